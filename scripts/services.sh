@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Brings up the local services the project needs, idempotently and quickly when all is up.
+#   - RabbitMQ on AMQP_URL (default amqp://guest:guest@127.0.0.1:5672)
+#   - a MongoDB-compatible server on MONGODB_URL (default mongodb://127.0.0.1:27017/svc):
+#     when nothing answers there, FerretDB v1.24.0 is built once into .tools/bin and run over
+#     the local PostgreSQL.
+# Servers that already answer (a real MongoDB 7, a RabbitMQ cluster) are left alone.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+tools="$root/.tools"
+mkdir -p "$tools/bin" "$tools/log" "$tools/state"
+
+AMQP_URL="${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672}"
+MONGODB_URL="${MONGODB_URL:-mongodb://127.0.0.1:27017/svc}"
+FERRETDB_VERSION="v1.24.0"
+FERRETDB_PG_URL="${FERRETDB_POSTGRESQL_URL:-postgres://postgres@127.0.0.1:5432/ferretdb}"
+
+log() { printf '[services] %s\n' "$*" >&2; }
+
+# host:port of the first host in a URL such as scheme://user:pass@host:port/path
+host_port() {
+  local rest="${1#*://}"; rest="${rest#*@}"; rest="${rest%%/*}"; rest="${rest%%\?*}"; rest="${rest%%,*}"
+  local host="${rest%%:*}" port="${rest##*:}"
+  [ "$port" = "$rest" ] && port="$2"
+  printf '%s %s' "$host" "$port"
+}
+answers() { timeout 2 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
+wait_for() { # host port seconds what
+  local i
+  for ((i = 0; i < $3 * 5; i++)); do answers "$1" "$2" && return 0; sleep 0.2; done
+  log "$4 did not answer on $1:$2 after $3 s"; return 1
+}
+
+# --- RabbitMQ -------------------------------------------------------------
+read -r amqp_host amqp_port <<<"$(host_port "$AMQP_URL" 5672)"
+if answers "$amqp_host" "$amqp_port"; then
+  log "RabbitMQ answers on $amqp_host:$amqp_port"
+else
+  case "$amqp_host" in
+    127.0.0.1|localhost) ;;
+    *) log "RabbitMQ at $amqp_host:$amqp_port does not answer and is not local; not starting anything"; exit 1 ;;
+  esac
+  command -v rabbitmq-server >/dev/null || { log "rabbitmq-server is not installed (apt-get install rabbitmq-server)"; exit 1; }
+  log "starting the local RabbitMQ (rabbitmq-server -detached)"
+  rabbitmq-server -detached >/dev/null 2>&1 || true
+  wait_for "$amqp_host" "$amqp_port" 60 RabbitMQ
+  log "RabbitMQ is up"
+fi
+
+# --- MongoDB-compatible server ---------------------------------------------
+read -r mongo_host mongo_port <<<"$(host_port "$MONGODB_URL" 27017)"
+if answers "$mongo_host" "$mongo_port"; then
+  log "MongoDB-compatible server answers on $mongo_host:$mongo_port"
+  exit 0
+fi
+case "$mongo_host" in
+  127.0.0.1|localhost) ;;
+  *) log "MongoDB at $mongo_host:$mongo_port does not answer and is not local; not starting anything"; exit 1 ;;
+esac
+
+ferret="$tools/bin/ferretdb"
+if [ ! -x "$ferret" ] || [ "$("$ferret" --version 2>/dev/null | grep -o 'v1\.24\.0' | head -1)" != "$FERRETDB_VERSION" ]; then
+  command -v go >/dev/null || { log "Go is needed to build FerretDB"; exit 1; }
+  log "building FerretDB $FERRETDB_VERSION from the Go module proxy (once; cached in .tools/bin)"
+  dir="$(go mod download -json "github.com/FerretDB/FerretDB@$FERRETDB_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [ -n "$dir" ] && [ -d "$dir" ] || { log "go mod download gave no module directory"; exit 1; }
+  src="$tools/src/ferretdb"
+  rm -rf "$src"; mkdir -p "$tools/src"
+  cp -r "$dir" "$src"; chmod -R u+w "$src"
+  # The module lacks the generated version file; without it the binary panics at start
+  # ("Invalid build/version/version.txt file content", FerretDB issue #2982).
+  echo "$FERRETDB_VERSION" >"$src/build/version/version.txt"
+  (cd "$src" && go build -o "$ferret" ./cmd/ferretdb) >"$tools/log/ferretdb-build.log" 2>&1 || {
+    log "plain build failed, retrying with -checklinkname=0 (see .tools/log/ferretdb-build.log)"
+    (cd "$src" && go build -ldflags=-checklinkname=0 -o "$ferret" ./cmd/ferretdb) >>"$tools/log/ferretdb-build.log" 2>&1
+  }
+  rm -rf "$src"
+  log "FerretDB built: $("$ferret" --version | head -1)"
+fi
+
+# FerretDB keeps its data in a PostgreSQL database of its own.
+pg_db="${FERRETDB_PG_URL##*/}"; pg_db="${pg_db%%\?*}"
+read -r pg_host pg_port <<<"$(host_port "$FERRETDB_PG_URL" 5432)"
+if ! answers "$pg_host" "$pg_port"; then
+  log "PostgreSQL does not answer on $pg_host:$pg_port; trying to start the local cluster"
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start >/dev/null 2>&1 || true
+  wait_for "$pg_host" "$pg_port" 30 PostgreSQL
+fi
+pg_user="postgres"
+if ! psql -h "$pg_host" -p "$pg_port" -U "$pg_user" -d postgres -tAc "select 1 from pg_database where datname='$pg_db'" | grep -q 1; then
+  log "creating PostgreSQL database $pg_db"
+  psql -h "$pg_host" -p "$pg_port" -U "$pg_user" -d postgres -qc "create database \"$pg_db\"" >/dev/null
+fi
+
+log "starting FerretDB on $mongo_host:$mongo_port (log: .tools/log/ferretdb.log)"
+nohup setsid "$ferret" --handler=postgresql --postgresql-url="$FERRETDB_PG_URL" \
+  --listen-addr="$mongo_host:$mongo_port" --telemetry=disable --state-dir="$tools/state" \
+  --debug-addr=127.0.0.1:0 --log-level=WARN >>"$tools/log/ferretdb.log" 2>&1 </dev/null &
+wait_for "$mongo_host" "$mongo_port" 30 FerretDB
+log "FerretDB is up"
