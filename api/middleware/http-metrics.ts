@@ -1,0 +1,11 @@
+import type { Request, RequestHandler } from 'express';
+import { metrics } from '../../monitoring/metrics';
+
+/** The route template ("/api/v1/jobs/:id"), never the raw path, so label sets stay bounded. */
+export const routeTemplate = (req: Request): string => (req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched');
+
+export const httpMetrics: RequestHandler = (req, res, next) => {
+  const end = metrics.httpDuration.startTimer();
+  res.once('finish', () => end({ method: req.method, route: routeTemplate(req), status: String(res.statusCode) }));
+  next();
+};

@@ -1,0 +1,74 @@
+import client from 'prom-client';
+
+/**
+ * The process's metrics. One registry per process (prom-client's default), created once on
+ * import; every process (API, workers, scheduler) serves it at /metrics.
+ */
+export const registry = client.register;
+client.collectDefaultMetrics({ register: registry });
+
+const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+  new client.Counter<L>({ name, help, labelNames, registers: [registry] });
+
+export const metrics = {
+  httpDuration: new client.Histogram<'method' | 'route' | 'status'>({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by method, route template and status.',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  }),
+  jobsDispatched: counter('jobs_dispatched_total', 'Jobs accepted and published to their pool, by type.', ['type']),
+  jobsRepublished: counter('jobs_republished_total', 'Jobs published again by the sweep (undispatched or stalled), by type and reason.', ['type', 'reason']),
+  jobsCompleted: counter('jobs_completed_total', 'Jobs that reached complete, by type.', ['type']),
+  jobsFailed: counter('jobs_failed_total', 'Jobs that reached failed, by type and reason (error, attempts_exhausted, dead_letter).', ['type', 'reason']),
+  jobsRetried: counter('jobs_retried_total', 'Transient job errors scheduled for another attempt, by type.', ['type']),
+  jobDuration: new client.Histogram<'type' | 'status'>({
+    name: 'job_duration_seconds',
+    help: 'Time from a job starting to it finishing, by type and final status.',
+    labelNames: ['type', 'status'],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+    registers: [registry],
+  }),
+  jobQueueWait: new client.Histogram<'type'>({
+    name: 'job_queue_wait_seconds',
+    help: 'Time from dispatch to a worker starting the job, by type.',
+    labelNames: ['type'],
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [registry],
+  }),
+  jobsInFlight: new client.Gauge<'pool'>({ name: 'pool_jobs_in_flight', help: 'Jobs this process is working on, by pool.', labelNames: ['pool'], registers: [registry] }),
+  queueDepth: new client.Gauge<'queue'>({
+    name: 'queue_depth',
+    help: 'Messages ready in a RabbitMQ queue (read at scrape time).',
+    labelNames: ['queue'],
+    registers: [registry],
+    async collect() {
+      for (const source of queueDepthSources) {
+        for (const q of source.queues) {
+          const n = await source.depth(q);
+          if (n !== null) this.set({ queue: q }, n);
+        }
+      }
+    },
+  }),
+  deadLettered: counter('messages_dead_lettered_total', 'Messages sent to the dead-letter queue, by queue and reason.', ['queue', 'reason']),
+  creditsCharged: counter('credits_charged_total', 'Credits debited, by operation.', ['operation']),
+  creditsRefunded: counter('credits_refunded_total', 'Credits refunded, by operation.', ['operation']),
+  insufficientCredits: counter('credit_debits_refused_total', 'Debits refused for a short balance, by operation.', ['operation']),
+  rateLimited: counter('rate_limited_requests_total', 'Requests refused with 429, by route.', ['route']),
+  errors: counter('app_errors_total', 'Errors through the error funnel, by code and source (http, consumer, scheduler, process).', ['code', 'source']),
+  schedulerRuns: counter('scheduler_runs_total', 'Scheduler task runs, by task and outcome.', ['task', 'outcome']),
+};
+
+interface QueueDepthSource {
+  queues: readonly string[];
+  depth(queue: string): Promise<number | null>;
+}
+const queueDepthSources = new Set<QueueDepthSource>();
+
+/** Report the depth of `queues` at scrape time; returns an unregister function. */
+export function reportQueueDepth(source: QueueDepthSource): () => void {
+  queueDepthSources.add(source);
+  return () => queueDepthSources.delete(source);
+}

@@ -1,0 +1,298 @@
+import { EventEmitter } from 'node:events';
+import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
+import { broker, type PoolType } from '../contracts/registry';
+import type { Logger } from './log';
+
+export interface TopologyOptions {
+  prefix: string;
+  queueType: 'quorum' | 'classic';
+  deliveryLimit: number;
+  pools: readonly PoolType[];
+}
+
+export interface Delivery {
+  msg: ConsumeMessage;
+  ack(): void;
+  /** Back onto the queue (counts as a delivery for the quorum delivery limit). */
+  requeue(): void;
+  /** Off to the dead-letter queue, with no further delivery. */
+  deadLetter(): void;
+}
+
+export interface AmqpEvents {
+  connected: [];
+  disconnected: [Error | undefined];
+  published: [{ exchange: string; routingKey: string }];
+  ack: [{ queue: string }];
+  requeue: [{ queue: string }];
+  deadLetter: [{ queue: string }];
+}
+
+interface Consumer {
+  queue: string;
+  prefetch: number;
+  handler: (d: Delivery) => Promise<void>;
+  channel?: Channel;
+  tag?: string;
+}
+
+/** Arguments of a pool queue. WARNING: RabbitMQ refuses to redeclare a queue with other arguments. */
+export function poolQueueArgs(t: TopologyOptions): Record<string, unknown> {
+  const args: Record<string, unknown> = {
+    'x-queue-type': t.queueType,
+    'x-dead-letter-exchange': broker.deadLetterExchange(t.prefix),
+  };
+  if (t.queueType === 'quorum') args['x-delivery-limit'] = t.deliveryLimit;
+  return args;
+}
+
+/**
+ * One RabbitMQ connection with a confirm channel for publishing and one channel per consumer.
+ * Reconnects with backoff, redeclares the topology and restarts consumers after a broker restart.
+ * Publishing resolves on the broker's confirm, waits for 'drain' rather than buffering without
+ * bound, and fails after `publishTimeoutMs` while the broker is away.
+ */
+export class AmqpClient extends EventEmitter<AmqpEvents> {
+  private conn?: ChannelModel;
+  private pub?: ConfirmChannel;
+  private consumers: Consumer[] = [];
+  private closing = false;
+  private connecting?: Promise<void>;
+  private reconnectTimer?: NodeJS.Timeout;
+  private attempt = 0;
+  private draining?: Promise<void>;
+
+  constructor(
+    private readonly url: string,
+    private readonly topology: TopologyOptions,
+    private readonly log: Logger,
+    private readonly publishTimeoutMs = 3000,
+  ) {
+    super();
+    this.setMaxListeners(0);
+  }
+
+  get connected(): boolean {
+    return !!this.pub;
+  }
+
+  /** Connect once; later losses reconnect by themselves. */
+  async start(): Promise<void> {
+    await this.connect();
+  }
+
+  private connect(): Promise<void> {
+    this.connecting ??= this.doConnect().finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
+  }
+
+  private async doConnect(): Promise<void> {
+    const conn = await amqp.connect(this.url, { timeout: 5000 });
+    conn.on('error', (err) => this.log.warn('amqp connection error', { err }));
+    conn.on('close', (err?: Error) => this.onLost(conn, err));
+    try {
+      const setup = await conn.createChannel();
+      await declareTopology(setup, this.topology);
+      await setup.close();
+      const pub = await conn.createConfirmChannel();
+      pub.on('error', (err) => this.log.warn('amqp publish channel error', { err }));
+      this.conn = conn;
+      this.pub = pub;
+      for (const c of this.consumers) await this.startConsumer(c);
+    } catch (err) {
+      await conn.close().catch(() => {});
+      throw err;
+    }
+    this.attempt = 0;
+    this.log.info('amqp connected');
+    this.emit('connected');
+  }
+
+  private onLost(conn: ChannelModel, err?: Error) {
+    if (this.conn !== conn) return;
+    this.conn = undefined;
+    this.pub = undefined;
+    for (const c of this.consumers) c.channel = undefined;
+    this.emit('disconnected', err);
+    if (this.closing) return;
+    this.log.warn('amqp connection lost; reconnecting', { err });
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect() {
+    if (this.closing || this.reconnectTimer) return;
+    const delay = Math.min(5000, 100 * 2 ** this.attempt++) * (0.8 + Math.random() * 0.4);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      this.connect().catch((err) => {
+        this.log.warn('amqp reconnect failed', { err: err as Error });
+        this.scheduleReconnect();
+      });
+    }, delay);
+    this.reconnectTimer.unref?.();
+  }
+
+  /** Resolves when connected, or rejects after `ms`. */
+  private async ready(ms: number): Promise<ConfirmChannel> {
+    if (this.pub) return this.pub;
+    if (this.closing) throw new Error('amqp client is closed');
+    return new Promise((resolve, reject) => {
+      const onUp = () => {
+        clearTimeout(t);
+        this.pub ? resolve(this.pub) : reject(new Error('amqp not connected'));
+      };
+      const t = setTimeout(() => {
+        this.off('connected', onUp);
+        reject(new Error(`amqp not connected after ${ms} ms`));
+      }, ms);
+      this.once('connected', onUp);
+    });
+  }
+
+  /** Publish a persistent message and wait for the broker's confirm. */
+  async publish(exchange: string, routingKey: string, body: unknown, opts: Options.Publish = {}): Promise<void> {
+    const deadline = Date.now() + this.publishTimeoutMs;
+    const ch = await this.ready(this.publishTimeoutMs);
+    // Back-pressure: while the socket buffer is full, wait for 'drain' instead of buffering more.
+    while (this.draining) await this.draining;
+    const content = Buffer.from(JSON.stringify(body));
+    await new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const done = (err?: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        ch.off('close', onClose);
+        err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve();
+      };
+      const onClose = () => done(new Error('channel closed before the publish was confirmed'));
+      const timer = setTimeout(() => done(new Error(`publish not confirmed within ${this.publishTimeoutMs} ms`)), Math.max(1, deadline - Date.now()));
+      ch.once('close', onClose);
+      try {
+        const ok = ch.publish(exchange, routingKey, content, { persistent: true, contentType: 'application/json', ...opts }, (err) =>
+          done(err ?? undefined),
+        );
+        if (!ok && !this.draining) {
+          this.draining = new Promise<void>((r) => {
+            const release = () => {
+              this.draining = undefined;
+              ch.off('close', release);
+              r();
+            };
+            ch.once('drain', release);
+            ch.once('close', release);
+          });
+        }
+      } catch (err) {
+        done(err);
+      }
+    });
+    this.emit('published', { exchange, routingKey });
+  }
+
+  /** Publish to a pool queue through the default exchange. */
+  publishToPool(pool: PoolType, body: unknown, opts: Options.Publish = {}) {
+    return this.publish('', broker.poolQueue(this.topology.prefix, pool), body, opts);
+  }
+
+  /** Consume a queue with `prefetch` unacked messages at most; survives reconnects. */
+  async consume(queue: string, prefetch: number, handler: (d: Delivery) => Promise<void>): Promise<() => Promise<void>> {
+    const c: Consumer = { queue, prefetch, handler };
+    this.consumers.push(c);
+    if (this.conn) await this.startConsumer(c);
+    return async () => {
+      this.consumers = this.consumers.filter((x) => x !== c);
+      const ch = c.channel;
+      c.channel = undefined;
+      if (ch && c.tag) await ch.cancel(c.tag).catch(() => {});
+    };
+  }
+
+  /** Close a consumer's channel: its unacked messages go back to the queue. */
+  async closeConsumerChannels(): Promise<void> {
+    await Promise.all(this.consumers.map((c) => c.channel?.close().catch(() => {})));
+  }
+
+  private async startConsumer(c: Consumer) {
+    if (!this.conn) return;
+    const ch = await this.conn.createChannel();
+    ch.on('error', (err) => this.log.warn('amqp consumer channel error', { queue: c.queue, err }));
+    await ch.prefetch(c.prefetch);
+    c.channel = ch;
+    const settleOnce = (msg: ConsumeMessage) => {
+      let settled = false;
+      const guard = (fn: () => void, event: 'ack' | 'requeue' | 'deadLetter') => () => {
+        if (settled) return;
+        settled = true;
+        // A message from a channel that has since closed is redelivered by the broker anyway.
+        if (c.channel !== ch) return;
+        try {
+          fn();
+          this.emit(event, { queue: c.queue });
+        } catch (err) {
+          this.log.warn('amqp settle failed', { queue: c.queue, err: err as Error });
+        }
+      };
+      return {
+        msg,
+        ack: guard(() => ch.ack(msg), 'ack'),
+        requeue: guard(() => ch.nack(msg, false, true), 'requeue'),
+        deadLetter: guard(() => ch.nack(msg, false, false), 'deadLetter'),
+      } satisfies Delivery;
+    };
+    const { consumerTag } = await ch.consume(c.queue, (msg) => {
+      if (!msg) return; // consumer cancelled by the broker
+      const d = settleOnce(msg);
+      c.handler(d).catch((err) => {
+        this.log.error('consumer handler crashed; requeueing', { queue: c.queue, err: err as Error });
+        d.requeue();
+      });
+    });
+    c.tag = consumerTag;
+  }
+
+  /** Messages ready in a queue, or null when the broker is away. */
+  async queueDepth(queue: string): Promise<number | null> {
+    if (!this.conn) return null;
+    let ch: Channel | undefined;
+    try {
+      ch = await this.conn.createChannel();
+      ch.on('error', () => {});
+      const q = await ch.checkQueue(queue);
+      return q.messageCount;
+    } catch {
+      return null;
+    } finally {
+      await ch?.close().catch(() => {});
+    }
+  }
+
+  /** Cheap liveness probe for /readyz. */
+  isReady(): boolean {
+    return this.connected;
+  }
+
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    clearTimeout(this.reconnectTimer);
+    await this.connecting?.catch(() => {});
+    const conn = this.conn;
+    this.conn = undefined;
+    this.pub = undefined;
+    await conn?.close().catch(() => {});
+  }
+}
+
+/** Declare exchanges and queues. Idempotent. */
+export async function declareTopology(ch: Channel, t: TopologyOptions): Promise<void> {
+  await ch.assertExchange(broker.eventsExchange(t.prefix), 'topic', { durable: true });
+  await ch.assertExchange(broker.deadLetterExchange(t.prefix), 'fanout', { durable: true });
+  await ch.assertQueue(broker.deadLetterQueue(t.prefix), { durable: true, arguments: { 'x-queue-type': t.queueType } });
+  await ch.bindQueue(broker.deadLetterQueue(t.prefix), broker.deadLetterExchange(t.prefix), '');
+  for (const pool of t.pools) {
+    await ch.assertQueue(broker.poolQueue(t.prefix, pool), { durable: true, arguments: poolQueueArgs(t) });
+  }
+}

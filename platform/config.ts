@@ -1,0 +1,117 @@
+import { z } from 'zod';
+import { CREDIT_OPERATIONS, DEFAULT_CREDIT_PRICES, POOL_TYPES, type CreditOperation, type PoolType } from '../contracts/registry';
+
+const DEV_SECRET = 'dev-only-secret-change-me-0123456789abcdef';
+
+const bool = z
+  .enum(['true', 'false', '1', '0'])
+  .transform((v) => v === 'true' || v === '1');
+
+const poolList = z.string().transform((v, ctx) => {
+  const names = v.split(',').map((s) => s.trim()).filter(Boolean);
+  if (names.length === 1 && names[0] === 'all') return [...POOL_TYPES];
+  for (const n of names) {
+    if (!(POOL_TYPES as readonly string[]).includes(n)) ctx.addIssue({ code: 'custom', message: `unknown pool "${n}"; pools are ${POOL_TYPES.join(', ')}` });
+  }
+  return names as PoolType[];
+});
+
+/** `code=2,video=1`: concurrency per pool. */
+const poolConcurrency = z.string().transform((v, ctx) => {
+  const out: Partial<Record<PoolType, number>> = {};
+  for (const part of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const [name, n] = part.split('=');
+    const count = Number(n);
+    if (!name || !(POOL_TYPES as readonly string[]).includes(name) || !Number.isInteger(count) || count < 1) {
+      ctx.addIssue({ code: 'custom', message: `"${part}" is not pool=count with a known pool and a positive integer` });
+      continue;
+    }
+    out[name as PoolType] = count;
+  }
+  return out;
+});
+
+const creditPrices = z.string().transform((v, ctx) => {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(v);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON object of operation: price' });
+    return z.NEVER;
+  }
+  const r = z.record(z.enum(CREDIT_OPERATIONS), z.number().min(0)).safeParse(parsed);
+  if (!r.success) {
+    ctx.addIssue({ code: 'custom', message: `must map operations (${CREDIT_OPERATIONS.join(', ')}) to non-negative numbers` });
+    return z.NEVER;
+  }
+  return r.data as Partial<Record<CreditOperation, number>>;
+});
+
+/** Every configuration key, with its default and what it does. */
+export const ConfigSchema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development').describe('production refuses development secrets and loopback webhook targets.'),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info').describe('Minimum level written to stdout as JSON lines.'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe('API port; 0 picks a free one (tests).'),
+  PUBLIC_BASE_URL: z.string().url().optional().describe('Absolute origin for public links (assets, openUrl). Default http://localhost:PORT.'),
+  MONGODB_URL: z.string().default('mongodb://127.0.0.1:27017/svc').describe('MongoDB (or FerretDB) connection string, database included.'),
+  AMQP_URL: z.string().default('amqp://guest:guest@127.0.0.1:5672').describe('RabbitMQ connection string.'),
+  QUEUE_TYPE: z.enum(['quorum', 'classic']).default('quorum').describe('Queue type for pool queues. quorum survives node loss and enforces the delivery limit; classic is faster on one node. Changing it needs new queue names (QUEUE_PREFIX).'),
+  QUEUE_PREFIX: z.string().default('').describe('Prefix for every queue and exchange name; isolates test runs sharing a broker.'),
+  DELIVERY_LIMIT: z.coerce.number().int().min(1).default(5).describe('Quorum queues dead-letter a message redelivered more than this many times (poison message).'),
+  PUBLISH_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000).describe('How long a publish may wait for the broker confirm before the job is left for the sweep.'),
+  JOB_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3).describe('Attempts a job gets (crashes and transient errors) before it fails and is refunded.'),
+  JOB_LEASE_MS: z.coerce.number().int().min(500).default(30_000).describe('A worker holds a job this long and renews it while working; an expired lease lets the sweep hand the job to another worker.'),
+  JOB_RETRY_DELAY_MS: z.coerce.number().int().min(0).default(5_000).describe('Delay before a job that hit a transient error is tried again.'),
+  DISPATCH_GRACE_MS: z.coerce.number().int().min(0).default(5_000).describe('An undispatched job younger than this is left to the API that created it; older ones are published by the sweep.'),
+  SWEEP_INTERVAL: z.string().default('10 seconds').describe('How often the scheduler sweeps undispatched and stalled jobs (Agenda interval).'),
+  SCHEDULER_PROCESS_EVERY: z.string().default('5 seconds').describe('How often Agenda looks for due scheduler jobs.'),
+  RATE_LIMIT_MAX: z.coerce.number().int().min(1).default(600).describe('Requests per key per window.'),
+  RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).default(60).describe('Rate-limit window length.'),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 * 1024).describe('Largest JSON body accepted (413 beyond). 16 MiB fits the largest SPEC upload (10 MB decoded, base64).'),
+  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).default(90).describe('Audit entries older than this are deleted by the scheduler.'),
+  IDEMPOTENCY_TTL_HOURS: z.coerce.number().min(24).default(24).describe('How long Idempotency-Key records are kept (at least 24 h).'),
+  IDEMPOTENCY_LOCK_MS: z.coerce.number().int().min(1000).default(60_000).describe('An in-flight Idempotency-Key record older than this is treated as abandoned.'),
+  CREDIT_PRICES: creditPrices.optional().describe('JSON object overriding credit prices per operation.'),
+  ASSET_SIGNING_SECRET: z.string().min(32).default(DEV_SECRET).describe('HMAC key for public asset links; the same on every process. Required in production.'),
+  ASSET_URL_TTL_SECONDS: z.coerce.number().int().min(60).default(7 * 24 * 3600).describe('Validity of signed links to generated media.'),
+  WORKER_POOLS: poolList.default([...POOL_TYPES]).describe('Comma-separated pools this worker process runs, or "all".'),
+  POOL_CONCURRENCY: poolConcurrency.default({}).describe('Per-pool concurrency, e.g. "code=4,video=1" (RabbitMQ prefetch). Default 2.'),
+  DEFAULT_POOL_CONCURRENCY: z.coerce.number().int().min(1).default(2).describe('Concurrency of pools not named in POOL_CONCURRENCY.'),
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9101).describe('Port of the worker process /metrics, /healthz, /readyz.'),
+  SCHEDULER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9102).describe('Port of the scheduler process /metrics, /healthz, /readyz.'),
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(30_000).describe('How long a stopping worker waits for jobs in flight before it leaves them to redelivery.'),
+  CODE_ENGINE: z.enum(['local', 'openai']).default('local').describe('Code-build engine: local templates, or an OpenAI-compatible chat API.'),
+  OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1').describe('Base URL of an OpenAI-compatible provider.'),
+  OPENAI_API_KEY: z.string().optional().describe('Key for the OpenAI-compatible provider.'),
+  OPENAI_MODEL: z.string().default('gpt-4o-mini').describe('Model name for the OpenAI-compatible code engine.'),
+  DEV_ACCOUNT_CREDITS: z.coerce.number().min(0).default(1000).describe('Credits given to the development account created by npm start.'),
+});
+
+export type Config = Readonly<Omit<z.infer<typeof ConfigSchema>, 'PUBLIC_BASE_URL' | 'CREDIT_PRICES'>> & {
+  readonly PUBLIC_BASE_URL: string;
+  readonly CREDIT_PRICES: Readonly<Record<CreditOperation, number>>;
+  readonly concurrencyOf: (pool: PoolType) => number;
+};
+
+export class ConfigError extends Error {}
+
+/** Parse configuration once; a bad key stops the process with a message that names it. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const raw = Object.fromEntries(Object.keys(ConfigSchema.shape).map((k) => [k, env[k] === '' ? undefined : env[k]]));
+  const r = ConfigSchema.safeParse(raw);
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const c = r.data;
+  if (c.NODE_ENV === 'production' && c.ASSET_SIGNING_SECRET === DEV_SECRET) {
+    throw new ConfigError('invalid configuration:\n  ASSET_SIGNING_SECRET: must be set in production');
+  }
+  const prices = { ...DEFAULT_CREDIT_PRICES, ...(c.CREDIT_PRICES ?? {}) };
+  return Object.freeze({
+    ...c,
+    PUBLIC_BASE_URL: (c.PUBLIC_BASE_URL ?? `http://localhost:${c.PORT}`).replace(/\/$/, ''),
+    CREDIT_PRICES: Object.freeze(prices),
+    concurrencyOf: (pool: PoolType) => c.POOL_CONCURRENCY[pool] ?? c.DEFAULT_POOL_CONCURRENCY,
+  });
+}

@@ -1,0 +1,62 @@
+import type { CreditOperation } from '../contracts/registry';
+import { metrics } from '../monitoring/metrics';
+import { AppError } from './errors';
+import { newId } from './ids';
+import type { Database } from './mongo';
+
+/**
+ * Credits: each debit is ONE conditional update ($inc guarded by balance >= amount), so
+ * concurrent debits can never take the balance below zero, on MongoDB and FerretDB alike.
+ * Every charge and refund is written to the ledger right after the balance moves.
+ */
+export function createCredits(db: Database, prices: Readonly<Record<CreditOperation, number>>) {
+  const price = (op: CreditOperation, units = 1) => Math.round(prices[op] * units * 100) / 100;
+
+  return {
+    price,
+
+    async balance(accountId: string): Promise<number> {
+      const a = await db.accounts.findOne({ _id: accountId }, { projection: { credits: 1 } });
+      return a?.credits ?? 0;
+    },
+
+    /** Debit `amount` or throw insufficient_credits (402). */
+    async debit(input: { accountId: string; operation: CreditOperation; amount: number; jobId?: string; requestId?: string }): Promise<void> {
+      if (input.amount > 0) {
+        const r = await db.accounts.updateOne({ _id: input.accountId, credits: { $gte: input.amount } }, { $inc: { credits: -input.amount } });
+        if (r.modifiedCount !== 1) {
+          metrics.insufficientCredits.inc({ operation: input.operation });
+          throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${input.amount}`);
+        }
+      }
+      await db.ledger.insertOne({
+        _id: newId('led'),
+        accountId: input.accountId,
+        kind: 'charge',
+        operation: input.operation,
+        amount: input.amount,
+        jobId: input.jobId ?? null,
+        requestId: input.requestId ?? null,
+        at: new Date(),
+      });
+      metrics.creditsCharged.inc({ operation: input.operation }, input.amount);
+    },
+
+    /** Give back a debit. Callers guarantee at-most-once (e.g. the job's refunded flag). */
+    async refund(input: { accountId: string; operation: CreditOperation; amount: number; jobId?: string }): Promise<void> {
+      if (input.amount > 0) await db.accounts.updateOne({ _id: input.accountId }, { $inc: { credits: input.amount } });
+      await db.ledger.insertOne({
+        _id: newId('led'),
+        accountId: input.accountId,
+        kind: 'refund',
+        operation: input.operation,
+        amount: input.amount,
+        jobId: input.jobId ?? null,
+        requestId: null,
+        at: new Date(),
+      });
+      metrics.creditsRefunded.inc({ operation: input.operation }, input.amount);
+    },
+  };
+}
+export type Credits = ReturnType<typeof createCredits>;

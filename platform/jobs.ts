@@ -1,0 +1,242 @@
+import { randomUUID } from 'node:crypto';
+import type { JobEnvelope } from '../contracts/common';
+import { JOB_EVENT_NAME, JOB_ID_PREFIX, broker, type CreditOperation, type JobType } from '../contracts/registry';
+import { metrics } from '../monitoring/metrics';
+import type { AmqpClient } from './amqp';
+import type { Credits } from './credits';
+import { newId } from './ids';
+import type { Logger } from './log';
+import type { Database, JobDoc } from './mongo';
+
+/** The message a pool receives. Small on purpose: the job document is the truth. */
+export interface JobMessage {
+  jobId: string;
+  accountId: string;
+  type: JobType;
+}
+
+export const pollPath = (jobId: string) => `/api/v1/jobs/${jobId}`;
+
+/** SPEC 2.4 envelope of a stored job. */
+export function toEnvelope(job: JobDoc): JobEnvelope {
+  return {
+    jobId: job._id,
+    type: job.type,
+    status: job.status,
+    rawStatus: job.rawStatus,
+    pollUrl: pollPath(job._id),
+    progressMessage: job.progressMessage,
+    result: job.status === 'complete' || job.type === 'space' ? job.result : null,
+    error: job.error,
+    createdAt: job.createdAt.toISOString(),
+    updatedAt: job.updatedAt.toISOString(),
+  };
+}
+
+/** Pool that runs a job type: the job types map one-to-one onto pools. */
+export const poolOf = (type: JobType) => type;
+
+export interface JobsDeps {
+  db: Database;
+  amqp: AmqpClient;
+  credits: Credits;
+  log: Logger;
+  publicBaseUrl: string;
+  queuePrefix: string;
+}
+
+/**
+ * The job repository and its state machine (SPEC 3.1): queued → processing → complete | failed.
+ * Every move is one conditional update, so no job moves backwards or finishes twice, and a
+ * duplicate message finds nothing to move.
+ */
+export function createJobs(deps: JobsDeps) {
+  const { db, amqp, credits, log } = deps;
+
+  const publishEvent = async (job: JobDoc, extras: Record<string, unknown> = {}) => {
+    const name = `${JOB_EVENT_NAME[job.type]}.${job.status === 'complete' ? 'completed' : 'failed'}`;
+    const event = {
+      eventId: randomUUID(),
+      event: name,
+      accountId: job.accountId,
+      occurredAt: new Date().toISOString(),
+      data: { jobId: job._id, status: job.status, pollUrl: deps.publicBaseUrl + pollPath(job._id), ...extras },
+    };
+    try {
+      await amqp.publish(broker.eventsExchange(deps.queuePrefix), name, event);
+    } catch (err) {
+      // The job document already holds the outcome; the event is best effort here and the
+      // webhook pool's own retries start from what reaches the exchange.
+      log.error('event publish failed', { event: name, jobId: job._id, err: err as Error });
+    }
+  };
+
+  const refundOnce = async (job: JobDoc) => {
+    const r = await db.jobs.updateOne({ _id: job._id, 'credits.refunded': false }, { $set: { 'credits.refunded': true } });
+    if (r.modifiedCount === 1) {
+      await credits.refund({ accountId: job.accountId, operation: job.credits.operation, amount: job.credits.amount, jobId: job._id });
+    }
+  };
+
+  const api = {
+    /** Insert a queued, not yet dispatched job. */
+    async create(input: {
+      accountId: string;
+      type: JobType;
+      input: Record<string, unknown>;
+      credits: { operation: CreditOperation; amount: number };
+      notes?: string[];
+      id?: string;
+    }): Promise<JobDoc> {
+      const now = new Date();
+      const job: JobDoc = {
+        _id: input.id ?? newId(JOB_ID_PREFIX[input.type]),
+        accountId: input.accountId,
+        type: input.type,
+        status: 'queued',
+        rawStatus: 'queued',
+        progressMessage: 'Waiting for a worker',
+        input: input.input,
+        result: null,
+        error: null,
+        notes: input.notes ?? [],
+        credits: { ...input.credits, refunded: false },
+        dispatchedAt: null,
+        attempts: 0,
+        lease: null,
+        sweptAt: null,
+        createdAt: now,
+        updatedAt: now,
+        startedAt: null,
+        completedAt: null,
+      };
+      await db.jobs.insertOne(job);
+      return job;
+    },
+
+    /** Publish a job to its pool and mark it dispatched. False leaves it to the sweep. */
+    async dispatch(job: Pick<JobDoc, '_id' | 'accountId' | 'type'>, reason: 'new' | 'undispatched' | 'stalled' = 'new'): Promise<boolean> {
+      const msg: JobMessage = { jobId: job._id, accountId: job.accountId, type: job.type };
+      try {
+        await amqp.publishToPool(poolOf(job.type), msg, { messageId: job._id });
+      } catch (err) {
+        log.warn('job publish failed; the sweep will publish it', { jobId: job._id, err: err as Error });
+        return false;
+      }
+      await db.jobs.updateOne({ _id: job._id, dispatchedAt: null }, { $set: { dispatchedAt: new Date() } });
+      if (reason === 'new') metrics.jobsDispatched.inc({ type: job.type });
+      else metrics.jobsRepublished.inc({ type: job.type, reason });
+      return true;
+    },
+
+    findForAccount: (accountId: string, id: string) => db.jobs.findOne({ _id: id, accountId }),
+
+    /**
+     * Take a job for work: queued, or processing with an expired lease (its worker died or it
+     * waits for a retry). Returns null when there is nothing to take (duplicate message,
+     * finished job, or another worker holds it).
+     */
+    async claim(jobId: string, owner: string, leaseMs: number): Promise<JobDoc | null> {
+      const now = new Date();
+      return db.jobs.findOneAndUpdate(
+        { _id: jobId, $or: [{ status: 'queued' }, { status: 'processing', 'lease.until': { $lt: now } }] },
+        {
+          $set: { status: 'processing', lease: { owner, until: new Date(now.getTime() + leaseMs) }, startedAt: now, updatedAt: now, rawStatus: 'started', progressMessage: 'Started' },
+          $inc: { attempts: 1 },
+        },
+        { returnDocument: 'after' },
+      );
+    },
+
+    /** Extend the lease while working. False when the job is no longer ours. */
+    async renewLease(jobId: string, owner: string, leaseMs: number): Promise<boolean> {
+      const r = await db.jobs.updateOne(
+        { _id: jobId, status: 'processing', 'lease.owner': owner },
+        { $set: { 'lease.until': new Date(Date.now() + leaseMs) } },
+      );
+      return r.matchedCount === 1;
+    },
+
+    async progress(jobId: string, owner: string, p: { rawStatus: string; progressMessage: string; result?: Record<string, unknown> }): Promise<boolean> {
+      const set: Record<string, unknown> = { rawStatus: p.rawStatus, progressMessage: p.progressMessage, updatedAt: new Date() };
+      if (p.result) set.result = p.result;
+      const r = await db.jobs.updateOne({ _id: jobId, status: 'processing', 'lease.owner': owner }, { $set: set });
+      return r.matchedCount === 1;
+    },
+
+    /** processing → complete, once. Publishes `<name>.completed`. */
+    async complete(jobId: string, owner: string, result: Record<string, unknown>, extras: Record<string, unknown> = {}): Promise<JobDoc | null> {
+      const now = new Date();
+      const job = await db.jobs.findOneAndUpdate(
+        { _id: jobId, status: 'processing', 'lease.owner': owner },
+        { $set: { status: 'complete', result, lease: null, completedAt: now, updatedAt: now, rawStatus: 'complete', progressMessage: 'Done', error: null } },
+        { returnDocument: 'after' },
+      );
+      if (!job) return null;
+      metrics.jobsCompleted.inc({ type: job.type });
+      if (job.startedAt) metrics.jobDuration.observe({ type: job.type, status: 'complete' }, (now.getTime() - job.startedAt.getTime()) / 1000);
+      await publishEvent(job, extras);
+      return job;
+    },
+
+    /**
+     * queued|processing → failed, once; refunds the job's credits and publishes `<name>.failed`.
+     * With `owner`, only the lease holder may fail it.
+     */
+    async fail(jobId: string, error: string, opts: { owner?: string; reason?: string } = {}): Promise<JobDoc | null> {
+      const now = new Date();
+      const filter: Record<string, unknown> = { _id: jobId, status: { $in: ['queued', 'processing'] } };
+      if (opts.owner) filter['lease.owner'] = opts.owner;
+      const job = await db.jobs.findOneAndUpdate(
+        filter,
+        { $set: { status: 'failed', error, lease: null, completedAt: now, updatedAt: now, rawStatus: 'failed', progressMessage: 'Failed' } },
+        { returnDocument: 'after' },
+      );
+      if (!job) return null;
+      metrics.jobsFailed.inc({ type: job.type, reason: opts.reason ?? 'error' });
+      if (job.startedAt) metrics.jobDuration.observe({ type: job.type, status: 'failed' }, (now.getTime() - job.startedAt.getTime()) / 1000);
+      await refundOnce(job);
+      await publishEvent(job, { error });
+      return job;
+    },
+
+    /** Hand a job back for a later attempt: the lease becomes the retry time, the sweep republishes it. */
+    async scheduleRetry(jobId: string, owner: string, delayMs: number, error: string): Promise<boolean> {
+      const r = await db.jobs.updateOne(
+        { _id: jobId, status: 'processing', 'lease.owner': owner },
+        { $set: { lease: { owner: 'retry', until: new Date(Date.now() + delayMs) }, rawStatus: 'retry_scheduled', progressMessage: `Retrying after a transient error: ${error}`, updatedAt: new Date() } },
+      );
+      return r.matchedCount === 1;
+    },
+
+    /**
+     * The sweep: publish jobs that never reached the broker (older than `graceMs`) and jobs
+     * whose lease expired (worker died, or a retry is due). Returns how many it published.
+     */
+    async sweep(graceMs: number, sweepBackoffMs: number, limit = 500): Promise<{ undispatched: number; stalled: number }> {
+      const now = Date.now();
+      const undispatched = await db.jobs
+        .find({ status: 'queued', dispatchedAt: null, createdAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, accountId: 1, type: 1 } })
+        .limit(limit)
+        .toArray();
+      const stalled = await db.jobs
+        .find(
+          { status: 'processing', 'lease.until': { $lt: new Date(now) }, $or: [{ sweptAt: null }, { sweptAt: { $lt: new Date(now - sweepBackoffMs) } }] },
+          { projection: { _id: 1, accountId: 1, type: 1 } },
+        )
+        .limit(limit)
+        .toArray();
+      let u = 0;
+      let s = 0;
+      for (const j of undispatched) if (await api.dispatch(j, 'undispatched')) u++;
+      for (const j of stalled) {
+        // sweptAt keeps one republished message per backoff window while a backlog drains.
+        await db.jobs.updateOne({ _id: j._id }, { $set: { sweptAt: new Date() } });
+        if (await api.dispatch(j, 'stalled')) s++;
+      }
+      return { undispatched: u, stalled: s };
+    },
+  };
+  return api;
+}
+export type Jobs = ReturnType<typeof createJobs>;

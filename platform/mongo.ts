@@ -1,0 +1,149 @@
+import { MongoClient, type Db } from 'mongodb';
+import type { Plan, Scope, CreditOperation, JobType } from '../contracts/registry';
+import type { JobStatus } from '../contracts/common';
+import type { AccountFeatures } from '../contracts/account';
+
+/** Collection names. WARNING: persisted; renaming one orphans its data. */
+export const COLLECTIONS = {
+  accounts: 'accounts',
+  apiKeys: 'api_keys',
+  jobs: 'jobs',
+  ledger: 'credit_ledger',
+  audit: 'audit_log',
+  idempotency: 'idempotency_keys',
+  rateLimits: 'rate_limits',
+  agenda: 'scheduler_jobs',
+  blobBucket: 'blobs',
+} as const;
+
+export interface AccountDoc {
+  _id: string;
+  name: string;
+  plan: Plan;
+  credits: number;
+  features: AccountFeatures;
+  createdAt: Date;
+}
+
+export interface ApiKeyDoc {
+  _id: string;
+  accountId: string;
+  name: string;
+  /** sha256 of the full key, hex. The key itself is never stored. */
+  hash: string;
+  prefix: string;
+  scopes: Scope[];
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+export interface JobDoc {
+  _id: string;
+  accountId: string;
+  type: JobType;
+  status: JobStatus;
+  rawStatus: string;
+  progressMessage: string;
+  input: Record<string, unknown>;
+  result: Record<string, unknown> | null;
+  error: string | null;
+  notes: string[];
+  credits: { operation: CreditOperation; amount: number; refunded: boolean };
+  /** Null until the broker confirmed the message; the sweep publishes undispatched jobs. */
+  dispatchedAt: Date | null;
+  /** Times a worker claimed the job. */
+  attempts: number;
+  /** The worker holding the job and until when; an expired lease may be taken over. */
+  lease: { owner: string; until: Date } | null;
+  /** When the sweep last republished it. */
+  sweptAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  startedAt: Date | null;
+  completedAt: Date | null;
+}
+
+export interface LedgerDoc {
+  _id: string;
+  accountId: string;
+  kind: 'charge' | 'refund';
+  operation: CreditOperation;
+  amount: number;
+  jobId: string | null;
+  requestId: string | null;
+  at: Date;
+}
+
+export interface AuditDoc {
+  _id: string;
+  at: Date;
+  accountId: string;
+  keyId: string;
+  method: string;
+  route: string;
+  status: number;
+  durationMs: number;
+  creditsCharged: number;
+  requestId: string;
+}
+
+export interface IdempotencyDoc {
+  _id: string;
+  accountId: string;
+  key: string;
+  route: string;
+  bodyHash: string;
+  state: 'in_flight' | 'done';
+  lockedUntil: Date;
+  response: { status: number; body: unknown } | null;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+export interface RateLimitDoc {
+  _id: string;
+  count: number;
+  expiresAt: Date;
+}
+
+export async function connectMongo(url: string) {
+  const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000, maxPoolSize: 50 });
+  await client.connect();
+  const db = client.db();
+  return {
+    client,
+    db,
+    accounts: db.collection<AccountDoc>(COLLECTIONS.accounts),
+    apiKeys: db.collection<ApiKeyDoc>(COLLECTIONS.apiKeys),
+    jobs: db.collection<JobDoc>(COLLECTIONS.jobs),
+    ledger: db.collection<LedgerDoc>(COLLECTIONS.ledger),
+    audit: db.collection<AuditDoc>(COLLECTIONS.audit),
+    idempotency: db.collection<IdempotencyDoc>(COLLECTIONS.idempotency),
+    rateLimits: db.collection<RateLimitDoc>(COLLECTIONS.rateLimits),
+    ping: async () => {
+      await db.command({ ping: 1 });
+    },
+    close: () => client.close(),
+  };
+}
+export type Database = Awaited<ReturnType<typeof connectMongo>>;
+
+/**
+ * Indexes every process relies on. Idempotent. TTL and partial indexes are not used: FerretDB
+ * 1.24 lacks them, so expiry runs in the scheduler (deleteMany on expiresAt / at).
+ */
+export async function ensureIndexes(m: Database): Promise<void> {
+  await Promise.all([
+    m.apiKeys.createIndex({ hash: 1 }, { unique: true }),
+    m.apiKeys.createIndex({ accountId: 1 }),
+    m.jobs.createIndex({ accountId: 1, createdAt: -1 }),
+    m.jobs.createIndex({ status: 1, dispatchedAt: 1 }),
+    m.jobs.createIndex({ 'lease.until': 1 }),
+    m.ledger.createIndex({ accountId: 1, at: -1 }),
+    m.ledger.createIndex({ jobId: 1 }),
+    m.audit.createIndex({ at: 1 }),
+    m.audit.createIndex({ accountId: 1, at: -1 }),
+    m.idempotency.createIndex({ expiresAt: 1 }),
+    m.rateLimits.createIndex({ expiresAt: 1 }),
+  ]);
+}

@@ -1,0 +1,63 @@
+import { POOL_TYPES, broker } from '../contracts/registry';
+import { reportQueueDepth } from '../monitoring/metrics';
+import type { Probe } from '../monitoring/server';
+import { createAccountsRepository } from './accounts';
+import { AmqpClient } from './amqp';
+import { createBlobStore } from './blobs';
+import type { Config } from './config';
+import { createCredits } from './credits';
+import { createJobs } from './jobs';
+import type { Logger } from './log';
+import { connectMongo, ensureIndexes } from './mongo';
+
+/**
+ * What every process shares: MongoDB, RabbitMQ (topology declared on connect), and the
+ * repositories built on them. `close()` may be called twice and runs every cleanup.
+ */
+export async function createRuntime(config: Config, log: Logger) {
+  const db = await connectMongo(config.MONGODB_URL);
+  await ensureIndexes(db);
+  const amqp = new AmqpClient(
+    config.AMQP_URL,
+    { prefix: config.QUEUE_PREFIX, queueType: config.QUEUE_TYPE, deliveryLimit: config.DELIVERY_LIMIT, pools: POOL_TYPES },
+    log.child({ component: 'amqp' }),
+    config.PUBLISH_TIMEOUT_MS,
+  );
+  try {
+    await amqp.start();
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  const credits = createCredits(db, config.CREDIT_PRICES);
+  const blobs = createBlobStore(db, { secret: config.ASSET_SIGNING_SECRET, publicBaseUrl: config.PUBLIC_BASE_URL, defaultTtlSeconds: config.ASSET_URL_TTL_SECONDS });
+  const jobs = createJobs({ db, amqp, credits, log: log.child({ component: 'jobs' }), publicBaseUrl: config.PUBLIC_BASE_URL, queuePrefix: config.QUEUE_PREFIX });
+  const accounts = createAccountsRepository(db);
+  const queues = [...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)), broker.deadLetterQueue(config.QUEUE_PREFIX)];
+  const unreport = reportQueueDepth({ queues, depth: (q) => amqp.queueDepth(q) });
+  const probes: Probe[] = [
+    { name: 'mongodb', check: () => db.ping() },
+    { name: 'rabbitmq', check: () => { if (!amqp.isReady()) throw new Error('not connected'); } },
+  ];
+  let closed: Promise<void> | undefined;
+  return {
+    config,
+    log,
+    db,
+    amqp,
+    credits,
+    blobs,
+    jobs,
+    accounts,
+    probes,
+    close(): Promise<void> {
+      closed ??= (async () => {
+        unreport();
+        const results = await Promise.allSettled([amqp.close(), db.close()]);
+        for (const r of results) if (r.status === 'rejected') log.warn('runtime close step failed', { err: r.reason as Error });
+      })();
+      return closed;
+    },
+  };
+}
+export type Runtime = Awaited<ReturnType<typeof createRuntime>>;

@@ -1,0 +1,73 @@
+import { Agenda } from 'agenda';
+import { MongoBackend } from '@agendajs/mongo-backend';
+import { metrics } from '../monitoring/metrics';
+import { startMonitoringServer } from '../monitoring/server';
+import { loadConfig, type Config } from '../platform/config';
+import { toAppError } from '../platform/errors';
+import { createLogger } from '../platform/log';
+import { COLLECTIONS } from '../platform/mongo';
+import { createRuntime } from '../platform/runtime';
+import { startDeadLetterHandler } from './dead-letters';
+import { createTasks } from './tasks';
+
+/**
+ * The scheduler process: Agenda on MongoDB runs the recurring tasks. Several schedulers may run;
+ * Agenda's locks keep each task run single. It also drains the dead-letter queue.
+ */
+export async function start(config: Config = loadConfig(), opts: { monitoring?: boolean } = {}) {
+  const log = createLogger(config.LOG_LEVEL, { service: 'scheduler' });
+  const rt = await createRuntime(config, log);
+  const tasks = createTasks(rt);
+  const agenda = new Agenda({
+    backend: new MongoBackend({ mongo: rt.db.db, collection: COLLECTIONS.agenda }),
+    processEvery: config.SCHEDULER_PROCESS_EVERY,
+    defaultLockLifetime: 60_000,
+  });
+  agenda.on('error', (err: Error) => log.error('agenda error', { err }));
+
+  const define = (name: string, run: () => Promise<unknown>) =>
+    agenda.define(name, async () => {
+      try {
+        const result = await run();
+        metrics.schedulerRuns.inc({ task: name, outcome: 'ok' });
+        log.debug('task done', { task: name, result });
+      } catch (err) {
+        const e = toAppError(err);
+        metrics.schedulerRuns.inc({ task: name, outcome: 'error' });
+        metrics.errors.inc({ code: e.code, source: 'scheduler' });
+        log.error('task failed', { task: name, err: (e.cause as Error) ?? e });
+        throw err;
+      }
+    });
+
+  define('jobs.sweep', tasks.sweepJobs);
+  define('audit.expire', tasks.expireAudit);
+  define('idempotency.expire', tasks.expireIdempotencyKeys);
+  define('ratelimits.expire', tasks.expireRateLimitWindows);
+
+  await agenda.start();
+  await agenda.every(config.SWEEP_INTERVAL, 'jobs.sweep');
+  await agenda.every('1 hour', 'audit.expire');
+  await agenda.every('1 hour', 'idempotency.expire');
+  await agenda.every('10 minutes', 'ratelimits.expire');
+  const stopDeadLetters = await startDeadLetterHandler(rt);
+  const monitor = opts.monitoring === false ? undefined : await startMonitoringServer(config.SCHEDULER_METRICS_PORT, rt.probes);
+  log.info('scheduler started', { sweepInterval: config.SWEEP_INTERVAL });
+
+  let stopped: Promise<void> | undefined;
+  return {
+    runtime: rt,
+    tasks,
+    agenda,
+    monitoringPort: monitor?.port,
+    stop(): Promise<void> {
+      stopped ??= (async () => {
+        const steps = await Promise.allSettled([agenda.stop(false), stopDeadLetters(), monitor?.close()]);
+        for (const s of steps) if (s.status === 'rejected') log.warn('scheduler stop step failed', { err: s.reason as Error });
+        await rt.close();
+      })();
+      return stopped;
+    },
+  };
+}
+export type SchedulerProcess = Awaited<ReturnType<typeof start>>;

@@ -1,0 +1,25 @@
+import type { Runtime } from '../platform/runtime';
+
+/** Scheduler tasks: plain functions over the runtime, so tests can call them directly too. */
+export function createTasks(rt: Runtime) {
+  const { db, config } = rt;
+  return {
+    /** Publish jobs that never reached the broker, and jobs whose worker died or whose retry is due. */
+    sweepJobs: () => rt.jobs.sweep(config.DISPATCH_GRACE_MS, config.JOB_LEASE_MS),
+
+    /** Audit entries are kept AUDIT_RETENTION_DAYS (90), then deleted. */
+    async expireAudit(now = new Date()) {
+      const cutoff = new Date(now.getTime() - config.AUDIT_RETENTION_DAYS * 86_400_000);
+      return (await db.audit.deleteMany({ at: { $lt: cutoff } })).deletedCount;
+    },
+
+    async expireIdempotencyKeys(now = new Date()) {
+      return (await db.idempotency.deleteMany({ expiresAt: { $lt: now } })).deletedCount;
+    },
+
+    async expireRateLimitWindows(now = new Date()) {
+      return (await db.rateLimits.deleteMany({ expiresAt: { $lt: now } })).deletedCount;
+    },
+  };
+}
+export type Tasks = ReturnType<typeof createTasks>;

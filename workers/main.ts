@@ -1,0 +1,4 @@
+import { runMain } from '../platform/main';
+import { start } from './workers';
+
+runMain('workers', start);

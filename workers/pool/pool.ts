@@ -1,0 +1,203 @@
+import { EventEmitter } from 'node:events';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { JOB_TYPES, broker, type PoolType } from '../../contracts/registry';
+import { metrics } from '../../monitoring/metrics';
+import type { Delivery } from '../../platform/amqp';
+import type { JobMessage } from '../../platform/jobs';
+import type { Logger } from '../../platform/log';
+import type { JobDoc } from '../../platform/mongo';
+import type { Runtime } from '../../platform/runtime';
+import { RetryLaterError, UnrecoverableError } from './errors';
+
+export interface ProcessorContext {
+  /** 1 on the first try. */
+  attempt: number;
+  /** Aborted when the worker loses the job (lease taken over) or stops past its grace period. */
+  signal: AbortSignal;
+  /** Record the pipeline's own status token, a human message, and optionally a partial result. */
+  progress(rawStatus: string, message: string, result?: Record<string, unknown>): Promise<void>;
+  job: Readonly<JobDoc>;
+  log: Logger;
+}
+
+/** A typed processor: validated input in, a result object out. */
+export type Processor<I, O extends Record<string, unknown>> = (input: I, ctx: ProcessorContext) => Promise<O>;
+
+export interface PoolDefinition<I = unknown, O extends Record<string, unknown> = Record<string, unknown>> {
+  pool: PoolType;
+  input: z.ZodType<I>;
+  process: Processor<I, O>;
+  /** Extra members for the completion event (an asset URL, say). */
+  eventExtras?: (result: O) => Record<string, unknown>;
+}
+
+export interface PoolEvents {
+  completed: [{ jobId: string; result: Record<string, unknown> }];
+  failed: [{ jobId: string; error: string; reason: string }];
+  retrying: [{ jobId: string; error: string; attempt: number }];
+  duplicate: [{ jobId: string }];
+  deadLettered: [{ reason: string }];
+}
+
+export interface PoolOptions {
+  concurrency: number;
+  leaseMs: number;
+  maxAttempts: number;
+  retryDelayMs: number;
+  shutdownGraceMs: number;
+}
+
+const JobMessageSchema = z.object({ jobId: z.string().min(1), accountId: z.string().min(1), type: z.enum(JOB_TYPES) });
+
+/**
+ * A pool of one job type: consumes its queue with prefetch = concurrency, claims each job with
+ * a lease (renewed while working), runs the processor, and settles the message only after the
+ * job document holds the outcome. Crashes leave the lease to expire; the sweep republishes.
+ */
+export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<PoolEvents> {
+  readonly owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  private cancel?: () => Promise<void>;
+  private inFlight = new Map<string, { abort: AbortController; delivery: Delivery; done: Promise<void> }>();
+  private closing?: Promise<void>;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly rt: Runtime,
+    private readonly def: PoolDefinition<I, O>,
+    private readonly opts: PoolOptions,
+  ) {
+    super();
+    this.log = rt.log.child({ pool: def.pool });
+  }
+
+  async start(): Promise<void> {
+    const queue = broker.poolQueue(this.rt.config.QUEUE_PREFIX, this.def.pool);
+    this.cancel = await this.rt.amqp.consume(queue, this.opts.concurrency, (d) => this.handle(d));
+    this.log.info('pool started', { queue, concurrency: this.opts.concurrency });
+  }
+
+  private deadLetter(d: Delivery, reason: string) {
+    metrics.deadLettered.inc({ queue: this.def.pool, reason });
+    // Only the shape is logged, never the content.
+    this.log.warn('dead-lettering a message', { reason, bytes: d.msg.content.length });
+    d.deadLetter();
+    this.emit('deadLettered', { reason });
+  }
+
+  private async handle(d: Delivery): Promise<void> {
+    let parsed: JobMessage;
+    try {
+      const r = JobMessageSchema.safeParse(JSON.parse(d.msg.content.toString('utf8')));
+      if (!r.success) return this.deadLetter(d, 'invalid_message');
+      parsed = r.data;
+    } catch {
+      return this.deadLetter(d, 'invalid_json');
+    }
+    if (parsed.type !== this.def.pool) return this.deadLetter(d, 'wrong_pool');
+
+    const { jobs } = this.rt;
+    const job = await jobs.claim(parsed.jobId, this.owner, this.opts.leaseMs);
+    if (!job) {
+      // Finished, held by another worker, or unknown: nothing to do for this copy.
+      d.ack();
+      this.emit('duplicate', { jobId: parsed.jobId });
+      return;
+    }
+    const log = this.log.child({ jobId: job._id, attempt: job.attempts });
+    if (job.attempts > this.opts.maxAttempts) {
+      await jobs.fail(job._id, `gave up after ${this.opts.maxAttempts} attempts`, { owner: this.owner, reason: 'attempts_exhausted' });
+      d.ack();
+      this.emit('failed', { jobId: job._id, error: 'attempts exhausted', reason: 'attempts_exhausted' });
+      return;
+    }
+    if (job.dispatchedAt) metrics.jobQueueWait.observe({ type: job.type }, Math.max(0, Date.now() - job.dispatchedAt.getTime()) / 1000);
+
+    const abort = new AbortController();
+    let resolveDone!: () => void;
+    const done = new Promise<void>((r) => (resolveDone = r));
+    this.inFlight.set(job._id, { abort, delivery: d, done });
+    metrics.jobsInFlight.inc({ pool: this.def.pool });
+    const heartbeat = setInterval(() => {
+      jobs.renewLease(job._id, this.owner, this.opts.leaseMs).then(
+        (ours) => {
+          if (!ours) abort.abort(new Error('lease lost'));
+        },
+        (err) => log.warn('lease renewal failed', { err: err as Error }),
+      );
+    }, Math.max(200, Math.floor(this.opts.leaseMs / 3)));
+
+    try {
+      const input = this.def.input.safeParse(job.input);
+      if (!input.success) throw new UnrecoverableError('the stored job input no longer matches its contract');
+      const result = await this.def.process(input.data, {
+        attempt: job.attempts,
+        signal: abort.signal,
+        job,
+        log,
+        progress: async (rawStatus, message, partial) => {
+          await jobs.progress(job._id, this.owner, { rawStatus, progressMessage: message, result: partial });
+        },
+      });
+      if (abort.signal.aborted) throw abort.signal.reason;
+      const completed = await jobs.complete(job._id, this.owner, result, this.def.eventExtras?.(result));
+      if (completed) this.emit('completed', { jobId: job._id, result });
+      d.ack();
+    } catch (err) {
+      const settle = await this.onError(job, err, log);
+      // A stopping worker puts the message back so another worker takes the job at once.
+      if (settle === 'requeue') d.requeue();
+      else d.ack();
+    } finally {
+      clearInterval(heartbeat);
+      this.inFlight.delete(job._id);
+      metrics.jobsInFlight.dec({ pool: this.def.pool });
+      resolveDone();
+    }
+  }
+
+  private async onError(job: JobDoc, err: unknown, log: Logger): Promise<'ack' | 'requeue'> {
+    const message = err instanceof Error ? err.message : String(err);
+    if (this.closing && !(err instanceof UnrecoverableError)) {
+      // Stopping: hand the job straight back so another worker can take it now.
+      await this.rt.jobs.scheduleRetry(job._id, this.owner, 0, 'worker stopped');
+      return 'requeue';
+    }
+    if (err instanceof UnrecoverableError) {
+      log.warn('job failed', { reason: 'unrecoverable', error: message });
+      await this.rt.jobs.fail(job._id, message, { owner: this.owner, reason: 'error' });
+      this.emit('failed', { jobId: job._id, error: message, reason: 'error' });
+      return 'ack';
+    }
+    if (job.attempts >= this.opts.maxAttempts) {
+      log.warn('job failed', { reason: 'attempts_exhausted', error: message });
+      const text = `failed after ${job.attempts} attempts: ${message}`;
+      await this.rt.jobs.fail(job._id, text, { owner: this.owner, reason: 'attempts_exhausted' });
+      this.emit('failed', { jobId: job._id, error: text, reason: 'attempts_exhausted' });
+      return 'ack';
+    }
+    const delay = err instanceof RetryLaterError && err.delayMs !== undefined ? err.delayMs : this.opts.retryDelayMs;
+    log.warn('job attempt failed; retrying later', { error: message, delayMs: delay });
+    metrics.jobsRetried.inc({ type: job.type });
+    await this.rt.jobs.scheduleRetry(job._id, this.owner, delay, message);
+    this.emit('retrying', { jobId: job._id, error: message, attempt: job.attempts });
+    return 'ack';
+  }
+
+  /** Stop taking work, let jobs in flight finish within the grace period, then hand them back. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.cancel?.().catch((err) => this.log.warn('consumer cancel failed', { err: err as Error }));
+      const pending = [...this.inFlight.values()];
+      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), this.opts.shutdownGraceMs).unref());
+      const outcome = await Promise.race([Promise.all(pending.map((p) => p.done)).then(() => 'done' as const), timer]);
+      if (outcome === 'timeout') {
+        for (const p of this.inFlight.values()) p.abort.abort(new Error('worker stopping'));
+        await Promise.all([...this.inFlight.values()].map((p) => p.done));
+      }
+      this.log.info('pool stopped', { unfinished: outcome === 'timeout' ? pending.length : 0 });
+    })();
+    return this.closing;
+  }
+}

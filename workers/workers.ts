@@ -1,0 +1,47 @@
+import { loadConfig, type Config } from '../platform/config';
+import { createLogger } from '../platform/log';
+import { runMain } from '../platform/main';
+import { createRuntime } from '../platform/runtime';
+import { startMonitoringServer } from '../monitoring/server';
+import { Pool } from './pool/pool';
+import { poolDefinitions } from './pools';
+
+/** Start the pools named in WORKER_POOLS. `stop()` drains them, then closes connections. */
+export async function start(config: Config = loadConfig(), opts: { monitoring?: boolean } = {}) {
+  const log = createLogger(config.LOG_LEVEL, { service: 'workers' });
+  const rt = await createRuntime(config, log);
+  const pools: Pool<unknown, Record<string, unknown>>[] = [];
+  for (const name of config.WORKER_POOLS) {
+    const make = poolDefinitions[name];
+    if (!make) {
+      log.warn('pool has no engine in this build; its queue is left for another deployment', { pool: name });
+      continue;
+    }
+    const pool = new Pool(rt, make(rt), {
+      concurrency: config.concurrencyOf(name),
+      leaseMs: config.JOB_LEASE_MS,
+      maxAttempts: config.JOB_MAX_ATTEMPTS,
+      retryDelayMs: config.JOB_RETRY_DELAY_MS,
+      shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+    });
+    await pool.start();
+    pools.push(pool);
+  }
+  const monitor = opts.monitoring === false ? undefined : await startMonitoringServer(config.WORKER_METRICS_PORT, rt.probes);
+  let stopped: Promise<void> | undefined;
+  return {
+    runtime: rt,
+    pools,
+    monitoringPort: monitor?.port,
+    stop(): Promise<void> {
+      stopped ??= (async () => {
+        const steps = await Promise.allSettled([...pools.map((p) => p.close()), monitor?.close()]);
+        for (const s of steps) if (s.status === 'rejected') log.warn('worker stop step failed', { err: s.reason as Error });
+        await rt.close();
+      })();
+      return stopped;
+    },
+  };
+}
+export type WorkerProcess = Awaited<ReturnType<typeof start>>;
+
