@@ -25,6 +25,9 @@ import { openapiRoutes } from './openapi/openapi.routes';
 
 export const BASE_PATH = '/api/v1';
 
+/** Every capability's routes, mounted after authentication. Add a capability here. */
+const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes];
+
 /**
  * The Express app. Order: request id → metrics timer → JSON body → public routes →
  * authentication → rate limit → audit → routes → 501 for catalogue endpoints not served yet →
@@ -60,9 +63,7 @@ export function createApp(rt: Runtime) {
   v1.use(openapiRoutes({ serverUrl: `${config.PUBLIC_BASE_URL}${BASE_PATH}`, implemented: deps.implemented }));
   v1.use(assetsRoutes(rt.blobs));
   v1.use(authenticate(rt.accounts), rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }), audit(rt.db, log));
-  v1.use(accountRoutes(rt, deps));
-  v1.use(jobsRoutes(rt, deps));
-  v1.use(codeBuildsRoutes(rt, deps));
+  for (const routes of ROUTE_MODULES) v1.use(routes(rt, deps));
 
   // Every catalogue endpoint this deployment does not serve yet answers 501, after auth.
   for (const [id, ep] of Object.entries(endpoints) as [string, Endpoint][]) {

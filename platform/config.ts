@@ -84,6 +84,7 @@ export const ConfigSchema = z.object({
   OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1').describe('Base URL of an OpenAI-compatible provider.'),
   OPENAI_API_KEY: z.string().optional().describe('Key for the OpenAI-compatible provider.'),
   OPENAI_MODEL: z.string().default('gpt-4o-mini').describe('Model name for the OpenAI-compatible code engine.'),
+  ALLOW_LOOPBACK_URLS: bool.default(false).describe('DEVELOPMENT AND TESTS ONLY: let the SSRF guard fetch loopback URLs (and plain http to them). Refused in production.'),
   DEV_ACCOUNT_CREDITS: z.coerce.number().min(0).default(1000).describe('Credits given to the development account created by npm start.'),
 });
 
@@ -106,6 +107,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const c = r.data;
   if (c.NODE_ENV === 'production' && c.ASSET_SIGNING_SECRET === DEV_SECRET) {
     throw new ConfigError('invalid configuration:\n  ASSET_SIGNING_SECRET: must be set in production');
+  }
+  if (c.NODE_ENV === 'production' && c.ALLOW_LOOPBACK_URLS) {
+    throw new ConfigError('invalid configuration:\n  ALLOW_LOOPBACK_URLS: must not be set in production');
   }
   const prices = { ...DEFAULT_CREDIT_PRICES, ...(c.CREDIT_PRICES ?? {}) };
   return Object.freeze({

@@ -1,0 +1,23 @@
+/** One measured figure. `ratio` = value / baseline when a baseline ran in the same run. */
+export interface BenchRow {
+  name: string;
+  value: number;
+  unit: string;
+  baseline?: number;
+  ratio?: number;
+  note?: string;
+}
+
+/** A benchmark module: `scripts/bench/<name>.bench.ts` exporting `bench`. */
+export interface Bench {
+  name: string;
+  run(): Promise<BenchRow[]>;
+}
+
+export const row = (name: string, value: number, unit: string, baseline?: number, note?: string): BenchRow => ({
+  name,
+  value: Math.round(value * 100) / 100,
+  unit,
+  ...(baseline !== undefined ? { baseline: Math.round(baseline * 100) / 100, ratio: Math.round((value / baseline) * 1000) / 1000 } : {}),
+  ...(note ? { note } : {}),
+});

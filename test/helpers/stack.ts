@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import amqplib from 'amqplib';
+import { MongoClient } from 'mongodb';
+import { POOL_TYPES, SCOPES, broker, type Plan, type Scope } from '../../contracts/registry';
+import type { AccountFeatures } from '../../contracts/account';
+import { start as startApi, type ApiServer } from '../../api/app';
+import { start as startWorkers, type WorkerProcess } from '../../workers/workers';
+import { start as startScheduler, type SchedulerProcess } from '../../scheduler/scheduler';
+import { loadConfig, type Config } from '../../platform/config';
+
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+
+export interface StackOptions {
+  env?: Record<string, string>;
+  api?: boolean;
+  workers?: boolean;
+  scheduler?: boolean;
+}
+
+export interface Stack {
+  config: Config;
+  baseUrl: string;
+  api?: ApiServer;
+  workers?: WorkerProcess;
+  scheduler?: SchedulerProcess;
+  /** The API's runtime (or the workers'/scheduler's when there is no API). */
+  rt: NonNullable<ApiServer['runtime']>;
+  createAccount(opts?: { plan?: Plan; credits?: number; scopes?: Scope[]; features?: Partial<AccountFeatures> }): Promise<{ accountId: string; key: string; keyId: string }>;
+  /** Another process of the same kind on the same database and broker. */
+  config2(env?: Record<string, string>): Config;
+  stop(): Promise<void>;
+}
+
+/**
+ * Start the real API, worker pools and scheduler in this process against the real RabbitMQ and
+ * the real MongoDB-compatible server, each run with its own database and queue prefix so tests
+ * never see each other's data. `stop()` drops both.
+ */
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const id = randomBytes(4).toString('hex');
+  const port = await freePort();
+  const base = {
+    NODE_ENV: 'test',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    PORT: String(port),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    MONGODB_URL: `${(process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '')}/t_${id}`,
+    AMQP_URL: process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
+    QUEUE_PREFIX: `t${id}.`,
+    QUEUE_TYPE: process.env.TEST_QUEUE_TYPE ?? 'quorum',
+    WORKER_METRICS_PORT: '0',
+    SCHEDULER_METRICS_PORT: '0',
+    SWEEP_INTERVAL: '1 second',
+    SCHEDULER_PROCESS_EVERY: '500 milliseconds',
+    DISPATCH_GRACE_MS: '500',
+    JOB_LEASE_MS: '3000',
+    JOB_RETRY_DELAY_MS: '100',
+    SHUTDOWN_GRACE_MS: '5000',
+    PUBLISH_TIMEOUT_MS: '2000',
+    ...opts.env,
+  };
+  const env = (extra: Record<string, string> = {}) => loadConfig({ ...base, ...extra });
+  const config = env();
+  const api = opts.api === false ? undefined : await startApi(config);
+  const workers = opts.workers === false ? undefined : await startWorkers(config);
+  const scheduler = opts.scheduler === false ? undefined : await startScheduler(config);
+  const rt = (api?.runtime ?? workers?.runtime ?? scheduler?.runtime)!;
+
+  return {
+    config,
+    baseUrl: `http://127.0.0.1:${port}/api/v1`,
+    api,
+    workers,
+    scheduler,
+    rt,
+    config2: (extra) => env({ PORT: '0', ...extra }),
+    async createAccount(o = {}) {
+      const account = await rt.accounts.createAccount({ name: `test ${id}`, plan: o.plan ?? 'pro', credits: o.credits ?? 1000, features: o.features });
+      const { key, doc } = await rt.accounts.createKey(account._id, { scopes: o.scopes ?? [...SCOPES] });
+      return { accountId: account._id, key, keyId: doc._id };
+    },
+    async stop() {
+      await Promise.allSettled([workers?.stop(), scheduler?.stop()]);
+      await api?.stop();
+      await dropEverything(config);
+    },
+  };
+}
+
+/** Drop the run's database and its queues and exchanges. */
+export async function dropEverything(config: Config) {
+  const mongo = new MongoClient(config.MONGODB_URL);
+  try {
+    await mongo.connect();
+    await mongo.db().dropDatabase();
+  } finally {
+    await mongo.close();
+  }
+  const conn = await amqplib.connect(config.AMQP_URL);
+  try {
+    const ch = await conn.createChannel();
+    for (const pool of POOL_TYPES) await ch.deleteQueue(broker.poolQueue(config.QUEUE_PREFIX, pool));
+    await ch.deleteQueue(broker.deadLetterQueue(config.QUEUE_PREFIX));
+    await ch.deleteExchange(broker.eventsExchange(config.QUEUE_PREFIX));
+    await ch.deleteExchange(broker.deadLetterExchange(config.QUEUE_PREFIX));
+    await ch.close();
+  } finally {
+    await conn.close();
+  }
+}
