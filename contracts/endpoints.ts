@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { AccountResponse, CreditsResponse } from './account';
 import { CodeBuildRequest } from './code-builds';
+import { PresentationCreated, PresentationRequest } from './presentations';
+import { ResearchLegacy, ResearchRequest } from './research';
+import { SongRequest } from './songs';
 import { JobAccepted, JobEnvelope, listEnvelope } from './common';
 import type { Scope } from './registry';
 
@@ -68,7 +71,7 @@ export const endpoints = {
   createFlowchart: e({ method: 'post', path: '/flowcharts', scopes: W, status: 201, tag: 'projects', summary: 'Create a flowchart project.' }),
   createWhiteboard: e({ method: 'post', path: '/whiteboards', scopes: W, status: 201, tag: 'projects', summary: 'Create a whiteboard project.' }),
   createNotes: e({ method: 'post', path: '/notes', scopes: W, status: 201, tag: 'projects', summary: 'Create a notes project.' }),
-  createPresentation: e({ method: 'post', path: '/presentations', scopes: W, status: 201, tag: 'projects', summary: 'Create a presentation; slides build in the background as a deck_ job.', idempotent: true }),
+  createPresentation: e({ method: 'post', path: '/presentations', scopes: W, status: 201, tag: 'projects', summary: 'Create a presentation; slides build in the background as a deck_ job.', body: PresentationRequest, response: PresentationCreated, idempotent: true }),
   listTemplates: e({ method: 'get', path: '/templates', scopes: R, status: 200, tag: 'projects', summary: 'List templates.' }),
   useTemplate: e({ method: 'post', path: '/templates/{id}/use', scopes: W, status: 201, tag: 'projects', summary: 'Create a project from a template.' }),
 
@@ -110,12 +113,12 @@ export const endpoints = {
   createImage: e({ method: 'post', path: '/images', scopes: AI, status: 200, tag: 'media', summary: 'Synchronous image generation.' }),
   createMoonlightImage: e({ method: 'post', path: '/images/moonlight', scopes: AI, status: 200, tag: 'media', summary: 'Synchronous in-house image model render.' }),
   createVideo: e({ method: 'post', path: '/videos', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a video render (vid_ job).', idempotent: true }),
-  createSong: e({ method: 'post', path: '/songs', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a song (song_ job).', idempotent: true }),
+  createSong: e({ method: 'post', path: '/songs', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a song (song_ job).', body: SongRequest, response: JobAccepted, idempotent: true }),
   createCodeBuild: e({ method: 'post', path: '/code-builds', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a code build (code_ job): a runnable single-page app.', body: CodeBuildRequest, response: JobAccepted, idempotent: true }),
   createSpace: e({ method: 'post', path: '/real-world/spaces', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a walkable 3D space (space_ job).', idempotent: true }),
   getJob: e({ method: 'get', path: '/jobs/{id}', scopes: R_AI, status: 200, tag: 'media', summary: 'Poll any job by its type-prefixed id.', response: JobEnvelope }),
-  createResearch: e({ method: 'post', path: '/research', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a research report (res_ job).', idempotent: true }),
-  getResearch: e({ method: 'get', path: '/research/{jobId}', scopes: R_AI, status: 200, tag: 'media', summary: 'Legacy alias of GET /jobs/{id} with the legacy research shape.' }),
+  createResearch: e({ method: 'post', path: '/research', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a research report (res_ job).', body: ResearchRequest, response: JobAccepted, idempotent: true }),
+  getResearch: e({ method: 'get', path: '/research/{jobId}', scopes: R_AI, status: 200, tag: 'media', summary: 'Legacy alias of GET /jobs/{id} with the legacy research shape.', response: ResearchLegacy }),
 
   // 4.8 Voice
   createSpeech: e({ method: 'post', path: '/speech', scopes: AI, status: 200, tag: 'voice', summary: 'Raw 24 kHz mono PCM, streamed while produced.' }),
