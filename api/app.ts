@@ -13,6 +13,9 @@ import { assetsRoutes } from './assets/assets.routes';
 import { codeBuildsRoutes } from './code-builds/code-builds.routes';
 import { expressPath, type RouteDeps } from './http/route';
 import { jobsRoutes } from './jobs/jobs.routes';
+import { presentationsRoutes } from './presentations/presentations.routes';
+import { researchRoutes } from './research/research.routes';
+import { songsRoutes } from './songs/songs.routes';
 import { audit } from './middleware/audit';
 import { authenticate } from './middleware/auth';
 import { jsonBody } from './middleware/body';
@@ -26,7 +29,7 @@ import { openapiRoutes } from './openapi/openapi.routes';
 export const BASE_PATH = '/api/v1';
 
 /** Every capability's routes, mounted after authentication. Add a capability here. */
-const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes];
+const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, songsRoutes, researchRoutes, presentationsRoutes];
 
 /**
  * The Express app. Order: request id → metrics timer → JSON body → public routes →

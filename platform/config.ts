@@ -84,6 +84,13 @@ export const ConfigSchema = z.object({
   OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1').describe('Base URL of an OpenAI-compatible provider.'),
   OPENAI_API_KEY: z.string().optional().describe('Key for the OpenAI-compatible provider.'),
   OPENAI_MODEL: z.string().default('gpt-4o-mini').describe('Model name for the OpenAI-compatible code engine.'),
+  SONG_ENGINE: z.enum(['local', 'elevenlabs']).default('local').describe('Song engine: local (offline PCM synthesiser, WAV) or the ElevenLabs Music API (MP3) at ELEVENLABS_BASE_URL.'),
+  ELEVENLABS_BASE_URL: z.string().url().default('https://api.elevenlabs.io').describe('Base URL of the ElevenLabs API (POST /v1/music).'),
+  ELEVENLABS_API_KEY: z.string().optional().describe('Key for the ElevenLabs API (xi-api-key header).'),
+  ELEVENLABS_MUSIC_MODEL: z.string().default('music_v1').describe('model_id sent to the ElevenLabs Music API.'),
+  RESEARCH_ENGINE: z.enum(['local', 'openai']).default('local').describe('Research report writer: local (extractive, offline) or an OpenAI-compatible chat API (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL) over the workspace sources found.'),
+  RESEARCH_MAX_SOURCES: z.coerce.number().int().min(1).max(50).default(8).describe('Most workspace sources a research job reads.'),
+  DECK_ENGINE: z.enum(['local', 'openai']).default('local').describe('Deck outline author: local (from the brief, offline) or an OpenAI-compatible chat API (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL). Slides are always rendered locally as PNG.'),
   ALLOW_LOOPBACK_URLS: bool.default(false).describe('DEVELOPMENT AND TESTS ONLY: let the SSRF guard fetch loopback URLs (and plain http to them). Refused in production.'),
   DEV_ACCOUNT_CREDITS: z.coerce.number().min(0).default(1000).describe('Credits given to the development account created by npm start.'),
 });

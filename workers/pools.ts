@@ -1,6 +1,9 @@
 import type { PoolType } from '../contracts/registry';
 import type { Runtime } from '../platform/runtime';
 import { codeWorker } from './code/code.worker';
+import { deckWorker } from './deck/deck.worker';
+import { researchWorker } from './research/research.worker';
+import { songWorker } from './song/song.worker';
 import type { PoolDefinition } from './pool/pool';
 
 /**
@@ -9,4 +12,7 @@ import type { PoolDefinition } from './pool/pool';
  */
 export const poolDefinitions: Partial<Record<PoolType, (rt: Runtime) => PoolDefinition<any, any>>> = {
   code: (rt) => codeWorker(rt),
+  song: (rt) => songWorker(rt),
+  research: (rt) => researchWorker(rt),
+  deck: (rt) => deckWorker(rt),
 };

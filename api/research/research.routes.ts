@@ -1,0 +1,7 @@
+import { Router } from 'express';
+import type { Runtime } from '../../platform/runtime';
+import type { RouteDeps } from '../http/route';
+
+export function researchRoutes(_rt: Runtime, _deps: RouteDeps) {
+  return Router();
+}

@@ -1,0 +1,16 @@
+import { Router } from 'express';
+import { endpoints } from '../../contracts/endpoints';
+import type { Runtime } from '../../platform/runtime';
+import { mount, type RouteDeps } from '../http/route';
+import { createSongsService } from './songs.service';
+
+export function songsRoutes(rt: Runtime, deps: RouteDeps) {
+  const r = Router();
+  const service = createSongsService(rt);
+  mount(r, endpoints.createSong, async ({ auth, body, requestId, charged }) => {
+    const { envelope, charged: amount } = await service.dispatch({ accountId: auth.account._id, requestId, request: body });
+    charged(amount);
+    return envelope;
+  }, deps);
+  return r;
+}
