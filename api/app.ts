@@ -25,11 +25,12 @@ import { createIdempotency } from './middleware/idempotency';
 import { rateLimit } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
 import { openapiRoutes } from './openapi/openapi.routes';
+import { webhooksRoutes } from './webhooks/webhooks.routes';
 
 export const BASE_PATH = '/api/v1';
 
 /** Every capability's routes, mounted after authentication. Add a capability here. */
-const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, songsRoutes, researchRoutes, presentationsRoutes];
+const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, songsRoutes, researchRoutes, presentationsRoutes, webhooksRoutes];
 
 /**
  * The Express app. Order: request id → metrics timer → JSON body → public routes →

@@ -4,6 +4,7 @@ import { CodeBuildRequest } from './code-builds';
 import { PresentationCreated, PresentationRequest } from './presentations';
 import { ResearchLegacy, ResearchRequest } from './research';
 import { SongRequest } from './songs';
+import { Webhook, WebhookCreate, WebhookCreated, WebhookDeliveriesQuery, WebhookDeliveryList, WebhookList, WebhookUpdate } from './webhooks';
 import { JobAccepted, JobEnvelope, listEnvelope } from './common';
 import type { Scope } from './registry';
 
@@ -149,12 +150,12 @@ export const endpoints = {
   createDriveFolder: e({ method: 'post', path: '/drive/folders', scopes: DW, status: 201, tag: 'drive', summary: 'Create a folder.' }),
 
   // 4.11 Webhooks
-  listWebhooks: e({ method: 'get', path: '/webhooks', scopes: R, status: 200, tag: 'webhooks', summary: 'List webhooks.' }),
-  createWebhook: e({ method: 'post', path: '/webhooks', scopes: W, status: 201, tag: 'webhooks', summary: 'Create a webhook; the signing secret is returned once.' }),
-  getWebhook: e({ method: 'get', path: '/webhooks/{id}', scopes: R, status: 200, tag: 'webhooks', summary: 'Get a webhook.' }),
-  updateWebhook: e({ method: 'patch', path: '/webhooks/{id}', scopes: W, status: 200, tag: 'webhooks', summary: 'Update name, url, events or isActive.' }),
+  listWebhooks: e({ method: 'get', path: '/webhooks', scopes: R, status: 200, tag: 'webhooks', summary: 'List webhooks.', response: WebhookList }),
+  createWebhook: e({ method: 'post', path: '/webhooks', scopes: W, status: 201, tag: 'webhooks', summary: 'Create a webhook; the signing secret is returned once. At most 10 per account: the 11th answers 409 limit_exceeded.', body: WebhookCreate, response: WebhookCreated }),
+  getWebhook: e({ method: 'get', path: '/webhooks/{id}', scopes: R, status: 200, tag: 'webhooks', summary: 'Get a webhook.', response: Webhook }),
+  updateWebhook: e({ method: 'patch', path: '/webhooks/{id}', scopes: W, status: 200, tag: 'webhooks', summary: 'Update name, url, events or isActive; isActive true re-enables a disabled webhook and resets its failure count.', body: WebhookUpdate, response: Webhook }),
   deleteWebhook: e({ method: 'delete', path: '/webhooks/{id}', scopes: W, status: 204, tag: 'webhooks', summary: 'Delete a webhook.' }),
-  listWebhookDeliveries: e({ method: 'get', path: '/webhooks/{id}/deliveries', scopes: R, status: 200, tag: 'webhooks', summary: 'Recent deliveries.' }),
+  listWebhookDeliveries: e({ method: 'get', path: '/webhooks/{id}/deliveries', scopes: R, status: 200, tag: 'webhooks', summary: 'Recent delivery attempts, newest first.', query: WebhookDeliveriesQuery, response: WebhookDeliveryList }),
 } as const satisfies Record<string, Endpoint>;
 
 export type EndpointId = keyof typeof endpoints;

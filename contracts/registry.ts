@@ -58,6 +58,10 @@ export const broker = {
   /** Dead-letter exchange and the queue that keeps poison messages for inspection. */
   deadLetterExchange: (prefix: string) => `${prefix}svc.dead-letter`,
   deadLetterQueue: (prefix: string) => `${prefix}svc.dead-letter`,
+  /** Webhook deliveries, one message per (event, webhook); the webhook pool's own pool queue takes events. */
+  webhookDeliveryQueue: (prefix: string) => `${prefix}svc.webhook.deliveries`,
+  /** Holds a webhook delivery `ms` milliseconds (queue TTL), then dead-letters it back to the delivery queue. */
+  webhookDelayQueue: (prefix: string, ms: number) => `${prefix}svc.webhook.delay.${ms}ms`,
 } as const;
 
 /**

@@ -59,6 +59,16 @@ export const metrics = {
   rateLimited: counter('rate_limited_requests_total', 'Requests refused with 429, by route.', ['route']),
   errors: counter('app_errors_total', 'Errors through the error funnel, by code and source (http, consumer, scheduler, process).', ['code', 'source']),
   schedulerRuns: counter('scheduler_runs_total', 'Scheduler task runs, by task and outcome.', ['task', 'outcome']),
+  webhookAttempts: counter('webhook_delivery_attempts_total', 'Webhook delivery attempts, by outcome (delivered, http_error, timeout, network_error, blocked).', ['outcome']),
+  webhookAttemptDuration: new client.Histogram<'outcome'>({
+    name: 'webhook_delivery_attempt_duration_seconds',
+    help: 'Duration of one webhook delivery attempt, by outcome.',
+    labelNames: ['outcome'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  }),
+  webhookDeliveries: counter('webhook_deliveries_total', 'Webhook deliveries finished, by result (delivered, failed after retries, skipped: webhook gone or inactive, deferred: endpoint busy).', ['result']),
+  webhooksDisabled: counter('webhooks_disabled_total', 'Webhooks disabled automatically after consecutive failed deliveries.', []),
 };
 
 interface QueueDepthSource {

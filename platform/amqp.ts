@@ -2,12 +2,15 @@ import { EventEmitter } from 'node:events';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
 import { broker, type PoolType } from '../contracts/registry';
 import type { Logger } from './log';
+import { declareWebhookTopology } from './webhooks/topology';
 
 export interface TopologyOptions {
   prefix: string;
   queueType: 'quorum' | 'classic';
   deliveryLimit: number;
   pools: readonly PoolType[];
+  /** Webhook retry delays (config WEBHOOK_RETRY_DELAYS_MS); default the SPEC's 1 s and 3 s. */
+  webhookDelaysMs?: readonly number[];
 }
 
 export interface Delivery {
@@ -204,8 +207,9 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     if (this.conn) await this.startConsumer(c);
     return async () => {
       this.consumers = this.consumers.filter((x) => x !== c);
+      // The channel stays open so messages in flight can still be acked after the cancel;
+      // closing the connection returns whatever was never settled.
       const ch = c.channel;
-      c.channel = undefined;
       if (ch && c.tag) await ch.cancel(c.tag).catch(() => {});
     };
   }
@@ -295,4 +299,5 @@ export async function declareTopology(ch: Channel, t: TopologyOptions): Promise<
   for (const pool of t.pools) {
     await ch.assertQueue(broker.poolQueue(t.prefix, pool), { durable: true, arguments: poolQueueArgs(t) });
   }
+  await declareWebhookTopology(ch, { prefix: t.prefix, queueType: t.queueType, delaysMs: t.webhookDelaysMs ?? [1000, 3000], poolQueueArgs: poolQueueArgs(t) });
 }

@@ -2,6 +2,16 @@ import { z } from 'zod';
 import { CREDIT_OPERATIONS, DEFAULT_CREDIT_PRICES, POOL_TYPES, type CreditOperation, type PoolType } from '../contracts/registry';
 
 const DEV_SECRET = 'dev-only-secret-change-me-0123456789abcdef';
+const DEV_WEBHOOK_KEY = 'dev-only-webhook-secret-key-change-me-0123456789';
+
+/** `1000,3000`: delays in ms before each retry of a webhook delivery. */
+const msList = z.string().transform((v, ctx) => {
+  const out = v.split(',').map((s) => s.trim()).filter(Boolean).map(Number);
+  if (out.length > 10 || out.some((n) => !Number.isInteger(n) || n < 1 || n > 3_600_000)) {
+    ctx.addIssue({ code: 'custom', message: 'must be a comma-separated list of at most 10 delays in ms, each 1 to 3600000' });
+  }
+  return out;
+});
 
 const bool = z
   .enum(['true', 'false', '1', '0'])
@@ -92,6 +102,13 @@ export const ConfigSchema = z.object({
   RESEARCH_MAX_SOURCES: z.coerce.number().int().min(1).max(50).default(8).describe('Most workspace sources a research job reads.'),
   DECK_ENGINE: z.enum(['local', 'openai']).default('local').describe('Deck outline author: local (from the brief, offline) or an OpenAI-compatible chat API (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL). Slides are always rendered locally as PNG.'),
   ALLOW_LOOPBACK_URLS: bool.default(false).describe('DEVELOPMENT AND TESTS ONLY: let the SSRF guard fetch loopback URLs (and plain http to them). Refused in production.'),
+  WEBHOOK_SECRET_KEY: z.string().min(32).default(DEV_WEBHOOK_KEY).describe('Key (any string of 32+ characters; SHA-256 derives the AES key) that encrypts webhook signing secrets at rest with AES-256-GCM; the same on every process. Required in production. Changing it makes existing secrets unreadable.'),
+  WEBHOOK_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(100).default(5000).describe('Time limit of one webhook delivery attempt, connect to last response byte (SPEC 6.4: 5 s).'),
+  WEBHOOK_RETRY_DELAYS_MS: msList.default([1000, 3000]).describe('Delays before each retry of a failed delivery, comma-separated (SPEC 6.4: "1000,3000", two retries).'),
+  WEBHOOK_DISABLE_AFTER_FAILURES: z.coerce.number().int().min(1).default(5).describe('Consecutive failed deliveries (each after its retries) that disable a webhook (SPEC 6.4: 5).'),
+  WEBHOOK_DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).default(32).describe('Delivery attempts one webhook worker process runs at once (RabbitMQ prefetch of the delivery queue).'),
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).default(4).describe('Attempts to one webhook a worker process runs at once; further deliveries to it wait in a delay queue, so a slow endpoint cannot take every slot.'),
+  WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).default(30).describe('Delivery-attempt records older than this are deleted by the scheduler.'),
   DEV_ACCOUNT_CREDITS: z.coerce.number().min(0).default(1000).describe('Credits given to the development account created by npm start.'),
 });
 
@@ -114,6 +131,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const c = r.data;
   if (c.NODE_ENV === 'production' && c.ASSET_SIGNING_SECRET === DEV_SECRET) {
     throw new ConfigError('invalid configuration:\n  ASSET_SIGNING_SECRET: must be set in production');
+  }
+  if (c.NODE_ENV === 'production' && c.WEBHOOK_SECRET_KEY === DEV_WEBHOOK_KEY) {
+    throw new ConfigError('invalid configuration:\n  WEBHOOK_SECRET_KEY: must be set in production');
   }
   if (c.NODE_ENV === 'production' && c.ALLOW_LOOPBACK_URLS) {
     throw new ConfigError('invalid configuration:\n  ALLOW_LOOPBACK_URLS: must not be set in production');

@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   not_found: 404,
   conflict: 409,
   idempotency_in_flight: 409,
+  limit_exceeded: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   idempotency_key_reused: 422,

@@ -14,6 +14,8 @@ export const COLLECTIONS = {
   rateLimits: 'rate_limits',
   agenda: 'scheduler_jobs',
   blobBucket: 'blobs',
+  webhooks: 'webhooks',
+  webhookDeliveries: 'webhook_deliveries',
 } as const;
 
 export interface AccountDoc {
@@ -145,5 +147,10 @@ export async function ensureIndexes(m: Database): Promise<void> {
     m.audit.createIndex({ accountId: 1, at: -1 }),
     m.idempotency.createIndex({ expiresAt: 1 }),
     m.rateLimits.createIndex({ expiresAt: 1 }),
+    // One slot 0..9 per webhook: the unique index makes the 10-per-account limit race-free.
+    m.db.collection(COLLECTIONS.webhooks).createIndex({ accountId: 1, slot: 1 }, { unique: true }),
+    m.db.collection(COLLECTIONS.webhooks).createIndex({ accountId: 1, events: 1 }),
+    m.db.collection(COLLECTIONS.webhookDeliveries).createIndex({ webhookId: 1, at: -1 }),
+    m.db.collection(COLLECTIONS.webhookDeliveries).createIndex({ at: 1 }),
   ]);
 }

@@ -19,7 +19,7 @@ export async function createRuntime(config: Config, log: Logger) {
   await ensureIndexes(db);
   const amqp = new AmqpClient(
     config.AMQP_URL,
-    { prefix: config.QUEUE_PREFIX, queueType: config.QUEUE_TYPE, deliveryLimit: config.DELIVERY_LIMIT, pools: POOL_TYPES },
+    { prefix: config.QUEUE_PREFIX, queueType: config.QUEUE_TYPE, deliveryLimit: config.DELIVERY_LIMIT, pools: POOL_TYPES, webhookDelaysMs: config.WEBHOOK_RETRY_DELAYS_MS },
     log.child({ component: 'amqp' }),
     config.PUBLISH_TIMEOUT_MS,
   );

@@ -5,13 +5,21 @@ import { createRuntime } from '../platform/runtime';
 import { startMonitoringServer } from '../monitoring/server';
 import { Pool } from './pool/pool';
 import { poolDefinitions } from './pools';
+import { WebhookWorker } from './webhook/webhook.worker';
 
 /** Start the pools named in WORKER_POOLS. `stop()` drains them, then closes connections. */
 export async function start(config: Config = loadConfig(), opts: { monitoring?: boolean } = {}) {
   const log = createLogger(config.LOG_LEVEL, { service: 'workers' });
   const rt = await createRuntime(config, log);
   const pools: Pool<unknown, Record<string, unknown>>[] = [];
+  let webhooks: WebhookWorker | undefined;
   for (const name of config.WORKER_POOLS) {
+    if (name === 'webhook') {
+      // Webhook deliveries are not jobs: their own consumer (workers/webhook/).
+      webhooks = WebhookWorker.fromConfig(rt);
+      await webhooks.start();
+      continue;
+    }
     const make = poolDefinitions[name];
     if (!make) {
       log.warn('pool has no engine in this build; its queue is left for another deployment', { pool: name });
@@ -32,10 +40,11 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   return {
     runtime: rt,
     pools,
+    webhooks,
     monitoringPort: monitor?.port,
     stop(): Promise<void> {
       stopped ??= (async () => {
-        const steps = await Promise.allSettled([...pools.map((p) => p.close()), monitor?.close()]);
+        const steps = await Promise.allSettled([...pools.map((p) => p.close()), webhooks?.close(), monitor?.close()]);
         for (const s of steps) if (s.status === 'rejected') log.warn('worker stop step failed', { err: s.reason as Error });
         await rt.close();
       })();

@@ -1,7 +1,17 @@
 import { Router } from 'express';
+import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
-import type { RouteDeps } from '../http/route';
+import { mount, type RouteDeps } from '../http/route';
+import { createResearchService } from './research.service';
 
-export function researchRoutes(_rt: Runtime, _deps: RouteDeps) {
-  return Router();
+export function researchRoutes(rt: Runtime, deps: RouteDeps) {
+  const r = Router();
+  const service = createResearchService(rt);
+  mount(r, endpoints.createResearch, async ({ auth, body, requestId, charged }) => {
+    const { envelope, charged: amount } = await service.dispatch({ accountId: auth.account._id, requestId, request: body });
+    charged(amount);
+    return envelope;
+  }, deps);
+  mount(r, endpoints.getResearch, ({ auth, params }) => service.legacy(auth.account._id, params.jobId ?? ''), deps);
+  return r;
 }

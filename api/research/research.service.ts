@@ -1,0 +1,60 @@
+import type { JobEnvelope } from '../../contracts/common';
+import { JOB_ID_PREFIX } from '../../contracts/registry';
+import type { ResearchLegacy, ResearchRequest, ResearchSource } from '../../contracts/research';
+import { notFound } from '../../platform/errors';
+import { newId } from '../../platform/ids';
+import { toEnvelope } from '../../platform/jobs';
+import type { JobDoc } from '../../platform/mongo';
+import type { Runtime } from '../../platform/runtime';
+
+const PREFIX = `${JOB_ID_PREFIX.research}_`;
+
+/** SPEC 2.16 legacy shape of a research job. */
+export function toLegacy(job: JobDoc): ResearchLegacy {
+  const r = (job.status === 'complete' ? job.result : null) as Record<string, unknown> | null;
+  const partial = r?.partial === true;
+  // The raw token: the pipeline's own status, with `partial` for a report that missed sources.
+  const status = job.status === 'failed' ? 'failed' : job.status === 'complete' ? (partial ? 'partial' : 'complete') : job.rawStatus;
+  const int = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) ? v : 0);
+  return {
+    jobId: job._id.startsWith(PREFIX) ? job._id.slice(PREFIX.length) : job._id,
+    status,
+    isComplete: status === 'complete' || status === 'partial',
+    content: typeof r?.content === 'string' ? r.content : null,
+    sources: Array.isArray(r?.sources) ? (r.sources as ResearchSource[]) : [],
+    searchCount: int(r?.searchCount),
+    readCount: int(r?.readCount),
+    totalTokens: int(r?.totalTokens),
+    errorMessage: job.status === 'failed' ? job.error : null,
+    startedAt: job.startedAt ? job.startedAt.toISOString() : null,
+    completedAt: job.completedAt ? job.completedAt.toISOString() : null,
+  };
+}
+
+export function createResearchService(rt: Pick<Runtime, 'credits' | 'jobs'>) {
+  return {
+    /** POST /research: charge, record the job, publish it; a failed insert gives the credits back. */
+    async dispatch(input: { accountId: string; requestId: string; request: ResearchRequest }): Promise<{ envelope: JobEnvelope; charged: number }> {
+      const amount = rt.credits.price('research');
+      const jobId = newId(JOB_ID_PREFIX.research);
+      await rt.credits.debit({ accountId: input.accountId, operation: 'research', amount, jobId, requestId: input.requestId });
+      let job;
+      try {
+        job = await rt.jobs.create({ id: jobId, accountId: input.accountId, type: 'research', input: input.request, credits: { operation: 'research', amount } });
+      } catch (err) {
+        await rt.credits.refund({ accountId: input.accountId, operation: 'research', amount, jobId });
+        throw err;
+      }
+      await rt.jobs.dispatch(job);
+      return { envelope: toEnvelope(job), charged: amount };
+    },
+
+    /** GET /research/{jobId}: raw or res_-prefixed id; another account's job or another type is a 404. */
+    async legacy(accountId: string, rawOrPrefixed: string): Promise<ResearchLegacy> {
+      const id = rawOrPrefixed.startsWith(PREFIX) ? rawOrPrefixed : PREFIX + rawOrPrefixed;
+      const job = await rt.jobs.findForAccount(accountId, id);
+      if (!job || job.type !== 'research') throw notFound('research job');
+      return toLegacy(job);
+    },
+  };
+}

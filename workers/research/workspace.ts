@@ -1,0 +1,156 @@
+import type { BlobStore } from '../../platform/blobs';
+import type { Database } from '../../platform/mongo';
+import { hits, queryTerms } from '../engines/research/research.engine';
+
+/**
+ * The account's own workspace as a research corpus. Every query carries the account id.
+ * Searched: finished jobs (prompts, styles, queries, names and their results: code-build apps
+ * and plans, song lyrics, deck outlines, earlier reports), projects, and, when those collections
+ * exist in this deployment, notes and Drive files. A hit is "read" by loading its full text,
+ * including text files it stored in the blob store; a file that is gone is a failed read.
+ */
+export interface Candidate {
+  kind: string;
+  id: string;
+  title: string;
+  path: string;
+  /** Text the search matched on. */
+  searchable: string;
+  score: number;
+  createdAt: number;
+  /** Load the full text; throws when the source cannot be read. */
+  read(): Promise<string>;
+}
+
+/** Optional collections other features own; searched only when present. */
+const TEXT_COLLECTIONS = [
+  { name: 'notes', kind: 'Note', path: (id: string) => `/api/v1/projects/${id}` },
+  { name: 'drive_files', kind: 'Drive file', path: (id: string) => `/api/v1/drive/files/${id}` },
+] as const;
+
+const SCAN_LIMIT = 300;
+
+/** Every string inside a value, flattened (URLs and ids left out: they are not prose). */
+export function strings(v: unknown, out: string[] = [], depth = 0): string[] {
+  if (depth > 6 || v == null) return out;
+  if (typeof v === 'string') {
+    if (!/^https?:\/\//.test(v) && !/^[a-z]+_[0-9a-z]{20}$/.test(v) && !/^[0-9a-f]{64}$/.test(v)) out.push(v);
+  } else if (Array.isArray(v)) for (const x of v) strings(x, out, depth + 1);
+  else if (typeof v === 'object' && !(v instanceof Date)) for (const x of Object.values(v as Record<string, unknown>)) strings(x, out, depth + 1);
+  return out;
+}
+
+const TEXT_MIME = /^(text\/|application\/(json|javascript|xml|markdown))/;
+const blobIdOf = (url: string) => /\/assets\/(blob_[0-9a-z]+)\//.exec(url)?.[1];
+
+const firstString = (...xs: unknown[]) => xs.find((x): x is string => typeof x === 'string' && x.trim().length > 0);
+
+export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
+  const { db, blobs } = deps;
+
+  return {
+    /**
+     * Search each collection for the query terms. Returns the candidates (best first) and how
+     * many collection searches ran.
+     */
+    async search(accountId: string, query: string, opts: { excludeJobId: string; signal: AbortSignal; onSearch?: (what: string) => Promise<void> }): Promise<{ candidates: Candidate[]; searchCount: number }> {
+      const terms = queryTerms(query);
+      const candidates: Candidate[] = [];
+      let searchCount = 0;
+      const score = (title: string, body: string) => (terms.length ? hits(title, terms) * 3 + hits(body, terms) : 0);
+
+      await opts.onSearch?.('jobs');
+      searchCount++;
+      const jobs = await db.jobs
+        .find({ accountId, status: 'complete', _id: { $ne: opts.excludeJobId } }, { projection: { _id: 1, type: 1, input: 1, result: 1, createdAt: 1 } })
+        .sort({ createdAt: -1 })
+        .limit(SCAN_LIMIT)
+        .toArray();
+      for (const j of jobs) {
+        const input = (j.input ?? {}) as Record<string, unknown>;
+        const result = (j.result ?? {}) as Record<string, unknown>;
+        const title = firstString(result.title, result.name, input.title, input.name, input.query, input.prompt, input.style) ?? j._id;
+        const body = [...strings(input), ...strings(result)].join('\n');
+        const s = score(title, body);
+        if (s <= 0) continue;
+        candidates.push({
+          kind: `${j.type} job ${j._id}`,
+          id: j._id,
+          title: title.slice(0, 120),
+          path: `/api/v1/jobs/${j._id}`,
+          searchable: body,
+          score: s,
+          createdAt: j.createdAt.getTime(),
+          async read() {
+            const parts = [body];
+            const files = Array.isArray(result.files) ? (result.files as { url?: string; mimeType?: string; path?: string }[]) : [];
+            for (const f of files) {
+              if (!f.url || !TEXT_MIME.test(f.mimeType ?? '')) continue;
+              const blobId = blobIdOf(f.url);
+              const info = blobId ? await blobs.info(blobId) : null;
+              if (!blobId || !info) throw new Error(`its file ${f.path ?? 'output'} is no longer stored`);
+              parts.push((await blobs.read(blobId)).toString('utf8'));
+            }
+            return parts.join('\n\n');
+          },
+        });
+      }
+      if (opts.signal.aborted) throw opts.signal.reason;
+
+      await opts.onSearch?.('projects');
+      searchCount++;
+      const projects = await db.db
+        .collection('projects')
+        .find({ accountId, deletedAt: null } as never)
+        .sort({ updatedAt: -1 })
+        .limit(SCAN_LIMIT)
+        .toArray();
+      for (const p of projects) {
+        const doc = p as Record<string, unknown>;
+        const title = firstString(doc.name, doc.title) ?? String(doc._id);
+        const { _id, accountId: _a, ...rest } = doc;
+        const body = strings(rest).join('\n');
+        const s = score(title, body);
+        if (s <= 0) continue;
+        candidates.push({
+          kind: `${String(doc.projectType ?? 'project')} project ${String(_id)}`,
+          id: String(_id),
+          title: title.slice(0, 120),
+          path: `/api/v1/projects/${String(_id)}`,
+          searchable: body,
+          score: s,
+          createdAt: doc.createdAt instanceof Date ? doc.createdAt.getTime() : 0,
+          read: async () => `${title}\n${body}`,
+        });
+      }
+
+      const present = new Set((await db.db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name));
+      for (const c of TEXT_COLLECTIONS) {
+        if (!present.has(c.name)) continue;
+        await opts.onSearch?.(c.name);
+        searchCount++;
+        const docs = await db.db.collection(c.name).find({ accountId } as never).limit(SCAN_LIMIT).toArray();
+        for (const d of docs) {
+          const doc = d as Record<string, unknown>;
+          if (doc.trashedAt || doc.deletedAt) continue;
+          const title = firstString(doc.name, doc.title) ?? String(doc._id);
+          const body = [firstString(doc.description) ?? '', firstString(doc.content, doc.text, doc.body) ?? ''].join('\n');
+          const s = score(title, body);
+          if (s <= 0) continue;
+          candidates.push({
+            kind: `${c.kind} ${String(doc._id)}`,
+            id: String(doc._id),
+            title: title.slice(0, 120),
+            path: c.path(String(doc._id)),
+            searchable: body,
+            score: s,
+            createdAt: doc.createdAt instanceof Date ? doc.createdAt.getTime() : 0,
+            read: async () => `${title}\n${body}`,
+          });
+        }
+      }
+      candidates.sort((a, b) => b.score - a.score || b.createdAt - a.createdAt || a.id.localeCompare(b.id));
+      return { candidates, searchCount };
+    },
+  };
+}
