@@ -49,7 +49,7 @@ const creditPrices = z.string().transform((v, ctx) => {
     ctx.addIssue({ code: 'custom', message: 'must be a JSON object of operation: price' });
     return z.NEVER;
   }
-  const r = z.record(z.enum(CREDIT_OPERATIONS), z.number().min(0)).safeParse(parsed);
+  const r = z.partialRecord(z.enum(CREDIT_OPERATIONS), z.number().min(0)).safeParse(parsed);
   if (!r.success) {
     ctx.addIssue({ code: 'custom', message: `must map operations (${CREDIT_OPERATIONS.join(', ')}) to non-negative numbers` });
     return z.NEVER;
@@ -64,6 +64,7 @@ export const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe('API port; 0 picks a free one (tests).'),
   PUBLIC_BASE_URL: z.string().url().optional().describe('Absolute origin for public links (assets, openUrl). Default http://localhost:PORT.'),
   MONGODB_URL: z.string().default('mongodb://127.0.0.1:27017/svc').describe('MongoDB (or FerretDB) connection string, database included.'),
+  MONGODB_WRITE_LOCKS: z.enum(['auto', 'on', 'off']).default('auto').describe('Serialise single-document writes with write locks: auto = only on FerretDB, whose updates are not atomic (platform/mongo-locks.ts).'),
   AMQP_URL: z.string().default('amqp://guest:guest@127.0.0.1:5672').describe('RabbitMQ connection string.'),
   QUEUE_TYPE: z.enum(['quorum', 'classic']).default('quorum').describe('Queue type for pool queues. quorum survives node loss and enforces the delivery limit; classic is faster on one node. Changing it needs new queue names (QUEUE_PREFIX).'),
   QUEUE_PREFIX: z.string().default('').describe('Prefix for every queue and exchange name; isolates test runs sharing a broker.'),
@@ -74,7 +75,7 @@ export const ConfigSchema = z.object({
   JOB_RETRY_DELAY_MS: z.coerce.number().int().min(0).default(5_000).describe('Delay before a job that hit a transient error is tried again.'),
   DISPATCH_GRACE_MS: z.coerce.number().int().min(0).default(5_000).describe('An undispatched job younger than this is left to the API that created it; older ones are published by the sweep.'),
   SWEEP_INTERVAL: z.string().default('10 seconds').describe('How often the scheduler sweeps undispatched and stalled jobs (Agenda interval).'),
-  SCHEDULER_PROCESS_EVERY: z.string().default('5 seconds').describe('How often Agenda looks for due scheduler jobs.'),
+  SCHEDULER_PROCESS_EVERY_MS: z.coerce.number().int().min(100).default(5000).describe('How often Agenda looks for due scheduler tasks, in milliseconds.'),
   RATE_LIMIT_MAX: z.coerce.number().int().min(1).default(600).describe('Requests per key per window.'),
   RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).default(60).describe('Rate-limit window length.'),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 * 1024).describe('Largest JSON body accepted (413 beyond). 16 MiB fits the largest SPEC upload (10 MB decoded, base64).'),
@@ -101,6 +102,19 @@ export const ConfigSchema = z.object({
   RESEARCH_ENGINE: z.enum(['local', 'openai']).default('local').describe('Research report writer: local (extractive, offline) or an OpenAI-compatible chat API (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL) over the workspace sources found.'),
   RESEARCH_MAX_SOURCES: z.coerce.number().int().min(1).max(50).default(8).describe('Most workspace sources a research job reads.'),
   DECK_ENGINE: z.enum(['local', 'openai']).default('local').describe('Deck outline author: local (from the brief, offline) or an OpenAI-compatible chat API (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL). Slides are always rendered locally as PNG.'),
+  IMAGE_ENGINE: z.enum(['local', 'openai']).default('local').describe('Renderer behind POST /images: local (procedural PNG, offline, deterministic) or an OpenAI-compatible images API (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_IMAGE_MODEL).'),
+  OPENAI_IMAGE_MODEL: z.string().default('gpt-image-1').describe('Model name for the OpenAI-compatible image engine.'),
+  IMAGE_RPC_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000).describe('How long POST /images and /images/moonlight wait for the image pool before answering 504 timeout (the request also expires in the queue).'),
+  MOONLIGHT_ADULT_THRESHOLD: z.coerce.number().min(0).max(1).default(0.8).describe('Output safety: a moonlight render whose skin-tone pixel share reaches this is scored adult and refused with 403 (workers/engines/image/safety.ts; 0 refuses everything).'),
+  REFERENCE_IMAGE_MAX_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024).describe('Largest reference image fetched for images and videos.'),
+  VIDEO_ENGINE: z.enum(['local', 'remote']).default('local').describe('Video renderer: local (ffmpeg, offline) or a remote OpenAI-compatible videos API (create, poll, download) at VIDEO_PROVIDER_BASE_URL.'),
+  VIDEO_PROVIDER_BASE_URL: z.string().url().default('https://api.openai.com/v1').describe('Base URL of the remote video provider (POST /videos, GET /videos/{id}, GET /videos/{id}/content).'),
+  VIDEO_PROVIDER_API_KEY: z.string().optional().describe('Key for the remote video provider.'),
+  VIDEO_PROVIDER_MODEL: z.string().default('sora-2').describe('Model name sent to the remote video provider.'),
+  VIDEO_PROVIDER_POLL_MS: z.coerce.number().int().min(10).default(2000).describe('Poll interval of the remote video provider.'),
+  VIDEO_RENDER_SCALE: z.coerce.number().gt(0).max(1).default(1).describe('Local video engine only: scale of frame size and clip length (tests and demos render small, short clips). The result always reports the real size and duration of the file produced.'),
+  FFMPEG_PATH: z.string().default('ffmpeg').describe('ffmpeg binary (video rendering, posters).'),
+  FFPROBE_PATH: z.string().default('ffprobe').describe('ffprobe binary (reads the real size and duration of rendered videos).'),
   ALLOW_LOOPBACK_URLS: bool.default(false).describe('DEVELOPMENT AND TESTS ONLY: let the SSRF guard fetch loopback URLs (and plain http to them). Refused in production.'),
   WEBHOOK_SECRET_KEY: z.string().min(32).default(DEV_WEBHOOK_KEY).describe('Key (any string of 32+ characters; SHA-256 derives the AES key) that encrypts webhook signing secrets at rest with AES-256-GCM; the same on every process. Required in production. Changing it makes existing secrets unreadable.'),
   WEBHOOK_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(100).default(5000).describe('Time limit of one webhook delivery attempt, connect to last response byte (SPEC 6.4: 5 s).'),

@@ -1,4 +1,5 @@
-import { MongoClient, type Db } from 'mongodb';
+import { MongoClient } from 'mongodb';
+import { createWriteLocks, isFerretDb } from './mongo-locks';
 import type { Plan, Scope, CreditOperation, JobType } from '../contracts/registry';
 import type { JobStatus } from '../contracts/common';
 import type { AccountFeatures } from '../contracts/account';
@@ -14,6 +15,7 @@ export const COLLECTIONS = {
   rateLimits: 'rate_limits',
   agenda: 'scheduler_jobs',
   blobBucket: 'blobs',
+  projects: 'projects',
   webhooks: 'webhooks',
   webhookDeliveries: 'webhook_deliveries',
 } as const;
@@ -108,13 +110,22 @@ export interface RateLimitDoc {
   expiresAt: Date;
 }
 
-export async function connectMongo(url: string) {
+/**
+ * Connect. `writeLocks`: 'auto' serialises single-document writes only on FerretDB, whose
+ * updates are not atomic (see mongo-locks.ts); 'on' / 'off' force it.
+ */
+export async function connectMongo(url: string, opts: { writeLocks?: 'auto' | 'on' | 'off' } = {}) {
   const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000, maxPoolSize: 50 });
   await client.connect();
-  const db = client.db();
+  const rawDb = client.db();
+  const mode = opts.writeLocks ?? 'auto';
+  const locked = mode === 'on' || (mode === 'auto' && (await isFerretDb(rawDb)));
+  const db = locked ? createWriteLocks(rawDb).wrapDb(rawDb) : rawDb;
   return {
     client,
     db,
+    /** Whether single-document writes go through write locks (FerretDB). */
+    writeLocks: locked,
     accounts: db.collection<AccountDoc>(COLLECTIONS.accounts),
     apiKeys: db.collection<ApiKeyDoc>(COLLECTIONS.apiKeys),
     jobs: db.collection<JobDoc>(COLLECTIONS.jobs),

@@ -20,7 +20,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   const tasks = createTasks(rt);
   const agenda = new Agenda({
     backend: new MongoBackend({ mongo: rt.db.db, collection: COLLECTIONS.agenda }),
-    processEvery: config.SCHEDULER_PROCESS_EVERY,
+    processEvery: config.SCHEDULER_PROCESS_EVERY_MS,
     defaultLockLifetime: 60_000,
   });
   agenda.on('error', (err: Error) => log.error('agenda error', { err }));

@@ -60,7 +60,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     WORKER_METRICS_PORT: '0',
     SCHEDULER_METRICS_PORT: '0',
     SWEEP_INTERVAL: '1 second',
-    SCHEDULER_PROCESS_EVERY: '500 milliseconds',
+    SCHEDULER_PROCESS_EVERY_MS: '300',
     DISPATCH_GRACE_MS: '500',
     JOB_LEASE_MS: '3000',
     JOB_RETRY_DELAY_MS: '100',

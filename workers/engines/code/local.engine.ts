@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import type { CodeEngine, CodeEngineInput, CodeEngineOutput } from './code.engine';
 
 /**
@@ -14,8 +15,8 @@ const require = createRequire(import.meta.url);
 let reactBundle: string | undefined;
 const reactScripts = () =>
   (reactBundle ??= [
-    readFileSync(require.resolve('react/umd/react.production.min.js'), 'utf8'),
-    readFileSync(require.resolve('react-dom/umd/react-dom.production.min.js'), 'utf8'),
+    readFileSync(path.join(path.dirname(require.resolve('react/package.json')), 'umd/react.production.min.js'), 'utf8'),
+    readFileSync(path.join(path.dirname(require.resolve('react-dom/package.json')), 'umd/react-dom.production.min.js'), 'utf8'),
   ]
     .map((src) => `<script>${src.replaceAll('</script', '<\\/script')}</script>`)
     .join('\n'));

@@ -1,0 +1,73 @@
+import { expect } from 'chai';
+import { client } from '../helpers/http';
+import { startStack, type Stack } from '../helpers/stack';
+
+describe('Idempotency-Key on job POSTs', () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ workers: false, scheduler: false, env: { CREDIT_PRICES: '{"code_build":5}' } });
+  });
+  after(() => stack.stop());
+
+  it('when a POST is retried with the same key and body, then the original response returns and is billed once', async () => {
+    const { key, accountId } = await stack.createAccount({ credits: 100 });
+    const api = client(stack.baseUrl, key);
+    const first = await api.post('/code-builds', { prompt: 'todo app' }, { 'idempotency-key': 'k-1' });
+    const again = await api.post('/code-builds', { prompt: 'todo app' }, { 'idempotency-key': 'k-1' });
+    expect(first.status).to.equal(202);
+    expect(again.status).to.equal(202);
+    expect(again.body.jobId).to.equal(first.body.jobId);
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    expect((await api.get('/account/credits')).body.balance).to.equal(95);
+    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
+  });
+
+  it('when the same key comes with another body, then 422 idempotency_key_reused', async () => {
+    const api = client(stack.baseUrl, (await stack.createAccount()).key);
+    await api.post('/code-builds', { prompt: 'a' }, { 'idempotency-key': 'k-2' });
+    const r = await api.post('/code-builds', { prompt: 'b' }, { 'idempotency-key': 'k-2' });
+    expect(r.status).to.equal(422);
+    expect(r.body.error.code).to.equal('idempotency_key_reused');
+  });
+
+  it('when the same key races in 10 concurrent requests, then one job is created and billed', async () => {
+    const { key, accountId } = await stack.createAccount({ credits: 100 });
+    const api = client(stack.baseUrl, key);
+    const rs = await Promise.all(Array.from({ length: 10 }, () => api.post('/code-builds', { prompt: 'race' }, { 'idempotency-key': 'k-race' })));
+    const ids = new Set(rs.filter((r) => r.status === 202).map((r) => r.body.jobId));
+    expect(ids.size).to.equal(1);
+    for (const r of rs) expect([202, 409]).to.include(r.status);
+    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
+    expect((await api.get('/account/credits')).body.balance).to.equal(95);
+  });
+
+  it('when two accounts use the same key string, then they do not see each other', async () => {
+    const a = client(stack.baseUrl, (await stack.createAccount()).key);
+    const b = client(stack.baseUrl, (await stack.createAccount()).key);
+    const ra = await a.post('/code-builds', { prompt: 'same' }, { 'idempotency-key': 'shared' });
+    const rb = await b.post('/code-builds', { prompt: 'same' }, { 'idempotency-key': 'shared' });
+    expect(ra.body.jobId).not.to.equal(rb.body.jobId);
+  });
+
+  it('when the first attempt failed, then the key is free for a retry', async () => {
+    const { key, accountId } = await stack.createAccount({ credits: 0 });
+    const api = client(stack.baseUrl, key);
+    expect((await api.post('/code-builds', { prompt: 'x' }, { 'idempotency-key': 'k-3' })).status).to.equal(402);
+    await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { credits: 10 } });
+    expect((await api.post('/code-builds', { prompt: 'x' }, { 'idempotency-key': 'k-3' })).status).to.equal(202);
+  });
+
+  it('when a key is stored, then it is kept at least 24 hours', async () => {
+    const { key, accountId } = await stack.createAccount();
+    await client(stack.baseUrl, key).post('/code-builds', { prompt: 'x' }, { 'idempotency-key': 'k-4' });
+    const doc = await stack.rt.db.idempotency.findOne({ accountId, key: 'k-4' });
+    expect(doc!.expiresAt.getTime() - doc!.createdAt.getTime()).to.be.at.least(24 * 3600_000);
+  });
+
+  it('when the key is longer than 255 characters, then 400 names the header', async () => {
+    const api = client(stack.baseUrl, (await stack.createAccount()).key);
+    const r = await api.post('/code-builds', { prompt: 'x' }, { 'idempotency-key': 'k'.repeat(256) });
+    expect(r.status).to.equal(400);
+    expect(r.body.error.message).to.match(/^Idempotency-Key:/);
+  });
+});
