@@ -1,12 +1,14 @@
 import { z } from 'zod';
 import { AccountResponse, CreditsResponse } from './account';
 import { CodeBuildRequest } from './code-builds';
+import { ImageRequest, ImageResult, MoonlightRequest, MoonlightResult } from './images';
 import { PresentationCreated, PresentationRequest } from './presentations';
 import { ResearchLegacy, ResearchRequest } from './research';
 import { SongRequest } from './songs';
 import { Webhook, WebhookCreate, WebhookCreated, WebhookDeliveriesQuery, WebhookDeliveryList, WebhookList, WebhookUpdate } from './webhooks';
 import { JobAccepted, JobEnvelope, listEnvelope } from './common';
 import type { Scope } from './registry';
+import { VideoAccepted, VideoRequest } from './videos';
 
 /**
  * Every endpoint of SPEC section 4, in one catalogue. The API mounts its routes from these
@@ -111,9 +113,9 @@ export const endpoints = {
 
   // 4.7 Media and jobs
   extractFlowchart: e({ method: 'post', path: '/extract-flowchart', scopes: AI, status: 201, tag: 'media', summary: 'Create a flowchart project from a PDF, PPTX or image.' }),
-  createImage: e({ method: 'post', path: '/images', scopes: AI, status: 200, tag: 'media', summary: 'Synchronous image generation.' }),
-  createMoonlightImage: e({ method: 'post', path: '/images/moonlight', scopes: AI, status: 200, tag: 'media', summary: 'Synchronous in-house image model render.' }),
-  createVideo: e({ method: 'post', path: '/videos', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a video render (vid_ job).', idempotent: true }),
+  createImage: e({ method: 'post', path: '/images', scopes: AI, status: 200, tag: 'media', summary: 'Synchronous image generation.', body: ImageRequest, response: ImageResult }),
+  createMoonlightImage: e({ method: 'post', path: '/images/moonlight', scopes: AI, status: 200, tag: 'media', summary: 'Synchronous in-house image model render.', body: MoonlightRequest, response: MoonlightResult }),
+  createVideo: e({ method: 'post', path: '/videos', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a video render (vid_ job).', body: VideoRequest, response: VideoAccepted, idempotent: true }),
   createSong: e({ method: 'post', path: '/songs', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a song (song_ job).', body: SongRequest, response: JobAccepted, idempotent: true }),
   createCodeBuild: e({ method: 'post', path: '/code-builds', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a code build (code_ job): a runnable single-page app.', body: CodeBuildRequest, response: JobAccepted, idempotent: true }),
   createSpace: e({ method: 'post', path: '/real-world/spaces', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a walkable 3D space (space_ job).', idempotent: true }),

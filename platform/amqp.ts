@@ -257,6 +257,120 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     c.tag = consumerTag;
   }
 
+  // --- Request/reply (RPC) over RabbitMQ direct reply-to --------------------------------
+  private rpcChannel?: Channel;
+  private rpcOpening?: Promise<Channel>;
+  private rpcPending = new Map<string, { resolve(r: RpcReply): void; reject(e: Error): void; timer: NodeJS.Timeout; channel: Channel }>();
+  private rpcSeq = 0;
+
+  /** The channel that publishes requests and consumes `amq.rabbitmq.reply-to` (both must be one channel). */
+  private async replyChannel(): Promise<Channel> {
+    if (this.rpcChannel) return this.rpcChannel;
+    this.rpcOpening ??= (async () => {
+      await this.ready(this.publishTimeoutMs);
+      if (!this.conn) throw new Error('amqp not connected');
+      const ch = await this.conn.createChannel();
+      ch.on('error', (err) => this.log.warn('amqp reply channel error', { err }));
+      ch.on('close', () => {
+        if (this.rpcChannel === ch) this.rpcChannel = undefined;
+        // Replies are bound to the channel: requests sent on it can no longer be answered.
+        for (const [id, p] of this.rpcPending) {
+          if (p.channel !== ch) continue;
+          clearTimeout(p.timer);
+          this.rpcPending.delete(id);
+          p.reject(new Error('the reply channel closed before the answer came'));
+        }
+      });
+      await ch.consume(
+        RPC_REPLY_TO,
+        (msg) => {
+          if (!msg) return;
+          const p = this.rpcPending.get(msg.properties.correlationId as string);
+          if (!p) return; // late answer to a request that already timed out
+          clearTimeout(p.timer);
+          this.rpcPending.delete(msg.properties.correlationId as string);
+          try {
+            p.resolve(JSON.parse(msg.content.toString('utf8')) as RpcReply);
+          } catch (err) {
+            p.reject(new Error(`malformed reply: ${(err as Error).message}`));
+          }
+        },
+        { noAck: true },
+      );
+      this.rpcChannel = ch;
+      return ch;
+    })().finally(() => {
+      this.rpcOpening = undefined;
+    });
+    return this.rpcOpening;
+  }
+
+  /**
+   * Send `payload` to a pool queue and wait for the worker's answer, at most `timeoutMs`
+   * (then RpcTimeoutError). The request is transient and expires in the queue at the deadline,
+   * and carries the deadline in `x-deadline` so a responder skips work nobody waits for.
+   */
+  async rpc<T = unknown>(pool: PoolType, payload: unknown, timeoutMs: number): Promise<RpcReply<T>> {
+    const ch = await this.replyChannel();
+    const correlationId = `${process.pid}.${Date.now().toString(36)}.${(this.rpcSeq++).toString(36)}`;
+    const deadline = Date.now() + timeoutMs;
+    const answer = new Promise<RpcReply<T>>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.rpcPending.delete(correlationId);
+        reject(new RpcTimeoutError(`no answer from the ${pool} pool within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.rpcPending.set(correlationId, { resolve: resolve as (r: RpcReply) => void, reject, timer, channel: ch });
+    });
+    try {
+      ch.publish('', broker.poolQueue(this.topology.prefix, pool), Buffer.from(JSON.stringify(payload)), {
+        correlationId,
+        replyTo: RPC_REPLY_TO,
+        expiration: String(timeoutMs),
+        persistent: false,
+        contentType: 'application/json',
+        headers: { 'x-deadline': deadline },
+      });
+    } catch (err) {
+      const p = this.rpcPending.get(correlationId);
+      if (p) {
+        clearTimeout(p.timer);
+        this.rpcPending.delete(correlationId);
+      }
+      throw err;
+    }
+    this.emit('published', { exchange: '', routingKey: broker.poolQueue(this.topology.prefix, pool) });
+    return answer;
+  }
+
+  /**
+   * The worker side of `rpc`: consume a pool queue, hand each request to `handler`, publish its
+   * answer to the request's reply-to with the same correlation id, then ack. A request past its
+   * deadline is acked unanswered (the caller already gave up); one without reply-to is dead-lettered.
+   */
+  respond(queue: string, prefetch: number, handler: (payload: unknown, meta: { deadline: number | null; redelivered: boolean }) => Promise<RpcReply>): Promise<() => Promise<void>> {
+    return this.consume(queue, prefetch, async (d) => {
+      const { replyTo, correlationId, headers } = d.msg.properties;
+      if (!replyTo || !correlationId) return d.deadLetter();
+      const deadline = Number(headers?.['x-deadline']) || null;
+      if (deadline !== null && Date.now() > deadline) return d.ack();
+      let payload: unknown;
+      try {
+        payload = JSON.parse(d.msg.content.toString('utf8'));
+      } catch {
+        payload = undefined;
+      }
+      const reply: RpcReply =
+        payload === undefined ? { ok: false, error: { code: 'validation_error', message: 'request is not JSON' } } : await handler(payload, { deadline, redelivered: d.msg.fields.redelivered });
+      try {
+        await this.publish('', replyTo as string, reply, { correlationId: correlationId as string, persistent: false });
+      } catch (err) {
+        // The caller is gone or the broker is away: the caller times out on its own.
+        this.log.warn('rpc reply not delivered', { queue, err: err as Error });
+      }
+      d.ack();
+    });
+  }
+
   /** Messages ready in a queue, or null when the broker is away. */
   async queueDepth(queue: string): Promise<number | null> {
     if (!this.conn) return null;
@@ -300,4 +414,15 @@ export async function declareTopology(ch: Channel, t: TopologyOptions): Promise<
     await ch.assertQueue(broker.poolQueue(t.prefix, pool), { durable: true, arguments: poolQueueArgs(t) });
   }
   await declareWebhookTopology(ch, { prefix: t.prefix, queueType: t.queueType, delaysMs: t.webhookDelaysMs ?? [1000, 3000], poolQueueArgs: poolQueueArgs(t) });
+}
+
+/** RabbitMQ's direct reply-to pseudo-queue. */
+export const RPC_REPLY_TO = 'amq.rabbitmq.reply-to';
+
+/** What a responder answers: a result, or an error with a stable AppError code. */
+export type RpcReply<T = unknown> = { ok: true; result: T } | { ok: false; error: { code: string; message: string } };
+
+/** No answer within the deadline. */
+export class RpcTimeoutError extends Error {
+  override name = 'RpcTimeoutError';
 }

@@ -4,10 +4,14 @@
  */
 export const ERROR_STATUS = {
   validation_error: 400,
+  /** A prompt describing adult content (POST /images/moonlight). */
+  adult_content: 400,
   invalid_json: 400,
   unauthorized: 401,
   insufficient_credits: 402,
   forbidden: 403,
+  /** A finished render scored as adult; not charged (POST /images/moonlight). */
+  adult_render: 403,
   plan_required: 403,
   not_found: 404,
   conflict: 409,

@@ -2,9 +2,11 @@ import type { PoolType } from '../contracts/registry';
 import type { Runtime } from '../platform/runtime';
 import { codeWorker } from './code/code.worker';
 import { deckWorker } from './deck/deck.worker';
+import { imageResponder } from './image/image.worker';
 import { researchWorker } from './research/research.worker';
 import { songWorker } from './song/song.worker';
 import type { PoolDefinition } from './pool/pool';
+import type { ResponderDefinition } from './pool/responder';
 
 /**
  * The pools this build can run, by type. A pool listed in WORKER_POOLS but absent here has no
@@ -15,4 +17,12 @@ export const poolDefinitions: Partial<Record<PoolType, (rt: Runtime) => PoolDefi
   song: (rt) => songWorker(rt),
   research: (rt) => researchWorker(rt),
   deck: (rt) => deckWorker(rt),
+};
+
+/**
+ * Request/reply pools that serve synchronous endpoints (ARCHITECTURE: /images, /images/moonlight,
+ * /speech call their pool over RabbitMQ with a deadline). Started like `poolDefinitions`.
+ */
+export const responderDefinitions: Partial<Record<PoolType, (rt: Runtime) => ResponderDefinition<any, any>>> = {
+  image: (rt) => imageResponder(rt),
 };

@@ -4,7 +4,8 @@ import { runMain } from '../platform/main';
 import { createRuntime } from '../platform/runtime';
 import { startMonitoringServer } from '../monitoring/server';
 import { Pool } from './pool/pool';
-import { poolDefinitions } from './pools';
+import { poolDefinitions, responderDefinitions } from './pools';
+import { Responder } from './pool/responder';
 import { WebhookWorker } from './webhook/webhook.worker';
 
 /** Start the pools named in WORKER_POOLS. `stop()` drains them, then closes connections. */
@@ -12,12 +13,21 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   const log = createLogger(config.LOG_LEVEL, { service: 'workers' });
   const rt = await createRuntime(config, log);
   const pools: Pool<unknown, Record<string, unknown>>[] = [];
+  const responders: Responder<unknown, unknown>[] = [];
   let webhooks: WebhookWorker | undefined;
   for (const name of config.WORKER_POOLS) {
     if (name === 'webhook') {
       // Webhook deliveries are not jobs: their own consumer (workers/webhook/).
       webhooks = WebhookWorker.fromConfig(rt);
       await webhooks.start();
+      continue;
+    }
+    const respond = responderDefinitions[name];
+    if (respond) {
+      // Request/reply pools (synchronous endpoints such as /images): their own consumer.
+      const responder = new Responder(rt, respond(rt), { concurrency: config.concurrencyOf(name), shutdownGraceMs: config.SHUTDOWN_GRACE_MS });
+      await responder.start();
+      responders.push(responder);
       continue;
     }
     const make = poolDefinitions[name];
@@ -44,7 +54,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
     monitoringPort: monitor?.port,
     stop(): Promise<void> {
       stopped ??= (async () => {
-        const steps = await Promise.allSettled([...pools.map((p) => p.close()), webhooks?.close(), monitor?.close()]);
+        const steps = await Promise.allSettled([...pools.map((p) => p.close()), ...responders.map((r) => r.close()), webhooks?.close(), monitor?.close()]);
         for (const s of steps) if (s.status === 'rejected') log.warn('worker stop step failed', { err: s.reason as Error });
         await rt.close();
       })();

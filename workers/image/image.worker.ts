@@ -1,0 +1,108 @@
+import { ImageRpcRequest, IMAGE_SIZES, MOONLIGHT_DEFAULTS, MOONLIGHT_SIZES, adultTermIn, type ImageResult, type MoonlightResult } from '../../contracts/images';
+import type { Config } from '../../platform/config';
+import { AppError } from '../../platform/errors';
+import { decodePng } from '../../platform/media/png';
+import type { Runtime } from '../../platform/runtime';
+import { guardedFetch, readLimited } from '../../platform/ssrf';
+import type { ImageEngine } from '../engines/image/image.engine';
+import { createLocalImageEngine } from '../engines/image/local.engine';
+import { MOONLIGHT_ENGINE_NAME, renderMoonlight } from '../engines/image/moonlight.engine';
+import { createOpenAiImageEngine } from '../engines/image/openai.engine';
+import { meanColour, seedBytes, type Rgb } from '../engines/image/procedural';
+import type { ResponderDefinition } from '../pool/responder';
+
+export function imageEngineFrom(config: Config): ImageEngine {
+  return config.IMAGE_ENGINE === 'openai'
+    ? createOpenAiImageEngine({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.OPENAI_IMAGE_MODEL })
+    : createLocalImageEngine();
+}
+
+/** The /images answer before the API adds what it charged. */
+export type ImageRenderReply = Omit<ImageResult, 'charged'>;
+
+/**
+ * Fetch a reference image through the SSRF guard and reduce it to its mean colour. PNGs are
+ * decoded; other formats (JPEG, WebP) are not decoded here, so their colour is derived from a
+ * hash of their bytes and a note says so.
+ */
+export async function referenceColour(config: Config, url: string, field: string, signal: AbortSignal): Promise<{ colour: Rgb; note?: string }> {
+  const loop = config.ALLOW_LOOPBACK_URLS;
+  const res = await guardedFetch(url, field, { signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) }, { allowLoopback: loop, allowHttp: loop });
+  if (!res.ok) throw new AppError('validation_error', `${field}: could not be fetched (HTTP ${res.status})`);
+  const bytes = await readLimited(res, config.REFERENCE_IMAGE_MAX_BYTES, field);
+  try {
+    const png = decodePng(bytes);
+    return { colour: meanColour(png.pixels, png.channels) };
+  } catch {
+    const h = seedBytes('reference', bytes.toString('base64'));
+    return { colour: [h[0]!, h[1]!, h[2]!], note: `${field} is not a PNG; its colour was estimated rather than measured.` };
+  }
+}
+
+/**
+ * The image pool (request/reply): POST /images renders (stored in the blob store, signed URL)
+ * and POST /images/moonlight renders (returned inline, nothing stored, output safety scored).
+ */
+export function imageResponder(rt: Runtime, engine: ImageEngine = imageEngineFrom(rt.config)): ResponderDefinition<ImageRpcRequest, ImageRenderReply | MoonlightResult> {
+  const config = rt.config;
+  return {
+    pool: 'image',
+    input: ImageRpcRequest,
+    async handle(req, ctx) {
+      if (req.kind === 'moonlight') {
+        // The API refuses adult prompts before charging; this is the model's own second line.
+        if (adultTermIn(req.prompt)) throw new AppError('adult_content', 'prompt: describes adult content, which this model does not render');
+        const t0 = performance.now();
+        const r = await renderMoonlight({ prompt: req.prompt, aspectRatio: req.aspectRatio, seed: req.seed, steps: MOONLIGHT_DEFAULTS.steps, cfg: MOONLIGHT_DEFAULTS.cfg }, ctx.signal);
+        const renderMs = Math.round(performance.now() - t0);
+        if (r.adultScore >= config.MOONLIGHT_ADULT_THRESHOLD) {
+          throw new AppError('adult_render', 'the finished render was scored as adult content and is not delivered; nothing was charged');
+        }
+        const size = MOONLIGHT_SIZES[req.aspectRatio];
+        return {
+          engine: MOONLIGHT_ENGINE_NAME,
+          base64: `data:image/png;base64,${r.png.toString('base64')}`,
+          mimeType: 'image/png',
+          width: size.width,
+          height: size.height,
+          aspectRatio: req.aspectRatio,
+          seed: req.seed,
+          steps: MOONLIGHT_DEFAULTS.steps,
+          cfg: MOONLIGHT_DEFAULTS.cfg,
+          prompt: req.prompt,
+          negativePrompt: req.negativePrompt,
+          renderMs,
+        } satisfies MoonlightResult;
+      }
+
+      const notes = [...req.notes];
+      const colours: Rgb[] = [];
+      for (const [i, url] of req.referenceImageUrls.entries()) {
+        const ref = await referenceColour(config, url, `referenceImageUrls.${i}`, ctx.signal);
+        colours.push(ref.colour);
+        if (ref.note) notes.push(ref.note);
+      }
+      if (req.engine === 'auto') throw new AppError('validation_error', 'engine: must be resolved before rendering');
+      const { width, height } = IMAGE_SIZES[req.aspectRatio];
+      const seed = seedBytes(req.prompt, req.engine, req.style ?? '', req.aspectRatio, JSON.stringify(colours)).readUInt32LE(0) % 1_000_000_000;
+      const out = await engine.render({ prompt: req.prompt, engine: req.engine, aspectRatio: req.aspectRatio, width, height, style: req.style, referenceColours: colours, seed }, ctx);
+      notes.push(...out.notes);
+      const blob = await rt.blobs.put(out.png, { contentType: 'image/png', filename: 'image.png', accountId: req.accountId });
+      return {
+        url: rt.blobs.url(blob.id, 'image.png'),
+        mimeType: 'image/png',
+        width: out.width,
+        height: out.height,
+        aspectRatio: req.aspectRatio,
+        engine: req.engine,
+        renderer: engine.name,
+        style: req.style,
+        seed,
+        sizeBytes: out.png.length,
+        referenceImagesUsed: colours.length,
+        notes,
+        ...(req.includeBase64 ? { base64: `data:image/png;base64,${out.png.toString('base64')}` } : {}),
+      } satisfies ImageRenderReply;
+    },
+  };
+}

@@ -1,0 +1,87 @@
+import type { z } from 'zod';
+import { broker, type PoolType } from '../../contracts/registry';
+import { metrics } from '../../monitoring/metrics';
+import type { RpcReply } from '../../platform/amqp';
+import { AppError, toAppError } from '../../platform/errors';
+import type { Logger } from '../../platform/log';
+import type { Runtime } from '../../platform/runtime';
+
+export interface ResponderContext {
+  /** Aborted at the caller's deadline (nobody waits for the answer any more) or when stopping past the grace period. */
+  signal: AbortSignal;
+  log: Logger;
+}
+
+/**
+ * A request/reply pool (synchronous endpoints such as /images): typed input in, an answer out.
+ * Throw AppError to answer with that error code; anything else answers internal_error.
+ */
+export interface ResponderDefinition<I = unknown, O = unknown> {
+  pool: PoolType;
+  input: z.ZodType<I>;
+  handle(input: I, ctx: ResponderContext): Promise<O>;
+}
+
+/**
+ * Serves a pool queue over `AmqpClient.respond` with prefetch = concurrency. `close()` stops
+ * taking requests and waits for those in flight (within the grace period), and may be called twice.
+ */
+export class Responder<I, O> {
+  private cancel?: () => Promise<void>;
+  private inFlight = new Set<{ abort: AbortController; done: Promise<void> }>();
+  private closing?: Promise<void>;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly rt: Runtime,
+    private readonly def: ResponderDefinition<I, O>,
+    private readonly opts: { concurrency: number; shutdownGraceMs: number },
+  ) {
+    this.log = rt.log.child({ pool: def.pool, role: 'responder' });
+  }
+
+  async start(): Promise<void> {
+    const queue = broker.poolQueue(this.rt.config.QUEUE_PREFIX, this.def.pool);
+    this.cancel = await this.rt.amqp.respond(queue, this.opts.concurrency, (payload, meta) => this.answer(payload, meta.deadline));
+    this.log.info('responder started', { queue, concurrency: this.opts.concurrency });
+  }
+
+  private async answer(payload: unknown, deadline: number | null): Promise<RpcReply> {
+    const abort = new AbortController();
+    let release!: () => void;
+    const entry = { abort, done: new Promise<void>((r) => (release = r)) };
+    this.inFlight.add(entry);
+    metrics.jobsInFlight.inc({ pool: this.def.pool });
+    const timer = deadline === null ? undefined : setTimeout(() => abort.abort(new Error('the caller stopped waiting')), Math.max(0, deadline - Date.now()));
+    try {
+      const input = this.def.input.safeParse(payload);
+      if (!input.success) throw new AppError('validation_error', 'request does not match the pool contract');
+      const result = await this.def.handle(input.data, { signal: abort.signal, log: this.log });
+      return { ok: true, result };
+    } catch (err) {
+      const e = abort.signal.aborted && !(err instanceof AppError) ? new AppError('timeout', 'the render was stopped at its deadline') : toAppError(err);
+      if (e.code === 'internal_error') {
+        this.log.error('request failed', { err: err as Error });
+        metrics.errors.inc({ code: e.code, source: 'consumer' });
+      }
+      return { ok: false, error: { code: e.code, message: e.message } };
+    } finally {
+      clearTimeout(timer);
+      this.inFlight.delete(entry);
+      metrics.jobsInFlight.dec({ pool: this.def.pool });
+      release();
+    }
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.cancel?.().catch((err) => this.log.warn('consumer cancel failed', { err: err as Error }));
+      const pending = [...this.inFlight];
+      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), this.opts.shutdownGraceMs).unref());
+      const outcome = await Promise.race([Promise.all(pending.map((p) => p.done)).then(() => 'done' as const), timer]);
+      if (outcome === 'timeout') for (const p of this.inFlight) p.abort.abort(new Error('worker stopping'));
+      this.log.info('responder stopped');
+    })();
+    return this.closing;
+  }
+}
