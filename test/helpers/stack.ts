@@ -8,6 +8,7 @@ import { start as startApi, type ApiServer } from '../../api/app';
 import { start as startWorkers, type WorkerProcess } from '../../workers/workers';
 import { start as startScheduler, type SchedulerProcess } from '../../scheduler/scheduler';
 import { loadConfig, type Config } from '../../platform/config';
+import { webhookQueueNames } from '../../platform/webhooks/topology';
 
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -110,6 +111,7 @@ export async function dropEverything(config: Config) {
     const ch = await conn.createChannel();
     for (const pool of POOL_TYPES) await ch.deleteQueue(broker.poolQueue(config.QUEUE_PREFIX, pool));
     await ch.deleteQueue(broker.deadLetterQueue(config.QUEUE_PREFIX));
+    for (const q of webhookQueueNames(config.QUEUE_PREFIX, config.WEBHOOK_RETRY_DELAYS_MS)) await ch.deleteQueue(q);
     await ch.deleteExchange(broker.eventsExchange(config.QUEUE_PREFIX));
     await ch.deleteExchange(broker.deadLetterExchange(config.QUEUE_PREFIX));
     await ch.close();
