@@ -97,3 +97,19 @@ export const DeckResult = z
   })
   .meta({ id: 'DeckResult' });
 export type DeckResult = z.infer<typeof DeckResult>;
+
+/** What the API hands the deck pool (job `input`). WARNING: persisted in job documents. */
+export const DeckJobInput = z.object({
+  projectId: z.string(),
+  name: z.string(),
+  description: z.string().optional(),
+  brief: z.string().nullable(),
+  outline: z.array(OutlineItem).nullable(),
+  slideCount: z.number().int(),
+  slideMode: z.enum(SLIDE_MODES),
+  themeId: z.string().nullable(),
+  visualStyle: z.string(),
+  brandUrl: z.string().nullable(),
+  companyName: z.string().nullable(),
+});
+export type DeckJobInput = z.infer<typeof DeckJobInput>;

@@ -1,7 +1,16 @@
 import { Router } from 'express';
+import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
-import type { RouteDeps } from '../http/route';
+import { mount, type RouteDeps } from '../http/route';
+import { createPresentationsService } from './presentations.service';
 
-export function presentationsRoutes(_rt: Runtime, _deps: RouteDeps) {
-  return Router();
+export function presentationsRoutes(rt: Runtime, deps: RouteDeps) {
+  const r = Router();
+  const service = createPresentationsService(rt);
+  mount(r, endpoints.createPresentation, async ({ auth, body, requestId, charged }) => {
+    const out = await service.create({ accountId: auth.account._id, features: auth.account.features, requestId, request: body });
+    charged(out.charged);
+    return out.body;
+  }, deps);
+  return r;
 }

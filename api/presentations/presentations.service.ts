@@ -1,0 +1,111 @@
+import type { AccountFeatures } from '../../contracts/account';
+import type { DeckJobInput, PresentationCreated, PresentationRequest } from '../../contracts/presentations';
+import { JOB_ID_PREFIX } from '../../contracts/registry';
+import { newId } from '../../platform/ids';
+import { toEnvelope } from '../../platform/jobs';
+import type { JobDoc } from '../../platform/mongo';
+import { createProjects, type ProjectDoc } from '../../platform/projects';
+import type { Runtime } from '../../platform/runtime';
+import { assertFetchable } from '../../platform/ssrf';
+
+export const DEFAULT_SLIDE_COUNT = 8;
+export const DEFAULT_VISUAL_STYLE = 'illustration';
+
+/**
+ * POST /presentations (SPEC 2.5, 2.6, 3.3): create the presentation project and, when the account
+ * builds decks in the background, a charged deck_ job; otherwise the deck waits for the editor
+ * (`pending_editor_open`, job null, nothing charged). A private or unresolvable brandUrl is
+ * refused here with 400 (the worker checks it again at fetch time).
+ */
+export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' | 'db' | 'config'>) {
+  const projects = createProjects(rt.db);
+  const ssrf = { allowLoopback: rt.config.ALLOW_LOOPBACK_URLS, allowHttp: rt.config.ALLOW_LOOPBACK_URLS };
+
+  const present = (p: ProjectDoc, job: JobDoc | null): PresentationCreated => ({
+    id: p._id,
+    name: p.name,
+    description: p.description,
+    projectType: 'presentation',
+    canvasMode: p.canvasMode,
+    tags: p.tags,
+    isStarred: p.isStarred,
+    createdAt: p.createdAt.toISOString(),
+    updatedAt: p.updatedAt.toISOString(),
+    generationStatus: p.presentation!.generationStatus,
+    openUrl: `${rt.config.PUBLIC_BASE_URL}/presentations/${p._id}`,
+    job: job ? toEnvelope(job) : null,
+  });
+
+  return {
+    async create(input: { accountId: string; features: AccountFeatures; requestId: string; request: PresentationRequest }): Promise<{ body: PresentationCreated; charged: number }> {
+      const req = input.request;
+      if (req.brandUrl) await assertFetchable(req.brandUrl, 'brandUrl', ssrf);
+      const outline = req.outline?.length ? req.outline : null;
+      const brief = req.brief?.trim() ? req.brief : null;
+      const slideMode = req.slideMode ?? 'creator';
+      const background = input.features.backgroundDecks;
+      const now = new Date();
+      const projectId = projects.newId();
+      const jobId = background ? newId(JOB_ID_PREFIX.deck) : null;
+      const project: ProjectDoc = {
+        _id: projectId,
+        accountId: input.accountId,
+        name: req.name,
+        description: req.description ?? '',
+        projectType: 'presentation',
+        canvasMode: slideMode,
+        tags: req.tags ?? [],
+        isStarred: false,
+        createdAt: now,
+        updatedAt: now,
+        deletedAt: null,
+        presentation: {
+          brief,
+          outline,
+          slideCount: outline ? outline.length : (req.slideCount ?? DEFAULT_SLIDE_COUNT),
+          slideMode,
+          themeId: req.themeId ?? null,
+          visualStyle: req.visualStyle?.trim() || DEFAULT_VISUAL_STYLE,
+          brandUrl: req.brandUrl ?? null,
+          companyName: req.companyName ?? null,
+          generationStatus: background ? 'generating' : 'pending_editor_open',
+          jobId,
+          build: null,
+        },
+      };
+
+      if (!jobId) {
+        await projects.insert(project);
+        return { body: present(project, null), charged: 0 };
+      }
+
+      const amount = rt.credits.price('deck');
+      await rt.credits.debit({ accountId: input.accountId, operation: 'deck', amount, jobId, requestId: input.requestId });
+      let job: JobDoc;
+      try {
+        await projects.insert(project);
+        const s = project.presentation!;
+        const jobInput: DeckJobInput = {
+          projectId,
+          name: project.name,
+          description: project.description,
+          brief: s.brief,
+          outline: s.outline,
+          slideCount: s.slideCount,
+          slideMode: s.slideMode,
+          themeId: s.themeId,
+          visualStyle: s.visualStyle,
+          brandUrl: s.brandUrl,
+          companyName: s.companyName,
+        };
+        job = await rt.jobs.create({ id: jobId, accountId: input.accountId, type: 'deck', input: jobInput, credits: { operation: 'deck', amount } });
+      } catch (err) {
+        await projects.deleteForAccount(input.accountId, projectId).catch(() => undefined);
+        await rt.credits.refund({ accountId: input.accountId, operation: 'deck', amount, jobId });
+        throw err;
+      }
+      await rt.jobs.dispatch(job);
+      return { body: present(project, job), charged: amount };
+    },
+  };
+}

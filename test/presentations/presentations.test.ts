@@ -1,0 +1,194 @@
+import { expect } from 'chai';
+import { decodePng } from '../../platform/media/png';
+import { client, waitForJob, type Client } from '../helpers/http';
+import { startStack, type Stack } from '../helpers/stack';
+import { fakeServer, listenEvents } from '../songs/helpers';
+
+const png = async (url: string) => {
+  const res = await fetch(url);
+  expect(res.status).to.equal(200);
+  expect(res.headers.get('content-type')).to.equal('image/png');
+  return decodePng(Buffer.from(await res.arrayBuffer()));
+};
+
+describe('POST /presentations (local deck engine)', () => {
+  let stack: Stack;
+  let brand: Awaited<ReturnType<typeof fakeServer>>;
+  before(async () => {
+    brand = await fakeServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' }).end(
+        '<html><head><meta name="theme-color" content="#e8590c"><style>body{color:#222;background:#fff}.btn{background:#1c7ed6}</style></head><body>Acme</body></html>',
+      );
+    });
+    stack = await startStack({ env: { ALLOW_LOOPBACK_URLS: 'true' } });
+  });
+  after(async () => {
+    await stack.stop();
+    await brand.close();
+  });
+
+  const account = async (opts: Parameters<Stack['createAccount']>[0] = {}) => {
+    const a = await stack.createAccount({ credits: 1000, ...opts });
+    return { ...a, api: client(stack.baseUrl, a.key) as Client };
+  };
+  const balance = async (api: Client) => (await api.get('/account/credits')).body.balance as number;
+
+  it('when a brief is posted, then 201 returns the project with a generating deck_ job, and the deck builds 8 slides', async () => {
+    const { api, accountId } = await account();
+    const r = await api.post('/presentations', { name: 'Q3 Growth Plan', brief: 'We grew revenue 40% in Q2. Churn fell to 3%. Next quarter we expand into Germany. Hiring focuses on sales engineers.', tags: ['board'] });
+    expect(r.status, r.text).to.equal(201);
+    const p = r.body;
+    expect(p.id).to.match(/^prj_/);
+    expect(p).to.include({ name: 'Q3 Growth Plan', description: '', projectType: 'presentation', canvasMode: 'creator', isStarred: false, generationStatus: 'generating' });
+    expect(p.tags).to.deep.equal(['board']);
+    expect(p.openUrl).to.equal(`${stack.config.PUBLIC_BASE_URL}/presentations/${p.id}`);
+    expect(Date.parse(p.createdAt)).to.be.a('number').and.not.NaN;
+    expect(p.job).to.include({ type: 'deck', status: 'queued', pollUrl: `/api/v1/jobs/${p.job.jobId}` });
+    expect(p.job.jobId).to.match(/^deck_/);
+    expect(await balance(api)).to.equal(1000 - stack.config.CREDIT_PRICES.deck);
+
+    const stored = await stack.rt.db.db.collection('projects').findOne({ _id: p.id, accountId } as never);
+    expect(stored).to.include({ name: 'Q3 Growth Plan', projectType: 'presentation', canvasMode: 'creator', isStarred: false });
+    expect(stored?.presentation).to.include({ generationStatus: 'generating', jobId: p.job.jobId, slideCount: 8, visualStyle: 'illustration', slideMode: 'creator' });
+
+    const job = await waitForJob(api, p.job.jobId);
+    expect(job.status, job.error).to.equal('complete');
+    const res = job.result;
+    expect(res).to.include({ projectId: p.id, name: 'Q3 Growth Plan', slideCount: 8, requestedSlides: 8, partial: false, engine: 'local-outline-v1', slideMode: 'creator' });
+    expect(res.slides).to.have.length(8);
+    expect(res.slides.map((s: any) => s.index)).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(res.slides[0].title).to.equal('Q3 Growth Plan');
+    const first = await png(res.slides[1].imageUrl);
+    expect(first).to.include({ width: 960, height: 540 });
+    expect(first.text.Title).to.equal(res.slides[1].title);
+    const after = await stack.rt.db.db.collection('projects').findOne({ _id: p.id } as never);
+    expect(after?.presentation.build.status).to.equal('built');
+    expect(after?.presentation.build.slides).to.have.length(8);
+  });
+
+  it('when slideCount is given, then the brief is authored to that many slides; with an outline it is ignored', async () => {
+    const { api } = await account();
+    const a = await api.post('/presentations', { name: 'Short', brief: 'One idea. Another idea. A third idea here.', slideCount: 3 });
+    const outline = [
+      { title: 'Welcome', bullets: ['Hello'] },
+      { title: 'Plan', bullets: ['Build', 'Ship'] },
+      { title: 'Thanks', bullets: [] },
+      { title: 'Q&A', bullets: ['Ask away'] },
+    ];
+    const b = await api.post('/presentations', { name: 'Outlined', outline, slideCount: 20, brief: 'ignored when an outline is given' });
+    const [ja, jb] = await Promise.all([waitForJob(api, a.body.job.jobId), waitForJob(api, b.body.job.jobId)]);
+    expect(ja.result.slideCount).to.equal(3);
+    expect(jb.result.slideCount).to.equal(4);
+    expect(jb.result.engine).to.equal('outline-as-written');
+    expect(jb.result.slides.map((s: any) => [s.title, s.bullets])).to.deep.equal(outline.map((o) => [o.title, o.bullets]));
+  });
+
+  it('when neither brief nor a non-empty outline is given, then 400 names both and nothing is charged', async () => {
+    const { api, accountId } = await account();
+    for (const body of [{ name: 'x' }, { name: 'x', outline: [] }, { name: 'x', brief: '  ' }]) {
+      const r = await api.post('/presentations', body);
+      expect(r.status).to.equal(400);
+      expect(r.body.error.code).to.equal('validation_error');
+      expect(r.body.error.message).to.contain('brief').and.contain('outline');
+    }
+    expect(await balance(api)).to.equal(1000);
+    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId } as never)).to.equal(0);
+  });
+
+  it('when a field breaks its limit, then 400 names it', async () => {
+    const { api } = await account();
+    const msg = async (body: unknown) => (await api.post('/presentations', body)).body.error.message;
+    expect(await msg({ name: 'x', brief: 'b', slideCount: 2 })).to.equal('slideCount: must be between 3 and 30');
+    expect(await msg({ name: 'x', brief: 'b', slideCount: 31 })).to.equal('slideCount: must be between 3 and 30');
+    expect(await msg({ name: 'x'.repeat(256), brief: 'b' })).to.equal('name: must be at most 255 characters');
+    expect(await msg({ brief: 'b' })).to.equal('name: is required');
+    expect(await msg({ name: 'x', outline: [{ title: 'A' }] })).to.equal('outline.0.bullets: is required');
+    expect(await msg({ name: 'x', outline: [{ bullets: ['a'] }] })).to.equal('outline.0.title: is required');
+    expect(await msg({ name: 'x', brief: 'b', slideMode: 'video' })).to.equal('slideMode: must be one of creator, content');
+  });
+
+  it('when background decks are off for the account, then pending_editor_open with job null and no charge', async () => {
+    const { api, accountId } = await account({ features: { backgroundDecks: false } });
+    const r = await api.post('/presentations', { name: 'Later', brief: 'Build me when I open the editor.' });
+    expect(r.status).to.equal(201);
+    expect(r.body).to.include({ generationStatus: 'pending_editor_open', job: null, projectType: 'presentation' });
+    expect(r.body.openUrl).to.equal(`${stack.config.PUBLIC_BASE_URL}/presentations/${r.body.id}`);
+    expect(await balance(api)).to.equal(1000);
+    expect(await stack.rt.db.ledger.countDocuments({ accountId })).to.equal(0);
+    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(0);
+    const stored = await stack.rt.db.db.collection('projects').findOne({ _id: r.body.id } as never);
+    expect(stored?.presentation).to.include({ generationStatus: 'pending_editor_open', jobId: null });
+  });
+
+  it('when the same Idempotency-Key is sent again, then the original deck and job come back, billed once', async () => {
+    const { api, accountId } = await account();
+    const body = { name: 'Retry me', brief: 'A deck that is posted twice.' };
+    const a = await api.post('/presentations', body, { 'idempotency-key': 'deck-key-1' });
+    const b = await api.post('/presentations', body, { 'idempotency-key': 'deck-key-1' });
+    expect(a.status).to.equal(201);
+    expect(b.status).to.equal(201);
+    expect(b.headers.get('idempotent-replayed')).to.equal('true');
+    expect(b.body).to.deep.equal(a.body);
+    expect(b.body.id).to.equal(a.body.id);
+    expect(b.body.job.jobId).to.equal(a.body.job.jobId);
+    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId } as never)).to.equal(1);
+    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
+    expect(await balance(api)).to.equal(1000 - stack.config.CREDIT_PRICES.deck);
+  });
+
+  it('when brandUrl points at a private or metadata address, then 400 names brandUrl and nothing is created', async () => {
+    const { api, accountId } = await account();
+    for (const brandUrl of ['http://10.1.2.3/', 'http://169.254.169.254/latest/meta-data/', 'http://[fd00::1]/', 'ftp://example.com/']) {
+      const r = await api.post('/presentations', { name: 'Brand', brief: 'b', brandUrl });
+      expect(r.status, brandUrl).to.equal(400);
+      expect(r.body.error.message).to.match(/^brandUrl: /);
+    }
+    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId } as never)).to.equal(0);
+    expect(await balance(api)).to.equal(1000);
+  });
+
+  it('when brandUrl is a reachable page, then the theme takes its colours and the slides are drawn in them', async () => {
+    const { api } = await account();
+    const r = await api.post('/presentations', { name: 'Brand deck', brief: 'Our brand. Our story. Our plan.', slideCount: 3, brandUrl: `${brand.url}/home`, companyName: 'Acme' });
+    const job = await waitForJob(api, r.body.job.jobId);
+    expect(job.result.theme).to.include({ source: 'brand', accent: '#e8590c', id: `brand:${new URL(brand.url).host}` });
+    const slide = await png(job.result.slides[1].imageUrl);
+    // The accent bar left of the title (x 44–51, y 56–103) is painted in the brand colour.
+    const o = (80 * slide.width + 46) * slide.channels;
+    expect([...slide.pixels.subarray(o, o + 3)]).to.deep.equal([0xe8, 0x59, 0x0c]);
+  });
+
+  it('when slideMode is content, then each slide has a background PNG and an editable text layout', async () => {
+    const { api } = await account();
+    const r = await api.post('/presentations', { name: 'Editable', outline: [{ title: 'Intro', bullets: ['One', 'Two'] }, { title: 'Body', bullets: ['Three'] }, { title: 'End', bullets: [] }], slideMode: 'content', themeId: 'midnight' });
+    expect(r.body.canvasMode).to.equal('content');
+    const job = await waitForJob(api, r.body.job.jobId);
+    expect(job.result.theme.id).to.equal('midnight');
+    const s = job.result.slides[1];
+    expect(s.contentUrl).to.match(/^http.*slide-02\.json\?/);
+    const layout = (await (await fetch(s.contentUrl)).json()) as any;
+    expect(layout.background.imageUrl).to.equal(s.imageUrl);
+    expect(layout.elements.find((e: any) => e.id === 'title').text).to.equal('Body');
+    expect(layout.elements.find((e: any) => e.id === 'bullets').items).to.deep.equal(['Three']);
+    expect((await png(s.imageUrl)).width).to.equal(960);
+  });
+
+  it('when a deck completes, then presentation.completed names the project and slide count', async () => {
+    const { api } = await account();
+    const listener = await listenEvents(stack.config, 'presentation.*');
+    try {
+      const r = await api.post('/presentations', { name: 'Evented', brief: 'Short brief.', slideCount: 3 });
+      const e = await listener.waitFor((x) => x.body.data.jobId === r.body.job.jobId);
+      expect(e.routingKey).to.equal('presentation.completed');
+      expect(e.body.data).to.include({ projectId: r.body.id, slideCount: 3, partial: false });
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it('when the key lacks the write scope, then 403', async () => {
+    const { api } = await account({ scopes: ['read', 'ai'] });
+    const r = await api.post('/presentations', { name: 'x', brief: 'y' });
+    expect(r.status).to.equal(403);
+  });
+});

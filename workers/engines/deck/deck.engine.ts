@@ -1,0 +1,18 @@
+/** What an outline author receives. */
+export interface OutlineInput {
+  name: string;
+  brief: string;
+  slideCount: number;
+  companyName: string | null;
+  visualStyle: string;
+}
+
+/**
+ * A deck engine authors the outline from the brief. Items are returned as the author wrote them
+ * (`unknown`): the deck pool checks each one, and an item without a title or bullets becomes a
+ * failed slide rather than failing the deck. Slides are always rendered locally (PNG).
+ */
+export interface DeckEngine {
+  readonly name: string;
+  authorOutline(input: OutlineInput, ctx: { signal: AbortSignal; progress(raw: string, msg: string): Promise<void> }): Promise<unknown[]>;
+}
