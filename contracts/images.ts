@@ -79,7 +79,8 @@ export const MOONLIGHT_ASPECT_RATIOS = ['1:1', '3:4', '4:3', '2:3', '3:2', '9:16
 export type MoonlightAspectRatio = (typeof MOONLIGHT_ASPECT_RATIOS)[number];
 
 /**
- * Exact size per aspect ratio: every shape about one megapixel, both sides multiples of 64.
+ * Exact size per aspect ratio: every shape about one megapixel (0.98 to 1.05 MP), both sides
+ * multiples of 32 (of 64 except 2:3 and 3:2, kept exact at 832x1248 and 1248x832).
  * WARNING: public contract (documented sizes).
  */
 export const MOONLIGHT_SIZES: Record<MoonlightAspectRatio, { width: number; height: number }> = {
