@@ -404,8 +404,25 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   }
 }
 
+/** Every queue and exchange declared in this process, by prefix (tests delete them afterwards). */
+export const declaredNames = new Map<string, { queues: Set<string>; exchanges: Set<string> }>();
+
+const recording = (ch: Channel, prefix: string): Channel => {
+  const names = declaredNames.get(prefix) ?? { queues: new Set<string>(), exchanges: new Set<string>() };
+  declaredNames.set(prefix, names);
+  return new Proxy(ch, {
+    get(target, prop) {
+      if (prop === 'assertQueue') return (q: string, o?: Options.AssertQueue) => (names.queues.add(q), target.assertQueue(q, o));
+      if (prop === 'assertExchange') return (x: string, type: string, o?: Options.AssertExchange) => (names.exchanges.add(x), target.assertExchange(x, type, o));
+      const v = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+};
+
 /** Declare exchanges and queues. Idempotent. */
-export async function declareTopology(ch: Channel, t: TopologyOptions): Promise<void> {
+export async function declareTopology(raw: Channel, t: TopologyOptions): Promise<void> {
+  const ch = recording(raw, t.prefix);
   await ch.assertExchange(broker.eventsExchange(t.prefix), 'topic', { durable: true });
   await ch.assertExchange(broker.deadLetterExchange(t.prefix), 'fanout', { durable: true });
   await ch.assertQueue(broker.deadLetterQueue(t.prefix), { durable: true, arguments: { 'x-queue-type': t.queueType } });

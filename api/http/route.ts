@@ -39,6 +39,7 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
   const id = Object.entries(endpoints).find(([, v]) => v === ep)?.[0];
   if (id) deps.implemented.add(id);
   router[ep.method](expressPath(ep.path), async (req, res) => {
+    res.locals.route = `${req.baseUrl}${expressPath(ep.path)}`;
     const l = locals(res);
     const auth = l.auth;
     if (!auth) throw new AppError('unauthorized', 'missing API key');

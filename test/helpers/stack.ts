@@ -8,6 +8,7 @@ import { start as startApi, type ApiServer } from '../../api/app';
 import { start as startWorkers, type WorkerProcess } from '../../workers/workers';
 import { start as startScheduler, type SchedulerProcess } from '../../scheduler/scheduler';
 import { loadConfig, type Config } from '../../platform/config';
+import { declaredNames } from '../../platform/amqp';
 import { webhookQueueNames } from '../../platform/webhooks/topology';
 
 export const freePort = () =>
@@ -57,7 +58,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     MONGODB_URL: `${(process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '')}/t_${id}`,
     AMQP_URL: process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
     QUEUE_PREFIX: `t${id}.`,
-    QUEUE_TYPE: process.env.TEST_QUEUE_TYPE ?? 'quorum',
+    // Classic by default: quorum queues are Raft groups, heavy to create and delete by the hundred
+    // on one node; the suites that test quorum behaviour ask for it.
+    QUEUE_TYPE: process.env.TEST_QUEUE_TYPE ?? 'classic',
     WORKER_METRICS_PORT: '0',
     SCHEDULER_METRICS_PORT: '0',
     SWEEP_INTERVAL: '1 second',

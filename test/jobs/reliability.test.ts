@@ -30,7 +30,7 @@ describe('job reliability', () => {
   };
 
   before(async () => {
-    stack = await startStack({ workers: false, env: { JOB_LEASE_MS: '1500', CREDIT_PRICES: '{"code_build":5}' } });
+    stack = await startStack({ workers: false, env: { QUEUE_TYPE: 'quorum', JOB_LEASE_MS: '1500', CREDIT_PRICES: '{"code_build":5}' } });
   });
   beforeEach(async () => {
     const a = await stack.createAccount({ credits: 100 });
