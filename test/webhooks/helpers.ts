@@ -16,6 +16,8 @@ export interface Received {
   answered: number | 'hang';
   /** Resolves when the request's connection closed (the sender gave up or finished). */
   closed: Promise<void>;
+  /** True until the exchange ends (answer sent, or the sender gave up). */
+  open: boolean;
 }
 
 /** What the receiver does with the nth request (0-based). */
@@ -39,8 +41,14 @@ export async function startReceiver(behaviour: Behaviour = () => 200) {
       }
       const n = received.length;
       const answer = current({ n, body, headers: req.headers });
-      const closed = new Promise<void>((resolve) => res.on('close', () => resolve()));
-      received.push({ headers: req.headers, raw, body, at: Date.now(), answered: typeof answer === 'object' ? answer.status : answer, closed });
+      const entry: Received = { headers: req.headers, raw, body, at: Date.now(), answered: typeof answer === 'object' ? answer.status : answer, closed: Promise.resolve(), open: true };
+      entry.closed = new Promise<void>((resolve) =>
+        res.on('close', () => {
+          entry.open = false;
+          resolve();
+        }),
+      );
+      received.push(entry);
       if (answer === 'hang') {
         hanging.add(res);
         res.on('close', () => hanging.delete(res));
