@@ -31,9 +31,25 @@ wait_for() { # host port seconds what
   log "$4 did not answer on $1:$2 after $3 s"; return 1
 }
 
+# An AMQP-level check: the broker must answer the protocol header, not just accept TCP.
+# (We have seen a local RabbitMQ 3.10 accept connections and never answer them.)
+amqp_answers() {
+  timeout 6 bash -c "exec 3<>/dev/tcp/$1/$2 && printf 'AMQP\\x00\\x00\\x09\\x01' >&3 && head -c 1 <&3 | grep -q ." 2>/dev/null
+}
+
 # --- RabbitMQ -------------------------------------------------------------
 read -r amqp_host amqp_port <<<"$(host_port "$AMQP_URL" 5672)"
-if answers "$amqp_host" "$amqp_port"; then
+if answers "$amqp_host" "$amqp_port" && ! amqp_answers "$amqp_host" "$amqp_port"; then
+  case "$amqp_host" in
+    127.0.0.1|localhost)
+      log "RabbitMQ accepts connections but does not answer AMQP; restarting the local broker"
+      pkill -9 -f 'rabbit boot' 2>/dev/null || true
+      pkill -f rabbitmqctl 2>/dev/null || true
+      sleep 2 ;;
+    *) log "RabbitMQ at $amqp_host:$amqp_port does not answer AMQP"; exit 1 ;;
+  esac
+fi
+if amqp_answers "$amqp_host" "$amqp_port"; then
   log "RabbitMQ answers on $amqp_host:$amqp_port"
 else
   case "$amqp_host" in
@@ -44,6 +60,8 @@ else
   log "starting the local RabbitMQ (rabbitmq-server -detached)"
   rabbitmq-server -detached >/dev/null 2>&1 || true
   wait_for "$amqp_host" "$amqp_port" 60 RabbitMQ
+  for _ in $(seq 1 30); do amqp_answers "$amqp_host" "$amqp_port" && break; sleep 1; done
+  amqp_answers "$amqp_host" "$amqp_port" || { log "RabbitMQ did not answer AMQP after starting"; exit 1; }
   log "RabbitMQ is up"
 fi
 
