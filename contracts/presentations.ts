@@ -32,7 +32,7 @@ export const PresentationRequest = z
     const hasBrief = typeof v.brief === 'string' && v.brief.trim().length > 0;
     const hasOutline = Array.isArray(v.outline) && v.outline.length > 0;
     if (!hasBrief && !hasOutline) {
-      ctx.addIssue({ code: 'custom', path: ['brief'], message: 'either brief or a non-empty outline is required (brief, outline)' });
+      ctx.addIssue({ code: 'custom', path: ['brief'], message: 'is required when outline is missing or empty: pass brief or a non-empty outline' });
     }
   })
   .meta({ id: 'PresentationRequest' });

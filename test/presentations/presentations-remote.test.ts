@@ -42,7 +42,7 @@ describe('POST /presentations (OpenAI-compatible outline author against a local 
     return { ...a, api: client(stack.baseUrl, a.key) as Client };
   };
 
-  it('when the model writes the outline, then progress moves from outlining to rendering, and a malformed item makes the deck partial', async () => {
+  it('when the model writes the outline, then GET /jobs shows the outlining step while it works, and a malformed item makes the deck partial', async () => {
     mode = 'ok';
     const { api } = await account();
     fake.hold();

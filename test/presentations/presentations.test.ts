@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { decodePng } from '../../platform/media/png';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
@@ -89,7 +90,7 @@ describe('POST /presentations (local deck engine)', () => {
       const r = await api.post('/presentations', body);
       expect(r.status).to.equal(400);
       expect(r.body.error.code).to.equal('validation_error');
-      expect(r.body.error.message).to.contain('brief').and.contain('outline');
+      expect(r.body.error.message).to.equal('brief: is required when outline is missing or empty: pass brief or a non-empty outline');
     }
     expect(await balance(api)).to.equal(1000);
     expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId } as never)).to.equal(0);
@@ -183,6 +184,19 @@ describe('POST /presentations (local deck engine)', () => {
       expect(e.body.data).to.include({ projectId: r.body.id, slideCount: 3, partial: false });
     } finally {
       await listener.close();
+    }
+  });
+
+  it('when slides render, then the job records its progress per slide before saving', async () => {
+    const spy = sinon.spy(stack.workers!.runtime.jobs, 'progress');
+    try {
+      const { api } = await account();
+      const r = await api.post('/presentations', { name: 'Steps', outline: [{ title: 'One', bullets: ['a'] }, { title: 'Two', bullets: ['b'] }, { title: 'Three', bullets: ['c'] }] });
+      await waitForJob(api, r.body.job.jobId);
+      const steps = spy.getCalls().filter((c) => c.args[0] === r.body.job.jobId).map((c) => `${c.args[2].rawStatus}: ${c.args[2].progressMessage}`);
+      expect(steps).to.deep.equal(['rendering: Rendering slide 1 of 3: One', 'rendering: Rendering slide 2 of 3: Two', 'rendering: Rendering slide 3 of 3: Three', 'saving: Saving the deck (3 of 3 slides)']);
+    } finally {
+      sinon.restore();
     }
   });
 

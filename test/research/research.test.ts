@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { countTokens } from '../../workers/engines/research/research.engine';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
@@ -131,6 +132,24 @@ describe('research (local workspace engine)', () => {
     const r = await mine.api.get(`/research/${build.body.jobId}`);
     expect(r.status).to.equal(404);
     expect(r.body.error.code).to.equal('not_found');
+  });
+
+  it('when research runs, then the job records each search, each read and the writing', async () => {
+    const { api } = await account();
+    await codeBuild(api, { prompt: 'a reading list tracker', name: 'Reading List' });
+    const spy = sinon.spy(stack.workers!.runtime.jobs, 'progress');
+    try {
+      const job = await research(api, { query: 'reading list' });
+      const steps = spy.getCalls().filter((c) => c.args[0] === job.jobId).map((c) => `${c.args[2].rawStatus}: ${c.args[2].progressMessage}`);
+      expect(steps).to.deep.equal([
+        'searching: Searching jobs for "reading list"',
+        'searching: Searching projects for "reading list"',
+        'reading: Reading source 1 of 1: Reading List',
+        'writing: Writing the report from 1 source',
+      ]);
+    } finally {
+      sinon.restore();
+    }
   });
 
   it('when research completes, then research.completed is published', async () => {

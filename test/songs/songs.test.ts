@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { parseWav } from '../../platform/media/wav';
 import { planSong } from '../../workers/engines/song/song.engine';
 import { client, waitForJob, type Client } from '../helpers/http';
@@ -126,6 +127,24 @@ describe('songs (local synthesiser)', () => {
     const c = await api.post('/songs', { style: 'pop', instrumental: 'yes' });
     expect(c.body.error.message).to.equal('instrumental: must be a boolean');
     expect((await api.get('/account/credits')).body.balance).to.equal(before);
+  });
+
+  it('when the song renders, then the job records its progress section by section', async () => {
+    const spy = sinon.spy(stack.workers!.runtime.jobs, 'progress');
+    try {
+      const job = await song({ style: 'house groove 124 bpm in A minor', instrumental: true, title: 'Groove' });
+      const steps = spy.getCalls().filter((c) => c.args[0] === job.jobId).map((c) => `${c.args[2].rawStatus}: ${c.args[2].progressMessage}`);
+      expect(steps).to.deep.equal([
+        'composing: Composing "Groove": 16 bars at 124 BPM in A minor, instrumental',
+        'arranging: Arranging 16 bars at 124 BPM in A minor',
+        'rendering: Rendered section 1 of 2 (bars 1-8 of 16)',
+        'rendering: Rendered section 2 of 2 (bars 9-16 of 16)',
+        'encoding: Encoding 16-bit PCM WAV',
+        'storing: Saving the audio',
+      ]);
+    } finally {
+      sinon.restore();
+    }
   });
 
   it('when the song completes, then song.completed is published with the audio URL', async () => {
