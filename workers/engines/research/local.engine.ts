@@ -1,4 +1,4 @@
-import { hits, queryTerms, sentences, type ResearchEngine, type ResearchEngineOutput } from './research.engine';
+import { hits, queryTerms, sentenceKey, sentences, type ResearchEngine, type ResearchEngineOutput } from './research.engine';
 
 const clip = (s: string, n = 280) => (s.length > n ? `${s.slice(0, n - 1).trimEnd()}…` : s);
 
@@ -15,7 +15,14 @@ export function createLocalResearchEngine(): ResearchEngine {
       await ctx.progress('writing', `Writing the report from ${input.sources.length} source${input.sources.length === 1 ? '' : 's'}`);
       const terms = queryTerms(input.query);
       const ranked = input.sources.map((s) => {
-        const scored = sentences(s.text)
+        const seen = new Set<string>();
+        const unique = sentences(s.text).filter((t) => {
+          const k = sentenceKey(t);
+          if (seen.has(k)) return false;
+          seen.add(k);
+          return true;
+        });
+        const scored = unique
           .map((text, i) => ({ text, i, score: hits(text, terms) }))
           .sort((a, b) => b.score - a.score || a.i - b.i);
         return { source: s, top: scored.slice(0, 3).sort((a, b) => a.i - b.i), best: scored[0] };
@@ -26,11 +33,17 @@ export function createLocalResearchEngine(): ResearchEngine {
       if (!input.sources.length) {
         lines.push(`Nothing in this workspace matches "${input.query}" yet. Create projects, notes or jobs about it and run the research again.`, '');
       } else {
-        const best = ranked
-          .filter((r) => r.best && r.best.score > 0)
-          .sort((a, b) => b.best!.score - a.best!.score || a.source.n - b.source.n)
-          .slice(0, 5);
-        if (best.length) for (const r of best) lines.push(`- ${clip(r.best!.text)} [${r.source.n}]`);
+        // The strongest sentence of each source, once each across sources (citing every source that says it).
+        const summary = new Map<string, { text: string; score: number; cites: number[] }>();
+        for (const r of ranked) {
+          if (!r.best || r.best.score <= 0) continue;
+          const k = sentenceKey(r.best.text);
+          const hit = summary.get(k);
+          if (hit) hit.cites.push(r.source.n);
+          else summary.set(k, { text: r.best.text, score: r.best.score, cites: [r.source.n] });
+        }
+        const best = [...summary.values()].sort((a, b) => b.score - a.score || a.cites[0]! - b.cites[0]!).slice(0, 5);
+        if (best.length) for (const b of best) lines.push(`- ${clip(b.text)} ${b.cites.map((n) => `[${n}]`).join('')}`);
         else lines.push(`The workspace holds ${input.sources.length} related item${input.sources.length === 1 ? '' : 's'}; none states the query terms in a sentence, so the findings below quote their openings.`);
         lines.push('', '## Findings', '');
         for (const r of ranked) {

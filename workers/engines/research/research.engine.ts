@@ -55,9 +55,10 @@ export function queryTerms(query: string): string[] {
 /** Sentences of a text (prose split on . ! ? and line breaks), trimmed, without empties. */
 export function sentences(text: string): string[] {
   return text
+    .replace(/<(script|style)[^>]*>[\s\S]*?<\/\1>/gi, ' ')
     .replace(/<[^>]+>/g, ' ')
     .split(/(?<=[.!?])\s+|\n+/)
-    .map((s) => s.replace(/\s+/g, ' ').trim())
+    .map((s) => s.replace(/^\s*(#+|[-*>]|\d+\.)\s+/, '').replace(/\s+/g, ' ').trim())
     .filter((s) => s.length > 12 && /\p{L}/u.test(s));
 }
 
@@ -73,3 +74,6 @@ export const hits = (text: string, terms: string[]) => {
   }
   return n;
 };
+
+/** A sentence's identity for de-duplication: lower case, letters and digits only. */
+export const sentenceKey = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
