@@ -200,6 +200,16 @@ describe('POST /presentations (local deck engine)', () => {
     }
   });
 
+  it('when the balance is short, then 402 and no project is created; without background decks no credits are needed', async () => {
+    const poor = await account({ credits: 1 });
+    const r = await poor.api.post('/presentations', { name: 'Too dear', brief: 'b' });
+    expect(r.status).to.equal(402);
+    expect(r.body.error.code).to.equal('insufficient_credits');
+    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId: poor.accountId } as never)).to.equal(0);
+    const pending = await account({ credits: 0, features: { backgroundDecks: false } });
+    expect((await pending.api.post('/presentations', { name: 'Free', brief: 'b' })).status).to.equal(201);
+  });
+
   it('when the key lacks the write scope, then 403', async () => {
     const { api } = await account({ scopes: ['read', 'ai'] });
     const r = await api.post('/presentations', { name: 'x', brief: 'y' });

@@ -129,6 +129,18 @@ describe('songs (local synthesiser)', () => {
     expect((await api.get('/account/credits')).body.balance).to.equal(before);
   });
 
+  it('when a song POST is retried with the same Idempotency-Key, then the original job returns and is billed once', async () => {
+    const before = (await api.get('/account/credits')).body.balance;
+    const body = { style: 'surf rock', instrumental: true, tier: 'fast' };
+    const a = await api.post('/songs', body, { 'idempotency-key': 'song-retry-1' });
+    const b = await api.post('/songs', body, { 'idempotency-key': 'song-retry-1' });
+    expect(b.status).to.equal(202);
+    expect(b.body.jobId).to.equal(a.body.jobId);
+    expect(b.headers.get('idempotent-replayed')).to.equal('true');
+    expect((await api.get('/account/credits')).body.balance).to.equal(before - stack.config.CREDIT_PRICES.song);
+    await waitForJob(api, a.body.jobId);
+  });
+
   it('when the song renders, then the job records its progress section by section', async () => {
     const spy = sinon.spy(stack.workers!.runtime.jobs, 'progress');
     try {
