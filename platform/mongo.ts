@@ -16,7 +16,6 @@ export const COLLECTIONS = {
   agenda: 'scheduler_jobs',
   blobBucket: 'blobs',
   projects: 'projects',
-  projects: 'projects',
   webhooks: 'webhooks',
   webhookDeliveries: 'webhook_deliveries',
 } as const;
