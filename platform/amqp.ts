@@ -100,6 +100,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       await declareTopology(setup, this.topology);
       await setup.close();
       const pub = await conn.createConfirmChannel();
+      pub.setMaxListeners(0); // one 'close' listener per publish awaiting its confirm
       pub.on('error', (err) => this.log.warn('amqp publish channel error', { err }));
       this.conn = conn;
       this.pub = pub;

@@ -6,34 +6,51 @@ import { locals } from '../http/context';
 
 /**
  * Per-key fixed-window limit kept in MongoDB, so every API process shares one count.
- * One atomic upsert-with-$inc per request. Headers on every authenticated response;
+ *
+ * Each request claims a numbered slot of the window with a unique insert
+ * (`<keyId>:<windowStart>:<n>`); the insert that succeeds tells the request its rank, and ranks
+ * above the limit are refused. Unique inserts are race-free on MongoDB and on FerretDB alike
+ * (FerretDB's `$inc` is not, see platform/mongo-locks.ts), so exactly `max` requests pass per
+ * window whatever the concurrency, with no lock. A per-process hint of the last slot seen keeps
+ * collisions rare, and once a window is known full the refusal needs no database call.
  * X-RateLimit-Reset and Retry-After are seconds until the window ends.
  */
 export function rateLimit(db: Database, opts: { max: number; windowSeconds: number }): RequestHandler {
+  const hints = new Map<string, number>();
+  const slots = db.rateLimits;
+
+  const claim = async (window: string, expiresAt: Date): Promise<number> => {
+    let n = (hints.get(window) ?? 0) + 1;
+    for (;;) {
+      if (n > opts.max) return n; // full: no need to store ranks past the limit
+      try {
+        await slots.insertOne({ _id: `${window}:${n}`, count: n, expiresAt });
+        return n;
+      } catch (err) {
+        if ((err as { code?: number }).code !== 11000) throw err;
+        // Taken: jump ahead to the highest slot we can see, then try the next.
+        const top = await slots.find({ _id: { $gte: `${window}:`, $lt: `${window};` } }).sort({ count: -1 }).limit(1).next();
+        n = Math.max(n, top?.count ?? n) + 1;
+      } finally {
+        hints.set(window, Math.max(hints.get(window) ?? 0, n));
+      }
+    }
+  };
+
   return async (req, res, next) => {
     const auth = locals(res).auth;
     if (!auth) return next();
     const windowMs = opts.windowSeconds * 1000;
     const now = Date.now();
     const windowStart = Math.floor(now / windowMs) * windowMs;
-    const id = `${auth.key._id}:${windowStart}`;
-    const expiresAt = new Date(windowStart + windowMs);
-    const bump = () =>
-      db.rateLimits.findOneAndUpdate({ _id: id }, { $inc: { count: 1 }, $setOnInsert: { expiresAt } }, { upsert: true, returnDocument: 'after' });
-    let doc;
-    try {
-      doc = await bump();
-    } catch (err) {
-      // Two first requests of a window may race on the upsert; the loser retries once.
-      if ((err as { code?: number }).code !== 11000) throw err;
-      doc = await bump();
-    }
-    const count = doc?.count ?? 1;
+    const window = `${auth.key._id}:${windowStart}`;
+    if (hints.size > 10_000) for (const k of hints.keys()) if (!k.endsWith(`:${windowStart}`)) hints.delete(k);
+    const rank = await claim(window, new Date(windowStart + windowMs));
     const reset = Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000));
     res.setHeader('X-RateLimit-Limit', String(opts.max));
-    res.setHeader('X-RateLimit-Remaining', String(Math.max(0, opts.max - count)));
+    res.setHeader('X-RateLimit-Remaining', String(Math.max(0, opts.max - rank)));
     res.setHeader('X-RateLimit-Reset', String(reset));
-    if (count > opts.max) {
+    if (rank > opts.max) {
       metrics.rateLimited.inc({ route: req.path.split('/').slice(0, 4).join('/') });
       return next(new AppError('rate_limited', `rate limit of ${opts.max} requests per ${opts.windowSeconds} s exceeded; retry after ${reset} s`, { headers: { 'Retry-After': String(reset) } }));
     }

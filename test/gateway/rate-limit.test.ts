@@ -31,6 +31,13 @@ describe('rate limit', () => {
     expect((await other.get('/account')).status).to.equal(200);
   });
 
+  it('when 20 requests of one key race, then exactly the limit passes', async () => {
+    const api = client(stack.baseUrl, (await stack.createAccount()).key);
+    const statuses = (await Promise.all(Array.from({ length: 20 }, () => api.get('/account')))).map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).to.have.length(5);
+    expect(statuses.filter((s) => s === 429)).to.have.length(15);
+  });
+
   it('when two API processes serve one key, then they share one count (kept in MongoDB)', async () => {
     const port = await freePort();
     const second = await startApi(stack.config2({ PORT: String(port) }));
