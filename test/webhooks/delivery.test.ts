@@ -1,5 +1,4 @@
 import dns from 'node:dns';
-import { verify } from '@octokit/webhooks-methods';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { CodeBuildRequest } from '../../contracts/code-builds';
@@ -11,7 +10,7 @@ import { UnrecoverableError } from '../../workers/pool/errors';
 import type { WebhookWorker } from '../../workers/webhook/webhook.worker';
 import { client, eventually, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
-import { allDeliveries, createWebhook, startReceiver, type Receiver } from './helpers';
+import { allDeliveries, createWebhook, startReceiver, type Receiver, verifySignature } from './helpers';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -62,9 +61,9 @@ describe('webhook delivery', () => {
     expect(h['x-service-event-id']).to.match(UUID).and.equal(req!.body.eventId);
     expect(h['x-service-event-version']).to.equal(EVENT_VERSION).and.match(/^\d{4}-\d{2}-\d{2}$/);
     expect(h['x-service-signature']).to.match(/^sha256=[0-9a-f]{64}$/);
-    expect(await verify(hook.secret, req!.raw, h['x-service-signature'] as string)).to.equal(true);
-    expect(await verify(failedOnly.secret, req!.raw, h['x-service-signature'] as string)).to.equal(false);
-    expect(await verify(hook.secret, req!.raw.replace('complete', 'failed'), h['x-service-signature'] as string)).to.equal(false);
+    expect(await verifySignature(hook.secret, req!.raw, h['x-service-signature'] as string)).to.equal(true);
+    expect(await verifySignature(failedOnly.secret, req!.raw, h['x-service-signature'] as string)).to.equal(false);
+    expect(await verifySignature(hook.secret, req!.raw.replace('complete', 'failed'), h['x-service-signature'] as string)).to.equal(false);
 
     expect(Object.keys(req!.body).sort()).to.deep.equal(['data', 'event', 'eventId', 'eventVersion', 'occurredAt', 'timestamp']);
     expect(req!.body).to.include({ event: 'code_build.completed', eventVersion: EVENT_VERSION });
@@ -97,7 +96,7 @@ describe('webhook delivery', () => {
     const reqs = await rcv.waitFor(3);
     const ids = new Set(reqs.map((r) => r.headers['x-service-event-id']));
     expect(ids.size).to.equal(1);
-    for (const r of reqs) expect(await verify(hook.secret, r.raw, r.headers['x-service-signature'] as string)).to.equal(true);
+    for (const r of reqs) expect(await verifySignature(hook.secret, r.raw, r.headers['x-service-signature'] as string)).to.equal(true);
 
     const log = await eventually(async () => {
       const d = await allDeliveries(api, hook.id);
@@ -277,7 +276,7 @@ describe('webhook delivery of failed jobs', () => {
     expect(job.status).to.equal('failed');
     const [req] = await rcv.waitFor(1);
     expect(req!.headers['x-service-event']).to.equal('code_build.failed');
-    expect(await verify(hook.secret, req!.raw, req!.headers['x-service-signature'] as string)).to.equal(true);
+    expect(await verifySignature(hook.secret, req!.raw, req!.headers['x-service-signature'] as string)).to.equal(true);
     expect(req!.body.event).to.equal('code_build.failed');
     expect(req!.body.data).to.include({ jobId: job.jobId, status: 'failed', pollUrl: `${stack.config.PUBLIC_BASE_URL}/api/v1/jobs/${job.jobId}`, error: 'the build exploded' });
   });

@@ -91,11 +91,12 @@ export async function createWebhook(api: Client, body: { name?: string; url: str
 }
 
 /** The raw stored documents, read straight from the database. */
-export async function readDb<T>(config: Config, collection: keyof typeof COLLECTIONS, filter: Record<string, unknown>): Promise<T[]> {
+export async function readDb<T>(config: Config, collection: keyof typeof COLLECTIONS | (string & {}), filter: Record<string, unknown>): Promise<T[]> {
   const m = new MongoClient(config.MONGODB_URL);
   try {
     await m.connect();
-    return (await m.db().collection(COLLECTIONS[collection]).find(filter).toArray()) as T[];
+    const name = (COLLECTIONS as Record<string, string>)[collection] ?? collection;
+    return (await m.db().collection(name).find(filter).toArray()) as T[];
   } finally {
     await m.close();
   }
@@ -112,4 +113,13 @@ export async function allDeliveries(api: Client, webhookId: string) {
     cursor = r.body.cursor ?? undefined;
   } while (cursor);
   return out;
+}
+
+/**
+ * The third-party verifier of `sha256=<hex>` HMAC signatures (@octokit/webhooks-methods).
+ * Imported dynamically: the package is ESM-only, and mocha may load test files through require().
+ */
+export async function verifySignature(secret: string, payload: string, signature: string): Promise<boolean> {
+  const { verify } = await import('@octokit/webhooks-methods');
+  return verify(secret, payload, signature);
 }
