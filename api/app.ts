@@ -12,6 +12,7 @@ import { accountRoutes } from './account/account.routes';
 import { assetsRoutes } from './assets/assets.routes';
 import { codeBuildsRoutes } from './code-builds/code-builds.routes';
 import { imagesRoutes } from './images/images.routes';
+import { videosRoutes } from './videos/videos.routes';
 import { expressPath, type RouteDeps } from './http/route';
 import { jobsRoutes } from './jobs/jobs.routes';
 import { presentationsRoutes } from './presentations/presentations.routes';
@@ -31,7 +32,7 @@ import { webhooksRoutes } from './webhooks/webhooks.routes';
 export const BASE_PATH = '/api/v1';
 
 /** Every capability's routes, mounted after authentication. Add a capability here. */
-const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, imagesRoutes, songsRoutes, researchRoutes, presentationsRoutes, webhooksRoutes];
+const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, imagesRoutes, videosRoutes, songsRoutes, researchRoutes, presentationsRoutes, webhooksRoutes];
 
 /**
  * The Express app. Order: request id → metrics timer → JSON body → public routes →

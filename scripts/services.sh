@@ -17,6 +17,19 @@ FERRETDB_PG_URL="${FERRETDB_POSTGRESQL_URL:-postgres://postgres@127.0.0.1:5432/f
 
 log() { printf '[services] %s\n' "$*" >&2; }
 
+# --- ffmpeg (local video engine, posters) ----------------------------------
+# Idempotent: nothing happens when ffmpeg is on PATH; installs Debian's package when we are root.
+if ! command -v ffmpeg >/dev/null || ! command -v ffprobe >/dev/null; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    log "installing ffmpeg (apt-get; once)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg >/dev/null
+    log "ffmpeg installed: $(ffmpeg -version | head -1)"
+  else
+    log "ffmpeg is missing and we are not root: install the ffmpeg package (the local video engine needs it)"
+  fi
+fi
+
 # host:port of the first host in a URL such as scheme://user:pass@host:port/path
 host_port() {
   local rest="${1#*://}"; rest="${rest#*@}"; rest="${rest%%/*}"; rest="${rest%%\?*}"; rest="${rest%%,*}"

@@ -3,6 +3,7 @@ import type { Runtime } from '../platform/runtime';
 import { codeWorker } from './code/code.worker';
 import { deckWorker } from './deck/deck.worker';
 import { imageResponder } from './image/image.worker';
+import { videoWorker } from './video/video.worker';
 import { researchWorker } from './research/research.worker';
 import { songWorker } from './song/song.worker';
 import type { PoolDefinition } from './pool/pool';
@@ -17,6 +18,7 @@ export const poolDefinitions: Partial<Record<PoolType, (rt: Runtime) => PoolDefi
   song: (rt) => songWorker(rt),
   research: (rt) => researchWorker(rt),
   deck: (rt) => deckWorker(rt),
+  video: (rt) => videoWorker(rt),
 };
 
 /**

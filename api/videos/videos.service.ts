@@ -1,0 +1,42 @@
+import type { VideoRequest } from '../../contracts/videos';
+import { JOB_ID_PREFIX } from '../../contracts/registry';
+import { newId } from '../../platform/ids';
+import { toEnvelope } from '../../platform/jobs';
+import type { AccountDoc } from '../../platform/mongo';
+import type { Runtime } from '../../platform/runtime';
+import { assertFetchable } from '../../platform/ssrf';
+import { resolveVideoPlan } from './videos.rules';
+
+/**
+ * POST /videos: resolve the plan (tier, shape, resolution, length, references, notes), refuse
+ * private reference URLs, charge the tier's price (premium several times standard), record the
+ * `vid_` job with the resolved plan as its input, publish it, answer 202 with the notes.
+ */
+export function createVideosService(rt: Pick<Runtime, 'credits' | 'jobs' | 'config'>) {
+  return {
+    async dispatch(input: { account: AccountDoc; requestId: string; request: VideoRequest }) {
+      const { account } = input;
+      const { creditOperation, ...plan } = resolveVideoPlan(input.request, account.features);
+      const loop = rt.config.ALLOW_LOOPBACK_URLS;
+      const urls = [...(plan.openingFrameUrl ? [plan.openingFrameUrl] : []), ...plan.referenceImageUrls];
+      const field = (u: string) => {
+        const i = input.request.referenceImageUrls?.indexOf(u) ?? -1;
+        return input.request.referenceImageUrl === u || i < 0 ? 'referenceImageUrl' : `referenceImageUrls.${i}`;
+      };
+      for (const u of urls) await assertFetchable(u, field(u), { allowLoopback: loop, allowHttp: loop });
+
+      const amount = rt.credits.price(creditOperation);
+      const jobId = newId(JOB_ID_PREFIX.video);
+      await rt.credits.debit({ accountId: account._id, operation: creditOperation, amount, jobId, requestId: input.requestId });
+      let job;
+      try {
+        job = await rt.jobs.create({ id: jobId, accountId: account._id, type: 'video', input: plan, credits: { operation: creditOperation, amount }, notes: plan.notes });
+      } catch (err) {
+        await rt.credits.refund({ accountId: account._id, operation: creditOperation, amount, jobId });
+        throw err;
+      }
+      await rt.jobs.dispatch(job);
+      return { envelope: { ...toEnvelope(job), notes: plan.notes }, charged: amount };
+    },
+  };
+}
