@@ -164,4 +164,18 @@ describe('research (local workspace engine)', () => {
       await listener.close();
     }
   });
+
+  // Last: once a notes collection exists, every later search in this database also covers it.
+  it('when notes or Drive collections exist, then they are searched and read too, for this account only', async () => {
+    const { api, accountId } = await account();
+    const other = await account();
+    await stack.rt.db.db.collection('notes').insertMany([
+      { _id: 'note_mine', accountId, title: 'Standup notes', content: 'The onboarding checklist ships in May. Design review is on Friday.', createdAt: new Date() },
+      { _id: 'note_theirs', accountId: other.accountId, title: 'Secret onboarding checklist', content: 'Not yours to read.', createdAt: new Date() },
+    ] as never[]);
+    const job = await research(api, { query: 'onboarding checklist' });
+    expect(job.result.searchCount).to.equal(3);
+    expect(job.result.sources).to.deep.equal([{ url: `${stack.config.PUBLIC_BASE_URL}/api/v1/projects/note_mine`, title: 'Standup notes', domain: new URL(stack.config.PUBLIC_BASE_URL).host }]);
+    expect(job.result.content).to.contain('The onboarding checklist ships in May.').and.not.contain('Not yours');
+  });
 });
