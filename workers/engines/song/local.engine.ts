@@ -172,6 +172,8 @@ export function createLocalSongEngine(): SongEngine {
           await ctx.progress('rendering', `Rendered section ${section} of ${sections} (bars ${bar - (bar % 8) + 1}-${bar + 1} of ${plan.bars})`);
           if (ctx.signal.aborted) throw ctx.signal.reason;
         }
+        // Yield to the event loop between bars so lease renewals and other jobs keep running.
+        await new Promise<void>((r) => setImmediate(r));
         step = gen.next();
       }
       const samples = step.value;
