@@ -10,7 +10,7 @@ export interface FakeServer {
 }
 
 /** A tiny HTTP server from a route table; each handler gets the parsed JSON body. */
-export async function fakeServer(routes: (req: { method: string; path: string; body: any }, res: http.ServerResponse) => void | Promise<void>): Promise<FakeServer> {
+export async function fakeServer(routes: (req: { method: string; path: string; body: any; headers: http.IncomingHttpHeaders }, res: http.ServerResponse) => void | Promise<void>): Promise<FakeServer> {
   const requests: FakeServer['requests'] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
