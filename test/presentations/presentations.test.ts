@@ -16,7 +16,12 @@ describe('POST /presentations (local deck engine)', () => {
   let stack: Stack;
   let brand: Awaited<ReturnType<typeof fakeServer>>;
   before(async () => {
-    brand = await fakeServer((_req, res) => {
+    brand = await fakeServer((req, res) => {
+      if (req.url === '/moved') {
+        // A public-looking page that redirects to a private address: the guard checks every hop.
+        res.writeHead(302, { location: 'http://10.0.0.7/admin' }).end();
+        return;
+      }
       res.writeHead(200, { 'content-type': 'text/html' }).end(
         '<html><head><meta name="theme-color" content="#e8590c"><style>body{color:#222;background:#fff}.btn{background:#1c7ed6}</style></head><body>Acme</body></html>',
       );
@@ -157,6 +162,18 @@ describe('POST /presentations (local deck engine)', () => {
     // The accent bar left of the title (x 44–51, y 56–103) is painted in the brand colour.
     const o = (80 * slide.width + 46) * slide.channels;
     expect([...slide.pixels.subarray(o, o + 3)]).to.deep.equal([0xe8, 0x59, 0x0c]);
+  });
+
+  it('when the brand page redirects to a private address, then the worker refuses the hop and keeps the built-in theme', async () => {
+    const { api } = await account();
+    const r = await api.post('/presentations', { name: 'Sneaky', brief: 'One. Two. Three.', slideCount: 3, brandUrl: `${brand.url}/moved`, themeId: 'forest' });
+    expect(r.status).to.equal(201);
+    const job = await waitForJob(api, r.body.job.jobId);
+    expect(job.status).to.equal('complete');
+    expect(job.result.theme).to.include({ id: 'forest', source: 'builtin' });
+    expect(job.result.notes).to.have.length(1);
+    expect(job.result.notes[0]).to.match(/^brandUrl: 10\.0\.0\.7 resolves to a private, link-local or reserved address/);
+    expect(brand.requests.filter((x) => x.url === '/moved')).to.have.length(1);
   });
 
   it('when slideMode is content, then each slide has a background PNG and an editable text layout', async () => {

@@ -17,12 +17,18 @@ describe('songs (ElevenLabs Music adapter against a local fake)', () => {
   let api: Client;
   let accountId: string;
   let fake: Awaited<ReturnType<typeof fakeServer>>;
-  let mode: 'ok' | 'refuse' = 'ok';
+  let mode: 'ok' | 'refuse' | 'flaky' = 'ok';
+  let flakyFailures = 0;
 
   before(async () => {
     fake = await fakeServer((req, res) => {
       if (req.method !== 'POST' || !req.url.startsWith('/v1/music')) {
         res.writeHead(404).end();
+        return;
+      }
+      if (mode === 'flaky' && flakyFailures > 0) {
+        flakyFailures--;
+        res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: { status: 'service_unavailable' } }));
         return;
       }
       if (mode === 'refuse' || req.headers['xi-api-key'] !== 'el-test-key') {
@@ -69,6 +75,18 @@ describe('songs (ElevenLabs Music adapter against a local fake)', () => {
     expect(job.result.durationSeconds).to.be.closeTo(body.music_length_ms / 1000, 0.03);
     const audio = Buffer.from(await (await fetch(job.result.audioUrl)).arrayBuffer());
     expect(mp3Info(audio)?.sampleRate).to.equal(44100);
+  });
+
+  it('when the provider is briefly unavailable, then the job is retried and completes, billed once', async () => {
+    mode = 'flaky';
+    flakyFailures = 1;
+    const before = (await api.get('/account/credits')).body.balance;
+    const r = await api.post('/songs', { style: 'sea shanty', instrumental: true, tier: 'fast' });
+    const job = await waitForJob(api, r.body.jobId);
+    expect(job.status, job.error).to.equal('complete');
+    const doc = await stack.rt.db.jobs.findOne({ _id: r.body.jobId, accountId });
+    expect(doc?.attempts).to.equal(2);
+    expect((await api.get('/account/credits')).body.balance).to.equal(before - stack.config.CREDIT_PRICES.song);
   });
 
   it('when the provider refuses, then the job fails, the credits come back and song.failed is published', async () => {

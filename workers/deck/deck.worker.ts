@@ -53,7 +53,7 @@ export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.c
         try {
           theme = await brandTheme(input.brandUrl, ctx.signal);
         } catch (err) {
-          notes.push(`brandUrl: ${(err as Error).message}; the ${theme.id} theme was used instead`);
+          notes.push(`brandUrl: ${(err as Error).message.replace(/^brandUrl: /, '')}; the ${theme.id} theme was used instead`);
         }
       }
 
