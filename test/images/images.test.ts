@@ -151,6 +151,15 @@ describe('images: POST /images', () => {
     expect(r.body.error.code).to.equal('insufficient_credits');
   });
 
+  it('when /openapi is fetched, then the image and video contracts are documented as named schemas', async () => {
+    const doc = (await client(stack.baseUrl).get('/openapi')).body;
+    for (const id of ['ImageRequest', 'ImageResult', 'MoonlightRequest', 'MoonlightResult', 'VideoRequest', 'VideoAccepted', 'VideoResult']) {
+      expect(doc.components.schemas, id).to.have.property(id);
+    }
+    expect(JSON.stringify(doc.paths['/images'])).to.include('ImageResult');
+    expect(JSON.stringify(doc.paths['/images/moonlight'])).to.include('MoonlightRequest');
+  });
+
   it('when the body is invalid, then 400 naming the field', async () => {
     const { api } = await account();
     expect((await api.post('/images', {})).body.error.message).to.match(/prompt: is required/);
