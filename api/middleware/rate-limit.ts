@@ -19,20 +19,26 @@ export function rateLimit(db: Database, opts: { max: number; windowSeconds: numb
   const hints = new Map<string, number>();
   const slots = db.rateLimits;
 
+  /** The next slot number this process may try, reserved synchronously so that concurrent
+   * requests in one process never collide with each other. */
+  const reserve = (window: string, atLeast = 0) => {
+    const n = Math.max(hints.get(window) ?? 0, atLeast) + 1;
+    hints.set(window, n);
+    return n;
+  };
+
   const claim = async (window: string, expiresAt: Date): Promise<number> => {
-    let n = (hints.get(window) ?? 0) + 1;
+    let n = reserve(window);
     for (;;) {
-      if (n > opts.max) return n; // full: no need to store ranks past the limit
+      if (n > opts.max) return n; // full: ranks past the limit are not stored
       try {
         await slots.insertOne({ _id: `${window}:${n}`, count: n, expiresAt });
         return n;
       } catch (err) {
         if ((err as { code?: number }).code !== 11000) throw err;
-        // Taken: jump ahead to the highest slot we can see, then try the next.
+        // Taken by another process: jump past the highest slot stored, then try again.
         const top = await slots.find({ _id: { $gte: `${window}:`, $lt: `${window};` } }).sort({ count: -1 }).limit(1).next();
-        n = Math.max(n, top?.count ?? n) + 1;
-      } finally {
-        hints.set(window, Math.max(hints.get(window) ?? 0, n));
+        n = reserve(window, top?.count ?? n);
       }
     }
   };
