@@ -17,6 +17,15 @@ export interface JobMessage {
 
 export const pollPath = (jobId: string) => `/api/v1/jobs/${jobId}`;
 
+/** What goes to the events exchange when a job finishes (routing key = event name). */
+export interface JobEvent {
+  eventId: string;
+  event: string;
+  accountId: string;
+  occurredAt: string;
+  data: { jobId: string; status: string; pollUrl: string } & Record<string, unknown>;
+}
+
 /** SPEC 2.4 envelope of a stored job. */
 export function toEnvelope(job: JobDoc): JobEnvelope {
   return {
@@ -53,22 +62,33 @@ export interface JobsDeps {
 export function createJobs(deps: JobsDeps) {
   const { db, amqp, credits, log } = deps;
 
+  /**
+   * Announce a finished job. The event (with its id) is stored on the job first, and marked
+   * published only after the broker confirmed it; the sweep publishes any that were not, so an
+   * event survives a broker outage or a crash (at least once; consumers dedupe on eventId).
+   */
   const publishEvent = async (job: JobDoc, extras: Record<string, unknown> = {}) => {
     const name = `${JOB_EVENT_NAME[job.type]}.${job.status === 'complete' ? 'completed' : 'failed'}`;
-    const event = {
+    const event: JobEvent = {
       eventId: randomUUID(),
       event: name,
       accountId: job.accountId,
       occurredAt: new Date().toISOString(),
       data: { jobId: job._id, status: job.status, pollUrl: deps.publicBaseUrl + pollPath(job._id), ...extras },
     };
+    await db.jobs.updateOne({ _id: job._id }, { $set: { event, eventPublishedAt: null } });
+    await sendEvent(job._id, event);
+  };
+
+  const sendEvent = async (jobId: string, event: JobEvent): Promise<boolean> => {
     try {
-      await amqp.publish(broker.eventsExchange(deps.queuePrefix), name, event);
+      await amqp.publish(broker.eventsExchange(deps.queuePrefix), event.event, event, { messageId: event.eventId });
     } catch (err) {
-      // The job document already holds the outcome; the event is best effort here and the
-      // webhook pool's own retries start from what reaches the exchange.
-      log.error('event publish failed', { event: name, jobId: job._id, err: err as Error });
+      log.warn('event publish failed; the sweep will publish it', { event: event.event, jobId, err: err as Error });
+      return false;
     }
+    await db.jobs.updateOne({ _id: jobId }, { $set: { eventPublishedAt: new Date() } });
+    return true;
   };
 
   const refundOnce = async (job: JobDoc) => {
@@ -213,7 +233,7 @@ export function createJobs(deps: JobsDeps) {
      * The sweep: publish jobs that never reached the broker (older than `graceMs`) and jobs
      * whose lease expired (worker died, or a retry is due). Returns how many it published.
      */
-    async sweep(graceMs: number, sweepBackoffMs: number, limit = 500): Promise<{ undispatched: number; stalled: number }> {
+    async sweep(graceMs: number, sweepBackoffMs: number, limit = 500): Promise<{ undispatched: number; stalled: number; events: number }> {
       const now = Date.now();
       const undispatched = await db.jobs
         .find({ status: 'queued', dispatchedAt: null, createdAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, accountId: 1, type: 1 } })
@@ -234,7 +254,14 @@ export function createJobs(deps: JobsDeps) {
         await db.jobs.updateOne({ _id: j._id }, { $set: { sweptAt: new Date() } });
         if (await api.dispatch(j, 'stalled')) s++;
       }
-      return { undispatched: u, stalled: s };
+      // Events of finished jobs that never reached the broker.
+      const unsent = await db.jobs
+        .find({ status: { $in: ['complete', 'failed'] }, event: { $exists: true }, eventPublishedAt: null, completedAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, event: 1 } })
+        .limit(limit)
+        .toArray();
+      let e = 0;
+      for (const j of unsent) if (j.event && (await sendEvent(j._id, j.event))) e++;
+      return { undispatched: u, stalled: s, events: e };
     },
   };
   return api;

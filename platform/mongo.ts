@@ -61,6 +61,9 @@ export interface JobDoc {
   lease: { owner: string; until: Date } | null;
   /** When the sweep last republished it. */
   sweptAt: Date | null;
+  /** The completion event, kept until the broker confirmed it (then eventPublishedAt is set). */
+  event?: import('./jobs').JobEvent;
+  eventPublishedAt?: Date | null;
   createdAt: Date;
   updatedAt: Date;
   startedAt: Date | null;
