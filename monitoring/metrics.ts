@@ -59,6 +59,14 @@ export const metrics = {
   rateLimited: counter('rate_limited_requests_total', 'Requests refused with 429, by route.', ['route']),
   errors: counter('app_errors_total', 'Errors through the error funnel, by code and source (http, consumer, scheduler, process).', ['code', 'source']),
   schedulerRuns: counter('scheduler_runs_total', 'Scheduler task runs, by task and outcome.', ['task', 'outcome']),
+  rpcCalls: counter('rpc_calls_total', 'Synchronous request/reply calls to a pool (/images, /images/moonlight), by pool, operation and outcome (ok, refused, timeout, unavailable).', ['pool', 'operation', 'outcome']),
+  rpcDuration: new client.Histogram<'pool' | 'operation'>({
+    name: 'rpc_duration_seconds',
+    help: 'Time from the API sending a request/reply call to a pool to its answer, by pool and operation.',
+    labelNames: ['pool', 'operation'],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  }),
   webhookAttempts: counter('webhook_delivery_attempts_total', 'Webhook delivery attempts, by outcome (delivered, http_error, timeout, network_error, blocked).', ['outcome']),
   webhookAttemptDuration: new client.Histogram<'outcome'>({
     name: 'webhook_delivery_attempt_duration_seconds',

@@ -10,6 +10,7 @@ import {
   type MoonlightResult,
 } from '../../contracts/images';
 import type { CreditOperation } from '../../contracts/registry';
+import { metrics } from '../../monitoring/metrics';
 import { RpcTimeoutError } from '../../platform/amqp';
 import { AppError, ERROR_STATUS, type ErrorCode } from '../../platform/errors';
 import type { AccountDoc } from '../../platform/mongo';
@@ -31,16 +32,21 @@ export function createImagesService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
     const amount = credits.price(op);
     await credits.debit({ accountId, operation: op, amount, requestId });
     let failure: AppError;
+    const started = performance.now();
+    const labels = { pool: 'image', operation: payload.kind };
     try {
       const reply = await rt.amqp.rpc<T>('image', payload, config.IMAGE_RPC_TIMEOUT_MS);
+      metrics.rpcDuration.observe(labels, (performance.now() - started) / 1000);
+      metrics.rpcCalls.inc({ ...labels, outcome: reply.ok ? 'ok' : 'refused' });
       if (reply.ok) return { result: reply.result, charged: amount };
       const code = (reply.error.code in ERROR_STATUS ? reply.error.code : 'internal_error') as ErrorCode;
       failure = new AppError(code, reply.error.message);
     } catch (err) {
-      failure =
-        err instanceof RpcTimeoutError
-          ? new AppError('timeout', `the image pool did not answer within ${config.IMAGE_RPC_TIMEOUT_MS} ms; nothing was charged`, { cause: err })
-          : new AppError('service_unavailable', 'the image pool is unreachable; nothing was charged', { cause: err });
+      const timeout = err instanceof RpcTimeoutError;
+      metrics.rpcCalls.inc({ ...labels, outcome: timeout ? 'timeout' : 'unavailable' });
+      failure = timeout
+        ? new AppError('timeout', `the image pool did not answer within ${config.IMAGE_RPC_TIMEOUT_MS} ms; nothing was charged`, { cause: err })
+        : new AppError('service_unavailable', 'the image pool is unreachable; nothing was charged', { cause: err });
     }
     await credits.refund({ accountId, operation: op, amount });
     throw failure;
@@ -76,7 +82,7 @@ export function createImagesService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
       return callPool<MoonlightResult>('image_moonlight', input.account._id, input.requestId, {
         kind: 'moonlight',
         prompt: request.prompt,
-        negativePrompt: request.negativePrompt ?? '',
+        negativePrompt: (request.negativePrompt ?? '').trim(),
         aspectRatio: request.aspectRatio ?? MOONLIGHT_DEFAULTS.aspectRatio,
         seed: request.seed ?? randomInt(0, MOONLIGHT_MAX_SEED + 1),
       });

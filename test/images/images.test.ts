@@ -151,6 +151,13 @@ describe('images: POST /images', () => {
     expect(r.body.error.code).to.equal('insufficient_credits');
   });
 
+  it('when renders ran, then /metrics counts the request/reply calls by outcome and times them', async () => {
+    const text = await (await fetch(`${stack.baseUrl.replace('/api/v1', '')}/metrics`)).text();
+    expect(text).to.match(/rpc_calls_total\{pool="image",operation="image",outcome="ok"\} [1-9]/);
+    expect(text).to.match(/rpc_calls_total\{pool="image",operation="image",outcome="refused"\} [1-9]/);
+    expect(text).to.match(/rpc_duration_seconds_count\{pool="image",operation="image"\} [1-9]/);
+  });
+
   it('when /openapi is fetched, then the image and video contracts are documented as named schemas', async () => {
     const doc = (await client(stack.baseUrl).get('/openapi')).body;
     for (const id of ['ImageRequest', 'ImageResult', 'MoonlightRequest', 'MoonlightResult', 'VideoRequest', 'VideoAccepted', 'VideoResult']) {

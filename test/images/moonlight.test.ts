@@ -83,6 +83,9 @@ describe('images: POST /images/moonlight (in-house model, SPEC 2.11)', () => {
     const ok = await api.post('/images/moonlight', { prompt: 'x', negativePrompt: '', seed: 3 });
     expect(ok.status).to.equal(200);
     expect(ok.body.negativePrompt).to.equal('');
+    const blank = await api.post('/images/moonlight', { prompt: 'x', negativePrompt: '   ', seed: 3 });
+    expect(blank.status).to.equal(200);
+    expect(blank.body.negativePrompt).to.equal('');
   });
 
   it('when the prompt is too long or missing, then 400 naming prompt', async () => {
