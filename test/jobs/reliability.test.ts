@@ -56,7 +56,7 @@ describe('job reliability', () => {
       const job = await waitForJob(api, r.body.jobId);
       expect(job).to.include({ status: 'failed', error: 'the prompt asks for something the engine cannot build', rawStatus: 'failed' });
       expect(job.result).to.equal(null);
-      expect(await balance()).to.equal(100);
+      await eventually(async () => (await balance()) === 100, 5000, 'the refund'); // lands just after the status change
       // The refund follows the status change; it lands moments later.
       const ledger = await eventually(async () => {
         const l = await stack.rt.db.ledger.find({ accountId, jobId: r.body.jobId }).sort({ at: 1 }).toArray();
@@ -98,8 +98,8 @@ describe('job reliability', () => {
     expect(job.status).to.equal('failed');
     expect(job.error).to.equal('failed after 3 attempts: always down');
     expect(calls).to.equal(3);
-    expect(await balance()).to.equal(100);
-    expect(await stack.rt.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'refund' })).to.equal(1);
+    await eventually(async () => (await balance()) === 100, 5000, 'the refund'); // lands just after the status change
+    await eventually(async () => (await stack.rt.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'refund' })) === 1, 5000, 'the refund ledger entry');
   });
 
   it('when work runs, then GET /jobs/{id} shows rawStatus and progressMessage moving', async () => {
@@ -175,7 +175,7 @@ describe('job reliability', () => {
       return j.status === 'failed' ? j : null;
     });
     expect(job.error).to.match(/dead-lettered \(rejected\)/);
-    expect(await balance()).to.equal(100);
+    await eventually(async () => (await balance()) === 100, 5000, 'the refund'); // lands just after the status change
   });
 
   it('when a quorum queue redelivers a message past the delivery limit, then the broker dead-letters it', async function () {
