@@ -57,7 +57,7 @@ export const Webhook = z
     consecutiveFailures: z.number().int().describe('Failed deliveries in a row (each after its retries); 5 disables the webhook.'),
     disabledAt: z.string().nullable().describe('When the webhook was last disabled, or null while active.'),
     disabledReason: z.enum(['consecutive_failures', 'manual']).nullable().describe('Why it is disabled, or null while active.'),
-    lastDeliveryAt: z.string().nullable().describe('When the last delivery finished (delivered or given up).'),
+    lastDeliveryAt: z.string().nullable().describe('When the last delivery finished (delivered or given up); while deliveries succeed it is refreshed every few seconds, not on each one.'),
     lastDeliveryStatus: z.enum(['delivered', 'failed']).nullable(),
     createdAt: z.string(),
     updatedAt: z.string(),

@@ -123,6 +123,13 @@ export const ConfigSchema = z.object({
   WEBHOOK_DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).default(32).describe('Delivery attempts one webhook worker process runs at once (RabbitMQ prefetch of the delivery queue).'),
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).default(4).describe('Attempts to one webhook a worker process runs at once; further deliveries to it wait in a delay queue, so a slow endpoint cannot take every slot.'),
   WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).default(30).describe('Delivery-attempt records older than this are deleted by the scheduler.'),
+  WEBHOOK_SECRET_KEY: z.string().min(32).default(DEV_WEBHOOK_KEY).describe('Key (any string of 32+ characters; SHA-256 derives the AES key) that encrypts webhook signing secrets at rest with AES-256-GCM; the same on every process. Required in production. Changing it makes existing secrets unreadable.'),
+  WEBHOOK_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(100).default(5000).describe('Time limit of one webhook delivery attempt, connect to last response byte (SPEC 6.4: 5 s).'),
+  WEBHOOK_RETRY_DELAYS_MS: msList.default([1000, 3000]).describe('Delays before each retry of a failed delivery, comma-separated (SPEC 6.4: "1000,3000", two retries).'),
+  WEBHOOK_DISABLE_AFTER_FAILURES: z.coerce.number().int().min(1).default(5).describe('Consecutive failed deliveries (each after its retries) that disable a webhook (SPEC 6.4: 5).'),
+  WEBHOOK_DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).default(32).describe('Delivery attempts one webhook worker process runs at once (RabbitMQ prefetch of the delivery queue).'),
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).default(16).describe('Attempts to one webhook a worker process runs at once (default half of WEBHOOK_DELIVERY_CONCURRENCY); further deliveries to it wait 500 ms in a delay queue, so a slow or dead endpoint cannot take every slot.'),
+  WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).default(30).describe('Delivery-attempt records older than this are deleted by the scheduler.'),
   DEV_ACCOUNT_CREDITS: z.coerce.number().min(0).default(1000).describe('Credits given to the development account created by npm start.'),
 });
 

@@ -16,7 +16,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** Fast timings for the suite; timing.test.ts runs the SPEC's real 5 s / 1 s / 3 s. */
-const FAST = { ALLOW_LOOPBACK_URLS: 'true', WEBHOOK_ATTEMPT_TIMEOUT_MS: '1500', WEBHOOK_RETRY_DELAYS_MS: '100,200' };
+const FAST = { ALLOW_LOOPBACK_URLS: 'true', WEBHOOK_ATTEMPT_TIMEOUT_MS: '1500', WEBHOOK_RETRY_DELAYS_MS: '100,200', WEBHOOK_ENDPOINT_CONCURRENCY: '3' };
 
 const build = async (api: Client) => {
   const r = await api.post('/code-builds', { prompt: 'a counter' });
@@ -159,12 +159,18 @@ describe('webhook delivery', () => {
     const api = client(stack.baseUrl, (await stack.createAccount()).key);
     const slowHook = await createWebhook(api, { url: slow.url });
     await createWebhook(api, { url: fast.url });
+    let deferred = 0;
+    worker.on('deferred', (e) => {
+      if (e.webhookId === slowHook.id) deferred++;
+    });
     await Promise.all([...Array(6).keys()].map(() => api.post('/code-builds', { prompt: 'a counter' })));
 
-    // All six reach the healthy receiver while the slow one still holds its first requests open.
+    // All six reach the healthy receiver while the slow one still holds its first requests open,
+    // at most WEBHOOK_ENDPOINT_CONCURRENCY (3) at a time: the rest wait in the delay queue.
     await fast.waitFor(6);
     await slow.waitFor(1);
     expect(slow.received.filter((r) => r.open).length).to.be.greaterThan(0);
+    expect(slow.received.filter((r) => r.open).length).to.be.at.most(3);
 
     // Every delivery to the slow receiver arrives in the end: the timed-out ones on a retry.
     const delivered = await slow.waitFor(6, (r) => r.answered === 200, 20_000);
@@ -173,6 +179,7 @@ describe('webhook delivery', () => {
     const timeouts = log.filter((d) => d.error === `no answer within ${FAST.WEBHOOK_ATTEMPT_TIMEOUT_MS} ms`);
     expect(timeouts).to.have.length(4);
     for (const t of timeouts) expect(t).to.include({ outcome: 'failed', statusCode: null });
+    expect(deferred).to.be.greaterThan(0);
   });
 
   it("when the target's DNS answer turns private after creation, then each attempt is refused before connecting and logged", async () => {

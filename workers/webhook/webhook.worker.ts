@@ -32,6 +32,9 @@ const DeliveryMessage = z.object({
 });
 type DeliveryMessage = z.infer<typeof DeliveryMessage>;
 
+/** A healthy webhook's lastDeliveryAt is refreshed at most this often. */
+const LAST_DELIVERY_STAMP_MS = 5000;
+
 /** A name-based UUID (version 5 layout, SHA-256 truncated): stable per (event, webhook). */
 export function deliveryIdFor(sourceEventId: string, webhookId: string): string {
   const b = createHash('sha256').update(`webhook-delivery:${sourceEventId}:${webhookId}`).digest().subarray(0, 16);
@@ -75,6 +78,7 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
   private cancels: (() => Promise<void>)[] = [];
   private inFlight = new Set<Promise<void>>();
   private perWebhook = new Map<string, number>();
+  private stamps = new Map<string, { at: number; pending?: Promise<void> }>();
   private closing?: Promise<void>;
   private readonly hooks;
   private readonly deliveries;
@@ -258,7 +262,7 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
 
     const repo = this.hooks.forAccount(msg.accountId);
     if (delivered) {
-      await repo.markDelivered(hook._id);
+      await this.markDelivered(msg.accountId, hook);
       metrics.webhookDeliveries.inc({ result: 'delivered' });
       log.debug('webhook delivered', { statusCode: result.statusCode, durationMs: result.durationMs });
     } else if (delay !== undefined) {
@@ -275,6 +279,27 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
       }
     }
     d.ack();
+  }
+
+  /**
+   * End the webhook's failure streak and stamp lastDeliveryAt, coalesced: concurrent updates of
+   * one document are slow (FerretDB serialises them), so a healthy webhook stamped within the
+   * last few seconds is left alone, and this process writes at most one stamp at a time per
+   * webhook (the others await it).
+   */
+  private async markDelivered(accountId: string, hook: WebhookDoc): Promise<void> {
+    const now = Date.now();
+    const fresh = (at: number | undefined) => at !== undefined && now - at < LAST_DELIVERY_STAMP_MS;
+    if (hook.consecutiveFailures === 0 && hook.lastDeliveryStatus === 'delivered' && fresh(hook.lastDeliveryAt?.getTime())) return;
+    const mine = this.stamps.get(hook._id);
+    if (mine?.pending) return mine.pending;
+    if (hook.consecutiveFailures === 0 && fresh(mine?.at)) return;
+    const pending = this.hooks
+      .forAccount(accountId)
+      .markDelivered(hook._id)
+      .finally(() => this.stamps.set(hook._id, { at: Date.now() }));
+    this.stamps.set(hook._id, { at: mine?.at ?? 0, pending });
+    return pending;
   }
 
   /** Stop taking messages, let attempts in flight finish (bounded), then return. Twice is fine. */
