@@ -33,7 +33,7 @@ export async function createRuntime(config: Config, log: Logger) {
   const blobs = createBlobStore(db, { secret: config.ASSET_SIGNING_SECRET, publicBaseUrl: config.PUBLIC_BASE_URL, defaultTtlSeconds: config.ASSET_URL_TTL_SECONDS });
   const jobs = createJobs({ db, amqp, credits, log: log.child({ component: 'jobs' }), publicBaseUrl: config.PUBLIC_BASE_URL, queuePrefix: config.QUEUE_PREFIX });
   const accounts = createAccountsRepository(db);
-  const queues = [...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)), broker.deadLetterQueue(config.QUEUE_PREFIX)];
+  const queues = [...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)), broker.deadLetterQueue(config.QUEUE_PREFIX), broker.webhookDeliveryQueue(config.QUEUE_PREFIX)];
   const unreport = reportQueueDepth({ queues, depth: (q) => amqp.queueDepth(q) });
   const probes: Probe[] = [
     { name: 'mongodb', check: () => db.ping() },

@@ -7,6 +7,7 @@ import { toAppError } from '../platform/errors';
 import { createLogger } from '../platform/log';
 import { COLLECTIONS } from '../platform/mongo';
 import { createRuntime } from '../platform/runtime';
+import { createDeliveriesRepository } from '../platform/webhooks/deliveries.repository';
 import { startDeadLetterHandler } from './dead-letters';
 import { createTasks } from './tasks';
 
@@ -44,12 +45,15 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   define('audit.expire', tasks.expireAudit);
   define('idempotency.expire', tasks.expireIdempotencyKeys);
   define('ratelimits.expire', tasks.expireRateLimitWindows);
+  const webhookDeliveries = createDeliveriesRepository(rt.db);
+  define('webhooks.deliveries.expire', () => webhookDeliveries.expire(new Date(Date.now() - config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000)));
 
   await agenda.start();
   await agenda.every(config.SWEEP_INTERVAL, 'jobs.sweep');
   await agenda.every('1 hour', 'audit.expire');
   await agenda.every('1 hour', 'idempotency.expire');
   await agenda.every('10 minutes', 'ratelimits.expire');
+  await agenda.every('1 hour', 'webhooks.deliveries.expire');
   const stopDeadLetters = await startDeadLetterHandler(rt);
   const monitor = opts.monitoring === false ? undefined : await startMonitoringServer(config.SCHEDULER_METRICS_PORT, rt.probes);
   log.info('scheduler started', { sweepInterval: config.SWEEP_INTERVAL });

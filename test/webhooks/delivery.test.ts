@@ -5,6 +5,7 @@ import { CodeBuildRequest } from '../../contracts/code-builds';
 import { EVENT_VERSION } from '../../contracts/events';
 import { registry } from '../../monitoring/metrics';
 import { emitEvent } from '../../platform/events';
+import { createDeliveriesRepository } from '../../platform/webhooks/deliveries.repository';
 import { Pool } from '../../workers/pool/pool';
 import { UnrecoverableError } from '../../workers/pool/errors';
 import type { WebhookWorker } from '../../workers/webhook/webhook.worker';
@@ -240,6 +241,16 @@ describe('webhook delivery', () => {
     const zero = await api.get(`/webhooks/${hook.id}/deliveries?limit=0`);
     expect(zero.status).to.equal(400);
     expect(zero.body.error.message).to.match(/^limit: /);
+  });
+
+  it('when delivery records pass the retention period, then the scheduler deletes them and keeps the recent ones', async () => {
+    const deliveries = createDeliveriesRepository(stack.rt.db);
+    const base = { accountId: 'acc_x', webhookId: 'wh_retention', eventId: 'e', event: 'code_build.completed', attempt: 1, outcome: 'delivered' as const, statusCode: 200, durationMs: 1, responseExcerpt: null, error: null, nextAttemptAt: null, redelivered: false };
+    const old = await deliveries.record({ ...base, at: new Date(Date.now() - (stack.config.WEBHOOK_DELIVERY_RETENTION_DAYS + 1) * 86_400_000) });
+    const recent = await deliveries.record({ ...base, at: new Date() });
+    await stack.scheduler!.agenda.now('webhooks.deliveries.expire');
+    await eventually(async () => (await deliveries.collection.countDocuments({ _id: old._id })) === 0, 10_000, 'old delivery records deleted');
+    expect(await deliveries.collection.countDocuments({ _id: recent._id })).to.equal(1);
   });
 
   it('when a feature emits a non-job event through emitEvent, then it reaches the webhook pool', async () => {
