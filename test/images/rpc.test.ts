@@ -64,6 +64,25 @@ describe('platform: AmqpClient request/reply (direct reply-to)', () => {
     }
   });
 
+  it('when a poison message reaches the pool queue (no reply-to), then it is dead-lettered and the responder keeps serving', async () => {
+    const calls: unknown[] = [];
+    const stop = await worker.respond(broker.poolQueue(prefix, 'image'), 1, async (p) => {
+      calls.push(p);
+      return { ok: true, result: 'fine' };
+    });
+    try {
+      const deadLettered = new Promise<void>((r) => worker.once('deadLetter', () => r()));
+      await caller.publishToPool('image', { not: 'a request' });
+      await deadLettered;
+      expect(calls).to.have.length(0);
+      const next = await caller.rpc('image', { n: 1 }, 5000);
+      expect(next).to.deep.equal({ ok: true, result: 'fine' });
+      expect(calls).to.deep.equal([{ n: 1 }]);
+    } finally {
+      await stop();
+    }
+  });
+
   it('when a request expires in the queue before any worker takes it, then no worker runs it later', async () => {
     const err = await caller.rpc('image', { n: 9, stale: true }, 150).catch((e: unknown) => e);
     expect(err).to.be.instanceOf(RpcTimeoutError);
