@@ -18,16 +18,16 @@ export const EVENT_VERSION = '2026-11-01';
 
 /**
  * Job events (SPEC 6.1 api_jobs): one flag per job type covers `<name>.completed` and
- * `<name>.failed`. platform/jobs.ts publishes them when a job of that type finishes, so flip a
- * type to true when its pool has an engine (workers/pools.ts).
+ * `<name>.failed`. platform/jobs.ts publishes them when a job of that type finishes, so a type
+ * is true exactly when its pool has an engine (workers/pools.ts); a test checks the two agree.
  */
 export const JOB_EVENTS_EMITTED = {
-  video: false,
-  song: false,
+  video: true,
+  song: true,
   code: true, // code_build.*
-  research: false,
+  research: true,
   space: false,
-  deck: false, // presentation.*
+  deck: true, // presentation.*
 } as const satisfies Record<JobType, boolean>;
 
 /** Non-job events (SPEC 6.1), by group. Each is emitted through platform/events.ts `emitEvent`. */

@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { start as startApi, type ApiServer } from '../../api/app';
-import { EVENT_NAMES, SUBSCRIBABLE_EVENT_NAMES } from '../../contracts/events';
+import { EVENT_NAMES, JOB_EVENTS_EMITTED, SUBSCRIBABLE_EVENT_NAMES } from '../../contracts/events';
+import { JOB_TYPES } from '../../contracts/registry';
+import { poolDefinitions } from '../../workers/pools';
 import { loadConfig } from '../../platform/config';
 import { createSecretBox } from '../../platform/webhooks/secrets';
 import type { WebhookDoc } from '../../platform/webhooks/webhooks.repository';
@@ -31,6 +33,10 @@ describe('webhooks API', () => {
     expect([...EVENT_NAMES].sort()).to.deep.equal([...SPEC_EVENT_NAMES].sort());
     expect(SUBSCRIBABLE_EVENT_NAMES).to.include.members(['code_build.completed', 'code_build.failed']);
     expect(SUBSCRIBABLE_EVENT_NAMES).to.not.include('project.created');
+  });
+
+  it('when a job type has a pool with an engine, then its events are marked emitted, and only then', () => {
+    for (const type of JOB_TYPES) expect(JOB_EVENTS_EMITTED[type], `${type}: flip JOB_EVENTS_EMITTED in contracts/events.ts`).to.equal(type in poolDefinitions);
   });
 
   it('when a webhook is created, then 201 returns the secret once, reads never return it, and the database holds it encrypted', async () => {
@@ -70,19 +76,19 @@ describe('webhooks API', () => {
     const r = await api.post('/webhooks', {
       name: 'x',
       url,
-      events: ['code_build.completed', 'nope.done', 'comment.created', 'template.published', 'sheet.row_added', 'video.completed', 'project.created', 'also.bad'],
+      events: ['code_build.completed', 'nope.done', 'comment.created', 'template.published', 'sheet.row_added', 'space.completed', 'project.created', 'also.bad'],
     });
     expect(r.status).to.equal(400);
     expect(r.body.error.code).to.equal('validation_error');
-    for (const bad of ['nope.done', 'also.bad', 'comment.created', 'template.published', 'sheet.row_added', 'video.completed', 'project.created']) {
+    for (const bad of ['nope.done', 'also.bad', 'comment.created', 'template.published', 'sheet.row_added', 'space.completed', 'project.created']) {
       expect(r.body.error.message).to.include(bad);
     }
     expect(r.body.error.message).to.match(/^events: /);
     expect(r.body.error.message).to.not.include('code_build.completed');
     const patch = await api.post('/webhooks', { name: 'x', url, events: ['code_build.completed'] });
-    const p = await api.patch(`/webhooks/${patch.body.id}`, { events: ['song.failed', 'x.y'] });
+    const p = await api.patch(`/webhooks/${patch.body.id}`, { events: ['space.failed', 'x.y'] });
     expect(p.status).to.equal(400);
-    expect(p.body.error.message).to.include('song.failed').and.include('x.y');
+    expect(p.body.error.message).to.include('space.failed').and.include('x.y');
   });
 
   it('when required fields are missing or malformed, then 400 names the field', async () => {
