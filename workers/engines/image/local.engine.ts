@@ -27,7 +27,7 @@ export function createLocalImageEngine(): ImageEngine {
     async render(input, ctx): Promise<ImageRenderOutput> {
       const seed = seedBytes('local-procedural-v1', input.engine, input.prompt, input.style ?? '', input.seed);
       const named = [...colourWordsIn(`${input.prompt} ${input.style ?? ''}`), ...input.referenceColours];
-      const palette = paletteFor(named, prng(seed));
+      const palette = paletteFor(named, prng(seed), `${input.prompt} ${input.style ?? ''}`);
       const pixels = await paint({
         width: input.width,
         height: input.height,

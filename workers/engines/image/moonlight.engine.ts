@@ -28,7 +28,7 @@ export async function renderMoonlight(
 ): Promise<MoonlightRender> {
   const { width, height } = MOONLIGHT_SIZES[input.aspectRatio];
   const seed = seedBytes(MOONLIGHT_ENGINE_NAME, input.prompt, input.seed);
-  const palette = paletteFor(colourWordsIn(input.prompt), prng(seed));
+  const palette = paletteFor(colourWordsIn(input.prompt), prng(seed), input.prompt);
   const pixels = await paint({
     width,
     height,

@@ -83,6 +83,29 @@ const SCENES: Rgb[][] = [
   [[40, 0, 10], [150, 20, 40], [240, 120, 40], [255, 230, 150]], // ember
 ];
 
+/** Scene words that pick a scene palette (index into SCENES) when the prompt names no colour. */
+const SCENE_WORDS: Record<string, number> = Object.fromEntries(
+  (
+    [
+      [0, 'night moon moonlit midnight starry stars winter snow snowy ice frozen'],
+      [1, 'forest jungle garden park meadow tree trees leaves grass hills valley'],
+      [2, 'dusk sunset twilight evening dawn sunrise'],
+      [3, 'sea ocean lagoon beach river lake water harbour harbor coast waves underwater'],
+      [4, 'city skyline street concrete rain fog foggy storm industrial robot'],
+      [5, 'fire flame flames lava volcano ember embers desert autumn'],
+    ] as const
+  ).flatMap(([i, words]) => words.split(' ').map((w) => [w, i])),
+);
+
+/** The scene palette named by the first scene word in `text`, or null. */
+function sceneIn(text: string): Rgb[] | null {
+  for (const w of text.toLowerCase().match(/[a-z]+/g) ?? []) {
+    const i = SCENE_WORDS[w];
+    if (i !== undefined) return SCENES[i]!;
+  }
+  return null;
+}
+
 const lum = (c: Rgb) => 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2];
 const scale = (c: Rgb, f: number): Rgb => [Math.min(255, Math.round(c[0] * f)), Math.min(255, Math.round(c[1] * f)), Math.min(255, Math.round(c[2] * f))];
 
@@ -103,11 +126,13 @@ export function colourWordsIn(text: string): Rgb[] {
 /**
  * The palette, dark to light. Named colours (from the prompt, then from reference images) are the
  * palette when there are two or more; one named colour is joined by a scene's accents; none
- * gives a scene palette picked by the seed. Each named colour brings a shade of itself so light
+ * gives a scene palette: the one a scene word in `text` names (night, forest, sunset, sea, city,
+ * fire...), else one picked by the seed. Each named colour brings a shade of itself so light
  * and shadow stay in the asked hue.
  */
-export function paletteFor(named: Rgb[], rand: () => number): Rgb[] {
-  const scene = SCENES[Math.floor(rand() * SCENES.length)]!;
+export function paletteFor(named: Rgb[], rand: () => number, text = ''): Rgb[] {
+  const picked = SCENES[Math.floor(rand() * SCENES.length)]!;
+  const scene = sceneIn(text) ?? picked;
   if (named.length === 0) return scene;
   const stops: Rgb[] = [];
   for (const c of named.slice(0, 6)) stops.push(scale(c, 0.45), c);

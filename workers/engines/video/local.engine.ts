@@ -46,7 +46,7 @@ export function createLocalVideoEngine(opts: { tools: FfmpegTools; scale: number
         // plan), panned, with moving light from ffmpeg's gradients source in the same palette.
         const seed = seedBytes('local-ffmpeg-v1', plan.prompt, plan.seed);
         const named = [...colourWordsIn(plan.prompt), ...subjectColours];
-        const palette = paletteFor(named, prng(seed));
+        const palette = paletteFor(named, prng(seed), plan.prompt);
         await ctx.progress('painting', `Painting the keyframe at ${even(w * 1.2)}x${even(h * 1.2)}`);
         const kw = even(w * 1.2);
         const kh = even(h * 1.2);
