@@ -59,12 +59,18 @@ export async function attemptDelivery(url: string, body: string, headers: Record
       return s >= 200 && s < 300 ? finish('delivered', null) : finish('http_error', `receiver answered HTTP ${s}`);
     };
 
-    const req = mod.request(target, {
-      method: 'POST',
-      headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-      agent: isHttp ? agents.http : agents.https,
-      lookup: guardedLookup({ allowLoopback: opts.allowLoopback, http: isHttp }),
-    });
+    let req: http.ClientRequest;
+    try {
+      req = mod.request(target, {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        agent: isHttp ? agents.http : agents.https,
+        lookup: guardedLookup({ allowLoopback: opts.allowLoopback, http: isHttp }),
+      });
+    } catch (err) {
+      settled = true;
+      return resolve({ outcome: 'network_error', statusCode: null, durationMs: elapsed(), responseExcerpt: null, error: `request not sent: ${(err as Error).message}`.slice(0, 500) });
+    }
     const timer = setTimeout(() => {
       // Headers already in: the receiver answered, its status decides; else it is a timeout.
       if (statusCode !== null) byStatus();
