@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { decodePng } from '../../platform/media/png';
 import { listenToEvents } from '../helpers/events';
 import { client, eventually, waitForJob, type Client } from '../helpers/http';
@@ -215,6 +216,26 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
     held.open();
     const done = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
     expect(done).to.include({ status: 'complete', rawStatus: 'complete', progressMessage: 'Done' });
+  });
+
+  it('when a text-to-video job renders, then its progress moves through painting, ffmpeg encoding percentages, probing and storing', async () => {
+    const spy = sinon.spy(stack.workers!.runtime.jobs, 'progress');
+    try {
+      const { api } = await account();
+      const r = await api.post('/videos', { prompt: 'a violet sky over a forest' });
+      const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
+      expect(job.status, job.error).to.equal('complete');
+      const trail = spy.getCalls().filter((c) => c.args[0] === r.body.jobId).map((c) => c.args[2]);
+      const raw = trail.map((p) => p.rawStatus);
+      expect(raw[0]).to.equal('rendering');
+      expect(raw.indexOf('painting')).to.be.greaterThan(0);
+      expect(raw.indexOf('encoding')).to.be.greaterThan(raw.indexOf('painting'));
+      expect(raw.indexOf('probing')).to.be.greaterThan(raw.lastIndexOf('encoding'));
+      expect(raw.at(-1)).to.equal('storing');
+      expect(trail.some((p) => /^Encoding frames: \d+% \(\d+\/24\)$/.test(p.progressMessage))).to.equal(true);
+    } finally {
+      spy.restore();
+    }
   });
 
   it('when a dispatch is retried with the same Idempotency-Key, then the same job comes back and it is billed once', async () => {

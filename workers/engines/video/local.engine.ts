@@ -80,7 +80,7 @@ export function createLocalVideoEngine(opts: { tools: FfmpegTools; scale: number
       let reported = 0;
       let pending: Promise<void> = Promise.resolve();
       try {
-        await runFfmpeg(opts.tools, [...input, '-filter_complex', graph, '-map', '[v]', ...encode], {
+        await runFfmpeg(opts.tools, ['-stats_period', '0.2', ...input, '-filter_complex', graph, '-map', '[v]', ...encode], {
           signal: ctx.signal,
           onFrame: (frame) => {
             const pct = Math.min(99, Math.floor((frame / frames) * 100));
