@@ -5,6 +5,8 @@
  *      signed POST received. Every delivery is fanned out, signed, POSTed, and its attempt
  *      logged in the database. Baseline: the same receiver hit by plain POSTs of the same body
  *      from this process (no queue, no database), same concurrency.
+ *  (a') the same for a healthy webhook while a dead one (never answers) of the same account
+ *      gets every event too: a dead endpoint holds at most WEBHOOK_ENDPOINT_CONCURRENCY slots.
  *  (b) the retry delays actually observed, against the SPEC's 1 s and 3 s targets: a receiver
  *      that fails the first two attempts of each delivery; the gap from the end of one attempt
  *      to the start of the next, from the delivery log (server-side clock).
@@ -106,6 +108,27 @@ async function throughput(stack: Stack): Promise<BenchRow[]> {
   }
 }
 
+/** (a') The same, for a healthy webhook while a dead one (never answers) gets every event too. */
+async function throughputBesideDeadEndpoint(stack: Stack, alone: number): Promise<BenchRow[]> {
+  const n = Math.min(N, 500);
+  const healthy = await receiver(() => 200);
+  const dead = await receiver(() => 'hang');
+  try {
+    const { key, accountId } = await stack.createAccount();
+    const api = client(stack.baseUrl, key);
+    await api.post('/webhooks', { name: 'healthy', url: healthy.url, events: ['code_build.completed'] });
+    const deadHook = (await api.post('/webhooks', { name: 'dead', url: dead.url, events: ['code_build.completed'] })).body;
+    const t0 = performance.now();
+    await publishEvents(stack, accountId, n);
+    await eventually(async () => healthy.ok >= n, 300_000, `${n} deliveries beside a dead endpoint`);
+    const rate = n / ((performance.now() - t0) / 1000);
+    await api.delete(`/webhooks/${deadHook.id}`); // its pending retries are skipped
+    return [row(`deliveries per second to a healthy webhook beside a dead one (${n} events each)`, rate, 'deliveries/s', alone, 'baseline: the healthy webhook alone, row above')];
+  } finally {
+    await Promise.all([healthy.close(), dead.close()]);
+  }
+}
+
 async function retryDelays(stack: Stack): Promise<BenchRow[]> {
   const rcv = await receiver((seen) => (seen <= 2 ? 500 : 200));
   try {
@@ -161,7 +184,8 @@ export const bench: Bench = {
   async run() {
     const stack = await startStack({ env: { ALLOW_LOOPBACK_URLS: 'true', LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '1000000', ...(process.env.BENCH_WEBHOOK_ENV ? JSON.parse(process.env.BENCH_WEBHOOK_ENV) : {}) }, scheduler: false });
     try {
-      return [...(await throughput(stack)), ...(await retryDelays(stack)), ...(await attemptTimeout(stack))];
+      const tp = await throughput(stack);
+      return [...tp, ...(await throughputBesideDeadEndpoint(stack, tp[0]!.value)), ...(await retryDelays(stack)), ...(await attemptTimeout(stack))];
     } finally {
       await stack.stop();
     }
