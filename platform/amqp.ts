@@ -308,8 +308,9 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
 
   /**
    * Send `payload` to a pool queue and wait for the worker's answer, at most `timeoutMs`
-   * (then RpcTimeoutError). The request is transient and expires in the queue at the deadline,
-   * and carries the deadline in `x-deadline` so a responder skips work nobody waits for.
+   * (then RpcTimeoutError). The request is transient and carries its deadline in `x-deadline`;
+   * a responder acks a request past its deadline without running it. (No per-message TTL: the
+   * pool queues dead-letter expired messages, and a stale request is not a poison message.)
    */
   async rpc<T = unknown>(pool: PoolType, payload: unknown, timeoutMs: number): Promise<RpcReply<T>> {
     const ch = await this.replyChannel();
@@ -326,7 +327,6 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       ch.publish('', broker.poolQueue(this.topology.prefix, pool), Buffer.from(JSON.stringify(payload)), {
         correlationId,
         replyTo: RPC_REPLY_TO,
-        expiration: String(timeoutMs),
         persistent: false,
         contentType: 'application/json',
         headers: { 'x-deadline': deadline },
