@@ -83,7 +83,7 @@ describe('platform: AmqpClient request/reply (direct reply-to)', () => {
     }
   });
 
-  it('when a request's deadline passes before any worker takes it, then the worker acks it without running it', async () => {
+  it('when the deadline of a request passes before any worker takes it, then the worker acks it without running it', async () => {
     const err = await caller.rpc('image', { n: 9, stale: true }, 150).catch((e: unknown) => e);
     expect(err).to.be.instanceOf(RpcTimeoutError);
     const seen: unknown[] = [];
