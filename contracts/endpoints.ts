@@ -31,6 +31,8 @@ export interface Endpoint {
   response?: z.ZodType;
   /** Also answers the SPEC 4 rule 3 Idempotency-Key header. */
   idempotent?: boolean;
+  /** Errors particular to this endpoint, by HTTP status (the common ones are added for all). */
+  errors?: Record<string, string>;
 }
 
 const e = <T extends Endpoint>(x: T) => x;
@@ -113,8 +115,8 @@ export const endpoints = {
 
   // 4.7 Media and jobs
   extractFlowchart: e({ method: 'post', path: '/extract-flowchart', scopes: AI, status: 201, tag: 'media', summary: 'Create a flowchart project from a PDF, PPTX or image.' }),
-  createImage: e({ method: 'post', path: '/images', scopes: AI, status: 200, tag: 'media', summary: 'Synchronous image generation.', body: ImageRequest, response: ImageResult }),
-  createMoonlightImage: e({ method: 'post', path: '/images/moonlight', scopes: AI, status: 200, tag: 'media', summary: 'Synchronous in-house image model render.', body: MoonlightRequest, response: MoonlightResult }),
+  createImage: e({ method: 'post', path: '/images', scopes: AI, status: 200, tag: 'media', summary: 'Synchronous image generation.', body: ImageRequest, response: ImageResult, errors: { '403': 'Explicit svc-ultra on the Free plan (forbidden), or scope/plan.', '504': 'The image pool did not answer within the deadline (timeout); nothing is charged.' } }),
+  createMoonlightImage: e({ method: 'post', path: '/images/moonlight', scopes: AI, status: 200, tag: 'media', summary: 'Synchronous in-house image model render.', body: MoonlightRequest, response: MoonlightResult, errors: { '400': 'Validation failed, a non-empty negativePrompt, or a prompt describing adult content.', '403': 'The finished render was scored adult; nothing is charged.', '504': 'The image pool did not answer within the deadline (timeout); nothing is charged.' } }),
   createVideo: e({ method: 'post', path: '/videos', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a video render (vid_ job).', body: VideoRequest, response: VideoAccepted, idempotent: true }),
   createSong: e({ method: 'post', path: '/songs', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a song (song_ job).', body: SongRequest, response: JobAccepted, idempotent: true }),
   createCodeBuild: e({ method: 'post', path: '/code-builds', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a code build (code_ job): a runnable single-page app.', body: CodeBuildRequest, response: JobAccepted, idempotent: true }),
@@ -153,7 +155,7 @@ export const endpoints = {
 
   // 4.11 Webhooks
   listWebhooks: e({ method: 'get', path: '/webhooks', scopes: R, status: 200, tag: 'webhooks', summary: 'List webhooks.', response: WebhookList }),
-  createWebhook: e({ method: 'post', path: '/webhooks', scopes: W, status: 201, tag: 'webhooks', summary: 'Create a webhook; the signing secret is returned once. At most 10 per account: the 11th answers 409 limit_exceeded.', body: WebhookCreate, response: WebhookCreated }),
+  createWebhook: e({ method: 'post', path: '/webhooks', scopes: W, status: 201, tag: 'webhooks', summary: 'Create a webhook; the signing secret is returned once. At most 10 per account: the 11th answers 409 limit_exceeded.', body: WebhookCreate, response: WebhookCreated, errors: { '409': 'The account already has 10 webhooks (limit_exceeded).' } }),
   getWebhook: e({ method: 'get', path: '/webhooks/{id}', scopes: R, status: 200, tag: 'webhooks', summary: 'Get a webhook.', response: Webhook }),
   updateWebhook: e({ method: 'patch', path: '/webhooks/{id}', scopes: W, status: 200, tag: 'webhooks', summary: 'Update name, url, events or isActive; isActive true re-enables a disabled webhook and resets its failure count.', body: WebhookUpdate, response: Webhook }),
   deleteWebhook: e({ method: 'delete', path: '/webhooks/{id}', scopes: W, status: 204, tag: 'webhooks', summary: 'Delete a webhook.' }),

@@ -64,6 +64,7 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
       responses['422'] = errorResponse('This Idempotency-Key was used with another body (idempotency_key_reused).');
     }
   }
+  for (const [status, text] of Object.entries(ep.errors ?? {})) responses[status] = errorResponse(text);
   if (!implemented.has(id)) responses['501'] = errorResponse('Not available in this deployment yet (not_implemented).');
   return {
     operationId: id,
