@@ -32,7 +32,7 @@ export const JOB_EVENTS_EMITTED = {
 
 /** Non-job events (SPEC 6.1), by group. Each is emitted through platform/events.ts `emitEvent`. */
 const OTHER_EVENTS = {
-  'project.created': { group: 'projects', emitted: false, description: 'A project was created.' },
+  'project.created': { group: 'projects', emitted: true, description: 'A project was created (today: by POST /presentations). data: projectId, projectType, name, openUrl.' },
   'project.updated': { group: 'projects', emitted: false, description: 'A project was updated.' },
   'project.shared': { group: 'projects', emitted: false, description: 'A project was shared with a user.' },
   'project.deleted': { group: 'projects', emitted: false, description: 'A project was deleted.' },

@@ -3,11 +3,46 @@ import { EVENTS, type BusEvent, type EventName, type JobEventName } from '../con
 import { broker } from '../contracts/registry';
 import type { AmqpClient } from './amqp';
 import type { Logger } from './log';
+import { COLLECTIONS, type Database } from './mongo';
 
 export interface EmitDeps {
   amqp: AmqpClient;
   log: Logger;
+  db: Database;
   config: { QUEUE_PREFIX: string };
+}
+
+interface OutboxDoc {
+  _id: string;
+  event: BusEvent;
+  createdAt: Date;
+  publishedAt: Date | null;
+}
+
+const outbox = (db: Database) => db.db.collection<OutboxDoc>(COLLECTIONS.eventOutbox);
+
+const send = async (deps: EmitDeps, event: BusEvent): Promise<boolean> => {
+  try {
+    await deps.amqp.publish(broker.eventsExchange(deps.config.QUEUE_PREFIX), event.event, event, { messageId: event.eventId });
+  } catch (err) {
+    deps.log.warn('event publish failed; the sweep will publish it', { event: event.event, err: err as Error });
+    return false;
+  }
+  await outbox(deps.db).updateOne({ _id: event.eventId }, { $set: { publishedAt: new Date() } });
+  return true;
+};
+
+/** Publish outbox events the broker never confirmed (older than `graceMs`); the scheduler calls it. */
+export async function sweepEventOutbox(deps: EmitDeps, graceMs: number, limit = 500): Promise<number> {
+  const pending = await outbox(deps.db).find({ publishedAt: null, createdAt: { $lt: new Date(Date.now() - graceMs) } }).limit(limit).toArray();
+  let sent = 0;
+  for (const doc of pending) if (await send(deps, doc.event)) sent++;
+  return sent;
+}
+
+/** Delete published outbox entries older than `before`. */
+export async function expireEventOutbox(db: Database, before: Date): Promise<number> {
+  return (await outbox(db).deleteMany({ publishedAt: { $lt: before } })).deletedCount;
 }
 
 /**
@@ -17,8 +52,10 @@ export interface EmitDeps {
  * shape. Call it after the change is stored. A feature that starts emitting a name flips its
  * `emitted` flag in contracts/events.ts so customers may subscribe to it.
  *
- * Best effort like the job events: a publish the broker does not confirm is logged and answers
- * false rather than failing the request that made the change.
+ * At least once, like the job events: the event is stored in the outbox first, marked published
+ * after the broker's confirm, and the scheduler's sweep publishes whatever was not (a broker
+ * outage or a crash loses no event; receivers dedupe on the event id). `published` says whether
+ * it went out at once.
  */
 export async function emitEvent(
   deps: EmitDeps,
@@ -29,11 +66,6 @@ export async function emitEvent(
 ): Promise<{ eventId: string; published: boolean }> {
   const event: BusEvent = { eventId: randomUUID(), event: name, accountId, occurredAt: (opts.occurredAt ?? new Date()).toISOString(), data };
   if (!EVENTS[name].emitted) deps.log.warn('emitting an event marked not emitted in contracts/events.ts; flip its flag so customers can subscribe', { event: name });
-  try {
-    await deps.amqp.publish(broker.eventsExchange(deps.config.QUEUE_PREFIX), name, event, { messageId: event.eventId });
-    return { eventId: event.eventId, published: true };
-  } catch (err) {
-    deps.log.error('event publish failed', { event: name, err: err as Error });
-    return { eventId: event.eventId, published: false };
-  }
+  await outbox(deps.db).insertOne({ _id: event.eventId, event, createdAt: new Date(), publishedAt: null });
+  return { eventId: event.eventId, published: await send(deps, event) };
 }

@@ -18,6 +18,7 @@ export const COLLECTIONS = {
   projects: 'projects',
   webhooks: 'webhooks',
   webhookDeliveries: 'webhook_deliveries',
+  eventOutbox: 'event_outbox',
 } as const;
 
 export interface AccountDoc {

@@ -1,3 +1,4 @@
+import { expireEventOutbox, sweepEventOutbox } from '../platform/events';
 import type { Runtime } from '../platform/runtime';
 
 /** Scheduler tasks: plain functions over the runtime, so tests can call them directly too. */
@@ -6,6 +7,13 @@ export function createTasks(rt: Runtime) {
   return {
     /** Publish jobs that never reached the broker, and jobs whose worker died or whose retry is due. */
     sweepJobs: () => rt.jobs.sweep(config.DISPATCH_GRACE_MS, config.JOB_LEASE_MS),
+
+    /** Publish non-job events the broker never confirmed; drop published ones after a week. */
+    async sweepEvents(now = new Date()) {
+      const sent = await sweepEventOutbox(rt, config.DISPATCH_GRACE_MS);
+      const expired = await expireEventOutbox(db, new Date(now.getTime() - 7 * 86_400_000));
+      return { sent, expired };
+    },
 
     /** Audit entries are kept AUDIT_RETENTION_DAYS (90), then deleted. */
     async expireAudit(now = new Date()) {

@@ -1,3 +1,4 @@
+import { emitEvent } from '../../platform/events';
 import type { AccountFeatures } from '../../contracts/account';
 import type { DeckJobInput, PresentationCreated, PresentationRequest } from '../../contracts/presentations';
 import { JOB_ID_PREFIX } from '../../contracts/registry';
@@ -17,7 +18,7 @@ export const DEFAULT_VISUAL_STYLE = 'illustration';
  * (`pending_editor_open`, job null, nothing charged). A private or unresolvable brandUrl is
  * refused here with 400 (the worker checks it again at fetch time).
  */
-export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' | 'db' | 'config'>) {
+export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' | 'db' | 'config' | 'amqp' | 'log'>) {
   const projects = createProjects(rt.db);
   const ssrf = { allowLoopback: rt.config.ALLOW_LOOPBACK_URLS, allowHttp: rt.config.ALLOW_LOOPBACK_URLS };
 
@@ -74,8 +75,12 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
         },
       };
 
+      const announce = () =>
+        emitEvent(rt, input.accountId, 'project.created', { projectId, projectType: 'presentation', name: project.name, openUrl: `${rt.config.PUBLIC_BASE_URL}/presentations/${projectId}` });
+
       if (!jobId) {
         await projects.insert(project);
+        await announce();
         return { body: present(project, null), charged: 0 };
       }
 
@@ -105,6 +110,7 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
         throw err;
       }
       await rt.jobs.dispatch(job);
+      await announce();
       return { body: present(project, job), charged: amount };
     },
   };

@@ -253,18 +253,36 @@ describe('webhook delivery', () => {
     expect(await deliveries.collection.countDocuments({ _id: recent._id })).to.equal(1);
   });
 
-  it('when a feature emits a non-job event through emitEvent, then it reaches the webhook pool', async () => {
+  it('when a presentation is created, then a webhook subscribed to project.created gets it (emitEvent through the outbox)', async () => {
+    const rcv = await receiver();
+    const { key, accountId } = await stack.createAccount();
+    const api = client(stack.baseUrl, key);
+    await createWebhook(api, { url: rcv.url, events: ['project.created'] });
+    const r = await api.post('/presentations', { name: 'Quarterly review', brief: 'Results and plans' });
+    expect(r.status).to.equal(201);
+    const [req] = await rcv.waitFor(1);
+    expect(req!.body.event).to.equal('project.created');
+    expect(req!.body.data).to.include({ projectId: r.body.id, projectType: 'presentation', name: 'Quarterly review' });
+    expect(req!.headers['x-service-event-id']).to.match(UUID);
+    const stored = await stack.rt.db.db.collection('event_outbox').findOne({ 'event.accountId': accountId });
+    expect(stored!.publishedAt).to.be.an.instanceOf(Date);
+  });
+
+  it('when emitEvent cannot reach the broker, then the outbox keeps the event and the sweep publishes it', async () => {
     const { accountId } = await stack.createAccount();
     const seen = new Promise<{ event: string; webhooks: number }>((resolve) => {
       worker.on('fannedOut', (e) => {
         if (e.accountId === accountId) resolve(e);
       });
     });
+    sinon.stub(stack.rt.amqp, 'publish').onFirstCall().rejects(new Error('broker away')).callThrough();
     const r = await emitEvent(stack.rt, accountId, 'project.created', { projectId: 'prj_1' });
-    expect(r.published).to.equal(true);
+    expect(r.published).to.equal(false);
     expect(r.eventId).to.match(UUID);
-    // Nobody may subscribe to project.created yet (not emitted), so it fans out to no webhook.
+    sinon.restore();
     expect(await seen).to.deep.include({ event: 'project.created', webhooks: 0 });
+    const stored = await eventually(() => stack.rt.db.db.collection('event_outbox').findOne({ _id: r.eventId as never, publishedAt: { $ne: null } }));
+    expect(stored!.event.data).to.deep.equal({ projectId: 'prj_1' });
   });
 });
 
