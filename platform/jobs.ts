@@ -134,6 +134,38 @@ export function createJobs(deps: JobsDeps) {
       return job;
     },
 
+    /**
+     * The API's side of a job's life (SPEC 3.1 step 1): debit the credits (402 when short, before
+     * anything is stored), insert the queued job, publish it. A failed insert gives the credits
+     * back; a failed publish leaves the job to the sweep. `before` runs between the debit and the
+     * insert (e.g. storing the project a deck belongs to) and is undone by throwing.
+     */
+    async accept(input: {
+      accountId: string;
+      requestId: string;
+      type: JobType;
+      operation: CreditOperation;
+      input: Record<string, unknown>;
+      notes?: string[];
+      /** Defaults to the operation's price. */
+      amount?: number;
+      before?: (jobId: string) => Promise<void>;
+    }): Promise<{ job: JobDoc; charged: number }> {
+      const amount = input.amount ?? credits.price(input.operation);
+      const jobId = newId(JOB_ID_PREFIX[input.type]);
+      await credits.debit({ accountId: input.accountId, operation: input.operation, amount, jobId, requestId: input.requestId });
+      let job: JobDoc;
+      try {
+        await input.before?.(jobId);
+        job = await api.create({ id: jobId, accountId: input.accountId, type: input.type, input: input.input, credits: { operation: input.operation, amount }, notes: input.notes });
+      } catch (err) {
+        await credits.refund({ accountId: input.accountId, operation: input.operation, amount, jobId });
+        throw err;
+      }
+      await api.dispatch(job);
+      return { job, charged: amount };
+    },
+
     /** Publish a job to its pool and mark it dispatched. False leaves it to the sweep. */
     async dispatch(job: Pick<JobDoc, '_id' | 'accountId' | 'type'>, reason: 'new' | 'undispatched' | 'stalled' = 'new'): Promise<boolean> {
       const msg: JobMessage = { jobId: job._id, accountId: job.accountId, type: job.type };

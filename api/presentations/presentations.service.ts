@@ -1,8 +1,6 @@
 import { emitEvent } from '../../platform/events';
 import type { AccountFeatures } from '../../contracts/account';
 import type { DeckJobInput, PresentationCreated, PresentationRequest } from '../../contracts/presentations';
-import { JOB_ID_PREFIX } from '../../contracts/registry';
-import { newId } from '../../platform/ids';
 import { toEnvelope } from '../../platform/jobs';
 import type { JobDoc } from '../../platform/mongo';
 import { createProjects, type ProjectDoc } from '../../platform/projects';
@@ -47,7 +45,6 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
       const background = input.features.backgroundDecks;
       const now = new Date();
       const projectId = projects.newId();
-      const jobId = background ? newId(JOB_ID_PREFIX.deck) : null;
       const project: ProjectDoc = {
         _id: projectId,
         accountId: input.accountId,
@@ -70,7 +67,7 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
           brandUrl: req.brandUrl ?? null,
           companyName: req.companyName ?? null,
           generationStatus: background ? 'generating' : 'pending_editor_open',
-          jobId,
+          jobId: null, // set when the job is accepted
           build: null,
         },
       };
@@ -78,40 +75,47 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
       const announce = () =>
         emitEvent(rt, input.accountId, 'project.created', { projectId, projectType: 'presentation', name: project.name, openUrl: `${rt.config.PUBLIC_BASE_URL}/presentations/${projectId}` });
 
-      if (!jobId) {
+      if (!background) {
         await projects.insert(project);
         await announce();
         return { body: present(project, null), charged: 0 };
       }
 
-      const amount = rt.credits.price('deck');
-      await rt.credits.debit({ accountId: input.accountId, operation: 'deck', amount, jobId, requestId: input.requestId });
-      let job: JobDoc;
-      try {
-        await projects.insert(project);
-        const s = project.presentation!;
-        const jobInput: DeckJobInput = {
-          projectId,
-          name: project.name,
-          description: project.description,
-          brief: s.brief,
-          outline: s.outline,
-          slideCount: s.slideCount,
-          slideMode: s.slideMode,
-          themeId: s.themeId,
-          visualStyle: s.visualStyle,
-          brandUrl: s.brandUrl,
-          companyName: s.companyName,
-        };
-        job = await rt.jobs.create({ id: jobId, accountId: input.accountId, type: 'deck', input: jobInput, credits: { operation: 'deck', amount } });
-      } catch (err) {
-        await projects.deleteForAccount(input.accountId, projectId).catch(() => undefined);
-        await rt.credits.refund({ accountId: input.accountId, operation: 'deck', amount, jobId });
-        throw err;
-      }
-      await rt.jobs.dispatch(job);
+      const s = project.presentation!;
+      const jobInput: DeckJobInput = {
+        projectId,
+        name: project.name,
+        description: project.description,
+        brief: s.brief,
+        outline: s.outline,
+        slideCount: s.slideCount,
+        slideMode: s.slideMode,
+        themeId: s.themeId,
+        visualStyle: s.visualStyle,
+        brandUrl: s.brandUrl,
+        companyName: s.companyName,
+      };
+      let stored = false;
+      const { job, charged } = await rt.jobs
+        .accept({
+          accountId: input.accountId,
+          requestId: input.requestId,
+          type: 'deck',
+          operation: 'deck',
+          input: jobInput,
+          // The project is stored after the debit (a short balance stores nothing) and before the job.
+          before: async (id) => {
+            project.presentation!.jobId = id;
+            await projects.insert(project);
+            stored = true;
+          },
+        })
+        .catch(async (err) => {
+          if (stored) await projects.deleteForAccount(input.accountId, projectId).catch(() => undefined);
+          throw err;
+        });
       await announce();
-      return { body: present(project, job), charged: amount };
+      return { body: present(project, job), charged };
     },
   };
 }

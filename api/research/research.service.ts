@@ -33,20 +33,10 @@ export function toLegacy(job: JobDoc): ResearchLegacy {
 
 export function createResearchService(rt: Pick<Runtime, 'credits' | 'jobs'>) {
   return {
-    /** POST /research: charge, record the job, publish it; a failed insert gives the credits back. */
+    /** POST /research: charge, record the job, publish it (platform/jobs.ts `accept`). */
     async dispatch(input: { accountId: string; requestId: string; request: ResearchRequest }): Promise<{ envelope: JobEnvelope; charged: number }> {
-      const amount = rt.credits.price('research');
-      const jobId = newId(JOB_ID_PREFIX.research);
-      await rt.credits.debit({ accountId: input.accountId, operation: 'research', amount, jobId, requestId: input.requestId });
-      let job;
-      try {
-        job = await rt.jobs.create({ id: jobId, accountId: input.accountId, type: 'research', input: input.request, credits: { operation: 'research', amount } });
-      } catch (err) {
-        await rt.credits.refund({ accountId: input.accountId, operation: 'research', amount, jobId });
-        throw err;
-      }
-      await rt.jobs.dispatch(job);
-      return { envelope: toEnvelope(job), charged: amount };
+      const { job, charged } = await rt.jobs.accept({ accountId: input.accountId, requestId: input.requestId, type: 'research', operation: 'research', input: input.request });
+      return { envelope: toEnvelope(job), charged };
     },
 
     /** GET /research/{jobId}: raw or res_-prefixed id; another account's job or another type is a 404. */

@@ -1,6 +1,4 @@
 import type { VideoRequest } from '../../contracts/videos';
-import { JOB_ID_PREFIX } from '../../contracts/registry';
-import { newId } from '../../platform/ids';
 import { toEnvelope } from '../../platform/jobs';
 import type { AccountDoc } from '../../platform/mongo';
 import type { Runtime } from '../../platform/runtime';
@@ -12,7 +10,7 @@ import { resolveVideoPlan } from './videos.rules';
  * private reference URLs, charge the tier's price (premium several times standard), record the
  * `vid_` job with the resolved plan as its input, publish it, answer 202 with the notes.
  */
-export function createVideosService(rt: Pick<Runtime, 'credits' | 'jobs' | 'config'>) {
+export function createVideosService(rt: Pick<Runtime, 'jobs' | 'config'>) {
   return {
     async dispatch(input: { account: AccountDoc; requestId: string; request: VideoRequest }) {
       const { account } = input;
@@ -25,18 +23,8 @@ export function createVideosService(rt: Pick<Runtime, 'credits' | 'jobs' | 'conf
       };
       for (const u of urls) await assertFetchable(u, field(u), { allowLoopback: loop, allowHttp: loop });
 
-      const amount = rt.credits.price(creditOperation);
-      const jobId = newId(JOB_ID_PREFIX.video);
-      await rt.credits.debit({ accountId: account._id, operation: creditOperation, amount, jobId, requestId: input.requestId });
-      let job;
-      try {
-        job = await rt.jobs.create({ id: jobId, accountId: account._id, type: 'video', input: plan, credits: { operation: creditOperation, amount }, notes: plan.notes });
-      } catch (err) {
-        await rt.credits.refund({ accountId: account._id, operation: creditOperation, amount, jobId });
-        throw err;
-      }
-      await rt.jobs.dispatch(job);
-      return { envelope: { ...toEnvelope(job), notes: plan.notes }, charged: amount };
+      const { job, charged } = await rt.jobs.accept({ accountId: account._id, requestId: input.requestId, type: 'video', operation: creditOperation, input: plan, notes: plan.notes });
+      return { envelope: { ...toEnvelope(job), notes: plan.notes }, charged };
     },
   };
 }
