@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
-import { fakeServer, listenEvents, until } from '../songs/helpers';
+import { fakeServer, listenEvents, until } from '../helpers/fake-provider';
 
 describe('POST /presentations (OpenAI-compatible outline author against a local fake)', () => {
   let stack: Stack;

@@ -3,7 +3,7 @@ import sinon from 'sinon';
 import { decodePng } from '../../platform/media/png';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
-import { fakeServer, listenEvents } from '../songs/helpers';
+import { fakeServer, listenEvents } from '../helpers/fake-provider';
 
 const png = async (url: string) => {
   const res = await fetch(url);

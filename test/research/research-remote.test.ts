@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
-import { fakeServer, until } from '../songs/helpers';
+import { fakeServer, until } from '../helpers/fake-provider';
 
 describe('research (OpenAI-compatible writer against a local fake)', () => {
   let stack: Stack;

@@ -3,7 +3,7 @@ import sinon from 'sinon';
 import { countTokens } from '../../workers/engines/research/research.engine';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
-import { listenEvents } from '../songs/helpers';
+import { listenEvents } from '../helpers/fake-provider';
 
 describe('research (local workspace engine)', () => {
   let stack: Stack;

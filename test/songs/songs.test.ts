@@ -4,7 +4,7 @@ import { parseWav } from '../../platform/media/wav';
 import { planSong } from '../../workers/engines/song/song.engine';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
-import { listenEvents } from './helpers';
+import { listenEvents } from '../helpers/fake-provider';
 
 const fetchBytes = async (url: string, headers: Record<string, string> = {}) => {
   const res = await fetch(url, { headers });

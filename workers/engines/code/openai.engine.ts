@@ -1,35 +1,14 @@
-import { RetryLaterError, UnrecoverableError } from '../../pool/errors';
+import { UnrecoverableError } from '../../pool/errors';
+import { chatComplete, type ChatMessage } from '../openai-chat';
 import type { CodeEngine, CodeEngineOutput } from './code.engine';
 
 /**
- * openai-compatible: asks an OpenAI-compatible chat-completions API for one self-contained HTML
- * file (and a plan first when asked). 429 and 5xx are transient (retried); other 4xx are not.
- * The provider URL is operator configuration, not user input, so it does not pass the SSRF guard.
+ * openai-compatible: asks an OpenAI-compatible chat-completions API (workers/engines/openai-chat.ts)
+ * for one self-contained HTML file, and a plan first when asked.
  */
 export function createOpenAiCodeEngine(opts: { baseUrl: string; apiKey?: string; model: string; timeoutMs?: number }): CodeEngine {
-  const call = async (messages: { role: string; content: string }[], signal: AbortSignal): Promise<string> => {
-    const timeout = AbortSignal.timeout(opts.timeoutMs ?? 120_000);
-    let res: Response;
-    try {
-      res = await fetch(`${opts.baseUrl.replace(/\/$/, '')}/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
-        body: JSON.stringify({ model: opts.model, messages, temperature: 0 }),
-        signal: AbortSignal.any([signal, timeout]),
-      });
-    } catch (err) {
-      throw new RetryLaterError(`code provider unreachable: ${(err as Error).message}`);
-    }
-    if (res.status === 429 || res.status >= 500) {
-      const after = Number(res.headers.get('retry-after'));
-      throw new RetryLaterError(`code provider answered ${res.status}`, Number.isFinite(after) && after > 0 ? after * 1000 : undefined);
-    }
-    if (!res.ok) throw new UnrecoverableError(`code provider refused the request (${res.status})`);
-    const body = (await res.json()) as { choices?: { message?: { content?: string } }[] };
-    const content = body.choices?.[0]?.message?.content;
-    if (typeof content !== 'string' || !content.trim()) throw new RetryLaterError('code provider returned no content');
-    return content;
-  };
+  const call = async (messages: ChatMessage[], signal: AbortSignal): Promise<string> =>
+    (await chatComplete({ ...opts, label: 'code provider' }, messages, { signal })).content;
 
   return {
     name: `openai-compatible:${opts.model}`,
@@ -54,7 +33,7 @@ export function createOpenAiCodeEngine(opts: { baseUrl: string; apiKey?: string;
               input.framework === 'react' ? 'Use React 18 via React.createElement with no build step.' : 'Use plain JavaScript.'
             } Title: ${input.name}. Answer with the file in a single \`\`\`html block.`,
           },
-          ...(plan ? [{ role: 'assistant', content: plan }] : []),
+          ...(plan ? [{ role: 'assistant' as const, content: plan }] : []),
           { role: 'user', content: input.prompt },
         ],
         ctx.signal,

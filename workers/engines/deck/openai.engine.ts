@@ -1,4 +1,5 @@
-import { RetryLaterError, UnrecoverableError } from '../../pool/errors';
+import { UnrecoverableError } from '../../pool/errors';
+import { chatComplete } from '../openai-chat';
 import type { DeckEngine } from './deck.engine';
 
 /**
@@ -11,35 +12,17 @@ export function createOpenAiDeckEngine(opts: { baseUrl: string; apiKey?: string;
     name: `openai-compatible:${opts.model}`,
     async authorOutline(input, ctx) {
       await ctx.progress('outlining', `Asking the model for a ${input.slideCount}-slide outline`);
-      let res: Response;
-      try {
-        res = await fetch(`${opts.baseUrl.replace(/\/$/, '')}/chat/completions`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
-          body: JSON.stringify({
-            model: opts.model,
-            temperature: 0,
-            response_format: { type: 'json_object' },
-            messages: [
-              {
-                role: 'system',
-                content: `You outline presentation decks. Answer with JSON only: {"slides":[{"title":string,"bullets":[string]}]} with exactly ${input.slideCount} slides, the first a title slide, at most 5 short bullets each. Visual style: ${input.visualStyle}.`,
-              },
-              { role: 'user', content: `Deck: ${input.name}${input.companyName ? ` for ${input.companyName}` : ''}\n\nBrief:\n${input.brief}` },
-            ],
-          }),
-          signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(opts.timeoutMs ?? 120_000)]),
-        });
-      } catch (err) {
-        throw new RetryLaterError(`deck provider unreachable: ${(err as Error).message}`);
-      }
-      if (res.status === 429 || res.status >= 500) {
-        const after = Number(res.headers.get('retry-after'));
-        throw new RetryLaterError(`deck provider answered ${res.status}`, Number.isFinite(after) && after > 0 ? after * 1000 : undefined);
-      }
-      if (!res.ok) throw new UnrecoverableError(`deck provider refused the request (${res.status})`);
-      const body = (await res.json()) as { choices?: { message?: { content?: string } }[] };
-      const content = body.choices?.[0]?.message?.content ?? '';
+      const { content } = await chatComplete(
+        { ...opts, label: 'deck provider' },
+        [
+          {
+            role: 'system',
+            content: `You outline presentation decks. Answer with JSON only: {"slides":[{"title":string,"bullets":[string]}]} with exactly ${input.slideCount} slides, the first a title slide, at most 5 short bullets each. Visual style: ${input.visualStyle}.`,
+          },
+          { role: 'user', content: `Deck: ${input.name}${input.companyName ? ` for ${input.companyName}` : ''}\n\nBrief:\n${input.brief}` },
+        ],
+        { signal: ctx.signal, json: true },
+      );
       let parsed: unknown;
       try {
         parsed = JSON.parse(content.replace(/^```(?:json)?\s*|```\s*$/g, ''));

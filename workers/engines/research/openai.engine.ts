@@ -1,4 +1,4 @@
-import { RetryLaterError, UnrecoverableError } from '../../pool/errors';
+import { chatComplete } from '../openai-chat';
 import type { ResearchEngine, ResearchEngineOutput } from './research.engine';
 
 /**
@@ -14,36 +14,17 @@ export function createOpenAiResearchEngine(opts: { baseUrl: string; apiKey?: str
     async write(input, ctx): Promise<ResearchEngineOutput> {
       await ctx.progress('writing', `Asking the model to write the report from ${input.sources.length} source${input.sources.length === 1 ? '' : 's'}`);
       const context = input.sources.map((s) => `[${s.n}] ${s.title} (${s.kind}, ${s.url})\n${s.text.slice(0, perSource)}`).join('\n\n---\n\n');
-      let res: Response;
-      try {
-        res = await fetch(`${opts.baseUrl.replace(/\/$/, '')}/chat/completions`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
-          body: JSON.stringify({
-            model: opts.model,
-            temperature: 0,
-            messages: [
-              { role: 'system', content: 'You are a research assistant. Write a Markdown report answering the question from the numbered workspace sources only. Start with "# Research: <question>", then "## Summary" and "## Findings". Cite sources as [n]. Say plainly when the sources do not answer.' },
-              { role: 'user', content: `Question: ${input.query}\n\nSources:\n\n${context || '(no sources found)'}` },
-            ],
-          }),
-          signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(opts.timeoutMs ?? 120_000)]),
-        });
-      } catch (err) {
-        throw new RetryLaterError(`research provider unreachable: ${(err as Error).message}`);
-      }
-      if (res.status === 429 || res.status >= 500) {
-        const after = Number(res.headers.get('retry-after'));
-        throw new RetryLaterError(`research provider answered ${res.status}`, Number.isFinite(after) && after > 0 ? after * 1000 : undefined);
-      }
-      if (!res.ok) throw new UnrecoverableError(`research provider refused the request (${res.status})`);
-      const body = (await res.json()) as { choices?: { message?: { content?: string } }[]; usage?: { total_tokens?: number } };
-      const text = body.choices?.[0]?.message?.content;
-      if (typeof text !== 'string' || !text.trim()) throw new RetryLaterError('research provider returned no content');
+      const { content: text, totalTokens } = await chatComplete(
+        { ...opts, label: 'research provider' },
+        [
+          { role: 'system', content: 'You are a research assistant. Write a Markdown report answering the question from the numbered workspace sources only. Start with "# Research: <question>", then "## Summary" and "## Findings". Cite sources as [n]. Say plainly when the sources do not answer.' },
+          { role: 'user', content: `Question: ${input.query}\n\nSources:\n\n${context || '(no sources found)'}` },
+        ],
+        { signal: ctx.signal },
+      );
       const sources = input.sources.length ? `\n\n## Sources\n\n${input.sources.map((s) => `${s.n}. [${s.title}](${s.url}) (${s.domain})`).join('\n')}\n` : '\n';
       const unread = input.unread.length ? `\n## Not read\n\n${input.unread.map((u) => `- ${u.title}: ${u.reason}`).join('\n')}\n` : '';
-      const used = body.usage?.total_tokens;
-      return { content: text.trim() + sources + unread, tokensUsed: typeof used === 'number' && Number.isInteger(used) ? used : null };
+      return { content: text.trim() + sources + unread, tokensUsed: totalTokens };
     },
   };
 }

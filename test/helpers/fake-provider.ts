@@ -1,35 +1,5 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import amqplib from 'amqplib';
-import { broker } from '../../contracts/registry';
-import type { Config } from '../../platform/config';
-
-/** A real consumer bound to the events exchange: collects the events published during a test. */
-export async function listenEvents(config: Config, pattern = '#') {
-  const conn = await amqplib.connect(config.AMQP_URL);
-  const ch = await conn.createChannel();
-  const { queue } = await ch.assertQueue('', { exclusive: true, autoDelete: true });
-  await ch.bindQueue(queue, broker.eventsExchange(config.QUEUE_PREFIX), pattern);
-  const events: { routingKey: string; body: any }[] = [];
-  await ch.consume(queue, (m) => {
-    if (!m) return;
-    events.push({ routingKey: m.fields.routingKey, body: JSON.parse(m.content.toString()) });
-    ch.ack(m);
-  });
-  return {
-    events,
-    async waitFor(pred: (e: { routingKey: string; body: any }) => boolean, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const hit = events.find(pred);
-        if (hit) return hit;
-        if (Date.now() > deadline) throw new Error('event not seen');
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    },
-    close: () => conn.close(),
-  };
-}
 
 export interface Recorded {
   method: string;
@@ -85,7 +55,7 @@ export async function fakeServer(handle: (req: Recorded, res: http.ServerRespons
   };
 }
 
-/** Poll until `check` is truthy. */
+/** Poll until `check` is truthy (eventually() with the message first). */
 export async function until<T>(check: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -95,3 +65,5 @@ export async function until<T>(check: () => Promise<T | undefined | null | false
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+export { listenToEvents as listenEvents } from './events';
