@@ -36,7 +36,7 @@ const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRout
 
 /**
  * The Express app. Order: request id → metrics timer → JSON body → public routes →
- * authentication → rate limit → audit → routes → 501 for catalogue endpoints not served yet →
+ * authentication → audit → rate limit → routes → 501 for catalogue endpoints not served yet →
  * 404 → error funnel.
  */
 export function createApp(rt: Runtime) {
@@ -68,7 +68,8 @@ export function createApp(rt: Runtime) {
   v1.use(jsonBody(config.BODY_LIMIT_BYTES));
   v1.use(openapiRoutes({ serverUrl: `${config.PUBLIC_BASE_URL}${BASE_PATH}`, implemented: deps.implemented }));
   v1.use(assetsRoutes(rt.blobs));
-  v1.use(authenticate(rt.accounts), rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }), audit(rt.db, log));
+  // Audit before the rate limit, so refused (429) calls are recorded too; it writes on 'finish'.
+  v1.use(authenticate(rt.accounts), audit(rt.db, log), rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }));
   for (const routes of ROUTE_MODULES) v1.use(routes(rt, deps));
 
   // Every catalogue endpoint this deployment does not serve yet answers 501, after auth.

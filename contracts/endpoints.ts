@@ -43,11 +43,6 @@ const R_AI: readonly Scope[] = ['read', 'ai'];
 const DR: readonly Scope[] = ['drive:read'];
 const DW: readonly Scope[] = ['drive:write'];
 
-export const ListQuery = z.object({
-  limit: z.coerce.number({ error: 'must be an integer between 1 and 100' }).int().min(1, { error: 'must be between 1 and 100' }).max(100, { error: 'must be between 1 and 100' }).optional(),
-  cursor: z.string().optional(),
-});
-
 export const endpoints = {
   // 4.1 Meta and account
   getOpenapi: e({ method: 'get', path: '/openapi', scopes: [], status: 200, tag: 'meta', summary: 'The OpenAPI 3.1 document (no key needed).' }),

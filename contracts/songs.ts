@@ -11,7 +11,7 @@ export const SongRequest = z
     lyrics: text(10_000).optional().describe('Lyrics, one sung line per line. Ignored when instrumental is true.'),
     autoLyrics: z.boolean({ error: 'must be a boolean' }).optional().describe('Write lyrics from the style when no lyrics are given. Default false.'),
     instrumental: z.boolean({ error: 'must be a boolean' }).optional().describe('No vocal line; the result has lyrics null. Default false.'),
-    tier: z.enum(['auto', 'premium', 'fast'], { error: 'must be one of auto, premium, fast' }).optional().describe('Default auto. fast: a short sketch; premium: a longer arrangement at 44.1 kHz.'),
+    tier: z.enum(SONG_TIERS, { error: `must be one of ${SONG_TIERS.join(', ')}` }).optional().describe('Default auto. fast: a short sketch; premium: a longer arrangement at 44.1 kHz.'),
   })
   .meta({ id: 'SongRequest' });
 export type SongRequest = z.infer<typeof SongRequest>;

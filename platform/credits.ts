@@ -42,19 +42,37 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       metrics.creditsCharged.inc({ operation: input.operation }, input.amount);
     },
 
-    /** Give back a debit. Callers guarantee at-most-once (e.g. the job's refunded flag). */
+    /**
+     * Give back a debit. With a jobId it is idempotent per job: the account remembers the jobs it
+     * refunded (the last 1000) in the same single-document update that adds the credits, and the
+     * ledger entry has a unique id per job, so calling it again after a crash refunds nothing twice.
+     */
     async refund(input: { accountId: string; operation: CreditOperation; amount: number; jobId?: string }): Promise<void> {
-      if (input.amount > 0) await db.accounts.updateOne({ _id: input.accountId }, { $inc: { credits: input.amount } });
-      await db.ledger.insertOne({
-        _id: newId('led'),
-        accountId: input.accountId,
-        kind: 'refund',
-        operation: input.operation,
-        amount: input.amount,
-        jobId: input.jobId ?? null,
-        requestId: null,
-        at: new Date(),
-      });
+      if (input.amount > 0) {
+        if (input.jobId) {
+          await db.accounts.updateOne(
+            { _id: input.accountId, refundedJobs: { $ne: input.jobId } },
+            { $inc: { credits: input.amount }, $push: { refundedJobs: { $each: [input.jobId], $slice: -1000 } } },
+          );
+        } else {
+          await db.accounts.updateOne({ _id: input.accountId }, { $inc: { credits: input.amount } });
+        }
+      }
+      try {
+        await db.ledger.insertOne({
+          _id: input.jobId ? `led_refund_${input.jobId}` : newId('led'),
+          accountId: input.accountId,
+          kind: 'refund',
+          operation: input.operation,
+          amount: input.amount,
+          jobId: input.jobId ?? null,
+          requestId: null,
+          at: new Date(),
+        });
+      } catch (err) {
+        if ((err as { code?: number }).code !== 11000) throw err; // already written before a crash
+        return;
+      }
       metrics.creditsRefunded.inc({ operation: input.operation }, input.amount);
     },
   };

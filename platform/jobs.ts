@@ -63,22 +63,21 @@ export function createJobs(deps: JobsDeps) {
   const { db, amqp, credits, log } = deps;
 
   /**
-   * Announce a finished job. The event (with its id) is stored on the job first, and marked
-   * published only after the broker confirmed it; the sweep publishes any that were not, so an
-   * event survives a broker outage or a crash (at least once; consumers dedupe on eventId).
+   * The event announcing a finished job. It is written in the same update that finishes the job
+   * (so a crash cannot finish a job without its event), marked published only after the broker
+   * confirmed it, and the sweep publishes any that were not: at least once, consumers dedupe on
+   * eventId.
    */
-  const publishEvent = async (job: JobDoc, extras: Record<string, unknown> = {}) => {
-    const name = `${JOB_EVENT_NAME[job.type]}.${job.status === 'complete' ? 'completed' : 'failed'}`;
-    const event: JobEvent = {
-      eventId: randomUUID(),
-      event: name,
-      accountId: job.accountId,
-      occurredAt: new Date().toISOString(),
-      data: { jobId: job._id, status: job.status, pollUrl: deps.publicBaseUrl + pollPath(job._id), ...extras },
-    };
-    await db.jobs.updateOne({ _id: job._id }, { $set: { event, eventPublishedAt: null } });
-    await sendEvent(job._id, event);
-  };
+  const buildEvent = (job: Pick<JobDoc, '_id' | 'type' | 'accountId'>, status: 'complete' | 'failed', extras: Record<string, unknown>): JobEvent => ({
+    eventId: randomUUID(),
+    event: `${JOB_EVENT_NAME[job.type]}.${status === 'complete' ? 'completed' : 'failed'}`,
+    accountId: job.accountId,
+    occurredAt: new Date().toISOString(),
+    data: { jobId: job._id, status, pollUrl: deps.publicBaseUrl + pollPath(job._id), ...extras },
+  });
+
+  /** Who the job belongs to and its type: what an event needs before the job is finished. */
+  const identity = (jobId: string) => db.jobs.findOne({ _id: jobId }, { projection: { _id: 1, type: 1, accountId: 1 } });
 
   const sendEvent = async (jobId: string, event: JobEvent): Promise<boolean> => {
     try {
@@ -91,11 +90,14 @@ export function createJobs(deps: JobsDeps) {
     return true;
   };
 
-  const refundOnce = async (job: JobDoc) => {
-    const r = await db.jobs.updateOne({ _id: job._id, 'credits.refunded': false }, { $set: { 'credits.refunded': true } });
-    if (r.modifiedCount === 1) {
-      await credits.refund({ accountId: job.accountId, operation: job.credits.operation, amount: job.credits.amount, jobId: job._id });
-    }
+  /**
+   * Give a failed job's credits back, once: the account update is idempotent per job (see
+   * credits.refund), so a crash anywhere here is repaired by the sweep calling it again.
+   */
+  const refundOnce = async (job: Pick<JobDoc, '_id' | 'accountId' | 'credits'>) => {
+    if (job.credits.refunded) return;
+    await credits.refund({ accountId: job.accountId, operation: job.credits.operation, amount: job.credits.amount, jobId: job._id });
+    await db.jobs.updateOne({ _id: job._id }, { $set: { 'credits.refunded': true } });
   };
 
   const api = {
@@ -219,15 +221,18 @@ export function createJobs(deps: JobsDeps) {
     /** processing → complete, once. Publishes `<name>.completed`. */
     async complete(jobId: string, owner: string, result: Record<string, unknown>, extras: Record<string, unknown> = {}): Promise<JobDoc | null> {
       const now = new Date();
+      const who = await identity(jobId);
+      if (!who) return null;
+      const event = buildEvent(who, 'complete', extras);
       const job = await db.jobs.findOneAndUpdate(
         { _id: jobId, status: 'processing', 'lease.owner': owner },
-        { $set: { status: 'complete', result, lease: null, completedAt: now, updatedAt: now, rawStatus: 'complete', progressMessage: 'Done', error: null } },
+        { $set: { status: 'complete', result, lease: null, completedAt: now, updatedAt: now, rawStatus: 'complete', progressMessage: 'Done', error: null, event, eventPublishedAt: null } },
         { returnDocument: 'after' },
       );
       if (!job) return null;
       metrics.jobsCompleted.inc({ type: job.type });
       if (job.startedAt) metrics.jobDuration.observe({ type: job.type, status: 'complete' }, (now.getTime() - job.startedAt.getTime()) / 1000);
-      await publishEvent(job, extras);
+      await sendEvent(job._id, event);
       return job;
     },
 
@@ -237,18 +242,21 @@ export function createJobs(deps: JobsDeps) {
      */
     async fail(jobId: string, error: string, opts: { owner?: string; reason?: string } = {}): Promise<JobDoc | null> {
       const now = new Date();
+      const who = await identity(jobId);
+      if (!who) return null;
+      const event = buildEvent(who, 'failed', { error });
       const filter: Record<string, unknown> = { _id: jobId, status: { $in: ['queued', 'processing'] } };
       if (opts.owner) filter['lease.owner'] = opts.owner;
       const job = await db.jobs.findOneAndUpdate(
         filter,
-        { $set: { status: 'failed', error, lease: null, completedAt: now, updatedAt: now, rawStatus: 'failed', progressMessage: 'Failed' } },
+        { $set: { status: 'failed', error, lease: null, completedAt: now, updatedAt: now, rawStatus: 'failed', progressMessage: 'Failed', event, eventPublishedAt: null } },
         { returnDocument: 'after' },
       );
       if (!job) return null;
       metrics.jobsFailed.inc({ type: job.type, reason: opts.reason ?? 'error' });
       if (job.startedAt) metrics.jobDuration.observe({ type: job.type, status: 'failed' }, (now.getTime() - job.startedAt.getTime()) / 1000);
       await refundOnce(job);
-      await publishEvent(job, { error });
+      await sendEvent(job._id, event);
       return job;
     },
 
@@ -265,7 +273,7 @@ export function createJobs(deps: JobsDeps) {
      * The sweep: publish jobs that never reached the broker (older than `graceMs`) and jobs
      * whose lease expired (worker died, or a retry is due). Returns how many it published.
      */
-    async sweep(graceMs: number, sweepBackoffMs: number, limit = 500): Promise<{ undispatched: number; stalled: number; events: number }> {
+    async sweep(graceMs: number, sweepBackoffMs: number, limit = 500): Promise<{ undispatched: number; stalled: number; events: number; refunds: number }> {
       const now = Date.now();
       const undispatched = await db.jobs
         .find({ status: 'queued', dispatchedAt: null, createdAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, accountId: 1, type: 1 } })
@@ -293,7 +301,13 @@ export function createJobs(deps: JobsDeps) {
         .toArray();
       let e = 0;
       for (const j of unsent) if (j.event && (await sendEvent(j._id, j.event))) e++;
-      return { undispatched: u, stalled: s, events: e };
+      // Refunds a crash interrupted.
+      const unrefunded = await db.jobs
+        .find({ status: 'failed', 'credits.refunded': false, 'credits.amount': { $gt: 0 }, completedAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, accountId: 1, credits: 1 } })
+        .limit(limit)
+        .toArray();
+      for (const j of unrefunded) await refundOnce(j);
+      return { undispatched: u, stalled: s, events: e, refunds: unrefunded.length };
     },
   };
   return api;

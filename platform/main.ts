@@ -1,5 +1,5 @@
 import { metrics } from '../monitoring/metrics';
-import { ConfigError, loadConfig, type Config } from './config';
+import { loadConfig, type Config } from './config';
 import { toAppError } from './errors';
 import { createLogger } from './log';
 

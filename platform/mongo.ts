@@ -19,6 +19,7 @@ export const COLLECTIONS = {
   webhooks: 'webhooks',
   webhookDeliveries: 'webhook_deliveries',
   eventOutbox: 'event_outbox',
+  deadLetters: 'dead_letters',
 } as const;
 
 export interface AccountDoc {
@@ -26,6 +27,8 @@ export interface AccountDoc {
   name: string;
   plan: Plan;
   credits: number;
+  /** Jobs whose credits were given back (the last 1000): makes refunds idempotent. */
+  refundedJobs?: string[];
   features: AccountFeatures;
   createdAt: Date;
 }

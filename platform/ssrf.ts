@@ -1,5 +1,8 @@
-import { lookup } from 'node:dns/promises';
-import net from 'node:net';
+import dns from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import net, { type LookupFunction } from 'node:net';
+import { Readable } from 'node:stream';
 import { AppError } from './errors';
 
 /**
@@ -11,7 +14,7 @@ import { AppError } from './errors';
  */
 export interface SsrfOptions {
   allowLoopback?: boolean;
-  /** Plain http is accepted only when true (else https only). */
+  /** Plain http is accepted unless false (user media URLs are "http(s)" in SPEC). */
   allowHttp?: boolean;
 }
 
@@ -38,6 +41,8 @@ for (const [addr, prefix] of [
   ['ff00::', 8], // multicast
   ['fd00:ec2::', 32], // AWS metadata over IPv6
   ['2001:db8::', 32],
+  ['64:ff9b::', 96], // NAT64: would reach any IPv4 address, metadata included
+  ['::', 96], // IPv4-compatible (deprecated) addresses
 ] as const) blockList.addSubnet(addr, prefix, 'ipv6');
 const loopback = new net.BlockList();
 loopback.addSubnet('127.0.0.0', 8, 'ipv4');
@@ -66,7 +71,7 @@ export async function assertFetchable(raw: string, field: string, opts: SsrfOpti
   } catch {
     throw new AppError('validation_error', `${field}: must be an absolute URL`);
   }
-  const httpAllowed = opts.allowHttp ?? false;
+  const httpAllowed = opts.allowHttp ?? true;
   if (url.protocol !== 'https:' && !(httpAllowed && url.protocol === 'http:')) {
     throw new AppError('validation_error', `${field}: must be an ${httpAllowed ? 'http(s)' : 'https'} URL`);
   }
@@ -76,7 +81,7 @@ export async function assertFetchable(raw: string, field: string, opts: SsrfOpti
   if (net.isIP(host)) addresses = [host];
   else {
     try {
-      addresses = (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+      addresses = (await dns.promises.lookup(host, { all: true, verbatim: true })).map((a) => a.address);
     } catch {
       throw new AppError('validation_error', `${field}: host ${host} does not resolve`);
     }
@@ -89,17 +94,66 @@ export async function assertFetchable(raw: string, field: string, opts: SsrfOpti
 }
 
 /**
- * fetch() through the guard. Redirects are followed by hand (at most 5), each hop checked again.
- * Note: a DNS answer can change between this check and the connection (rebinding); production
- * deployments should also egress through a proxy that enforces the same ranges.
+ * A `lookup` for http(s).request that resolves the host and checks every address again when the
+ * socket connects, so a DNS answer that changed after assertFetchable (rebinding) is refused.
  */
-export async function guardedFetch(raw: string, field: string, init: RequestInit & { maxBytes?: number; timeoutMs?: number } = {}, opts: SsrfOptions = {}): Promise<Response> {
+export function guardedLookup(opts: SsrfOptions = {}): LookupFunction {
+  return ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    dns.promises.lookup(hostname, { all: true, verbatim: true }).then(
+      (found) => {
+        for (const a of found) {
+          const problem = addressProblem(a.address, opts);
+          if (problem) return callback(Object.assign(new Error(`${hostname} resolves to a ${problem}`), { code: 'ETARGETBLOCKED' }));
+        }
+        if (found.length === 0) return callback(Object.assign(new Error(`${hostname} does not resolve`), { code: 'ENOTFOUND' }));
+        if (options?.all) return callback(null, found);
+        return callback(null, found[0]!.address, found[0]!.family);
+      },
+      (err: Error) => callback(err),
+    );
+  }) as unknown as LookupFunction;
+}
+
+/** One request whose socket connects only to addresses the guard accepts. */
+function guardedRequest(url: URL, field: string, init: { method?: string; headers?: Record<string, string>; body?: string | Buffer; signal?: AbortSignal }, opts: SsrfOptions): Promise<Response> {
+  const mod = url.protocol === 'https:' ? https : http;
+  const method = init.method ?? 'GET';
+  return new Promise((resolve, reject) => {
+    const req = mod.request(url, { method, headers: init.headers, signal: init.signal, lookup: guardedLookup(opts) }, (res) => {
+      const headers = new Headers();
+      for (const [k, v] of Object.entries(res.headers)) for (const x of Array.isArray(v) ? v : v === undefined ? [] : [v]) headers.append(k, x);
+      const status = res.statusCode ?? 502;
+      const noBody = method === 'HEAD' || [204, 205, 304].includes(status);
+      if (noBody) res.resume();
+      resolve(new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status: status < 200 ? 502 : status, headers }));
+    });
+    req.on('error', (err: Error & { code?: string }) =>
+      reject(err.code === 'ETARGETBLOCKED' ? new AppError('validation_error', `${field}: ${err.message}, which the server will not fetch`) : err),
+    );
+    req.end(init.body);
+  });
+}
+
+/**
+ * Fetch a user-supplied URL through the guard: the URL is checked, the connection re-checks the
+ * address it dials (DNS rebinding), and redirects are followed by hand (at most 5), each hop
+ * checked again. Answers a WHATWG Response.
+ */
+export async function guardedFetch(
+  raw: string,
+  field: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string | Buffer; signal?: AbortSignal; timeoutMs?: number } = {},
+  opts: SsrfOptions = {},
+): Promise<Response> {
+  const signal = init.signal ?? AbortSignal.timeout(init.timeoutMs ?? 10_000);
   let current = raw;
   for (let hop = 0; hop <= 5; hop++) {
-    await assertFetchable(current, field, opts);
-    const res = await fetch(current, { ...init, redirect: 'manual', signal: init.signal ?? AbortSignal.timeout(init.timeoutMs ?? 10_000) });
-    if (res.status >= 300 && res.status < 400 && res.headers.get('location')) {
-      current = new URL(res.headers.get('location')!, current).toString();
+    const url = await assertFetchable(current, field, opts);
+    const res = await guardedRequest(url, field, { ...init, signal }, opts);
+    const location = res.headers.get('location');
+    if (res.status >= 300 && res.status < 400 && location) {
+      await res.body?.cancel();
+      current = new URL(location, current).toString();
       continue;
     }
     return res;

@@ -3,11 +3,15 @@ import { JOB_TYPES, broker } from '../contracts/registry';
 import { metrics } from '../monitoring/metrics';
 import type { Delivery } from '../platform/amqp';
 import { newId } from '../platform/ids';
+import { COLLECTIONS } from '../platform/mongo';
 import type { Runtime } from '../platform/runtime';
 
 const JobMessage = z.object({ jobId: z.string(), accountId: z.string(), type: z.enum(JOB_TYPES) });
 
-export const DEAD_LETTERS_COLLECTION = 'dead_letters';
+export const DEAD_LETTERS_COLLECTION = COLLECTIONS.deadLetters;
+
+/** Parked messages hold up to 64 KiB of content (prompts, event data): kept this long, then deleted. */
+export const DEAD_LETTER_RETENTION_DAYS = 14;
 
 /**
  * Drains the dead-letter queue: a job whose message died (delivery limit reached, or refused by

@@ -1,3 +1,5 @@
+import { DEAD_LETTER_RETENTION_DAYS } from './dead-letters';
+import { COLLECTIONS } from '../platform/mongo';
 import { expireEventOutbox, sweepEventOutbox } from '../platform/events';
 import type { Runtime } from '../platform/runtime';
 
@@ -23,6 +25,12 @@ export function createTasks(rt: Runtime) {
 
     async expireIdempotencyKeys(now = new Date()) {
       return (await db.idempotency.deleteMany({ expiresAt: { $lt: now } })).deletedCount;
+    },
+
+    /** Parked dead letters older than DEAD_LETTER_RETENTION_DAYS. */
+    async expireDeadLetters(now = new Date()) {
+      const cutoff = new Date(now.getTime() - DEAD_LETTER_RETENTION_DAYS * 86_400_000);
+      return (await db.db.collection(COLLECTIONS.deadLetters).deleteMany({ at: { $lt: cutoff } })).deletedCount;
     },
 
     async expireRateLimitWindows(now = new Date()) {

@@ -1,6 +1,5 @@
 import { loadConfig, type Config } from '../platform/config';
 import { createLogger } from '../platform/log';
-import { runMain } from '../platform/main';
 import { createRuntime } from '../platform/runtime';
 import { startMonitoringServer } from '../monitoring/server';
 import { Pool } from './pool/pool';

@@ -17,6 +17,10 @@ export function assetsRoutes(blobs: BlobStore) {
     const info = await blobs.info(id);
     if (!info) throw new AppError('not_found', 'asset not found');
     res.setHeader('Content-Type', info.contentType);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    // Generated pages (code builds, possibly model-written) run in a sandbox: scripts yes, but as
+    // an opaque origin with no access to this API's origin.
+    res.setHeader('Content-Security-Policy', 'sandbox allow-scripts allow-forms allow-modals allow-popups');
     res.setHeader('Accept-Ranges', 'bytes');
     res.setHeader('Cache-Control', 'private, max-age=3600');
     let range: { start: number; end: number } | undefined;

@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import type { AccountDoc, ApiKeyDoc } from '../../platform/mongo';
 
 /** What authentication leaves on the request for the handlers. */
@@ -16,4 +16,3 @@ export interface RequestLocals {
 }
 
 export const locals = (res: Response) => res.locals as RequestLocals;
-export const requestIdOf = (req: Request) => (req.res ? locals(req.res).requestId : 'unknown');

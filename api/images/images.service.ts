@@ -59,7 +59,7 @@ export function createImagesService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
       const refs = request.referenceImageUrls ?? [];
       // Refuse private targets before charging; the worker checks again at every fetch.
       const loop = config.ALLOW_LOOPBACK_URLS;
-      for (const [i, url] of refs.entries()) await assertFetchable(url, `referenceImageUrls.${i}`, { allowLoopback: loop, allowHttp: loop });
+      for (const [i, url] of refs.entries()) await assertFetchable(url, `referenceImageUrls.${i}`, { allowLoopback: loop });
       const aspectRatio = request.aspectRatio ?? '1:1';
       const { result, charged } = await callPool<Omit<ImageResult, 'charged'>>('image', account._id, input.requestId, {
         kind: 'image',

@@ -3,6 +3,7 @@ import { metrics } from '../../monitoring/metrics';
 import { AppError, toAppError } from '../../platform/errors';
 import type { Logger } from '../../platform/log';
 import { locals } from '../http/context';
+import { routeTemplate } from './http-metrics';
 
 /** Unknown route: the Error shape with not_found. */
 export const notFoundRoute: RequestHandler = (req, _res, next) => {
@@ -34,7 +35,7 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     const { requestId } = locals(res);
     metrics.errors.inc({ code: appErr.code, source: 'http' });
     if (appErr.status >= 500) {
-      log.error('request failed', { requestId, method: req.method, path: req.route?.path ?? req.path, code: appErr.code, err: (appErr.cause as Error) ?? appErr });
+      log.error('request failed', { requestId, method: req.method, route: routeTemplate(req), code: appErr.code, err: (appErr.cause as Error) ?? appErr });
     }
     if (res.headersSent) return res.end();
     for (const [k, v] of Object.entries(appErr.headers)) res.setHeader(k, v);

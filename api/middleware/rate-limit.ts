@@ -57,7 +57,7 @@ export function rateLimit(db: Database, opts: { max: number; windowSeconds: numb
     res.setHeader('X-RateLimit-Remaining', String(Math.max(0, opts.max - rank)));
     res.setHeader('X-RateLimit-Reset', String(reset));
     if (rank > opts.max) {
-      metrics.rateLimited.inc({ route: req.path.split('/').slice(0, 4).join('/') });
+      metrics.rateLimited.inc({ route: `/${req.path.split('/')[1] ?? ''}` }); // first segment only: bounded labels, no ids
       return next(new AppError('rate_limited', `rate limit of ${opts.max} requests per ${opts.windowSeconds} s exceeded; retry after ${reset} s`, { headers: { 'Retry-After': String(reset) } }));
     }
     next();

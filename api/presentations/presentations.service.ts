@@ -3,7 +3,7 @@ import type { AccountFeatures } from '../../contracts/account';
 import type { DeckJobInput, PresentationCreated, PresentationRequest } from '../../contracts/presentations';
 import { toEnvelope } from '../../platform/jobs';
 import type { JobDoc } from '../../platform/mongo';
-import { createProjects, type ProjectDoc } from '../../platform/projects';
+import { createProjects, type ProjectDoc, presentationUrl } from '../../platform/projects';
 import type { Runtime } from '../../platform/runtime';
 import { assertFetchable } from '../../platform/ssrf';
 
@@ -18,7 +18,7 @@ export const DEFAULT_VISUAL_STYLE = 'illustration';
  */
 export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' | 'db' | 'config' | 'amqp' | 'log'>) {
   const projects = createProjects(rt.db);
-  const ssrf = { allowLoopback: rt.config.ALLOW_LOOPBACK_URLS, allowHttp: rt.config.ALLOW_LOOPBACK_URLS };
+  const ssrf = { allowLoopback: rt.config.ALLOW_LOOPBACK_URLS };
 
   const present = (p: ProjectDoc, job: JobDoc | null): PresentationCreated => ({
     id: p._id,
@@ -31,7 +31,7 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
     createdAt: p.createdAt.toISOString(),
     updatedAt: p.updatedAt.toISOString(),
     generationStatus: p.presentation!.generationStatus,
-    openUrl: `${rt.config.PUBLIC_BASE_URL}/presentations/${p._id}`,
+    openUrl: presentationUrl(rt.config.PUBLIC_BASE_URL, p._id),
     job: job ? toEnvelope(job) : null,
   });
 
@@ -72,8 +72,12 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
         },
       };
 
+      // After the charge and the job, a failure to announce must not fail the request (a retry
+      // would build a second deck): it is logged, and the outbox covers broker outages.
       const announce = () =>
-        emitEvent(rt, input.accountId, 'project.created', { projectId, projectType: 'presentation', name: project.name, openUrl: `${rt.config.PUBLIC_BASE_URL}/presentations/${projectId}` });
+        emitEvent(rt, input.accountId, 'project.created', { projectId, projectType: 'presentation', name: project.name, openUrl: presentationUrl(rt.config.PUBLIC_BASE_URL, projectId) }).catch((err) =>
+          rt.log.error('project.created not recorded', { projectId, err: err as Error }),
+        );
 
       if (!background) {
         await projects.insert(project);

@@ -2,7 +2,6 @@ import type { JobEnvelope } from '../../contracts/common';
 import { JOB_ID_PREFIX } from '../../contracts/registry';
 import type { ResearchLegacy, ResearchRequest, ResearchSource } from '../../contracts/research';
 import { notFound } from '../../platform/errors';
-import { newId } from '../../platform/ids';
 import { toEnvelope } from '../../platform/jobs';
 import type { JobDoc } from '../../platform/mongo';
 import type { Runtime } from '../../platform/runtime';

@@ -21,7 +21,7 @@ export function createVideosService(rt: Pick<Runtime, 'jobs' | 'config'>) {
         const i = input.request.referenceImageUrls?.indexOf(u) ?? -1;
         return input.request.referenceImageUrl === u || i < 0 ? 'referenceImageUrl' : `referenceImageUrls.${i}`;
       };
-      for (const u of urls) await assertFetchable(u, field(u), { allowLoopback: loop, allowHttp: loop });
+      for (const u of urls) await assertFetchable(u, field(u), { allowLoopback: loop });
 
       const { job, charged } = await rt.jobs.accept({ accountId: account._id, requestId: input.requestId, type: 'video', operation: creditOperation, input: plan, notes: plan.notes });
       return { envelope: { ...toEnvelope(job), notes: plan.notes }, charged };

@@ -112,11 +112,18 @@ export async function dropEverything(config: Config) {
   const conn = await amqplib.connect(config.AMQP_URL);
   try {
     const ch = await conn.createChannel();
-    for (const pool of POOL_TYPES) await ch.deleteQueue(broker.poolQueue(config.QUEUE_PREFIX, pool));
-    await ch.deleteQueue(broker.deadLetterQueue(config.QUEUE_PREFIX));
-    for (const q of webhookQueueNames(config.QUEUE_PREFIX, config.WEBHOOK_RETRY_DELAYS_MS)) await ch.deleteQueue(q);
-    await ch.deleteExchange(broker.eventsExchange(config.QUEUE_PREFIX));
-    await ch.deleteExchange(broker.deadLetterExchange(config.QUEUE_PREFIX));
+    // Every queue and exchange this process declared under the prefix, plus the known names in
+    // case the stack failed before declaring them.
+    const names = declaredNames.get(config.QUEUE_PREFIX);
+    const queues = new Set([
+      ...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)),
+      broker.deadLetterQueue(config.QUEUE_PREFIX),
+      ...webhookQueueNames(config.QUEUE_PREFIX, config.WEBHOOK_RETRY_DELAYS_MS),
+      ...(names?.queues ?? []),
+    ]);
+    for (const q of queues) await ch.deleteQueue(q);
+    for (const x of new Set([broker.eventsExchange(config.QUEUE_PREFIX), broker.deadLetterExchange(config.QUEUE_PREFIX), ...(names?.exchanges ?? [])])) await ch.deleteExchange(x);
+    declaredNames.delete(config.QUEUE_PREFIX);
     await ch.close();
   } finally {
     await conn.close();

@@ -33,10 +33,12 @@ describe('POST /code-builds end to end', () => {
     const page = await fetch(job.result.appUrl); // no key: the signature is the credential
     expect(page.status).to.equal(200);
     expect(page.headers.get('content-type')).to.equal('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).to.match(/^sandbox allow-scripts/);
+    expect(page.headers.get('x-content-type-options')).to.equal('nosniff');
     const html = await page.text();
     expect(html).to.match(/^<!doctype html>/);
     expect(html).to.include('<title>Groceries</title>');
-    expect(html).to.include("localStorage.getItem(KEY)");
+    expect(html).to.include("store.getItem(KEY)");
     expect(html).not.to.match(/<script[^>]+src=/); // self-contained: runs offline
     expect(job.result.files[0].sizeBytes).to.equal(Buffer.byteLength(html));
   });
@@ -53,6 +55,10 @@ describe('POST /code-builds end to end', () => {
     const store: Record<string, string> = {};
     const localStorage = { getItem: (k: string) => store[k] ?? null, setItem: (k: string, v: string) => (store[k] = v) };
     expect(() => new Function('document', 'localStorage', script)(document, localStorage)).not.to.throw();
+    expect(store['app.counter']).to.equal(undefined); // nothing clicked yet
+    // In the sandbox the asset route sets, localStorage throws: the app still runs, from memory.
+    const sandboxed = { getItem: () => { throw new Error('SecurityError'); }, setItem: () => { throw new Error('SecurityError'); } };
+    expect(() => new Function('document', 'localStorage', script)(document, sandboxed)).not.to.throw();
   });
 
   it('when framework is react, then the page inlines React and mounts a component', async () => {

@@ -214,6 +214,19 @@ describe('job reliability', () => {
     expect((await api.get(`/jobs/${r.body.jobId}`)).body.status).to.equal('complete');
   });
 
+  it('when a crash interrupted a refund, then the sweep completes it, and a second refund gives nothing twice', async () => {
+    const r = await api.post('/code-builds', { prompt: 'x' });
+    expect(await balance()).to.equal(95);
+    // As a crash right after the status change would leave it: failed, credits not given back.
+    await stack.rt.db.jobs.updateOne({ _id: r.body.jobId }, { $set: { status: 'failed', error: 'boom', completedAt: new Date(Date.now() - 5000) } });
+    await eventually(async () => (await balance()) === 100, 10_000, 'the sweep to refund');
+    const job = await stack.rt.db.jobs.findOne({ _id: r.body.jobId });
+    expect(job!.credits.refunded).to.equal(true);
+    await stack.rt.credits.refund({ accountId, operation: 'code_build', amount: 5, jobId: r.body.jobId });
+    expect(await balance()).to.equal(100);
+    expect(await stack.rt.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'refund' })).to.equal(1);
+  });
+
   it('when a job has finished, then it can neither complete again nor fail nor move back', async () => {
     await startPool(async () => ({ first: true }));
     const r = await api.post('/code-builds', { prompt: 'x' });

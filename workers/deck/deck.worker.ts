@@ -1,6 +1,6 @@
 import { DeckJobInput, OutlineItem, type DeckResult, type DeckSlide, type DeckTheme } from '../../contracts/presentations';
 import type { Config } from '../../platform/config';
-import { createProjects } from '../../platform/projects';
+import { createProjects, presentationUrl } from '../../platform/projects';
 import type { Runtime } from '../../platform/runtime';
 import { guardedFetch, readLimited } from '../../platform/ssrf';
 import type { DeckEngine } from '../engines/deck/deck.engine';
@@ -27,7 +27,7 @@ const BRAND_PAGE_MAX_BYTES = 1024 * 1024;
  */
 export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.config)): PoolDefinition<DeckJobInput, DeckResult> {
   const projects = createProjects(rt.db);
-  const ssrf = { allowLoopback: rt.config.ALLOW_LOOPBACK_URLS, allowHttp: rt.config.ALLOW_LOOPBACK_URLS };
+  const ssrf = { allowLoopback: rt.config.ALLOW_LOOPBACK_URLS };
 
   const brandTheme = async (url: string, signal: AbortSignal): Promise<DeckTheme> => {
     const res = await guardedFetch(url, 'brandUrl', { headers: { accept: 'text/html' }, signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) }, ssrf);
@@ -99,7 +99,7 @@ export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.c
       if (built === 0) throw new UnrecoverableError('no slide could be built');
 
       await ctx.progress('saving', `Saving the deck (${built} of ${slides.length} slides)`);
-      const openUrl = `${rt.config.PUBLIC_BASE_URL}/presentations/${input.projectId}`;
+      const openUrl = presentationUrl(rt.config.PUBLIC_BASE_URL, input.projectId);
       const result: DeckResult = {
         projectId: input.projectId,
         name: input.name,

@@ -13,7 +13,7 @@ import type { ResponderDefinition } from '../pool/responder';
 
 export function imageEngineFrom(config: Config): ImageEngine {
   return config.IMAGE_ENGINE === 'openai'
-    ? createOpenAiImageEngine({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.OPENAI_IMAGE_MODEL })
+    ? createOpenAiImageEngine({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.OPENAI_IMAGE_MODEL, allowLoopback: config.ALLOW_LOOPBACK_URLS })
     : createLocalImageEngine();
 }
 
@@ -27,7 +27,7 @@ export type ImageRenderReply = Omit<ImageResult, 'charged'>;
  */
 export async function referenceColour(config: Config, url: string, field: string, signal: AbortSignal): Promise<{ colour: Rgb; note?: string }> {
   const loop = config.ALLOW_LOOPBACK_URLS;
-  const res = await guardedFetch(url, field, { signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) }, { allowLoopback: loop, allowHttp: loop });
+  const res = await guardedFetch(url, field, { signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) }, { allowLoopback: loop });
   if (!res.ok) throw new AppError('validation_error', `${field}: could not be fetched (HTTP ${res.status})`);
   const bytes = await readLimited(res, config.REFERENCE_IMAGE_MAX_BYTES, field);
   try {

@@ -49,6 +49,9 @@ export interface PoolOptions {
   shutdownGraceMs: number;
 }
 
+/** What kind of error, for logs: its class and stable code, never its message. */
+const errorType = (err: unknown) => (err instanceof Error ? `${err.name}${(err as { code?: unknown }).code ? `:${String((err as { code?: unknown }).code)}` : ''}` : typeof err);
+
 const JobMessageSchema = z.object({ jobId: z.string().min(1), accountId: z.string().min(1), type: z.enum(JOB_TYPES) });
 
 /**
@@ -165,20 +168,21 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       return 'requeue';
     }
     if (err instanceof UnrecoverableError) {
-      log.warn('job failed', { reason: 'unrecoverable', error: message });
+      // The message may quote user input (a host, a provider's reply): it goes to the job, not the log.
+      log.warn('job failed', { reason: 'unrecoverable', errorType: errorType(err) });
       await this.rt.jobs.fail(job._id, message, { owner: this.owner, reason: 'error' });
       this.emit('failed', { jobId: job._id, error: message, reason: 'error' });
       return 'ack';
     }
     if (job.attempts >= this.opts.maxAttempts) {
-      log.warn('job failed', { reason: 'attempts_exhausted', error: message });
+      log.warn('job failed', { reason: 'attempts_exhausted', errorType: errorType(err) });
       const text = `failed after ${job.attempts} attempts: ${message}`;
       await this.rt.jobs.fail(job._id, text, { owner: this.owner, reason: 'attempts_exhausted' });
       this.emit('failed', { jobId: job._id, error: text, reason: 'attempts_exhausted' });
       return 'ack';
     }
     const delay = err instanceof RetryLaterError && err.delayMs !== undefined ? err.delayMs : this.opts.retryDelayMs;
-    log.warn('job attempt failed; retrying later', { error: message, delayMs: delay });
+    log.warn('job attempt failed; retrying later', { errorType: errorType(err), delayMs: delay });
     metrics.jobsRetried.inc({ type: job.type });
     await this.rt.jobs.scheduleRetry(job._id, this.owner, delay, message);
     this.emit('retrying', { jobId: job._id, error: message, attempt: job.attempts });

@@ -48,7 +48,7 @@ export function videoWorker(rt: Runtime, engine: VideoEngine = videoEngineFrom(r
         const loop = config.ALLOW_LOOPBACK_URLS;
         try {
           if (plan.openingFrameUrl) {
-            const res = await guardedFetch(plan.openingFrameUrl, 'openingFrameUrl', { signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(15_000)]) }, { allowLoopback: loop, allowHttp: loop });
+            const res = await guardedFetch(plan.openingFrameUrl, 'openingFrameUrl', { signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(15_000)]) }, { allowLoopback: loop });
             if (!res.ok) throw new AppError('validation_error', `opening frame could not be fetched (HTTP ${res.status})`);
             openingFramePath = path.join(workDir, 'opening-frame');
             await writeFile(openingFramePath, await readLimited(res, config.REFERENCE_IMAGE_MAX_BYTES, 'openingFrameUrl'));

@@ -47,18 +47,18 @@ const FEATURES: Record<Kind, string[]> = {
 
 /** Vanilla JS bodies: each renders into #app. */
 const VANILLA: Record<Kind, string> = {
-  todo: `const KEY='app.todo';let items=JSON.parse(localStorage.getItem(KEY)||'[]');
+  todo: `const KEY='app.todo';let items=JSON.parse(store.getItem(KEY)||'[]');
 const app=document.getElementById('app');
-function save(){localStorage.setItem(KEY,JSON.stringify(items))}
+function save(){store.setItem(KEY,JSON.stringify(items))}
 function render(){app.innerHTML='';const f=document.createElement('form');const i=document.createElement('input');i.type='text';i.placeholder='New item';i.setAttribute('aria-label','New item');
 const b=document.createElement('button');b.textContent='Add';f.append(i,' ',b);f.onsubmit=e=>{e.preventDefault();if(!i.value.trim())return;items.push({text:i.value.trim(),done:false});save();render()};
 const ul=document.createElement('ul');items.forEach((it,n)=>{const li=document.createElement('li');if(it.done)li.className='done';const c=document.createElement('input');c.type='checkbox';c.checked=it.done;c.onchange=()=>{it.done=c.checked;save();render()};
 const s=document.createElement('span');s.textContent=' '+it.text+' ';const x=document.createElement('button');x.textContent='Remove';x.onclick=()=>{items.splice(n,1);save();render()};li.append(c,s,x);ul.append(li)});
 const left=document.createElement('p');left.id='left';left.textContent=items.filter(x=>!x.done).length+' left';app.append(f,ul,left);i.focus()}
 render();`,
-  counter: `const KEY='app.counter';let n=Number(localStorage.getItem(KEY)||0);const app=document.getElementById('app');
+  counter: `const KEY='app.counter';let n=Number(store.getItem(KEY)||0);const app=document.getElementById('app');
 function render(){app.innerHTML='';const d=document.createElement('div');d.className='big';d.id='count';d.textContent=String(n);
-const mk=(t,f)=>{const b=document.createElement('button');b.textContent=t;b.onclick=()=>{f();localStorage.setItem(KEY,String(n));render()};return b};
+const mk=(t,f)=>{const b=document.createElement('button');b.textContent=t;b.onclick=()=>{f();store.setItem(KEY,String(n));render()};return b};
 app.append(d,mk('−',()=>n--),' ',mk('+',()=>n++),' ',mk('Reset',()=>n=0))}
 render();`,
   timer: `const app=document.getElementById('app');let start=0,acc=0,run=false,laps=[],tick;
@@ -70,9 +70,9 @@ const ul=document.createElement('ul');laps.forEach(l=>{const li=document.createE
 app.append(d,mk(run?'Pause':'Start',()=>{if(run){acc+=Date.now()-start;run=false;clearInterval(tick)}else{start=Date.now();run=true;tick=setInterval(()=>{document.getElementById('time').textContent=fmt(now())},100)}}),' ',
 mk('Lap',()=>laps.push(now())),' ',mk('Reset',()=>{acc=0;start=Date.now();laps=[]}),ul)}
 render();`,
-  notes: `const KEY='app.notes';let notes=JSON.parse(localStorage.getItem(KEY)||'[]'),q='';const app=document.getElementById('app');
+  notes: `const KEY='app.notes';let notes=JSON.parse(store.getItem(KEY)||'[]'),q='';const app=document.getElementById('app');
 function render(){app.innerHTML='';const f=document.createElement('form');const i=document.createElement('input');i.type='text';i.placeholder='Write a note';
-const b=document.createElement('button');b.textContent='Add';f.append(i,' ',b);f.onsubmit=e=>{e.preventDefault();if(!i.value.trim())return;notes.unshift(i.value.trim());localStorage.setItem(KEY,JSON.stringify(notes));render()};
+const b=document.createElement('button');b.textContent='Add';f.append(i,' ',b);f.onsubmit=e=>{e.preventDefault();if(!i.value.trim())return;notes.unshift(i.value.trim());store.setItem(KEY,JSON.stringify(notes));render()};
 const s=document.createElement('input');s.type='text';s.placeholder='Filter';s.value=q;s.oninput=()=>{q=s.value;list()};const ul=document.createElement('ul');
 function list(){ul.innerHTML='';notes.filter(n=>n.toLowerCase().includes(q.toLowerCase())).forEach(n=>{const li=document.createElement('li');li.textContent=n;ul.append(li)})}
 list();app.append(f,s,ul)}
@@ -98,9 +98,15 @@ return h('div',null,h('form',{onSubmit:e=>{e.preventDefault();if(!text.trim())re
 h('input',{type:'text',value:q,placeholder:'Filter',onChange:e=>setQ(e.target.value)}),h('ul',null,notes.filter(n=>n.toLowerCase().includes(q.toLowerCase())).map((n,i)=>h('li',{key:i},n))))}`,
 };
 
+/**
+ * Storage that survives a sandboxed page: the asset route serves pages with a CSP sandbox (an
+ * opaque origin, where localStorage throws), so the apps fall back to memory there.
+ */
+const STORE_PRELUDE = `const store=(()=>{try{const s=localStorage;s.setItem('__probe','1');s.removeItem('__probe');return s}catch(e){const m={};return{getItem:k=>k in m?m[k]:null,setItem:(k,v)=>{m[k]=String(v)}}}})();`;
+
 const REACT_PRELUDE = `const h=React.createElement;
-function useStored(key,initial){const [v,setV]=React.useState(()=>{try{const s=localStorage.getItem(key);return s===null?initial:JSON.parse(s)}catch{return initial}});
-React.useEffect(()=>{localStorage.setItem(key,JSON.stringify(v))},[key,v]);return [v,setV]}`;
+function useStored(key,initial){const [v,setV]=React.useState(()=>{try{const s=store.getItem(key);return s===null?initial:JSON.parse(s)}catch{return initial}});
+React.useEffect(()=>{store.setItem(key,JSON.stringify(v))},[key,v]);return [v,setV]}`;
 
 export function renderApp(input: CodeEngineInput, kind: Kind): string {
   const head = `<!doctype html>
@@ -120,6 +126,7 @@ export function renderApp(input: CodeEngineInput, kind: Kind): string {
   if (input.framework === 'react') {
     return `${head}${reactScripts()}
 <script>
+${STORE_PRELUDE}
 ${REACT_PRELUDE}
 ${REACT[kind]}
 ReactDOM.createRoot(document.getElementById('app')).render(h(App));
@@ -130,6 +137,7 @@ document.title=${jsString(input.name)};
 `;
   }
   return `${head}<script>
+${STORE_PRELUDE}
 ${VANILLA[kind]}
 </script>
 </body>

@@ -1,3 +1,4 @@
+import { guardedFetch, readLimited } from '../../../platform/ssrf';
 import { AppError } from '../../../platform/errors';
 import type { ImageEngine, ImageRenderOutput } from './image.engine';
 
@@ -21,7 +22,7 @@ function pngSize(png: Buffer): { width: number; height: number } | null {
  * service_unavailable with the provider's status. The base URL is operator configuration, not
  * user input, so it does not pass the SSRF guard.
  */
-export function createOpenAiImageEngine(opts: { baseUrl: string; apiKey?: string; model: string; timeoutMs?: number }): ImageEngine {
+export function createOpenAiImageEngine(opts: { baseUrl: string; apiKey?: string; model: string; timeoutMs?: number; allowLoopback?: boolean }): ImageEngine {
   const base = opts.baseUrl.replace(/\/$/, '');
   return {
     name: `openai-compatible:${opts.model}`,
@@ -54,9 +55,10 @@ export function createOpenAiImageEngine(opts: { baseUrl: string; apiKey?: string
       let png: Buffer;
       if (item?.b64_json) png = Buffer.from(item.b64_json, 'base64');
       else if (item?.url) {
-        const r = await fetch(item.url, { signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(60_000)]) });
+        // A URL in the provider's answer is still a URL the server fetches: through the guard.
+        const r = await guardedFetch(item.url, 'provider image url', { signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(60_000)]) }, { allowLoopback: opts.allowLoopback });
         if (!r.ok) throw new AppError('service_unavailable', `image provider file answered ${r.status}`);
-        png = Buffer.from(await r.arrayBuffer());
+        png = await readLimited(r, 50 * 1024 * 1024, 'provider image');
       } else throw new AppError('service_unavailable', 'image provider returned no image');
       const real = pngSize(png);
       if (!real) throw new AppError('service_unavailable', 'image provider returned something other than a PNG');

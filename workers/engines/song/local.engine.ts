@@ -184,12 +184,3 @@ export function createLocalSongEngine(): SongEngine {
     },
   };
 }
-
-/** The whole song at once (tests, tools). */
-export function synthesize(plan: SongPlan): Float32Array {
-  const gen = synthesizeBars(plan);
-  for (;;) {
-    const r = gen.next();
-    if (r.done) return r.value;
-  }
-}

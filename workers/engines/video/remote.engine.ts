@@ -1,3 +1,4 @@
+import { readLimited } from '../../../platform/ssrf';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -70,7 +71,7 @@ export function createRemoteVideoEngine(opts: { baseUrl: string; apiKey?: string
       await ctx.progress('provider_downloading', 'Downloading the video from the provider');
       const res = await call('GET', `${base}/videos/${encodeURIComponent(created.id)}/content`, ctx.signal);
       const file = path.join(ctx.workDir, 'video.mp4');
-      await writeFile(file, Buffer.from(await res.arrayBuffer()));
+      await writeFile(file, await readLimited(res, 2 * 1024 ** 3, 'provider video'));
       return { file, notes };
     },
   };

@@ -1,0 +1,67 @@
+import dns from 'node:dns';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import sinon from 'sinon';
+import { addressProblem, assertFetchable, guardedFetch } from '../../platform/ssrf';
+
+describe('SSRF guard', () => {
+  afterEach(() => sinon.restore());
+
+  it('when an address is private, loopback, link-local, metadata, NAT64 or IPv4-mapped, then it is refused', () => {
+    for (const a of ['10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '127.0.0.1', '::1', 'fe80::1', 'fd00::1', 'fd00:ec2::254', '::ffff:10.0.0.1', '64:ff9b::a9fe:a9fe', '::a9fe:a9fe']) {
+      expect(addressProblem(a), a).to.be.a('string');
+    }
+    for (const a of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946']) expect(addressProblem(a), a).to.equal(null);
+    expect(addressProblem('127.0.0.1', { allowLoopback: true })).to.equal(null);
+  });
+
+  it('when a URL is not http(s), carries credentials or resolves privately, then 400 names the field', async () => {
+    for (const [url, text] of [
+      ['ftp://example.com/x', 'must be an http(s) URL'],
+      ['https://user:pw@example.com/x', 'must not carry credentials'],
+      ['http://169.254.169.254/latest/meta-data', 'private, link-local or reserved'],
+      ['http://[::1]/', 'loopback'],
+    ] as const) {
+      const err = await assertFetchable(url, 'imageUrl').catch((e) => e);
+      expect(err.code, url).to.equal('validation_error');
+      expect(err.message, url).to.include('imageUrl: ').and.include(text);
+    }
+  });
+
+  it('when DNS answers a public address at the check and a private one at connect time (rebinding), then the fetch is refused', async () => {
+    const lookup = sinon.stub(dns.promises, 'lookup');
+    lookup.onFirstCall().resolves([{ address: '93.184.216.34', family: 4 }] as never);
+    lookup.resolves([{ address: '10.0.0.7', family: 4 }] as never);
+    const err = await guardedFetch('http://rebind.example/x', 'brandUrl').catch((e) => e);
+    expect(err.code).to.equal('validation_error');
+    expect(err.message).to.equal('brandUrl: rebind.example resolves to a private, link-local or reserved address, which the server will not fetch');
+  });
+
+  it('when a fetched page redirects to a private address, then the hop is refused', async () => {
+    const server = http.createServer((_req, res) => res.writeHead(302, { location: 'http://10.0.0.1/admin' }).end());
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/start`;
+      const err = await guardedFetch(url, 'brandUrl', {}, { allowLoopback: true }).catch((e) => e);
+      expect(err.message).to.match(/^brandUrl: 10\.0\.0\.1 resolves to a private/);
+      const ok = await guardedFetch(url.replace('/start', '/x'), 'brandUrl', {}, { allowLoopback: true }).catch((e) => e);
+      expect(ok.message).to.include('10.0.0.1');
+    } finally {
+      server.close();
+    }
+  });
+
+  it('when a loopback server answers, then guardedFetch returns its body and status', async () => {
+    const server = http.createServer((_req, res) => res.writeHead(201, { 'content-type': 'text/plain' }).end('hello'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const res = await guardedFetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, 'url', {}, { allowLoopback: true });
+      expect(res.status).to.equal(201);
+      expect(res.headers.get('content-type')).to.equal('text/plain');
+      expect(await res.text()).to.equal('hello');
+    } finally {
+      server.close();
+    }
+  });
+});
