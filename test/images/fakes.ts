@@ -1,6 +1,6 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { encodePng } from '../../platform/media/png';
+import { fakeServer as providerServer, type Recorded } from '../helpers/fake-provider';
 
 export interface FakeServer {
   url: string;
@@ -9,38 +9,24 @@ export interface FakeServer {
   close(): Promise<void>;
 }
 
-/** A tiny HTTP server from a route table; each handler gets the parsed JSON body. */
+const parsed = (raw: string): any => {
+  try {
+    return raw ? JSON.parse(raw) : undefined;
+  } catch {
+    return raw; // not JSON
+  }
+};
+
+/** A tiny HTTP server from a route table; each handler gets the parsed JSON body (on helpers/fake-provider). */
 export async function fakeServer(routes: (req: { method: string; path: string; body: any; headers: http.IncomingHttpHeaders }, res: http.ServerResponse) => void | Promise<void>): Promise<FakeServer> {
-  const requests: FakeServer['requests'] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      let body: any = raw;
-      try {
-        body = raw ? JSON.parse(raw) : undefined;
-      } catch {
-        // not JSON
-      }
-      const entry = { method: req.method ?? 'GET', path: req.url ?? '/', body, headers: req.headers };
-      requests.push(entry);
-      Promise.resolve(routes(entry, res)).catch((err) => {
-        res.statusCode = 500;
-        res.end(String(err));
-      });
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
+  const toEntry = (r: Recorded) => ({ method: r.method, path: r.url, body: parsed(r.body), headers: r.headers });
+  const inner = await providerServer((r, res) => routes(toEntry(r), res));
   return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    close: () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
+    url: inner.url,
+    get requests() {
+      return inner.requests.map(toEntry);
+    },
+    close: inner.close,
   };
 }
 
