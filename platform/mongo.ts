@@ -20,6 +20,7 @@ export const COLLECTIONS = {
   webhookDeliveries: 'webhook_deliveries',
   eventOutbox: 'event_outbox',
   deadLetters: 'dead_letters',
+  creditHolds: 'credit_holds',
 } as const;
 
 export interface AccountDoc {

@@ -27,6 +27,9 @@ export function createTasks(rt: Runtime) {
       return (await db.idempotency.deleteMany({ expiresAt: { $lt: now } })).deletedCount;
     },
 
+    /** Give back credits held for synchronous calls whose process died while waiting. */
+    releaseExpiredCreditHolds: () => rt.credits.releaseExpiredHolds(),
+
     /** Parked dead letters older than DEAD_LETTER_RETENTION_DAYS. */
     async expireDeadLetters(now = new Date()) {
       const cutoff = new Date(now.getTime() - DEAD_LETTER_RETENTION_DAYS * 86_400_000);

@@ -30,7 +30,8 @@ export function createImagesService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
 
   const callPool = async <T>(op: CreditOperation, accountId: string, requestId: string, payload: ImageRpcRequest): Promise<{ result: T; charged: number }> => {
     const amount = credits.price(op);
-    await credits.debit({ accountId, operation: op, amount, requestId });
+    // A hold, not a plain debit: if this process dies while it waits, the scheduler gives it back.
+    const hold = await credits.hold({ accountId, operation: op, amount, requestId, ttlMs: config.IMAGE_RPC_TIMEOUT_MS + 30_000 });
     let failure: AppError;
     const started = performance.now();
     const labels = { pool: 'image', operation: payload.kind };
@@ -38,7 +39,10 @@ export function createImagesService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
       const reply = await rt.amqp.rpc<T>('image', payload, config.IMAGE_RPC_TIMEOUT_MS);
       metrics.rpcDuration.observe(labels, (performance.now() - started) / 1000);
       metrics.rpcCalls.inc({ ...labels, outcome: reply.ok ? 'ok' : 'refused' });
-      if (reply.ok) return { result: reply.result, charged: amount };
+      if (reply.ok) {
+        await credits.capture(hold);
+        return { result: reply.result, charged: amount };
+      }
       const code = (reply.error.code in ERROR_STATUS ? reply.error.code : 'internal_error') as ErrorCode;
       failure = new AppError(code, reply.error.message);
     } catch (err) {
@@ -48,7 +52,7 @@ export function createImagesService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
         ? new AppError('timeout', `the image pool did not answer within ${config.IMAGE_RPC_TIMEOUT_MS} ms; nothing was charged`, { cause: err })
         : new AppError('service_unavailable', 'the image pool is unreachable; nothing was charged', { cause: err });
     }
-    await credits.refund({ accountId, operation: op, amount });
+    await credits.release(hold);
     throw failure;
   };
 

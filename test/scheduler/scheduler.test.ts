@@ -31,12 +31,23 @@ describe('scheduler', () => {
     expect(second.body.jobId).not.to.equal(first.body.jobId);
   });
 
+  it('when the process waiting for a synchronous render dies, then the held credits come back', async () => {
+    const { key, accountId } = await stack.createAccount({ credits: 50 });
+    const api = client(stack.baseUrl, key);
+    // As POST /images does before its request/reply call, then nothing: the process "died".
+    const hold = await stack.rt.credits.hold({ accountId, operation: 'image', amount: 2, requestId: 'req_x', ttlMs: 1 });
+    expect((await api.get('/account/credits')).body.balance).to.equal(48);
+    await eventually(async () => (await api.get('/account/credits')).body.balance === 50, 10_000, 'the hold to be released');
+    expect(await stack.rt.db.ledger.countDocuments({ jobId: hold, kind: 'refund' })).to.equal(1);
+    expect(await stack.rt.credits.release(hold)).to.equal(false); // already released: nothing twice
+  });
+
   it('when the scheduler runs, then Agenda keeps the recurring tasks and runs the sweep', async () => {
     const tasks = await eventually(async () => {
       const docs = await stack.rt.db.db.collection('scheduler_jobs').find({}).toArray();
       const sweep = docs.find((d) => d.name === 'jobs.sweep');
       return sweep?.lastRunAt ? docs : null;
     });
-    expect(tasks.map((d) => d.name).sort()).to.include.members(['audit.expire', 'idempotency.expire', 'jobs.sweep', 'ratelimits.expire']);
+    expect(tasks.map((d) => d.name).sort()).to.include.members(['audit.expire', 'credits.holds', 'dead-letters.expire', 'events.sweep', 'idempotency.expire', 'jobs.sweep', 'ratelimits.expire']);
   });
 });
