@@ -78,7 +78,8 @@ describe('POST /presentations (OpenAI-compatible outline author against a local 
     const listener = await listenEvents(stack.config, 'presentation.*');
     try {
       const r = await api.post('/presentations', { name: 'Nope', brief: 'This will not be outlined.' });
-      expect((await api.get('/account/credits')).body.balance).to.equal(100 - stack.config.CREDIT_PRICES.deck);
+      // Charged at dispatch (the refund may already follow, the failure is fast).
+      expect(await stack.rt.db.ledger.countDocuments({ accountId, jobId: r.body.job.jobId, kind: 'charge', amount: stack.config.CREDIT_PRICES.deck })).to.equal(1);
       const job = await waitForJob(api, r.body.job.jobId);
       expect(job.status).to.equal('failed');
       expect(job.error).to.equal('deck provider refused the request (401)');
