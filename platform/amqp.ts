@@ -317,10 +317,19 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     const correlationId = `${process.pid}.${Date.now().toString(36)}.${(this.rpcSeq++).toString(36)}`;
     const deadline = Date.now() + timeoutMs;
     const answer = new Promise<RpcReply<T>>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      // Give up only once the wall clock is past the deadline the responder checks (timers can
+      // fire a little early), so a request the caller abandoned is always stale to a worker.
+      const expire = () => {
+        const left = deadline - Date.now();
+        if (left >= 0) {
+          const p = this.rpcPending.get(correlationId);
+          if (p) p.timer = setTimeout(expire, left + 1);
+          return;
+        }
         this.rpcPending.delete(correlationId);
         reject(new RpcTimeoutError(`no answer from the ${pool} pool within ${timeoutMs} ms`));
-      }, timeoutMs);
+      };
+      const timer = setTimeout(expire, timeoutMs);
       this.rpcPending.set(correlationId, { resolve: resolve as (r: RpcReply) => void, reject, timer, channel: ch });
     });
     try {
