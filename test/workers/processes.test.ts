@@ -1,0 +1,83 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import sinon from 'sinon';
+import { client, eventually, waitForJob } from '../helpers/http';
+import { startStack, type Stack } from '../helpers/stack';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** A real worker process (`tsx workers/main.ts`) on the stack's database and broker. */
+function spawnWorkers(stack: Stack, pools: string): ChildProcess {
+  const c = stack.config;
+  const env = {
+    ...process.env,
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    MONGODB_URL: c.MONGODB_URL,
+    AMQP_URL: c.AMQP_URL,
+    QUEUE_PREFIX: c.QUEUE_PREFIX,
+    QUEUE_TYPE: c.QUEUE_TYPE,
+    PUBLIC_BASE_URL: c.PUBLIC_BASE_URL,
+    WORKER_POOLS: pools,
+    WORKER_METRICS_PORT: '0',
+  };
+  return spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], { cwd: root, env, stdio: 'ignore' });
+}
+
+describe('worker processes', () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ workers: false });
+  });
+  afterEach(() => sinon.restore());
+  after(() => stack.stop());
+
+  it('when a process runs WORKER_POOLS=code, then it completes code builds, leaves songs queued, and stops cleanly on SIGTERM', async function () {
+    this.timeout(60_000);
+    const api = client(stack.baseUrl, (await stack.createAccount()).key);
+    const child = spawnWorkers(stack, 'code');
+    try {
+      const code = await api.post('/code-builds', { prompt: 'a counter' });
+      const song = await api.post('/songs', { style: 'lofi', instrumental: true });
+      expect((await waitForJob(api, code.body.jobId, ['complete', 'failed'], 40_000)).status).to.equal('complete');
+      expect((await api.get(`/jobs/${song.body.jobId}`)).body.status).to.equal('queued');
+      child.kill('SIGTERM');
+      const [exitCode] = await once(child, 'exit');
+      expect(exitCode).to.equal(0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+
+  it('when the configuration is bad, then the process stops before connecting, naming the key', async () => {
+    const env = { ...process.env, WORKER_POOLS: 'code,nonsense', MONGODB_URL: 'mongodb://127.0.0.1:1/x' };
+    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (d) => (stderr += d));
+    const [exitCode] = await once(child, 'exit');
+    expect(exitCode).to.equal(78);
+    expect(stderr).to.include('WORKER_POOLS: unknown pool "nonsense"');
+  });
+
+  it('when the socket buffer is full, then publishing waits for drain instead of buffering more', async () => {
+    const amqp = stack.rt.amqp;
+    const pub = (amqp as unknown as { pub: import('amqplib').ConfirmChannel }).pub;
+    const real = pub.publish.bind(pub);
+    let calls = 0;
+    sinon.stub(pub, 'publish').callsFake((...args: Parameters<typeof real>) => {
+      calls++;
+      real(...args);
+      return calls > 1; // the first publish reports a full buffer
+    });
+    await amqp.publish('', 'no-such-queue', { n: 1 });
+    const second = amqp.publish('', 'no-such-queue', { n: 2 });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(calls).to.equal(1); // held back until 'drain'
+    pub.emit('drain');
+    await second;
+    await eventually(async () => calls === 2);
+  });
+});
