@@ -14,8 +14,11 @@ import { AppError } from './errors';
  */
 export interface SsrfOptions {
   allowLoopback?: boolean;
-  /** Plain http is accepted unless false (user media URLs are "http(s)" in SPEC). */
-  allowHttp?: boolean;
+  /**
+   * Plain http: accepted by default (user media URLs are "http(s)" in SPEC); false refuses it;
+   * 'loopback' accepts it only to loopback addresses (webhook targets in development).
+   */
+  allowHttp?: boolean | 'loopback';
 }
 
 const blockList = new net.BlockList();
@@ -63,19 +66,23 @@ export function addressProblem(address: string, opts: SsrfOptions = {}): string 
   return null;
 }
 
-/** Check a URL and every address its host resolves to. Throws validation_error naming `field`. */
-export async function assertFetchable(raw: string, field: string, opts: SsrfOptions = {}): Promise<URL> {
+/**
+ * Why the server may not fetch `raw`, or null when it may: scheme, credentials, and every address
+ * the host resolves to. `allowHttp: 'loopback'` accepts plain http only to loopback addresses (the
+ * webhook development rule); the default accepts http(s) anywhere public (user media URLs).
+ */
+export async function urlProblem(raw: string, opts: SsrfOptions = {}): Promise<{ url?: URL; problem: string | null }> {
+  const httpRule = opts.allowHttp ?? true;
+  const schemes = httpRule === true ? 'http(s)' : 'https';
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new AppError('validation_error', `${field}: must be an absolute URL`);
+    return { problem: `must be an absolute ${schemes} URL` };
   }
-  const httpAllowed = opts.allowHttp ?? true;
-  if (url.protocol !== 'https:' && !(httpAllowed && url.protocol === 'http:')) {
-    throw new AppError('validation_error', `${field}: must be an ${httpAllowed ? 'http(s)' : 'https'} URL`);
-  }
-  if (url.username || url.password) throw new AppError('validation_error', `${field}: must not carry credentials`);
+  const isHttp = url.protocol === 'http:';
+  if (url.protocol !== 'https:' && !(isHttp && httpRule !== false)) return { problem: `must be an ${schemes} URL` };
+  if (url.username || url.password) return { problem: 'must not carry credentials' };
   const host = url.hostname.replace(/^\[|\]$/g, '');
   let addresses: string[];
   if (net.isIP(host)) addresses = [host];
@@ -83,13 +90,30 @@ export async function assertFetchable(raw: string, field: string, opts: SsrfOpti
     try {
       addresses = (await dns.promises.lookup(host, { all: true, verbatim: true })).map((a) => a.address);
     } catch {
-      throw new AppError('validation_error', `${field}: host ${host} does not resolve`);
+      return { problem: `host ${host} does not resolve` };
     }
   }
+  const problem = addressesProblem(host, addresses, opts, isHttp);
+  return { url, problem };
+}
+
+/** The address rule shared by the URL check and the connect-time lookup. */
+function addressesProblem(host: string, addresses: string[], opts: SsrfOptions, isHttp: boolean): string | null {
+  if (addresses.length === 0) return `host ${host} does not resolve`;
   for (const a of addresses) {
     const problem = addressProblem(a, opts);
-    if (problem) throw new AppError('validation_error', `${field}: ${host} resolves to a ${problem}, which the server will not fetch`);
+    if (problem) return `${host} resolves to a ${problem}, which the server will not fetch`;
+    if (isHttp && opts.allowHttp === 'loopback' && addressProblem(a) !== 'loopback address') {
+      return 'must be an https URL (plain http is accepted only for loopback targets in development)';
+    }
   }
+  return null;
+}
+
+/** Check a URL and every address its host resolves to. Throws validation_error naming `field`. */
+export async function assertFetchable(raw: string, field: string, opts: SsrfOptions = {}): Promise<URL> {
+  const { url, problem } = await urlProblem(raw, opts);
+  if (problem || !url) throw new AppError('validation_error', `${field}: ${problem}`);
   return url;
 }
 
@@ -97,15 +121,12 @@ export async function assertFetchable(raw: string, field: string, opts: SsrfOpti
  * A `lookup` for http(s).request that resolves the host and checks every address again when the
  * socket connects, so a DNS answer that changed after assertFetchable (rebinding) is refused.
  */
-export function guardedLookup(opts: SsrfOptions = {}): LookupFunction {
+export function guardedLookup(opts: SsrfOptions & { http?: boolean } = {}): LookupFunction {
   return ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     dns.promises.lookup(hostname, { all: true, verbatim: true }).then(
       (found) => {
-        for (const a of found) {
-          const problem = addressProblem(a.address, opts);
-          if (problem) return callback(Object.assign(new Error(`${hostname} resolves to a ${problem}`), { code: 'ETARGETBLOCKED' }));
-        }
-        if (found.length === 0) return callback(Object.assign(new Error(`${hostname} does not resolve`), { code: 'ENOTFOUND' }));
+        const problem = addressesProblem(hostname, found.map((a) => a.address), opts, opts.http ?? false);
+        if (problem) return callback(Object.assign(new Error(problem), { code: 'ETARGETBLOCKED' }));
         if (options?.all) return callback(null, found);
         return callback(null, found[0]!.address, found[0]!.family);
       },
@@ -119,7 +140,7 @@ function guardedRequest(url: URL, field: string, init: { method?: string; header
   const mod = url.protocol === 'https:' ? https : http;
   const method = init.method ?? 'GET';
   return new Promise((resolve, reject) => {
-    const req = mod.request(url, { method, headers: init.headers, signal: init.signal, lookup: guardedLookup(opts) }, (res) => {
+    const req = mod.request(url, { method, headers: init.headers, signal: init.signal, lookup: guardedLookup({ ...opts, http: url.protocol === 'http:' }) }, (res) => {
       const headers = new Headers();
       for (const [k, v] of Object.entries(res.headers)) for (const x of Array.isArray(v) ? v : v === undefined ? [] : [v]) headers.append(k, x);
       const status = res.statusCode ?? 502;
@@ -127,9 +148,7 @@ function guardedRequest(url: URL, field: string, init: { method?: string; header
       if (noBody) res.resume();
       resolve(new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status: status < 200 ? 502 : status, headers }));
     });
-    req.on('error', (err: Error & { code?: string }) =>
-      reject(err.code === 'ETARGETBLOCKED' ? new AppError('validation_error', `${field}: ${err.message}, which the server will not fetch`) : err),
-    );
+    req.on('error', (err: Error & { code?: string }) => reject(err.code === 'ETARGETBLOCKED' ? new AppError('validation_error', `${field}: ${err.message}`) : err));
     req.end(init.body);
   });
 }
