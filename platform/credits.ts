@@ -5,9 +5,12 @@ import { newId } from './ids';
 import { COLLECTIONS, type Database } from './mongo';
 
 /**
- * Credits: each debit is ONE conditional update ($inc guarded by balance >= amount), so
- * concurrent debits can never take the balance below zero, on MongoDB and FerretDB alike.
- * Every charge and refund is written to the ledger right after the balance moves.
+ * Credits. Each debit is ONE conditional single-document update ($inc guarded by balance >= amount,
+ * and by the reference not being charged already), so concurrent debits never take the balance
+ * below zero and a retried debit never charges twice. No multi-document transactions: the ledger
+ * entry is written first as `pending`, then the balance moves, then the entry is `applied`; the
+ * scheduler's `reconcile` settles what a crash left pending (see there). Refunds are idempotent per
+ * reference the same way.
  */
 /** A debit waiting for a synchronous call's outcome (see `hold`). */
 interface HoldDoc {
@@ -30,26 +33,68 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       return a?.credits ?? 0;
     },
 
-    /** Debit `amount` or throw insufficient_credits (402). */
+    /**
+     * Debit `amount` for `ref` (the job or hold it pays for) or throw insufficient_credits (402).
+     * Idempotent per ref: the account keeps the last 1000 charged refs. The ledger entry stays
+     * `pending` until the caller has created what was paid for and calls `confirm(ref)`; if the
+     * process dies first, `reconcile` gives the credits back.
+     */
     async debit(input: { accountId: string; operation: CreditOperation; amount: number; jobId?: string; requestId?: string }): Promise<void> {
-      if (input.amount > 0) {
-        const r = await db.accounts.updateOne({ _id: input.accountId, credits: { $gte: input.amount } }, { $inc: { credits: -input.amount } });
-        if (r.modifiedCount !== 1) {
-          metrics.insufficientCredits.inc({ operation: input.operation });
-          throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${input.amount}`);
-        }
-      }
+      const ref = input.jobId ?? newId('chg');
+      const ledgerId = `led_charge_${ref}`;
       await db.ledger.insertOne({
-        _id: newId('led'),
+        _id: ledgerId,
         accountId: input.accountId,
         kind: 'charge',
+        state: 'pending',
         operation: input.operation,
         amount: input.amount,
         jobId: input.jobId ?? null,
         requestId: input.requestId ?? null,
         at: new Date(),
       });
+      const r = await db.accounts.updateOne(
+        { _id: input.accountId, credits: { $gte: input.amount }, chargedRefs: { $ne: ref } },
+        { $inc: { credits: -input.amount }, $push: { chargedRefs: { $each: [ref], $slice: -1000 } } },
+      );
+      if (r.modifiedCount !== 1 && !(await db.accounts.countDocuments({ _id: input.accountId, chargedRefs: ref }))) {
+        await db.ledger.deleteOne({ _id: ledgerId, state: 'pending' });
+        metrics.insufficientCredits.inc({ operation: input.operation });
+        throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${input.amount}`);
+      }
       metrics.creditsCharged.inc({ operation: input.operation }, input.amount);
+    },
+
+    /** What the debit for `ref` paid for now exists: the charge stands. */
+    async confirm(ref: string): Promise<void> {
+      await db.ledger.updateOne({ _id: `led_charge_${ref}` }, { $set: { state: 'applied' } });
+    },
+
+    /**
+     * Settle charges a crash left `pending` (older than `graceMs`): when the balance never moved,
+     * the entry goes; when it moved and what it paid for exists (`isLive`: the job or the hold),
+     * the entry is applied; when it moved and nothing was created (the process died between the
+     * debit and the insert), the credits are given back.
+     */
+    async reconcile(isLive: (ref: string) => Promise<boolean>, graceMs: number): Promise<{ dropped: number; applied: number; refunded: number }> {
+      const out = { dropped: 0, applied: 0, refunded: 0 };
+      const pending = await db.ledger.find({ kind: 'charge', state: 'pending', at: { $lt: new Date(Date.now() - graceMs) } }).limit(500).toArray();
+      for (const e of pending) {
+        const ref = e._id.replace(/^led_charge_/, '');
+        const charged = await db.accounts.countDocuments({ _id: e.accountId, chargedRefs: ref });
+        if (!charged) {
+          await db.ledger.deleteOne({ _id: e._id, state: 'pending' });
+          out.dropped++;
+        } else if (await isLive(ref)) {
+          await db.ledger.updateOne({ _id: e._id }, { $set: { state: 'applied' } });
+          out.applied++;
+        } else {
+          await db.ledger.updateOne({ _id: e._id }, { $set: { state: 'applied' } });
+          await api.refund({ accountId: e.accountId, operation: e.operation, amount: e.amount, jobId: ref });
+          out.refunded++;
+        }
+      }
+      return out;
     },
 
     /**
@@ -95,6 +140,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       const id = newId('hold');
       await api.debit({ ...input, jobId: id });
       await holds.insertOne({ _id: id, accountId: input.accountId, operation: input.operation, amount: input.amount, until: new Date(Date.now() + input.ttlMs) });
+      await api.confirm(id);
       return id;
     },
 

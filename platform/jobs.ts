@@ -140,7 +140,8 @@ export function createJobs(deps: JobsDeps) {
      * The API's side of a job's life (SPEC 3.1 step 1): debit the credits (402 when short, before
      * anything is stored), insert the queued job, publish it. A failed insert gives the credits
      * back; a failed publish leaves the job to the sweep. `before` runs between the debit and the
-     * insert (e.g. storing the project a deck belongs to) and is undone by throwing.
+     * insert (e.g. storing the project a deck belongs to) and is undone by throwing. If the process
+     * dies between the debit and the insert, the scheduler's credit settlement gives the credits back.
      */
     async accept(input: {
       accountId: string;
@@ -164,6 +165,7 @@ export function createJobs(deps: JobsDeps) {
         await credits.refund({ accountId: input.accountId, operation: input.operation, amount, jobId });
         throw err;
       }
+      await credits.confirm(jobId);
       await api.dispatch(job);
       return { job, charged: amount };
     },

@@ -30,6 +30,8 @@ export interface AccountDoc {
   credits: number;
   /** Jobs whose credits were given back (the last 1000): makes refunds idempotent. */
   refundedJobs?: string[];
+  /** What was charged (job or hold ids, the last 1000): makes debits idempotent and checkable. */
+  chargedRefs?: string[];
   features: AccountFeatures;
   createdAt: Date;
 }
@@ -79,6 +81,8 @@ export interface LedgerDoc {
   _id: string;
   accountId: string;
   kind: 'charge' | 'refund';
+  /** Charges: `pending` until the balance moved (see credits.ts). */
+  state?: 'pending' | 'applied';
   operation: CreditOperation;
   amount: number;
   jobId: string | null;
@@ -162,6 +166,7 @@ export async function ensureIndexes(m: Database): Promise<void> {
     m.jobs.createIndex({ 'lease.until': 1 }),
     m.ledger.createIndex({ accountId: 1, at: -1 }),
     m.ledger.createIndex({ jobId: 1 }),
+    m.ledger.createIndex({ kind: 1, state: 1, at: 1 }),
     m.audit.createIndex({ at: 1 }),
     m.audit.createIndex({ accountId: 1, at: -1 }),
     m.idempotency.createIndex({ expiresAt: 1 }),

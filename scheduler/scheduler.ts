@@ -43,7 +43,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
 
   define('jobs.sweep', tasks.sweepJobs);
   define('events.sweep', tasks.sweepEvents);
-  define('credits.holds', tasks.releaseExpiredCreditHolds);
+  define('credits.settle', tasks.settleCredits);
   define('audit.expire', tasks.expireAudit);
   define('idempotency.expire', tasks.expireIdempotencyKeys);
   define('ratelimits.expire', tasks.expireRateLimitWindows);
@@ -54,7 +54,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   await agenda.start();
   await agenda.every(config.SWEEP_INTERVAL, 'jobs.sweep');
   await agenda.every(config.SWEEP_INTERVAL, 'events.sweep');
-  await agenda.every(config.SWEEP_INTERVAL, 'credits.holds');
+  await agenda.every(config.SWEEP_INTERVAL, 'credits.settle');
   await agenda.every('1 hour', 'audit.expire');
   await agenda.every('1 hour', 'idempotency.expire');
   await agenda.every('10 minutes', 'ratelimits.expire');

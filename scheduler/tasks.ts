@@ -3,6 +3,9 @@ import { COLLECTIONS } from '../platform/mongo';
 import { expireEventOutbox, sweepEventOutbox } from '../platform/events';
 import type { Runtime } from '../platform/runtime';
 
+/** A pending charge younger than this may still be in its request; older ones are settled. */
+export const CHARGE_SETTLE_GRACE_MS = 5 * 60_000;
+
 /** Scheduler tasks: plain functions over the runtime, so tests can call them directly too. */
 export function createTasks(rt: Runtime) {
   const { db, config } = rt;
@@ -27,8 +30,14 @@ export function createTasks(rt: Runtime) {
       return (await db.idempotency.deleteMany({ expiresAt: { $lt: now } })).deletedCount;
     },
 
-    /** Give back credits held for synchronous calls whose process died while waiting. */
-    releaseExpiredCreditHolds: () => rt.credits.releaseExpiredHolds(),
+    /** Give back credits held for synchronous calls whose process died while waiting, and settle charges a crash left pending. */
+    async settleCredits() {
+      const released = await rt.credits.releaseExpiredHolds();
+      const isLive = async (ref: string) =>
+        (await db.jobs.countDocuments({ _id: ref })) > 0 || (await db.db.collection(COLLECTIONS.creditHolds).countDocuments({ _id: ref as never })) > 0;
+      const reconciled = await rt.credits.reconcile(isLive, CHARGE_SETTLE_GRACE_MS);
+      return { released, ...reconciled };
+    },
 
     /** Parked dead letters older than DEAD_LETTER_RETENTION_DAYS. */
     async expireDeadLetters(now = new Date()) {

@@ -42,12 +42,38 @@ describe('scheduler', () => {
     expect(await stack.rt.credits.release(hold)).to.equal(false); // already released: nothing twice
   });
 
+  it('when a process died between a debit and the job it paid for, then settlement gives the credits back', async () => {
+    const { key, accountId } = await stack.createAccount({ credits: 50 });
+    const api = client(stack.baseUrl, key);
+    const ago = new Date(Date.now() - 10 * 60_000);
+    // 1. debited, then the process died before inserting the job
+    await stack.rt.credits.debit({ accountId, operation: 'code_build', amount: 5, jobId: 'code_neverinserted' });
+    // 2. debited, the job exists, the process died before confirming
+    const live = await stack.rt.jobs.create({ accountId, type: 'code', input: { prompt: 'x' }, credits: { operation: 'code_build', amount: 5 } });
+    await stack.rt.credits.debit({ accountId, operation: 'code_build', amount: 5, jobId: live._id });
+    // 3. the ledger entry was written, then the process died before the balance moved
+    await stack.rt.db.ledger.insertOne({ _id: 'led_charge_code_neverdebited', accountId, kind: 'charge', state: 'pending', operation: 'code_build', amount: 5, jobId: 'code_neverdebited', requestId: null, at: ago });
+    await stack.rt.db.ledger.updateMany({ accountId }, { $set: { at: ago } });
+    expect((await api.get('/account/credits')).body.balance).to.equal(40);
+
+    // The scheduler settles them on its own; settling again (as two schedulers might) is harmless.
+    await stack.scheduler!.tasks.settleCredits();
+    await eventually(async () => (await api.get('/account/credits')).body.balance === 45, 10_000, 'the settlement');
+    const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
+    expect(ledger.map((l) => `${l.kind}:${l.jobId}:${l.state ?? ''}`).sort()).to.deep.equal([
+      `charge:${live._id}:applied`,
+      'charge:code_neverinserted:applied',
+      'refund:code_neverinserted:',
+    ]);
+    expect((await stack.scheduler!.tasks.settleCredits())).to.include({ refunded: 0, applied: 0, dropped: 0 });
+  });
+
   it('when the scheduler runs, then Agenda keeps the recurring tasks and runs the sweep', async () => {
     const tasks = await eventually(async () => {
       const docs = await stack.rt.db.db.collection('scheduler_jobs').find({}).toArray();
       const sweep = docs.find((d) => d.name === 'jobs.sweep');
       return sweep?.lastRunAt ? docs : null;
     });
-    expect(tasks.map((d) => d.name).sort()).to.include.members(['audit.expire', 'credits.holds', 'dead-letters.expire', 'events.sweep', 'idempotency.expire', 'jobs.sweep', 'ratelimits.expire']);
+    expect(tasks.map((d) => d.name).sort()).to.include.members(['audit.expire', 'credits.settle', 'dead-letters.expire', 'events.sweep', 'idempotency.expire', 'jobs.sweep', 'ratelimits.expire']);
   });
 });
