@@ -251,8 +251,13 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       if (!msg) return; // consumer cancelled by the broker
       const d = settleOnce(msg);
       c.handler(d).catch((err) => {
-        this.log.error('consumer handler crashed; requeueing', { queue: c.queue, err: err as Error });
-        d.requeue();
+        // Usually the database or broker blinked. Requeueing at once would burn the quorum
+        // delivery limit in milliseconds and dead-letter a good message; back off first
+        // (0.5 s, 1 s, 2 s … capped at 30 s by delivery count), holding the message meanwhile.
+        const count = Number((msg.properties.headers ?? {})['x-delivery-count'] ?? (msg.fields.redelivered ? 1 : 0)) || 0;
+        const delay = Math.min(30_000, 500 * 2 ** count);
+        this.log.error('consumer handler crashed; requeueing after a backoff', { queue: c.queue, delayMs: delay, err: err as Error });
+        setTimeout(() => d.requeue(), delay).unref?.();
       });
     });
     c.tag = consumerTag;

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { GridFSBucket } from 'mongodb';
 import { newId } from './ids';
 import { COLLECTIONS, type Database } from './mongo';
@@ -31,6 +32,14 @@ export function createBlobStore(db: Database, opts: { secret: string; publicBase
         up.end(data);
       });
       return { id, length: data.length, ...meta };
+    },
+
+    /** Upload from a stream (large media: never the whole file in memory). */
+    async putStream(data: Readable, meta: { contentType: string; filename: string; accountId: string }): Promise<BlobInfo> {
+      const id = newId('blob');
+      const up = bucket.openUploadStreamWithId(id as never, meta.filename, { metadata: { contentType: meta.contentType, accountId: meta.accountId } });
+      await pipeline(data, up);
+      return { id, length: up.length, ...meta };
     },
 
     async info(id: string): Promise<BlobInfo | null> {

@@ -68,7 +68,7 @@ export const ConfigSchema = z.object({
   AMQP_URL: z.string().default('amqp://guest:guest@127.0.0.1:5672').describe('RabbitMQ connection string.'),
   QUEUE_TYPE: z.enum(['quorum', 'classic']).default('quorum').describe('Queue type for pool queues. quorum survives node loss and enforces the delivery limit; classic is faster on one node. Changing it needs new queue names (QUEUE_PREFIX).'),
   QUEUE_PREFIX: z.string().default('').describe('Prefix for every queue and exchange name; isolates test runs sharing a broker.'),
-  DELIVERY_LIMIT: z.coerce.number().int().min(1).default(5).describe('Quorum queues dead-letter a message redelivered more than this many times (poison message).'),
+  DELIVERY_LIMIT: z.coerce.number().int().min(1).default(10).describe('Quorum queues dead-letter a message redelivered more than this many times (poison message).'),
   PUBLISH_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000).describe('How long a publish may wait for the broker confirm before the job is left for the sweep.'),
   JOB_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3).describe('Attempts a job gets (crashes and transient errors) before it fails and is refunded.'),
   JOB_LEASE_MS: z.coerce.number().int().min(500).default(30_000).describe('A worker holds a job this long and renews it while working; an expired lease lets the sweep hand the job to another worker.'),

@@ -2,7 +2,9 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net, { type LookupFunction } from 'node:net';
-import { Readable } from 'node:stream';
+import { createWriteStream } from 'node:fs';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { AppError } from './errors';
 
 /**
@@ -178,6 +180,22 @@ export async function guardedFetch(
     return res;
   }
   throw new AppError('validation_error', `${field}: too many redirects`);
+}
+
+/** Stream a response body into `file`, failing beyond `maxBytes` (no whole-body buffer). */
+export async function saveLimited(res: Response, file: string, maxBytes: number, field: string): Promise<number> {
+  const len = Number(res.headers.get('content-length') ?? '0');
+  if (len > maxBytes) throw new AppError('validation_error', `${field}: larger than ${maxBytes} bytes`);
+  if (!res.body) return 0;
+  let total = 0;
+  const limit = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      total += chunk.length;
+      done(total > maxBytes ? new AppError('validation_error', `${field}: larger than ${maxBytes} bytes`) : null, chunk);
+    },
+  });
+  await pipeline(Readable.fromWeb(res.body as never), limit, createWriteStream(file));
+  return total;
 }
 
 /** Read a response body up to `maxBytes`, failing beyond it. */

@@ -1,3 +1,4 @@
+import sinon from 'sinon';
 import { expect } from 'chai';
 import { IMAGE_SIZES } from '../../contracts/images';
 import { decodePng } from '../../platform/media/png';
@@ -146,9 +147,15 @@ describe('images: POST /images', () => {
 
   it('when the balance is short, then 402 and no render is asked for', async () => {
     const { api } = await account({ credits: 1 });
-    const r = await api.post('/images', { prompt: 'x' });
-    expect(r.status).to.equal(402);
-    expect(r.body.error.code).to.equal('insufficient_credits');
+    const rpc = sinon.spy(stack.rt.amqp, 'rpc');
+    try {
+      const r = await api.post('/images', { prompt: 'x' });
+      expect(r.status).to.equal(402);
+      expect(r.body.error.code).to.equal('insufficient_credits');
+      expect(rpc.called).to.equal(false);
+    } finally {
+      rpc.restore();
+    }
   });
 
   it('when renders ran, then /metrics counts the request/reply calls by outcome and times them', async () => {

@@ -32,6 +32,7 @@ describe('images: POST /images/moonlight (in-house model, SPEC 2.11)', () => {
     );
     expect(r.body).to.include({ engine: 'moonlight-procedural-v1', mimeType: 'image/png', width: 1024, height: 1024, aspectRatio: '1:1', steps: 8, cfg: 1, negativePrompt: '', prompt: 'a lighthouse on a cliff at night, moonlit' });
     expect(r.body.seed).to.be.a('number').within(0, 999_999_999);
+    expect(Number.isInteger(r.body.seed)).to.equal(true);
     expect(Number.isInteger(r.body.renderMs) && r.body.renderMs >= 0).to.equal(true);
     const png = decodePng(pngOf(r.body.base64));
     expect([png.width, png.height]).to.deep.equal([1024, 1024]);
@@ -118,9 +119,18 @@ describe('images: POST /images/moonlight (in-house model, SPEC 2.11)', () => {
   });
 
   it('when renders are made, then nothing is stored for the caller', async () => {
-    const { api, accountId } = await account();
-    await api.post('/images/moonlight', { prompt: 'a teal lagoon', seed: 5 });
-    const files = await stack.rt.db.db.collection('blobs.files').countDocuments({ 'metadata.accountId': accountId });
-    expect(files).to.equal(0);
+    const { api } = await account();
+    const files = () => stack.rt.db.db.collection('blobs.files').countDocuments({});
+    const before = await files();
+    const r = await api.post('/images/moonlight', { prompt: 'a teal lagoon', seed: 5 });
+    expect(r.status).to.equal(200);
+    expect(await files()).to.equal(before); // no file at all, whoever it might belong to
+  });
+
+  it('when no seed is sent, then each render draws its own seed', async () => {
+    const { api } = await account();
+    const seeds = new Set<number>();
+    for (let i = 0; i < 3; i++) seeds.add((await api.post('/images/moonlight', { prompt: 'a teal lagoon' })).body.seed);
+    expect(seeds.size).to.equal(3);
   });
 });

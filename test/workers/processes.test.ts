@@ -73,9 +73,12 @@ describe('worker processes', () => {
       return calls > 1; // the first publish reports a full buffer
     });
     await amqp.publish('', 'no-such-queue', { n: 1 });
-    const second = amqp.publish('', 'no-such-queue', { n: 2 });
-    await new Promise((r) => setTimeout(r, 50));
+    let sent = false;
+    const second = amqp.publish('', 'no-such-queue', { n: 2 }).then(() => (sent = true));
+    // Without back-pressure the second publish would reach the channel within these turns.
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
     expect(calls).to.equal(1); // held back until 'drain'
+    expect(sent).to.equal(false);
     pub.emit('drain');
     await second;
     await eventually(async () => calls === 2);

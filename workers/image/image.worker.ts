@@ -87,6 +87,7 @@ export function imageResponder(rt: Runtime, engine: ImageEngine = imageEngineFro
       const seed = seedBytes(req.prompt, req.engine, req.style ?? '', req.aspectRatio, JSON.stringify(colours)).readUInt32LE(0) % 1_000_000_000;
       const out = await engine.render({ prompt: req.prompt, engine: req.engine, aspectRatio: req.aspectRatio, width, height, style: req.style, referenceColours: colours, seed }, ctx);
       notes.push(...out.notes);
+      ctx.signal.throwIfAborted(); // the caller gave up (deadline passed): store nothing
       const blob = await rt.blobs.put(out.png, { contentType: 'image/png', filename: 'image.png', accountId: req.accountId });
       return {
         url: rt.blobs.url(blob.id, 'image.png'),

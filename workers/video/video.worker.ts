@@ -1,3 +1,4 @@
+import { createReadStream } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -70,12 +71,12 @@ export function videoWorker(rt: Runtime, engine: VideoEngine = videoEngineFrom(r
           facts = await probeVideo(tools, out.file);
           await extractPoster(tools, out.file, posterFile, ctx.signal);
         } catch (err) {
+          if (ctx.signal.aborted) throw err; // stopping, not a broken file: the job is handed back
           throw new UnrecoverableError(`the rendered file is not a readable video: ${(err as Error).message}`);
         }
 
         await ctx.progress('storing', 'Saving the video and its poster');
-        const mp4 = await readFile(out.file);
-        const video = await rt.blobs.put(mp4, { contentType: 'video/mp4', filename: 'video.mp4', accountId: ctx.job.accountId });
+        const video = await rt.blobs.putStream(createReadStream(out.file), { contentType: 'video/mp4', filename: 'video.mp4', accountId: ctx.job.accountId });
         const poster = await rt.blobs.put(await readFile(posterFile), { contentType: 'image/png', filename: 'poster.png', accountId: ctx.job.accountId });
         return {
           videoUrl: rt.blobs.url(video.id, 'video.mp4'),

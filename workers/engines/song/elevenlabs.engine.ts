@@ -1,3 +1,4 @@
+import { readLimited } from '../../../platform/ssrf';
 import { RetryLaterError, UnrecoverableError } from '../../pool/errors';
 import type { SongEngine, SongPlan } from './song.engine';
 
@@ -101,7 +102,7 @@ export function createElevenLabsSongEngine(opts: ElevenLabsOptions): SongEngine 
         throw new UnrecoverableError(`music provider refused the request (${res.status}${code})`);
       }
       await ctx.progress('downloading', 'Receiving the audio');
-      const audio = Buffer.from(await res.arrayBuffer());
+      const audio = await readLimited(res, 100 * 1024 * 1024, 'provider audio');
       const info = mp3Info(audio);
       if (!info) throw new UnrecoverableError('music provider did not return MPEG audio');
       return { audio, format: 'mp3', mimeType: 'audio/mpeg', sampleRate: info.sampleRate, durationSeconds: info.durationSeconds };

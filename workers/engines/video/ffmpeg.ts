@@ -15,6 +15,7 @@ export interface FfmpegTools {
  */
 export function runFfmpeg(tools: FfmpegTools, args: string[], opts: { signal?: AbortSignal; onFrame?: (frame: number) => void } = {}): Promise<void> {
   return new Promise((resolve, reject) => {
+    if (opts.signal?.aborted) return reject(opts.signal.reason ?? new Error('aborted'));
     const child = spawn(tools.ffmpeg, ['-hide_banner', '-nostdin', '-loglevel', 'error', '-nostats', '-progress', 'pipe:1', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     let buf = '';

@@ -1,5 +1,4 @@
-import { readLimited } from '../../../platform/ssrf';
-import { writeFile } from 'node:fs/promises';
+import { saveLimited } from '../../../platform/ssrf';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RetryLaterError, UnrecoverableError } from '../../pool/errors';
@@ -57,6 +56,18 @@ export function createRemoteVideoEngine(opts: { baseUrl: string; apiKey?: string
       const deadline = Date.now() + (opts.timeoutMs ?? 30 * 60_000);
       let v = created;
       let last = '';
+      // A transient error while polling is retried here (bounded), not by re-running the job:
+      // that would create a second provider render and abandon the first.
+      const poll = async (url: string, signal: AbortSignal): Promise<ProviderVideo> => {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return (await (await call('GET', url, signal)).json()) as ProviderVideo;
+          } catch (err) {
+            if (!(err instanceof RetryLaterError) || attempt >= 5) throw err;
+            await sleep(Math.min(10_000, opts.pollMs * 2 ** attempt), undefined, { signal });
+          }
+        }
+      };
       while (v.status !== 'completed') {
         if (v.status === 'failed') throw new UnrecoverableError(`video provider failed the render: ${v.error?.message ?? 'no reason given'}`);
         const msg = `Provider ${v.status.replace('_', ' ')}${typeof v.progress === 'number' ? `: ${Math.round(v.progress)}%` : ''}`;
@@ -66,12 +77,12 @@ export function createRemoteVideoEngine(opts: { baseUrl: string; apiKey?: string
         }
         if (Date.now() > deadline) throw new UnrecoverableError('video provider did not finish in time');
         await sleep(opts.pollMs, undefined, { signal: ctx.signal });
-        v = (await (await call('GET', `${base}/videos/${encodeURIComponent(created.id)}`, ctx.signal)).json()) as ProviderVideo;
+        v = await poll(`${base}/videos/${encodeURIComponent(created.id)}`, ctx.signal);
       }
       await ctx.progress('provider_downloading', 'Downloading the video from the provider');
       const res = await call('GET', `${base}/videos/${encodeURIComponent(created.id)}/content`, ctx.signal);
       const file = path.join(ctx.workDir, 'video.mp4');
-      await writeFile(file, await readLimited(res, 2 * 1024 ** 3, 'provider video'));
+      await saveLimited(res, file, 2 * 1024 ** 3, 'provider video');
       return { file, notes };
     },
   };
