@@ -1,3 +1,4 @@
+import sinon from 'sinon';
 import { expect } from 'chai';
 import amqplib from 'amqplib';
 import { CodeBuildRequest } from '../../contracts/code-builds';
@@ -38,6 +39,7 @@ describe('job reliability', () => {
     accountId = a.accountId;
   });
   afterEach(async () => {
+    sinon.restore();
     await Promise.all(pools.splice(0).map((p) => p.close()));
     await Promise.all(runtimes.splice(0).map((r) => r.close()));
   });
@@ -212,6 +214,22 @@ describe('job reliability', () => {
     setTimeout(release, 100);
     await closing;
     expect((await api.get(`/jobs/${r.body.jobId}`)).body.status).to.equal('complete');
+  });
+
+  it('when the database blinks while a worker takes a job, then the message waits and is retried, not dead-lettered', async () => {
+    const { rt } = await startPool(async () => ({ ok: true }));
+    let down = true;
+    const realClaim = rt.jobs.claim.bind(rt.jobs);
+    const claim = sinon.stub(rt.jobs, 'claim').callsFake(async (...args: Parameters<typeof realClaim>) => {
+      if (down) throw new Error('MongoServerSelectionError: connection refused');
+      return realClaim(...args);
+    });
+    const r = await api.post('/code-builds', { prompt: 'x' });
+    await eventually(async () => claim.callCount >= 1);
+    setTimeout(() => (down = false), 2500).unref(); // an outage longer than an instant redelivery loop
+    const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 20_000);
+    expect(job.status).to.equal('complete');
+    expect(claim.callCount).to.be.within(2, stack.config.DELIVERY_LIMIT); // backed off, not spun
   });
 
   it('when a crash interrupted a refund, then the sweep completes it, and a second refund gives nothing twice', async () => {
