@@ -47,7 +47,7 @@ describe('webhook delivery at the SPEC timings', () => {
     })).reverse();
     const [a1, a2, a3] = log;
     expect(a1).to.include({ attempt: 1, outcome: 'failed', statusCode: null, error: 'no answer within 5000 ms' });
-    expect(a1.durationMs).to.be.at.least(5000);
+    expect(a1.durationMs).to.be.at.least(5000 - 5); // timers may fire a millisecond early
     expect(a2).to.include({ attempt: 2, outcome: 'failed', statusCode: 502 });
     expect(a3).to.include({ attempt: 3, outcome: 'delivered', statusCode: 200, nextAttemptAt: null });
     const end = (d: { at: string; durationMs: number }) => Date.parse(d.at) + d.durationMs;
