@@ -39,7 +39,9 @@ describe('scheduler', () => {
     expect((await api.get('/account/credits')).body.balance).to.equal(48);
     await eventually(async () => (await api.get('/account/credits')).body.balance === 50, 10_000, 'the hold to be released');
     expect(await stack.rt.db.ledger.countDocuments({ jobId: hold, kind: 'refund' })).to.equal(1);
-    expect(await stack.rt.credits.release(hold)).to.equal(false); // already released: nothing twice
+    await stack.rt.credits.release(hold); // released again (as a second scheduler might): nothing twice
+    expect((await api.get('/account/credits')).body.balance).to.equal(50);
+    expect(await stack.rt.db.ledger.countDocuments({ jobId: hold, kind: 'refund' })).to.equal(1);
   });
 
   it('when a process died between a debit and the job it paid for, then settlement gives the credits back', async () => {
@@ -59,12 +61,9 @@ describe('scheduler', () => {
     // The scheduler settles them on its own; settling again (as two schedulers might) is harmless.
     await stack.scheduler!.tasks.settleCredits();
     await eventually(async () => (await api.get('/account/credits')).body.balance === 45, 10_000, 'the settlement');
-    const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
-    expect(ledger.map((l) => `${l.kind}:${l.jobId}:${l.state ?? ''}`).sort()).to.deep.equal([
-      `charge:${live._id}:applied`,
-      'charge:code_neverinserted:applied',
-      'refund:code_neverinserted:',
-    ]);
+    const want = [`charge:${live._id}:applied`, 'charge:code_neverinserted:applied', 'refund:code_neverinserted:'].sort();
+    const entries = async () => (await stack.rt.db.ledger.find({ accountId }).toArray()).map((l) => `${l.kind}:${l.jobId}:${l.state ?? ''}`).sort();
+    await eventually(async () => JSON.stringify(await entries()) === JSON.stringify(want), 10_000, 'the settled ledger');
     expect((await stack.scheduler!.tasks.settleCredits())).to.include({ refunded: 0, applied: 0, dropped: 0 });
   });
 
