@@ -1,35 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { expect } from 'chai';
 import { broker } from '../../contracts/registry';
 import { DEAD_LETTERS_COLLECTION } from '../../scheduler/dead-letters';
 import { start as startWorkers, type WorkerProcess } from '../../workers/workers';
 import { client, eventually } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
+import { spawnWorkerProcess } from '../helpers/worker-process';
 import { allDeliveries, createWebhook, readDb, startReceiver, type Receiver } from './helpers';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-/** A real webhook worker process (tsx workers/main.ts) on the stack's database and broker. */
-function spawnWebhookWorker(stack: Stack): ChildProcess {
-  const c = stack.config;
-  const env = {
-    ...process.env,
-    NODE_ENV: 'test',
-    LOG_LEVEL: 'silent',
-    MONGODB_URL: c.MONGODB_URL,
-    AMQP_URL: c.AMQP_URL,
-    QUEUE_PREFIX: c.QUEUE_PREFIX,
-    QUEUE_TYPE: c.QUEUE_TYPE,
-    PUBLIC_BASE_URL: c.PUBLIC_BASE_URL,
-    ALLOW_LOOPBACK_URLS: 'true',
-    WORKER_POOLS: 'webhook',
-    WORKER_METRICS_PORT: '0',
-    WEBHOOK_ATTEMPT_TIMEOUT_MS: '30000',
-  };
-  return spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], { cwd: root, env, stdio: 'ignore' });
-}
+/** A real webhook worker process on the stack's database and broker. */
+const spawnWebhookWorker = (stack: Stack) =>
+  spawnWorkerProcess(stack, { ALLOW_LOOPBACK_URLS: 'true', WORKER_POOLS: 'webhook', WEBHOOK_ATTEMPT_TIMEOUT_MS: '30000' });
 
 describe('webhook worker crash', () => {
   let stack: Stack;

@@ -1,31 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { client, eventually, waitForJob } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-/** A real worker process (`tsx workers/main.ts`) on the stack's database and broker. */
-function spawnWorkers(stack: Stack, pools: string): ChildProcess {
-  const c = stack.config;
-  const env = {
-    ...process.env,
-    NODE_ENV: 'test',
-    LOG_LEVEL: 'silent',
-    MONGODB_URL: c.MONGODB_URL,
-    AMQP_URL: c.AMQP_URL,
-    QUEUE_PREFIX: c.QUEUE_PREFIX,
-    QUEUE_TYPE: c.QUEUE_TYPE,
-    PUBLIC_BASE_URL: c.PUBLIC_BASE_URL,
-    WORKER_POOLS: pools,
-    WORKER_METRICS_PORT: '0',
-  };
-  return spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], { cwd: root, env, stdio: 'ignore' });
-}
+import { projectRoot, spawnWorkerProcess } from '../helpers/worker-process';
 
 describe('worker processes', () => {
   let stack: Stack;
@@ -38,7 +17,7 @@ describe('worker processes', () => {
   it('when a process runs WORKER_POOLS=code, then it completes code builds, leaves songs queued, and stops cleanly on SIGTERM', async function () {
     this.timeout(60_000);
     const api = client(stack.baseUrl, (await stack.createAccount()).key);
-    const child = spawnWorkers(stack, 'code');
+    const child = spawnWorkerProcess(stack, { WORKER_POOLS: 'code' });
     try {
       const code = await api.post('/code-builds', { prompt: 'a counter' });
       const song = await api.post('/songs', { style: 'lofi', instrumental: true });
@@ -54,7 +33,7 @@ describe('worker processes', () => {
 
   it('when the configuration is bad, then the process stops before connecting, naming the key', async () => {
     const env = { ...process.env, WORKER_POOLS: 'code,nonsense', MONGODB_URL: 'mongodb://127.0.0.1:1/x' };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], { cwd: projectRoot, env, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += d));
     const [exitCode] = await once(child, 'exit');
