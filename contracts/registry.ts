@@ -62,6 +62,10 @@ export const broker = {
   webhookDeliveryQueue: (prefix: string) => `${prefix}svc.webhook.deliveries`,
   /** Holds a webhook delivery `ms` milliseconds (queue TTL), then dead-letters it back to the delivery queue. */
   webhookDelayQueue: (prefix: string, ms: number) => `${prefix}svc.webhook.delay.${ms}ms`,
+  /** Audit entries published by API processes (confirmed before the answer) and written in batches. */
+  auditQueue: (prefix: string) => `${prefix}svc.audit`,
+  /** Fanout of key and account changes; every API process drops what it cached for them. */
+  authExchange: (prefix: string) => `${prefix}svc.auth.invalidations`,
 } as const;
 
 /**

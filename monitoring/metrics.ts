@@ -76,6 +76,20 @@ export const metrics = {
     registers: [registry],
   }),
   webhookDeliveries: counter('webhook_deliveries_total', 'Webhook deliveries finished, by result (delivered, failed after retries, skipped: webhook gone or inactive, deferred: endpoint busy).', ['result']),
+  dbCommandDuration: new client.Histogram<'command' | 'collection' | 'outcome'>({
+    name: 'db_command_duration_seconds',
+    help: 'MongoDB command latency seen by this process (driver command monitoring), by command name, collection (known collections, else "other") and outcome (ok, error).',
+    labelNames: ['command', 'collection', 'outcome'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  }),
+  publishConfirmDuration: new client.Histogram<'exchange' | 'outcome'>({
+    name: 'amqp_publish_confirm_duration_seconds',
+    help: 'Time from publishing a persistent message to the broker confirm, by exchange kind (pool, events, webhooks, audit, other) and outcome (confirmed, failed).',
+    labelNames: ['exchange', 'outcome'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 3],
+    registers: [registry],
+  }),
   webhooksDisabled: counter('webhooks_disabled_total', 'Webhooks disabled automatically after consecutive failed deliveries.', []),
 };
 

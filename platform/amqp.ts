@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
 import { broker, type PoolType } from '../contracts/registry';
+import { metrics } from '../monitoring/metrics';
 import type { Logger } from './log';
 import { declareWebhookTopology } from './webhooks/topology';
 
@@ -162,11 +163,13 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     // Back-pressure: while the socket buffer is full, wait for 'drain' instead of buffering more.
     while (this.draining) await this.draining;
     const content = Buffer.from(JSON.stringify(body));
+    const sentAt = process.hrtime.bigint();
     await new Promise<void>((resolve, reject) => {
       let settled = false;
       const done = (err?: unknown) => {
         if (settled) return;
         settled = true;
+        metrics.publishConfirmDuration.observe({ exchange: this.exchangeKind(exchange, routingKey), outcome: err ? 'failed' : 'confirmed' }, Number(process.hrtime.bigint() - sentAt) / 1e9);
         clearTimeout(timer);
         ch.off('close', onClose);
         err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve();
@@ -194,6 +197,19 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       }
     });
     this.emit('published', { exchange, routingKey });
+  }
+
+  /** A bounded label for what a publish went to. */
+  private exchangeKind(exchange: string, routingKey: string): string {
+    const p = this.topology.prefix;
+    if (exchange === '') {
+      if (routingKey === broker.auditQueue(p)) return 'audit';
+      if (routingKey.startsWith(`${p}svc.webhook`)) return 'webhooks';
+      return routingKey.startsWith(`${p}svc.pool.`) ? 'pool' : 'other';
+    }
+    if (exchange === broker.eventsExchange(p)) return 'events';
+    if (exchange === broker.authExchange(p)) return 'auth';
+    return exchange.startsWith(`${p}svc.webhook`) ? 'webhooks' : 'other';
   }
 
   /** Publish to a pool queue through the default exchange. */

@@ -64,7 +64,7 @@ export const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe('API port; 0 picks a free one (tests).'),
   PUBLIC_BASE_URL: z.string().url().optional().describe('Absolute origin for public links (assets, openUrl). Default http://localhost:PORT.'),
   MONGODB_URL: z.string().default('mongodb://127.0.0.1:27017/svc').describe('MongoDB (or FerretDB) connection string, database included.'),
-  MONGODB_WRITE_LOCKS: z.enum(['auto', 'on', 'off']).default('auto').describe('Serialise single-document writes with write locks: auto = only on FerretDB, whose updates are not atomic (platform/mongo-locks.ts).'),
+  MONGODB_MAX_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(20).describe('Most MongoDB connections one process opens (driver maxPoolSize). FerretDB serves each command on one of its 50 PostgreSQL connections, shared by every process.'),
   AMQP_URL: z.string().default('amqp://guest:guest@127.0.0.1:5672').describe('RabbitMQ connection string.'),
   QUEUE_TYPE: z.enum(['quorum', 'classic']).default('quorum').describe('Queue type for pool queues. quorum survives node loss and enforces the delivery limit; classic is faster on one node. Changing it needs new queue names (QUEUE_PREFIX).'),
   QUEUE_PREFIX: z.string().default('').describe('Prefix for every queue and exchange name; isolates test runs sharing a broker.'),

@@ -2,6 +2,7 @@ import { metrics } from '../monitoring/metrics';
 import { loadConfig, type Config } from './config';
 import { toAppError } from './errors';
 import { createLogger } from './log';
+import { UnsupportedServerError } from './mongo';
 
 /**
  * Entry point helper: parse config (a bad key stops before any connection), start, stop on
@@ -42,6 +43,10 @@ export function runMain(name: string, start: (config: Config) => Promise<{ stop(
       process.on('SIGTERM', () => stop('SIGTERM'));
     },
     (err) => {
+      if (err instanceof UnsupportedServerError) {
+        process.stderr.write(`${name}: ${err.message}\n`);
+        process.exit(78); // EX_CONFIG: the database is not one we can run on
+      }
       log.error('failed to start', { err: err as Error });
       process.exit(1);
     },

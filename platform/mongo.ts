@@ -1,5 +1,5 @@
-import { MongoClient } from 'mongodb';
-import { createWriteLocks, isFerretDb } from './mongo-locks';
+import { MongoClient, type Db } from 'mongodb';
+import { metrics } from '../monitoring/metrics';
 import type { Plan, Scope, CreditOperation, JobType } from '../contracts/registry';
 import type { JobStatus } from '../contracts/common';
 import type { AccountFeatures } from '../contracts/account';
@@ -122,22 +122,65 @@ export interface RateLimitDoc {
   expiresAt: Date;
 }
 
+/** The FerretDB build that applies read-modify-write commands atomically (scripts/ferretdb/*.patch). */
+export const PATCHED_FERRETDB = /-svc\.\d+$/;
+
+/** Thrown at start when the server is an unpatched FerretDB 1.x (see scripts/services.sh). */
+export class UnsupportedServerError extends Error {
+  override name = 'UnsupportedServerError';
+}
+
 /**
- * Connect. `writeLocks`: 'auto' serialises single-document writes only on FerretDB, whose
- * updates are not atomic (see mongo-locks.ts); 'on' / 'off' force it.
+ * Refuse a FerretDB 1.x without our patch: its updates are not atomic (measured: 50 concurrent
+ * `$inc` left 15), so credits, job claims and slots would race. MongoDB needs no check.
  */
-export async function connectMongo(url: string, opts: { writeLocks?: 'auto' | 'on' | 'off' } = {}) {
-  const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000, maxPoolSize: 50 });
+export async function assertAtomicServer(db: Db): Promise<void> {
+  const info = await db.admin().command({ buildInfo: 1 });
+  const v = info.ferretdbVersion;
+  if (typeof v === 'string' && /^v?1\./.test(v) && !PATCHED_FERRETDB.test(v)) {
+    throw new UnsupportedServerError(
+      `FerretDB ${v} does not apply updates atomically; run the patched build instead: stop this server and run ` +
+        '`npm run services` (scripts/services.sh builds FerretDB v1.24.0-svc.1 from the Go module proxy with scripts/ferretdb/*.patch)',
+    );
+  }
+}
+
+/** Collections whose names label metrics; others are reported as "other" (bounded labels). */
+const KNOWN_COLLECTIONS = new Set<string>([...Object.values(COLLECTIONS), `${COLLECTIONS.blobBucket}.files`, `${COLLECTIONS.blobBucket}.chunks`]);
+const MONITORED_COMMANDS = new Set(['find', 'insert', 'update', 'delete', 'findAndModify', 'aggregate', 'count', 'getMore', 'createIndexes', 'distinct', 'ping', 'buildInfo', 'hello', 'isMaster', 'killCursors', 'drop', 'dropDatabase', 'listCollections', 'listIndexes']);
+
+/**
+ * Connect. `maxPoolSize` bounds this process's connections (FerretDB serves each on a PostgreSQL
+ * connection from a pool of 50 by default; several processes share it).
+ */
+export async function connectMongo(url: string, opts: { maxPoolSize?: number } = {}) {
+  const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000, maxPoolSize: opts.maxPoolSize ?? 20, monitorCommands: true });
+  // Command latency by collection and command (driver command monitoring), for every process.
+  const started = new Map<number, { command: string; collection: string; at: bigint }>();
+  client.on('commandStarted', (e) => {
+    const raw = (e.command as Record<string, unknown>)[e.commandName];
+    const coll = typeof raw === 'string' && KNOWN_COLLECTIONS.has(raw) ? raw : typeof raw === 'string' ? 'other' : '-';
+    started.set(e.requestId, { command: MONITORED_COMMANDS.has(e.commandName) ? e.commandName : 'other', collection: coll, at: process.hrtime.bigint() });
+  });
+  const finish = (e: { requestId: number }, outcome: 'ok' | 'error') => {
+    const s = started.get(e.requestId);
+    if (!s) return;
+    started.delete(e.requestId);
+    metrics.dbCommandDuration.observe({ command: s.command, collection: s.collection, outcome }, Number(process.hrtime.bigint() - s.at) / 1e9);
+  };
+  client.on('commandSucceeded', (e) => finish(e, 'ok'));
+  client.on('commandFailed', (e) => finish(e, 'error'));
   await client.connect();
-  const rawDb = client.db();
-  const mode = opts.writeLocks ?? 'auto';
-  const locked = mode === 'on' || (mode === 'auto' && (await isFerretDb(rawDb)));
-  const db = locked ? createWriteLocks(rawDb).wrapDb(rawDb) : rawDb;
+  const db = client.db();
+  try {
+    await assertAtomicServer(db);
+  } catch (err) {
+    await client.close();
+    throw err;
+  }
   return {
     client,
     db,
-    /** Whether single-document writes go through write locks (FerretDB). */
-    writeLocks: locked,
     accounts: db.collection<AccountDoc>(COLLECTIONS.accounts),
     apiKeys: db.collection<ApiKeyDoc>(COLLECTIONS.apiKeys),
     jobs: db.collection<JobDoc>(COLLECTIONS.jobs),

@@ -15,7 +15,7 @@ import { connectMongo, ensureIndexes } from './mongo';
  * repositories built on them. `close()` may be called twice and runs every cleanup.
  */
 export async function createRuntime(config: Config, log: Logger) {
-  const db = await connectMongo(config.MONGODB_URL, { writeLocks: config.MONGODB_WRITE_LOCKS });
+  const db = await connectMongo(config.MONGODB_URL, { maxPoolSize: config.MONGODB_MAX_POOL_SIZE });
   await ensureIndexes(db);
   const amqp = new AmqpClient(
     config.AMQP_URL,

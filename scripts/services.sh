@@ -51,14 +51,27 @@ amqp_answers() {
 }
 
 # --- RabbitMQ -------------------------------------------------------------
+# A wedged local broker is restarted through rabbitmqctl (stop_app/start_app, then shutdown),
+# and only as a last resort by the pid that the broker itself reports: never by a process name.
+restart_local_rabbitmq() {
+  log "RabbitMQ accepts connections but does not answer AMQP; restarting the local broker (rabbitmqctl stop_app/start_app)"
+  if timeout 30 rabbitmqctl -q stop_app >/dev/null 2>&1 && timeout 30 rabbitmqctl -q start_app >/dev/null 2>&1; then
+    for _ in $(seq 1 15); do amqp_answers "$amqp_host" "$amqp_port" && return 0; sleep 1; done
+  fi
+  local pid
+  pid="$(timeout 10 rabbitmqctl -q eval 'list_to_integer(os:getpid()).' 2>/dev/null | tr -dc 0-9 || true)"
+  log "stop_app/start_app did not help; shutting the broker down (rabbitmqctl shutdown${pid:+, pid $pid})"
+  if ! timeout 30 rabbitmqctl -q shutdown >/dev/null 2>&1 && [ -n "$pid" ]; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+  fi
+  sleep 1
+}
 read -r amqp_host amqp_port <<<"$(host_port "$AMQP_URL" 5672)"
 if answers "$amqp_host" "$amqp_port" && ! amqp_answers "$amqp_host" "$amqp_port"; then
   case "$amqp_host" in
-    127.0.0.1|localhost)
-      log "RabbitMQ accepts connections but does not answer AMQP; restarting the local broker"
-      pkill -9 -f 'rabbit boot' 2>/dev/null || true
-      pkill -f rabbitmqctl 2>/dev/null || true
-      sleep 2 ;;
+    127.0.0.1|localhost) restart_local_rabbitmq ;;
     *) log "RabbitMQ at $amqp_host:$amqp_port does not answer AMQP"; exit 1 ;;
   esac
 fi
@@ -79,32 +92,85 @@ else
 fi
 
 # --- MongoDB-compatible server ---------------------------------------------
+# FerretDB is built from the Go module proxy with scripts/ferretdb/*.patch applied (atomic
+# read-modify-write commands, no connection held across a write; see the patch's header).
+# WARNING: the application refuses an unpatched FerretDB 1.x at start; keep these in step.
+FERRETDB_BUILD="$FERRETDB_VERSION-svc.1"
+ferret="$tools/bin/ferretdb"
+pidfile="$tools/state/ferretdb.pid"
 read -r mongo_host mongo_port <<<"$(host_port "$MONGODB_URL" 27017)"
+
+# One OP_MSG command ({<name>: 1, $db: "admin"}) over /dev/tcp; prints the reply's bytes.
+# A real round trip through the server's command handler, not only a TCP accept.
+le32() { printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)); }
+mongo_command() { # host port name
+  local name="$3" doclen total msg
+  doclen=$((26 + ${#name})); total=$((21 + doclen))
+  msg="$(le32 $total)$(le32 1)$(le32 0)$(le32 2013)$(le32 0)\\x00$(le32 $doclen)\\x10$name\\x00$(le32 1)\\x02\$db\\x00$(le32 6)admin\\x00\\x00"
+  timeout 3 bash -c 'exec 3<>"/dev/tcp/$0/$1" || exit 1
+    printf "$2" >&3
+    len=$(dd bs=1 count=4 <&3 2>/dev/null | od -An -tu4 | tr -dc 0-9)
+    [ -n "$len" ] && [ "$len" -gt 4 ] && head -c $((len - 4)) <&3' "$1" "$2" "$msg" 2>/dev/null
+}
+mongo_pings() { mongo_command "$1" "$2" ping | grep -aq ok; }
+ferret_build_of() { mongo_command "$1" "$2" buildInfo | grep -ao 'v1\.[0-9]*\.[0-9]*[-a-z0-9.]*' | head -1; }
+# Whether the process in our pid file is alive and is our FerretDB binary.
+ours_running() {
+  [ -f "$pidfile" ] || return 1
+  local pid; pid="$(cat "$pidfile")"
+  [ -n "$pid" ] && [ "$(readlink -f "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$ferret")" ]
+}
+stop_ours() {
+  local pid; pid="$(cat "$pidfile")"
+  log "stopping the FerretDB this script started (pid $pid): $1"
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 25); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$pidfile"
+}
+
 if answers "$mongo_host" "$mongo_port"; then
-  log "MongoDB-compatible server answers on $mongo_host:$mongo_port"
-  exit 0
+  if ! mongo_pings "$mongo_host" "$mongo_port" && ! { sleep 2; mongo_pings "$mongo_host" "$mongo_port"; }; then
+    if ours_running; then
+      stop_ours "it accepts connections but does not answer ping (wedged)"
+    else
+      log "the server on $mongo_host:$mongo_port accepts connections but does not answer ping, and this script did not start it; restart it"
+      exit 1
+    fi
+  else
+    build="$(ferret_build_of "$mongo_host" "$mongo_port" || true)"
+    if [ -n "$build" ] && [ "$build" != "$FERRETDB_BUILD" ] && ours_running; then
+      stop_ours "it is FerretDB $build, not the patched $FERRETDB_BUILD"
+    else
+      log "MongoDB-compatible server answers ping on $mongo_host:$mongo_port${build:+ (FerretDB $build)}"
+      exit 0
+    fi
+  fi
 fi
 case "$mongo_host" in
   127.0.0.1|localhost) ;;
   *) log "MongoDB at $mongo_host:$mongo_port does not answer and is not local; not starting anything"; exit 1 ;;
 esac
 
-ferret="$tools/bin/ferretdb"
-if [ ! -x "$ferret" ] || [ "$("$ferret" --version 2>/dev/null | grep -o 'v1\.24\.0' | head -1)" != "$FERRETDB_VERSION" ]; then
+if [ ! -x "$ferret" ] || [ "$("$ferret" --version 2>/dev/null | sed -n 's/^version: //p')" != "$FERRETDB_BUILD" ]; then
   command -v go >/dev/null || { log "Go is needed to build FerretDB"; exit 1; }
-  log "building FerretDB $FERRETDB_VERSION from the Go module proxy (once; cached in .tools/bin)"
+  log "building FerretDB $FERRETDB_BUILD from the Go module proxy with scripts/ferretdb/*.patch (once; cached in .tools/bin)"
   dir="$(go mod download -json "github.com/FerretDB/FerretDB@$FERRETDB_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
   [ -n "$dir" ] && [ -d "$dir" ] || { log "go mod download gave no module directory"; exit 1; }
   src="$tools/src/ferretdb"
   rm -rf "$src"; mkdir -p "$tools/src"
   cp -r "$dir" "$src"; chmod -R u+w "$src"
+  for p in "$root"/scripts/ferretdb/*.patch; do
+    (cd "$src" && patch -p1 --quiet --forward <"$p") || { log "patch $p did not apply"; exit 1; }
+  done
   # The module lacks the generated version file; without it the binary panics at start
   # ("Invalid build/version/version.txt file content", FerretDB issue #2982).
-  echo "$FERRETDB_VERSION" >"$src/build/version/version.txt"
-  (cd "$src" && go build -o "$ferret" ./cmd/ferretdb) >"$tools/log/ferretdb-build.log" 2>&1 || {
+  echo "$FERRETDB_BUILD" >"$src/build/version/version.txt"
+  (cd "$src" && go build -o "$ferret.new" ./cmd/ferretdb) >"$tools/log/ferretdb-build.log" 2>&1 || {
     log "plain build failed, retrying with -checklinkname=0 (see .tools/log/ferretdb-build.log)"
-    (cd "$src" && go build -ldflags=-checklinkname=0 -o "$ferret" ./cmd/ferretdb) >>"$tools/log/ferretdb-build.log" 2>&1
+    (cd "$src" && go build -ldflags=-checklinkname=0 -o "$ferret.new" ./cmd/ferretdb) >>"$tools/log/ferretdb-build.log" 2>&1
   }
+  mv "$ferret.new" "$ferret"
   rm -rf "$src"
   log "FerretDB built: $("$ferret" --version | head -1)"
 fi
@@ -123,9 +189,14 @@ if ! psql -h "$pg_host" -p "$pg_port" -U "$pg_user" -d postgres -tAc "select 1 f
   psql -h "$pg_host" -p "$pg_port" -U "$pg_user" -d postgres -qc "create database \"$pg_db\"" >/dev/null
 fi
 
-log "starting FerretDB on $mongo_host:$mongo_port (log: .tools/log/ferretdb.log)"
+# WARNING: one FerretDB process per PostgreSQL database: the patch's write lock lives in the
+# process, so a second FerretDB over the same database would break single-document atomicity.
+log "starting FerretDB $FERRETDB_BUILD on $mongo_host:$mongo_port (log: .tools/log/ferretdb.log)"
 nohup setsid "$ferret" --handler=postgresql --postgresql-url="$FERRETDB_PG_URL" \
   --listen-addr="$mongo_host:$mongo_port" --telemetry=disable --state-dir="$tools/state" \
-  --debug-addr=127.0.0.1:0 --log-level=WARN >>"$tools/log/ferretdb.log" 2>&1 </dev/null &
+  --debug-addr="${FERRETDB_DEBUG_ADDR:-127.0.0.1:0}" --log-level=WARN >>"$tools/log/ferretdb.log" 2>&1 </dev/null &
+echo $! >"$pidfile"
 wait_for "$mongo_host" "$mongo_port" 30 FerretDB
-log "FerretDB is up"
+for _ in $(seq 1 25); do mongo_pings "$mongo_host" "$mongo_port" && break; sleep 0.2; done
+mongo_pings "$mongo_host" "$mongo_port" || { log "FerretDB does not answer ping after starting"; exit 1; }
+log "FerretDB is up (answers ping)"
