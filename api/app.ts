@@ -8,6 +8,10 @@ import { loadConfig, type Config } from '../platform/config';
 import { AppError } from '../platform/errors';
 import { createLogger } from '../platform/log';
 import { createRuntime, type Runtime } from '../platform/runtime';
+import { createAuditRecorder } from '../platform/audit/audit.recorder';
+import { createAuditWriter } from '../platform/audit/audit.writer';
+import { AuthInvalidationSchema, createAuthCache, type AuthCache, type AuthInvalidation } from '../platform/accounts';
+import { broker } from '../contracts/registry';
 import { accountRoutes } from './account/account.routes';
 import { assetsRoutes } from './assets/assets.routes';
 import { codeBuildsRoutes } from './code-builds/code-builds.routes';
@@ -21,7 +25,7 @@ import { songsRoutes } from './songs/songs.routes';
 import { audit } from './middleware/audit';
 import { authenticate } from './middleware/auth';
 import { jsonBody } from './middleware/body';
-import { errorHandler, notFoundRoute } from './middleware/errors';
+import { clientErrorHandler, errorHandler, notFoundRoute } from './middleware/errors';
 import { httpMetrics } from './middleware/http-metrics';
 import { createIdempotency } from './middleware/idempotency';
 import { rateLimit } from './middleware/rate-limit';
@@ -39,7 +43,7 @@ const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRout
  * authentication → audit → rate limit → routes → 501 for catalogue endpoints not served yet →
  * 404 → error funnel.
  */
-export function createApp(rt: Runtime) {
+export function createApp(rt: Runtime, authCache: AuthCache) {
   const { config, log } = rt;
   const app = express();
   app.disable('x-powered-by');
@@ -60,7 +64,7 @@ export function createApp(rt: Runtime) {
   });
 
   const deps: RouteDeps = {
-    idempotency: createIdempotency(rt.db, { ttlHours: config.IDEMPOTENCY_TTL_HOURS, lockMs: config.IDEMPOTENCY_LOCK_MS }),
+    idempotency: createIdempotency(rt.db, { ttlHours: config.IDEMPOTENCY_TTL_HOURS, leaseMs: config.IDEMPOTENCY_LEASE_MS }),
     implemented: new Set<string>(['getOpenapi']),
   };
 
@@ -68,8 +72,10 @@ export function createApp(rt: Runtime) {
   v1.use(jsonBody(config.BODY_LIMIT_BYTES));
   v1.use(openapiRoutes({ serverUrl: `${config.PUBLIC_BASE_URL}${BASE_PATH}`, implemented: deps.implemented }));
   v1.use(assetsRoutes(rt.blobs));
-  // Audit before the rate limit, so refused (429) calls are recorded too; it writes on 'finish'.
-  v1.use(authenticate(rt.accounts), audit(rt.db, log), rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }));
+  // Audit before the rate limit, so refused (429) calls are recorded too; the entry is confirmed
+  // by the broker before the answer goes out, and written in batches by the audit writer.
+  const auditRecorder = createAuditRecorder({ db: rt.db, amqp: rt.amqp, log, prefix: config.QUEUE_PREFIX });
+  v1.use(authenticate(authCache), audit(auditRecorder), rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }));
   for (const routes of ROUTE_MODULES) v1.use(routes(rt, deps));
 
   // Every catalogue endpoint this deployment does not serve yet answers 501, after auth.
@@ -80,6 +86,7 @@ export function createApp(rt: Runtime) {
     });
   }
   app.use(BASE_PATH, v1);
+  app.locals.close = () => deps.idempotency.close();
   app.use(notFoundRoute);
   app.use(errorHandler(log));
   return app;
@@ -89,8 +96,23 @@ export function createApp(rt: Runtime) {
 export async function start(config: Config = loadConfig()) {
   const log = createLogger(config.LOG_LEVEL, { service: 'api' });
   const rt = await createRuntime(config, log);
-  const server = http.createServer(createApp(rt));
+  // Every API process drains the audit queue into audit_log in batches.
+  const auditWriter = createAuditWriter({ db: rt.db, amqp: rt.amqp, log: log.child({ component: 'audit' }), prefix: config.QUEUE_PREFIX });
+  await auditWriter.start();
+  // Keys and accounts cached per process, kept true by the invalidation fanout.
+  const authCache = createAuthCache((presented) => rt.accounts.authenticate(presented), { ttlMs: config.AUTH_CACHE_TTL_MS });
+  const unsubscribe = await rt.amqp.subscribe(broker.authExchange(config.QUEUE_PREFIX), (msg) => {
+    const parsed = AuthInvalidationSchema.safeParse(msg);
+    if (parsed.success) authCache.invalidate(parsed.data);
+    else authCache.ready(); // unreadable: forget everything, to be safe
+  }, { onReady: () => authCache.ready(), onLost: () => authCache.lost() });
+  const onLocalChange = (msg: AuthInvalidation) => authCache.invalidate(msg);
+  rt.authChanges.on('change', onLocalChange);
+  const app = createApp(rt, authCache);
+  const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
+  // What Node's HTTP parser refuses (raw non-ASCII in the path, headers over 16 KiB) still gets the Error shape.
+  server.on('clientError', clientErrorHandler(log));
   await new Promise<void>((resolve) => server.listen(config.PORT, resolve));
   const port = (server.address() as AddressInfo).port;
   log.info('api listening', { port });
@@ -104,6 +126,10 @@ export async function start(config: Config = loadConfig()) {
           server.close(() => resolve());
           server.closeIdleConnections();
         });
+        await auditWriter.stop(); // writes what it holds
+        (app.locals.close as () => void)();
+        rt.authChanges.off('change', onLocalChange);
+        await unsubscribe();
         await rt.close();
       })();
       return stopped;

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { text } from './common';
+import { line, text } from './common';
 
 /** SPEC 2.13 code-build request. */
 export const CodeBuildRequest = z
-  .object({
+  .strictObject({
     prompt: text(20_000).min(1, { error: 'must not be empty' }).describe('What the app should do.'),
-    name: text(255).optional().describe('App name; derived from the prompt when omitted.'),
+    name: line(255).optional().describe('App name; derived from the prompt when omitted.'),
     framework: z
       .enum(['html', 'react', 'auto'], { error: 'must be one of html, react, auto' })
       .optional()

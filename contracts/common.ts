@@ -9,11 +9,54 @@ export const intBetween = (min: number, max: number) =>
     .min(min, { error: `must be between ${min} and ${max}` })
     .max(max, { error: `must be between ${min} and ${max}` });
 
-/** A string of at most `max` characters. */
+/** No NUL anywhere: PostgreSQL (under FerretDB) cannot store it, and no text needs it. */
+const NO_NUL = /^[^\u0000]*$/;
+/** No C0 or C1 control character (NUL, tab, newline, escape, DEL…): for names, ids and URLs. */
+const NO_CONTROL = /^[^\u0000-\u001f\u007f-\u009f]*$/;
+
+/**
+ * Free text (a prompt, lyrics, a description) of at most `max` characters. NUL is refused
+ * (400 naming the field); other characters, newlines included, are kept as sent.
+ */
 export const text = (max?: number) => {
   const s = z.string({ error: 'must be a string' });
-  return max === undefined ? s : s.max(max, { error: `must be at most ${max} characters` });
+  return (max === undefined ? s : s.max(max, { error: `must be at most ${max} characters` })).regex(NO_NUL, { error: 'must not contain NUL characters' });
 };
+
+/**
+ * One line of text (a name, a title, a tag, a URL) of at most `max` characters: no control
+ * characters at all (NUL, tab, newline, escape, DEL, C1).
+ */
+export const line = (max: number) =>
+  z
+    .string({ error: 'must be a string' })
+    .max(max, { error: `must be at most ${max} characters` })
+    .regex(NO_CONTROL, { error: 'must not contain control characters' });
+
+/** An absolute http(s) URL of at most 2048 characters, without control characters. */
+export const httpUrl = (error = 'must be an absolute http(s) URL') =>
+  z
+    .url({ error, protocol: /^https?$/ })
+    .max(2048, { error: 'must be at most 2048 characters' })
+    .regex(NO_CONTROL, { error: 'must not contain control characters' })
+    .meta({ format: 'uri' });
+
+/** What a path id may be (`/jobs/{id}`, `/webhooks/{id}`, `/assets/{id}/…`). */
+export const ID_RULE = { maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' } as const;
+
+/**
+ * A resource id in a path: 1 to 128 letters, digits, `_` and `-` (every id this service makes is
+ * `prefix_` + 20 base32 characters). Anything else (`../`, NUL, 300 characters, non-ASCII) is
+ * refused with 400 validation_error naming the parameter, before any lookup; a well-formed id
+ * that names nothing of the caller's is 404 not_found.
+ */
+export const PathId = z
+  .string()
+  .min(1)
+  .max(ID_RULE.maxLength)
+  .regex(new RegExp(ID_RULE.pattern))
+  .describe('1 to 128 letters, digits, _ and -; anything else is 400 validation_error, an id that names nothing of yours 404.');
+export const PATH_ID_RULE_TEXT = `must be 1 to ${ID_RULE.maxLength} letters, digits, _ and -`;
 
 /** SPEC 2.2. */
 export const ErrorBody = z
@@ -38,6 +81,12 @@ export const listEnvelope = <T extends z.ZodType>(item: T) =>
 export const JOB_STATUSES = ['queued', 'processing', 'complete', 'failed'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
+/**
+ * A job's `result`, shaped per job type (CodeBuildResult, VideoResult, SongResult,
+ * ResearchResult, DeckResult); the OpenAPI document lists those shapes (contracts/openapi.ts).
+ */
+export const JobResult = z.record(z.string(), z.unknown()).describe('Present once the job is complete; shaped per job type.');
+
 /** SPEC 2.4. `result` is shaped per job type. */
 export const JobEnvelope = z
   .object({
@@ -47,7 +96,7 @@ export const JobEnvelope = z
     rawStatus: z.string().optional().describe("The pipeline's own status token."),
     pollUrl: z.string().describe('Path of the form /api/v1/jobs/<jobId>.'),
     progressMessage: z.string().optional().describe('Human progress text.'),
-    result: z.record(z.string(), z.unknown()).nullable().optional(),
+    result: JobResult.nullable().optional(),
     error: z.string().nullable().optional().describe('Failure text.'),
     createdAt: z.string().optional(),
     updatedAt: z.string().optional(),

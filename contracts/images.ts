@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { intBetween, text } from './common';
+import { httpUrl, intBetween, text } from './common';
 
 /**
  * SPEC 2.10 and 2.11: synchronous image generation. Both endpoints hand the render to the image
@@ -26,11 +26,11 @@ export const IMAGE_SIZES: Record<ImageAspectRatio, { width: number; height: numb
 /** SPEC 8: at most 5 reference images. */
 export const MAX_REFERENCE_IMAGES = 5;
 
-const url = (field: string) => z.url({ error: `${field} must be an absolute http(s) URL` });
+const url = (field: string) => httpUrl(`${field} must be an absolute http(s) URL`);
 
 /** SPEC 2.10 request of POST /images. */
 export const ImageRequest = z
-  .object({
+  .strictObject({
     prompt: text(4000).min(1, { error: 'must not be empty' }).describe('What to draw.'),
     engine: z
       .enum(IMAGE_ENGINES, { error: `must be one of ${IMAGE_ENGINES.join(', ')}` })
@@ -99,7 +99,7 @@ export const MOONLIGHT_MAX_SEED = 999_999_999;
 
 /** SPEC 2.11 request of POST /images/moonlight. */
 export const MoonlightRequest = z
-  .object({
+  .strictObject({
     prompt: text(1500).min(1, { error: 'must not be empty' }).describe('Scene: subject, composition, lighting, style. Safe-for-work only: adult content is refused with 400.'),
     negativePrompt: text(1000)
       .refine((v) => v.trim() === '', { error: 'is not used by this model; omit it or send an empty string' })

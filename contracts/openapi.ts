@@ -1,10 +1,15 @@
 import { z } from 'zod';
-import { ErrorBody } from './common';
+import { CodeBuildResult } from './code-builds';
+import { ErrorBody, JobResult, PathId } from './common';
 import { endpoints, type Endpoint } from './endpoints';
+import { DeckResult } from './presentations';
+import { ResearchResult } from './research';
+import { SongResult } from './songs';
+import { VideoResult } from './videos';
+import { WebhookEventPayload } from './webhooks';
 
 /** Codes that every authenticated endpoint can answer, with their HTTP status. */
 const COMMON_ERRORS: Record<string, string> = {
-  '400': 'Validation failed (validation_error, invalid_json); the message names the field.',
   '401': 'Missing or invalid API key (unauthorized).',
   '403': 'Key lacks the scope (forbidden) or the plan lacks API access (plan_required).',
   '404': 'Unknown resource, or one owned by another account (not_found).',
@@ -12,7 +17,46 @@ const COMMON_ERRORS: Record<string, string> = {
   '500': 'Server failure (internal_error); idempotent requests are safe to retry.',
 };
 
-const JSON_SCHEMA_OPTS = { target: 'draft-2020-12', unrepresentable: 'any' } as const;
+/** What every operation can answer, keys or not: the JSON body parser and the path rules run first. */
+const REQUEST_ERRORS: Record<string, string> = {
+  '400':
+    'The request was refused before it was served: validation_error (the message names the field: a malformed path id, a field of the wrong type, an unknown field, a NUL, nesting deeper than 32 levels), invalid_json, or bad_request (a body that does not match its Content-Encoding).',
+  '413': 'The body is larger than the accepted limit (payload_too_large).',
+  '415': 'A body that is not application/json in UTF-8, or an unsupported Content-Encoding (unsupported_media_type).',
+};
+
+/** The job result shapes, listed as `result` of the job envelopes. */
+const JOB_RESULTS = [CodeBuildResult, VideoResult, SongResult, ResearchResult, DeckResult];
+
+const ref = (schema: z.ZodType) => {
+  const id = z.globalRegistry.get(schema)?.id;
+  if (!id) throw new Error('a schema referenced by the OpenAPI document has no registry id');
+  return { $ref: `#/components/schemas/${id}` };
+};
+
+/**
+ * Adjustments of zod's JSON Schema where it under-describes what the server does:
+ * - an exhaustive record (`z.record(z.enum([...]), v)`: every key present) lists its keys as
+ *   properties, instead of `required` names the schema does not define;
+ * - a job `result` lists the result shapes.
+ */
+const override = (ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown> }) => {
+  const js = ctx.jsonSchema as Record<string, unknown> & { propertyNames?: { enum?: string[] }; additionalProperties?: unknown; required?: string[] };
+  if (ctx.zodSchema === JobResult) {
+    for (const k of Object.keys(js)) if (k !== 'description') delete js[k];
+    js.anyOf = JOB_RESULTS.map(ref);
+    return;
+  }
+  const keys = js.propertyNames?.enum;
+  if (js.type === 'object' && Array.isArray(keys) && js.additionalProperties && typeof js.additionalProperties === 'object' && !js.properties) {
+    js.properties = Object.fromEntries(keys.map((k) => [k, js.additionalProperties]));
+    js.required = [...keys];
+    js.additionalProperties = false;
+    delete js.propertyNames;
+  }
+};
+
+const JSON_SCHEMA_OPTS = { target: 'draft-2020-12', unrepresentable: 'any', override } as const;
 
 const toSchema = (schema: z.ZodType, io: 'input' | 'output'): unknown => {
   const id = z.globalRegistry.get(schema)?.id;
@@ -43,12 +87,14 @@ const queryParameters = (schema: z.ZodType | undefined) => {
   }));
 };
 
+const pathIdSchema = () => toSchema(PathId, 'input');
+
 const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) => {
   const pathParams = [...ep.path.matchAll(/\{(\w+)\}/g)].map((m) => ({
     name: m[1],
     in: 'path',
     required: true,
-    schema: { type: 'string' },
+    schema: pathIdSchema(),
   }));
   const headers = ep.idempotent
     ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 }, description: 'A retry with the same key and body returns the original response and is not billed again; the same key with another body answers 422; while the first is in flight, 409. Kept 24 hours.' }]
@@ -56,6 +102,7 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
   const success: Record<string, unknown> = { description: ep.summary };
   if (ep.response) success.content = { 'application/json': { schema: toSchema(ep.response, 'output') } };
   const responses: Record<string, unknown> = { [String(ep.status)]: success };
+  for (const [status, text] of Object.entries(REQUEST_ERRORS)) responses[status] = errorResponse(text);
   if (ep.scopes.length > 0) {
     for (const [status, text] of Object.entries(COMMON_ERRORS)) responses[status] = errorResponse(text);
     if (ep.scopes.includes('ai')) responses['402'] = errorResponse('Not enough AI credits (insufficient_credits).');
@@ -66,6 +113,7 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
   }
   for (const [status, text] of Object.entries(ep.errors ?? {})) responses[status] = errorResponse(text);
   if (!implemented.has(id)) responses['501'] = errorResponse('Not available in this deployment yet (not_implemented).');
+  responses.default = errorResponse('Any other error, in the same Error shape (for example 503 service_unavailable, 504 timeout).');
   return {
     operationId: id,
     summary: ep.summary,
@@ -79,6 +127,58 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
   };
 };
 
+/** The delivery of every webhook event (SPEC 6.2, 6.3): what a customer endpoint receives. */
+const webhookDelivery = () => ({
+  post: {
+    operationId: 'webhookEvent',
+    summary: 'An event delivered to a subscribed endpoint.',
+    description: 'Signed: X-Service-Signature is sha256=<hex HMAC-SHA256 of the raw body keyed with the webhook secret>. Any 2xx within 5 s delivers; otherwise retried after 1 s and 3 s. At least once: deduplicate on X-Service-Event-Id.',
+    tags: ['webhooks'],
+    // Authenticated by the signature, not by an API key.
+    security: [],
+    parameters: [
+      { name: 'X-Service-Event', in: 'header', required: true, schema: { type: 'string' }, description: 'The event name.' },
+      { name: 'X-Service-Event-Id', in: 'header', required: true, schema: { type: 'string' }, description: 'The same as eventId; repeated on retries.' },
+      { name: 'X-Service-Event-Version', in: 'header', required: true, schema: { type: 'string' }, description: 'Payload schema version.' },
+      { name: 'X-Service-Signature', in: 'header', required: true, schema: { type: 'string' }, description: 'sha256=<hex HMAC-SHA256 of the raw body>.' },
+    ],
+    requestBody: { required: true, content: { 'application/json': { schema: ref(WebhookEventPayload) } } },
+    responses: {
+      '200': { description: 'Any 2xx answer delivers the event.' },
+      '400': { description: 'Any other answer (or none within 5 s) fails the attempt; it is retried.' },
+    },
+  },
+});
+
+/** The registry's schemas as JSON Schema, for requests (`input`) or responses (`output`). */
+const registrySchemas = (io: 'input' | 'output') => {
+  const out = z.toJSONSchema(z.globalRegistry, { ...JSON_SCHEMA_OPTS, io, uri: (id) => `#/components/schemas/${id}` }) as { schemas: Record<string, Record<string, unknown>> };
+  for (const s of Object.values(out.schemas)) {
+    delete s.$schema;
+    delete s.$id;
+  }
+  return out.schemas;
+};
+
+/**
+ * The components: request bodies (and the schemas they reference) as the server reads them
+ * (zod `input`: strict objects say `additionalProperties: false`, defaults are optional),
+ * everything else as the server writes it (`output`).
+ */
+const components = () => {
+  const output = registrySchemas('output');
+  const input = registrySchemas('input');
+  const requestIds = new Set<string>();
+  const pending = (Object.values(endpoints) as Endpoint[]).flatMap((ep) => (ep.body ? [z.globalRegistry.get(ep.body)?.id] : [])).filter((id): id is string => !!id);
+  while (pending.length) {
+    const id = pending.pop()!;
+    if (requestIds.has(id)) continue;
+    requestIds.add(id);
+    for (const m of JSON.stringify(input[id] ?? {}).matchAll(/"#\/components\/schemas\/([^"]+)"/g)) pending.push(m[1]!);
+  }
+  return Object.fromEntries(Object.keys(output).map((id) => [id, requestIds.has(id) ? input[id]! : output[id]!]));
+};
+
 /**
  * The OpenAPI 3.1 document, generated from the endpoint catalogue and the zod registry.
  * `implemented` names the operations this deployment serves; the others answer 501.
@@ -90,14 +190,6 @@ export function buildOpenApi(opts: { serverUrl: string; implemented: ReadonlySet
   }
   // Make sure the shared schemas are registered before the registry is read.
   void ErrorBody;
-  const registry = z.toJSONSchema(z.globalRegistry, {
-    ...JSON_SCHEMA_OPTS,
-    uri: (id) => `#/components/schemas/${id}`,
-  }) as { schemas: Record<string, Record<string, unknown>> };
-  for (const s of Object.values(registry.schemas)) {
-    delete s.$schema;
-    delete s.$id;
-  }
   return {
     openapi: '3.1.0',
     info: {
@@ -106,13 +198,17 @@ export function buildOpenApi(opts: { serverUrl: string; implemented: ReadonlySet
       description:
         'JSON REST API. Every path is relative to the server URL, which ends in /api/v1. ' +
         'Every response carries X-Request-Id; authenticated responses carry X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (seconds until the window resets). ' +
-        'Asynchronous work answers 202 with a job envelope polled at GET /jobs/{id}.',
+        'Asynchronous work answers 202 with a job envelope polled at GET /jobs/{id}. ' +
+        'Input rules: request bodies are UTF-8 JSON objects nested at most 32 levels; unknown fields are refused with 400 naming them (POST /research excepted, SPEC 2.16: ignored); ' +
+        'field names never start with $ or hold . or NUL; strings never hold NUL, names and ids no control characters; error messages quote at most 64 characters of any input.',
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [{ url: opts.serverUrl }],
     components: {
       securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'API key: svc_ followed by a random part.' } },
-      schemas: registry.schemas,
+      schemas: components(),
     },
     paths,
+    webhooks: { event: webhookDelivery() },
   };
 }

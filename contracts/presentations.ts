@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JobEnvelope, intBetween, text } from './common';
+import { JobEnvelope, intBetween, line, text } from './common';
 
 export const SLIDE_MODES = ['creator', 'content'] as const;
 export type SlideMode = (typeof SLIDE_MODES)[number];
@@ -7,7 +7,7 @@ export type SlideMode = (typeof SLIDE_MODES)[number];
 /** Built-in themes (`themeId`). WARNING: ids are public and persisted on projects. */
 export const THEME_IDS = ['default', 'midnight', 'sunrise', 'forest', 'ocean', 'mono'] as const;
 
-export const OutlineItem = z.object({
+export const OutlineItem = z.strictObject({
   title: text(200).trim().min(1, { error: 'must not be empty' }),
   bullets: z.array(text(500), { error: 'must be an array of strings' }).max(12, { error: 'must have at most 12 bullets' }),
 });
@@ -15,8 +15,8 @@ export type OutlineItem = z.infer<typeof OutlineItem>;
 
 /** SPEC 2.5. Rule: either `brief` or a non-empty `outline`. */
 export const PresentationRequest = z
-  .object({
-    name: text(255).trim().min(1, { error: 'must not be empty' }).describe('Deck title.'),
+  .strictObject({
+    name: line(255).trim().min(1, { error: 'must not be empty' }).describe('Deck title.'),
     description: text(2000).optional(),
     brief: text(20_000).optional().describe('Preferred. The outline is authored from it.'),
     outline: z.array(OutlineItem, { error: 'must be an array of {title, bullets}' }).max(30, { error: 'must have at most 30 slides' }).optional().describe('Explicit slides used as written. Omit when brief is passed.'),
@@ -24,9 +24,9 @@ export const PresentationRequest = z
     themeId: z.enum(THEME_IDS, { error: `must be one of ${THEME_IDS.join(', ')}` }).optional().describe('Built-in theme id.'),
     visualStyle: text(100).optional().describe('Image art style; default illustration.'),
     slideMode: z.enum(SLIDE_MODES, { error: 'must be one of creator, content' }).optional().describe('creator (default): every slide is a designed image. content: editable text over image backgrounds.'),
-    brandUrl: text(2048).optional().describe('Brand homepage; the theme colours are extracted from it (fetched through the SSRF guard).'),
-    companyName: text(255).optional().describe('Brand display name, used with brandUrl.'),
-    tags: z.array(text(64), { error: 'must be an array of strings' }).max(20, { error: 'must have at most 20 tags' }).optional(),
+    brandUrl: line(2048).optional().describe('Brand homepage; the theme colours are extracted from it (fetched through the SSRF guard).'),
+    companyName: line(255).optional().describe('Brand display name, used with brandUrl.'),
+    tags: z.array(line(64), { error: 'must be an array of strings' }).max(20, { error: 'must have at most 20 tags' }).optional(),
   })
   .superRefine((v, ctx) => {
     const hasBrief = typeof v.brief === 'string' && v.brief.trim().length > 0;

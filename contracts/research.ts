@@ -1,12 +1,21 @@
 import { z } from 'zod';
 import { text } from './common';
 
-/** SPEC 2.16: `query` is required; additional members are allowed and kept with the job. */
+/**
+ * SPEC 2.16: `query` is required; "additional members are allowed". The one exception to the
+ * unknown-field rule (every other request body refuses unknown fields with 400): they are
+ * accepted and dropped, never stored or used (a plain zod object strips them); the body parser
+ * still refuses field names starting with `$` or holding `.` or NUL, like everywhere.
+ * The job input is exactly the parsed `{ query }`.
+ */
 export const ResearchRequest = z
-  .looseObject({
+  .object({
     query: text(4000).trim().min(1, { error: 'must not be empty' }).describe('What to research.'),
   })
-  .meta({ id: 'ResearchRequest' });
+  .meta({
+    id: 'ResearchRequest',
+    description: 'Additional members are accepted, as SPEC 2.16 allows, and ignored: only query is used and stored.',
+  });
 export type ResearchRequest = z.infer<typeof ResearchRequest>;
 
 export const ResearchSource = z.object({ url: z.string(), title: z.string(), domain: z.string() }).meta({ id: 'ResearchSource' });

@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import { text } from './common';
+import { line, text } from './common';
 
 export const SONG_TIERS = ['auto', 'premium', 'fast'] as const;
 
 /** SPEC 2.13 song request. */
 export const SongRequest = z
-  .object({
+  .strictObject({
     style: text(1000).trim().min(1, { error: 'must not be empty' }).describe('Genre, mood and instruments, e.g. "upbeat synth pop".'),
-    title: text(255).optional().describe('Song title; derived from the style when omitted.'),
+    title: line(255).optional().describe('Song title; derived from the style when omitted.'),
     lyrics: text(10_000).optional().describe('Lyrics, one sung line per line. Ignored when instrumental is true.'),
     autoLyrics: z.boolean({ error: 'must be a boolean' }).optional().describe('Write lyrics from the style when no lyrics are given. Default true; false with no lyrics renders an instrumental.'),
     instrumental: z.boolean({ error: 'must be a boolean' }).optional().describe('No vocal line; the result has lyrics null. Default false.'),

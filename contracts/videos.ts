@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { JobAccepted } from './common';
-import { intBetween, text } from './common';
+import { httpUrl, intBetween, text } from './common';
 
 /** SPEC 2.12 enums. WARNING: public contract. */
 export const VIDEO_ASPECT_RATIOS = ['21:9', '16:9', '4:3', '1:1', '3:4', '9:16'] as const;
@@ -28,11 +28,11 @@ export const VIDEO_TIER_LIMITS: Record<
 /** Short side in pixels per resolution. */
 export const RESOLUTION_LINES: Record<VideoResolution, number> = { '480p': 480, '720p': 720, '1080p': 1080, '4k': 2160 };
 
-const uri = z.url({ error: 'must be an absolute http(s) URL' });
+const uri = httpUrl();
 
 /** SPEC 2.12 request of POST /videos. */
 export const VideoRequest = z
-  .object({
+  .strictObject({
     prompt: text(4000).min(1, { error: 'must not be empty' }).describe('What happens in the clip.'),
     aspectRatio: z
       .enum(VIDEO_ASPECT_RATIOS, { error: `must be one of ${VIDEO_ASPECT_RATIOS.join(', ')}` })

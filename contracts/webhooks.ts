@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { EVENT_NAMES, SubscribableEventName, subscriptionProblem } from './events';
-import { listEnvelope, text } from './common';
+import { line, listEnvelope } from './common';
 
 /** SPEC 8 webhook limits. WARNING: public contract. */
 export const WEBHOOK_LIMITS = {
@@ -25,8 +25,8 @@ const events = z
   })
   .describe('Event names (SPEC 6.1); at least one. Unknown, upcoming and not-yet-emitted names answer 400 naming each.');
 
-const name = text(WEBHOOK_LIMITS.nameMax).trim().min(1, { error: 'must not be empty' }).describe('A label for the webhook.');
-const url = text(WEBHOOK_LIMITS.urlMax)
+const name = line(WEBHOOK_LIMITS.nameMax).trim().min(1, { error: 'must not be empty' }).describe('A label for the webhook.');
+const url = line(WEBHOOK_LIMITS.urlMax)
   .min(1, { error: 'must not be empty' })
   .describe('HTTPS endpoint that receives POSTed events. Targets resolving to private, loopback, link-local or metadata addresses are refused, at creation and at every delivery.');
 

@@ -91,6 +91,8 @@ export const metrics = {
     registers: [registry],
   }),
   webhooksDisabled: counter('webhooks_disabled_total', 'Webhooks disabled automatically after consecutive failed deliveries.', []),
+  auditEntriesWritten: counter('audit_entries_written_total', 'Audit entries written to audit_log by the batch writer (from the audit queue; redelivered duplicates not counted).', []),
+  auditDirectWrites: counter('audit_direct_writes_total', 'Audit entries written straight to MongoDB because the publish to the audit queue failed (broker away).', []),
 };
 
 interface QueueDepthSource {

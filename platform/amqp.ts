@@ -32,6 +32,13 @@ export interface AmqpEvents {
   deadLetter: [{ queue: string }];
 }
 
+interface Broadcast {
+  exchange: string;
+  handler: (body: unknown) => void;
+  hooks: { onReady?: () => void; onLost?: () => void };
+  channel?: Channel;
+}
+
 interface Consumer {
   queue: string;
   prefetch: number;
@@ -60,6 +67,8 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   private conn?: ChannelModel;
   private pub?: ConfirmChannel;
   private consumers: Consumer[] = [];
+  private broadcasts: Broadcast[] = [];
+  private declaredFanouts = new Set<string>();
   private closing = false;
   private connecting?: Promise<void>;
   private reconnectTimer?: NodeJS.Timeout;
@@ -106,6 +115,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       this.conn = conn;
       this.pub = pub;
       for (const c of this.consumers) await this.startConsumer(c);
+      for (const b of this.broadcasts) await this.startBroadcast(b);
     } catch (err) {
       await conn.close().catch(() => {});
       throw err;
@@ -120,6 +130,12 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     this.conn = undefined;
     this.pub = undefined;
     for (const c of this.consumers) c.channel = undefined;
+    this.declaredFanouts.clear();
+    for (const b of this.broadcasts) {
+      if (!b.channel) continue;
+      b.channel = undefined;
+      b.hooks.onLost?.();
+    }
     this.emit('disconnected', err);
     if (this.closing) return;
     this.log.warn('amqp connection lost; reconnecting', { err });
@@ -229,6 +245,66 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       const ch = c.channel;
       if (ch && c.tag) await ch.cancel(c.tag).catch(() => {});
     };
+  }
+
+  /**
+   * Broadcast subscription: a fanout exchange and a private, auto-deleted queue of this process
+   * bound to it (no acks). `onReady` runs each time the subscription is (re)established, and
+   * `onLost` when the connection drops: messages sent meanwhile never reach this process, so a
+   * subscriber that caches must drop its cache there.
+   */
+  async subscribe(exchange: string, handler: (body: unknown) => void, hooks: { onReady?: () => void; onLost?: () => void } = {}): Promise<() => Promise<void>> {
+    const sub: Broadcast = { exchange, handler, hooks };
+    this.broadcasts.push(sub);
+    if (this.conn) await this.startBroadcast(sub);
+    return async () => {
+      this.broadcasts = this.broadcasts.filter((x) => x !== sub);
+      const ch = sub.channel;
+      sub.channel = undefined;
+      await ch?.close().catch(() => {});
+    };
+  }
+
+  /** Publish to a fanout exchange (declared here, idempotently) with a confirm. */
+  async broadcast(exchange: string, body: unknown): Promise<void> {
+    if (!this.declaredFanouts.has(exchange)) {
+      const ch = await this.ready(this.publishTimeoutMs);
+      await recording(ch, this.topology.prefix).assertExchange(exchange, 'fanout', { durable: true });
+      this.declaredFanouts.add(exchange);
+    }
+    await this.publish(exchange, '', body, { persistent: false });
+  }
+
+  private async startBroadcast(sub: Broadcast) {
+    if (!this.conn) return;
+    const ch = await this.conn.createChannel();
+    ch.on('error', (err) => this.log.warn('amqp broadcast channel error', { exchange: sub.exchange, err }));
+    const rec = recording(ch, this.topology.prefix);
+    await rec.assertExchange(sub.exchange, 'fanout', { durable: true });
+    this.declaredFanouts.add(sub.exchange);
+    const { queue } = await ch.assertQueue('', { exclusive: true, autoDelete: true, durable: false });
+    await ch.bindQueue(queue, sub.exchange, '');
+    await ch.consume(
+      queue,
+      (msg) => {
+        if (!msg) return;
+        let body: unknown;
+        try {
+          body = JSON.parse(msg.content.toString('utf8'));
+        } catch {
+          return this.log.warn('broadcast message is not JSON; ignored', { exchange: sub.exchange });
+        }
+        sub.handler(body);
+      },
+      { noAck: true },
+    );
+    ch.on('close', () => {
+      if (sub.channel !== ch) return;
+      sub.channel = undefined;
+      sub.hooks.onLost?.();
+    });
+    sub.channel = ch;
+    sub.hooks.onReady?.();
   }
 
   /** Close a consumer's channel: its unacked messages go back to the queue. */
@@ -462,6 +538,7 @@ export async function declareTopology(raw: Channel, t: TopologyOptions): Promise
     await ch.assertQueue(broker.poolQueue(t.prefix, pool), { durable: true, arguments: poolQueueArgs(t) });
   }
   await declareWebhookTopology(ch, { prefix: t.prefix, queueType: t.queueType, delaysMs: t.webhookDelaysMs ?? [1000, 3000], poolQueueArgs: poolQueueArgs(t) });
+  await ch.assertQueue(broker.auditQueue(t.prefix), { durable: true, arguments: poolQueueArgs(t) }); // audit entries (platform/audit/)
 }
 
 /** RabbitMQ's direct reply-to pseudo-queue. */

@@ -62,6 +62,7 @@ export const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development').describe('production refuses development secrets and loopback webhook targets.'),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info').describe('Minimum level written to stdout as JSON lines.'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe('API port; 0 picks a free one (tests).'),
+  API_PROCESSES: z.coerce.number().int().min(1).max(64).default(1).describe('API processes npm start runs, sharing PORT (node:cluster, the supervisor is the primary). A crashed one is restarted.'),
   PUBLIC_BASE_URL: z.string().url().optional().describe('Absolute origin for public links (assets, openUrl). Default http://localhost:PORT.'),
   MONGODB_URL: z.string().default('mongodb://127.0.0.1:27017/svc').describe('MongoDB (or FerretDB) connection string, database included.'),
   MONGODB_MAX_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(20).describe('Most MongoDB connections one process opens (driver maxPoolSize). FerretDB serves each command on one of its 50 PostgreSQL connections, shared by every process.'),
@@ -76,12 +77,13 @@ export const ConfigSchema = z.object({
   DISPATCH_GRACE_MS: z.coerce.number().int().min(0).default(5_000).describe('An undispatched job younger than this is left to the API that created it; older ones are published by the sweep.'),
   SWEEP_INTERVAL: z.string().default('10 seconds').describe('How often the scheduler sweeps undispatched and stalled jobs (Agenda interval).'),
   SCHEDULER_PROCESS_EVERY_MS: z.coerce.number().int().min(100).default(5000).describe('How often Agenda looks for due scheduler tasks, in milliseconds.'),
+  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(60_000).describe('API processes cache keys and accounts this long at most; revocations, scope, plan and feature changes reach every process at once over a RabbitMQ fanout, and the cache is dropped while that fanout is interrupted. 0 still caches between invalidations for no time (reads every request).'),
   RATE_LIMIT_MAX: z.coerce.number().int().min(1).default(600).describe('Requests per key per window.'),
   RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).default(60).describe('Rate-limit window length.'),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 * 1024).describe('Largest JSON body accepted (413 beyond). 16 MiB fits the largest SPEC upload (10 MB decoded, base64).'),
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).default(90).describe('Audit entries older than this are deleted by the scheduler.'),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().min(24).default(24).describe('How long Idempotency-Key records are kept (at least 24 h).'),
-  IDEMPOTENCY_LOCK_MS: z.coerce.number().int().min(1000).default(60_000).describe('An in-flight Idempotency-Key record older than this is treated as abandoned.'),
+  IDEMPOTENCY_LEASE_MS: z.coerce.number().int().min(600).default(6_000).describe('An in-flight Idempotency-Key record is leased to the API process running it, which renews the lease every third of this; when that process dies, a retry takes the record over once the lease ran out (so within this long).'),
   CREDIT_PRICES: creditPrices.optional().describe('JSON object overriding credit prices per operation.'),
   ASSET_SIGNING_SECRET: z.string().min(32).default(DEV_SECRET).describe('HMAC key for public asset links; the same on every process. Required in production.'),
   ASSET_URL_TTL_SECONDS: z.coerce.number().int().min(60).default(7 * 24 * 3600).describe('Validity of signed links to generated media.'),
@@ -123,7 +125,9 @@ export const ConfigSchema = z.object({
   WEBHOOK_DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).default(32).describe('Delivery attempts one webhook worker process runs at once (RabbitMQ prefetch of the delivery queue).'),
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).default(16).describe('Attempts to one webhook a worker process runs at once (default half of WEBHOOK_DELIVERY_CONCURRENCY); further deliveries to it wait 500 ms in a delay queue, so a slow or dead endpoint cannot take every slot.'),
   WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).default(30).describe('Delivery-attempt records older than this are deleted by the scheduler.'),
+  FAULT_POINT: z.enum(['accept.after-insert', 'accept.after-charge', 'accept.after-publish', 'idempotency.before-finish']).optional().describe('TESTS ONLY: the process kills itself with SIGKILL at this point of the accept path (crash tests). Refused in production.'),
   DEV_ACCOUNT_CREDITS: z.coerce.number().min(0).default(1000).describe('Credits given to the development account created by npm start.'),
+  SERVED_BY_HEADER: bool.default(false).describe('TESTS AND BENCHMARKS ONLY: every API response carries X-Served-By: <process id>, to see which of the API_PROCESSES answered.'),
 });
 
 export type Config = Readonly<Omit<z.infer<typeof ConfigSchema>, 'PUBLIC_BASE_URL' | 'CREDIT_PRICES'>> & {
@@ -151,6 +155,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (c.NODE_ENV === 'production' && c.ALLOW_LOOPBACK_URLS) {
     throw new ConfigError('invalid configuration:\n  ALLOW_LOOPBACK_URLS: must not be set in production');
+  }
+  if (c.NODE_ENV === 'production' && c.FAULT_POINT) {
+    throw new ConfigError('invalid configuration:\n  FAULT_POINT: must not be set in production');
   }
   const prices = { ...DEFAULT_CREDIT_PRICES, ...(c.CREDIT_PRICES ?? {}) };
   return Object.freeze({

@@ -65,6 +65,42 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       metrics.creditsCharged.inc({ operation: input.operation }, input.amount);
     },
 
+    /**
+     * Charge a job: ONE conditional update, idempotent per job (the account's chargedRefs), with
+     * no ledger write: the job document already says what it costs, and its ledger entry is
+     * written after (`recordCharges`, batched by the jobs module; the sweep writes any a crash
+     * lost). True when the job is paid for (now or before), false when the balance is short.
+     */
+    async chargeJob(input: { accountId: string; jobId: string; operation: CreditOperation; amount: number }): Promise<boolean> {
+      const r = await db.accounts.updateOne(
+        { _id: input.accountId, credits: { $gte: input.amount }, chargedRefs: { $ne: input.jobId } },
+        { $inc: { credits: -input.amount }, $push: { chargedRefs: { $each: [input.jobId], $slice: -1000 } } },
+      );
+      if (r.modifiedCount === 1) {
+        metrics.creditsCharged.inc({ operation: input.operation }, input.amount);
+        return true;
+      }
+      if (await db.accounts.countDocuments({ _id: input.accountId, chargedRefs: input.jobId })) return true;
+      metrics.insufficientCredits.inc({ operation: input.operation });
+      return false;
+    },
+
+    /** Was this job charged (among the account's last 1000 charges)? */
+    isCharged: async (accountId: string, jobId: string) => (await db.accounts.countDocuments({ _id: accountId, chargedRefs: jobId })) > 0,
+
+    /** Ledger entries of charged jobs, idempotent (one id per job: a repeat is ignored). */
+    async recordCharges(entries: { accountId: string; jobId: string; operation: CreditOperation; amount: number; requestId: string | null; at: Date }[]): Promise<void> {
+      if (entries.length === 0) return;
+      const docs = entries.map((e) => ({ _id: `led_charge_${e.jobId}`, accountId: e.accountId, kind: 'charge' as const, state: 'applied' as const, operation: e.operation, amount: e.amount, jobId: e.jobId, requestId: e.requestId, at: e.at }));
+      try {
+        await db.ledger.insertMany(docs, { ordered: false });
+      } catch (err) {
+        const writeErrors = (err as { writeErrors?: { code?: number }[] | { code?: number } }).writeErrors;
+        const list = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
+        if (list.length === 0 || list.some((w) => w.code !== 11000)) throw err;
+      }
+    },
+
     /** What the debit for `ref` paid for now exists: the charge stands. */
     async confirm(ref: string): Promise<void> {
       await db.ledger.updateOne({ _id: `led_charge_${ref}` }, { $set: { state: 'applied' } });

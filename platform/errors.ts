@@ -7,6 +7,8 @@ export const ERROR_STATUS = {
   /** A prompt describing adult content (POST /images/moonlight). */
   adult_content: 400,
   invalid_json: 400,
+  /** A request the HTTP layer could not read (a body that does not match its Content-Encoding, a malformed request line). */
+  bad_request: 400,
   unauthorized: 401,
   insufficient_credits: 402,
   forbidden: 403,
@@ -14,13 +16,19 @@ export const ERROR_STATUS = {
   adult_render: 403,
   plan_required: 403,
   not_found: 404,
+  /** The client did not send its request in time (HTTP server timeouts). */
+  request_timeout: 408,
   conflict: 409,
   idempotency_in_flight: 409,
   limit_exceeded: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  /** A Range header no byte of the file satisfies (signed asset links); Content-Range: bytes *\/size. */
+  range_not_satisfiable: 416,
   idempotency_key_reused: 422,
   rate_limited: 429,
+  /** Request headers larger than the server accepts (16 KiB). */
+  headers_too_large: 431,
   internal_error: 500,
   not_implemented: 501,
   service_unavailable: 503,
@@ -45,8 +53,102 @@ export class AppError extends Error {
 
 export const notFound = (what = 'resource') => new AppError('not_found', `${what} not found`);
 
-/** Anything unknown becomes an internal_error AppError; the original is kept as the cause. */
-export function toAppError(err: unknown): AppError {
+/** Longest piece of caller input an error message repeats (a field name, a value, a path). */
+export const ECHO_MAX = 64;
+
+/** `s` cut to `max` characters with "…" when longer: for quoting caller input in messages. */
+export const clip = (s: string, max = ECHO_MAX) => (s.length > max ? `${s.slice(0, max)}…` : s);
+
+/** Longest error message answered; the parts above it are cut. */
+const MESSAGE_MAX = 1024;
+
+/**
+ * An error message safe to answer: no run of non-blank characters longer than ECHO_MAX (a field
+ * name or value quoted from the request) and at most MESSAGE_MAX characters in all, so a 1 MiB
+ * field name never comes back in full. Applied by the HTTP funnel to every message.
+ */
+export function boundedMessage(message: string): string {
+  const capped = message.replace(new RegExp(`\\S{${ECHO_MAX + 1},}`, 'g'), (run) => clip(run));
+  return capped.length > MESSAGE_MAX ? clip(capped, MESSAGE_MAX) : capped;
+}
+
+/** Codes for errors of other libraries that carry an HTTP status (http-errors style). */
+const STATUS_CODES: Partial<Record<number, ErrorCode>> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  408: 'request_timeout',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  416: 'range_not_satisfiable',
+  429: 'rate_limited',
+  431: 'headers_too_large',
+};
+
+/** What to say for a library error: never its own message, which may quote the request. */
+const STATUS_MESSAGES: Partial<Record<ErrorCode, string>> = {
+  bad_request: 'the request could not be read',
+  unauthorized: 'not authenticated',
+  forbidden: 'forbidden',
+  not_found: 'not found',
+  request_timeout: 'the request was not received in time',
+  conflict: 'conflict',
+  payload_too_large: 'body: larger than the accepted limit',
+  unsupported_media_type: 'unsupported media type',
+  range_not_satisfiable: 'Range: no byte of the file is in the requested range',
+  rate_limited: 'too many requests',
+  headers_too_large: 'request headers are larger than accepted',
+};
+
+/** Body-parser failures (they carry `type`): stable codes with messages of our own. */
+function fromBodyParser(type: string, err: unknown): AppError | null {
+  switch (type) {
+    case 'entity.parse.failed':
+      return new AppError('invalid_json', 'body: malformed JSON', { cause: err });
+    case 'entity.too.large':
+      return new AppError('payload_too_large', 'body: larger than the accepted limit', { cause: err });
+    case 'encoding.unsupported':
+      return new AppError('unsupported_media_type', 'Content-Encoding: unsupported; send identity, gzip, deflate or br', { cause: err });
+    case 'charset.unsupported':
+      return new AppError('unsupported_media_type', 'Content-Type: unsupported charset; JSON is UTF-8', { cause: err });
+    case 'request.aborted':
+      return new AppError('validation_error', 'body: request aborted', { cause: err });
+    case 'request.size.invalid':
+      return new AppError('bad_request', 'body: shorter or longer than its Content-Length', { cause: err });
+    default:
+      return null;
+  }
+}
+
+/**
+ * The funnels' mapping. An AppError stays as it is; anything unknown becomes internal_error,
+ * with the original kept as the cause.
+ *
+ * `request: true` (the HTTP funnel): the error was raised while serving a client's request, so
+ * an error of another library that carries a 4xx `status`/`statusCode` (http-errors style:
+ * body-parser, the router, zlib through body-parser) is the client's: it keeps its status
+ * under a stable code and a message of our own (theirs may quote the request). Workers and the
+ * scheduler leave it off: there a 4xx comes from an upstream, and is our failure.
+ */
+export function toAppError(err: unknown, opts: { request?: boolean } = {}): AppError {
   if (err instanceof AppError) return err;
+  const e = (err ?? {}) as { type?: unknown; status?: unknown; statusCode?: unknown; code?: unknown };
+  const status = typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : undefined;
+  if (opts.request && status !== undefined && status >= 400 && status < 500) {
+    if (typeof e.type === 'string') {
+      const mapped = fromBodyParser(e.type, err);
+      if (mapped) return mapped;
+    }
+    // The router could not percent-decode a path parameter (%ff, %, %C0%AF).
+    if (err instanceof URIError) return new AppError('validation_error', 'path: malformed percent-encoding', { cause: err });
+    // A compressed body that does not decompress (gzip, deflate or br over plain bytes).
+    if (typeof e.code === 'string' && (e.code.startsWith('Z_') || e.code.startsWith('ERR_BROTLI') || e.code.startsWith('ERR__'))) {
+      return new AppError('bad_request', 'body: does not match its Content-Encoding', { cause: err });
+    }
+    const code = STATUS_CODES[status] ?? 'bad_request';
+    return new AppError(code, STATUS_MESSAGES[code] ?? 'the request could not be read', { cause: err });
+  }
   return new AppError('internal_error', 'internal server error', { cause: err });
 }

@@ -4,7 +4,10 @@ import { JOB_EVENT_NAME, JOB_ID_PREFIX, broker, type CreditOperation, type JobTy
 import { metrics } from '../monitoring/metrics';
 import type { AmqpClient } from './amqp';
 import type { Credits } from './credits';
+import { AppError } from './errors';
+import { faultPoint } from './faults';
 import { newId } from './ids';
+import { createWriteBehind } from './write-behind';
 import type { Logger } from './log';
 import type { Database, JobDoc } from './mongo';
 
@@ -100,13 +103,34 @@ export function createJobs(deps: JobsDeps) {
     await db.jobs.updateOne({ _id: job._id }, { $set: { 'credits.refunded': true } });
   };
 
+  /**
+   * What a charged, published job still needs written: its ledger entry, `credits.charged`, and
+   * `dispatchedAt`. These lag the answer by up to 20 ms and go in one batch (two database
+   * commands for many jobs); a crash that loses a batch is repaired by the sweep (`settleUnpaid`,
+   * and the undispatched sweep re-publishes, which a worker treats as a duplicate).
+   */
+  const settled = createWriteBehind<{ job: JobDoc; requestId: string | null; dispatched: boolean }>(
+    async (items) => {
+      await credits.recordCharges(items.map(({ job, requestId }) => ({ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, amount: job.credits.amount, requestId, at: job.createdAt })));
+      const now = new Date();
+      const dispatched = items.filter((i) => i.dispatched).map((i) => i.job._id);
+      const notDispatched = items.filter((i) => !i.dispatched).map((i) => i.job._id);
+      if (dispatched.length) await db.jobs.updateMany({ _id: { $in: dispatched } }, { $set: { 'credits.charged': true, dispatchedAt: now } });
+      if (notDispatched.length) await db.jobs.updateMany({ _id: { $in: notDispatched } }, { $set: { 'credits.charged': true } });
+    },
+    { maxItems: 200, delayMs: 20, log, name: 'job-accept' },
+  );
+
+  /** A job as it was when accepted (the 202 body a retry of the same request gets again). */
+  const asAccepted = (job: JobDoc): JobDoc => ({ ...job, status: 'queued', rawStatus: 'queued', progressMessage: 'Waiting for a worker', result: null, error: null, updatedAt: job.createdAt });
+
   const api = {
     /** Insert a queued, not yet dispatched job. */
     async create(input: {
       accountId: string;
       type: JobType;
       input: Record<string, unknown>;
-      credits: { operation: CreditOperation; amount: number };
+      credits: { operation: CreditOperation; amount: number; charged?: boolean };
       notes?: string[];
       id?: string;
     }): Promise<JobDoc> {
@@ -137,11 +161,17 @@ export function createJobs(deps: JobsDeps) {
     },
 
     /**
-     * The API's side of a job's life (SPEC 3.1 step 1): debit the credits (402 when short, before
-     * anything is stored), insert the queued job, publish it. A failed insert gives the credits
-     * back; a failed publish leaves the job to the sweep. `before` runs between the debit and the
-     * insert (e.g. storing the project a deck belongs to) and is undone by throwing. If the process
-     * dies between the debit and the insert, the scheduler's credit settlement gives the credits back.
+     * The API's side of a job's life (SPEC 3.1 step 1), in two database commands on the request
+     * path: insert the job (unpaid, undispatched), charge it (one conditional update of the
+     * account, idempotent per job: 402 when short, and then the job is deleted), publish it with
+     * a confirm, answer; the ledger entry and the dispatch mark follow in a batch.
+     *
+     * `jobId` derived from the request's Idempotency-Key makes a retry after a crash find the
+     * same job: it is charged at most once and the retry answers with the same job as accepted.
+     * A crash at any point leaves a job the sweep finishes: unpaid → charged (or failed unpaid
+     * when the balance is short), charged → ledger entry written, undispatched → published.
+     * `before` runs before the insert (the project a deck belongs to) and must tolerate a retry;
+     * `undo` removes what it made when the request is refused.
      */
     async accept(input: {
       accountId: string;
@@ -152,38 +182,92 @@ export function createJobs(deps: JobsDeps) {
       notes?: string[];
       /** Defaults to the operation's price. */
       amount?: number;
+      /** Defaults to a random id; derive it from an Idempotency-Key so a retry finds the job. */
+      jobId?: string;
       before?: (jobId: string) => Promise<void>;
-    }): Promise<{ job: JobDoc; charged: number }> {
+      undo?: (jobId: string) => Promise<void>;
+    }): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
       const amount = input.amount ?? credits.price(input.operation);
-      const jobId = newId(JOB_ID_PREFIX[input.type]);
-      await credits.debit({ accountId: input.accountId, operation: input.operation, amount, jobId, requestId: input.requestId });
+      const jobId = input.jobId ?? newId(JOB_ID_PREFIX[input.type]);
+      await input.before?.(jobId);
       let job: JobDoc;
+      let retried = false;
       try {
-        await input.before?.(jobId);
-        job = await api.create({ id: jobId, accountId: input.accountId, type: input.type, input: input.input, credits: { operation: input.operation, amount }, notes: input.notes });
+        job = await api.create({ id: jobId, accountId: input.accountId, type: input.type, input: input.input, credits: { operation: input.operation, amount, charged: false }, notes: input.notes });
       } catch (err) {
-        await credits.refund({ accountId: input.accountId, operation: input.operation, amount, jobId });
-        throw err;
+        if ((err as { code?: number }).code !== 11000) throw err;
+        // A retry of a request that got this far before: continue with the job it made.
+        const existing = await db.jobs.findOne({ _id: jobId, accountId: input.accountId });
+        if (!existing || existing.type !== input.type) throw new AppError('conflict', 'Idempotency-Key: this key already named another job');
+        job = existing;
+        retried = true;
       }
-      await credits.confirm(jobId);
-      await api.dispatch(job);
-      return { job, charged: amount };
+      faultPoint('accept.after-insert');
+      if (job.credits.charged !== true && !(await credits.chargeJob({ accountId: input.accountId, jobId, operation: input.operation, amount }))) {
+        if (!retried) {
+          await db.jobs.deleteOne({ _id: jobId, 'credits.charged': false });
+          await input.undo?.(jobId);
+        }
+        throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${amount}`);
+      }
+      faultPoint('accept.after-charge');
+      const dispatched = job.dispatchedAt !== null || (await api.publish(job));
+      faultPoint('accept.after-publish');
+      if (job.credits.charged !== true) settled.add({ job, requestId: input.requestId, dispatched });
+      if (!retried) metrics.jobsDispatched.inc({ type: job.type });
+      return { job: retried ? asAccepted(job) : job, charged: amount, retried };
     },
 
-    /** Publish a job to its pool and mark it dispatched. False leaves it to the sweep. */
-    async dispatch(job: Pick<JobDoc, '_id' | 'accountId' | 'type'>, reason: 'new' | 'undispatched' | 'stalled' = 'new'): Promise<boolean> {
+    /** Publish a job to its pool (confirmed). False leaves it to the sweep. */
+    async publish(job: Pick<JobDoc, '_id' | 'accountId' | 'type'>): Promise<boolean> {
       const msg: JobMessage = { jobId: job._id, accountId: job.accountId, type: job.type };
       try {
         await amqp.publishToPool(poolOf(job.type), msg, { messageId: job._id });
+        return true;
       } catch (err) {
         log.warn('job publish failed; the sweep will publish it', { jobId: job._id, err: err as Error });
         return false;
       }
+    },
+
+    /** Publish a job to its pool and mark it dispatched. False leaves it to the sweep. */
+    async dispatch(job: Pick<JobDoc, '_id' | 'accountId' | 'type'>, reason: 'undispatched' | 'stalled'): Promise<boolean> {
+      if (!(await api.publish(job))) return false;
       await db.jobs.updateOne({ _id: job._id, dispatchedAt: null }, { $set: { dispatchedAt: new Date() } });
-      if (reason === 'new') metrics.jobsDispatched.inc({ type: job.type });
-      else metrics.jobsRepublished.inc({ type: job.type, reason });
+      metrics.jobsRepublished.inc({ type: job.type, reason });
       return true;
     },
+
+    /**
+     * Jobs a crash left unpaid or without their ledger entry (`credits.charged: false`, older
+     * than `graceMs`): charge them (idempotent; a job already charged is only recorded), or fail
+     * them unpaid when the balance is short (nothing to refund), then publish the undispatched.
+     */
+    async settleUnpaid(graceMs: number, limit = 200): Promise<{ charged: number; unpaid: number }> {
+      const out = { charged: 0, unpaid: 0 };
+      const jobs = await db.jobs.find({ 'credits.charged': false, createdAt: { $lt: new Date(Date.now() - graceMs) } }).limit(limit).toArray();
+      for (const job of jobs) {
+        const paid = await credits.chargeJob({ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, amount: job.credits.amount });
+        if (!paid) {
+          const now = new Date();
+          await db.jobs.updateOne(
+            { _id: job._id, 'credits.charged': false, status: 'queued' },
+            { $set: { status: 'failed', error: 'not accepted: the account did not have enough credits when the request was completed', 'credits.refunded': true, completedAt: now, updatedAt: now, rawStatus: 'failed', progressMessage: 'Failed' } },
+          );
+          out.unpaid++;
+          continue;
+        }
+        await credits.recordCharges([{ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, amount: job.credits.amount, requestId: null, at: job.createdAt }]);
+        await db.jobs.updateOne({ _id: job._id }, { $set: { 'credits.charged': true } });
+        if (job.status === 'queued' && !job.dispatchedAt) await api.dispatch(job, 'undispatched');
+        out.charged++;
+      }
+      return out;
+    },
+
+    /** Write what is waiting in the accept batch (on stop, and in tests). */
+    flushAccepted: () => settled.flush(),
+    close: () => settled.close(),
 
     findForAccount: (accountId: string, id: string) => db.jobs.findOne({ _id: id, accountId }),
 
@@ -275,10 +359,11 @@ export function createJobs(deps: JobsDeps) {
      * The sweep: publish jobs that never reached the broker (older than `graceMs`) and jobs
      * whose lease expired (worker died, or a retry is due). Returns how many it published.
      */
-    async sweep(graceMs: number, sweepBackoffMs: number, limit = 500): Promise<{ undispatched: number; stalled: number; events: number; refunds: number }> {
+    async sweep(graceMs: number, sweepBackoffMs: number, limit = 500): Promise<{ undispatched: number; stalled: number; events: number; refunds: number; settled: number }> {
+      const { charged, unpaid } = await api.settleUnpaid(graceMs, limit);
       const now = Date.now();
       const undispatched = await db.jobs
-        .find({ status: 'queued', dispatchedAt: null, createdAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, accountId: 1, type: 1 } })
+        .find({ status: 'queued', dispatchedAt: null, 'credits.charged': { $ne: false }, createdAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, accountId: 1, type: 1 } })
         .limit(limit)
         .toArray();
       const stalled = await db.jobs
@@ -309,7 +394,7 @@ export function createJobs(deps: JobsDeps) {
         .limit(limit)
         .toArray();
       for (const j of unrefunded) await refundOnce(j);
-      return { undispatched: u, stalled: s, events: e, refunds: unrefunded.length };
+      return { undispatched: u, stalled: s, events: e, refunds: unrefunded.length, settled: charged + unpaid };
     },
   };
   return api;

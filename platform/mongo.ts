@@ -59,7 +59,11 @@ export interface JobDoc {
   result: Record<string, unknown> | null;
   error: string | null;
   notes: string[];
-  credits: { operation: CreditOperation; amount: number; refunded: boolean };
+  /**
+   * `charged: false` from the job's insert until its ledger entry is written (the charge itself
+   * is one update of the account, idempotent per job). Absent on jobs older than this field.
+   */
+  credits: { operation: CreditOperation; amount: number; refunded: boolean; charged?: boolean };
   /** Null until the broker confirmed the message; the sweep publishes undispatched jobs. */
   dispatchedAt: Date | null;
   /** Times a worker claimed the job. */
@@ -110,15 +114,21 @@ export interface IdempotencyDoc {
   route: string;
   bodyHash: string;
   state: 'in_flight' | 'done';
+  /** The process running the request; it renews `lockedUntil` while it lives. */
+  owner?: string;
   lockedUntil: Date;
   response: { status: number; body: unknown } | null;
   createdAt: Date;
   expiresAt: Date;
 }
 
+/** One per (key, fixed window): the rate-limit leases (api/middleware/rate-limit.ts). */
 export interface RateLimitDoc {
+  /** `<keyId>:<windowStart ms>`. */
   _id: string;
+  /** Units leased so far by every API process; may pass the limit by less than one lease. */
   count: number;
+  /** The window's end; the scheduler deletes the document after it. */
   expiresAt: Date;
 }
 

@@ -1,11 +1,13 @@
 import { POOL_TYPES, broker } from '../contracts/registry';
 import { reportQueueDepth } from '../monitoring/metrics';
 import type { Probe } from '../monitoring/server';
-import { createAccountsRepository } from './accounts';
+import { EventEmitter } from 'node:events';
+import { createAccountsRepository, type AuthInvalidation } from './accounts';
 import { AmqpClient } from './amqp';
 import { createBlobStore } from './blobs';
 import type { Config } from './config';
 import { createCredits } from './credits';
+import { armFaultPoint } from './faults';
 import { createJobs } from './jobs';
 import type { Logger } from './log';
 import { connectMongo, ensureIndexes } from './mongo';
@@ -15,6 +17,7 @@ import { connectMongo, ensureIndexes } from './mongo';
  * repositories built on them. `close()` may be called twice and runs every cleanup.
  */
 export async function createRuntime(config: Config, log: Logger) {
+  armFaultPoint(config.FAULT_POINT);
   const db = await connectMongo(config.MONGODB_URL, { maxPoolSize: config.MONGODB_MAX_POOL_SIZE });
   await ensureIndexes(db);
   const amqp = new AmqpClient(
@@ -32,7 +35,26 @@ export async function createRuntime(config: Config, log: Logger) {
   const credits = createCredits(db, config.CREDIT_PRICES);
   const blobs = createBlobStore(db, { secret: config.ASSET_SIGNING_SECRET, publicBaseUrl: config.PUBLIC_BASE_URL, defaultTtlSeconds: config.ASSET_URL_TTL_SECONDS });
   const jobs = createJobs({ db, amqp, credits, log: log.child({ component: 'jobs' }), publicBaseUrl: config.PUBLIC_BASE_URL, queuePrefix: config.QUEUE_PREFIX });
-  const accounts = createAccountsRepository(db);
+  const authChanges = new EventEmitter<{ change: [AuthInvalidation] }>();
+  const accounts = createAccountsRepository(db, {
+    // After a key or account change is stored: tell this process at once, and every API process
+    // over the fanout, to drop what it cached.
+    invalidate: async (msg) => {
+      authChanges.emit('change', msg);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await amqp.broadcast(broker.authExchange(config.QUEUE_PREFIX), msg);
+        } catch (err) {
+          if (attempt >= 3) {
+            // Processes that lost the broker dropped their caches; the rest expire entries after AUTH_CACHE_TTL_MS.
+            log.error('auth invalidation not published', { kind: msg.kind, err: err as Error });
+            return;
+          }
+          await new Promise((r) => setTimeout(r, 100 * attempt));
+        }
+      }
+    },
+  });
   const queues = [...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)), broker.deadLetterQueue(config.QUEUE_PREFIX), broker.webhookDeliveryQueue(config.QUEUE_PREFIX)];
   const unreport = reportQueueDepth({ queues, depth: (q) => amqp.queueDepth(q) });
   const probes: Probe[] = [
@@ -49,10 +71,13 @@ export async function createRuntime(config: Config, log: Logger) {
     blobs,
     jobs,
     accounts,
+    /** Key and account changes made by this process (the fanout brings everyone else's). */
+    authChanges,
     probes,
     close(): Promise<void> {
       closed ??= (async () => {
         unreport();
+        await jobs.close().catch((err) => log.warn('job accept batch not written on close', { err: err as Error }));
         const results = await Promise.allSettled([amqp.close(), db.close()]);
         for (const r of results) if (r.status === 'rejected') log.warn('runtime close step failed', { err: r.reason as Error });
       })();

@@ -1,3 +1,4 @@
+import { JOB_ID_PREFIX } from '../../contracts/registry';
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
@@ -7,8 +8,8 @@ import { createCodeBuildsService } from './code-builds.service';
 export function codeBuildsRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
   const service = createCodeBuildsService(rt);
-  mount(r, endpoints.createCodeBuild, async ({ auth, body, requestId, charged }) => {
-    const { envelope, charged: amount } = await service.dispatch({ accountId: auth.account._id, requestId, request: body });
+  mount(r, endpoints.createCodeBuild, async ({ auth, body, requestId, charged, idFor }) => {
+    const { envelope, charged: amount } = await service.dispatch({ accountId: auth.account._id, requestId, request: body, jobId: idFor(JOB_ID_PREFIX.code) });
     charged(amount);
     return envelope;
   }, deps);

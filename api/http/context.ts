@@ -1,11 +1,8 @@
 import type { Response } from 'express';
-import type { AccountDoc, ApiKeyDoc } from '../../platform/mongo';
+import type { Authenticated } from '../../platform/accounts';
 
-/** What authentication leaves on the request for the handlers. */
-export interface AuthContext {
-  account: AccountDoc;
-  key: ApiKeyDoc;
-}
+/** What authentication leaves on the request for the handlers (the account without its balance). */
+export type AuthContext = Authenticated;
 
 export interface RequestLocals {
   requestId: string;

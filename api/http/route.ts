@@ -1,7 +1,10 @@
 import type { Request, Response, Router } from 'express';
 import type { z } from 'zod';
+import { PATH_ID_RULE_TEXT, PathId } from '../../contracts/common';
 import { endpoints, type Endpoint } from '../../contracts/endpoints';
 import { AppError } from '../../platform/errors';
+import { faultPoint } from '../../platform/faults';
+import { newId, stableId } from '../../platform/ids';
 import type { Idempotency } from '../middleware/idempotency';
 import { locals, type AuthContext } from './context';
 import { parseOrThrow } from './validation';
@@ -16,6 +19,12 @@ export interface HandlerContext<E extends Endpoint> {
   requestId: string;
   /** Record credits charged by this request (audit log). */
   charged(amount: number): void;
+  /**
+   * An id for what this request creates: derived from its Idempotency-Key record when the
+   * request carries a key, so a retry after a crash names the same job and finds it; random
+   * otherwise (and for a new request after the key's record expired).
+   */
+  idFor(prefix: string): string;
   req: Request;
   res: Response;
 }
@@ -23,11 +32,18 @@ export interface HandlerContext<E extends Endpoint> {
 /** A handler returns the success body; `undefined` for 204. Throw AppError for the rest. */
 export type Handler<E extends Endpoint> = (ctx: HandlerContext<E>) => Promise<unknown>;
 
+/** Idempotency-Key values: 1 to 255 visible ASCII characters (no spaces, no control characters). */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
 export const expressPath = (p: string) => p.replace(/\{(\w+)\}/g, ':$1');
+/** Names of the `{param}` placeholders of a catalogue path. */
+const pathParams = (p: string) => [...p.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
 
 /**
- * Mount one catalogue endpoint: scope check, body/query validation with the contract,
- * Idempotency-Key for job POSTs, the success status from the catalogue.
+ * Mount one catalogue endpoint: scope check, path ids checked with the shared PathId rule (400
+ * validation_error naming the parameter when malformed; a well-formed id that names nothing is
+ * the handler's 404), body/query validation with the contract, Idempotency-Key for job POSTs,
+ * the success status from the catalogue.
  */
 export interface RouteDeps {
   idempotency: Idempotency;
@@ -46,7 +62,15 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
     if (!ep.scopes.some((s) => auth.key.scopes.includes(s))) {
       throw new AppError('forbidden', `this key lacks the scope for ${ep.method.toUpperCase()} ${ep.path}: needs ${ep.scopes.join(' or ')}`);
     }
+    for (const name of pathParams(ep.path)) {
+      if (!PathId.safeParse(req.params[name]).success) throw new AppError('validation_error', `${name}: ${PATH_ID_RULE_TEXT}`);
+    }
     const body = ep.body ? parseOrThrow(ep.body, req.body, 'body') : undefined;
+    const idemKey = ep.idempotent ? req.get('idempotency-key') : undefined;
+    let idemSeed: string | undefined;
+    if (idemKey !== undefined && !IDEMPOTENCY_KEY.test(idemKey)) {
+      throw new AppError('validation_error', 'Idempotency-Key: must be 1 to 255 visible ASCII characters');
+    }
     const query = ep.query ? parseOrThrow(ep.query, req.query, 'query') : undefined;
     const ctx: HandlerContext<E> = {
       auth,
@@ -57,19 +81,21 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
       charged: (n) => {
         l.creditsCharged += n;
       },
+      idFor: (prefix) => (idemSeed === undefined ? newId(prefix) : stableId(prefix, idemSeed)),
       req,
       res,
     };
     const send = (status: number, payload: unknown) => (status === 204 ? res.status(204).end() : res.status(status).json(payload));
 
-    const idemKey = ep.idempotent ? req.get('idempotency-key') : undefined;
     if (idemKey === undefined) return send(ep.status, await handler(ctx));
 
-    const start = await deps.idempotency.start(auth.account._id, idemKey, `${ep.method} ${ep.path}`, req.body);
+    // The validated body is hashed (bounded, known fields only), not the raw one.
+    const start = await deps.idempotency.start(auth.account._id, idemKey, `${ep.method} ${ep.path}`, body ?? null);
     if (start.kind === 'replay') {
       res.setHeader('Idempotent-Replayed', 'true');
       return send(start.status, start.body);
     }
+    idemSeed = start.seed;
     let payload: unknown;
     try {
       payload = await handler(ctx);
@@ -77,6 +103,7 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
       await deps.idempotency.abort(start.id);
       throw err;
     }
+    faultPoint('idempotency.before-finish');
     await deps.idempotency.finish(start.id, ep.status, payload);
     return send(ep.status, payload);
   });

@@ -13,7 +13,7 @@ import type { CreditOperation } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import { RpcTimeoutError } from '../../platform/amqp';
 import { AppError, ERROR_STATUS, type ErrorCode } from '../../platform/errors';
-import type { AccountDoc } from '../../platform/mongo';
+import type { AuthAccount } from '../../platform/accounts';
 import type { Runtime } from '../../platform/runtime';
 import { assertFetchable } from '../../platform/ssrf';
 import { resolveImageEngine } from './images.rules';
@@ -57,7 +57,7 @@ export function createImagesService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
   };
 
   return {
-    async render(input: { account: AccountDoc; requestId: string; request: ImageRequest }): Promise<ImageResult> {
+    async render(input: { account: AuthAccount; requestId: string; request: ImageRequest }): Promise<ImageResult> {
       const { account, request } = input;
       const { engine, notes } = resolveImageEngine({ plan: account.plan, features: account.features, requested: request.engine });
       const refs = request.referenceImageUrls ?? [];
@@ -79,7 +79,7 @@ export function createImagesService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
       return { ...result, charged };
     },
 
-    async moonlight(input: { account: AccountDoc; requestId: string; request: MoonlightRequest }): Promise<{ result: MoonlightResult; charged: number }> {
+    async moonlight(input: { account: AuthAccount; requestId: string; request: MoonlightRequest }): Promise<{ result: MoonlightResult; charged: number }> {
       const { request } = input;
       const term = adultTermIn(request.prompt);
       if (term) throw new AppError('adult_content', `prompt: describes adult content ("${term}"); this model renders safe-for-work images only`);

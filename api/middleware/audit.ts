@@ -1,34 +1,63 @@
-import type { RequestHandler } from 'express';
-import type { Logger } from '../../platform/log';
+import type { RequestHandler, Response } from 'express';
+import type { AuditRecorder } from '../../platform/audit/audit.recorder';
 import { newId } from '../../platform/ids';
-import type { Database } from '../../platform/mongo';
 import { locals } from '../http/context';
 import { routeTemplate } from './http-metrics';
 
 /**
- * Append-only usage and audit log: one entry per authenticated call, written when the response
- * finishes. Never argument values: the route template, not the path; no query, no body.
+ * Append-only usage and audit log: one entry per authenticated call (refused ones included:
+ * this runs before the rate limit). Never argument values: the route template, not the path;
+ * no query, no body.
+ *
+ * The entry is recorded when the response ends (the status is known then) and BEFORE the
+ * response goes out: `res.end` is held until the recorder has the broker's confirm for the
+ * entry (or wrote it straight to MongoDB when the broker is away), so an API process killed
+ * right after answering loses no entry. The audit queue's writer stores entries in batches
+ * (platform/audit/audit.writer.ts); the request path makes no database write.
  */
-export function audit(db: Database, log: Logger): RequestHandler {
+export function audit(recorder: AuditRecorder): RequestHandler {
   return (req, res, next) => {
-    res.once('finish', () => {
+    const end = res.end.bind(res) as (...args: unknown[]) => Response;
+    let state: 'open' | 'recording' | 'done' = 'open';
+    let late = false;
+    res.end = ((...args: unknown[]) => {
+      if (state === 'done') return end(...args);
+      if (state === 'recording') {
+        late = true; // a second end (an error after the answer): the first answer wins
+        return res;
+      }
       const l = locals(res);
-      if (!l.auth) return;
-      db.audit
-        .insertOne({
+      if (!l.auth) {
+        state = 'done';
+        return end(...args);
+      }
+      state = 'recording';
+      const status = res.statusCode;
+      const headers = res.getHeaders();
+      void recorder
+        .record({
           _id: newId('aud'),
           at: new Date(),
           accountId: l.auth.account._id,
           keyId: l.auth.key._id,
           method: req.method,
           route: routeTemplate(req),
-          status: res.statusCode,
+          status,
           durationMs: Number(process.hrtime.bigint() - l.startedAt) / 1e6,
           creditsCharged: l.creditsCharged,
           requestId: l.requestId,
         })
-        .catch((err: Error) => log.error('audit write failed', { requestId: l.requestId, err }));
-    });
+        .then(() => {
+          state = 'done';
+          if (late && !res.headersSent) {
+            for (const name of res.getHeaderNames()) if (!(name in headers)) res.removeHeader(name);
+            for (const [name, value] of Object.entries(headers)) if (value !== undefined) res.setHeader(name, value);
+            res.statusCode = status;
+          }
+          end(...args);
+        });
+      return res;
+    }) as Response['end'];
     next();
   };
 }

@@ -1,11 +1,14 @@
 import type { RequestHandler } from 'express';
 import { API_PLANS } from '../../contracts/registry';
-import type { AccountsRepository } from '../../platform/accounts';
+import type { Authenticated } from '../../platform/accounts';
 import { AppError } from '../../platform/errors';
 import { locals } from '../http/context';
 
-/** Bearer svc_… → account and key, checked on every request (a revoked key stops at once). */
-export function authenticate(accounts: AccountsRepository): RequestHandler {
+/**
+ * Bearer svc_… → account and key, on every request, through the process's auth cache (no
+ * database read on a hit; a revoked key is refused within milliseconds, see createAuthCache).
+ */
+export function authenticate(accounts: { authenticate(presented: string): Promise<Authenticated | null> }): RequestHandler {
   return async (req, res, next) => {
     const header = req.get('authorization') ?? '';
     const m = /^Bearer\s+(\S+)$/i.exec(header);

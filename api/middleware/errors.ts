@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { metrics } from '../../monitoring/metrics';
-import { AppError, toAppError } from '../../platform/errors';
+import { AppError, boundedMessage, toAppError, type ErrorCode } from '../../platform/errors';
 import type { Logger } from '../../platform/log';
 import { locals } from '../http/context';
 import { routeTemplate } from './http-metrics';
@@ -10,28 +12,15 @@ export const notFoundRoute: RequestHandler = (req, _res, next) => {
   next(new AppError('not_found', `no route for ${req.method} ${req.path}`));
 };
 
-/** Map body-parser failures (they carry `type` and `status`) to stable codes. */
-function fromBodyParser(err: unknown): AppError | null {
-  const e = err as { type?: string; status?: number; message?: string };
-  switch (e?.type) {
-    case 'entity.parse.failed':
-      return new AppError('invalid_json', 'body: malformed JSON', { cause: err });
-    case 'entity.too.large':
-      return new AppError('payload_too_large', 'body: larger than the accepted limit', { cause: err });
-    case 'encoding.unsupported':
-    case 'charset.unsupported':
-      return new AppError('unsupported_media_type', 'body: unsupported encoding or charset', { cause: err });
-    case 'request.aborted':
-      return new AppError('validation_error', 'body: request aborted', { cause: err });
-    default:
-      return null;
-  }
-}
-
-/** The error funnel for HTTP: every error answers the Error shape; unknown ones are logged. */
+/**
+ * The error funnel for HTTP: every error answers the Error shape; unknown ones are logged.
+ * Errors of other libraries that carry a 4xx status (body-parser, the router) keep it under a
+ * stable code (platform/errors.ts toAppError); messages never quote more than ECHO_MAX
+ * characters of the request in one piece.
+ */
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    const appErr = fromBodyParser(err) ?? toAppError(err);
+    const appErr = toAppError(err, { request: true });
     const { requestId } = locals(res);
     metrics.errors.inc({ code: appErr.code, source: 'http' });
     if (appErr.status >= 500) {
@@ -39,6 +28,47 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     }
     if (res.headersSent) return res.end();
     for (const [k, v] of Object.entries(appErr.headers)) res.setHeader(k, v);
-    res.status(appErr.status).json({ error: { code: appErr.code, message: appErr.message, requestId } });
+    res.status(appErr.status).json({ error: { code: appErr.code, message: boundedMessage(appErr.message), requestId } });
   };
 }
+
+/** What Node's HTTP parser refuses, by its error code. */
+const CLIENT_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
+  HPE_HEADER_OVERFLOW: { code: 'headers_too_large', message: 'request headers are larger than 16 KiB' },
+  ERR_HTTP_REQUEST_TIMEOUT: { code: 'request_timeout', message: 'the request was not received in time' },
+  ERR_HTTP_HEADERS_TIMEOUT: { code: 'request_timeout', message: 'the request headers were not received in time' },
+};
+
+/**
+ * The server's 'clientError' handler: a request Node's HTTP parser refuses (a raw non-ASCII byte
+ * in the path, a malformed header, headers over 16 KiB) never reaches Express, so without this
+ * it gets a bare 400/431 with no body and no X-Request-Id. There is no request or response
+ * object here: the answer is written to the socket as it goes on the wire, then the connection
+ * is closed (the parser cannot go on after such an error).
+ */
+export function clientErrorHandler(log: Logger) {
+  return (err: Error & { code?: string }, socket: Socket) => {
+    // Nothing to answer: the peer left, or an answer to an earlier request is half-written.
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const known = CLIENT_ERRORS[err.code ?? ''];
+    const appErr = new AppError(known?.code ?? 'bad_request', known?.message ?? 'the request could not be parsed as HTTP/1.1');
+    const requestId = `req_${randomUUID().replaceAll('-', '')}`;
+    metrics.errors.inc({ code: appErr.code, source: 'http' });
+    log.debug('client error', { requestId, code: err.code });
+    const body = JSON.stringify({ error: { code: appErr.code, message: appErr.message, requestId } });
+    socket.end(
+      `HTTP/1.1 ${appErr.status} ${REASONS[appErr.status] ?? 'Bad Request'}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Request-Id: ${requestId}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
+    );
+  };
+}
+
+const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };

@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { AppError } from '../../platform/errors';
 import type { Database, IdempotencyDoc } from '../../platform/mongo';
 
@@ -10,17 +11,42 @@ const stable = (v: unknown): string => {
   return JSON.stringify(v) ?? 'null';
 };
 
-export type IdempotencyStart = { kind: 'proceed'; id: string } | { kind: 'replay'; status: number; body: unknown };
+/**
+ * `seed` names this use of the key (the record and when it was made): a retry that takes the
+ * record over gets the same seed, a new request after the record expired gets another.
+ */
+export type IdempotencyStart = { kind: 'proceed'; id: string; seed: string } | { kind: 'replay'; status: number; body: unknown };
 
 /**
  * Idempotency-Key (IETF draft, Stripe's behaviour): scoped to the account; the first request
- * holds a lock; a retry with the same key and body replays the stored 2xx response; the same
- * key with another body or route answers 422; a duplicate while the first is in flight waits
- * up to `waitMs` for it, then answers 409. Only 2xx answers are stored: after an error the
- * client may retry with the same key.
+ * holds the record; a retry with the same key and body replays the stored 2xx response; the same
+ * key with another body or route answers 422; a duplicate while the first is in flight waits up
+ * to `waitMs` for it, then answers 409. Only 2xx answers are stored: after an error the client
+ * may retry with the same key.
+ *
+ * Crash safety: the record names its owner (this process) and holds a short lease (`leaseMs`)
+ * that the owner renews every third of it while the request runs (one update for all of its
+ * records). When the owner dies the lease runs out within `leaseMs` and the next retry takes the
+ * record over; since the handler derives its ids from the key (HandlerContext.idFor), the
+ * takeover finds the job the dead request made and answers with it, billed once.
  */
-export function createIdempotency(db: Database, opts: { ttlHours: number; lockMs: number; waitMs?: number }) {
+export function createIdempotency(db: Database, opts: { ttlHours: number; leaseMs: number; waitMs?: number }) {
   const waitMs = opts.waitMs ?? 5000;
+  const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const held = new Set<string>();
+  const heartbeat = setInterval(() => {
+    if (held.size === 0) return;
+    db.idempotency
+      .updateMany({ _id: { $in: [...held] }, state: 'in_flight', owner }, { $set: { lockedUntil: new Date(Date.now() + opts.leaseMs) } })
+      .catch(() => {}); // a missed beat only shortens the lease; the next one retries
+  }, Math.max(200, Math.floor(opts.leaseMs / 3)));
+  heartbeat.unref();
+
+  const proceed = (id: string, createdAt: Date): IdempotencyStart => {
+    held.add(id);
+    return { kind: 'proceed', id, seed: `${id}:${createdAt.getTime()}` };
+  };
+
   return {
     async start(accountId: string, key: string, route: string, body: unknown): Promise<IdempotencyStart> {
       if (key.length === 0 || key.length > 255) throw new AppError('validation_error', 'Idempotency-Key: must be 1 to 255 characters');
@@ -34,14 +60,15 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; lockMs
         route,
         bodyHash,
         state: 'in_flight',
-        lockedUntil: new Date(now.getTime() + opts.lockMs),
+        owner,
+        lockedUntil: new Date(now.getTime() + opts.leaseMs),
         response: null,
         createdAt: now,
         expiresAt: new Date(now.getTime() + opts.ttlHours * 3600_000),
       };
       try {
         await db.idempotency.insertOne(doc);
-        return { kind: 'proceed', id };
+        return proceed(id, now);
       } catch (err) {
         if ((err as { code?: number }).code !== 11000) throw err;
       }
@@ -57,11 +84,12 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; lockMs
         }
         if (existing.state === 'done' && existing.response) return { kind: 'replay', ...existing.response };
         if (existing.lockedUntil.getTime() < Date.now()) {
+          // Its owner stopped renewing the lease (it died): take the record over.
           const taken = await db.idempotency.findOneAndUpdate(
             { _id: id, state: 'in_flight', lockedUntil: existing.lockedUntil },
-            { $set: { lockedUntil: new Date(Date.now() + opts.lockMs) } },
+            { $set: { owner, lockedUntil: new Date(Date.now() + opts.leaseMs) } },
           );
-          if (taken) return { kind: 'proceed', id };
+          if (taken) return proceed(id, taken.createdAt);
         }
         if (Date.now() > deadline) {
           throw new AppError('idempotency_in_flight', 'Idempotency-Key: a request with this key is still in progress; retry later');
@@ -71,15 +99,21 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; lockMs
     },
 
     async finish(id: string, status: number, body: unknown): Promise<void> {
+      held.delete(id);
       if (status >= 200 && status < 300) {
-        await db.idempotency.updateOne({ _id: id }, { $set: { state: 'done', response: { status, body } } });
+        await db.idempotency.updateOne({ _id: id, owner }, { $set: { state: 'done', response: { status, body } } });
       } else {
-        await db.idempotency.deleteOne({ _id: id, state: 'in_flight' });
+        await db.idempotency.deleteOne({ _id: id, state: 'in_flight', owner });
       }
     },
 
     async abort(id: string): Promise<void> {
-      await db.idempotency.deleteOne({ _id: id, state: 'in_flight' });
+      held.delete(id);
+      await db.idempotency.deleteOne({ _id: id, state: 'in_flight', owner });
+    },
+
+    close(): void {
+      clearInterval(heartbeat);
     },
   };
 }

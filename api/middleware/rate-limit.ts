@@ -4,61 +4,131 @@ import { AppError } from '../../platform/errors';
 import type { Database } from '../../platform/mongo';
 import { locals } from '../http/context';
 
-/**
- * Per-key fixed-window limit kept in MongoDB, so every API process shares one count.
- *
- * Each request claims a numbered slot of the window with a unique insert
- * (`<keyId>:<windowStart>:<n>`); the insert that succeeds tells the request its rank, and ranks
- * above the limit are refused. Unique inserts are race-free on MongoDB and on FerretDB alike
- * (FerretDB's `$inc` is not, see platform/mongo-locks.ts), so exactly `max` requests pass per
- * window whatever the concurrency, with no lock. A per-process hint of the last slot seen keeps
- * collisions rare, and once a window is known full the refusal needs no database call.
- * X-RateLimit-Reset and Retry-After are seconds until the window ends.
- */
-export function rateLimit(db: Database, opts: { max: number; windowSeconds: number }): RequestHandler {
-  const hints = new Map<string, number>();
-  const slots = db.rateLimits;
+/** Options of the rate limit (config RATE_LIMIT_MAX, RATE_LIMIT_WINDOW_SECONDS). */
+export interface RateLimitOptions {
+  /** Requests a key may make per window. */
+  max: number;
+  /** Length of the fixed window, in seconds. */
+  windowSeconds: number;
+  /** Units one process leases at a time. Default ceil(max / 20), at least 1. */
+  leaseSize?: number;
+}
 
-  /** The next slot number this process may try, reserved synchronously so that concurrent
-   * requests in one process never collide with each other. */
-  const reserve = (window: string, atLeast = 0) => {
-    const n = Math.max(hints.get(window) ?? 0, atLeast) + 1;
-    hints.set(window, n);
-    return n;
+/** Lease size: small enough that leases left unspent in other processes cost at most a few % of the limit. */
+export const defaultLeaseSize = (max: number) => Math.max(1, Math.ceil(max / 20));
+
+interface WindowState {
+  windowStart: number;
+  /** Units this process leased and has not spent yet. */
+  available: number;
+  /** The shared count as of this process's last lease (leased by anyone, spent or not). */
+  usedKnown: number;
+  /** The window is known full: refuse without asking the database until it ends. */
+  full: boolean;
+  /** The lease request in flight; concurrent requests of this process wait for it (no herd). */
+  leasing?: Promise<void>;
+}
+
+/**
+ * Per-key fixed-window limit shared by every API process, counted in MongoDB by leases.
+ *
+ * One counter document per (key, window) in `rate_limits`: `{ _id: "<keyId>:<windowStart>",
+ * count, expiresAt }`, where `count` is the units leased so far by all processes (it may pass
+ * `max` by less than one lease; only `min(count, max)` were ever granted). A process that has no
+ * unit left leases a share with ONE atomic `findOneAndUpdate({ _id, count: { $lt: max } },
+ * { $inc: { count: lease } })` and is granted `min(lease, max - countBefore)`; when the document
+ * does not exist yet it inserts it with the first lease (a duplicate-key race falls back to the
+ * update). It then spends the share in memory, one unit per request, with no database call.
+ * Concurrent requests of one process share one lease request in flight. Once the update finds
+ * the window full, the process refuses with no database call until the window ends.
+ *
+ * Exactness: the database never grants more than `max` units per window, so at most `max`
+ * requests pass across all processes. Units a process leased but did not spend before the window
+ * ended are lost: with the default lease of ceil(max/20) and two processes at least 90% of the
+ * limit stays usable even in the worst case, and under load every leased unit is spent.
+ *
+ * Headers: X-RateLimit-Limit; X-RateLimit-Remaining = `max - usedKnown + available`, exact for a
+ * single process (it is `max` minus the requests it let through) and, across processes, what is
+ * left as far as this process last saw (other processes' unspent units count as used);
+ * X-RateLimit-Reset and Retry-After are seconds until the window ends. `expiresAt` is the window
+ * end; the scheduler deletes expired counters (`ratelimits.expire`).
+ */
+export function rateLimit(db: Database, opts: RateLimitOptions): RequestHandler {
+  const { max } = opts;
+  const lease = opts.leaseSize ?? defaultLeaseSize(max);
+  const windowMs = opts.windowSeconds * 1000;
+  const windows = new Map<string, WindowState>();
+  let currentStart = 0;
+
+  const leaseUnits = async (id: string, s: WindowState): Promise<void> => {
+    const expiresAt = new Date(s.windowStart + windowMs);
+    const take = async (): Promise<boolean> => {
+      const before = await db.rateLimits.findOneAndUpdate({ _id: id, count: { $lt: max } }, { $inc: { count: lease } }, { returnDocument: 'before' });
+      if (!before) return false;
+      const granted = Math.min(lease, max - before.count);
+      s.available += granted;
+      s.usedKnown = Math.min(max, before.count + lease);
+      return true;
+    };
+    if (await take()) return;
+    // No document below the limit: either the window is new, or it is full.
+    const first = Math.min(lease, max);
+    try {
+      await db.rateLimits.insertOne({ _id: id, count: first, expiresAt });
+      s.available += first;
+      s.usedKnown = first;
+      return;
+    } catch (err) {
+      if ((err as { code?: number }).code !== 11000) throw err;
+    }
+    // Another process created it meanwhile: one more try decides.
+    if (await take()) return;
+    s.full = true;
+    s.usedKnown = max;
   };
 
-  const claim = async (window: string, expiresAt: Date): Promise<number> => {
-    let n = reserve(window);
+  const stateOf = (id: string, windowStart: number): WindowState => {
+    if (windowStart !== currentStart) {
+      // Windows are aligned for every key: at a boundary every older state is stale.
+      currentStart = windowStart;
+      for (const [k, v] of windows) if (v.windowStart < windowStart) windows.delete(k);
+    }
+    let s = windows.get(id);
+    if (!s) windows.set(id, (s = { windowStart, available: 0, usedKnown: 0, full: false }));
+    return s;
+  };
+
+  /** Spend one unit: the units left after it (exact at the moment of taking), or -1 when refused. */
+  const spend = async (id: string, s: WindowState): Promise<number> => {
     for (;;) {
-      if (n > opts.max) return n; // full: ranks past the limit are not stored
-      try {
-        await slots.insertOne({ _id: `${window}:${n}`, count: n, expiresAt });
-        return n;
-      } catch (err) {
-        if ((err as { code?: number }).code !== 11000) throw err;
-        // Taken by another process: jump past the highest slot stored, then try again.
-        const top = await slots.find({ _id: { $gte: `${window}:`, $lt: `${window};` } }).sort({ count: -1 }).limit(1).next();
-        n = reserve(window, top?.count ?? n);
+      if (s.available > 0) {
+        s.available--;
+        return Math.max(0, max - s.usedKnown + s.available);
       }
+      if (s.full) return -1;
+      s.leasing ??= leaseUnits(id, s).finally(() => {
+        s.leasing = undefined;
+      });
+      await s.leasing;
     }
   };
 
   return async (req, res, next) => {
     const auth = locals(res).auth;
     if (!auth) return next();
-    const windowMs = opts.windowSeconds * 1000;
     const now = Date.now();
     const windowStart = Math.floor(now / windowMs) * windowMs;
-    const window = `${auth.key._id}:${windowStart}`;
-    if (hints.size > 10_000) for (const k of hints.keys()) if (!k.endsWith(`:${windowStart}`)) hints.delete(k);
-    const rank = await claim(window, new Date(windowStart + windowMs));
-    const reset = Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000));
-    res.setHeader('X-RateLimit-Limit', String(opts.max));
-    res.setHeader('X-RateLimit-Remaining', String(Math.max(0, opts.max - rank)));
+    const id = `${auth.key._id}:${windowStart}`;
+    const s = stateOf(id, windowStart);
+    const remaining = await spend(id, s);
+    const passed = remaining >= 0;
+    const reset = Math.max(1, Math.ceil((windowStart + windowMs - Date.now()) / 1000));
+    res.setHeader('X-RateLimit-Limit', String(max));
+    res.setHeader('X-RateLimit-Remaining', String(passed ? remaining : 0));
     res.setHeader('X-RateLimit-Reset', String(reset));
-    if (rank > opts.max) {
+    if (!passed) {
       metrics.rateLimited.inc({ route: `/${req.path.split('/')[1] ?? ''}` }); // first segment only: bounded labels, no ids
-      return next(new AppError('rate_limited', `rate limit of ${opts.max} requests per ${opts.windowSeconds} s exceeded; retry after ${reset} s`, { headers: { 'Retry-After': String(reset) } }));
+      return next(new AppError('rate_limited', `rate limit of ${max} requests per ${opts.windowSeconds} s exceeded; retry after ${reset} s`, { headers: { 'Retry-After': String(reset) } }));
     }
     next();
   };

@@ -7,8 +7,8 @@ import { createPresentationsService } from './presentations.service';
 export function presentationsRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
   const service = createPresentationsService(rt);
-  mount(r, endpoints.createPresentation, async ({ auth, body, requestId, charged }) => {
-    const out = await service.create({ accountId: auth.account._id, features: auth.account.features, requestId, request: body });
+  mount(r, endpoints.createPresentation, async ({ auth, body, requestId, charged, idFor }) => {
+    const out = await service.create({ accountId: auth.account._id, features: auth.account.features, requestId, request: body, idFor });
     charged(out.charged);
     return out.body;
   }, deps);

@@ -1,6 +1,7 @@
 import { emitEvent } from '../../platform/events';
 import type { AccountFeatures } from '../../contracts/account';
 import type { DeckJobInput, PresentationCreated, PresentationRequest } from '../../contracts/presentations';
+import { JOB_ID_PREFIX } from '../../contracts/registry';
 import { toEnvelope } from '../../platform/jobs';
 import type { JobDoc } from '../../platform/mongo';
 import { createProjects, type ProjectDoc, presentationUrl } from '../../platform/projects';
@@ -36,7 +37,7 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
   });
 
   return {
-    async create(input: { accountId: string; features: AccountFeatures; requestId: string; request: PresentationRequest }): Promise<{ body: PresentationCreated; charged: number }> {
+    async create(input: { accountId: string; features: AccountFeatures; requestId: string; request: PresentationRequest; idFor?: (prefix: string) => string }): Promise<{ body: PresentationCreated; charged: number }> {
       const req = input.request;
       if (req.brandUrl) await assertFetchable(req.brandUrl, 'brandUrl', ssrf);
       const outline = req.outline?.length ? req.outline : null;
@@ -44,7 +45,7 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
       const slideMode = req.slideMode ?? 'creator';
       const background = input.features.backgroundDecks;
       const now = new Date();
-      const projectId = projects.newId();
+      const projectId = input.idFor ? input.idFor('prj') : projects.newId();
       const project: ProjectDoc = {
         _id: projectId,
         accountId: input.accountId,
@@ -80,7 +81,14 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
         );
 
       if (!background) {
-        await projects.insert(project);
+        try {
+          await projects.insert(project);
+        } catch (err) {
+          // A retry (same Idempotency-Key) of a request that stored it before a crash.
+          const existing = (err as { code?: number }).code === 11000 ? await projects.findForAccount(input.accountId, projectId) : null;
+          if (!existing) throw err;
+          return { body: present(existing, null), charged: 0 };
+        }
         await announce();
         return { body: present(project, null), charged: 0 };
       }
@@ -99,27 +107,31 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
         brandUrl: s.brandUrl,
         companyName: s.companyName,
       };
-      let stored = false;
-      const { job, charged } = await rt.jobs
-        .accept({
-          accountId: input.accountId,
-          requestId: input.requestId,
-          type: 'deck',
-          operation: 'deck',
-          input: jobInput,
-          // The project is stored after the debit (a short balance stores nothing) and before the job.
-          before: async (id) => {
-            project.presentation!.jobId = id;
+      let stored = project;
+      const { job, charged, retried } = await rt.jobs.accept({
+        accountId: input.accountId,
+        requestId: input.requestId,
+        type: 'deck',
+        operation: 'deck',
+        input: jobInput,
+        jobId: input.idFor?.(JOB_ID_PREFIX.deck),
+        // The project is stored before the job; a retry after a crash finds the one it stored.
+        before: async (id) => {
+          project.presentation!.jobId = id;
+          try {
             await projects.insert(project);
-            stored = true;
-          },
-        })
-        .catch(async (err) => {
-          if (stored) await projects.deleteForAccount(input.accountId, projectId).catch(() => undefined);
-          throw err;
-        });
-      await announce();
-      return { body: present(project, job), charged };
+          } catch (err) {
+            if ((err as { code?: number }).code !== 11000) throw err;
+            const existing = await projects.findForAccount(input.accountId, projectId);
+            if (!existing) throw err;
+            stored = existing;
+          }
+        },
+        // Refused (a short balance): nothing stays.
+        undo: () => projects.deleteForAccount(input.accountId, projectId),
+      });
+      if (!retried) await announce();
+      return { body: present(stored, job), charged };
     },
   };
 }

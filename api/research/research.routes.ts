@@ -1,3 +1,4 @@
+import { JOB_ID_PREFIX } from '../../contracts/registry';
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
@@ -7,8 +8,8 @@ import { createResearchService } from './research.service';
 export function researchRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
   const service = createResearchService(rt);
-  mount(r, endpoints.createResearch, async ({ auth, body, requestId, charged }) => {
-    const { envelope, charged: amount } = await service.dispatch({ accountId: auth.account._id, requestId, request: body });
+  mount(r, endpoints.createResearch, async ({ auth, body, requestId, charged, idFor }) => {
+    const { envelope, charged: amount } = await service.dispatch({ accountId: auth.account._id, requestId, request: body, jobId: idFor(JOB_ID_PREFIX.research) });
     charged(amount);
     return envelope;
   }, deps);

@@ -32,9 +32,13 @@ export function toLegacy(job: JobDoc): ResearchLegacy {
 
 export function createResearchService(rt: Pick<Runtime, 'credits' | 'jobs'>) {
   return {
-    /** POST /research: charge, record the job, publish it (platform/jobs.ts `accept`). */
-    async dispatch(input: { accountId: string; requestId: string; request: ResearchRequest }): Promise<{ envelope: JobEnvelope; charged: number }> {
-      const { job, charged } = await rt.jobs.accept({ accountId: input.accountId, requestId: input.requestId, type: 'research', operation: 'research', input: input.request });
+    /**
+     * POST /research: charge, record the job, publish it (platform/jobs.ts `accept`). Only the
+     * validated, known fields are stored: SPEC 2.16's additional members are dropped here.
+     */
+    async dispatch(input: { accountId: string; requestId: string; jobId?: string; request: ResearchRequest }): Promise<{ envelope: JobEnvelope; charged: number }> {
+      const stored: ResearchRequest = { query: input.request.query };
+      const { job, charged } = await rt.jobs.accept({ accountId: input.accountId, requestId: input.requestId, jobId: input.jobId, type: 'research', operation: 'research', input: stored });
       return { envelope: toEnvelope(job), charged };
     },
 

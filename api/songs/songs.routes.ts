@@ -1,3 +1,4 @@
+import { JOB_ID_PREFIX } from '../../contracts/registry';
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
@@ -7,8 +8,8 @@ import { createSongsService } from './songs.service';
 export function songsRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
   const service = createSongsService(rt);
-  mount(r, endpoints.createSong, async ({ auth, body, requestId, charged }) => {
-    const { envelope, charged: amount } = await service.dispatch({ accountId: auth.account._id, requestId, request: body });
+  mount(r, endpoints.createSong, async ({ auth, body, requestId, charged, idFor }) => {
+    const { envelope, charged: amount } = await service.dispatch({ accountId: auth.account._id, requestId, request: body, jobId: idFor(JOB_ID_PREFIX.song) });
     charged(amount);
     return envelope;
   }, deps);

@@ -1,6 +1,6 @@
 import type { VideoRequest } from '../../contracts/videos';
 import { toEnvelope } from '../../platform/jobs';
-import type { AccountDoc } from '../../platform/mongo';
+import type { AuthAccount } from '../../platform/accounts';
 import type { Runtime } from '../../platform/runtime';
 import { assertFetchable } from '../../platform/ssrf';
 import { resolveVideoPlan } from './videos.rules';
@@ -12,7 +12,7 @@ import { resolveVideoPlan } from './videos.rules';
  */
 export function createVideosService(rt: Pick<Runtime, 'jobs' | 'config'>) {
   return {
-    async dispatch(input: { account: AccountDoc; requestId: string; request: VideoRequest }) {
+    async dispatch(input: { account: AuthAccount; requestId: string; jobId?: string; request: VideoRequest }) {
       const { account } = input;
       const { creditOperation, ...plan } = resolveVideoPlan(input.request, account.features);
       const loop = rt.config.ALLOW_LOOPBACK_URLS;
@@ -23,7 +23,7 @@ export function createVideosService(rt: Pick<Runtime, 'jobs' | 'config'>) {
       };
       for (const u of urls) await assertFetchable(u, field(u), { allowLoopback: loop });
 
-      const { job, charged } = await rt.jobs.accept({ accountId: account._id, requestId: input.requestId, type: 'video', operation: creditOperation, input: plan, notes: plan.notes });
+      const { job, charged } = await rt.jobs.accept({ accountId: account._id, requestId: input.requestId, jobId: input.jobId, type: 'video', operation: creditOperation, input: plan, notes: plan.notes });
       return { envelope: { ...toEnvelope(job), notes: plan.notes }, charged };
     },
   };

@@ -5,6 +5,8 @@ export interface BenchRow {
   unit: string;
   baseline?: number;
   ratio?: number;
+  /** The ratio an issue asks for at least (throughput figures). */
+  target?: number;
   note?: string;
 }
 
@@ -14,10 +16,11 @@ export interface Bench {
   run(): Promise<BenchRow[]>;
 }
 
-export const row = (name: string, value: number, unit: string, baseline?: number, note?: string): BenchRow => ({
+export const row = (name: string, value: number, unit: string, baseline?: number, note?: string, target?: number): BenchRow => ({
   name,
   value: Math.round(value * 100) / 100,
   unit,
   ...(baseline !== undefined ? { baseline: Math.round(baseline * 100) / 100, ratio: Math.round((value / baseline) * 1000) / 1000 } : {}),
+  ...(target !== undefined ? { target } : {}),
   ...(note ? { note } : {}),
 });

@@ -118,6 +118,7 @@ export async function dropEverything(config: Config) {
     const queues = new Set([
       ...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)),
       broker.deadLetterQueue(config.QUEUE_PREFIX),
+      broker.auditQueue(config.QUEUE_PREFIX),
       ...webhookQueueNames(config.QUEUE_PREFIX, config.WEBHOOK_RETRY_DELAYS_MS),
       ...(names?.queues ?? []),
     ]);

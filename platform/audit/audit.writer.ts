@@ -1,0 +1,163 @@
+import { MongoBulkWriteError } from 'mongodb';
+import { z } from 'zod';
+import { broker } from '../../contracts/registry';
+import { metrics } from '../../monitoring/metrics';
+import type { AmqpClient, Delivery } from '../amqp';
+import type { Logger } from '../log';
+import type { AuditDoc, Database } from '../mongo';
+
+/** An audit entry as published (JSON: `at` travels as an ISO string). Unknown fields are dropped. */
+const AuditMessage = z.object({
+  _id: z.string().min(1),
+  at: z.coerce.date(),
+  accountId: z.string(),
+  keyId: z.string(),
+  method: z.string(),
+  route: z.string(),
+  status: z.number().int(),
+  durationMs: z.number(),
+  creditsCharged: z.number(),
+  requestId: z.string(),
+});
+
+export interface AuditWriterOptions {
+  db: Database;
+  amqp: AmqpClient;
+  log: Logger;
+  /** QUEUE_PREFIX of the deployment. */
+  prefix: string;
+  /** Entries per insertMany at most. Default 200. */
+  batchSize?: number;
+  /** How long the first entry of a batch waits for more, in ms. Default 50. */
+  flushMs?: number;
+  /** Unacked entries this process holds at most (RabbitMQ prefetch). Default 500. */
+  prefetch?: number;
+  /** Longest wait between two tries of a failed write, in ms. Default 5000. */
+  maxBackoffMs?: number;
+}
+
+interface Held {
+  entry: AuditDoc;
+  d: Delivery;
+}
+
+/**
+ * The audit queue's consumer, run by every API process: collects entries and writes them with
+ * one `insertMany` (unordered) per batch of up to `batchSize` entries or `flushMs` ms, then acks
+ * them. A redelivered entry (its process died after the write, before the ack) is a duplicate
+ * `_id` and is ignored. A document the server refuses for itself (any other per-document write
+ * error) and a message that is not an entry are dead-lettered (parked by the scheduler).
+ * When the write fails as a whole (database away) the batch is held, unacked, and written again
+ * after a backoff (0.1 s doubling to `maxBackoffMs`) rather than requeued: requeues count towards
+ * the quorum delivery limit and would dead-letter good entries during a long outage.
+ * `stop()` cancels the consumer and writes what it holds; what it cannot write goes back to the
+ * queue. It may be called twice.
+ */
+export function createAuditWriter(o: AuditWriterOptions) {
+  const { db, amqp, log } = o;
+  const queue = broker.auditQueue(o.prefix);
+  const batchSize = o.batchSize ?? 200;
+  const flushMs = o.flushMs ?? 50;
+  const maxBackoffMs = o.maxBackoffMs ?? 5000;
+  let pending: Held[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const writing = new Set<Promise<void>>();
+  const wakers = new Set<() => void>();
+  let cancel: (() => Promise<void>) | undefined;
+  let stopping = false;
+  let stopped: Promise<void> | undefined;
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(t);
+        wakers.delete(wake);
+        resolve();
+      };
+      const t = setTimeout(wake, ms);
+      wakers.add(wake);
+    });
+
+  /** Write one batch until it is written, or give it back to the queue when stopping. */
+  const write = async (batch: Held[]): Promise<void> => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await db.audit.insertMany(
+          batch.map((h) => h.entry),
+          { ordered: false },
+        );
+        metrics.auditEntriesWritten.inc(batch.length);
+        for (const h of batch) h.d.ack();
+        return;
+      } catch (err) {
+        if (err instanceof MongoBulkWriteError && !err.writeConcernError) {
+          const raw = err.writeErrors as unknown;
+          const errors = (raw == null ? [] : Array.isArray(raw) ? raw : [raw]) as { index: number; code: number; errmsg?: string }[];
+          const refused = new Set(errors.filter((e) => e.code !== 11000).map((e) => e.index));
+          if (errors.length) {
+            metrics.auditEntriesWritten.inc(err.result.insertedCount);
+            for (const [i, h] of batch.entries()) {
+              if (!refused.has(i)) h.d.ack();
+              else {
+                log.error('audit entry refused by the database; dead-lettered', { requestId: h.entry.requestId, err: errors.find((e) => e.index === i)?.errmsg });
+                h.d.deadLetter();
+              }
+            }
+            return;
+          }
+        }
+        if (stopping) {
+          log.warn('audit batch not written at stop; back to the queue', { entries: batch.length, err: err as Error });
+          for (const h of batch) h.d.requeue();
+          return;
+        }
+        const delay = Math.min(maxBackoffMs, 100 * 2 ** attempt);
+        log.warn('audit batch write failed; trying again', { entries: batch.length, delayMs: delay, err: err as Error });
+        await sleep(delay);
+      }
+    }
+  };
+
+  const flush = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    while (pending.length) {
+      const batch = pending.slice(0, batchSize);
+      pending = pending.slice(batchSize);
+      const p = write(batch).finally(() => writing.delete(p));
+      writing.add(p);
+    }
+  };
+
+  const onDelivery = async (d: Delivery) => {
+    let entry: AuditDoc;
+    try {
+      const parsed = AuditMessage.safeParse(JSON.parse(d.msg.content.toString('utf8')));
+      if (!parsed.success) throw parsed.error;
+      entry = parsed.data;
+    } catch (err) {
+      log.error('audit message is not an entry; dead-lettered', { err: err as Error });
+      return d.deadLetter();
+    }
+    pending.push({ entry, d });
+    if (pending.length >= batchSize || stopping) flush();
+    else timer ??= setTimeout(flush, flushMs);
+  };
+
+  return {
+    async start(): Promise<void> {
+      cancel = await amqp.consume(queue, o.prefetch ?? 500, onDelivery);
+    },
+    stop(): Promise<void> {
+      stopped ??= (async () => {
+        stopping = true;
+        await cancel?.();
+        flush();
+        for (const wake of [...wakers]) wake(); // one last try for batches waiting to retry
+        while (writing.size) await Promise.allSettled([...writing]);
+      })();
+      return stopped;
+    },
+  };
+}
+export type AuditWriter = ReturnType<typeof createAuditWriter>;

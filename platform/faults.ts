@@ -1,0 +1,15 @@
+/**
+ * TESTS ONLY: deterministic crash points. With FAULT_POINT=<name> (refused in production) the
+ * process kills itself with SIGKILL when it reaches that point, so a test can prove that a crash
+ * exactly there loses nothing and bills nothing twice. Points: accept.after-insert,
+ * accept.after-charge, accept.after-publish, idempotency.before-finish.
+ */
+let armed: string | undefined;
+
+export function armFaultPoint(name: string | undefined): void {
+  armed = name || undefined;
+}
+
+export function faultPoint(name: string): void {
+  if (armed === name) process.kill(process.pid, 'SIGKILL');
+}
