@@ -288,6 +288,12 @@ export function createJobs(deps: JobsDeps) {
       );
     },
 
+    /** The lease of a job that is processing, or null. */
+    async leaseOf(jobId: string): Promise<{ owner: string; until: Date } | null> {
+      const j = await db.jobs.findOne({ _id: jobId, status: 'processing' }, { projection: { lease: 1 } });
+      return j?.lease ?? null;
+    },
+
     /** Extend the lease while working. False when the job is no longer ours. */
     async renewLease(jobId: string, owner: string, leaseMs: number): Promise<boolean> {
       const r = await db.jobs.updateOne(

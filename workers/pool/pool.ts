@@ -101,7 +101,8 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
     if (parsed.type !== this.def.pool) return this.deadLetter(d, 'wrong_pool');
 
     const { jobs } = this.rt;
-    const job = await jobs.claim(parsed.jobId, this.owner, this.opts.leaseMs);
+    let job = await jobs.claim(parsed.jobId, this.owner, this.opts.leaseMs);
+    if (!job && d.msg.fields.redelivered) job = await this.takeOver(parsed.jobId);
     if (!job) {
       // Finished, held by another worker, or unknown: nothing to do for this copy.
       d.ack();
@@ -158,6 +159,28 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       metrics.jobsInFlight.dec({ pool: this.def.pool });
       resolveDone();
     }
+  }
+
+  /**
+   * The broker redelivers a message at once when the consumer holding it died. Its worker no
+   * longer renews the job's lease, so wait for the lease to run out (at most leaseMs) and take
+   * the job then, instead of waiting for the sweep. If the holder is alive it keeps renewing,
+   * and this copy is a duplicate after all.
+   */
+  private async takeOver(jobId: string): Promise<JobDoc | null> {
+    for (let i = 0; i < 2 && !this.closing; i++) {
+      const lease = await this.rt.jobs.leaseOf(jobId);
+      if (!lease) return null; // not processing any more (finished, or queued for someone else)
+      const wait = lease.until.getTime() - Date.now() + 50;
+      if (wait > this.opts.leaseMs + 1000) return null; // a retry scheduled later: the sweep brings it
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const job = await this.rt.jobs.claim(jobId, this.owner, this.opts.leaseMs);
+      if (job) {
+        this.log.info('took over a job whose worker stopped renewing its lease', { jobId });
+        return job;
+      }
+    }
+    return null;
   }
 
   private async onError(job: JobDoc, err: unknown, log: Logger): Promise<'ack' | 'requeue'> {

@@ -1,0 +1,95 @@
+import { expect } from 'chai';
+import type { CommandStartedEvent } from 'mongodb';
+import { client } from '../helpers/http';
+import { startStack, type Stack } from '../helpers/stack';
+
+/**
+ * The request hot path, counted with the driver's command monitoring: what a request costs in
+ * database commands is part of the design (issue 8), so it is asserted, not hoped for.
+ * Audit entries are not on the request path (confirmed by the broker, written in batches by the
+ * audit writer), so its batch inserts are left out of the per-request counts.
+ */
+describe('database commands on the request hot path', function () {
+  this.timeout(60_000);
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ workers: false, scheduler: false, env: { RATE_LIMIT_MAX: '100000' } });
+  });
+  after(() => stack.stop());
+
+  const record = () => {
+    const seen: string[] = [];
+    const on = (e: CommandStartedEvent) => {
+      const coll = (e.command as Record<string, unknown>)[e.commandName];
+      const name = `${e.commandName}:${typeof coll === 'string' ? coll : '-'}`;
+      if (name !== 'insert:audit_log') seen.push(name);
+    };
+    stack.rt.db.client.on('commandStarted', on);
+    return { seen, stop: () => stack.rt.db.client.off('commandStarted', on) };
+  };
+
+  it('when GET /jobs/{id} is called with a known key, then it reads the job once and nothing else', async () => {
+    const { key } = await stack.createAccount();
+    const api = client(stack.baseUrl, key);
+    const created = await api.post('/code-builds', { prompt: 'one read' });
+    expect(created.status).to.equal(202);
+    await api.get(`/jobs/${created.body.jobId}`); // warms the key cache and the rate-limit lease
+    await stack.rt.jobs.flushAccepted();
+
+    const r = record();
+    const res = await api.get(`/jobs/${created.body.jobId}`);
+    r.stop();
+    expect(res.status).to.equal(200);
+    expect(r.seen).to.deep.equal(['find:jobs']);
+  });
+
+  it('when GET /account is called with a known key, then no database command runs', async () => {
+    const { key } = await stack.createAccount();
+    const api = client(stack.baseUrl, key);
+    await api.get('/account');
+    const r = record();
+    const res = await api.get('/account');
+    r.stop();
+    expect(res.status).to.equal(200);
+    expect(r.seen).to.deep.equal([]);
+  });
+
+  it('when a job is posted, then the answer costs two commands (insert the job, charge the account) and the ledger and dispatch mark follow in one batch', async () => {
+    const { key, accountId } = await stack.createAccount({ credits: 1000 });
+    const api = client(stack.baseUrl, key);
+    await api.get('/account'); // warm the key cache and the rate-limit lease
+
+    const r = record();
+    const res = await api.post('/code-builds', { prompt: 'two commands' });
+    const onAnswer = [...r.seen];
+    await stack.rt.jobs.flushAccepted();
+    r.stop();
+    expect(res.status).to.equal(202);
+    expect(onAnswer).to.deep.equal(['insert:jobs', 'update:accounts']);
+    expect(r.seen.slice(2)).to.deep.equal(['insert:credit_ledger', 'update:jobs']);
+
+    const job = await stack.rt.db.jobs.findOne({ _id: res.body.jobId });
+    expect(job?.credits.charged).to.equal(true);
+    expect(job?.dispatchedAt).to.be.instanceOf(Date);
+    const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
+    expect(ledger.map((e) => [e.kind, e.state, e.jobId, e.amount])).to.deep.equal([['charge', 'applied', res.body.jobId, 5]]);
+  });
+
+  it('when 30 jobs are posted at once, then the ledger and dispatch marks of all of them take a handful of batched commands', async () => {
+    const { key, accountId } = await stack.createAccount({ credits: 1000 });
+    const api = client(stack.baseUrl, key);
+    await api.get('/account');
+    const r = record();
+    const rs = await Promise.all(Array.from({ length: 30 }, (_, i) => api.post('/code-builds', { prompt: `batch ${i}` })));
+    await stack.rt.jobs.flushAccepted();
+    r.stop();
+    expect(rs.map((x) => x.status)).to.deep.equal(Array(30).fill(202));
+    const count = (name: string) => r.seen.filter((s) => s === name).length;
+    expect(count('insert:jobs')).to.equal(30);
+    expect(count('update:accounts')).to.equal(30);
+    expect(count('insert:credit_ledger')).to.be.within(1, 10);
+    expect(count('update:jobs')).to.be.within(1, 10);
+    expect(await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge', state: 'applied' })).to.equal(30);
+    expect(await stack.rt.db.jobs.countDocuments({ accountId, 'credits.charged': true, dispatchedAt: { $ne: null } })).to.equal(30);
+  });
+});
