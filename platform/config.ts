@@ -72,7 +72,7 @@ export const ConfigSchema = z.object({
   DELIVERY_LIMIT: z.coerce.number().int().min(1).default(10).describe('Quorum queues dead-letter a message redelivered more than this many times (poison message).'),
   PUBLISH_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000).describe('How long a publish may wait for the broker confirm before the job is left for the sweep.'),
   JOB_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3).describe('Attempts a job gets (crashes and transient errors) before it fails and is refunded.'),
-  JOB_LEASE_MS: z.coerce.number().int().min(500).default(8_000).describe('A worker holds a job this long and renews it every third of it while working. When a worker dies, the broker redelivers its messages at once and the next worker takes the job as soon as the lease runs out (so within this long); the sweep covers the rest.'),
+  JOB_LEASE_MS: z.coerce.number().int().min(500).default(6_000).describe('A worker holds a job this long and renews it every third of it while working. When a worker dies, the broker redelivers its messages at once and the next worker takes the job as soon as the lease runs out (so within this long); the sweep covers the rest.'),
   JOB_RETRY_DELAY_MS: z.coerce.number().int().min(0).default(5_000).describe('Delay before a job that hit a transient error is tried again.'),
   DISPATCH_GRACE_MS: z.coerce.number().int().min(0).default(5_000).describe('An undispatched job younger than this is left to the API that created it; older ones are published by the sweep.'),
   SWEEP_INTERVAL: z.string().default('10 seconds').describe('How often the scheduler sweeps undispatched and stalled jobs (Agenda interval).'),

@@ -63,12 +63,13 @@ export const clip = (s: string, max = ECHO_MAX) => (s.length > max ? `${s.slice(
 const MESSAGE_MAX = 1024;
 
 /**
- * An error message safe to answer: no run of non-blank characters longer than ECHO_MAX (a field
- * name or value quoted from the request) and at most MESSAGE_MAX characters in all, so a 1 MiB
- * field name never comes back in full. Applied by the HTTP funnel to every message.
+ * An error message safe to answer: no run of more than ECHO_MAX characters between blanks and
+ * the separators `,;:` (a field name or value quoted from the request), and at most MESSAGE_MAX
+ * characters in all, so a 1 MiB field name never comes back in full. The HTTP funnel applies it
+ * to every message, whoever wrote it.
  */
 export function boundedMessage(message: string): string {
-  const capped = message.replace(new RegExp(`\\S{${ECHO_MAX + 1},}`, 'g'), (run) => clip(run));
+  const capped = message.replace(new RegExp(`[^\\s,;:]{${ECHO_MAX + 1},}`, 'g'), (run) => clip(run));
   return capped.length > MESSAGE_MAX ? clip(capped, MESSAGE_MAX) : capped;
 }
 

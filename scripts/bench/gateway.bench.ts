@@ -1,55 +1,90 @@
 /**
  * Gateway and jobs benchmarks (issues 2 and 8), each a ratio against a baseline measured in the
  * same run on this machine. Every server under test runs in its own process(es); autocannon
- * (BENCH_CONNECTIONS=10 connections, no pipelining, BENCH_SECONDS=5 s after a
- * BENCH_WARMUP_SECONDS=1 s warm-up) runs in the bench process, for baselines and API alike.
+ * (BENCH_CONNECTIONS=10 connections, no pipelining) runs in the bench process, for baselines and
+ * API alike. Each figure and its baseline are measured in turn, BENCH_ROUNDS=3 rounds of
+ * BENCH_SECONDS=3 s each (which side goes first alternates, after a BENCH_WARMUP_SECONDS=1 s
+ * warm-up of both), so that load from elsewhere on a shared machine falls on both sides alike;
+ * value and baseline are the means of the rounds, the note gives the spread of the per-round
+ * ratios.
  *  (a) bare Express hello vs bare node:http hello (checks the harness)
  *  (b) full-stack GET /account vs bare node:http doing one findOne by _id (target 0.6)
  *  (c) authenticated GET /jobs/{id} vs the same findOne baseline (target 0.7)
  *  (d) POST /code-builds accepted vs bare node:http doing one insertOne (target 0.3)
  *  (b2, c2, d2) the same with API_PROCESSES=2 behind the supervisor, against the same
- *      single-process baselines: the API scales by processes.
+ *      single-process baselines (measured again, in turn with them): the API scales by processes.
  *  (e) dispatch-to-complete latency p50/p99 of a trivial code build at a steady 20 jobs/s, on
  *      quorum and on classic queues (server-side timestamps: createdAt → completedAt)
  *
  * The API runs as `supervisor.ts api` (API processes only: no workers, no scheduler) on a fresh
  * database and queue prefix per API_PROCESSES setting, with a bench account of 10^12 credits and
  * RATE_LIMIT_MAX 10^9. The accepted code builds just queue (quorum queue, the default) and are
- * dropped with the database and the queues when the run ends. The baselines run on their own
- * database holding the same job document and the same indexes, dropped afterwards.
+ * dropped with the database and the queues when the run ends. The baselines run beside each API
+ * on their own database holding a copy of the API's job document and the same indexes, dropped
+ * afterwards.
  */
 import autocannon from 'autocannon';
 import { SCOPES } from '../../contracts/registry';
 import { createAccountsRepository } from '../../platform/accounts';
-import { connectMongo, ensureIndexes, type JobDoc } from '../../platform/mongo';
+import { connectMongo, ensureIndexes } from '../../platform/mongo';
 import { startStack } from '../../test/helpers/stack';
 import { row, type Bench, type BenchRow } from './bench';
 import { benchConfig, startBaseline, startSupervisedApi, type SupervisedApi } from './processes';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
-const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
 /** Settings of the API processes under test. */
 const API_ENV = { LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000' };
 const BODY = JSON.stringify({ prompt: 'a counter' });
+const JSON_BODY = { 'content-type': 'application/json' };
 
+interface Target {
+  url: string;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+}
 interface Load {
   rps: number;
-  p50: number;
   p99: number;
   errors: number;
 }
 
-async function load(opts: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string }): Promise<Load> {
-  const base = { url: opts.url, method: opts.method ?? 'GET', headers: opts.headers, body: opts.body, connections: CONNECTIONS, pipelining: 1 } as const;
-  if (WARMUP > 0) await autocannon({ ...base, duration: WARMUP });
-  const r = await autocannon({ ...base, duration: DURATION });
-  return { rps: r['2xx'] / r.duration, p50: r.latency.p50, p99: r.latency.p99, errors: r.non2xx + r.errors + r.timeouts };
+async function load(t: Target, seconds: number): Promise<Load> {
+  const r = await autocannon({ url: t.url, method: t.method ?? 'GET', headers: t.headers, body: t.body, connections: CONNECTIONS, pipelining: 1, duration: seconds });
+  return { rps: r['2xx'] / r.duration, p99: r.latency.p99, errors: r.non2xx + r.errors + r.timeouts };
 }
 
-/** p99 of both sides, and the failures when there were any (they do not count as throughput). */
-const detail = (value: Load, baseline: Load, what: string) =>
-  `baseline: ${what}; p99 ${value.p99} ms vs ${baseline.p99} ms` + (value.errors || baseline.errors ? `; not 2xx or failed: ${value.errors} vs ${baseline.errors}` : '');
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const meanLoad = (ls: Load[]): Load => ({ rps: mean(ls.map((l) => l.rps)), p99: Math.round(mean(ls.map((l) => l.p99))), errors: ls.reduce((a, l) => a + l.errors, 0) });
+
+/** A figure and its baseline measured in turn, ROUNDS rounds, alternating which goes first. */
+async function compare(baseline: Target, subject: Target) {
+  if (WARMUP > 0) {
+    await load(baseline, WARMUP);
+    await load(subject, WARMUP);
+  }
+  const b: Load[] = [];
+  const v: Load[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    if (i % 2 === 0) {
+      b.push(await load(baseline, SECONDS));
+      v.push(await load(subject, SECONDS));
+    } else {
+      v.push(await load(subject, SECONDS));
+      b.push(await load(baseline, SECONDS));
+    }
+  }
+  const ratios = v.map((x, i) => x.rps / b[i]!.rps);
+  return { base: meanLoad(b), value: meanLoad(v), spread: `round ratios ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}` };
+}
+type Compared = Awaited<ReturnType<typeof compare>>;
+
+/** p99 of both sides, the spread, and the failures when there were any (they do not count as throughput). */
+const detail = (c: Compared, what: string) =>
+  `baseline: ${what}; p99 ${c.value.p99} ms vs ${c.base.p99} ms; ${c.spread}` + (c.value.errors || c.base.errors ? `; not 2xx or failed: ${c.value.errors} vs ${c.base.errors}` : '');
 
 /** The bench account (huge balance) and one queued code build, through the running API. */
 async function prepare(api: SupervisedApi) {
@@ -59,7 +94,7 @@ async function prepare(api: SupervisedApi) {
     const account = await accounts.createAccount({ name: 'bench', plan: 'pro', credits: 1e12 });
     const { key } = await accounts.createKey(account._id, { name: 'bench', scopes: [...SCOPES] });
     const auth = { authorization: `Bearer ${key}` };
-    const res = await fetch(`${api.url}/code-builds`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: BODY });
+    const res = await fetch(`${api.url}/code-builds`, { method: 'POST', headers: { ...auth, ...JSON_BODY }, body: BODY });
     if (res.status !== 202) throw new Error(`POST /code-builds answered ${res.status}: ${await res.text()}`);
     const { jobId } = (await res.json()) as { jobId: string };
     const job = await db.jobs.findOne({ _id: jobId });
@@ -69,27 +104,32 @@ async function prepare(api: SupervisedApi) {
   }
 }
 
-/** The three full-stack figures against one supervised API. */
-async function measureApi(api: SupervisedApi, auth: Record<string, string>, jobId: string) {
-  const account = await load({ url: `${api.url}/account`, headers: auth });
-  const job = await load({ url: `${api.url}/jobs/${jobId}`, headers: auth });
-  const post = await load({ url: `${api.url}/code-builds`, method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: BODY });
-  return { account, job, post };
-}
-
-/** The findOne and insertOne baselines, on their own database holding a copy of `job`. */
-async function measureBaselines(job: JobDoc, accountId: string) {
+/**
+ * The three full-stack figures of one supervised API, each in turn with its baseline: bare
+ * servers on their own database holding a copy of the API's job document.
+ */
+async function measureApi(api: SupervisedApi) {
+  const { auth, job, accountId } = await prepare(api);
   const url = benchConfig().MONGODB_URL;
   const db = await connectMongo(url);
   try {
     await ensureIndexes(db);
     await db.jobs.insertOne(job);
     const env = { MONGODB_URL: url, BASELINE_ACCOUNT_ID: accountId };
-    const find = await startBaseline('find', env);
-    const findOne = await load({ url: `${find.url}/jobs/${job._id}` }).finally(() => find.stop());
-    const ins = await startBaseline('insert', env);
-    const insertOne = await load({ url: `${ins.url}/code-builds`, method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY }).finally(() => ins.stop());
-    return { findOne, insertOne };
+    const [find, insert] = await Promise.all([startBaseline('find', env), startBaseline('insert', env)]);
+    try {
+      const findOne = { url: `${find.url}/jobs/${job._id}` };
+      return {
+        account: await compare(findOne, { url: `${api.url}/account`, headers: auth }),
+        job: await compare(findOne, { url: `${api.url}/jobs/${job._id}`, headers: auth }),
+        post: await compare(
+          { url: `${insert.url}/code-builds`, method: 'POST', headers: JSON_BODY, body: BODY },
+          { url: `${api.url}/code-builds`, method: 'POST', headers: { ...auth, ...JSON_BODY }, body: BODY },
+        ),
+      };
+    } finally {
+      await Promise.all([find.stop(), insert.stop()]);
+    }
   } finally {
     await db.db.dropDatabase().catch(() => undefined);
     await db.close();
@@ -134,41 +174,37 @@ export const bench: Bench = {
     const rows: BenchRow[] = [];
 
     // (a) harness check, each server in its own process
-    const bare = await startBaseline('hello-http');
-    const a0 = await load({ url: `${bare.url}/hello` }).finally(() => bare.stop());
-    const ex = await startBaseline('hello-express');
-    const a1 = await load({ url: `${ex.url}/hello` }).finally(() => ex.stop());
-    rows.push(row('(a) bare Express hello, req/s', a1.rps, 'req/s', a0.rps, 'baseline: bare node:http hello'));
-
-    // One API process behind the supervisor; the baselines (single process) meanwhile on their own database.
-    let api = await startSupervisedApi(1, API_ENV);
-    let base: Awaited<ReturnType<typeof measureBaselines>>;
-    let one: Awaited<ReturnType<typeof measureApi>>;
+    const [bare, ex] = await Promise.all([startBaseline('hello-http'), startBaseline('hello-express')]);
     try {
-      const { auth, job, accountId } = await prepare(api);
-      base = await measureBaselines(job, accountId);
-      one = await measureApi(api, auth, job._id);
+      const a = await compare({ url: `${bare.url}/hello` }, { url: `${ex.url}/hello` });
+      rows.push(row('(a) bare Express hello, req/s', a.value.rps, 'req/s', a.base.rps, `baseline: bare node:http hello; ${a.spread}`));
     } finally {
-      await api.stop();
+      await Promise.all([bare.stop(), ex.stop()]);
     }
-    const { findOne, insertOne } = base;
-    rows.push(row('(b) GET /account, 1 API process, req/s', one.account.rps, 'req/s', findOne.rps, detail(one.account, findOne, 'node:http + findOne by _id'), 0.6));
-    rows.push(row('(c) GET /jobs/{id}, 1 API process, req/s', one.job.rps, 'req/s', findOne.rps, detail(one.job, findOne, 'node:http + findOne by _id'), 0.7));
-    rows.push(row('(d) POST /code-builds accepted, 1 API process, req/s', one.post.rps, 'req/s', insertOne.rps, detail(one.post, insertOne, 'node:http + insertOne'), 0.3));
 
-    // Two API processes on one port (API_PROCESSES=2), fresh database; same single-process baselines.
-    api = await startSupervisedApi(2, API_ENV);
-    let two: Awaited<ReturnType<typeof measureApi>>;
-    try {
-      const { auth, job } = await prepare(api);
-      two = await measureApi(api, auth, job._id);
-    } finally {
-      await api.stop();
+    // Per API_PROCESSES setting: the supervised API (API processes only) on a fresh database.
+    const runs: { processes: number; figures: Awaited<ReturnType<typeof measureApi>> }[] = [];
+    for (const processes of [1, 2]) {
+      const api = await startSupervisedApi(processes, API_ENV);
+      try {
+        runs.push({ processes, figures: await measureApi(api) });
+      } finally {
+        await api.stop();
+      }
     }
-    const scale = (a: Load, b: Load) => `; x${(a.rps / b.rps).toFixed(2)} of 1 process`;
-    rows.push(row('(b2) GET /account, 2 API processes, req/s', two.account.rps, 'req/s', findOne.rps, detail(two.account, findOne, 'node:http + findOne by _id, 1 process') + scale(two.account, one.account), 0.6));
-    rows.push(row('(c2) GET /jobs/{id}, 2 API processes, req/s', two.job.rps, 'req/s', findOne.rps, detail(two.job, findOne, 'node:http + findOne by _id, 1 process') + scale(two.job, one.job), 0.7));
-    rows.push(row('(d2) POST /code-builds accepted, 2 API processes, req/s', two.post.rps, 'req/s', insertOne.rps, detail(two.post, insertOne, 'node:http + insertOne, 1 process') + scale(two.post, one.post), 0.3));
+    const one = runs[0]!.figures;
+    for (const { processes, figures } of runs) {
+      const [tag, label] = processes === 1 ? ['', '1 API process'] : [String(processes), `${processes} API processes`];
+      // Scaling as the ratio of the two ratios: each against the baseline measured beside it, so
+      // load from elsewhere that differs between the two runs cancels out.
+      const ratio = (c: Compared) => c.value.rps / c.base.rps;
+      const scale = (k: 'account' | 'job' | 'post') => (processes === 1 ? '' : `; x${(ratio(figures[k]) / ratio(one[k])).toFixed(2)} the ratio of 1 process`);
+      const find = 'node:http + findOne by _id, 1 process';
+      const { account, job, post } = figures;
+      rows.push(row(`(b${tag}) GET /account, ${label}, req/s`, account.value.rps, 'req/s', account.base.rps, detail(account, find) + scale('account'), 0.6));
+      rows.push(row(`(c${tag}) GET /jobs/{id}, ${label}, req/s`, job.value.rps, 'req/s', job.base.rps, detail(job, find) + scale('job'), 0.7));
+      rows.push(row(`(d${tag}) POST /code-builds accepted, ${label}, req/s`, post.value.rps, 'req/s', post.base.rps, detail(post, 'node:http + insertOne, 1 process') + scale('post'), 0.3));
+    }
 
     // (e) steady-rate latency, quorum vs classic
     const classic = await latencyAtSteadyRate('classic');

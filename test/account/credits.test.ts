@@ -29,6 +29,7 @@ describe('credits', () => {
     expect(refused).to.have.length(40);
     for (const r of refused) expect(r.body.error.code).to.equal('insufficient_credits');
     expect((await api.get('/account/credits')).body.balance).to.equal(0);
+    await stack.rt.jobs.flushAccepted(); // the ledger entries follow the answers in a batch
     const charges = await stack.rt.db.ledger.find({ accountId, kind: 'charge' }).toArray();
     expect(charges).to.have.length(10);
     expect(charges.map((c) => c.jobId).sort()).to.deep.equal(accepted.map((r) => r.body.jobId).sort());

@@ -1,3 +1,8 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { endpoints } from '../../contracts/endpoints';
 import { client } from '../helpers/http';
@@ -35,5 +40,47 @@ describe('GET /openapi', () => {
     expect(s.CodeBuildRequest.required).to.deep.equal(['prompt']);
     expect(s.JobEnvelope.properties.status.enum).to.deep.equal(['queued', 'processing', 'complete', 'failed']);
     expect(s.Error.properties.error.required).to.deep.equal(['code', 'message', 'requestId']);
+  });
+
+  it('when a request schema refuses unknown fields, NUL and malformed ids, then the document says so', async () => {
+    const r = await client(stack.baseUrl).get('/openapi');
+    const s = r.body.components.schemas;
+    for (const id of ['CodeBuildRequest', 'SongRequest', 'VideoRequest', 'ImageRequest', 'MoonlightRequest', 'PresentationRequest', 'WebhookCreate', 'WebhookUpdate']) {
+      expect(s[id].additionalProperties, id).to.equal(false);
+    }
+    // SPEC 2.16: additional members are allowed on research (and ignored).
+    expect(s.ResearchRequest.additionalProperties).to.equal(undefined);
+    expect(s.CodeBuildRequest.properties.prompt.pattern).to.equal('^[^\\u0000]*$');
+    expect(s.CodeBuildRequest.properties.name.pattern).to.equal('^[^\\u0000-\\u001f\\u007f-\\u009f]*$');
+    const id = r.body.paths['/jobs/{id}'].get.parameters[0];
+    expect(id.schema).to.include({ type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' });
+    expect(r.body.paths['/openapi'].get.responses).to.include.keys('400', '413', '415', 'default');
+  });
+
+  it("when Redocly's recommended ruleset lints the document (offline, telemetry off), then it finds no error and no warning", async function () {
+    this.timeout(60_000);
+    const doc = (await client(stack.baseUrl).get('/openapi')).body;
+    // The test server listens on 127.0.0.1, which no-server-example.com flags; a deployment's
+    // PUBLIC_BASE_URL is a real host.
+    doc.servers = [{ url: 'https://api.svc.test/api/v1' }];
+    const dir = await mkdtemp(path.join(tmpdir(), 'openapi-lint-'));
+    try {
+      const file = path.join(dir, 'openapi.json');
+      await writeFile(file, JSON.stringify(doc));
+      await writeFile(path.join(dir, 'redocly.yaml'), 'extends:\n  - recommended\ntelemetry: off\n');
+      const bin = path.resolve('node_modules/@redocly/cli/bin/cli.js');
+      const { stdout } = await promisify(execFile)(process.execPath, [bin, 'lint', file, '--config', path.join(dir, 'redocly.yaml'), '--format', 'json'], {
+        cwd: dir,
+        // No telemetry, no update check against the registry: the lint runs without network.
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
+        maxBuffer: 16 * 1024 * 1024,
+      }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+      const report = JSON.parse(stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string }[] };
+      const problems = report.problems.map((p) => `${p.ruleId}: ${p.message}`);
+      expect(problems).to.deep.equal([]);
+      expect(report.totals).to.include({ errors: 0, warnings: 0 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

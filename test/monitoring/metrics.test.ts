@@ -25,6 +25,15 @@ describe('monitoring', () => {
     expect(text).to.match(/credits_charged_total\{operation="code_build"\} [1-9]/);
     expect(text).to.match(new RegExp(`queue_depth\\{queue="${stack.config.QUEUE_PREFIX.replace('.', '\\.')}svc\\.pool\\.code"\\} 0`));
     expect(text).to.include('process_cpu_seconds_total');
+    // Database latency by command and collection, and broker publish-confirm latency by kind.
+    expect(text).to.match(/db_command_duration_seconds_count\{command="insert",collection="jobs",outcome="ok"\} [1-9]/);
+    expect(text).to.match(/db_command_duration_seconds_count\{command="findAndModify",collection="jobs",outcome="ok"\} [1-9]/);
+    expect(text).to.match(/db_command_duration_seconds_bucket\{le="0\.005",command="update",collection="accounts",outcome="ok"\} \d+/);
+    expect(text).to.match(/amqp_publish_confirm_duration_seconds_count\{exchange="pool",outcome="confirmed"\} [1-9]/);
+    expect(text).to.match(/amqp_publish_confirm_duration_seconds_count\{exchange="events",outcome="confirmed"\} [1-9]/);
+    expect(text).to.match(/amqp_publish_confirm_duration_seconds_count\{exchange="audit",outcome="confirmed"\} [1-9]/);
+    // Bounded labels: no ids, and only known collection names.
+    for (const m of text.matchAll(/collection="([^"]+)"/g)) expect(m[1]).to.match(/^(?:[a-z_]+(?:\.files|\.chunks)?|other|-)$/);
     const workerText = await (await fetch(`http://127.0.0.1:${stack.workers!.monitoringPort}/metrics`)).text();
     expect(workerText).to.include('pool_jobs_in_flight');
     const schedText = await (await fetch(`http://127.0.0.1:${stack.scheduler!.monitoringPort}/metrics`)).text();

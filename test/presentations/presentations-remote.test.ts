@@ -79,6 +79,7 @@ describe('POST /presentations (OpenAI-compatible outline author against a local 
     try {
       const r = await api.post('/presentations', { name: 'Nope', brief: 'This will not be outlined.' });
       // Charged at dispatch (the refund may already follow, the failure is fast).
+      await stack.rt.jobs.flushAccepted(); // the charge's ledger entry follows the answer in a batch
       expect(await stack.rt.db.ledger.countDocuments({ accountId, jobId: r.body.job.jobId, kind: 'charge', amount: stack.config.CREDIT_PRICES.deck })).to.equal(1);
       const job = await waitForJob(api, r.body.job.jobId);
       expect(job.status).to.equal('failed');

@@ -96,6 +96,7 @@ describe('songs (ElevenLabs Music adapter against a local fake)', () => {
       const before = (await api.get('/account/credits')).body.balance;
       const r = await api.post('/songs', { style: 'polka', instrumental: true });
       // Charged at dispatch (the refund may already follow: the refusal is fast).
+      await stack.rt.jobs.flushAccepted(); // the charge's ledger entry follows the answer in a batch
       expect(await stack.rt.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'charge', amount: stack.config.CREDIT_PRICES.song })).to.equal(1);
       const job = await waitForJob(api, r.body.jobId);
       expect(job.status).to.equal('failed');

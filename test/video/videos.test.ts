@@ -35,7 +35,11 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
     const a = await stack.createAccount({ credits: 1000, ...opts });
     return { ...a, api: client(stack.baseUrl, a.key) };
   };
-  const ledger = (accountId: string) => stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
+  // Charges are recorded in a batch right after the answer (platform/jobs.ts): write it first.
+  const ledger = async (accountId: string) => {
+    await stack.rt.jobs.flushAccepted();
+    return stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
+  };
   const balance = async (api: Client) => (await api.get('/account/credits')).body.balance as number;
 
   it('when only a prompt is posted, then 202 with a queued vid_ job, and it completes with a real MP4 whose size and length match the result', async () => {
