@@ -123,7 +123,7 @@ export async function dropEverything(config: Config) {
       ...(names?.queues ?? []),
     ]);
     for (const q of queues) await ch.deleteQueue(q);
-    for (const x of new Set([broker.eventsExchange(config.QUEUE_PREFIX), broker.deadLetterExchange(config.QUEUE_PREFIX), ...(names?.exchanges ?? [])])) await ch.deleteExchange(x);
+    for (const x of new Set([broker.eventsExchange(config.QUEUE_PREFIX), broker.deadLetterExchange(config.QUEUE_PREFIX), broker.authExchange(config.QUEUE_PREFIX), ...(names?.exchanges ?? [])])) await ch.deleteExchange(x);
     declaredNames.delete(config.QUEUE_PREFIX);
     await ch.close();
   } finally {
