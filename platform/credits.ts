@@ -85,8 +85,10 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       return false;
     },
 
-    /** Was this job charged (among the account's last 1000 charges)? */
-    isCharged: async (accountId: string, jobId: string) => (await db.accounts.countDocuments({ _id: accountId, chargedRefs: jobId })) > 0,
+    /** Drop charge markers whose charge is recorded elsewhere now (see AccountDoc.chargedRefs). */
+    async releaseMarkers(accountId: string, refs: string[]): Promise<void> {
+      if (refs.length) await db.accounts.updateOne({ _id: accountId }, { $pullAll: { chargedRefs: refs } });
+    },
 
     /** Ledger entries of charged jobs, idempotent (one id per job: a repeat is ignored). */
     async recordCharges(entries: { accountId: string; jobId: string; operation: CreditOperation; amount: number; requestId: string | null; at: Date }[]): Promise<void> {
@@ -101,9 +103,10 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       }
     },
 
-    /** What the debit for `ref` paid for now exists: the charge stands. */
-    async confirm(ref: string): Promise<void> {
+    /** What the debit for `ref` paid for now exists: the charge stands (and its marker goes). */
+    async confirm(ref: string, accountId?: string): Promise<void> {
       await db.ledger.updateOne({ _id: `led_charge_${ref}` }, { $set: { state: 'applied' } });
+      if (accountId) await api.releaseMarkers(accountId, [ref]);
     },
 
     /**
@@ -123,9 +126,11 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
           out.dropped++;
         } else if (await isLive(ref)) {
           await db.ledger.updateOne({ _id: e._id }, { $set: { state: 'applied' } });
+          await api.releaseMarkers(e.accountId, [ref]);
           out.applied++;
         } else {
           await db.ledger.updateOne({ _id: e._id }, { $set: { state: 'applied' } });
+          await api.releaseMarkers(e.accountId, [ref]);
           await api.refund({ accountId: e.accountId, operation: e.operation, amount: e.amount, jobId: ref });
           out.refunded++;
         }
@@ -143,7 +148,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
         if (input.jobId) {
           await db.accounts.updateOne(
             { _id: input.accountId, refundedJobs: { $ne: input.jobId } },
-            { $inc: { credits: input.amount }, $push: { refundedJobs: { $each: [input.jobId], $slice: -1000 } } },
+            { $inc: { credits: input.amount }, $push: { refundedJobs: { $each: [input.jobId], $slice: -200 } } },
           );
         } else {
           await db.accounts.updateOne({ _id: input.accountId }, { $inc: { credits: input.amount } });
@@ -176,7 +181,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       const id = newId('hold');
       await api.debit({ ...input, jobId: id });
       await holds.insertOne({ _id: id, accountId: input.accountId, operation: input.operation, amount: input.amount, until: new Date(Date.now() + input.ttlMs) });
-      await api.confirm(id);
+      await api.confirm(id, input.accountId);
       return id;
     },
 

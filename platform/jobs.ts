@@ -7,6 +7,7 @@ import type { Credits } from './credits';
 import { AppError } from './errors';
 import { faultPoint } from './faults';
 import { newId } from './ids';
+import { instanceId } from './instance';
 import { createWriteBehind } from './write-behind';
 import type { Logger } from './log';
 import type { Database, JobDoc } from './mongo';
@@ -55,6 +56,8 @@ export interface JobsDeps {
   log: Logger;
   publicBaseUrl: string;
   queuePrefix: string;
+  /** Claim on a new job's charge settlement (default 6 s, IDEMPOTENCY_LEASE_MS). */
+  settleLeaseMs?: number;
 }
 
 /**
@@ -64,6 +67,8 @@ export interface JobsDeps {
  */
 export function createJobs(deps: JobsDeps) {
   const { db, amqp, credits, log } = deps;
+  /** How long a process's claim to settle a job's charge lasts (the insert takes it). */
+  const settleLeaseMs = deps.settleLeaseMs ?? 6000;
 
   /**
    * The event announcing a finished job. It is written in the same update that finishes the job
@@ -113,13 +118,71 @@ export function createJobs(deps: JobsDeps) {
     async (items) => {
       await credits.recordCharges(items.map(({ job, requestId }) => ({ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, amount: job.credits.amount, requestId, at: job.createdAt })));
       const now = new Date();
-      const dispatched = items.filter((i) => i.dispatched).map((i) => i.job._id);
-      const notDispatched = items.filter((i) => !i.dispatched).map((i) => i.job._id);
-      if (dispatched.length) await db.jobs.updateMany({ _id: { $in: dispatched } }, { $set: { 'credits.charged': true, dispatchedAt: now } });
-      if (notDispatched.length) await db.jobs.updateMany({ _id: { $in: notDispatched } }, { $set: { 'credits.charged': true } });
+      // One command, one statement per job by _id (FerretDB 1.24 scans the whole collection for
+      // `_id: { $in: [...] }`, so an updateMany would cost O(jobs stored)).
+      // Marked only while this process still holds the settlement claim its insert took.
+      const r = await db.jobs.bulkWrite(
+        items.map(({ job, dispatched }) => ({
+          updateOne: {
+            filter: { _id: job._id, 'credits.settling.owner': instanceId },
+            update: { $set: dispatched ? { 'credits.charged': true, 'credits.settling': null, dispatchedAt: now } : { 'credits.charged': true, 'credits.settling': null } },
+          },
+        })),
+        { ordered: false },
+      );
+      // Only now that the jobs say they are charged may their markers leave the account. If a
+      // claim was lost meanwhile (this batch came later than the claim lasts), keep them all: the
+      // sweep releases markers of charged jobs (releaseSettledMarkers).
+      if (r.matchedCount !== items.length) return;
+      const byAccount = new Map<string, string[]>();
+      for (const { job } of items) byAccount.set(job.accountId, [...(byAccount.get(job.accountId) ?? []), job._id]);
+      for (const [accountId, ids] of byAccount) await credits.releaseMarkers(accountId, ids);
     },
     { maxItems: 200, delayMs: 20, log, name: 'job-accept' },
   );
+
+  /**
+   * Settle a job whose charge a crash may have left half-done, under its settlement claim
+   * (`credits.settling`, taken with a conditional update, so the sweep and a retry never settle
+   * one job at once): charge it (the account's marker says whether it was charged already), or
+   * fail it unpaid when the balance is short; write its ledger entry, mark it charged, release
+   * the marker, and publish it if it never was. Returns 'charged', 'unpaid', or 'busy' when
+   * another process holds the claim.
+   */
+  const settleOne = async (jobId: string, opts: { requestId: string | null; waitMs?: number }): Promise<'charged' | 'unpaid' | 'busy'> => {
+    const until = new Date(Date.now() + settleLeaseMs);
+    let job: JobDoc | null = null;
+    for (const deadline = Date.now() + (opts.waitMs ?? 0); ; ) {
+      job = await db.jobs.findOneAndUpdate(
+        { _id: jobId, 'credits.charged': false, $or: [{ 'credits.settling': null }, { 'credits.settling.until': { $lt: new Date() } }] },
+        { $set: { 'credits.settling': { owner: instanceId, until } } },
+        { returnDocument: 'after' },
+      );
+      if (job) break;
+      const current = await db.jobs.findOne({ _id: jobId }, { projection: { credits: 1 } });
+      if (!current || current.credits.charged !== false) return 'charged';
+      const wait = (current.credits.settling?.until.getTime() ?? 0) - Date.now() + 20;
+      if (Date.now() + wait > deadline) return 'busy';
+      await new Promise((r) => setTimeout(r, Math.max(10, wait)));
+    }
+    const claimedAt = Date.now();
+    const { operation, amount } = job.credits;
+    // A process that stalled past half its claim must not charge: another may hold it by now.
+    if (Date.now() - claimedAt > settleLeaseMs / 2) return 'busy';
+    if (!(await credits.chargeJob({ accountId: job.accountId, jobId, operation, amount }))) {
+      const now = new Date();
+      await db.jobs.updateOne(
+        { _id: jobId, 'credits.charged': false, 'credits.settling.owner': instanceId, status: 'queued' },
+        { $set: { status: 'failed', error: 'not accepted: the account did not have enough credits when the request was completed', 'credits.refunded': true, 'credits.settling': null, completedAt: now, updatedAt: now, rawStatus: 'failed', progressMessage: 'Failed' } },
+      );
+      return 'unpaid';
+    }
+    await credits.recordCharges([{ accountId: job.accountId, jobId, operation, amount, requestId: opts.requestId, at: job.createdAt }]);
+    await db.jobs.updateOne({ _id: jobId, 'credits.settling.owner': instanceId }, { $set: { 'credits.charged': true, 'credits.settling': null } });
+    await credits.releaseMarkers(job.accountId, [jobId]);
+    if (job.status === 'queued' && !job.dispatchedAt) await api.dispatch(job, 'undispatched');
+    return 'charged';
+  };
 
   /** A job as it was when accepted (the 202 body a retry of the same request gets again). */
   const asAccepted = (job: JobDoc): JobDoc => ({ ...job, status: 'queued', rawStatus: 'queued', progressMessage: 'Waiting for a worker', result: null, error: null, updatedAt: job.createdAt });
@@ -130,7 +193,7 @@ export function createJobs(deps: JobsDeps) {
       accountId: string;
       type: JobType;
       input: Record<string, unknown>;
-      credits: { operation: CreditOperation; amount: number; charged?: boolean };
+      credits: Omit<JobDoc['credits'], 'refunded'>;
       notes?: string[];
       id?: string;
     }): Promise<JobDoc> {
@@ -191,31 +254,53 @@ export function createJobs(deps: JobsDeps) {
       const jobId = input.jobId ?? newId(JOB_ID_PREFIX[input.type]);
       await input.before?.(jobId);
       let job: JobDoc;
-      let retried = false;
+      const insertedAt = Date.now();
       try {
-        job = await api.create({ id: jobId, accountId: input.accountId, type: input.type, input: input.input, credits: { operation: input.operation, amount, charged: false }, notes: input.notes });
+        // The insert is also this process's claim to settle the job's charge (credits.settling).
+        job = await api.create({
+          id: jobId,
+          accountId: input.accountId,
+          type: input.type,
+          input: input.input,
+          credits: { operation: input.operation, amount, charged: false, settling: { owner: instanceId, until: new Date(insertedAt + settleLeaseMs) } },
+          notes: input.notes,
+        });
       } catch (err) {
         if ((err as { code?: number }).code !== 11000) throw err;
-        // A retry of a request that got this far before: continue with the job it made.
-        const existing = await db.jobs.findOne({ _id: jobId, accountId: input.accountId });
-        if (!existing || existing.type !== input.type) throw new AppError('conflict', 'Idempotency-Key: this key already named another job');
-        job = existing;
-        retried = true;
+        return api.acceptAgain({ ...input, jobId, amount });
       }
       faultPoint('accept.after-insert');
-      if (job.credits.charged !== true && !(await credits.chargeJob({ accountId: input.accountId, jobId, operation: input.operation, amount }))) {
-        if (!retried) {
-          await db.jobs.deleteOne({ _id: jobId, 'credits.charged': false });
-          await input.undo?.(jobId);
-        }
+      // Stalled past half the claim (a frozen process): leave the job to the sweep rather than
+      // charge while another process may be settling it.
+      if (Date.now() - insertedAt > settleLeaseMs / 2) throw new AppError('service_unavailable', 'the request took too long to be accepted; retry it with the same Idempotency-Key');
+      if (!(await credits.chargeJob({ accountId: input.accountId, jobId, operation: input.operation, amount }))) {
+        await db.jobs.deleteOne({ _id: jobId, 'credits.charged': false });
+        await input.undo?.(jobId);
         throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${amount}`);
       }
       faultPoint('accept.after-charge');
-      const dispatched = job.dispatchedAt !== null || (await api.publish(job));
+      const dispatched = await api.publish(job);
       faultPoint('accept.after-publish');
-      if (job.credits.charged !== true) settled.add({ job, requestId: input.requestId, dispatched });
-      if (!retried) metrics.jobsDispatched.inc({ type: job.type });
-      return { job: retried ? asAccepted(job) : job, charged: amount, retried };
+      settled.add({ job, requestId: input.requestId, dispatched });
+      metrics.jobsDispatched.inc({ type: job.type });
+      return { job, charged: amount, retried: false };
+    },
+
+    /**
+     * A retry of a request whose job exists already (same Idempotency-Key; the first attempt's
+     * process died or is still finishing): settle its charge if a crash left it half-done, and
+     * answer with the job as it was accepted.
+     */
+    async acceptAgain(input: { accountId: string; requestId: string; type: JobType; jobId: string; amount: number; operation: CreditOperation }): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
+      const existing = await db.jobs.findOne({ _id: input.jobId, accountId: input.accountId });
+      if (!existing || existing.type !== input.type) throw new AppError('conflict', 'Idempotency-Key: this key already named another job');
+      if (existing.credits.charged === false) {
+        // Wait out the dead attempt's claim (it is never longer than the Idempotency-Key lease
+        // this retry already outlived), then settle.
+        const outcome = await settleOne(existing._id, { requestId: input.requestId, waitMs: settleLeaseMs });
+        if (outcome === 'unpaid') throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${input.amount}`);
+      }
+      return { job: asAccepted(existing), charged: input.amount, retried: true };
     },
 
     /** Publish a job to its pool (confirmed). False leaves it to the sweep. */
@@ -240,29 +325,41 @@ export function createJobs(deps: JobsDeps) {
 
     /**
      * Jobs a crash left unpaid or without their ledger entry (`credits.charged: false`, older
-     * than `graceMs`): charge them (idempotent; a job already charged is only recorded), or fail
-     * them unpaid when the balance is short (nothing to refund), then publish the undispatched.
+     * than `graceMs`, their settlement claim expired): settle each (see settleOne).
      */
     async settleUnpaid(graceMs: number, limit = 200): Promise<{ charged: number; unpaid: number }> {
       const out = { charged: 0, unpaid: 0 };
-      const jobs = await db.jobs.find({ 'credits.charged': false, createdAt: { $lt: new Date(Date.now() - graceMs) } }).limit(limit).toArray();
-      for (const job of jobs) {
-        const paid = await credits.chargeJob({ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, amount: job.credits.amount });
-        if (!paid) {
-          const now = new Date();
-          await db.jobs.updateOne(
-            { _id: job._id, 'credits.charged': false, status: 'queued' },
-            { $set: { status: 'failed', error: 'not accepted: the account did not have enough credits when the request was completed', 'credits.refunded': true, completedAt: now, updatedAt: now, rawStatus: 'failed', progressMessage: 'Failed' } },
-          );
-          out.unpaid++;
-          continue;
-        }
-        await credits.recordCharges([{ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, amount: job.credits.amount, requestId: null, at: job.createdAt }]);
-        await db.jobs.updateOne({ _id: job._id }, { $set: { 'credits.charged': true } });
-        if (job.status === 'queued' && !job.dispatchedAt) await api.dispatch(job, 'undispatched');
-        out.charged++;
+      const now = new Date();
+      const jobs = await db.jobs
+        .find({ 'credits.charged': false, createdAt: { $lt: new Date(now.getTime() - graceMs) }, $or: [{ 'credits.settling': null }, { 'credits.settling.until': { $lt: now } }] }, { projection: { _id: 1 } })
+        .limit(limit)
+        .toArray();
+      for (const { _id } of jobs) {
+        const r = await settleOne(_id, { requestId: null });
+        if (r === 'charged') out.charged++;
+        else if (r === 'unpaid') out.unpaid++;
       }
       return out;
+    },
+
+    /**
+     * Release charge markers of jobs whose charge is recorded (`credits.charged: true`) and that
+     * nobody is settling: left by a batch that lost its claim, or by a crash after the mark.
+     */
+    async releaseSettledMarkers(limit = 100): Promise<number> {
+      let released = 0;
+      const accounts = await db.accounts.find({ 'chargedRefs.0': { $exists: true } }, { projection: { chargedRefs: 1 } }).limit(limit).toArray();
+      for (const a of accounts) {
+        const done: string[] = [];
+        for (const ref of a.chargedRefs ?? []) {
+          if (ref.startsWith('hold_')) continue; // holds: released by credits.confirm / reconcile
+          const j = await db.jobs.findOne({ _id: ref }, { projection: { credits: 1 } });
+          if (j && j.credits.charged !== false && !j.credits.settling) done.push(ref);
+        }
+        if (done.length) await credits.releaseMarkers(a._id, done);
+        released += done.length;
+      }
+      return released;
     },
 
     /** Write what is waiting in the accept batch (on stop, and in tests). */
@@ -367,6 +464,7 @@ export function createJobs(deps: JobsDeps) {
      */
     async sweep(graceMs: number, sweepBackoffMs: number, limit = 500): Promise<{ undispatched: number; stalled: number; events: number; refunds: number; settled: number }> {
       const { charged, unpaid } = await api.settleUnpaid(graceMs, limit);
+      await api.releaseSettledMarkers();
       const now = Date.now();
       const undispatched = await db.jobs
         .find({ status: 'queued', dispatchedAt: null, 'credits.charged': { $ne: false }, createdAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, accountId: 1, type: 1 } })

@@ -28,9 +28,14 @@ export interface AccountDoc {
   name: string;
   plan: Plan;
   credits: number;
-  /** Jobs whose credits were given back (the last 1000): makes refunds idempotent. */
+  /** Jobs whose credits were given back (the last 200): makes refunds idempotent. */
   refundedJobs?: string[];
-  /** What was charged (job or hold ids, the last 1000): makes debits idempotent and checkable. */
+  /**
+   * Charge markers: the ids (jobs, holds) charged whose charge is not yet recorded elsewhere (the
+   * job's `credits.charged`, the hold's ledger entry); set in the same update that moves the
+   * balance, so a debit is idempotent and a crash is checkable, and released once recorded, so
+   * this list stays short (FerretDB rewrites the whole document on every update).
+   */
   chargedRefs?: string[];
   features: AccountFeatures;
   createdAt: Date;
@@ -63,7 +68,14 @@ export interface JobDoc {
    * `charged: false` from the job's insert until its ledger entry is written (the charge itself
    * is one update of the account, idempotent per job). Absent on jobs older than this field.
    */
-  credits: { operation: CreditOperation; amount: number; refunded: boolean; charged?: boolean };
+  credits: {
+    operation: CreditOperation;
+    amount: number;
+    refunded: boolean;
+    charged?: boolean;
+    /** The process allowed to settle the charge until `until` (the one that inserted the job, then the sweep or a retry). */
+    settling?: { owner: string; until: Date } | null;
+  };
   /** Null until the broker confirmed the message; the sweep publishes undispatched jobs. */
   dispatchedAt: Date | null;
   /** Times a worker claimed the job. */

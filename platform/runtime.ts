@@ -34,7 +34,7 @@ export async function createRuntime(config: Config, log: Logger) {
   }
   const credits = createCredits(db, config.CREDIT_PRICES);
   const blobs = createBlobStore(db, { secret: config.ASSET_SIGNING_SECRET, publicBaseUrl: config.PUBLIC_BASE_URL, defaultTtlSeconds: config.ASSET_URL_TTL_SECONDS });
-  const jobs = createJobs({ db, amqp, credits, log: log.child({ component: 'jobs' }), publicBaseUrl: config.PUBLIC_BASE_URL, queuePrefix: config.QUEUE_PREFIX });
+  const jobs = createJobs({ db, amqp, credits, log: log.child({ component: 'jobs' }), publicBaseUrl: config.PUBLIC_BASE_URL, queuePrefix: config.QUEUE_PREFIX, settleLeaseMs: config.IDEMPOTENCY_LEASE_MS });
   const authChanges = new EventEmitter<{ change: [AuthInvalidation] }>();
   const accounts = createAccountsRepository(db, {
     // After a key or account change is stored: tell this process at once, and every API process

@@ -36,8 +36,10 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
   const held = new Set<string>();
   const heartbeat = setInterval(() => {
     if (held.size === 0) return;
+    const until = new Date(Date.now() + opts.leaseMs);
+    // One command, one statement per record by _id (FerretDB 1.24 scans for `_id: { $in }`).
     db.idempotency
-      .updateMany({ _id: { $in: [...held] }, state: 'in_flight', owner }, { $set: { lockedUntil: new Date(Date.now() + opts.leaseMs) } })
+      .bulkWrite([...held].map((id) => ({ updateOne: { filter: { _id: id, state: 'in_flight' as const, owner }, update: { $set: { lockedUntil: until } } } })), { ordered: false })
       .catch(() => {}); // a missed beat only shortens the lease; the next one retries
   }, Math.max(200, Math.floor(opts.leaseMs / 3)));
   heartbeat.unref();

@@ -20,6 +20,8 @@ const AuditMessage = z.object({
   requestId: z.string(),
 });
 
+const AuditMessages = z.union([AuditMessage, z.array(AuditMessage).min(1).max(10_000)]);
+
 export interface AuditWriterOptions {
   db: Database;
   amqp: AmqpClient;
@@ -37,7 +39,7 @@ export interface AuditWriterOptions {
 }
 
 interface Held {
-  entry: AuditDoc;
+  entries: AuditDoc[];
   d: Delivery;
 }
 
@@ -60,6 +62,7 @@ export function createAuditWriter(o: AuditWriterOptions) {
   const flushMs = o.flushMs ?? 50;
   const maxBackoffMs = o.maxBackoffMs ?? 5000;
   let pending: Held[] = [];
+  let pendingEntries = 0;
   let timer: NodeJS.Timeout | undefined;
   const writing = new Set<Promise<void>>();
   const wakers = new Set<() => void>();
@@ -81,12 +84,10 @@ export function createAuditWriter(o: AuditWriterOptions) {
   /** Write one batch until it is written, or give it back to the queue when stopping. */
   const write = async (batch: Held[]): Promise<void> => {
     for (let attempt = 0; ; attempt++) {
+      const docs = batch.flatMap((h) => h.entries);
       try {
-        await db.audit.insertMany(
-          batch.map((h) => h.entry),
-          { ordered: false },
-        );
-        metrics.auditEntriesWritten.inc(batch.length);
+        await db.audit.insertMany(docs, { ordered: false });
+        metrics.auditEntriesWritten.inc(docs.length);
         for (const h of batch) h.d.ack();
         return;
       } catch (err) {
@@ -96,12 +97,16 @@ export function createAuditWriter(o: AuditWriterOptions) {
           const refused = new Set(errors.filter((e) => e.code !== 11000).map((e) => e.index));
           if (errors.length) {
             metrics.auditEntriesWritten.inc(err.result.insertedCount);
-            for (const [i, h] of batch.entries()) {
-              if (!refused.has(i)) h.d.ack();
+            // A message with a refused entry is parked whole (its other entries are stored).
+            let first = 0;
+            for (const h of batch) {
+              const bad = h.entries.findIndex((_, j) => refused.has(first + j));
+              if (bad < 0) h.d.ack();
               else {
-                log.error('audit entry refused by the database; dead-lettered', { requestId: h.entry.requestId, err: errors.find((e) => e.index === i)?.errmsg });
+                log.error('audit entry refused by the database; its message is dead-lettered', { requestId: h.entries[bad]!.requestId, err: errors.find((e) => e.index === first + bad)?.errmsg });
                 h.d.deadLetter();
               }
+              first += h.entries.length;
             }
             return;
           }
@@ -122,25 +127,32 @@ export function createAuditWriter(o: AuditWriterOptions) {
     clearTimeout(timer);
     timer = undefined;
     while (pending.length) {
-      const batch = pending.slice(0, batchSize);
-      pending = pending.slice(batchSize);
+      // Whole messages, about batchSize entries at a time.
+      let n = 0;
+      let k = 0;
+      while (k < pending.length && (k === 0 || n + pending[k]!.entries.length <= batchSize)) n += pending[k++]!.entries.length;
+      const batch = pending.slice(0, k);
+      pending = pending.slice(k);
+      pendingEntries -= n;
       const p = write(batch).finally(() => writing.delete(p));
       writing.add(p);
     }
   };
 
   const onDelivery = async (d: Delivery) => {
-    let entry: AuditDoc;
+    let entries: AuditDoc[];
     try {
-      const parsed = AuditMessage.safeParse(JSON.parse(d.msg.content.toString('utf8')));
+      // One entry, or a group of them (the recorder's group commit).
+      const parsed = AuditMessages.safeParse(JSON.parse(d.msg.content.toString('utf8')));
       if (!parsed.success) throw parsed.error;
-      entry = parsed.data;
+      entries = Array.isArray(parsed.data) ? parsed.data : [parsed.data];
     } catch (err) {
       log.error('audit message is not an entry; dead-lettered', { err: err as Error });
       return d.deadLetter();
     }
-    pending.push({ entry, d });
-    if (pending.length >= batchSize || stopping) flush();
+    pending.push({ entries, d });
+    pendingEntries += entries.length;
+    if (pendingEntries >= batchSize || stopping) flush();
     else timer ??= setTimeout(flush, flushMs);
   };
 

@@ -54,7 +54,7 @@ describe('database commands on the request hot path', function () {
     expect(r.seen).to.deep.equal([]);
   });
 
-  it('when a job is posted, then the answer costs two commands (insert the job, charge the account) and the ledger and dispatch mark follow in one batch', async () => {
+  it('when a job is posted, then the answer costs two commands (insert the job, charge the account) and the ledger entry, the dispatch mark and the marker release follow in one batch', async () => {
     const { key, accountId } = await stack.createAccount({ credits: 1000 });
     const api = client(stack.baseUrl, key);
     await api.get('/account'); // warm the key cache and the rate-limit lease
@@ -66,7 +66,9 @@ describe('database commands on the request hot path', function () {
     r.stop();
     expect(res.status).to.equal(202);
     expect(onAnswer).to.deep.equal(['insert:jobs', 'update:accounts']);
-    expect(r.seen.slice(2)).to.deep.equal(['insert:credit_ledger', 'update:jobs']);
+    expect(r.seen.slice(2)).to.deep.equal(['insert:credit_ledger', 'update:jobs', 'update:accounts']);
+    // The account's charge marker is released once the job records its charge: the document stays small.
+    expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.chargedRefs).to.deep.equal([]);
 
     const job = await stack.rt.db.jobs.findOne({ _id: res.body.jobId });
     expect(job?.credits.charged).to.equal(true);
@@ -86,10 +88,11 @@ describe('database commands on the request hot path', function () {
     expect(rs.map((x) => x.status)).to.deep.equal(Array(30).fill(202));
     const count = (name: string) => r.seen.filter((s) => s === name).length;
     expect(count('insert:jobs')).to.equal(30);
-    expect(count('update:accounts')).to.equal(30);
+    expect(count('update:accounts')).to.be.within(31, 40); // 30 charges, and a marker release per batch
     expect(count('insert:credit_ledger')).to.be.within(1, 10);
     expect(count('update:jobs')).to.be.within(1, 10);
     expect(await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge', state: 'applied' })).to.equal(30);
     expect(await stack.rt.db.jobs.countDocuments({ accountId, 'credits.charged': true, dispatchedAt: { $ne: null } })).to.equal(30);
+    expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.chargedRefs).to.deep.equal([]);
   });
 });
