@@ -79,6 +79,7 @@ try {
   let killedApiAt = 0;
   let apiBackAt = 0;
   const firstOkAfterRestart: number[] = [];
+  let lastRetryOkAt = 0;
   const answers: { key: string; jobId: string; tries: number; statuses: number[] }[] = [];
   const post = async (i: number) => {
     const k = `chaos-${id}-${i}`;
@@ -92,6 +93,7 @@ try {
       if (r.status === 202 && r.body?.jobId) {
         apiPid ||= r.pid;
         if (tries > 1 && apiBackAt) firstOkAfterRestart.push(Date.now() - apiBackAt);
+        if (tries > 1) lastRetryOkAt = Math.max(lastRetryOkAt, Date.now());
         answers.push({ key: k, jobId: r.body.jobId, tries, statuses });
         return;
       }
@@ -106,9 +108,12 @@ try {
       while (!apiPid) await sleep(10);
       process.kill(apiPid, 'SIGKILL');
       killedApiAt = Date.now();
+      // The supervisor (the cluster primary) keeps the port open; the API is back when it says
+      // a new API process listens.
+      const killed = apiPid;
       void (async () => {
-        while (await healthy()) await sleep(20); // the dead process's socket closes
-        while (!(await healthy())) await sleep(20);
+        const listening = () => [...supervisorLog.matchAll(/api(?:#\d+)? \(pid (\d+)\) listening/g)].some((m) => Number(m[1]) !== killed);
+        while (!listening()) await sleep(10);
         apiBackAt = Date.now();
       })();
     }
@@ -172,6 +177,7 @@ try {
     ['extra credits', String(10_000 - balance - expectedSpend)],
     ['API killed → answering again', apiBackAt ? `${apiBackAt - killedApiAt} ms` : 'n/a'],
     ['API back → first successful retry', firstOkAfterRestart.length ? `${Math.min(...firstOkAfterRestart)} ms` : 'n/a'],
+    ['API kill → last retried request answered (its key held by the dead process until IDEMPOTENCY_LEASE_MS ran out)', lastRetryOkAt ? `${lastRetryOkAt - killedApiAt} ms` : 'n/a'],
     ['worker kill → killed job complete elsewhere, p50', `${pct(takeovers, 50)} ms (n=${takeovers.length})`],
     ['worker kill → killed job complete elsewhere, max', `${Math.max(...takeovers)} ms`],
     ['lease (JOB_LEASE_MS)', `${config.JOB_LEASE_MS} ms`],

@@ -77,6 +77,19 @@ describe('database commands on the request hot path', function () {
     expect(ledger.map((e) => [e.kind, e.state, e.jobId, e.amount])).to.deep.equal([['charge', 'applied', res.body.jobId, 5]]);
   });
 
+  it('when a charged job keeps its account marker (its batch lost the settlement claim), then the sweep releases it, and never a marker of a job still unpaid', async () => {
+    const { key, accountId } = await stack.createAccount({ credits: 1000 });
+    const api = client(stack.baseUrl, key);
+    const a = await api.post('/code-builds', { prompt: 'marker kept' });
+    const b = await api.post('/code-builds', { prompt: 'still unpaid' });
+    await stack.rt.jobs.flushAccepted();
+    // As a lost claim would leave them: job a recorded as charged, job b not yet, both markers kept.
+    await stack.rt.db.jobs.updateOne({ _id: b.body.jobId }, { $set: { 'credits.charged': false } });
+    await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { chargedRefs: [a.body.jobId, b.body.jobId] } });
+    expect(await stack.rt.jobs.releaseSettledMarkers()).to.equal(1);
+    expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.chargedRefs).to.deep.equal([b.body.jobId]);
+  });
+
   it('when 30 jobs are posted at once, then the ledger and dispatch marks of all of them take a handful of batched commands', async () => {
     const { key, accountId } = await stack.createAccount({ credits: 1000 });
     const api = client(stack.baseUrl, key);
