@@ -69,6 +69,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   private consumers: Consumer[] = [];
   private broadcasts: Broadcast[] = [];
   private declaredFanouts = new Set<string>();
+  private blocked?: string;
   private closing = false;
   private connecting?: Promise<void>;
   private reconnectTimer?: NodeJS.Timeout;
@@ -106,6 +107,15 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     const conn = await amqp.connect(this.url, { timeout: 5000, noDelay: true });
     conn.on('error', (err) => this.log.warn('amqp connection error', { err }));
     conn.on('close', (err?: Error) => this.onLost(conn, err));
+    // A memory or disk alarm: publishes fail at once (callers fall back) instead of waiting.
+    conn.on('blocked', (reason: string) => {
+      this.blocked = reason || 'resource alarm';
+      this.log.warn('amqp connection blocked by the broker', { reason });
+    });
+    conn.on('unblocked', () => {
+      this.blocked = undefined;
+      this.log.info('amqp connection unblocked');
+    });
     try {
       const setup = await conn.createChannel();
       await declareTopology(setup, this.topology);
@@ -130,6 +140,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     if (this.conn !== conn) return;
     this.conn = undefined;
     this.pub = undefined;
+    this.blocked = undefined;
     for (const c of this.consumers) c.channel = undefined;
     this.declaredFanouts.clear();
     for (const b of this.broadcasts) {
@@ -177,8 +188,16 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   async publish(exchange: string, routingKey: string, body: unknown, opts: Options.Publish = {}): Promise<void> {
     const deadline = Date.now() + this.publishTimeoutMs;
     const ch = await this.ready(this.publishTimeoutMs);
-    // Back-pressure: while the socket buffer is full, wait for 'drain' instead of buffering more.
-    while (this.draining) await this.draining;
+    if (this.blocked) throw new Error(`the broker blocked publishing (${this.blocked})`);
+    // Back-pressure: while the socket buffer is full, wait for 'drain' instead of buffering more,
+    // but never past the publish deadline.
+    while (this.draining) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`publish not confirmed within ${this.publishTimeoutMs} ms: the broker is not reading (flow control)`);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.draining, new Promise<void>((r) => (timer = setTimeout(r, left)))]);
+      clearTimeout(timer);
+    }
     const content = Buffer.from(JSON.stringify(body));
     const sentAt = process.hrtime.bigint();
     await new Promise<void>((resolve, reject) => {
@@ -288,7 +307,16 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     await ch.consume(
       queue,
       (msg) => {
-        if (!msg) return;
+        if (!msg) {
+          // Cancelled by the broker (queue deleted): invalidations no longer arrive. Say so,
+          // and subscribe again on a new channel.
+          if (sub.channel !== ch) return;
+          sub.channel = undefined;
+          sub.hooks.onLost?.();
+          void ch.close().catch(() => {});
+          if (this.broadcasts.includes(sub)) this.startBroadcast(sub).catch((err) => this.log.warn('broadcast resubscribe failed', { exchange: sub.exchange, err: err as Error }));
+          return;
+        }
         let body: unknown;
         try {
           body = JSON.parse(msg.content.toString('utf8'));

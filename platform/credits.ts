@@ -71,10 +71,11 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * written after (`recordCharges`, batched by the jobs module; the sweep writes any a crash
      * lost). True when the job is paid for (now or before), false when the balance is short.
      */
-    async chargeJob(input: { accountId: string; jobId: string; operation: CreditOperation; amount: number }): Promise<boolean> {
+    async chargeJob(input: { accountId: string; jobId: string; operation: CreditOperation; amount: number; timeoutMs?: number }): Promise<boolean> {
       const r = await db.accounts.updateOne(
         { _id: input.accountId, credits: { $gte: input.amount }, chargedRefs: { $ne: input.jobId } },
         { $inc: { credits: -input.amount }, $push: { chargedRefs: { $each: [input.jobId], $slice: -1000 } } },
+        input.timeoutMs ? { timeoutMS: input.timeoutMs } : {},
       );
       if (r.modifiedCount === 1) {
         metrics.creditsCharged.inc({ operation: input.operation }, input.amount);
@@ -129,9 +130,11 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
           await api.releaseMarkers(e.accountId, [ref]);
           out.applied++;
         } else {
+          // Refund first (idempotent per ref), then mark: a crash between leaves it pending and
+          // the next run refunds nothing twice.
+          await api.refund({ accountId: e.accountId, operation: e.operation, amount: e.amount, jobId: ref });
           await db.ledger.updateOne({ _id: e._id }, { $set: { state: 'applied' } });
           await api.releaseMarkers(e.accountId, [ref]);
-          await api.refund({ accountId: e.accountId, operation: e.operation, amount: e.amount, jobId: ref });
           out.refunded++;
         }
       }
@@ -144,6 +147,8 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * ledger entry has a unique id per job, so calling it again after a crash refunds nothing twice.
      */
     async refund(input: { accountId: string; operation: CreditOperation; amount: number; jobId?: string }): Promise<void> {
+      // Refunded before (its ledger entry exists): nothing to do, whatever the account remembers.
+      if (input.jobId && (await db.ledger.countDocuments({ _id: `led_refund_${input.jobId}` }))) return;
       if (input.amount > 0) {
         if (input.jobId) {
           await db.accounts.updateOne(

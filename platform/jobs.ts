@@ -150,39 +150,51 @@ export function createJobs(deps: JobsDeps) {
    * another process holds the claim.
    */
   const settleOne = async (jobId: string, opts: { requestId: string | null; waitMs?: number }): Promise<'charged' | 'unpaid' | 'busy'> => {
-    const until = new Date(Date.now() + settleLeaseMs);
     let job: JobDoc | null = null;
+    let claimStartedAt = 0;
     for (const deadline = Date.now() + (opts.waitMs ?? 0); ; ) {
+      claimStartedAt = Date.now();
       job = await db.jobs.findOneAndUpdate(
         { _id: jobId, 'credits.charged': false, $or: [{ 'credits.settling': null }, { 'credits.settling.until': { $lt: new Date() } }] },
-        { $set: { 'credits.settling': { owner: instanceId, until } } },
+        { $set: { 'credits.settling': { owner: instanceId, until: new Date(claimStartedAt + settleLeaseMs) } } },
         { returnDocument: 'after' },
       );
       if (job) break;
-      const current = await db.jobs.findOne({ _id: jobId }, { projection: { credits: 1 } });
-      if (!current || current.credits.charged !== false) return 'charged';
+      const current = await db.jobs.findOne({ _id: jobId }, { projection: { credits: 1, status: 1 } });
+      if (!current || current.credits.charged === true || current.credits.charged === undefined) return 'charged';
+      if (current.credits.charged === null) return 'unpaid'; // failed unpaid before
       const wait = (current.credits.settling?.until.getTime() ?? 0) - Date.now() + 20;
       if (Date.now() + wait > deadline) return 'busy';
       await new Promise((r) => setTimeout(r, Math.max(10, wait)));
     }
-    const claimedAt = Date.now();
     const { operation, amount } = job.credits;
     // A process that stalled past half its claim must not charge: another may hold it by now.
-    if (Date.now() - claimedAt > settleLeaseMs / 2) return 'busy';
-    if (!(await credits.chargeJob({ accountId: job.accountId, jobId, operation, amount }))) {
+    if (Date.now() - claimStartedAt > settleLeaseMs / 2) return 'busy';
+    if (!(await credits.chargeJob({ accountId: job.accountId, jobId, operation, amount, timeoutMs: settleLeaseMs / 4 }))) {
       const now = new Date();
-      await db.jobs.updateOne(
+      // Failed unpaid: `credits.charged: null` says it was never charged, and nothing settles it again.
+      const failed = await db.jobs.updateOne(
         { _id: jobId, 'credits.charged': false, 'credits.settling.owner': instanceId, status: 'queued' },
-        { $set: { status: 'failed', error: 'not accepted: the account did not have enough credits when the request was completed', 'credits.refunded': true, 'credits.settling': null, completedAt: now, updatedAt: now, rawStatus: 'failed', progressMessage: 'Failed' } },
+        { $set: { status: 'failed', error: 'not accepted: the account did not have enough credits when the request was completed', 'credits.charged': null, 'credits.refunded': true, 'credits.settling': null, completedAt: now, updatedAt: now, rawStatus: 'failed', progressMessage: 'Failed' } },
       );
+      // A job that already ran was published, so it was charged: its marker must have gone
+      // astray. Leave it for a person to look at rather than fail finished work.
+      if (failed.modifiedCount !== 1) {
+        log.error('job past queued has no charge marker; left unsettled', { jobId });
+        return 'busy';
+      }
       return 'unpaid';
     }
     await credits.recordCharges([{ accountId: job.accountId, jobId, operation, amount, requestId: opts.requestId, at: job.createdAt }]);
-    await db.jobs.updateOne({ _id: jobId, 'credits.settling.owner': instanceId }, { $set: { 'credits.charged': true, 'credits.settling': null } });
-    await credits.releaseMarkers(job.accountId, [jobId]);
+    const marked = await db.jobs.updateOne({ _id: jobId, 'credits.settling.owner': instanceId }, { $set: { 'credits.charged': true, 'credits.settling': null } });
+    // Release the marker only if the claim was still ours (else releaseSettledMarkers does, later).
+    if (marked.modifiedCount === 1) await credits.releaseMarkers(job.accountId, [jobId]);
     if (job.status === 'queued' && !job.dispatchedAt) await api.dispatch(job, 'undispatched');
     return 'charged';
   };
+
+  /** Where releaseSettledMarkers goes on from. */
+  let markerCursor = '';
 
   /** A job as it was when accepted (the 202 body a retry of the same request gets again). */
   const asAccepted = (job: JobDoc): JobDoc => ({ ...job, status: 'queued', rawStatus: 'queued', progressMessage: 'Waiting for a worker', result: null, error: null, updatedAt: job.createdAt });
@@ -271,9 +283,11 @@ export function createJobs(deps: JobsDeps) {
       }
       faultPoint('accept.after-insert');
       // Stalled past half the claim (a frozen process): leave the job to the sweep rather than
-      // charge while another process may be settling it.
+      // charge while another process may be settling it. The charge itself gives up after a
+      // quarter of the claim (the driver closes the connection, which cancels it in the server),
+      // so it cannot reach the database after the claim ran out.
       if (Date.now() - insertedAt > settleLeaseMs / 2) throw new AppError('service_unavailable', 'the request took too long to be accepted; retry it with the same Idempotency-Key');
-      if (!(await credits.chargeJob({ accountId: input.accountId, jobId, operation: input.operation, amount }))) {
+      if (!(await credits.chargeJob({ accountId: input.accountId, jobId, operation: input.operation, amount, timeoutMs: settleLeaseMs / 4 }))) {
         await db.jobs.deleteOne({ _id: jobId, 'credits.charged': false });
         await input.undo?.(jobId);
         throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${amount}`);
@@ -294,11 +308,13 @@ export function createJobs(deps: JobsDeps) {
     async acceptAgain(input: { accountId: string; requestId: string; type: JobType; jobId: string; amount: number; operation: CreditOperation }): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
       const existing = await db.jobs.findOne({ _id: input.jobId, accountId: input.accountId });
       if (!existing || existing.type !== input.type) throw new AppError('conflict', 'Idempotency-Key: this key already named another job');
+      const unpaid = () => new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${input.amount}`);
+      if (existing.credits.charged === null) throw unpaid(); // failed unpaid by the sweep
       if (existing.credits.charged === false) {
         // Wait out the dead attempt's claim (it is never longer than the Idempotency-Key lease
         // this retry already outlived), then settle.
         const outcome = await settleOne(existing._id, { requestId: input.requestId, waitMs: settleLeaseMs });
-        if (outcome === 'unpaid') throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${input.amount}`);
+        if (outcome === 'unpaid') throw unpaid();
       }
       return { job: asAccepted(existing), charged: input.amount, retried: true };
     },
@@ -348,11 +364,18 @@ export function createJobs(deps: JobsDeps) {
      */
     async releaseSettledMarkers(limit = 100): Promise<number> {
       let released = 0;
-      const accounts = await db.accounts.find({ 'chargedRefs.0': { $exists: true } }, { projection: { chargedRefs: 1 } }).limit(limit).toArray();
+      // Page by _id from where the last run stopped, so accounts whose markers must stay cannot
+      // keep the others from being looked at.
+      const accounts = await db.accounts.find({ _id: { $gt: markerCursor }, 'chargedRefs.0': { $exists: true } }, { projection: { chargedRefs: 1 } }).sort({ _id: 1 }).limit(limit).toArray();
+      markerCursor = accounts.length < limit ? '' : accounts[accounts.length - 1]!._id;
       for (const a of accounts) {
         const done: string[] = [];
         for (const ref of a.chargedRefs ?? []) {
-          if (ref.startsWith('hold_')) continue; // holds: released by credits.confirm / reconcile
+          if (ref.startsWith('hold_')) {
+            // A hold whose charge is applied in the ledger (a crash after confirm's first step).
+            if (await db.ledger.countDocuments({ _id: `led_charge_${ref}`, state: 'applied' })) done.push(ref);
+            continue;
+          }
           const j = await db.jobs.findOne({ _id: ref }, { projection: { credits: 1 } });
           if (j && j.credits.charged !== false && !j.credits.settling) done.push(ref);
         }

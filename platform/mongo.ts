@@ -72,7 +72,8 @@ export interface JobDoc {
     operation: CreditOperation;
     amount: number;
     refunded: boolean;
-    charged?: boolean;
+    /** false until recorded; null when the job failed unpaid (never charged). */
+    charged?: boolean | null;
     /** The process allowed to settle the charge until `until` (the one that inserted the job, then the sweep or a retry). */
     settling?: { owner: string; until: Date } | null;
   };

@@ -107,12 +107,13 @@ mongo_command() { # host port name
   local name="$3" doclen total msg
   doclen=$((26 + ${#name})); total=$((21 + doclen))
   msg="$(le32 $total)$(le32 1)$(le32 0)$(le32 2013)$(le32 0)\\x00$(le32 $doclen)\\x10$name\\x00$(le32 1)\\x02\$db\\x00$(le32 6)admin\\x00\\x00"
-  timeout 3 bash -c 'exec 3<>"/dev/tcp/$0/$1" || exit 1
+  timeout 5 bash -c 'exec 3<>"/dev/tcp/$0/$1" || exit 1
     printf "$2" >&3
     len=$(dd bs=1 count=4 <&3 2>/dev/null | od -An -tu4 | tr -dc 0-9)
     [ -n "$len" ] && [ "$len" -gt 4 ] && head -c $((len - 4)) <&3' "$1" "$2" "$msg" 2>/dev/null
 }
-mongo_pings() { mongo_command "$1" "$2" ping | grep -aq ok; }
+# The reply must carry ok: 1.0 (the BSON bytes "ok", NUL, then the double 1.0), not an error.
+mongo_pings() { mongo_command "$1" "$2" ping | od -An -tx1 | tr -d ' \n' | grep -q '6f6b00000000000000f03f'; }
 ferret_build_of() { mongo_command "$1" "$2" buildInfo | grep -ao 'v1\.[0-9]*\.[0-9]*[-a-z0-9.]*' | head -1; }
 # Whether the process in our pid file is alive and is our FerretDB binary.
 ours_running() {
@@ -130,11 +131,12 @@ stop_ours() {
 }
 
 if answers "$mongo_host" "$mongo_port"; then
-  if ! mongo_pings "$mongo_host" "$mongo_port" && ! { sleep 2; mongo_pings "$mongo_host" "$mongo_port"; }; then
+  # Three chances over about 20 s: a busy server is slow, a wedged one never answers.
+  if ! mongo_pings "$mongo_host" "$mongo_port" && ! { sleep 2; mongo_pings "$mongo_host" "$mongo_port"; } && ! { sleep 5; mongo_pings "$mongo_host" "$mongo_port"; }; then
     if ours_running; then
       stop_ours "it accepts connections but does not answer ping (wedged)"
     else
-      log "the server on $mongo_host:$mongo_port accepts connections but does not answer ping, and this script did not start it; restart it"
+      log "the server on $mongo_host:$mongo_port accepts connections but does not answer ping (ok: 1), and this script did not start it; restart it"
       exit 1
     fi
   else

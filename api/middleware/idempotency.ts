@@ -22,7 +22,7 @@ export type IdempotencyStart = { kind: 'proceed'; id: string; seed: string } | {
  * holds the record; a retry with the same key and body replays the stored 2xx response; the same
  * key with another body or route answers 422; a duplicate while the first is in flight waits up
  * to `waitMs` for it, then answers 409. Only 2xx answers are stored: after an error the client
- * may retry with the same key.
+ * may retry with the same key and body (the record is released, not deleted; see abort).
  *
  * Crash safety: the record names its owner (this process) and holds a short lease (`leaseMs`)
  * that the owner renews every third of it while the request runs (one update for all of its
@@ -105,13 +105,19 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
       if (status >= 200 && status < 300) {
         await db.idempotency.updateOne({ _id: id, owner }, { $set: { state: 'done', response: { status, body } } });
       } else {
-        await db.idempotency.deleteOne({ _id: id, state: 'in_flight', owner });
+        await this.abort(id);
       }
     },
 
+    /**
+     * The request failed: the answer is not stored, and the record is released at once (its
+     * lease set in the past) rather than deleted, so a retry takes it over with the same seed
+     * and finds whatever the failed attempt had already made (a job stored before a timeout, say)
+     * instead of making a second one.
+     */
     async abort(id: string): Promise<void> {
       held.delete(id);
-      await db.idempotency.deleteOne({ _id: id, state: 'in_flight', owner });
+      await db.idempotency.updateOne({ _id: id, state: 'in_flight', owner }, { $set: { lockedUntil: new Date(0) } });
     },
 
     close(): void {

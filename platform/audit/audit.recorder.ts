@@ -40,7 +40,7 @@ export function createAuditRecorder({ db, amqp, log, prefix }: AuditRecorderDeps
     try {
       // If the broker did take a message whose confirm timed out, the writer's copies are
       // duplicate _ids and are dropped there (and here: unordered, duplicates ignored).
-      await db.audit.insertMany(entries, { ordered: false });
+      await db.audit.insertMany(entries, { ordered: false, timeoutMS: 5000 });
       metrics.auditDirectWrites.inc(entries.length);
     } catch (err) {
       const writeErrors = (err as { writeErrors?: { code?: number }[] | { code?: number } }).writeErrors;

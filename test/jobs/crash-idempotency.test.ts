@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { spawnApiProcess } from '../helpers/api-process';
 import { client, waitForJob } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
@@ -88,5 +89,30 @@ describe('a crash in the middle of a job POST (SIGKILL at a fixed point, retried
     expect(done.error).to.match(/enough credits/);
     expect(await stack.rt.credits.balance(accountId)).to.equal(1);
     expect(await stack.rt.db.ledger.countDocuments({ accountId })).to.equal(0);
+
+    // Topped up later: the failed job stays failed and unpaid; no sweep charges it now.
+    await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { credits: 100 } });
+    await new Promise((r) => setTimeout(r, 2500)); // a few sweeps (SWEEP_INTERVAL 1 s in tests)
+    expect(await stack.rt.credits.balance(accountId)).to.equal(100);
+    expect((await api.get(`/jobs/${job!._id}`)).body.status).to.equal('failed');
+  });
+
+  it('when a POST fails after its job was stored (the charge timed out), then the retry with the same key continues that job: one job, one charge', async () => {
+    const { key, accountId } = await stack.createAccount({ credits: 100 });
+    const api = client(stack.baseUrl, key);
+    const idem = { 'idempotency-key': 'fails-after-insert' };
+    const stub = sinon.stub(stack.rt.credits, 'chargeJob').rejects(new Error('socket timeout'));
+    const first = await api.post('/code-builds', { prompt: 'timeout' }, idem);
+    stub.restore();
+    expect(first.status).to.equal(500);
+    const stored = await stack.rt.db.jobs.find({ accountId }).toArray();
+    expect(stored).to.have.length(1);
+
+    const retry = await api.post('/code-builds', { prompt: 'timeout' }, idem);
+    expect(retry.status).to.equal(202);
+    expect(retry.body.jobId).to.equal(stored[0]!._id);
+    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
+    expect((await waitForJob(api, retry.body.jobId)).status).to.equal('complete');
+    expect(await stack.rt.credits.balance(accountId)).to.equal(95);
   });
 });

@@ -174,6 +174,7 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       const wait = lease.until.getTime() - Date.now() + 50;
       if (wait > this.opts.leaseMs + 1000) return null; // a retry scheduled later: the sweep brings it
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      if (this.closing) return null; // stopping: leave it to the next worker
       const job = await this.rt.jobs.claim(jobId, this.owner, this.opts.leaseMs);
       if (job) {
         this.log.info('took over a job whose worker stopped renewing its lease', { jobId });
