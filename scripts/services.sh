@@ -97,8 +97,8 @@ fi
 # WARNING: the application refuses an unpatched FerretDB 1.x at start; keep these in step.
 FERRETDB_BUILD="$FERRETDB_VERSION-svc.1"
 ferret="$tools/bin/ferretdb"
-pidfile="$tools/state/ferretdb.pid"
 read -r mongo_host mongo_port <<<"$(host_port "$MONGODB_URL" 27017)"
+pidfile="$tools/state/ferretdb-$mongo_port.pid"
 
 # One OP_MSG command ({<name>: 1, $db: "admin"}) over /dev/tcp; prints the reply's bytes.
 # A real round trip through the server's command handler, not only a TCP accept.
