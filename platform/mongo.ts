@@ -19,6 +19,7 @@ export const COLLECTIONS = {
   webhooks: 'webhooks',
   webhookDeliveries: 'webhook_deliveries',
   eventOutbox: 'event_outbox',
+  authOutbox: 'auth_invalidation_outbox',
   deadLetters: 'dead_letters',
   creditHolds: 'credit_holds',
 } as const;

@@ -13,11 +13,15 @@ export function createTasks(rt: Runtime) {
     /** Publish jobs that never reached the broker, and jobs whose worker died or whose retry is due. */
     sweepJobs: () => rt.jobs.sweep(config.DISPATCH_GRACE_MS, config.JOB_LEASE_MS),
 
-    /** Publish non-job events the broker never confirmed; drop published ones after a week. */
+    /**
+     * Publish non-job events the broker never confirmed; drop published ones after a week.
+     * Broadcast key and account invalidations that were stored but never confirmed.
+     */
     async sweepEvents(now = new Date()) {
       const sent = await sweepEventOutbox(rt, config.DISPATCH_GRACE_MS);
       const expired = await expireEventOutbox(db, new Date(now.getTime() - 7 * 86_400_000));
-      return { sent, expired };
+      const invalidations = await rt.sweepAuthInvalidations(1000);
+      return { sent, expired, invalidations };
     },
 
     /** Audit entries are kept AUDIT_RETENTION_DAYS (90), then deleted. */

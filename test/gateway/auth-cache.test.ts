@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import type { CommandStartedEvent } from 'mongodb';
 import { start as startApi, type ApiServer } from '../../api/app';
 import { client } from '../helpers/http';
@@ -75,6 +76,24 @@ describe('authentication cache (keys and accounts cached per API process, invali
     await stack.rt.accounts.setPlan(accountId, 'free');
     await within(250, async () => (await two.get('/account/credits')).status === 403);
     expect((await two.get('/account/credits')).body.error.code).to.equal('plan_required');
+  });
+
+  it('when the revoking process cannot broadcast, then the invalidation is kept and the scheduler sweep delivers it to the other process', async () => {
+    const { key, keyId, accountId } = await stack.createAccount();
+    const two = client(url2(), key);
+    expect((await two.get('/account')).status).to.equal(200);
+    const stub = sinon.stub(stack.rt.amqp, 'broadcast').rejects(new Error('broker away'));
+    try {
+      await stack.rt.accounts.revokeKey(accountId, keyId);
+    } finally {
+      stub.restore();
+    }
+    expect((await client(stack.baseUrl, key).get('/account')).status).to.equal(401); // this process at once
+    expect((await two.get('/account')).status).to.equal(200); // the other has not heard
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await stack.rt.sweepAuthInvalidations(10)).to.equal(1);
+    await within(250, async () => (await two.get('/account')).status === 401);
+    expect(await stack.rt.sweepAuthInvalidations(0)).to.equal(0); // sent once, then gone
   });
 
   it('when the fanout is interrupted, then the cache is dropped, a revocation missed meanwhile is applied at once, and caching resumes after the reconnect', async () => {
