@@ -27,7 +27,7 @@ import { authenticate } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { clientErrorHandler, errorHandler, notFoundRoute } from './middleware/errors';
 import { httpMetrics } from './middleware/http-metrics';
-import { createIdempotency } from './middleware/idempotency';
+import { createIdempotency, type Idempotency } from './middleware/idempotency';
 import { rateLimit } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
 import { openapiRoutes } from './openapi/openapi.routes';
@@ -43,7 +43,8 @@ const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRout
  * authentication → audit → rate limit → routes → 501 for catalogue endpoints not served yet →
  * 404 → error funnel.
  */
-export function createApp(rt: Runtime, authCache: AuthCache) {
+export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotency: Idempotency }) {
+  const { authCache } = parts;
   const { config, log } = rt;
   const app = express();
   app.disable('x-powered-by');
@@ -64,7 +65,7 @@ export function createApp(rt: Runtime, authCache: AuthCache) {
   });
 
   const deps: RouteDeps = {
-    idempotency: createIdempotency(rt.db, { ttlHours: config.IDEMPOTENCY_TTL_HOURS, leaseMs: config.IDEMPOTENCY_LEASE_MS }),
+    idempotency: parts.idempotency,
     implemented: new Set<string>(['getOpenapi']),
   };
 
@@ -86,7 +87,6 @@ export function createApp(rt: Runtime, authCache: AuthCache) {
     });
   }
   app.use(BASE_PATH, v1);
-  app.locals.close = () => deps.idempotency.close();
   app.use(notFoundRoute);
   app.use(errorHandler(log));
   return app;
@@ -108,8 +108,8 @@ export async function start(config: Config = loadConfig()) {
   }, { onReady: () => authCache.ready(), onLost: () => authCache.lost() });
   const onLocalChange = (msg: AuthInvalidation) => authCache.invalidate(msg);
   rt.authChanges.on('change', onLocalChange);
-  const app = createApp(rt, authCache);
-  const server = http.createServer(app);
+  const idempotency = createIdempotency(rt.db, { ttlHours: config.IDEMPOTENCY_TTL_HOURS, leaseMs: config.IDEMPOTENCY_LEASE_MS });
+  const server = http.createServer(createApp(rt, { authCache, idempotency }));
   server.keepAliveTimeout = 65_000;
   // What Node's HTTP parser refuses (raw non-ASCII in the path, headers over 16 KiB) still gets the Error shape.
   server.on('clientError', clientErrorHandler(log));
@@ -127,7 +127,7 @@ export async function start(config: Config = loadConfig()) {
           server.closeIdleConnections();
         });
         await auditWriter.stop(); // writes what it holds
-        (app.locals.close as () => void)();
+        idempotency.close();
         rt.authChanges.off('change', onLocalChange);
         await unsubscribe();
         await rt.close();

@@ -1,10 +1,13 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { z } from 'zod';
 import type { AccountFeatures } from '../contracts/account';
 import type { Plan, Scope } from '../contracts/registry';
 import { SCOPES } from '../contracts/registry';
 import { newId } from './ids';
-import type { AccountDoc, ApiKeyDoc, Database } from './mongo';
+import type { AmqpClient } from './amqp';
+import type { Logger } from './log';
+import { COLLECTIONS, type AccountDoc, type ApiKeyDoc, type Database } from './mongo';
 
 export const KEY_PREFIX = 'svc_';
 
@@ -113,6 +116,45 @@ export function createAccountsRepository(db: Database, opts: { invalidate?: (msg
   };
 }
 export type AccountsRepository = ReturnType<typeof createAccountsRepository>;
+
+/**
+ * How key and account changes reach every API process: this process hears them at once
+ * (`local`); the others over the RabbitMQ fanout. Each invalidation is stored before it is
+ * broadcast and deleted once the broker confirmed it; `sweep` (run by the scheduler) broadcasts
+ * what is left (a crash, or this process without its broker while the others have theirs), so no
+ * API process keeps serving a revoked key past the next sweep.
+ */
+export function createAuthInvalidations(deps: { db: Database; amqp: AmqpClient; exchange: string; log: Logger }) {
+  const { db, amqp, log } = deps;
+  const local = new EventEmitter<{ change: [AuthInvalidation] }>();
+  const outbox = db.db.collection<{ _id: string; msg: AuthInvalidation; createdAt: Date }>(COLLECTIONS.authOutbox);
+  const broadcast = async (id: string, msg: AuthInvalidation): Promise<boolean> => {
+    try {
+      await amqp.broadcast(deps.exchange, msg);
+    } catch (err) {
+      log.warn('auth invalidation not broadcast; the scheduler sends it', { kind: msg.kind, err: err as Error });
+      return false;
+    }
+    await outbox.deleteOne({ _id: id });
+    return true;
+  };
+  return {
+    local,
+    async publish(msg: AuthInvalidation): Promise<void> {
+      local.emit('change', msg);
+      const id = newId('inv');
+      await outbox.insertOne({ _id: id, msg, createdAt: new Date() });
+      await broadcast(id, msg);
+    },
+    /** Broadcast invalidations stored but never confirmed (older than `graceMs`). */
+    async sweep(graceMs: number): Promise<number> {
+      const left = await outbox.find({ createdAt: { $lt: new Date(Date.now() - graceMs) } }).sort({ createdAt: 1 }).limit(500).toArray();
+      let sent = 0;
+      for (const doc of left) if (await broadcast(doc._id, doc.msg)) sent++;
+      return sent;
+    },
+  };
+}
 
 export interface AuthCacheOptions {
   /** Backstop: an entry is read again from the database after this long (AUTH_CACHE_TTL_MS). */

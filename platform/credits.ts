@@ -2,7 +2,7 @@ import type { CreditOperation } from '../contracts/registry';
 import { metrics } from '../monitoring/metrics';
 import { AppError } from './errors';
 import { newId } from './ids';
-import { COLLECTIONS, type Database } from './mongo';
+import { COLLECTIONS, onlyDuplicateKeys, type Database } from './mongo';
 
 /**
  * Credits. Each debit is ONE conditional single-document update ($inc guarded by balance >= amount,
@@ -24,6 +24,26 @@ interface HoldDoc {
 export function createCredits(db: Database, prices: Readonly<Record<CreditOperation, number>>) {
   const price = (op: CreditOperation, units = 1) => Math.round(prices[op] * units * 100) / 100;
   const holds = db.db.collection<HoldDoc>(COLLECTIONS.creditHolds);
+
+  /**
+   * Move the balance for `ref` and set its charge marker in ONE conditional update (balance
+   * covers it, `ref` not charged already). True when `ref` is paid for, now or before; false
+   * when the balance is short.
+   */
+  const charge = async (input: { accountId: string; ref: string; operation: CreditOperation; amount: number; timeoutMs?: number }): Promise<boolean> => {
+    const r = await db.accounts.updateOne(
+      { _id: input.accountId, credits: { $gte: input.amount }, chargedRefs: { $ne: input.ref } },
+      { $inc: { credits: -input.amount }, $push: { chargedRefs: { $each: [input.ref], $slice: -1000 } } },
+      input.timeoutMs ? { timeoutMS: input.timeoutMs } : {},
+    );
+    if (r.modifiedCount === 1) {
+      metrics.creditsCharged.inc({ operation: input.operation }, input.amount);
+      return true;
+    }
+    if (await db.accounts.countDocuments({ _id: input.accountId, chargedRefs: input.ref })) return true;
+    metrics.insufficientCredits.inc({ operation: input.operation });
+    return false;
+  };
 
   const api = {
     price,
@@ -53,16 +73,10 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
         requestId: input.requestId ?? null,
         at: new Date(),
       });
-      const r = await db.accounts.updateOne(
-        { _id: input.accountId, credits: { $gte: input.amount }, chargedRefs: { $ne: ref } },
-        { $inc: { credits: -input.amount }, $push: { chargedRefs: { $each: [ref], $slice: -1000 } } },
-      );
-      if (r.modifiedCount !== 1 && !(await db.accounts.countDocuments({ _id: input.accountId, chargedRefs: ref }))) {
+      if (!(await charge({ accountId: input.accountId, ref, operation: input.operation, amount: input.amount }))) {
         await db.ledger.deleteOne({ _id: ledgerId, state: 'pending' });
-        metrics.insufficientCredits.inc({ operation: input.operation });
         throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${input.amount}`);
       }
-      metrics.creditsCharged.inc({ operation: input.operation }, input.amount);
     },
 
     /**
@@ -71,20 +85,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * written after (`recordCharges`, batched by the jobs module; the sweep writes any a crash
      * lost). True when the job is paid for (now or before), false when the balance is short.
      */
-    async chargeJob(input: { accountId: string; jobId: string; operation: CreditOperation; amount: number; timeoutMs?: number }): Promise<boolean> {
-      const r = await db.accounts.updateOne(
-        { _id: input.accountId, credits: { $gte: input.amount }, chargedRefs: { $ne: input.jobId } },
-        { $inc: { credits: -input.amount }, $push: { chargedRefs: { $each: [input.jobId], $slice: -1000 } } },
-        input.timeoutMs ? { timeoutMS: input.timeoutMs } : {},
-      );
-      if (r.modifiedCount === 1) {
-        metrics.creditsCharged.inc({ operation: input.operation }, input.amount);
-        return true;
-      }
-      if (await db.accounts.countDocuments({ _id: input.accountId, chargedRefs: input.jobId })) return true;
-      metrics.insufficientCredits.inc({ operation: input.operation });
-      return false;
-    },
+    chargeJob: (input: { accountId: string; jobId: string; operation: CreditOperation; amount: number; timeoutMs?: number }) => charge({ ...input, ref: input.jobId }),
 
     /** Drop charge markers whose charge is recorded elsewhere now (see AccountDoc.chargedRefs). */
     async releaseMarkers(accountId: string, refs: string[]): Promise<void> {
@@ -98,9 +99,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       try {
         await db.ledger.insertMany(docs, { ordered: false });
       } catch (err) {
-        const writeErrors = (err as { writeErrors?: { code?: number }[] | { code?: number } }).writeErrors;
-        const list = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
-        if (list.length === 0 || list.some((w) => w.code !== 11000)) throw err;
+        if (!onlyDuplicateKeys(err)) throw err;
       }
     },
 

@@ -109,10 +109,11 @@ export function createJobs(deps: JobsDeps) {
   };
 
   /**
-   * What a charged, published job still needs written: its ledger entry, `credits.charged`, and
-   * `dispatchedAt`. These lag the answer by up to 20 ms and go in one batch (two database
-   * commands for many jobs); a crash that loses a batch is repaired by the sweep (`settleUnpaid`,
-   * and the undispatched sweep re-publishes, which a worker treats as a duplicate).
+   * What a charged, published job still needs written: its ledger entry, `credits.charged`,
+   * `dispatchedAt`, and the release of its account marker. These lag the answer by up to 20 ms
+   * and go in one batch (one insertMany, one bulkWrite, one marker release per account, for many
+   * jobs); a crash that loses a batch is repaired by the sweep (`settleUnpaid`, and the
+   * undispatched sweep re-publishes, which a worker treats as a duplicate).
    */
   const settled = createWriteBehind<{ job: JobDoc; requestId: string | null; dispatched: boolean }>(
     async (items) => {
@@ -296,7 +297,7 @@ export function createJobs(deps: JobsDeps) {
       const dispatched = await api.publish(job);
       faultPoint('accept.after-publish');
       settled.add({ job, requestId: input.requestId, dispatched });
-      metrics.jobsDispatched.inc({ type: job.type });
+      if (dispatched) metrics.jobsDispatched.inc({ type: job.type }); // else the sweep publishes it (jobs_republished_total)
       return { job, charged: amount, retried: false };
     },
 

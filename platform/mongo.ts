@@ -169,6 +169,13 @@ export async function assertAtomicServer(db: Db): Promise<void> {
   }
 }
 
+/** True when a (bulk) write failed only because some documents existed already (duplicate _id). */
+export function onlyDuplicateKeys(err: unknown): boolean {
+  const raw = (err as { writeErrors?: { code?: number }[] | { code?: number } }).writeErrors;
+  const list = Array.isArray(raw) ? raw : raw ? [raw] : [];
+  return list.length > 0 && list.every((w) => w.code === 11000);
+}
+
 /** Collections whose names label metrics; others are reported as "other" (bounded labels). */
 const KNOWN_COLLECTIONS = new Set<string>([...Object.values(COLLECTIONS), `${COLLECTIONS.blobBucket}.files`, `${COLLECTIONS.blobBucket}.chunks`]);
 const MONITORED_COMMANDS = new Set(['find', 'insert', 'update', 'delete', 'findAndModify', 'aggregate', 'count', 'getMore', 'createIndexes', 'distinct', 'ping', 'buildInfo', 'hello', 'isMaster', 'killCursors', 'drop', 'dropDatabase', 'listCollections', 'listIndexes']);

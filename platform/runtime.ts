@@ -1,8 +1,7 @@
 import { POOL_TYPES, broker } from '../contracts/registry';
 import { reportQueueDepth } from '../monitoring/metrics';
 import type { Probe } from '../monitoring/server';
-import { EventEmitter } from 'node:events';
-import { createAccountsRepository, type AuthInvalidation } from './accounts';
+import { createAccountsRepository, createAuthInvalidations } from './accounts';
 import { AmqpClient } from './amqp';
 import { createBlobStore } from './blobs';
 import type { Config } from './config';
@@ -10,8 +9,7 @@ import { createCredits } from './credits';
 import { armFaultPoint } from './faults';
 import { createJobs } from './jobs';
 import type { Logger } from './log';
-import { COLLECTIONS, connectMongo, ensureIndexes } from './mongo';
-import { newId } from './ids';
+import { connectMongo, ensureIndexes } from './mongo';
 
 /**
  * What every process shares: MongoDB, RabbitMQ (topology declared on connect), and the
@@ -36,38 +34,8 @@ export async function createRuntime(config: Config, log: Logger) {
   const credits = createCredits(db, config.CREDIT_PRICES);
   const blobs = createBlobStore(db, { secret: config.ASSET_SIGNING_SECRET, publicBaseUrl: config.PUBLIC_BASE_URL, defaultTtlSeconds: config.ASSET_URL_TTL_SECONDS });
   const jobs = createJobs({ db, amqp, credits, log: log.child({ component: 'jobs' }), publicBaseUrl: config.PUBLIC_BASE_URL, queuePrefix: config.QUEUE_PREFIX, settleLeaseMs: config.IDEMPOTENCY_LEASE_MS });
-  const authChanges = new EventEmitter<{ change: [AuthInvalidation] }>();
-  // Invalidations are stored before they are broadcast and removed once the broker confirmed
-  // them; the scheduler broadcasts what is left (a crash, or this process without its broker
-  // while the others have theirs), so no API process keeps a revoked key past the next sweep.
-  const authOutbox = db.db.collection<{ _id: string; msg: AuthInvalidation; createdAt: Date }>(COLLECTIONS.authOutbox);
-  const broadcastInvalidation = async (id: string, msg: AuthInvalidation): Promise<boolean> => {
-    try {
-      await amqp.broadcast(broker.authExchange(config.QUEUE_PREFIX), msg);
-    } catch (err) {
-      log.warn('auth invalidation not broadcast; the scheduler sends it', { kind: msg.kind, err: err as Error });
-      return false;
-    }
-    await authOutbox.deleteOne({ _id: id });
-    return true;
-  };
-  const accounts = createAccountsRepository(db, {
-    // After a key or account change is stored: tell this process at once, and every API process
-    // over the fanout, to drop what it cached.
-    invalidate: async (msg) => {
-      authChanges.emit('change', msg);
-      const id = newId('inv');
-      await authOutbox.insertOne({ _id: id, msg, createdAt: new Date() });
-      await broadcastInvalidation(id, msg);
-    },
-  });
-  /** Broadcast invalidations that were stored but never confirmed (older than `graceMs`). */
-  const sweepAuthInvalidations = async (graceMs: number): Promise<number> => {
-    const left = await authOutbox.find({ createdAt: { $lt: new Date(Date.now() - graceMs) } }).sort({ createdAt: 1 }).limit(500).toArray();
-    let sent = 0;
-    for (const doc of left) if (await broadcastInvalidation(doc._id, doc.msg)) sent++;
-    return sent;
-  };
+  const invalidations = createAuthInvalidations({ db, amqp, exchange: broker.authExchange(config.QUEUE_PREFIX), log });
+  const accounts = createAccountsRepository(db, { invalidate: invalidations.publish });
   const queues = [...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)), broker.deadLetterQueue(config.QUEUE_PREFIX), broker.webhookDeliveryQueue(config.QUEUE_PREFIX)];
   const unreport = reportQueueDepth({ queues, depth: (q) => amqp.queueDepth(q) });
   const probes: Probe[] = [
@@ -85,8 +53,9 @@ export async function createRuntime(config: Config, log: Logger) {
     jobs,
     accounts,
     /** Key and account changes made by this process (the fanout brings everyone else's). */
-    authChanges,
-    sweepAuthInvalidations,
+    authChanges: invalidations.local,
+    /** Broadcast invalidations stored but never confirmed (the scheduler calls it). */
+    sweepAuthInvalidations: invalidations.sweep,
     probes,
     close(): Promise<void> {
       closed ??= (async () => {

@@ -2,7 +2,7 @@ import { broker } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import type { AmqpClient } from '../amqp';
 import type { Logger } from '../log';
-import type { AuditDoc, Database } from '../mongo';
+import { onlyDuplicateKeys, type AuditDoc, type Database } from '../mongo';
 
 export interface AuditRecorderDeps {
   db: Database;
@@ -43,9 +43,7 @@ export function createAuditRecorder({ db, amqp, log, prefix }: AuditRecorderDeps
       await db.audit.insertMany(entries, { ordered: false, timeoutMS: 5000 });
       metrics.auditDirectWrites.inc(entries.length);
     } catch (err) {
-      const writeErrors = (err as { writeErrors?: { code?: number }[] | { code?: number } }).writeErrors;
-      const list = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
-      if (list.length && list.every((e) => e.code === 11000)) return;
+      if (onlyDuplicateKeys(err)) return;
       log.error('audit entries lost: broker and database both failed', { entries: entries.length, err: err as Error });
     }
   };

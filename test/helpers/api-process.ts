@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Stack } from './stack';
 import { freePort } from './stack';
-import { projectRoot } from './worker-process';
+import { projectRoot, stackEnv } from './worker-process';
 
 export interface ApiProcess {
   child: ChildProcess;
@@ -21,20 +21,7 @@ export async function spawnApiProcess(stack: Stack, env: Record<string, string> 
   const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
     cwd: projectRoot,
     stdio: 'ignore',
-    env: {
-      ...process.env,
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'silent',
-      PORT: String(port),
-      MONGODB_URL: c.MONGODB_URL,
-      AMQP_URL: c.AMQP_URL,
-      QUEUE_PREFIX: c.QUEUE_PREFIX,
-      QUEUE_TYPE: c.QUEUE_TYPE,
-      PUBLIC_BASE_URL: c.PUBLIC_BASE_URL,
-      RATE_LIMIT_MAX: String(c.RATE_LIMIT_MAX),
-      RATE_LIMIT_WINDOW_SECONDS: String(c.RATE_LIMIT_WINDOW_SECONDS),
-      ...env,
-    },
+    env: stackEnv(stack, { PORT: String(port), RATE_LIMIT_MAX: String(c.RATE_LIMIT_MAX), RATE_LIMIT_WINDOW_SECONDS: String(c.RATE_LIMIT_WINDOW_SECONDS), ...env }),
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const kill = async () => {
