@@ -32,11 +32,17 @@ import { rateLimit } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
 import { openapiRoutes } from './openapi/openapi.routes';
 import { webhooksRoutes } from './webhooks/webhooks.routes';
+import { projectsRoutes } from './projects/projects.routes';
+import { sheetsRoutes } from './sheets/sheets.routes';
+import { boardsRoutes } from './boards/boards.routes';
+import { conversationsRoutes } from './conversations/conversations.routes';
+import { extractRoutes } from './extract/extract.routes';
 
 export const BASE_PATH = '/api/v1';
 
 /** Every capability's routes, mounted after authentication. Add a capability here. */
-const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, imagesRoutes, videosRoutes, songsRoutes, researchRoutes, presentationsRoutes, webhooksRoutes];
+const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, imagesRoutes, videosRoutes, songsRoutes, researchRoutes, presentationsRoutes, webhooksRoutes,
+  projectsRoutes, sheetsRoutes, boardsRoutes, conversationsRoutes, extractRoutes];
 
 /**
  * The Express app. Order: request id → metrics timer → JSON body → public routes →

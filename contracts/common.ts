@@ -78,6 +78,30 @@ export const listEnvelope = <T extends z.ZodType>(item: T) =>
     cursor: z.string().nullable().optional().describe('Present only when more pages exist. Opaque.'),
   });
 
+/** Page size of every list endpoint: `limit` 1 to LIST_LIMIT_MAX, default LIST_LIMIT_DEFAULT. */
+export const LIST_LIMIT_DEFAULT = 20;
+export const LIST_LIMIT_MAX = 100;
+
+/**
+ * The query of a list endpoint (SPEC 4 rule 2): `limit` (1 to 100, default 20; more is 400) and
+ * `cursor` (opaque, from the previous page), plus the list's own filters.
+ */
+export const listQuery = <S extends z.ZodRawShape>(filters: S) =>
+  z.object({
+    limit: z.coerce
+      .number({ error: `must be an integer between 1 and ${LIST_LIMIT_MAX}` })
+      .int({ error: `must be an integer between 1 and ${LIST_LIMIT_MAX}` })
+      .min(1, { error: `must be between 1 and ${LIST_LIMIT_MAX}` })
+      .max(LIST_LIMIT_MAX, { error: `must be between 1 and ${LIST_LIMIT_MAX}` })
+      .default(LIST_LIMIT_DEFAULT)
+      .describe(`Page size, 1 to ${LIST_LIMIT_MAX}; default ${LIST_LIMIT_DEFAULT}.`),
+    cursor: z.string().max(512, { error: 'must be at most 512 characters' }).optional().describe('Opaque: pass back the cursor of the previous page verbatim.'),
+    ...filters,
+  });
+
+/** `version` of a mutable resource: 1 at creation, +1 per change; also sent as `ETag: "<version>"`. */
+export const Version = z.number().int().describe('1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 409 version_conflict).');
+
 export const JOB_STATUSES = ['queued', 'processing', 'complete', 'failed'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 

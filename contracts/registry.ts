@@ -43,6 +43,10 @@ export const POOL_TYPES = [
   'speech',
   'agent',
   'webhook',
+  // Request/reply pools of the workspace (issue 10): flowchart extraction from documents (PDF,
+  // PPTX, OCR of images; CPU-heavy, scaled on its own) and sheet edits by instruction.
+  'extract',
+  'sheet',
 ] as const;
 export type PoolType = (typeof POOL_TYPES)[number];
 
@@ -88,6 +92,8 @@ export const CREDIT_OPERATIONS = [
   'live_action',
   'agent_run',
   'chat_turn',
+  'extract_flowchart',
+  'sheet_edit',
 ] as const;
 export type CreditOperation = (typeof CREDIT_OPERATIONS)[number];
 
@@ -108,6 +114,8 @@ export const DEFAULT_CREDIT_PRICES: Record<CreditOperation, number> = {
   live_action: 1,
   agent_run: 5,
   chat_turn: 1,
+  extract_flowchart: 3,
+  sheet_edit: 1,
 };
 
 /** Plans (SPEC 5.4): only Pro and Teams reach the API. WARNING: persisted on accounts. */

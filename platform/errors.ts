@@ -21,6 +21,10 @@ export const ERROR_STATUS = {
   conflict: 409,
   idempotency_in_flight: 409,
   limit_exceeded: 409,
+  /** An update with If-Match lost a race: the resource's version moved on (fetch it again, re-apply). */
+  version_conflict: 409,
+  /** A proposed sheet commit whose cells a later merged commit changed: it cannot be merged as proposed. */
+  stale_commit: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   /** A Range header no byte of the file satisfies (signed asset links); Content-Range: bytes *\/size. */

@@ -10,7 +10,8 @@ import { newId } from './ids';
 import { instanceId } from './instance';
 import { createWriteBehind } from './write-behind';
 import type { Logger } from './log';
-import type { Database, JobDoc } from './mongo';
+import type { Database, JobDoc, JobEvent } from './mongo';
+export type { JobEvent } from './mongo';
 
 /** The message a pool receives. Small on purpose: the job document is the truth. */
 export interface JobMessage {
@@ -21,14 +22,6 @@ export interface JobMessage {
 
 export const pollPath = (jobId: string) => `/api/v1/jobs/${jobId}`;
 
-/** What goes to the events exchange when a job finishes (routing key = event name). */
-export interface JobEvent {
-  eventId: string;
-  event: string;
-  accountId: string;
-  occurredAt: string;
-  data: { jobId: string; status: string; pollUrl: string } & Record<string, unknown>;
-}
 
 /** SPEC 2.4 envelope of a stored job. */
 export function toEnvelope(job: JobDoc): JobEnvelope {

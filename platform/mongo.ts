@@ -22,6 +22,12 @@ export const COLLECTIONS = {
   authOutbox: 'auth_invalidation_outbox',
   deadLetters: 'dead_letters',
   creditHolds: 'credit_holds',
+  sheets: 'sheets',
+  sheetCommits: 'sheet_commits',
+  boards: 'boards',
+  cards: 'cards',
+  conversations: 'conversations',
+  messages: 'messages',
 } as const;
 
 export interface AccountDoc {
@@ -87,12 +93,21 @@ export interface JobDoc {
   /** When the sweep last republished it. */
   sweptAt: Date | null;
   /** The completion event, kept until the broker confirmed it (then eventPublishedAt is set). */
-  event?: import('./jobs').JobEvent;
+  event?: JobEvent;
   eventPublishedAt?: Date | null;
   createdAt: Date;
   updatedAt: Date;
   startedAt: Date | null;
   completedAt: Date | null;
+}
+
+/** What goes to the events exchange when a job finishes (routing key = event name). */
+export interface JobEvent {
+  eventId: string;
+  event: string;
+  accountId: string;
+  occurredAt: string;
+  data: { jobId: string; status: string; pollUrl: string } & Record<string, unknown>;
 }
 
 export interface LedgerDoc {

@@ -25,12 +25,36 @@ export interface HandlerContext<E extends Endpoint> {
    * otherwise (and for a new request after the key's record expired).
    */
   idFor(prefix: string): string;
+  /**
+   * The version named by an `If-Match: "<version>"` header (optimistic concurrency, see
+   * platform/versioned.ts); undefined without the header or with `If-Match: *`.
+   */
+  ifMatch: number | undefined;
   req: Request;
   res: Response;
 }
 
 /** A handler returns the success body; `undefined` for 204. Throw AppError for the rest. */
 export type Handler<E extends Endpoint> = (ctx: HandlerContext<E>) => Promise<unknown>;
+
+/** `"3"`, `W/"3"` or `3`: the ETag this service sends for version 3. */
+const IF_MATCH = /^(?:W\/)?"?([1-9][0-9]{0,14})"?$/;
+
+/** The version an If-Match header names; 400 when it is not an ETag of this service. */
+export function parseIfMatch(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const v = raw.trim();
+  if (v === '*') return undefined;
+  const m = IF_MATCH.exec(v);
+  if (!m) throw new AppError('validation_error', 'If-Match: must be the ETag of the resource as returned, e.g. "3"');
+  return Number(m[1]);
+}
+
+/** A success body that carries a numeric `version` also carries it as `ETag: "<version>"`. */
+const etagOf = (payload: unknown): string | undefined => {
+  const v = payload && typeof payload === 'object' ? (payload as { version?: unknown }).version : undefined;
+  return typeof v === 'number' && Number.isInteger(v) ? `"${v}"` : undefined;
+};
 
 /** Idempotency-Key values: 1 to 255 visible ASCII characters (no spaces, no control characters). */
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -72,6 +96,7 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
       throw new AppError('validation_error', 'Idempotency-Key: must be 1 to 255 visible ASCII characters');
     }
     const query = ep.query ? parseOrThrow(ep.query, req.query, 'query') : undefined;
+    const ifMatch = parseIfMatch(req.get('if-match'));
     const ctx: HandlerContext<E> = {
       auth,
       body: body as Infer<E['body']>,
@@ -82,10 +107,16 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
         l.creditsCharged += n;
       },
       idFor: (prefix) => (idemSeed === undefined ? newId(prefix) : stableId(prefix, idemSeed)),
+      ifMatch,
       req,
       res,
     };
-    const send = (status: number, payload: unknown) => (status === 204 ? res.status(204).end() : res.status(status).json(payload));
+    const send = (status: number, payload: unknown) => {
+      if (status === 204) return res.status(204).end();
+      const etag = etagOf(payload);
+      if (etag) res.setHeader('ETag', etag);
+      return res.status(status).json(payload);
+    };
 
     if (idemKey === undefined) return send(ep.status, await handler(ctx));
 

@@ -4,7 +4,7 @@ import type { DeckJobInput, PresentationCreated, PresentationRequest } from '../
 import { JOB_ID_PREFIX } from '../../contracts/registry';
 import { toEnvelope } from '../../platform/jobs';
 import type { JobDoc } from '../../platform/mongo';
-import { createProjects, type ProjectDoc, presentationUrl } from '../../platform/projects';
+import { createProjects, type ProjectDoc, presentationUrl } from '../../platform/projects/projects.repository';
 import type { Runtime } from '../../platform/runtime';
 import { assertFetchable } from '../../platform/ssrf';
 
@@ -51,7 +51,11 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
         accountId: input.accountId,
         name: req.name,
         description: req.description ?? '',
+        kind: 'presentation',
         projectType: 'presentation',
+        version: 1,
+        content: null,
+        shares: [],
         canvasMode: slideMode,
         tags: req.tags ?? [],
         isStarred: false,

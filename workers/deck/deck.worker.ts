@@ -1,6 +1,6 @@
 import { DeckJobInput, OutlineItem, type DeckResult, type DeckSlide, type DeckTheme } from '../../contracts/presentations';
 import type { Config } from '../../platform/config';
-import { createProjects, presentationUrl } from '../../platform/projects';
+import { createProjects, presentationUrl } from '../../platform/projects/projects.repository';
 import type { Runtime } from '../../platform/runtime';
 import { guardedFetch, readLimited } from '../../platform/ssrf';
 import type { DeckEngine } from '../engines/deck/deck.engine';

@@ -1,19 +1,31 @@
 import type { Collection } from 'mongodb';
-import type { DeckTheme, DeckSlide, OutlineItem, SlideMode } from '../contracts/presentations';
-import { newId } from './ids';
-import { COLLECTIONS, type Database } from './mongo';
+import type { DeckTheme, DeckSlide, OutlineItem, SlideMode } from '../../contracts/presentations';
+import type { ProjectKind, ProjectType } from '../../contracts/projects';
+import { newId } from '../ids';
+import { COLLECTIONS, type Database } from '../mongo';
 
 /**
- * Projects (SPEC 4.3): one collection for every project type. A presentation keeps its deck
- * settings and, once built, its slides under `presentation`.
- * WARNING: field names are persisted.
+ * Projects (SPEC 4.3): one collection for every kind. `content` holds what the project is made
+ * of (flowchart nodes and edges, whiteboard elements, notes Markdown); a presentation keeps its
+ * deck settings and, once built, its slides under `presentation`; a sheet's grid and commits live
+ * in their own collections (platform/sheets/), keyed by the project id.
+ * WARNING: field names are persisted. Documents written before `kind` and `version` existed
+ * (presentations) have neither: read them with `kindOf` and `versionOf`.
  */
 export interface ProjectDoc {
   _id: string; // prj_…
   accountId: string;
   name: string;
   description: string;
-  projectType: 'presentation' | 'flowchart' | 'whiteboard' | 'notes';
+  kind?: ProjectKind;
+  /** SPEC 2.7 projectType (`chart` for flowcharts and whiteboards); older presentations store `presentation`. */
+  projectType: ProjectType;
+  /** Optimistic concurrency (platform/versioned.ts): 1 at creation, +1 per change. */
+  version?: number;
+  /** The kind's content (FlowchartContent, whiteboard elements, notes Markdown); null for presentations and sheets. */
+  content?: Record<string, unknown> | null;
+  /** People the project was shared with (POST /projects/{id}/share). */
+  shares?: { email: string; role: string; sharedAt: Date }[];
   /** How the canvas is edited; for presentations the slide mode (creator or content). */
   canvasMode: string;
   tags: string[];
@@ -40,6 +52,10 @@ export interface PresentationSettings {
   /** Filled in by the deck pool. */
   build: { status: 'built' | 'partial'; theme: DeckTheme; slides: DeckSlide[]; manifestUrl: string; builtAt: Date } | null;
 }
+
+/** The kind of a stored project (documents older than `kind` are presentations). */
+export const kindOf = (p: Pick<ProjectDoc, 'kind' | 'projectType'>): ProjectKind => p.kind ?? (p.projectType as ProjectKind);
+export const versionOf = (p: Pick<ProjectDoc, 'version'>): number => p.version ?? 1;
 
 export function createProjects(db: Database) {
   const col = db.db.collection<ProjectDoc>(COLLECTIONS.projects) as unknown as Collection<ProjectDoc>;
