@@ -1,0 +1,61 @@
+import path from 'node:path';
+import { expect } from 'chai';
+import madge from 'madge';
+
+/**
+ * The import rules of ../shared/ARCHITECTURE.md, checked on the real import graph (madge reads
+ * every TypeScript file, type-only imports included):
+ * - no circular imports anywhere;
+ * - contracts/ imports only contracts/ (schemas and names, no runtime code);
+ * - monitoring/ imports only monitoring/ and contracts/;
+ * - platform/ imports only platform/, contracts/ and monitoring/;
+ * - api/, workers/ and scheduler/ import platform/, contracts/ and monitoring/, never each other.
+ */
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const FOLDERS = ['api', 'workers', 'scheduler', 'platform', 'contracts', 'monitoring'] as const;
+type Folder = (typeof FOLDERS)[number];
+
+const ALLOWED: Record<Folder, readonly Folder[]> = {
+  contracts: ['contracts'],
+  monitoring: ['monitoring', 'contracts'],
+  platform: ['platform', 'contracts', 'monitoring'],
+  api: ['api', 'platform', 'contracts', 'monitoring'],
+  workers: ['workers', 'platform', 'contracts', 'monitoring'],
+  scheduler: ['scheduler', 'platform', 'contracts', 'monitoring'],
+};
+
+describe('layout: the import graph', function () {
+  this.timeout(60_000);
+  let graph: Record<string, string[]>;
+  let circular: string[][];
+
+  before(async () => {
+    const res = await madge(
+      FOLDERS.map((f) => path.join(ROOT, f)),
+      { baseDir: ROOT, fileExtensions: ['ts'], tsConfig: path.join(ROOT, 'tsconfig.json'), detectiveOptions: { ts: { skipTypeImports: false } } },
+    );
+    graph = res.obj();
+    circular = res.circular();
+  });
+
+  it('when the runtime folders are read, then every one of them has files in the graph', () => {
+    for (const f of FOLDERS) expect(Object.keys(graph).some((file) => file.startsWith(`${f}/`)), f).to.equal(true);
+  });
+
+  it('when the import graph is walked, then it has no cycle', () => {
+    expect(circular.map((c) => c.join(' > '))).to.deep.equal([]);
+  });
+
+  it('when a file imports another folder, then the architecture allows that direction', () => {
+    const wrong: string[] = [];
+    for (const [file, deps] of Object.entries(graph)) {
+      const from = file.split('/')[0] as Folder;
+      if (!FOLDERS.includes(from)) continue;
+      for (const dep of deps) {
+        const to = dep.split('/')[0] as Folder;
+        if (FOLDERS.includes(to) && !ALLOWED[from].includes(to)) wrong.push(`${file} → ${dep}`);
+      }
+    }
+    expect(wrong).to.deep.equal([]);
+  });
+});

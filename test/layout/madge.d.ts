@@ -1,0 +1,14 @@
+/** The part of madge's API the layout test uses (the package ships no types). */
+declare module 'madge' {
+  interface MadgeResult {
+    obj(): Record<string, string[]>;
+    circular(): string[][];
+  }
+  interface MadgeConfig {
+    baseDir?: string;
+    fileExtensions?: string[];
+    tsConfig?: string;
+    detectiveOptions?: Record<string, unknown>;
+  }
+  export default function madge(path: string | string[], config?: MadgeConfig): Promise<MadgeResult>;
+}
