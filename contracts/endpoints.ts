@@ -1,9 +1,15 @@
 import { z } from 'zod';
 import { AccountResponse, CreditsResponse } from './account';
+import { Board, BoardCreate, BoardDuplicate, BoardList, BoardListQuery, BoardUpdate, Card, CardCreate, CardList, CardListQuery, CardUpdate } from './boards';
 import { CodeBuildRequest } from './code-builds';
+import { ExtractFlowchartRequest, ExtractFlowchartResult } from './extract';
+import { Conversation, ConversationCreate, ConversationList, ConversationListQuery, ConversationUpdate, MessageList, MessageListQuery } from './conversations';
 import { ImageRequest, ImageResult, MoonlightRequest, MoonlightResult } from './images';
 import { PresentationCreated, PresentationRequest } from './presentations';
+import { FlowchartCreate, NotesCreate, Project, ProjectList, ProjectListQuery, ProjectShareRequest, ProjectUpdate, WhiteboardCreate } from './projects';
+import { TemplateList, TemplateListQuery, TemplateUse } from './templates';
 import { ResearchLegacy, ResearchRequest } from './research';
+import { CommitListQuery, CommitResolveRequest, Sheet, SheetChange, SheetRange, SheetCommit, SheetCommitList, SheetCreate, SheetEditRequest, SheetEditResult, SheetList, SheetListQuery, SheetOpsRequest, SheetRangeQuery, SheetReadQuery, SheetRollbackRequest } from './sheets';
 import { SongRequest } from './songs';
 import { Webhook, WebhookCreate, WebhookCreated, WebhookDeliveriesQuery, WebhookDeliveryList, WebhookList, WebhookUpdate } from './webhooks';
 import { JobAccepted, JobEnvelope, listEnvelope } from './common';
@@ -64,52 +70,97 @@ export const endpoints = {
   listPersonaFaces: e({ method: 'get', path: '/personas/faces', scopes: R, status: 200, tag: 'personas', summary: 'List available persona faces.' }),
 
   // 4.3 Projects and creation
-  listProjects: e({ method: 'get', path: '/projects', scopes: R, status: 200, tag: 'projects', summary: 'List projects.' }),
-  getProject: e({ method: 'get', path: '/projects/{id}', scopes: R, status: 200, tag: 'projects', summary: 'Get a project.' }),
-  updateProject: e({ method: 'patch', path: '/projects/{id}', scopes: W, status: 200, tag: 'projects', summary: "Update a project's metadata or content." }),
-  deleteProject: e({ method: 'delete', path: '/projects/{id}', scopes: W, status: 204, tag: 'projects', summary: 'Delete a project.' }),
-  createFlowchart: e({ method: 'post', path: '/flowcharts', scopes: W, status: 201, tag: 'projects', summary: 'Create a flowchart project.' }),
-  createWhiteboard: e({ method: 'post', path: '/whiteboards', scopes: W, status: 201, tag: 'projects', summary: 'Create a whiteboard project.' }),
-  createNotes: e({ method: 'post', path: '/notes', scopes: W, status: 201, tag: 'projects', summary: 'Create a notes project.' }),
+  listProjects: e({
+    method: 'get', path: '/projects', scopes: R, status: 200, tag: 'projects', query: ProjectListQuery, response: ProjectList,
+    summary: 'List projects of every kind (flowcharts, whiteboards, notes, presentations, sheets), without their content. Newest change first by default (sort, order); filters projectType, kind, tag, q (case-insensitive part of the name), starred. Keyset pages: limit 1 to 100 (default 20), opaque cursor.',
+  }),
+  getProject: e({ method: 'get', path: '/projects/{id}', scopes: R, status: 200, tag: 'projects', summary: 'Get a project with its content and shares; ETag is its version.', response: Project }),
+  updateProject: e({
+    method: 'patch', path: '/projects/{id}', scopes: W, status: 200, tag: 'projects', body: ProjectUpdate, response: Project,
+    summary: "Update a project's metadata or content: only the fields sent change (content is replaced whole, validated for the kind; a presentation's or sheet's content is not patchable). Send If-Match: \"<version>\" to apply only to that version.",
+    errors: { '409': 'If-Match names a version the project has moved past (version_conflict); nothing was changed.' },
+  }),
+  deleteProject: e({
+    method: 'delete', path: '/projects/{id}', scopes: W, status: 204, tag: 'projects',
+    summary: "Delete a project (a sheet's grid and commits with it; a presentation's deck job is left as it is). Honours If-Match.",
+    errors: { '409': 'If-Match names a version the project has moved past (version_conflict); nothing was deleted.' },
+  }),
+  shareProject: e({
+    method: 'post', path: '/projects/{id}/share', scopes: W, status: 200, tag: 'projects', body: ProjectShareRequest, response: Project,
+    summary: 'Share a project with a person (email) as viewer, commenter or editor; sharing an email again changes its role (no second entry). Answers the project with its shares and emits project.shared. At most 50 people per project. Honours If-Match.',
+    errors: { '409': 'The project is already shared with 50 people (limit_exceeded), or If-Match names an older version (version_conflict).' },
+  }),
+  createFlowchart: e({
+    method: 'post', path: '/flowcharts', scopes: W, status: 201, tag: 'projects', body: FlowchartCreate, response: Project, idempotent: true,
+    summary: 'Create a flowchart project: nodes (at most 500; shapes start, end, process, decision, input, output, document, note) and edges (at most 1000) that name existing nodes. Nodes without x and y are laid out top to bottom.',
+  }),
+  createWhiteboard: e({
+    method: 'post', path: '/whiteboards', scopes: W, status: 201, tag: 'projects', body: WhiteboardCreate, response: Project, idempotent: true,
+    summary: 'Create a whiteboard project: at most 1000 elements (shapes, text, images by http(s) URL, connectors between existing elements), each with id, position, size and style.',
+  }),
+  createNotes: e({ method: 'post', path: '/notes', scopes: W, status: 201, tag: 'projects', body: NotesCreate, response: Project, idempotent: true, summary: 'Create a notes project: Markdown of at most 200000 characters.' }),
   createPresentation: e({ method: 'post', path: '/presentations', scopes: W, status: 201, tag: 'projects', summary: 'Create a presentation; slides build in the background as a deck_ job.', body: PresentationRequest, response: PresentationCreated, idempotent: true }),
-  listTemplates: e({ method: 'get', path: '/templates', scopes: R, status: 200, tag: 'projects', summary: 'List templates.' }),
-  useTemplate: e({ method: 'post', path: '/templates/{id}/use', scopes: W, status: 201, tag: 'projects', summary: 'Create a project from a template.' }),
+  listTemplates: e({
+    method: 'get', path: '/templates', scopes: R, status: 200, tag: 'projects', query: TemplateListQuery, response: TemplateList,
+    summary: 'List the built-in templates (flowcharts, whiteboards, notes), each with its content and a preview (counts, first lines, an SVG picture as a data: URL). Filters kind, projectType.',
+  }),
+  useTemplate: e({
+    method: 'post', path: '/templates/{id}/use', scopes: W, status: 201, tag: 'projects', body: TemplateUse, response: Project, idempotent: true,
+    summary: "Create a project from a template, named from the body's name or the template's (send {} to take the template's name, description and tags).",
+  }),
 
   // 4.4 Sheets
-  listSheets: e({ method: 'get', path: '/sheets', scopes: R, status: 200, tag: 'sheets', summary: 'List sheets.' }),
-  createSheet: e({ method: 'post', path: '/sheets', scopes: W, status: 201, tag: 'sheets', summary: 'Create a sheet.' }),
-  getSheet: e({ method: 'get', path: '/sheets/{id}', scopes: R, status: 200, tag: 'sheets', summary: "Read a sheet's rows." }),
-  getSheetRange: e({ method: 'get', path: '/sheets/{id}/range', scopes: R, status: 200, tag: 'sheets', summary: 'Read a sheet range.' }),
-  applySheetOps: e({ method: 'post', path: '/sheets/{id}/ops', scopes: W, status: 200, tag: 'sheets', summary: 'Apply or propose structured ops.' }),
-  editSheet: e({ method: 'post', path: '/sheets/{id}/edit', scopes: AI, status: 200, tag: 'sheets', summary: 'Edit by natural-language instruction.' }),
-  listSheetCommits: e({ method: 'get', path: '/sheets/{id}/commits', scopes: R, status: 200, tag: 'sheets', summary: 'List commits.' }),
-  getSheetCommit: e({ method: 'get', path: '/sheets/{id}/commits/{commitId}', scopes: R, status: 200, tag: 'sheets', summary: 'Get a commit diff.' }),
-  resolveSheetCommit: e({ method: 'post', path: '/sheets/{id}/commits/{commitId}/resolve', scopes: W, status: 200, tag: 'sheets', summary: 'Merge or reject a proposed commit.' }),
-  rollbackSheet: e({ method: 'post', path: '/sheets/{id}/rollback', scopes: W, status: 200, tag: 'sheets', summary: 'Roll the sheet back to a commit.' }),
+  listSheets: e({ method: 'get', path: '/sheets', scopes: R, status: 200, tag: 'sheets', summary: 'List sheets, newest first.', query: SheetListQuery, response: SheetList }),
+  createSheet: e({ method: 'post', path: '/sheets', scopes: W, status: 201, tag: 'sheets', summary: 'Create a sheet (a project of kind sheet): typed columns and optional initial rows.', body: SheetCreate, response: Sheet }),
+  getSheet: e({ method: 'get', path: '/sheets/{id}', scopes: R, status: 200, tag: 'sheets', summary: "Read a sheet's columns and a page of its rows (startRow, rowLimit).", query: SheetReadQuery, response: Sheet }),
+  getSheetRange: e({ method: 'get', path: '/sheets/{id}/range', scopes: R, status: 200, tag: 'sheets', summary: 'Read a sheet range in A1 notation (row 1 is the first data row).', query: SheetRangeQuery, response: SheetRange, errors: { '400': 'Validation failed, or the range is malformed or starts outside the grid (the message names range).' } }),
+  applySheetOps: e({ method: 'post', path: '/sheets/{id}/ops', scopes: W, status: 200, tag: 'sheets', summary: 'Apply or propose structured ops as one commit.', body: SheetOpsRequest, response: SheetChange, errors: { '400': 'Validation failed; the message names the op and field, e.g. ops.2.column.', '409': 'If-Match named another version (version_conflict), or concurrent commits kept changing the sheet / made the ops inapplicable (conflict).' } }),
+  editSheet: e({ method: 'post', path: '/sheets/{id}/edit', scopes: AI, status: 200, tag: 'sheets', summary: 'Edit by natural-language instruction (charged sheet_edit): the engine writes ops, applied or proposed as a commit.', body: SheetEditRequest, response: SheetEditResult, errors: { '400': 'The instruction is not understood (the message lists what is), or the engine wrote ops that do not apply; nothing is charged.', '409': 'Concurrent commits (conflict) or If-Match (version_conflict).', '503': 'The sheet pool or its provider is unavailable (service_unavailable); nothing is charged.', '504': 'The sheet pool did not answer within the deadline (timeout); nothing is charged.' } }),
+  listSheetCommits: e({ method: 'get', path: '/sheets/{id}/commits', scopes: R, status: 200, tag: 'sheets', summary: 'List commits, newest first (filter by status).', query: CommitListQuery, response: SheetCommitList }),
+  getSheetCommit: e({ method: 'get', path: '/sheets/{id}/commits/{commitId}', scopes: R, status: 200, tag: 'sheets', summary: 'Get a commit with its ops and cell diff.', response: SheetCommit }),
+  resolveSheetCommit: e({ method: 'post', path: '/sheets/{id}/commits/{commitId}/resolve', scopes: W, status: 200, tag: 'sheets', summary: 'Merge or reject a proposed commit; a merge is rebased onto later commits that touched other cells.', body: CommitResolveRequest, response: SheetChange, errors: { '409': 'A later merged commit changed what the proposal changes (stale_commit), or the commit is not proposed (conflict).' } }),
+  rollbackSheet: e({ method: 'post', path: '/sheets/{id}/rollback', scopes: W, status: 200, tag: 'sheets', summary: 'Restore the grid of a merged commit, as a new commit.', body: SheetRollbackRequest, response: SheetChange, errors: { '409': 'The commit is not merged, or the grid already equals it (conflict).' } }),
 
   // 4.5 Boards
-  listBoards: e({ method: 'get', path: '/boards', scopes: R, status: 200, tag: 'boards', summary: 'List boards.' }),
-  createBoard: e({ method: 'post', path: '/boards', scopes: W, status: 201, tag: 'boards', summary: 'Create a board.' }),
-  getBoard: e({ method: 'get', path: '/boards/{id}', scopes: R, status: 200, tag: 'boards', summary: 'Get a board.' }),
-  updateBoard: e({ method: 'patch', path: '/boards/{id}', scopes: W, status: 200, tag: 'boards', summary: 'Update a board.' }),
-  deleteBoard: e({ method: 'delete', path: '/boards/{id}', scopes: W, status: 204, tag: 'boards', summary: 'Delete a board.' }),
-  duplicateBoard: e({ method: 'post', path: '/boards/{id}/duplicate', scopes: W, status: 201, tag: 'boards', summary: 'Duplicate a board.' }),
-  listCards: e({ method: 'get', path: '/boards/{id}/cards', scopes: R, status: 200, tag: 'boards', summary: 'List cards.' }),
-  createCard: e({ method: 'post', path: '/boards/{id}/cards', scopes: W, status: 201, tag: 'boards', summary: 'Create a card.' }),
-  updateCard: e({ method: 'patch', path: '/boards/{id}/cards/{cardId}', scopes: W, status: 200, tag: 'boards', summary: 'Update a card.' }),
+  listBoards: e({ method: 'get', path: '/boards', scopes: R, status: 200, tag: 'boards', summary: 'List boards, last changed first (list envelope; lanes without card counts).', query: BoardListQuery, response: BoardList }),
+  createBoard: e({ method: 'post', path: '/boards', scopes: W, status: 201, tag: 'boards', summary: 'Create a board (default lanes To do, Doing, Done).', body: BoardCreate, response: Board }),
+  getBoard: e({ method: 'get', path: '/boards/{id}', scopes: R, status: 200, tag: 'boards', summary: 'Get a board with its card counts per lane.', response: Board }),
+  updateBoard: e({ method: 'patch', path: '/boards/{id}', scopes: W, status: 200, tag: 'boards', summary: 'Update a board: only the passed fields change; columns replaces the lanes (matched by id). If-Match supported.', body: BoardUpdate, response: Board, errors: { '409': 'If-Match names an older version (version_conflict), or a removed lane still holds cards (column_not_empty).' } }),
+  deleteBoard: e({ method: 'delete', path: '/boards/{id}', scopes: W, status: 204, tag: 'boards', summary: 'Delete a board and its cards.' }),
+  duplicateBoard: e({ method: 'post', path: '/boards/{id}/duplicate', scopes: W, status: 201, tag: 'boards', summary: 'Duplicate a board: a deep copy of its lanes and cards with new ids, in the same order. Body {} or { name }.', body: BoardDuplicate, response: Board }),
+  listCards: e({ method: 'get', path: '/boards/{id}/cards', scopes: R, status: 200, tag: 'boards', summary: 'List cards in board order: lane by lane, then position, then id (list envelope; filters column, label, assignee).', query: CardListQuery, response: CardList }),
+  createCard: e({ method: 'post', path: '/boards/{id}/cards', scopes: W, status: 201, tag: 'boards', summary: 'Create a card, at the bottom of its lane unless before/after say where.', body: CardCreate, response: Card, errors: { '409': 'The lane is being removed from the board (conflict); try again.' } }),
+  updateCard: e({ method: 'patch', path: '/boards/{id}/cards/{cardId}', scopes: W, status: 200, tag: 'boards', summary: 'Update a card: only the passed fields change; column, before and after move it (only this card is written). If-Match supported.', body: CardUpdate, response: Card, errors: { '409': 'If-Match names an older version (version_conflict), or the target lane is being removed (conflict).' } }),
   deleteCard: e({ method: 'delete', path: '/boards/{id}/cards/{cardId}', scopes: W, status: 204, tag: 'boards', summary: 'Delete a card.' }),
 
   // 4.6 Chat and conversations
   chat: e({ method: 'post', path: '/chat', scopes: AI, status: 200, tag: 'chat', summary: 'One assistant turn: a UI-message SSE stream, or assembled JSON with stream false.' }),
-  listConversations: e({ method: 'get', path: '/conversations', scopes: R, status: 200, tag: 'chat', summary: 'List conversations.' }),
-  createConversation: e({ method: 'post', path: '/conversations', scopes: W, status: 201, tag: 'chat', summary: 'Create a conversation.' }),
-  getConversation: e({ method: 'get', path: '/conversations/{id}', scopes: R, status: 200, tag: 'chat', summary: 'Get a conversation.' }),
-  updateConversation: e({ method: 'patch', path: '/conversations/{id}', scopes: W, status: 200, tag: 'chat', summary: 'Update title or mode.' }),
+  listConversations: e({ method: 'get', path: '/conversations', scopes: R, status: 200, tag: 'chat', summary: 'List conversations, newest activity first (list envelope).', query: ConversationListQuery, response: ConversationList }),
+  createConversation: e({ method: 'post', path: '/conversations', scopes: W, status: 201, tag: 'chat', summary: 'Create a conversation.', body: ConversationCreate, response: Conversation }),
+  getConversation: e({ method: 'get', path: '/conversations/{id}', scopes: R, status: 200, tag: 'chat', summary: 'Get a conversation.', response: Conversation }),
+  updateConversation: e({ method: 'patch', path: '/conversations/{id}', scopes: W, status: 200, tag: 'chat', summary: 'Update title or mode: only the passed fields change. If-Match supported.', body: ConversationUpdate, response: Conversation, errors: { '409': 'If-Match names an older version (version_conflict).' } }),
   deleteConversation: e({ method: 'delete', path: '/conversations/{id}', scopes: W, status: 204, tag: 'chat', summary: 'Delete the conversation and its messages.' }),
-  listConversationMessages: e({ method: 'get', path: '/conversations/{id}/messages', scopes: R, status: 200, tag: 'chat', summary: 'List messages, oldest first.' }),
+  listConversationMessages: e({ method: 'get', path: '/conversations/{id}/messages', scopes: R, status: 200, tag: 'chat', summary: 'List messages, oldest first (list envelope, by seq).', query: MessageListQuery, response: MessageList }),
 
   // 4.7 Media and jobs
-  extractFlowchart: e({ method: 'post', path: '/extract-flowchart', scopes: AI, status: 201, tag: 'media', summary: 'Create a flowchart project from a PDF, PPTX or image.' }),
+  extractFlowchart: e({
+    method: 'post',
+    path: '/extract-flowchart',
+    scopes: AI,
+    status: 201,
+    tag: 'media',
+    summary: 'Create a flowchart project from a PDF, PPTX or image.',
+    body: ExtractFlowchartRequest,
+    response: ExtractFlowchartResult,
+    idempotent: true,
+    errors: {
+      '400':
+        'validation_error naming the field, before any charge: documentBase64 with a data: prefix, not canonical base64, more than 10 MB decoded, or bytes that are not of mimeType (sniffed); mimeType outside the enum; fileName not one line of at most 255 characters. Also invalid_json and bad_request.',
+      '422': 'unreadable_document (the document is damaged or password-protected) or no_text_found (it holds no text); nothing is charged. Or idempotency_key_reused (this Idempotency-Key was used with another body).',
+      '503': 'The extract pool is unreachable, or lacks OCR on its machine (service_unavailable); nothing is charged.',
+      '504': 'The extract pool did not answer within the deadline (timeout, EXTRACT_RPC_TIMEOUT_MS); nothing is charged.',
+    },
+  }),
   createImage: e({ method: 'post', path: '/images', scopes: AI, status: 200, tag: 'media', summary: 'Synchronous image generation.', body: ImageRequest, response: ImageResult, errors: { '403': 'Explicit svc-ultra on the Free plan (forbidden), or scope/plan.', '504': 'The image pool did not answer within the deadline (timeout); nothing is charged.' } }),
   createMoonlightImage: e({ method: 'post', path: '/images/moonlight', scopes: AI, status: 200, tag: 'media', summary: 'Synchronous in-house image model render.', body: MoonlightRequest, response: MoonlightResult, errors: { '400': 'Validation failed, a non-empty negativePrompt, or a prompt describing adult content.', '403': 'The finished render was scored adult; nothing is charged.', '504': 'The image pool did not answer within the deadline (timeout); nothing is charged.' } }),
   createVideo: e({ method: 'post', path: '/videos', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a video render (vid_ job).', body: VideoRequest, response: VideoAccepted, idempotent: true }),

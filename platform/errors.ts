@@ -25,11 +25,17 @@ export const ERROR_STATUS = {
   version_conflict: 409,
   /** A proposed sheet commit whose cells a later merged commit changed: it cannot be merged as proposed. */
   stale_commit: 409,
+  /** A board PATCH would remove a lane that still holds cards (move or delete them first). */
+  column_not_empty: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   /** A Range header no byte of the file satisfies (signed asset links); Content-Range: bytes *\/size. */
   range_not_satisfiable: 416,
   idempotency_key_reused: 422,
+  /** POST /extract-flowchart: the document is of the declared type but cannot be read (damaged, password-protected); nothing is charged. */
+  unreadable_document: 422,
+  /** POST /extract-flowchart: the document was read but holds no text (a scan without a text layer, a blank image); nothing is charged. */
+  no_text_found: 422,
   rate_limited: 429,
   /** Request headers larger than the server accepts (16 KiB). */
   headers_too_large: 431,

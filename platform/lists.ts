@@ -21,6 +21,8 @@ export interface KeysetOptions {
   direction: 1 | -1;
   limit: number;
   cursor?: string;
+  /** Fields to leave out or keep (a find projection), e.g. `{ content: 0 }` for list items. */
+  projection?: Document;
 }
 
 export interface Page<T> {
@@ -69,7 +71,7 @@ export async function keysetPage<T extends Document & { _id: string }>(col: Coll
     pageFilter = { $and: [filter, { $or: [{ [field]: { [cmp]: after.value } }, { [field]: after.value, _id: { [cmp]: after.id } }] }] } as Filter<T>;
   }
   const sort = { [field]: direction, _id: direction } as Sort;
-  const [rows, total] = await Promise.all([col.find(pageFilter).sort(sort).limit(opts.limit + 1).toArray(), col.countDocuments(filter)]);
+  const [rows, total] = await Promise.all([col.find(pageFilter, opts.projection ? { projection: opts.projection } : {}).sort(sort).limit(opts.limit + 1).toArray(), col.countDocuments(filter)]);
   const more = rows.length > opts.limit;
   const data = rows.slice(0, opts.limit) as T[];
   const last = data[data.length - 1];

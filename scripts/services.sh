@@ -30,6 +30,28 @@ if ! command -v ffmpeg >/dev/null || ! command -v ffprobe >/dev/null; then
   fi
 fi
 
+# --- tesseract (OCR of images for POST /extract-flowchart) -------------------
+# Idempotent like ffmpeg: installs Debian's tesseract-ocr, the language data of every language in
+# EXTRACT_OCR_LANGUAGES (default eng; "eng+deu" needs tesseract-ocr-deu) and a font the tests
+# render text with, only when one is missing and we are root.
+ocr_packages=()
+ocr_langs=""
+if command -v tesseract >/dev/null; then ocr_langs="$(tesseract --list-langs 2>/dev/null || true)"; else ocr_packages+=(tesseract-ocr); fi
+for lang in $(printf '%s' "${EXTRACT_OCR_LANGUAGES:-eng}" | tr '+' ' '); do
+  grep -qx "$lang" <<<"$ocr_langs" || ocr_packages+=("tesseract-ocr-${lang//_/-}")
+done
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || ocr_packages+=(fonts-dejavu-core)
+if [ "${#ocr_packages[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    log "installing ${ocr_packages[*]} (apt-get; once)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${ocr_packages[@]}" >/dev/null
+    log "tesseract installed: $(tesseract --version 2>&1 | head -1)"
+  else
+    log "missing and we are not root: ${ocr_packages[*]} (OCR of images in POST /extract-flowchart needs them)"
+  fi
+fi
+
 # host:port of the first host in a URL such as scheme://user:pass@host:port/path
 host_port() {
   local rest="${1#*://}"; rest="${rest#*@}"; rest="${rest%%/*}"; rest="${rest%%\?*}"; rest="${rest%%,*}"

@@ -2,7 +2,9 @@ import type { PoolType } from '../contracts/registry';
 import type { Runtime } from '../platform/runtime';
 import { codeWorker } from './code/code.worker';
 import { deckWorker } from './deck/deck.worker';
+import { extractResponder } from './extract/extract.worker';
 import { imageResponder } from './image/image.worker';
+import { sheetResponder } from './sheet/sheet.worker';
 import { videoWorker } from './video/video.worker';
 import { researchWorker } from './research/research.worker';
 import { songWorker } from './song/song.worker';
@@ -27,4 +29,6 @@ export const poolDefinitions: Partial<Record<PoolType, (rt: Runtime) => PoolDefi
  */
 export const responderDefinitions: Partial<Record<PoolType, (rt: Runtime) => ResponderDefinition<any, any>>> = {
   image: (rt) => imageResponder(rt),
+  extract: (rt) => extractResponder(rt),
+  sheet: (rt) => sheetResponder(rt),
 };

@@ -1,9 +1,17 @@
 import { Router } from 'express';
+import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
-import type { RouteDeps } from '../http/route';
+import { mount, type RouteDeps } from '../http/route';
+import { createExtractService } from './extract.service';
 
-/** Routes of POST /extract-flowchart (SPEC 4). */
-export function extractRoutes(_rt: Runtime, _deps: RouteDeps) {
+/** Routes of POST /extract-flowchart (SPEC 4.7). */
+export function extractRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
+  const service = createExtractService(rt);
+  mount(r, endpoints.extractFlowchart, async ({ auth, body, requestId, idFor, charged, req }) => {
+    const result = await service.extract({ accountId: auth.account._id, requestId, request: body, idFor, retry: req.get('idempotency-key') !== undefined });
+    charged(result.charged);
+    return result;
+  }, deps);
   return r;
 }

@@ -101,12 +101,18 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     next();
   };
   const safeKeys: RequestHandler = (req, _res, next) => {
+    // body-parser reads an empty JSON body as {}; it is no JSON object, so a route with a body
+    // schema answers 400 "body: must be a JSON object" (as for a request without a body).
+    if ((req as { emptyJsonBody?: boolean }).emptyJsonBody) req.body = undefined;
     if (req.body !== undefined) assertSafeKeys(req.body);
     next();
   };
   return [
     requireJson,
-    express.json({ limit: limitBytes, strict: true, verify: (_req: IncomingMessage, _res, buf: Buffer) => assertJsonDepth(buf) }),
+    express.json({ limit: limitBytes, strict: true, verify: (req: IncomingMessage, _res, buf: Buffer) => {
+      if (buf.length === 0) (req as { emptyJsonBody?: boolean }).emptyJsonBody = true;
+      assertJsonDepth(buf);
+    } }),
     safeKeys,
   ];
 }

@@ -80,7 +80,7 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
       // After the charge and the job, a failure to announce must not fail the request (a retry
       // would build a second deck): it is logged, and the outbox covers broker outages.
       const announce = () =>
-        emitEvent(rt, input.accountId, 'project.created', { projectId, projectType: 'presentation', name: project.name, openUrl: presentationUrl(rt.config.PUBLIC_BASE_URL, projectId) }).catch((err) =>
+        emitEvent(rt, input.accountId, 'project.created', { projectId, kind: 'presentation', projectType: 'presentation', name: project.name, openUrl: presentationUrl(rt.config.PUBLIC_BASE_URL, projectId) }).catch((err) =>
           rt.log.error('project.created not recorded', { projectId, err: err as Error }),
         );
 

@@ -1,8 +1,10 @@
-import type { Collection } from 'mongodb';
+import type { Collection, Filter, UpdateFilter } from 'mongodb';
 import type { DeckTheme, DeckSlide, OutlineItem, SlideMode } from '../../contracts/presentations';
-import type { ProjectKind, ProjectType } from '../../contracts/projects';
+import { PROJECT_KINDS, PROJECT_TYPE_OF_KIND, type ProjectKind, type ProjectType, type ShareRole } from '../../contracts/projects';
 import { newId } from '../ids';
+import { decodeCursor, keysetPage, type Page } from '../lists';
 import { COLLECTIONS, type Database } from '../mongo';
+import { missOrConflict, updateVersioned } from '../versioned';
 
 /**
  * Projects (SPEC 4.3): one collection for every kind. `content` holds what the project is made
@@ -25,7 +27,7 @@ export interface ProjectDoc {
   /** The kind's content (FlowchartContent, whiteboard elements, notes Markdown); null for presentations and sheets. */
   content?: Record<string, unknown> | null;
   /** People the project was shared with (POST /projects/{id}/share). */
-  shares?: { email: string; role: string; sharedAt: Date }[];
+  shares?: ProjectShareDoc[];
   /** How the canvas is edited; for presentations the slide mode (creator or content). */
   canvasMode: string;
   tags: string[];
@@ -57,10 +59,41 @@ export interface PresentationSettings {
 export const kindOf = (p: Pick<ProjectDoc, 'kind' | 'projectType'>): ProjectKind => p.kind ?? (p.projectType as ProjectKind);
 export const versionOf = (p: Pick<ProjectDoc, 'version'>): number => p.version ?? 1;
 
+/** One person a project is shared with. WARNING: persisted. */
+export interface ProjectShareDoc {
+  /** Lower case. */
+  email: string;
+  role: ShareRole | string;
+  sharedAt: Date;
+}
+
+/** What a list of projects may be narrowed to (GET /projects). */
+export interface ProjectListFilter {
+  projectType?: ProjectType;
+  kind?: ProjectKind;
+  tag?: string;
+  /** Already escaped for a regular expression. */
+  nameRegex?: string;
+  isStarred?: boolean;
+}
+
+/** Kinds whose project type no other kind has: filtering by kind is filtering by projectType, which documents older than `kind` carry too. */
+const UNIQUE_TYPE = new Set<ProjectKind>(PROJECT_KINDS.filter((k) => PROJECT_KINDS.filter((o) => PROJECT_TYPE_OF_KIND[o] === PROJECT_TYPE_OF_KIND[k]).length === 1));
+
+/** The fields list items leave out (content can be large). */
+const LIST_PROJECTION = { content: 0, presentation: 0, shares: 0 } as const;
+
 export function createProjects(db: Database) {
   const col = db.db.collection<ProjectDoc>(COLLECTIONS.projects) as unknown as Collection<ProjectDoc>;
   let indexed: Promise<unknown> | undefined;
-  const ensureIndex = () => (indexed ??= col.createIndex({ accountId: 1, updatedAt: -1 }).catch(() => undefined));
+  // One index per list sort; FerretDB ignores them, MongoDB serves each list page from one.
+  const ensureIndex = () =>
+    (indexed ??= Promise.all([
+      col.createIndex({ accountId: 1, updatedAt: -1, _id: -1 }),
+      col.createIndex({ accountId: 1, createdAt: -1, _id: -1 }),
+      col.createIndex({ accountId: 1, name: 1, _id: 1 }),
+    ]).catch(() => undefined));
+  const mine = (accountId: string, id: string) => ({ _id: id, accountId, deletedAt: null }) as Filter<ProjectDoc>;
 
   return {
     newId: () => newId('prj'),
@@ -71,7 +104,7 @@ export function createProjects(db: Database) {
       return doc;
     },
 
-    findForAccount: (accountId: string, id: string) => col.findOne({ _id: id, accountId, deletedAt: null }),
+    findForAccount: (accountId: string, id: string) => col.findOne(mine(accountId, id)),
 
     async deleteForAccount(accountId: string, id: string): Promise<void> {
       await col.deleteOne({ _id: id, accountId });
@@ -81,6 +114,68 @@ export function createProjects(db: Database) {
     async saveBuild(accountId: string, id: string, build: NonNullable<PresentationSettings['build']>): Promise<boolean> {
       const r = await col.updateOne({ _id: id, accountId }, { $set: { 'presentation.build': build, updatedAt: new Date() } });
       return r.matchedCount === 1;
+    },
+
+    /** One keyset page of the account's projects, without content (platform/lists.ts). */
+    async list(accountId: string, f: ProjectListFilter, page: { field: 'updatedAt' | 'createdAt' | 'name'; direction: 1 | -1; limit: number; cursor?: string }): Promise<Page<ProjectDoc>> {
+      await ensureIndex();
+      const tag = `projects:${page.field}:${page.direction === 1 ? 'asc' : 'desc'}`;
+      if (page.cursor) decodeCursor(tag, page.cursor); // 400 for a bad cursor, whatever the filters
+      const filter: Filter<ProjectDoc> = { accountId, deletedAt: null };
+      if (f.kind) {
+        if (UNIQUE_TYPE.has(f.kind)) filter.projectType = PROJECT_TYPE_OF_KIND[f.kind];
+        else filter.kind = f.kind;
+      }
+      if (f.projectType) {
+        // A kind of another project type matches nothing.
+        if (f.kind && PROJECT_TYPE_OF_KIND[f.kind] !== f.projectType) return { data: [], total: 0, cursor: null };
+        filter.projectType = f.projectType;
+      }
+      if (f.tag !== undefined) filter.tags = f.tag;
+      if (f.isStarred !== undefined) filter.isStarred = f.isStarred;
+      if (f.nameRegex !== undefined) filter.name = { $regex: f.nameRegex, $options: 'i' };
+      return keysetPage(col, filter, { tag, field: page.field, direction: page.direction, limit: page.limit, cursor: page.cursor, projection: LIST_PROJECTION });
+    },
+
+    /**
+     * Documents written before `version` existed get version 1 stored, so that the next change
+     * makes it 2 (an `$inc` of a missing field would make it 1 again).
+     */
+    async ensureVersion(accountId: string, doc: ProjectDoc): Promise<void> {
+      if (doc.version !== undefined) return;
+      await col.updateOne({ _id: doc._id, accountId, version: { $exists: false } }, { $set: { version: 1 } });
+      doc.version = 1;
+    },
+
+    /**
+     * Set fields of the account's project in one atomic command (version +1, updatedAt now);
+     * 404 not_found, or 409 version_conflict when `expectedVersion` is given and differs.
+     */
+    update: (accountId: string, id: string, set: Partial<ProjectDoc>, expectedVersion?: number) =>
+      updateVersioned(col as unknown as Collection<ProjectDoc & { version: number }>, accountId, id, { $set: set } as UpdateFilter<ProjectDoc & { version: number }>, {
+        expectedVersion,
+        extra: { deletedAt: null },
+        what: 'project',
+      }) as Promise<ProjectDoc>,
+
+    /**
+     * Delete the account's project (only at `expectedVersion` when given) and return what was
+     * deleted; 404 not_found, 409 version_conflict.
+     */
+    async remove(accountId: string, id: string, expectedVersion?: number): Promise<ProjectDoc> {
+      const base = mine(accountId, id);
+      const gone = await col.findOneAndDelete(expectedVersion === undefined ? base : { ...base, version: expectedVersion });
+      if (gone) return gone;
+      throw await missOrConflict(col as unknown as Collection<ProjectDoc & { version: number }>, base as Filter<ProjectDoc & { version: number }>, expectedVersion, 'project');
+    },
+
+    /**
+     * A sheet project's grid and commits (the sheets capability's collections, keyed by the
+     * project id), deleted with the project.
+     */
+    async removeSheetData(accountId: string, id: string): Promise<void> {
+      await db.db.collection(COLLECTIONS.sheets).deleteOne({ _id: id as never, accountId });
+      await db.db.collection(COLLECTIONS.sheetCommits).deleteMany({ sheetId: id, accountId });
     },
   };
 }

@@ -32,7 +32,7 @@ describe('webhooks API', () => {
   it('when the registry is read, then it holds exactly the SPEC 6.1 names and only emitted ones are subscribable', () => {
     expect([...EVENT_NAMES].sort()).to.deep.equal([...SPEC_EVENT_NAMES].sort());
     expect(SUBSCRIBABLE_EVENT_NAMES).to.include.members(['code_build.completed', 'code_build.failed']);
-    expect(SUBSCRIBABLE_EVENT_NAMES).to.not.include('project.updated');
+    expect(SUBSCRIBABLE_EVENT_NAMES).to.not.include('notes_movie.completed');
   });
 
   it('when a job type has a pool with an engine, then its events are marked emitted, and only then', () => {
@@ -76,11 +76,11 @@ describe('webhooks API', () => {
     const r = await api.post('/webhooks', {
       name: 'x',
       url,
-      events: ['code_build.completed', 'nope.done', 'comment.created', 'template.published', 'sheet.row_added', 'space.completed', 'project.updated', 'also.bad'],
+      events: ['code_build.completed', 'nope.done', 'comment.created', 'template.published', 'sheet.row_added', 'space.completed', 'notes_movie.failed', 'also.bad'],
     });
     expect(r.status).to.equal(400);
     expect(r.body.error.code).to.equal('validation_error');
-    for (const bad of ['nope.done', 'also.bad', 'comment.created', 'template.published', 'sheet.row_added', 'space.completed', 'project.updated']) {
+    for (const bad of ['nope.done', 'also.bad', 'comment.created', 'template.published', 'sheet.row_added', 'space.completed', 'notes_movie.failed']) {
       expect(r.body.error.message).to.include(bad);
     }
     expect(r.body.error.message).to.match(/^events: /);

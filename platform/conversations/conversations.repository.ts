@@ -1,0 +1,169 @@
+import type { Collection, Filter } from 'mongodb';
+import { MessageInput, type ChatArtifact, type ChatMode, type MessageEngine, type MessageRole, type MessageUsage } from '../../contracts/conversations';
+import { AppError } from '../errors';
+import { newId } from '../ids';
+import { keysetPage, type Page } from '../lists';
+import { COLLECTIONS, type Database } from '../mongo';
+import { updateVersioned } from '../versioned';
+
+/**
+ * Conversations and their messages (SPEC 2.8, 4.6). A conversation document carries its
+ * counters (`messageCount`, `lastSeq`, `lastMessageAt`); each message is its own document with a
+ * per-conversation sequence number `seq` (unique per conversation), so the assistant can append
+ * turns of any length and listing is exact. Every call takes the account id.
+ * WARNING: field names are persisted; add fields, never rename them.
+ */
+export interface ConversationDoc {
+  _id: string; // conv_…
+  accountId: string;
+  title: string | null;
+  mode: ChatMode | null;
+  messageCount: number;
+  /** The last sequence number handed out (messages are numbered 1, 2, 3…). */
+  lastSeq: number;
+  lastMessageAt: Date | null;
+  /** lastMessageAt, or createdAt while there is no message: the list's "newest activity first" order. */
+  activityAt: Date;
+  /** Optimistic concurrency of title and mode (appending a message does not change it). */
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface MessageDoc {
+  _id: string; // msg_…
+  accountId: string;
+  conversationId: string;
+  seq: number;
+  role: MessageRole;
+  content: string;
+  artifacts: ChatArtifact[];
+  engine: MessageEngine | null;
+  usage: MessageUsage | null;
+  createdAt: Date;
+}
+
+/** Field names the database could read as operators or paths ($…, a.b) or cannot store (NUL). */
+const BAD_KEY = /^\$|\.|\u0000/;
+const badKeyIn = (v: unknown, path: string): string | null => {
+  const stack: [unknown, string][] = [[v, path]];
+  while (stack.length) {
+    const [x, p] = stack.pop()!;
+    if (Array.isArray(x)) x.forEach((y, i) => stack.push([y, `${p}.${i}`]));
+    else if (x && typeof x === 'object') {
+      for (const [k, y] of Object.entries(x)) {
+        if (BAD_KEY.test(k)) return `${p}: field names must not start with $ or hold . or NUL`;
+        stack.push([y, `${p}.${k}`]);
+      }
+    }
+  }
+  return null;
+};
+
+export function createConversationsRepository(db: Database) {
+  const conversations = db.db.collection<ConversationDoc>(COLLECTIONS.conversations) as unknown as Collection<ConversationDoc>;
+  const messages = db.db.collection<MessageDoc>(COLLECTIONS.messages) as unknown as Collection<MessageDoc>;
+
+  // The unique (conversation, seq) index keeps sequence numbers unique even if counters were
+  // ever wrong; writes wait for it and a failure is not swallowed (the next write tries again).
+  let indexed: Promise<unknown> | undefined;
+  const ensureIndexes = () =>
+    (indexed ??= Promise.all([
+      messages.createIndex({ conversationId: 1, seq: 1 }, { unique: true, name: 'conversation_seq_unique' }),
+      messages.createIndex({ accountId: 1, conversationId: 1, seq: 1 }),
+      conversations.createIndex({ accountId: 1, activityAt: -1 }),
+    ]).catch((err) => {
+      indexed = undefined;
+      throw err;
+    }));
+
+  const byId = (accountId: string, id: string) => ({ _id: id, accountId }) as Filter<ConversationDoc>;
+
+  return {
+    ensureIndexes,
+
+    async create(accountId: string, input: { id?: string; title?: string | null; mode?: ChatMode | null }): Promise<ConversationDoc> {
+      await ensureIndexes();
+      const now = new Date();
+      const doc: ConversationDoc = {
+        _id: input.id ?? newId('conv'),
+        accountId,
+        title: input.title ?? null,
+        mode: input.mode ?? null,
+        messageCount: 0,
+        lastSeq: 0,
+        lastMessageAt: null,
+        activityAt: now,
+        version: 1,
+        createdAt: now,
+        updatedAt: now,
+      };
+      await conversations.insertOne(doc);
+      return doc;
+    },
+
+    get: (accountId: string, id: string) => conversations.findOne(byId(accountId, id)),
+
+    /** Newest activity first (last message, else creation), keyset pages. */
+    page: (accountId: string, q: { limit: number; cursor?: string }): Promise<Page<ConversationDoc>> =>
+      keysetPage(conversations, { accountId }, { tag: 'conversations:activityAt:desc', field: 'activityAt', direction: -1, limit: q.limit, cursor: q.cursor }),
+
+    /** Title and/or mode; 404 / 409 version_conflict (If-Match). */
+    update: (accountId: string, id: string, set: { title?: string | null; mode?: ChatMode | null }, expectedVersion?: number) =>
+      updateVersioned(conversations, accountId, id, { $set: set }, { expectedVersion, what: 'conversation' }),
+
+    /** The conversation, then its messages (an append racing with it removes its own message). */
+    async remove(accountId: string, id: string): Promise<boolean> {
+      if ((await conversations.deleteOne(byId(accountId, id))).deletedCount !== 1) return false;
+      await messages.deleteMany({ accountId, conversationId: id });
+      return true;
+    },
+
+    /** Oldest first, by sequence number, keyset pages. */
+    pageMessages: (accountId: string, conversationId: string, q: { limit: number; cursor?: string }): Promise<Page<MessageDoc>> =>
+      keysetPage(messages, { accountId, conversationId }, { tag: `messages:${conversationId}`, field: 'seq', direction: 1, limit: q.limit, cursor: q.cursor }),
+
+    /**
+     * Append one message (a user turn, an assistant answer with its artifacts, a tool result):
+     * the assistant's entry point. The conversation's counters move in one atomic update
+     * (`messageCount` +1, `lastSeq` +1, `lastMessageAt`, `activityAt`), which hands this message
+     * its sequence number, so concurrent appends never share or lose one; then the message is
+     * stored. 404 not_found when the account has no such conversation; 400 validation_error when
+     * the message is malformed. Not transactional: a process that dies between the two writes
+     * leaves a gap in the numbering and a count one too high (the order stays exact); a failed
+     * insert gives the count back; a conversation deleted meanwhile takes the message with it.
+     */
+    async appendMessage(accountId: string, conversationId: string, message: MessageInput): Promise<MessageDoc> {
+      const parsed = MessageInput.safeParse(message);
+      if (!parsed.success) {
+        const i = parsed.error.issues[0]!;
+        const where = ['message', ...i.path.map(String)].join('.');
+        throw new AppError('validation_error', i.code === 'unrecognized_keys' ? `${where}: unknown field ${i.keys.join(', ')}` : `${where}: ${i.message}`);
+      }
+      const bad = badKeyIn(parsed.data.artifacts, 'message.artifacts');
+      if (bad) throw new AppError('validation_error', bad);
+      await ensureIndexes();
+      const now = new Date();
+      const conv = await conversations.findOneAndUpdate(
+        byId(accountId, conversationId),
+        { $inc: { messageCount: 1, lastSeq: 1 }, $set: { lastMessageAt: now, activityAt: now } },
+        { returnDocument: 'after' },
+      );
+      if (!conv) throw new AppError('not_found', 'conversation not found');
+      const doc: MessageDoc = { _id: newId('msg'), accountId, conversationId, seq: conv.lastSeq, ...parsed.data, createdAt: now };
+      try {
+        await messages.insertOne(doc);
+      } catch (err) {
+        await conversations.updateOne(byId(accountId, conversationId), { $inc: { messageCount: -1 } }).catch(() => undefined);
+        throw err;
+      }
+      // Deleted meanwhile (after its messages were removed): take this one away too.
+      if (!(await conversations.findOne(byId(accountId, conversationId), { projection: { _id: 1 } }))) {
+        await messages.deleteOne({ _id: doc._id, accountId });
+        throw new AppError('not_found', 'conversation not found');
+      }
+      return doc;
+    },
+  };
+}
+export type ConversationsRepository = ReturnType<typeof createConversationsRepository>;

@@ -1,0 +1,204 @@
+import type { Collection, Filter } from 'mongodb';
+import type { COMMIT_SOURCES, COMMIT_STATUSES } from '../../contracts/sheets';
+import { keysetPage, type Page } from '../lists';
+import { COLLECTIONS, type Database } from '../mongo';
+import type { NewBlock, Tree } from './grid';
+
+/**
+ * Storage of sheets (SPEC 4.4). WARNING: field names are persisted.
+ *
+ * - `sheets`: one head per sheet, `_id` = the project id: the tree (columns and block list) of
+ *   the merged commit the grid is at, and `version` = that commit's `seq`.
+ * - `sheet_commits`: the sheet's object store, as git's: commit documents (`kind: 'commit'`) and
+ *   the immutable row blocks they point at (`kind: 'block'`), all with `sheetId` and `accountId`,
+ *   so deleting a sheet is one deleteMany on `{ sheetId, accountId }`.
+ *
+ * Concurrency: merged commits take a unique `slot` `<sheetId>#<seq>`; inserting it is the
+ * compare-and-swap (unique inserts are race-free on FerretDB and MongoDB). The head follows with
+ * a conditional update on `version`; a writer that finds a commit in the next slot while the head
+ * lags (its writer died between the two writes) moves the head onto it (roll forward), so a
+ * merged commit is never lost and never applied twice.
+ */
+export interface SheetHeadDoc {
+  _id: string;
+  accountId: string;
+  version: number;
+  headCommitId: string;
+  tree: Tree;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface BlockDoc {
+  _id: string;
+  kind: 'block';
+  /** Unique index filler (blocks take no commit slot). */
+  slot: string;
+  sheetId: string;
+  accountId: string;
+  rows: number;
+  /** JSON `[[rowId, cell…], …]` (see grid.ts for why a string). */
+  data: string;
+}
+
+export interface CommitDoc {
+  _id: string;
+  kind: 'commit';
+  /** `<sheetId>#<seq>` once merged; `<sheetId>#p#<id>` otherwise. Unique. */
+  slot: string;
+  sheetId: string;
+  accountId: string;
+  status: (typeof COMMIT_STATUSES)[number];
+  seq: number | null;
+  parentId: string | null;
+  baseSeq: number;
+  baseCommitId: string | null;
+  summary: string;
+  source: (typeof COMMIT_SOURCES)[number];
+  authorKeyId: string | null;
+  resolvedByKeyId: string | null;
+  rebased: boolean;
+  rollbackOf: string | null;
+  changedCells: number;
+  createdAt: Date;
+  resolvedAt: Date | null;
+  /** The grid after the commit (merged commits only). */
+  tree: Tree | null;
+  /** JSON strings (cheap on FerretDB): the ops as sent, the id-based ops, the diff, the touched set. */
+  ops: string;
+  resolved: string;
+  diff: string;
+  touched: string;
+}
+
+export const mergedSlot = (sheetId: string, seq: number) => `${sheetId}#${seq}`;
+export const proposalSlot = (sheetId: string, commitId: string) => `${sheetId}#p#${commitId}`;
+
+const isDuplicate = (err: unknown) => {
+  const e = err as { code?: number; message?: string };
+  return e?.code === 11000 || /duplicate key/i.test(e?.message ?? '');
+};
+
+/** The commit fields a list shows (no ops, diff, resolved ops, tree). */
+const SUMMARY_PROJECTION = { tree: 0, ops: 0, resolved: 0, diff: 0, touched: 0 } as const;
+
+export function createSheetsRepository(db: Database) {
+  const heads = db.db.collection<SheetHeadDoc>(COLLECTIONS.sheets) as unknown as Collection<SheetHeadDoc>;
+  const objects = db.db.collection<CommitDoc | BlockDoc>(COLLECTIONS.sheetCommits) as unknown as Collection<CommitDoc | BlockDoc>;
+  const commits = objects as unknown as Collection<CommitDoc>;
+  const blocks = objects as unknown as Collection<BlockDoc>;
+  let indexed: Promise<unknown> | undefined;
+  // The unique slot index is what makes merges safe: a failure to build it is not swallowed.
+  const ensureIndexes = () =>
+    (indexed ??= Promise.all([
+      objects.createIndex({ slot: 1 }, { unique: true }),
+      objects.createIndex({ sheetId: 1, accountId: 1, kind: 1, createdAt: -1 }),
+      objects.createIndex({ sheetId: 1, seq: 1 }),
+      heads.createIndex({ accountId: 1, createdAt: -1 }),
+    ]).catch((err) => {
+      indexed = undefined;
+      throw err;
+    }));
+
+  return {
+    ensureIndexes,
+
+    forAccount(accountId: string) {
+      const mine = <T>(f: Filter<T>) => ({ ...f, accountId }) as Filter<T>;
+      return {
+        head: (id: string) => heads.findOne(mine<SheetHeadDoc>({ _id: id })),
+
+        async insertHead(doc: Omit<SheetHeadDoc, 'accountId'>): Promise<void> {
+          await heads.insertOne({ ...doc, accountId });
+        },
+
+        /** Move the head from `fromVersion` to a commit; false when it had moved already. */
+        async moveHead(id: string, fromVersion: number, to: { version: number; headCommitId: string; tree: Tree; updatedAt: Date }): Promise<boolean> {
+          const r = await heads.updateOne(mine<SheetHeadDoc>({ _id: id, version: fromVersion }), { $set: to });
+          return r.matchedCount === 1;
+        },
+
+        pageHeads: (q: { limit: number; cursor?: string }): Promise<Page<SheetHeadDoc>> =>
+          keysetPage(heads, mine<SheetHeadDoc>({}), { tag: 'sheets:createdAt:desc', field: 'createdAt', direction: -1, limit: q.limit, cursor: q.cursor }),
+
+        /** Block JSON by id (only this account's and sheet's). */
+        async blocks(sheetId: string, ids: string[]): Promise<Map<string, string>> {
+          if (!ids.length) return new Map();
+          const docs = await blocks.find(mine<BlockDoc>({ _id: { $in: [...new Set(ids)] }, sheetId })).toArray();
+          return new Map(docs.map((d) => [d._id, d.data]));
+        },
+
+        async insertBlocks(sheetId: string, list: NewBlock[]): Promise<void> {
+          if (!list.length) return;
+          await ensureIndexes();
+          await blocks.insertMany(
+            list.map((b) => ({ _id: b.id, kind: 'block' as const, slot: b.id, sheetId, accountId, rows: b.rows, data: b.data })),
+            { ordered: false },
+          );
+        },
+
+        async deleteBlocks(sheetId: string, ids: string[]): Promise<void> {
+          if (ids.length) await blocks.deleteMany(mine<BlockDoc>({ _id: { $in: ids }, sheetId, kind: 'block' }));
+        },
+
+        /** Insert a commit; false when its slot is taken (another commit won that seq). */
+        async insertCommit(doc: Omit<CommitDoc, 'accountId'>): Promise<boolean> {
+          await ensureIndexes();
+          try {
+            await commits.insertOne({ ...doc, accountId });
+            return true;
+          } catch (err) {
+            if (isDuplicate(err)) return false;
+            throw err;
+          }
+        },
+
+        commit: (sheetId: string, id: string) => commits.findOne(mine<CommitDoc>({ _id: id, sheetId, kind: 'commit' })),
+
+        commitAt: (sheetId: string, seq: number) => commits.findOne(mine<CommitDoc>({ slot: mergedSlot(sheetId, seq), sheetId, kind: 'commit' })),
+
+        /** Merged commits after `seq` (their touched sets), oldest first. */
+        mergedAfter: (sheetId: string, seq: number) =>
+          commits.find(mine<CommitDoc>({ sheetId, kind: 'commit', status: 'merged', seq: { $gt: seq } }), { projection: { _id: 1, seq: 1, touched: 1 } }).sort({ seq: 1 }).toArray(),
+
+        /** Merged commits, oldest first (tests and audits). */
+        mergedChain: (sheetId: string) => commits.find(mine<CommitDoc>({ sheetId, kind: 'commit', status: 'merged' }), { projection: SUMMARY_PROJECTION }).sort({ seq: 1 }).toArray(),
+
+        /**
+         * Turn a proposal into a merged commit: only while it is still proposed, and only if its
+         * new slot is free. 'taken': another commit has that seq; 'gone': no longer proposed.
+         */
+        async mergeProposal(sheetId: string, id: string, set: Partial<CommitDoc>): Promise<'ok' | 'taken' | 'gone'> {
+          await ensureIndexes();
+          try {
+            const r = await commits.updateOne(mine<CommitDoc>({ _id: id, sheetId, kind: 'commit', status: 'proposed' }), { $set: set });
+            return r.matchedCount === 1 ? 'ok' : 'gone';
+          } catch (err) {
+            if (isDuplicate(err)) return 'taken';
+            throw err;
+          }
+        },
+
+        async rejectProposal(sheetId: string, id: string, set: Partial<CommitDoc>): Promise<CommitDoc | null> {
+          return commits.findOneAndUpdate(mine<CommitDoc>({ _id: id, sheetId, kind: 'commit', status: 'proposed' }), { $set: set }, { returnDocument: 'after' });
+        },
+
+        pageCommits: (sheetId: string, q: { limit: number; cursor?: string; status?: CommitDoc['status'] }): Promise<Page<CommitDoc>> =>
+          keysetPage(commits, mine<CommitDoc>({ sheetId, kind: 'commit', ...(q.status ? { status: q.status } : {}) }), {
+            tag: `sheet-commits:${q.status ?? 'all'}:createdAt:desc`,
+            field: 'createdAt',
+            direction: -1,
+            limit: q.limit,
+            cursor: q.cursor,
+          }),
+      };
+    },
+  };
+}
+export type SheetsRepository = ReturnType<typeof createSheetsRepository>;
+
+/** Everything of one sheet (head, commits, blocks): what DELETE /projects/{id} removes. */
+export async function deleteSheetData(db: Database, accountId: string, id: string): Promise<void> {
+  await db.db.collection(COLLECTIONS.sheetCommits).deleteMany({ sheetId: id, accountId });
+  await db.db.collection(COLLECTIONS.sheets).deleteOne({ _id: id as never, accountId });
+}
