@@ -102,7 +102,7 @@ export const endpoints = {
   createPresentation: e({ method: 'post', path: '/presentations', scopes: W, status: 201, tag: 'projects', summary: 'Create a presentation; slides build in the background as a deck_ job.', body: PresentationRequest, response: PresentationCreated, idempotent: true }),
   listTemplates: e({
     method: 'get', path: '/templates', scopes: R, status: 200, tag: 'projects', query: TemplateListQuery, response: TemplateList,
-    summary: 'List the built-in templates (flowcharts, whiteboards, notes), each with its content and a preview (counts, first lines, an SVG picture as a data: URL). Filters kind, projectType.',
+    summary: 'List the built-in templates (flowcharts, whiteboards, notes, sheets), each with its content and a preview (counts, first lines, an SVG picture as a data: URL). Filters kind, projectType.',
   }),
   useTemplate: e({
     method: 'post', path: '/templates/{id}/use', scopes: W, status: 201, tag: 'projects', body: TemplateUse, response: Project, idempotent: true,

@@ -24,6 +24,8 @@ export const COLLECTIONS = {
   creditHolds: 'credit_holds',
   sheets: 'sheets',
   sheetCommits: 'sheet_commits',
+  /** Immutable row blocks of sheet grids (platform/sheets/grid.ts). */
+  sheetBlocks: 'sheet_blocks',
   boards: 'boards',
   cards: 'cards',
   conversations: 'conversations',

@@ -191,3 +191,29 @@ export function notesPreview(c: NotesContent): TemplatePreview {
     previewSvg: svgUrl(frame({ x: 0, y: 0, w: 440, h: y + 10 }, rows, '#fffdf7')),
   };
 }
+
+export function sheetPreview(c: { columns: { name: string; type: string }[]; rows: (string | number | boolean | null)[][] }): TemplatePreview {
+  const colW = 110;
+  const rowH = 26;
+  const shown = c.rows.slice(0, 8);
+  const cell = (v: string | number | boolean | null) => (v === null ? '' : typeof v === 'boolean' ? (v ? '✓' : '✗') : String(v));
+  const parts: string[] = [];
+  c.columns.forEach((col, i) => {
+    const x = i * colW;
+    parts.push(`<rect x="${x}" y="0" width="${colW}" height="${rowH}" fill="#e5e7eb" stroke="#9ca3af"/>`);
+    parts.push(label(x + 6, rowH / 2, clip(col.name, 14), 12, '#111827', 'bold', 'start'));
+    shown.forEach((r, j) => {
+      const y = (j + 1) * rowH;
+      const v = r[i] ?? null;
+      parts.push(`<rect x="${x}" y="${y}" width="${colW}" height="${rowH}" fill="${j % 2 ? '#f9fafb' : '#ffffff'}" stroke="#d1d5db"/>`);
+      const right = col.type === 'number';
+      parts.push(label(right ? x + colW - 6 : x + 6, y + rowH / 2, clip(cell(v), 15), 12, '#374151', 'normal', right ? 'end' : 'start'));
+    });
+  });
+  return {
+    summary: `${c.columns.length} columns, ${c.rows.length} rows`,
+    counts: { columns: c.columns.length, rows: c.rows.length },
+    firstLines: [c.columns.map((col) => col.name).join(' | '), ...shown.slice(0, 2).map((r) => r.map(cell).join(' | '))],
+    previewSvg: svgUrl(frame({ x: 0, y: 0, w: c.columns.length * colW, h: (shown.length + 1) * rowH }, parts.join(''))),
+  };
+}

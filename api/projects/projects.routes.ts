@@ -3,12 +3,13 @@ import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
 import { createProjectsService } from './projects.service';
-import { listTemplates } from './templates.service';
+import { createTemplatesService, listTemplates } from './templates.service';
 
 /** Routes of projects (flowcharts, whiteboards, notes, templates, shares) (SPEC 4.3). */
 export function projectsRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
   const service = createProjectsService(rt);
+  const templates = createTemplatesService(rt);
   const created = async (p: Promise<Parameters<typeof service.view>[0]>) => service.view(await p);
 
   mount(r, endpoints.listProjects, ({ auth, query }) => service.list(auth.account._id, query), deps);
@@ -28,6 +29,6 @@ export function projectsRoutes(rt: Runtime, deps: RouteDeps) {
     created(service.create({ accountId: auth.account._id, kind: 'notes', name: body.name, description: body.description, tags: body.tags, content: { markdown: body.markdown }, idFor })), deps);
 
   mount(r, endpoints.listTemplates, async ({ query }) => listTemplates(query), deps);
-  mount(r, endpoints.useTemplate, ({ auth, params, body, idFor }) => service.fromTemplate(auth.account._id, params.id!, body, idFor), deps);
+  mount(r, endpoints.useTemplate, ({ auth, params, body, idFor }) => templates.use(auth.account._id, params.id!, body, idFor), deps);
   return r;
 }

@@ -12,7 +12,6 @@ import {
   type ProjectShareRequest,
   type ProjectUpdate,
 } from '../../contracts/projects';
-import type { TemplateUse } from '../../contracts/templates';
 import { createBlobStore } from '../../platform/blobs';
 import { AppError, notFound } from '../../platform/errors';
 import { emitEvent } from '../../platform/events';
@@ -20,8 +19,8 @@ import { pollPath } from '../../platform/jobs';
 import { normalizeContent } from '../../platform/projects/content';
 import { createProjects, kindOf, versionOf, type ProjectDoc, type ProjectShareDoc } from '../../platform/projects/projects.repository';
 import type { Runtime } from '../../platform/runtime';
+import { deleteSheetData } from '../../platform/sheets/sheets.repository';
 import { parseOrThrow } from '../http/validation';
-import { templateById } from './templates.catalog';
 
 /** What every project answers with (list items leave `content` and `shares` out). */
 export interface ProjectView {
@@ -242,7 +241,7 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
       if (ifMatch !== undefined) await projects.ensureVersion(accountId, await mustGet(accountId, id));
       const gone = await projects.remove(accountId, id, ifMatch);
       const kind = kindOf(gone);
-      if (kind === 'sheet') await projects.removeSheetData(accountId, id);
+      if (kind === 'sheet') await deleteSheetData(rt.db, accountId, id);
       await announce(accountId, 'project.deleted', { projectId: id, kind, projectType: PROJECT_TYPE_OF_KIND[kind], name: gone.name });
     },
 
@@ -280,22 +279,6 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
         await announce(accountId, 'project.shared', { projectId: id, kind, projectType: PROJECT_TYPE_OF_KIND[kind], email: req.email, role: req.role, previousRole: existing?.role ?? null, version: versionOf(after) });
         return view(after);
       }
-    },
-
-    /** POST /templates/{id}/use: a new project of the account with the template's content. */
-    async fromTemplate(accountId: string, templateId: string, body: TemplateUse, idFor?: (prefix: string) => string) {
-      const t = templateById(templateId);
-      if (!t) throw notFound('template');
-      const doc = await create({
-        accountId,
-        kind: t.kind,
-        name: body.name ?? t.name,
-        description: body.description ?? t.description,
-        tags: body.tags ?? t.tags,
-        content: structuredClone(t.content),
-        idFor,
-      });
-      return view(doc);
     },
   };
 }

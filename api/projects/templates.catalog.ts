@@ -1,7 +1,9 @@
+import { z } from 'zod';
 import { FlowchartContent, NotesContent, PROJECT_TYPE_OF_KIND, WhiteboardContent, type ProjectKind } from '../../contracts/projects';
+import { ColumnDef } from '../../contracts/sheets';
 import type { Template } from '../../contracts/templates';
 import { normalizeFlowchart, normalizeWhiteboard } from '../../platform/projects/content';
-import { flowchartPreview, notesPreview, whiteboardPreview } from './preview';
+import { flowchartPreview, notesPreview, sheetPreview, whiteboardPreview } from './preview';
 
 /**
  * The built-in templates (GET /templates). Each content is checked by its kind's contract when
@@ -13,7 +15,7 @@ interface Source {
   name: string;
   description: string;
   tags: string[];
-  kind: Extract<ProjectKind, 'flowchart' | 'whiteboard' | 'notes'>;
+  kind: Extract<ProjectKind, 'flowchart' | 'whiteboard' | 'notes' | 'sheet'>;
   content: unknown;
 }
 
@@ -259,13 +261,64 @@ const SOURCES: Source[] = [
       ].join('\n'),
     },
   },
+  {
+    id: 'tpl_budget_tracker',
+    name: 'Budget tracker',
+    description: 'Planned against actual spend per item and category, with dates, to sort and total.',
+    tags: ['finance'],
+    kind: 'sheet',
+    content: {
+      columns: [
+        { name: 'Item', type: 'string' },
+        { name: 'Category', type: 'string' },
+        { name: 'Planned', type: 'number' },
+        { name: 'Actual', type: 'number' },
+        { name: 'Date', type: 'date' },
+        { name: 'Paid', type: 'boolean' },
+      ],
+      rows: [
+        ['Office rent', 'Premises', 2400, 2400, '2026-01-01', true],
+        ['Laptops', 'Equipment', 3000, 2875.5, '2026-01-12', true],
+        ['Team offsite', 'Events', 1500, 1720, '2026-02-20', false],
+        ['Design tool seats', 'Software', 600, 600, '2026-01-05', true],
+        ['Conference tickets', 'Events', 900, null, '2026-03-14', false],
+      ],
+    },
+  },
+  {
+    id: 'tpl_content_calendar',
+    name: 'Content calendar',
+    description: 'What goes out when, on which channel, who writes it and whether it is published.',
+    tags: ['marketing'],
+    kind: 'sheet',
+    content: {
+      columns: [
+        { name: 'Publish on', type: 'date' },
+        { name: 'Title', type: 'string' },
+        { name: 'Channel', type: 'string' },
+        { name: 'Owner', type: 'string' },
+        { name: 'Status', type: 'string' },
+      ],
+      rows: [
+        ['2026-01-06', 'Year ahead: what we are building', 'Blog', 'Sam', 'draft'],
+        ['2026-01-08', 'Customer story: faster onboarding', 'Newsletter', 'Ana', 'idea'],
+        ['2026-01-13', 'Five tips for better flowcharts', 'Social', 'Lee', 'scheduled'],
+        ['2026-01-20', 'Product update: January', 'Blog', 'Sam', 'idea'],
+      ],
+    },
+  },
 ];
+
+/** What a sheet template holds: typed columns and rows of cells in column order. */
+const SheetTemplateContent = z.strictObject({ columns: z.array(ColumnDef).min(1), rows: z.array(z.array(z.union([z.string(), z.number(), z.boolean(), z.null()]))) });
+export type SheetTemplateContent = z.infer<typeof SheetTemplateContent>;
 
 /** The stored form of a template's content (the same as a project made from it). */
 function contentOf(s: Source): Record<string, unknown> {
   const where = `template ${s.id}`;
   if (s.kind === 'flowchart') return normalizeFlowchart(check(FlowchartContent, s.content, where)) as unknown as Record<string, unknown>;
   if (s.kind === 'whiteboard') return normalizeWhiteboard(check(WhiteboardContent, s.content, where)) as unknown as Record<string, unknown>;
+  if (s.kind === 'sheet') return check(SheetTemplateContent, s.content, where);
   return check(NotesContent, s.content, where);
 }
 
@@ -277,7 +330,7 @@ function check<T>(schema: { safeParse(v: unknown): { success: true; data: T } | 
 
 export const TEMPLATES: readonly Template[] = SOURCES.map((s) => {
   const content = contentOf(s);
-  const preview = s.kind === 'flowchart' ? flowchartPreview(content as never) : s.kind === 'whiteboard' ? whiteboardPreview(content as never) : notesPreview(content as never);
+  const preview = { flowchart: flowchartPreview, whiteboard: whiteboardPreview, notes: notesPreview, sheet: sheetPreview }[s.kind](content as never);
   return { id: s.id, name: s.name, description: s.description, kind: s.kind, projectType: PROJECT_TYPE_OF_KIND[s.kind], tags: s.tags, preview, content };
 });
 

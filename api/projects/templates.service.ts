@@ -1,6 +1,10 @@
-import type { Template, TemplateListQuery } from '../../contracts/templates';
+import type { Template, TemplateListQuery, TemplateUse } from '../../contracts/templates';
+import { notFound } from '../../platform/errors';
 import { decodeCursor, encodeCursor } from '../../platform/lists';
-import { TEMPLATES } from './templates.catalog';
+import type { Runtime } from '../../platform/runtime';
+import { createSheetsService } from '../sheets/sheets.service';
+import { createProjectsService } from './projects.service';
+import { templateById, TEMPLATES, type SheetTemplateContent } from './templates.catalog';
 
 const CURSOR_TAG = 'templates';
 
@@ -22,4 +26,28 @@ export function listTemplates(q: TemplateListQuery): { data: Template[]; total: 
   const data = all.slice(start, start + q.limit);
   const more = start + q.limit < all.length;
   return { data, total: all.length, cursor: more ? encodeCursor(CURSOR_TAG, null, data[data.length - 1]!.id) : null };
+}
+
+/**
+ * POST /templates/{id}/use: a new project of the account with the template's content, through
+ * the capability that makes that kind (a sheet template through the sheets service, which
+ * stores its grid and creation commit).
+ */
+export function createTemplatesService(rt: Runtime) {
+  const projects = createProjectsService(rt);
+  const sheets = createSheetsService(rt);
+  return {
+    async use(accountId: string, templateId: string, body: TemplateUse, idFor?: (prefix: string) => string) {
+      const t = templateById(templateId);
+      if (!t) throw notFound('template');
+      const meta = { accountId, name: body.name ?? t.name, description: body.description ?? t.description, tags: body.tags ?? t.tags };
+      if (t.kind === 'sheet') {
+        const id = idFor ? idFor('prj') : projects.repository.newId();
+        const c = structuredClone(t.content) as SheetTemplateContent;
+        await sheets.create({ ...meta, columns: c.columns, rows: c.rows, idFor: () => id });
+        return projects.get(accountId, id);
+      }
+      return projects.view(await projects.create({ ...meta, kind: t.kind, content: structuredClone(t.content), idFor }));
+    },
+  };
 }

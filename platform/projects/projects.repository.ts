@@ -169,14 +169,6 @@ export function createProjects(db: Database) {
       throw await missOrConflict(col as unknown as Collection<ProjectDoc & { version: number }>, base as Filter<ProjectDoc & { version: number }>, expectedVersion, 'project');
     },
 
-    /**
-     * A sheet project's grid and commits (the sheets capability's collections, keyed by the
-     * project id), deleted with the project.
-     */
-    async removeSheetData(accountId: string, id: string): Promise<void> {
-      await db.db.collection(COLLECTIONS.sheets).deleteOne({ _id: id as never, accountId });
-      await db.db.collection(COLLECTIONS.sheetCommits).deleteMany({ sheetId: id, accountId });
-    },
   };
 }
 export type Projects = ReturnType<typeof createProjects>;

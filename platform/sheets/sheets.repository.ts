@@ -9,9 +9,12 @@ import type { NewBlock, Tree } from './grid';
  *
  * - `sheets`: one head per sheet, `_id` = the project id: the tree (columns and block list) of
  *   the merged commit the grid is at, and `version` = that commit's `seq`.
- * - `sheet_commits`: the sheet's object store, as git's: commit documents (`kind: 'commit'`) and
- *   the immutable row blocks they point at (`kind: 'block'`), all with `sheetId` and `accountId`,
- *   so deleting a sheet is one deleteMany on `{ sheetId, accountId }`.
+ * - `sheet_commits`: the commits (`kind: 'commit'`), with `sheetId` and `accountId`.
+ * - `sheet_blocks`: the immutable row blocks the trees point at, with `sheetId` and `accountId`
+ *   (their own collection: FerretDB decodes every document a filter visits, and blocks are the
+ *   big ones). Blocks are read by `_id` one findOne each, in parallel: FerretDB 1.24 pushes
+ *   `_id` equality down to PostgreSQL but not `$in`, which would scan the collection.
+ * Deleting a sheet: deleteSheetData below (called by DELETE /projects/{id}).
  *
  * Concurrency: merged commits take a unique `slot` `<sheetId>#<seq>`; inserting it is the
  * compare-and-swap (unique inserts are race-free on FerretDB and MongoDB). The head follows with
@@ -31,9 +34,6 @@ export interface SheetHeadDoc {
 
 export interface BlockDoc {
   _id: string;
-  kind: 'block';
-  /** Unique index filler (blocks take no commit slot). */
-  slot: string;
   sheetId: string;
   accountId: string;
   rows: number;
@@ -82,18 +82,28 @@ const isDuplicate = (err: unknown) => {
 /** The commit fields a list shows (no ops, diff, resolved ops, tree). */
 const SUMMARY_PROJECTION = { tree: 0, ops: 0, resolved: 0, diff: 0, touched: 0 } as const;
 
+/**
+ * As stored: trees are JSON strings too (a tree of 40 blocks is some 200 BSON values, which
+ * FerretDB would decode on every read of the head and of every listed commit).
+ */
+type Stored<T extends { tree: unknown }> = Omit<T, 'tree'> & { tree: string | null };
+const toStored = <T extends { tree?: Tree | null }>(d: T) => ('tree' in d ? { ...d, tree: d.tree ? JSON.stringify(d.tree) : null } : d) as unknown as Record<string, unknown>;
+const fromStored = <T>(d: (Record<string, unknown> & { tree?: string | null }) | null): T | null => (d ? ({ ...d, tree: typeof d.tree === 'string' ? (JSON.parse(d.tree) as Tree) : null } as T) : null);
+
 export function createSheetsRepository(db: Database) {
-  const heads = db.db.collection<SheetHeadDoc>(COLLECTIONS.sheets) as unknown as Collection<SheetHeadDoc>;
-  const objects = db.db.collection<CommitDoc | BlockDoc>(COLLECTIONS.sheetCommits) as unknown as Collection<CommitDoc | BlockDoc>;
-  const commits = objects as unknown as Collection<CommitDoc>;
-  const blocks = objects as unknown as Collection<BlockDoc>;
+  const heads = db.db.collection<Stored<SheetHeadDoc>>(COLLECTIONS.sheets) as unknown as Collection<Stored<SheetHeadDoc>>;
+  const commits = db.db.collection<Stored<CommitDoc>>(COLLECTIONS.sheetCommits) as unknown as Collection<Stored<CommitDoc>>;
+  const head = (d: unknown) => fromStored<SheetHeadDoc>(d as Stored<SheetHeadDoc>);
+  const commit = (d: unknown) => fromStored<CommitDoc>(d as Stored<CommitDoc>);
+  const blocks = db.db.collection<BlockDoc>(COLLECTIONS.sheetBlocks) as unknown as Collection<BlockDoc>;
   let indexed: Promise<unknown> | undefined;
   // The unique slot index is what makes merges safe: a failure to build it is not swallowed.
   const ensureIndexes = () =>
     (indexed ??= Promise.all([
-      objects.createIndex({ slot: 1 }, { unique: true }),
-      objects.createIndex({ sheetId: 1, accountId: 1, kind: 1, createdAt: -1 }),
-      objects.createIndex({ sheetId: 1, seq: 1 }),
+      commits.createIndex({ slot: 1 }, { unique: true }),
+      commits.createIndex({ sheetId: 1, accountId: 1, kind: 1, createdAt: -1 }),
+      commits.createIndex({ sheetId: 1, seq: 1 }),
+      blocks.createIndex({ sheetId: 1, accountId: 1 }),
       heads.createIndex({ accountId: 1, createdAt: -1 }),
     ]).catch((err) => {
       indexed = undefined;
@@ -106,46 +116,47 @@ export function createSheetsRepository(db: Database) {
     forAccount(accountId: string) {
       const mine = <T>(f: Filter<T>) => ({ ...f, accountId }) as Filter<T>;
       return {
-        head: (id: string) => heads.findOne(mine<SheetHeadDoc>({ _id: id })),
+        head: async (id: string) => head(await heads.findOne(mine<Stored<SheetHeadDoc>>({ _id: id }))),
 
         async insertHead(doc: Omit<SheetHeadDoc, 'accountId'>): Promise<void> {
-          await heads.insertOne({ ...doc, accountId });
+          await heads.insertOne(toStored({ ...doc, accountId }) as Stored<SheetHeadDoc>);
         },
 
         /** Move the head from `fromVersion` to a commit; false when it had moved already. */
         async moveHead(id: string, fromVersion: number, to: { version: number; headCommitId: string; tree: Tree; updatedAt: Date }): Promise<boolean> {
-          const r = await heads.updateOne(mine<SheetHeadDoc>({ _id: id, version: fromVersion }), { $set: to });
+          const r = await heads.updateOne(mine<Stored<SheetHeadDoc>>({ _id: id, version: fromVersion }), { $set: toStored(to) });
           return r.matchedCount === 1;
         },
 
-        pageHeads: (q: { limit: number; cursor?: string }): Promise<Page<SheetHeadDoc>> =>
-          keysetPage(heads, mine<SheetHeadDoc>({}), { tag: 'sheets:createdAt:desc', field: 'createdAt', direction: -1, limit: q.limit, cursor: q.cursor }),
+        async pageHeads(q: { limit: number; cursor?: string }): Promise<Page<SheetHeadDoc>> {
+          const page = await keysetPage(heads, mine<Stored<SheetHeadDoc>>({}), { tag: 'sheets:createdAt:desc', field: 'createdAt', direction: -1, limit: q.limit, cursor: q.cursor });
+          return { ...page, data: page.data.map((d) => head(d)!) };
+        },
 
-        /** Block JSON by id (only this account's and sheet's). */
+        /** Block JSON by id (only this account's and sheet's): one findOne by _id each, in parallel. */
         async blocks(sheetId: string, ids: string[]): Promise<Map<string, string>> {
-          if (!ids.length) return new Map();
-          const docs = await blocks.find(mine<BlockDoc>({ _id: { $in: [...new Set(ids)] }, sheetId })).toArray();
-          return new Map(docs.map((d) => [d._id, d.data]));
+          const docs = await Promise.all([...new Set(ids)].map((id) => blocks.findOne(mine<BlockDoc>({ _id: id, sheetId }))));
+          return new Map(docs.flatMap((d) => (d ? [[d._id, d.data] as [string, string]] : [])));
         },
 
         async insertBlocks(sheetId: string, list: NewBlock[]): Promise<void> {
           if (!list.length) return;
           await ensureIndexes();
           await blocks.insertMany(
-            list.map((b) => ({ _id: b.id, kind: 'block' as const, slot: b.id, sheetId, accountId, rows: b.rows, data: b.data })),
+            list.map((b) => ({ _id: b.id, sheetId, accountId, rows: b.rows, data: b.data })),
             { ordered: false },
           );
         },
 
         async deleteBlocks(sheetId: string, ids: string[]): Promise<void> {
-          if (ids.length) await blocks.deleteMany(mine<BlockDoc>({ _id: { $in: ids }, sheetId, kind: 'block' }));
+          await Promise.all(ids.map((id) => blocks.deleteOne(mine<BlockDoc>({ _id: id, sheetId }))));
         },
 
         /** Insert a commit; false when its slot is taken (another commit won that seq). */
         async insertCommit(doc: Omit<CommitDoc, 'accountId'>): Promise<boolean> {
           await ensureIndexes();
           try {
-            await commits.insertOne({ ...doc, accountId });
+            await commits.insertOne(toStored({ ...doc, accountId }) as Stored<CommitDoc>);
             return true;
           } catch (err) {
             if (isDuplicate(err)) return false;
@@ -153,16 +164,16 @@ export function createSheetsRepository(db: Database) {
           }
         },
 
-        commit: (sheetId: string, id: string) => commits.findOne(mine<CommitDoc>({ _id: id, sheetId, kind: 'commit' })),
+        commit: async (sheetId: string, id: string) => commit(await commits.findOne(mine<Stored<CommitDoc>>({ _id: id, sheetId, kind: 'commit' }))),
 
-        commitAt: (sheetId: string, seq: number) => commits.findOne(mine<CommitDoc>({ slot: mergedSlot(sheetId, seq), sheetId, kind: 'commit' })),
+        commitAt: async (sheetId: string, seq: number) => commit(await commits.findOne(mine<Stored<CommitDoc>>({ slot: mergedSlot(sheetId, seq), sheetId, kind: 'commit' }))),
 
         /** Merged commits after `seq` (their touched sets), oldest first. */
         mergedAfter: (sheetId: string, seq: number) =>
-          commits.find(mine<CommitDoc>({ sheetId, kind: 'commit', status: 'merged', seq: { $gt: seq } }), { projection: { _id: 1, seq: 1, touched: 1 } }).sort({ seq: 1 }).toArray(),
+          commits.find(mine<Stored<CommitDoc>>({ sheetId, kind: 'commit', status: 'merged', seq: { $gt: seq } }), { projection: { _id: 1, seq: 1, touched: 1 } }).sort({ seq: 1 }).toArray() as Promise<Pick<CommitDoc, '_id' | 'seq' | 'touched'>[]>,
 
         /** Merged commits, oldest first (tests and audits). */
-        mergedChain: (sheetId: string) => commits.find(mine<CommitDoc>({ sheetId, kind: 'commit', status: 'merged' }), { projection: SUMMARY_PROJECTION }).sort({ seq: 1 }).toArray(),
+        mergedChain: (sheetId: string) => commits.find(mine<Stored<CommitDoc>>({ sheetId, kind: 'commit', status: 'merged' }), { projection: SUMMARY_PROJECTION }).sort({ seq: 1 }).toArray(),
 
         /**
          * Turn a proposal into a merged commit: only while it is still proposed, and only if its
@@ -171,7 +182,7 @@ export function createSheetsRepository(db: Database) {
         async mergeProposal(sheetId: string, id: string, set: Partial<CommitDoc>): Promise<'ok' | 'taken' | 'gone'> {
           await ensureIndexes();
           try {
-            const r = await commits.updateOne(mine<CommitDoc>({ _id: id, sheetId, kind: 'commit', status: 'proposed' }), { $set: set });
+            const r = await commits.updateOne(mine<Stored<CommitDoc>>({ _id: id, sheetId, kind: 'commit', status: 'proposed' }), { $set: toStored(set) });
             return r.matchedCount === 1 ? 'ok' : 'gone';
           } catch (err) {
             if (isDuplicate(err)) return 'taken';
@@ -180,17 +191,19 @@ export function createSheetsRepository(db: Database) {
         },
 
         async rejectProposal(sheetId: string, id: string, set: Partial<CommitDoc>): Promise<CommitDoc | null> {
-          return commits.findOneAndUpdate(mine<CommitDoc>({ _id: id, sheetId, kind: 'commit', status: 'proposed' }), { $set: set }, { returnDocument: 'after' });
+          return commit(await commits.findOneAndUpdate(mine<Stored<CommitDoc>>({ _id: id, sheetId, kind: 'commit', status: 'proposed' }), { $set: toStored(set) }, { returnDocument: 'after' }));
         },
 
-        pageCommits: (sheetId: string, q: { limit: number; cursor?: string; status?: CommitDoc['status'] }): Promise<Page<CommitDoc>> =>
-          keysetPage(commits, mine<CommitDoc>({ sheetId, kind: 'commit', ...(q.status ? { status: q.status } : {}) }), {
+        async pageCommits(sheetId: string, q: { limit: number; cursor?: string; status?: CommitDoc['status'] }): Promise<Page<CommitDoc>> {
+          const page = await keysetPage(commits, mine<Stored<CommitDoc>>({ sheetId, kind: 'commit', ...(q.status ? { status: q.status } : {}) }), {
             tag: `sheet-commits:${q.status ?? 'all'}:createdAt:desc`,
             field: 'createdAt',
             direction: -1,
             limit: q.limit,
             cursor: q.cursor,
-          }),
+          });
+          return { ...page, data: page.data.map((d) => commit(d)!) };
+        },
       };
     },
   };
@@ -199,6 +212,7 @@ export type SheetsRepository = ReturnType<typeof createSheetsRepository>;
 
 /** Everything of one sheet (head, commits, blocks): what DELETE /projects/{id} removes. */
 export async function deleteSheetData(db: Database, accountId: string, id: string): Promise<void> {
-  await db.db.collection(COLLECTIONS.sheetCommits).deleteMany({ sheetId: id, accountId });
   await db.db.collection(COLLECTIONS.sheets).deleteOne({ _id: id as never, accountId });
+  await db.db.collection(COLLECTIONS.sheetCommits).deleteMany({ sheetId: id, accountId });
+  await db.db.collection(COLLECTIONS.sheetBlocks).deleteMany({ sheetId: id, accountId });
 }

@@ -7,8 +7,8 @@
  * on a fresh database; the 10,000 projects go straight into it with insertMany.
  *
  * Measured in turn (value and baselines, rotating which goes first), PROJECTS_BENCH_ROUNDS=2
- * rounds of PROJECTS_BENCH_REQUESTS=10 requests over PROJECTS_BENCH_CONNECTIONS=2 keep-alive
- * connections each, after PROJECTS_BENCH_WARMUP_REQUESTS=2 of each; req/s is requests over wall
+ * rounds of PROJECTS_BENCH_REQUESTS=8 requests over PROJECTS_BENCH_CONNECTIONS=2 keep-alive
+ * connections each, after PROJECTS_BENCH_WARMUP_REQUESTS=1 of each; req/s is requests over wall
  * time, p50 and p99 over every request of every round. Fixed request counts rather than the
  * gateway bench's fixed durations: FerretDB 1.24 does not push sorts down to PostgreSQL (explain
  * says sortPushdown: false), so every page reads and sorts all of the account's documents, and
@@ -34,9 +34,9 @@ import { startSupervisedApi } from './processes';
 // the header), so a round is a fixed number of requests rather than a fixed duration: enough
 // samples whatever the speed, and a known run time.
 const CONNECTIONS = Number(process.env.PROJECTS_BENCH_CONNECTIONS ?? 2);
-const REQUESTS = Number(process.env.PROJECTS_BENCH_REQUESTS ?? 10);
+const REQUESTS = Number(process.env.PROJECTS_BENCH_REQUESTS ?? 8);
 const ROUNDS = Number(process.env.PROJECTS_BENCH_ROUNDS ?? 2);
-const WARMUP = Number(process.env.PROJECTS_BENCH_WARMUP_REQUESTS ?? 2);
+const WARMUP = Number(process.env.PROJECTS_BENCH_WARMUP_REQUESTS ?? 1);
 const PROJECTS = Number(process.env.BENCH_PROJECTS ?? 10_000);
 const PAGE = 20;
 

@@ -24,13 +24,13 @@ describe('templates', function () {
     expect(r.body.total).to.equal(r.body.data.length);
     expect(r.body.cursor ?? null).to.equal(null);
     const kinds = r.body.data.map((t: any) => t.kind);
-    for (const kind of ['flowchart', 'whiteboard', 'notes']) expect(kinds.filter((k: string) => k === kind).length, kind).to.be.at.least(2);
+    for (const kind of ['flowchart', 'whiteboard', 'notes', 'sheet']) expect(kinds.filter((k: string) => k === kind).length, kind).to.be.at.least(2);
     expect(r.body.data.map((t: any) => t.id)).to.include.members(['tpl_hiring_process', 'tpl_incident_response', 'tpl_sprint_retrospective', 'tpl_swot_analysis', 'tpl_meeting_notes', 'tpl_project_brief']);
     for (const t of r.body.data) {
       expect(t.id).to.match(/^tpl_[a-z_]+$/);
       expect(t.name).to.be.a('string').and.not.equal('');
       expect(t.description).to.be.a('string').and.not.equal('');
-      expect(t.projectType).to.equal({ flowchart: 'chart', whiteboard: 'chart', notes: 'notes' }[t.kind as string]);
+      expect(t.projectType).to.equal({ flowchart: 'chart', whiteboard: 'chart', notes: 'notes', sheet: 'sheet' }[t.kind as string]);
       expect(t.preview.summary).to.be.a('string').and.not.equal('');
       expect(t.preview.firstLines).to.be.an('array').that.is.not.empty;
       expect(t.preview.previewSvg).to.match(/^data:image\/svg\+xml;base64,/);
@@ -43,10 +43,13 @@ describe('templates', function () {
     expect(hiring.preview.counts).to.deep.equal({ nodes: 10, edges: 10, decisions: 2 });
     expect(hiring.preview.firstLines[0]).to.equal('Role approved');
     const svg = Buffer.from(hiring.preview.previewSvg.split(',')[1], 'base64').toString('utf8');
-    expect(svg).to.include('Meets the requirements?').and.include('<polygon'); // the decision diamond
+    expect(svg).to.include('>Meets the<').and.include('>requirements?<').and.include('<polygon'); // the decision diamond, its label on two lines
     const notes = r.body.data.find((t: any) => t.id === 'tpl_meeting_notes');
     expect(notes.preview.counts.headings).to.equal(6);
     expect(notes.preview.firstLines[0]).to.equal('# Meeting notes');
+    const budget = r.body.data.find((t: any) => t.id === 'tpl_budget_tracker');
+    expect(budget.preview.counts).to.deep.equal({ columns: 6, rows: 5 });
+    expect(budget.content.columns[2]).to.deep.equal({ name: 'Planned', type: 'number' });
   });
 
   it('when the list is filtered and paged, then it holds the matching templates once each, and bad queries are 400', async () => {
@@ -94,7 +97,7 @@ describe('templates', function () {
   });
 
   it("when every template is used, then each project's content passes its own kind's PATCH validation unchanged", async () => {
-    const all = (await api.get('/templates?limit=100')).body.data;
+    const all = (await api.get('/templates?limit=100')).body.data.filter((t: any) => t.kind !== 'sheet');
     for (const t of all) {
       const made = await api.post(`/templates/${t.id}/use`, {});
       expect(made.status, `${t.id}: ${made.text}`).to.equal(201);
@@ -102,6 +105,21 @@ describe('templates', function () {
       expect(back.status, `${t.id}: ${back.text}`).to.equal(200);
       expect(back.body.content).to.deep.equal(made.body.content);
     }
+  });
+
+  it('when a sheet template is used, then 201 makes a sheet project whose grid holds the template columns and rows', async () => {
+    const t = (await api.get('/templates?kind=sheet')).body.data.find((x: any) => x.id === 'tpl_budget_tracker');
+    const r = await api.post('/templates/tpl_budget_tracker/use', { name: 'Budget 2027' });
+    expect(r.status, r.text).to.equal(201);
+    expect(r.body).to.include({ name: 'Budget 2027', kind: 'sheet', projectType: 'sheet', version: 1 });
+    expect(r.body.openUrl).to.equal(`${stack.config.PUBLIC_BASE_URL}/sheets/${r.body.id}`);
+    const sheet = await api.get(`/sheets/${r.body.id}`);
+    expect(sheet.status, sheet.text).to.equal(200);
+    expect(JSON.stringify(sheet.body)).to.include('Planned').and.include('Office rent');
+    const range = await api.get(`/sheets/${r.body.id}/range?range=${encodeURIComponent('A1:F5')}`);
+    expect(range.status, range.text).to.equal(200);
+    expect(JSON.stringify(range.body)).to.include('Conference tickets');
+    expect(t.content.rows).to.have.length(5);
   });
 
   it('when the template is unknown or the body is wrong, then 404 or 400 naming the field', async () => {

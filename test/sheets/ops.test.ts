@@ -190,13 +190,14 @@ describe('sheets: POST /sheets/{id}/ops', () => {
     const rows = Array.from({ length: 600 }, (_, i) => [`r${i + 1}`, i, i, null, null]);
     const s = await newSheet(api, { rows });
     const col = stack.rt.db.db.collection(COLLECTIONS.sheetCommits);
-    const before = await col.countDocuments({ sheetId: s.id, kind: 'block' });
+    const blocks = stack.rt.db.db.collection(COLLECTIONS.sheetBlocks);
+    const before = await blocks.countDocuments({ sheetId: s.id });
     const r = await ops(s.id, [{ op: 'set', cell: 'B300', value: -1 }]);
     expect(r.status).to.equal(200);
-    expect(await col.countDocuments({ sheetId: s.id, kind: 'block' })).to.equal(before + 1);
+    expect(await blocks.countDocuments({ sheetId: s.id })).to.equal(before + 1);
     const [c1, c2] = await Promise.all([col.findOne({ _id: s.headCommitId } as never), col.findOne({ _id: r.body.commit.id } as never)]);
-    const ids1 = c1!.tree.blocks.map((b: { id: string }) => b.id);
-    const ids2 = c2!.tree.blocks.map((b: { id: string }) => b.id);
+    const ids1 = JSON.parse(c1!.tree).blocks.map((b: { id: string }) => b.id);
+    const ids2 = JSON.parse(c2!.tree).blocks.map((b: { id: string }) => b.id);
     expect(ids2[0]).to.equal(ids1[0]);
     expect(ids2[1]).to.not.equal(ids1[1]);
     expect(ids2[2]).to.equal(ids1[2]);

@@ -111,7 +111,7 @@ describe('sheets: create, list, read, range (SPEC 4.4)', () => {
     expect((await api.get(`/sheets/${s.id}?startRow=0`)).body.error.message).to.match(/^startRow: must be at least 1/);
     // 600 rows are stored as 3 blocks of at most 256 rows.
     const head = await stack.rt.db.db.collection(COLLECTIONS.sheets).findOne({ _id: s.id } as never);
-    expect(head!.tree.blocks.map((b: { rows: number }) => b.rows)).to.deep.equal([256, 256, 88]);
+    expect(JSON.parse(head!.tree).blocks.map((b: { rows: number }) => b.rows)).to.deep.equal([256, 256, 88]);
   });
 
   it('when ranges are read in A1 notation, then cells, whole columns and whole rows come back, the end is clamped and a start outside is 400', async () => {

@@ -137,7 +137,7 @@ export function createLocalSheetEngine(): SheetEditEngine {
     async plan(input: SheetEditInput) {
       const parts = input.instruction
         .split(/\s*(?:;|\n|,?\s+(?:and\s+)?then\s+)\s*/i)
-        .map((p) => p.trim().replace(/[.!]+$/, '').trim())
+        .map((p) => p.trim().replace(/^(?:and\s+)?then\s+/i, '').replace(/[.!]+$/, '').trim())
         .filter(Boolean);
       const ops: unknown[] = [];
       for (const part of parts) {
