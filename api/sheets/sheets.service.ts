@@ -17,7 +17,6 @@ import { metrics } from '../../monitoring/metrics';
 import { RpcTimeoutError } from '../../platform/amqp';
 import { AppError, ERROR_STATUS, clip, type ErrorCode } from '../../platform/errors';
 import { newId } from '../../platform/ids';
-import { COLLECTIONS } from '../../platform/mongo';
 import type { Runtime } from '../../platform/runtime';
 import { a1, CellError, checkCell, parseRange } from '../../platform/sheets/cells';
 import { emptyTree, GridLimitError, sameTree, WorkingGrid, type NewBlock, type Tree } from '../../platform/sheets/grid';
@@ -378,9 +377,9 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
 
     async list(accountId: string, q: { limit: number; cursor?: string }) {
       const page = await repo.forAccount(accountId).pageHeads(q);
-      const ids = page.data.map((h) => h._id);
-      const docs = ids.length ? await rt.db.db.collection<ProjectDoc>(COLLECTIONS.projects).find({ _id: { $in: ids }, accountId, deletedAt: null } as never).toArray() : [];
-      const byId = new Map(docs.map((p) => [p._id, p as ProjectDoc]));
+      // One findOne by _id each (FerretDB pushes _id equality down, not $in).
+      const docs = await Promise.all(page.data.map((h) => projects.repository.findForAccount(accountId, h._id)));
+      const byId = new Map(docs.flatMap((p) => (p ? [[p._id, p] as [string, ProjectDoc]] : [])));
       const data = page.data.flatMap((h) => (byId.has(h._id) ? [summaryView(h, byId.get(h._id)!)] : []));
       return { data, total: page.total, ...(page.cursor ? { cursor: page.cursor } : {}) };
     },

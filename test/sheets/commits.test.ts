@@ -155,6 +155,22 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
     expect((await api.get(`/sheets/${s.id}/commits/cmt_00000000000000000000`)).status).to.equal(404);
   });
 
+  it('when a writer died after recording its commit but before moving the head, then the next write moves the head onto that commit first: it is neither lost nor applied twice', async () => {
+    const s = await newSheet(api);
+    const c2 = await ops(s.id, [{ op: 'set', cell: 'A1', value: 'recorded' }]);
+    // Put the head back where it was before commit 2, as if its writer had crashed between the two writes.
+    const heads = stack.rt.db.db.collection(COLLECTIONS.sheets);
+    const first = await stack.rt.db.db.collection(COLLECTIONS.sheetCommits).findOne({ _id: s.headCommitId } as never);
+    await heads.updateOne({ _id: s.id } as never, { $set: { version: 1, headCommitId: s.headCommitId, tree: first!.tree } });
+    expect((await rowsOf(s.id))[0][0]).to.equal('Apple');
+    const next = await ops(s.id, [{ op: 'set', cell: 'A2', value: 'next' }]);
+    expect(next.status).to.equal(200);
+    expect(next.body.commit).to.include({ seq: 3, parentId: c2.body.commit.id });
+    const rows = await rowsOf(s.id);
+    expect([rows[0][0], rows[1][0]]).to.deep.equal(['recorded', 'next']);
+    expect((await api.get(`/sheets/${s.id}/commits`)).body.data.map((c: { seq: number }) => c.seq)).to.deep.equal([3, 2, 1]);
+  });
+
   describe('with two API processes', () => {
     let a: ApiServer;
     let b: ApiServer;

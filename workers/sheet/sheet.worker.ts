@@ -18,7 +18,6 @@ export function sheetEngineFrom(config: Config): SheetEditEngine {
  * and applies the ops, so a sheet changes only through one code path.
  */
 export function sheetResponder(rt: Runtime, engine: SheetEditEngine = sheetEngineFrom(rt.config)): ResponderDefinition<SheetRpcRequest, SheetRpcReply> {
-  void rt;
   return {
     pool: 'sheet',
     input: SheetRpcRequest,
