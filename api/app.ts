@@ -37,12 +37,17 @@ import { sheetsRoutes } from './sheets/sheets.routes';
 import { boardsRoutes } from './boards/boards.routes';
 import { conversationsRoutes } from './conversations/conversations.routes';
 import { extractRoutes } from './extract/extract.routes';
+import { driveRoutes } from './drive/drive.routes';
+import { driveContentRoutes } from './drive/content.routes';
+import { driveSearchRoutes } from './drive/search.routes';
+import { driveDownloadRoutes } from './drive/downloads.routes';
 
 export const BASE_PATH = '/api/v1';
 
 /** Every capability's routes, mounted after authentication. Add a capability here. */
 const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, imagesRoutes, videosRoutes, songsRoutes, researchRoutes, presentationsRoutes, webhooksRoutes,
-  projectsRoutes, sheetsRoutes, boardsRoutes, conversationsRoutes, extractRoutes];
+  projectsRoutes, sheetsRoutes, boardsRoutes, conversationsRoutes, extractRoutes,
+  driveRoutes, driveContentRoutes, driveSearchRoutes];
 
 /**
  * The Express app. Order: request id → metrics timer → JSON body → public routes →
@@ -79,6 +84,7 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   v1.use(jsonBody(config.BODY_LIMIT_BYTES));
   v1.use(openapiRoutes({ serverUrl: `${config.PUBLIC_BASE_URL}${BASE_PATH}`, implemented: deps.implemented }));
   v1.use(assetsRoutes(rt.blobs));
+  v1.use(driveDownloadRoutes(rt));
   // Audit before the rate limit, so refused (429) calls are recorded too; the entry is confirmed
   // by the broker before the answer goes out, and written in batches by the audit writer.
   const auditRecorder = createAuditRecorder({ db: rt.db, amqp: rt.amqp, log, prefix: config.QUEUE_PREFIX });

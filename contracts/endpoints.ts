@@ -198,6 +198,7 @@ export const endpoints = {
   searchDrive: e({ method: 'get', path: '/drive/search', scopes: DR, status: 200, tag: 'drive', summary: 'Search names, tags, descriptions and text.' }),
   listDriveFolders: e({ method: 'get', path: '/drive/folders', scopes: DR, status: 200, tag: 'drive', summary: 'Folder tree.' }),
   createDriveFolder: e({ method: 'post', path: '/drive/folders', scopes: DW, status: 201, tag: 'drive', summary: 'Create a folder.' }),
+  updateDriveFolder: e({ method: 'patch', path: '/drive/folders/{id}', scopes: DW, status: 200, tag: 'drive', summary: 'Rename, recolour or move a folder (not in SPEC 4.10; ours). A folder cannot move into its own subtree.' }),
 
   // 4.11 Webhooks
   listWebhooks: e({ method: 'get', path: '/webhooks', scopes: R, status: 200, tag: 'webhooks', summary: 'List webhooks.', response: WebhookList }),

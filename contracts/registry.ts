@@ -47,6 +47,8 @@ export const POOL_TYPES = [
   // PPTX, OCR of images; CPU-heavy, scaled on its own) and sheet edits by instruction.
   'extract',
   'sheet',
+  // Drive (issue 11): text of uploaded documents, extracted after the upload answered.
+  'drive',
 ] as const;
 export type PoolType = (typeof POOL_TYPES)[number];
 

@@ -110,6 +110,23 @@ export const ConfigSchema = z.object({
   SHEET_RPC_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000).describe('How long POST /sheets/{id}/edit waits for the sheet pool before answering 504 timeout (nothing is charged).'),
   EXTRACT_RPC_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000).describe('How long POST /extract-flowchart waits for the extract pool (PDF, PPTX, OCR) before answering 504 timeout (nothing is charged).'),
   EXTRACT_OCR_LANGUAGES: z.string().regex(/^[a-z_]{3,}(\+[a-z_]{3,})*$/).default('eng').describe('tesseract languages for reading images (POST /extract-flowchart), e.g. eng or eng+deu; each needs its Debian tesseract-ocr-<lang> package.'),
+  DRIVE_QUOTA_BYTES: z
+    .string()
+    .default('{"free":1073741824,"pro":10737418240,"teams":107374182400}')
+    .transform((s, ctx) => {
+      try {
+        const v = JSON.parse(s) as Record<string, unknown>;
+        for (const plan of ['free', 'pro', 'teams']) if (!Number.isSafeInteger(v[plan]) || (v[plan] as number) < 0) throw new Error(plan);
+        return v as Record<'free' | 'pro' | 'teams', number>;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON object of byte quotas for free, pro and teams' });
+        return z.NEVER;
+      }
+    })
+    .describe('Drive storage quota per plan in bytes, JSON (default 1 GiB free, 10 GiB pro, 100 GiB teams). An upload past it answers 413 storage_quota_exceeded.'),
+  DRIVE_LINK_TTL_SECONDS: z.coerce.number().int().min(10).max(3600).default(900).describe('Validity of Drive download links (downloadUrl and the /content redirect), about 15 minutes by SPEC.'),
+  DRIVE_TRASH_DAYS: z.coerce.number().min(0).default(30).describe('Days a trashed Drive file can be restored; then the scheduler purges its bytes, text and record.'),
+  DRIVE_TEXT_STORED_CHARS: z.coerce.number().int().min(1000).default(200_000).describe('Characters of extracted text kept per Drive file (search indexes these; GET …/text answers about 12K of them).'),
   IMAGE_RPC_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000).describe('How long POST /images and /images/moonlight wait for the image pool before answering 504 timeout (the request also expires in the queue).'),
   MOONLIGHT_ADULT_THRESHOLD: z.coerce.number().min(0).max(1).default(0.8).describe('Output safety: a moonlight render whose skin-tone pixel share reaches this is scored adult and refused with 403 (workers/engines/image/safety.ts; 0 refuses everything).'),
   REFERENCE_IMAGE_MAX_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024).describe('Largest reference image fetched for images and videos.'),

@@ -30,6 +30,14 @@ export const COLLECTIONS = {
   cards: 'cards',
   conversations: 'conversations',
   messages: 'messages',
+  driveFiles: 'drive_files',
+  driveFolders: 'drive_folders',
+  driveTexts: 'drive_texts',
+  driveTokens: 'drive_search_tokens',
+  driveUsage: 'drive_usage',
+  driveBlobBucket: 'drive_blobs',
+  teams: 'teams',
+  teamMembers: 'team_members',
 } as const;
 
 export interface AccountDoc {
@@ -58,6 +66,11 @@ export interface ApiKeyDoc {
   hash: string;
   prefix: string;
   scopes: Scope[];
+  /**
+   * Drive folder pins: when set and non-empty, the key sees and changes only these folders and
+   * their descendants (404 outside them). Absent or empty: the whole Drive.
+   */
+  folderPins?: string[];
   createdAt: Date;
   revokedAt: Date | null;
 }
