@@ -4,7 +4,8 @@ import type { DeckJobInput, PresentationCreated, PresentationRequest } from '../
 import { JOB_ID_PREFIX } from '../../contracts/registry';
 import { toEnvelope } from '../../platform/jobs';
 import type { JobDoc } from '../../platform/mongo';
-import { createProjects, type ProjectDoc, presentationUrl } from '../../platform/projects/projects.repository';
+import { createProjects, type ProjectDoc } from '../../platform/projects/projects.repository';
+import { openUrlOf } from '../../contracts/projects';
 import type { Runtime } from '../../platform/runtime';
 import { assertFetchable } from '../../platform/ssrf';
 
@@ -32,7 +33,7 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
     createdAt: p.createdAt.toISOString(),
     updatedAt: p.updatedAt.toISOString(),
     generationStatus: p.presentation!.generationStatus,
-    openUrl: presentationUrl(rt.config.PUBLIC_BASE_URL, p._id),
+    openUrl: openUrlOf(rt.config.PUBLIC_BASE_URL, 'presentation', p._id),
     job: job ? toEnvelope(job) : null,
   });
 
@@ -80,7 +81,7 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
       // After the charge and the job, a failure to announce must not fail the request (a retry
       // would build a second deck): it is logged, and the outbox covers broker outages.
       const announce = () =>
-        emitEvent(rt, input.accountId, 'project.created', { projectId, kind: 'presentation', projectType: 'presentation', name: project.name, openUrl: presentationUrl(rt.config.PUBLIC_BASE_URL, projectId) }).catch((err) =>
+        emitEvent(rt, input.accountId, 'project.created', { projectId, kind: 'presentation', projectType: 'presentation', name: project.name, openUrl: openUrlOf(rt.config.PUBLIC_BASE_URL, 'presentation', projectId) }).catch((err) =>
           rt.log.error('project.created not recorded', { projectId, err: err as Error }),
         );
 

@@ -1,3 +1,4 @@
+import { assertSafeKeys } from '../safe-keys';
 import type { Collection, Filter } from 'mongodb';
 import { MessageInput, type ChatArtifact, type ChatMode, type MessageEngine, type MessageRole, type MessageUsage } from '../../contracts/conversations';
 import { AppError } from '../errors';
@@ -42,23 +43,6 @@ export interface MessageDoc {
   usage: MessageUsage | null;
   createdAt: Date;
 }
-
-/** Field names the database could read as operators or paths ($…, a.b) or cannot store (NUL). */
-const BAD_KEY = /^\$|\.|\u0000/;
-const badKeyIn = (v: unknown, path: string): string | null => {
-  const stack: [unknown, string][] = [[v, path]];
-  while (stack.length) {
-    const [x, p] = stack.pop()!;
-    if (Array.isArray(x)) x.forEach((y, i) => stack.push([y, `${p}.${i}`]));
-    else if (x && typeof x === 'object') {
-      for (const [k, y] of Object.entries(x)) {
-        if (BAD_KEY.test(k)) return `${p}: field names must not start with $ or hold . or NUL`;
-        stack.push([y, `${p}.${k}`]);
-      }
-    }
-  }
-  return null;
-};
 
 export function createConversationsRepository(db: Database) {
   const conversations = db.db.collection<ConversationDoc>(COLLECTIONS.conversations) as unknown as Collection<ConversationDoc>;
@@ -140,8 +124,8 @@ export function createConversationsRepository(db: Database) {
         const where = ['message', ...i.path.map(String)].join('.');
         throw new AppError('validation_error', i.code === 'unrecognized_keys' ? `${where}: unknown field ${i.keys.join(', ')}` : `${where}: ${i.message}`);
       }
-      const bad = badKeyIn(parsed.data.artifacts, 'message.artifacts');
-      if (bad) throw new AppError('validation_error', bad);
+      // Artifacts carry open `data` objects: no field name may reach the database as an operator or path.
+      assertSafeKeys({ message: { artifacts: parsed.data.artifacts } });
       await ensureIndexes();
       const now = new Date();
       const conv = await conversations.findOneAndUpdate(

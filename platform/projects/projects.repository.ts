@@ -173,5 +173,3 @@ export function createProjects(db: Database) {
 }
 export type Projects = ReturnType<typeof createProjects>;
 
-/** The absolute editor link of a presentation (SPEC 2.7 path shape /presentations/{projectId}). */
-export const presentationUrl = (publicBaseUrl: string, projectId: string) => `${publicBaseUrl}/presentations/${projectId}`;

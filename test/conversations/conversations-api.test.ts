@@ -142,7 +142,7 @@ describe('conversations API and appendMessage', function () {
       [{ role: 'user' }, /^message\.content: /],
       [{ role: 'user', content: 'a\u0000b' }, /^message\.content: must not contain NUL/],
       [{ role: 'assistant', content: 'x', artifacts: [{ type: 'hologram', title: 't' }] }, /^message\.artifacts\.0\.type: /],
-      [{ role: 'assistant', content: 'x', artifacts: [{ type: 'image', title: 't', data: { $where: 1 } }] }, /^message\.artifacts\.0\.data: field names must not start with \$/],
+      [{ role: 'assistant', content: 'x', artifacts: [{ type: 'image', title: 't', data: { $where: 1 } }] }, /^message\.artifacts\.0\.data: "\$where": field names must not start with \$/],
       [{ role: 'assistant', content: 'x', usage: { inputTokens: -1, outputTokens: 0 } }, /^message\.usage\.inputTokens: /],
       [{ role: 'user', content: 'x', extra: 1 }, /^message: unknown field extra/],
     ];

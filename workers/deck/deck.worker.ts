@@ -1,6 +1,7 @@
 import { DeckJobInput, OutlineItem, type DeckResult, type DeckSlide, type DeckTheme } from '../../contracts/presentations';
 import type { Config } from '../../platform/config';
-import { createProjects, presentationUrl } from '../../platform/projects/projects.repository';
+import { createProjects } from '../../platform/projects/projects.repository';
+import { openUrlOf } from '../../contracts/projects';
 import type { Runtime } from '../../platform/runtime';
 import { guardedFetch, readLimited } from '../../platform/ssrf';
 import type { DeckEngine } from '../engines/deck/deck.engine';
@@ -99,7 +100,7 @@ export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.c
       if (built === 0) throw new UnrecoverableError('no slide could be built');
 
       await ctx.progress('saving', `Saving the deck (${built} of ${slides.length} slides)`);
-      const openUrl = presentationUrl(rt.config.PUBLIC_BASE_URL, input.projectId);
+      const openUrl = openUrlOf(rt.config.PUBLIC_BASE_URL, 'presentation', input.projectId);
       const result: DeckResult = {
         projectId: input.projectId,
         name: input.name,
