@@ -37,6 +37,7 @@ import { sheetsRoutes } from './sheets/sheets.routes';
 import { boardsRoutes } from './boards/boards.routes';
 import { conversationsRoutes } from './conversations/conversations.routes';
 import { extractRoutes } from './extract/extract.routes';
+import { DRIVE_LIMITS } from '../contracts/drive';
 import { driveRoutes } from './drive/drive.routes';
 import { driveContentRoutes } from './drive/content.routes';
 import { driveSearchRoutes } from './drive/search.routes';
@@ -81,7 +82,7 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   };
 
   const v1 = Router();
-  v1.use(jsonBody(config.BODY_LIMIT_BYTES));
+  v1.use(jsonBody(config.BODY_LIMIT_BYTES, [{ method: 'POST', path: '/drive/files', limitBytes: DRIVE_LIMITS.createBodyBytesMax }]));
   v1.use(openapiRoutes({ serverUrl: `${config.PUBLIC_BASE_URL}${BASE_PATH}`, implemented: deps.implemented }));
   v1.use(assetsRoutes(rt.blobs));
   v1.use(driveDownloadRoutes(rt));

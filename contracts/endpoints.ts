@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AccountResponse, CreditsResponse } from './account';
 import { Board, BoardCreate, BoardDuplicate, BoardList, BoardListQuery, BoardUpdate, Card, CardCreate, CardList, CardListQuery, CardUpdate } from './boards';
 import { CodeBuildRequest } from './code-builds';
+import { DriveBulkRequest, DriveBulkResult, DriveFile, DriveFileCreate, DriveFileHandle, DriveFileList, DriveFileListQuery, DriveFileUpdate, DriveFolder, DriveFolderCreate, DriveFolderListQuery, DriveFolderTree, DriveFolderUpdate } from './drive';
 import { ExtractFlowchartRequest, ExtractFlowchartResult } from './extract';
 import { Conversation, ConversationCreate, ConversationList, ConversationListQuery, ConversationUpdate, MessageList, MessageListQuery } from './conversations';
 import { ImageRequest, ImageResult, MoonlightRequest, MoonlightResult } from './images';
@@ -11,6 +12,8 @@ import { TemplateList, TemplateListQuery, TemplateUse } from './templates';
 import { ResearchLegacy, ResearchRequest } from './research';
 import { CommitListQuery, CommitResolveRequest, Sheet, SheetChange, SheetRange, SheetCommit, SheetCommitList, SheetCreate, SheetEditRequest, SheetEditResult, SheetList, SheetListQuery, SheetOpsRequest, SheetRangeQuery, SheetReadQuery, SheetRollbackRequest } from './sheets';
 import { SongRequest } from './songs';
+import { DRIVE_DOWNLOAD_RULES, DriveDownloadLink } from './drive-downloads';
+import { DriveFileText, DriveSearchQuery, DriveSearchResult } from './drive';
 import { Webhook, WebhookCreate, WebhookCreated, WebhookDeliveriesQuery, WebhookDeliveryList, WebhookList, WebhookUpdate } from './webhooks';
 import { JobAccepted, JobEnvelope, listEnvelope } from './common';
 import type { Scope } from './registry';
@@ -118,7 +121,7 @@ export const endpoints = {
   editSheet: e({ method: 'post', path: '/sheets/{id}/edit', scopes: AI, status: 200, tag: 'sheets', summary: 'Edit by natural-language instruction (charged sheet_edit): the engine writes ops, applied or proposed as a commit.', body: SheetEditRequest, response: SheetEditResult, errors: { '400': 'The instruction is not understood (the message lists what is), or the engine wrote ops that do not apply; nothing is charged.', '409': 'Concurrent commits (conflict) or If-Match (version_conflict).', '503': 'The sheet pool or its provider is unavailable (service_unavailable); nothing is charged.', '504': 'The sheet pool did not answer within the deadline (timeout); nothing is charged.' } }),
   listSheetCommits: e({ method: 'get', path: '/sheets/{id}/commits', scopes: R, status: 200, tag: 'sheets', summary: 'List commits, newest first (filter by status).', query: CommitListQuery, response: SheetCommitList }),
   getSheetCommit: e({ method: 'get', path: '/sheets/{id}/commits/{commitId}', scopes: R, status: 200, tag: 'sheets', summary: 'Get a commit with its ops and cell diff.', response: SheetCommit }),
-  resolveSheetCommit: e({ method: 'post', path: '/sheets/{id}/commits/{commitId}/resolve', scopes: W, status: 200, tag: 'sheets', summary: 'Merge or reject a proposed commit; a merge is rebased onto later commits that touched other cells.', body: CommitResolveRequest, response: SheetChange, errors: { '409': 'A later merged commit changed what the proposal changes (stale_commit), or the commit is not proposed (conflict).' } }),
+  resolveSheetCommit: e({ method: 'post', path: '/sheets/{id}/commits/{commitId}/resolve', scopes: W, status: 200, tag: 'sheets', summary: 'Merge or reject a proposed commit; a merge is rebased onto later commits that touched other cells.', body: CommitResolveRequest, response: SheetChange, errors: { '409': 'A later merged commit changed what the proposal changes or reads (stale_commit), the commit is not proposed (conflict), or If-Match named another sheet version (version_conflict).' } }),
   rollbackSheet: e({ method: 'post', path: '/sheets/{id}/rollback', scopes: W, status: 200, tag: 'sheets', summary: 'Restore the grid of a merged commit, as a new commit.', body: SheetRollbackRequest, response: SheetChange, errors: { '409': 'The commit is not merged, or the grid already equals it (conflict).' } }),
 
   // 4.5 Boards
@@ -188,17 +191,74 @@ export const endpoints = {
   getAgentUsage: e({ method: 'get', path: '/agents/{id}/usage', scopes: R, status: 200, tag: 'agents', summary: 'Usage over the last `days` (1 to 90).' }),
 
   // 4.10 Drive
-  listDriveFiles: e({ method: 'get', path: '/drive/files', scopes: DR, status: 200, tag: 'drive', summary: 'Files, folder tree, storage meter.' }),
-  createDriveFile: e({ method: 'post', path: '/drive/files', scopes: DW, status: 201, tag: 'drive', summary: 'Upload a file.' }),
-  getDriveFile: e({ method: 'get', path: '/drive/files/{id}', scopes: DR, status: 200, tag: 'drive', summary: 'A file handle with a signed download link.' }),
-  updateDriveFile: e({ method: 'patch', path: '/drive/files/{id}', scopes: DW, status: 200, tag: 'drive', summary: 'Rename, move, star, tag, describe.' }),
-  getDriveFileContent: e({ method: 'get', path: '/drive/files/{id}/content', scopes: DR, status: 302, tag: 'drive', summary: 'Redirect to a signed, time-limited stream of the raw bytes.' }),
-  getDriveFileText: e({ method: 'get', path: '/drive/files/{id}/text', scopes: DR, status: 200, tag: 'drive', summary: 'Text content, capped at about 12K characters.' }),
-  bulkDriveFiles: e({ method: 'post', path: '/drive/files/bulk', scopes: DW, status: 200, tag: 'drive', summary: 'Move, star, unstar, trash or restore up to 100 files.' }),
-  searchDrive: e({ method: 'get', path: '/drive/search', scopes: DR, status: 200, tag: 'drive', summary: 'Search names, tags, descriptions and text.' }),
-  listDriveFolders: e({ method: 'get', path: '/drive/folders', scopes: DR, status: 200, tag: 'drive', summary: 'Folder tree.' }),
-  createDriveFolder: e({ method: 'post', path: '/drive/folders', scopes: DW, status: 201, tag: 'drive', summary: 'Create a folder.' }),
-  updateDriveFolder: e({ method: 'patch', path: '/drive/folders/{id}', scopes: DW, status: 200, tag: 'drive', summary: 'Rename, recolour or move a folder (not in SPEC 4.10; ours). A folder cannot move into its own subtree.' }),
+  listDriveFiles: e({
+    method: 'get', path: '/drive/files', scopes: DR, status: 200, tag: 'drive', query: DriveFileListQuery, response: DriveFileList,
+    summary: 'Files of the personal drive (or, with teamId, of a team drive the account belongs to: read-only), newest first (trash=true: only trashed files, most recently trashed first), with the folder tree (fileCount per folder), the storage meter (null for a pinned key), the scope and the account\'s teams. Filters folderId (an id, root, or omitted for all), kind, starred, trash. Keyset pages: limit 1 to 100 (default 20), opaque cursor; hasMore is true when cursor is set. A key pinned to folders sees only files inside them.',
+    errors: { '404': 'teamId names no team of the account, or folderId no folder of the drive (or one outside the key pins; root is outside every pin).' },
+  }),
+  createDriveFile: e({
+    method: 'post', path: '/drive/files', scopes: DW, status: 201, tag: 'drive', body: DriveFileCreate, response: DriveFile,
+    summary: 'Upload a file: name with an extension (max 255), exactly one of content (UTF-8 text of an md, txt, csv, html or json file, up to 2 MB) or contentBase64 (any bytes, up to 4 MB decoded), optional folderId (id, root or null), description (max 2000), tags (max 20). kind and mimeType come from the bytes (magic numbers) and then the extension. A name taken in the folder gets a suffix: report.pdf, report (1).pdf, report (2).pdf. The text inside follows in the background (textStatus). Bodies over 6 MiB are refused before parsing (413 payload_too_large).',
+    errors: {
+      '403': 'folderId is a team-drive folder (team_drive_read_only): team drives are read-only over the API.',
+      '404': 'folderId names no folder of the drive, or one outside the key pins (the root is outside every pin).',
+      '413': 'The upload would pass the plan storage quota (storage_quota_exceeded; trashed files count until purged), or the body is over 6 MiB (payload_too_large).',
+    },
+  }),
+  getDriveFile: e({
+    method: 'get', path: '/drive/files/{id}', scopes: DR, status: 200, tag: 'drive', response: DriveFileHandle,
+    summary: 'A file handle (own or of a team drive the account belongs to) with a signed downloadUrl valid about 15 minutes (null while trashed); ETag is its version.',
+  }),
+  updateDriveFile: e({
+    method: 'patch', path: '/drive/files/{id}', scopes: DW, status: 200, tag: 'drive', body: DriveFileUpdate, response: DriveFile,
+    summary: 'Rename, move (folderId: id, root or null), star, tag, describe: only the fields sent change, in one atomic update. kind and mimeType stay as the bytes said. Honours If-Match.',
+    errors: {
+      '403': 'The file or the destination folder is in a team drive (team_drive_read_only).',
+      '404': 'No such file of yours (or outside the key pins), or folderId names no folder you can write in.',
+      '409': 'The name is taken in the destination folder (conflict: PATCH never renames for you), the file is in the trash (conflict: restore it first), or If-Match names an older version (version_conflict).',
+    },
+  }),
+  getDriveFileContent: e({
+    method: 'get', path: '/drive/files/{id}/content', scopes: DR, status: 302, tag: 'drive', response: DriveDownloadLink,
+    summary: `Redirect (302, Location) to a signed, time-limited stream of the raw bytes; clients follow it with a plain GET. Cache-Control: no-store; the body repeats the link. A trashed file, another account's or one outside the key pins is 404. ${DRIVE_DOWNLOAD_RULES}`,
+  }),
+  getDriveFileText: e({
+    method: 'get', path: '/drive/files/{id}/text', scopes: DR, status: 200, tag: 'drive', response: DriveFileText,
+    summary: 'The text of a file (own, or of a team drive the account belongs to, inside the key pins): UTF-8 for text and code files, parsed for PDF (text layer), DOCX, XLSX and PPTX; at most 12,000 characters cut on a word boundary, truncated: true when anything was left out. Text is extracted by the drive pool shortly after upload: until then textStatus is pending, content is \'\' and the answer carries Retry-After: 2 (still 200: poll until textStatus is ready, none or failed).',
+    errors: { '404': 'No file with this id that the caller can reach (another account, a team it is not in, or outside the key pins).' },
+  }),
+  bulkDriveFiles: e({
+    method: 'post', path: '/drive/files/bulk', scopes: DW, status: 200, tag: 'drive', body: DriveBulkRequest, response: DriveBulkResult,
+    summary: 'Move (folderId: id or root), star, unstar, trash or restore 1 to 100 files (duplicates count once). Each file changes atomically on its own; the answer lists succeeded ids and failed {fileId, reason}: not_found (unknown, not yours, outside the key pins), already_trashed, not_trashed, restore_window_expired (trashed over DRIVE_TRASH_DAYS, 30, ago), folder_not_found, name_conflict, team_drive_read_only, trashed (move or star of a trashed file). Move and restore take the next free "name (n).ext" when the name is taken.',
+  }),
+  searchDrive: e({
+    method: 'get', path: '/drive/search', scopes: DR, status: 200, tag: 'drive', query: DriveSearchQuery, response: DriveSearchResult,
+    summary: 'Ranked search over file names, tags, descriptions and extracted text: the personal drive and every team drive of the account (or only teamId). Every word of q must match as a whole word (case, accents and width ignored; Chinese and Japanese split into words). Score per word: name 16, tag 8, description 3, text 1 (summed over the fields it is in), best first, then newest. Each hit has the file, its score, matchField and a snippet of about 160 characters with highlights. Trashed files and files outside the key pins are never listed; filters kind, teamId; limit 1 to 50 (default 20).',
+    errors: { '404': 'teamId names no team of the account.' },
+  }),
+  listDriveFolders: e({
+    method: 'get', path: '/drive/folders', scopes: DR, status: 200, tag: 'drive', query: DriveFolderListQuery, response: DriveFolderTree,
+    summary: 'The whole folder tree of the personal drive (or a team drive with teamId), flat with parentFolderId and path, parents before children, siblings by name, each with fileCount (active files directly inside); at most 1000 folders, so not paged.',
+    errors: { '404': 'teamId names no team of the account.' },
+  }),
+  createDriveFolder: e({
+    method: 'post', path: '/drive/folders', scopes: DW, status: 201, tag: 'drive', body: DriveFolderCreate, response: DriveFolder,
+    summary: 'Create a folder: name (unique among its siblings, case-insensitive), parentFolderId (omit, root or null for the root), color (#rrggbb or #rgb), sticker (one emoji). At most 1000 folders per drive, 20 levels deep.',
+    errors: {
+      '403': 'parentFolderId is a team-drive folder (team_drive_read_only).',
+      '404': 'parentFolderId names no folder you can write in (or the root, for a key pinned to folders).',
+      '409': 'A sibling has that name (conflict), or the drive has 1000 folders or the folder would be deeper than 20 levels (limit_exceeded).',
+    },
+  }),
+  updateDriveFolder: e({
+    method: 'patch', path: '/drive/folders/{id}', scopes: DW, status: 200, tag: 'drive', body: DriveFolderUpdate, response: DriveFolder,
+    summary: 'Rename, recolour, change the sticker (null clears color or sticker) or move a folder with parentFolderId (id, root or null) with everything inside it (not in SPEC 4.10; ours). Only the fields sent change. Honours If-Match.',
+    errors: {
+      '403': 'The folder or the new parent is in a team drive (team_drive_read_only).',
+      '404': 'No such folder of yours (or outside the key pins), or parentFolderId names no folder you can write in.',
+      '409': 'Moving into itself or its own subtree (folder_cycle); a sibling has that name (conflict); the move would nest deeper than 20 levels (limit_exceeded); If-Match names an older version (version_conflict).',
+    },
+  }),
 
   // 4.11 Webhooks
   listWebhooks: e({ method: 'get', path: '/webhooks', scopes: R, status: 200, tag: 'webhooks', summary: 'List webhooks.', response: WebhookList }),

@@ -33,7 +33,7 @@ export const JOB_EVENTS_EMITTED = {
 /** Non-job events (SPEC 6.1), by group. Each is emitted through platform/events.ts `emitEvent`. */
 const OTHER_EVENTS = {
   'project.created': { group: 'projects', emitted: true, description: 'A project of any kind was created (POST /flowcharts, /whiteboards, /notes, /presentations, /templates/{id}/use, and every other way a project is made). data: projectId, kind, projectType, name, openUrl (absolute).' },
-  'project.updated': { group: 'projects', emitted: true, description: 'PATCH /projects/{id} changed a project. data: projectId, kind, projectType, changedFields (names of the fields the PATCH set: name, description, tags, isStarred, content), version (after the change).' },
+  'project.updated': { group: 'projects', emitted: true, description: "PATCH /projects/{id} changed a project, or a commit merged into a sheet's grid (POST /sheets/{id}/ops, /edit, a merged proposal, a rollback). data: projectId, kind, projectType, changedFields (names of the fields the PATCH set: name, description, tags, isStarred, content; ['content'] for a sheet commit), version (after the change: the project's, or for a sheet commit the sheet's), commitId (sheet commits only)." },
   'project.shared': { group: 'projects', emitted: true, description: 'POST /projects/{id}/share shared a project with a person or changed their role. data: projectId, kind, projectType, email, role, previousRole (null when newly shared), version (after the change).' },
   'project.deleted': { group: 'projects', emitted: true, description: 'DELETE /projects/{id} deleted a project. data: projectId, kind, projectType, name.' },
   'notes_movie.completed': { group: 'projects', emitted: false, description: 'A video render of notes finished.' },

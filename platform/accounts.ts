@@ -59,8 +59,12 @@ export function createAccountsRepository(db: Database, opts: { invalidate?: (msg
       return doc;
     },
 
-    /** Creates a key and returns it in full, the only time it exists outside the caller. */
-    async createKey(accountId: string, opts: { name?: string; scopes?: Scope[] } = {}): Promise<{ key: string; doc: ApiKeyDoc }> {
+    /**
+     * Creates a key and returns it in full, the only time it exists outside the caller.
+     * `folderPins`: Drive folder ids the key is confined to (it sees and changes only those
+     * folders and their descendants; omitted or empty: the whole Drive).
+     */
+    async createKey(accountId: string, opts: { name?: string; scopes?: Scope[]; folderPins?: string[] } = {}): Promise<{ key: string; doc: ApiKeyDoc }> {
       const key = KEY_PREFIX + randomBytes(32).toString('base64url');
       const doc: ApiKeyDoc = {
         _id: newId('key'),
@@ -69,6 +73,7 @@ export function createAccountsRepository(db: Database, opts: { invalidate?: (msg
         hash: hashKey(key),
         prefix: key.slice(0, 10),
         scopes: opts.scopes ?? [...SCOPES],
+        ...(opts.folderPins?.length ? { folderPins: [...new Set(opts.folderPins)] } : {}),
         createdAt: new Date(),
         revokedAt: null,
       };

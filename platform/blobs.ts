@@ -1,9 +1,9 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { GridFSBucket } from 'mongodb';
 import { newId } from './ids';
 import { COLLECTIONS, type Database } from './mongo';
+import { hmacSign, signatureMatches } from './signing';
 
 export interface BlobInfo {
   id: string;
@@ -20,7 +20,7 @@ export interface BlobInfo {
  */
 export function createBlobStore(db: Database, opts: { secret: string; publicBaseUrl: string; defaultTtlSeconds: number }) {
   const bucket = new GridFSBucket(db.db, { bucketName: COLLECTIONS.blobBucket });
-  const sign = (id: string, exp: number) => createHmac('sha256', opts.secret).update(`${id}.${exp}`).digest('base64url');
+  const sign = (id: string, exp: number) => hmacSign(opts.secret, `${id}.${exp}`);
 
   return {
     async put(data: Buffer, meta: { contentType: string; filename: string; accountId: string }): Promise<BlobInfo> {
@@ -68,9 +68,7 @@ export function createBlobStore(db: Database, opts: { secret: string; publicBase
 
     verify(id: string, exp: string | undefined, sig: string | undefined): 'ok' | 'expired' | 'bad' {
       if (!exp || !sig || !/^\d+$/.test(exp)) return 'bad';
-      const want = Buffer.from(sign(id, Number(exp)));
-      const got = Buffer.from(sig);
-      if (want.length !== got.length || !timingSafeEqual(want, got)) return 'bad';
+      if (!signatureMatches(sign(id, Number(exp)), sig)) return 'bad';
       return Number(exp) < Date.now() / 1000 ? 'expired' : 'ok';
     },
   };

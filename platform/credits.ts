@@ -12,13 +12,26 @@ import { COLLECTIONS, onlyDuplicateKeys, type Database } from './mongo';
  * scheduler's `reconcile` settles what a crash left pending (see there). Refunds are idempotent per
  * reference the same way.
  */
-/** A debit waiting for a synchronous call's outcome (see `hold`). */
+/** A debit waiting for a synchronous call's outcome (see `hold`). WARNING: persisted. */
 interface HoldDoc {
   _id: string;
   accountId: string;
   operation: CreditOperation;
   amount: number;
   until: Date;
+  /**
+   * The document the call makes when it delivers (a project, a sheet commit), by collection and
+   * `_id`: a hold settled after a crash is captured, not released, when it exists.
+   */
+  deliveredBy?: HoldDelivery | null;
+  /** Set when a settler took the hold over; it can no longer be extended (see `extend`). */
+  settling?: Date;
+}
+
+/** What a hold pays for, looked up by `_id` (and the hold's account) in `collection`. */
+export interface HoldDelivery {
+  collection: string;
+  id: string;
 }
 
 export function createCredits(db: Database, prices: Readonly<Record<CreditOperation, number>>) {
@@ -177,16 +190,37 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
     },
 
     /**
-     * Debit for a synchronous call (POST /images): the debit is recorded as a hold until
-     * `capture` (delivered) or `release` (refunded). If the process dies while it waits, the
-     * scheduler releases holds past `until`, so a lost answer is never paid for.
+     * Debit for a synchronous call (POST /images, /sheets/{id}/edit, /extract-flowchart): the
+     * debit is recorded as a hold until `capture` (delivered) or `release` (refunded). If the
+     * process dies while it waits, the scheduler settles holds past `until`: released, unless
+     * `deliveredBy` names a document that exists (the call delivered and the process died before
+     * capturing), then captured. So a lost answer is never paid for and a delivery never free.
+     *
+     * `id` names the hold (e.g. derived from an Idempotency-Key, so a retry finds it); an id
+     * whose debit exists already (the hold was settled) gets a fresh one instead.
      */
-    async hold(input: { accountId: string; operation: CreditOperation; amount: number; requestId: string; ttlMs: number }): Promise<string> {
-      const id = newId('hold');
-      await api.debit({ ...input, jobId: id });
-      await holds.insertOne({ _id: id, accountId: input.accountId, operation: input.operation, amount: input.amount, until: new Date(Date.now() + input.ttlMs) });
+    async hold(input: { accountId: string; operation: CreditOperation; amount: number; requestId: string; ttlMs: number; id?: string; deliveredBy?: HoldDelivery }): Promise<string> {
+      const used = input.id !== undefined && (await db.ledger.countDocuments({ _id: `led_charge_${input.id}` })) > 0;
+      const id = input.id !== undefined && !used ? input.id : newId('hold');
+      await api.debit({ accountId: input.accountId, operation: input.operation, amount: input.amount, requestId: input.requestId, jobId: id });
+      await holds.insertOne({ _id: id, accountId: input.accountId, operation: input.operation, amount: input.amount, until: new Date(Date.now() + input.ttlMs), deliveredBy: input.deliveredBy ?? null });
       await api.confirm(id, input.accountId);
       return id;
+    },
+
+    /**
+     * Keep a hold from being settled for `ttlMs` more. Call it right before writing what the hold
+     * pays for: false when a settler took the hold over already (it is being or was released),
+     * then write nothing. One conditional update, so it and a settler's claim never both win.
+     */
+    async extend(holdId: string, ttlMs: number): Promise<boolean> {
+      const r = await holds.updateOne({ _id: holdId, settling: { $exists: false } }, { $set: { until: new Date(Date.now() + ttlMs) } });
+      return r.matchedCount === 1;
+    },
+
+    /** Whether a hold is still waiting (neither captured nor released). */
+    async pending(holdId: string): Promise<boolean> {
+      return (await holds.countDocuments({ _id: holdId })) > 0;
     },
 
     /** The call delivered: the charge stands. */
@@ -194,21 +228,41 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       await holds.deleteOne({ _id: holdId });
     },
 
-    /** The call delivered nothing: give the credits back (idempotent per hold). */
-    async release(holdId: string): Promise<boolean> {
-      const h = await holds.findOne({ _id: holdId });
-      if (!h) return false;
+    /**
+     * Settle a hold: take it over (no `extend` wins after this), then capture it when its
+     * `deliveredBy` document exists, else give the credits back (idempotent per hold).
+     * `expiredBefore` settles it only if its `until` is before then (the sweeper). 'gone' when
+     * there was no such hold (captured, released, or extended meanwhile).
+     */
+    async settle(holdId: string, opts: { expiredBefore?: Date } = {}): Promise<'captured' | 'released' | 'gone'> {
+      const filter = opts.expiredBefore ? { _id: holdId, until: { $lt: opts.expiredBefore } } : { _id: holdId };
+      const h = await holds.findOneAndUpdate(filter, { $set: { settling: new Date() } }, { returnDocument: 'after' });
+      if (!h) return 'gone';
+      const d = h.deliveredBy;
+      if (d && (await db.db.collection(d.collection).countDocuments({ _id: d.id as never, accountId: h.accountId })) > 0) {
+        await holds.deleteOne({ _id: holdId });
+        return 'captured';
+      }
+      // Refund first (idempotent per hold), then forget the hold: a crash between leaves it for the sweeper.
       await api.refund({ accountId: h.accountId, operation: h.operation, amount: h.amount, jobId: h._id });
       await holds.deleteOne({ _id: holdId });
-      return true;
+      return 'released';
     },
 
-    /** Release holds whose call outlived its deadline (the waiting process died). */
-    async releaseExpiredHolds(now = new Date()): Promise<number> {
-      const expired = await holds.find({ until: { $lt: now } }).limit(500).toArray();
-      let n = 0;
-      for (const h of expired) if (await api.release(h._id)) n++;
-      return n;
+    /** The call failed: give the credits back, unless what the hold pays for exists after all (see `settle`). True when released. */
+    async release(holdId: string): Promise<boolean> {
+      return (await api.settle(holdId)) === 'released';
+    },
+
+    /** Settle holds whose call outlived its deadline (the waiting process died): captured when delivered, else released. */
+    async settleExpiredHolds(now = new Date()): Promise<{ released: number; captured: number }> {
+      const expired = await holds.find({ until: { $lt: now } }, { projection: { _id: 1 } }).limit(500).toArray();
+      const out = { released: 0, captured: 0 };
+      for (const h of expired) {
+        const r = await api.settle(h._id, { expiredBefore: now });
+        if (r !== 'gone') out[r]++;
+      }
+      return out;
     },
   };
   return api;

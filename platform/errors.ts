@@ -15,6 +15,10 @@ export const ERROR_STATUS = {
   /** A finished render scored as adult; not charged (POST /images/moonlight). */
   adult_render: 403,
   plan_required: 403,
+  /** A write on a team drive file or folder: team drives are read-only over the API. */
+  team_drive_read_only: 403,
+  /** A Drive download link whose signature does not verify (altered, truncated, or not a link of this service). */
+  link_invalid: 403,
   not_found: 404,
   /** The client did not send its request in time (HTTP server timeouts). */
   request_timeout: 408,
@@ -27,7 +31,15 @@ export const ERROR_STATUS = {
   stale_commit: 409,
   /** A board PATCH would remove a lane that still holds cards (move or delete them first). */
   column_not_empty: 409,
+  /** A Drive folder move into itself or its own subtree. */
+  folder_cycle: 409,
+  /** A Drive download link past its expiry (DRIVE_LINK_TTL_SECONDS): ask GET /drive/files/{id} or …/content for a new one. */
+  link_expired: 410,
+  /** A Drive download link whose signing key was revoked or lost drive:read since: the link is dead for good. */
+  link_revoked: 410,
   payload_too_large: 413,
+  /** A Drive upload that would take the drive past its plan quota (DRIVE_QUOTA_BYTES). */
+  storage_quota_exceeded: 413,
   unsupported_media_type: 415,
   /** A Range header no byte of the file satisfies (signed asset links); Content-Range: bytes *\/size. */
   range_not_satisfiable: 416,

@@ -59,6 +59,14 @@ export function decodeCursor(tag: string, raw: string): { value: unknown; id: st
 }
 
 /**
+ * The list envelope of a page (SPEC 2.3): its items mapped to their API shape, the total, and
+ * `cursor` only when more pages exist (never `cursor: null`).
+ */
+export function mapPage<T, U>(page: Pick<Page<T>, 'data' | 'total'> & { cursor?: string | null }, fn: (item: T) => U): { data: U[]; total: number; cursor?: string } {
+  return { data: page.data.map((item) => fn(item)), total: page.total, ...(page.cursor ? { cursor: page.cursor } : {}) };
+}
+
+/**
  * One page of `col` matching `filter` (which must hold the tenant filter), in keyset order.
  * Two commands: the page (limit + 1 rows, to know whether more exist) and the count.
  */

@@ -199,6 +199,12 @@ export async function assertAtomicServer(db: Db): Promise<void> {
   }
 }
 
+/** True when a write failed on a unique index (MongoDB's E11000; FerretDB answers code 11000 or says "duplicate key"). */
+export function isDuplicateKey(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null | undefined;
+  return e?.code === 11000 || /E11000|duplicate key/i.test(String(e?.message ?? ''));
+}
+
 /** True when a (bulk) write failed only because some documents existed already (duplicate _id). */
 export function onlyDuplicateKeys(err: unknown): boolean {
   const raw = (err as { writeErrors?: { code?: number }[] | { code?: number } }).writeErrors;
@@ -207,7 +213,7 @@ export function onlyDuplicateKeys(err: unknown): boolean {
 }
 
 /** Collections whose names label metrics; others are reported as "other" (bounded labels). */
-const KNOWN_COLLECTIONS = new Set<string>([...Object.values(COLLECTIONS), `${COLLECTIONS.blobBucket}.files`, `${COLLECTIONS.blobBucket}.chunks`]);
+const KNOWN_COLLECTIONS = new Set<string>([...Object.values(COLLECTIONS), ...[COLLECTIONS.blobBucket, COLLECTIONS.driveBlobBucket].flatMap((b) => [`${b}.files`, `${b}.chunks`])]);
 const MONITORED_COMMANDS = new Set(['find', 'insert', 'update', 'delete', 'findAndModify', 'aggregate', 'count', 'getMore', 'createIndexes', 'distinct', 'ping', 'buildInfo', 'hello', 'isMaster', 'killCursors', 'drop', 'dropDatabase', 'listCollections', 'listIndexes']);
 
 /**

@@ -48,6 +48,8 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   define('idempotency.expire', tasks.expireIdempotencyKeys);
   define('ratelimits.expire', tasks.expireRateLimitWindows);
   define('dead-letters.expire', tasks.expireDeadLetters);
+  define('drive.purge', () => tasks.purgeDriveTrash());
+  define('drive.text.sweep', () => tasks.sweepDriveText());
   const webhookDeliveries = createDeliveriesRepository(rt.db);
   define('webhooks.deliveries.expire', () => webhookDeliveries.expire(new Date(Date.now() - config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000)));
 
@@ -59,6 +61,8 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   await agenda.every('1 hour', 'idempotency.expire');
   await agenda.every('10 minutes', 'ratelimits.expire');
   await agenda.every('1 hour', 'dead-letters.expire');
+  await agenda.every('15 minutes', 'drive.purge');
+  await agenda.every(config.SWEEP_INTERVAL, 'drive.text.sweep');
   await agenda.every('1 hour', 'webhooks.deliveries.expire');
   const stopDeadLetters = await startDeadLetterHandler(rt);
   const monitor = opts.monitoring === false ? undefined : await startMonitoringServer(config.SCHEDULER_METRICS_PORT, rt.probes);

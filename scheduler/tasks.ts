@@ -2,6 +2,8 @@ import { DEAD_LETTER_RETENTION_DAYS } from './dead-letters';
 import { COLLECTIONS } from '../platform/mongo';
 import { expireEventOutbox, sweepEventOutbox } from '../platform/events';
 import type { Runtime } from '../platform/runtime';
+import { purgeTrashedDriveFiles } from '../platform/drive/purge';
+import { sweepPendingDriveText } from '../platform/drive/text-queue';
 
 /** A pending charge younger than this may still be in its request; older ones are settled. */
 export const CHARGE_SETTLE_GRACE_MS = 5 * 60_000;
@@ -34,13 +36,16 @@ export function createTasks(rt: Runtime) {
       return (await db.idempotency.deleteMany({ expiresAt: { $lt: now } })).deletedCount;
     },
 
-    /** Give back credits held for synchronous calls whose process died while waiting, and settle charges a crash left pending. */
+    /**
+     * Settle credits held for synchronous calls whose process died while waiting (given back, or
+     * kept when the call delivered: see credits.settle), and charges a crash left pending.
+     */
     async settleCredits() {
-      const released = await rt.credits.releaseExpiredHolds();
+      const { released, captured } = await rt.credits.settleExpiredHolds();
       const isLive = async (ref: string) =>
         (await db.jobs.countDocuments({ _id: ref })) > 0 || (await db.db.collection(COLLECTIONS.creditHolds).countDocuments({ _id: ref as never })) > 0;
       const reconciled = await rt.credits.reconcile(isLive, CHARGE_SETTLE_GRACE_MS);
-      return { released, ...reconciled };
+      return { released, captured, ...reconciled };
     },
 
     /** Parked dead letters older than DEAD_LETTER_RETENTION_DAYS. */
@@ -52,6 +57,12 @@ export function createTasks(rt: Runtime) {
     async expireRateLimitWindows(now = new Date()) {
       return (await db.rateLimits.deleteMany({ expiresAt: { $lt: now } })).deletedCount;
     },
+
+    /** Drive files trashed more than DRIVE_TRASH_DAYS ago: text, search postings, bytes, meter share, record (resumable). */
+    purgeDriveTrash: (now = new Date()) => purgeTrashedDriveFiles(rt, { now }),
+
+    /** Drive files whose text is still `pending` 30 s after upload: the extraction is published again (with a backoff; failed after 6 tries). */
+    sweepDriveText: (now = new Date()) => sweepPendingDriveText(rt, { now }),
   };
 }
 export type Tasks = ReturnType<typeof createTasks>;

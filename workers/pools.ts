@@ -2,12 +2,14 @@ import type { PoolType } from '../contracts/registry';
 import type { Runtime } from '../platform/runtime';
 import { codeWorker } from './code/code.worker';
 import { deckWorker } from './deck/deck.worker';
+import { driveWorker } from './drive/drive.worker';
 import { extractResponder } from './extract/extract.worker';
 import { imageResponder } from './image/image.worker';
 import { sheetResponder } from './sheet/sheet.worker';
 import { videoWorker } from './video/video.worker';
 import { researchWorker } from './research/research.worker';
 import { songWorker } from './song/song.worker';
+import type { ConsumerDefinition } from './pool/consumer';
 import type { PoolDefinition } from './pool/pool';
 import type { ResponderDefinition } from './pool/responder';
 
@@ -31,4 +33,12 @@ export const responderDefinitions: Partial<Record<PoolType, (rt: Runtime) => Res
   image: (rt) => imageResponder(rt),
   extract: (rt) => extractResponder(rt),
   sheet: (rt) => sheetResponder(rt),
+};
+
+/**
+ * Plain consumer pools: background work that is neither a job nor request/reply (the drive pool
+ * extracts the text of uploaded files). Started like `poolDefinitions` (workers/pool/consumer.ts).
+ */
+export const consumerDefinitions: Partial<Record<PoolType, (rt: Runtime) => ConsumerDefinition<any>>> = {
+  drive: (rt) => driveWorker(rt),
 };

@@ -3,7 +3,8 @@ import { createLogger } from '../platform/log';
 import { createRuntime } from '../platform/runtime';
 import { startMonitoringServer } from '../monitoring/server';
 import { Pool } from './pool/pool';
-import { poolDefinitions, responderDefinitions } from './pools';
+import { consumerDefinitions, poolDefinitions, responderDefinitions } from './pools';
+import { ConsumerPool } from './pool/consumer';
 import { Responder } from './pool/responder';
 import { WebhookWorker } from './webhook/webhook.worker';
 
@@ -13,6 +14,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   const rt = await createRuntime(config, log);
   const pools: Pool<unknown, Record<string, unknown>>[] = [];
   const responders: Responder<unknown, unknown>[] = [];
+  const consumers: ConsumerPool<unknown>[] = [];
   let webhooks: WebhookWorker | undefined;
   for (const name of config.WORKER_POOLS) {
     if (name === 'webhook') {
@@ -27,6 +29,14 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
       const responder = new Responder(rt, respond(rt), { concurrency: config.concurrencyOf(name), shutdownGraceMs: config.SHUTDOWN_GRACE_MS });
       await responder.start();
       responders.push(responder);
+      continue;
+    }
+    const consume = consumerDefinitions[name];
+    if (consume) {
+      // Plain consumer pools (drive text extraction): their own consumer, no job documents.
+      const pool = new ConsumerPool(rt, consume(rt), { concurrency: config.concurrencyOf(name), shutdownGraceMs: config.SHUTDOWN_GRACE_MS });
+      await pool.start();
+      consumers.push(pool);
       continue;
     }
     const make = poolDefinitions[name];
@@ -49,11 +59,12 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   return {
     runtime: rt,
     pools,
+    consumers,
     webhooks,
     monitoringPort: monitor?.port,
     stop(): Promise<void> {
       stopped ??= (async () => {
-        const steps = await Promise.allSettled([...pools.map((p) => p.close()), ...responders.map((r) => r.close()), webhooks?.close(), monitor?.close()]);
+        const steps = await Promise.allSettled([...pools.map((p) => p.close()), ...responders.map((r) => r.close()), ...consumers.map((c) => c.close()), webhooks?.close(), monitor?.close()]);
         for (const s of steps) if (s.status === 'rejected') log.warn('worker stop step failed', { err: s.reason as Error });
         await rt.close();
       })();

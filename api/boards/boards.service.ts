@@ -10,10 +10,13 @@ import {
   type CardCreate,
   type CardUpdate,
 } from '../../contracts/boards';
-import { createBoardsRepository, isClosing, isDuplicateKey, type BoardColumnDoc, type BoardDoc, type CardDoc } from '../../platform/boards/boards.repository';
+import { createBoardsRepository, isClosing, type BoardColumnDoc, type BoardDoc, type CardDoc } from '../../platform/boards/boards.repository';
 import { freshKeys, keyBetween, PLACE_RETRIES } from '../../platform/boards/order';
 import { AppError, clip, notFound } from '../../platform/errors';
 import { newId } from '../../platform/ids';
+import { mapPage } from '../../platform/lists';
+import { isDuplicateKey } from '../../platform/mongo';
+import { versionConflict } from '../../platform/versioned';
 import type { Runtime } from '../../platform/runtime';
 
 export const BOARD_ID_PREFIX = 'brd';
@@ -194,7 +197,7 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
 
     async list(accountId: string, q: { tag?: string; limit: number; cursor?: string }) {
       const page = await repo.pageBoards(accountId, q);
-      return { data: page.data.map((b) => view(b)), total: page.total, ...(page.cursor ? { cursor: page.cursor } : {}) };
+      return mapPage(page, (b) => view(b));
     },
 
     async create(accountId: string, input: BoardCreate, idFor: (prefix: string) => string = newId) {
@@ -231,7 +234,7 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
       for (let attempt = 0; attempt < 8; attempt++) {
         const cur = await mustBoard(accountId, id);
         if (ifMatch !== undefined && cur.version !== ifMatch) {
-          throw new AppError('version_conflict', `board is at version ${cur.version}, not ${ifMatch} (If-Match): someone changed it since you read it; fetch it again and re-apply your change`);
+          throw versionConflict('board', cur.version, ifMatch);
         }
         set.columns = resolveColumns(patch.columns, cur.columns.map((c) => c.id));
         const kept = new Set(set.columns.map((c) => c.id));
@@ -292,7 +295,7 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
       const board = await mustBoard(accountId, boardId);
       if (q.column !== undefined && !hasLane(board, q.column)) throw new AppError('validation_error', `column: names no column of this board ("${clip(q.column)}")`);
       const page = await repo.pageCards(accountId, board, q);
-      return { data: page.data.map(toCard), total: page.total, ...(page.cursor ? { cursor: page.cursor } : {}) };
+      return mapPage(page, toCard);
     },
 
     /** 201: at the bottom of its lane (default the first) unless before/after say where. */
@@ -344,7 +347,7 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
       let board = await mustBoard(accountId, boardId);
       let card = await mustCard(accountId, boardId, cardId);
       if (ifMatch !== undefined && card.version !== ifMatch) {
-        throw new AppError('version_conflict', `card is at version ${card.version}, not ${ifMatch} (If-Match): someone changed it since you read it; fetch it again and re-apply your change`);
+        throw versionConflict('card', card.version, ifMatch);
       }
       await checkProjects(accountId, patch.projectIds);
       const set: Parameters<typeof repo.updateCard>[3] = {};

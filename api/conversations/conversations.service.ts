@@ -1,6 +1,7 @@
 import type { Conversation, ConversationCreate, ConversationUpdate, Message } from '../../contracts/conversations';
 import { createConversationsRepository, type ConversationDoc, type MessageDoc } from '../../platform/conversations/conversations.repository';
 import { notFound } from '../../platform/errors';
+import { mapPage } from '../../platform/lists';
 import { newId } from '../../platform/ids';
 import type { Runtime } from '../../platform/runtime';
 
@@ -42,7 +43,7 @@ export function createConversationsService(rt: Pick<Runtime, 'db'>) {
 
     async list(accountId: string, q: { limit: number; cursor?: string }) {
       const page = await repo.page(accountId, q);
-      return { data: page.data.map(toConversation), total: page.total, ...(page.cursor ? { cursor: page.cursor } : {}) };
+      return mapPage(page, toConversation);
     },
 
     create: async (accountId: string, input: ConversationCreate, idFor: (prefix: string) => string = newId) =>
@@ -64,7 +65,7 @@ export function createConversationsService(rt: Pick<Runtime, 'db'>) {
     async messages(accountId: string, id: string, q: { limit: number; cursor?: string }) {
       await mustGet(accountId, id);
       const page = await repo.pageMessages(accountId, id, q);
-      return { data: page.data.map(toMessage), total: page.total, ...(page.cursor ? { cursor: page.cursor } : {}) };
+      return mapPage(page, toMessage);
     },
   };
 }

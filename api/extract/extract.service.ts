@@ -9,12 +9,11 @@ import {
   type ExtractRpcRequest,
   type ExtractionReport,
 } from '../../contracts/extract';
-import { FlowchartContent } from '../../contracts/projects';
-import { metrics } from '../../monitoring/metrics';
-import { RpcTimeoutError } from '../../platform/amqp';
-import { AppError, ERROR_STATUS, type ErrorCode } from '../../platform/errors';
+import { AppError } from '../../platform/errors';
+import { COLLECTIONS } from '../../platform/mongo';
 import type { ProjectDoc } from '../../platform/projects/projects.repository';
 import type { Runtime } from '../../platform/runtime';
+import { callPool, paidCall } from '../http/paid-call';
 import { createProjectsService } from '../projects/projects.service';
 
 const KIND_NAME: Record<ExtractMimeType, string> = {
@@ -52,37 +51,27 @@ export async function checkDocumentType(documentBase64: string, declared: Extrac
 }
 
 /**
- * POST /extract-flowchart: check the document (contract, then its bytes), hold the credits, hand
- * the document to the extract pool over RabbitMQ request/reply with a deadline, store the
- * flowchart project it answers with (project.created), then capture the credits. Anything that
- * delivers no project (a refusal by the pool: unreadable_document, no_text_found; a pool error;
- * the deadline: 504 timeout; an unreachable pool: 503) releases them: nothing is charged.
+ * POST /extract-flowchart: check the document (contract, then its bytes), then a paid call to the
+ * extract pool (api/http/paid-call.ts): hold the credits, hand the document over RabbitMQ
+ * request/reply with a deadline, store the flowchart project it answers with (project.created),
+ * capture. Anything that delivers no project (a refusal by the pool: unreadable_document,
+ * no_text_found; a pool error; the deadline: 504 timeout; an unreachable pool: 503) releases
+ * them: nothing is charged.
+ *
+ * Crashes: the project id and the hold id come from the request (`idFor`, so an Idempotency-Key
+ * retry names the same ones), and the hold names the project as what it pays for. A crash after
+ * the project was stored and before the capture leaves the hold pending: the retry finds the
+ * project and captures it (answering `charged` with the price), or, without a retry, the
+ * scheduler captures it once it expires because the project exists. Never a free project.
  */
 export function createExtractService(rt: Pick<Runtime, 'amqp' | 'credits' | 'config' | 'db' | 'log'>) {
   const { config, credits } = rt;
   const projects = createProjectsService(rt);
-  const labels = { pool: 'extract', operation: 'extract_flowchart' };
+  const pool = (payload: ExtractRpcRequest) => ({ pool: 'extract' as const, operation: 'extract_flowchart', payload, timeoutMs: config.EXTRACT_RPC_TIMEOUT_MS });
 
-  /** Ask the pool; a reply that is not a flowchart, an error, a timeout or no pool throws. */
-  const callPool = async (payload: ExtractRpcRequest): Promise<ExtractRpcReply> => {
-    const started = performance.now();
-    let reply;
-    try {
-      reply = await rt.amqp.rpc<unknown>('extract', payload, config.EXTRACT_RPC_TIMEOUT_MS);
-    } catch (err) {
-      const timeout = err instanceof RpcTimeoutError;
-      metrics.rpcCalls.inc({ ...labels, outcome: timeout ? 'timeout' : 'unavailable' });
-      throw timeout
-        ? new AppError('timeout', `the extract pool did not answer within ${config.EXTRACT_RPC_TIMEOUT_MS} ms; nothing was charged`, { cause: err })
-        : new AppError('service_unavailable', 'the extract pool is unreachable; nothing was charged', { cause: err });
-    }
-    metrics.rpcDuration.observe(labels, (performance.now() - started) / 1000);
-    metrics.rpcCalls.inc({ ...labels, outcome: reply.ok ? 'ok' : 'refused' });
-    if (!reply.ok) {
-      const code = (reply.error.code in ERROR_STATUS ? reply.error.code : 'internal_error') as ErrorCode;
-      throw new AppError(code, reply.error.message);
-    }
-    const parsed = ExtractRpcReply.safeParse(reply.result);
+  /** The pool's answer as a flowchart; 500 when it is not one (nothing is stored, nothing charged). */
+  const flowchartOf = (raw: unknown): ExtractRpcReply => {
+    const parsed = ExtractRpcReply.safeParse(raw);
     if (!parsed.success) throw new AppError('internal_error', 'the extract pool answered with something that is not a flowchart');
     return parsed.data;
   };
@@ -97,33 +86,38 @@ export function createExtractService(rt: Pick<Runtime, 'amqp' | 'credits' | 'con
       const { accountId, request } = input;
       await checkDocumentType(request.documentBase64, request.mimeType);
       const projectId = input.idFor('prj');
+      const holdId = input.idFor('hold');
       const payload: ExtractRpcRequest = { accountId, documentBase64: request.documentBase64, mimeType: request.mimeType, fileName: request.fileName ?? null };
 
       // A retry that took an Idempotency-Key over after a crash finds the project the first attempt
-      // stored: extraction is deterministic, so read it again for the report and charge nothing.
+      // stored. Its hold is captured now if that attempt died before capturing it (charged here),
+      // else it was captured already (charged 0 here). Extraction is deterministic: the report is
+      // read again, free.
       if (input.retry) {
         const existing = await projects.repository.findForAccount(accountId, projectId);
-        if (existing) return answer(existing, (await callPool(payload)).extraction, 0);
+        if (existing) {
+          const settled = await credits.settle(holdId);
+          const { extraction } = flowchartOf(await callPool(rt, pool(payload)));
+          return answer(existing, extraction, settled === 'captured' ? credits.price('extract_flowchart') : 0);
+        }
       }
 
-      const amount = credits.price('extract_flowchart');
-      // A hold, not a plain debit: if this process dies while it waits, the scheduler gives it back.
-      const hold = await credits.hold({ accountId, operation: 'extract_flowchart', amount, requestId: input.requestId, ttlMs: config.EXTRACT_RPC_TIMEOUT_MS + 30_000 });
-      let doc: ProjectDoc;
-      let reply: ExtractRpcReply | undefined;
-      try {
-        reply = await callPool(payload);
-        const content = FlowchartContent.parse(reply.content);
-        doc = await projects.create({ accountId, kind: 'flowchart', name: reply.title, description: describe(reply.extraction, request.fileName), content, idFor: () => projectId });
-      } catch (err) {
-        await credits.release(hold);
-        const existing = (err as { code?: number }).code === 11000 ? await projects.repository.findForAccount(accountId, projectId) : null;
-        // Two takeovers of one Idempotency-Key raced: the other stored the project and is charged.
-        if (existing && reply) return answer(existing, reply.extraction, 0);
-        throw err;
-      }
-      await credits.capture(hold);
-      return answer(doc, reply.extraction, amount);
+      const { result, charged } = await paidCall(rt, {
+        ...pool(payload),
+        charge: 'extract_flowchart',
+        accountId,
+        requestId: input.requestId,
+        holdId,
+        deliveredBy: { collection: COLLECTIONS.projects, id: projectId },
+        deliver: async (raw, guard) => {
+          const reply = flowchartOf(raw);
+          await guard();
+          // Two takeovers of one Idempotency-Key racing both land here: create answers the stored project to the second.
+          const doc = await projects.create({ accountId, kind: 'flowchart', name: reply.title, description: describe(reply.extraction, request.fileName), content: reply.content, idFor: () => projectId });
+          return { doc, extraction: reply.extraction };
+        },
+      });
+      return answer(result.doc, result.extraction, charged);
     },
   };
 }

@@ -10,12 +10,11 @@ import {
   type MoonlightResult,
 } from '../../contracts/images';
 import type { CreditOperation } from '../../contracts/registry';
-import { metrics } from '../../monitoring/metrics';
-import { RpcTimeoutError } from '../../platform/amqp';
-import { AppError, ERROR_STATUS, type ErrorCode } from '../../platform/errors';
+import { AppError } from '../../platform/errors';
 import type { AuthAccount } from '../../platform/accounts';
 import type { Runtime } from '../../platform/runtime';
 import { assertFetchable } from '../../platform/ssrf';
+import { paidCall } from '../http/paid-call';
 import { resolveImageEngine } from './images.rules';
 
 /**
@@ -25,36 +24,12 @@ import { resolveImageEngine } from './images.rules';
  * is delivered: a refusal by the pool (bad reference, adult render), a pool error, or the
  * deadline (504 timeout). So only a delivered render stays charged.
  */
-export function createImagesService(rt: Pick<Runtime, 'amqp' | 'credits' | 'config'>) {
-  const { config, credits } = rt;
+export function createImagesService(rt: Pick<Runtime, 'amqp' | 'credits' | 'config' | 'log'>) {
+  const { config } = rt;
 
-  const callPool = async <T>(op: CreditOperation, accountId: string, requestId: string, payload: ImageRpcRequest): Promise<{ result: T; charged: number }> => {
-    const amount = credits.price(op);
-    // A hold, not a plain debit: if this process dies while it waits, the scheduler gives it back.
-    const hold = await credits.hold({ accountId, operation: op, amount, requestId, ttlMs: config.IMAGE_RPC_TIMEOUT_MS + 30_000 });
-    let failure: AppError;
-    const started = performance.now();
-    const labels = { pool: 'image', operation: payload.kind };
-    try {
-      const reply = await rt.amqp.rpc<T>('image', payload, config.IMAGE_RPC_TIMEOUT_MS);
-      metrics.rpcDuration.observe(labels, (performance.now() - started) / 1000);
-      metrics.rpcCalls.inc({ ...labels, outcome: reply.ok ? 'ok' : 'refused' });
-      if (reply.ok) {
-        await credits.capture(hold);
-        return { result: reply.result, charged: amount };
-      }
-      const code = (reply.error.code in ERROR_STATUS ? reply.error.code : 'internal_error') as ErrorCode;
-      failure = new AppError(code, reply.error.message);
-    } catch (err) {
-      const timeout = err instanceof RpcTimeoutError;
-      metrics.rpcCalls.inc({ ...labels, outcome: timeout ? 'timeout' : 'unavailable' });
-      failure = timeout
-        ? new AppError('timeout', `the image pool did not answer within ${config.IMAGE_RPC_TIMEOUT_MS} ms; nothing was charged`, { cause: err })
-        : new AppError('service_unavailable', 'the image pool is unreachable; nothing was charged', { cause: err });
-    }
-    await credits.release(hold);
-    throw failure;
-  };
+  // A hold, not a plain debit: if this process dies while it waits, the scheduler gives it back.
+  const callPool = <T>(op: CreditOperation, accountId: string, requestId: string, payload: ImageRpcRequest): Promise<{ result: T; charged: number }> =>
+    paidCall<T>(rt, { pool: 'image', operation: payload.kind, payload, timeoutMs: config.IMAGE_RPC_TIMEOUT_MS, charge: op, accountId, requestId });
 
   return {
     async render(input: { account: AuthAccount; requestId: string; request: ImageRequest }): Promise<ImageResult> {

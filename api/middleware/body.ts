@@ -32,6 +32,14 @@ export function assertJsonDepth(json: Uint8Array, max = MAX_JSON_DEPTH): void {
   }
 }
 
+/** A body limit for one route, lower than the global one (the smaller of the two applies). */
+export interface RouteBodyLimit {
+  method: string;
+  /** The request path under the mount point, e.g. `/drive/files`. */
+  path: string;
+  limitBytes: number;
+}
+
 /**
  * JSON bodies only, size-limited, at most MAX_JSON_DEPTH levels deep, without field names that
  * could be read as database operators. A body with another content type answers 415, a charset
@@ -39,7 +47,7 @@ export function assertJsonDepth(json: Uint8Array, max = MAX_JSON_DEPTH): void {
  * payload_too_large; a Content-Encoding that does not match the bytes 400, an unknown one 415
  * (body-parser's errors are mapped in platform/errors.ts toAppError).
  */
-export function jsonBody(limitBytes: number): RequestHandler[] {
+export function jsonBody(limitBytes: number, routeLimits: readonly RouteBodyLimit[] = []): RequestHandler[] {
   const requireJson: RequestHandler = (req, _res, next) => {
     const hasBody = (req.get('content-length') ?? '0') !== '0' || req.get('transfer-encoding') !== undefined;
     if (!hasBody) return next();
@@ -59,12 +67,18 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     if (req.body !== undefined) assertSafeKeys(req.body);
     next();
   };
-  return [
-    requireJson,
-    express.json({ limit: limitBytes, strict: true, verify: (req: IncomingMessage, _res, buf: Buffer) => {
-      if (buf.length === 0) (req as { emptyJsonBody?: boolean }).emptyJsonBody = true;
-      assertJsonDepth(buf);
-    } }),
-    safeKeys,
-  ];
+  const verify = (req: IncomingMessage, _res: unknown, buf: Buffer) => {
+    if (buf.length === 0) (req as { emptyJsonBody?: boolean }).emptyJsonBody = true;
+    assertJsonDepth(buf);
+  };
+  const parse = express.json({ limit: limitBytes, strict: true, verify });
+  // Routes with a body limit of their own (POST /drive/files: a 4 MB file in base64, not 16 MiB):
+  // an oversized body is refused from its Content-Length before a byte is read, or while reading.
+  // A route limit only lowers the global one.
+  const routeParsers = routeLimits.map((l) => ({ ...l, method: l.method.toUpperCase(), parse: express.json({ limit: Math.min(limitBytes, l.limitBytes), strict: true, verify }) }));
+  const parseJson: RequestHandler = (req, res, next) => {
+    const own = routeParsers.find((l) => l.method === req.method && (req.path === l.path || req.path === `${l.path}/`));
+    return (own?.parse ?? parse)(req, res, next);
+  };
+  return [requireJson, parseJson, safeKeys];
 }

@@ -16,9 +16,12 @@ import { createBlobStore } from '../../platform/blobs';
 import { AppError, notFound } from '../../platform/errors';
 import { emitEvent } from '../../platform/events';
 import { pollPath } from '../../platform/jobs';
+import { mapPage } from '../../platform/lists';
+import { COLLECTIONS, isDuplicateKey } from '../../platform/mongo';
 import { normalizeContent } from '../../platform/projects/content';
 import { createProjects, kindOf, versionOf, type ProjectDoc, type ProjectShareDoc } from '../../platform/projects/projects.repository';
 import type { Runtime } from '../../platform/runtime';
+import { versionConflict } from '../../platform/versioned';
 import { deleteSheetData } from '../../platform/sheets/sheets.repository';
 import { parseOrThrow } from '../http/validation';
 
@@ -185,7 +188,7 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
       await projects.insert(doc);
     } catch (err) {
       // An Idempotency-Key retry of a request that stored the project before it died: answer that one.
-      const existing = (err as { code?: number }).code === 11000 && input.idFor ? await projects.findForAccount(input.accountId, doc._id) : null;
+      const existing = isDuplicateKey(err) && input.idFor ? await projects.findForAccount(input.accountId, doc._id) : null;
       if (!existing) throw err;
       return existing;
     }
@@ -207,7 +210,7 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
         { projectType: q.projectType, kind: q.kind, tag: q.tag, isStarred: q.starred === undefined ? undefined : q.starred === 'true', nameRegex: search ? escapeRegex(search) : undefined },
         { field: q.sort, direction, limit: q.limit, cursor: q.cursor },
       );
-      return { data: page.data.map((p) => view(p, false)), total: page.total, cursor: page.cursor };
+      return mapPage(page, (p) => view(p, false));
     },
 
     get: async (accountId: string, id: string) => view(await mustGet(accountId, id)),
@@ -236,6 +239,22 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
       return view(after);
     },
 
+    /**
+     * A sheet's grid changed (a merged commit: ops, edit, merged proposal, rollback): one update
+     * moves the project's updatedAt to the commit's time (GET /projects sorted by updatedAt shows
+     * it), then project.updated is announced with changedFields ['content'], the sheet's version
+     * and the commit. The project's own version (If-Match of PATCH /projects/{id}) does not move.
+     * The commit is merged already: a failure here is logged, not answered.
+     */
+    async sheetChanged(accountId: string, id: string, change: { version: number; commitId: string; at: Date }) {
+      try {
+        await rt.db.db.collection<ProjectDoc>(COLLECTIONS.projects).updateOne({ _id: id, accountId, updatedAt: { $lt: change.at } }, { $set: { updatedAt: change.at } });
+      } catch (err) {
+        rt.log.error('sheet project updatedAt not moved', { projectId: id, err: err as Error });
+      }
+      await announce(accountId, 'project.updated', { projectId: id, kind: 'sheet', projectType: PROJECT_TYPE_OF_KIND.sheet, changedFields: ['content'], version: change.version, commitId: change.commitId });
+    },
+
     /** DELETE /projects/{id}; a sheet's grid and commits go with it, a presentation's deck job stays. */
     async remove(accountId: string, id: string, ifMatch: number | undefined) {
       if (ifMatch !== undefined) await projects.ensureVersion(accountId, await mustGet(accountId, id));
@@ -255,7 +274,7 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
         const doc = await mustGet(accountId, id);
         await projects.ensureVersion(accountId, doc);
         if (ifMatch !== undefined && ifMatch !== versionOf(doc)) {
-          throw new AppError('version_conflict', `project is at version ${versionOf(doc)}, not ${ifMatch} (If-Match): someone changed it since you read it; fetch it again and re-apply your change`);
+          throw versionConflict('project', versionOf(doc), ifMatch);
         }
         const shares: ProjectShareDoc[] = doc.shares ?? [];
         const existing = shares.find((s) => s.email === req.email);

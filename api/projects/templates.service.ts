@@ -1,6 +1,6 @@
 import type { Template, TemplateListQuery, TemplateUse } from '../../contracts/templates';
 import { notFound } from '../../platform/errors';
-import { decodeCursor, encodeCursor } from '../../platform/lists';
+import { decodeCursor, encodeCursor, mapPage } from '../../platform/lists';
 import type { Runtime } from '../../platform/runtime';
 import { createSheetsService } from '../sheets/sheets.service';
 import { createProjectsService } from './projects.service';
@@ -12,7 +12,7 @@ const CURSOR_TAG = 'templates';
  * GET /templates: the built-in set in its fixed order, with the same envelope, limit and opaque
  * cursor as every list (the cursor names the last template of the page).
  */
-export function listTemplates(q: TemplateListQuery): { data: Template[]; total: number; cursor: string | null } {
+export function listTemplates(q: TemplateListQuery): { data: Template[]; total: number; cursor?: string } {
   const all = TEMPLATES.filter((t) => (!q.kind || t.kind === q.kind) && (!q.projectType || t.projectType === q.projectType));
   let start = 0;
   if (q.cursor) {
@@ -25,7 +25,7 @@ export function listTemplates(q: TemplateListQuery): { data: Template[]; total: 
   }
   const data = all.slice(start, start + q.limit);
   const more = start + q.limit < all.length;
-  return { data, total: all.length, cursor: more ? encodeCursor(CURSOR_TAG, null, data[data.length - 1]!.id) : null };
+  return mapPage({ data, total: all.length, cursor: more ? encodeCursor(CURSOR_TAG, null, data[data.length - 1]!.id) : null }, (t) => t);
 }
 
 /**

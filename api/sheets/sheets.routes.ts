@@ -15,8 +15,8 @@ export function sheetsRoutes(rt: Runtime, deps: RouteDeps) {
   mount(r, endpoints.getSheet, ({ auth, params, query }) => service.get(auth.account._id, params.id!, query), deps);
   mount(r, endpoints.getSheetRange, ({ auth, params, query }) => service.range(auth.account._id, params.id!, query.range), deps);
   mount(r, endpoints.applySheetOps, ({ auth, params, body, req, ifMatch }) => service.applyOps(caller(auth), params.id!, body, (req.body as { ops: unknown[] }).ops, ifMatch), deps);
-  mount(r, endpoints.editSheet, async ({ auth, params, body, requestId, charged }) => {
-    const out = await service.edit(caller(auth), params.id!, requestId, body);
+  mount(r, endpoints.editSheet, async ({ auth, params, body, requestId, charged, ifMatch }) => {
+    const out = await service.edit(caller(auth), params.id!, requestId, body, ifMatch);
     charged(out.charged);
     return out;
   }, deps);

@@ -13,16 +13,17 @@ import {
   type SheetRpcRequest,
 } from '../../contracts/sheets';
 import { openUrlOf } from '../../contracts/projects';
-import { metrics } from '../../monitoring/metrics';
-import { RpcTimeoutError } from '../../platform/amqp';
-import { AppError, ERROR_STATUS, clip, type ErrorCode } from '../../platform/errors';
+import { AppError, clip } from '../../platform/errors';
 import { newId } from '../../platform/ids';
+import { mapPage } from '../../platform/lists';
+import { COLLECTIONS } from '../../platform/mongo';
 import type { Runtime } from '../../platform/runtime';
 import { a1, CellError, checkCell, parseRange } from '../../platform/sheets/cells';
 import { emptyTree, GridLimitError, sameTree, WorkingGrid, type NewBlock, type Tree } from '../../platform/sheets/grid';
 import { applyOps, conflictOf, describeOps, OpErrorAt, reapplyOps, type Applied, type DiffView, type ROp, type Touched } from '../../platform/sheets/ops';
-import { createSheetsRepository, mergedSlot, proposalSlot, type CommitDoc, type SheetHeadDoc } from '../../platform/sheets/sheets.repository';
-import type { ProjectDoc } from '../../platform/projects/projects.repository';
+import { createSheetsRepository, mergedSlot, proposalSlot, type CommitDoc, type SheetHeadDoc, type SheetProjectRow } from '../../platform/sheets/sheets.repository';
+import { versionConflict } from '../../platform/versioned';
+import { paidCall } from '../http/paid-call';
 import { createProjectsService } from '../projects/projects.service';
 
 export interface CreateSheetInput {
@@ -64,13 +65,13 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
     return head;
   };
 
-  const mustProject = async (accountId: string, id: string): Promise<ProjectDoc> => {
+  const mustProject = async (accountId: string, id: string): Promise<SheetProjectRow> => {
     const p = await projects.repository.findForAccount(accountId, id);
     if (!p) throw new AppError('not_found', 'sheet not found');
     return p;
   };
 
-  const summaryView = (head: SheetHeadDoc, p: ProjectDoc) => ({
+  const summaryView = (head: SheetHeadDoc, p: SheetProjectRow) => ({
     id: head._id,
     name: p.name,
     description: p.description,
@@ -85,7 +86,7 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
     updatedAt: new Date(Math.max(head.updatedAt.getTime(), p.updatedAt.getTime())).toISOString(),
   });
 
-  const sheetView = async (head: SheetHeadDoc, p: ProjectDoc, startRow: number, rowLimit: number) => {
+  const sheetView = async (head: SheetHeadDoc, p: SheetProjectRow, startRow: number, rowLimit: number) => {
     const grid = gridOf(head.accountId, head._id, head.tree);
     const start = Math.min(startRow - 1, grid.rowCount);
     const end = Math.min(start + rowLimit, grid.rowCount);
@@ -141,9 +142,9 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
     caller: Caller,
     sheetId: string,
     head: SheetHeadDoc,
-    fields: { status: CommitDoc['status']; summary: string; source: CommitDoc['source']; ops: unknown[]; applied: Pick<Applied, 'diff' | 'touched' | 'resolved'>; tree: Tree | null; rollbackOf?: string },
+    fields: { status: CommitDoc['status']; summary: string; source: CommitDoc['source']; ops: unknown[]; applied: Pick<Applied, 'diff' | 'touched' | 'resolved'>; tree: Tree | null; rollbackOf?: string; id?: string },
   ): Omit<CommitDoc, 'accountId'> => {
-    const id = newId('cmt');
+    const id = fields.id ?? newId('cmt');
     const merged = fields.status === 'merged';
     const now = new Date();
     return {
@@ -213,10 +214,11 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
   const busy = (what: string) => new AppError('conflict', `${what}: the sheet kept changing under concurrent requests (${MERGE_TRIES} tries); send it again`);
 
   const checkIfMatch = (head: SheetHeadDoc, expected: number | undefined) => {
-    if (expected !== undefined && head.version !== expected) {
-      throw new AppError('version_conflict', `sheet is at version ${head.version}, not ${expected} (If-Match): someone changed it since you read it; fetch it again and re-apply your change`);
-    }
+    if (expected !== undefined && head.version !== expected) throw versionConflict('sheet', head.version, expected);
   };
+
+  /** A merged commit moved the grid: the project's updatedAt follows, project.updated is announced. */
+  const announceMerge = (caller: Caller, sheetId: string, version: number, commitId: string, at: Date) => projects.sheetChanged(caller.accountId, sheetId, { version, commitId, at });
 
   const applyOrThrow = async (grid: WorkingGrid, ops: SheetOp[], prefix: string) => {
     try {
@@ -227,25 +229,53 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
     }
   };
 
+  interface ChangeInput {
+    ops: SheetOp[];
+    rawOps: unknown[];
+    propose: boolean;
+    summary: string;
+    source: 'ops' | 'edit';
+    expectedVersion?: number;
+    errorPrefix?: string;
+    /** The commit's id (every try uses it): what a paid edit's hold names as its delivery. */
+    commitId?: string;
+    /** The version the ops were made for (the edit's sample); by default the head's when the request arrived. */
+    baseVersion?: number;
+    /** Runs right before the write that stores the commit (a paid edit's guard: see api/http/paid-call.ts). */
+    beforeWrite?: () => Promise<void>;
+  }
+
+  /** Ops that were valid for version `before` and do not apply to the head: 409 conflict when the head moved since, else the 400 as is. */
+  const movedUnder = (err: unknown, before: number, now: number, waited: boolean) =>
+    (waited || now !== before) && err instanceof AppError && err.code === 'validation_error'
+      ? new AppError('conflict', `the sheet changed while this request waited (version ${before}, now ${now}) and the ops no longer apply: ${err.message}`)
+      : err;
+
   /** Ops as a commit: proposed (grid unchanged), or merged with compare-and-swap and bounded retries. */
-  const change = async (
-    caller: Caller,
-    sheetId: string,
-    input: { ops: SheetOp[]; rawOps: unknown[]; propose: boolean; summary: string; source: 'ops' | 'edit'; expectedVersion?: number; errorPrefix?: string },
-  ) => {
+  const change = async (caller: Caller, sheetId: string, input: ChangeInput) => {
     const prefix = input.errorPrefix ?? '';
     if (input.propose) {
       const head = await mustHead(caller.accountId, sheetId);
       checkIfMatch(head, input.expectedVersion);
-      const applied = await applyOrThrow(gridOf(caller.accountId, sheetId, head.tree), input.ops, prefix);
-      const commit = newCommit(caller, sheetId, head, { status: 'proposed', summary: input.summary, source: input.source, ops: input.rawOps, applied, tree: null });
+      let applied: Applied;
+      try {
+        applied = await applyOrThrow(gridOf(caller.accountId, sheetId, head.tree), input.ops, prefix);
+      } catch (err) {
+        throw movedUnder(err, input.baseVersion ?? head.version, head.version, false);
+      }
+      const commit = newCommit(caller, sheetId, head, { status: 'proposed', summary: input.summary, source: input.source, ops: input.rawOps, applied, tree: null, id: input.commitId });
+      await input.beforeWrite?.();
       await repo.forAccount(caller.accountId).insertCommit(commit);
       return changeView({ ...commit, accountId: caller.accountId }, head.tree, head.version);
     }
-    return serial(`${caller.accountId}:${sheetId}`, () => mergeOps(caller, sheetId, input, prefix));
+    // The version before waiting in this process's queue: ops that no longer apply once earlier
+    // commits merged are a 409 conflict (as when another process won the race), not a 400.
+    const before = input.baseVersion ?? (await repo.forAccount(caller.accountId).headVersion(sheetId));
+    if (before === null) throw new AppError('not_found', 'sheet not found');
+    return serial(`${caller.accountId}:${sheetId}`, () => mergeOps(caller, sheetId, input, prefix, before));
   };
 
-  const mergeOps = async (caller: Caller, sheetId: string, input: { ops: SheetOp[]; rawOps: unknown[]; summary: string; source: 'ops' | 'edit'; expectedVersion?: number }, prefix: string) => {
+  const mergeOps = async (caller: Caller, sheetId: string, input: ChangeInput, prefix: string, before: number) => {
     for (let attempt = 1; attempt <= MERGE_TRIES; attempt++) {
       const head = await mustHead(caller.accountId, sheetId);
       checkIfMatch(head, input.expectedVersion);
@@ -255,14 +285,15 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
         applied = await applyOrThrow(grid, input.ops, prefix);
       } catch (err) {
         // Valid when sent, but a commit merged meanwhile changed what the ops name.
-        if (attempt > 1 && err instanceof AppError && err.code === 'validation_error') {
-          throw new AppError('conflict', `the sheet changed while this request waited (now version ${head.version}) and the ops no longer apply: ${err.message}`);
-        }
-        throw err;
+        throw movedUnder(err, before, head.version, attempt > 1);
       }
       const { tree, newBlocks } = await finalize(grid, `${prefix}ops`);
-      const commit = newCommit(caller, sheetId, head, { status: 'merged', summary: input.summary, source: input.source, ops: input.rawOps, applied, tree });
-      if (await publish(caller, sheetId, head, commit, newBlocks)) return changeView({ ...commit, accountId: caller.accountId }, tree, commit.seq!);
+      const commit = newCommit(caller, sheetId, head, { status: 'merged', summary: input.summary, source: input.source, ops: input.rawOps, applied, tree, id: input.commitId });
+      await input.beforeWrite?.();
+      if (await publish(caller, sheetId, head, commit, newBlocks)) {
+        await announceMerge(caller, sheetId, commit.seq!, commit._id, commit.createdAt);
+        return changeView({ ...commit, accountId: caller.accountId }, tree, commit.seq!);
+      }
       await backoff(attempt);
     }
     throw busy('ops');
@@ -368,20 +399,30 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
       commit.baseCommitId = null;
       // Grid first, then the project (which announces project.created): a listed sheet always has its grid.
       await r.insertBlocks(id, newBlocks);
-      if (!(await r.insertCommit(commit))) throw new AppError('conflict', 'a sheet with this id exists already');
-      const head: SheetHeadDoc = { ...head0, version: 1, headCommitId: commit._id, updatedAt: commit.createdAt, createdAt: commit.createdAt };
-      await r.insertHead(head);
+      let first: Omit<CommitDoc, 'accountId'> = commit;
+      if (!(await r.insertCommit(commit))) {
+        // The creation slot is taken: a retry with the same id (an Idempotency-Key retry of
+        // POST /templates/{id}/use names the same project) whose first attempt stored the
+        // creation commit and maybe died before the head or the project. Complete that sheet
+        // with its own commit (the retry's body is the same: the key guarantees it).
+        await r.deleteBlocks(id, newBlocks.map((b) => b.id));
+        const stored = input.idFor ? await r.commitAt(id, 1) : null;
+        if (!stored?.tree) throw new AppError('conflict', 'a sheet with this id exists already');
+        first = stored;
+      }
+      const fresh: SheetHeadDoc = { ...head0, tree: first.tree!, version: 1, headCommitId: first._id, updatedAt: first.createdAt, createdAt: first.createdAt };
+      const head = (await r.insertHead(fresh)) ? fresh : await mustHead(input.accountId, id);
       const project = await projects.create({ accountId: input.accountId, kind: 'sheet', name: input.name, description: input.description, tags: input.tags, content: null, idFor: () => id });
       return sheetView(head, project, 1, SHEET_LIMITS.rowPageDefault);
     },
 
     async list(accountId: string, q: { limit: number; cursor?: string }) {
-      const page = await repo.forAccount(accountId).pageHeads(q);
+      const r = repo.forAccount(accountId);
+      // Paged over the sheet projects (see pageSheets): total and data count the same sheets.
+      const page = await r.pageSheets(q);
       // One findOne by _id each (FerretDB pushes _id equality down, not $in).
-      const docs = await Promise.all(page.data.map((h) => projects.repository.findForAccount(accountId, h._id)));
-      const byId = new Map(docs.flatMap((p) => (p ? [[p._id, p] as [string, ProjectDoc]] : [])));
-      const data = page.data.flatMap((h) => (byId.has(h._id) ? [summaryView(h, byId.get(h._id)!)] : []));
-      return { data, total: page.total, ...(page.cursor ? { cursor: page.cursor } : {}) };
+      const heads = new Map((await Promise.all(page.data.map((p) => r.head(p._id)))).flatMap((h) => (h ? [[h._id, h] as const] : [])));
+      return mapPage({ ...page, data: page.data.filter((p) => heads.has(p._id)) }, (p) => summaryView(heads.get(p._id)!, p));
     },
 
     async get(accountId: string, id: string, q: { startRow: number; rowLimit: number }) {
@@ -433,7 +474,7 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
     async listCommits(accountId: string, id: string, q: { limit: number; cursor?: string; status?: CommitDoc['status'] }) {
       await mustHead(accountId, id);
       const page = await repo.forAccount(accountId).pageCommits(id, q);
-      return { data: page.data.map(commitSummary), total: page.total, ...(page.cursor ? { cursor: page.cursor } : {}) };
+      return mapPage(page, commitSummary);
     },
 
     async getCommit(accountId: string, id: string, commitId: string) {
@@ -453,6 +494,7 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
       const notProposed = (c: CommitDoc) => new AppError('conflict', `commit ${c._id} is ${c.status}, not proposed: only proposed commits can be merged or rejected`);
       if (action === 'reject') {
         const head = await mustHead(caller.accountId, id);
+        checkIfMatch(head, expectedVersion);
         const c = await r.commit(id, commitId);
         if (!c) throw new AppError('not_found', 'commit not found');
         if (c.status !== 'proposed') throw notProposed(c);
@@ -498,6 +540,7 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
           if (outcome === 'ok') {
             await r.moveHead(id, head.version, { version: head.version + 1, headCommitId: commitId, tree, updatedAt: now });
             const merged = await r.commit(id, commitId);
+            await announceMerge(caller, id, head.version + 1, commitId, now);
             return changeView(merged!, tree, head.version + 1);
           }
           await r.deleteBlocks(id, newBlocks.map((b) => b.id));
@@ -532,7 +575,10 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
             tree,
             rollbackOf: target._id,
           });
-          if (await publish(caller, id, head, commit, [])) return changeView({ ...commit, accountId: caller.accountId }, tree, commit.seq!);
+          if (await publish(caller, id, head, commit, [])) {
+            await announceMerge(caller, id, commit.seq!, commit._id, commit.createdAt);
+            return changeView({ ...commit, accountId: caller.accountId }, tree, commit.seq!);
+          }
           await backoff(attempt);
         }
         throw busy('rollback');
@@ -540,62 +586,55 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
     },
 
     /**
-     * POST /sheets/{id}/edit: hold the credits, ask the sheet pool for ops (RabbitMQ request/reply
-     * with a deadline), validate them like user ops, apply or propose them; capture the credits
-     * only when a commit was made, release them on any failure (504 when the pool does not answer
-     * in time, 503 when it is unreachable, 400 when the instruction or the engine's ops do not apply).
+     * POST /sheets/{id}/edit: a paid call to the sheet pool (api/http/paid-call.ts): hold the
+     * credits, ask the pool for ops (RabbitMQ request/reply with a deadline), validate them like
+     * user ops, apply or propose them as a commit; capture only when the commit exists, release
+     * on any failure (504 when the pool does not answer in time, 503 when it is unreachable, 400
+     * when the instruction or the engine's ops do not apply, 409 when the sheet moved). The hold
+     * names the commit (its id is chosen up front), so a crash or a failed capture after the
+     * commit was stored is captured by the scheduler, never refunded: no edit is free, and the
+     * answer is a success once the commit exists (a retry would apply it twice).
      */
-    async edit(caller: Caller, id: string, requestId: string, body: { instruction: string; propose?: boolean }) {
+    async edit(caller: Caller, id: string, requestId: string, body: { instruction: string; propose?: boolean }, expectedVersion?: number) {
       const head = await mustHead(caller.accountId, id);
+      checkIfMatch(head, expectedVersion);
       const grid = gridOf(caller.accountId, id, head.tree);
       const sampleEnd = Math.min(SHEET_EDIT_SAMPLE_ROWS, grid.rowCount);
       await grid.ensure(0, sampleEnd);
       const payload: SheetRpcRequest = { kind: 'edit', instruction: body.instruction, columns: columnsView(head.tree), sample: grid.slice(0, sampleEnd).map((r) => r.v), rowCount: grid.rowCount };
-      const { config, credits } = rt;
-      const amount = credits.price('sheet_edit');
-      const hold = await credits.hold({ accountId: caller.accountId, operation: 'sheet_edit', amount, requestId, ttlMs: config.SHEET_RPC_TIMEOUT_MS + 30_000 });
-      const labels = { pool: 'sheet', operation: 'edit' };
-      const started = performance.now();
-      try {
-        let reply;
-        try {
-          reply = await rt.amqp.rpc<SheetRpcReply>('sheet', payload, config.SHEET_RPC_TIMEOUT_MS);
-        } catch (err) {
-          const timeout = err instanceof RpcTimeoutError;
-          metrics.rpcCalls.inc({ ...labels, outcome: timeout ? 'timeout' : 'unavailable' });
-          throw timeout
-            ? new AppError('timeout', `the sheet pool did not answer within ${config.SHEET_RPC_TIMEOUT_MS} ms; nothing was charged`, { cause: err })
-            : new AppError('service_unavailable', 'the sheet pool is unreachable; nothing was charged', { cause: err });
-        }
-        metrics.rpcDuration.observe(labels, (performance.now() - started) / 1000);
-        metrics.rpcCalls.inc({ ...labels, outcome: reply.ok ? 'ok' : 'refused' });
-        if (!reply.ok) {
-          const code = (reply.error.code in ERROR_STATUS ? reply.error.code : 'internal_error') as ErrorCode;
-          throw new AppError(code, `${reply.error.message}; nothing was charged`);
-        }
-        const engine = reply.result.engine;
-        const parsed = SheetOps.safeParse(reply.result.ops, { reportInput: true });
-        if (!parsed.success) {
-          const first = parsed.error.issues[0]!;
-          throw validation(`the ${engine} engine wrote ops that are not valid (ops.${first.path.map(String).join('.')}: ${first.message}); nothing was charged`);
-        }
-        const result = await change(caller, id, {
-          ops: parsed.data,
-          rawOps: reply.result.ops,
-          propose: body.propose ?? false,
-          summary: body.instruction,
-          source: 'edit',
-          errorPrefix: `instruction: the ${engine} engine's ops do not apply to this sheet: `,
-        });
-        await credits.capture(hold);
-        return { ...result, engine, charged: amount };
-      } catch (err) {
-        await credits.release(hold);
-        if (err instanceof AppError && err.code === 'validation_error' && !/nothing was charged/.test(err.message)) {
-          throw new AppError('validation_error', `${err.message}; nothing was charged`);
-        }
-        throw err;
-      }
+      const commitId = newId('cmt');
+      const { result, charged } = await paidCall<SheetRpcReply, ReturnType<typeof changeView> & { engine: string }>(rt, {
+        pool: 'sheet',
+        operation: 'edit',
+        payload,
+        timeoutMs: rt.config.SHEET_RPC_TIMEOUT_MS,
+        charge: 'sheet_edit',
+        accountId: caller.accountId,
+        requestId,
+        deliveredBy: { collection: COLLECTIONS.sheetCommits, id: commitId },
+        deliver: async (reply, guard) => {
+          const engine = reply.engine;
+          const parsed = SheetOps.safeParse(reply.ops, { reportInput: true });
+          if (!parsed.success) {
+            const first = parsed.error.issues[0]!;
+            throw validation(`the ${engine} engine wrote ops that are not valid (ops.${first.path.map(String).join('.')}: ${first.message})`);
+          }
+          const out = await change(caller, id, {
+            ops: parsed.data,
+            rawOps: reply.ops,
+            propose: body.propose ?? false,
+            summary: body.instruction,
+            source: 'edit',
+            expectedVersion,
+            errorPrefix: `instruction: the ${engine} engine's ops do not apply to this sheet: `,
+            commitId,
+            baseVersion: head.version,
+            beforeWrite: guard,
+          });
+          return { ...out, engine };
+        },
+      });
+      return { ...result, charged };
     },
   };
 }

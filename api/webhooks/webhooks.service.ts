@@ -1,5 +1,6 @@
 import type { Webhook, WebhookCreate, WebhookDelivery, WebhookUpdate } from '../../contracts/webhooks';
 import { notFound } from '../../platform/errors';
+import { mapPage } from '../../platform/lists';
 import type { DeliveriesRepository, DeliveryDoc } from '../../platform/webhooks/deliveries.repository';
 import { newWebhookSecret, type SecretBox } from '../../platform/webhooks/secrets';
 import { assertWebhookTarget } from '../../platform/webhooks/target';
@@ -56,8 +57,9 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
 
   return {
     async list(accountId: string) {
-      const data = (await webhooks.forAccount(accountId).list()).map(toWebhook);
-      return { data, total: data.length };
+      // Every webhook of the account in one page (at most WEBHOOK_LIMITS.perAccount): never a cursor.
+      const all = await webhooks.forAccount(accountId).list();
+      return mapPage({ data: all, total: all.length }, toWebhook);
     },
 
     /** Check the target, store the secret sealed, answer it this once. */
@@ -91,7 +93,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
     async deliveries(accountId: string, id: string, q: { limit?: number; cursor?: string }) {
       await mustGet(accountId, id);
       const page = await deliveries.forAccount(accountId).page(id, { limit: q.limit ?? 20, cursor: q.cursor });
-      return { data: page.data.map(toDelivery), total: page.total, ...(page.cursor ? { cursor: page.cursor } : {}) };
+      return mapPage(page, toDelivery);
     },
   };
 }

@@ -63,10 +63,6 @@ export const isClosing = (b: Pick<BoardDoc, 'closing'>, column: string, now = Da
   return at instanceof Date && now - at.getTime() < CLOSING_STALE_MS;
 };
 
-/** True when a write failed on a unique index (MongoDB's E11000; FerretDB's PostgreSQL 23505). */
-export const isDuplicateKey = (err: unknown) =>
-  (err as { code?: number })?.code === 11000 || /E11000|duplicate key/i.test(String((err as Error)?.message));
-
 const CARD_SORT = { position: 1, _id: 1 } as const;
 /** Cards copied per insertMany when a board is duplicated. */
 const COPY_BATCH = 500;
@@ -156,7 +152,7 @@ export function createBoardsRepository(db: Database) {
       return cards.find(f, { projection: { position: 1 } }).sort({ position: -1, _id: -1 }).limit(1).next();
     },
 
-    /** Insert a card; a taken position throws a duplicate-key error (isDuplicateKey). */
+    /** Insert a card; a taken position throws a duplicate-key error (isDuplicateKey in platform/mongo.ts). */
     async insertCard(doc: CardDoc): Promise<CardDoc> {
       await ensureIndexes();
       await cards.insertOne(doc);

@@ -22,6 +22,13 @@ export interface DriveFileDoc {
   /** Null for personal files; the team id for team-drive files. */
   teamId: string | null;
   name: string;
+  /**
+   * The name's unique key within its folder: the lower-cased name while active, `#trash:<id>`
+   * while trashed (no valid file name has that shape: it has no extension). A unique index on
+   * (accountId, teamId, folderId, nameKey) keeps active names unique per folder without a partial
+   * index (FerretDB 1.24 has none). Absent on no document.
+   */
+  nameKey: string;
   /** Lower-case extension without the dot; '' when none. */
   ext: string;
   kind: DriveKind;
@@ -40,6 +47,10 @@ export interface DriveFileDoc {
   lastAccessedAt: Date | null;
   /** Text extraction state: pending until the drive pool stored it (or found none). */
   text: { status: 'pending' | 'ready' | 'none' | 'failed'; chars: number; truncated: boolean; engine: string | null; error: string | null; at: Date | null };
+  /** When the scheduler's sweep last republished the text extraction (platform/drive/text-queue.ts); absent until then. */
+  textRequestedAt?: Date | null;
+  /** Republishes of the text extraction by the sweep so far; absent until the first. */
+  textRequests?: number;
   /** Set when the purge of this trashed file began (it is resumable from any step). */
   purgingAt?: Date | null;
   version: number;
@@ -53,6 +64,8 @@ export interface DriveFolderDoc {
   teamId: string | null;
   name: string;
   parentFolderId: string | null;
+  /** The lower-cased name: unique among siblings (index on accountId, teamId, parentFolderId, nameKey). */
+  nameKey: string;
   /** Ancestor folder ids, root first (for subtree checks and pinning without recursion). */
   path: string[];
   color: string | null;
@@ -78,6 +91,18 @@ export interface DriveUsageDoc {
   _id: string;
   bytesUsed: number;
   fileCount: number;
+  /**
+   * The last 256 files whose share the trash purge took off this meter (platform/drive/purge.ts):
+   * the guard that makes each decrement happen once, however often a purge is repeated.
+   */
+  purgedRefs?: string[];
+  /**
+   * The folder-tree lock of this drive (folder creates under a parent and folder moves take it,
+   * so two moves cannot build a cycle and a path rewrite never races a create): held until
+   * `folderLockUntil`, by `folderLockToken`.
+   */
+  folderLockUntil?: Date | null;
+  folderLockToken?: string | null;
 }
 
 /** A team (minimal membership for team drives). */

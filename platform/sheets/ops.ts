@@ -44,6 +44,12 @@ export interface Touched {
   cols: number[];
   /** Columns renamed (conflicts only with another change of the column itself, not its cells). */
   names?: number[];
+  /**
+   * Columns whose values the ops read to decide what to write: the column of a `where`, the
+   * inputs of an `expression` (proposals only; absent on older commits). A later commit that
+   * wrote one of them makes the proposal's computed values or matched rows stale.
+   */
+  reads?: number[];
   /** Row order changed (rows inserted or deleted in the middle, sort). */
   order: boolean;
   /** Column order changed (columns inserted or deleted). */
@@ -526,7 +532,9 @@ function rowIndex(grid: WorkingGrid, n: number, field: string): number {
   return n - 1;
 }
 
-async function resolve(grid: WorkingGrid, op: SheetOp): Promise<ROp> {
+/** Resolve one request op against the grid; the columns it reads to decide its writes go into `reads`. */
+async function resolve(grid: WorkingGrid, op: SheetOp, reads: Set<number>): Promise<ROp> {
+  const read = (ids: number[]) => ids.forEach((id) => reads.add(id));
   switch (op.op) {
     case 'set': {
       let ci: number;
@@ -558,6 +566,8 @@ async function resolve(grid: WorkingGrid, op: SheetOp): Promise<ROp> {
         }
         return { ci, col, value: checkIn(s.value, col, `set.${j}.value`) };
       });
+      if (where) read([grid.columns[where.ci]!.id]);
+      for (const s of sets) if (s.expr) read(exprColumns(s.expr));
       await grid.ensureAll();
       const pos = colPositions(grid);
       const cells: [number, number, Cell, number][] = [];
@@ -587,6 +597,7 @@ async function resolve(grid: WorkingGrid, op: SheetOp): Promise<ROp> {
         return { k: 'del', ids: idx.map((i) => [grid.row(i).id, i]) };
       }
       const where = resolveWhere(grid, op.where!, 'where');
+      read([grid.columns[where.ci]!.id]);
       await grid.ensureAll();
       const ids: [number, number][] = [];
       grid.all().forEach((r, i) => {
@@ -602,6 +613,7 @@ async function resolve(grid: WorkingGrid, op: SheetOp): Promise<ROp> {
       if (op.expression !== undefined) {
         if (op.type !== 'number') throw new OpError('type', 'must be number when an expression computes the values');
         expr = parseExpression(op.expression, grid, 'expression');
+        read(exprColumns(expr));
       }
       const fill = checkIn(op.value ?? null, { id: 0, name: op.name, type: op.type }, 'value');
       return { k: 'icol', at, col: { name: op.name, type: op.type }, fill, ...(expr ? { expr } : {}) };
@@ -633,9 +645,10 @@ export interface Applied {
 export async function applyOps(grid: WorkingGrid, ops: SheetOp[]): Promise<Applied> {
   const ctx: Ctx = { grid, rec: new Recorder(), rowIds: new Map(), colIds: new Map() };
   const resolved: ROp[] = [];
+  const reads = new Set<number>();
   for (const [i, op] of ops.entries()) {
     try {
-      const r = await resolve(grid, op);
+      const r = await resolve(grid, op, reads);
       await applyR(ctx, r);
       resolved.push(r);
     } catch (err) {
@@ -643,7 +656,8 @@ export async function applyOps(grid: WorkingGrid, ops: SheetOp[]): Promise<Appli
       throw err;
     }
   }
-  return { resolved, ...ctx.rec.result() };
+  const { diff, touched } = ctx.rec.result();
+  return { resolved, diff, touched: reads.size ? { ...touched, reads: [...reads] } : touched };
 }
 
 /** Re-apply a proposal's resolved ops onto a newer grid. Throws OpErrorAt when one no longer applies. */
@@ -695,6 +709,8 @@ export function conflictOf(p: Touched, later: { id: string; touched: Touched }[]
   const pNames = new Set(p.names ?? []);
   const pCellRows = new Set(p.cells.map((k) => Number(k.split(':')[0])));
   const pCellCols = new Set(p.cells.map((k) => Number(k.split(':')[1])));
+  const pReads = new Set(p.reads ?? []);
+  const readStale = (id: string) => `commit ${id} changed values this proposal computed from or selected rows by (a column of its expression or where)`;
   for (const l of later) {
     const t = l.touched;
     if (t.all || p.all) return `commit ${l.id} replaced the whole grid`;
@@ -703,7 +719,9 @@ export function conflictOf(p: Touched, later: { id: string; touched: Touched }[]
       if (pCells.has(k)) return `commit ${l.id} changed a cell this proposal changes`;
       if (pRows.has(r)) return `commit ${l.id} changed a row this proposal deletes`;
       if (pCols.has(c)) return `commit ${l.id} changed a column this proposal changes`;
+      if (pReads.has(c)) return readStale(l.id);
     }
+    for (const c of t.cols) if (pReads.has(c)) return readStale(l.id);
     for (const r of t.rows) if (pCellRows.has(r) || pRows.has(r)) return `commit ${l.id} deleted a row this proposal changes`;
     for (const c of t.cols) if (pCellCols.has(c) || pCols.has(c) || pNames.has(c)) return `commit ${l.id} changed a column this proposal changes`;
     for (const c of t.names ?? []) if (pCols.has(c) || pNames.has(c)) return `commit ${l.id} renamed a column this proposal changes`;

@@ -1,7 +1,9 @@
 import type { Collection, Filter } from 'mongodb';
+import { PROJECT_TYPE_OF_KIND } from '../../contracts/projects';
 import type { COMMIT_SOURCES, COMMIT_STATUSES } from '../../contracts/sheets';
 import { keysetPage, type Page } from '../lists';
-import { COLLECTIONS, type Database } from '../mongo';
+import { COLLECTIONS, isDuplicateKey, type Database } from '../mongo';
+import type { ProjectDoc } from '../projects/projects.repository';
 import type { NewBlock, Tree } from './grid';
 
 /**
@@ -71,13 +73,11 @@ export interface CommitDoc {
   touched: string;
 }
 
+/** A sheet's project as GET /sheets lists it (the project fields a sheet shows). */
+export type SheetProjectRow = Pick<ProjectDoc, '_id' | 'accountId' | 'name' | 'description' | 'tags' | 'createdAt' | 'updatedAt'>;
+
 export const mergedSlot = (sheetId: string, seq: number) => `${sheetId}#${seq}`;
 export const proposalSlot = (sheetId: string, commitId: string) => `${sheetId}#p#${commitId}`;
-
-const isDuplicate = (err: unknown) => {
-  const e = err as { code?: number; message?: string };
-  return e?.code === 11000 || /duplicate key/i.test(e?.message ?? '');
-};
 
 /** The commit fields a list shows (no ops, diff, resolved ops, tree). */
 const SUMMARY_PROJECTION = { tree: 0, ops: 0, resolved: 0, diff: 0, touched: 0 } as const;
@@ -96,6 +96,7 @@ export function createSheetsRepository(db: Database) {
   const head = (d: unknown) => fromStored<SheetHeadDoc>(d as Stored<SheetHeadDoc>);
   const commit = (d: unknown) => fromStored<CommitDoc>(d as Stored<CommitDoc>);
   const blocks = db.db.collection<BlockDoc>(COLLECTIONS.sheetBlocks) as unknown as Collection<BlockDoc>;
+  const projects = db.db.collection<SheetProjectRow>(COLLECTIONS.projects) as unknown as Collection<SheetProjectRow>;
   let indexed: Promise<unknown> | undefined;
   // The unique slot index is what makes merges safe: a failure to build it is not swallowed.
   const ensureIndexes = () =>
@@ -104,7 +105,6 @@ export function createSheetsRepository(db: Database) {
       commits.createIndex({ sheetId: 1, accountId: 1, kind: 1, createdAt: -1 }),
       commits.createIndex({ sheetId: 1, seq: 1 }),
       blocks.createIndex({ sheetId: 1, accountId: 1 }),
-      heads.createIndex({ accountId: 1, createdAt: -1 }),
     ]).catch((err) => {
       indexed = undefined;
       throw err;
@@ -118,8 +118,21 @@ export function createSheetsRepository(db: Database) {
       return {
         head: async (id: string) => head(await heads.findOne(mine<Stored<SheetHeadDoc>>({ _id: id }))),
 
-        async insertHead(doc: Omit<SheetHeadDoc, 'accountId'>): Promise<void> {
-          await heads.insertOne(toStored({ ...doc, accountId }) as Stored<SheetHeadDoc>);
+        /** Insert a head; false when the sheet has one already (a retried creation wrote it). */
+        async insertHead(doc: Omit<SheetHeadDoc, 'accountId'>): Promise<boolean> {
+          try {
+            await heads.insertOne(toStored({ ...doc, accountId }) as Stored<SheetHeadDoc>);
+            return true;
+          } catch (err) {
+            if (isDuplicateKey(err)) return false;
+            throw err;
+          }
+        },
+
+        /** The head's version alone (cheap: no tree); null when there is no such sheet. */
+        async headVersion(id: string): Promise<number | null> {
+          const d = await heads.findOne(mine<Stored<SheetHeadDoc>>({ _id: id }), { projection: { version: 1 } });
+          return d ? d.version : null;
         },
 
         /** Move the head from `fromVersion` to a commit; false when it had moved already. */
@@ -128,9 +141,21 @@ export function createSheetsRepository(db: Database) {
           return r.matchedCount === 1;
         },
 
-        async pageHeads(q: { limit: number; cursor?: string }): Promise<Page<SheetHeadDoc>> {
-          const page = await keysetPage(heads, mine<Stored<SheetHeadDoc>>({}), { tag: 'sheets:createdAt:desc', field: 'createdAt', direction: -1, limit: q.limit, cursor: q.cursor });
-          return { ...page, data: page.data.map((d) => head(d)!) };
+        /**
+         * GET /sheets: a keyset page of the account's sheet projects, newest first. Paged over the
+         * projects, not the heads: a sheet's head is written before its project and removed after
+         * it, so every listed project has a grid, while a head a crash left without its project
+         * is neither listed nor counted (`total` and `data` agree).
+         */
+        pageSheets(q: { limit: number; cursor?: string }): Promise<Page<SheetProjectRow>> {
+          return keysetPage(projects, { accountId, deletedAt: null, projectType: PROJECT_TYPE_OF_KIND.sheet } as Filter<SheetProjectRow>, {
+            tag: 'sheets:createdAt:desc',
+            field: 'createdAt',
+            direction: -1,
+            limit: q.limit,
+            cursor: q.cursor,
+            projection: { content: 0, presentation: 0, shares: 0 },
+          });
         },
 
         /** Block JSON by id (only this account's and sheet's): one findOne by _id each, in parallel. */
@@ -159,7 +184,7 @@ export function createSheetsRepository(db: Database) {
             await commits.insertOne(toStored({ ...doc, accountId }) as Stored<CommitDoc>);
             return true;
           } catch (err) {
-            if (isDuplicate(err)) return false;
+            if (isDuplicateKey(err)) return false;
             throw err;
           }
         },
@@ -185,7 +210,7 @@ export function createSheetsRepository(db: Database) {
             const r = await commits.updateOne(mine<Stored<CommitDoc>>({ _id: id, sheetId, kind: 'commit', status: 'proposed' }), { $set: toStored(set) });
             return r.matchedCount === 1 ? 'ok' : 'gone';
           } catch (err) {
-            if (isDuplicate(err)) return 'taken';
+            if (isDuplicateKey(err)) return 'taken';
             throw err;
           }
         },

@@ -1,7 +1,7 @@
 import { WEBHOOK_LIMITS } from '../../contracts/webhooks';
 import { AppError } from '../errors';
 import { newId } from '../ids';
-import { COLLECTIONS, type Database } from '../mongo';
+import { COLLECTIONS, isDuplicateKey, type Database } from '../mongo';
 import type { EncryptedSecret } from './secrets';
 
 /**
@@ -29,8 +29,6 @@ export interface WebhookDoc {
 }
 
 export const WEBHOOK_ID_PREFIX = 'wh';
-
-const isDuplicateKey = (err: unknown) => (err as { code?: number })?.code === 11000 || /E11000|duplicate key/i.test(String((err as Error)?.message));
 
 /**
  * Webhook documents. Every operation is scoped by `forAccount(accountId)`: another account's

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { EXTRACT_MAX_BYTES } from '../../contracts/extract';
 import { COLLECTIONS } from '../../platform/mongo';
 import { client, type Client } from '../helpers/http';
@@ -243,6 +244,42 @@ describe('extract: POST /extract-flowchart', function () {
       expect(retry.body.extraction).to.deep.equal(first.body.extraction);
       expect(retry.body.charged).to.equal(0);
       expect(await projectsOf(a.accountId)).to.have.length(1);
+      await expectChargedOnce(a);
+    });
+
+    it('when the process died after storing the project and before capturing its hold, then the keyed retry captures that hold: one project, charged once, nothing left to refund', async () => {
+      const a = await account();
+      const headers = { 'idempotency-key': 'extract-crash-2' };
+      // As if the process had died right after storing the project: the capture never runs, nor the answer.
+      const capture = sinon.stub(stack.rt.credits, 'capture').resolves();
+      const first = await a.api.post('/extract-flowchart', { documentBase64: pdf, mimeType: PDF }, headers);
+      capture.restore();
+      expect(first.status, first.text).to.equal(201);
+      const holds = stack.rt.db.db.collection<any>(COLLECTIONS.creditHolds);
+      expect(await holds.countDocuments({ accountId: a.accountId })).to.equal(1);
+      await stack.rt.db.idempotency.updateOne({ accountId: a.accountId, key: 'extract-crash-2' }, { $set: { state: 'in_flight', response: null, lockedUntil: new Date(0) } });
+
+      const retry = await a.api.post('/extract-flowchart', { documentBase64: pdf, mimeType: PDF }, headers);
+      expect(retry.status, retry.text).to.equal(201);
+      expect(retry.body.id).to.equal(first.body.id);
+      expect(retry.body.charged).to.equal(PRICE); // this answer is the one that settled the charge
+      expect(await holds.countDocuments({ accountId: a.accountId })).to.equal(0);
+      expect(await projectsOf(a.accountId)).to.have.length(1);
+      await expectChargedOnce(a);
+    });
+
+    it('when the process died after storing the project and no retry comes, then the scheduler captures the expired hold because the project exists (never a free project)', async () => {
+      const a = await account();
+      const capture = sinon.stub(stack.rt.credits, 'capture').resolves();
+      const r = await a.api.post('/extract-flowchart', { documentBase64: pdf, mimeType: PDF });
+      capture.restore();
+      expect(r.status, r.text).to.equal(201);
+      const holds = stack.rt.db.db.collection<any>(COLLECTIONS.creditHolds);
+      const [hold] = await holds.find({ accountId: a.accountId }).toArray();
+      expect(hold.deliveredBy).to.deep.equal({ collection: COLLECTIONS.projects, id: r.body.id });
+      // The scheduler's sweep, once the hold's deadline has passed.
+      await stack.rt.credits.settleExpiredHolds(new Date(hold.until.getTime() + 1));
+      expect(await holds.countDocuments({ accountId: a.accountId })).to.equal(0);
       await expectChargedOnce(a);
     });
 

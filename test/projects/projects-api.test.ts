@@ -156,7 +156,7 @@ describe('projects API', function () {
       const list = await reader.get('/projects');
       expect(list.status).to.equal(200);
       expect(list.body.total).to.equal(3);
-      expect(list.body.cursor ?? null).to.equal(null);
+      expect(list.body).to.not.have.property('cursor'); // SPEC 2.3: present only when more pages exist
       for (const item of list.body.data) {
         expect(item).to.not.have.property('content');
         expect(item).to.not.have.property('shares');

@@ -129,6 +129,32 @@ describe('project sharing and project events', function () {
       expect(outbox.every((o) => o.publishedAt instanceof Date)).to.equal(true);
     });
 
+    it('when commits merge into a sheet (ops, a merged proposal, a rollback), then each is announced as project.updated with the sheet version, and the project moves to the top of GET /projects', async () => {
+      const s = (await api.post('/sheets', { name: 'Stock', columns: [{ name: 'Item', type: 'string' }, { name: 'Qty', type: 'number' }], rows: [['a', 1], ['b', 2]] })).body;
+      await make(api, '/notes', { name: 'newer' });
+      const o = await api.post(`/sheets/${s.id}/ops`, { ops: [{ op: 'set', cell: 'B1', value: 5 }] });
+      expect(o.status, o.text).to.equal(200);
+      const first = await bus.waitFor((e) => ofProject('project.updated', s.id)(e) && e.body.data.version === 2);
+      expect(first.body.data).to.deep.equal({ projectId: s.id, kind: 'sheet', projectType: 'sheet', changedFields: ['content'], version: 2, commitId: o.body.commit.id });
+      // One update of the project: its updatedAt is the commit's time (its own version stays).
+      const project = (await api.get(`/projects/${s.id}`)).body;
+      expect(project.updatedAt).to.equal(o.body.commit.createdAt);
+      expect(project.version).to.equal(1);
+      expect((await api.get('/projects?sort=updatedAt&limit=1')).body.data[0].id).to.equal(s.id);
+
+      const p = await api.post(`/sheets/${s.id}/ops`, { ops: [{ op: 'set', cell: 'B2', value: 7 }], propose: true });
+      const m = await api.post(`/sheets/${s.id}/commits/${p.body.commit.id}/resolve`, { action: 'merge' });
+      expect(m.status, m.text).to.equal(200);
+      const merged = await bus.waitFor((e) => ofProject('project.updated', s.id)(e) && e.body.data.version === 3);
+      expect(merged.body.data).to.include({ commitId: p.body.commit.id });
+      const back = await api.post(`/sheets/${s.id}/rollback`, { commitId: s.headCommitId });
+      expect(back.status, back.text).to.equal(200);
+      const rolled = await bus.waitFor((e) => ofProject('project.updated', s.id)(e) && e.body.data.version === 4);
+      expect(rolled.body.data).to.include({ commitId: back.body.commit.id });
+      // A proposal alone changes no grid: no event of its own.
+      expect(bus.events.filter(ofProject('project.updated', s.id)).map((e) => e.body.data.version).sort()).to.deep.equal([2, 3, 4]);
+    });
+
     it('when a request changes nothing (400, 409, re-share of the same role), then no event is sent', async () => {
       const p = await make(api, '/notes', { name: 'quiet' });
       await api.post(`/projects/${p.id}/share`, { email: 'e@example.com', role: 'viewer' });

@@ -22,7 +22,7 @@ describe('templates', function () {
     const r = await api.get('/templates?limit=100');
     expect(r.status, r.text).to.equal(200);
     expect(r.body.total).to.equal(r.body.data.length);
-    expect(r.body.cursor ?? null).to.equal(null);
+    expect(r.body).to.not.have.property('cursor'); // SPEC 2.3: present only when more pages exist
     const kinds = r.body.data.map((t: any) => t.kind);
     for (const kind of ['flowchart', 'whiteboard', 'notes', 'sheet']) expect(kinds.filter((k: string) => k === kind).length, kind).to.be.at.least(2);
     expect(r.body.data.map((t: any) => t.id)).to.include.members(['tpl_hiring_process', 'tpl_incident_response', 'tpl_sprint_retrospective', 'tpl_swot_analysis', 'tpl_meeting_notes', 'tpl_project_brief']);
@@ -120,6 +120,31 @@ describe('templates', function () {
     expect(range.status, range.text).to.equal(200);
     expect(JSON.stringify(range.body)).to.include('Conference tickets');
     expect(t.content.rows).to.have.length(5);
+  });
+
+  it('when a sheet template use is retried with its Idempotency-Key after the first attempt died before storing the project, then the retry completes that sheet instead of 409', async () => {
+    const h = { 'idempotency-key': 'tpl-sheet-crash' };
+    const first = await api.post('/templates/tpl_budget_tracker/use', { name: 'Crashy' }, h);
+    expect(first.status, first.text).to.equal(201);
+    // As if the process had died after the grid, its creation commit and head, before the project
+    // and the answer: the project goes, the key's record is in flight with its lease run out.
+    await stack.rt.db.db.collection<any>(COLLECTIONS.projects).deleteOne({ _id: first.body.id });
+    const rec = await stack.rt.db.idempotency.updateOne({ accountId, key: 'tpl-sheet-crash' }, { $set: { state: 'in_flight', response: null, lockedUntil: new Date(0) } });
+    expect(rec.modifiedCount).to.equal(1);
+    expect((await api.get('/sheets')).body.data.map((s: any) => s.id)).to.not.include(first.body.id);
+
+    const retry = await api.post('/templates/tpl_budget_tracker/use', { name: 'Crashy' }, h);
+    expect(retry.status, retry.text).to.equal(201);
+    expect(retry.body).to.include({ id: first.body.id, name: 'Crashy', kind: 'sheet' });
+    const sheet = await api.get(`/sheets/${first.body.id}`);
+    expect(sheet.status).to.equal(200);
+    expect(sheet.body).to.include({ version: 1, headCommitId: (await stack.rt.db.db.collection<any>(COLLECTIONS.sheetCommits).findOne({ sheetId: first.body.id, seq: 1 }))._id });
+    expect(JSON.stringify(sheet.body.rows)).to.include('Office rent');
+    expect(await stack.rt.db.db.collection(COLLECTIONS.sheetCommits).countDocuments({ sheetId: first.body.id })).to.equal(1);
+    expect(await stack.rt.db.db.collection(COLLECTIONS.sheets).countDocuments({ _id: first.body.id })).to.equal(1);
+    // The blocks of the retry's own grid were dropped: only the first attempt's remain.
+    const tree = JSON.parse((await stack.rt.db.db.collection<any>(COLLECTIONS.sheets).findOne({ _id: first.body.id })).tree);
+    expect(await stack.rt.db.db.collection(COLLECTIONS.sheetBlocks).countDocuments({ sheetId: first.body.id })).to.equal(tree.blocks.length);
   });
 
   it('when the template is unknown or the body is wrong, then 404 or 400 naming the field', async () => {

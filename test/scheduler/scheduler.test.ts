@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { client, eventually } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { newId } from '../../platform/ids';
+import { COLLECTIONS } from '../../platform/mongo';
 
 describe('scheduler', () => {
   let stack: Stack;
@@ -43,6 +44,24 @@ describe('scheduler', () => {
     await stack.rt.credits.release(hold); // released again (as a second scheduler might): nothing twice
     expect((await api.get('/account/credits')).body.balance).to.equal(50);
     expect(await stack.rt.db.ledger.countDocuments({ jobId: hold, kind: 'refund' })).to.equal(1);
+  });
+
+  it('when the process died after a synchronous call delivered but before capturing its hold, then the scheduler captures it (the delivery exists) instead of giving it back', async () => {
+    const { key, accountId } = await stack.createAccount({ credits: 50 });
+    const api = client(stack.baseUrl, key);
+    const projects = stack.rt.db.db.collection<any>(COLLECTIONS.projects);
+    const delivered = newId('prj');
+    const hold = await stack.rt.credits.hold({ accountId, operation: 'extract_flowchart', amount: 3, requestId: 'req_y', ttlMs: 1, deliveredBy: { collection: COLLECTIONS.projects, id: delivered } });
+    await projects.insertOne({ _id: delivered, accountId, name: 'made before the crash' });
+    const lost = await stack.rt.credits.hold({ accountId, operation: 'extract_flowchart', amount: 3, requestId: 'req_z', ttlMs: 1, deliveredBy: { collection: COLLECTIONS.projects, id: newId('prj') } });
+    expect((await api.get('/account/credits')).body.balance).to.equal(44);
+    const holds = stack.rt.db.db.collection<any>(COLLECTIONS.creditHolds);
+    await eventually(async () => (await holds.countDocuments({ _id: { $in: [hold, lost] } })) === 0, 10_000, 'both holds to be settled');
+    // The delivered one stays charged, the other comes back.
+    await eventually(async () => (await api.get('/account/credits')).body.balance === 47, 5_000, 'the undelivered hold to be refunded');
+    expect(await stack.rt.db.ledger.countDocuments({ jobId: hold, kind: 'refund' })).to.equal(0);
+    // A settled hold can no longer be extended: a late writer learns it must not deliver.
+    expect(await stack.rt.credits.extend(hold, 60_000)).to.equal(false);
   });
 
   it('when a process died between a debit and the job it paid for, then settlement gives the credits back', async () => {

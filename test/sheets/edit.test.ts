@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { COLLECTIONS } from '../../platform/mongo';
 import { fakeServer } from '../helpers/fake-provider';
 import { startStack, type Stack } from '../helpers/stack';
@@ -80,6 +81,61 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
     expect(r.status).to.equal(400);
     expect(r.body.error.message).to.equal(`instruction: the local-rules-v1 engine's ops do not apply to this sheet: ops.0.column: names no column "Colour"; nothing was charged`);
     expect(await balance(api)).to.equal(5);
+  });
+
+  it('when If-Match names another version of the sheet, then 409 version_conflict before anything is held or asked', async () => {
+    const { api, accountId } = await account(stack, { credits: 5 });
+    const s = await newSheet(api);
+    const r = await api.post(`/sheets/${s.id}/edit`, { instruction: 'sort by Date' }, { 'if-match': '"7"' });
+    expect(r.status, r.text).to.equal(409);
+    expect(r.body.error.code).to.equal('version_conflict');
+    expect(await balance(api)).to.equal(5);
+    expect(await stack.rt.db.ledger.countDocuments({ accountId })).to.equal(0);
+    const ok = await api.post(`/sheets/${s.id}/edit`, { instruction: 'sort by Date' }, { 'if-match': '"1"' });
+    expect(ok.status, ok.text).to.equal(200);
+    expect(ok.body.version).to.equal(2);
+  });
+
+  it('when capturing the credits fails after the commit merged, then the edit still answers 200 (once, charged) and the scheduler captures the hold, never refunds it', async () => {
+    const { api, accountId } = await account(stack, { credits: 10 });
+    const price = stack.rt.credits.price('sheet_edit');
+    const s = await newSheet(api);
+    sinon.stub(stack.rt.credits, 'capture').rejects(new Error('connection reset'));
+    const r = await api.post(`/sheets/${s.id}/edit`, { instruction: 'sort by Date descending' });
+    sinon.restore();
+    expect(r.status, r.text).to.equal(200);
+    expect(r.body).to.include({ charged: price, version: 2 });
+    const holds = stack.rt.db.db.collection<any>(COLLECTIONS.creditHolds);
+    const [hold] = await holds.find({ accountId }).toArray();
+    expect(hold.deliveredBy).to.deep.equal({ collection: COLLECTIONS.sheetCommits, id: r.body.commit.id });
+    // The scheduler's sweep once the hold's deadline passed: the commit exists, so it is captured.
+    await stack.rt.credits.settleExpiredHolds(new Date(hold.until.getTime() + 1));
+    expect(await holds.countDocuments({ accountId })).to.equal(0);
+    expect(await balance(api)).to.equal(10 - price);
+    const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
+    expect(ledger.map((e) => e.kind)).to.deep.equal(['charge']);
+    expect((await api.get(`/sheets/${s.id}/commits`)).body.total).to.equal(2);
+  });
+
+  it('when the scheduler settled the hold while the edit waited to write its commit, then no commit is written, 504 and nothing is charged', async () => {
+    const { api, accountId } = await account(stack, { credits: 10 });
+    const s = await newSheet(api);
+    const credits = stack.rt.credits;
+    const extend = credits.extend.bind(credits);
+    // The sweep takes the hold over right before the edit's guard (as if the hold had expired meanwhile).
+    sinon.stub(credits, 'extend').callsFake(async (id: string, ms: number) => {
+      await credits.settle(id);
+      return extend(id, ms);
+    });
+    const r = await api.post(`/sheets/${s.id}/edit`, { instruction: 'sort by Date descending' });
+    sinon.restore();
+    expect(r.status, r.text).to.equal(504);
+    expect(r.body.error.code).to.equal('timeout');
+    expect(r.body.error.message).to.match(/nothing was charged$/);
+    expect(await balance(api)).to.equal(10);
+    expect((await stack.rt.db.ledger.find({ accountId }).toArray()).map((e) => e.kind).sort()).to.deep.equal(['charge', 'refund']);
+    expect((await api.get(`/sheets/${s.id}`)).body.version).to.equal(1);
+    expect((await api.get(`/sheets/${s.id}/commits`)).body.total).to.equal(1);
   });
 
   it('when the body is invalid or the credits are short, then 400 or 402 before anything runs', async () => {

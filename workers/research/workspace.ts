@@ -1,5 +1,6 @@
 import type { BlobStore } from '../../platform/blobs';
-import type { Database } from '../../platform/mongo';
+import { findDriveTextsForResearch } from '../../platform/drive/text';
+import { COLLECTIONS, type Database } from '../../platform/mongo';
 import { hits, queryTerms } from '../engines/research/research.engine';
 
 /**
@@ -8,6 +9,8 @@ import { hits, queryTerms } from '../engines/research/research.engine';
  * and plans, song lyrics, deck outlines, earlier reports), projects, and, when those collections
  * exist in this deployment, notes and Drive files. A hit is "read" by loading its full text,
  * including text files it stored in the blob store; a file that is gone is a failed read.
+ * Drive files are found and read through platform/drive/text.ts (the Drive search index and the
+ * stored extracted text), never by scanning the Drive collections: the personal drive only.
  */
 export interface Candidate {
   kind: string;
@@ -23,12 +26,12 @@ export interface Candidate {
 }
 
 /** Optional collections other features own; searched only when present. */
-const TEXT_COLLECTIONS = [
-  { name: 'notes', kind: 'Note', path: (id: string) => `/api/v1/projects/${id}` },
-  { name: 'drive_files', kind: 'Drive file', path: (id: string) => `/api/v1/drive/files/${id}` },
-] as const;
+const TEXT_COLLECTIONS = [{ name: 'notes', kind: 'Note', path: (id: string) => `/api/v1/projects/${id}` }] as const;
 
 const SCAN_LIMIT = 300;
+/** Drive files taken as candidates at most, and the characters of extracted text read from each. */
+const DRIVE_CANDIDATES = 50;
+const DRIVE_READ_CHARS = 20_000;
 
 /** Every string inside a value, flattened (URLs and ids left out: they are not prose). */
 export function strings(v: unknown, out: string[] = [], depth = 0): string[] {
@@ -149,6 +152,28 @@ export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
           });
         }
       }
+      if (present.has(COLLECTIONS.driveFiles) && terms.length) {
+        await opts.onSearch?.('drive_files');
+        searchCount++;
+        const found = await findDriveTextsForResearch(db, accountId, terms.join(' '), { limit: DRIVE_CANDIDATES, maxChars: DRIVE_READ_CHARS });
+        for (const d of found) {
+          const title = d.file.name;
+          // Same scale as the other sources: title hits count three times; each query word in the extracted text once.
+          const s = hits(title, terms) * 3 + hits([d.file.tags.join(' '), d.file.description].join('\n'), terms) + d.textTerms;
+          if (s <= 0) continue;
+          candidates.push({
+            kind: `Drive file ${d.file._id}`,
+            id: d.file._id,
+            title: title.slice(0, 120),
+            path: `/api/v1/drive/files/${d.file._id}`,
+            searchable: [title, d.file.description].join('\n'),
+            score: s,
+            createdAt: d.file.createdAt.getTime(),
+            read: d.read,
+          });
+        }
+      }
+      if (opts.signal.aborted) throw opts.signal.reason;
       candidates.sort((a, b) => b.score - a.score || b.createdAt - a.createdAt || a.id.localeCompare(b.id));
       return { candidates, searchCount };
     },

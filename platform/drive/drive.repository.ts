@@ -1,0 +1,348 @@
+import { randomBytes } from 'node:crypto';
+import type { Filter } from 'mongodb';
+import type { DriveFile as DriveFileView, DriveFolder as DriveFolderView } from '../../contracts/drive';
+import { AppError } from '../errors';
+import { COLLECTIONS, type Database } from '../mongo';
+import { folderInsidePins, isPinned, usageIdOf, type DriveCaller, type DriveRole, type DriveScope } from './access';
+import type { DriveFileDoc, DriveFolderDoc, DriveUsageDoc } from './drive.types';
+import { createTeams } from './teams';
+
+/**
+ * Drive files, folders and storage meters. Every lookup goes through the caller (account, team
+ * membership, key pins): another account's file, a team the caller is not in, or a folder outside
+ * the key's pins is simply not found. The download stream, the text and the search use
+ * `findFileForCaller` and `fileFilter` too, so pins and teams hold on every route.
+ */
+
+/** A file as the caller reaches it. */
+export interface CallerFile {
+  file: DriveFileDoc;
+  /** true for a team-drive file: every write is 403 team_drive_read_only. */
+  readOnly: boolean;
+  /** The caller's team role (team files) or null (own files). */
+  teamRole: DriveRole | null;
+}
+
+export interface CallerFolder {
+  folder: DriveFolderDoc;
+  readOnly: boolean;
+}
+
+/** The active-name key of a file or folder (unique per folder, case-insensitive). */
+export const nameKeyOf = (name: string) => name.toLowerCase();
+/** The name key of a trashed file: never equal to a valid name (no extension). */
+export const trashedNameKey = (fileId: string) => `#trash:${fileId}`;
+
+export const isDuplicateKey = (err: unknown) => (err as { code?: number })?.code === 11000 || /E11000|duplicate key/i.test(String((err as Error)?.message));
+
+/** "report.pdf", 2 → "report (2).pdf". */
+export function suffixedName(name: string, n: number): string {
+  const dot = name.lastIndexOf('.');
+  const stem = dot > 0 ? name.slice(0, dot) : name;
+  const ext = dot > 0 ? name.slice(dot) : '';
+  const suffix = ` (${n})`;
+  // Keep the name within 255 characters: the stem gives way.
+  const room = 255 - ext.length - suffix.length;
+  return `${stem.slice(0, Math.max(1, room))}${suffix}${ext}`;
+}
+
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Attempts at a free name before a create/move/restore gives up (each a read and a write). */
+const NAME_ATTEMPTS = 60;
+
+const indexedDbs = new WeakMap<Database, Promise<unknown>>();
+
+export function createDriveRepository(db: Database) {
+  const files = db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+  const folders = db.db.collection<DriveFolderDoc>(COLLECTIONS.driveFolders);
+  const usage = db.db.collection<DriveUsageDoc>(COLLECTIONS.driveUsage);
+  const teams = createTeams(db);
+
+  const ensureIndexes = () => {
+    let p = indexedDbs.get(db);
+    if (!p) {
+      p = Promise.all([
+        // Active names are unique per folder (trashed files carry `#trash:<id>`).
+        files.createIndex({ accountId: 1, teamId: 1, folderId: 1, nameKey: 1 }, { unique: true }),
+        files.createIndex({ accountId: 1, teamId: 1, createdAt: -1, _id: -1 }),
+        files.createIndex({ accountId: 1, teamId: 1, trashedAt: -1, _id: -1 }),
+        folders.createIndex({ accountId: 1, teamId: 1, parentFolderId: 1, nameKey: 1 }, { unique: true }),
+        folders.createIndex({ accountId: 1, teamId: 1, path: 1 }),
+      ]).catch((err) => {
+        indexedDbs.delete(db);
+        throw err;
+      });
+      indexedDbs.set(db, p);
+    }
+    return p;
+  };
+
+  /** Owner fields of the drive a document lives in. */
+  const ownerOf = (d: { accountId: string; teamId: string | null }) => ({ accountId: d.accountId, teamId: d.teamId });
+
+  /** Can the caller's account reach documents of this owner? Returns the team role, 'owner' for the personal drive, or null. */
+  async function reach(caller: DriveCaller, owner: { accountId: string; teamId: string | null }): Promise<DriveRole | null> {
+    if (owner.teamId === null) return owner.accountId === caller.accountId ? 'owner' : null;
+    const m = await teams.membership(owner.teamId, caller.accountId);
+    return m && m.team.ownerAccountId === owner.accountId ? m.role : null;
+  }
+
+  async function folderVisible(caller: DriveCaller, folderId: string | null, owner: { accountId: string; teamId: string | null }): Promise<boolean> {
+    if (!isPinned(caller)) return true;
+    if (folderId === null) return false; // root files are outside every pin
+    const f = await folders.findOne({ _id: folderId, accountId: owner.accountId, teamId: owner.teamId }, { projection: { path: 1 } });
+    return !!f && folderInsidePins(caller, { _id: folderId, path: f.path });
+  }
+
+  const repo = {
+    files,
+    folders,
+    usage,
+    ensureIndexes,
+
+    /**
+     * The file `fileId` as `caller` may reach it: their own file, or a file of a team drive their
+     * account belongs to, inside the key's pins. Null otherwise (answer 404). One to three reads.
+     */
+    async findFileForCaller(caller: DriveCaller, fileId: string): Promise<CallerFile | null> {
+      const file = await files.findOne({ _id: fileId, $or: [{ accountId: caller.accountId, teamId: null }, { teamId: { $ne: null } }] } as Filter<DriveFileDoc>);
+      if (!file) return null;
+      const role = await reach(caller, ownerOf(file));
+      if (!role) return null;
+      if (!(await folderVisible(caller, file.folderId, ownerOf(file)))) return null;
+      return { file, readOnly: file.teamId !== null, teamRole: file.teamId ? role : null };
+    },
+
+    /** The folder `folderId` as `caller` may reach it (own or team, inside the pins), or null. */
+    async findFolderForCaller(caller: DriveCaller, folderId: string): Promise<CallerFolder | null> {
+      const folder = await folders.findOne({ _id: folderId, $or: [{ accountId: caller.accountId, teamId: null }, { teamId: { $ne: null } }] } as Filter<DriveFolderDoc>);
+      if (!folder) return null;
+      if (!(await reach(caller, ownerOf(folder)))) return null;
+      if (!folderInsidePins(caller, folder)) return null;
+      return { folder, readOnly: folder.teamId !== null };
+    },
+
+    /** A folder of this drive inside the caller's pins, or null. */
+    async findFolderInScope(scope: DriveScope, folderId: string): Promise<DriveFolderDoc | null> {
+      const folder = await folders.findOne({ _id: folderId, accountId: scope.accountId, teamId: scope.teamId });
+      return folder && folderInsidePins(scope.caller, folder) ? folder : null;
+    },
+
+    /** Ids of the drive's folders the caller may see; null when the key has no pins (all of them). */
+    async visibleFolderIds(scope: DriveScope): Promise<string[] | null> {
+      if (!isPinned(scope.caller)) return null;
+      const pins = [...scope.caller.pins];
+      const docs = await folders.find({ accountId: scope.accountId, teamId: scope.teamId, $or: [{ _id: { $in: pins } }, { path: { $in: pins } }] }, { projection: { _id: 1 } }).toArray();
+      return docs.map((d) => d._id);
+    },
+
+    /**
+     * The filter of every file of this drive the caller may see (tenant, team, pins). Add
+     * `trashedAt: null` for active files. One read when the key is pinned, none otherwise.
+     */
+    async fileFilter(scope: DriveScope): Promise<Filter<DriveFileDoc>> {
+      const base: Filter<DriveFileDoc> = { accountId: scope.accountId, teamId: scope.teamId };
+      const visible = await repo.visibleFolderIds(scope);
+      return visible === null ? base : { ...base, folderId: { $in: visible } };
+    },
+
+    /** Every folder of the drive inside the pins, parents before children, siblings by name. */
+    async folderTree(scope: DriveScope): Promise<DriveFolderDoc[]> {
+      const filter: Filter<DriveFolderDoc> = { accountId: scope.accountId, teamId: scope.teamId };
+      const all = await folders.find(filter).toArray();
+      const mine = isPinned(scope.caller) ? all.filter((f) => folderInsidePins(scope.caller, f)) : all;
+      return orderTree(mine);
+    },
+
+    /** Active files per folder (null = root) of the drive. One aggregation. */
+    async activeFileCounts(scope: DriveScope): Promise<Map<string | null, number>> {
+      const rows = await files
+        .aggregate<{ _id: string | null; n: number }>([{ $match: { accountId: scope.accountId, teamId: scope.teamId, trashedAt: null } }, { $group: { _id: '$folderId', n: { $sum: 1 } } }])
+        .toArray();
+      return new Map(rows.map((r) => [r._id ?? null, r.n]));
+    },
+
+    async usageOf(usageId: string): Promise<{ bytesUsed: number; fileCount: number }> {
+      const u = await usage.findOne({ _id: usageId }, { projection: { bytesUsed: 1, fileCount: 1 } });
+      return { bytesUsed: u?.bytesUsed ?? 0, fileCount: u?.fileCount ?? 0 };
+    },
+
+    /**
+     * Reserve `bytes` (and one file) on the meter with one conditional `$inc`: refused with 413
+     * storage_quota_exceeded when bytesUsed + bytes would pass `quota`. The first upload of a
+     * drive creates its meter (a unique insert, race-free).
+     */
+    async reserve(usageId: string, bytes: number, quota: number): Promise<void> {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const r = await usage.updateOne({ _id: usageId, bytesUsed: { $lte: quota - bytes } }, { $inc: { bytesUsed: bytes, fileCount: 1 } });
+        if (r.matchedCount === 1) return;
+        if (attempt === 0 && !(await usage.findOne({ _id: usageId }, { projection: { _id: 1 } }))) {
+          await usage.insertOne({ _id: usageId, bytesUsed: 0, fileCount: 0 }).catch((err: unknown) => {
+            if (!isDuplicateKey(err)) throw err;
+          });
+          continue;
+        }
+        break;
+      }
+      const u = await repo.usageOf(usageId);
+      throw new AppError('storage_quota_exceeded', `storage quota exceeded: ${u.bytesUsed} of ${quota} bytes used, this file needs ${bytes} more; free space (trashed files count until purged) or upgrade the plan`);
+    },
+
+    /** Give back a reservation (the upload failed after reserving). */
+    async release(usageId: string, bytes: number): Promise<void> {
+      await usage.updateOne({ _id: usageId }, { $inc: { bytesUsed: -bytes, fileCount: -1 } });
+    },
+
+    /**
+     * The first free name for `name` in a folder: `name` itself, else "stem (n).ext" with the
+     * lowest n not taken by an active file. One read.
+     */
+    async freeName(owner: { accountId: string; teamId: string | null }, folderId: string | null, name: string): Promise<string> {
+      const dot = name.lastIndexOf('.');
+      const stem = (dot > 0 ? name.slice(0, dot) : name).toLowerCase();
+      const taken = new Set(
+        (
+          await files
+            .find({ accountId: owner.accountId, teamId: owner.teamId, folderId, nameKey: { $regex: `^${escapeRe(stem.slice(0, 200))}` } }, { projection: { nameKey: 1 } })
+            .toArray()
+        ).map((d) => d.nameKey),
+      );
+      if (!taken.has(nameKeyOf(name))) return name;
+      for (let n = 1; ; n++) {
+        const candidate = suffixedName(name, n);
+        if (!taken.has(nameKeyOf(candidate))) return candidate;
+      }
+    },
+
+    /**
+     * Run `write(name)` (an insert or an update that sets the name key) with `name`, and on a
+     * duplicate name in the folder with the next free suffix, until it lands. Race-safe: the
+     * unique index decides, the suffix is only re-read after a loss.
+     */
+    async withFreeName<T>(owner: { accountId: string; teamId: string | null }, folderId: string | null, name: string, write: (name: string) => Promise<T>): Promise<{ name: string; result: T }> {
+      await ensureIndexes();
+      let candidate = name;
+      for (let attempt = 0; attempt < NAME_ATTEMPTS; attempt++) {
+        try {
+          return { name: candidate, result: await write(candidate) };
+        } catch (err) {
+          if (!isDuplicateKey(err)) throw err;
+          candidate = await repo.freeName(owner, folderId, name);
+          // Under heavy contention several writers read the same free suffix; spread the retries.
+          if (attempt > 2) await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+        }
+      }
+      throw new AppError('conflict', `could not find a free name for "${name}" in this folder; try again`);
+    },
+
+    /**
+     * Run `fn` holding the folder-tree lock of a drive (folder creates and moves): two moves can
+     * then never build a cycle, and a subtree's path rewrite never races a create inside it.
+     * The lock expires after 15 s in case its holder died.
+     */
+    async withFolderLock<T>(usageId: string, fn: () => Promise<T>): Promise<T> {
+      const token = randomBytes(8).toString('hex');
+      const deadline = Date.now() + 10_000;
+      for (let attempt = 0; ; attempt++) {
+        const now = new Date();
+        const r = await usage.updateOne(
+          { _id: usageId, $or: [{ folderLockUntil: { $exists: false } }, { folderLockUntil: null }, { folderLockUntil: { $lt: now } }] } as Filter<DriveUsageDoc>,
+          { $set: { folderLockUntil: new Date(now.getTime() + 15_000), folderLockToken: token } },
+        );
+        if (r.matchedCount === 1) break;
+        if (!(await usage.findOne({ _id: usageId }, { projection: { _id: 1 } }))) {
+          await usage.insertOne({ _id: usageId, bytesUsed: 0, fileCount: 0 }).catch((err: unknown) => {
+            if (!isDuplicateKey(err)) throw err;
+          });
+          continue;
+        }
+        if (Date.now() > deadline) throw new AppError('conflict', 'the folder tree is being changed by another request; try again');
+        await new Promise((res) => setTimeout(res, Math.min(100, 5 + attempt * 5)));
+      }
+      try {
+        return await fn();
+      } finally {
+        await usage.updateOne({ _id: usageId, folderLockToken: token }, { $set: { folderLockUntil: null, folderLockToken: null } });
+      }
+    },
+
+    usageIdOf,
+  };
+  return repo;
+}
+export type DriveRepository = ReturnType<typeof createDriveRepository>;
+
+/** Folders ordered parents before children (by depth), siblings by name then id. */
+export function orderTree(list: DriveFolderDoc[]): DriveFolderDoc[] {
+  const byParent = new Map<string | null, DriveFolderDoc[]>();
+  const ids = new Set(list.map((f) => f._id));
+  for (const f of list) {
+    // A pinned key's top folders have parents it cannot see: they start the tree.
+    const parent = f.parentFolderId !== null && ids.has(f.parentFolderId) ? f.parentFolderId : null;
+    const arr = byParent.get(parent) ?? [];
+    arr.push(f);
+    byParent.set(parent, arr);
+  }
+  const cmp = (a: DriveFolderDoc, b: DriveFolderDoc) => (a.nameKey < b.nameKey ? -1 : a.nameKey > b.nameKey ? 1 : a._id < b._id ? -1 : 1);
+  const out: DriveFolderDoc[] = [];
+  const walk = (parent: string | null) => {
+    for (const f of (byParent.get(parent) ?? []).sort(cmp)) {
+      out.push(f);
+      walk(f._id);
+    }
+  };
+  walk(null);
+  return out;
+}
+
+const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
+
+/** Relative in-app preview page of a file (SPEC 2.19 previewPath). */
+export const drivePreviewPath = (fileId: string) => `/drive/preview/${fileId}`;
+
+/**
+ * A stored file as answered (SPEC 2.19 DriveFile): storage internals (blob id, sha256, name key,
+ * purge marks) never leave. `publicBaseUrl` makes previewUrl absolute.
+ */
+export function toDriveFile(publicBaseUrl: string, f: DriveFileDoc): DriveFileView {
+  const previewPath = drivePreviewPath(f._id);
+  return {
+    id: f._id,
+    name: f.name,
+    kind: f.kind,
+    mimeType: f.mimeType,
+    sizeBytes: f.sizeBytes,
+    ext: f.ext,
+    folderId: f.folderId,
+    teamId: f.teamId,
+    isStarred: f.isStarred,
+    tags: f.tags,
+    description: f.description,
+    trashedAt: iso(f.trashedAt),
+    lastAccessedAt: iso(f.lastAccessedAt),
+    textStatus: f.text?.status ?? 'pending',
+    version: f.version,
+    createdAt: iso(f.createdAt)!,
+    updatedAt: iso(f.updatedAt)!,
+    previewPath,
+    previewUrl: `${publicBaseUrl}${previewPath}`,
+  };
+}
+
+/** A stored folder as answered (DriveFolder) with its active file count. */
+export function toDriveFolder(f: DriveFolderDoc, fileCount: number): DriveFolderView {
+  return {
+    id: f._id,
+    name: f.name,
+    parentFolderId: f.parentFolderId,
+    path: f.path,
+    fileCount,
+    color: f.color,
+    sticker: f.sticker,
+    teamId: f.teamId,
+    version: f.version,
+    createdAt: iso(f.createdAt)!,
+    updatedAt: iso(f.updatedAt)!,
+  };
+}

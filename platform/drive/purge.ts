@@ -1,0 +1,115 @@
+import type { Config } from '../config';
+import type { Logger } from '../log';
+import { COLLECTIONS, type Database } from '../mongo';
+import { usageIdOf } from './access';
+import { deleteDriveBlob } from './blobs';
+import { removeDriveTextIndex } from './search-index';
+import type { DriveFileDoc, DriveTextDoc, DriveUsageDoc } from './drive.types';
+
+/** Files purged per run at most; the next run takes the rest. */
+export const PURGE_BATCH = 200;
+
+/**
+ * How long a claim (`purgingAt`) keeps other runs off a file. A run that died mid-purge is
+ * resumed by the first run after it: never two runs on one file at once (Agenda keeps one run
+ * at a time, but its lock expires after a minute, and a run may take longer).
+ */
+export const PURGE_CLAIM_MS = 10 * 60_000;
+
+/** Meter markers kept per drive (see the meter step). */
+const METER_MARKERS = 256;
+
+type PurgeFile = Pick<DriveFileDoc, '_id' | 'accountId' | 'teamId' | 'blobId' | 'sizeBytes'>;
+
+/**
+ * The steps of one file's purge, in order. Each is safe to repeat, so a purge a crash (or an
+ * error) interrupted at any step is finished by the next run. Exported as an object so tests can
+ * make one step fail once.
+ */
+export const purgeSteps = {
+  /**
+   * 1. Claim the file: `purgingAt` = now, when it is past the trash window and unclaimed, or its
+   * claim is older than PURGE_CLAIM_MS (a run that died: resume it). From here on restore
+   * refuses it and every reader treats it as gone. False: restored meanwhile, or another run
+   * holds it.
+   */
+  async mark(db: Database, file: PurgeFile, cutoff: Date, now: Date): Promise<boolean> {
+    const r = await db.db
+      .collection<DriveFileDoc>(COLLECTIONS.driveFiles)
+      .updateOne({ _id: file._id, $or: [{ trashedAt: { $ne: null, $lte: cutoff }, purgingAt: null }, { purgingAt: { $ne: null, $lt: new Date(now.getTime() - PURGE_CLAIM_MS) } }] }, { $set: { purgingAt: now } });
+    return r.modifiedCount === 1;
+  },
+  /** 2. The extracted text. */
+  async text(db: Database, file: PurgeFile): Promise<void> {
+    await db.db.collection<DriveTextDoc>(COLLECTIONS.driveTexts).deleteOne({ _id: file._id });
+  },
+  /** 3. The file's search postings, pages and forward document (the search index's own removal). */
+  async tokens(db: Database, file: PurgeFile): Promise<void> {
+    await removeDriveTextIndex(db, file);
+  },
+  /** 4. The bytes: GridFS chunks first, then the files document (never orphan chunks). */
+  async bytes(db: Database, file: PurgeFile): Promise<void> {
+    await deleteDriveBlob(db, file.blobId);
+  },
+  /**
+   * 5. The storage meter: ONE conditional update that moves the meter and records the file among
+   * the drive's last METER_MARKERS purged files, so a repeat never counts it twice.
+   */
+  async meter(db: Database, file: PurgeFile): Promise<void> {
+    await db.db
+      .collection<DriveUsageDoc>(COLLECTIONS.driveUsage)
+      .updateOne(
+        { _id: usageIdOf(file), purgedRefs: { $ne: file._id } },
+        { $inc: { bytesUsed: -file.sizeBytes, fileCount: -1 }, $push: { purgedRefs: { $each: [file._id], $slice: -METER_MARKERS } } },
+      );
+  },
+  /** 6. The record, last (only a claimed file). */
+  async record(db: Database, file: PurgeFile): Promise<void> {
+    await db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles).deleteOne({ _id: file._id, purgingAt: { $ne: null } });
+  },
+};
+
+/**
+ * The end of the trash window (SPEC 3.5; the scheduler's `drive.purge` task): every file trashed
+ * more than DRIVE_TRASH_DAYS ago is purged for good: its extracted text, its search postings, its
+ * bytes (GridFS chunks, then the files document), its share of the storage meter, and finally
+ * its record. There is no way back and no permanent delete in the API: this is the only one.
+ *
+ * Resumable and idempotent: the file is claimed first (`purgingAt`), every step can be repeated,
+ * the record goes last, so a later run finds the claimed file again (once the claim is older
+ * than PURGE_CLAIM_MS) and finishes it. A file that fails is logged and left for a later run;
+ * the others go on.
+ */
+export async function purgeTrashedDriveFiles(
+  rt: { db: Database; log: Logger; config: Pick<Config, 'DRIVE_TRASH_DAYS'> },
+  opts: { now?: Date; limit?: number } = {},
+): Promise<{ purged: number; failed: number }> {
+  const now = opts.now ?? new Date();
+  const cutoff = new Date(now.getTime() - rt.config.DRIVE_TRASH_DAYS * 86_400_000);
+  const files = rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+  const due = await files
+    .find(
+      { $or: [{ trashedAt: { $ne: null, $lte: cutoff }, purgingAt: null }, { purgingAt: { $ne: null, $lt: new Date(now.getTime() - PURGE_CLAIM_MS) } }] },
+      { projection: { _id: 1, accountId: 1, teamId: 1, blobId: 1, sizeBytes: 1 } },
+    )
+    .limit(opts.limit ?? PURGE_BATCH)
+    .toArray();
+  let purged = 0;
+  let failed = 0;
+  for (const file of due) {
+    try {
+      if (!(await purgeSteps.mark(rt.db, file, cutoff, now))) continue; // restored meanwhile, or another run has it
+      await purgeSteps.text(rt.db, file);
+      await purgeSteps.tokens(rt.db, file);
+      await purgeSteps.bytes(rt.db, file);
+      await purgeSteps.meter(rt.db, file);
+      await purgeSteps.record(rt.db, file);
+      purged++;
+    } catch (err) {
+      failed++;
+      rt.log.warn('drive purge of a file failed; a later run resumes it', { fileId: file._id, err: err as Error });
+    }
+  }
+  if (purged || failed) rt.log.info('drive trash purged', { purged, failed });
+  return { purged, failed };
+}

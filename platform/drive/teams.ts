@@ -1,0 +1,74 @@
+import { newId } from '../ids';
+import { COLLECTIONS, type Database } from '../mongo';
+import type { TeamDoc, TeamMemberDoc } from './drive.types';
+
+/**
+ * Minimal team membership for team drives (SPEC 2.19 `teams`, 4.10 "team drives are read-only
+ * over the API"). A team has a name and an owning account (whose storage holds the team drive);
+ * team_members holds one document per (team, account) with a role. There is no API to manage
+ * teams: they are made by the console (here: scripts/bootstrap.ts and tests).
+ */
+export interface TeamMembership {
+  team: TeamDoc;
+  role: TeamMemberDoc['role'];
+}
+
+const memberId = (teamId: string, accountId: string) => `${teamId}:${accountId}`;
+
+const indexed = new WeakSet<Database>();
+
+export function createTeams(db: Database) {
+  const teams = db.db.collection<TeamDoc>(COLLECTIONS.teams);
+  const members = db.db.collection<TeamMemberDoc>(COLLECTIONS.teamMembers);
+  const ensureIndexes = async () => {
+    if (indexed.has(db)) return;
+    await members.createIndex({ accountId: 1 });
+    await members.createIndex({ teamId: 1 });
+    indexed.add(db);
+  };
+
+  return {
+    /** The teams `accountId` belongs to, by name. Two reads. */
+    async listForAccount(accountId: string): Promise<TeamMembership[]> {
+      await ensureIndexes();
+      const mine = await members.find({ accountId }).toArray();
+      if (mine.length === 0) return [];
+      const docs = await teams.find({ _id: { $in: mine.map((m) => m.teamId) } }).toArray();
+      const byId = new Map(docs.map((t) => [t._id, t]));
+      return mine
+        .flatMap((m) => {
+          const team = byId.get(m.teamId);
+          return team ? [{ team, role: m.role }] : [];
+        })
+        .sort((a, b) => (a.team.name < b.team.name ? -1 : a.team.name > b.team.name ? 1 : a.team._id < b.team._id ? -1 : 1));
+    },
+
+    /** The caller's membership of `teamId`, or null (not a member, or no such team). */
+    async membership(teamId: string, accountId: string): Promise<TeamMembership | null> {
+      const m = await members.findOne({ _id: memberId(teamId, accountId) });
+      if (!m) return null;
+      const team = await teams.findOne({ _id: teamId });
+      return team ? { team, role: m.role } : null;
+    },
+
+    /** Create a team owned by `ownerAccountId` (its first member, role owner). */
+    async createTeam(input: { name: string; ownerAccountId: string; id?: string }): Promise<TeamDoc> {
+      await ensureIndexes();
+      const team: TeamDoc = { _id: input.id ?? newId('team'), name: input.name, ownerAccountId: input.ownerAccountId, createdAt: new Date() };
+      await teams.insertOne(team);
+      await this.addMember(team._id, input.ownerAccountId, 'owner');
+      return team;
+    },
+
+    /** Add (or change the role of) a member. Idempotent. */
+    async addMember(teamId: string, accountId: string, role: TeamMemberDoc['role']): Promise<void> {
+      await ensureIndexes();
+      await members.updateOne({ _id: memberId(teamId, accountId) }, { $set: { teamId, accountId, role }, $setOnInsert: { createdAt: new Date() } }, { upsert: true });
+    },
+
+    async removeMember(teamId: string, accountId: string): Promise<void> {
+      await members.deleteOne({ _id: memberId(teamId, accountId) });
+    },
+  };
+}
+export type Teams = ReturnType<typeof createTeams>;

@@ -1,0 +1,91 @@
+import { COLLECTIONS, type Database } from '../mongo';
+import type { DriveFileDoc, DriveTextDoc } from './drive.types';
+import { FIELD_BITS, findCandidates, queryTerms, scopeOf } from './search-index';
+
+/**
+ * The stored text of Drive files: what GET /drive/files/{id}/text answers and what the research
+ * engine reads. Text is extracted once by the drive pool (workers/drive/) and stored capped at
+ * DRIVE_TEXT_STORED_CHARS in `drive_texts` (one document per file, `_id` = the file id).
+ */
+
+export const driveTexts = (db: Database) => db.db.collection<DriveTextDoc>(COLLECTIONS.driveTexts);
+
+/** Characters GET …/text answers at most (SPEC 8: "about 12K"), cut on a word boundary. */
+export const DRIVE_TEXT_READ_CHARS = 12_000;
+
+/**
+ * `s` cut to at most `max` characters: at the last white space of the final 10% when there is one
+ * (a word is never split), else at `max` (never inside a surrogate pair). `cut` says whether
+ * anything was dropped.
+ */
+export function cutAtWord(s: string, max: number): { text: string; cut: boolean } {
+  if (s.length <= max) return { text: s, cut: false };
+  const window = s.slice(Math.floor(max * 0.9), max + 1);
+  const sp = window.search(/\s\S*$/);
+  let end = sp >= 0 ? Math.floor(max * 0.9) + sp : max;
+  if (/[\udc00-\udfff]/.test(s[end] ?? '')) end--;
+  return { text: s.slice(0, end).trimEnd(), cut: true };
+}
+
+export interface DriveTextRead {
+  status: DriveFileDoc['text']['status'];
+  content: string;
+  /** True when the tail was dropped at any cap (extraction limits, DRIVE_TEXT_STORED_CHARS, `maxChars`). */
+  truncated: boolean;
+  engine: string | null;
+  /** Characters stored (before the `maxChars` cut). */
+  storedChars: number;
+}
+
+/**
+ * The stored text of a file the caller already reached (tenant, team and pins checked by the
+ * repository): '' until the text is `ready`. One findOne by `_id`.
+ */
+export async function readDriveText(db: Database, file: Pick<DriveFileDoc, '_id' | 'accountId' | 'teamId' | 'text'>, opts: { maxChars?: number } = {}): Promise<DriveTextRead> {
+  const status = file.text?.status ?? 'pending';
+  const empty = { status, content: '', truncated: false, engine: file.text?.engine ?? null, storedChars: 0 };
+  if (status !== 'ready') return empty;
+  const doc = await driveTexts(db).findOne({ _id: file._id, accountId: file.accountId });
+  if (!doc) return empty;
+  const { text, cut } = cutAtWord(doc.content, opts.maxChars ?? Number.POSITIVE_INFINITY);
+  return { status, content: text, truncated: doc.truncated || cut, engine: doc.engine, storedChars: doc.content.length };
+}
+
+/** A Drive file of the account matching a research query, with a way to read its text. */
+export interface DriveResearchSource {
+  file: DriveFileDoc;
+  score: number;
+  /** Query words found in the extracted text. */
+  textTerms: number;
+  /** The name, tags, description and stored text (capped at `maxChars`). */
+  read(): Promise<string>;
+}
+
+/**
+ * Drive files of an account's personal drive matching any word of `query`, best first (the search
+ * index, ranked like GET /drive/search but with any word rather than all), for the research pool.
+ * Trashed files are left out. At most `limit`.
+ */
+export async function findDriveTextsForResearch(db: Database, accountId: string, query: string, opts: { limit: number; maxChars: number }): Promise<DriveResearchSource[]> {
+  const terms = queryTerms(query);
+  const candidates = await findCandidates(db, { scopes: [scopeOf({ accountId, teamId: null })], terms, mode: 'any' });
+  const files = db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+  const out: DriveResearchSource[] = [];
+  for (let i = 0; i < candidates.length && out.length < opts.limit && i < opts.limit * 4; i += opts.limit) {
+    const batch = candidates.slice(i, i + opts.limit);
+    const docs = await Promise.all(batch.map((c) => files.findOne({ _id: c.fileId, accountId, teamId: null })));
+    docs.forEach((file, k) => {
+      if (!file || file.trashedAt || file.purgingAt || out.length >= opts.limit) return;
+      out.push({
+        file,
+        score: batch[k]!.score,
+        textTerms: batch[k]!.perTerm.filter((p) => p && p.mask & FIELD_BITS.text).length,
+        async read() {
+          const t = await readDriveText(db, file, { maxChars: opts.maxChars });
+          return [file.name, file.tags.join(', '), file.description, t.content].filter(Boolean).join('\n');
+        },
+      });
+    });
+  }
+  return out;
+}

@@ -1,0 +1,146 @@
+import { z } from 'zod';
+import { openDriveBlob } from '../../platform/drive/blobs';
+import type { DriveFileDoc, DriveTextDoc } from '../../platform/drive/drive.types';
+import { indexDriveFile, removeDriveTextIndex } from '../../platform/drive/search-index';
+import { cutAtWord, driveTexts } from '../../platform/drive/text';
+import type { DriveTextRequest } from '../../platform/drive/text-queue';
+import { COLLECTIONS, type Database } from '../../platform/mongo';
+import type { Runtime } from '../../platform/runtime';
+import { formatOf, NotTextError, TooLargeError, type DriveFormat, type DriveTextExtractor } from '../engines/drive/drive-text.engine';
+import { createDocxExtractor } from '../engines/drive/docx.extractor';
+import { createDrivePdfExtractor } from '../engines/drive/pdf.extractor';
+import { createDrivePptxExtractor } from '../engines/drive/pptx.extractor';
+import { createUtf8Extractor } from '../engines/drive/utf8.extractor';
+import { createXlsxExtractor } from '../engines/drive/xlsx.extractor';
+import type { ConsumerContext, ConsumerDefinition } from '../pool/consumer';
+
+/** Hard limits of one extraction (whatever the upload limits are). */
+export const DRIVE_TEXT_WORK_LIMITS = {
+  /** Files larger than this are not read (text status `failed`, reason given). */
+  maxBytes: 32 * 1024 * 1024,
+  /** An extraction still running after this is stopped (status `failed`). */
+  timeoutMs: 60_000,
+  /** A message delivered this many times without an ack (the extraction stopped the worker) is given up (status `failed`). */
+  maxDeliveries: 3,
+} as const;
+
+/** The drive pool message (platform/drive/text-queue.ts). */
+export const DriveTextMessage = z.object({ fileId: z.string().min(1).max(128), accountId: z.string().min(1).max(128) });
+
+const EXTRACTORS: Record<Exclude<DriveFormat, null>, () => DriveTextExtractor> = {
+  pdf: createDrivePdfExtractor,
+  docx: createDocxExtractor,
+  xlsx: createXlsxExtractor,
+  pptx: createDrivePptxExtractor,
+  text: createUtf8Extractor,
+};
+
+type Outcome = { status: 'ready'; text: string; truncated: boolean; engine: string } | { status: 'none' | 'failed'; engine: string | null; error: string | null };
+
+/** Read a blob whole, refusing more than `max` bytes. */
+async function readBlob(db: Database, blobId: string, max: number, signal: AbortSignal): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const stream = openDriveBlob(db, blobId);
+  const stop = () => stream.destroy(signal.reason as Error);
+  signal.addEventListener('abort', stop, { once: true });
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > max) {
+        stream.destroy();
+        throw new TooLargeError(`the file is larger than the ${Math.round(max / 1048576)} MB the drive pool reads`);
+      }
+      chunks.push(chunk);
+    }
+  } finally {
+    signal.removeEventListener('abort', stop);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+/** Run the extractor of the file's format, within the work limits. Throws only when the worker itself is stopping. */
+async function extract(rt: Runtime, file: DriveFileDoc, ctx: ConsumerContext): Promise<Outcome> {
+  const format = formatOf(file);
+  if (!format) return { status: 'none', engine: null, error: null };
+  const extractor = EXTRACTORS[format]();
+  if (file.sizeBytes > DRIVE_TEXT_WORK_LIMITS.maxBytes) {
+    return { status: 'failed', engine: extractor.name, error: `the file is larger than the ${DRIVE_TEXT_WORK_LIMITS.maxBytes / 1048576} MB the drive pool reads` };
+  }
+  const timeout = AbortSignal.timeout(DRIVE_TEXT_WORK_LIMITS.timeoutMs);
+  const signal = AbortSignal.any([ctx.signal, timeout]);
+  const maxChars = rt.config.DRIVE_TEXT_STORED_CHARS;
+  try {
+    const bytes = await readBlob(rt.db, file.blobId, DRIVE_TEXT_WORK_LIMITS.maxBytes, signal);
+    const r = await extractor.extract(bytes, { signal, maxChars });
+    const text = r.text.replace(/\u0000/g, '').trim();
+    if (!text) return { status: 'none', engine: extractor.name, error: null };
+    const capped = cutAtWord(text, maxChars);
+    return { status: 'ready', text: capped.text, truncated: r.truncated || capped.cut, engine: extractor.name };
+  } catch (err) {
+    if (ctx.signal.aborted) throw err; // stopping: the message goes back to the queue
+    if (err instanceof NotTextError) return { status: 'none', engine: extractor.name, error: err.message };
+    if (timeout.aborted) return { status: 'failed', engine: extractor.name, error: `extraction took longer than ${DRIVE_TEXT_WORK_LIMITS.timeoutMs / 1000} s` };
+    const message = err instanceof Error ? err.message : String(err);
+    ctx.log.warn('drive text extraction failed', { fileId: file._id, engine: extractor.name, err: err as Error });
+    return { status: 'failed', engine: extractor.name, error: message.slice(0, 300) };
+  }
+}
+
+const files = (db: Database) => db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+
+/** The file as long as it is still worth extracting: stored, not trashed, not being purged. */
+const liveFile = (db: Database, req: DriveTextRequest) => files(db).findOne({ _id: req.fileId, accountId: req.accountId, trashedAt: null, purgingAt: null });
+
+/**
+ * Extract, store and index the text of one file, then mark it (text.status ready | none | failed)
+ * with a conditional update that only moves a `pending` file that is still live: a file trashed
+ * or purged meanwhile is skipped. Idempotent: a file no longer pending is left as it is, and a
+ * repeated run (redelivery, sweep) rewrites the same text and index entries. The status moves
+ * last, so a crash before it leaves `pending` for the redelivery or the sweep.
+ */
+export async function extractDriveText(rt: Runtime, req: DriveTextRequest, ctx: ConsumerContext): Promise<'skipped' | Outcome['status']> {
+  const file = await liveFile(rt.db, req);
+  if (!file || (file.text && file.text.status !== 'pending')) return 'skipped';
+  let outcome: Outcome;
+  if (ctx.priorDeliveries >= DRIVE_TEXT_WORK_LIMITS.maxDeliveries) {
+    outcome = { status: 'failed', engine: null, error: `the extraction stopped the worker ${ctx.priorDeliveries} times; given up` };
+  } else {
+    outcome = await extract(rt, file, ctx);
+  }
+  const at = new Date();
+  if (outcome.status === 'ready') {
+    const doc: DriveTextDoc = { _id: file._id, accountId: file.accountId, teamId: file.teamId, content: outcome.text, truncated: outcome.truncated, engine: outcome.engine, at };
+    await driveTexts(rt.db).replaceOne({ _id: file._id }, doc, { upsert: true });
+  }
+  // Name, tags and description as they are when the index is written (a rename may land meanwhile).
+  await indexDriveFile(rt.db, file, outcome.status === 'ready' ? outcome.text : null, { reload: () => liveFile(rt.db, req) });
+  const text: DriveFileDoc['text'] =
+    outcome.status === 'ready'
+      ? { status: 'ready', chars: outcome.text.length, truncated: outcome.truncated, engine: outcome.engine, error: null, at }
+      : { status: outcome.status, chars: 0, truncated: false, engine: outcome.engine, error: outcome.error, at };
+  const moved = await files(rt.db).updateOne({ _id: file._id, accountId: file.accountId, trashedAt: null, purgingAt: null, 'text.status': 'pending' }, { $set: { text } });
+  if (moved.matchedCount === 0) {
+    // Trashed (kept: a restore makes it pending-and-live again for the sweep), finished by another
+    // delivery, or purged: then nothing may stay behind.
+    const still = await files(rt.db).findOne({ _id: file._id }, { projection: { _id: 1 } });
+    if (!still) {
+      await driveTexts(rt.db).deleteOne({ _id: file._id });
+      await removeDriveTextIndex(rt.db, file);
+    }
+    return 'skipped';
+  }
+  return outcome.status;
+}
+
+/** The drive pool: text extraction after upload (SPEC 4.10 GET …/text, search). */
+export function driveWorker(rt: Runtime): ConsumerDefinition<DriveTextRequest> {
+  return {
+    pool: 'drive',
+    input: DriveTextMessage,
+    async handle(req, ctx) {
+      const outcome = await extractDriveText(rt, req, ctx);
+      ctx.log.debug('drive text', { fileId: req.fileId, outcome });
+    },
+  };
+}

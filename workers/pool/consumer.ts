@@ -1,0 +1,100 @@
+import { EventEmitter } from 'node:events';
+import type { z } from 'zod';
+import { broker, type PoolType } from '../../contracts/registry';
+import { metrics } from '../../monitoring/metrics';
+import type { Delivery } from '../../platform/amqp';
+import type { Logger } from '../../platform/log';
+import type { Runtime } from '../../platform/runtime';
+
+export interface ConsumerContext {
+  /** Aborted when the worker stops past its grace period. */
+  signal: AbortSignal;
+  log: Logger;
+  /** Deliveries of this message before this one that ended without an ack (RabbitMQ x-delivery-count; 0 on the first). */
+  priorDeliveries: number;
+}
+
+/**
+ * A plain consumer pool (not a job, not request/reply): typed messages from its pool queue,
+ * handled, then acked. Used for background work whose state lives in its own documents (the drive
+ * pool's text extraction). `handle` must be idempotent: a message may come twice.
+ * A message that does not match `input` is dead-lettered; a handler that throws leaves the
+ * message to be requeued after a backoff (AmqpClient.consume), and the queue's delivery limit
+ * dead-letters it in the end.
+ */
+export interface ConsumerDefinition<I = unknown> {
+  pool: PoolType;
+  input: z.ZodType<I>;
+  handle(input: I, ctx: ConsumerContext): Promise<void>;
+}
+
+export interface ConsumerEvents {
+  handled: [{ pool: PoolType }];
+  rejected: [{ pool: PoolType; reason: string }];
+}
+
+/** Runs a ConsumerDefinition with prefetch = concurrency. `close()` may be called twice. */
+export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
+  private cancel?: () => Promise<void>;
+  private inFlight = new Set<{ abort: AbortController; done: Promise<void> }>();
+  private closing?: Promise<void>;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly rt: Runtime,
+    private readonly def: ConsumerDefinition<I>,
+    private readonly opts: { concurrency: number; shutdownGraceMs: number },
+  ) {
+    super();
+    this.log = rt.log.child({ pool: def.pool, role: 'consumer' });
+  }
+
+  async start(): Promise<void> {
+    const queue = broker.poolQueue(this.rt.config.QUEUE_PREFIX, this.def.pool);
+    this.cancel = await this.rt.amqp.consume(queue, this.opts.concurrency, (d) => this.take(d));
+    this.log.info('consumer pool started', { queue, concurrency: this.opts.concurrency });
+  }
+
+  private async take(d: Delivery): Promise<void> {
+    let payload: unknown;
+    try {
+      payload = JSON.parse(d.msg.content.toString('utf8'));
+    } catch {
+      payload = undefined;
+    }
+    const input = this.def.input.safeParse(payload);
+    if (!input.success) {
+      this.log.warn('message does not match the pool contract; dead-lettered');
+      this.emit('rejected', { pool: this.def.pool, reason: 'invalid' });
+      return d.deadLetter();
+    }
+    const abort = new AbortController();
+    let release!: () => void;
+    const entry = { abort, done: new Promise<void>((r) => (release = r)) };
+    this.inFlight.add(entry);
+    metrics.jobsInFlight.inc({ pool: this.def.pool });
+    const headers = (d.msg.properties.headers ?? {}) as Record<string, unknown>;
+    const priorDeliveries = Number(headers['x-delivery-count'] ?? (d.msg.fields.redelivered ? 1 : 0)) || 0;
+    try {
+      await this.def.handle(input.data, { signal: abort.signal, log: this.log, priorDeliveries });
+      d.ack();
+      this.emit('handled', { pool: this.def.pool });
+    } finally {
+      this.inFlight.delete(entry);
+      metrics.jobsInFlight.dec({ pool: this.def.pool });
+      release();
+    }
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.cancel?.().catch((err) => this.log.warn('consumer cancel failed', { err: err as Error }));
+      const pending = [...this.inFlight];
+      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), this.opts.shutdownGraceMs).unref());
+      const outcome = await Promise.race([Promise.all(pending.map((p) => p.done)).then(() => 'done' as const), timer]);
+      if (outcome === 'timeout') for (const p of this.inFlight) p.abort.abort(new Error('worker stopping'));
+      this.log.info('consumer pool stopped');
+    })();
+    return this.closing;
+  }
+}
