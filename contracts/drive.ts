@@ -421,7 +421,7 @@ export const DriveSearchQuery = z.object({
   q: line(DRIVE_SEARCH_LIMITS.qMax)
     .refine((s) => s.trim().length > 0, { error: 'must not be empty' })
     .describe(
-      `1 to ${DRIVE_SEARCH_LIMITS.qMax} characters. Every word must match (AND), as a whole word, in the name, a tag, the description or the text; case, accents and width are ignored (Unicode word rules, so Chinese and Japanese are split into words too). At most ${DRIVE_SEARCH_LIMITS.termsMax} words are used.`,
+      `1 to ${DRIVE_SEARCH_LIMITS.qMax} characters. Every word must match (AND), as a whole word (no prefixes, no stemming), in the name, a tag, the description or the text; case, accents and width are ignored. Words follow Unicode word rules with dictionaries for Chinese and Japanese; "report.pdf", "l'état" and "snake_case" also match by their parts; one-letter words are ignored (a single Han or Hangul character counts). At most ${DRIVE_SEARCH_LIMITS.termsMax} words are used.`,
     ),
   kind: z.enum(DRIVE_KINDS, { error: `must be one of ${DRIVE_KINDS.join(', ')}` }).optional().describe('Only files of this kind.'),
   teamId: teamIdQuery.describe('Search only this team drive (a team you are not a member of is 404). Without it: your personal drive and every team drive you belong to.'),

@@ -34,6 +34,8 @@ export const DRIVE_TEXT_GRACE_MS = 30_000;
 
 /** Republishes of one file before the sweep gives up on it (text status `failed`): about 30 s, 1, 2, 4, 8, 16 min after upload. */
 export const DRIVE_TEXT_MAX_REQUESTS = 6;
+const sweepIndexed = new WeakSet<Database>();
+
 /** Files one sweep republishes at most. */
 const SWEEP_BATCH = 500;
 
@@ -48,6 +50,11 @@ export async function sweepPendingDriveText(rt: { db: Database; amqp: AmqpClient
   const now = opts.now ?? new Date();
   const grace = opts.graceMs ?? DRIVE_TEXT_GRACE_MS;
   const files = rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+  if (!sweepIndexed.has(rt.db)) {
+    // Serves this sweep on MongoDB (FerretDB 1.24 scans either way).
+    await files.createIndex({ 'text.status': 1, createdAt: 1 });
+    sweepIndexed.add(rt.db);
+  }
   const pending = await files
     .find({ 'text.status': 'pending', trashedAt: null, purgingAt: null, createdAt: { $lt: new Date(now.getTime() - grace) } }, { projection: { _id: 1, accountId: 1, createdAt: 1, textRequestedAt: 1, textRequests: 1 } })
     .limit(SWEEP_BATCH)

@@ -14,7 +14,7 @@
  * Baseline: a bare node:http server in its own process making the same database reads the index
  * makes for a query, and nothing else: one findOne by `_id` per word (the posting list), the
  * intersection and ranking in memory, then the 21 best files by parallel findOne by `_id`, and the
- * text page of each hit (findOne by `_id`), answered as JSON. The API adds authentication, the
+ * text page of each hit (findOne by `_id`), answered as JSON (in the same shard collections). The API adds authentication, the
  * rate limit, the audit entry, the team lookup, re-checking each hit's name, tags and description,
  * snippets and the response contract.
  *
@@ -33,7 +33,7 @@ import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
 import { createAccountsRepository } from '../../platform/accounts';
 import type { DriveFileDoc, DriveTextDoc } from '../../platform/drive/drive.types';
-import { encodeEntry, FIELD_BITS, metaMasks, pageId, pageOf, postingsId, DRIVE_INDEX_LIMITS } from '../../platform/drive/search-index';
+import { encodeEntry, FIELD_BITS, indexCollections, metaMasks, pageId, pageOf, postingsId, DRIVE_INDEX_LIMITS } from '../../platform/drive/search-index';
 import { COLLECTIONS, connectMongo } from '../../platform/mongo';
 import { row, type Bench, type BenchRow } from './bench';
 import { startSupervisedApi } from './processes';
@@ -123,13 +123,20 @@ export async function prepare(mongoUrl: string) {
     const postings = new Map<string, string[]>();
     const files = db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
     const texts = db.db.collection<DriveTextDoc>(COLLECTIONS.driveTexts);
-    const tokens = db.db.collection<{ _id: string }>(COLLECTIONS.driveTokens);
+    /** Documents by shard collection, inserted in bulk. */
+    const byCollection = async (docs: { _id: string }[], nameOf: (id: string) => string) => {
+      const groups = new Map<string, { _id: string }[]>();
+      for (const d of docs) groups.set(nameOf(d._id), [...(groups.get(nameOf(d._id)) ?? []), d]);
+      await Promise.all([...groups].map(async ([name, ds]) => {
+        for (let i = 0; i < ds.length; i += 500) await db.db.collection<{ _id: string }>(name).insertMany(ds.slice(i, i + 500), { ordered: false });
+      }));
+    };
     const t0 = Date.now() - FILES * 1000;
     let fileBatch: DriveFileDoc[] = [];
     let textBatch: DriveTextDoc[] = [];
     let pageBatch: { _id: string; s: number; t: string }[] = [];
     const flush = async () => {
-      await Promise.all([files.insertMany(fileBatch, { ordered: false }), texts.insertMany(textBatch, { ordered: false }), tokens.insertMany(pageBatch as never[], { ordered: false })]);
+      await Promise.all([files.insertMany(fileBatch, { ordered: false }), texts.insertMany(textBatch, { ordered: false }), byCollection(pageBatch, indexCollections.pages)]);
       fileBatch = [];
       textBatch = [];
       pageBatch = [];
@@ -167,7 +174,7 @@ export async function prepare(mongoUrl: string) {
     }
     if (fileBatch.length) await flush();
     const docs = [...postings].map(([t, es]) => ({ _id: postingsId(account._id, t), p: es.join(' '), v: 1 }));
-    for (let i = 0; i < docs.length; i += 500) await tokens.insertMany(docs.slice(i, i + 500) as never[], { ordered: false });
+    await byCollection(docs, indexCollections.postings);
     const longest = Math.max(...[...postings.values()].map((l) => l.length));
     return { accountId: account._id, auth: { authorization: `Bearer ${key}` }, words, insertSeconds: (Date.now() - started) / 1000, lists: docs.length, longest };
   } finally {
@@ -180,7 +187,7 @@ export async function prepare(mongoUrl: string) {
 async function serveBaseline() {
   const mongo = await new MongoClient(process.env.MONGODB_URL!, { maxPoolSize: 20 }).connect();
   const db = mongo.db();
-  const tokens = db.collection<{ _id: string; p?: string; s?: number; t?: string }>(COLLECTIONS.driveTokens);
+  const shard = (name: string) => db.collection<{ _id: string; p?: string; s?: number; t?: string }>(name);
   const files = db.collection<{ _id: string }>(COLLECTIONS.driveFiles);
   const accountId = process.env.BASELINE_ACCOUNT_ID!;
   const server = http.createServer((req, res) => {
@@ -188,7 +195,7 @@ async function serveBaseline() {
     const terms = [...new Set(q.toLowerCase().split(/\s+/).filter(Boolean))];
     (async () => {
       // The index's reads: the posting list of each word (by _id), intersected and ranked in memory…
-      const lists = await Promise.all(terms.map((t) => tokens.findOne({ _id: `${accountId}:${t}` })));
+      const lists = await Promise.all(terms.map((t) => shard(indexCollections.postings(`${accountId}:${t}`)).findOne({ _id: `${accountId}:${t}` })));
       let scores: Map<string, { score: number; offset: number }> | null = null;
       for (const l of lists) {
         const next = new Map<string, { score: number; offset: number }>();
@@ -205,7 +212,13 @@ async function serveBaseline() {
       const ranked = [...(scores ?? new Map())].sort((a, b) => b[1].score - a[1].score).slice(0, LIMIT + 1);
       // …then the best files and their text pages, by _id.
       const docs = await Promise.all(ranked.map(([id]) => files.findOne({ _id: id })));
-      const pages = await Promise.all(ranked.slice(0, LIMIT).map(([id, s]) => (s.offset >= 0 ? tokens.findOne({ _id: `pg:${id}:${Math.floor(s.offset / 4000)}` }) : null)));
+      const pages = await Promise.all(
+        ranked.slice(0, LIMIT).map(([id, s]) => {
+          if (s.offset < 0) return null;
+          const pid = `pg:${id}:${Math.floor(s.offset / 4000)}`;
+          return shard(indexCollections.pages(pid)).findOne({ _id: pid });
+        }),
+      );
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ data: docs.slice(0, LIMIT).map((d, i) => ({ file: d, page: pages[i]?.t?.slice(0, 160) ?? '' })) }));
     })().catch((err) => {

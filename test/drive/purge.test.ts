@@ -5,7 +5,7 @@ import { COLLECTIONS } from '../../platform/mongo';
 import { driveBlobCollections } from '../../platform/drive/blobs';
 import type { DriveFileDoc, DriveUsageDoc } from '../../platform/drive/drive.types';
 import { PURGE_CLAIM_MS, purgeSteps, purgeTrashedDriveFiles } from '../../platform/drive/purge';
-import { indexDriveFile, forwardId, tokenCollection } from '../../platform/drive/search-index';
+import { allIndexDocuments, indexDriveFile, forwardId, tokenCollection } from '../../platform/drive/search-index';
 import { client, eventually, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 
@@ -22,7 +22,7 @@ describe('Drive trash purge (drive.purge)', () => {
   const purge = (now = new Date()) => purgeTrashedDriveFiles(stack.rt, { now });
 
   /** Documents of the search index that name the file (postings, pages, forward document). */
-  const indexMentions = async (fileId: string) => (await tokenCollection(db()).find({}).toArray()).filter((d) => JSON.stringify(d).includes(fileId)).length;
+  const indexMentions = async (fileId: string) => (await allIndexDocuments(db())).filter((d) => JSON.stringify(d).includes(fileId)).length;
 
   /** Upload, index its text (as the drive pool would), trash it and age the trash by `days`. */
   const trashed = async (name: string, days: number, size = 600_000) => {

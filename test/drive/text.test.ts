@@ -4,12 +4,14 @@ import sharp from 'sharp';
 import { broker } from '../../contracts/registry';
 import { putDriveBlob } from '../../platform/drive/blobs';
 import type { DriveFileDoc, DriveTextDoc } from '../../platform/drive/drive.types';
-import { forwardId, postingsId } from '../../platform/drive/search-index';
+import { forwardId, indexCollections, postingsId } from '../../platform/drive/search-index';
 import { createTeams } from '../../platform/drive/teams';
 import { requestDriveText } from '../../platform/drive/text-queue';
 import { COLLECTIONS } from '../../platform/mongo';
 import { createTasks } from '../../scheduler/tasks';
 import { extractDriveText } from '../../workers/drive/drive.worker';
+import { TooLargeError } from '../../workers/engines/drive/drive-text.engine';
+import { assertZipInflateWithin } from '../../workers/engines/drive/zip-guard';
 import { client, eventually, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { b64, makeDocx, makePdf, makePptx, makeXlsx, upload, waitForText } from './text-documents';
@@ -100,6 +102,19 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     expect(r3.body.textError).to.match(/not valid UTF-8/);
   });
 
+  it('when a document cannot be read (a damaged PDF), then textStatus is failed with the reason; an Office file inflating past the limit is refused unread', async () => {
+    const broken = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(400, 0x41), Buffer.from('\n%%EOF\n')]);
+    const id = await upload(api, { name: 'broken.pdf', contentBase64: b64(broken) });
+    const r = await waitForText(api, id);
+    expect(r.body).to.include({ textStatus: 'failed', content: '', engine: 'pdfjs-text-v1' });
+    expect(r.body.textError).to.match(/PDF could not be read/);
+    const docx = await makeDocx(['A small document.']);
+    await assertZipInflateWithin(docx, new AbortController().signal); // within the real limit
+    let refused: unknown;
+    await assertZipInflateWithin(docx, new AbortController().signal, 1000).catch((err: unknown) => (refused = err));
+    expect(refused).to.be.instanceOf(TooLargeError);
+  });
+
   it('when a text is longer than 12,000 characters, then the answer is cut on a word boundary and truncated; past DRIVE_TEXT_STORED_CHARS the stored text is cut too', async () => {
     const short = prose(11_000, 'short');
     const long = prose(30_000, 'long');
@@ -171,10 +186,10 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     await files().updateOne({ _id: id }, { $set: { 'text.status': 'pending' } });
     expect(await extractDriveText(wrt, { fileId: id, accountId }, ctx())).to.equal('ready');
     expect((await texts().findOne({ _id: id }))!.content).to.equal('meanwhile trashed');
-    const tokens = stack.rt.db.db.collection<{ _id: string; p: string }>(COLLECTIONS.driveTokens);
-    const posting = await tokens.findOne({ _id: postingsId(accountId, 'meanwhile') });
+    const pid = postingsId(accountId, 'meanwhile');
+    const posting = await stack.rt.db.db.collection<{ _id: string; p: string }>(indexCollections.postings(pid)).findOne({ _id: pid });
     expect(posting!.p.split(' ').filter((e) => e.startsWith(`${id}:`))).to.have.length(1);
-    expect(await tokens.findOne({ _id: forwardId(id) })).to.include({ fileId: id, scope: accountId });
+    expect(await stack.rt.db.db.collection<{ _id: string }>(indexCollections.forward).findOne({ _id: forwardId(id) })).to.include({ fileId: id, scope: accountId });
   });
 
   it('when a message was delivered 3 times without an ack (the extraction kept stopping the worker), then it is given up as failed', async () => {

@@ -2,7 +2,7 @@ import JSZip from 'jszip';
 import { TooLargeError } from './drive-text.engine';
 
 /** Bytes an Office file (a ZIP) may inflate to in all, for the drive pool (a 4 MB upload is far below; a ZIP bomb is not). */
-export const OFFICE_INFLATED_BYTES_MAX = 200 * 1024 * 1024;
+export const OFFICE_INFLATED_BYTES_MAX = 100 * 1024 * 1024;
 
 /**
  * Refuse a ZIP whose entries declare more than OFFICE_INFLATED_BYTES_MAX once inflated (read from
