@@ -194,7 +194,7 @@ export async function assertAtomicServer(db: Db): Promise<void> {
   if (typeof v === 'string' && /^v?1\./.test(v) && !PATCHED_FERRETDB.test(v)) {
     throw new UnsupportedServerError(
       `FerretDB ${v} does not apply updates atomically; run the patched build instead: stop this server and run ` +
-        '`npm run services` (scripts/services.sh builds FerretDB v1.24.0-svc.1 from the Go module proxy with scripts/ferretdb/*.patch)',
+        '`npm run services` (scripts/services.sh builds FerretDB v1.24.0-svc.2 from the Go module proxy with scripts/ferretdb/*.patch)',
     );
   }
 }

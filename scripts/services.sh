@@ -117,7 +117,7 @@ fi
 # FerretDB is built from the Go module proxy with scripts/ferretdb/*.patch applied (atomic
 # read-modify-write commands, no connection held across a write; see the patch's header).
 # WARNING: the application refuses an unpatched FerretDB 1.x at start; keep these in step.
-FERRETDB_BUILD="$FERRETDB_VERSION-svc.1"
+FERRETDB_BUILD="$FERRETDB_VERSION-svc.2"
 ferret="$tools/bin/ferretdb"
 read -r mongo_host mongo_port <<<"$(host_port "$MONGODB_URL" 27017)"
 pidfile="$tools/state/ferretdb-$mongo_port.pid"

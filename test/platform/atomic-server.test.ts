@@ -75,7 +75,7 @@ describe('database server atomicity (straight against the server)', function () 
     const fake = (ferretdbVersion?: string) => ({ admin: () => ({ command: async () => ({ version: '7.0.77', ferretdbVersion }) }) }) as unknown as Db;
     const err = await assertAtomicServer(fake('v1.24.0')).then(() => null, (e: unknown) => e);
     expect(err).to.be.instanceOf(UnsupportedServerError);
-    expect((err as Error).message).to.contain('npm run services').and.contain('v1.24.0-svc.1');
+    expect((err as Error).message).to.contain('npm run services').and.contain('v1.24.0-svc.2');
     await assertAtomicServer(fake('v1.24.0-svc.1'));
     await assertAtomicServer(fake(undefined)); // MongoDB
   });
