@@ -30,6 +30,8 @@ const BODIES: Record<string, (ids: Ids) => unknown> = {
   updateCard: () => ({ title: 'renamed by B' }),
   updateConversation: () => ({ title: 'renamed by B' }),
   updateWebhook: () => ({ name: 'renamed by B' }),
+  updateDriveFile: () => ({ name: 'renamed-by-b.md' }),
+  updateDriveFolder: () => ({ name: 'renamed by B' }),
 };
 
 /** Required query parameters, valid for B's own resource. */
@@ -47,6 +49,8 @@ interface Ids {
   webhook: string;
   job: string;
   research: string;
+  driveFile: string;
+  driveFolder: string;
 }
 
 /** A's id for each path parameter of an operation, by the resource its path names. */
@@ -59,6 +63,8 @@ function fill(op: Operation, ids: Ids): string | null {
     [/^\/webhooks\/\{id\}/, { id: ids.webhook }],
     [/^\/jobs\/\{id\}/, { id: ids.job }],
     [/^\/research\/\{jobId\}/, { jobId: ids.research }],
+    [/^\/drive\/files\/\{id\}/, { id: ids.driveFile }],
+    [/^\/drive\/folders\/\{id\}/, { id: ids.driveFolder }],
   ];
   const hit = byPrefix.find(([re]) => re.test(op.path));
   if (!hit) return null;
@@ -101,6 +107,8 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
     const webhook = ok(await a.post('/webhooks', { name: `${SECRET} hook`, url: 'https://127.0.0.1:9/hook', events: ['code_build.completed'] }), 'webhook');
     const job = ok(await a.post('/code-builds', { prompt: `${SECRET} todo app` }), 'code build');
     const research = ok(await a.post('/research', { query: `${SECRET} findings` }), 'research');
+    const driveFolder = ok(await a.post('/drive/folders', { name: `${SECRET} folder` }), 'drive folder');
+    const driveFile = ok(await a.post('/drive/files', { name: `${SECRET}.md`, content: `# ${SECRET}`, folderId: driveFolder.id }), 'drive file');
     await waitForJob(a, job.jobId);
     ids = {
       project: project.id,
@@ -112,6 +120,8 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
       webhook: webhook.id,
       job: job.jobId,
       research: research.jobId,
+      driveFile: driveFile.id,
+      driveFolder: driveFolder.id,
     };
     expect(ids.commitId, 'a commit id').to.be.a('string');
   });
@@ -138,14 +148,17 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
   });
 
   it('when B lists every collection, then none of A\'s resources appear', async () => {
-    const lists = ops.filter((o) => o.method === 'GET' && !o.pathParams.length && /^\/(projects|sheets|boards|conversations|webhooks|templates)$/.test(o.path));
-    expect(lists.map((o) => o.path)).to.include.members(['/projects', '/sheets', '/boards', '/conversations', '/webhooks']);
+    const lists = ops.filter((o) => o.method === 'GET' && !o.pathParams.length && /^\/(projects|sheets|boards|conversations|webhooks|templates|drive\/files|drive\/folders)$/.test(o.path));
+    expect(lists.map((o) => o.path)).to.include.members(['/projects', '/sheets', '/boards', '/conversations', '/webhooks', '/drive/files', '/drive/folders']);
     for (const op of lists) {
       const r = await b.get(op.path);
       expect(r.status, op.path).to.equal(200);
       expect(r.text, op.path).to.not.include(SECRET);
       for (const id of Object.values(ids)) expect(r.text, `${op.path} lists ${id}`).to.not.include(id);
     }
+    const search = await b.get(`/drive/search?q=${encodeURIComponent(SECRET)}`);
+    expect(search.status, search.text).to.equal(200);
+    expect(search.body.data).to.deep.equal([]);
   });
 
   it('when the walk is over, then A\'s resources are unchanged', async () => {
@@ -162,6 +175,8 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
     expect(webhook.body.name).to.equal(`${SECRET} hook`);
     const commit = await a.get(`/sheets/${ids.sheet}/commits/${ids.commitId}`);
     expect(commit.body.status).to.equal('proposed');
+    const file = await a.get(`/drive/files/${ids.driveFile}`);
+    expect(file.body).to.include({ name: `${SECRET}.md`, folderId: ids.driveFolder, trashedAt: null });
     const rows = await a.get(`/sheets/${ids.sheet}/range?range=A1:A2`);
     expect(JSON.stringify(rows.body)).to.include(SECRET).and.not.include('B was here');
   });
