@@ -33,7 +33,10 @@ export const COLLECTIONS = {
   driveFiles: 'drive_files',
   driveFolders: 'drive_folders',
   driveTexts: 'drive_texts',
+  /** Drive search index: posting lists and forward documents (platform/drive/search-index.ts). */
   driveTokens: 'drive_search_tokens',
+  /** Drive search index: the stored text in pages, for snippets. */
+  driveTextPages: 'drive_text_pages',
   driveUsage: 'drive_usage',
   driveBlobBucket: 'drive_blobs',
   teams: 'teams',

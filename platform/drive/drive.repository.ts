@@ -48,6 +48,9 @@ export function suffixedName(name: string, n: number): string {
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+/** Conditional `$inc` attempts of a reservation whose meter was missing or changed under it (each a write and a read). */
+const RESERVE_ATTEMPTS = 10;
+
 /** Attempts at a free name before a create/move/restore gives up (each a read and a write). */
 const NAME_ATTEMPTS = 60;
 
@@ -170,23 +173,27 @@ export function createDriveRepository(db: Database) {
 
     /**
      * Reserve `bytes` (and one file) on the meter with one conditional `$inc`: refused with 413
-     * storage_quota_exceeded when bytesUsed + bytes would pass `quota`. The first upload of a
-     * drive creates its meter (a unique insert, race-free).
+     * storage_quota_exceeded when bytesUsed + bytes would pass `quota`. When the `$inc` matches
+     * nothing, the meter is read to tell why: missing (the drive's first upload: create it with a
+     * unique insert, a duplicate key meaning a racing upload created it first) or changed since
+     * (it appeared, or space was freed): try the `$inc` again; over the quota: 413.
      */
     async reserve(usageId: string, bytes: number, quota: number): Promise<void> {
-      for (let attempt = 0; attempt < 2; attempt++) {
+      for (let attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
         const r = await usage.updateOne({ _id: usageId, bytesUsed: { $lte: quota - bytes } }, { $inc: { bytesUsed: bytes, fileCount: 1 } });
         if (r.matchedCount === 1) return;
-        if (attempt === 0 && !(await usage.findOne({ _id: usageId }, { projection: { _id: 1 } }))) {
+        const u = await usage.findOne({ _id: usageId }, { projection: { bytesUsed: 1 } });
+        if (!u) {
           await usage.insertOne({ _id: usageId, bytesUsed: 0, fileCount: 0 }).catch((err: unknown) => {
             if (!isDuplicateKey(err)) throw err;
           });
           continue;
         }
-        break;
+        if (u.bytesUsed + bytes > quota) {
+          throw new AppError('storage_quota_exceeded', `storage quota exceeded: ${u.bytesUsed} of ${quota} bytes used, this file needs ${bytes} more; free space (trashed files count until purged) or upgrade the plan`);
+        }
       }
-      const u = await repo.usageOf(usageId);
-      throw new AppError('storage_quota_exceeded', `storage quota exceeded: ${u.bytesUsed} of ${quota} bytes used, this file needs ${bytes} more; free space (trashed files count until purged) or upgrade the plan`);
+      throw new AppError('conflict', 'the storage meter kept changing during this upload; try again');
     },
 
     /** Give back a reservation (the upload failed after reserving). */

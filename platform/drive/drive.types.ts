@@ -4,8 +4,8 @@
  * WARNING: collection and field names are persisted; add fields, never rename them.
  *
  * Collections (platform/mongo.ts COLLECTIONS): drive_files, drive_folders, drive_texts,
- * drive_search_tokens, drive_usage, teams, team_members; bytes in the GridFS bucket `drive_blobs`
- * (never exposed: no GridFS id, bucket or chunk ever reaches a response).
+ * drive_search_tokens, drive_text_pages, drive_usage, teams, team_members; bytes in the GridFS
+ * bucket `drive_blobs` (never exposed: no GridFS id, bucket or chunk ever reaches a response).
  */
 
 /** SPEC 2.19 kinds. WARNING: public contract. */

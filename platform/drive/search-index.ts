@@ -11,14 +11,14 @@ import { DRIVE_KINDS, type DriveFileDoc, type DriveKind } from './drive.types';
  * sentence, and it needs one index per collection with a fixed language. One index that behaves
  * the same on both servers is simpler to test and to explain.
  *
- * Why documents keyed by `_id`: on MongoDB a findOne by `_id` is one index lookup. FerretDB 1.24
- * pushes equality filters down to PostgreSQL (as a scan of the table there, see SHARDS) but not
- * `$in` or sorts (those read the whole table into FerretDB). So every read here is a `findOne` by
- * `_id`, and a posting list is ONE string (FerretDB reads a 10,000-entry string in ~14 ms, the same
- * entries as an object of fields in ~240 ms; measured).
+ * Why documents keyed by `_id`: a findOne by `_id` is served by the `_id` index on both servers
+ * (MongoDB; and our FerretDB build, v1.24.0-svc.2, which pushes `_id` equality down to PostgreSQL as
+ * `=` on the unique `_id` index expression, scripts/ferretdb/id-equality.patch). FerretDB does not
+ * push down `$in` or sorts (those read the whole table into FerretDB). So every read here is a
+ * `findOne` by `_id`, and a posting list is ONE string (FerretDB reads a 10,000-entry string in
+ * ~14 ms, the same entries as an object of fields in ~240 ms; measured).
  *
- * Documents (WARNING: persisted; add fields, never rename), in `drive_search_tokens` and its shards
- * (see SHARDS):
+ * Documents (WARNING: persisted; add fields, never rename), see `indexCollections`:
  * - postings `<scope>:<token>` { p, v }: `p` is space-separated entries `<fileId>:<packed>:<offset>`
  *   (base 36): packed = ((createdAt seconds × 16) + kind index) × 16 + field mask; offset = the
  *   first occurrence of the token in the stored text ('' when the token is not in the text). `v`
@@ -151,48 +151,28 @@ export interface PageDoc {
 }
 
 /**
- * Shards: on FerretDB 1.24 every lookup, `_id` equality included, scans its whole table (the filter
- * becomes a jsonb containment `_jsonb->'_id' @> …`, which the `_id` btree index does not serve;
- * measured: 18 ms per findOne in a 23,000-row collection of postings and pages), and a row larger
- * than ~2 KB is TOASTed, so the scan unpacks it too. Posting lists and text pages are therefore
- * spread over SHARDS collections each by a hash of their `_id`, and a lookup scans one of them. On
- * MongoDB (an index on `_id`) the shards change nothing. WARNING: persisted; changing SHARDS or the
- * hash strands every posting list and page (re-index all files).
+ * Collection names of the index (WARNING: persisted): posting lists (`<scope>:<token>`) and forward
+ * documents (`fwd:<fileId>`; a scope is an account id or `team:<teamId>`, never `fwd`) in
+ * drive_search_tokens, text pages (`pg:<fileId>:<n>`) in drive_text_pages.
  */
-export const SHARDS = 32;
-
-/** FNV-1a (32 bits) of a string, for the shard of an `_id`. */
-function fnv1a(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-const shardOf = (id: string) => String(fnv1a(id) % SHARDS).padStart(2, '0');
-
-/** Collection names of the index (WARNING: persisted): forward documents in drive_search_tokens, postings and pages in its shards. */
 export const indexCollections = {
+  postings: COLLECTIONS.driveTokens,
   forward: COLLECTIONS.driveTokens,
-  postings: (id: string) => `${COLLECTIONS.driveTokens}.p${shardOf(id)}`,
-  pages: (id: string) => `${COLLECTIONS.driveTokens}.t${shardOf(id)}`,
-  /** Every shard name (for tests and clean-ups). */
-  all: () => [COLLECTIONS.driveTokens, ...Array.from({ length: SHARDS }, (_, i) => String(i).padStart(2, '0')).flatMap((n) => [`${COLLECTIONS.driveTokens}.p${n}`, `${COLLECTIONS.driveTokens}.t${n}`])],
-};
+  pages: COLLECTIONS.driveTextPages,
+} as const;
 
-/** The collection of forward documents (`fwd:<fileId>`); postings and pages live in the shards (see `allIndexDocuments`). */
-export const tokenCollection = (db: Database) => db.db.collection<{ _id: string } & Record<string, unknown>>(indexCollections.forward);
+/** The collection of posting lists and forward documents. */
+export const tokenCollection = (db: Database) => db.db.collection<{ _id: string } & Record<string, unknown>>(COLLECTIONS.driveTokens);
 
-/** Every document of the index, in every shard (tests and clean-up checks; reads everything). */
+/** Every document of the index: postings, forward documents and text pages (tests and clean-up checks; reads everything). */
 export async function allIndexDocuments(db: Database): Promise<({ _id: string } & Record<string, unknown>)[]> {
-  const lists = await Promise.all(indexCollections.all().map((name) => db.db.collection<{ _id: string } & Record<string, unknown>>(name).find({}).toArray()));
-  return lists.flat();
+  const [tokens, textPages] = await Promise.all([tokenCollection(db).find({}).toArray(), db.db.collection<{ _id: string } & Record<string, unknown>>(indexCollections.pages).find({}).toArray()]);
+  return [...tokens, ...textPages];
 }
 
-const postings = (db: Database, id: string) => db.db.collection<PostingsDoc>(indexCollections.postings(id));
+const postings = (db: Database) => db.db.collection<PostingsDoc>(indexCollections.postings);
 const forwards = (db: Database) => db.db.collection<ForwardDoc>(indexCollections.forward);
-const pages = (db: Database, id: string) => db.db.collection<PageDoc>(indexCollections.pages(id));
+const pages = (db: Database) => db.db.collection<PageDoc>(indexCollections.pages);
 
 /** The index scope of a drive: the accountId (personal) or `team:<teamId>`. */
 export const scopeOf = (f: { accountId: string; teamId: string | null }) => (f.teamId ? `team:${f.teamId}` : f.accountId);
@@ -246,7 +226,7 @@ const isDuplicate = (err: unknown) => (err as { code?: number }).code === 11000;
 
 /** Set (or remove, with null) one file's entry in one posting list: compare-and-swap on `v`, retried. */
 async function applyPosting(db: Database, id: string, fileId: string, entry: string | null): Promise<void> {
-  const col = postings(db, id);
+  const col = postings(db);
   for (let attempt = 0; attempt < 50; attempt++) {
     const doc = await col.findOne({ _id: id });
     if (!doc) {
@@ -355,8 +335,8 @@ async function writeIndex(db: Database, file: IndexedFile, want: (old: ForwardDo
     if (text !== null) {
       const n = Math.ceil(text.length / DRIVE_INDEX_LIMITS.pageChars);
       const ps = Array.from({ length: n }, (_, i) => ({ _id: pageId(file._id, i), ...pageOf(text, i) }));
-      await eachLimited(ps, 4, (p) => pages(db, p._id).replaceOne({ _id: p._id }, p, { upsert: true }).then(() => undefined));
-      for (let i = n; i < pageCount; i++) await pages(db, pageId(file._id, i)).deleteOne({ _id: pageId(file._id, i) });
+      await eachLimited(ps, 4, (p) => pages(db).replaceOne({ _id: p._id }, p, { upsert: true }).then(() => undefined));
+      for (let i = n; i < pageCount; i++) await pages(db).deleteOne({ _id: pageId(file._id, i) });
       pageCount = n;
     }
     await fwdCol.updateOne({ _id: forwardId(file._id), rev }, { $set: { stale: [], pages: pageCount } });
@@ -415,7 +395,7 @@ export async function removeDriveTextIndex(db: Database, file: { _id: string; ac
   if (!old) return;
   const scope = old.scope ?? scopeOf(file);
   await eachLimited([...new Set([...old.tokens, ...(old.stale ?? [])])], 4, (t) => applyPosting(db, postingsId(scope, t), file._id, null));
-  for (let i = 0; i < (old.pages ?? 0); i++) await pages(db, pageId(file._id, i)).deleteOne({ _id: pageId(file._id, i) });
+  for (let i = 0; i < (old.pages ?? 0); i++) await pages(db).deleteOne({ _id: pageId(file._id, i) });
   await forwards(db).deleteOne({ _id: forwardId(file._id) });
 }
 
@@ -446,7 +426,7 @@ export async function findCandidates(db: Database, opts: { scopes: readonly stri
     scopes.flatMap((scope) =>
       terms.map((t) => {
         const id = postingsId(scope, t);
-        return postings(db, id).findOne({ _id: id }, { projection: { p: 1 } });
+        return postings(db).findOne({ _id: id }, { projection: { p: 1 } });
       }),
     ),
   );
@@ -481,7 +461,7 @@ export async function findCandidates(db: Database, opts: { scopes: readonly stri
 /** The text page holding `offset` (one findOne by `_id`), or null. */
 export async function readPage(db: Database, fileId: string, offset: number): Promise<PageDoc | null> {
   const id = pageId(fileId, Math.floor(offset / DRIVE_INDEX_LIMITS.pageChars));
-  return pages(db, id).findOne({ _id: id });
+  return pages(db).findOne({ _id: id });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,9 +14,9 @@
  * Baseline: a bare node:http server in its own process making the same database reads the index
  * makes for a query, and nothing else: one findOne by `_id` per word (the posting list), the
  * intersection and ranking in memory, then the 21 best files by parallel findOne by `_id`, and the
- * text page of each hit (findOne by `_id`), answered as JSON (in the same shard collections). The API adds authentication, the
- * rate limit, the audit entry, the team lookup, re-checking each hit's name, tags and description,
- * snippets and the response contract.
+ * text page of each hit (findOne by `_id`), answered as JSON (in the same collections). The API
+ * adds authentication, the rate limit, the audit entry, the team lookup, re-checking each hit's
+ * name, tags and description, snippets and the response contract.
  *
  * Measured in turn (rotating which goes first) DRIVE_SEARCH_BENCH_ROUNDS=2 rounds of
  * DRIVE_SEARCH_BENCH_REQUESTS=150 requests over DRIVE_SEARCH_BENCH_CONNECTIONS=2 keep-alive
@@ -123,20 +123,16 @@ export async function prepare(mongoUrl: string) {
     const postings = new Map<string, string[]>();
     const files = db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
     const texts = db.db.collection<DriveTextDoc>(COLLECTIONS.driveTexts);
-    /** Documents by shard collection, inserted in bulk. */
-    const byCollection = async (docs: { _id: string }[], nameOf: (id: string) => string) => {
-      const groups = new Map<string, { _id: string }[]>();
-      for (const d of docs) groups.set(nameOf(d._id), [...(groups.get(nameOf(d._id)) ?? []), d]);
-      await Promise.all([...groups].map(async ([name, ds]) => {
-        for (let i = 0; i < ds.length; i += 500) await db.db.collection<{ _id: string }>(name).insertMany(ds.slice(i, i + 500), { ordered: false });
-      }));
+    /** Documents inserted in bulk, 500 a command. */
+    const insertAll = async (docs: { _id: string }[], name: string) => {
+      for (let i = 0; i < docs.length; i += 500) await db.db.collection<{ _id: string }>(name).insertMany(docs.slice(i, i + 500), { ordered: false });
     };
     const t0 = Date.now() - FILES * 1000;
     let fileBatch: DriveFileDoc[] = [];
     let textBatch: DriveTextDoc[] = [];
     let pageBatch: { _id: string; s: number; t: string }[] = [];
     const flush = async () => {
-      await Promise.all([files.insertMany(fileBatch, { ordered: false }), texts.insertMany(textBatch, { ordered: false }), byCollection(pageBatch, indexCollections.pages)]);
+      await Promise.all([files.insertMany(fileBatch, { ordered: false }), texts.insertMany(textBatch, { ordered: false }), insertAll(pageBatch, indexCollections.pages)]);
       fileBatch = [];
       textBatch = [];
       pageBatch = [];
@@ -174,7 +170,7 @@ export async function prepare(mongoUrl: string) {
     }
     if (fileBatch.length) await flush();
     const docs = [...postings].map(([t, es]) => ({ _id: postingsId(account._id, t), p: es.join(' '), v: 1 }));
-    await byCollection(docs, indexCollections.postings);
+    await insertAll(docs, indexCollections.postings);
     const longest = Math.max(...[...postings.values()].map((l) => l.length));
     return { accountId: account._id, auth: { authorization: `Bearer ${key}` }, words, insertSeconds: (Date.now() - started) / 1000, lists: docs.length, longest };
   } finally {
@@ -187,7 +183,8 @@ export async function prepare(mongoUrl: string) {
 async function serveBaseline() {
   const mongo = await new MongoClient(process.env.MONGODB_URL!, { maxPoolSize: 20 }).connect();
   const db = mongo.db();
-  const shard = (name: string) => db.collection<{ _id: string; p?: string; s?: number; t?: string }>(name);
+  const postings = db.collection<{ _id: string; p: string }>(indexCollections.postings);
+  const textPages = db.collection<{ _id: string; s: number; t: string }>(indexCollections.pages);
   const files = db.collection<{ _id: string }>(COLLECTIONS.driveFiles);
   const accountId = process.env.BASELINE_ACCOUNT_ID!;
   const server = http.createServer((req, res) => {
@@ -195,7 +192,7 @@ async function serveBaseline() {
     const terms = [...new Set(q.toLowerCase().split(/\s+/).filter(Boolean))];
     (async () => {
       // The index's reads: the posting list of each word (by _id), intersected and ranked in memory…
-      const lists = await Promise.all(terms.map((t) => shard(indexCollections.postings(`${accountId}:${t}`)).findOne({ _id: `${accountId}:${t}` })));
+      const lists = await Promise.all(terms.map((t) => postings.findOne({ _id: `${accountId}:${t}` })));
       let scores: Map<string, { score: number; offset: number }> | null = null;
       for (const l of lists) {
         const next = new Map<string, { score: number; offset: number }>();
@@ -216,7 +213,7 @@ async function serveBaseline() {
         ranked.slice(0, LIMIT).map(([id, s]) => {
           if (s.offset < 0) return null;
           const pid = `pg:${id}:${Math.floor(s.offset / 4000)}`;
-          return shard(indexCollections.pages(pid)).findOne({ _id: pid });
+          return textPages.findOne({ _id: pid });
         }),
       );
       res.writeHead(200, { 'content-type': 'application/json' });

@@ -2,6 +2,9 @@ import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
+import sinon from 'sinon';
+import { createDriveRepository } from '../../platform/drive/drive.repository';
+import type { DriveUsageDoc } from '../../platform/drive/drive.types';
 import { COLLECTIONS } from '../../platform/mongo';
 import { client, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
@@ -162,6 +165,16 @@ describe('Drive files: upload, read, update', () => {
       const after = await stack.rt.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
       expect(after).to.deep.equal(before);
     });
+
+    it('when several uploads are the first ones into a new drive at once, then all are stored (201) and the meter equals their sum', async () => {
+      const { key, accountId } = await stack.createAccount(); // a fresh drive, 10 GiB (pro)
+      const api = client(stack.baseUrl, key);
+      const sizes = Array.from({ length: 12 }, (_, i) => 100 + i);
+      const rs = await Promise.all(sizes.map((n, i) => api.post('/drive/files', { name: `first-${i}.bin`, contentBase64: b64(Buffer.alloc(n, i + 1)) })));
+      expect(rs.map((r) => r.status), rs.map((r) => r.text).join('\n')).to.deep.equal(sizes.map(() => 201));
+      const usage = await stack.rt.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
+      expect(usage).to.include({ bytesUsed: sizes.reduce((a, b) => a + b, 0), fileCount: sizes.length });
+    });
   });
 
   describe('GET and PATCH /drive/files/{id}', () => {
@@ -292,6 +305,26 @@ describe('Drive storage quota', () => {
     expect(usage).to.include({ bytesUsed: 9000, fileCount: 6 });
     const blobs = await stack.rt.db.db.collection(`${COLLECTIONS.driveBlobBucket}.files`).countDocuments({ 'metadata.accountId': accountId });
     expect(blobs).to.equal(6);
+  });
+
+  it('when the meter of a new drive appears between a reservation\'s $inc and its read (another first upload created it), then the reservation retries and succeeds', async () => {
+    const { accountId } = await stack.createAccount();
+    const repo = createDriveRepository(stack.rt.db);
+    const findOne = repo.usage.findOne.bind(repo.usage) as (...a: unknown[]) => Promise<unknown>;
+    const stub = sinon.stub(repo.usage, 'findOne').callsFake((async (...args: unknown[]) => {
+      if (stub.callCount === 1) await stack.rt.db.db.collection<DriveUsageDoc>(COLLECTIONS.driveUsage).insertOne({ _id: accountId, bytesUsed: 0, fileCount: 0 });
+      return findOne(...args);
+    }) as never);
+    try {
+      await repo.reserve(accountId, 5000, 10_000);
+    } finally {
+      stub.restore();
+    }
+    expect(await repo.usageOf(accountId)).to.deep.equal({ bytesUsed: 5000, fileCount: 1 });
+    // Past the quota it is still refused, and the meter does not move.
+    const err = await repo.reserve(accountId, 5001, 10_000).then(() => null, (e: unknown) => e);
+    expect((err as { code?: string }).code).to.equal('storage_quota_exceeded');
+    expect(await repo.usageOf(accountId)).to.deep.equal({ bytesUsed: 5000, fileCount: 1 });
   });
 
   it('when the account is on the teams plan, then the meter shows the teams quota', async () => {

@@ -17,9 +17,8 @@ describe('Drive search: GET /drive/search', function () {
   let api: Client;
   let accountId: string;
   const files = () => stack.rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
-  /** An index document by `_id`, in its shard. */
-  const indexDoc = (kind: 'postings' | 'pages' | 'forward', id: string) =>
-    stack.rt.db.db.collection<{ _id: string }>(kind === 'forward' ? indexCollections.forward : indexCollections[kind](id)).findOne({ _id: id });
+  /** An index document by `_id`. */
+  const indexDoc = (kind: keyof typeof indexCollections, id: string) => stack.rt.db.db.collection<{ _id: string }>(indexCollections[kind]).findOne({ _id: id });
   /** Upload and wait until its text is extracted and indexed. */
   const put = async (c: Client, body: Record<string, unknown>) => {
     const id = await upload(c, body);

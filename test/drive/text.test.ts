@@ -187,7 +187,7 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     expect(await extractDriveText(wrt, { fileId: id, accountId }, ctx())).to.equal('ready');
     expect((await texts().findOne({ _id: id }))!.content).to.equal('meanwhile trashed');
     const pid = postingsId(accountId, 'meanwhile');
-    const posting = await stack.rt.db.db.collection<{ _id: string; p: string }>(indexCollections.postings(pid)).findOne({ _id: pid });
+    const posting = await stack.rt.db.db.collection<{ _id: string; p: string }>(indexCollections.postings).findOne({ _id: pid });
     expect(posting!.p.split(' ').filter((e) => e.startsWith(`${id}:`))).to.have.length(1);
     expect(await stack.rt.db.db.collection<{ _id: string }>(indexCollections.forward).findOne({ _id: forwardId(id) })).to.include({ fileId: id, scope: accountId });
   });

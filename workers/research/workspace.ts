@@ -152,7 +152,9 @@ export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
           });
         }
       }
-      if (present.has(COLLECTIONS.driveFiles) && terms.length) {
+      // The Drive is searched when the account has files there: its storage meter (one read by _id).
+      const drive = terms.length ? await db.db.collection<{ _id: string; fileCount?: number }>(COLLECTIONS.driveUsage).findOne({ _id: accountId }) : null;
+      if ((drive?.fileCount ?? 0) > 0) {
         await opts.onSearch?.('drive_files');
         searchCount++;
         const found = await findDriveTextsForResearch(db, accountId, terms.join(' '), { limit: DRIVE_CANDIDATES, maxChars: DRIVE_READ_CHARS });
