@@ -80,10 +80,10 @@ describe('scheduler', () => {
 
     // The scheduler settles them on its own; settling again (as two schedulers might) is harmless.
     await stack.scheduler!.tasks.settleCredits();
-    await eventually(async () => (await api.get('/account/credits')).body.balance === 45, 10_000, 'the settlement');
+    await eventually(async () => (await api.get('/account/credits')).body.balance === 45, 20_000, 'the settlement');
     const want = [`charge:${live._id}:applied`, 'charge:code_neverinserted:applied', 'refund:code_neverinserted:'].sort();
     const entries = async () => (await stack.rt.db.ledger.find({ accountId }).toArray()).map((l) => `${l.kind}:${l.jobId}:${l.state ?? ''}`).sort();
-    await eventually(async () => JSON.stringify(await entries()) === JSON.stringify(want), 10_000, 'the settled ledger');
+    await eventually(async () => JSON.stringify(await entries()) === JSON.stringify(want), 20_000, 'the settled ledger');
     expect((await stack.scheduler!.tasks.settleCredits())).to.include({ refunded: 0, applied: 0, dropped: 0 });
   });
 
