@@ -25,18 +25,12 @@
  * This module is also the baseline server: forked with BENCH_DRIVE_SEARCH_BASELINE=1 it serves
  * `GET /?q=…` and reports `{ port }` over IPC.
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { MongoClient } from 'mongodb';
-import { createAccountsRepository } from '../../platform/accounts';
 import type { DriveFileDoc, DriveTextDoc } from '../../platform/drive/drive.types';
 import { encodeEntry, FIELD_BITS, indexCollections, metaMasks, pageId, pageOf, postingsId, DRIVE_INDEX_LIMITS } from '../../platform/drive/search-index';
 import { COLLECTIONS, connectMongo } from '../../platform/mongo';
 import { row, type Bench, type BenchRow } from './bench';
-import { startSupervisedApi } from './processes';
+import { benchAccount, compareRounds, type Figures, type Reader, type Target } from './load';
+import { forkBaseline, serveBaselineWhen, startSupervisedApi } from './processes';
 
 const FILES = Number(process.env.DRIVE_SEARCH_BENCH_FILES ?? 10_000);
 const VOCABULARY = Number(process.env.DRIVE_SEARCH_BENCH_VOCABULARY ?? 3000);
@@ -113,9 +107,7 @@ function queries(words: string[]): string[] {
 export async function prepare(mongoUrl: string) {
   const db = await connectMongo(mongoUrl);
   try {
-    const accounts = createAccountsRepository(db);
-    const account = await accounts.createAccount({ name: 'bench', plan: 'pro', credits: 0 });
-    const { key } = await accounts.createKey(account._id, { name: 'bench', scopes: ['drive:read'] });
+    const { accountId, auth } = await benchAccount(db, { scopes: ['drive:read'] });
     const words = vocabulary(VOCABULARY);
     const rand = rng(3);
     const draw = zipf(words.length, rand);
@@ -144,12 +136,12 @@ export async function prepare(mongoUrl: string) {
       const body = Array.from({ length: n }, () => words[draw()]!).join(' ');
       const name = `${words[draw()]} ${words[draw()]} ${i}.txt`;
       const file: DriveFileDoc = {
-        _id: id, accountId: account._id, teamId: null, name, nameKey: name.toLowerCase(), ext: 'txt', kind: 'text', mimeType: 'text/plain', sizeBytes: body.length, folderId: null,
+        _id: id, accountId, teamId: null, name, nameKey: name.toLowerCase(), ext: 'txt', kind: 'text', mimeType: 'text/plain', sizeBytes: body.length, folderId: null,
         isStarred: false, tags: [words[draw()]!], description: '', blobId: `dbb_bench${i}`, sha256: '', trashedAt: null, lastAccessedAt: null,
         text: { status: 'ready', chars: body.length, truncated: false, engine: 'utf8-text-v1', error: null, at }, version: 1, createdAt: at, updatedAt: at,
       };
       fileBatch.push(file);
-      textBatch.push({ _id: id, accountId: account._id, teamId: null, content: body, truncated: false, engine: 'utf8-text-v1', at });
+      textBatch.push({ _id: id, accountId, teamId: null, content: body, truncated: false, engine: 'utf8-text-v1', at });
       pageBatch.push({ _id: pageId(id, 0), ...pageOf(body, 0) });
       // The entries the drive pool would write (platform/drive/search-index.ts indexDriveFile).
       const meta = metaMasks(file);
@@ -169,10 +161,10 @@ export async function prepare(mongoUrl: string) {
       if (fileBatch.length === 1000) await flush();
     }
     if (fileBatch.length) await flush();
-    const docs = [...postings].map(([t, es]) => ({ _id: postingsId(account._id, t), p: es.join(' '), v: 1 }));
+    const docs = [...postings].map(([t, es]) => ({ _id: postingsId(accountId, t), p: es.join(' '), v: 1 }));
     await insertAll(docs, indexCollections.postings);
     const longest = Math.max(...[...postings.values()].map((l) => l.length));
-    return { accountId: account._id, auth: { authorization: `Bearer ${key}` }, words, insertSeconds: (Date.now() - started) / 1000, lists: docs.length, longest };
+    return { accountId, auth, words, insertSeconds: (Date.now() - started) / 1000, lists: docs.length, longest };
   } finally {
     await db.close();
   }
@@ -180,14 +172,15 @@ export async function prepare(mongoUrl: string) {
 
 // ---- the baseline server (child process) ---------------------------------------------------
 
-async function serveBaseline() {
-  const mongo = await new MongoClient(process.env.MONGODB_URL!, { maxPoolSize: 20 }).connect();
+const BASELINE = 'BENCH_DRIVE_SEARCH_BASELINE';
+
+await serveBaselineWhen(BASELINE, (_mode, mongo) => {
   const db = mongo.db();
   const postings = db.collection<{ _id: string; p: string }>(indexCollections.postings);
   const textPages = db.collection<{ _id: string; s: number; t: string }>(indexCollections.pages);
   const files = db.collection<{ _id: string }>(COLLECTIONS.driveFiles);
   const accountId = process.env.BASELINE_ACCOUNT_ID!;
-  const server = http.createServer((req, res) => {
+  return (req, res) => {
     const q = new URL(req.url ?? '/', 'http://x').searchParams.get('q') ?? '';
     const terms = [...new Set(q.toLowerCase().split(/\s+/).filter(Boolean))];
     (async () => {
@@ -222,81 +215,15 @@ async function serveBaseline() {
       res.writeHead(500);
       res.end(String(err));
     });
-  });
-  server.keepAliveTimeout = 65_000;
-  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
-  process.on('SIGTERM', () => {
-    server.closeAllConnections();
-    server.close(() => void mongo.close().finally(() => process.exit(0)));
-  });
-}
-
-if (process.env.BENCH_DRIVE_SEARCH_BASELINE) await serveBaseline();
-
-async function startBaseline(env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), [], {
-    execArgv: ['--import', 'tsx'],
-    env: { ...process.env, ...env, BENCH_DRIVE_SEARCH_BASELINE: '1' },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const [message] = (await Promise.race([once(child, 'message'), once(child, 'exit').then(() => Promise.reject(new Error('drive search baseline exited')))])) as [{ port: number }];
-  return {
-    url: `http://127.0.0.1:${message.port}/`,
-    async stop() {
-      if (child.exitCode !== null) return;
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(t);
-    },
   };
-}
+});
 
 // ---- measuring -----------------------------------------------------------------------------
 
-interface Target {
-  url: (q: string) => string;
-  headers?: Record<string, string>;
-}
-interface Load {
-  rps: number;
-  latencies: number[];
-  errors: number;
-  hits: number;
-}
-
-/** `requests` GETs over CONNECTIONS keep-alive connections, cycling through `qs`. */
-async function burst(t: Target, qs: string[], requests: number): Promise<Load> {
-  const latencies: number[] = [];
-  let errors = 0;
-  let hits = 0;
-  let issued = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: CONNECTIONS }, async () => {
-      while (issued < requests) {
-        const q = qs[issued++ % qs.length]!;
-        const start = performance.now();
-        try {
-          const r = await fetch(t.url(q), { headers: t.headers });
-          const body = (await r.json()) as { data?: unknown[] };
-          if (r.status === 200) {
-            latencies.push(performance.now() - start);
-            hits += body.data?.length ?? 0;
-          } else errors++;
-        } catch {
-          errors++;
-        }
-      }
-    }),
-  );
-  return { rps: latencies.length / ((performance.now() - t0) / 1000), latencies, errors, hits };
-}
-
-const percentile = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] ?? NaN;
+/** A 200 with its `data`: the number of hits is kept. */
+const hits: Reader<number> = async (r) => {
+  const body = (await r.json()) as { data?: unknown[] };
+  return r.status === 200 ? { ok: true, value: body.data?.length ?? 0 } : { ok: false };
 };
 
 export const bench: Bench = {
@@ -309,25 +236,14 @@ export const bench: Bench = {
       const first = await fetch(`${api.url}/drive/search?q=${encodeURIComponent(qs[1]!)}`, { headers: auth });
       const firstBody = (await first.json()) as { data?: unknown[] };
       if (first.status !== 200 || !firstBody.data?.length) throw new Error(`GET /drive/search answered ${first.status} with ${firstBody.data?.length ?? 0} hits`);
-      const base = await startBaseline({ MONGODB_URL: api.config.MONGODB_URL, BASELINE_ACCOUNT_ID: accountId });
+      const base = await forkBaseline(import.meta.url, BASELINE, '1', { MONGODB_URL: api.config.MONGODB_URL, BASELINE_ACCOUNT_ID: accountId });
       try {
-        const subject: Target = { url: (q) => `${api.url}/drive/search?q=${encodeURIComponent(q)}&limit=${LIMIT}`, headers: auth };
-        const bare: Target = { url: (q) => `${base.url}?q=${encodeURIComponent(q)}` };
-        const all = [subject, bare];
-        for (const t of all) await burst(t, qs, WARMUP);
-        const results: Load[][] = [[], []];
-        for (let i = 0; i < ROUNDS; i++) {
-          for (let k = 0; k < all.length; k++) {
-            const j = (k + i) % all.length;
-            results[j]!.push(await burst(all[j]!, qs, REQUESTS));
-          }
-        }
-        const fig = (ls: Load[]) => {
-          const lat = ls.flatMap((l) => l.latencies);
-          return { rps: ls.reduce((a, l) => a + l.rps, 0) / ls.length, p50: percentile(lat, 50), p99: percentile(lat, 99), n: lat.length, errors: ls.reduce((a, l) => a + l.errors, 0), hits: ls.reduce((a, l) => a + l.hits, 0) };
-        };
-        const [v, b] = [fig(results[0]!), fig(results[1]!)];
-        const note = `${FILES} files with text (50-100 words each from ${VOCABULARY} Zipf-distributed words; ${lists} posting lists, the longest ${longest} files; inserted in ${insertSeconds.toFixed(1)} s), ${qs.length} one- and two-word queries, limit ${LIMIT}; ${ROUNDS} rounds x ${REQUESTS} requests over ${CONNECTIONS} connections; avg hits ${(v.hits / Math.max(1, v.n)).toFixed(1)} / ${(b.hits / Math.max(1, b.n)).toFixed(1)}${v.errors + b.errors ? `; failed: ${v.errors + b.errors}` : ''}`;
+        // The queries in turn, the same for both (request i asks qs[i % qs.length]).
+        const subject: Target = (i) => ({ url: `${api.url}/drive/search?q=${encodeURIComponent(qs[i % qs.length]!)}&limit=${LIMIT}`, headers: auth });
+        const bare: Target = (i) => ({ url: `${base.url}/?q=${encodeURIComponent(qs[i % qs.length]!)}` });
+        const [v, b] = (await compareRounds([subject, bare], { rounds: ROUNDS, requests: REQUESTS, connections: CONNECTIONS, warmup: { requests: WARMUP }, read: hits })) as [Figures<number>, Figures<number>];
+        const avgHits = (f: Figures<number>) => (f.values.reduce((a, n) => a + n, 0) / Math.max(1, f.n)).toFixed(1);
+        const note = `${FILES} files with text (50-100 words each from ${VOCABULARY} Zipf-distributed words; ${lists} posting lists, the longest ${longest} files; inserted in ${insertSeconds.toFixed(1)} s), ${qs.length} one- and two-word queries, limit ${LIMIT}; ${ROUNDS} rounds x ${REQUESTS} requests over ${CONNECTIONS} connections; avg hits ${avgHits(v)} / ${avgHits(b)}${v.errors + b.errors ? `; failed: ${v.errors + b.errors}` : ''}`;
         return [
           row('(s) GET /drive/search, 10,000 files, p50', v.p50, 'ms', b.p50, `baseline: node:http + the index's own reads (posting lists by _id, ${LIMIT + 1} files and ${LIMIT} text pages by _id); ${note}`),
           row('(s) GET /drive/search, 10,000 files, p99', v.p99, 'ms', b.p99, `n = ${v.n} / ${b.n}`),

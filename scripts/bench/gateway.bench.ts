@@ -24,11 +24,10 @@
  * afterwards.
  */
 import autocannon from 'autocannon';
-import { SCOPES } from '../../contracts/registry';
-import { createAccountsRepository } from '../../platform/accounts';
 import { connectMongo, ensureIndexes } from '../../platform/mongo';
 import { startStack } from '../../test/helpers/stack';
 import { row, type Bench, type BenchRow } from './bench';
+import { benchAccount } from './load';
 import { benchConfig, startBaseline, startSupervisedApi, type SupervisedApi } from './processes';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -90,15 +89,12 @@ const detail = (c: Compared, what: string) =>
 async function prepare(api: SupervisedApi) {
   const db = await connectMongo(api.config.MONGODB_URL);
   try {
-    const accounts = createAccountsRepository(db);
-    const account = await accounts.createAccount({ name: 'bench', plan: 'pro', credits: 1e12 });
-    const { key } = await accounts.createKey(account._id, { name: 'bench', scopes: [...SCOPES] });
-    const auth = { authorization: `Bearer ${key}` };
+    const { accountId, auth } = await benchAccount(db, { credits: 1e12 });
     const res = await fetch(`${api.url}/code-builds`, { method: 'POST', headers: { ...auth, ...JSON_BODY }, body: BODY });
     if (res.status !== 202) throw new Error(`POST /code-builds answered ${res.status}: ${await res.text()}`);
     const { jobId } = (await res.json()) as { jobId: string };
     const job = await db.jobs.findOne({ _id: jobId });
-    return { accountId: account._id, auth, job: job! };
+    return { accountId, auth, job: job! };
   } finally {
     await db.close();
   }

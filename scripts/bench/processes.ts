@@ -2,14 +2,18 @@
  * Out-of-process servers for the benchmarks: the real supervisor running only the API
  * (`supervisor.ts api`, API_PROCESSES processes on one port, no workers or scheduler, so accepted
  * jobs just queue) on a fresh database and queue prefix, and the bare baseline servers
- * (baseline-server.ts). Each helper waits until its server listens and stops it with SIGTERM.
+ * (baseline-server.ts, or a bench module forked as its own baseline: forkBaseline and
+ * serveBaselineWhen). Each helper waits until its server listens and stops it with SIGTERM.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import amqplib from 'amqplib';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { MongoClient } from 'mongodb';
 import { broker } from '../../contracts/registry';
 import { loadConfig, type Config } from '../../platform/config';
 import { dropEverything, freePort } from '../../test/helpers/stack';
@@ -93,14 +97,46 @@ export interface BaselineServer {
   stop(): Promise<void>;
 }
 
-/** One bare baseline server (see baseline-server.ts for the modes) in its own process. */
-export async function startBaseline(mode: 'hello-http' | 'hello-express' | 'find' | 'insert', env: Record<string, string> = {}): Promise<BaselineServer> {
-  const child = fork(path.join(root, 'scripts/bench/baseline-server.ts'), [mode], {
-    cwd: root,
+/** `tsx file ...args` forked with an IPC channel; resolves once it reports `{ port }` (see serveBaselineWhen). */
+async function forkServer(file: string, name: string, opts: { args?: string[]; cwd?: string; env: Record<string, string> }): Promise<BaselineServer> {
+  const child = fork(file, opts.args ?? [], {
+    ...(opts.cwd ? { cwd: opts.cwd } : {}),
     execArgv: ['--import', 'tsx'],
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...opts.env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const [message] = (await Promise.race([once(child, 'message'), once(child, 'exit').then(() => Promise.reject(new Error(`baseline ${mode} exited`)))])) as [{ port: number }];
+  const [message] = (await Promise.race([once(child, 'message'), once(child, 'exit').then(() => Promise.reject(new Error(`baseline ${name} exited`)))])) as [{ port: number }];
   return { url: `http://127.0.0.1:${message.port}`, stop: () => terminate(child, 5_000) };
+}
+
+/** One bare baseline server (see baseline-server.ts for the modes) in its own process. */
+export function startBaseline(mode: 'hello-http' | 'hello-express' | 'find' | 'insert', env: Record<string, string> = {}): Promise<BaselineServer> {
+  return forkServer(path.join(root, 'scripts/bench/baseline-server.ts'), mode, { args: [mode], cwd: root, env });
+}
+
+/**
+ * A bench module's own baseline server: the module (`import.meta.url`) forked with `flag=mode`
+ * in its environment, where its top-level serveBaselineWhen(flag, …) serves. `url` has no path.
+ */
+export function forkBaseline(moduleUrl: string, flag: string, mode: string, env: Record<string, string>): Promise<BaselineServer> {
+  return forkServer(fileURLToPath(moduleUrl), `${flag}=${mode}`, { env: { ...env, [flag]: mode } });
+}
+
+/**
+ * The child side of forkBaseline, at the top level of the bench module: when `flag` is set, a
+ * MongoClient on MONGODB_URL (pool of `maxPoolSize`, default 20) is handed to `serve`, whose
+ * handler is served by node:http on a free port of 127.0.0.1 (keep-alive 65 s); the port goes to
+ * the parent over IPC. SIGTERM closes the connections, the server and the client, and exits.
+ */
+export async function serveBaselineWhen(flag: string, serve: (mode: string, mongo: MongoClient) => http.RequestListener | Promise<http.RequestListener>, { maxPoolSize = 20 } = {}) {
+  const mode = process.env[flag];
+  if (!mode) return;
+  const mongo = await new MongoClient(process.env.MONGODB_URL!, { maxPoolSize }).connect();
+  const server = http.createServer(await serve(mode, mongo));
+  server.keepAliveTimeout = 65_000;
+  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
+  process.on('SIGTERM', () => {
+    server.closeAllConnections();
+    server.close(() => void mongo.close().finally(() => process.exit(0)));
+  });
 }

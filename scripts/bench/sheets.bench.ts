@@ -17,17 +17,11 @@
  * number of requests (rotating which goes first), after one warm-up request each. The baselines
  * run in their own processes: this module forked with BENCH_SHEETS_BASELINE set.
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
+import type http from 'node:http';
 import { MongoClient } from 'mongodb';
-import { SCOPES } from '../../contracts/registry';
-import { createAccountsRepository } from '../../platform/accounts';
-import { connectMongo } from '../../platform/mongo';
 import { row, type Bench, type BenchRow } from './bench';
-import { startSupervisedApi } from './processes';
+import { benchAccount, compareRounds, type Figures, loadRun, percentile, type Target } from './load';
+import { forkBaseline, serveBaselineWhen, startSupervisedApi } from './processes';
 
 const ROWS = Number(process.env.SHEETS_BENCH_ROWS ?? 10_000);
 const COLS = 10;
@@ -43,8 +37,9 @@ const randomRow = () => 1 + Math.floor(Math.random() * (ROWS - RANGE_ROWS));
 
 // ---- baseline servers (child processes) ----------------------------------------------------
 
-async function serveBaseline(mode: string) {
-  const mongo = await new MongoClient(process.env.MONGODB_URL!, { maxPoolSize: 20 }).connect();
+const BASELINE = 'BENCH_SHEETS_BASELINE';
+
+await serveBaselineWhen(BASELINE, (mode, mongo) => {
   const db = mongo.db();
   const heads = db.collection<Record<string, any> & { _id: string }>('sheets');
   const blocks = db.collection<Record<string, any> & { _id: string }>('sheet_blocks');
@@ -55,7 +50,7 @@ async function serveBaseline(mode: string) {
       (body) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body)),
       (err) => res.writeHead(500).end(String(err)),
     );
-  const server = http.createServer((req, res) => {
+  return (req, res) => {
     if (mode === 'cas' || mode === 'naive') {
       // A versioned write of one document: read it, write it back conditionally.
       const id = mode === 'cas' ? 'small' : 'grid';
@@ -89,100 +84,13 @@ async function serveBaseline(mode: string) {
         return { rows: rows.map((r) => r.v) };
       })(),
     );
-  });
-  server.keepAliveTimeout = 65_000;
-  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
-  process.on('SIGTERM', () => {
-    server.closeAllConnections();
-    server.close(() => void mongo.close().finally(() => process.exit(0)));
-  });
-}
-
-if (process.env.BENCH_SHEETS_BASELINE) await serveBaseline(process.env.BENCH_SHEETS_BASELINE);
-
-async function startBaseline(mode: 'cas' | 'naive' | 'range', env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), [], {
-    execArgv: ['--import', 'tsx'],
-    env: { ...process.env, ...env, BENCH_SHEETS_BASELINE: mode },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const [message] = (await Promise.race([once(child, 'message'), once(child, 'exit').then(() => Promise.reject(new Error(`baseline ${mode} exited`)))])) as [{ port: number }];
-  return {
-    url: `http://127.0.0.1:${message.port}`,
-    async stop() {
-      if (child.exitCode !== null) return;
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(t);
-    },
   };
-}
+});
 
 // ---- measuring -----------------------------------------------------------------------------
 
-/** One request: a fresh method, URL and body each time. */
-type Target = () => { url: string; method?: string; headers?: Record<string, string>; body?: string };
-interface Load {
-  rps: number;
-  latencies: number[];
-  errors: number;
-}
-
-async function burst(t: Target, requests: number, connections = CONNECTIONS): Promise<Load> {
-  const latencies: number[] = [];
-  let errors = 0;
-  let issued = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: connections }, async () => {
-      while (issued < requests) {
-        issued++;
-        const q = t();
-        const start = performance.now();
-        try {
-          const r = await fetch(q.url, { method: q.method ?? 'GET', headers: q.headers, body: q.body });
-          await r.arrayBuffer();
-          if (r.status === 200) latencies.push(performance.now() - start);
-          else errors++;
-        } catch {
-          errors++;
-        }
-      }
-    }),
-  );
-  return { rps: latencies.length / ((performance.now() - t0) / 1000), latencies, errors };
-}
-
-const percentile = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] ?? NaN;
-};
-
-interface Figures {
-  rps: number;
-  p50: number;
-  p99: number;
-  n: number;
-  errors: number;
-}
-
-/** Each target in turn, ROUNDS rounds, rotating which goes first; `counts` requests per round each. */
-async function compare(targets: Target[], counts: number[]): Promise<Figures[]> {
-  for (const t of targets) await burst(t, 1, 1);
-  const results: Load[][] = targets.map(() => []);
-  for (let i = 0; i < ROUNDS; i++) {
-    for (let k = 0; k < targets.length; k++) {
-      const j = (k + i) % targets.length;
-      results[j]!.push(await burst(targets[j]!, counts[j]!));
-    }
-  }
-  return results.map((ls) => {
-    const lat = ls.flatMap((l) => l.latencies);
-    return { rps: ls.reduce((a, l) => a + l.rps, 0) / ls.length, p50: percentile(lat, 50), p99: percentile(lat, 99), n: lat.length, errors: ls.reduce((a, l) => a + l.errors, 0) };
-  });
-}
+/** Each target in turn, ROUNDS rounds over CONNECTIONS connections, rotating which goes first, after one request each alone; `counts` requests per round each. */
+const compare = (targets: Target[], counts: number[]) => compareRounds(targets, { rounds: ROUNDS, connections: CONNECTIONS, requests: counts, warmup: { requests: 1, connections: 1 } });
 
 const ms = (f: Figures) => `p50 ${f.p50.toFixed(0)} ms, p99 ${f.p99.toFixed(0)} ms, ${f.rps.toFixed(1)} req/s (n = ${f.n}${f.errors ? `, ${f.errors} failed` : ''})`;
 
@@ -191,16 +99,7 @@ export const bench: Bench = {
   async run(): Promise<BenchRow[]> {
     const api = await startSupervisedApi(1, { LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000' });
     try {
-      const db = await connectMongo(api.config.MONGODB_URL);
-      let auth: Record<string, string>;
-      try {
-        const accounts = createAccountsRepository(db);
-        const account = await accounts.createAccount({ name: 'bench', plan: 'pro', credits: 0 });
-        const { key } = await accounts.createKey(account._id, { name: 'bench', scopes: [...SCOPES] });
-        auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-      } finally {
-        await db.close();
-      }
+      const auth = { ...(await benchAccount(api.config.MONGODB_URL)).auth, 'content-type': 'application/json' };
       const columns = Array.from({ length: COLS }, (_, c) => ({ name: `c${c}`, type: c === 0 ? 'string' : c === COLS - 1 ? 'date' : 'number' }));
       const rows = Array.from({ length: ROWS }, (_, r) => Array.from({ length: COLS }, (_, c) => (c === 0 ? `item ${r}` : c === COLS - 1 ? '2024-05-01' : r * c)));
       const t0 = performance.now();
@@ -222,13 +121,14 @@ export const bench: Bench = {
       }
 
       const env = { MONGODB_URL: api.config.MONGODB_URL, BENCH_SHEET_ID: sheet.id };
-      const [cas, naive, range] = await Promise.all([startBaseline('cas', env), startBaseline('naive', env), startBaseline('range', env)]);
+      const baseline = (mode: 'cas' | 'naive' | 'range') => forkBaseline(import.meta.url, BASELINE, mode, env);
+      const [cas, naive, range] = await Promise.all([baseline('cas'), baseline('naive'), baseline('range')]);
       try {
         const opTarget: Target = () => ({ url: `${api.url}/sheets/${sheet.id}/ops`, method: 'POST', headers: auth, body: JSON.stringify({ ops: [{ op: 'set', cell: `B${randomRow()}`, value: Math.random() }] }) });
         const [op, base, naiveBase] = await compare([opTarget, () => ({ url: cas.url, method: 'POST' }), () => ({ url: naive.url, method: 'POST' })], [OPS, OPS, NAIVE_OPS]);
 
         const sortTarget: Target = () => ({ url: `${api.url}/sheets/${sheet.id}/ops`, method: 'POST', headers: auth, body: JSON.stringify({ ops: [{ op: 'sort', column: 'c1', direction: Math.random() < 0.5 ? 'asc' : 'desc' }] }) });
-        const sorts = await burst(sortTarget, SORTS, 1);
+        const sorts = await loadRun(sortTarget, { requests: SORTS, connections: 1 });
         const sortP50 = percentile(sorts.latencies, 50);
 
         const rangeTarget: Target = () => {
