@@ -38,6 +38,8 @@ export const COLLECTIONS = {
   /** Drive search index: the stored text in pages, for snippets. */
   driveTextPages: 'drive_text_pages',
   driveUsage: 'drive_usage',
+  /** Drive uploads in flight: what the scheduler gives back when an upload died (platform/drive/reservations.ts). */
+  driveReservations: 'drive_reservations',
   driveBlobBucket: 'drive_blobs',
   teams: 'teams',
   teamMembers: 'team_members',

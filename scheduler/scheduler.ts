@@ -49,6 +49,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   define('ratelimits.expire', tasks.expireRateLimitWindows);
   define('dead-letters.expire', tasks.expireDeadLetters);
   define('drive.purge', () => tasks.purgeDriveTrash());
+  define('drive.repair', () => tasks.repairDrive());
   define('drive.text.sweep', () => tasks.sweepDriveText());
   const webhookDeliveries = createDeliveriesRepository(rt.db);
   define('webhooks.deliveries.expire', () => webhookDeliveries.expire(new Date(Date.now() - config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000)));
@@ -62,6 +63,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   await agenda.every('10 minutes', 'ratelimits.expire');
   await agenda.every('1 hour', 'dead-letters.expire');
   await agenda.every('15 minutes', 'drive.purge');
+  await agenda.every('1 minute', 'drive.repair');
   await agenda.every(config.SWEEP_INTERVAL, 'drive.text.sweep');
   await agenda.every('1 hour', 'webhooks.deliveries.expire');
   const stopDeadLetters = await startDeadLetterHandler(rt);

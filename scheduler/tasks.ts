@@ -3,6 +3,7 @@ import { COLLECTIONS } from '../platform/mongo';
 import { expireEventOutbox, sweepEventOutbox } from '../platform/events';
 import type { Runtime } from '../platform/runtime';
 import { purgeTrashedDriveFiles } from '../platform/drive/purge';
+import { repairDrive } from '../platform/drive/repair';
 import { sweepPendingDriveText } from '../platform/drive/text-queue';
 
 /** A pending charge younger than this may still be in its request; older ones are settled. */
@@ -60,6 +61,13 @@ export function createTasks(rt: Runtime) {
 
     /** Drive files trashed more than DRIVE_TRASH_DAYS ago: text, search postings, bytes, meter share, record (resumable). */
     purgeDriveTrash: (now = new Date()) => purgeTrashedDriveFiles(rt, { now }),
+
+    /**
+     * What a crash mid-write left in the Drive: upload reservations older than their grace (10
+     * minutes: the bytes deleted and the meter given back once, or only the reservation when the
+     * file was recorded), and folder paths a move marked more than a minute ago (recomputed).
+     */
+    repairDrive: (now = new Date()) => repairDrive(rt, { now }),
 
     /** Drive files whose text is still `pending` 30 s after upload: the extraction is published again (with a backoff; failed after 6 tries). */
     sweepDriveText: (now = new Date()) => sweepPendingDriveText(rt, { now }),

@@ -15,11 +15,11 @@ import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { keysetPage } from '../../platform/lists';
 import { isPinned, listCallerTeams, personalScope, resolveDriveScope, teamDriveReadOnly, type DriveCaller, type DriveScope } from '../../platform/drive/access';
-import { deleteDriveBlob, putDriveBlob } from '../../platform/drive/blobs';
 import { createDriveRepository, isDuplicateKey, nameKeyOf, toDriveFile, toDriveFolder, trashedNameKey } from '../../platform/drive/drive.repository';
 import type { DriveFileDoc } from '../../platform/drive/drive.types';
 import { detectDriveType } from '../../platform/drive/kinds';
 import { driveDownloadLink } from '../../platform/drive/links';
+import { driveUploadSteps, newDriveReservation } from '../../platform/drive/reservations';
 import { reindexDriveFileMeta } from '../../platform/drive/search-index';
 import { requestDriveText } from '../../platform/drive/text-queue';
 import type { Runtime } from '../../platform/runtime';
@@ -135,10 +135,12 @@ export function createDriveService(rt: Runtime) {
     },
 
     /**
-     * Upload: check the folder, type the bytes, reserve the space (one conditional $inc), store
-     * the bytes in GridFS straight from the decoded buffer, insert the record under a free name,
-     * then ask the drive pool for the text. A failure after the reservation gives it back and
-     * removes the bytes.
+     * Upload: check the folder, type the bytes, then the crash-safe steps of
+     * platform/drive/reservations.ts: store a reservation, reserve the space on the meter (one
+     * conditional $inc that records the reservation), store the bytes in GridFS under an id
+     * chosen up front, insert the record under a free name, drop the reservation; then ask the
+     * drive pool for the text. A failure after the reservation deletes the bytes and gives the
+     * space back; a crash is settled by the scheduler's `drive.repair` the same way.
      */
     async create(actor: DriveActor, body: DriveFileCreate): Promise<DriveFile> {
       const { caller } = actor;
@@ -148,13 +150,23 @@ export function createDriveService(rt: Runtime) {
       const bytes = body.content !== undefined ? Buffer.from(body.content, 'utf8') : Buffer.from(body.contentBase64!, 'base64');
       const ext = extOf(body.name);
       const type = await detectDriveType(bytes, ext);
-      await repo.reserve(scope.usageId, bytes.length, quotaOf(actor.plan));
       const id = newId('dfl');
-      let blobId: string | null = null;
+      const res = newDriveReservation({ drive: scope.usageId, accountId: caller.accountId, bytes: bytes.length, fileId: id });
+      const steps = driveUploadSteps;
+      const giveUp = (undo: Promise<void>) =>
+        undo.catch((e: unknown) => rt.log.warn('drive reservation not settled after a failed upload; drive.repair settles it', { reservationId: res._id, err: e as Error }));
+      await steps.open(rt.db, res);
+      try {
+        await steps.reserve(rt.db, res, quotaOf(actor.plan));
+      } catch (err) {
+        // The meter refused it (413, or it kept changing): it never moved. Any other error may have moved it.
+        await giveUp(err instanceof AppError ? steps.discard(rt.db, res) : steps.abort(rt.db, res));
+        throw err;
+      }
       let doc: DriveFileDoc;
       try {
-        const stored = await putDriveBlob(rt.db, bytes, { accountId: caller.accountId, contentType: type.mimeType, filename: body.name, fileId: id });
-        blobId = stored.blobId;
+        const stored = await steps.bytes(rt.db, res, bytes, { contentType: type.mimeType, filename: body.name });
+        await steps.commit(rt.db, res);
         const now = new Date();
         const owner = { accountId: caller.accountId, teamId: null };
         ({ result: doc } = await repo.withFreeName(owner, folderId, body.name, async (name) => {
@@ -185,10 +197,11 @@ export function createDriveService(rt: Runtime) {
           return d;
         }));
       } catch (err) {
-        if (blobId) await deleteDriveBlob(rt.db, blobId).catch((e: unknown) => rt.log.warn('drive blob not removed after a failed upload', { err: e as Error }));
-        await repo.release(scope.usageId, bytes.length).catch((e: unknown) => rt.log.warn('drive reservation not released', { err: e as Error }));
+        await giveUp(steps.abort(rt.db, res));
         throw err;
       }
+      // The file is stored: a failure here only leaves the reservation for drive.repair (which keeps the file).
+      await steps.close(rt.db, res).catch((e: unknown) => rt.log.warn('drive reservation not closed; drive.repair closes it', { reservationId: res._id, err: e as Error }));
       await requestDriveText(rt, { fileId: id, accountId: caller.accountId });
       return view(doc);
     },

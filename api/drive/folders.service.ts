@@ -18,6 +18,8 @@ const nameTaken = (name: string) => new AppError('conflict', `name: a folder nam
  * Drive folders: the tree (flat, parents first, with file counts), create, and update (rename,
  * recolour, sticker, move). Folder creates and moves hold the drive's folder-tree lock, so a
  * move's cycle check and its rewrite of the subtree's `path` see a tree nobody else is changing.
+ * A move updates the folder, then its descendants' paths; the drive stays marked in between, so
+ * paths a crash left stale are recomputed (see withFolderLock and platform/drive/repair.ts).
  */
 export function createFoldersService(rt: Runtime) {
   const repo = createDriveRepository(rt.db);
@@ -121,6 +123,8 @@ export function createFoldersService(rt: Runtime) {
         return toDriveFolder(after, await countOf(caller.accountId, id));
       }
       await writableParent(actor, ref);
+      // The lock marks the drive (pathsDirtyAt) and clears the mark only once the subtree is
+      // rewritten: a crash or failure in between is repaired from parentFolderId (withFolderLock, drive.repair).
       const after = await repo.withFolderLock(personalScope(caller).usageId, async () => {
         const current = await repo.findFolderForCaller(caller, id);
         if (!current) throw new AppError('not_found', 'folder not found');
@@ -147,7 +151,7 @@ export function createFoldersService(rt: Runtime) {
           await folders.bulkWrite(ops, { ordered: false });
         }
         return moved;
-      });
+      }, { movesFolders: true });
       return toDriveFolder(after, await countOf(caller.accountId, id));
     },
   };

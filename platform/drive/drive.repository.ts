@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Filter } from 'mongodb';
+import type { AnyBulkWriteOperation, Filter } from 'mongodb';
 import type { DriveFile as DriveFileView, DriveFolder as DriveFolderView } from '../../contracts/drive';
 import { AppError } from '../errors';
 import { COLLECTIONS, type Database } from '../mongo';
@@ -72,6 +72,9 @@ export function createDriveRepository(db: Database) {
         files.createIndex({ accountId: 1, teamId: 1, trashedAt: -1, _id: -1 }),
         folders.createIndex({ accountId: 1, teamId: 1, parentFolderId: 1, nameKey: 1 }, { unique: true }),
         folders.createIndex({ accountId: 1, teamId: 1, path: 1 }),
+        // What drive.repair looks for: reservations past their grace, drives whose paths a move marked.
+        db.db.collection(COLLECTIONS.driveReservations).createIndex({ until: 1 }),
+        usage.createIndex({ pathsDirtyAt: 1 }),
       ]).catch((err) => {
         indexedDbs.delete(db);
         throw err;
@@ -177,18 +180,25 @@ export function createDriveRepository(db: Database) {
      * nothing, the meter is read to tell why: missing (the drive's first upload: create it with a
      * unique insert, a duplicate key meaning a racing upload created it first) or changed since
      * (it appeared, or space was freed): try the `$inc` again; over the quota: 413.
+     *
+     * `ref` (an upload's reservation id) is pushed to `reservedRefs` in the same update, so the
+     * meter itself says whether it holds this reservation: `release` gives back only what it
+     * holds, once (see platform/drive/reservations.ts).
      */
-    async reserve(usageId: string, bytes: number, quota: number): Promise<void> {
+    async reserve(usageId: string, bytes: number, quota: number, ref?: string): Promise<void> {
       for (let attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
-        const r = await usage.updateOne({ _id: usageId, bytesUsed: { $lte: quota - bytes } }, { $inc: { bytesUsed: bytes, fileCount: 1 } });
+        const r = ref
+          ? await usage.updateOne({ _id: usageId, bytesUsed: { $lte: quota - bytes }, reservedRefs: { $ne: ref } }, { $inc: { bytesUsed: bytes, fileCount: 1 }, $push: { reservedRefs: ref } })
+          : await usage.updateOne({ _id: usageId, bytesUsed: { $lte: quota - bytes } }, { $inc: { bytesUsed: bytes, fileCount: 1 } });
         if (r.matchedCount === 1) return;
-        const u = await usage.findOne({ _id: usageId }, { projection: { bytesUsed: 1 } });
+        const u = await usage.findOne({ _id: usageId }, { projection: ref ? { bytesUsed: 1, reservedRefs: 1 } : { bytesUsed: 1 } });
         if (!u) {
           await usage.insertOne({ _id: usageId, bytesUsed: 0, fileCount: 0 }).catch((err: unknown) => {
             if (!isDuplicateKey(err)) throw err;
           });
           continue;
         }
+        if (ref && u.reservedRefs?.includes(ref)) return; // taken already (a retried command)
         if (u.bytesUsed + bytes > quota) {
           throw new AppError('storage_quota_exceeded', `storage quota exceeded: ${u.bytesUsed} of ${quota} bytes used, this file needs ${bytes} more; free space (trashed files count until purged) or upgrade the plan`);
         }
@@ -196,9 +206,19 @@ export function createDriveRepository(db: Database) {
       throw new AppError('conflict', 'the storage meter kept changing during this upload; try again');
     },
 
-    /** Give back a reservation (the upload failed after reserving). */
-    async release(usageId: string, bytes: number): Promise<void> {
-      await usage.updateOne({ _id: usageId }, { $inc: { bytesUsed: -bytes, fileCount: -1 } });
+    /**
+     * Give back the reservation `ref` (its upload failed or died): ONE conditional update that
+     * moves the meter and drops the marker, so it happens only if the meter holds `ref`, and once.
+     * True when this call gave it back.
+     */
+    async release(usageId: string, bytes: number, ref: string): Promise<boolean> {
+      const r = await usage.updateOne({ _id: usageId, reservedRefs: ref }, { $inc: { bytesUsed: -bytes, fileCount: -1 }, $pullAll: { reservedRefs: [ref] } });
+      return r.modifiedCount === 1;
+    },
+
+    /** The file of reservation `ref` is recorded: the meter keeps its bytes, the marker goes. */
+    async keepReserved(usageId: string, ref: string): Promise<void> {
+      await usage.updateOne({ _id: usageId, reservedRefs: ref }, { $pullAll: { reservedRefs: [ref] } });
     },
 
     /**
@@ -247,17 +267,33 @@ export function createDriveRepository(db: Database) {
      * Run `fn` holding the folder-tree lock of a drive (folder creates and moves): two moves can
      * then never build a cycle, and a subtree's path rewrite never races a create inside it.
      * The lock expires after 15 s in case its holder died.
+     *
+     * `movesFolders`: `fn` rewrites paths (a move); the drive is marked `pathsDirtyAt` in the
+     * same update that takes the lock, and the mark is cleared in the one that releases it only
+     * when `fn` finished or refused with an AppError (which `fn` must throw before writing). A
+     * mark found when the lock is taken is a move that did not finish (its process died or its
+     * rewrite failed): every path of the drive is recomputed first, so the cycle check and new
+     * paths never build on stale ones. The scheduler's `drive.repair` takes
+     * the lock of drives marked for more than a minute for the same reason.
      */
-    async withFolderLock<T>(usageId: string, fn: () => Promise<T>): Promise<T> {
+    async withFolderLock<T>(usageId: string, fn: () => Promise<T>, opts: { movesFolders?: boolean } = {}): Promise<T> {
       const token = randomBytes(8).toString('hex');
       const deadline = Date.now() + 10_000;
+      let before: Pick<DriveUsageDoc, 'pathsDirtyAt'>;
       for (let attempt = 0; ; attempt++) {
         const now = new Date();
-        const r = await usage.updateOne(
+        const set: Partial<DriveUsageDoc> = { folderLockUntil: new Date(now.getTime() + 15_000), folderLockToken: token };
+        if (opts.movesFolders) set.pathsDirtyAt = now;
+        const r = await usage.findOneAndUpdate(
           { _id: usageId, $or: [{ folderLockUntil: { $exists: false } }, { folderLockUntil: null }, { folderLockUntil: { $lt: now } }] } as Filter<DriveUsageDoc>,
-          { $set: { folderLockUntil: new Date(now.getTime() + 15_000), folderLockToken: token } },
+          { $set: set },
+          // No projection: FerretDB 1.24 does not implement one on findAndModify.
+          { returnDocument: 'before' },
         );
-        if (r.matchedCount === 1) break;
+        if (r) {
+          before = r;
+          break;
+        }
         if (!(await usage.findOne({ _id: usageId }, { projection: { _id: 1 } }))) {
           await usage.insertOne({ _id: usageId, bytesUsed: 0, fileCount: 0 }).catch((err: unknown) => {
             if (!isDuplicateKey(err)) throw err;
@@ -267,11 +303,68 @@ export function createDriveRepository(db: Database) {
         if (Date.now() > deadline) throw new AppError('conflict', 'the folder tree is being changed by another request; try again');
         await new Promise((res) => setTimeout(res, Math.min(100, 5 + attempt * 5)));
       }
+      // The mark goes once an earlier unfinished move is repaired and this one (if it moves) is done.
+      let priorFixed = !before.pathsDirtyAt;
+      let moveDone = !opts.movesFolders;
       try {
-        return await fn();
+        if (before.pathsDirtyAt) {
+          await repo.recomputePaths(usageId);
+          priorFixed = true;
+        }
+        try {
+          const out = await fn();
+          moveDone = true;
+          return out;
+        } catch (err) {
+          // A refusal (cycle, not found, name taken, version conflict) comes before any write.
+          if (err instanceof AppError) moveDone = true;
+          throw err;
+        }
       } finally {
-        await usage.updateOne({ _id: usageId, folderLockToken: token }, { $set: { folderLockUntil: null, folderLockToken: null } });
+        // Conditional on the token: a holder whose lock expired (and so may have been marked
+        // again by the next holder) clears nothing.
+        const unset: Partial<DriveUsageDoc> = { folderLockUntil: null, folderLockToken: null };
+        if (priorFixed && moveDone && (before.pathsDirtyAt || opts.movesFolders)) unset.pathsDirtyAt = null;
+        await usage.updateOne({ _id: usageId, folderLockToken: token }, { $set: unset });
       }
+    },
+
+    /**
+     * Recompute the `path` of every folder of a drive from `parentFolderId` (at most 1000
+     * folders, 20 levels) and fix those that differ (one bulkWrite, each update guarded by the
+     * parent it was computed from). Call it holding the drive's folder-tree lock. A folder whose
+     * parent is missing, or that sits in a parent cycle, is left as it is (counted in `unplaced`).
+     */
+    async recomputePaths(usageId: string): Promise<{ fixed: number; unplaced: number }> {
+      const owner: Filter<DriveFolderDoc> = usageId.startsWith('team:') ? { teamId: usageId.slice('team:'.length) } : { accountId: usageId, teamId: null };
+      const all = await folders.find(owner, { projection: { parentFolderId: 1, path: 1 } }).toArray();
+      const byId = new Map(all.map((f) => [f._id, f]));
+      const pathOf = (f: Pick<DriveFolderDoc, '_id' | 'parentFolderId'>): string[] | null => {
+        const path: string[] = [];
+        const seen = new Set([f._id]);
+        for (let cur = f; cur.parentFolderId !== null; ) {
+          const parent = byId.get(cur.parentFolderId);
+          if (!parent || seen.has(parent._id)) return null;
+          seen.add(parent._id);
+          path.unshift(parent._id);
+          cur = parent;
+        }
+        return path;
+      };
+      const now = new Date();
+      const ops: AnyBulkWriteOperation<DriveFolderDoc>[] = [];
+      let unplaced = 0;
+      for (const f of all) {
+        const path = pathOf(f);
+        if (!path) {
+          unplaced++;
+          continue;
+        }
+        if (path.length === f.path.length && path.every((id, i) => f.path[i] === id)) continue;
+        ops.push({ updateOne: { filter: { _id: f._id, parentFolderId: f.parentFolderId }, update: { $set: { path, updatedAt: now }, $inc: { version: 1 } } } });
+      }
+      if (ops.length) await folders.bulkWrite(ops, { ordered: false });
+      return { fixed: ops.length, unplaced };
     },
 
     usageIdOf,

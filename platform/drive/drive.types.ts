@@ -4,7 +4,7 @@
  * WARNING: collection and field names are persisted; add fields, never rename them.
  *
  * Collections (platform/mongo.ts COLLECTIONS): drive_files, drive_folders, drive_texts,
- * drive_search_tokens, drive_text_pages, drive_usage, teams, team_members; bytes in the GridFS
+ * drive_search_tokens, drive_text_pages, drive_usage, drive_reservations, teams, team_members; bytes in the GridFS
  * bucket `drive_blobs` (never exposed: no GridFS id, bucket or chunk ever reaches a response).
  */
 
@@ -103,6 +103,43 @@ export interface DriveUsageDoc {
    */
   folderLockUntil?: Date | null;
   folderLockToken?: string | null;
+  /**
+   * The reservations (drive_reservations `_id`s) whose bytes this meter counts: pushed in the same
+   * update that reserves them, pulled in the same update that gives them back, and pulled once
+   * the file record exists. So a reservation is given back only if it was taken, and only once.
+   */
+  reservedRefs?: string[];
+  /**
+   * Set while a folder move may have left descendants with stale `path`s (set with the folder-tree
+   * lock of the move, cleared with its release once the subtree is rewritten). A drive found
+   * marked under the lock, or by the scheduler's `drive.repair` a minute later, gets every folder
+   * path recomputed from `parentFolderId`.
+   */
+  pathsDirtyAt?: Date | null;
+}
+
+/**
+ * One upload in flight (platform/drive/reservations.ts), stored before the meter moves and
+ * deleted once the file record exists or everything was given back. The scheduler settles those
+ * left past `until` (the uploading process died): record present, the reservation just goes;
+ * absent, the blob is deleted and the meter given back (once: `DriveUsageDoc.reservedRefs`).
+ * WARNING: persisted.
+ */
+export interface DriveReservationDoc {
+  _id: string; // drs_…
+  /** The meter (drive_usage `_id`) the bytes are reserved on. */
+  drive: string;
+  accountId: string;
+  bytes: number;
+  /** The DriveFileDoc `_id` the upload will insert. */
+  fileId: string;
+  /** The GridFS id the bytes are stored under (chosen before they are written). */
+  blobId: string;
+  createdAt: Date;
+  /** Left to the upload until then (pushed back right before the record is inserted); settled by the scheduler after. */
+  until: Date;
+  /** When a settler (the scheduler, or the failed upload itself) took it over; null until then. */
+  settlingAt: Date | null;
 }
 
 /** A team (minimal membership for team drives). */
