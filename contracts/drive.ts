@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ID_RULE, line, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, text, Version } from './common';
+import { ID_RULE, line, listQuery, text, Version } from './common';
 
 /**
  * Drive contracts (SPEC 2.19, 3.5, 4.10, 8). Owned by the files-and-folders part; the search
@@ -279,7 +279,7 @@ const teamIdQuery = z
 const boolQuery = (what: string) => z.enum(['true', 'false'], { error: 'must be true or false' }).optional().describe(what);
 
 /** Query of GET /drive/files. */
-export const DriveFileListQuery = z.object({
+export const DriveFileListQuery = listQuery({
   folderId: z
     .string()
     .max(ID_RULE.maxLength, { error: `must be at most ${ID_RULE.maxLength} characters` })
@@ -290,14 +290,6 @@ export const DriveFileListQuery = z.object({
   starred: boolQuery('true: only starred files; false: only unstarred.'),
   trash: boolQuery('true: only trashed files; default false: only active files.'),
   teamId: teamIdQuery,
-  limit: z.coerce
-    .number({ error: `must be an integer between 1 and ${LIST_LIMIT_MAX}` })
-    .int({ error: `must be an integer between 1 and ${LIST_LIMIT_MAX}` })
-    .min(1, { error: `must be between 1 and ${LIST_LIMIT_MAX}` })
-    .max(LIST_LIMIT_MAX, { error: `must be between 1 and ${LIST_LIMIT_MAX}` })
-    .default(LIST_LIMIT_DEFAULT)
-    .describe(`Page size, 1 to ${LIST_LIMIT_MAX}; default ${LIST_LIMIT_DEFAULT}.`),
-  cursor: z.string().max(512, { error: 'must be at most 512 characters' }).optional().describe('Opaque: the cursor of the previous page, verbatim.'),
 });
 export type DriveFileListQuery = z.output<typeof DriveFileListQuery>;
 
