@@ -310,7 +310,7 @@ export type DriveFolderTree = z.infer<typeof DriveFolderTree>;
 
 export const DRIVE_BULK_ACTIONS = ['move', 'star', 'unstar', 'trash', 'restore'] as const;
 /** Per-file failure reasons of POST /drive/files/bulk. WARNING: public contract. */
-export const DRIVE_BULK_REASONS = ['not_found', 'already_trashed', 'not_trashed', 'restore_window_expired', 'folder_not_found', 'name_conflict', 'team_drive_read_only', 'trashed'] as const;
+export const DRIVE_BULK_REASONS = ['not_found', 'already_trashed', 'not_trashed', 'restore_window_expired', 'folder_not_found', 'name_conflict', 'team_drive_read_only', 'trashed', 'internal_error'] as const;
 
 /** SPEC 2.19 DriveBulkRequest. */
 export const DriveBulkRequest = z
@@ -340,7 +340,7 @@ export const DriveBulkResult = z
         z.object({
           fileId: z.string(),
           reason: z.enum(DRIVE_BULK_REASONS).describe(
-            'not_found (unknown, another account, or outside the key pins), already_trashed, not_trashed, restore_window_expired, folder_not_found (the destination), name_conflict, team_drive_read_only, trashed (move/star of a trashed file).',
+            'not_found (unknown, another account, or outside the key pins), already_trashed, not_trashed, restore_window_expired, folder_not_found (the destination), name_conflict, team_drive_read_only, trashed (move/star of a trashed file), internal_error (this file failed unexpectedly; the others went on: retry it).',
           ),
         }),
       )

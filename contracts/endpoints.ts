@@ -229,7 +229,7 @@ export const endpoints = {
   }),
   bulkDriveFiles: e({
     method: 'post', path: '/drive/files/bulk', scopes: DW, status: 200, tag: 'drive', body: DriveBulkRequest, response: DriveBulkResult,
-    summary: 'Move (folderId: id or root), star, unstar, trash or restore 1 to 100 files (duplicates count once). Each file changes atomically on its own; the answer lists succeeded ids and failed {fileId, reason}: not_found (unknown, not yours, outside the key pins), already_trashed, not_trashed, restore_window_expired (trashed over DRIVE_TRASH_DAYS, 30, ago), folder_not_found, name_conflict, team_drive_read_only, trashed (move or star of a trashed file). Move and restore take the next free "name (n).ext" when the name is taken.',
+    summary: 'Move (folderId: id or root), star, unstar, trash or restore 1 to 100 files (duplicates count once). Each file changes atomically on its own; the answer lists succeeded ids and failed {fileId, reason}: not_found (unknown, not yours, outside the key pins), already_trashed, not_trashed, restore_window_expired (trashed over DRIVE_TRASH_DAYS, 30, ago), folder_not_found, name_conflict, team_drive_read_only, trashed (move or star of a trashed file), internal_error (that file failed unexpectedly; the others went on). Move and restore take the next free "name (n).ext" when the name is taken.',
   }),
   searchDrive: e({
     method: 'get', path: '/drive/search', scopes: DR, status: 200, tag: 'drive', query: DriveSearchQuery, response: DriveSearchResult,

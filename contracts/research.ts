@@ -6,7 +6,7 @@ import { text } from './common';
  * unknown-field rule (every other request body refuses unknown fields with 400): they are
  * accepted and dropped, never stored or used (a plain zod object strips them); the body parser
  * still refuses field names starting with `$` or holding `.` or NUL, like everywhere.
- * The job input is exactly the parsed `{ query }`.
+ * The job input is the parsed `{ query }` plus `drive`, recorded by the service (ResearchJobInput).
  */
 export const ResearchRequest = z
   .object({
@@ -17,6 +17,24 @@ export const ResearchRequest = z
     description: 'Additional members are accepted, as SPEC 2.16 allows, and ignored: only query is used and stored.',
   });
 export type ResearchRequest = z.infer<typeof ResearchRequest>;
+
+/**
+ * What Drive the dispatching key may read, recorded on the job at dispatch (the job runs later,
+ * without the key): `null` when the key lacks `drive:read` (SPEC 5.3: Drive scopes are opt-in),
+ * else the key's folder pins (empty = the whole personal drive; issue 11: pins apply everywhere).
+ */
+export const ResearchDriveAccess = z.object({ pins: z.array(z.string()) });
+export type ResearchDriveAccess = z.infer<typeof ResearchDriveAccess>;
+
+/**
+ * The stored input of a `research` job (never a request body). `drive` absent (jobs recorded
+ * before it existed) reads as `null`: no Drive, the safe default.
+ */
+export const ResearchJobInput = z.object({
+  query: ResearchRequest.shape.query,
+  drive: ResearchDriveAccess.nullable().optional().transform((d) => d ?? null),
+});
+export type ResearchJobInput = z.infer<typeof ResearchJobInput>;
 
 export const ResearchSource = z.object({ url: z.string(), title: z.string(), domain: z.string() }).meta({ id: 'ResearchSource' });
 export type ResearchSource = z.infer<typeof ResearchSource>;

@@ -127,6 +127,7 @@ export const ConfigSchema = z.object({
   DRIVE_LINK_TTL_SECONDS: z.coerce.number().int().min(10).max(3600).default(900).describe('Validity of Drive download links (downloadUrl and the /content redirect), about 15 minutes by SPEC.'),
   DRIVE_TRASH_DAYS: z.coerce.number().min(0).default(30).describe('Days a trashed Drive file can be restored; then the scheduler purges its bytes, text and record.'),
   DRIVE_TEXT_STORED_CHARS: z.coerce.number().int().min(1000).default(200_000).describe('Characters of extracted text kept per Drive file (search indexes these; GET …/text answers about 12K of them).'),
+  DRIVE_TEXT_INFLATED_MAX_BYTES: z.coerce.number().int().min(1024).default(100 * 1024 * 1024).describe('Bytes a DOCX or XLSX (a ZIP) may really inflate to in all before the drive pool hands it to mammoth or exceljs; past it the text is failed (a ZIP bomb).'),
   IMAGE_RPC_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000).describe('How long POST /images and /images/moonlight wait for the image pool before answering 504 timeout (the request also expires in the queue).'),
   MOONLIGHT_ADULT_THRESHOLD: z.coerce.number().min(0).max(1).default(0.8).describe('Output safety: a moonlight render whose skin-tone pixel share reaches this is scored adult and refused with 403 (workers/engines/image/safety.ts; 0 refuses everything).'),
   REFERENCE_IMAGE_MAX_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024).describe('Largest reference image fetched for images and videos.'),

@@ -2,11 +2,10 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { DriveDownloadLink } from '../../contracts/drive-downloads';
 import { driveCallerOf } from '../../platform/drive/access';
-import { createDriveRepository } from '../../platform/drive/drive.repository';
-import { driveDownloadLink } from '../../platform/drive/links';
 import { notFound } from '../../platform/errors';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
+import { createDriveService } from './drive.service';
 
 /**
  * GET /drive/files/{id}/content: 302 to the file's signed, time-limited stream (the same link as
@@ -15,14 +14,13 @@ import { mount, type RouteDeps } from '../http/route';
  */
 export function driveContentRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
-  const repo = createDriveRepository(rt.db);
+  const service = createDriveService(rt);
   mount(
     r,
     endpoints.getDriveFileContent,
     async ({ auth, params, res }): Promise<DriveDownloadLink> => {
-      const found = await repo.findFileForCaller(driveCallerOf(auth.key), params.id!);
-      if (!found || found.file.trashedAt || found.file.purgingAt) throw notFound('file');
-      const link = driveDownloadLink(rt.config, { fileId: found.file._id, keyId: auth.key._id });
+      const { link } = await service.link(driveCallerOf(auth.key), params.id!);
+      if (!link) throw notFound('file');
       res.setHeader('Location', link.url);
       res.setHeader('Cache-Control', 'no-store');
       return { downloadUrl: link.url, downloadExpiresAt: link.expiresAt.toISOString() };

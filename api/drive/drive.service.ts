@@ -11,11 +11,13 @@ import {
   type DriveFileUpdate,
 } from '../../contracts/drive';
 import type { Plan } from '../../contracts/registry';
+import { eachLimited } from '../../platform/concurrency';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { keysetPage } from '../../platform/lists';
-import { isPinned, listCallerTeams, personalScope, resolveDriveScope, teamDriveReadOnly, type DriveCaller, type DriveScope } from '../../platform/drive/access';
-import { createDriveRepository, isDuplicateKey, nameKeyOf, toDriveFile, toDriveFolder, trashedNameKey } from '../../platform/drive/drive.repository';
+import { isDuplicateKey } from '../../platform/mongo';
+import { folderInsidePins, isPinned, listCallerTeams, personalScope, resolveDriveScope, teamDriveReadOnly, type DriveCaller, type DriveScope } from '../../platform/drive/access';
+import { createDriveRepository, nameKeyOf, toDriveFile, toDriveFolder, trashedNameKey } from '../../platform/drive/drive.repository';
 import type { DriveFileDoc } from '../../platform/drive/drive.types';
 import { detectDriveType } from '../../platform/drive/kinds';
 import { driveDownloadLink } from '../../platform/drive/links';
@@ -39,15 +41,6 @@ const rootOutsidePins = (field: string) => new AppError('not_found', `${field}: 
 
 /** Bulk per-file updates run this many at a time. */
 const BULK_CONCURRENCY = 8;
-
-async function eachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await fn(items[next++]!);
-    }),
-  );
-}
 
 /**
  * Drive files (SPEC 4.10): list with the folder tree and the storage meter, upload, handle with a
@@ -88,7 +81,7 @@ export function createDriveService(rt: Runtime) {
   const reindexMeta = (f: DriveFileDoc) =>
     reindexDriveFileMeta(rt, f).catch((err: unknown) => rt.log.warn('drive search metadata not re-indexed', { fileId: f._id, err: err as Error }));
 
-  return {
+  const service = {
     view,
 
     async list(actor: DriveActor, q: DriveFileListQuery): Promise<DriveFileList> {
@@ -206,11 +199,19 @@ export function createDriveService(rt: Runtime) {
       return view(doc);
     },
 
-    async get(actor: DriveActor, id: string): Promise<DriveFileHandle> {
-      const cf = await repo.findFileForCaller(actor.caller, id);
-      if (!cf) throw new AppError('not_found', 'file not found');
+    /**
+     * The file as the caller reaches it (404 otherwise, and while it is being purged) with its
+     * signed, time-limited download link: null while the file is in the trash.
+     */
+    async link(caller: DriveCaller, id: string): Promise<{ file: DriveFileDoc; link: { url: string; expiresAt: Date } | null }> {
+      const cf = await repo.findFileForCaller(caller, id);
+      if (!cf || cf.file.purgingAt) throw new AppError('not_found', 'file not found');
       const f = cf.file;
-      const link = f.trashedAt ? null : driveDownloadLink(rt.config, { fileId: f._id, keyId: actor.caller.keyId });
+      return { file: f, link: f.trashedAt ? null : driveDownloadLink(rt.config, { fileId: f._id, keyId: caller.keyId }) };
+    },
+
+    async get(actor: DriveActor, id: string): Promise<DriveFileHandle> {
+      const { file: f, link } = await service.link(actor.caller, id);
       const v = view(f);
       return {
         id: v.id,
@@ -278,29 +279,40 @@ export function createDriveService(rt: Runtime) {
       const ids = [...new Set(body.fileIds)];
       const succeeded = new Set<string>();
       const failures = new Map<string, DriveBulkResult['failed'][number]['reason']>();
-      // Which of the ids the caller reaches, with one read for the files and one per team/folder set.
-      const docs = await files.find({ _id: { $in: ids } }).toArray();
+      // Which of the ids the caller reaches: one findOne per id (tenant-filtered, served by the
+      // _id index), at most BULK_CONCURRENCY at once; team roles and folders read once each.
       const reachable = new Map<string, DriveFileDoc>();
-      const teamRoles = new Map<string, boolean>();
-      const folderIds = [...new Set(docs.map((d) => d.folderId).filter((x): x is string => x !== null))];
-      const folderDocs = isPinned(caller) && folderIds.length ? await repo.folders.find({ _id: { $in: folderIds } }, { projection: { path: 1 } }).toArray() : [];
-      const folderById = new Map(folderDocs.map((f) => [f._id, f]));
-      for (const d of docs) {
-        if (d.teamId === null) {
-          if (d.accountId !== caller.accountId) continue;
-        } else {
-          if (!teamRoles.has(d.teamId)) {
-            const scope = await resolveDriveScope(rt.db, caller, { teamId: d.teamId }).catch(() => null);
-            teamRoles.set(d.teamId, !!scope && scope.accountId === d.accountId);
-          }
-          if (!teamRoles.get(d.teamId)) continue;
+      const teamRoles = new Map<string, Promise<boolean>>();
+      const folderPaths = new Map<string, Promise<{ _id: string; path: string[] } | null>>();
+      const teamReached = (d: DriveFileDoc) => {
+        let p = teamRoles.get(d.teamId!);
+        if (!p) {
+          p = resolveDriveScope(rt.db, caller, { teamId: d.teamId })
+            .then((scope) => scope.accountId === d.accountId)
+            .catch(() => false);
+          teamRoles.set(d.teamId!, p);
         }
+        return p;
+      };
+      const folderOf = (d: DriveFileDoc, folderId: string) => {
+        const key = `${d.accountId}/${d.teamId ?? ''}/${folderId}`;
+        let p = folderPaths.get(key);
+        if (!p) {
+          p = repo.folders.findOne({ _id: folderId, accountId: d.accountId, teamId: d.teamId }, { projection: { path: 1 } });
+          folderPaths.set(key, p);
+        }
+        return p;
+      };
+      await eachLimited(ids, BULK_CONCURRENCY, async (id) => {
+        const d = await files.findOne({ _id: id, $or: [{ accountId: caller.accountId, teamId: null }, { teamId: { $ne: null } }] } as Filter<DriveFileDoc>);
+        if (!d) return;
+        if (d.teamId === null ? d.accountId !== caller.accountId : !(await teamReached(d))) return;
         if (isPinned(caller)) {
-          const folder = d.folderId ? folderById.get(d.folderId) : undefined;
-          if (!folder || !(caller.pins.includes(folder._id) || folder.path.some((p) => caller.pins.includes(p)))) continue;
+          const folder = d.folderId ? await folderOf(d, d.folderId) : null;
+          if (!folder || !folderInsidePins(caller, folder)) return;
         }
         reachable.set(d._id, d);
-      }
+      });
 
       let dest: string | null = null;
       let destProblem: 'folder_not_found' | 'team_drive_read_only' | null = null;
@@ -318,7 +330,10 @@ export function createDriveService(rt: Runtime) {
 
       const now = new Date();
       const cutoff = new Date(now.getTime() - rt.config.DRIVE_TRASH_DAYS * 86_400_000);
-      const mine = (id: string) => ({ _id: id, accountId: caller.accountId, teamId: null }) as Filter<DriveFileDoc>;
+      // A pinned caller's update also requires the file still in the folder read above: a file
+      // moved out of the pins meanwhile is not changed (and fails as not_found).
+      const mine = (id: string) =>
+        ({ _id: id, accountId: caller.accountId, teamId: null, ...(isPinned(caller) ? { folderId: reachable.get(id)!.folderId } : {}) }) as Filter<DriveFileDoc>;
       const bump = { $inc: { version: 1 } } as const;
       const owner = { accountId: caller.accountId, teamId: null };
 
@@ -387,8 +402,12 @@ export function createDriveService(rt: Runtime) {
         try {
           await one(id);
         } catch (err) {
-          if (err instanceof AppError && err.code === 'conflict') failures.set(id, 'name_conflict');
-          else throw err;
+          if (err instanceof AppError && err.code === 'conflict') return void failures.set(id, 'name_conflict');
+          // Other files may have changed already (and other requests keep writing): report this
+          // one as failed and let the rest finish, so the answer always names every file.
+          succeeded.delete(id);
+          failures.set(id, 'internal_error');
+          rt.log.error('drive bulk: a file failed', { fileId: id, action: body.action, err: err as Error });
         }
       });
       return {
@@ -398,5 +417,6 @@ export function createDriveService(rt: Runtime) {
       };
     },
   };
+  return service;
 }
 export type DriveService = ReturnType<typeof createDriveService>;

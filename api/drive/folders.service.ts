@@ -3,7 +3,8 @@ import { DRIVE_LIMITS, type DriveFolder, type DriveFolderCreate, type DriveFolde
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { isPinned, personalScope, resolveDriveScope, teamDriveReadOnly } from '../../platform/drive/access';
-import { createDriveRepository, isDuplicateKey, nameKeyOf, toDriveFolder } from '../../platform/drive/drive.repository';
+import { createDriveRepository, nameKeyOf, toDriveFolder } from '../../platform/drive/drive.repository';
+import { isDuplicateKey } from '../../platform/mongo';
 import type { DriveFolderDoc } from '../../platform/drive/drive.types';
 import type { Runtime } from '../../platform/runtime';
 import { updateVersioned } from '../../platform/versioned';

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import { AppError } from '../../platform/errors';
 
@@ -39,7 +40,8 @@ export function byteRange(header: string | undefined, size: number): { start: nu
  * with Content-Range for one satisfiable range, 416 (thrown before any header is set, so it goes
  * out as a plain JSON error) for a bad one. Sets Content-Type, Content-Length, Accept-Ranges and
  * the caller's extra headers, then streams `open(range)`; a read error mid-stream cuts the
- * connection (the status is already sent). Returns the range served (undefined: all of it).
+ * connection (the status is already sent), and a client that disconnects destroys the source.
+ * Returns the range served (undefined: all of it).
  */
 export function sendBytes(
   req: Request,
@@ -61,8 +63,10 @@ export function sendBytes(
     res.end();
     return range;
   }
-  const stream = file.open(range);
-  stream.on('error', (err) => res.destroy(err));
-  stream.pipe(res);
+  // pipeline, not pipe: a client that goes away (players abort ranges all the time) destroys the
+  // source too, so the GridFS cursor is closed; a read error mid-stream cuts the connection.
+  pipeline(file.open(range), res).catch(() => {
+    /* client gone, or the read failed: both ends are destroyed already; nothing left to answer */
+  });
   return range;
 }

@@ -9,7 +9,7 @@ export function researchRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
   const service = createResearchService(rt);
   mount(r, endpoints.createResearch, async ({ auth, body, requestId, charged, idFor }) => {
-    const { envelope, charged: amount } = await service.dispatch({ accountId: auth.account._id, requestId, request: body, jobId: idFor(JOB_ID_PREFIX.research) });
+    const { envelope, charged: amount } = await service.dispatch({ accountId: auth.account._id, requestId, request: body, key: auth.key, jobId: idFor(JOB_ID_PREFIX.research) });
     charged(amount);
     return envelope;
   }, deps);

@@ -1,9 +1,9 @@
 import type { JobEnvelope } from '../../contracts/common';
 import { JOB_ID_PREFIX } from '../../contracts/registry';
-import type { ResearchLegacy, ResearchRequest, ResearchSource } from '../../contracts/research';
+import type { ResearchJobInput, ResearchLegacy, ResearchRequest, ResearchSource } from '../../contracts/research';
 import { notFound } from '../../platform/errors';
 import { toEnvelope } from '../../platform/jobs';
-import type { JobDoc } from '../../platform/mongo';
+import type { ApiKeyDoc, JobDoc } from '../../platform/mongo';
 import type { Runtime } from '../../platform/runtime';
 
 const PREFIX = `${JOB_ID_PREFIX.research}_`;
@@ -35,9 +35,14 @@ export function createResearchService(rt: Pick<Runtime, 'credits' | 'jobs'>) {
     /**
      * POST /research: charge, record the job, publish it (platform/jobs.ts `accept`). Only the
      * validated, known fields are stored: SPEC 2.16's additional members are dropped here.
+     * `drive` records what Drive the key may read, for the worker (it runs without the key):
+     * nothing without `drive:read`, else the key's folder pins (empty = the whole personal drive).
      */
-    async dispatch(input: { accountId: string; requestId: string; jobId?: string; request: ResearchRequest }): Promise<{ envelope: JobEnvelope; charged: number }> {
-      const stored: ResearchRequest = { query: input.request.query };
+    async dispatch(input: { accountId: string; requestId: string; jobId?: string; request: ResearchRequest; key: Pick<ApiKeyDoc, 'scopes' | 'folderPins'> }): Promise<{ envelope: JobEnvelope; charged: number }> {
+      const stored: ResearchJobInput = {
+        query: input.request.query,
+        drive: input.key.scopes.includes('drive:read') ? { pins: [...(input.key.folderPins ?? [])] } : null,
+      };
       const { job, charged } = await rt.jobs.accept({ accountId: input.accountId, requestId: input.requestId, jobId: input.jobId, type: 'research', operation: 'research', input: stored });
       return { envelope: toEnvelope(job), charged };
     },

@@ -69,12 +69,6 @@ export async function putDriveBlob(
   return { blobId, length: up.length, sha256: hash.digest('hex') };
 }
 
-/** The stored length of a blob, or null when it does not exist (one findOne by _id). */
-export async function driveBlobLength(db: Database, blobId: string): Promise<number | null> {
-  const f = await driveBlobCollections(db).files.findOne({ _id: blobId }, { projection: { length: 1 } });
-  return f ? f.length : null;
-}
-
 /** Bytes [start, end] inclusive of a blob, or all of them. */
 export function openDriveBlob(db: Database, blobId: string, range?: { start: number; end: number }): Readable {
   return driveBucket(db).openDownloadStream(blobId as never, range ? { start: range.start, end: range.end + 1 } : undefined);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AnyBulkWriteOperation, Filter } from 'mongodb';
 import type { DriveFile as DriveFileView, DriveFolder as DriveFolderView } from '../../contracts/drive';
 import { AppError } from '../errors';
-import { COLLECTIONS, type Database } from '../mongo';
+import { COLLECTIONS, isDuplicateKey, type Database } from '../mongo';
 import { folderInsidePins, isPinned, usageIdOf, type DriveCaller, type DriveRole, type DriveScope } from './access';
 import type { DriveFileDoc, DriveFolderDoc, DriveUsageDoc } from './drive.types';
 import { createTeams } from './teams';
@@ -11,7 +11,7 @@ import { createTeams } from './teams';
  * Drive files, folders and storage meters. Every lookup goes through the caller (account, team
  * membership, key pins): another account's file, a team the caller is not in, or a folder outside
  * the key's pins is simply not found. The download stream, the text and the search use
- * `findFileForCaller` and `fileFilter` too, so pins and teams hold on every route.
+ * `findFileForCaller` (the search `visibleFolderIds`) too, so pins and teams hold on every route.
  */
 
 /** A file as the caller reaches it. */
@@ -32,8 +32,6 @@ export interface CallerFolder {
 export const nameKeyOf = (name: string) => name.toLowerCase();
 /** The name key of a trashed file: never equal to a valid name (no extension). */
 export const trashedNameKey = (fileId: string) => `#trash:${fileId}`;
-
-export const isDuplicateKey = (err: unknown) => (err as { code?: number })?.code === 11000 || /E11000|duplicate key/i.test(String((err as Error)?.message));
 
 /** "report.pdf", 2 → "report (2).pdf". */
 export function suffixedName(name: string, n: number): string {
@@ -129,28 +127,12 @@ export function createDriveRepository(db: Database) {
       return { folder, readOnly: folder.teamId !== null };
     },
 
-    /** A folder of this drive inside the caller's pins, or null. */
-    async findFolderInScope(scope: DriveScope, folderId: string): Promise<DriveFolderDoc | null> {
-      const folder = await folders.findOne({ _id: folderId, accountId: scope.accountId, teamId: scope.teamId });
-      return folder && folderInsidePins(scope.caller, folder) ? folder : null;
-    },
-
     /** Ids of the drive's folders the caller may see; null when the key has no pins (all of them). */
     async visibleFolderIds(scope: DriveScope): Promise<string[] | null> {
       if (!isPinned(scope.caller)) return null;
       const pins = [...scope.caller.pins];
       const docs = await folders.find({ accountId: scope.accountId, teamId: scope.teamId, $or: [{ _id: { $in: pins } }, { path: { $in: pins } }] }, { projection: { _id: 1 } }).toArray();
       return docs.map((d) => d._id);
-    },
-
-    /**
-     * The filter of every file of this drive the caller may see (tenant, team, pins). Add
-     * `trashedAt: null` for active files. One read when the key is pinned, none otherwise.
-     */
-    async fileFilter(scope: DriveScope): Promise<Filter<DriveFileDoc>> {
-      const base: Filter<DriveFileDoc> = { accountId: scope.accountId, teamId: scope.teamId };
-      const visible = await repo.visibleFolderIds(scope);
-      return visible === null ? base : { ...base, folderId: { $in: visible } };
     },
 
     /** Every folder of the drive inside the pins, parents before children, siblings by name. */

@@ -8,12 +8,10 @@
  * bucket `drive_blobs` (never exposed: no GridFS id, bucket or chunk ever reaches a response).
  */
 
-/** SPEC 2.19 kinds. WARNING: public contract. */
-export const DRIVE_KINDS = ['image', 'video', 'audio', 'pdf', 'document', 'spreadsheet', 'presentation', 'text', 'code', 'archive', 'other'] as const;
-export type DriveKind = (typeof DRIVE_KINDS)[number];
+import type { DRIVE_KINDS } from '../../contracts/drive';
 
-/** Where a file or folder lives: an account's personal drive, or a team drive (read-only over the API). */
-export type DriveOwner = { accountId: string; teamId: null } | { accountId: string; teamId: string };
+/** SPEC 2.19 kinds (the list is contracts/drive.ts DRIVE_KINDS). */
+export type DriveKind = (typeof DRIVE_KINDS)[number];
 
 export interface DriveFileDoc {
   _id: string; // dfl_…

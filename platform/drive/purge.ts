@@ -16,9 +16,6 @@ export const PURGE_BATCH = 200;
  */
 export const PURGE_CLAIM_MS = 10 * 60_000;
 
-/** Meter markers kept per drive (see the meter step). */
-const METER_MARKERS = 256;
-
 type PurgeFile = Pick<DriveFileDoc, '_id' | 'accountId' | 'teamId' | 'blobId' | 'sizeBytes'>;
 
 /**
@@ -52,20 +49,28 @@ export const purgeSteps = {
     await deleteDriveBlob(db, file.blobId);
   },
   /**
-   * 5. The storage meter: ONE conditional update that moves the meter and records the file among
-   * the drive's last METER_MARKERS purged files, so a repeat never counts it twice.
+   * 5. The storage meter: ONE conditional update that moves the meter and records the file in
+   * `purgedRefs` (the marker), matching only while the marker is absent, so a repeat never counts
+   * it twice. The marker stays until the record is gone (step 7); a run that stalled past its
+   * claim and wakes after another run finished the file (record and marker gone) finds no
+   * claimed record and leaves the meter alone.
    */
   async meter(db: Database, file: PurgeFile): Promise<void> {
+    if (!(await db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles).findOne({ _id: file._id, purgingAt: { $ne: null } }, { projection: { _id: 1 } }))) return;
     await db.db
       .collection<DriveUsageDoc>(COLLECTIONS.driveUsage)
-      .updateOne(
-        { _id: usageIdOf(file), purgedRefs: { $ne: file._id } },
-        { $inc: { bytesUsed: -file.sizeBytes, fileCount: -1 }, $push: { purgedRefs: { $each: [file._id], $slice: -METER_MARKERS } } },
-      );
+      .updateOne({ _id: usageIdOf(file), purgedRefs: { $ne: file._id } }, { $inc: { bytesUsed: -file.sizeBytes, fileCount: -1 }, $push: { purgedRefs: file._id } });
   },
-  /** 6. The record, last (only a claimed file). */
+  /** 6. The record (only a claimed file). */
   async record(db: Database, file: PurgeFile): Promise<void> {
     await db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles).deleteOne({ _id: file._id, purgingAt: { $ne: null } });
+  },
+  /**
+   * 7. The meter marker, last: the record is gone, so no run can reach the meter step for this
+   * file again; the marker list stays as short as the purges in flight. Only removes: safe to repeat.
+   */
+  async unmark(db: Database, file: PurgeFile): Promise<void> {
+    await db.db.collection<DriveUsageDoc>(COLLECTIONS.driveUsage).updateOne({ _id: usageIdOf(file) }, { $pullAll: { purgedRefs: [file._id] } });
   },
 };
 
@@ -105,6 +110,8 @@ export async function purgeTrashedDriveFiles(
       await purgeSteps.meter(rt.db, file);
       await purgeSteps.record(rt.db, file);
       purged++;
+      // The file is gone for good; a marker left behind only costs a few bytes on the meter document.
+      await purgeSteps.unmark(rt.db, file).catch((err: unknown) => rt.log.warn('drive purge: meter marker not removed', { fileId: file._id, err: err as Error }));
     } catch (err) {
       failed++;
       rt.log.warn('drive purge of a file failed; a later run resumes it', { fileId: file._id, err: err as Error });

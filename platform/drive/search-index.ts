@@ -1,6 +1,8 @@
 import type { Filter } from 'mongodb';
-import { COLLECTIONS, type Database } from '../mongo';
-import { DRIVE_KINDS, type DriveFileDoc, type DriveKind } from './drive.types';
+import { DRIVE_KINDS } from '../../contracts/drive';
+import { eachLimited } from '../concurrency';
+import { COLLECTIONS, isDuplicateKey, type Database } from '../mongo';
+import type { DriveFileDoc, DriveKind } from './drive.types';
 
 /**
  * The Drive search index: our own token index in plain documents, the same on FerretDB and MongoDB.
@@ -222,8 +224,6 @@ export function withEntry(list: string, fileId: string, entry: string | null): s
   return [before, entry ?? '', after].filter(Boolean).join(' ');
 }
 
-const isDuplicate = (err: unknown) => (err as { code?: number }).code === 11000;
-
 /** Set (or remove, with null) one file's entry in one posting list: compare-and-swap on `v`, retried. */
 async function applyPosting(db: Database, id: string, fileId: string, entry: string | null): Promise<void> {
   const col = postings(db);
@@ -235,7 +235,7 @@ async function applyPosting(db: Database, id: string, fileId: string, entry: str
         await col.insertOne({ _id: id, p: entry, v: 1 });
         return;
       } catch (err) {
-        if (isDuplicate(err)) continue;
+        if (isDuplicateKey(err)) continue;
         throw err;
       }
     }
@@ -246,15 +246,6 @@ async function applyPosting(db: Database, id: string, fileId: string, entry: str
     if (r.matchedCount === 1) return;
   }
   throw new Error(`posting list ${id} kept changing under 50 attempts`);
-}
-
-/** Run `fn` over `items` with at most `n` at once. */
-async function eachLimited<T>(items: readonly T[], n: number, fn: (x: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const run = async () => {
-    while (next < items.length) await fn(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, run));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -315,14 +306,18 @@ async function writeIndex(db: Database, file: IndexedFile, want: (old: ForwardDo
     const removed = [...before.keys()].filter((t) => !wanted.has(t) || oldScope !== scope);
     const changed = [...wanted].filter(([t, e]) => oldScope !== scope || before.get(t) !== e);
     const rev = (old?.rev ?? 0) + 1;
-    const record = { scope, fileId: file._id, tokens: [...wanted.keys()], entries: [...wanted.values()], pages: old?.pages ?? 0, stale: removed, rev, at: new Date() };
+    const oldPages = old?.pages ?? 0;
+    const newPages = text === null ? oldPages : Math.ceil(text.length / DRIVE_INDEX_LIMITS.pageChars);
+    // The claim records every page that may exist until the final update (the old ones and the
+    // new ones about to be written), so a crash in between leaves none the removal misses.
+    const record = { scope, fileId: file._id, tokens: [...wanted.keys()], entries: [...wanted.values()], pages: Math.max(oldPages, newPages), stale: removed, rev, at: new Date() };
     let claimed: boolean;
     try {
       claimed = old
         ? (await fwdCol.updateOne({ _id: forwardId(file._id), rev: old.rev ?? null } as Filter<ForwardDoc>, { $set: record })).matchedCount === 1
         : (await fwdCol.insertOne({ _id: forwardId(file._id), ...record }), true);
     } catch (err) {
-      if (!isDuplicate(err)) throw err;
+      if (!isDuplicateKey(err)) throw err;
       claimed = false;
     }
     if (!claimed) {
@@ -331,15 +326,12 @@ async function writeIndex(db: Database, file: IndexedFile, want: (old: ForwardDo
     }
     await eachLimited(removed, 4, (t) => applyPosting(db, postingsId(oldScope, t), file._id, null));
     await eachLimited(changed, 4, ([t, e]) => applyPosting(db, postingsId(scope, t), file._id, e));
-    let pageCount = old?.pages ?? 0;
     if (text !== null) {
-      const n = Math.ceil(text.length / DRIVE_INDEX_LIMITS.pageChars);
-      const ps = Array.from({ length: n }, (_, i) => ({ _id: pageId(file._id, i), ...pageOf(text, i) }));
+      const ps = Array.from({ length: newPages }, (_, i) => ({ _id: pageId(file._id, i), ...pageOf(text, i) }));
       await eachLimited(ps, 4, (p) => pages(db).replaceOne({ _id: p._id }, p, { upsert: true }).then(() => undefined));
-      for (let i = n; i < pageCount; i++) await pages(db).deleteOne({ _id: pageId(file._id, i) });
-      pageCount = n;
+      for (let i = newPages; i < oldPages; i++) await pages(db).deleteOne({ _id: pageId(file._id, i) });
     }
-    await fwdCol.updateOne({ _id: forwardId(file._id), rev }, { $set: { stale: [], pages: pageCount } });
+    await fwdCol.updateOne({ _id: forwardId(file._id), rev }, { $set: { stale: [], pages: newPages } });
     return;
   }
 }

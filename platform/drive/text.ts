@@ -1,5 +1,5 @@
 import { COLLECTIONS, type Database } from '../mongo';
-import type { DriveFileDoc, DriveTextDoc } from './drive.types';
+import type { DriveFileDoc, DriveFolderDoc, DriveTextDoc } from './drive.types';
 import { FIELD_BITS, findCandidates, queryTerms, scopeOf } from './search-index';
 
 /**
@@ -64,16 +64,34 @@ export interface DriveResearchSource {
 /**
  * Drive files of an account's personal drive matching any word of `query`, best first (the search
  * index, ranked like GET /drive/search but with any word rather than all), for the research pool.
- * Trashed files are left out. At most `limit`.
+ * Trashed files are left out. At most `limit`. `pins` (the dispatching key's folder pins; empty =
+ * the whole drive) keeps only files whose folder or one of its ancestors is pinned: root files are
+ * outside every pin (issue 11 item 4: pins apply everywhere).
  */
-export async function findDriveTextsForResearch(db: Database, accountId: string, query: string, opts: { limit: number; maxChars: number }): Promise<DriveResearchSource[]> {
+export async function findDriveTextsForResearch(db: Database, accountId: string, query: string, opts: { limit: number; maxChars: number; pins: readonly string[] }): Promise<DriveResearchSource[]> {
   const terms = queryTerms(query);
   const candidates = await findCandidates(db, { scopes: [scopeOf({ accountId, teamId: null })], terms, mode: 'any' });
   const files = db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+  const folders = db.db.collection<DriveFolderDoc>(COLLECTIONS.driveFolders);
+  const pins = new Set(opts.pins);
+  // Folder id → inside the pins; one findOne by _id per folder met.
+  const insideCache = new Map<string, boolean>();
+  const inside = async (folderId: string | null): Promise<boolean> => {
+    if (!pins.size) return true;
+    if (!folderId) return false;
+    let v = insideCache.get(folderId);
+    if (v === undefined) {
+      const f = await folders.findOne({ _id: folderId, accountId, teamId: null }, { projection: { _id: 1, path: 1 } });
+      v = !!f && (pins.has(f._id) || (f.path ?? []).some((id) => pins.has(id)));
+      insideCache.set(folderId, v);
+    }
+    return v;
+  };
   const out: DriveResearchSource[] = [];
   for (let i = 0; i < candidates.length && out.length < opts.limit && i < opts.limit * 4; i += opts.limit) {
     const batch = candidates.slice(i, i + opts.limit);
-    const docs = await Promise.all(batch.map((c) => files.findOne({ _id: c.fileId, accountId, teamId: null })));
+    const found = await Promise.all(batch.map((c) => files.findOne({ _id: c.fileId, accountId, teamId: null })));
+    const docs = await Promise.all(found.map(async (file) => (file && (await inside(file.folderId)) ? file : null)));
     docs.forEach((file, k) => {
       if (!file || file.trashedAt || file.purgingAt || out.length >= opts.limit) return;
       out.push({

@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { Collection } from 'mongodb';
+import sinon from 'sinon';
 import { SCOPES } from '../../contracts/registry';
 import { putDriveBlob } from '../../platform/drive/blobs';
 import type { DriveFileDoc, DriveFolderDoc } from '../../platform/drive/drive.types';
@@ -83,6 +85,50 @@ describe('Drive pinned keys and team drives', () => {
       const inward = await pinned.post('/drive/files/bulk', { fileIds: [f.inShared], action: 'move', folderId: f.inner });
       expect(inward.body.succeeded).to.deep.equal([f.inShared]);
       expect((await full.get(`/drive/files/${f.inPrivate}`)).body.isStarred).to.equal(false);
+    });
+
+    it('when a file leaves the pins between the bulk read and its update, then it is not changed and fails as not_found', async () => {
+      const moving = (await full.post('/drive/files', { name: 'moving.txt', content: 'm', folderId: f.shared })).body.id as string;
+      const staying = (await full.post('/drive/files', { name: 'staying.txt', content: 's', folderId: f.shared })).body.id as string;
+      const files = stack.rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+      const original = Collection.prototype.updateOne;
+      let moved = false;
+      const stub = sinon.stub(Collection.prototype, 'updateOne').callsFake(async function (this: Collection, filter, update, opts) {
+        if (!moved && this.collectionName === COLLECTIONS.driveFiles && (filter as { _id?: string })._id === moving) {
+          moved = true; // the full key moves it to a folder outside the pins, right before the bulk's update
+          await original.call(files, { _id: moving }, { $set: { folderId: f.private } });
+        }
+        return original.call(this, filter, update, opts);
+      });
+      try {
+        const r = await pinned.post('/drive/files/bulk', { fileIds: [moving, staying], action: 'trash' });
+        expect(r.body.succeeded).to.deep.equal([staying]);
+        expect(r.body.failed).to.deep.equal([{ fileId: moving, reason: 'not_found' }]);
+      } finally {
+        stub.restore();
+      }
+      const doc = (await files.findOne({ _id: moving }))!;
+      expect(doc.trashedAt).to.equal(null);
+      expect(doc.folderId).to.equal(f.private);
+    });
+
+    it('when one file of a bulk fails unexpectedly, then it is reported as internal_error and the others still change', async () => {
+      const ids = [];
+      for (let i = 0; i < 5; i++) ids.push((await full.post('/drive/files', { name: `err-${i}.txt`, content: 'e' })).body.id as string);
+      const victim = ids[2]!;
+      const original = Collection.prototype.updateOne;
+      const stub = sinon.stub(Collection.prototype, 'updateOne').callsFake(async function (this: Collection, filter, update, opts) {
+        if (this.collectionName === COLLECTIONS.driveFiles && (filter as { _id?: string })._id === victim) throw new Error('connection reset');
+        return original.call(this, filter, update, opts);
+      });
+      try {
+        const r = await full.post('/drive/files/bulk', { fileIds: ids, action: 'star' });
+        expect(r.status).to.equal(200);
+        expect(r.body.succeeded).to.deep.equal(ids.filter((id) => id !== victim));
+        expect(r.body.failed).to.deep.equal([{ fileId: victim, reason: 'internal_error' }]);
+      } finally {
+        stub.restore();
+      }
     });
   });
 

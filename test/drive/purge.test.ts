@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
+import { Collection } from 'mongodb';
 import sinon from 'sinon';
 import { COLLECTIONS } from '../../platform/mongo';
 import { driveBlobCollections } from '../../platform/drive/blobs';
 import type { DriveFileDoc, DriveUsageDoc } from '../../platform/drive/drive.types';
 import { PURGE_CLAIM_MS, purgeSteps, purgeTrashedDriveFiles } from '../../platform/drive/purge';
-import { allIndexDocuments, indexDriveFile, forwardId, tokenCollection } from '../../platform/drive/search-index';
+import { allIndexDocuments, DRIVE_INDEX_LIMITS, indexDriveFile, forwardId, removeDriveTextIndex, tokenCollection } from '../../platform/drive/search-index';
 import { client, eventually, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 
@@ -78,7 +79,7 @@ describe('Drive trash purge (drive.purge)', () => {
     const after = await usage();
     expect(after.bytesUsed).to.equal(before.bytesUsed - old.sizeBytes);
     expect(after.fileCount).to.equal(before.fileCount - 1);
-    expect(after.purgedRefs).to.include(old._id);
+    expect(after.purgedRefs ?? []).to.not.include(old._id);
     expect(await files().countDocuments({ _id: { $in: [young._id, active.body.id] } })).to.equal(2);
     expect(await orphanChunks()).to.equal(0);
     // Over the API: gone for good; restore fails per file; the young one still restores.
@@ -145,6 +146,62 @@ describe('Drive trash purge (drive.purge)', () => {
     expect(after.fileCount).to.equal(before.fileCount - 3);
   });
 
+  it('when many files are purged, then no meter marker is left behind (purgedRefs stays empty)', async () => {
+    const list = [];
+    for (let i = 0; i < 6; i++) list.push(await trashed(`many-${i}.bin`, 33, 500 + i));
+    const before = await usage();
+    expect(await purge()).to.include({ purged: 6, failed: 0 });
+    const after = await usage();
+    expect(after.purgedRefs ?? []).to.deep.equal([]);
+    expect(after.bytesUsed).to.equal(before.bytesUsed - list.reduce((n, f) => n + f.sizeBytes, 0));
+    expect(after.fileCount).to.equal(before.fileCount - 6);
+  });
+
+  it('when the process dies right after the meter step, then the resumed purge does not move the meter again and clears the marker', async () => {
+    const f = await trashed('after-meter.bin', 31, 7000);
+    const before = await usage();
+    // The crash: the meter step ran, nothing after it.
+    sinon.stub(purgeSteps, 'record').onFirstCall().rejects(new Error('crash after meter'));
+    expect(await purge()).to.include({ purged: 0, failed: 1 });
+    const mid = await usage();
+    expect(mid.bytesUsed).to.equal(before.bytesUsed - 7000);
+    expect(mid.purgedRefs).to.include(f._id);
+    sinon.restore();
+    expect(await purge(new Date(Date.now() + PURGE_CLAIM_MS + 1000))).to.include({ purged: 1, failed: 0 });
+    await expectPurged(f);
+    const after = await usage();
+    expect(after.bytesUsed).to.equal(before.bytesUsed - 7000);
+    expect(after.fileCount).to.equal(before.fileCount - 1);
+    expect(after.purgedRefs ?? []).to.not.include(f._id);
+  });
+
+  it('when indexing a longer text dies before its final update, then the removal still finds every page', async () => {
+    const r = await api.post('/drive/files', { name: 'pages.txt', content: 'pages' });
+    const doc = (await files().findOne({ _id: r.body.id }))!;
+    await indexDriveFile(db(), doc, 'short zebra text');
+    const long = Array.from({ length: 3 * DRIVE_INDEX_LIMITS.pageChars }, (_, i) => (i % 7 === 6 ? ' ' : 'abcdefghij'[i % 10])).join('');
+    // The crash: the claim and the pages are written, the final update of the forward document is not.
+    const original = Collection.prototype.updateOne;
+    const stub = sinon.stub(Collection.prototype, 'updateOne').callsFake(function (this: Collection, filter, update, opts) {
+      const set = (update as { $set?: Record<string, unknown> }).$set;
+      if ((filter as { _id?: string })._id === forwardId(doc._id) && set && !('tokens' in set)) return Promise.reject(new Error('crash before the final update'));
+      return original.call(this, filter, update, opts);
+    });
+    try {
+      await indexDriveFile(db(), doc, long).then(
+        () => expect.fail('the indexing should have failed'),
+        (err: Error) => expect(err.message).to.equal('crash before the final update'),
+      );
+    } finally {
+      stub.restore();
+    }
+    const pagesOf = async () => (await allIndexDocuments(db())).filter((d) => d._id.startsWith(`pg:${doc._id}:`)).length;
+    expect(await pagesOf()).to.be.greaterThan(1);
+    await removeDriveTextIndex(db(), doc);
+    expect(await pagesOf()).to.equal(0);
+    expect(await indexMentions(doc._id)).to.equal(0);
+  });
+
   it('when a run stalls past its claim and another finishes the file, then the stalled run repeating its steps changes nothing', async () => {
     const f = await trashed('stalled.bin', 31, 5000);
     const before = await usage();
@@ -152,7 +209,7 @@ describe('Drive trash purge (drive.purge)', () => {
     const meter = await usage();
     expect(meter.bytesUsed).to.equal(before.bytesUsed - 5000);
     // The stalled run wakes up and goes on from where it was.
-    for (const step of ['text', 'tokens', 'bytes', 'meter', 'record'] as const) await purgeSteps[step](db(), f);
+    for (const step of ['text', 'tokens', 'bytes', 'meter', 'record', 'unmark'] as const) await purgeSteps[step](db(), f);
     expect(await usage()).to.deep.equal(meter);
     await expectPurged(f);
   });

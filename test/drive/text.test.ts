@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
 import sharp from 'sharp';
+import JSZip from 'jszip';
 import { broker } from '../../contracts/registry';
 import { putDriveBlob } from '../../platform/drive/blobs';
 import type { DriveFileDoc, DriveTextDoc } from '../../platform/drive/drive.types';
@@ -29,6 +30,32 @@ const prose = (n: number, seed = 'lorem') => {
   return out.join(' ');
 };
 
+/** `office` with one more entry, `bytes` zeros deflated (a few KB stored). */
+async function padOffice(office: Buffer, entry: string, bytes: number): Promise<Buffer> {
+  const zip = await JSZip.loadAsync(office);
+  zip.file(entry, Buffer.alloc(bytes, 0x20), { compression: 'DEFLATE', compressionOptions: { level: 9 } });
+  return zip.generateAsync({ type: 'nodebuffer', compression: 'DEFLATE' });
+}
+
+/** The ZIP with `entry`'s uncompressed size rewritten to `size` in its local header and its central directory record. */
+function lieAboutSizes(zip: Buffer, entry: string, size: number): Buffer {
+  const out = Buffer.from(zip);
+  const name = Buffer.from(entry);
+  let patched = 0;
+  for (let i = 0; i + 46 <= out.length; i++) {
+    const sig = out.readUInt32LE(i);
+    if (sig === 0x04034b50 && out.readUInt16LE(i + 26) === name.length && out.subarray(i + 30, i + 30 + name.length).equals(name)) {
+      out.writeUInt32LE(size, i + 22); // local file header: uncompressed size
+      patched++;
+    } else if (sig === 0x02014b50 && out.readUInt16LE(i + 28) === name.length && out.subarray(i + 46, i + 46 + name.length).equals(name)) {
+      out.writeUInt32LE(size, i + 24); // central directory: uncompressed size
+      patched++;
+    }
+  }
+  if (patched !== 2) throw new Error(`patched ${patched} headers of ${entry}, expected 2`);
+  return out;
+}
+
 describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/text', function () {
   this.timeout(60_000);
   let stack: Stack;
@@ -44,7 +71,7 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
   };
 
   before(async () => {
-    stack = await startStack({ env: { WORKER_POOLS: 'drive', DRIVE_TEXT_STORED_CHARS: '20000' }, scheduler: false });
+    stack = await startStack({ env: { WORKER_POOLS: 'drive', DRIVE_TEXT_STORED_CHARS: '20000', DRIVE_TEXT_INFLATED_MAX_BYTES: String(1024 * 1024) }, scheduler: false });
     const a = await stack.createAccount({ scopes: ['drive:read', 'drive:write'] });
     api = client(stack.baseUrl, a.key);
     accountId = a.accountId;
@@ -102,17 +129,37 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     expect(r3.body.textError).to.match(/not valid UTF-8/);
   });
 
-  it('when a document cannot be read (a damaged PDF), then textStatus is failed with the reason; an Office file inflating past the limit is refused unread', async () => {
+  it('when a document cannot be read (a damaged PDF), then textStatus is failed with the reason', async () => {
     const broken = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(400, 0x41), Buffer.from('\n%%EOF\n')]);
     const id = await upload(api, { name: 'broken.pdf', contentBase64: b64(broken) });
     const r = await waitForText(api, id);
     expect(r.body).to.include({ textStatus: 'failed', content: '', engine: 'pdfjs-text-v1' });
     expect(r.body.textError).to.match(/PDF could not be read/);
-    const docx = await makeDocx(['A small document.']);
-    await assertZipInflateWithin(docx, new AbortController().signal); // within the real limit
+  });
+
+  it('when a DOCX or XLSX lies in its ZIP headers (small declared sizes, inflating far past the limit), then it is refused after counting the bytes really inflated, and the worker goes on', async () => {
+    // The stack runs with DRIVE_TEXT_INFLATED_MAX_BYTES = 1 MB; the padding entry inflates to 8 MB but declares 100 bytes.
+    const bomb = async (office: Buffer) => lieAboutSizes(await padOffice(office, 'word/padding.xml', 8 * 1024 * 1024), 'word/padding.xml', 100);
+    const docx = await bomb(await makeDocx(['Nothing to see.']));
+    const xlsx = await bomb(await makeXlsx([{ name: 'S', rows: [['nothing']] }]));
+    // The headers really lie: the declared-size check alone lets them through.
+    const declared = await JSZip.loadAsync(docx);
+    expect((declared.files['word/padding.xml'] as unknown as { _data: { uncompressedSize: number } })._data.uncompressedSize).to.equal(100);
     let refused: unknown;
-    await assertZipInflateWithin(docx, new AbortController().signal, 1000).catch((err: unknown) => (refused = err));
+    await assertZipInflateWithin(docx, new AbortController().signal, 1024 * 1024).catch((err: unknown) => (refused = err));
     expect(refused).to.be.instanceOf(TooLargeError);
+    await assertZipInflateWithin(await makeDocx(['A small document.']), new AbortController().signal, 1024 * 1024); // an honest file passes
+
+    for (const [name, bytes, engine] of [['bomb.docx', docx, 'mammoth-docx-v1'], ['bomb.xlsx', xlsx, 'exceljs-xlsx-v1']] as const) {
+      const id = await upload(api, { name, contentBase64: b64(bytes) });
+      const r = await waitForText(api, id);
+      expect(r.body, name).to.include({ textStatus: 'failed', content: '', engine });
+      expect(r.body.textError, name).to.equal('the document inflates to more than 1 MB');
+    }
+    // The worker is still there: a normal document after them is extracted.
+    const ok = await upload(api, { name: 'after.docx', contentBase64: b64(await makeDocx(['Still extracting after the bombs.'])) });
+    const r = await waitForText(api, ok);
+    expect(r.body).to.include({ textStatus: 'ready', content: 'Still extracting after the bombs.' });
   });
 
   it('when a text is longer than 12,000 characters, then the answer is cut on a word boundary and truncated; past DRIVE_TEXT_STORED_CHARS the stored text is cut too', async () => {

@@ -26,14 +26,14 @@ describe('research (local workspace engine)', () => {
     return waitForJob(api, r.body.jobId);
   };
 
-  it('when research is posted with extra members (SPEC 2.16 allows them), then 202 returns a res_ job and only the query is stored', async () => {
+  it('when research is posted with extra members (SPEC 2.16 allows them), then 202 returns a res_ job and only the query (and the key\'s Drive access) is stored', async () => {
     const { api, accountId } = await account();
     const r = await api.post('/research', { query: 'market size', depth: 'deep', options: { region: 'EU' } });
     expect(r.status).to.equal(202);
     expect(r.body.jobId).to.match(/^res_/);
     expect(r.body).to.include({ type: 'research', status: 'queued' });
     const doc = await stack.rt.db.jobs.findOne({ _id: r.body.jobId, accountId });
-    expect(doc?.input).to.deep.equal({ query: 'market size' });
+    expect(doc?.input).to.deep.equal({ query: 'market size', drive: { pins: [] } }); // a full key: the whole drive
     expect(doc?.credits).to.include({ operation: 'research', amount: stack.config.CREDIT_PRICES.research });
   });
 

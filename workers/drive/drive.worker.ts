@@ -72,7 +72,7 @@ async function extract(rt: Runtime, file: DriveFileDoc, ctx: ConsumerContext): P
   const maxChars = rt.config.DRIVE_TEXT_STORED_CHARS;
   try {
     const bytes = await readBlob(rt.db, file.blobId, DRIVE_TEXT_WORK_LIMITS.maxBytes, signal);
-    const r = await extractor.extract(bytes, { signal, maxChars });
+    const r = await extractor.extract(bytes, { signal, maxChars, maxInflatedBytes: rt.config.DRIVE_TEXT_INFLATED_MAX_BYTES });
     const text = r.text.replace(/\u0000/g, '').trim();
     if (!text) return { status: 'none', engine: extractor.name, error: null };
     const capped = cutAtWord(text, maxChars);

@@ -1,4 +1,4 @@
-import { ResearchRequest, type ResearchResult } from '../../contracts/research';
+import { ResearchJobInput, type ResearchResult } from '../../contracts/research';
 import type { Config } from '../../platform/config';
 import type { Runtime } from '../../platform/runtime';
 import { createLocalResearchEngine } from '../engines/research/local.engine';
@@ -18,16 +18,17 @@ export function researchEngineFrom(config: Config): ResearchEngine {
  * report. Raw status tokens: started → searching → reading → writing → complete (the legacy
  * endpoint shows `partial` when some sources could not be read).
  */
-export function researchWorker(rt: Runtime, engine: ResearchEngine = researchEngineFrom(rt.config)): PoolDefinition<ResearchRequest, ResearchResult> {
+export function researchWorker(rt: Runtime, engine: ResearchEngine = researchEngineFrom(rt.config)): PoolDefinition<ResearchJobInput, ResearchResult> {
   const workspace = createWorkspace({ db: rt.db, blobs: rt.blobs });
   const domain = new URL(rt.config.PUBLIC_BASE_URL).host;
   return {
     pool: 'research',
-    input: ResearchRequest,
+    input: ResearchJobInput,
     async process(req, ctx) {
       const accountId = ctx.job.accountId;
       const { candidates, searchCount } = await workspace.search(accountId, req.query, {
         excludeJobId: ctx.job._id,
+        drive: req.drive,
         signal: ctx.signal,
         onSearch: (what) => ctx.progress('searching', `Searching ${what.replace('_', ' ')} for "${req.query.slice(0, 80)}"`),
       });

@@ -1,3 +1,4 @@
+import type { ResearchDriveAccess } from '../../contracts/research';
 import type { BlobStore } from '../../platform/blobs';
 import { findDriveTextsForResearch } from '../../platform/drive/text';
 import { COLLECTIONS, type Database } from '../../platform/mongo';
@@ -10,7 +11,8 @@ import { hits, queryTerms } from '../engines/research/research.engine';
  * exist in this deployment, notes and Drive files. A hit is "read" by loading its full text,
  * including text files it stored in the blob store; a file that is gone is a failed read.
  * Drive files are found and read through platform/drive/text.ts (the Drive search index and the
- * stored extracted text), never by scanning the Drive collections: the personal drive only.
+ * stored extracted text), never by scanning the Drive collections: the personal drive only, and
+ * only what the dispatching key could read (`drive`: null = no Drive; pins = those folders only).
  */
 export interface Candidate {
   kind: string;
@@ -56,7 +58,7 @@ export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
      * Search each collection for the query terms. Returns the candidates (best first) and how
      * many collection searches ran.
      */
-    async search(accountId: string, query: string, opts: { excludeJobId: string; signal: AbortSignal; onSearch?: (what: string) => Promise<void> }): Promise<{ candidates: Candidate[]; searchCount: number }> {
+    async search(accountId: string, query: string, opts: { excludeJobId: string; drive: ResearchDriveAccess | null; signal: AbortSignal; onSearch?: (what: string) => Promise<void> }): Promise<{ candidates: Candidate[]; searchCount: number }> {
       const terms = queryTerms(query);
       const candidates: Candidate[] = [];
       let searchCount = 0;
@@ -152,12 +154,12 @@ export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
           });
         }
       }
-      // The Drive is searched when the account has files there: its storage meter (one read by _id).
-      const drive = terms.length ? await db.db.collection<{ _id: string; fileCount?: number }>(COLLECTIONS.driveUsage).findOne({ _id: accountId }) : null;
+      // The Drive is searched when the key may read it and the account has files there: its storage meter (one read by _id).
+      const drive = terms.length && opts.drive ? await db.db.collection<{ _id: string; fileCount?: number }>(COLLECTIONS.driveUsage).findOne({ _id: accountId }) : null;
       if ((drive?.fileCount ?? 0) > 0) {
         await opts.onSearch?.('drive_files');
         searchCount++;
-        const found = await findDriveTextsForResearch(db, accountId, terms.join(' '), { limit: DRIVE_CANDIDATES, maxChars: DRIVE_READ_CHARS });
+        const found = await findDriveTextsForResearch(db, accountId, terms.join(' '), { limit: DRIVE_CANDIDATES, maxChars: DRIVE_READ_CHARS, pins: opts.drive!.pins });
         for (const d of found) {
           const title = d.file.name;
           // Same scale as the other sources: title hits count three times; each query word in the extracted text once.

@@ -6,8 +6,8 @@ import type { DriveTextExtractor } from './drive-text.engine';
 export function createDocxExtractor(): DriveTextExtractor {
   return {
     name: 'mammoth-docx-v1',
-    async extract(bytes, { signal }) {
-      await assertZipInflateWithin(bytes, signal);
+    async extract(bytes, { signal, maxInflatedBytes }) {
+      await assertZipInflateWithin(bytes, signal, maxInflatedBytes);
       const r = await raceSignal(mammoth.extractRawText({ buffer: bytes }), signal);
       const text = r.value.replace(/\r\n?/g, '\n').replace(/\n{3,}/g, '\n\n').trim();
       return { text, truncated: false };

@@ -19,6 +19,8 @@ export interface DriveExtractContext {
   signal: AbortSignal;
   /** Characters worth producing (the stored cap): an extractor may stop once it has this many. */
   maxChars: number;
+  /** Bytes an Office file (a ZIP) may really inflate to in all (zip-guard.ts; default OFFICE_INFLATED_BYTES_MAX). */
+  maxInflatedBytes?: number;
 }
 
 export interface DriveTextExtractor {

@@ -13,8 +13,8 @@ export const XLSX_MAX_CELLS = 500_000;
 export function createXlsxExtractor(): DriveTextExtractor {
   return {
     name: 'exceljs-xlsx-v1',
-    async extract(bytes, { signal, maxChars }) {
-      await assertZipInflateWithin(bytes, signal);
+    async extract(bytes, { signal, maxChars, maxInflatedBytes }) {
+      await assertZipInflateWithin(bytes, signal, maxInflatedBytes);
       const wb = new ExcelJS.Workbook();
       await raceSignal(wb.xlsx.load(bytes as unknown as ArrayBuffer), signal);
       const lines: string[] = [];
