@@ -92,7 +92,8 @@ describe('input rules: no 5xx on bad input, one Error shape, one rule for unknow
     const ok = await post('/research', JSON.stringify({ query: ' market size ', depth: 'deep', options: { region: 'EU' } }));
     expect(ok.status, ok.text).to.equal(202);
     const doc = await stack.rt.db.jobs.findOne({ _id: ok.body.jobId, accountId });
-    expect(doc?.input).to.deep.equal({ query: 'market size' });
+    // The extra members are dropped; the stored input is the query plus the Drive the key may read (all scopes, no pins).
+    expect(doc?.input).to.deep.equal({ query: 'market size', drive: { pins: [] } });
     for (const body of ['{"query":"q","$where":"1"}', '{"query":"q","$set":{"credits":1e9}}', '{"query":"q","a.b":1}', '{"query":"q","x\\u0000":1}', '{"query":"q","options":{"$gt":""}}', '{"query":{"$ne":null}}']) {
       expectError(await post('/research', body), 400, 'validation_error');
     }
