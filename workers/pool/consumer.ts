@@ -1,10 +1,10 @@
 import { EventEmitter } from 'node:events';
 import type { z } from 'zod';
 import { broker, type PoolType } from '../../contracts/registry';
-import { metrics } from '../../monitoring/metrics';
 import type { Delivery } from '../../platform/amqp';
 import type { Logger } from '../../platform/log';
 import type { Runtime } from '../../platform/runtime';
+import { InFlight } from './in-flight';
 
 export interface ConsumerContext {
   /** Aborted when the worker stops past its grace period. */
@@ -36,8 +36,7 @@ export interface ConsumerEvents {
 /** Runs a ConsumerDefinition with prefetch = concurrency. `close()` may be called twice. */
 export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
   private cancel?: () => Promise<void>;
-  private inFlight = new Set<{ abort: AbortController; done: Promise<void> }>();
-  private closing?: Promise<void>;
+  private readonly inFlight: InFlight;
   private readonly log: Logger;
 
   constructor(
@@ -47,6 +46,7 @@ export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
   ) {
     super();
     this.log = rt.log.child({ pool: def.pool, role: 'consumer' });
+    this.inFlight = new InFlight(def.pool);
   }
 
   async start(): Promise<void> {
@@ -68,11 +68,8 @@ export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
       this.emit('rejected', { pool: this.def.pool, reason: 'invalid' });
       return d.deadLetter();
     }
-    const abort = new AbortController();
-    let release!: () => void;
-    const entry = { abort, done: new Promise<void>((r) => (release = r)) };
-    this.inFlight.add(entry);
-    metrics.jobsInFlight.inc({ pool: this.def.pool });
+    const work = this.inFlight.start();
+    const abort = work.abort;
     const headers = (d.msg.properties.headers ?? {}) as Record<string, unknown>;
     const priorDeliveries = Number(headers['x-delivery-count'] ?? (d.msg.fields.redelivered ? 1 : 0)) || 0;
     try {
@@ -80,21 +77,11 @@ export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
       d.ack();
       this.emit('handled', { pool: this.def.pool });
     } finally {
-      this.inFlight.delete(entry);
-      metrics.jobsInFlight.dec({ pool: this.def.pool });
-      release();
+      work.end();
     }
   }
 
   close(): Promise<void> {
-    this.closing ??= (async () => {
-      await this.cancel?.().catch((err) => this.log.warn('consumer cancel failed', { err: err as Error }));
-      const pending = [...this.inFlight];
-      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), this.opts.shutdownGraceMs).unref());
-      const outcome = await Promise.race([Promise.all(pending.map((p) => p.done)).then(() => 'done' as const), timer]);
-      if (outcome === 'timeout') for (const p of this.inFlight) p.abort.abort(new Error('worker stopping'));
-      this.log.info('consumer pool stopped');
-    })();
-    return this.closing;
+    return this.inFlight.drain(this.cancel, this.opts.shutdownGraceMs, this.log, 'consumer pool stopped');
   }
 }

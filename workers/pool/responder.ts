@@ -5,6 +5,7 @@ import type { RpcReply } from '../../platform/amqp';
 import { AppError, toAppError } from '../../platform/errors';
 import type { Logger } from '../../platform/log';
 import type { Runtime } from '../../platform/runtime';
+import { InFlight } from './in-flight';
 
 export interface ResponderContext {
   /** Aborted at the caller's deadline (nobody waits for the answer any more) or when stopping past the grace period. */
@@ -28,8 +29,7 @@ export interface ResponderDefinition<I = unknown, O = unknown> {
  */
 export class Responder<I, O> {
   private cancel?: () => Promise<void>;
-  private inFlight = new Set<{ abort: AbortController; done: Promise<void> }>();
-  private closing?: Promise<void>;
+  private readonly inFlight: InFlight;
   private readonly log: Logger;
 
   constructor(
@@ -38,6 +38,7 @@ export class Responder<I, O> {
     private readonly opts: { concurrency: number; shutdownGraceMs: number },
   ) {
     this.log = rt.log.child({ pool: def.pool, role: 'responder' });
+    this.inFlight = new InFlight(def.pool);
   }
 
   async start(): Promise<void> {
@@ -47,11 +48,8 @@ export class Responder<I, O> {
   }
 
   private async answer(payload: unknown, deadline: number | null): Promise<RpcReply> {
-    const abort = new AbortController();
-    let release!: () => void;
-    const entry = { abort, done: new Promise<void>((r) => (release = r)) };
-    this.inFlight.add(entry);
-    metrics.jobsInFlight.inc({ pool: this.def.pool });
+    const work = this.inFlight.start();
+    const abort = work.abort;
     const timer = deadline === null ? undefined : setTimeout(() => abort.abort(new Error('the caller stopped waiting')), Math.max(0, deadline - Date.now()));
     try {
       const input = this.def.input.safeParse(payload);
@@ -67,21 +65,11 @@ export class Responder<I, O> {
       return { ok: false, error: { code: e.code, message: e.message } };
     } finally {
       clearTimeout(timer);
-      this.inFlight.delete(entry);
-      metrics.jobsInFlight.dec({ pool: this.def.pool });
-      release();
+      work.end();
     }
   }
 
   close(): Promise<void> {
-    this.closing ??= (async () => {
-      await this.cancel?.().catch((err) => this.log.warn('consumer cancel failed', { err: err as Error }));
-      const pending = [...this.inFlight];
-      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), this.opts.shutdownGraceMs).unref());
-      const outcome = await Promise.race([Promise.all(pending.map((p) => p.done)).then(() => 'done' as const), timer]);
-      if (outcome === 'timeout') for (const p of this.inFlight) p.abort.abort(new Error('worker stopping'));
-      this.log.info('responder stopped');
-    })();
-    return this.closing;
+    return this.inFlight.drain(this.cancel, this.opts.shutdownGraceMs, this.log, 'responder stopped');
   }
 }
