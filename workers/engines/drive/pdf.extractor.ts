@@ -1,16 +1,9 @@
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { getDocument, VerbosityLevel } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import type { TextItem } from 'pdfjs-dist/types/src/display/api';
-import { pageLines } from '../extract/pdf.extractor';
+import { pageLines, withPdf } from '../extract/pdf.extractor';
 import type { DriveTextExtractor } from './drive-text.engine';
 
 /** Pages read at most; the rest of a longer PDF is left out (truncated). */
 export const DRIVE_PDF_MAX_PAGES = 500;
-
-// Character maps (CJK fonts) and the standard 14 fonts' data ship with pdfjs-dist; in Node they are read from disk.
-const PDFJS_DIR = dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json'));
-const ASSETS = { cMapUrl: join(PDFJS_DIR, 'cmaps') + '/', cMapPacked: true, standardFontDataUrl: join(PDFJS_DIR, 'standard_fonts') + '/' };
 
 /**
  * pdfjs-text-v1: the text layer of each page with pdfjs-dist's legacy build (no rendering, no OCR:
@@ -21,25 +14,12 @@ export function createDrivePdfExtractor(): DriveTextExtractor {
   return {
     name: 'pdfjs-text-v1',
     async extract(bytes, { signal, maxChars }) {
-      signal.throwIfAborted();
-      // pdfjs detaches the buffer it is given: always hand it a copy.
-      const task = getDocument({ data: new Uint8Array(bytes), ...ASSETS, disableFontFace: true, useSystemFonts: false, verbosity: VerbosityLevel.ERRORS, stopAtErrors: false });
-      const onAbort = () => void task.destroy();
-      signal.addEventListener('abort', onAbort, { once: true });
-      try {
-        let pdf;
-        try {
-          pdf = await task.promise;
-        } catch (err) {
-          signal.throwIfAborted();
-          if ((err as Error).name === 'PasswordException') throw new Error('the PDF is password-protected');
-          throw new Error(`the PDF could not be read (${(err as Error).message})`);
-        }
+      // The worker keeps the bytes it read, so pdfjs gets a copy.
+      return withPdf(bytes, signal, { transfer: false }, async (pdf) => {
         const pages = Math.min(pdf.numPages, DRIVE_PDF_MAX_PAGES);
         const parts: string[] = [];
         let chars = 0;
-        let n = 1;
-        for (; n <= pages && chars <= maxChars; n++) {
+        for (let n = 1; n <= pages && chars <= maxChars; n++) {
           signal.throwIfAborted();
           const page = await pdf.getPage(n);
           const content = await page.getTextContent();
@@ -53,10 +33,7 @@ export function createDrivePdfExtractor(): DriveTextExtractor {
           }
         }
         return { text: parts.join('\n\n'), truncated: pdf.numPages > pages };
-      } finally {
-        signal.removeEventListener('abort', onAbort);
-        await task.destroy().catch(() => {});
-      }
+      });
     },
   };
 }
