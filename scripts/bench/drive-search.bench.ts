@@ -31,6 +31,7 @@ import { COLLECTIONS, connectMongo } from '../../platform/mongo';
 import { row, type Bench, type BenchRow } from './bench';
 import { benchAccount, compareRounds, type Figures, type Reader, type Target } from './load';
 import { forkBaseline, serveBaselineWhen, startSupervisedApi } from './processes';
+import { mulberry32 } from '../../workers/engines/song/local.engine';
 
 const FILES = Number(process.env.DRIVE_SEARCH_BENCH_FILES ?? 10_000);
 const VOCABULARY = Number(process.env.DRIVE_SEARCH_BENCH_VOCABULARY ?? 3000);
@@ -42,23 +43,12 @@ const LIMIT = 20;
 
 // ---- data ----------------------------------------------------------------------------------
 
-/** Deterministic PRNG (mulberry32). */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** VOCABULARY distinct made-up words of two to four syllables. */
 function vocabulary(n: number): string[] {
   const on = ['b', 'd', 'f', 'g', 'k', 'l', 'm', 'n', 'p', 'r', 's', 't', 'v', 'z', 'br', 'st', 'tr', 'pl'];
   const nu = ['a', 'e', 'i', 'o', 'u', 'ai', 'ou'];
-  const rand = rng(7);
+  const rand = mulberry32(7);
   const out = new Set<string>();
   while (out.size < n) {
     const syl = 2 + Math.floor(rand() * 3);
@@ -89,7 +79,7 @@ function zipf(n: number, rand: () => number) {
 
 /** The queries: seeded mix of one and two words, common to rare. */
 function queries(words: string[]): string[] {
-  const rand = rng(11);
+  const rand = mulberry32(11);
   const pick = (lo: number, hi: number) => words[lo + Math.floor(rand() * (hi - lo))]!;
   const out: string[] = [];
   for (let i = 0; i < 50; i++) {
@@ -109,7 +99,7 @@ export async function prepare(mongoUrl: string) {
   try {
     const { accountId, auth } = await benchAccount(db, { scopes: ['drive:read'] });
     const words = vocabulary(VOCABULARY);
-    const rand = rng(3);
+    const rand = mulberry32(3);
     const draw = zipf(words.length, rand);
     const started = Date.now();
     const postings = new Map<string, string[]>();
