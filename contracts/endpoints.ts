@@ -109,7 +109,7 @@ export const endpoints = {
   }),
   useTemplate: e({
     method: 'post', path: '/templates/{id}/use', scopes: W, status: 201, tag: 'projects', body: TemplateUse, response: Project, idempotent: true,
-    summary: "Create a project from a template, named from the body's name or the template's (send {} to take the template's name, description and tags).",
+    summary: "Create a project from a template, named from the body's name or the template's (no body or {} takes the template's name, description and tags).",
   }),
 
   // 4.4 Sheets
@@ -130,7 +130,7 @@ export const endpoints = {
   getBoard: e({ method: 'get', path: '/boards/{id}', scopes: R, status: 200, tag: 'boards', summary: 'Get a board with its card counts per lane.', response: Board }),
   updateBoard: e({ method: 'patch', path: '/boards/{id}', scopes: W, status: 200, tag: 'boards', summary: 'Update a board: only the passed fields change; columns replaces the lanes (matched by id). If-Match supported.', body: BoardUpdate, response: Board, errors: { '409': 'If-Match names an older version (version_conflict), or a removed lane still holds cards (column_not_empty).' } }),
   deleteBoard: e({ method: 'delete', path: '/boards/{id}', scopes: W, status: 204, tag: 'boards', summary: 'Delete a board and its cards.' }),
-  duplicateBoard: e({ method: 'post', path: '/boards/{id}/duplicate', scopes: W, status: 201, tag: 'boards', summary: 'Duplicate a board: a deep copy of its lanes and cards with new ids, in the same order. Body {} or { name }.', body: BoardDuplicate, response: Board }),
+  duplicateBoard: e({ method: 'post', path: '/boards/{id}/duplicate', scopes: W, status: 201, tag: 'boards', summary: 'Duplicate a board: a deep copy of its lanes and cards with new ids, in the same order. No body, {} or { name }.', body: BoardDuplicate, response: Board }),
   listCards: e({ method: 'get', path: '/boards/{id}/cards', scopes: R, status: 200, tag: 'boards', summary: 'List cards in board order: lane by lane, then position, then id (list envelope; filters column, label, assignee).', query: CardListQuery, response: CardList }),
   createCard: e({ method: 'post', path: '/boards/{id}/cards', scopes: W, status: 201, tag: 'boards', summary: 'Create a card, at the bottom of its lane unless before/after say where.', body: CardCreate, response: Card, errors: { '409': 'The lane is being removed from the board (conflict); try again.' } }),
   updateCard: e({ method: 'patch', path: '/boards/{id}/cards/{cardId}', scopes: W, status: 200, tag: 'boards', summary: 'Update a card: only the passed fields change; column, before and after move it (only this card is written). If-Match supported.', body: CardUpdate, response: Card, errors: { '409': 'If-Match names an older version (version_conflict), or the target lane is being removed (conflict).' } }),

@@ -89,7 +89,11 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
     for (const name of pathParams(ep.path)) {
       if (!PathId.safeParse(req.params[name]).success) throw new AppError('validation_error', `${name}: ${PATH_ID_RULE_TEXT}`);
     }
-    const body = ep.body ? parseOrThrow(ep.body, req.body, 'body') : undefined;
+    // A request with no body at all (no Content-Type either) counts as `{}` for a body whose every
+    // field is optional (POST /boards/{id}/duplicate, POST /templates/{id}/use); a JSON body that
+    // is empty or not an object is still 400.
+    const sentNothing = req.body === undefined && req.get('content-type') === undefined;
+    const body = ep.body ? parseOrThrow(ep.body, sentNothing && ep.body.safeParse({}).success ? {} : req.body, 'body') : undefined;
     const idemKey = ep.idempotent ? req.get('idempotency-key') : undefined;
     let idemSeed: string | undefined;
     if (idemKey !== undefined && !IDEMPOTENCY_KEY.test(idemKey)) {

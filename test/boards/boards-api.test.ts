@@ -216,6 +216,11 @@ describe('boards API: boards and cards', function () {
       await expect400(api.post(`/boards/${b.id}/duplicate`, { name: '' }), /^name: must not be empty/);
       await expect400(api.post(`/boards/${b.id}/duplicate`, { deep: true }), /deep: unknown field/);
       expect((await api.post('/boards/brd_00000000000000000000/duplicate', {})).status).to.equal(404);
+      // No body at all is {}; an empty JSON body is still 400.
+      const bare = await api.post(`/boards/${b.id}/duplicate`);
+      expect(bare.status, bare.text).to.equal(201);
+      expect(bare.body.name).to.equal(`${b.name} (copy)`);
+      expect((await api.post(`/boards/${b.id}/duplicate`, '', { 'content-type': 'application/json' })).status).to.equal(400);
     });
   });
 

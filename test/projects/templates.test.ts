@@ -86,6 +86,10 @@ describe('templates', function () {
     const stored = await stack.rt.db.db.collection<any>(COLLECTIONS.projects).findOne({ _id: r.body.id });
     expect(stored).to.include({ accountId, kind: 'flowchart' });
     expect((await api.get('/projects')).body.data.map((p: any) => p.id)).to.include(r.body.id);
+    // No body at all is the same as {}.
+    const bare = await api.post('/templates/tpl_hiring_process/use');
+    expect(bare.status, bare.text).to.equal(201);
+    expect(bare.body).to.include({ name: 'Hiring process', kind: 'flowchart' });
   });
 
   it('when a template is used with a name, description and tags, then the project takes them', async () => {
