@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createBoardsService } from './boards.service';
+import { createBoardsService } from '../../platform/boards/boards.service';
 
 /** Routes of boards and cards (SPEC 4.5). */
 export function boardsRoutes(rt: Runtime, deps: RouteDeps) {

@@ -13,8 +13,8 @@ import { AppError } from '../../platform/errors';
 import { COLLECTIONS } from '../../platform/mongo';
 import type { ProjectDoc } from '../../platform/projects/projects.repository';
 import type { Runtime } from '../../platform/runtime';
-import { callPool, paidCall } from '../http/paid-call';
-import { createProjectsService } from '../projects/projects.service';
+import { callPool, paidCall } from '../../platform/paid-call';
+import { createProjectsService } from '../../platform/projects/projects.service';
 
 const KIND_NAME: Record<ExtractMimeType, string> = {
   'application/pdf': 'a PDF',
@@ -52,7 +52,7 @@ export async function checkDocumentType(documentBase64: string, declared: Extrac
 
 /**
  * POST /extract-flowchart: check the document (contract, then its bytes), then a paid call to the
- * extract pool (api/http/paid-call.ts): hold the credits, hand the document over RabbitMQ
+ * extract pool (platform/paid-call.ts): hold the credits, hand the document over RabbitMQ
  * request/reply with a deadline, store the flowchart project it answers with (project.created),
  * capture. Anything that delivers no project (a refusal by the pool: unreadable_document,
  * no_text_found; a pool error; the deadline: 504 timeout; an unreachable pool: 503) releases

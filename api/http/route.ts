@@ -7,7 +7,7 @@ import { faultPoint } from '../../platform/faults';
 import { newId, stableId } from '../../platform/ids';
 import type { Idempotency } from '../middleware/idempotency';
 import { locals, type AuthContext } from './context';
-import { parseOrThrow } from './validation';
+import { parseOrThrow } from '../../platform/validation';
 
 type Infer<S> = S extends z.ZodType ? z.output<S> : undefined;
 

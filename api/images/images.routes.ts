@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createImagesService } from './images.service';
+import { createImagesService } from '../../platform/images/images.service';
 
 export function imagesRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createPresentationsService } from './presentations.service';
+import { createPresentationsService } from '../../platform/presentations/presentations.service';
 
 export function presentationsRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();

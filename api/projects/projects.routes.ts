@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createProjectsService } from './projects.service';
+import { createProjectsService } from '../../platform/projects/projects.service';
 import { createTemplatesService, listTemplates } from './templates.service';
 
 /** Routes of projects (flowcharts, whiteboards, notes, templates, shares) (SPEC 4.3). */

@@ -2,8 +2,8 @@ import type { Template, TemplateListQuery, TemplateUse } from '../../contracts/t
 import { notFound } from '../../platform/errors';
 import { decodeCursor, encodeCursor, mapPage } from '../../platform/lists';
 import type { Runtime } from '../../platform/runtime';
-import { createSheetsService } from '../sheets/sheets.service';
-import { createProjectsService } from './projects.service';
+import { createSheetsService } from '../../platform/sheets/sheets.service';
+import { createProjectsService } from '../../platform/projects/projects.service';
 import { templateById, TEMPLATES, type SheetTemplateContent } from './templates.catalog';
 
 const CURSOR_TAG = 'templates';

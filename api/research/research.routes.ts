@@ -3,7 +3,7 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createResearchService } from './research.service';
+import { createResearchService } from '../../platform/research/research.service';
 
 export function researchRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createSheetsService, type Caller } from './sheets.service';
+import { createSheetsService, type Caller } from '../../platform/sheets/sheets.service';
 
 /** Routes of sheets (SPEC 4.4). */
 export function sheetsRoutes(rt: Runtime, deps: RouteDeps) {

@@ -3,7 +3,7 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createSongsService } from './songs.service';
+import { createSongsService } from '../../platform/songs/songs.service';
 
 export function songsRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();

@@ -3,7 +3,7 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createVideosService } from './videos.service';
+import { createVideosService } from '../../platform/videos/videos.service';
 
 export function videosRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { resolveImageEngine } from '../../api/images/images.rules';
+import { resolveImageEngine } from '../../platform/images/images.rules';
 import { AppError } from '../../platform/errors';
 
 const off = { partnerImages: false };

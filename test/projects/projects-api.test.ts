@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createProjectsService } from '../../api/projects/projects.service';
+import { createProjectsService } from '../../platform/projects/projects.service';
 import { PROJECT_LIMITS } from '../../contracts/projects';
 import { COLLECTIONS } from '../../platform/mongo';
 import { client, type Client } from '../helpers/http';

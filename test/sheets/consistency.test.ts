@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Collection } from 'mongodb';
 import sinon from 'sinon';
-import { createSheetsService } from '../../api/sheets/sheets.service';
+import { createSheetsService } from '../../platform/sheets/sheets.service';
 import { COLLECTIONS } from '../../platform/mongo';
 import type { Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { frameSize, nearestShape, resolveVideoPlan } from '../../api/videos/videos.rules';
+import { frameSize, nearestShape, resolveVideoPlan } from '../../platform/videos/videos.rules';
 import type { VideoRequest } from '../../contracts/videos';
 
 const on = { premiumVideo: true };

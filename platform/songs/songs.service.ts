@@ -1,7 +1,7 @@
 import type { JobEnvelope } from '../../contracts/common';
 import type { SongRequest } from '../../contracts/songs';
-import { toEnvelope } from '../../platform/jobs';
-import type { Runtime } from '../../platform/runtime';
+import { toEnvelope } from '../jobs';
+import type { Runtime } from '../runtime';
 
 /** POST /songs: charge, record the job, publish it (platform/jobs.ts `accept`). */
 export function createSongsService(rt: Pick<Runtime, 'jobs'>) {

@@ -10,11 +10,11 @@ import {
   type MoonlightResult,
 } from '../../contracts/images';
 import type { CreditOperation } from '../../contracts/registry';
-import { AppError } from '../../platform/errors';
-import type { AuthAccount } from '../../platform/accounts';
-import type { Runtime } from '../../platform/runtime';
-import { assertFetchable } from '../../platform/ssrf';
-import { paidCall } from '../http/paid-call';
+import { AppError } from '../errors';
+import type { AuthAccount } from '../accounts';
+import type { Runtime } from '../runtime';
+import { assertFetchable } from '../ssrf';
+import { paidCall } from '../paid-call';
 import { resolveImageEngine } from './images.rules';
 
 /**

@@ -1,13 +1,13 @@
-import { emitEvent } from '../../platform/events';
+import { emitEvent } from '../events';
 import type { AccountFeatures } from '../../contracts/account';
 import type { DeckJobInput, PresentationCreated, PresentationRequest } from '../../contracts/presentations';
 import { JOB_ID_PREFIX } from '../../contracts/registry';
-import { toEnvelope } from '../../platform/jobs';
-import type { JobDoc } from '../../platform/mongo';
-import { createProjects, type ProjectDoc } from '../../platform/projects/projects.repository';
+import { toEnvelope } from '../jobs';
+import type { JobDoc } from '../mongo';
+import { createProjects, type ProjectDoc } from '../projects/projects.repository';
 import { openUrlOf } from '../../contracts/projects';
-import type { Runtime } from '../../platform/runtime';
-import { assertFetchable } from '../../platform/ssrf';
+import type { Runtime } from '../runtime';
+import { assertFetchable } from '../ssrf';
 
 export const DEFAULT_SLIDE_COUNT = 8;
 export const DEFAULT_VISUAL_STYLE = 'illustration';

@@ -1,9 +1,9 @@
-import type { CreditOperation, PoolType } from '../../contracts/registry';
-import { metrics } from '../../monitoring/metrics';
-import { RpcTimeoutError } from '../../platform/amqp';
-import type { HoldDelivery } from '../../platform/credits';
-import { AppError, ERROR_STATUS, type ErrorCode } from '../../platform/errors';
-import type { Runtime } from '../../platform/runtime';
+import type { CreditOperation, PoolType } from '../contracts/registry';
+import { metrics } from '../monitoring/metrics';
+import { RpcTimeoutError } from './amqp';
+import type { HoldDelivery } from './credits';
+import { AppError, ERROR_STATUS, type ErrorCode } from './errors';
+import type { Runtime } from './runtime';
 
 /**
  * Synchronous calls to a worker pool (RabbitMQ request/reply with a deadline), paid for with a

@@ -1,10 +1,10 @@
 import type { JobEnvelope } from '../../contracts/common';
 import { JOB_ID_PREFIX } from '../../contracts/registry';
 import type { ResearchJobInput, ResearchLegacy, ResearchRequest, ResearchSource } from '../../contracts/research';
-import { notFound } from '../../platform/errors';
-import { toEnvelope } from '../../platform/jobs';
-import type { ApiKeyDoc, JobDoc } from '../../platform/mongo';
-import type { Runtime } from '../../platform/runtime';
+import { notFound } from '../errors';
+import { toEnvelope } from '../jobs';
+import type { ApiKeyDoc, JobDoc } from '../mongo';
+import type { Runtime } from '../runtime';
 
 const PREFIX = `${JOB_ID_PREFIX.research}_`;
 

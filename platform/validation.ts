@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { AppError } from '../../platform/errors';
+import { AppError } from './errors';
 
 /** "slideCount: must be between 3 and 30; prompt: is required" */
 export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {

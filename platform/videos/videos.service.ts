@@ -1,8 +1,8 @@
 import type { VideoRequest } from '../../contracts/videos';
-import { toEnvelope } from '../../platform/jobs';
-import type { AuthAccount } from '../../platform/accounts';
-import type { Runtime } from '../../platform/runtime';
-import { assertFetchable } from '../../platform/ssrf';
+import { toEnvelope } from '../jobs';
+import type { AuthAccount } from '../accounts';
+import type { Runtime } from '../runtime';
+import { assertFetchable } from '../ssrf';
 import { resolveVideoPlan } from './videos.rules';
 
 /**

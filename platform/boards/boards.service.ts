@@ -10,14 +10,14 @@ import {
   type CardCreate,
   type CardUpdate,
 } from '../../contracts/boards';
-import { createBoardsRepository, isClosing, type BoardColumnDoc, type BoardDoc, type CardDoc } from '../../platform/boards/boards.repository';
-import { freshKeys, keyBetween, PLACE_RETRIES } from '../../platform/boards/order';
-import { AppError, clip, notFound } from '../../platform/errors';
-import { newId } from '../../platform/ids';
-import { mapPage } from '../../platform/lists';
-import { isDuplicateKey } from '../../platform/mongo';
-import { versionConflict } from '../../platform/versioned';
-import type { Runtime } from '../../platform/runtime';
+import { createBoardsRepository, isClosing, type BoardColumnDoc, type BoardDoc, type CardDoc } from './boards.repository';
+import { freshKeys, keyBetween, PLACE_RETRIES } from './order';
+import { AppError, clip, notFound } from '../errors';
+import { newId } from '../ids';
+import { mapPage } from '../lists';
+import { isDuplicateKey } from '../mongo';
+import { versionConflict } from '../versioned';
+import type { Runtime } from '../runtime';
 
 export const BOARD_ID_PREFIX = 'brd';
 export const CARD_ID_PREFIX = 'crd';

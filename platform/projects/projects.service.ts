@@ -12,18 +12,18 @@ import {
   type ProjectShareRequest,
   type ProjectUpdate,
 } from '../../contracts/projects';
-import { createBlobStore } from '../../platform/blobs';
-import { AppError, notFound } from '../../platform/errors';
-import { emitEvent } from '../../platform/events';
-import { pollPath } from '../../platform/jobs';
-import { mapPage } from '../../platform/lists';
-import { COLLECTIONS, isDuplicateKey } from '../../platform/mongo';
-import { normalizeContent } from '../../platform/projects/content';
-import { createProjects, kindOf, versionOf, type ProjectDoc, type ProjectShareDoc } from '../../platform/projects/projects.repository';
-import type { Runtime } from '../../platform/runtime';
-import { versionConflict } from '../../platform/versioned';
-import { deleteSheetData } from '../../platform/sheets/sheets.repository';
-import { parseOrThrow } from '../http/validation';
+import { createBlobStore } from '../blobs';
+import { AppError, notFound } from '../errors';
+import { emitEvent } from '../events';
+import { pollPath } from '../jobs';
+import { mapPage } from '../lists';
+import { COLLECTIONS, isDuplicateKey } from '../mongo';
+import { normalizeContent } from './content';
+import { createProjects, kindOf, versionOf, type ProjectDoc, type ProjectShareDoc } from './projects.repository';
+import type { Runtime } from '../runtime';
+import { versionConflict } from '../versioned';
+import { deleteSheetData } from '../sheets/sheets.repository';
+import { parseOrThrow } from '../validation';
 
 /** What every project answers with (list items leave `content` and `shares` out). */
 export interface ProjectView {
