@@ -42,13 +42,15 @@ import { driveRoutes } from './drive/drive.routes';
 import { driveContentRoutes } from './drive/content.routes';
 import { driveSearchRoutes } from './drive/search.routes';
 import { driveDownloadRoutes } from './drive/downloads.routes';
+import { chatRoutes } from './chat/chat.routes';
+import { agentsRoutes } from './agents/agents.routes';
 
 export const BASE_PATH = '/api/v1';
 
 /** Every capability's routes, mounted after authentication. Add a capability here. */
 const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, imagesRoutes, videosRoutes, songsRoutes, researchRoutes, presentationsRoutes, webhooksRoutes,
   projectsRoutes, sheetsRoutes, boardsRoutes, conversationsRoutes, extractRoutes,
-  driveRoutes, driveContentRoutes, driveSearchRoutes];
+  driveRoutes, driveContentRoutes, driveSearchRoutes, chatRoutes, agentsRoutes];
 
 /**
  * The Express app. Order: request id → metrics timer → JSON body → public routes →

@@ -41,6 +41,11 @@ export const COLLECTIONS = {
   /** Drive uploads in flight: what the scheduler gives back when an upload died (platform/drive/reservations.ts). */
   driveReservations: 'drive_reservations',
   driveBlobBucket: 'drive_blobs',
+  /** Agent definitions, runs, threads and the outbox of the send_email action (issue 12, platform/agents). */
+  agents: 'agents',
+  agentRuns: 'agent_runs',
+  agentThreads: 'agent_threads',
+  agentOutbox: 'agent_outbox',
   teams: 'teams',
   teamMembers: 'team_members',
 } as const;

@@ -1,0 +1,35 @@
+import type { z } from 'zod';
+import type { ChatArtifact } from '../../contracts/conversations';
+import type { AuthAccount } from '../accounts';
+import type { ApiKeyDoc } from '../mongo';
+
+/**
+ * A tool the assistant or an agent may call (issue 12). Tools call the same services the HTTP
+ * routes call (platform/*), never HTTP. Each returns a ChatArtifact (SPEC 2.7); a tool that fails
+ * returns (or the runner turns its throw into) an artifact of type `error`, after giving back
+ * whatever it charged.
+ */
+export interface ToolContext {
+  account: AuthAccount;
+  /** The calling key's scopes and Drive pins (an agent run carries its dispatcher's). */
+  key: Pick<ApiKeyDoc, 'scopes' | 'folderPins'>;
+  requestId: string;
+  signal: AbortSignal;
+  /**
+   * Ids for what the call creates, deterministic per (turn or run, call): a call repeated after a
+   * crash makes the same ids, so it finds what it made instead of making it twice.
+   */
+  idFor(prefix: string): string;
+  /** Human progress text while a long tool runs (agent runs store it; chat may ignore it). */
+  progress?(message: string): void;
+}
+
+export interface ToolDefinition<I = any> {
+  name: string;
+  /** What the tool does, for engines choosing tools. */
+  description: string;
+  input: z.ZodType<I>;
+  /** Credit operations the tool may spend (its own services charge them); empty for free tools. */
+  spends: readonly string[];
+  run(args: I, ctx: ToolContext): Promise<ChatArtifact>;
+}
