@@ -88,8 +88,8 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   v1.use(openapiRoutes({ serverUrl: `${config.PUBLIC_BASE_URL}${BASE_PATH}`, implemented: deps.implemented }));
   v1.use(assetsRoutes(rt.blobs));
   v1.use(driveDownloadRoutes(rt));
-  // Audit before the rate limit, so refused (429) calls are recorded too; the entry is confirmed
-  // by the broker before the answer goes out, and written in batches by the audit writer.
+  // Audit before the rate limit, so refused (429) calls are recorded too; the entry is inserted
+  // (group commit) before the answer goes out, or queued to the audit writer when the database is away.
   const auditRecorder = createAuditRecorder({ db: rt.db, amqp: rt.amqp, log, prefix: config.QUEUE_PREFIX });
   v1.use(authenticate(authCache), audit(auditRecorder), rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }));
   for (const routes of ROUTE_MODULES) v1.use(routes(rt, deps));

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { AccountResponse, CreditsResponse } from './account';
+import { AgentCompletionRequest, AgentCompletionResponse, AgentMessageAccepted, AgentMessageRequest, AgentRunApproveAccepted, AgentRunApproveRequest, AgentRunList, AgentRunListQuery, AgentRunRequest, AgentRunResult, AgentRunView, AgentUsage, AgentUsageQuery } from './agents';
 import { Board, BoardCreate, BoardDuplicate, BoardList, BoardListQuery, BoardUpdate, Card, CardCreate, CardList, CardListQuery, CardUpdate } from './boards';
+import { CHAT_STREAM_DESCRIPTION, ChatJsonResponse, ChatRequest } from './chat';
 import { CodeBuildRequest } from './code-builds';
 import { DriveBulkRequest, DriveBulkResult, DriveFile, DriveFileCreate, DriveFileHandle, DriveFileList, DriveFileListQuery, DriveFileUpdate, DriveFolder, DriveFolderCreate, DriveFolderListQuery, DriveFolderTree, DriveFolderUpdate } from './drive';
 import { ExtractFlowchartRequest, ExtractFlowchartResult } from './extract';
@@ -42,6 +44,11 @@ export interface Endpoint {
   idempotent?: boolean;
   /** Errors particular to this endpoint, by HTTP status (the common ones are added for all). */
   errors?: Record<string, string>;
+  /**
+   * A streamed success answer besides (or instead of) `response`: its media type, what it carries,
+   * and the response headers that come with it.
+   */
+  stream?: { mediaType: string; description: string; headers?: Record<string, string> };
 }
 
 const e = <T extends Endpoint>(x: T) => x;
@@ -137,7 +144,18 @@ export const endpoints = {
   deleteCard: e({ method: 'delete', path: '/boards/{id}/cards/{cardId}', scopes: W, status: 204, tag: 'boards', summary: 'Delete a card.' }),
 
   // 4.6 Chat and conversations
-  chat: e({ method: 'post', path: '/chat', scopes: AI, status: 200, tag: 'chat', summary: 'One assistant turn: a UI-message SSE stream, or assembled JSON with stream false.' }),
+  chat: e({
+    method: 'post', path: '/chat', scopes: AI, status: 200, tag: 'chat', summary: 'One assistant turn: a UI-message SSE stream, or assembled JSON with stream false.', body: ChatRequest, response: ChatJsonResponse,
+    stream: {
+      mediaType: 'text/event-stream',
+      description: CHAT_STREAM_DESCRIPTION,
+      headers: {
+        'X-Conversation-Id': 'The conversation the turn belongs to (new when the request named none); also on stream false.',
+        'x-vercel-ai-ui-message-stream': 'v1 (stream true).',
+      },
+    },
+    errors: { '402': 'The balance cannot cover the turn (insufficient_credits), answered before any stream starts; nothing is stored.' },
+  }),
   listConversations: e({ method: 'get', path: '/conversations', scopes: R, status: 200, tag: 'chat', summary: 'List conversations, newest activity first (list envelope).', query: ConversationListQuery, response: ConversationList }),
   createConversation: e({ method: 'post', path: '/conversations', scopes: W, status: 201, tag: 'chat', summary: 'Create a conversation.', body: ConversationCreate, response: Conversation }),
   getConversation: e({ method: 'get', path: '/conversations/{id}', scopes: R, status: 200, tag: 'chat', summary: 'Get a conversation.', response: Conversation }),
@@ -181,14 +199,14 @@ export const endpoints = {
   runLiveAction: e({ method: 'post', path: '/live/action', scopes: AI, status: 200, tag: 'voice', summary: 'Run a server tool of a live conversation.' }),
 
   // 4.9 Agents
-  chatCompletions: e({ method: 'post', path: '/chat/completions', scopes: AI, status: 200, tag: 'agents', summary: 'OpenAI-style chat-completions facade; the agent runs inline.' }),
-  runAgent: e({ method: 'post', path: '/agents/{id}/run', scopes: AI, status: 202, tag: 'agents', summary: 'Dispatch an agent.' }),
-  messageAgent: e({ method: 'post', path: '/agents/{id}/messages', scopes: AI, status: 202, tag: 'agents', summary: 'Send a message to an agent thread.' }),
-  listAgentRuns: e({ method: 'get', path: '/agents/{id}/runs', scopes: R, status: 200, tag: 'agents', summary: 'List runs.' }),
-  getAgentRun: e({ method: 'get', path: '/agents/{id}/runs/{runId}', scopes: R, status: 200, tag: 'agents', summary: 'Run status.' }),
-  getAgentRunResult: e({ method: 'get', path: '/agents/{id}/runs/{runId}/result', scopes: R_AI, status: 200, tag: 'agents', summary: 'Run result.' }),
-  approveAgentRun: e({ method: 'post', path: '/agents/{id}/runs/{runId}/approve', scopes: AI, status: 202, tag: 'agents', summary: 'Approve or reject a paused action (owner only).' }),
-  getAgentUsage: e({ method: 'get', path: '/agents/{id}/usage', scopes: R, status: 200, tag: 'agents', summary: 'Usage over the last `days` (1 to 90).' }),
+  chatCompletions: e({ method: 'post', path: '/chat/completions', scopes: AI, status: 200, tag: 'agents', summary: 'OpenAI-style chat-completions facade: model agent:<agentId>; the last user message starts a run (fee agent_run) on the thread metadata.thread_id, else user, else a new one, and the answer waits for it to complete or pause (AGENT_RUN_WAIT_MS). stream false: AgentCompletionResponse; stream true: text/event-stream with `: keepalive` comments while the agent works, one chat.completion.chunk holding the whole reply (plus opencharts), then data: [DONE]. A paused run answers a sentence naming the action and its approveUrl, with opencharts.status paused.', body: AgentCompletionRequest, response: AgentCompletionResponse, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was started.', '404': 'No agent of yours has that id (not_found).', '502': 'The run failed (agent_run_failed; the message says why); its fee was refunded. In a stream: a data chunk {error: {code, message}} then [DONE].', '504': 'The run did not complete or pause within AGENT_RUN_WAIT_MS (timeout); it goes on, and the message names its resultUrl.' } }),
+  runAgent: e({ method: 'post', path: '/agents/{id}/run', scopes: AI, status: 202, tag: 'agents', summary: 'Dispatch an agent with an instruction (a task rather than a conversational message): the run sees the thread as history and its reply is appended to the thread, the instruction is not. Charges the run fee (agent_run) at acceptance; a failed run refunds it once.', body: AgentRunRequest, response: AgentMessageAccepted, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was queued.' } }),
+  messageAgent: e({ method: 'post', path: '/agents/{id}/messages', scopes: AI, status: 202, tag: 'agents', summary: 'Send a message to an agent thread (a new thr_ thread when threadId is omitted). The run sees the thread as history; the message and the reply are appended to it. Charges the run fee (agent_run) at acceptance; a failed run refunds it once.', body: AgentMessageRequest, response: AgentMessageAccepted, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was queued.' } }),
+  listAgentRuns: e({ method: 'get', path: '/agents/{id}/runs', scopes: R, status: 200, tag: 'agents', summary: 'List the runs of an agent, newest first (list envelope; optional status filter).', query: AgentRunListQuery, response: AgentRunList }),
+  getAgentRun: e({ method: 'get', path: '/agents/{id}/runs/{runId}', scopes: R, status: 200, tag: 'agents', summary: 'Run status: state, credits used, a summary of the pending approval.', response: AgentRunView }),
+  getAgentRunResult: e({ method: 'get', path: '/agents/{id}/runs/{runId}/result', scopes: R_AI, status: 200, tag: 'agents', summary: 'Run result: reply, artifacts, steps, and the pending approval with its reviewToken.', response: AgentRunResult }),
+  approveAgentRun: e({ method: 'post', path: '/agents/{id}/runs/{runId}/approve', scopes: AI, status: 202, tag: 'agents', summary: 'Decide on a paused action (owner only). approve with scope once (this call), task (this action for the rest of the run) or always (this action in every later run of the agent); reject (scope once) skips the action: the run resumes, the step is marked rejected, and the reply says the action was not taken. A repeat of the recorded decision answers already_recorded.', body: AgentRunApproveRequest, response: AgentRunApproveAccepted, errors: { '400': 'Validation failed, a scope not offered in availableScopes, or a reviewToken that is not the review\'s (invalid_review_token).', '409': 'The run is not paused and no decision was recorded for that review, or a different decision was (run_not_paused).' } }),
+  getAgentUsage: e({ method: 'get', path: '/agents/{id}/usage', scopes: R, status: 200, tag: 'agents', summary: 'Usage over the last `days` (1 to 90, default 7): runs created in the window by status and trigger, credits, mean duration; at most 10,000 runs are read (truncated says when more).', query: AgentUsageQuery, response: AgentUsage }),
 
   // 4.10 Drive
   listDriveFiles: e({

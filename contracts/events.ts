@@ -48,8 +48,8 @@ const OTHER_EVENTS = {
   'podcast.completed': { group: 'podcasts', emitted: false, description: 'A podcast episode finished.' },
   'podcast.failed': { group: 'podcasts', emitted: false, description: 'A podcast episode failed after retries.' },
   'skill.installed': { group: 'skills', emitted: false, description: 'A skill was installed.' },
-  'evi.run_completed': { group: 'flows', emitted: false, description: 'A flow run (or agent run) completed.' },
-  'evi.run_failed': { group: 'flows', emitted: false, description: 'A flow run (or agent run) failed.' },
+  'evi.run_completed': { group: 'flows', emitted: true, description: 'An agent run completed (flows of the editor use the same name). data: runId, agentId, threadId, status (completed), resultUrl (absolute), creditsUsed, error (null).' },
+  'evi.run_failed': { group: 'flows', emitted: true, description: 'An agent run failed (flows of the editor use the same name). data: runId, agentId, threadId, status (failed), resultUrl (absolute), creditsUsed (after the refund of the run fee), error.' },
   'email.received': { group: 'business', emitted: false, description: "A message arrived in an agent's own inbox." },
   'form.submitted': { group: 'business', emitted: false, description: 'A form was submitted.' },
 } as const;

@@ -99,8 +99,12 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
   const headers = ep.idempotent
     ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 }, description: 'A retry with the same key and body returns the original response and is not billed again; the same key with another body answers 422; while the first is in flight, 409. Kept 24 hours.' }]
     : [];
-  const success: Record<string, unknown> = { description: ep.summary };
-  if (ep.response) success.content = { 'application/json': { schema: toSchema(ep.response, 'output') } };
+  const success: Record<string, unknown> = { description: ep.stream ? `${ep.summary} ${ep.stream.description}` : ep.summary };
+  const content: Record<string, unknown> = {};
+  if (ep.response) content['application/json'] = { schema: toSchema(ep.response, 'output') };
+  if (ep.stream) content[ep.stream.mediaType] = { schema: { type: 'string', description: ep.stream.description } };
+  if (Object.keys(content).length) success.content = content;
+  if (ep.stream?.headers) success.headers = Object.fromEntries(Object.entries(ep.stream.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }]));
   const responses: Record<string, unknown> = { [String(ep.status)]: success };
   for (const [status, text] of Object.entries(REQUEST_ERRORS)) responses[status] = errorResponse(text);
   if (ep.scopes.length > 0) {

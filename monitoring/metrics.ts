@@ -55,6 +55,7 @@ export const metrics = {
   deadLettered: counter('messages_dead_lettered_total', 'Messages sent to the dead-letter queue, by queue and reason.', ['queue', 'reason']),
   creditsCharged: counter('credits_charged_total', 'Credits debited, by operation.', ['operation']),
   creditsRefunded: counter('credits_refunded_total', 'Credits refunded, by operation.', ['operation']),
+  creditLeases: counter('credit_leases_total', 'Credit leases of API processes, by outcome: taken, refused (balance under the lease threshold), returned (settled by the holder with its count), settled_by_count (settled from the jobs that name it).', ['outcome']),
   insufficientCredits: counter('credit_debits_refused_total', 'Debits refused for a short balance, by operation.', ['operation']),
   rateLimited: counter('rate_limited_requests_total', 'Requests refused with 429, by route.', ['route']),
   errors: counter('app_errors_total', 'Errors through the error funnel, by code and source (http, consumer, scheduler, process).', ['code', 'source']),
@@ -91,8 +92,9 @@ export const metrics = {
     registers: [registry],
   }),
   webhooksDisabled: counter('webhooks_disabled_total', 'Webhooks disabled automatically after consecutive failed deliveries.', []),
-  auditEntriesWritten: counter('audit_entries_written_total', 'Audit entries written to audit_log by the batch writer (from the audit queue; redelivered duplicates not counted).', []),
-  auditDirectWrites: counter('audit_direct_writes_total', 'Audit entries written straight to MongoDB because the publish to the audit queue failed (broker away).', []),
+  auditEntriesWritten: counter('audit_entries_written_total', 'Audit entries written to audit_log, by the API before its answer or by the audit queue writer (duplicates not counted).', []),
+  auditDirectWrites: counter('audit_direct_writes_total', 'Audit entries an API process inserted into audit_log itself before answering (the normal path).', []),
+  auditQueuedEntries: counter('audit_queued_entries_total', 'Audit entries published to the audit queue because the direct insert failed or timed out (database away); the audit writer stores them.', []),
 };
 
 interface QueueDepthSource {

@@ -84,6 +84,9 @@ export const ConfigSchema = z.object({
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).default(90).describe('Audit entries older than this are deleted by the scheduler.'),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().min(24).default(24).describe('How long Idempotency-Key records are kept (at least 24 h).'),
   IDEMPOTENCY_LEASE_MS: z.coerce.number().int().min(600).default(6_000).describe('An in-flight Idempotency-Key record is leased to the API process running it, which renews the lease every third of this; when that process dies, a retry takes the record over once the lease ran out (so within this long).'),
+  CREDIT_LEASE_CREDITS: z.coerce.number().min(0).default(1000).describe('Credits an API process takes from an account at once (a lease, one conditional update) to charge job POSTs from in memory, so a job POST makes no account update; the job names its lease and the unspent part goes back when the lease ends. 0: every job is charged with its own conditional update.'),
+  CREDIT_LEASE_MIN_BALANCE: z.coerce.number().min(0).default(10_000).describe('A credit lease is taken only while the account keeps at least this many credits besides; below it every charge is its own conditional update, exact to the last credit.'),
+  CREDIT_LEASE_MS: z.coerce.number().int().min(1000).default(30_000).describe('Life of a credit lease. Its process stops spending from it a quarter before (at most 5 s before) and gives back the unspent part; the scheduler settles, from the jobs that name it, a lease whose process died.'),
   CREDIT_PRICES: creditPrices.optional().describe('JSON object overriding credit prices per operation.'),
   ASSET_SIGNING_SECRET: z.string().min(32).default(DEV_SECRET).describe('HMAC key for public asset links; the same on every process. Required in production.'),
   ASSET_URL_TTL_SECONDS: z.coerce.number().int().min(60).default(7 * 24 * 3600).describe('Validity of signed links to generated media.'),
@@ -152,7 +155,7 @@ export const ConfigSchema = z.object({
   WEBHOOK_DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).default(32).describe('Delivery attempts one webhook worker process runs at once (RabbitMQ prefetch of the delivery queue).'),
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).default(16).describe('Attempts to one webhook a worker process runs at once (default half of WEBHOOK_DELIVERY_CONCURRENCY); further deliveries to it wait 500 ms in a delay queue, so a slow or dead endpoint cannot take every slot.'),
   WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).default(30).describe('Delivery-attempt records older than this are deleted by the scheduler.'),
-  FAULT_POINT: z.enum(['accept.after-insert', 'accept.after-charge', 'accept.after-publish', 'idempotency.before-finish']).optional().describe('TESTS ONLY: the process kills itself with SIGKILL at this point of the accept path (crash tests). Refused in production.'),
+  FAULT_POINT: z.enum(['accept.after-insert', 'accept.after-charge', 'accept.after-publish', 'idempotency.before-finish', 'agent.after-tool']).optional().describe('TESTS ONLY: the process kills itself with SIGKILL at this point of the accept path, or of an agent run (agent.after-tool: a tool made its result, the step is not checkpointed yet) (crash tests). Refused in production.'),
   DEV_ACCOUNT_CREDITS: z.coerce.number().min(0).default(1000).describe('Credits given to the development account created by npm start.'),
   SERVED_BY_HEADER: bool.default(false).describe('TESTS AND BENCHMARKS ONLY: every API response carries X-Served-By: <process id>, to see which of the API_PROCESSES answered.'),
 });

@@ -2,7 +2,8 @@ import type { CreditOperation } from '../contracts/registry';
 import { metrics } from '../monitoring/metrics';
 import { AppError } from './errors';
 import { newId } from './ids';
-import { COLLECTIONS, onlyDuplicateKeys, type Database } from './mongo';
+import type { Logger } from './log';
+import { COLLECTIONS, onlyDuplicateKeys, type Database, type JobDoc } from './mongo';
 
 /**
  * Credits. Each debit is ONE conditional single-document update ($inc guarded by balance >= amount,
@@ -28,6 +29,28 @@ interface HoldDoc {
   settling?: Date;
 }
 
+/**
+ * Credits an API process took from an account in one conditional update, to charge jobs from in
+ * memory (see createCreditLeases). WARNING: persisted. While the lease is held, the account
+ * carries its id among `chargedRefs`: that marker says the account was debited, and it leaves in
+ * the same update that gives the unspent part back, so the return happens once.
+ */
+export interface LeaseDoc {
+  _id: string;
+  accountId: string;
+  /** The process spending it (platform/instance.ts instanceId). */
+  owner: string;
+  amount: number;
+  at: Date;
+  /** The holder stops spending before this; afterwards the scheduler settles what is left. */
+  until: Date;
+  /** Set by whoever settles it (the holder, or the scheduler after `until`). */
+  settling?: Date | null;
+}
+
+/** Rounded to the cent, as prices are. */
+const cents = (n: number) => Math.round(n * 100) / 100;
+
 /** What a hold pays for, looked up by `_id` (and the hold's account) in `collection`. */
 export interface HoldDelivery {
   collection: string;
@@ -37,19 +60,38 @@ export interface HoldDelivery {
 export function createCredits(db: Database, prices: Readonly<Record<CreditOperation, number>>) {
   const price = (op: CreditOperation, units = 1) => Math.round(prices[op] * units * 100) / 100;
   const holds = db.db.collection<HoldDoc>(COLLECTIONS.creditHolds);
+  const leases = db.db.collection<LeaseDoc>(COLLECTIONS.creditLeases);
+
+  /**
+   * The jobs a set of leases of one account paid for: the truth of what the leases spent. Their
+   * jobs were created after the oldest lease was taken, so the account's (accountId, createdAt)
+   * index narrows it on MongoDB; FerretDB scans (it runs when a lease is settled without its
+   * holder's count, and for GET /account/credits of an account holding leases).
+   */
+  const jobsOfLeases = (accountId: string, ls: Pick<LeaseDoc, '_id' | 'at'>[]) =>
+    db.jobs
+      .find(
+        { accountId, createdAt: { $gte: new Date(Math.min(...ls.map((l) => l.at.getTime()))) }, 'credits.lease': { $in: ls.map((l) => l._id) } },
+        { projection: { _id: 1, accountId: 1, createdAt: 1, credits: 1 } },
+      )
+      .toArray() as Promise<Pick<JobDoc, '_id' | 'accountId' | 'createdAt' | 'credits'>[]>;
 
   /**
    * Move the balance for `ref` and set its charge marker in ONE conditional update (balance
    * covers it, `ref` not charged already). True when `ref` is paid for, now or before; false
    * when the balance is short.
    */
-  const charge = async (input: { accountId: string; ref: string; operation: CreditOperation; amount: number; timeoutMs?: number }): Promise<boolean> => {
-    const r = await db.accounts.updateOne(
+  const charge = async (input: { accountId: string; ref: string; operation: CreditOperation; amount: number; timeoutMs?: number; onBalance?: (credits: number) => void }): Promise<boolean> => {
+    // findOneAndUpdate rather than updateOne (the same work for the server): the balance after
+    // the debit tells the caller whether a credit lease is worth taking for the next job.
+    const after = await db.accounts.findOneAndUpdate(
       { _id: input.accountId, credits: { $gte: input.amount }, chargedRefs: { $ne: input.ref } },
       { $inc: { credits: -input.amount }, $push: { chargedRefs: { $each: [input.ref], $slice: -1000 } } },
-      input.timeoutMs ? { timeoutMS: input.timeoutMs } : {},
+      // No projection: FerretDB 1.24 does not implement one for findAndModify.
+      { returnDocument: 'after', ...(input.timeoutMs ? { timeoutMS: input.timeoutMs } : {}) },
     );
-    if (r.modifiedCount === 1) {
+    if (after) {
+      input.onBalance?.(after.credits);
       metrics.creditsCharged.inc({ operation: input.operation }, input.amount);
       return true;
     }
@@ -61,9 +103,86 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
   const api = {
     price,
 
+    /**
+     * What the account can spend: its credits plus the unspent part of the leases API processes
+     * hold (leased minus the charges of the jobs that name them).
+     */
     async balance(accountId: string): Promise<number> {
-      const a = await db.accounts.findOne({ _id: accountId }, { projection: { credits: 1 } });
-      return a?.credits ?? 0;
+      const a = await db.accounts.findOne({ _id: accountId }, { projection: { credits: 1, chargedRefs: 1 } });
+      if (!a) return 0;
+      const held = (a.chargedRefs ?? []).filter((r) => r.startsWith('lse_'));
+      if (!held.length) return a.credits;
+      const ls = await leases.find({ _id: { $in: held }, accountId }).toArray();
+      if (!ls.length) return a.credits;
+      const spent = (await jobsOfLeases(accountId, ls)).reduce((n, j) => n + j.credits.amount, 0);
+      return cents(a.credits + ls.reduce((n, l) => n + l.amount, 0) - spent);
+    },
+
+    /**
+     * Take `amount` credits from the account for this process to spend in memory, when the
+     * account keeps at least `minBalance` besides: the lease is stored first, then the account is
+     * debited with the lease's marker in one conditional update. Null when the balance is short
+     * (the lease is dropped again). A crash between the two leaves a lease the scheduler settles
+     * after `until`: nothing to give back when the marker never reached the account.
+     */
+    async takeLease(input: { accountId: string; amount: number; minBalance: number; ttlMs: number; owner: string; timeoutMs?: number }): Promise<LeaseDoc | null> {
+      const at = new Date();
+      const lease: LeaseDoc = { _id: newId('lse'), accountId: input.accountId, owner: input.owner, amount: input.amount, at, until: new Date(at.getTime() + input.ttlMs), settling: null };
+      await leases.insertOne(lease);
+      const r = await db.accounts.updateOne(
+        { _id: input.accountId, credits: { $gte: input.amount + input.minBalance }, chargedRefs: { $ne: lease._id } },
+        { $inc: { credits: -input.amount }, $push: { chargedRefs: { $each: [lease._id], $slice: -1000 } } },
+        input.timeoutMs ? { timeoutMS: input.timeoutMs } : {},
+      );
+      if (r.modifiedCount === 1) {
+        metrics.creditLeases.inc({ outcome: 'taken' });
+        return lease;
+      }
+      await leases.deleteOne({ _id: lease._id });
+      metrics.creditLeases.inc({ outcome: 'refused' });
+      return null;
+    },
+
+    /**
+     * Give back what a lease did not spend, once: claim it (`settling`), count its spend (`spent`
+     * when the holder knows it exactly, else the charges of the jobs naming it, whose ledger
+     * entries are written now if a crash lost them), then add `amount - spent` to the account in
+     * the same update that removes the lease's marker (so a second settlement gives nothing), and
+     * drop the lease. `expiredBefore` settles it only if its `until` is before then (the
+     * scheduler). Null when someone else settles it or it is gone.
+     */
+    async settleLease(leaseId: string, opts: { spent?: number; expiredBefore?: Date } = {}): Promise<{ spent: number; returned: number } | null> {
+      const now = new Date();
+      const l = await leases.findOneAndUpdate(
+        { _id: leaseId, ...(opts.expiredBefore ? { until: { $lt: opts.expiredBefore } } : {}), $or: [{ settling: null }, { settling: { $lt: new Date(now.getTime() - 60_000) } }] },
+        { $set: { settling: now } },
+        { returnDocument: 'after' },
+      );
+      if (!l) return null;
+      let spent = opts.spent;
+      if (spent === undefined) {
+        const jobs = await jobsOfLeases(l.accountId, [l]);
+        await api.recordCharges(jobs.map((j) => ({ accountId: j.accountId, jobId: j._id, operation: j.credits.operation, amount: j.credits.amount, requestId: null, at: j.createdAt })));
+        spent = jobs.reduce((n, j) => n + j.credits.amount, 0);
+      }
+      const returned = cents(Math.max(0, l.amount - spent));
+      const r = await db.accounts.updateOne({ _id: l.accountId, chargedRefs: l._id }, { $inc: { credits: returned }, $pull: { chargedRefs: l._id } });
+      await leases.deleteOne({ _id: l._id });
+      metrics.creditLeases.inc({ outcome: opts.spent === undefined ? 'settled_by_count' : 'returned' });
+      return { spent, returned: r.modifiedCount === 1 ? returned : 0 };
+    },
+
+    /** Leases whose holder did not settle them by `until` (it died): settled from their jobs. */
+    async settleExpiredLeases(now = new Date()): Promise<{ settled: number; returned: number }> {
+      const expired = await leases.find({ until: { $lt: now } }, { projection: { _id: 1 } }).limit(200).toArray();
+      const out = { settled: 0, returned: 0 };
+      for (const l of expired) {
+        const r = await api.settleLease(l._id, { expiredBefore: now });
+        if (!r) continue;
+        out.settled++;
+        out.returned = cents(out.returned + r.returned);
+      }
+      return out;
     },
 
     /**
@@ -98,7 +217,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * written after (`recordCharges`, batched by the jobs module; the sweep writes any a crash
      * lost). True when the job is paid for (now or before), false when the balance is short.
      */
-    chargeJob: (input: { accountId: string; jobId: string; operation: CreditOperation; amount: number; timeoutMs?: number }) => charge({ ...input, ref: input.jobId }),
+    chargeJob: (input: { accountId: string; jobId: string; operation: CreditOperation; amount: number; timeoutMs?: number; onBalance?: (credits: number) => void }) => charge({ ...input, ref: input.jobId }),
 
     /** Drop charge markers whose charge is recorded elsewhere now (see AccountDoc.chargedRefs). */
     async releaseMarkers(accountId: string, refs: string[]): Promise<void> {
@@ -268,3 +387,177 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
   return api;
 }
 export type Credits = ReturnType<typeof createCredits>;
+
+export interface CreditLeaseSettings {
+  /** Credits per lease; 0 turns leases off (every charge is a conditional update of the account). */
+  credits: number;
+  /** A lease is taken only while the account keeps at least this much besides. */
+  minBalance: number;
+  /** How long a lease lives; the holder stops spending a quarter before (at most 5 s before). */
+  ttlMs: number;
+}
+
+/** A charge taken from a lease, until the job it pays for is stored (`commit`) or not (`release`). */
+export interface LeaseSpend {
+  leaseId: string;
+  /** How long the job insert may take: it must reach the server while the lease is spendable. */
+  timeoutMs: number;
+  commit(): void;
+  /** `stored: 'unknown'` (a timeout) leaves the lease to the scheduler, which settles it from its jobs after it expired. */
+  release(stored: false | 'unknown'): void;
+}
+
+interface HeldLease {
+  doc: LeaseDoc;
+  spent: number;
+  reserved: number;
+  /** Every spend's insert and ledger entry is known to have landed (or not): the count is exact. */
+  exact: boolean;
+  retired: boolean;
+  timer?: NodeJS.Timeout;
+  settled?: Promise<void>;
+}
+
+/**
+ * Credit leases of one API process: for an account with a large balance, the process takes
+ * `credits` from the account in one update and charges jobs from it in memory, so a job POST
+ * makes no account update. The job document names the lease (`credits.lease`) and is inserted
+ * charged; the lease's spend is the sum of its jobs, so it is recoverable after a crash.
+ *
+ * A lease is retired when it cannot cover the next charge or its spending time ends (a timer:
+ * an idle account gets its credits back at once), then settled by the holder with its exact
+ * count (after the ledger batch holding its jobs was written: `beforeSettle`). A lease whose
+ * count is not exact (an insert's outcome unknown, a ledger batch failed) and the leases of a
+ * holder that died are settled by the scheduler after `until`, from their jobs
+ * (settleExpiredLeases). Below `minBalance` no lease is taken and `reserve` returns null: the
+ * caller charges the account per job, exactly.
+ */
+export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { owner: string; log: Logger; beforeSettle: () => Promise<void> }) {
+  const margin = Math.min(5000, s.ttlMs / 4);
+  const byAccount = new Map<string, HeldLease>();
+  const byId = new Map<string, HeldLease>();
+  const taking = new Map<string, Promise<HeldLease | null>>();
+  /**
+   * Balances seen lately (after a per-job charge): a lease is tried only for an account last seen
+   * holding enough for one, so an account under the threshold costs no futile attempt.
+   */
+  const seen = new Map<string, number>();
+  const settling = new Set<Promise<void>>();
+  let closed = false;
+
+  const spendable = (h: HeldLease) => Date.now() < h.doc.until.getTime() - margin;
+
+  const settle = (h: HeldLease) => {
+    if (!h.retired || h.reserved > 0 || h.settled) return;
+    clearTimeout(h.timer);
+    h.settled = (async () => {
+      try {
+        await s.beforeSettle();
+        // A spend whose insert timed out may still land in the server: counting its jobs now
+        // could miss it, so such a lease waits for the scheduler, after `until`.
+        if (!h.exact) return;
+        await credits.settleLease(h.doc._id, { spent: cents(h.spent) });
+      } catch (err) {
+        s.log.warn('credit lease not settled; the scheduler settles it after it expires', { leaseId: h.doc._id, err: err as Error });
+      } finally {
+        byId.delete(h.doc._id);
+      }
+    })();
+    settling.add(h.settled);
+    void h.settled.finally(() => settling.delete(h.settled!));
+  };
+
+  const retire = (h: HeldLease) => {
+    h.retired = true;
+    if (byAccount.get(h.doc.accountId) === h) byAccount.delete(h.doc.accountId);
+    settle(h);
+  };
+
+  const take = async (accountId: string): Promise<HeldLease | null> => {
+    let doc: LeaseDoc | null;
+    try {
+      doc = await credits.takeLease({ accountId, amount: s.credits, minBalance: s.minBalance, ttlMs: s.ttlMs, owner: s.owner, timeoutMs: margin / 2 });
+    } catch (err) {
+      s.log.warn('credit lease not taken; charging per job', { accountId, err: err as Error });
+      doc = null;
+    }
+    if (!doc) {
+      seen.delete(accountId);
+      return null;
+    }
+    const h: HeldLease = { doc, spent: 0, reserved: 0, exact: true, retired: false };
+    h.timer = setTimeout(() => retire(h), Math.max(0, doc.until.getTime() - margin - Date.now()));
+    h.timer.unref();
+    byId.set(doc._id, h);
+    if (closed) retire(h);
+    else byAccount.set(accountId, h);
+    return h;
+  };
+
+  return {
+    /**
+     * A spend of `amount` from this process's lease on the account (taking one when the account
+     * was last seen with enough for it), or null: charge the account per job.
+     */
+    async reserve(accountId: string, amount: number): Promise<LeaseSpend | null> {
+      if (s.credits <= 0 || closed || !(amount > 0) || amount > s.credits) return null;
+      for (let tries = 0; tries < 3; tries++) {
+        const h = byAccount.get(accountId);
+        if (h && (!spendable(h) || h.doc.amount - h.spent - h.reserved < amount)) retire(h);
+        else if (h) {
+          h.reserved += amount;
+          let done = false;
+          const end = () => {
+            if (done) return false;
+            done = true;
+            h.reserved -= amount;
+            return true;
+          };
+          return {
+            leaseId: h.doc._id,
+            timeoutMs: Math.max(100, Math.min(margin / 2, h.doc.until.getTime() - Date.now() - margin / 2)),
+            commit: () => {
+              if (!end()) return;
+              h.spent += amount;
+              settle(h);
+            },
+            release: (stored) => {
+              if (!end()) return;
+              if (stored === 'unknown') h.exact = false;
+              settle(h);
+            },
+          };
+        }
+        if ((seen.get(accountId) ?? 0) < s.credits + s.minBalance) return null;
+        let p = taking.get(accountId);
+        if (!p) {
+          p = take(accountId).finally(() => taking.delete(accountId));
+          taking.set(accountId, p);
+        }
+        if (!(await p)) return null;
+      }
+      return null;
+    },
+
+    /** The account's balance after a per-job charge (see `reserve`). */
+    saw(accountId: string, credits: number): void {
+      if (s.credits <= 0) return;
+      if (seen.size >= 10_000) seen.clear();
+      seen.set(accountId, credits);
+    },
+
+    /** A ledger batch with jobs of this lease failed: settle it from its jobs, which writes their entries. */
+    inexact(leaseId: string): void {
+      const h = byId.get(leaseId);
+      if (h) h.exact = false;
+    },
+
+    /** Retire every lease and settle it (on shutdown). May be called twice. */
+    async close(): Promise<void> {
+      closed = true;
+      for (const h of [...byId.values()]) retire(h);
+      while (settling.size) await Promise.allSettled([...settling]);
+    },
+  };
+}
+export type CreditLeases = ReturnType<typeof createCreditLeases>;

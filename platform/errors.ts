@@ -6,6 +6,8 @@ export const ERROR_STATUS = {
   validation_error: 400,
   /** A prompt describing adult content (POST /images/moonlight). */
   adult_content: 400,
+  /** POST /agents/{id}/runs/{runId}/approve: the reviewToken is not the one of the run's review. */
+  invalid_review_token: 400,
   invalid_json: 400,
   /** A request the HTTP layer could not read (a body that does not match its Content-Encoding, a malformed request line). */
   bad_request: 400,
@@ -33,6 +35,8 @@ export const ERROR_STATUS = {
   column_not_empty: 409,
   /** A Drive folder move into itself or its own subtree. */
   folder_cycle: 409,
+  /** An approve for a run that is not paused (and whose review has no such decision recorded). */
+  run_not_paused: 409,
   /** A Drive download link past its expiry (DRIVE_LINK_TTL_SECONDS): ask GET /drive/files/{id} or …/content for a new one. */
   link_expired: 410,
   /** A Drive download link whose signing key was revoked or lost drive:read since: the link is dead for good. */
@@ -53,6 +57,8 @@ export const ERROR_STATUS = {
   headers_too_large: 431,
   internal_error: 500,
   not_implemented: 501,
+  /** POST /chat/completions: the agent run failed (its fee was refunded); the message says why. */
+  agent_run_failed: 502,
   service_unavailable: 503,
   timeout: 504,
 } as const;

@@ -2,7 +2,7 @@
  * TESTS ONLY: deterministic crash points. With FAULT_POINT=<name> (refused in production) the
  * process kills itself with SIGKILL when it reaches that point, so a test can prove that a crash
  * exactly there loses nothing and bills nothing twice. Points: accept.after-insert,
- * accept.after-charge, accept.after-publish, idempotency.before-finish.
+ * accept.after-charge, accept.after-publish, idempotency.before-finish, agent.after-tool.
  */
 let armed: string | undefined;
 

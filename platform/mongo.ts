@@ -22,6 +22,8 @@ export const COLLECTIONS = {
   authOutbox: 'auth_invalidation_outbox',
   deadLetters: 'dead_letters',
   creditHolds: 'credit_holds',
+  /** Credits an API process took from an account to spend in memory (platform/credits.ts leases). */
+  creditLeases: 'credit_leases',
   sheets: 'sheets',
   sheetCommits: 'sheet_commits',
   /** Immutable row blocks of sheet grids (platform/sheets/grid.ts). */
@@ -46,6 +48,8 @@ export const COLLECTIONS = {
   agentRuns: 'agent_runs',
   agentThreads: 'agent_threads',
   agentOutbox: 'agent_outbox',
+  /** What a paid synchronous assistant tool delivered (an image render), by the call's id: a repeated call answers it again (platform/assistant/tools). */
+  assistantResults: 'assistant_tool_results',
   teams: 'teams',
   teamMembers: 'team_members',
 } as const;
@@ -108,6 +112,11 @@ export interface JobDoc {
     charged?: boolean | null;
     /** The process allowed to settle the charge until `until` (the one that inserted the job, then the sweep or a retry). */
     settling?: { owner: string; until: Date } | null;
+    /**
+     * The credit lease that paid for the job (platform/credits.ts): the job was charged when it
+     * was inserted (`charged: true`), and the lease's spend is the sum of its jobs' amounts.
+     */
+    lease?: string;
   };
   /** Null until the broker confirmed the message; the sweep publishes undispatched jobs. */
   dispatchedAt: Date | null;

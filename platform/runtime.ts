@@ -33,7 +33,7 @@ export async function createRuntime(config: Config, log: Logger) {
   }
   const credits = createCredits(db, config.CREDIT_PRICES);
   const blobs = createBlobStore(db, { secret: config.ASSET_SIGNING_SECRET, publicBaseUrl: config.PUBLIC_BASE_URL, defaultTtlSeconds: config.ASSET_URL_TTL_SECONDS });
-  const jobs = createJobs({ db, amqp, credits, log: log.child({ component: 'jobs' }), publicBaseUrl: config.PUBLIC_BASE_URL, queuePrefix: config.QUEUE_PREFIX, settleLeaseMs: config.IDEMPOTENCY_LEASE_MS });
+  const jobs = createJobs({ db, amqp, credits, log: log.child({ component: 'jobs' }), publicBaseUrl: config.PUBLIC_BASE_URL, queuePrefix: config.QUEUE_PREFIX, settleLeaseMs: config.IDEMPOTENCY_LEASE_MS, creditLeases: { credits: config.CREDIT_LEASE_CREDITS, minBalance: config.CREDIT_LEASE_MIN_BALANCE, ttlMs: config.CREDIT_LEASE_MS } });
   const invalidations = createAuthInvalidations({ db, amqp, exchange: broker.authExchange(config.QUEUE_PREFIX), log });
   const accounts = createAccountsRepository(db, { invalidate: invalidations.publish });
   const queues = [...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)), broker.deadLetterQueue(config.QUEUE_PREFIX), broker.webhookDeliveryQueue(config.QUEUE_PREFIX)];

@@ -5,6 +5,7 @@ import type { Runtime } from '../platform/runtime';
 import { purgeTrashedDriveFiles } from '../platform/drive/purge';
 import { repairDrive } from '../platform/drive/repair';
 import { sweepPendingDriveText } from '../platform/drive/text-queue';
+import { AGENT_RUN_SWEEP_GRACE_MS, createAgentRuns } from '../platform/agents/runs.service';
 
 /** A pending charge younger than this may still be in its request; older ones are settled. */
 export const CHARGE_SETTLE_GRACE_MS = 5 * 60_000;
@@ -39,14 +40,17 @@ export function createTasks(rt: Runtime) {
 
     /**
      * Settle credits held for synchronous calls whose process died while waiting (given back, or
-     * kept when the call delivered: see credits.settle), and charges a crash left pending.
+     * kept when the call delivered: see credits.settle), credit leases whose API process died
+     * (credits.settleLease), and charges a crash left pending.
      */
     async settleCredits() {
       const { released, captured } = await rt.credits.settleExpiredHolds();
+      // Credit leases whose API process died: the unspent part goes back (counted from their jobs).
+      const leases = await rt.credits.settleExpiredLeases();
       const isLive = async (ref: string) =>
         (await db.jobs.countDocuments({ _id: ref })) > 0 || (await db.db.collection(COLLECTIONS.creditHolds).countDocuments({ _id: ref as never })) > 0;
       const reconciled = await rt.credits.reconcile(isLive, CHARGE_SETTLE_GRACE_MS);
-      return { released, captured, ...reconciled };
+      return { released, captured, leasesSettled: leases.settled, leaseCreditsReturned: leases.returned, ...reconciled };
     },
 
     /** Parked dead letters older than DEAD_LETTER_RETENTION_DAYS. */
@@ -71,6 +75,9 @@ export function createTasks(rt: Runtime) {
 
     /** Drive files whose text is still `pending` 30 s after upload: the extraction is published again (with a backoff; failed after 6 tries). */
     sweepDriveText: (now = new Date()) => sweepPendingDriveText(rt, { now }),
+
+    /** Agent runs left queued (a lost publish) or under an expired lease, and finished runs whose evi.* event was not emitted. */
+    sweepAgentRuns: (now = new Date()) => createAgentRuns(rt).sweep(AGENT_RUN_SWEEP_GRACE_MS, now),
   };
 }
 export type Tasks = ReturnType<typeof createTasks>;

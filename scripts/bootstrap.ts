@@ -11,6 +11,9 @@
  * - a demo team "Demo team" (`team_development`, owned by the development account, which is its
  *   owner member) whose team drive holds a folder "Team handbook" with welcome.md: browse it with
  *   GET /drive/files?teamId=team_development (read-only over the API).
+ * - two agents (platform/agents/seed.ts): agt_research (start_research, create_notes,
+ *   list_projects) and agt_outreach (list_projects, create_notes, send_email; send_email needs
+ *   the owner's approval).
  */
 import { SCOPES } from '../contracts/registry';
 import { createAccountsRepository } from '../platform/accounts';
@@ -20,6 +23,7 @@ import { nameKeyOf } from '../platform/drive/drive.repository';
 import type { DriveFileDoc, DriveFolderDoc, DriveUsageDoc, TeamDoc } from '../platform/drive/drive.types';
 import { createTeams } from '../platform/drive/teams';
 import { newId } from '../platform/ids';
+import { seedDevAgents } from '../platform/agents/seed';
 import { COLLECTIONS, connectMongo, ensureIndexes, type Database } from '../platform/mongo';
 
 const DEV_ACCOUNT_ID = 'acct_development';
@@ -79,6 +83,8 @@ try {
     account = await accounts.createAccount({ id: DEV_ACCOUNT_ID, name: 'Development', plan: 'pro', credits: config.DEV_ACCOUNT_CREDITS });
   }
   const pinnedKey = await ensureDriveDemo(db, accounts, account._id);
+  // The two agents of the development account (agt_research, agt_outreach); idempotent.
+  await seedDevAgents(db, account._id);
   const lines: string[] = [];
   if (created || newKey) {
     const { key } = await accounts.createKey(account._id, { name: 'development', scopes: [...SCOPES] });

@@ -1,5 +1,6 @@
 import type { PoolType } from '../contracts/registry';
 import type { Runtime } from '../platform/runtime';
+import { agentWorker } from './agent/agent.worker';
 import { codeWorker } from './code/code.worker';
 import { deckWorker } from './deck/deck.worker';
 import { driveWorker } from './drive/drive.worker';
@@ -41,4 +42,6 @@ export const responderDefinitions: Partial<Record<PoolType, (rt: Runtime) => Res
  */
 export const consumerDefinitions: Partial<Record<PoolType, (rt: Runtime) => ConsumerDefinition<any>>> = {
   drive: (rt) => driveWorker(rt),
+  // Agent runs (issue 12): leased in their run documents, paused runs hold no worker.
+  agent: (rt) => agentWorker(rt),
 };

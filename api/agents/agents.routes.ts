@@ -1,9 +1,152 @@
-import { Router } from 'express';
+import { createHash } from 'node:crypto';
+import { Router, type Response } from 'express';
+import type { z } from 'zod';
+import { AGENT_LIMITS, type AgentCompletionExtension, type AgentCompletionRequest } from '../../contracts/agents';
+import { endpoints } from '../../contracts/endpoints';
+import { createAgentRuns, runArtifacts, runPaths, toRunResult, toRunView } from '../../platform/agents/runs.service';
+import type { RunDoc } from '../../platform/agents/agents.repository';
+import { AppError } from '../../platform/errors';
 import type { Runtime } from '../../platform/runtime';
-import type { RouteDeps } from '../http/route';
+import type { AuthContext } from '../http/context';
+import { mount, type RouteDeps } from '../http/route';
+
+const THREAD_ID = new RegExp(AGENT_LIMITS.threadIdPattern);
+
+/** The thread of a completion: metadata.thread_id, else `user` (hashed when it is not a valid threadId), else none (minted). */
+export function completionThread(body: AgentCompletionRequest): string | undefined {
+  if (body.metadata?.thread_id) return body.metadata.thread_id;
+  if (body.user === undefined || body.user === '') return undefined;
+  if (THREAD_ID.test(body.user)) return body.user;
+  return `user_${createHash('sha256').update(body.user).digest('hex').slice(0, 32)}`;
+}
+
+/** The content of the last user message (text parts joined), or a 400 naming messages. */
+export function lastUserMessage(body: AgentCompletionRequest): string {
+  for (let i = body.messages.length - 1; i >= 0; i--) {
+    const m = body.messages[i]!;
+    if (m.role !== 'user') continue;
+    const content = typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('\n');
+    if (!content.trim()) throw new AppError('validation_error', `messages[${i}].content: the last user message is empty`);
+    if (content.length > AGENT_LIMITS.messageMax) throw new AppError('validation_error', `messages[${i}].content: must be at most ${AGENT_LIMITS.messageMax} characters`);
+    return content;
+  }
+  throw new AppError('validation_error', 'messages: must hold a user message (only the last one is sent to the agent)');
+}
+
+/** What a completion says: the reply, or for a paused run which action waits and where to approve it. */
+function completionOf(run: RunDoc, model: string) {
+  const paths = runPaths(run.agentId, run._id);
+  const paused = run.status === 'paused' && run.review;
+  const content = paused
+    ? `The run paused for the owner's approval of ${run.review!.actionSlug} (approve or reject at POST ${paths.approve}; GET ${paths.result} has the reviewToken).`
+    : (run.reply ?? '');
+  const opencharts: z.infer<typeof AgentCompletionExtension> = {
+    agentId: run.agentId,
+    runId: run._id,
+    threadId: run.threadId,
+    status: paused ? 'paused' : 'completed',
+    artifacts: runArtifacts(run),
+    pendingApproval: paused ? { actionSlug: run.review!.actionSlug, approveUrl: paths.approve } : null,
+    resultUrl: paths.result,
+  };
+  const prompt = run.usage?.inputTokens ?? 0;
+  const completion = run.usage?.outputTokens ?? 0;
+  return {
+    id: `chatcmpl-${run._id}`,
+    created: Math.floor(run.createdAt.getTime() / 1000),
+    model,
+    content,
+    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+    opencharts,
+  };
+}
+
+/**
+ * `x-should-retry: false`: OpenAI clients retry 5xx answers on their own, and each retry would
+ * start (and charge) another run, while this one goes on (504) or was refunded (502).
+ */
+const NO_RETRY = { 'x-should-retry': 'false' };
+// Ids as separate words: error messages clip any unbroken run of more than 64 characters.
+const failedRun = (run: RunDoc) => new AppError('agent_run_failed', `the agent run ${run._id} of agent ${run.agentId} failed: ${run.error ?? 'unknown error'}; its fee was refunded`, { headers: NO_RETRY });
+const timedOut = (run: RunDoc, ms: number) => new AppError('timeout', `the agent run ${run._id} of agent ${run.agentId} did not complete or pause within ${ms} ms; it goes on: poll its result at GET /agents/{id}/runs/{runId}/result`, { headers: NO_RETRY });
 
 /** Agents (SPEC 4.9, 2.18, 3.4): runs, messages, approvals, usage, and POST /chat/completions. */
-export function agentsRoutes(_rt: Runtime, _deps: RouteDeps): Router {
+export function agentsRoutes(rt: Runtime, deps: RouteDeps): Router {
   const r = Router();
+  const runs = createAgentRuns(rt);
+  const account = (ctx: { auth: { account: { _id: string } } }) => ctx.auth.account._id;
+  const keyOf = (ctx: { auth: AuthContext }) => ({ scopes: ctx.auth.key.scopes, folderPins: ctx.auth.key.folderPins ?? [] });
+
+  mount(r, endpoints.messageAgent, async (ctx) => {
+    const { run: _run, ...accepted } = await runs.accept({ accountId: account(ctx), agentId: ctx.params.id!, trigger: 'message', instruction: ctx.body.message, threadId: ctx.body.threadId, requestId: ctx.requestId, key: keyOf(ctx) });
+    ctx.charged(rt.credits.price('agent_run'));
+    return accepted;
+  }, deps);
+
+  mount(r, endpoints.runAgent, async (ctx) => {
+    const { run: _run, ...accepted } = await runs.accept({ accountId: account(ctx), agentId: ctx.params.id!, trigger: 'run', instruction: ctx.body.instruction, threadId: ctx.body.threadId, requestId: ctx.requestId, key: keyOf(ctx) });
+    ctx.charged(rt.credits.price('agent_run'));
+    return accepted;
+  }, deps);
+
+  mount(r, endpoints.listAgentRuns, (ctx) => runs.list(account(ctx), ctx.params.id!, ctx.query), deps);
+  mount(r, endpoints.getAgentRun, async (ctx) => toRunView(await runs.get(account(ctx), ctx.params.id!, ctx.params.runId!)), deps);
+  mount(r, endpoints.getAgentRunResult, async (ctx) => toRunResult(await runs.get(account(ctx), ctx.params.id!, ctx.params.runId!)), deps);
+  mount(r, endpoints.approveAgentRun, (ctx) => runs.approve(account(ctx), ctx.params.id!, ctx.params.runId!, ctx.body), deps);
+  mount(r, endpoints.getAgentUsage, (ctx) => runs.usage(account(ctx), ctx.params.id!, ctx.query.days), deps);
+
+  mount(r, endpoints.chatCompletions, async (ctx) => {
+    const body = ctx.body;
+    const agentId = body.model.slice('agent:'.length);
+    const instruction = lastUserMessage(body);
+    const { run } = await runs.accept({ accountId: account(ctx), agentId, trigger: 'completions', instruction, threadId: completionThread(body), requestId: ctx.requestId, key: keyOf(ctx) });
+    ctx.charged(rt.credits.price('agent_run'));
+    const waitMs = rt.config.AGENT_RUN_WAIT_MS;
+    const done = ['completed', 'paused', 'failed'] as const;
+
+    if (!body.stream) {
+      const closed = new AbortController();
+      ctx.res.on('close', () => closed.abort());
+      const end = await runs.waitFor(run.accountId, run._id, done, waitMs, closed.signal);
+      if (!end) throw timedOut(run, waitMs);
+      if (end.status === 'failed') throw failedRun(end);
+      const c = completionOf(end, body.model);
+      return { id: c.id, object: 'chat.completion', created: c.created, model: c.model, choices: [{ index: 0, message: { role: 'assistant', content: c.content }, finish_reason: 'stop' }], usage: c.usage, opencharts: c.opencharts };
+    }
+    await streamCompletion(ctx.res, { waitMs, keepaliveMs: rt.config.CHAT_KEEPALIVE_MS, wait: (signal) => runs.waitFor(run.accountId, run._id, done, waitMs, signal), run, model: body.model });
+    return undefined;
+  }, deps);
   return r;
+}
+
+/**
+ * stream true: SSE with `: keepalive` comments every keepaliveMs while the agent works, then one
+ * chat.completion.chunk holding the whole reply (and `opencharts`), then exactly `data: [DONE]`.
+ * A failed or timed-out run sends `data: {"error": {code, message}}` (what OpenAI clients raise),
+ * then [DONE]. A client that goes away stops the wait; the run goes on.
+ */
+async function streamCompletion(res: Response, o: { waitMs: number; keepaliveMs: number; wait: (signal: AbortSignal) => Promise<RunDoc | null>; run: RunDoc; model: string }) {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  res.flushHeaders();
+  const closed = new AbortController();
+  res.on('close', () => closed.abort());
+  res.write(': keepalive\n\n');
+  const keepalive = setInterval(() => res.write(': keepalive\n\n'), o.keepaliveMs);
+  let end: RunDoc | null;
+  try {
+    end = await o.wait(closed.signal);
+  } finally {
+    clearInterval(keepalive);
+  }
+  if (closed.signal.aborted) return;
+  const data = (v: unknown) => res.write(`data: ${JSON.stringify(v)}\n\n`);
+  if (!end || end.status === 'failed') {
+    const err = end ? failedRun(end) : timedOut(o.run, o.waitMs);
+    data({ error: { code: err.code, message: err.message, type: err.code } });
+  } else {
+    const c = completionOf(end, o.model);
+    data({ id: c.id, object: 'chat.completion.chunk', created: c.created, model: c.model, choices: [{ index: 0, delta: { role: 'assistant', content: c.content }, finish_reason: 'stop' }], usage: c.usage, opencharts: c.opencharts });
+  }
+  res.write('data: [DONE]\n\n');
+  res.end();
 }

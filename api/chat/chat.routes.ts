@@ -1,9 +1,62 @@
 import { Router } from 'express';
+import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
-import type { RouteDeps } from '../http/route';
+import { mount, type RouteDeps } from '../http/route';
+import { createChatService, type ChatService } from './chat.service';
+import { openUiStream, toUiChunk } from './ui-stream';
 
-/** POST /chat (SPEC 4.6, 2.7): one assistant turn, streamed (AI SDK v5 UI-message SSE) or assembled. */
-export function chatRoutes(_rt: Runtime, _deps: RouteDeps): Router {
+/**
+ * POST /chat (SPEC 4.6, 2.7): one assistant turn, streamed (AI SDK v5 UI-message SSE) or
+ * assembled (stream false). Everything that can refuse (400, 404, 402) answers in the Error
+ * shape before the stream starts; afterwards a failure is an `error` chunk, then finish and
+ * [DONE]. A client that leaves aborts the turn: the engine and the running tool get the signal,
+ * later tools do not run, the turn's credits go back.
+ */
+export function chatRoutes(rt: Runtime, deps: RouteDeps, opts: { service?: ChatService } = {}): Router {
   const r = Router();
+  let service = opts.service;
+
+  mount(r, endpoints.chat, async (ctx) => {
+    service ??= createChatService(rt);
+    const { account, key } = ctx.auth;
+    const whiteLabel = account.features?.whiteLabel === true;
+    const turn = await service.begin({ account, key, requestId: ctx.requestId }, ctx.body);
+    ctx.res.setHeader('X-Conversation-Id', turn.conversationId);
+
+    const abort = new AbortController();
+    const onClose = () => {
+      if (!ctx.res.writableFinished) abort.abort();
+    };
+    ctx.res.on('close', onClose);
+
+    if (!ctx.body.stream) {
+      const { charged, ...answer } = await service.complete(turn, abort.signal, whiteLabel);
+      ctx.charged(charged);
+      return answer;
+    }
+
+    const stream = openUiStream(ctx.res, { keepaliveMs: rt.config.CHAT_KEEPALIVE_MS });
+    try {
+      await stream.send({ type: 'start', messageId: turn.messageId, messageMetadata: { conversationId: turn.conversationId, mode: turn.mode } });
+      for await (const ev of turn.events(abort.signal)) {
+        const chunk = toUiChunk(ev);
+        if (chunk) await stream.send(chunk);
+        if (abort.signal.aborted) break;
+      }
+    } catch (err) {
+      // A bug after the stream started: the client still gets the protocol's ending.
+      rt.log.error('chat stream failed', { requestId: ctx.requestId, err: err as Error });
+      if (!abort.signal.aborted) await stream.send({ type: 'error', errorText: 'the assistant failed unexpectedly; nothing was charged for this turn' });
+    }
+    const outcome = await turn.settle();
+    if (abort.signal.aborted) {
+      stream.abandon();
+      return undefined;
+    }
+    if (outcome.kind === 'finished') ctx.charged(outcome.charged);
+    await stream.send({ type: 'finish', messageMetadata: { conversationId: turn.conversationId, ...(outcome.kind === 'finished' ? { usage: outcome.usage } : {}) } });
+    await stream.end();
+    return undefined;
+  }, deps);
   return r;
 }

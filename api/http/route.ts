@@ -116,6 +116,8 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
       res,
     };
     const send = (status: number, payload: unknown) => {
+      // A handler that answered itself (a stream: POST /chat) has nothing more to send.
+      if (res.headersSent) return;
       if (status === 204) return res.status(204).end();
       const etag = etagOf(payload);
       if (etag) res.setHeader('ETag', etag);

@@ -10,10 +10,11 @@ import { routeTemplate } from './http-metrics';
  * no query, no body.
  *
  * The entry is recorded when the response ends (the status is known then) and BEFORE the
- * response goes out: `res.end` is held until the recorder has the broker's confirm for the
- * entry (or wrote it straight to MongoDB when the broker is away), so an API process killed
- * right after answering loses no entry. The audit queue's writer stores entries in batches
- * (platform/audit/audit.writer.ts); the request path makes no database write.
+ * response goes out: `res.end` is held until the recorder has inserted the entry into
+ * `audit_log` (group commit: one insertMany for the entries of concurrent requests), or, when
+ * the database is away, has the broker's confirm for it on the audit queue, whose writer
+ * (platform/audit/audit.writer.ts) stores it later. So an API process killed right after
+ * answering loses no entry.
  */
 export function audit(recorder: AuditRecorder): RequestHandler {
   return (req, res, next) => {

@@ -10,41 +10,50 @@ export interface AuditRecorderDeps {
   log: Logger;
   /** QUEUE_PREFIX of the deployment. */
   prefix: string;
+  /** How long the direct insert may take before the entries go to the audit queue instead. Default 2000 ms. */
+  insertTimeoutMs?: number;
+  /** Under load, how long a batch waits for more entries before it is written. Default 2 ms. */
+  lingerMs?: number;
 }
 
 /**
- * Records audit entries durably before the caller answers: published to the audit queue
- * (persistent, confirmed by the broker) for the batch writer (audit.writer.ts); when the broker
- * is away or the confirm does not come within PUBLISH_TIMEOUT_MS, inserted straight into
- * `audit_log`. `record` resolves once the entry is safe (or, if MongoDB failed too, logged as
- * lost); it never rejects, so an audit failure never changes an answer.
+ * Records audit entries durably before the caller answers: inserted straight into `audit_log`
+ * by this process, with group commit (while one insertMany runs, the entries that arrive wait
+ * and then go together in the next one; under load (a batch started within the last 10 ms) a
+ * batch also waits `lingerMs` for more, so one command carries many entries, while an idle
+ * process still writes each entry at once). No broker hop, no second parse: an entry costs the
+ * database a share of one batched insert. (A command costs FerretDB about 0.45 ms of CPU plus
+ * 0.05 ms per entry, and the API a socket write: batches of one or two entries, which is what
+ * group commit alone gives at 10 concurrent requests, cost several times batches of ten.)
  *
- * Group commit: while one publish waits for its confirm, the entries that arrive meanwhile wait
- * too and then go together as one message (a JSON array), so under load one broker message and
- * one confirm carry many entries, and an idle process still publishes each entry at once.
+ * When the insert fails or does not answer within `insertTimeoutMs` (database away), the entries
+ * are published to the audit queue instead (persistent, confirmed by the broker) and the audit
+ * queue's writer (audit.writer.ts) stores them once the database answers; copies of entries the
+ * failed insert did store are duplicate `_id`s and are dropped there. `record` resolves once the
+ * entry is safe (or, if the broker failed too, logged as lost); it never rejects, so an audit
+ * failure never changes an answer.
  */
-export function createAuditRecorder({ db, amqp, log, prefix }: AuditRecorderDeps) {
+export function createAuditRecorder({ db, amqp, log, prefix, insertTimeoutMs = 2000, lingerMs = 2 }: AuditRecorderDeps) {
   const queue = broker.auditQueue(prefix);
-  let waiting: { entry: AuditDoc; done: () => void }[] = [];
+  const waiting: { entry: AuditDoc; done: () => void }[] = [];
   let inFlight = false;
+  let lastBatchAt = 0;
 
   const store = async (entries: AuditDoc[]): Promise<void> => {
-    if (amqp.connected) {
-      try {
-        await amqp.publish('', queue, entries, { messageId: entries[0]!._id });
-        return;
-      } catch (err) {
-        log.warn('audit publish failed; writing the entries directly', { entries: entries.length, err: err as Error });
-      }
-    }
     try {
-      // If the broker did take a message whose confirm timed out, the writer's copies are
-      // duplicate _ids and are dropped there (and here: unordered, duplicates ignored).
-      await db.audit.insertMany(entries, { ordered: false, timeoutMS: 5000 });
+      await db.audit.insertMany(entries, { ordered: false, timeoutMS: insertTimeoutMs });
       metrics.auditDirectWrites.inc(entries.length);
+      metrics.auditEntriesWritten.inc(entries.length);
+      return;
     } catch (err) {
       if (onlyDuplicateKeys(err)) return;
-      log.error('audit entries lost: broker and database both failed', { entries: entries.length, err: err as Error });
+      log.warn('audit insert failed; publishing the entries to the audit queue', { entries: entries.length, err: err as Error });
+    }
+    try {
+      await amqp.publish('', queue, entries, { messageId: entries[0]!._id });
+      metrics.auditQueuedEntries.inc(entries.length);
+    } catch (err) {
+      log.error('audit entries lost: database and broker both failed', { entries: entries.length, err: err as Error });
     }
   };
 
@@ -53,6 +62,8 @@ export function createAuditRecorder({ db, amqp, log, prefix }: AuditRecorderDeps
     inFlight = true;
     try {
       while (waiting.length) {
+        if (lingerMs > 0 && waiting.length < 50 && performance.now() - lastBatchAt < 10) await new Promise((r) => setTimeout(r, lingerMs));
+        lastBatchAt = performance.now();
         const batch = waiting.splice(0, 500);
         await store(batch.map((w) => w.entry));
         for (const w of batch) w.done();

@@ -107,17 +107,24 @@ export function createConversationsRepository(db: Database) {
     pageMessages: (accountId: string, conversationId: string, q: { limit: number; cursor?: string }): Promise<Page<MessageDoc>> =>
       keysetPage(messages, { accountId, conversationId }, { tag: `messages:${conversationId}`, field: 'seq', direction: 1, limit: q.limit, cursor: q.cursor }),
 
+    /** The newest `limit` messages, oldest first (the history an assistant turn sees). */
+    async recentMessages(accountId: string, conversationId: string, limit: number): Promise<MessageDoc[]> {
+      const docs = await messages.find({ accountId, conversationId }).sort({ seq: -1 }).limit(limit).toArray();
+      return docs.reverse();
+    },
+
     /**
      * Append one message (a user turn, an assistant answer with its artifacts, a tool result):
      * the assistant's entry point. The conversation's counters move in one atomic update
      * (`messageCount` +1, `lastSeq` +1, `lastMessageAt`, `activityAt`), which hands this message
      * its sequence number, so concurrent appends never share or lose one; then the message is
      * stored. 404 not_found when the account has no such conversation; 400 validation_error when
-     * the message is malformed. Not transactional: a process that dies between the two writes
+     * the message is malformed. `opts.id` names the message (POST /chat announces the answer's id
+     * before it is stored); default a new msg_ id. Not transactional: a process that dies between the two writes
      * leaves a gap in the numbering and a count one too high (the order stays exact); a failed
      * insert gives the count back; a conversation deleted meanwhile takes the message with it.
      */
-    async appendMessage(accountId: string, conversationId: string, message: MessageInput): Promise<MessageDoc> {
+    async appendMessage(accountId: string, conversationId: string, message: MessageInput, opts: { id?: string } = {}): Promise<MessageDoc> {
       const parsed = MessageInput.safeParse(message);
       if (!parsed.success) {
         const i = parsed.error.issues[0]!;
@@ -134,7 +141,7 @@ export function createConversationsRepository(db: Database) {
         { returnDocument: 'after' },
       );
       if (!conv) throw new AppError('not_found', 'conversation not found');
-      const doc: MessageDoc = { _id: newId('msg'), accountId, conversationId, seq: conv.lastSeq, ...parsed.data, createdAt: now };
+      const doc: MessageDoc = { _id: opts.id ?? newId('msg'), accountId, conversationId, seq: conv.lastSeq, ...parsed.data, createdAt: now };
       try {
         await messages.insertOne(doc);
       } catch (err) {

@@ -18,7 +18,9 @@
  *
  * The API runs as `supervisor.ts api` (API processes only: no workers, no scheduler) on a fresh
  * database and queue prefix per API_PROCESSES setting, with a bench account of 10^12 credits and
- * RATE_LIMIT_MAX 10^9. The accepted code builds just queue (quorum queue, the default) and are
+ * RATE_LIMIT_MAX 10^9, so (d) measures the credit-lease path (CREDIT_LEASE_CREDITS, default): after
+ * the first job of each API process, charged to the account, a job POST is charged from the
+ * process's lease and makes one database command. The accepted code builds just queue (quorum queue, the default) and are
  * dropped with the database and the queues when the run ends. The baselines run beside each API
  * on their own database holding a copy of the API's job document and the same indexes, dropped
  * afterwards.

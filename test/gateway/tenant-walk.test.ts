@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { example, servedOperations, type Operation } from '../fuzz/operations';
+import { createAgentsRepository } from '../../platform/agents/agents.repository';
 
 /**
  * The tenant walk: account A makes one of everything through the API; account B (every scope,
@@ -32,6 +33,9 @@ const BODIES: Record<string, (ids: Ids) => unknown> = {
   updateWebhook: () => ({ name: 'renamed by B' }),
   updateDriveFile: () => ({ name: 'renamed-by-b.md' }),
   updateDriveFolder: () => ({ name: 'renamed by B' }),
+  messageAgent: () => ({ message: 'hello from B' }),
+  runAgent: () => ({ instruction: 'work for B' }),
+  approveAgentRun: () => ({ decision: 'approve', reviewToken: 'c'.repeat(64) }),
 };
 
 /** Required query parameters, valid for B's own resource. */
@@ -51,6 +55,8 @@ interface Ids {
   research: string;
   driveFile: string;
   driveFolder: string;
+  agent: string;
+  agentRun: string;
 }
 
 /** A's id for each path parameter of an operation, by the resource its path names. */
@@ -65,6 +71,7 @@ function fill(op: Operation, ids: Ids): string | null {
     [/^\/research\/\{jobId\}/, { jobId: ids.research }],
     [/^\/drive\/files\/\{id\}/, { id: ids.driveFile }],
     [/^\/drive\/folders\/\{id\}/, { id: ids.driveFolder }],
+    [/^\/agents\/\{id\}/, { id: ids.agent, runId: ids.agentRun }],
   ];
   const hit = byPrefix.find(([re]) => re.test(op.path));
   if (!hit) return null;
@@ -89,7 +96,9 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
 
   before(async () => {
     stack = await startStack({ env: { WORKER_POOLS: 'code,research,sheet', ALLOW_LOOPBACK_URLS: 'true', RATE_LIMIT_MAX: '100000' } });
-    a = client(stack.baseUrl, (await stack.createAccount({ credits: 1000 })).key);
+    const accA = await stack.createAccount({ credits: 1000 });
+    const accountA = accA.accountId;
+    a = client(stack.baseUrl, accA.key);
     b = client(stack.baseUrl, (await stack.createAccount({ credits: 1000 })).key);
     doc = (await a.get('/openapi')).body;
     ops = servedOperations(doc);
@@ -109,6 +118,9 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
     const research = ok(await a.post('/research', { query: `${SECRET} findings` }), 'research');
     const driveFolder = ok(await a.post('/drive/folders', { name: `${SECRET} folder` }), 'drive folder');
     const driveFile = ok(await a.post('/drive/files', { name: `${SECRET}.md`, content: `# ${SECRET}`, folderId: driveFolder.id }), 'drive file');
+    // Agents are defined by script (no create route); the run stays queued (no agent pool here).
+    const agent = await createAgentsRepository(stack.rt.db).upsert(accountA, { name: `${SECRET} agent`, instructions: SECRET, tools: ['create_notes'], creditBudget: 50 });
+    const agentRun = ok(await a.post(`/agents/${agent._id}/messages`, { message: `${SECRET} message` }), 'agent message');
     await waitForJob(a, job.jobId);
     ids = {
       project: project.id,
@@ -122,6 +134,8 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
       research: research.jobId,
       driveFile: driveFile.id,
       driveFolder: driveFolder.id,
+      agent: agent._id,
+      agentRun: agentRun.runId,
     };
     expect(ids.commitId, 'a commit id').to.be.a('string');
   });
@@ -142,6 +156,10 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
       walked.push(op.id);
       if (r.status !== 404 || r.body?.error?.code !== 'not_found' || r.text.includes(SECRET)) leaks.push(`${op.method} ${path} → ${r.status} ${r.text.slice(0, 200)}`);
     }
+    // POST /chat names its conversation in the body, not the path.
+    const chat = await b.post('/chat', { conversationId: ids.conversation, message: 'add a step to that flowchart', stream: false });
+    walked.push('chat');
+    if (chat.status !== 404 || chat.body?.error?.code !== 'not_found' || chat.text.includes(SECRET)) leaks.push(`POST /chat {conversationId: A's} → ${chat.status} ${chat.text.slice(0, 200)}`);
     expect(unwalked, 'operations with path ids the walk has no fixture for').to.deep.equal([]);
     expect(leaks).to.deep.equal([]);
     expect(walked.length).to.be.at.least(30);
@@ -170,13 +188,16 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
     const card = (await a.get(`/boards/${ids.board}/cards`)).body.data;
     expect(card.map((c: any) => c.title)).to.deep.equal([`${SECRET} card`]);
     const conversation = await a.get(`/conversations/${ids.conversation}`);
-    expect(conversation.body).to.include({ title: `${SECRET} chat`, version: 1 });
+    expect(conversation.body).to.include({ title: `${SECRET} chat`, version: 1, messageCount: 0 });
     const webhook = await a.get(`/webhooks/${ids.webhook}`);
     expect(webhook.body.name).to.equal(`${SECRET} hook`);
     const commit = await a.get(`/sheets/${ids.sheet}/commits/${ids.commitId}`);
     expect(commit.body.status).to.equal('proposed');
     const file = await a.get(`/drive/files/${ids.driveFile}`);
     expect(file.body).to.include({ name: `${SECRET}.md`, folderId: ids.driveFolder, trashedAt: null });
+    const run = await a.get(`/agents/${ids.agent}/runs/${ids.agentRun}/result`);
+    expect(run.body).to.include({ status: 'queued', pendingApproval: null });
+    expect((await a.get(`/agents/${ids.agent}/runs`)).body.total).to.equal(1);
     const rows = await a.get(`/sheets/${ids.sheet}/range?range=A1:A2`);
     expect(JSON.stringify(rows.body)).to.include(SECRET).and.not.include('B was here');
   });

@@ -54,7 +54,7 @@ describe('database commands on the request hot path', function () {
     expect(r.seen).to.deep.equal([]);
   });
 
-  it('when a job is posted, then the answer costs two commands (insert the job, charge the account) and the ledger entry, the dispatch mark and the marker release follow in one batch', async () => {
+  it('when a job is posted by an account under the lease threshold, then the answer costs two commands (insert the job, charge the account) and the ledger entry, the dispatch mark and the marker release follow in one batch', async () => {
     const { key, accountId } = await stack.createAccount({ credits: 1000 });
     const api = client(stack.baseUrl, key);
     await api.get('/account'); // warm the key cache and the rate-limit lease
@@ -65,7 +65,7 @@ describe('database commands on the request hot path', function () {
     await stack.rt.jobs.flushAccepted();
     r.stop();
     expect(res.status).to.equal(202);
-    expect(onAnswer).to.deep.equal(['insert:jobs', 'update:accounts']);
+    expect(onAnswer).to.deep.equal(['insert:jobs', 'findAndModify:accounts']);
     expect(r.seen.slice(2)).to.deep.equal(['insert:credit_ledger', 'update:jobs', 'update:accounts']);
     // The account's charge marker is released once the job records its charge: the document stays small.
     expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.chargedRefs).to.deep.equal([]);
@@ -75,6 +75,41 @@ describe('database commands on the request hot path', function () {
     expect(job?.dispatchedAt).to.be.instanceOf(Date);
     const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
     expect(ledger.map((e) => [e.kind, e.state, e.jobId, e.amount])).to.deep.equal([['charge', 'applied', res.body.jobId, 5]]);
+  });
+
+  it('when an account with a large balance posts a job, then the answer costs one command (the job insert, charged from the process\'s credit lease) and the ledger entry follows in a batch', async () => {
+    const { key, accountId } = await stack.createAccount({ credits: 1_000_000 });
+    const api = client(stack.baseUrl, key);
+    await api.get('/account'); // warm the key cache and the rate-limit lease
+    // The first job is charged to the account, which shows the balance; the second takes a
+    // lease (stored, then debited from the account in one update).
+    const first = await api.post('/code-builds', { prompt: 'charged per job' });
+    await stack.rt.jobs.flushAccepted();
+    const r0 = record();
+    const second = await api.post('/code-builds', { prompt: 'takes the lease' });
+    r0.stop();
+    expect([first.status, second.status]).to.deep.equal([202, 202]);
+    expect(r0.seen).to.deep.equal(['insert:credit_leases', 'update:accounts', 'insert:jobs']);
+    await stack.rt.jobs.flushAccepted();
+
+    const r = record();
+    const res = await api.post('/code-builds', { prompt: 'one command' });
+    const onAnswer = [...r.seen];
+    await stack.rt.jobs.flushAccepted();
+    r.stop();
+    expect(res.status).to.equal(202);
+    expect(onAnswer).to.deep.equal(['insert:jobs']);
+    expect(r.seen.slice(1)).to.deep.equal(['insert:credit_ledger']);
+
+    const job = await stack.rt.db.jobs.findOne({ _id: res.body.jobId });
+    expect(job?.credits).to.include({ charged: true, amount: 5 });
+    expect(job?.credits.lease).to.match(/^lse_/);
+    const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
+    expect(ledger.map((e) => [e.kind, e.state, e.jobId, e.amount]).sort()).to.deep.equal(
+      [first, second, res].map((x) => ['charge', 'applied', x.body.jobId, 5]).sort(),
+    );
+    // The balance shown counts what the lease has not spent.
+    expect((await api.get('/account/credits')).body.balance).to.equal(1_000_000 - 15);
   });
 
   it('when a charged job keeps its account marker (its batch lost the settlement claim), then the sweep releases it, and never a marker of a job still unpaid', async () => {
@@ -101,7 +136,8 @@ describe('database commands on the request hot path', function () {
     expect(rs.map((x) => x.status)).to.deep.equal(Array(30).fill(202));
     const count = (name: string) => r.seen.filter((s) => s === name).length;
     expect(count('insert:jobs')).to.equal(30);
-    expect(count('update:accounts')).to.be.within(31, 40); // 30 charges, and a marker release per batch
+    expect(count('findAndModify:accounts')).to.equal(30); // 30 charges
+    expect(count('update:accounts')).to.be.within(1, 10); // a marker release per batch
     expect(count('insert:credit_ledger')).to.be.within(1, 10);
     expect(count('update:jobs')).to.be.within(1, 10);
     expect(await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge', state: 'applied' })).to.equal(30);

@@ -1,0 +1,232 @@
+import type { Collection } from 'mongodb';
+import type { AgentRunStatus, AgentRunTrigger, ApprovalScope } from '../../contracts/agents';
+import { AGENT_LIMITS } from '../../contracts/agents';
+import type { ChatArtifact } from '../../contracts/conversations';
+import type { Scope } from '../../contracts/registry';
+import type { EngineMessage } from '../assistant/engine';
+import { newId } from '../ids';
+import { COLLECTIONS, isDuplicateKey, type Database } from '../mongo';
+
+/**
+ * Agent definitions, runs, threads and the send_email outbox (issue 12). Every read and write
+ * names the account. WARNING: these documents are persisted; add fields, never rename.
+ */
+export interface AgentDoc {
+  /** `agt_…` (the development seed uses the stable agt_research and agt_outreach). */
+  _id: string;
+  accountId: string;
+  name: string;
+  description: string;
+  /** The system prompt of every run. */
+  instructions: string;
+  /** Tool names the agent may call: chat-catalogue tools and agent actions (platform/agents/actions.ts). */
+  tools: string[];
+  /** Tools that need the owner's approval before each call (unless granted, see alwaysAllowed and a run's taskGrants). */
+  approvals: string[];
+  /** `default`: the deployment's CHAT_ENGINE. */
+  engine: 'default';
+  /** Credits one run may use, the run fee included; a paid call past it fails the run. */
+  creditBudget: number;
+  /** Actions the owner approved with scope `always`: later runs do not ask. */
+  alwaysAllowed: string[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface RunStepDoc {
+  /** The engine's tool-call id. */
+  callId: string;
+  slug: string;
+  args: Record<string, unknown>;
+  status: 'done' | 'rejected' | 'failed';
+  artifact: ChatArtifact;
+  credits: number;
+  at: Date;
+}
+
+export interface ReviewDoc {
+  /** The tool call under review. */
+  callId: string;
+  actionSlug: string;
+  actionArgs: Record<string, unknown>;
+  plan: { slug: string; args: Record<string, unknown> }[];
+  /** 64 hex characters, crypto random; compared in constant time. */
+  reviewToken: string;
+  availableScopes: ApprovalScope[];
+  decision: { decision: 'approve' | 'reject'; scope: ApprovalScope; at: Date } | null;
+  /** The run's segment while this review was open. */
+  segment: number;
+  /** Steps of the run before the call under review: the decision applies to that call at that place only. */
+  stepIndex: number;
+  at: Date;
+}
+
+export interface RunDoc {
+  /** `run_…`. */
+  _id: string;
+  accountId: string;
+  agentId: string;
+  threadId: string;
+  trigger: AgentRunTrigger;
+  /** The user message or the instruction. */
+  instruction: string;
+  /** The dispatching key's scopes and Drive pins: the run's tools act with them. */
+  key: { scopes: Scope[]; folderPins: string[] };
+  status: AgentRunStatus;
+  /** The thread's messages when the run first started (its history; fixed for the run's life). */
+  history: { role: 'user' | 'assistant'; content: string }[] | null;
+  /** Engine messages of this run so far (assistant steps and tool results), for resuming. */
+  transcript: EngineMessage[];
+  steps: RunStepDoc[];
+  /** The latest review (an action waiting for, or decided by, the owner). */
+  review: ReviewDoc | null;
+  /** Reviews decided before the latest (their tokens), so a repeated decision still answers already_recorded. */
+  pastReviews: { reviewToken: string; decision: 'approve' | 'reject'; scope: ApprovalScope }[];
+  /** Actions approved with scope `task`: this run repeats them without asking. */
+  taskGrants: string[];
+  reply: string | null;
+  error: string | null;
+  /** The run fee (unless refunded) plus tool charges. */
+  creditsUsed: number;
+  fee: number;
+  feeRefunded: boolean;
+  lease: { owner: string; until: Date } | null;
+  /** Claims of the run by a worker (a killed worker's run is claimed again). */
+  attempts: number;
+  /** +1 at each decision: a paused run resumes in a new segment. */
+  segment: number;
+  usage: { inputTokens: number; outputTokens: number };
+  /** The evi.* event of the final state, once emitted (the sweep emits it otherwise). */
+  eventId: string | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  completedAt: Date | null;
+  updatedAt: Date;
+}
+
+export interface ThreadDoc {
+  /** `${agentId}:${threadId}`. */
+  _id: string;
+  accountId: string;
+  agentId: string;
+  threadId: string;
+  messages: { role: 'user' | 'assistant'; content: string; runId: string; at: Date }[];
+  /** Runs whose messages were appended (the last 100): an append repeated after a crash adds nothing. */
+  appendedRuns: string[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What send_email stores: this deployment has no mail transport, so nothing leaves. */
+export interface OutboxDoc {
+  _id: string;
+  accountId: string;
+  agentId: string;
+  runId: string;
+  to: string;
+  subject: string;
+  body: string;
+  status: 'queued_no_transport';
+  createdAt: Date;
+}
+
+const indexed = new WeakSet<Database>();
+
+export function agentCollections(db: Database) {
+  return {
+    agents: db.db.collection<AgentDoc>(COLLECTIONS.agents),
+    runs: db.db.collection<RunDoc>(COLLECTIONS.agentRuns),
+    threads: db.db.collection<ThreadDoc>(COLLECTIONS.agentThreads),
+    outbox: db.db.collection<OutboxDoc>(COLLECTIONS.agentOutbox),
+  };
+}
+
+/** The indexes of the agent collections, made once per process (idempotent). */
+export async function ensureAgentIndexes(db: Database): Promise<void> {
+  if (indexed.has(db)) return;
+  const c = agentCollections(db);
+  await Promise.all([
+    c.agents.createIndex({ accountId: 1, createdAt: -1 }),
+    c.runs.createIndex({ accountId: 1, agentId: 1, createdAt: -1 }),
+    c.runs.createIndex({ status: 1, updatedAt: 1 }),
+    c.outbox.createIndex({ accountId: 1, createdAt: -1 }),
+  ]);
+  indexed.add(db);
+}
+
+export interface AgentDefinition {
+  id?: string;
+  name: string;
+  description?: string;
+  instructions: string;
+  tools: string[];
+  approvals?: string[];
+  creditBudget: number;
+}
+
+/** Agents of one account. */
+export function createAgentsRepository(db: Database) {
+  const c = agentCollections(db);
+  return {
+    get: (accountId: string, id: string) => c.agents.findOne({ _id: id, accountId }),
+
+    list: (accountId: string) => c.agents.find({ accountId }).sort({ createdAt: -1, _id: -1 }).limit(1000).toArray(),
+
+    /** Create an agent; with a stable `id` an existing one of the account is updated instead (seeds are idempotent). */
+    async upsert(accountId: string, def: AgentDefinition): Promise<AgentDoc> {
+      await ensureAgentIndexes(db);
+      const now = new Date();
+      const fields = { name: def.name, description: def.description ?? '', instructions: def.instructions, tools: [...new Set(def.tools)], approvals: [...new Set(def.approvals ?? [])], creditBudget: def.creditBudget, engine: 'default' as const };
+      if (def.id) {
+        const found = await c.agents.findOneAndUpdate({ _id: def.id, accountId }, { $set: { ...fields, updatedAt: now } }, { returnDocument: 'after' });
+        if (found) return found;
+      }
+      const doc: AgentDoc = { _id: def.id ?? newId('agt'), accountId, ...fields, alwaysAllowed: [], createdAt: now, updatedAt: now };
+      try {
+        await c.agents.insertOne(doc);
+      } catch (err) {
+        if (!isDuplicateKey(err)) throw err;
+        // Taken by another account, or made meanwhile by a concurrent seed of this one.
+        const again = await c.agents.findOne({ _id: doc._id, accountId });
+        if (!again) throw new Error(`agent id ${doc._id} belongs to another account`);
+        return again;
+      }
+      return doc;
+    },
+
+    /** Remember an action approved with scope `always`. */
+    async allowAlways(accountId: string, id: string, action: string): Promise<void> {
+      await c.agents.updateOne({ _id: id, accountId }, { $addToSet: { alwaysAllowed: action }, $set: { updatedAt: new Date() } });
+    },
+  };
+}
+
+/** Threads: a run reads the history at its start and appends its messages at its end. */
+export function createThreadsRepository(db: Database) {
+  const threads: Collection<ThreadDoc> = agentCollections(db).threads;
+  return {
+    async history(accountId: string, agentId: string, threadId: string): Promise<ThreadDoc['messages']> {
+      const t = await threads.findOne({ _id: `${agentId}:${threadId}`, accountId });
+      return t?.messages ?? [];
+    },
+
+    /** Append a run's messages once (a repeat after a crash finds the run in appendedRuns). */
+    async append(accountId: string, agentId: string, threadId: string, runId: string, messages: { role: 'user' | 'assistant'; content: string }[]): Promise<void> {
+      const at = new Date();
+      try {
+        await threads.updateOne(
+          { _id: `${agentId}:${threadId}`, accountId, appendedRuns: { $ne: runId } },
+          {
+            $push: { messages: { $each: messages.map((m) => ({ ...m, runId, at })), $slice: -AGENT_LIMITS.threadMessagesMax }, appendedRuns: { $each: [runId], $slice: -100 } },
+            $set: { updatedAt: at },
+            $setOnInsert: { agentId, threadId, createdAt: at },
+          },
+          { upsert: true },
+        );
+      } catch (err) {
+        // The thread exists with this run appended already: the upsert's insert collides.
+        if (!isDuplicateKey(err)) throw err;
+      }
+    },
+  };
+}

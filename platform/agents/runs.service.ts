@@ -1,0 +1,341 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { z } from 'zod';
+import type { AgentMessageAccepted, AgentRunApproveRequest, AgentRunResult, AgentRunStatus, AgentRunTrigger, AgentRunView, AgentUsage } from '../../contracts/agents';
+import { AGENT_LIMITS } from '../../contracts/agents';
+import type { Scope } from '../../contracts/registry';
+import { AppError, notFound } from '../errors';
+import { emitEvent } from '../events';
+import { newId } from '../ids';
+import { keysetPage, mapPage } from '../lists';
+import { COLLECTIONS } from '../mongo';
+import type { Runtime } from '../runtime';
+import { agentCollections, createAgentsRepository, ensureAgentIndexes, type RunDoc } from './agents.repository';
+
+/**
+ * Agent runs as the API sees them (SPEC 2.18, 3.4, 4.9): accept (fee, run document, publish to
+ * the agent pool), read, list, approve, usage. The agent pool (workers/agent) moves runs through
+ * queued → running → paused | completed | failed with conditional updates.
+ */
+
+/** The agent pool message. WARNING: read by agent workers of other versions; add fields only. */
+export interface AgentRunMessage {
+  runId: string;
+  accountId: string;
+}
+
+const API = '/api/v1';
+export const runPaths = (agentId: string, runId: string) => ({
+  result: `${API}/agents/${agentId}/runs/${runId}/result`,
+  approve: `${API}/agents/${agentId}/runs/${runId}/approve`,
+});
+
+/** A run that is still queued or running this long after its last change is published again (sweep). */
+export const AGENT_RUN_SWEEP_GRACE_MS = 30_000;
+/** How long the run fee's hold may wait for the run document (settled by the scheduler after). */
+const FEE_HOLD_TTL_MS = 60_000;
+
+type ApproveAnswer = { runId: string; decision: 'approve' | 'reject'; status: 'resuming' | 'already_recorded' };
+
+/** The projects a run made, as SPEC 2.18 artifacts. */
+export function runArtifacts(run: Pick<RunDoc, 'steps'>): z.infer<typeof AgentRunResult>['artifacts'] {
+  const out: z.infer<typeof AgentRunResult>['artifacts'] = [];
+  for (const s of run.steps) {
+    const a = s.artifact;
+    if (s.status !== 'done' || !a.projectId || !a.openUrl) continue;
+    if (out.some((o) => o.projectId === a.projectId)) continue;
+    out.push({ kind: 'project', title: a.title, url: a.openUrl, projectId: a.projectId });
+  }
+  return out;
+}
+
+/** pendingApproval as shown: while paused, and after its decision until the run ends. */
+function reviewOf(run: RunDoc) {
+  const r = run.review;
+  if (!r) return null;
+  if (run.status === 'completed' || run.status === 'failed') return null;
+  return r;
+}
+
+export function toRunView(run: RunDoc): z.infer<typeof AgentRunView> {
+  const r = reviewOf(run);
+  const paths = runPaths(run.agentId, run._id);
+  return {
+    runId: run._id,
+    agentId: run.agentId,
+    threadId: run.threadId,
+    trigger: run.trigger,
+    status: run.status,
+    creditsUsed: Math.round(run.creditsUsed),
+    pendingApproval: r ? { actionSlug: r.actionSlug, approveUrl: paths.approve, decisionRecorded: r.decision !== null } : null,
+    error: run.error,
+    createdAt: run.createdAt.toISOString(),
+    startedAt: run.startedAt?.toISOString() ?? null,
+    completedAt: run.completedAt?.toISOString() ?? null,
+    resultUrl: paths.result,
+  };
+}
+
+export function toRunResult(run: RunDoc): z.infer<typeof AgentRunResult> {
+  const r = reviewOf(run);
+  const paths = runPaths(run.agentId, run._id);
+  return {
+    runId: run._id,
+    agentId: run.agentId,
+    threadId: run.threadId,
+    status: run.status,
+    reply: run.reply,
+    artifacts: runArtifacts(run),
+    pendingApproval: r
+      ? { runId: run._id, actionSlug: r.actionSlug, actionArgs: r.actionArgs, plan: r.plan, reviewToken: r.reviewToken, availableScopes: r.availableScopes, decisionRecorded: r.decision !== null, approveUrl: paths.approve }
+      : null,
+    error: run.error,
+    creditsUsed: Math.round(run.creditsUsed),
+    startedAt: run.startedAt?.toISOString() ?? null,
+    completedAt: run.completedAt?.toISOString() ?? null,
+    pollUrl: paths.result,
+    trigger: run.trigger,
+    steps: run.steps.map((s) => ({ slug: s.slug, args: s.args, status: s.status, artifact: s.artifact as Record<string, unknown> })),
+  };
+}
+
+/** Constant-time comparison of two 64-hex tokens. */
+const sameToken = (a: string, b: string) => a.length === 64 && b.length === 64 && timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'));
+
+export function createAgentRuns(rt: Runtime) {
+  const c = agentCollections(rt.db);
+  const agents = createAgentsRepository(rt.db);
+
+  const mustAgent = async (accountId: string, agentId: string) => {
+    const a = await agents.get(accountId, agentId);
+    if (!a) throw notFound('agent');
+    return a;
+  };
+  const mustRun = async (accountId: string, agentId: string, runId: string) => {
+    const r = await c.runs.findOne({ _id: runId, accountId, agentId });
+    if (!r) throw notFound('run');
+    return r;
+  };
+
+  /** Hand a run to the agent pool. A failed publish is left to the sweep (the run stays queued). */
+  const publish = async (run: Pick<RunDoc, '_id' | 'accountId'>) => {
+    try {
+      await rt.amqp.publishToPool('agent', { runId: run._id, accountId: run.accountId } satisfies AgentRunMessage);
+      return true;
+    } catch (err) {
+      rt.log.warn('agent run not published; the sweep will publish it', { runId: run._id, err: err as Error });
+      return false;
+    }
+  };
+
+  const api = {
+    mustAgent,
+    publish,
+
+    /**
+     * Accept a run: the fee (agent_run) is held first (402 before anything is stored when the
+     * balance is short), the run is inserted, the hold captured, the run published. The hold
+     * names the run (deliveredBy): a crash between the insert and the capture is captured by the
+     * scheduler because the run exists; a crash before the insert is given back.
+     */
+    async accept(input: { accountId: string; agentId: string; trigger: AgentRunTrigger; instruction: string; threadId?: string; requestId: string; key: { scopes: Scope[]; folderPins?: string[] } }): Promise<z.infer<typeof AgentMessageAccepted> & { run: RunDoc }> {
+      await ensureAgentIndexes(rt.db);
+      const agent = await mustAgent(input.accountId, input.agentId);
+      const runId = newId('run');
+      const threadId = input.threadId ?? newId('thr');
+      const fee = rt.credits.price('agent_run');
+      const hold = await rt.credits.hold({ accountId: input.accountId, operation: 'agent_run', amount: fee, requestId: input.requestId, ttlMs: FEE_HOLD_TTL_MS, id: runId, deliveredBy: { collection: COLLECTIONS.agentRuns, id: runId } });
+      const now = new Date();
+      const run: RunDoc = {
+        _id: runId,
+        accountId: input.accountId,
+        agentId: agent._id,
+        threadId,
+        trigger: input.trigger,
+        instruction: input.instruction,
+        key: { scopes: input.key.scopes, folderPins: input.key.folderPins ?? [] },
+        status: 'queued',
+        history: null,
+        transcript: [],
+        steps: [],
+        review: null,
+        pastReviews: [],
+        taskGrants: [],
+        reply: null,
+        error: null,
+        creditsUsed: fee,
+        fee,
+        feeRefunded: false,
+        lease: null,
+        attempts: 0,
+        segment: 0,
+        usage: { inputTokens: 0, outputTokens: 0 },
+        eventId: null,
+        createdAt: now,
+        startedAt: null,
+        completedAt: null,
+        updatedAt: now,
+      };
+      try {
+        await c.runs.insertOne(run);
+      } catch (err) {
+        await rt.credits.release(hold);
+        throw err;
+      }
+      try {
+        await rt.credits.capture(hold);
+      } catch (err) {
+        rt.log.warn('agent run fee hold not captured; the scheduler captures it (the run exists)', { runId, err: err as Error });
+      }
+      await publish(run);
+      return { runId, threadId, agentId: agent._id, status: 'queued', resultUrl: runPaths(agent._id, runId).result, run };
+    },
+
+    async get(accountId: string, agentId: string, runId: string) {
+      return mustRun(accountId, agentId, runId);
+    },
+
+    async list(accountId: string, agentId: string, q: { limit: number; cursor?: string; status?: AgentRunStatus }) {
+      await mustAgent(accountId, agentId);
+      const filter = { accountId, agentId, ...(q.status ? { status: q.status } : {}) };
+      const page = await keysetPage(c.runs, filter, { tag: `agent-runs:${q.status ?? 'all'}:createdAt:desc`, field: 'createdAt', direction: -1, limit: q.limit, cursor: q.cursor, projection: { transcript: 0, history: 0, steps: 0, instruction: 0 } });
+      return mapPage(page, toRunView);
+    },
+
+    /**
+     * Record the owner's decision on the run's review (SPEC 2.18, 3.4). The token is compared in
+     * constant time with the current review's and the earlier decided ones'. One conditional
+     * update moves paused → queued with the decision, so two racing decisions record one.
+     */
+    async approve(accountId: string, agentId: string, runId: string, body: AgentRunApproveRequest, retried = false): Promise<ApproveAnswer> {
+      const run = await mustRun(accountId, agentId, runId);
+      const review = run.review;
+      const current = review && sameToken(review.reviewToken, body.reviewToken) ? review : null;
+      const past = current ? undefined : run.pastReviews.find((p) => sameToken(p.reviewToken, body.reviewToken));
+      if (!current && !past) {
+        if (!review) throw new AppError('run_not_paused', `the run is ${run.status} and has no action waiting for approval`);
+        throw new AppError('invalid_review_token', 'reviewToken: does not match the review of this run; send pendingApproval.reviewToken unchanged');
+      }
+      const recorded = current ? current.decision : past!;
+      if (recorded) {
+        if (recorded.decision === body.decision) return { runId, decision: body.decision, status: 'already_recorded' };
+        throw new AppError('run_not_paused', `a different decision (${recorded.decision}) was recorded for this review`);
+      }
+      if (run.status !== 'paused') throw new AppError('run_not_paused', `the run is ${run.status}, not paused`);
+      if (!current!.availableScopes.includes(body.scope)) throw new AppError('validation_error', `scope: must be one of ${current!.availableScopes.join(', ')} for this review`);
+      const at = new Date();
+      const moved = await c.runs.updateOne(
+        { _id: runId, accountId, status: 'paused', 'review.reviewToken': current!.reviewToken, 'review.decision': null },
+        {
+          $set: { status: 'queued', 'review.decision': { decision: body.decision, scope: body.scope, at }, updatedAt: at },
+          $inc: { segment: 1 },
+          ...(body.decision === 'approve' && body.scope === 'task' ? { $addToSet: { taskGrants: current!.actionSlug } } : {}),
+        },
+      );
+      if (moved.modifiedCount === 0) {
+        // Someone decided meanwhile: answer from what was recorded.
+        if (retried) throw new AppError('run_not_paused', 'the run changed while the decision was recorded');
+        return api.approve(accountId, agentId, runId, body, true);
+      }
+      if (body.decision === 'approve' && body.scope === 'always') await agents.allowAlways(accountId, agentId, current!.actionSlug);
+      await publish(run);
+      return { runId, decision: body.decision, status: 'resuming' };
+    },
+
+    /** Runs of the agent created in the last `days` days (at most AGENT_LIMITS.usageRunsMax read). */
+    async usage(accountId: string, agentId: string, days: number, now = new Date()): Promise<z.infer<typeof AgentUsage>> {
+      await mustAgent(accountId, agentId);
+      const since = new Date(now.getTime() - days * 86_400_000);
+      const rows = await c.runs
+        .find({ accountId, agentId, createdAt: { $gte: since } }, { projection: { status: 1, trigger: 1, creditsUsed: 1, startedAt: 1, completedAt: 1, createdAt: 1 } })
+        .sort({ createdAt: -1, _id: -1 })
+        .limit(AGENT_LIMITS.usageRunsMax + 1)
+        .toArray();
+      const truncated = rows.length > AGENT_LIMITS.usageRunsMax;
+      const read = rows.slice(0, AGENT_LIMITS.usageRunsMax);
+      const byStatus: Record<string, number> = {};
+      const byTrigger: Record<string, number> = {};
+      let credits = 0;
+      let durations = 0;
+      let timed = 0;
+      for (const r of read) {
+        byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
+        byTrigger[r.trigger] = (byTrigger[r.trigger] ?? 0) + 1;
+        credits += r.creditsUsed ?? 0;
+        if ((r.status === 'completed' || r.status === 'failed') && r.startedAt && r.completedAt) {
+          durations += r.completedAt.getTime() - r.startedAt.getTime();
+          timed++;
+        }
+      }
+      return {
+        agentId,
+        days,
+        since: since.toISOString(),
+        runs: read.length,
+        creditsUsed: Math.round(credits),
+        byStatus,
+        byTrigger,
+        avgDurationMs: timed ? Math.round(durations / timed) : null,
+        lastRunAt: read[0]?.createdAt.toISOString() ?? null,
+        truncated,
+      };
+    },
+
+    /**
+     * Wait until the run is in one of `statuses` (polling the run document with a short backoff),
+     * or null after `timeoutMs` or when `signal` aborts.
+     */
+    async waitFor(accountId: string, runId: string, statuses: readonly AgentRunStatus[], timeoutMs: number, signal?: AbortSignal): Promise<RunDoc | null> {
+      const deadline = Date.now() + timeoutMs;
+      let delay = 20;
+      for (;;) {
+        const run = await c.runs.findOne({ _id: runId, accountId });
+        if (run && statuses.includes(run.status)) return run;
+        const left = deadline - Date.now();
+        if (left <= 0 || signal?.aborted) return null;
+        await new Promise((r) => setTimeout(r, Math.min(delay, left)));
+        delay = Math.min(250, Math.round(delay * 1.5));
+      }
+    },
+
+    /**
+     * The scheduler's sweep: publish again runs that are queued (a publish that failed, a lost
+     * message) or running under an expired lease (a worker died and its message is gone) for more
+     * than `graceMs`, and emit the evi.* event of finished runs whose event was not emitted (the
+     * worker died between the final update and the event).
+     */
+    async sweep(graceMs = AGENT_RUN_SWEEP_GRACE_MS, now = new Date()): Promise<{ republished: number; events: number }> {
+      const before = new Date(now.getTime() - graceMs);
+      const stuck = await c.runs
+        .find({ $or: [{ status: 'queued', updatedAt: { $lt: before } }, { status: 'running', 'lease.until': { $lt: before } }] }, { projection: { _id: 1, accountId: 1 } })
+        .limit(200)
+        .toArray();
+      let republished = 0;
+      for (const r of stuck) {
+        if (await publish(r)) {
+          republished++;
+          await c.runs.updateOne({ _id: r._id, status: 'queued' }, { $set: { updatedAt: now } });
+        }
+      }
+      const unannounced = await c.runs.find({ status: { $in: ['completed', 'failed'] }, eventId: null, completedAt: { $lt: before } }).limit(200).toArray();
+      for (const r of unannounced) await api.announce(r);
+      return { republished, events: unannounced.length };
+    },
+
+    /** Emit evi.run_completed / evi.run_failed for a finished run, once it is stored as such. */
+    async announce(run: RunDoc): Promise<void> {
+      if (run.status !== 'completed' && run.status !== 'failed') return;
+      const { eventId } = await emitEvent(rt, run.accountId, run.status === 'completed' ? 'evi.run_completed' : 'evi.run_failed', {
+        runId: run._id,
+        agentId: run.agentId,
+        threadId: run.threadId,
+        status: run.status,
+        resultUrl: `${rt.config.PUBLIC_BASE_URL}${runPaths(run.agentId, run._id).result}`,
+        creditsUsed: Math.round(run.creditsUsed),
+        error: run.error,
+      });
+      await c.runs.updateOne({ _id: run._id, eventId: null }, { $set: { eventId } });
+    },
+  };
+  return api;
+}
+export type AgentRuns = ReturnType<typeof createAgentRuns>;

@@ -1,0 +1,172 @@
+import type { ChatArtifact, ChatMode } from '../../contracts/conversations';
+import { stableId } from '../ids';
+import { EngineError, type ChatEngine, type EngineMessage, type ToolCall } from './engine';
+import { executeToolCall, toolSpecs } from './execute';
+import type { ToolContext, ToolDefinition } from './tool';
+import type { TurnEvent } from './turn-events';
+
+/**
+ * Engine steps per turn, by mode (SPEC 2.7 modes). A step is one engine call: it may ask for
+ * tools, whose results feed the next step.
+ * - fast: 3 steps: one round of tools, the reply, and one spare round (a tool that failed, a
+ *   follow-up the results call for).
+ * - think: 6 steps: the engine may plan further and chain tools, each round seeing what the
+ *   previous made (research, then notes summarising the plan; a deck, then its theme).
+ * The last step is offered no tools, so a turn always ends with a reply rather than with a tool
+ * result nobody explained.
+ */
+export const MAX_STEPS: Readonly<Record<ChatMode, number>> = { fast: 3, think: 6 };
+
+export interface TurnInput {
+  engine: ChatEngine;
+  tools: readonly ToolDefinition[];
+  /** The history the engine sees, oldest first, ending with the new user message. Not modified. */
+  messages: readonly EngineMessage[];
+  mode: ChatMode;
+  /**
+   * Who the tools act for. `turnId` (the answer's message id, or an agent run's id) seeds the ids
+   * the tools make: the same turn and call make the same ids, so a call replayed after a crash
+   * finds what it made.
+   */
+  ctx: Omit<ToolContext, 'idFor' | 'signal'> & { turnId: string; signal?: AbortSignal };
+  /** Aborted when the client went away: the engine and running tools stop, no event follows. */
+  signal?: AbortSignal;
+  /** Default MAX_STEPS[mode]. */
+  maxSteps?: number;
+  /**
+   * Told of a tool call that was running when the signal aborted: the turn ends at once, the call
+   * goes on until the tool stops (or finishes, if it cannot stop mid-call) and `artifact` settles
+   * then (an `error` artifact, or a rejection, when it stopped).
+   */
+  onAbandonedTool?(call: { toolCallId: string; toolName: string; artifact: Promise<ChatArtifact> }): void;
+  /** Told of an engine failure that was not an EngineError (a bug), before its `error` event. */
+  onUnexpectedError?(err: unknown): void;
+}
+
+const sum = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : a + b);
+
+/**
+ * One assistant turn: step the engine, run the tools it asks for, feed their artifacts back,
+ * until a step asks for no tool or the mode's step limit is reached. Yields TurnEvents in the
+ * order a UI-message stream sends them; `turn-finish` comes last when the turn completed.
+ *
+ * Endings: a completed turn ends with `turn-finish`; an engine failure (EngineError: provider
+ * error or timeout) yields one `error` event and ends (no `turn-finish`): the caller reports it
+ * and gives the turn's credits back; an abort ends at once with no further event (tools in
+ * flight get the signal). Tools run one after another in the order the engine asked, so an
+ * abort leaves later tools unrun.
+ */
+export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void, undefined> {
+  const { engine, tools, mode } = input;
+  const signal = input.signal ?? input.ctx.signal ?? new AbortController().signal;
+  const maxSteps = Math.max(1, input.maxSteps ?? MAX_STEPS[mode]);
+  const { turnId, signal: _ctxSignal, ...toolCtx } = input.ctx;
+  const specs = toolSpecs(tools);
+  const aborted = new Promise<undefined>((resolve) => {
+    if (signal.aborted) resolve(undefined);
+    else signal.addEventListener('abort', () => resolve(undefined), { once: true });
+  });
+  const messages: EngineMessage[] = [...input.messages];
+  const artifacts: ChatArtifact[] = [];
+  const texts: string[] = [];
+  let usage: { inputTokens: number | null; outputTokens: number | null } = { inputTokens: null, outputTokens: null };
+  let textParts = 0;
+
+  for (let stepIndex = 0; stepIndex < maxSteps; stepIndex++) {
+    if (signal.aborted) return;
+    yield { type: 'step-start' };
+    let openText: string | undefined;
+    let stepText = '';
+    const calls: ToolCall[] = [];
+    const started = new Set<string>();
+    const closeText = function* (): Generator<TurnEvent> {
+      if (openText === undefined) return;
+      yield { type: 'text-end', id: openText };
+      openText = undefined;
+    };
+
+    const lastStep = stepIndex === maxSteps - 1;
+    try {
+      for await (const ev of engine.step({ messages, tools: lastStep ? [] : specs, mode, stepIndex, signal })) {
+        if (signal.aborted) return;
+        switch (ev.type) {
+          case 'text-delta':
+            if (!ev.delta) break;
+            if (openText === undefined) {
+              openText = `${turnId}-text-${textParts++}`;
+              yield { type: 'text-start', id: openText };
+            }
+            stepText += ev.delta;
+            yield { type: 'text-delta', id: openText, delta: ev.delta };
+            break;
+          case 'tool-call-start':
+            yield* closeText();
+            if (!started.has(ev.id)) {
+              started.add(ev.id);
+              yield { type: 'tool-input-start', toolCallId: ev.id, toolName: ev.name };
+            }
+            break;
+          case 'tool-call': {
+            yield* closeText();
+            const { call } = ev;
+            if (!started.has(call.id)) {
+              started.add(call.id);
+              yield { type: 'tool-input-start', toolCallId: call.id, toolName: call.name };
+            }
+            // The validated arguments when they pass (defaults filled in), else what the engine sent:
+            // the tool's output then says what was wrong with them.
+            const parsed = tools.find((t) => t.name === call.name)?.input.safeParse(call.args ?? {});
+            yield { type: 'tool-input-available', toolCallId: call.id, toolName: call.name, input: parsed?.success ? parsed.data : (call.args ?? {}) };
+            calls.push(call);
+            break;
+          }
+          case 'usage':
+            usage = { inputTokens: sum(usage.inputTokens, ev.inputTokens), outputTokens: sum(usage.outputTokens, ev.outputTokens) };
+            break;
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      yield* closeText();
+      if (!(err instanceof EngineError)) input.onUnexpectedError?.(err);
+      const e = err instanceof EngineError ? err : new EngineError('the assistant failed unexpectedly; nothing was charged for this turn', 'engine_error');
+      yield { type: 'error', errorText: e.message, code: e.code };
+      return;
+    }
+    yield* closeText();
+    if (stepText) texts.push(stepText);
+    messages.push({ role: 'assistant', content: stepText, ...(calls.length ? { toolCalls: calls } : {}) });
+
+    for (const call of calls) {
+      if (signal.aborted) return;
+      // Ids for what this call makes, stable per (turn, call): the nth id of a prefix is the same on a replay.
+      const counts = new Map<string, number>();
+      const idFor = (prefix: string) => {
+        const n = counts.get(prefix) ?? 0;
+        counts.set(prefix, n + 1);
+        return stableId(prefix, `${turnId}\n${call.id}${n ? `\n${n}` : ''}`);
+      };
+      // The last step offered no tools: a call it makes anyway is answered as an unknown tool.
+      const running = executeToolCall(lastStep ? [] : tools, call, { ...toolCtx, signal, idFor });
+      // On abort the turn ends at once; a tool that cannot stop mid-call finishes on its own and
+      // its service settles what it charged.
+      const outcome = await Promise.race([running.then((artifact) => ({ artifact }), (err: unknown) => ({ err })), aborted]);
+      if (signal.aborted || !outcome) {
+        running.catch(() => undefined);
+        input.onAbandonedTool?.({ toolCallId: call.id, toolName: call.name, artifact: running });
+        return;
+      }
+      if ('err' in outcome) throw outcome.err;
+      const { artifact } = outcome;
+      artifacts.push(artifact);
+      messages.push({ role: 'tool', toolCallId: call.id, name: call.name, artifact });
+      yield { type: 'tool-output-available', toolCallId: call.id, toolName: call.name, output: artifact };
+    }
+    yield { type: 'step-finish' };
+    if (!calls.length) {
+      yield { type: 'turn-finish', text: texts.join('\n\n'), artifacts, engine: engine.info, usage, steps: stepIndex + 1 };
+      return;
+    }
+  }
+  yield { type: 'turn-finish', text: texts.join('\n\n'), artifacts, engine: engine.info, usage, steps: maxSteps };
+}
