@@ -32,8 +32,10 @@ interface HoldDoc {
 /**
  * Credits an API process took from an account in one conditional update, to charge jobs from in
  * memory (see createCreditLeases). WARNING: persisted. While the lease is held, the account
- * carries its id among `chargedRefs`: that marker says the account was debited, and it leaves in
- * the same update that gives the unspent part back, so the return happens once.
+ * carries its id among `leaseRefs` (leases taken before that field existed: among `chargedRefs`):
+ * that marker says the account was debited, and it leaves in the same update that gives the
+ * unspent part back, so the return happens once. `leaseRefs` is never trimmed, unlike
+ * `chargedRefs`, whose last 1000 entries could push a lease's marker out.
  */
 export interface LeaseDoc {
   _id: string;
@@ -46,7 +48,21 @@ export interface LeaseDoc {
   until: Date;
   /** Set by whoever settles it (the holder, or the scheduler after `until`). */
   settling?: Date | null;
+  /**
+   * What the holder has written down as spent, a batch at a time (`addLeaseSpend`, at most 20 ms
+   * after the answer): what the balance shown subtracts. Settlement does not trust it: the holder
+   * settles with its own count, the scheduler counts the jobs that name the lease.
+   */
+  spent?: number;
 }
+
+/**
+ * A lease is settled by the scheduler only this long after its `until`: `until` comes from the
+ * holder's clock and is compared on the scheduler's, so their clocks may disagree by this much
+ * (on top of the quarter of the lease, at most 5 s, the holder keeps between its last spend and
+ * `until`) before a settlement could count the jobs while the holder's last insert still lands.
+ */
+export const LEASE_SETTLE_MARGIN_MS = 10_000;
 
 /** Rounded to the cent, as prices are. */
 const cents = (n: number) => Math.round(n * 100) / 100;
@@ -63,18 +79,14 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
   const leases = db.db.collection<LeaseDoc>(COLLECTIONS.creditLeases);
 
   /**
-   * The jobs a set of leases of one account paid for: the truth of what the leases spent. Their
-   * jobs were created after the oldest lease was taken, so the account's (accountId, createdAt)
-   * index narrows it on MongoDB; FerretDB scans (it runs when a lease is settled without its
-   * holder's count, and for GET /account/credits of an account holding leases).
+   * The jobs a lease paid for: the truth of what it spent. They were created after the lease was
+   * taken, so the account's (accountId, createdAt) index narrows it on MongoDB; FerretDB scans.
+   * It runs only when the scheduler settles a lease without its holder's count.
    */
-  const jobsOfLeases = (accountId: string, ls: Pick<LeaseDoc, '_id' | 'at'>[]) =>
+  const jobsOfLease = (l: Pick<LeaseDoc, '_id' | 'at' | 'accountId'>) =>
     db.jobs
-      .find(
-        { accountId, createdAt: { $gte: new Date(Math.min(...ls.map((l) => l.at.getTime()))) }, 'credits.lease': { $in: ls.map((l) => l._id) } },
-        { projection: { _id: 1, accountId: 1, createdAt: 1, credits: 1 } },
-      )
-      .toArray() as Promise<Pick<JobDoc, '_id' | 'accountId' | 'createdAt' | 'credits'>[]>;
+      .find({ accountId: l.accountId, createdAt: { $gte: l.at }, 'credits.lease': l._id }, { projection: { _id: 1, accountId: 1, createdAt: 1, credits: 1, status: 1, dispatchedAt: 1 } })
+      .toArray() as Promise<Pick<JobDoc, '_id' | 'accountId' | 'createdAt' | 'credits' | 'status' | 'dispatchedAt'>[]>;
 
   /**
    * Move the balance for `ref` and set its charge marker in ONE conditional update (balance
@@ -105,17 +117,28 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
 
     /**
      * What the account can spend: its credits plus the unspent part of the leases API processes
-     * hold (leased minus the charges of the jobs that name them).
+     * hold (leased minus what their holders wrote down as spent, `LeaseDoc.spent`). One read of
+     * the account and one read by `_id` per lease it holds (a few at most: one per API process).
+     * Exact once the holders' ledger batches (at most 20 ms after each answer) are written; when a
+     * holder dies, the jobs of its last unwritten batch (or of an insert whose outcome it never
+     * learned) show as unspent until the scheduler settles its lease from the jobs.
      */
     async balance(accountId: string): Promise<number> {
-      const a = await db.accounts.findOne({ _id: accountId }, { projection: { credits: 1, chargedRefs: 1 } });
+      const a = await db.accounts.findOne({ _id: accountId }, { projection: { credits: 1, leaseRefs: 1 } });
       if (!a) return 0;
-      const held = (a.chargedRefs ?? []).filter((r) => r.startsWith('lse_'));
-      if (!held.length) return a.credits;
-      const ls = await leases.find({ _id: { $in: held }, accountId }).toArray();
-      if (!ls.length) return a.credits;
-      const spent = (await jobsOfLeases(accountId, ls)).reduce((n, j) => n + j.credits.amount, 0);
-      return cents(a.credits + ls.reduce((n, l) => n + l.amount, 0) - spent);
+      if (!a.leaseRefs?.length) return a.credits;
+      // By `_id` one at a time: FerretDB 1.24 scans the collection for `_id: { $in: [...] }`.
+      const ls = await Promise.all(a.leaseRefs.map((id) => leases.findOne({ _id: id, accountId })));
+      return cents(ls.reduce((n, l) => (l ? n + Math.max(0, l.amount - (l.spent ?? 0)) : n), a.credits));
+    },
+
+    /** Write down what leases spent (lease id → amount), in one command: see LeaseDoc.spent. */
+    async addLeaseSpend(spends: ReadonlyMap<string, number>): Promise<void> {
+      if (!spends.size) return;
+      await leases.bulkWrite(
+        [...spends].map(([id, amount]) => ({ updateOne: { filter: { _id: id }, update: { $inc: { spent: cents(amount) } } } })),
+        { ordered: false },
+      );
     },
 
     /**
@@ -127,11 +150,11 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      */
     async takeLease(input: { accountId: string; amount: number; minBalance: number; ttlMs: number; owner: string; timeoutMs?: number }): Promise<LeaseDoc | null> {
       const at = new Date();
-      const lease: LeaseDoc = { _id: newId('lse'), accountId: input.accountId, owner: input.owner, amount: input.amount, at, until: new Date(at.getTime() + input.ttlMs), settling: null };
+      const lease: LeaseDoc = { _id: newId('lse'), accountId: input.accountId, owner: input.owner, amount: input.amount, at, until: new Date(at.getTime() + input.ttlMs), settling: null, spent: 0 };
       await leases.insertOne(lease);
       const r = await db.accounts.updateOne(
-        { _id: input.accountId, credits: { $gte: input.amount + input.minBalance }, chargedRefs: { $ne: lease._id } },
-        { $inc: { credits: -input.amount }, $push: { chargedRefs: { $each: [lease._id], $slice: -1000 } } },
+        { _id: input.accountId, credits: { $gte: input.amount + input.minBalance }, leaseRefs: { $ne: lease._id } },
+        { $inc: { credits: -input.amount }, $push: { leaseRefs: lease._id } },
         input.timeoutMs ? { timeoutMS: input.timeoutMs } : {},
       );
       if (r.modifiedCount === 1) {
@@ -145,11 +168,15 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
 
     /**
      * Give back what a lease did not spend, once: claim it (`settling`), count its spend (`spent`
-     * when the holder knows it exactly, else the charges of the jobs naming it, whose ledger
-     * entries are written now if a crash lost them), then add `amount - spent` to the account in
-     * the same update that removes the lease's marker (so a second settlement gives nothing), and
-     * drop the lease. `expiredBefore` settles it only if its `until` is before then (the
-     * scheduler). Null when someone else settles it or it is gone.
+     * when the holder knows it exactly, else the charges of the jobs naming it), then add
+     * `amount - spent` to the account in the same update that removes the lease's marker (so a
+     * second settlement gives nothing), and drop the lease. `expiredBefore` settles it only if
+     * its `until` is before then (the scheduler). Null when someone else settles it or it is gone.
+     *
+     * Counting the jobs also writes the ledger entries a crash lost, but only of jobs known to
+     * have reached the broker (a worker took them, or `dispatchedAt` is set): the jobs sweep reads
+     * a lease job's entry as its dispatch record, so a job still queued and undispatched keeps
+     * none, and the sweep publishes it, then writes its entry.
      */
     async settleLease(leaseId: string, opts: { spent?: number; expiredBefore?: Date } = {}): Promise<{ spent: number; returned: number } | null> {
       const now = new Date();
@@ -161,23 +188,31 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       if (!l) return null;
       let spent = opts.spent;
       if (spent === undefined) {
-        const jobs = await jobsOfLeases(l.accountId, [l]);
-        await api.recordCharges(jobs.map((j) => ({ accountId: j.accountId, jobId: j._id, operation: j.credits.operation, amount: j.credits.amount, requestId: null, at: j.createdAt })));
+        const jobs = await jobsOfLease(l);
+        const published = jobs.filter((j) => j.status !== 'queued' || j.dispatchedAt);
+        await api.recordCharges(published.map((j) => ({ accountId: j.accountId, jobId: j._id, operation: j.credits.operation, amount: j.credits.amount, requestId: null, at: j.createdAt })));
         spent = jobs.reduce((n, j) => n + j.credits.amount, 0);
       }
       const returned = cents(Math.max(0, l.amount - spent));
-      const r = await db.accounts.updateOne({ _id: l.accountId, chargedRefs: l._id }, { $inc: { credits: returned }, $pull: { chargedRefs: l._id } });
+      const r = await db.accounts.updateOne(
+        { _id: l.accountId, $or: [{ leaseRefs: l._id }, { chargedRefs: l._id }] },
+        { $inc: { credits: returned }, $pull: { leaseRefs: l._id, chargedRefs: l._id } },
+      );
       await leases.deleteOne({ _id: l._id });
       metrics.creditLeases.inc({ outcome: opts.spent === undefined ? 'settled_by_count' : 'returned' });
       return { spent, returned: r.modifiedCount === 1 ? returned : 0 };
     },
 
-    /** Leases whose holder did not settle them by `until` (it died): settled from their jobs. */
+    /**
+     * Leases whose holder did not settle them (it died, or its count is uncertain): settled from
+     * their jobs once `until` is LEASE_SETTLE_MARGIN_MS past on this clock.
+     */
     async settleExpiredLeases(now = new Date()): Promise<{ settled: number; returned: number }> {
-      const expired = await leases.find({ until: { $lt: now } }, { projection: { _id: 1 } }).limit(200).toArray();
+      const before = new Date(now.getTime() - LEASE_SETTLE_MARGIN_MS);
+      const expired = await leases.find({ until: { $lt: before } }, { projection: { _id: 1 } }).limit(200).toArray();
       const out = { settled: 0, returned: 0 };
       for (const l of expired) {
-        const r = await api.settleLease(l._id, { expiredBefore: now });
+        const r = await api.settleLease(l._id, { expiredBefore: before });
         if (!r) continue;
         out.settled++;
         out.returned = cents(out.returned + r.returned);
@@ -403,7 +438,11 @@ export interface LeaseSpend {
   /** How long the job insert may take: it must reach the server while the lease is spendable. */
   timeoutMs: number;
   commit(): void;
-  /** `stored: 'unknown'` (a timeout) leaves the lease to the scheduler, which settles it from its jobs after it expired. */
+  /**
+   * `stored: false` only when the server refused the insert (a duplicate key); `'unknown'` (any
+   * other failure: a timeout, a write-concern error after the write applied) leaves the lease to
+   * the scheduler, which settles it from its jobs after it expired.
+   */
   release(stored: false | 'unknown'): void;
 }
 
@@ -428,8 +467,8 @@ interface HeldLease {
  * an idle account gets its credits back at once), then settled by the holder with its exact
  * count (after the ledger batch holding its jobs was written: `beforeSettle`). A lease whose
  * count is not exact (an insert's outcome unknown, a ledger batch failed) and the leases of a
- * holder that died are settled by the scheduler after `until`, from their jobs
- * (settleExpiredLeases). Below `minBalance` no lease is taken and `reserve` returns null: the
+ * holder that died are settled by the scheduler after `until` (plus LEASE_SETTLE_MARGIN_MS), from
+ * their jobs (settleExpiredLeases). Below `minBalance` no lease is taken and `reserve` returns null: the
  * caller charges the account per job, exactly.
  */
 export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { owner: string; log: Logger; beforeSettle: () => Promise<void> }) {

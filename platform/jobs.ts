@@ -3,7 +3,6 @@ import type { JobEnvelope } from '../contracts/common';
 import { JOB_EVENT_NAME, JOB_ID_PREFIX, broker, type CreditOperation, type JobType } from '../contracts/registry';
 import { metrics } from '../monitoring/metrics';
 import type { AmqpClient } from './amqp';
-import { MongoServerError } from 'mongodb';
 import { createCreditLeases, type CreditLeaseSettings, type Credits, type LeaseSpend } from './credits';
 import { AppError } from './errors';
 import { faultPoint } from './faults';
@@ -191,15 +190,21 @@ export function createJobs(deps: JobsDeps) {
   };
 
   /**
-   * Ledger entries of jobs charged from a credit lease, written within 20 ms in one insertMany
-   * after the job's publish was confirmed: the entry doubles as the job's dispatch record (the
-   * sweep reads it before it republishes an undispatched job, see `sweep`), so a lease-charged
-   * job costs one insert on the request path and a share of one batched insert after it.
+   * What jobs charged from a credit lease leave to write, within 20 ms, in two commands per
+   * batch: each lease's spend (one $inc per lease, for the balance shown: LeaseDoc.spent), and
+   * the ledger entries of the jobs whose publish was confirmed. The entry doubles as the job's
+   * dispatch record (the sweep reads it before it republishes an undispatched job, see `sweep`),
+   * so a job whose publish failed gets none here: the sweep publishes it, then writes it.
    */
-  const leaseLedger = createWriteBehind<{ job: JobDoc; requestId: string | null }>(
+  const leaseLedger = createWriteBehind<{ job: JobDoc; requestId: string | null; dispatched: boolean }>(
     async (items) => {
       try {
-        await credits.recordCharges(items.map(({ job, requestId }) => ({ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, amount: job.credits.amount, requestId, at: job.createdAt })));
+        const spends = new Map<string, number>();
+        for (const { job } of items) if (job.credits.lease) spends.set(job.credits.lease, (spends.get(job.credits.lease) ?? 0) + job.credits.amount);
+        await credits.addLeaseSpend(spends);
+        await credits.recordCharges(
+          items.filter((i) => i.dispatched).map(({ job, requestId }) => ({ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, amount: job.credits.amount, requestId, at: job.createdAt })),
+        );
       } catch (err) {
         // Their leases settle from their jobs, which writes the entries (or the sweep does).
         for (const { job } of items) if (job.credits.lease) leases.inexact(job.credits.lease);
@@ -349,8 +354,9 @@ export function createJobs(deps: JobsDeps) {
         });
       } catch (err) {
         const duplicate = (err as { code?: number }).code === 11000;
-        // A refused insert stored nothing; any other failure may have stored it after all.
-        spend.release(duplicate || err instanceof MongoServerError ? false : 'unknown');
+        // Only a duplicate key says this insert stored nothing; any other failure, a server
+        // error included (a write-concern error comes after the write applied), may have stored it.
+        spend.release(duplicate ? false : 'unknown');
         if (!duplicate) throw err;
         return api.acceptAgain({ ...input });
       }
@@ -358,10 +364,8 @@ export function createJobs(deps: JobsDeps) {
       faultPoint('accept.after-charge');
       const dispatched = await api.publish(job);
       faultPoint('accept.after-publish');
-      if (dispatched) {
-        leaseLedger.add({ job, requestId: input.requestId });
-        metrics.jobsDispatched.inc({ type: job.type });
-      }
+      leaseLedger.add({ job, requestId: input.requestId, dispatched });
+      if (dispatched) metrics.jobsDispatched.inc({ type: job.type });
       // Counted once the job is in the ledger batch, so settling the lease waits for that batch.
       spend.commit();
       return { job, charged: input.amount, retried: false };
@@ -586,9 +590,11 @@ export function createJobs(deps: JobsDeps) {
       let s = 0;
       for (const j of undispatched) {
         if (j.credits?.lease) {
-          // Charged from a lease: its ledger entry is written only after the publish was
-          // confirmed, so one that exists says the job reached the broker: mark it, do not
-          // publish again. Otherwise publish it, then write the entry, then mark it.
+          // Charged from a lease: its ledger entry is written only once the job is known to have
+          // reached the broker (the holder's batch after the confirm, a lease settlement for jobs
+          // a worker took or that were marked dispatched, this sweep after publishing), so one
+          // that exists says so: mark it, do not publish again. Otherwise publish it, then write
+          // the entry, then mark it.
           if (await db.ledger.countDocuments({ _id: `led_charge_${j._id}` }, { limit: 1 })) {
             await db.jobs.updateOne({ _id: j._id, dispatchedAt: null }, { $set: { dispatchedAt: new Date() } });
             continue;

@@ -68,6 +68,11 @@ export interface AccountDoc {
    * this list stays short (FerretDB rewrites the whole document on every update).
    */
   chargedRefs?: string[];
+  /**
+   * Credit leases API processes hold on the account (platform/credits.ts LeaseDoc): a few at
+   * most, one per API process, kept apart from `chargedRefs` so no number of charges trims them.
+   */
+  leaseRefs?: string[];
   features: AccountFeatures;
   createdAt: Date;
 }

@@ -45,7 +45,8 @@ export function createTasks(rt: Runtime) {
      */
     async settleCredits() {
       const { released, captured } = await rt.credits.settleExpiredHolds();
-      // Credit leases whose API process died: the unspent part goes back (counted from their jobs).
+      // Credit leases whose API process died: the unspent part goes back (counted from their
+      // jobs), 10 s after their `until` at the earliest, in case the clocks disagree.
       const leases = await rt.credits.settleExpiredLeases();
       const isLive = async (ref: string) =>
         (await db.jobs.countDocuments({ _id: ref })) > 0 || (await db.db.collection(COLLECTIONS.creditHolds).countDocuments({ _id: ref as never })) > 0;

@@ -99,7 +99,8 @@ describe('database commands on the request hot path', function () {
     r.stop();
     expect(res.status).to.equal(202);
     expect(onAnswer).to.deep.equal(['insert:jobs']);
-    expect(r.seen.slice(1)).to.deep.equal(['insert:credit_ledger']);
+    // The batch: the lease's spend written down (for the balance shown), the ledger entry.
+    expect(r.seen.slice(1)).to.deep.equal(['update:credit_leases', 'insert:credit_ledger']);
 
     const job = await stack.rt.db.jobs.findOne({ _id: res.body.jobId });
     expect(job?.credits).to.include({ charged: true, amount: 5 });
@@ -108,8 +109,12 @@ describe('database commands on the request hot path', function () {
     expect(ledger.map((e) => [e.kind, e.state, e.jobId, e.amount]).sort()).to.deep.equal(
       [first, second, res].map((x) => ['charge', 'applied', x.body.jobId, 5]).sort(),
     );
-    // The balance shown counts what the lease has not spent.
+    // The balance shown counts what the lease has not spent, read from the lease and not from
+    // its jobs: one read of the account, one of each lease it holds.
+    const rb = record();
     expect((await api.get('/account/credits')).body.balance).to.equal(1_000_000 - 15);
+    rb.stop();
+    expect(rb.seen).to.deep.equal(['find:accounts', 'find:credit_leases']);
   });
 
   it('when a charged job keeps its account marker (its batch lost the settlement claim), then the sweep releases it, and never a marker of a job still unpaid', async () => {
