@@ -6,6 +6,7 @@ import { endpoints } from '../../contracts/endpoints';
 import { createAgentRuns, runArtifacts, runPaths, toRunResult, toRunView } from '../../platform/agents/runs.service';
 import type { RunDoc } from '../../platform/agents/agents.repository';
 import { AppError } from '../../platform/errors';
+import { stableId } from '../../platform/ids';
 import type { Runtime } from '../../platform/runtime';
 import type { AuthContext } from '../http/context';
 import { mount, type RouteDeps } from '../http/route';
@@ -31,6 +32,21 @@ export function lastUserMessage(body: AgentCompletionRequest): string {
     return content;
   }
   throw new AppError('validation_error', 'messages: must hold a user message (only the last one is sent to the agent)');
+}
+
+/** Idempotency-Key values: 1 to 255 visible ASCII characters, as for every other route. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/**
+ * POST /chat/completions reads Idempotency-Key itself rather than through the route framework:
+ * its answer may be a stream (which a stored response cannot replay) and may wait minutes. The
+ * key names the run instead: a retry with the same key (streamed or not) starts nothing and is
+ * not billed; it waits for the same run and answers from it.
+ */
+function completionKey(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  if (!IDEMPOTENCY_KEY.test(raw)) throw new AppError('validation_error', 'Idempotency-Key: must be 1 to 255 visible ASCII characters');
+  return raw;
 }
 
 /** What a completion says: the reply, or for a paused run which action waits and where to approve it. */
@@ -67,7 +83,8 @@ function completionOf(run: RunDoc, model: string) {
  */
 const NO_RETRY = { 'x-should-retry': 'false' };
 // Ids as separate words: error messages clip any unbroken run of more than 64 characters.
-const failedRun = (run: RunDoc) => new AppError('agent_run_failed', `the agent run ${run._id} of agent ${run.agentId} failed: ${run.error ?? 'unknown error'}; its fee was refunded`, { headers: NO_RETRY });
+const failedRun = (run: RunDoc) =>
+  new AppError('agent_run_failed', `the agent run ${run._id} of agent ${run.agentId} failed: ${run.error ?? 'unknown error'}; ${run.feeRefunded ? 'its fee was refunded' : 'its fee stands (its tools had delivered work before it failed)'}`, { headers: NO_RETRY });
 const timedOut = (run: RunDoc, ms: number) => new AppError('timeout', `the agent run ${run._id} of agent ${run.agentId} did not complete or pause within ${ms} ms; it goes on: poll its result at GET /agents/{id}/runs/{runId}/result`, { headers: NO_RETRY });
 
 /** Agents (SPEC 4.9, 2.18, 3.4): runs, messages, approvals, usage, and POST /chat/completions. */
@@ -77,15 +94,18 @@ export function agentsRoutes(rt: Runtime, deps: RouteDeps): Router {
   const account = (ctx: { auth: { account: { _id: string } } }) => ctx.auth.account._id;
   const keyOf = (ctx: { auth: AuthContext }) => ({ scopes: ctx.auth.key.scopes, folderPins: ctx.auth.key.folderPins ?? [] });
 
+  // Idempotency-Key (the route framework): the run id derives from the key's record, so a retry
+  // after a lost answer or a crash finds the run the first attempt stored and is not billed again.
+  const repeatable = (ctx: { req: { get(h: string): string | undefined } }) => ctx.req.get('idempotency-key') !== undefined;
   mount(r, endpoints.messageAgent, async (ctx) => {
-    const { run: _run, ...accepted } = await runs.accept({ accountId: account(ctx), agentId: ctx.params.id!, trigger: 'message', instruction: ctx.body.message, threadId: ctx.body.threadId, requestId: ctx.requestId, key: keyOf(ctx) });
-    ctx.charged(rt.credits.price('agent_run'));
+    const { run: _run, charged, ...accepted } = await runs.accept({ accountId: account(ctx), agentId: ctx.params.id!, trigger: 'message', instruction: ctx.body.message, threadId: ctx.body.threadId, requestId: ctx.requestId, key: keyOf(ctx), runId: ctx.idFor('run'), repeatable: repeatable(ctx) });
+    ctx.charged(charged);
     return accepted;
   }, deps);
 
   mount(r, endpoints.runAgent, async (ctx) => {
-    const { run: _run, ...accepted } = await runs.accept({ accountId: account(ctx), agentId: ctx.params.id!, trigger: 'run', instruction: ctx.body.instruction, threadId: ctx.body.threadId, requestId: ctx.requestId, key: keyOf(ctx) });
-    ctx.charged(rt.credits.price('agent_run'));
+    const { run: _run, charged, ...accepted } = await runs.accept({ accountId: account(ctx), agentId: ctx.params.id!, trigger: 'run', instruction: ctx.body.instruction, threadId: ctx.body.threadId, requestId: ctx.requestId, key: keyOf(ctx), runId: ctx.idFor('run'), repeatable: repeatable(ctx) });
+    ctx.charged(charged);
     return accepted;
   }, deps);
 
@@ -99,8 +119,22 @@ export function agentsRoutes(rt: Runtime, deps: RouteDeps): Router {
     const body = ctx.body;
     const agentId = body.model.slice('agent:'.length);
     const instruction = lastUserMessage(body);
-    const { run } = await runs.accept({ accountId: account(ctx), agentId, trigger: 'completions', instruction, threadId: completionThread(body), requestId: ctx.requestId, key: keyOf(ctx) });
-    ctx.charged(rt.credits.price('agent_run'));
+    const idem = completionKey(ctx.req.get('idempotency-key'));
+    const accountId = account(ctx);
+    const { run, charged } = await runs.accept({
+      accountId,
+      agentId,
+      trigger: 'completions',
+      instruction,
+      threadId: completionThread(body),
+      requestId: ctx.requestId,
+      key: keyOf(ctx),
+      ...(idem ? { runId: stableId('run', `completions\n${accountId}\n${idem}`), repeatable: true } : {}),
+    });
+    if (charged === 0 && (run.agentId !== agentId || run.instruction !== instruction || run.trigger !== 'completions')) {
+      throw new AppError('idempotency_key_reused', 'Idempotency-Key: already used with a different request (another agent or last user message)');
+    }
+    ctx.charged(charged);
     const waitMs = rt.config.AGENT_RUN_WAIT_MS;
     const done = ['completed', 'paused', 'failed'] as const;
 
@@ -138,7 +172,10 @@ async function streamCompletion(res: Response, o: { waitMs: number; keepaliveMs:
   } finally {
     clearInterval(keepalive);
   }
-  if (closed.signal.aborted) return;
+  if (closed.signal.aborted) {
+    res.end(); // a no-op on the closed socket; the audit entry is written at the end
+    return;
+  }
   const data = (v: unknown) => res.write(`data: ${JSON.stringify(v)}\n\n`);
   if (!end || end.status === 'failed') {
     const err = end ? failedRun(end) : timedOut(o.run, o.waitMs);

@@ -20,14 +20,19 @@ export function chatRoutes(rt: Runtime, deps: RouteDeps, opts: { service?: ChatS
     service ??= createChatService(rt);
     const { account, key } = ctx.auth;
     const whiteLabel = account.features?.whiteLabel === true;
-    const turn = await service.begin({ account, key, requestId: ctx.requestId }, ctx.body);
-    ctx.res.setHeader('X-Conversation-Id', turn.conversationId);
-
+    // Listening before begin(): a client gone while the hold is taken must not run the turn.
     const abort = new AbortController();
     const onClose = () => {
       if (!ctx.res.writableFinished) abort.abort();
     };
     ctx.res.on('close', onClose);
+    const turn = await service.begin({ account, key, requestId: ctx.requestId }, ctx.body);
+    if (abort.signal.aborted || ctx.res.destroyed) {
+      await turn.settle(); // nothing ran: the hold goes back now
+      ctx.res.status(499).end();
+      return undefined;
+    }
+    ctx.res.setHeader('X-Conversation-Id', turn.conversationId);
 
     if (!ctx.body.stream) {
       const { charged, ...answer } = await service.complete(turn, abort.signal, whiteLabel);
@@ -49,11 +54,14 @@ export function chatRoutes(rt: Runtime, deps: RouteDeps, opts: { service?: ChatS
       if (!abort.signal.aborted) await stream.send({ type: 'error', errorText: 'the assistant failed unexpectedly; nothing was charged for this turn' });
     }
     const outcome = await turn.settle();
+    if (outcome.kind === 'finished') ctx.charged(outcome.charged);
     if (abort.signal.aborted) {
       stream.abandon();
+      // Ended all the same (a no-op on the closed socket): the audit entry is written at the end.
+      ctx.res.end();
       return undefined;
     }
-    if (outcome.kind === 'finished') ctx.charged(outcome.charged);
+    else if (outcome.kind === 'failed' && outcome.unreported) await stream.send({ type: 'error', errorText: `${outcome.errorText}; nothing was charged for this turn` });
     await stream.send({ type: 'finish', messageMetadata: { conversationId: turn.conversationId, ...(outcome.kind === 'finished' ? { usage: outcome.usage } : {}) } });
     await stream.end();
     return undefined;

@@ -1,4 +1,5 @@
 import { CHAT_LIMITS, type ChatJsonResponse, type ChatRequest } from '../../contracts/chat';
+import { CONVERSATION_LIMITS } from '../../contracts/conversations';
 import type { ChatArtifact, ChatMode, MessageUsage } from '../../contracts/conversations';
 import type { AuthAccount } from '../../platform/accounts';
 import type { ChatEngine, EngineMessage } from '../../platform/assistant/engine';
@@ -48,7 +49,8 @@ export interface ChatCaller {
 
 export type TurnOutcome =
   | { kind: 'finished'; text: string; artifacts: ChatArtifact[]; usage: MessageUsage; charged: number }
-  | { kind: 'failed'; errorText: string; code: string }
+  /** `unreported`: the stream has not said so yet (the answer could not be stored after the engine finished). */
+  | { kind: 'failed'; errorText: string; code: string; unreported?: boolean }
   | { kind: 'aborted' };
 
 /**
@@ -123,7 +125,9 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
         prepared = true;
       })();
       stored.catch(() => undefined);
-      return [...past.map(toEngineMessage).filter((m): m is EngineMessage => m !== null), ...incoming];
+      // With a conversation the engine sees its stored history plus what is added to it (the last
+      // user message), not the client's copy of the history besides.
+      return [...past.map(toEngineMessage).filter((m): m is EngineMessage => m !== null), ...toStore];
     };
 
     // What the turn produced so far, for settle() whatever way it ends.
@@ -149,7 +153,7 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
       });
       for await (const ev of turn) {
         if (ev.type === 'text-delta') texts.set(ev.id, (texts.get(ev.id) ?? '') + ev.delta);
-        else if (ev.type === 'tool-output-available') artifacts.push(ev.output);
+        else if (ev.type === 'tool-output-available' && artifacts.length < CONVERSATION_LIMITS.artifactsMax - 1) artifacts.push(ev.output);
         else if (ev.type === 'turn-finish') finish = ev;
         else if (ev.type === 'error') failure = ev;
         yield ev;
@@ -170,7 +174,14 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
           if (finish && prepared) {
             // Stored first, then captured: a crash between leaves a hold whose message exists (captured by the scheduler).
             if (!(await credits.extend(hold, 60_000))) log.warn('chat hold was settled before the turn ended; the turn goes unbilled', { requestId: caller.requestId });
-            await store(finish.text, finish.artifacts, finish.usage);
+            try {
+              await store(finish.text, finish.artifacts, finish.usage);
+            } catch (err) {
+              // Not stored: the turn is not billed, at once (not when the hold expires), and the client is told.
+              log.error('chat answer not stored; its hold is released', { requestId: caller.requestId, err: err as Error });
+              await credits.release(hold);
+              return { kind: 'failed', errorText: 'the answer could not be stored', code: 'internal_error', unreported: true };
+            }
             await credits.capture(hold);
             return { kind: 'finished', text: finish.text, artifacts: finish.artifacts, usage: finish.usage, charged: amount };
           }

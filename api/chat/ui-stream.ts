@@ -33,6 +33,8 @@ export function toUiChunk(ev: TurnEvent): Record<string, unknown> | null {
       return { type: 'tool-input-available', toolCallId: ev.toolCallId, toolName: ev.toolName, input: ev.input };
     case 'tool-output-available':
       return { type: 'tool-output-available', toolCallId: ev.toolCallId, output: ev.output };
+    case 'tool-output-error':
+      return { type: 'tool-output-error', toolCallId: ev.toolCallId, errorText: ev.errorText };
     case 'error':
       return { type: 'error', errorText: ev.errorText };
     case 'turn-finish':

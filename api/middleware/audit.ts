@@ -15,12 +15,42 @@ import { routeTemplate } from './http-metrics';
  * the database is away, has the broker's confirm for it on the audit queue, whose writer
  * (platform/audit/audit.writer.ts) stores it later. So an API process killed right after
  * answering loses no entry.
+ *
+ * A client that goes away does not lose the entry: handlers still end their response (a no-op
+ * on a closed socket) and it is recorded then, with what they charged; one that has not ended
+ * CLOSE_GRACE_MS after the connection closed is recorded then, with the status it had (the
+ * stream's 200, or 499 "client closed request" when nothing was sent).
  */
+const CLOSE_GRACE_MS = 5000;
+
 export function audit(recorder: AuditRecorder): RequestHandler {
   return (req, res, next) => {
     const end = res.end.bind(res) as (...args: unknown[]) => Response;
     let state: 'open' | 'recording' | 'done' = 'open';
     let late = false;
+    const entry = (status: number) => {
+      const l = locals(res);
+      return {
+        _id: newId('aud'),
+        at: new Date(),
+        accountId: l.auth!.account._id,
+        keyId: l.auth!.key._id,
+        method: req.method,
+        route: routeTemplate(req),
+        status,
+        durationMs: Number(process.hrtime.bigint() - l.startedAt) / 1e6,
+        creditsCharged: l.creditsCharged,
+        requestId: l.requestId,
+      };
+    };
+    res.on('close', () => {
+      if (state !== 'open') return;
+      setTimeout(() => {
+        if (state !== 'open' || !locals(res).auth) return;
+        state = 'done';
+        void recorder.record(entry(res.headersSent ? res.statusCode : 499));
+      }, CLOSE_GRACE_MS).unref();
+    });
     res.end = ((...args: unknown[]) => {
       if (state === 'done') return end(...args);
       if (state === 'recording') {
@@ -36,18 +66,7 @@ export function audit(recorder: AuditRecorder): RequestHandler {
       const status = res.statusCode;
       const headers = res.getHeaders();
       void recorder
-        .record({
-          _id: newId('aud'),
-          at: new Date(),
-          accountId: l.auth.account._id,
-          keyId: l.auth.key._id,
-          method: req.method,
-          route: routeTemplate(req),
-          status,
-          durationMs: Number(process.hrtime.bigint() - l.startedAt) / 1e6,
-          creditsCharged: l.creditsCharged,
-          requestId: l.requestId,
-        })
+        .record(entry(status))
         .then(() => {
           state = 'done';
           if (late && !res.headersSent) {

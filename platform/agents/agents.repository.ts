@@ -91,8 +91,20 @@ export interface RunDoc {
   fee: number;
   feeRefunded: boolean;
   lease: { owner: string; until: Date } | null;
-  /** Claims of the run by a worker (a killed worker's run is claimed again). */
+  /**
+   * Claims of the run by a worker in its current segment (a killed worker's run is claimed
+   * again). The owner's decision resets it: a run that pauses N times is not a run that crashed.
+   */
   attempts: number;
+  /**
+   * When the run was last handed to the agent pool (set with the queued state, before the
+   * publish; null when a publish failed). The sweep publishes a queued run again only when this
+   * is stale, backing off by `republishes`, so a backlog of queued runs is not multiplied.
+   * Absent on runs stored before this field (read as their updatedAt).
+   */
+  publishedAt?: Date | null;
+  /** Times the sweep published the run again (its backoff). */
+  republishes?: number;
   /** +1 at each decision: a paused run resumes in a new segment. */
   segment: number;
   usage: { inputTokens: number; outputTokens: number };

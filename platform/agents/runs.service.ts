@@ -7,7 +7,7 @@ import { AppError, notFound } from '../errors';
 import { emitEvent } from '../events';
 import { newId } from '../ids';
 import { keysetPage, mapPage } from '../lists';
-import { COLLECTIONS } from '../mongo';
+import { COLLECTIONS, isDuplicateKey } from '../mongo';
 import type { Runtime } from '../runtime';
 import { agentCollections, createAgentsRepository, ensureAgentIndexes, type RunDoc } from './agents.repository';
 
@@ -29,8 +29,16 @@ export const runPaths = (agentId: string, runId: string) => ({
   approve: `${API}/agents/${agentId}/runs/${runId}/approve`,
 });
 
-/** A run that is still queued or running this long after its last change is published again (sweep). */
+/**
+ * A queued run whose last publish is this old (or a running one whose lease expired this long
+ * ago) is published again by the sweep; each further republish of the same run waits twice as
+ * long (up to 16×), so a backlog (no agent worker for a while) is not multiplied in the queue.
+ */
 export const AGENT_RUN_SWEEP_GRACE_MS = 30_000;
+const REPUBLISH_BACKOFF_MAX = 4;
+/** Completions waits: the first read of the run after 100 ms, doubling to one read a second. */
+const WAIT_FIRST_MS = 100;
+const WAIT_MAX_MS = 1000;
 /** How long the run fee's hold may wait for the run document (settled by the scheduler after). */
 const FEE_HOLD_TTL_MS = 60_000;
 
@@ -116,13 +124,17 @@ export function createAgentRuns(rt: Runtime) {
     return r;
   };
 
-  /** Hand a run to the agent pool. A failed publish is left to the sweep (the run stays queued). */
+  /**
+   * Hand a run to the agent pool. The caller stored publishedAt before; a failed publish clears
+   * it, and the sweep publishes the run (still queued) after the grace.
+   */
   const publish = async (run: Pick<RunDoc, '_id' | 'accountId'>) => {
     try {
       await rt.amqp.publishToPool('agent', { runId: run._id, accountId: run.accountId } satisfies AgentRunMessage);
       return true;
     } catch (err) {
       rt.log.warn('agent run not published; the sweep will publish it', { runId: run._id, err: err as Error });
+      await c.runs.updateOne({ _id: run._id }, { $set: { publishedAt: null } }).catch(() => undefined);
       return false;
     }
   };
@@ -136,11 +148,20 @@ export function createAgentRuns(rt: Runtime) {
      * balance is short), the run is inserted, the hold captured, the run published. The hold
      * names the run (deliveredBy): a crash between the insert and the capture is captured by the
      * scheduler because the run exists; a crash before the insert is given back.
+     *
+     * `runId` derived from an Idempotency-Key (`repeatable`): a retry finds the run the first
+     * attempt stored and answers it, charging nothing (`charged` 0); a retry racing the first
+     * attempt's insert gives its own hold back.
      */
-    async accept(input: { accountId: string; agentId: string; trigger: AgentRunTrigger; instruction: string; threadId?: string; requestId: string; key: { scopes: Scope[]; folderPins?: string[] } }): Promise<z.infer<typeof AgentMessageAccepted> & { run: RunDoc }> {
+    async accept(input: { accountId: string; agentId: string; trigger: AgentRunTrigger; instruction: string; threadId?: string; requestId: string; key: { scopes: Scope[]; folderPins?: string[] }; runId?: string; repeatable?: boolean }): Promise<z.infer<typeof AgentMessageAccepted> & { run: RunDoc; charged: number }> {
       await ensureAgentIndexes(rt.db);
       const agent = await mustAgent(input.accountId, input.agentId);
-      const runId = newId('run');
+      const runId = input.runId ?? newId('run');
+      const found = (r: RunDoc) => ({ runId: r._id, threadId: r.threadId, agentId: r.agentId, status: 'queued' as const, resultUrl: runPaths(r.agentId, r._id).result, run: r, charged: 0 });
+      if (input.repeatable) {
+        const earlier = await c.runs.findOne({ _id: runId, accountId: input.accountId });
+        if (earlier) return found(earlier);
+      }
       const threadId = input.threadId ?? newId('thr');
       const fee = rt.credits.price('agent_run');
       const hold = await rt.credits.hold({ accountId: input.accountId, operation: 'agent_run', amount: fee, requestId: input.requestId, ttlMs: FEE_HOLD_TTL_MS, id: runId, deliveredBy: { collection: COLLECTIONS.agentRuns, id: runId } });
@@ -167,6 +188,8 @@ export function createAgentRuns(rt: Runtime) {
         feeRefunded: false,
         lease: null,
         attempts: 0,
+        publishedAt: now,
+        republishes: 0,
         segment: 0,
         usage: { inputTokens: 0, outputTokens: 0 },
         eventId: null,
@@ -179,6 +202,8 @@ export function createAgentRuns(rt: Runtime) {
         await c.runs.insertOne(run);
       } catch (err) {
         await rt.credits.release(hold);
+        const earlier = input.repeatable && isDuplicateKey(err) ? await c.runs.findOne({ _id: runId, accountId: input.accountId }) : null;
+        if (earlier) return found(earlier);
         throw err;
       }
       try {
@@ -187,7 +212,7 @@ export function createAgentRuns(rt: Runtime) {
         rt.log.warn('agent run fee hold not captured; the scheduler captures it (the run exists)', { runId, err: err as Error });
       }
       await publish(run);
-      return { runId, threadId, agentId: agent._id, status: 'queued', resultUrl: runPaths(agent._id, runId).result, run };
+      return { runId, threadId, agentId: agent._id, status: 'queued', resultUrl: runPaths(agent._id, runId).result, run, charged: fee };
     },
 
     async get(accountId: string, agentId: string, runId: string) {
@@ -222,11 +247,15 @@ export function createAgentRuns(rt: Runtime) {
       }
       if (run.status !== 'paused') throw new AppError('run_not_paused', `the run is ${run.status}, not paused`);
       if (!current!.availableScopes.includes(body.scope)) throw new AppError('validation_error', `scope: must be one of ${current!.availableScopes.join(', ')} for this review`);
+      // The grant first (idempotent): a crash after the decision is stored cannot lose it. A
+      // decision that then loses the race below leaves a grant its owner asked for anyway.
+      if (body.decision === 'approve' && body.scope === 'always') await agents.allowAlways(accountId, agentId, current!.actionSlug);
       const at = new Date();
+      // attempts: claims are counted per segment, so only crashes (not pauses) use them up.
       const moved = await c.runs.updateOne(
         { _id: runId, accountId, status: 'paused', 'review.reviewToken': current!.reviewToken, 'review.decision': null },
         {
-          $set: { status: 'queued', 'review.decision': { decision: body.decision, scope: body.scope, at }, updatedAt: at },
+          $set: { status: 'queued', 'review.decision': { decision: body.decision, scope: body.scope, at }, attempts: 0, publishedAt: at, republishes: 0, updatedAt: at },
           $inc: { segment: 1 },
           ...(body.decision === 'approve' && body.scope === 'task' ? { $addToSet: { taskGrants: current!.actionSlug } } : {}),
         },
@@ -236,7 +265,6 @@ export function createAgentRuns(rt: Runtime) {
         if (retried) throw new AppError('run_not_paused', 'the run changed while the decision was recorded');
         return api.approve(accountId, agentId, runId, body, true);
       }
-      if (body.decision === 'approve' && body.scope === 'always') await agents.allowAlways(accountId, agentId, current!.actionSlug);
       await publish(run);
       return { runId, decision: body.decision, status: 'resuming' };
     },
@@ -281,40 +309,63 @@ export function createAgentRuns(rt: Runtime) {
     },
 
     /**
-     * Wait until the run is in one of `statuses` (polling the run document with a short backoff),
-     * or null after `timeoutMs` or when `signal` aborts.
+     * Wait until the run is in one of `statuses`, or null after `timeoutMs` or when `signal`
+     * aborts. Polls the run document by _id with a backoff: after 100 ms, then doubling to one
+     * read a second (a 120 s wait reads about 125 times; a run that ends within a second is seen
+     * within 100 to 400 ms of its end). A run-state notification over the broker would answer
+     * sooner, at the cost of an exchange and a consumer per API process; the poll was chosen.
      */
     async waitFor(accountId: string, runId: string, statuses: readonly AgentRunStatus[], timeoutMs: number, signal?: AbortSignal): Promise<RunDoc | null> {
       const deadline = Date.now() + timeoutMs;
-      let delay = 20;
+      let delay = WAIT_FIRST_MS;
       for (;;) {
         const run = await c.runs.findOne({ _id: runId, accountId });
         if (run && statuses.includes(run.status)) return run;
         const left = deadline - Date.now();
         if (left <= 0 || signal?.aborted) return null;
-        await new Promise((r) => setTimeout(r, Math.min(delay, left)));
-        delay = Math.min(250, Math.round(delay * 1.5));
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(done, Math.min(delay, left));
+          function done() {
+            clearTimeout(t);
+            signal?.removeEventListener('abort', done);
+            resolve();
+          }
+          signal?.addEventListener('abort', done, { once: true });
+        });
+        delay = Math.min(WAIT_MAX_MS, delay * 2);
       }
     },
 
     /**
-     * The scheduler's sweep: publish again runs that are queued (a publish that failed, a lost
-     * message) or running under an expired lease (a worker died and its message is gone) for more
-     * than `graceMs`, and emit the evi.* event of finished runs whose event was not emitted (the
-     * worker died between the final update and the event).
+     * The scheduler's sweep: publish again runs that are queued with a stale publish (one that
+     * failed, a lost message) or running under a lease that expired more than `graceMs` ago (a
+     * worker died and its message is gone), at most once per backoff period of each run (graceMs
+     * doubling per republish, up to 16×); and emit the evi.* event of finished runs whose event
+     * was not emitted (the worker died between the final update and the event).
      */
     async sweep(graceMs = AGENT_RUN_SWEEP_GRACE_MS, now = new Date()): Promise<{ republished: number; events: number }> {
       const before = new Date(now.getTime() - graceMs);
       const stuck = await c.runs
-        .find({ $or: [{ status: 'queued', updatedAt: { $lt: before } }, { status: 'running', 'lease.until': { $lt: before } }] }, { projection: { _id: 1, accountId: 1 } })
+        .find(
+          {
+            $or: [
+              { status: 'queued', publishedAt: { $lt: before } },
+              { status: 'queued', publishedAt: null, updatedAt: { $lt: before } },
+              { status: 'running', 'lease.until': { $lt: before } },
+            ],
+          },
+          { projection: { _id: 1, accountId: 1, publishedAt: 1, republishes: 1, updatedAt: 1 } },
+        )
         .limit(200)
         .toArray();
       let republished = 0;
       for (const r of stuck) {
-        if (await publish(r)) {
-          republished++;
-          await c.runs.updateOne({ _id: r._id, status: 'queued' }, { $set: { updatedAt: now } });
-        }
+        const last = r.publishedAt ?? r.updatedAt;
+        const wait = graceMs * 2 ** Math.min(r.republishes ?? 0, REPUBLISH_BACKOFF_MAX);
+        if (now.getTime() - last.getTime() < wait) continue;
+        // Stamped before the publish, as accept does; a failed publish clears it again.
+        await c.runs.updateOne({ _id: r._id, status: { $in: ['queued', 'running'] } }, { $set: { publishedAt: now }, $inc: { republishes: 1 } });
+        if (await publish(r)) republished++;
       }
       const unannounced = await c.runs.find({ status: { $in: ['completed', 'failed'] }, eventId: null, completedAt: { $lt: before } }).limit(200).toArray();
       for (const r of unannounced) await api.announce(r);

@@ -15,6 +15,8 @@ export type TurnEvent =
   | { type: 'tool-input-available'; toolCallId: string; toolName: string; input: unknown }
   /** The artifact the tool produced (an `error` artifact when it failed). */
   | { type: 'tool-output-available'; toolCallId: string; toolName: string; output: ChatArtifact }
+  /** A tool part that will get no output (the engine failed in the step that opened it). */
+  | { type: 'tool-output-error'; toolCallId: string; toolName: string; errorText: string }
   | { type: 'step-finish' }
   /** The engine failed mid-turn (EngineError message); the turn ends after it. */
   | { type: 'error'; errorText: string; code: string }

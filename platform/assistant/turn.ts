@@ -1,7 +1,7 @@
-import type { ChatArtifact, ChatMode } from '../../contracts/conversations';
+import { CONVERSATION_LIMITS, type ChatArtifact, type ChatMode } from '../../contracts/conversations';
 import { stableId } from '../ids';
 import { EngineError, type ChatEngine, type EngineMessage, type ToolCall } from './engine';
-import { executeToolCall, toolSpecs } from './execute';
+import { errorArtifact, executeToolCall, toolSpecs } from './execute';
 import type { ToolContext, ToolDefinition } from './tool';
 import type { TurnEvent } from './turn-events';
 
@@ -17,6 +17,16 @@ import type { TurnEvent } from './turn-events';
  */
 export const MAX_STEPS: Readonly<Record<ChatMode, number>> = { fast: 3, think: 6 };
 
+/**
+ * Tool calls that run per step and per turn. The calls past either are not run: each is answered
+ * with a `tool_call_limit` error artifact (the engine and the UI see it). A turn's artifacts are
+ * stored with its answer, which holds at most CONVERSATION_LIMITS.artifactsMax of them; two
+ * places stay free (the failure and an abandoned tool's late artifact, see api/chat).
+ */
+export const MAX_TOOL_CALLS_PER_STEP = 8;
+export const MAX_TOOL_CALLS_PER_TURN = 40;
+const ARTIFACTS_KEPT = CONVERSATION_LIMITS.artifactsMax - 2;
+
 export interface TurnInput {
   engine: ChatEngine;
   tools: readonly ToolDefinition[];
@@ -25,8 +35,8 @@ export interface TurnInput {
   mode: ChatMode;
   /**
    * Who the tools act for. `turnId` (the answer's message id, or an agent run's id) seeds the ids
-   * the tools make: the same turn and call make the same ids, so a call replayed after a crash
-   * finds what it made.
+   * the tools make, with the step and the call: the same turn, step and call make the same ids,
+   * so a call replayed after a crash finds what it made.
    */
   ctx: Omit<ToolContext, 'idFor' | 'signal'> & { turnId: string; signal?: AbortSignal };
   /** Aborted when the client went away: the engine and running tools stop, no event follows. */
@@ -55,6 +65,9 @@ const sum = (a: number | null, b: number | null) => (a === null ? b : b === null
  * and gives the turn's credits back; an abort ends at once with no further event (tools in
  * flight get the signal). Tools run one after another in the order the engine asked, so an
  * abort leaves later tools unrun.
+ *
+ * Tool-call ids in the events are the UI's (unique per turn: the provider's id, suffixed when a
+ * provider reused it in an earlier step); the engine's messages keep the provider's ids.
  */
 export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void, undefined> {
   const { engine, tools, mode } = input;
@@ -71,6 +84,10 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void
   const texts: string[] = [];
   let usage: { inputTokens: number | null; outputTokens: number | null } = { inputTokens: null, outputTokens: null };
   let textParts = 0;
+  let ran = 0;
+  // UI toolCallIds are unique per turn: providers may reuse call ids from step to step (call_0
+  // every step), and a UI message keys its tool parts by id. The engine keeps its own ids.
+  const uiIdsUsed = new Set<string>();
 
   for (let stepIndex = 0; stepIndex < maxSteps; stepIndex++) {
     if (signal.aborted) return;
@@ -78,7 +95,17 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void
     let openText: string | undefined;
     let stepText = '';
     const calls: ToolCall[] = [];
-    const started = new Set<string>();
+    /** Provider call id → its UI id and tool name, for the calls this step started. */
+    const started = new Map<string, { uiId: string; toolName: string }>();
+    const start = (id: string, toolName: string): { first: boolean; uiId: string } => {
+      const known = started.get(id);
+      if (known) return { first: false, uiId: known.uiId };
+      let uiId = id;
+      for (let n = 1; uiIdsUsed.has(uiId); n++) uiId = `${id}-s${stepIndex}${n > 1 ? `-${n}` : ''}`;
+      uiIdsUsed.add(uiId);
+      started.set(id, { uiId, toolName });
+      return { first: true, uiId };
+    };
     const closeText = function* (): Generator<TurnEvent> {
       if (openText === undefined) return;
       yield { type: 'text-end', id: openText };
@@ -99,24 +126,21 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void
             stepText += ev.delta;
             yield { type: 'text-delta', id: openText, delta: ev.delta };
             break;
-          case 'tool-call-start':
+          case 'tool-call-start': {
             yield* closeText();
-            if (!started.has(ev.id)) {
-              started.add(ev.id);
-              yield { type: 'tool-input-start', toolCallId: ev.id, toolName: ev.name };
-            }
+            const s = start(ev.id, ev.name);
+            if (s.first) yield { type: 'tool-input-start', toolCallId: s.uiId, toolName: ev.name };
             break;
+          }
           case 'tool-call': {
             yield* closeText();
             const { call } = ev;
-            if (!started.has(call.id)) {
-              started.add(call.id);
-              yield { type: 'tool-input-start', toolCallId: call.id, toolName: call.name };
-            }
+            const s = start(call.id, call.name);
+            if (s.first) yield { type: 'tool-input-start', toolCallId: s.uiId, toolName: call.name };
             // The validated arguments when they pass (defaults filled in), else what the engine sent:
             // the tool's output then says what was wrong with them.
             const parsed = tools.find((t) => t.name === call.name)?.input.safeParse(call.args ?? {});
-            yield { type: 'tool-input-available', toolCallId: call.id, toolName: call.name, input: parsed?.success ? parsed.data : (call.args ?? {}) };
+            yield { type: 'tool-input-available', toolCallId: s.uiId, toolName: call.name, input: parsed?.success ? parsed.data : (call.args ?? {}) };
             calls.push(call);
             break;
           }
@@ -130,6 +154,8 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void
       yield* closeText();
       if (!(err instanceof EngineError)) input.onUnexpectedError?.(err);
       const e = err instanceof EngineError ? err : new EngineError('the assistant failed unexpectedly; nothing was charged for this turn', 'engine_error');
+      // Tool parts this step opened never run: close them, so no UI part stays in input-streaming.
+      for (const { uiId, toolName } of started.values()) yield { type: 'tool-output-error', toolCallId: uiId, toolName, errorText: `not run: ${e.message}` };
       yield { type: 'error', errorText: e.message, code: e.code };
       return;
     }
@@ -137,14 +163,27 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void
     if (stepText) texts.push(stepText);
     messages.push({ role: 'assistant', content: stepText, ...(calls.length ? { toolCalls: calls } : {}) });
 
-    for (const call of calls) {
+    for (const [i, call] of calls.entries()) {
       if (signal.aborted) return;
-      // Ids for what this call makes, stable per (turn, call): the nth id of a prefix is the same on a replay.
+      const uiId = started.get(call.id)!.uiId;
+      const keep = (artifact: ChatArtifact) => {
+        if (artifacts.length < ARTIFACTS_KEPT) artifacts.push(artifact);
+        messages.push({ role: 'tool', toolCallId: call.id, name: call.name, artifact });
+        return { type: 'tool-output-available' as const, toolCallId: uiId, toolName: call.name, output: artifact };
+      };
+      if (i >= MAX_TOOL_CALLS_PER_STEP || ran >= MAX_TOOL_CALLS_PER_TURN) {
+        const why = i >= MAX_TOOL_CALLS_PER_STEP ? `at most ${MAX_TOOL_CALLS_PER_STEP} tool calls run per step` : `at most ${MAX_TOOL_CALLS_PER_TURN} tool calls run per turn`;
+        yield keep(errorArtifact(`Not run: ${call.name}`, `${why}; ${call.name} was not run and nothing was charged for it`, { tool: call.name, code: 'tool_call_limit' }));
+        continue;
+      }
+      ran++;
+      // Ids for what this call makes, stable per (turn, step, call): the nth id of a prefix is the
+      // same on a replay, and a provider that reuses call ids across steps still gets new ones.
       const counts = new Map<string, number>();
       const idFor = (prefix: string) => {
         const n = counts.get(prefix) ?? 0;
         counts.set(prefix, n + 1);
-        return stableId(prefix, `${turnId}\n${call.id}${n ? `\n${n}` : ''}`);
+        return stableId(prefix, `${turnId}\n${stepIndex}\n${call.id}${n ? `\n${n}` : ''}`);
       };
       // The last step offered no tools: a call it makes anyway is answered as an unknown tool.
       const running = executeToolCall(lastStep ? [] : tools, call, { ...toolCtx, signal, idFor });
@@ -153,14 +192,11 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void
       const outcome = await Promise.race([running.then((artifact) => ({ artifact }), (err: unknown) => ({ err })), aborted]);
       if (signal.aborted || !outcome) {
         running.catch(() => undefined);
-        input.onAbandonedTool?.({ toolCallId: call.id, toolName: call.name, artifact: running });
+        input.onAbandonedTool?.({ toolCallId: uiId, toolName: call.name, artifact: running });
         return;
       }
       if ('err' in outcome) throw outcome.err;
-      const { artifact } = outcome;
-      artifacts.push(artifact);
-      messages.push({ role: 'tool', toolCallId: call.id, name: call.name, artifact });
-      yield { type: 'tool-output-available', toolCallId: call.id, toolName: call.name, output: artifact };
+      yield keep(outcome.artifact);
     }
     yield { type: 'step-finish' };
     if (!calls.length) {

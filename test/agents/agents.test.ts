@@ -219,6 +219,64 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     expect(agent.alwaysAllowed).to.deep.equal(['send_email']);
   });
 
+  it('when a run needs three approvals, each approved once, then it completes: pauses do not use up its claims', async () => {
+    // An agent of its own: an earlier test allowed send_email `always` for the outreach agent.
+    const { id: _id, ...def } = DEV_AGENTS[1]!;
+    const mailer = (await createAgentsRepository(stack.rt.db).upsert(accountId, { ...def, name: 'mailer' }))._id;
+    const people = ['kim@example.com', 'lee@example.com', 'max@example.com'];
+    const acc = await accepted(mailer, script(people.map((p) => emailCall(p))));
+    for (const who of people) {
+      const paused = await waitForRun(api, mailer, acc.runId);
+      expect(paused.status, JSON.stringify(paused)).to.equal('paused');
+      expect(paused.pendingApproval.actionArgs.to).to.equal(who);
+      const ok = await approve(mailer, acc.runId, { decision: 'approve', reviewToken: paused.pendingApproval.reviewToken, scope: 'once' });
+      expect(ok.status, ok.text).to.equal(202);
+    }
+    const done = await waitForRun(api, mailer, acc.runId, ['completed', 'failed']);
+    expect(done.status, JSON.stringify(done)).to.equal('completed');
+    expect(done.steps.map((s: any) => [s.args.to, s.status])).to.deep.equal(people.map((p) => [p, 'done']));
+  });
+
+  it('when a message or run POST is retried with the same Idempotency-Key, then the same run answers, it runs once and is billed once; another body with the key is 422', async () => {
+    // An agent of its own, so the usage test's counts stay those of the research agent.
+    const { id: _rid, ...rdef } = DEV_AGENTS[0]!;
+    const research = (await createAgentsRepository(stack.rt.db).upsert(accountId, { ...rdef, name: 'researcher two' }))._id;
+    const before = (await api.get('/account/credits')).body.balance as number;
+    const key = `msg-${Date.now()}`;
+    const first = await api.post(`/agents/${research}/messages`, { message: 'write notes about retries' }, { 'Idempotency-Key': key });
+    expect(first.status, first.text).to.equal(202);
+    const again = await api.post(`/agents/${research}/messages`, { message: 'write notes about retries' }, { 'Idempotency-Key': key });
+    expect(again.status, again.text).to.equal(202);
+    expect(again.body).to.deep.equal(first.body);
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    const other = await api.post(`/agents/${research}/messages`, { message: 'something else' }, { 'Idempotency-Key': key });
+    expect(other.status).to.equal(422);
+    const runKey = `run-${Date.now()}`;
+    const r1 = await api.post(`/agents/${research}/run`, { instruction: 'write notes about the run route' }, { 'Idempotency-Key': runKey });
+    const r2 = await api.post(`/agents/${research}/run`, { instruction: 'write notes about the run route' }, { 'Idempotency-Key': runKey });
+    expect(r1.status, r1.text).to.equal(202);
+    expect(r2.body.runId).to.equal(r1.body.runId);
+    await waitForRun(api, research, first.body.runId, ['completed']);
+    await waitForRun(api, research, r1.body.runId, ['completed']);
+    const runs = stack.rt.db.db.collection<any>(COLLECTIONS.agentRuns);
+    expect(await runs.countDocuments({ accountId, instruction: { $in: ['write notes about retries', 'write notes about the run route'] } })).to.equal(2);
+    expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(2 * stack.rt.credits.price('agent_run'));
+  });
+
+  it('when a run fails after a tool delivered work, then its fee stands (not refunded)', async () => {
+    const repo = createAgentsRepository(stack.rt.db);
+    const mixed = await repo.upsert(accountId, { name: 'mixed', instructions: 'notes then research', tools: ['create_notes', 'start_research'], creditBudget: 10 });
+    const before = (await api.get('/account/credits')).body.balance as number;
+    const acc = await accepted(mixed._id, script([{ name: 'create_notes', args: { title: 'Made first', markdown: '# kept' } }, { name: 'start_research', args: { query: 'too dear' } }]));
+    const failed = await waitForRun(api, mixed._id, acc.runId, ['completed', 'failed']);
+    expect(failed.status).to.equal('failed');
+    expect(failed.error).to.equal('credit budget of 10 credits reached');
+    expect(failed.steps.map((s: any) => [s.slug, s.status])).to.deep.equal([['create_notes', 'done'], ['start_research', 'failed']]);
+    expect(failed.creditsUsed).to.equal(stack.rt.credits.price('agent_run'));
+    expect(await stack.rt.db.ledger.countDocuments({ _id: `led_refund_${acc.runId}` })).to.equal(0);
+    expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(stack.rt.credits.price('agent_run'));
+  });
+
   it("when another account names this account's agent or run, then every agent route answers 404 not_found", async () => {
     const acc = await accepted(research, 'write notes about secrets of A');
     await waitForRun(api, research, acc.runId);

@@ -166,4 +166,21 @@ describe('agents: POST /chat/completions with the openai client', function () {
     expect(String((err as Error).message)).to.include('credit budget');
     expect((await api.get('/account/credits')).body.balance).to.equal(before);
   });
+  it('when a completion is retried with the same Idempotency-Key, then the same run answers and the fee is charged once; the key with another message is 422', async () => {
+    const before = (await api.get('/account/credits')).body.balance as number;
+    const key = `cmp-${Date.now()}`;
+    const body = { model: `agent:${research}`, messages: [{ role: 'user', content: 'write notes about idempotent completions' }] };
+    const a = await api.post('/chat/completions', body, { 'Idempotency-Key': key });
+    expect(a.status, a.text).to.equal(200);
+    const b = await api.post('/chat/completions', { ...body, stream: true }, { 'Idempotency-Key': key });
+    expect(b.status).to.equal(200);
+    expect(b.text).to.include(a.body.id);
+    expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(stack.rt.credits.price('agent_run'));
+    const c = await api.post('/chat/completions', { ...body, messages: [{ role: 'user', content: 'something else' }] }, { 'Idempotency-Key': key });
+    expect(c.status).to.equal(422);
+    expect(c.body.error.code).to.equal('idempotency_key_reused');
+    const bad = await api.post('/chat/completions', body, { 'Idempotency-Key': 'has space' });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.error.message).to.include('Idempotency-Key');
+  });
 });

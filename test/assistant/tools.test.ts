@@ -7,6 +7,7 @@ import { executeToolCall, toolSpecs } from '../../platform/assistant/execute';
 import type { ToolContext, ToolDefinition } from '../../platform/assistant/tool';
 import { ASSISTANT_TOOL_NAMES, createAssistantTools } from '../../platform/assistant/tools';
 import { stableId } from '../../platform/ids';
+import { COLLECTIONS } from '../../platform/mongo';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 
@@ -207,6 +208,19 @@ describe('assistant: the chat tools against the real stack', function () {
     }
     expect(await balance(poorApi)).to.equal(1);
     expect((await poorApi.get('/projects')).body.data).to.deep.equal([]);
+  });
+
+  it('when build_code cannot store its project, then the error artifact stands for the truth: no job was accepted and nothing was charged', async () => {
+    const seed = randomBytes(6).toString('hex');
+    const ctx = await ctxFor(key, seed);
+    // The id this call would give its project is taken (by another account's project): the insert fails.
+    const taken = ctx.idFor('prj');
+    await stack.rt.db.db.collection<any>(COLLECTIONS.projects).insertOne({ _id: taken, accountId: 'acct_someone_else', name: 'taken', kind: 'notes', createdAt: new Date(), updatedAt: new Date() });
+    const before = await balance();
+    const a = await run('build_code', { prompt: 'a todo app that cannot be stored' }, ctx);
+    expect(a.type).to.equal('error');
+    expect(await balance()).to.equal(before);
+    expect(await stack.rt.db.jobs.countDocuments({ _id: ctx.idFor('code') } as never)).to.equal(0);
   });
 
   it('when the free tools run, then web search says it is not configured, brand themes are deterministic and actions link into the app', async () => {

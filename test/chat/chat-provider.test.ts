@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { connect as tcpConnect } from 'node:net';
 import { COLLECTIONS } from '../../platform/mongo';
 import { client, eventually, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
@@ -145,5 +146,97 @@ describe('POST /chat with the OpenAI-compatible engine against a fake provider',
     expect(ms.map((m: { role: string }) => m.role)).to.deep.equal(['user', 'assistant']);
     expect(ms[1].artifacts.map((a: { type: string }) => a.type)).to.deep.equal(['image']);
     expect(ms[1].usage).to.equal(null);
+  });
+  it('when the provider reuses call ids from step to step, then each step makes its own project and the UI tool parts have distinct ids', async () => {
+    provider.script((_b, n) =>
+      n < 2 ? { toolCalls: [{ name: 'create_notes', args: { title: `Reused ${n}`, markdown: `# Step ${n}` } }], reuseIds: true } : { text: 'Both made.' },
+    );
+    const t = await streamChat(stack.baseUrl, key, { message: 'two notes, one after the other', mode: 'think' });
+    const parts = t.message.parts.filter((p) => p.type === 'tool-create_notes') as { toolCallId: string; state: string; output: { title: string; projectId: string } }[];
+    expect(parts.map((p) => p.state)).to.deep.equal(['output-available', 'output-available']);
+    expect(parts.map((p) => p.output.title)).to.deep.equal(['Reused 0', 'Reused 1']);
+    expect(new Set(parts.map((p) => p.toolCallId)).size).to.equal(2);
+    expect(parts[0]!.output.projectId).to.not.equal(parts[1]!.output.projectId);
+    const second = await api.get(`/projects/${parts[1]!.output.projectId}`);
+    expect(second.body.name).to.equal('Reused 1');
+  });
+
+  it('when the provider fails after a tool call started, then the tool part is closed with an error before the error chunk, and nothing is charged', async () => {
+    provider.script(() => ({ toolCalls: [{ name: 'create_notes', args: { title: 'x', markdown: 'y' } }], cutAfterCallStart: true }));
+    const before = await balance();
+    const t = await streamChat(stack.baseUrl, key, { message: 'notes please' });
+    const types = t.chunks.map((c) => c.type);
+    expect(types).to.include('tool-input-start');
+    expect(types.indexOf('tool-output-error')).to.be.greaterThan(types.indexOf('tool-input-start'));
+    expect(types.indexOf('tool-output-error')).to.be.lessThan(types.indexOf('error'));
+    const part = t.message.parts.find((p) => p.type === 'tool-create_notes') as { state: string };
+    expect(part.state).to.equal('output-error');
+    expect(types.at(-1)).to.equal('finish');
+    expect(await balance()).to.equal(before);
+  });
+
+  it('when one step asks for more than 8 tools, then 8 run, the rest answer tool_call_limit error artifacts, and the answer is stored and charged', async () => {
+    const calls = Array.from({ length: 60 }, (_, i) => ({ name: 'brand_theme', args: { brand: `Brand ${i}` } }));
+    provider.script((_b, n) => (n === 0 ? { toolCalls: calls } : { text: 'Themes made.' }));
+    const before = await balance();
+    const t = await streamChat(stack.baseUrl, key, { message: 'sixty themes' });
+    const outputs = t.chunks.filter((c) => c.type === 'tool-output-available') as { output: { type: string; data: { code?: string } } }[];
+    expect(outputs).to.have.length(60);
+    expect(outputs.filter((o) => o.output.type === 'brand_theme')).to.have.length(8);
+    expect(outputs.slice(8).every((o) => o.output.type === 'error' && o.output.data.code === 'tool_call_limit')).to.equal(true);
+    expect(t.chunks.some((c) => c.type === 'error')).to.equal(false);
+    const ms = (await api.get(`/conversations/${t.headers.get('x-conversation-id')}/messages`)).body.data;
+    expect(ms).to.have.length(2);
+    expect(ms[1].artifacts.length).to.be.at.most(50);
+    expect(before - (await balance())).to.equal(stack.rt.credits.price('chat_turn'));
+  });
+
+  it('when the answer cannot be stored, then the stream carries an error chunk before finish and the turn is not charged, at once', async () => {
+    provider.script(() => ({ text: 'x'.repeat(200_001) }));
+    const before = await balance();
+    const t = await streamChat(stack.baseUrl, key, { message: 'a very long answer please' });
+    const types = t.chunks.map((c) => c.type);
+    expect(types.slice(-2)).to.deep.equal(['error', 'finish']);
+    expect((t.chunks.find((c) => c.type === 'error') as { errorText: string }).errorText).to.match(/could not be stored; nothing was charged/);
+    expect(await balance()).to.equal(before);
+    expect(await stack.rt.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })).to.equal(0);
+  });
+
+  it('when messages come with a conversationId, then the provider sees the stored history and the new user message once, not the client copy besides', async () => {
+    provider.script(() => ({ text: 'First answer.' }));
+    const first = await api.post('/chat', { message: 'first question', stream: false });
+    expect(first.status, first.text).to.equal(200);
+    provider.script(() => ({ text: 'Second answer.' }));
+    const r = await api.post('/chat', { conversationId: first.body.conversationId, stream: false, messages: [{ role: 'user', content: 'first question' }, { role: 'assistant', content: 'First answer.' }, { role: 'user', content: 'second question' }] });
+    expect(r.status, r.text).to.equal(200);
+    const sent = JSON.parse(provider.requests.filter((x) => x.url.endsWith('/chat/completions')).at(-1)!.body) as { messages: { role: string; content: string }[] };
+    const users = sent.messages.filter((m) => m.role === 'user').map((m) => m.content);
+    expect(users).to.deep.equal(['first question', 'second question']);
+  });
+
+  it('when the client goes away right after sending, then no turn runs, nothing is charged, and the audit log still records the request', async () => {
+    provider.script(() => ({ text: 'nobody reads this' }));
+    const before = await balance();
+    const callsBefore = provider.chatCalls;
+    const convsBefore = await stack.rt.db.db.collection(COLLECTIONS.conversations).countDocuments({ accountId });
+    const url = new URL(`${stack.baseUrl}/chat`);
+    const body = JSON.stringify({ message: 'hello' });
+    const rid = `req-gone-${Date.now()}`;
+    await new Promise<void>((resolve, reject) => {
+      const sock = tcpConnect(Number(url.port), url.hostname, () => {
+        sock.write(`POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\nX-Request-Id: ${rid}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => {
+          sock.destroy();
+          resolve();
+        });
+      });
+      sock.on('error', reject);
+    });
+    const entry = await eventually(() => stack.rt.db.db.collection('audit_log').findOne({ requestId: rid }), 10_000, 'audit entry of the abandoned request');
+    expect(entry).to.include({ accountId, creditsCharged: 0 });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await balance()).to.equal(before);
+    expect(await stack.rt.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })).to.equal(0);
+    expect(provider.chatCalls).to.equal(callsBefore);
+    expect(await stack.rt.db.db.collection(COLLECTIONS.conversations).countDocuments({ accountId })).to.equal(convsBefore);
   });
 });

@@ -4,7 +4,14 @@ import { fakeServer, type Recorded } from '../helpers/fake-provider';
 
 /** What the fake provider answers to one POST /chat/completions. */
 export type ChatReply =
-  | { text?: string; toolCalls?: { name: string; args: unknown }[] }
+  | {
+      text?: string;
+      toolCalls?: { name: string; args: unknown }[];
+      /** Ids call_0, call_1, … in every answer (as some providers do), rather than unique ones. */
+      reuseIds?: boolean;
+      /** Cut the connection after the calls' first chunks (names and the start of their arguments). */
+      cutAfterCallStart?: boolean;
+    }
   /** An HTTP error before any byte of the stream. */
   | { status: number; body?: string }
   /** Some text, then the connection is cut mid-stream. */
@@ -89,10 +96,20 @@ export async function fakeOpenAi() {
       return;
     }
     const calls = reply.toolCalls ?? [];
+    const idOf = (index: number) => (reply.reuseIds ? `call_${index}` : `call_${chatCalls}_${index}`);
+    if (reply.cutAfterCallStart) {
+      calls.forEach((c, index) => {
+        sse(res, { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, id: idOf(index), type: 'function', function: { name: c.name, arguments: '' } }] }, finish_reason: null }] });
+        sse(res, { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, function: { arguments: JSON.stringify(c.args).slice(0, 3) } }] }, finish_reason: null }] });
+      });
+      await new Promise((r) => setTimeout(r, 20));
+      res.socket?.destroy();
+      return;
+    }
     calls.forEach((c, index) => {
       const args = JSON.stringify(c.args);
       const third = Math.ceil(args.length / 3);
-      sse(res, { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, id: `call_${chatCalls}_${index}`, type: 'function', function: { name: c.name, arguments: '' } }] }, finish_reason: null }] });
+      sse(res, { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, id: idOf(index), type: 'function', function: { name: c.name, arguments: '' } }] }, finish_reason: null }] });
       for (let i = 0; i < args.length; i += third) sse(res, { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, function: { arguments: args.slice(i, i + third) } }] }, finish_reason: null }] });
     });
     sse(res, { ...base, choices: [{ index: 0, delta: {}, finish_reason: calls.length ? 'tool_calls' : 'stop' }] });

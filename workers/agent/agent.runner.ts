@@ -25,7 +25,10 @@ import type { Runtime } from '../../platform/runtime';
 
 /** Engine steps of one run at most; the last is offered no tools, so a run ends with a reply. */
 export const AGENT_MAX_STEPS = 6;
-/** Claims of one run at most (each after its worker died or failed unexpectedly); then the run fails. */
+/**
+ * Claims of one run per segment at most (each after the first follows a worker that died or
+ * failed unexpectedly; an approval starts a new segment); then the run fails.
+ */
 export const AGENT_MAX_ATTEMPTS = 3;
 
 /** This worker no longer holds the run (its lease expired and another worker claimed it). */
@@ -55,13 +58,19 @@ const sleep = (ms: number, signal: AbortSignal) =>
 
 /**
  * Handle one agent-pool message: claim the run (queued, or running under an expired lease) with
- * one conditional update, then work it. A run running under another worker's live lease (a
- * message redelivered after its worker was killed) is waited for until the lease expires, then
- * claimed. Paused, finished and unknown runs are acked without work.
+ * one conditional update, then work it. Paused, finished and unknown runs are acked without work.
+ *
+ * A run running under another worker's lease is either a duplicate (the sweep published it again
+ * while it was worked) or a message redelivered after its worker was killed. The lease tells
+ * them apart within one renewal period (a third of the lease): a live holder moves `until`
+ * forward, and the message is acked at once, freeing this consumer slot; a dead holder's lease
+ * stands still, and this worker waits for it to expire, then claims the run.
  */
 export async function handleRunMessage(deps: RunnerDeps, msg: AgentRunMessage, signal: AbortSignal): Promise<void> {
   const runs = agentCollections(deps.rt.db).runs;
   const leaseMs = deps.rt.config.JOB_LEASE_MS;
+  const renewalMs = Math.max(50, Math.floor(leaseMs / 3));
+  let seenUntil: number | undefined;
   for (;;) {
     if (signal.aborted) throw signal.reason as Error;
     if (deps.active.has(msg.runId)) return;
@@ -77,7 +86,10 @@ export async function handleRunMessage(deps: RunnerDeps, msg: AgentRunMessage, s
       if (cur?.status === 'queued') continue; // moved back meanwhile (a decision): claim it
       return;
     }
-    await sleep(Math.max(50, cur.lease.until.getTime() - Date.now() + 50), signal);
+    const until = cur.lease.until.getTime();
+    if (seenUntil !== undefined && until > seenUntil) return; // renewed: its holder is alive
+    seenUntil = until;
+    await sleep(Math.max(50, Math.min(until - Date.now() + 50, renewalMs + 100)), signal);
   }
 }
 
@@ -297,12 +309,18 @@ class RunWork {
     await this.finish({ ...last, status: 'completed', reply });
   }
 
+  /**
+   * The run fails. Its fee is refunded only when no tool call delivered work (no step done): a
+   * run that made something before it failed was worked for, and its fee stands (the tools'
+   * own charges stand in any case: each delivered what it charged for).
+   */
   private async fail(error: string): Promise<void> {
     const { rt } = this.deps;
     const run = this.run;
+    if (run.feeRefunded || run.steps.some((s) => s.status === 'done')) return this.finish({ status: 'failed', error });
     // Refund first (idempotent per run), then the state: a crash between refunds nothing twice.
-    if (!run.feeRefunded) await rt.credits.refund({ accountId: run.accountId, operation: 'agent_run', amount: run.fee, jobId: run._id });
-    await this.finish({ status: 'failed', error, feeRefunded: true, creditsUsed: run.feeRefunded ? run.creditsUsed : run.creditsUsed - run.fee });
+    await rt.credits.refund({ accountId: run.accountId, operation: 'agent_run', amount: run.fee, jobId: run._id });
+    await this.finish({ status: 'failed', error, feeRefunded: true, creditsUsed: run.creditsUsed - run.fee });
   }
 
   private async finish(set: Partial<RunDoc>): Promise<void> {

@@ -134,11 +134,27 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
     async run(args, ctx) {
       const accountId = ctx.account._id;
       const request = parseOrThrow(CodeBuildRequest, { prompt: args.prompt });
-      // The job first: a short balance (402) leaves nothing behind. A repeat finds both by id.
-      const { job } = await rt.jobs.accept({ accountId, requestId: ctx.requestId, jobId: ctx.idFor(JOB_ID_PREFIX.code), type: 'code', operation: 'code_build', input: request });
       const name = titleFrom(args.prompt, 80);
-      const project = await projects.create({ accountId, kind: 'code', name, description: args.prompt.slice(0, 2000), content: { prompt: args.prompt, jobId: job._id }, idFor: ctx.idFor });
-      return projectArtifact({ type: 'document', title: project.name, kind: 'code', projectId: project._id, publicBaseUrl: base, data: jobData(job._id, { status: job.status, kind: 'code_build' }) });
+      // The project first (accept's `before`), then the charge: a project that cannot be stored
+      // fails the call before anything is charged; a short balance (402) takes the project away
+      // again. A repeat finds both by their ids.
+      let project: Awaited<ReturnType<typeof projects.create>> | undefined;
+      const { job } = await rt.jobs.accept({
+        accountId,
+        requestId: ctx.requestId,
+        jobId: ctx.idFor(JOB_ID_PREFIX.code),
+        type: 'code',
+        operation: 'code_build',
+        input: request,
+        before: async (jobId) => {
+          project = await projects.create({ accountId, kind: 'code', name, description: args.prompt.slice(0, 2000), content: { prompt: args.prompt, jobId }, idFor: ctx.idFor });
+        },
+        undo: async () => {
+          if (project) await projects.remove(accountId, project._id, undefined).catch(() => undefined);
+        },
+      });
+      const made = project!;
+      return projectArtifact({ type: 'document', title: made.name, kind: 'code', projectId: made._id, publicBaseUrl: base, data: jobData(job._id, { status: job.status, kind: 'code_build' }) });
     },
   };
 
