@@ -44,13 +44,14 @@ import { driveSearchRoutes } from './drive/search.routes';
 import { driveDownloadRoutes } from './drive/downloads.routes';
 import { chatRoutes } from './chat/chat.routes';
 import { agentsRoutes } from './agents/agents.routes';
+import { speechRoutes } from './speech/speech.routes';
 
 export const BASE_PATH = '/api/v1';
 
 /** Every capability's routes, mounted after authentication. Add a capability here. */
 const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, imagesRoutes, videosRoutes, songsRoutes, researchRoutes, presentationsRoutes, webhooksRoutes,
   projectsRoutes, sheetsRoutes, boardsRoutes, conversationsRoutes, extractRoutes,
-  driveRoutes, driveContentRoutes, driveSearchRoutes, chatRoutes, agentsRoutes];
+  driveRoutes, driveContentRoutes, driveSearchRoutes, chatRoutes, agentsRoutes, speechRoutes];
 
 /**
  * The Express app. Order: request id → metrics timer → JSON body → public routes →

@@ -14,6 +14,7 @@ import { TemplateList, TemplateListQuery, TemplateUse } from './templates';
 import { ResearchLegacy, ResearchRequest } from './research';
 import { CommitListQuery, CommitResolveRequest, Sheet, SheetChange, SheetRange, SheetCommit, SheetCommitList, SheetCreate, SheetEditRequest, SheetEditResult, SheetList, SheetListQuery, SheetOpsRequest, SheetRangeQuery, SheetReadQuery, SheetRollbackRequest } from './sheets';
 import { SongRequest } from './songs';
+import { SPEECH_AUDIO, SPEECH_MEDIA_TYPE, SpeechRequest, VoiceList } from './speech';
 import { DRIVE_DOWNLOAD_RULES, DriveDownloadLink } from './drive-downloads';
 import { DriveFileText, DriveSearchQuery, DriveSearchResult } from './drive';
 import { Webhook, WebhookCreate, WebhookCreated, WebhookDeliveriesQuery, WebhookDeliveryList, WebhookList, WebhookUpdate } from './webhooks';
@@ -193,15 +194,36 @@ export const endpoints = {
   getResearch: e({ method: 'get', path: '/research/{jobId}', scopes: R_AI, status: 200, tag: 'media', summary: 'Legacy alias of GET /jobs/{id} with the legacy research shape.', response: ResearchLegacy }),
 
   // 4.8 Voice
-  createSpeech: e({ method: 'post', path: '/speech', scopes: AI, status: 200, tag: 'voice', summary: 'Raw 24 kHz mono PCM, streamed while produced.' }),
-  listVoices: e({ method: 'get', path: '/speech/voices', scopes: R_AI, status: 200, tag: 'voice', summary: 'List voices by name.' }),
+  createSpeech: e({
+    method: 'post', path: '/speech', scopes: AI, status: 200, tag: 'voice', summary: 'Speak one sentence: raw 24 kHz mono PCM, streamed while produced.', body: SpeechRequest,
+    stream: {
+      mediaType: SPEECH_MEDIA_TYPE,
+      description: `Raw PCM, no header: signed 16-bit little-endian samples, ${SPEECH_AUDIO.sampleRate} Hz, mono (${SPEECH_AUDIO.sampleRate * 2} bytes a second), chunked transfer, each chunk sent as the speech pool produces it. Charged per character of the trimmed text (operation speech_char) once the first audio is sent; refused calls and failures before any audio are not charged. A failure after audio was sent closes the connection without the final chunk (the client sees an incomplete body) and the charge stands.`,
+      headers: {
+        'X-Audio-Sample-Rate': '24000.',
+        'X-Audio-Channels': '1.',
+        'X-Audio-Encoding': 's16le (signed 16-bit little-endian; audio/L16 itself would be big-endian).',
+        'X-Speech-Voice': 'The voice that spoke (the default resolved to its name).',
+        'X-Speech-Engine': 'The synthesiser: espeak-ng-local or openai-compatible:<model>.',
+        'X-Speech-Characters': 'Characters charged for (Unicode code points of the trimmed text).',
+        'X-Credits-Charged': 'Credits charged: characters × the speech_char price.',
+      },
+    },
+    errors: {
+      '400': 'Validation failed: text longer than one sentence or line (send one sentence per call), or an unknown voice (the message names the field).',
+      '402': 'The balance cannot cover the characters (insufficient_credits); nothing is synthesised.',
+      '503': 'The speech engine failed or is unreachable before any audio (service_unavailable); nothing is charged.',
+      '504': 'No audio within SPEECH_RPC_TIMEOUT_MS (timeout); nothing is charged.',
+    },
+  }),
+  listVoices: e({ method: 'get', path: '/speech/voices', scopes: R_AI, status: 200, tag: 'voice', summary: 'List voices by name, with language, gender where known, engine, and the default marked.', response: VoiceList }),
   createLiveSession: e({ method: 'post', path: '/live/session', scopes: AI, status: 200, tag: 'voice', summary: 'Open a real-time voice session; returns a short-lived token.' }),
   runLiveAction: e({ method: 'post', path: '/live/action', scopes: AI, status: 200, tag: 'voice', summary: 'Run a server tool of a live conversation.' }),
 
   // 4.9 Agents
-  chatCompletions: e({ method: 'post', path: '/chat/completions', scopes: AI, status: 200, tag: 'agents', summary: 'OpenAI-style chat-completions facade: model agent:<agentId>; the last user message starts a run (fee agent_run) on the thread metadata.thread_id, else user, else a new one, and the answer waits for it to complete or pause (AGENT_RUN_WAIT_MS). stream false: AgentCompletionResponse; stream true: text/event-stream with `: keepalive` comments while the agent works, one chat.completion.chunk holding the whole reply (plus opencharts), then data: [DONE]. A paused run answers a sentence naming the action and its approveUrl, with opencharts.status paused.', body: AgentCompletionRequest, response: AgentCompletionResponse, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was started.', '404': 'No agent of yours has that id (not_found).', '502': 'The run failed (agent_run_failed; the message says why); its fee was refunded. In a stream: a data chunk {error: {code, message}} then [DONE].', '504': 'The run did not complete or pause within AGENT_RUN_WAIT_MS (timeout); it goes on, and the message names its resultUrl.' } }),
-  runAgent: e({ method: 'post', path: '/agents/{id}/run', scopes: AI, status: 202, tag: 'agents', summary: 'Dispatch an agent with an instruction (a task rather than a conversational message): the run sees the thread as history and its reply is appended to the thread, the instruction is not. Charges the run fee (agent_run) at acceptance; a failed run refunds it once.', body: AgentRunRequest, response: AgentMessageAccepted, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was queued.' } }),
-  messageAgent: e({ method: 'post', path: '/agents/{id}/messages', scopes: AI, status: 202, tag: 'agents', summary: 'Send a message to an agent thread (a new thr_ thread when threadId is omitted). The run sees the thread as history; the message and the reply are appended to it. Charges the run fee (agent_run) at acceptance; a failed run refunds it once.', body: AgentMessageRequest, response: AgentMessageAccepted, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was queued.' } }),
+  chatCompletions: e({ method: 'post', path: '/chat/completions', scopes: AI, status: 200, tag: 'agents', summary: 'OpenAI-style chat-completions facade: model agent:<agentId>; the last user message starts a run (fee agent_run) on the thread metadata.thread_id, else user, else a new one, and the answer waits for it to complete or pause (AGENT_RUN_WAIT_MS). stream false: AgentCompletionResponse; stream true: text/event-stream with `: keepalive` comments while the agent works, one chat.completion.chunk holding the whole reply (plus opencharts), then data: [DONE]. A paused run answers a sentence naming the action and its approveUrl, with opencharts.status paused. An Idempotency-Key header (1 to 255 visible ASCII characters; the openai client sends none unless its request options set one) names the run: a retry with the same key starts nothing and is not billed again, it waits for the same run and answers from it, streamed or not; the same key with another agent or last user message answers 422 idempotency_key_reused.', body: AgentCompletionRequest, response: AgentCompletionResponse, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was started.', '404': 'No agent of yours has that id (not_found).', '502': 'The run failed (agent_run_failed; the message says why and whether its fee was refunded: it is when no tool had delivered work). In a stream: a data chunk {error: {code, message}} then [DONE].', '504': 'The run did not complete or pause within AGENT_RUN_WAIT_MS (timeout); it goes on, and the message names its resultUrl.', '422': 'The Idempotency-Key was used with another agent or last user message (idempotency_key_reused).' } }),
+  runAgent: e({ method: 'post', path: '/agents/{id}/run', scopes: AI, status: 202, tag: 'agents', summary: 'Dispatch an agent with an instruction (a task rather than a conversational message): the run sees the thread as history and its reply is appended to the thread, the instruction is not. Charges the run fee (agent_run) at acceptance; a failed run refunds it once, unless its tools had delivered work before it failed.', body: AgentRunRequest, response: AgentMessageAccepted, idempotent: true, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was queued.' } }),
+  messageAgent: e({ method: 'post', path: '/agents/{id}/messages', scopes: AI, status: 202, tag: 'agents', summary: 'Send a message to an agent thread (a new thr_ thread when threadId is omitted). The run sees the thread as history; the message and the reply are appended to it. Charges the run fee (agent_run) at acceptance; a failed run refunds it once, unless its tools had delivered work before it failed.', body: AgentMessageRequest, response: AgentMessageAccepted, idempotent: true, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was queued.' } }),
   listAgentRuns: e({ method: 'get', path: '/agents/{id}/runs', scopes: R, status: 200, tag: 'agents', summary: 'List the runs of an agent, newest first (list envelope; optional status filter).', query: AgentRunListQuery, response: AgentRunList }),
   getAgentRun: e({ method: 'get', path: '/agents/{id}/runs/{runId}', scopes: R, status: 200, tag: 'agents', summary: 'Run status: state, credits used, a summary of the pending approval.', response: AgentRunView }),
   getAgentRunResult: e({ method: 'get', path: '/agents/{id}/runs/{runId}/result', scopes: R_AI, status: 200, tag: 'agents', summary: 'Run result: reply, artifacts, steps, and the pending approval with its reviewToken.', response: AgentRunResult }),

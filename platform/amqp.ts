@@ -185,7 +185,12 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   }
 
   /** Publish a persistent message and wait for the broker's confirm. */
-  async publish(exchange: string, routingKey: string, body: unknown, opts: Options.Publish = {}): Promise<void> {
+  publish(exchange: string, routingKey: string, body: unknown, opts: Options.Publish = {}): Promise<void> {
+    return this.publishContent(exchange, routingKey, Buffer.from(JSON.stringify(body)), { contentType: 'application/json', ...opts });
+  }
+
+  /** `publish` of bytes as they are (a streamed reply's audio chunk), with the same confirm and back-pressure. */
+  private async publishContent(exchange: string, routingKey: string, content: Buffer, opts: Options.Publish): Promise<void> {
     const deadline = Date.now() + this.publishTimeoutMs;
     const ch = await this.ready(this.publishTimeoutMs);
     if (this.blocked) throw new Error(`the broker blocked publishing (${this.blocked})`);
@@ -198,7 +203,6 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       await Promise.race([this.draining, new Promise<void>((r) => (timer = setTimeout(r, left)))]);
       clearTimeout(timer);
     }
-    const content = Buffer.from(JSON.stringify(body));
     const sentAt = process.hrtime.bigint();
     await new Promise<void>((resolve, reject) => {
       let settled = false;
@@ -214,7 +218,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       const timer = setTimeout(() => done(new Error(`publish not confirmed within ${this.publishTimeoutMs} ms`)), Math.max(1, deadline - Date.now()));
       ch.once('close', onClose);
       try {
-        const ok = ch.publish(exchange, routingKey, content, { persistent: true, contentType: 'application/json', ...opts }, (err) =>
+        const ok = ch.publish(exchange, routingKey, content, { persistent: true, ...opts }, (err) =>
           done(err ?? undefined),
         );
         if (!ok && !this.draining) {
@@ -387,7 +391,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   // --- Request/reply (RPC) over RabbitMQ direct reply-to --------------------------------
   private rpcChannel?: Channel;
   private rpcOpening?: Promise<Channel>;
-  private rpcPending = new Map<string, { resolve(r: RpcReply): void; reject(e: Error): void; timer: NodeJS.Timeout; channel: Channel }>();
+  private rpcPending = new Map<string, PendingRpc>();
   private rpcSeq = 0;
 
   /** The channel that publishes requests and consumes `amq.rabbitmq.reply-to` (both must be one channel). */
@@ -404,6 +408,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
         for (const [id, p] of this.rpcPending) {
           if (p.channel !== ch) continue;
           clearTimeout(p.timer);
+          p.unlink?.();
           this.rpcPending.delete(id);
           p.reject(new Error('the reply channel closed before the answer came'));
         }
@@ -412,15 +417,37 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
         RPC_REPLY_TO,
         (msg) => {
           if (!msg) return;
-          const p = this.rpcPending.get(msg.properties.correlationId as string);
+          const id = msg.properties.correlationId as string;
+          const p = this.rpcPending.get(id);
           if (!p) return; // late answer to a request that already timed out
-          clearTimeout(p.timer);
-          this.rpcPending.delete(msg.properties.correlationId as string);
-          try {
-            p.resolve(JSON.parse(msg.content.toString('utf8')) as RpcReply);
-          } catch (err) {
-            p.reject(new Error(`malformed reply: ${(err as Error).message}`));
+          const finish = (outcome: { reply: RpcReply } | { err: Error }) => {
+            clearTimeout(p.timer);
+            p.unlink?.();
+            this.rpcPending.delete(id);
+            'reply' in outcome ? p.resolve(outcome.reply) : p.reject(outcome.err);
+          };
+          if (msg.properties.type === RPC_CHUNK_TYPE) {
+            if (!p.stream) return; // a single-answer caller never asked for chunks
+            // One publisher, one channel, one consumer: chunks arrive in order or not at all.
+            const seq = Number(msg.properties.headers?.['x-seq']);
+            if (seq !== p.stream.received) return finish({ err: new Error(`streamed reply chunk ${seq} arrived when ${p.stream.received} was due`) });
+            p.stream.received++;
+            try {
+              p.stream.onChunk(msg.content, seq);
+            } catch (err) {
+              finish({ err: err as Error });
+            }
+            return;
           }
+          let reply: RpcReply;
+          try {
+            reply = JSON.parse(msg.content.toString('utf8')) as RpcReply;
+          } catch (err) {
+            return finish({ err: new Error(`malformed reply: ${(err as Error).message}`) });
+          }
+          const sent = Number(msg.properties.headers?.['x-chunks'] ?? 0);
+          if (p.stream && sent !== p.stream.received) return finish({ err: new Error(`streamed reply ended after ${p.stream.received} of ${sent} chunks`) });
+          finish({ reply });
         },
         { noAck: true },
       );
@@ -438,7 +465,25 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
    * a responder acks a request past its deadline without running it. (No per-message TTL: the
    * pool queues dead-letter expired messages, and a stale request is not a poison message.)
    */
-  async rpc<T = unknown>(pool: PoolType, payload: unknown, timeoutMs: number): Promise<RpcReply<T>> {
+  rpc<T = unknown>(pool: PoolType, payload: unknown, timeoutMs: number): Promise<RpcReply<T>> {
+    return this.request<T>(pool, payload, timeoutMs);
+  }
+
+  /**
+   * `rpc` whose answer comes in parts: the responder sends chunks of bytes (`meta.send`), each
+   * handed to `onChunk` in order as it arrives, then its final reply, which this resolves with.
+   * `timeoutMs` bounds the whole exchange, first chunk to final reply (RpcTimeoutError; the
+   * caller counts the chunks it got to tell "nothing came" from "cut short"). A chunk out of
+   * order, a final reply that counts more chunks than arrived, or `onChunk` throwing rejects at
+   * once; `signal` gives up (rejects with its reason). Chunks are not acknowledged one by one:
+   * a caller that cannot keep up buffers them (a responder's stream must be bounded).
+   */
+  rpcStream<T = unknown>(pool: PoolType, payload: unknown, timeoutMs: number, onChunk: (data: Buffer, seq: number) => void, opts: { signal?: AbortSignal } = {}): Promise<RpcReply<T>> {
+    return this.request<T>(pool, payload, timeoutMs, { onChunk, signal: opts.signal });
+  }
+
+  private async request<T>(pool: PoolType, payload: unknown, timeoutMs: number, stream?: { onChunk: (data: Buffer, seq: number) => void; signal?: AbortSignal }): Promise<RpcReply<T>> {
+    stream?.signal?.throwIfAborted();
     const ch = await this.replyChannel();
     const correlationId = `${process.pid}.${Date.now().toString(36)}.${(this.rpcSeq++).toString(36)}`;
     const deadline = Date.now() + timeoutMs;
@@ -447,16 +492,33 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       // fire a little early), so a request the caller abandoned is always stale to a worker.
       const expire = () => {
         const left = deadline - Date.now();
+        const p = this.rpcPending.get(correlationId);
         if (left >= 0) {
-          const p = this.rpcPending.get(correlationId);
           if (p) p.timer = setTimeout(expire, left + 1);
           return;
         }
+        p?.unlink?.();
         this.rpcPending.delete(correlationId);
-        reject(new RpcTimeoutError(`no answer from the ${pool} pool within ${timeoutMs} ms`));
+        reject(new RpcTimeoutError(`no ${stream ? 'complete ' : ''}answer from the ${pool} pool within ${timeoutMs} ms`));
       };
       const timer = setTimeout(expire, timeoutMs);
-      this.rpcPending.set(correlationId, { resolve: resolve as (r: RpcReply) => void, reject, timer, channel: ch });
+      const pending: PendingRpc = { resolve: resolve as (r: RpcReply) => void, reject, timer, channel: ch };
+      if (stream) {
+        pending.stream = { onChunk: stream.onChunk, received: 0 };
+        const signal = stream.signal;
+        if (signal) {
+          const onAbort = () => {
+            const p = this.rpcPending.get(correlationId);
+            if (!p) return;
+            clearTimeout(p.timer);
+            this.rpcPending.delete(correlationId);
+            reject(signal.reason instanceof Error ? signal.reason : new Error('the caller gave up'));
+          };
+          signal.addEventListener('abort', onAbort, { once: true });
+          pending.unlink = () => signal.removeEventListener('abort', onAbort);
+        }
+      }
+      this.rpcPending.set(correlationId, pending);
     });
     try {
       ch.publish('', broker.poolQueue(this.topology.prefix, pool), Buffer.from(JSON.stringify(payload)), {
@@ -470,6 +532,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       const p = this.rpcPending.get(correlationId);
       if (p) {
         clearTimeout(p.timer);
+        p.unlink?.();
         this.rpcPending.delete(correlationId);
       }
       throw err;
@@ -479,11 +542,13 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   }
 
   /**
-   * The worker side of `rpc`: consume a pool queue, hand each request to `handler`, publish its
-   * answer to the request's reply-to with the same correlation id, then ack. A request past its
+   * The worker side of `rpc` and `rpcStream`: consume a pool queue, hand each request to
+   * `handler`, publish its answer to the request's reply-to with the same correlation id, then
+   * ack. `meta.send` streams a chunk of bytes ahead of the answer (confirmed before it resolves,
+   * so chunks keep their order); the answer then says how many were sent. A request past its
    * deadline is acked unanswered (the caller already gave up); one without reply-to is dead-lettered.
    */
-  respond(queue: string, prefetch: number, handler: (payload: unknown, meta: { deadline: number | null; redelivered: boolean }) => Promise<RpcReply>): Promise<() => Promise<void>> {
+  respond(queue: string, prefetch: number, handler: (payload: unknown, meta: RespondMeta) => Promise<RpcReply>): Promise<() => Promise<void>> {
     return this.consume(queue, prefetch, async (d) => {
       const { replyTo, correlationId, headers } = d.msg.properties;
       if (!replyTo || !correlationId) return d.deadLetter();
@@ -495,10 +560,15 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       } catch {
         payload = undefined;
       }
+      let chunks = 0;
+      const send = async (data: Buffer) => {
+        const seq = chunks++;
+        await this.publishContent('', replyTo as string, data, { correlationId: correlationId as string, persistent: false, type: RPC_CHUNK_TYPE, contentType: 'application/octet-stream', headers: { 'x-seq': seq } });
+      };
       const reply: RpcReply =
-        payload === undefined ? { ok: false, error: { code: 'validation_error', message: 'request is not JSON' } } : await handler(payload, { deadline, redelivered: d.msg.fields.redelivered });
+        payload === undefined ? { ok: false, error: { code: 'validation_error', message: 'request is not JSON' } } : await handler(payload, { deadline, redelivered: d.msg.fields.redelivered, send });
       try {
-        await this.publish('', replyTo as string, reply, { correlationId: correlationId as string, persistent: false });
+        await this.publish('', replyTo as string, reply, { correlationId: correlationId as string, persistent: false, headers: { 'x-chunks': chunks } });
       } catch (err) {
         // The caller is gone or the broker is away: the caller times out on its own.
         this.log.warn('rpc reply not delivered', { queue, err: err as Error });
@@ -572,6 +642,27 @@ export async function declareTopology(raw: Channel, t: TopologyOptions): Promise
 
 /** RabbitMQ's direct reply-to pseudo-queue. */
 export const RPC_REPLY_TO = 'amq.rabbitmq.reply-to';
+
+/** The AMQP `type` of a streamed reply's chunk (bytes, header `x-seq` from 0); the final reply has none. */
+export const RPC_CHUNK_TYPE = 'rpc.chunk';
+
+export interface RespondMeta {
+  deadline: number | null;
+  redelivered: boolean;
+  /** Stream a chunk of bytes to the caller ahead of the answer (`rpcStream`); resolves on the broker's confirm. */
+  send(data: Buffer): Promise<void>;
+}
+
+interface PendingRpc {
+  resolve(r: RpcReply): void;
+  reject(e: Error): void;
+  timer: NodeJS.Timeout;
+  channel: Channel;
+  /** Set for `rpcStream`: where chunks go and how many came. */
+  stream?: { onChunk: (data: Buffer, seq: number) => void; received: number };
+  /** Removes the abort listener. */
+  unlink?: () => void;
+}
 
 /** What a responder answers: a result, or an error with a stable AppError code. */
 export type RpcReply<T = unknown> = { ok: true; result: T } | { ok: false; error: { code: string; message: string } };

@@ -52,6 +52,20 @@ if [ "${#ocr_packages[@]}" -gt 0 ]; then
   fi
 fi
 
+# --- espeak-ng (local speech engine for POST /speech) ------------------------
+# Idempotent like ffmpeg: installs Debian's espeak-ng (its voice data comes with it) only when
+# the binary is missing and we are root. The speech pool resamples its output with ffmpeg.
+if ! command -v espeak-ng >/dev/null; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    log "installing espeak-ng (apt-get; once)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends espeak-ng >/dev/null
+    log "espeak-ng installed: $(espeak-ng --version | head -1)"
+  else
+    log "espeak-ng is missing and we are not root: install the espeak-ng package (the local speech engine needs it)"
+  fi
+fi
+
 # host:port of the first host in a URL such as scheme://user:pass@host:port/path
 host_port() {
   local rest="${1#*://}"; rest="${rest#*@}"; rest="${rest%%/*}"; rest="${rest%%\?*}"; rest="${rest%%,*}"

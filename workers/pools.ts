@@ -7,6 +7,7 @@ import { driveWorker } from './drive/drive.worker';
 import { extractResponder } from './extract/extract.worker';
 import { imageResponder } from './image/image.worker';
 import { sheetResponder } from './sheet/sheet.worker';
+import { speechResponder } from './speech/speech.worker';
 import { videoWorker } from './video/video.worker';
 import { researchWorker } from './research/research.worker';
 import { songWorker } from './song/song.worker';
@@ -34,6 +35,7 @@ export const responderDefinitions: Partial<Record<PoolType, (rt: Runtime) => Res
   image: (rt) => imageResponder(rt),
   extract: (rt) => extractResponder(rt),
   sheet: (rt) => sheetResponder(rt),
+  speech: (rt) => speechResponder(rt),
 };
 
 /**

@@ -56,7 +56,7 @@ describe('fuzz: malformed requests over every served operation', function () {
     stack = await startStack({
       // The request/reply pools answer the synchronous endpoints should a body be valid by chance.
       scheduler: false,
-      env: { WORKER_POOLS: 'image,sheet,extract', BODY_LIMIT_BYTES: String(BODY_LIMIT), RATE_LIMIT_MAX: '1000000', SHEET_RPC_TIMEOUT_MS: '5000', EXTRACT_RPC_TIMEOUT_MS: '5000' },
+      env: { WORKER_POOLS: 'image,sheet,extract,speech', BODY_LIMIT_BYTES: String(BODY_LIMIT), RATE_LIMIT_MAX: '1000000', SHEET_RPC_TIMEOUT_MS: '5000', EXTRACT_RPC_TIMEOUT_MS: '5000', SPEECH_RPC_TIMEOUT_MS: '5000' },
     });
     key = (await stack.createAccount({ credits: 1_000_000 })).key;
     http = rawClient(stack.baseUrl);

@@ -11,11 +11,20 @@ export interface ResponderContext {
   /** Aborted at the caller's deadline (nobody waits for the answer any more) or when stopping past the grace period. */
   signal: AbortSignal;
   log: Logger;
+  /**
+   * Stream a chunk of bytes to the caller before the answer (a streamed reply: POST /speech's
+   * audio; the caller uses `AmqpClient.rpcStream`). Resolves once the broker has it, so awaiting
+   * each send keeps chunks in order and paces the handler; rejects when the broker is away (the
+   * handler should stop: its caller will time out). Single-answer pools never call it.
+   */
+  send(chunk: Buffer): Promise<void>;
 }
 
 /**
  * A request/reply pool (synchronous endpoints such as /images): typed input in, an answer out.
- * Throw AppError to answer with that error code; anything else answers internal_error.
+ * Throw AppError to answer with that error code; anything else answers internal_error. A
+ * streaming pool (speech) sends chunks with `ctx.send` first; its answer then closes the stream
+ * (totals), and an error after some chunks tells the caller the stream was cut.
  */
 export interface ResponderDefinition<I = unknown, O = unknown> {
   pool: PoolType;
@@ -43,21 +52,21 @@ export class Responder<I, O> {
 
   async start(): Promise<void> {
     const queue = broker.poolQueue(this.rt.config.QUEUE_PREFIX, this.def.pool);
-    this.cancel = await this.rt.amqp.respond(queue, this.opts.concurrency, (payload, meta) => this.answer(payload, meta.deadline));
+    this.cancel = await this.rt.amqp.respond(queue, this.opts.concurrency, (payload, meta) => this.answer(payload, meta.deadline, meta.send));
     this.log.info('responder started', { queue, concurrency: this.opts.concurrency });
   }
 
-  private async answer(payload: unknown, deadline: number | null): Promise<RpcReply> {
+  private async answer(payload: unknown, deadline: number | null, send: (chunk: Buffer) => Promise<void>): Promise<RpcReply> {
     const work = this.inFlight.start();
     const abort = work.abort;
     const timer = deadline === null ? undefined : setTimeout(() => abort.abort(new Error('the caller stopped waiting')), Math.max(0, deadline - Date.now()));
     try {
       const input = this.def.input.safeParse(payload);
       if (!input.success) throw new AppError('validation_error', 'request does not match the pool contract');
-      const result = await this.def.handle(input.data, { signal: abort.signal, log: this.log });
+      const result = await this.def.handle(input.data, { signal: abort.signal, log: this.log, send });
       return { ok: true, result };
     } catch (err) {
-      const e = abort.signal.aborted && !(err instanceof AppError) ? new AppError('timeout', 'the render was stopped at its deadline') : toAppError(err);
+      const e = abort.signal.aborted && !(err instanceof AppError) ? new AppError('timeout', 'the work was stopped at its deadline') : toAppError(err);
       if (e.code === 'internal_error') {
         this.log.error('request failed', { err: err as Error });
         metrics.errors.inc({ code: e.code, source: 'consumer' });

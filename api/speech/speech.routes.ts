@@ -1,0 +1,65 @@
+import { Router } from 'express';
+import { endpoints } from '../../contracts/endpoints';
+import { SPEECH_AUDIO, SPEECH_MEDIA_TYPE } from '../../contracts/speech';
+import type { Runtime } from '../../platform/runtime';
+import { createSpeechService, SpeechStreamCut, type SpeechService } from '../../platform/speech/speech.service';
+import { mount, type RouteDeps } from '../http/route';
+
+/**
+ * POST /speech and GET /speech/voices (SPEC 4.8). POST /speech answers raw PCM with chunked
+ * transfer, each chunk written as the speech pool sends it. Everything that can refuse (400,
+ * 402, 503 engine failure, 504 deadline) answers in the Error shape before any audio; once audio
+ * has gone out, a failure destroys the connection without the closing chunk, so the client sees
+ * an incomplete body (an error from its HTTP library), never a short body that looks whole.
+ */
+export function speechRoutes(rt: Runtime, deps: RouteDeps, opts: { service?: SpeechService } = {}): Router {
+  const r = Router();
+  let service = opts.service;
+  const get = () => (service ??= createSpeechService(rt));
+
+  mount(r, endpoints.listVoices, async () => {
+    const data = get().voices();
+    return { data, total: data.length };
+  }, deps);
+
+  mount(r, endpoints.createSpeech, async (ctx) => {
+    const { res } = ctx;
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort(new Error('the client left'));
+    });
+    try {
+      await get().speak(
+        { accountId: ctx.auth.account._id, requestId: ctx.requestId, request: ctx.body, signal: abort.signal },
+        {
+          start({ voice, engine, charged, characters }) {
+            res.status(200);
+            res.setHeader('Content-Type', SPEECH_MEDIA_TYPE);
+            res.setHeader('X-Audio-Sample-Rate', String(SPEECH_AUDIO.sampleRate));
+            res.setHeader('X-Audio-Channels', String(SPEECH_AUDIO.channels));
+            res.setHeader('X-Audio-Encoding', SPEECH_AUDIO.encoding);
+            res.setHeader('X-Speech-Voice', voice.name);
+            res.setHeader('X-Speech-Engine', engine);
+            res.setHeader('X-Speech-Characters', String(characters));
+            res.setHeader('X-Credits-Charged', String(charged));
+            res.setHeader('Cache-Control', 'no-store');
+            ctx.charged(charged);
+          },
+          chunk(pcm) {
+            // No waiting for 'drain': the pool's stream is bounded by the one-sentence limit
+            // (300 characters, well under 2 MB of audio), so a slow reader costs at most that.
+            if (!res.destroyed) res.write(pcm);
+          },
+        },
+      );
+    } catch (err) {
+      if (!(err instanceof SpeechStreamCut)) throw err;
+      rt.log.warn('speech stream cut after audio was sent', { requestId: ctx.requestId, bytes: err.bytes, err });
+      res.destroy();
+      return undefined;
+    }
+    res.end();
+    return undefined;
+  }, deps);
+  return r;
+}

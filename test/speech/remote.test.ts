@@ -1,0 +1,164 @@
+import type http from 'node:http';
+import { expect } from 'chai';
+import { fakeServer, type Recorded } from '../helpers/fake-provider';
+import { client, eventually, type Client } from '../helpers/http';
+import { startStack, type Stack } from '../helpers/stack';
+import { postSpeech, samplesOf, tone } from './helpers';
+
+/**
+ * SPEECH_ENGINE=openai: the remote adapter against a local fake of an OpenAI-compatible audio
+ * speech API (POST /audio/speech, response_format pcm, 24 kHz s16le mono streamed), through the
+ * real stack. The fake decides when each piece of audio leaves, so these tests also show the
+ * API forwarding audio before the provider has finished, and what each failure costs.
+ */
+describe('speech: the OpenAI-compatible engine (fake provider) and what failures cost', function () {
+  this.timeout(60_000);
+  let stack: Stack;
+  let provider: Awaited<ReturnType<typeof fakeServer>>;
+  let behaviour: (req: Recorded, res: http.ServerResponse) => Promise<void>;
+
+  before(async () => {
+    provider = await fakeServer((req, res) => behaviour(req, res));
+    stack = await startStack({
+      scheduler: false,
+      env: { WORKER_POOLS: 'speech', SPEECH_ENGINE: 'openai', SPEECH_MODEL: 'tts-test', OPENAI_BASE_URL: `${provider.url}/v1`, OPENAI_API_KEY: 'sk-fake-speech', SPEECH_RPC_TIMEOUT_MS: '1500' },
+    });
+  });
+  after(async () => {
+    await stack?.stop();
+    await provider?.close();
+  });
+
+  const account = async (credits = 10) => {
+    const a = await stack.createAccount({ credits });
+    return { ...a, api: client(stack.baseUrl, a.key) };
+  };
+  const balance = async (api: Client) => (await api.get('/account/credits')).body.balance as number;
+  const ledger = (accountId: string) => stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
+  const pcmHead = (res: http.ServerResponse) => res.writeHead(200, { 'content-type': 'audio/pcm' });
+
+  it('when the provider streams PCM, then it is asked in the OpenAI protocol and the client receives the first audio before the provider sends the rest', async () => {
+    const first = tone(0.5, 440);
+    const rest = tone(1, 660);
+    let clientHasFirst!: () => void;
+    const clientGotFirst = new Promise<void>((r) => (clientHasFirst = r));
+    behaviour = async (_req, res) => {
+      pcmHead(res);
+      res.write(first);
+      // The provider does not go on until the client has heard the beginning: without streaming
+      // end to end, this call could never finish.
+      await clientGotFirst;
+      res.end(rest);
+    };
+    const { key } = await account();
+    const r = await postSpeech(stack.baseUrl, key, { text: 'Stream this to me please.', voice: 'nova' }, (n) => {
+      if (n >= first.length) clientHasFirst();
+    });
+    expect(r.status).to.equal(200);
+    expect(r.error).to.equal(undefined);
+    expect(r.body.equals(Buffer.concat([first, rest]))).to.equal(true);
+    expect(r.headers.get('x-speech-engine')).to.equal('openai-compatible:tts-test');
+    expect(r.headers.get('x-speech-voice')).to.equal('nova');
+    expect(r.headers.get('content-type')).to.equal('audio/L16; rate=24000; channels=1');
+
+    const sent = provider.requests.at(-1)!;
+    expect(sent.method).to.equal('POST');
+    expect(sent.url).to.equal('/v1/audio/speech');
+    expect(sent.headers.authorization).to.equal('Bearer sk-fake-speech');
+    expect(JSON.parse(sent.body)).to.deep.equal({ model: 'tts-test', input: 'Stream this to me please.', voice: 'nova', response_format: 'pcm' });
+  });
+
+  it('when the provider splits a sample across pieces, then the client still gets whole samples in order', async () => {
+    const audio = tone(0.3, 300);
+    behaviour = async (_req, res) => {
+      pcmHead(res);
+      for (let i = 0; i < audio.length; i += 777) {
+        res.write(audio.subarray(i, i + 777)); // odd sizes
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      res.end();
+    };
+    const { key } = await account();
+    const r = await postSpeech(stack.baseUrl, key, { text: 'Odd pieces.' });
+    expect(r.status).to.equal(200);
+    expect(r.body.equals(audio)).to.equal(true);
+    expect(samplesOf(r.body).length).to.equal(audio.length / 2);
+  });
+
+  it('when the voices are listed, then they are the provider\'s, multilingual, gender unknown, alloy the default', async () => {
+    const { api } = await account();
+    const r = await api.get('/speech/voices');
+    expect(r.status).to.equal(200);
+    expect(r.body.data.map((v: any) => v.name)).to.include.members(['alloy', 'nova', 'onyx', 'shimmer']);
+    expect(r.body.data.filter((v: any) => v.default).map((v: any) => v.name)).to.deep.equal(['alloy']);
+    for (const v of r.body.data) expect(v).to.include({ language: 'mul', gender: null, engine: 'openai-compatible:tts-test' });
+    expect((await api.post('/speech', { text: 'Hi.', voice: 'en-us-female' })).body.error.message).to.match(/^voice: unknown voice/);
+  });
+
+  it('when the provider answers 500, then 503 before any audio and the held credits are given back', async () => {
+    behaviour = async (_req, res) => {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'the speech model is on fire' } }));
+    };
+    const { api, accountId } = await account(10);
+    const r = await api.post('/speech', { text: 'This will not be spoken.' });
+    expect(r.status).to.equal(503);
+    expect(r.body.error.code).to.equal('service_unavailable');
+    expect(r.body.error.message).to.match(/speech provider answered 500: the speech model is on fire; nothing was charged$/);
+    expect(await balance(api)).to.equal(10);
+    const l = await ledger(accountId);
+    expect(l.map((e) => [e.kind, e.operation, e.amount])).to.deep.equal([['charge', 'speech_char', 0.24], ['refund', 'speech_char', 0.24]]);
+  });
+
+  it('when no audio comes before the deadline, then 504 and nothing is charged', async () => {
+    behaviour = async (_req, res) => {
+      await new Promise((r) => setTimeout(r, 2500));
+      if (!res.destroyed) res.end();
+    };
+    const { api, accountId } = await account(10);
+    const t0 = Date.now();
+    const r = await api.post('/speech', { text: 'Too slow.' });
+    expect(r.status).to.equal(504);
+    expect(r.body.error.code).to.equal('timeout');
+    expect(r.body.error.message).to.match(/nothing was charged$/);
+    expect(Date.now() - t0).to.be.within(1400, 2400);
+    expect(await balance(api)).to.equal(10);
+    expect((await ledger(accountId)).map((e) => e.kind)).to.deep.equal(['charge', 'refund']);
+  });
+
+  it('when the provider breaks off after some audio, then the client sees the body cut (no clean end) and the charge stands', async () => {
+    const part = tone(0.25);
+    behaviour = async (_req, res) => {
+      pcmHead(res);
+      res.write(part);
+      await new Promise((r) => setTimeout(r, 100));
+      res.destroy();
+    };
+    const { api, accountId, key } = await account(10);
+    const r = await postSpeech(stack.baseUrl, key, { text: 'Cut me off.' });
+    expect(r.status).to.equal(200);
+    expect(r.error, 'reading the body fails').to.be.instanceOf(Error);
+    expect(r.body.equals(part)).to.equal(true);
+    expect(await balance(api)).to.equal(9.89);
+    expect((await ledger(accountId)).map((e) => [e.kind, e.amount])).to.deep.equal([['charge', 0.11]]);
+    await eventually(async () => (await stack.rt.db.db.collection('credit_holds').countDocuments({ accountId })) === 0, 5000, 'the hold captured');
+  });
+
+  it('when the client leaves before any audio, then the hold is given back', async () => {
+    let asked!: () => void;
+    const providerAsked = new Promise<void>((r) => (asked = r));
+    behaviour = async (_req, res) => {
+      asked();
+      await new Promise((r) => setTimeout(r, 800));
+      if (!res.destroyed) res.end(tone(0.1));
+    };
+    const { api, accountId, key } = await account(10);
+    const ac = new AbortController();
+    const pending = fetch(`${stack.baseUrl}/speech`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ text: 'Never mind.' }), signal: ac.signal }).catch((e: unknown) => e);
+    await providerAsked;
+    ac.abort();
+    await pending;
+    await eventually(async () => (await ledger(accountId)).length === 2, 5000, 'the refund');
+    expect(await balance(api)).to.equal(10);
+  });
+});
