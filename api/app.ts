@@ -45,13 +45,17 @@ import { driveDownloadRoutes } from './drive/downloads.routes';
 import { chatRoutes } from './chat/chat.routes';
 import { agentsRoutes } from './agents/agents.routes';
 import { speechRoutes } from './speech/speech.routes';
+import { liveRoutes } from './live/live.routes';
+import { attachRealtime } from './live/realtime';
+import { personasRoutes } from './personas/personas.routes';
+import { personasPublicRoutes } from './personas/public.routes';
 
 export const BASE_PATH = '/api/v1';
 
 /** Every capability's routes, mounted after authentication. Add a capability here. */
 const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, imagesRoutes, videosRoutes, songsRoutes, researchRoutes, presentationsRoutes, webhooksRoutes,
   projectsRoutes, sheetsRoutes, boardsRoutes, conversationsRoutes, extractRoutes,
-  driveRoutes, driveContentRoutes, driveSearchRoutes, chatRoutes, agentsRoutes, speechRoutes];
+  driveRoutes, driveContentRoutes, driveSearchRoutes, chatRoutes, agentsRoutes, speechRoutes, liveRoutes, personasRoutes];
 
 /**
  * The Express app. Order: request id → metrics timer → JSON body → public routes →
@@ -89,6 +93,7 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   v1.use(openapiRoutes({ serverUrl: `${config.PUBLIC_BASE_URL}${BASE_PATH}`, implemented: deps.implemented }));
   v1.use(assetsRoutes(rt.blobs));
   v1.use(driveDownloadRoutes(rt));
+  v1.use(personasPublicRoutes());
   // Audit before the rate limit, so refused (429) calls are recorded too; the entry is inserted
   // (group commit) before the answer goes out, or queued to the audit writer when the database is away.
   const auditRecorder = createAuditRecorder({ db: rt.db, amqp: rt.amqp, log, prefix: config.QUEUE_PREFIX });
@@ -129,6 +134,8 @@ export async function start(config: Config = loadConfig()) {
   server.keepAliveTimeout = 65_000;
   // What Node's HTTP parser refuses (raw non-ASCII in the path, headers over 16 KiB) still gets the Error shape.
   server.on('clientError', clientErrorHandler(log));
+  // The realtime engine (WebSocket at /realtime) shares the API's port.
+  const realtime = attachRealtime(server, rt);
   await new Promise<void>((resolve) => server.listen(config.PORT, resolve));
   const port = (server.address() as AddressInfo).port;
   log.info('api listening', { port });
@@ -136,8 +143,10 @@ export async function start(config: Config = loadConfig()) {
   return {
     port,
     runtime: rt,
+    realtime,
     stop(): Promise<void> {
       stopped ??= (async () => {
+        await realtime.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();

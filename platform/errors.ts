@@ -9,6 +9,14 @@ export const ERROR_STATUS = {
   /** POST /agents/{id}/runs/{runId}/approve: the reviewToken is not the one of the run's review. */
   invalid_review_token: 400,
   invalid_json: 400,
+  /** POST /live/session: ambient asked for without the account feature proactiveAudio. */
+  ambient_not_available: 400,
+  /** POST /live/session: a resumptionHandle whose signature does not verify (forged, altered, not a handle). */
+  invalid_resumption_handle: 400,
+  /** POST /live/session: a resumptionHandle past its expiry or superseded by a newer one. */
+  resumption_handle_expired: 400,
+  /** POST /live/session: a resumptionHandle of a session that was ended. */
+  session_ended: 400,
   /** A request the HTTP layer could not read (a body that does not match its Content-Encoding, a malformed request line). */
   bad_request: 400,
   unauthorized: 401,
@@ -33,6 +41,8 @@ export const ERROR_STATUS = {
   stale_commit: 409,
   /** A board PATCH would remove a lane that still holds cards (move or delete them first). */
   column_not_empty: 409,
+  /** A persona deployment asked of a persona that has no published version yet (publish it first). */
+  persona_not_published: 409,
   /** A Drive folder move into itself or its own subtree. */
   folder_cycle: 409,
   /** An approve for a run that is not paused (and whose review has no such decision recorded). */

@@ -50,8 +50,18 @@ export const COLLECTIONS = {
   agentOutbox: 'agent_outbox',
   /** What a paid synchronous assistant tool delivered (an image render), by the call's id: a repeated call answers it again (platform/assistant/tools). */
   assistantResults: 'assistant_tool_results',
+  /** Live voice sessions: status, locked settings, history, resumption generation, charge (platform/live). */
+  liveSessions: 'live_sessions',
+  /** Per-account memories of the live assistant (remember / recall / forget). */
+  liveMemories: 'live_memories',
   teams: 'teams',
   teamMembers: 'team_members',
+  /** Personas (working copies), their frozen published versions, deployments, conversations and conversation events (platform/personas). */
+  personas: 'personas',
+  personaVersions: 'persona_versions',
+  personaDeployments: 'persona_deployments',
+  personaConversations: 'persona_conversations',
+  personaEvents: 'persona_events',
 } as const;
 
 export interface AccountDoc {

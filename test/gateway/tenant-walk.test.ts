@@ -36,6 +36,9 @@ const BODIES: Record<string, (ids: Ids) => unknown> = {
   messageAgent: () => ({ message: 'hello from B' }),
   runAgent: () => ({ instruction: 'work for B' }),
   approveAgentRun: () => ({ decision: 'approve', reviewToken: 'c'.repeat(64) }),
+  updatePersona: () => ({ name: 'renamed by B' }),
+  createPersonaDeployment: () => ({ channel: 'api' }),
+  startPersonaConversation: (ids) => ({ deploymentId: ids.personaDeployment }),
 };
 
 /** Required query parameters, valid for B's own resource. */
@@ -57,6 +60,9 @@ interface Ids {
   driveFolder: string;
   agent: string;
   agentRun: string;
+  persona: string;
+  personaDeployment: string;
+  personaConversation: string;
 }
 
 /** A's id for each path parameter of an operation, by the resource its path names. */
@@ -72,6 +78,7 @@ function fill(op: Operation, ids: Ids): string | null {
     [/^\/drive\/files\/\{id\}/, { id: ids.driveFile }],
     [/^\/drive\/folders\/\{id\}/, { id: ids.driveFolder }],
     [/^\/agents\/\{id\}/, { id: ids.agent, runId: ids.agentRun }],
+    [/^\/personas\/\{id\}/, { id: ids.persona, cid: ids.personaConversation }],
   ];
   const hit = byPrefix.find(([re]) => re.test(op.path));
   if (!hit) return null;
@@ -121,6 +128,10 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
     // Agents are defined by script (no create route); the run stays queued (no agent pool here).
     const agent = await createAgentsRepository(stack.rt.db).upsert(accountA, { name: `${SECRET} agent`, instructions: SECRET, tools: ['create_notes'], creditBudget: 50 });
     const agentRun = ok(await a.post(`/agents/${agent._id}/messages`, { message: `${SECRET} message` }), 'agent message');
+    const persona = ok(await a.post('/personas', { name: `${SECRET} persona`, instructions: SECRET, greeting: SECRET, faceId: 'aurora' }), 'persona');
+    ok(await a.post(`/personas/${persona.id}/publish`), 'persona publish');
+    const personaDeployment = ok(await a.post(`/personas/${persona.id}/deployments`, { channel: 'api', name: `${SECRET} deployment` }), 'persona deployment');
+    const personaConversation = ok(await a.post(`/personas/${persona.id}/conversations`, { deploymentId: personaDeployment.id }), 'persona conversation');
     await waitForJob(a, job.jobId);
     ids = {
       project: project.id,
@@ -136,6 +147,9 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
       driveFolder: driveFolder.id,
       agent: agent._id,
       agentRun: agentRun.runId,
+      persona: persona.id,
+      personaDeployment: personaDeployment.id,
+      personaConversation: personaConversation.id,
     };
     expect(ids.commitId, 'a commit id').to.be.a('string');
   });
@@ -166,8 +180,8 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
   });
 
   it('when B lists every collection, then none of A\'s resources appear', async () => {
-    const lists = ops.filter((o) => o.method === 'GET' && !o.pathParams.length && /^\/(projects|sheets|boards|conversations|webhooks|templates|drive\/files|drive\/folders)$/.test(o.path));
-    expect(lists.map((o) => o.path)).to.include.members(['/projects', '/sheets', '/boards', '/conversations', '/webhooks', '/drive/files', '/drive/folders']);
+    const lists = ops.filter((o) => o.method === 'GET' && !o.pathParams.length && /^\/(projects|sheets|boards|conversations|webhooks|templates|drive\/files|drive\/folders|personas)$/.test(o.path));
+    expect(lists.map((o) => o.path)).to.include.members(['/projects', '/sheets', '/boards', '/conversations', '/webhooks', '/drive/files', '/drive/folders', '/personas']);
     for (const op of lists) {
       const r = await b.get(op.path);
       expect(r.status, op.path).to.equal(200);
@@ -195,6 +209,11 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
     expect(commit.body.status).to.equal('proposed');
     const file = await a.get(`/drive/files/${ids.driveFile}`);
     expect(file.body).to.include({ name: `${SECRET}.md`, folderId: ids.driveFolder, trashedAt: null });
+    const persona = await a.get(`/personas/${ids.persona}`);
+    expect(persona.body).to.include({ name: `${SECRET} persona`, status: 'published', publishedVersion: 1, version: 2 });
+    expect((await a.get(`/personas/${ids.persona}/deployments`)).body.total).to.equal(1);
+    const events = await a.get(`/personas/${ids.persona}/conversations/${ids.personaConversation}/events`);
+    expect(events.body.data.map((e: any) => e.type)).to.deep.equal(['started']);
     const run = await a.get(`/agents/${ids.agent}/runs/${ids.agentRun}/result`);
     expect(run.body).to.include({ status: 'queued', pendingApproval: null });
     expect((await a.get(`/agents/${ids.agent}/runs`)).body.total).to.equal(1);

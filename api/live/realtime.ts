@@ -1,0 +1,392 @@
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { LIVE_CLIENT_TOOLS, type LiveClientTool } from '../../contracts/live';
+import { secondSentenceAt, SPEECH_TEXT_MAX_CHARS, type SpeechRpcReply } from '../../contracts/speech';
+import type { AuthAccount } from '../../platform/accounts';
+import type { EngineMessage } from '../../platform/assistant/engine';
+import { errorArtifact } from '../../platform/assistant/execute';
+import type { ToolDefinition } from '../../platform/assistant/tool';
+import { runTurn } from '../../platform/assistant/turn';
+import { newId } from '../../platform/ids';
+import { createLiveEngine } from '../../platform/live/engine';
+import { createLiveSessions, liveCapabilities, REALTIME_PATH, type LiveHistoryEntry, type LiveSessionDoc } from '../../platform/live/sessions';
+import { CLIENT_TOOL_SPECS, createLiveTools, type LiveTools } from '../../platform/live/tools';
+import { createTranscriptionEngine, type TranscriptionEngine } from '../../platform/live/transcription';
+import { EnergyVad } from '../../platform/live/vad';
+import type { ApiKeyDoc } from '../../platform/mongo';
+import type { Runtime } from '../../platform/runtime';
+import { voiceCatalogue } from '../../platform/speech/voices';
+
+/** Largest WebSocket message accepted (a JSON event or an audio frame). */
+export const REALTIME_MAX_MESSAGE_BYTES = 256 * 1024;
+/** How long a connection without ?token= may take to send {type:"auth", token}. */
+const AUTH_WAIT_MS = 5000;
+/** Turns waiting behind the running one; more answer error `busy`. */
+const MAX_QUEUED_TURNS = 4;
+/** Audio received but not yet through turn detection (it waits while a turn is transcribed): 10 s. */
+const MAX_AUDIO_WAITING_BYTES = 480_000;
+/** Text of one input_text turn. */
+const MAX_TEXT_CHARS = 2000;
+
+/** Split a reply into sentences the speech pool accepts (one sentence, at most 300 characters). */
+export function speakableSentences(text: string): string[] {
+  const plain = text
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .replace(/https?:\/\/\S+/g, '')
+    .replace(/[*_`#>]+/g, '')
+    .replace(/\s+/g, ' ')
+    .trim();
+  const out: string[] = [];
+  let rest = plain;
+  while (rest) {
+    const at = secondSentenceAt(rest);
+    let s = at < 0 ? rest : rest.slice(0, at);
+    rest = at < 0 ? '' : rest.slice(at);
+    s = s.trim();
+    while ([...s].length > SPEECH_TEXT_MAX_CHARS) {
+      const cut = s.lastIndexOf(' ', SPEECH_TEXT_MAX_CHARS - 1);
+      const head = s.slice(0, cut > 0 ? cut : SPEECH_TEXT_MAX_CHARS - 1);
+      out.push(head.trim());
+      s = s.slice(head.length).trim();
+    }
+    if (s && /[\p{L}\p{N}]/u.test(s)) out.push(s);
+    rest = rest.trim();
+  }
+  return out;
+}
+
+/** Whether an ambient turn addresses the device by its name (a whole-word match, any case). */
+export function addresses(text: string, deviceName: string): boolean {
+  const name = deviceName.trim().toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(^|[^\\p{L}\\p{N}])${name}($|[^\\p{L}\\p{N}])`, 'iu').test(text.toLowerCase());
+}
+
+type ClientEvent = { type: 'auth'; token: string } | { type: 'input_text'; text: string } | { type: 'tool_result'; callId: string; output: unknown } | { type: 'end' };
+
+function parseEvent(raw: string): ClientEvent | { error: string } {
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return { error: 'not JSON' };
+  }
+  const e = v as Record<string, unknown>;
+  if (!e || typeof e !== 'object' || typeof e.type !== 'string') return { error: 'an event must be a JSON object with a string type' };
+  switch (e.type) {
+    case 'auth':
+      return typeof e.token === 'string' ? { type: 'auth', token: e.token } : { error: 'auth: token must be a string' };
+    case 'input_text':
+      if (typeof e.text !== 'string' || !e.text.trim()) return { error: 'input_text: text must be a non-empty string' };
+      if ([...e.text].length > MAX_TEXT_CHARS) return { error: `input_text: text must be at most ${MAX_TEXT_CHARS} characters` };
+      return { type: 'input_text', text: e.text.trim() };
+    case 'tool_result':
+      return typeof e.callId === 'string' ? { type: 'tool_result', callId: e.callId, output: e.output ?? null } : { error: 'tool_result: callId must be a string' };
+    case 'end':
+      return { type: 'end' };
+    default:
+      return { error: `unknown event type ${String(e.type).slice(0, 40)}` };
+  }
+}
+
+export interface RealtimeServer {
+  /** Open connections (the bench reads it). */
+  readonly connections: number;
+  close(): Promise<void>;
+}
+
+/**
+ * The realtime engine (SPEC 4.8, 5.6): a WebSocket server on the API's HTTP server at
+ * /realtime. A connection is accepted only with a valid token from POST /live/session; it then
+ * carries one live session (protocol in the README, "Realtime protocol").
+ */
+export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcription?: TranscriptionEngine | null; fetch?: typeof fetch } = {}): RealtimeServer {
+  const { config, log } = rt;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: REALTIME_MAX_MESSAGE_BYTES, perMessageDeflate: false });
+  const sessions = createLiveSessions(rt);
+  const engine = createLiveEngine(config, { fetch: opts.fetch });
+  const transcription = opts.transcription === undefined ? createTranscriptionEngine(config, { fetch: opts.fetch }) : opts.transcription;
+  const catalogue = voiceCatalogue(config);
+  let liveTools: LiveTools | undefined;
+  const open = new Set<WebSocket>();
+  /** The connection carrying each session in this process: a newer one closes the older. */
+  const bySession = new Map<string, WebSocket>();
+  const capabilities = { ...liveCapabilities(config), audioIn: transcription !== null };
+
+  const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname !== REALTIME_PATH) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      open.add(ws);
+      ws.once('close', () => open.delete(ws));
+      accept(ws, url.searchParams.get('token')).catch((err: unknown) => {
+        log.error('realtime connection failed', { err: err as Error });
+        ws.close(1011, 'server error');
+      });
+    });
+  };
+  server.on('upgrade', onUpgrade);
+
+  const send = (ws: WebSocket, event: Record<string, unknown>) => {
+    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(event));
+  };
+
+  async function accept(ws: WebSocket, queryToken: string | null) {
+    // Events sent before the session is running are kept and handled once it is.
+    const early: [RawData, boolean][] = [];
+    let firstMessage: ((e: [RawData, boolean]) => void) | undefined;
+    const collect = (data: RawData, isBinary: boolean) => {
+      if (firstMessage) return firstMessage([data, isBinary]);
+      if (early.length < 64) early.push([data, isBinary]);
+    };
+    ws.on('message', collect);
+    let token = queryToken;
+    if (token === null) {
+      token = await new Promise<string | null>((resolve) => {
+        const t = setTimeout(() => resolve(null), AUTH_WAIT_MS);
+        firstMessage = ([data, isBinary]) => {
+          firstMessage = undefined;
+          clearTimeout(t);
+          const e = isBinary ? null : parseEvent(data.toString());
+          resolve(e && 'type' in e && e.type === 'auth' ? e.token : null);
+        };
+        ws.once('close', () => resolve(null));
+      });
+      if (token === null) return ws.close(4401, 'token required: ?token= or a first {"type":"auth"} event');
+    }
+    let claimed;
+    try {
+      claimed = await sessions.connect(token);
+    } catch (err) {
+      log.warn('realtime connect failed', { err: err as Error });
+      return ws.close(1011, 'server error');
+    }
+    if (!claimed.ok) return ws.close(claimed.refusal.code, claimed.refusal.reason);
+    const doc = claimed.doc;
+    const [account, key] = await Promise.all([rt.db.accounts.findOne({ _id: doc.accountId }), rt.db.apiKeys.findOne({ _id: doc.keyId, accountId: doc.accountId })]);
+    if (!account || !key || key.revokedAt || !key.scopes.includes('ai')) {
+      await sessions.setStatus(doc._id, 'dropped');
+      return ws.close(4403, 'the key that opened this session was revoked or lost the ai scope');
+    }
+    const { credits: _c, chargedRefs: _r, refundedJobs: _j, ...authAccount } = account;
+    let handle: string;
+    try {
+      handle = await sessions.handle(doc);
+    } catch (err) {
+      log.error('live session start failed', { err: err as Error });
+      return ws.close(1011, 'server error');
+    }
+    if (ws.readyState !== ws.OPEN) return void sessions.setStatus(doc._id, 'dropped');
+    ws.off('message', collect);
+    bySession.get(doc._id)?.close(4409, 'superseded by a newer connection to this session');
+    bySession.set(doc._id, ws);
+    runSession(ws, doc, authAccount, key, handle, early);
+  }
+
+  function runSession(ws: WebSocket, doc: LiveSessionDoc, account: AuthAccount, key: ApiKeyDoc, handle: string, early: [RawData, boolean][]) {
+    const slog = log.child({ component: 'realtime', sessionId: doc._id });
+    liveTools ??= createLiveTools(rt);
+    const tools = liveTools;
+    const abort = new AbortController();
+    const pendingCalls = new Map<string, (output: unknown) => void>();
+    const history: LiveHistoryEntry[] = [...doc.history];
+    const voice = catalogue.resolve(doc.voice);
+    const vad = new EnergyVad(doc.turnDetection);
+    let queue = Promise.resolve();
+    let queued = 0;
+    let ended = false;
+    let lastAudioRefusal = 0;
+
+    const clientDefs: ToolDefinition[] = doc.clientTools.map((name: LiveClientTool) => ({
+      name,
+      description: CLIENT_TOOL_SPECS[name].description,
+      input: CLIENT_TOOL_SPECS[name].input,
+      spends: [],
+      async run(args) {
+        const callId = newId('call');
+        const output = await new Promise<unknown>((resolve) => {
+          const t = setTimeout(() => {
+            pendingCalls.delete(callId);
+            resolve(undefined);
+          }, config.LIVE_CLIENT_TOOL_TIMEOUT_MS);
+          pendingCalls.set(callId, (out) => {
+            clearTimeout(t);
+            pendingCalls.delete(callId);
+            resolve(out);
+          });
+          send(ws, { type: 'tool.call', callId, name, args });
+        });
+        if (output === undefined) return errorArtifact(`No answer from ${name}`, `the device did not answer ${name} within ${config.LIVE_CLIENT_TOOL_TIMEOUT_MS} ms`, { tool: name, code: 'client_tool_timeout' });
+        const said = typeof output === 'string' ? output : JSON.stringify(output).slice(0, 500);
+        return { type: 'platform_action', title: name, data: { action: name, output, line: `The device answered: ${said}.`, clientTool: true } };
+      },
+    }));
+    const allTools = [...tools.defs, ...clientDefs];
+    const clientNames = new Set<string>(LIVE_CLIENT_TOOLS);
+
+    /** Speak a reply sentence by sentence through the speech pool; skipped past the buffer bound. */
+    const speak = async (text: string): Promise<number> => {
+      let bytes = 0;
+      for (const sentence of speakableSentences(text)) {
+        if (abort.signal.aborted || ws.readyState !== ws.OPEN) break;
+        const stop = new AbortController();
+        let skipped = false;
+        try {
+          await rt.amqp.rpcStream<SpeechRpcReply>('speech', { text: sentence, voice: voice.name }, config.SPEECH_RPC_TIMEOUT_MS, (pcm) => {
+            if (skipped || ws.readyState !== ws.OPEN) return;
+            // A slow client: stop the audio of this reply instead of buffering it without bound.
+            if (ws.bufferedAmount > config.LIVE_MAX_BUFFERED_BYTES) {
+              skipped = true;
+              stop.abort(new Error('backpressure'));
+              return;
+            }
+            bytes += pcm.length;
+            ws.send(pcm, { binary: true });
+          }, { signal: AbortSignal.any([abort.signal, stop.signal]) });
+        } catch (err) {
+          if (!skipped && !abort.signal.aborted) {
+            slog.warn('live speech failed', { err: err as Error });
+            send(ws, { type: 'error', code: 'speech_unavailable', message: 'the speech pool did not answer; the rest of this reply is text only' });
+            break;
+          }
+        }
+        if (skipped) {
+          send(ws, { type: 'error', code: 'backpressure', message: `the client is not reading fast enough (over ${config.LIVE_MAX_BUFFERED_BYTES} bytes unsent): the rest of this reply's audio was skipped` });
+          break;
+        }
+      }
+      return bytes;
+    };
+
+    const turn = async (text: string) => {
+      if (doc.ambient && doc.deviceName && !addresses(text, doc.deviceName)) {
+        send(ws, { type: 'turn.ignored', reason: 'not_addressed', text });
+        return;
+      }
+      const system = `You are ${doc.deviceName ?? 'the desk robot'}, a voice assistant speaking through a desk robot. Answer in short spoken sentences, no markdown or links.`;
+      const messages: EngineMessage[] = [{ role: 'system', content: system }, ...history.map((h) => ({ role: h.role, content: h.content }) as EngineMessage), { role: 'user', content: text }];
+      const turnId = newId('lturn');
+      let reply = '';
+      let failed = false;
+      for await (const ev of runTurn({ engine, tools: allTools, messages, mode: 'fast', ctx: { account, key, requestId: turnId, turnId }, signal: abort.signal })) {
+        if (ev.type === 'text-delta') send(ws, { type: 'assistant.text', delta: ev.delta });
+        else if (ev.type === 'tool-output-available' && !clientNames.has(ev.toolName)) send(ws, { type: 'tool.result', callId: ev.toolCallId, name: ev.toolName, artifact: ev.output });
+        else if (ev.type === 'error') {
+          failed = true;
+          send(ws, { type: 'error', code: ev.code, message: ev.errorText });
+        } else if (ev.type === 'turn-finish') reply = ev.text;
+      }
+      if (abort.signal.aborted || failed) return;
+      send(ws, { type: 'assistant.text', text: reply });
+      const audioBytes = reply ? await speak(reply) : 0;
+      const handle = await sessions.recordTurn(doc, [
+        { role: 'user', content: text, at: new Date() },
+        { role: 'assistant', content: reply, at: new Date() },
+      ]);
+      history.push({ role: 'user', content: text, at: new Date() }, { role: 'assistant', content: reply, at: new Date() });
+      if (history.length > 40) history.splice(0, history.length - 40);
+      send(ws, { type: 'resumption', handle, audioBytes });
+    };
+
+    const enqueue = (text: string) => {
+      if (queued >= MAX_QUEUED_TURNS) return send(ws, { type: 'error', code: 'busy', message: `at most ${MAX_QUEUED_TURNS} turns may wait behind the one being answered` });
+      queued++;
+      queue = queue
+        .then(() => (abort.signal.aborted ? undefined : turn(text)))
+        .catch((err: unknown) => {
+          if (abort.signal.aborted) return;
+          slog.error('live turn failed', { err: err as Error });
+          send(ws, { type: 'error', code: 'internal_error', message: 'the turn failed; nothing was charged for its tools that did not finish' });
+        })
+        .finally(() => queued--);
+    };
+
+    const onAudio = async (pcm: Buffer) => {
+      if (!transcription) {
+        const now = Date.now();
+        if (now - lastAudioRefusal >= 1000) {
+          lastAudioRefusal = now;
+          send(ws, { type: 'error', code: 'audio_not_supported', message: 'this deployment has no speech recognition (capabilities.audioIn is false): text turns only, send {"type":"input_text","text":…}' });
+        }
+        return;
+      }
+      for (const ev of vad.push(pcm)) {
+        if (ev.type === 'speech-start') send(ws, { type: 'speech.started' });
+        else {
+          try {
+            const text = await transcription.transcribe(ev.audio, abort.signal);
+            if (!text) {
+              send(ws, { type: 'transcript', role: 'user', text: '' });
+              continue;
+            }
+            send(ws, { type: 'transcript', role: 'user', text });
+            enqueue(text);
+          } catch (err) {
+            if (abort.signal.aborted) return;
+            slog.warn('live transcription failed', { err: err as Error });
+            send(ws, { type: 'error', code: 'transcription_failed', message: (err as Error).message });
+          }
+        }
+      }
+    };
+
+    let audioChain = Promise.resolve();
+    let audioWaiting = 0;
+    let lastDropNotice = 0;
+    ws.on('message', (data: RawData, isBinary) => {
+      if (ended) return;
+      const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
+      if (isBinary) {
+        // Audio waits here while a turn is transcribed: past the bound it is dropped, and said so.
+        if (audioWaiting + buf.length > MAX_AUDIO_WAITING_BYTES) {
+          if (Date.now() - lastDropNotice >= 1000) {
+            lastDropNotice = Date.now();
+            send(ws, { type: 'error', code: 'audio_dropped', message: `over ${MAX_AUDIO_WAITING_BYTES} bytes of audio wait for the previous turn's transcription: frames are dropped until it is done` });
+          }
+          return;
+        }
+        audioWaiting += buf.length;
+        audioChain = audioChain.then(() => onAudio(buf)).finally(() => (audioWaiting -= buf.length));
+        return;
+      }
+      const e = parseEvent(buf.toString('utf8'));
+      if ('error' in e) return send(ws, { type: 'error', code: 'invalid_event', message: e.error });
+      if (e.type === 'input_text') enqueue(e.text);
+      else if (e.type === 'tool_result') {
+        const resolve = pendingCalls.get(e.callId);
+        if (resolve) resolve(e.output);
+        else send(ws, { type: 'error', code: 'unknown_call', message: `no tool call ${e.callId.slice(0, 64)} is waiting` });
+      } else if (e.type === 'end') {
+        ended = true;
+        abort.abort(new Error('ended'));
+        void sessions.setStatus(doc._id, 'ended').finally(() => ws.close(1000, 'session ended'));
+      }
+    });
+    ws.on('close', () => {
+      abort.abort(new Error('closed'));
+      if (bySession.get(doc._id) === ws) bySession.delete(doc._id);
+      for (const r of pendingCalls.values()) r(undefined);
+      // Only while no newer connection took the session over (its claim moved `connections` on).
+      if (!ended) void sessions.setStatus(doc._id, 'dropped', { connections: doc.connections }).catch((err: unknown) => slog.warn('live session not marked dropped', { err: err as Error }));
+    });
+    ws.on('error', () => undefined);
+
+    send(ws, { type: 'session.started', sessionId: doc._id, persona: doc.persona, voice: doc.voice, deviceName: doc.deviceName, ambient: doc.ambient, tools: doc.tools, clientTools: doc.clientTools, turnDetection: doc.turnDetection, capabilities, resumptionHandle: handle, historyTurns: Math.floor(history.length / 2) });
+    for (const [data, isBinary] of early) ws.emit('message', data, isBinary);
+  }
+
+  return {
+    get connections() {
+      return open.size;
+    },
+    async close() {
+      server.off('upgrade', onUpgrade);
+      for (const ws of open) ws.close(1001, 'server shutting down');
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      for (const ws of open) ws.terminate();
+    },
+  };
+}

@@ -1,0 +1,200 @@
+import { LIVE_ACTIONS, TurnDetection, type LiveCapabilities, type LiveClientTool, type LiveSessionRequest, type LiveSessionResponse } from '../../contracts/live';
+import type { AuthAccount } from '../accounts';
+import { AppError } from '../errors';
+import { newId } from '../ids';
+import { COLLECTIONS, type ApiKeyDoc } from '../mongo';
+import type { Runtime } from '../runtime';
+import { voiceCatalogue } from '../speech/voices';
+import { signLiveToken, verifyLiveToken } from './tokens';
+
+export type LiveSessionStatus = 'issued' | 'connected' | 'dropped' | 'ended';
+
+export interface LiveHistoryEntry {
+  role: 'user' | 'assistant';
+  content: string;
+  at: Date;
+}
+
+export interface LiveSessionDoc {
+  _id: string;
+  accountId: string;
+  /** The key that opened it: its scopes bound the session's tools (checked again on connect). */
+  keyId: string;
+  persona: 'robot';
+  voice: string;
+  deviceName: string | null;
+  ambient: boolean;
+  tools: string[];
+  clientTools: LiveClientTool[];
+  turnDetection: TurnDetection;
+  status: LiveSessionStatus;
+  /** The one token that may connect next (single use: cleared when it connects). */
+  tokenId: string | null;
+  tokenExpiresAt: Date | null;
+  /** Generation of the newest resumption handle; only a handle of this generation resumes. */
+  handleGen: number;
+  handleExpiresAt: Date | null;
+  /** The conversation so far (the last LIVE_HISTORY_MAX entries), what a resumed session continues. */
+  history: LiveHistoryEntry[];
+  charge: { operation: 'live_session'; amount: number; holdId: string | null; capturedAt: Date | null };
+  connections: number;
+  createdAt: Date;
+  updatedAt: Date;
+  endedAt: Date | null;
+}
+
+/** History entries kept per session (older ones drop off; the engine sees these). */
+export const LIVE_HISTORY_MAX = 40;
+/** Path of the realtime engine on the API's HTTP server. */
+export const REALTIME_PATH = '/realtime';
+
+export type ConnectRefusal = { code: 4401 | 4403; reason: string };
+
+export function liveCapabilities(config: Runtime['config']): LiveCapabilities {
+  return { audioIn: config.LIVE_TRANSCRIPTION_ENGINE !== 'none', textIn: true, audioOut: true };
+}
+
+/**
+ * Live sessions (SPEC 4.8 POST /live/session): issue and resume, and what the realtime engine
+ * asks when a token connects, a turn ends, the connection drops or the client ends it.
+ */
+export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits' | 'log'>) {
+  const { config } = rt;
+  const col = rt.db.db.collection<LiveSessionDoc>(COLLECTIONS.liveSessions);
+  const secret = config.LIVE_TOKEN_SECRET ?? config.ASSET_SIGNING_SECRET;
+  const catalogue = voiceCatalogue(config);
+  const realtimeUrl = `${config.PUBLIC_BASE_URL.replace(/^http/, 'ws')}${REALTIME_PATH}`;
+
+  const newToken = async (doc: Pick<LiveSessionDoc, '_id' | 'accountId'>) => {
+    const tokenId = newId('ltk');
+    const expiresAt = new Date(Date.now() + config.LIVE_TOKEN_TTL_SECONDS * 1000);
+    return { tokenId, expiresAt, token: signLiveToken(secret, 'lt', { sid: doc._id, acc: doc.accountId, exp: expiresAt.getTime(), n: tokenId }) };
+  };
+
+  const response = (doc: LiveSessionDoc, t: { token: string; expiresAt: Date }, resumed: boolean, charged: number): LiveSessionResponse => ({
+    sessionId: doc._id,
+    token: t.token,
+    expiresAt: t.expiresAt.toISOString(),
+    realtimeUrl,
+    persona: doc.persona,
+    voice: doc.voice,
+    deviceName: doc.deviceName,
+    ambient: doc.ambient,
+    tools: doc.tools,
+    clientTools: doc.clientTools,
+    turnDetection: doc.turnDetection,
+    capabilities: liveCapabilities(config),
+    resumed,
+    charged,
+  });
+
+  async function resume(caller: { account: AuthAccount; key: ApiKeyDoc }, body: LiveSessionRequest, handle: string): Promise<LiveSessionResponse> {
+    const v = verifyLiveToken(secret, 'lh', handle);
+    if (!v.ok && v.reason !== 'expired') throw new AppError('invalid_resumption_handle', 'resumptionHandle: not a resumption handle of this service (forged or altered); open a new session without it');
+    // An expired handle still names its session: another account's answers 404 before 400.
+    const claims = v.ok ? v.claims : JSON.parse(Buffer.from(handle.split('.')[1]!, 'base64url').toString('utf8'));
+    const doc = claims.acc === caller.account._id ? await col.findOne({ _id: String(claims.sid), accountId: caller.account._id }) : null;
+    if (!doc) throw new AppError('not_found', 'resumptionHandle: no session of yours has that handle');
+    if (!v.ok) throw new AppError('resumption_handle_expired', 'resumptionHandle: expired; open a new session without it');
+    if (doc.status === 'ended') throw new AppError('session_ended', 'resumptionHandle: that session was ended; open a new session without it');
+    if (v.claims.n !== doc.handleGen) throw new AppError('resumption_handle_expired', 'resumptionHandle: superseded by a newer handle of that session; send the newest one');
+    const t = await newToken(doc);
+    // Free: the session was paid when it was opened. Only the newest token connects.
+    await col.updateOne({ _id: doc._id }, { $set: { tokenId: t.tokenId, tokenExpiresAt: t.expiresAt, keyId: caller.key._id, updatedAt: new Date() } });
+    void body;
+    return response(doc, t, true, 0);
+  }
+
+  return {
+    col,
+    realtimeUrl,
+
+    async open(caller: { account: AuthAccount; key: ApiKeyDoc; requestId: string }, body: LiveSessionRequest): Promise<LiveSessionResponse> {
+      if (body.resumptionHandle !== undefined) return resume(caller, body, body.resumptionHandle);
+      const voice = catalogue.resolve(body.voice);
+      const ambient = body.ambient ?? false;
+      if (ambient && !caller.account.features.proactiveAudio) throw new AppError('ambient_not_available', 'ambient: always-listening sessions need the account feature proactiveAudio, which is off for this account');
+      if (ambient && !body.deviceName) throw new AppError('validation_error', 'deviceName: required with ambient (the assistant answers only turns that name it)');
+      const now = new Date();
+      const _id = newId('live');
+      const amount = rt.credits.price('live_session');
+      // The hold names the session row, so a crash between its insert and the capture is settled
+      // as delivered by the scheduler, and a session that never got its row is refunded.
+      const holdId = await rt.credits.hold({ accountId: caller.account._id, operation: 'live_session', amount, requestId: caller.requestId, ttlMs: 60_000, deliveredBy: { collection: COLLECTIONS.liveSessions, id: _id } });
+      const doc: LiveSessionDoc = {
+        _id,
+        accountId: caller.account._id,
+        keyId: caller.key._id,
+        persona: body.persona,
+        voice: voice.name,
+        deviceName: body.deviceName ?? null,
+        ambient,
+        tools: [...LIVE_ACTIONS],
+        clientTools: [...new Set(body.clientTools ?? [])],
+        turnDetection: TurnDetection.parse(body.turnDetection ?? {}),
+        status: 'issued',
+        tokenId: null,
+        tokenExpiresAt: null,
+        handleGen: 0,
+        handleExpiresAt: null,
+        history: [],
+        charge: { operation: 'live_session', amount, holdId, capturedAt: null },
+        connections: 0,
+        createdAt: now,
+        updatedAt: now,
+        endedAt: null,
+      };
+      const t = await newToken(doc);
+      doc.tokenId = t.tokenId;
+      doc.tokenExpiresAt = t.expiresAt;
+      try {
+        await col.insertOne(doc);
+      } catch (err) {
+        await rt.credits.settle(holdId);
+        throw err;
+      }
+      await rt.credits.capture(holdId).catch((err: unknown) => rt.log.warn('live session hold not captured; the scheduler will', { holdId, err: err as Error }));
+      await col.updateOne({ _id }, { $set: { 'charge.capturedAt': new Date() } });
+      return response(doc, t, false, amount);
+    },
+
+    /**
+     * A token connects: verified, then claimed in one conditional update (single use; a token of
+     * an ended session, or one superseded by a newer token, is refused).
+     */
+    async connect(token: string): Promise<{ ok: true; doc: LiveSessionDoc } | { ok: false; refusal: ConnectRefusal }> {
+      const v = verifyLiveToken(secret, 'lt', token);
+      if (!v.ok) return { ok: false, refusal: { code: 4401, reason: v.reason === 'expired' ? 'token expired' : 'token invalid' } };
+      const doc = await col.findOneAndUpdate(
+        { _id: v.claims.sid, accountId: v.claims.acc, tokenId: String(v.claims.n), status: { $ne: 'ended' } },
+        { $set: { status: 'connected', tokenId: null, updatedAt: new Date() }, $inc: { connections: 1 } },
+        { returnDocument: 'after' },
+      );
+      if (doc) return { ok: true, doc };
+      const known = await col.findOne({ _id: v.claims.sid, accountId: v.claims.acc }, { projection: { status: 1 } });
+      return { ok: false, refusal: { code: 4403, reason: known?.status === 'ended' ? 'session ended' : 'token already used or superseded' } };
+    },
+
+    /** After a turn: the history grows, and a new resumption handle (the only valid one) is made. */
+    async recordTurn(doc: Pick<LiveSessionDoc, '_id' | 'accountId'>, entries: LiveHistoryEntry[]): Promise<string> {
+      const expiresAt = new Date(Date.now() + config.LIVE_RESUME_TTL_SECONDS * 1000);
+      const after = await col.findOneAndUpdate(
+        { _id: doc._id, accountId: doc.accountId },
+        { $push: { history: { $each: entries, $slice: -LIVE_HISTORY_MAX } }, $inc: { handleGen: 1 }, $set: { handleExpiresAt: expiresAt, updatedAt: new Date() } },
+        { returnDocument: 'after' },
+      );
+      return signLiveToken(secret, 'lh', { sid: doc._id, acc: doc.accountId, exp: expiresAt.getTime(), n: after?.handleGen ?? 0 });
+    },
+
+    /** A handle for the session as it stands (sent at session.started). */
+    async handle(doc: Pick<LiveSessionDoc, '_id' | 'accountId'>): Promise<string> {
+      return this.recordTurn(doc, []);
+    },
+
+    /** `connections`: only if no later connection claimed the session meanwhile. */
+    async setStatus(id: string, status: 'dropped' | 'ended', only: { connections?: number } = {}) {
+      await col.updateOne({ _id: id, status: { $ne: 'ended' }, ...(only.connections !== undefined ? { connections: only.connections } : {}) }, { $set: { status, updatedAt: new Date(), ...(status === 'ended' ? { endedAt: new Date(), tokenId: null } : {}) } });
+    },
+  };
+}
+export type LiveSessions = ReturnType<typeof createLiveSessions>;

@@ -1,0 +1,168 @@
+import { z } from 'zod';
+import { line } from '../../contracts/common';
+import type { ChatArtifact } from '../../contracts/conversations';
+import { LIVE_ACTIONS, type LiveAction, type LiveClientTool } from '../../contracts/live';
+import { ProjectListQuery } from '../../contracts/projects';
+import type { CreditOperation } from '../../contracts/registry';
+import { createAssistantTools } from '../assistant/tools';
+import { errorArtifact, executeToolCall } from '../assistant/execute';
+import type { ToolContext, ToolDefinition } from '../assistant/tool';
+import { AppError } from '../errors';
+import { HOLD_GRACE_MS } from '../paid-call';
+import { createProjectsService } from '../projects/projects.service';
+import type { Runtime } from '../runtime';
+import { formatIssues } from '../validation';
+import { createLiveMemories } from './memory';
+
+/** Live action → the chat catalogue tool it runs (the same code as POST /chat's tools). */
+const ASSISTANT_TOOL_OF: Partial<Record<LiveAction, string>> = {
+  search_web: 'web_search',
+  create_presentation: 'create_presentation',
+  create_notes: 'create_notes',
+  create_document: 'create_document',
+  create_flowchart: 'create_flowchart',
+  add_flowchart_steps: 'add_flowchart_steps',
+  create_whiteboard: 'create_whiteboard',
+  generate_image: 'generate_image',
+};
+
+/** How long a live_action hold may stay pending before the scheduler releases it. */
+const ACTION_HOLD_MS = 120_000 + HOLD_GRACE_MS;
+
+/** The sentence to speak for a tool's artifact. */
+export function lineFor(action: string, a: ChatArtifact): string {
+  if (a.type === 'error') return `Sorry, I could not do that: ${String(a.data?.message ?? a.title)}.`.replace(/\.\.$/, '.');
+  const said = a.data?.line;
+  if (typeof said === 'string') return said;
+  const kind = a.type === 'presentation' ? 'deck' : a.type === 'notes' ? 'notes' : a.type.replace(/_/g, ' ');
+  return `Done: I made the ${kind} "${a.title}"${a.openUrl ? '; it is in your projects' : ''}.`;
+}
+
+/** Live-only server tools: projects, account and memory (artifact type platform_action, data.action names the tool). */
+function liveOnlyTools(rt: Runtime): ToolDefinition[] {
+  const projects = createProjectsService(rt);
+  const memories = createLiveMemories(rt.db);
+  const art = (action: string, title: string, lineText: string, data: Record<string, unknown>): ChatArtifact => ({ type: 'platform_action', title, data: { action, line: lineText, ...data } });
+  return [
+    {
+      name: 'list_projects',
+      description: 'List the user\'s most recently changed projects (name, type, link).',
+      input: z.strictObject({ limit: z.number({ error: 'must be a number' }).int({ error: 'must be an integer' }).min(1, { error: 'must be at least 1' }).max(20, { error: 'must be at most 20' }).optional() }),
+      spends: [],
+      async run(args: { limit?: number }, ctx) {
+        const page = await projects.list(ctx.account._id, ProjectListQuery.parse({ limit: String(args.limit ?? 5) }));
+        const items = page.data.map((p) => ({ id: p.id, name: p.name, type: p.projectType, openUrl: p.openUrl }));
+        const names = items.map((p) => p.name);
+        const said = items.length ? `You have ${page.total} project${page.total === 1 ? '' : 's'}; the latest ${names.length === 1 ? 'is' : 'are'} ${names.join(', ')}.` : 'You have no projects yet.';
+        return art('list_projects', 'Your projects', said, { projects: items, total: page.total });
+      },
+    },
+    {
+      name: 'get_account',
+      description: 'The user\'s plan and credit balance.',
+      input: z.strictObject({}),
+      spends: [],
+      async run(_args, ctx) {
+        const balance = await rt.credits.balance(ctx.account._id);
+        return art('get_account', 'Your account', `You are on the ${ctx.account.plan} plan with ${Math.floor(balance * 100) / 100} credits.`, { plan: ctx.account.plan, balance });
+      },
+    },
+    {
+      name: 'remember',
+      description: 'Remember a fact the user asked to keep for later conversations.',
+      input: z.strictObject({ text: line(500).trim().min(1, { error: 'must not be empty' }) }),
+      spends: [],
+      async run(args: { text: string }, ctx) {
+        const m = await memories.remember(ctx.account._id, args.text, ctx.idFor('mem'));
+        return art('remember', 'Remembered', `I will remember that ${args.text.replace(/[.!]+$/, '')}.`, { memoryId: m.id, text: m.text });
+      },
+    },
+    {
+      name: 'recall',
+      description: 'Recall what the user asked to remember, optionally matching a query.',
+      input: z.strictObject({ query: line(200).trim().optional() }),
+      spends: [],
+      async run(args: { query?: string }, ctx) {
+        const found = await memories.recall(ctx.account._id, args.query);
+        const said = found.length ? `I remember: ${found.map((m) => m.text.replace(/[.!]+$/, '')).join('; ')}.` : args.query ? `I have nothing remembered about ${args.query}.` : 'I have nothing remembered yet.';
+        return art('recall', 'Memories', said, { memories: found });
+      },
+    },
+    {
+      name: 'forget',
+      description: 'Forget one remembered fact by its memory id.',
+      input: z.strictObject({ memoryId: line(128).trim().min(1, { error: 'must not be empty' }) }),
+      spends: [],
+      async run(args: { memoryId: string }, ctx) {
+        if (!(await memories.forget(ctx.account._id, args.memoryId))) throw new AppError('not_found', `memoryId: no memory ${args.memoryId.slice(0, 64)}`);
+        return art('forget', 'Forgotten', 'Done, I have forgotten it.', { memoryId: args.memoryId });
+      },
+    },
+  ];
+}
+
+export interface LiveTools {
+  /** The server tools by live action name, each charged live_action through a hold (the same code for POST /live/action and the realtime engine). */
+  defs: ToolDefinition[];
+  run(action: LiveAction, params: unknown, ctx: ToolContext): Promise<{ ok: boolean; line: string; artifacts: ChatArtifact[]; charged: number; code?: string }>;
+}
+
+/**
+ * The live server tools: the chat catalogue's tools under their live names plus the live-only
+ * ones, each wrapped so that it is charged live_action only when it succeeds: a hold before the
+ * tool runs (402 refuses before anything runs), captured when it answers a non-error artifact,
+ * released otherwise. Media tools charge their own price on top (generate_image: image).
+ */
+export function createLiveTools(rt: Runtime): LiveTools {
+  const chat = new Map(createAssistantTools(rt).map((d) => [d.name, d]));
+  const own = new Map(liveOnlyTools(rt).map((d) => [d.name, d]));
+  const base = LIVE_ACTIONS.map((action): ToolDefinition => {
+    const d = own.get(action) ?? chat.get(ASSISTANT_TOOL_OF[action] ?? '');
+    if (!d) throw new Error(`live action ${action} has no tool`);
+    return { ...d, name: action };
+  });
+  const charged = new WeakMap<ChatArtifact, number>();
+  const defs = base.map((d): ToolDefinition => ({
+    ...d,
+    async run(args, ctx) {
+      const amount = rt.credits.price('live_action');
+      const hold = await rt.credits.hold({ accountId: ctx.account._id, operation: 'live_action', amount, requestId: ctx.requestId, ttlMs: ACTION_HOLD_MS });
+      let artifact: ChatArtifact;
+      try {
+        artifact = await d.run(args, ctx);
+      } catch (err) {
+        await rt.credits.settle(hold);
+        throw err;
+      }
+      if (artifact.type === 'error') {
+        await rt.credits.settle(hold);
+        return artifact;
+      }
+      await rt.credits.capture(hold);
+      const own = d.spends.reduce((n, op) => n + rt.credits.price(op as CreditOperation), 0);
+      charged.set(artifact, amount + own);
+      return artifact;
+    },
+  }));
+
+  return {
+    defs,
+    async run(action, params, ctx) {
+      const def = defs.find((d) => d.name === action)!;
+      const parsed = def.input.safeParse(params ?? {});
+      if (!parsed.success) throw new AppError('validation_error', formatIssues(parsed.error.issues.map((i) => ({ ...i, path: ['params', ...i.path] }))));
+      const artifact = await executeToolCall(defs, { id: 'action', name: action, args: parsed.data }, ctx);
+      const code = artifact.type === 'error' ? String(artifact.data?.code ?? 'tool_failed') : undefined;
+      if (code === 'insufficient_credits') throw new AppError('insufficient_credits', String(artifact.data?.message ?? 'the balance cannot cover this action; nothing was run'));
+      return { ok: artifact.type !== 'error', line: lineFor(action, artifact), artifacts: [artifact], charged: charged.get(artifact) ?? 0, ...(code ? { code } : {}) };
+    },
+  };
+}
+
+/** Client-run tools: what the assistant is told about each (the client answers tool_result). */
+export const CLIENT_TOOL_SPECS: Record<LiveClientTool, { description: string; input: z.ZodType }> = {
+  get_device_status: { description: 'Ask the robot for its own status (battery, volume, connectivity); the robot answers.', input: z.strictObject({}) },
+  set_volume: { description: 'Set the robot\'s speaker volume (0 to 100).', input: z.strictObject({ level: z.number().int().min(0).max(100) }) },
+};
+
+export { errorArtifact };
