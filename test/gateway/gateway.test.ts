@@ -77,7 +77,7 @@ describe('gateway', () => {
   });
 
   it('when an endpoint of the catalogue is not served yet, then 501 not_implemented after auth', async () => {
-    expectError(await api.get('/personas'), 501, 'not_implemented');
-    expectError(await client(stack.baseUrl).get('/personas'), 401, 'unauthorized');
+    expectError(await api.post('/real-world/spaces', { imageUrl: 'https://example.com/room.jpg' }), 501, 'not_implemented');
+    expectError(await client(stack.baseUrl).post('/real-world/spaces', { imageUrl: 'https://example.com/room.jpg' }), 401, 'unauthorized');
   });
 });
