@@ -8,7 +8,7 @@ import { ChatArtifact } from './conversations';
  * protocol is documented in the README ("Realtime protocol").
  */
 
-/** Personas a token may be locked to. Today only the desk robot; persona deployments add theirs later. WARNING: public contract. */
+/** Personas POST /live/session opens: the desk robot (persona conversations are opened by POST /personas/{id}/conversations). WARNING: public contract. */
 export const LIVE_PERSONAS = ['robot'] as const;
 
 /** Server tools of a live conversation by category (SPEC 4.8). WARNING: public contract; add, never rename. */
@@ -82,11 +82,11 @@ export const LiveSessionResponse = z
     token: z.string().describe('Signed, single-use, valid until expiresAt; send it as ?token= on the WebSocket URL or as the first message {type:"auth", token}.'),
     expiresAt: z.string().describe('ISO 8601: connect before this.'),
     realtimeUrl: z.string().describe('ws:// or wss:// URL of the realtime engine.'),
-    persona: z.enum(LIVE_PERSONAS),
+    persona: z.string().describe('Who speaks: `robot` for sessions opened here; a persona conversation\'s session (POST /personas/{id}/conversations, resumed here by its handle) answers `persona:<personaId>@<version>`.'),
     voice: z.string().describe('The catalogue voice that speaks (default resolved).'),
     deviceName: z.string().nullable(),
     ambient: z.boolean(),
-    tools: z.array(z.string()).describe('Server tools the assistant may call (the POST /live/action list).'),
+    tools: z.array(z.string()).describe('Server tools the assistant may call: the POST /live/action list; for a persona conversation, only the actions its persona\'s tools map to (memory tools never).'),
     clientTools: z.array(z.enum(LIVE_CLIENT_TOOLS)).describe('Tools the client runs, as declared.'),
     turnDetection: TurnDetection,
     capabilities: LiveCapabilities,

@@ -43,7 +43,7 @@ const fields = {
   voice: voice.optional().describe('A voice name from GET /speech/voices ("default" or omitted: the default voice, stored by its name). Unknown: 400 naming voice.'),
   faceId: faceId.nullable().optional().describe('A face id from GET /personas/faces, or null; required to publish. Unknown: 400 naming faceId.'),
   greeting: greeting.optional().describe(`The first line the persona says, up to ${PERSONA_LIMITS.greetingMax} characters; required (non-empty) to publish.`),
-  tools: tools.optional().describe('Names of assistant tools the persona may call (the chat tool catalogue: create_flowchart, create_notes, generate_image, web_search, …); duplicates are dropped; an unknown name is 400 naming tools.<i>. Default none.'),
+  tools: tools.optional().describe('Names of assistant tools the persona may call (the chat tool catalogue: create_flowchart, create_notes, generate_image, web_search, …); duplicates are dropped; an unknown name is 400 naming tools.<i>. Default none. A conversation offers the live server tools these map to: web_search → search_web; create_presentation, create_notes, create_document, create_flowchart, add_flowchart_steps, create_whiteboard, generate_image under their own names; platform_action → list_projects and get_account; the others have no live action, and memory tools are never offered to a persona.'),
 };
 
 export const PersonaCreate = z
@@ -199,8 +199,8 @@ export const PersonaEvent = z
     id: z.string(),
     type: z.enum(PERSONA_EVENT_TYPES),
     at: z.string(),
-    text: z.string().nullable().describe('user_turn / assistant_turn: what was said; null for the others.'),
-    data: z.record(z.string(), z.unknown()).describe('started: channel, version, sessionId; ended: durationMs, creditsUsed; tool_call: name.'),
+    text: z.string().nullable().describe('user_turn / assistant_turn: what was said (the greeting is the first assistant_turn); tool_call: the tool\'s name; null for the others.'),
+    data: z.record(z.string(), z.unknown()).describe('started: channel, version, sessionId, deploymentId; ended: durationMs, creditsUsed; tool_call: name, callId, artifactType, title, ok (false when the tool failed or was refused).'),
   })
   .meta({ id: 'PersonaEvent' });
 export type PersonaEvent = z.infer<typeof PersonaEvent>;

@@ -126,6 +126,8 @@ export const ConfigSchema = z.object({
   LIVE_TRANSCRIPTION_MODEL: z.string().default('gpt-4o-mini-transcribe').describe('Model name for the OpenAI-compatible transcription engine.'),
   LIVE_TRANSCRIPTION_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000).describe('Deadline of one transcription of a live audio turn.'),
   LIVE_CLIENT_TOOL_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000).describe('How long the realtime engine waits for a client-run tool\'s tool_result before answering the assistant that the tool timed out.'),
+  LIVE_HEARTBEAT_MS: z.coerce.number().int().min(50).default(10_000).describe('How often each API process records, in one batched update, that its realtime connections are alive (live_sessions.lastSeenAt), and notices sessions a connection of another process took over (closed 4409).'),
+  LIVE_STALE_AFTER_MS: z.coerce.number().int().min(200).default(60_000).describe('A connected live session whose lastSeenAt is older than this (its API process died) is marked dropped by the scheduler (it can then be resumed by its handle). Keep it several LIVE_HEARTBEAT_MS.'),
   LIVE_MAX_BUFFERED_BYTES: z.coerce.number().int().min(65_536).default(1_048_576).describe('Bound on a realtime connection\'s unsent bytes (ws bufferedAmount): past it the rest of the assistant\'s audio for that turn is skipped and the client is told (error event backpressure).'),
   ESPEAK_NG_PATH: z.string().default('espeak-ng').describe('espeak-ng binary (local speech engine; Debian package espeak-ng, installed by scripts/services.sh).'),
   SHEET_RPC_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000).describe('How long POST /sheets/{id}/edit waits for the sheet pool before answering 504 timeout (nothing is charged).'),

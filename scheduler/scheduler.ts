@@ -52,6 +52,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   define('drive.repair', () => tasks.repairDrive());
   define('drive.text.sweep', () => tasks.sweepDriveText());
   define('agents.sweep', () => tasks.sweepAgentRuns());
+  define('live.sessions.stale', () => tasks.dropStaleLiveSessions());
   const webhookDeliveries = createDeliveriesRepository(rt.db);
   define('webhooks.deliveries.expire', () => webhookDeliveries.expire(new Date(Date.now() - config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000)));
 
@@ -67,6 +68,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   await agenda.every('1 minute', 'drive.repair');
   await agenda.every(config.SWEEP_INTERVAL, 'drive.text.sweep');
   await agenda.every(config.SWEEP_INTERVAL, 'agents.sweep');
+  await agenda.every(config.SWEEP_INTERVAL, 'live.sessions.stale');
   await agenda.every('1 hour', 'webhooks.deliveries.expire');
   const stopDeadLetters = await startDeadLetterHandler(rt);
   const monitor = opts.monitoring === false ? undefined : await startMonitoringServer(config.SCHEDULER_METRICS_PORT, rt.probes);

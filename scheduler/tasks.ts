@@ -6,6 +6,7 @@ import { purgeTrashedDriveFiles } from '../platform/drive/purge';
 import { repairDrive } from '../platform/drive/repair';
 import { sweepPendingDriveText } from '../platform/drive/text-queue';
 import { AGENT_RUN_SWEEP_GRACE_MS, createAgentRuns } from '../platform/agents/runs.service';
+import { createLiveSessions } from '../platform/live/sessions';
 
 /** A pending charge younger than this may still be in its request; older ones are settled. */
 export const CHARGE_SETTLE_GRACE_MS = 5 * 60_000;
@@ -76,6 +77,13 @@ export function createTasks(rt: Runtime) {
 
     /** Drive files whose text is still `pending` 30 s after upload: the extraction is published again (with a backoff; failed after 6 tries). */
     sweepDriveText: (now = new Date()) => sweepPendingDriveText(rt, { now }),
+
+    /**
+     * Live sessions still `connected` whose API process stopped heart-beating (lastSeenAt older
+     * than LIVE_STALE_AFTER_MS: the process died without closing them) become `dropped`, so
+     * their state is true and they resume by handle like any dropped session.
+     */
+    dropStaleLiveSessions: (now = new Date()) => createLiveSessions(rt).dropStale(new Date(now.getTime() - config.LIVE_STALE_AFTER_MS)),
 
     /** Agent runs left queued (a lost publish) or under an expired lease, and finished runs whose evi.* event was not emitted. */
     sweepAgentRuns: (now = new Date()) => createAgentRuns(rt).sweep(AGENT_RUN_SWEEP_GRACE_MS, now),

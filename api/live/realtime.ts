@@ -111,6 +111,26 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
   const open = new Set<WebSocket>();
   /** The connection carrying each session in this process: a newer one closes the older. */
   const bySession = new Map<string, WebSocket>();
+  /** This process's connections by connection id, for the heartbeat (owner of their session rows). */
+  const instance = newId('rti');
+  const owned = new Map<string, { sessionId: string; ws: WebSocket }>();
+  let beating = false;
+  const heartbeat = setInterval(() => {
+    if (beating || !owned.size) return;
+    beating = true;
+    sessions
+      .heartbeat(instance, [...owned].map(([conn, o]) => ({ sessionId: o.sessionId, conn })))
+      .then(({ lost }) => {
+        for (const conn of lost) {
+          // A connection of another process took the session over: this one stops answering.
+          owned.get(conn)?.ws.close(4409, 'superseded by a newer connection to this session');
+          owned.delete(conn);
+        }
+      })
+      .catch((err: unknown) => log.warn('live heartbeat failed', { err: err as Error }))
+      .finally(() => (beating = false));
+  }, config.LIVE_HEARTBEAT_MS);
+  heartbeat.unref();
   const capabilities = { ...liveCapabilities(config), audioIn: transcription !== null };
 
   const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -119,10 +139,11 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
+    const origin = typeof req.headers.origin === 'string' ? req.headers.origin : undefined;
     wss.handleUpgrade(req, socket, head, (ws) => {
       open.add(ws);
       ws.once('close', () => open.delete(ws));
-      accept(ws, url.searchParams.get('token')).catch((err: unknown) => {
+      accept(ws, url.searchParams.get('token'), origin).catch((err: unknown) => {
         log.error('realtime connection failed', { err: err as Error });
         ws.close(1011, 'server error');
       });
@@ -134,7 +155,7 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
     if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(event));
   };
 
-  async function accept(ws: WebSocket, queryToken: string | null) {
+  async function accept(ws: WebSocket, queryToken: string | null, origin: string | undefined) {
     // Events sent before the session is running are kept and handled once it is.
     const early: [RawData, boolean][] = [];
     let firstMessage: ((e: [RawData, boolean]) => void) | undefined;
@@ -158,8 +179,9 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       if (token === null) return ws.close(4401, 'token required: ?token= or a first {"type":"auth"} event');
     }
     let claimed;
+    const conn = newId('rtc');
     try {
-      claimed = await sessions.connect(token);
+      claimed = await sessions.connect(token, { origin, owner: { instance, conn } });
     } catch (err) {
       log.warn('realtime connect failed', { err: err as Error });
       return ws.close(1011, 'server error');
@@ -183,6 +205,8 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
     ws.off('message', collect);
     bySession.get(doc._id)?.close(4409, 'superseded by a newer connection to this session');
     bySession.set(doc._id, ws);
+    owned.set(conn, { sessionId: doc._id, ws });
+    ws.once('close', () => owned.delete(conn));
     runSession(ws, doc, authAccount, key, handle, early);
   }
 
@@ -224,7 +248,9 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         return { type: 'platform_action', title: name, data: { action: name, output, line: `The device answered: ${said}.`, clientTool: true } };
       },
     }));
-    const allTools = [...tools.defs, ...clientDefs];
+    // A persona session offers only the actions its persona's tools map to (doc.tools, locked at open).
+    const offered = new Set(doc.tools);
+    const allTools = [...tools.defs.filter((d) => offered.has(d.name)), ...clientDefs];
     const clientNames = new Set<string>(LIVE_CLIENT_TOOLS);
 
     /** Speak a reply sentence by sentence through the speech pool; skipped past the buffer bound. */
@@ -266,14 +292,24 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         send(ws, { type: 'turn.ignored', reason: 'not_addressed', text });
         return;
       }
-      const system = `You are ${doc.deviceName ?? 'the desk robot'}, a voice assistant speaking through a desk robot. Answer in short spoken sentences, no markdown or links.`;
+      const spoken = 'Answer in short spoken sentences, no markdown or links.';
+      const system = doc.profile
+        ? `${doc.profile.instructions}\n\nYou are ${doc.profile.name}, speaking aloud in a live conversation. ${spoken}`
+        : `You are ${doc.deviceName ?? 'the desk robot'}, a voice assistant speaking through a desk robot. ${spoken}`;
       const messages: EngineMessage[] = [{ role: 'system', content: system }, ...history.map((h) => ({ role: h.role, content: h.content }) as EngineMessage), { role: 'user', content: text }];
       const turnId = newId('lturn');
+      // The user spoke before the tools ran: events list the turn, then its tool calls, then the reply.
+      const userAt = new Date();
       let reply = '';
       let failed = false;
       for await (const ev of runTurn({ engine, tools: allTools, messages, mode: 'fast', ctx: { account, key, requestId: turnId, turnId }, signal: abort.signal })) {
         if (ev.type === 'text-delta') send(ws, { type: 'assistant.text', delta: ev.delta });
-        else if (ev.type === 'tool-output-available' && !clientNames.has(ev.toolName)) send(ws, { type: 'tool.result', callId: ev.toolCallId, name: ev.toolName, artifact: ev.output });
+        else if (ev.type === 'tool-output-available') {
+          if (!clientNames.has(ev.toolName)) send(ws, { type: 'tool.result', callId: ev.toolCallId, name: ev.toolName, artifact: ev.output });
+          await sessions
+            .recordToolCall(doc, { name: ev.toolName, callId: ev.toolCallId, type: ev.output.type, title: ev.output.title, ok: ev.output.type !== 'error', at: new Date() })
+            .catch((err: unknown) => slog.warn('live tool call not recorded', { err: err as Error }));
+        }
         else if (ev.type === 'error') {
           failed = true;
           send(ws, { type: 'error', code: ev.code, message: ev.errorText });
@@ -282,12 +318,25 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       if (abort.signal.aborted || failed) return;
       send(ws, { type: 'assistant.text', text: reply });
       const audioBytes = reply ? await speak(reply) : 0;
-      const handle = await sessions.recordTurn(doc, [
-        { role: 'user', content: text, at: new Date() },
+      const entries: LiveHistoryEntry[] = [
+        { role: 'user', content: text, at: userAt },
         { role: 'assistant', content: reply, at: new Date() },
-      ]);
-      history.push({ role: 'user', content: text, at: new Date() }, { role: 'assistant', content: reply, at: new Date() });
+      ];
+      const handle = await sessions.recordTurn(doc, entries);
+      history.push(...entries);
       if (history.length > 40) history.splice(0, history.length - 40);
+      send(ws, { type: 'resumption', handle, audioBytes });
+    };
+
+    /** A persona's greeting: its first assistant turn, spoken once per session (the first connect). */
+    const greet = async () => {
+      const greeting = doc.profile?.greeting.trim();
+      if (!greeting || doc.greeted || !(await sessions.claimGreeting(doc._id))) return;
+      send(ws, { type: 'assistant.text', text: greeting, greeting: true });
+      const audioBytes = await speak(greeting);
+      const entry: LiveHistoryEntry = { role: 'assistant', content: greeting, at: new Date() };
+      const handle = await sessions.recordTurn(doc, [entry]);
+      history.push(entry);
       send(ws, { type: 'resumption', handle, audioBytes });
     };
 
@@ -374,6 +423,7 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
     });
     ws.on('error', () => undefined);
 
+    queue = queue.then(greet).catch((err: unknown) => slog.warn('persona greeting failed', { err: err as Error }));
     send(ws, { type: 'session.started', sessionId: doc._id, persona: doc.persona, voice: doc.voice, deviceName: doc.deviceName, ambient: doc.ambient, tools: doc.tools, clientTools: doc.clientTools, turnDetection: doc.turnDetection, capabilities, resumptionHandle: handle, historyTurns: Math.floor(history.length / 2) });
     for (const [data, isBinary] of early) ws.emit('message', data, isBinary);
   }
@@ -383,6 +433,7 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       return open.size;
     },
     async close() {
+      clearInterval(heartbeat);
       server.off('upgrade', onUpgrade);
       for (const ws of open) ws.close(1001, 'server shutting down');
       await new Promise<void>((resolve) => wss.close(() => resolve()));

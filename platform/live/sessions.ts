@@ -1,4 +1,4 @@
-import { LIVE_ACTIONS, TurnDetection, type LiveCapabilities, type LiveClientTool, type LiveSessionRequest, type LiveSessionResponse } from '../../contracts/live';
+import { LIVE_ACTIONS, TurnDetection, type LiveAction, type LiveCapabilities, type LiveClientTool, type LiveSessionRequest, type LiveSessionResponse } from '../../contracts/live';
 import type { AuthAccount } from '../accounts';
 import { AppError } from '../errors';
 import { newId } from '../ids';
@@ -15,12 +15,56 @@ export interface LiveHistoryEntry {
   at: Date;
 }
 
+/** A server tool the session ran (or a client tool it asked for), as persona `tool_call` events list them. */
+export interface LiveToolCallEntry {
+  name: string;
+  callId: string;
+  /** The artifact's type and title (`error` when it failed). */
+  type: string;
+  title: string;
+  ok: boolean;
+  at: Date;
+}
+
+/**
+ * Who speaks in a persona conversation: a published version, copied into the session row when it
+ * opens, so a later publish never changes a conversation under way.
+ */
+export interface LivePersonaProfile {
+  personaId: string;
+  version: number;
+  name: string;
+  instructions: string;
+  greeting: string;
+  /** The persona's tools (chat catalogue names); the session offers the live actions they map to. */
+  tools: string[];
+}
+
+/** Which connection carries a session: the API process (instance) and its connection id. */
+export interface LiveSessionOwner {
+  instance: string;
+  conn: string;
+}
+
 export interface LiveSessionDoc {
   _id: string;
   accountId: string;
   /** The key that opened it: its scopes bound the session's tools (checked again on connect). */
   keyId: string;
-  persona: 'robot';
+  /** `robot`, or `persona:<personaId>@<version>` for a persona conversation. */
+  persona: string;
+  /** The persona version that speaks (null for `robot`). */
+  profile?: LivePersonaProfile | null;
+  /** Set once the persona's greeting was spoken (the first connect only). */
+  greeted?: boolean;
+  /** A web deployment's allowed origins: the WebSocket upgrade's Origin must be one of them (null: any). */
+  allowedOrigins?: string[] | null;
+  /** The tool calls of the session, oldest first (the last LIVE_TOOL_CALLS_MAX). */
+  toolCalls?: LiveToolCallEntry[];
+  /** The connection carrying it now; a newer connect replaces it, and the older one closes (4409). */
+  owner?: LiveSessionOwner | null;
+  /** Updated every LIVE_HEARTBEAT_MS while connected; the scheduler marks a silent session dropped. */
+  lastSeenAt?: Date | null;
   voice: string;
   deviceName: string | null;
   ambient: boolean;
@@ -45,10 +89,48 @@ export interface LiveSessionDoc {
 
 /** History entries kept per session (older ones drop off; the engine sees these). */
 export const LIVE_HISTORY_MAX = 40;
+/** Tool calls kept per session. */
+export const LIVE_TOOL_CALLS_MAX = 100;
 /** Path of the realtime engine on the API's HTTP server. */
 export const REALTIME_PATH = '/realtime';
 
 export type ConnectRefusal = { code: 4401 | 4403; reason: string };
+
+/** The live action → chat catalogue tool a persona names to be offered it (live-only tools: see personaLiveTools). */
+const CATALOGUE_TOOL_OF: Partial<Record<LiveAction, string>> = {
+  search_web: 'web_search',
+  create_presentation: 'create_presentation',
+  create_notes: 'create_notes',
+  create_document: 'create_document',
+  create_flowchart: 'create_flowchart',
+  add_flowchart_steps: 'add_flowchart_steps',
+  create_whiteboard: 'create_whiteboard',
+  generate_image: 'generate_image',
+  list_projects: 'platform_action',
+  get_account: 'platform_action',
+};
+
+/**
+ * The server tools a persona session offers: the live actions whose catalogue tool the persona
+ * lists (`platform_action` stands for list_projects and get_account). The memory tools are never
+ * offered to a persona: they hold the account owner's own memories, and a persona speaks to
+ * visitors through the owner's key.
+ */
+export function personaLiveTools(personaTools: readonly string[]): LiveAction[] {
+  const named = new Set(personaTools);
+  return LIVE_ACTIONS.filter((a) => named.has(CATALOGUE_TOOL_OF[a] ?? ''));
+}
+
+/** An Origin header as deployments store origins (lowercase scheme://host[:port]); null when not an origin. */
+export function normalOrigin(origin: string | undefined): string | null {
+  if (!origin) return null;
+  try {
+    const u = new URL(origin);
+    return u.origin === 'null' ? null : u.origin.toLowerCase();
+  } catch {
+    return null;
+  }
+}
 
 export function liveCapabilities(config: Runtime['config']): LiveCapabilities {
   return { audioIn: config.LIVE_TRANSCRIPTION_ENGINE !== 'none', textIn: true, audioOut: true };
@@ -109,7 +191,11 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
     col,
     realtimeUrl,
 
-    async open(caller: { account: AuthAccount; key: ApiKeyDoc; requestId: string }, body: LiveSessionRequest): Promise<LiveSessionResponse> {
+    /**
+     * `persona`: a persona conversation (platform/personas) locks the version's profile in the
+     * row: its instructions, greeting and tools; `allowedOrigins`: a web deployment's origins.
+     */
+    async open(caller: { account: AuthAccount; key: ApiKeyDoc; requestId: string }, body: LiveSessionRequest, opts: { persona?: LivePersonaProfile; allowedOrigins?: string[] } = {}): Promise<LiveSessionResponse> {
       if (body.resumptionHandle !== undefined) return resume(caller, body, body.resumptionHandle);
       const voice = catalogue.resolve(body.voice);
       const ambient = body.ambient ?? false;
@@ -125,11 +211,17 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
         _id,
         accountId: caller.account._id,
         keyId: caller.key._id,
-        persona: body.persona,
+        persona: opts.persona ? `persona:${opts.persona.personaId}@${opts.persona.version}` : body.persona,
+        profile: opts.persona ? { ...opts.persona, tools: [...opts.persona.tools] } : null,
+        greeted: !opts.persona?.greeting.trim(),
+        allowedOrigins: opts.allowedOrigins?.length ? opts.allowedOrigins.map((o) => normalOrigin(o) ?? o) : null,
+        toolCalls: [],
+        owner: null,
+        lastSeenAt: null,
         voice: voice.name,
         deviceName: body.deviceName ?? null,
         ambient,
-        tools: [...LIVE_ACTIONS],
+        tools: opts.persona ? personaLiveTools(opts.persona.tools) : [...LIVE_ACTIONS],
         clientTools: [...new Set(body.clientTools ?? [])],
         turnDetection: TurnDetection.parse(body.turnDetection ?? {}),
         status: 'issued',
@@ -160,19 +252,68 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
 
     /**
      * A token connects: verified, then claimed in one conditional update (single use; a token of
-     * an ended session, or one superseded by a newer token, is refused).
+     * an ended session, or one superseded by a newer token, is refused). A web deployment's
+     * session is refused before the claim when `origin` is not one of its allowed origins, so a
+     * page elsewhere does not use the token up. The claim records `owner`: a connection of
+     * another process that carried the session sees it on its next heartbeat and closes (4409).
      */
-    async connect(token: string): Promise<{ ok: true; doc: LiveSessionDoc } | { ok: false; refusal: ConnectRefusal }> {
+    async connect(token: string, at: { origin?: string; owner?: LiveSessionOwner } = {}): Promise<{ ok: true; doc: LiveSessionDoc } | { ok: false; refusal: ConnectRefusal }> {
       const v = verifyLiveToken(secret, 'lt', token);
       if (!v.ok) return { ok: false, refusal: { code: 4401, reason: v.reason === 'expired' ? 'token expired' : 'token invalid' } };
+      const known = await col.findOne({ _id: v.claims.sid, accountId: v.claims.acc }, { projection: { status: 1, allowedOrigins: 1 } });
+      if (known?.allowedOrigins?.length) {
+        const origin = normalOrigin(at.origin);
+        if (!origin || !known.allowedOrigins.includes(origin)) return { ok: false, refusal: { code: 4403, reason: origin ? 'origin not allowed for this deployment' : 'a web deployment connects only from a page of an allowed origin (Origin header missing)' } };
+      }
+      const now = new Date();
       const doc = await col.findOneAndUpdate(
         { _id: v.claims.sid, accountId: v.claims.acc, tokenId: String(v.claims.n), status: { $ne: 'ended' } },
-        { $set: { status: 'connected', tokenId: null, updatedAt: new Date() }, $inc: { connections: 1 } },
+        { $set: { status: 'connected', tokenId: null, updatedAt: now, lastSeenAt: now, owner: at.owner ?? null }, $inc: { connections: 1 } },
         { returnDocument: 'after' },
       );
       if (doc) return { ok: true, doc };
-      const known = await col.findOne({ _id: v.claims.sid, accountId: v.claims.acc }, { projection: { status: 1 } });
       return { ok: false, refusal: { code: 4403, reason: known?.status === 'ended' ? 'session ended' : 'token already used or superseded' } };
+    },
+
+    /**
+     * The heartbeat of one API process, batched: `lastSeenAt` of the sessions its connections
+     * still own moves on; the connection ids another connection took over are answered (their
+     * process closes them with 4409).
+     */
+    async heartbeat(instance: string, conns: { sessionId: string; conn: string }[]): Promise<{ lost: string[] }> {
+      if (!conns.length) return { lost: [] };
+      const rows = await col.find({ _id: { $in: conns.map((c) => c.sessionId) } }, { projection: { owner: 1, status: 1 } }).toArray();
+      const byId = new Map(rows.map((r) => [r._id, r]));
+      const lost: string[] = [];
+      const mine: string[] = [];
+      for (const c of conns) {
+        const r = byId.get(c.sessionId);
+        // Rows without an owner (claimed before owners were recorded) stay with whoever has them.
+        if (r?.owner && (r.owner.instance !== instance || r.owner.conn !== c.conn)) lost.push(c.conn);
+        else if (r && r.status !== 'ended') mine.push(c.sessionId);
+      }
+      if (mine.length) await col.updateMany({ _id: { $in: mine }, status: 'connected' }, { $set: { lastSeenAt: new Date() } });
+      return { lost };
+    },
+
+    /** Sessions `connected` whose process stopped heart-beating before `cutoff` become `dropped` (the scheduler). */
+    async dropStale(cutoff: Date): Promise<number> {
+      const r = await col.updateMany(
+        { status: 'connected', $or: [{ lastSeenAt: { $lt: cutoff } }, { lastSeenAt: null, updatedAt: { $lt: cutoff } }] },
+        { $set: { status: 'dropped', owner: null, updatedAt: new Date() } },
+      );
+      return r.modifiedCount;
+    },
+
+    /** A tool call of the session (persona `tool_call` events read them). */
+    async recordToolCall(doc: Pick<LiveSessionDoc, '_id' | 'accountId'>, entry: LiveToolCallEntry): Promise<void> {
+      await col.updateOne({ _id: doc._id, accountId: doc.accountId }, { $push: { toolCalls: { $each: [entry], $slice: -LIVE_TOOL_CALLS_MAX } } });
+    },
+
+    /** The greeting is spoken once per session: true for the one connection that claims it. */
+    async claimGreeting(id: string): Promise<boolean> {
+      const r = await col.updateOne({ _id: id, greeted: false }, { $set: { greeted: true } });
+      return r.modifiedCount === 1;
     },
 
     /** After a turn: the history grows, and a new resumption handle (the only valid one) is made. */

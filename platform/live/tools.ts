@@ -8,6 +8,7 @@ import { createAssistantTools } from '../assistant/tools';
 import { errorArtifact, executeToolCall } from '../assistant/execute';
 import type { ToolContext, ToolDefinition } from '../assistant/tool';
 import { AppError } from '../errors';
+import { COLLECTIONS } from '../mongo';
 import { HOLD_GRACE_MS } from '../paid-call';
 import { createProjectsService } from '../projects/projects.service';
 import type { Runtime } from '../runtime';
@@ -25,6 +26,41 @@ const ASSISTANT_TOOL_OF: Partial<Record<LiveAction, string>> = {
   create_whiteboard: 'create_whiteboard',
   generate_image: 'generate_image',
 };
+
+/**
+ * What each action makes, named before it runs: the hold's delivery record. The tool's first id
+ * of `prefix` (ctx.idFor) is the document's _id, so a crash between the tool's write and the
+ * capture is settled as captured when that document exists. Actions absent here make nothing
+ * identifiable (search_web, list_projects, get_account, recall: reads; forget: a delete;
+ * add_flowchart_steps: an update of an existing flowchart): a hold a crash left is refunded,
+ * which is the safe side, since no new document shows the user got something for it.
+ */
+const DELIVERED_BY: Partial<Record<LiveAction, { collection: string; prefix: string }>> = {
+  create_presentation: { collection: COLLECTIONS.projects, prefix: 'prj' },
+  create_notes: { collection: COLLECTIONS.projects, prefix: 'prj' },
+  create_document: { collection: COLLECTIONS.projects, prefix: 'prj' },
+  create_flowchart: { collection: COLLECTIONS.projects, prefix: 'prj' },
+  create_whiteboard: { collection: COLLECTIONS.projects, prefix: 'prj' },
+  generate_image: { collection: COLLECTIONS.assistantResults, prefix: 'img' },
+  remember: { collection: COLLECTIONS.liveMemories, prefix: 'mem' },
+};
+
+/** ctx.idFor whose first id of `prefix` is known before the tool runs (later ids as ctx.idFor makes them). */
+function predictingIds(ctx: ToolContext, prefix: string): { id: string; ctx: ToolContext } {
+  const id = ctx.idFor(prefix);
+  let given = false;
+  return {
+    id,
+    ctx: {
+      ...ctx,
+      idFor: (p) => {
+        if (p !== prefix || given) return ctx.idFor(p);
+        given = true;
+        return id;
+      },
+    },
+  };
+}
 
 /** How long a live_action hold may stay pending before the scheduler releases it. */
 const ACTION_HOLD_MS = 120_000 + HOLD_GRACE_MS;
@@ -124,9 +160,13 @@ export function createLiveTools(rt: Runtime): LiveTools {
   const charged = new WeakMap<ChatArtifact, number>();
   const defs = base.map((d): ToolDefinition => ({
     ...d,
-    async run(args, ctx) {
+    async run(args, callCtx) {
       const amount = rt.credits.price('live_action');
-      const hold = await rt.credits.hold({ accountId: ctx.account._id, operation: 'live_action', amount, requestId: ctx.requestId, ttlMs: ACTION_HOLD_MS });
+      const made = DELIVERED_BY[d.name as LiveAction];
+      const predicted = made ? predictingIds(callCtx, made.prefix) : null;
+      const ctx = predicted?.ctx ?? callCtx;
+      const deliveredBy = made && predicted ? { collection: made.collection, id: predicted.id } : undefined;
+      const hold = await rt.credits.hold({ accountId: ctx.account._id, operation: 'live_action', amount, requestId: ctx.requestId, ttlMs: ACTION_HOLD_MS, deliveredBy });
       let artifact: ChatArtifact;
       try {
         artifact = await d.run(args, ctx);
@@ -135,7 +175,8 @@ export function createLiveTools(rt: Runtime): LiveTools {
         throw err;
       }
       if (artifact.type === 'error') {
-        await rt.credits.settle(hold);
+        // Settled like a crash: kept only if the tool made its document before it failed.
+        if ((await rt.credits.settle(hold)) === 'captured') charged.set(artifact, amount);
         return artifact;
       }
       await rt.credits.capture(hold);

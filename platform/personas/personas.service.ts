@@ -41,9 +41,10 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
  * Personas (SPEC 4.2). The working copy is edited freely (PATCH makes it a draft); publish
  * freezes it as version n in persona_versions, written once and never updated, so deployments
  * and conversations locked to n never see a later edit. A conversation is a live session
- * (platform/live/sessions.ts) opened for the caller with the version's voice; the live engine
- * speaks as its own `robot` persona, so the conversation records which persona version it
- * belongs to, and its turns are read back from the live session's history.
+ * (platform/live/sessions.ts) opened for the caller with the version's profile locked in the
+ * session row (voice, instructions as the system message, greeting as the first assistant turn,
+ * tools, and a web deployment's allowed origins); its turns and tool calls are read back from
+ * the live session.
  */
 export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credits' | 'log'>) {
   const repo = createPersonasRepository(rt.db);
@@ -128,14 +129,18 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
     if (bad.length) throw new AppError('validation_error', bad.slice(0, 10).join('; '));
   };
 
-  /** The turns the live session recorded, as events (ids derived from content: importing twice adds nothing). */
+  /** The turns and tool calls the live session recorded, as events (ids derived from content: importing twice adds nothing). */
   async function importTurns(c: PersonaConversationDoc): Promise<void> {
-    const s = await sessions.col.findOne({ _id: c.sessionId, accountId: c.accountId }, { projection: { history: 1 } });
+    const s = await sessions.col.findOne({ _id: c.sessionId, accountId: c.accountId }, { projection: { history: 1, toolCalls: 1 } });
     const docs: PersonaEventDoc[] = (s?.history ?? []).map((h) => {
       const type = h.role === 'user' ? 'user_turn' : 'assistant_turn';
       const at = new Date(h.at);
       return { _id: stableId('pev', `${c._id}\n${type}\n${at.getTime()}\n${h.content}`), accountId: c.accountId, conversationId: c._id, type, at, seq: eventSeq(type, at), text: h.content, data: {} };
     });
+    for (const t of s?.toolCalls ?? []) {
+      const at = new Date(t.at);
+      docs.push({ _id: stableId('pev', `${c._id}\ntool_call\n${t.callId}\n${at.getTime()}`), accountId: c.accountId, conversationId: c._id, type: 'tool_call', at, seq: eventSeq('tool_call', at), text: t.name, data: { name: t.name, callId: t.callId, artifactType: t.type, title: t.title, ok: t.ok } });
+    }
     await repo.addEvents(docs);
   }
 
@@ -253,7 +258,12 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
       const frozen = await repo.getVersion(accountId, personaId, d.version);
       if (!frozen) throw notFound('persona version');
       const voice = catalogue.voices.some((v) => v.name === frozen.snapshot.voice) ? frozen.snapshot.voice : catalogue.default.name;
-      const live = await sessions.open({ account: caller.account, key: caller.key, requestId: caller.requestId }, { persona: 'robot', voice });
+      const f = frozen.snapshot;
+      const live = await sessions.open(
+        { account: caller.account, key: caller.key, requestId: caller.requestId },
+        { persona: 'robot', voice },
+        { persona: { personaId, version: d.version, name: f.name, instructions: f.instructions, greeting: f.greeting, tools: f.tools }, allowedOrigins: d.channel === 'web' ? d.allowedOrigins : undefined },
+      );
       const startedAt = new Date();
       const conv: PersonaConversationDoc = {
         _id: idFor('pconv'),

@@ -14,8 +14,8 @@ export interface LiveClient {
   close(): void;
 }
 
-export function liveConnect(url: string, opts: { token?: string } = {}): LiveClient {
-  const ws = new WebSocket(opts.token ? `${url}?token=${encodeURIComponent(opts.token)}` : url);
+export function liveConnect(url: string, opts: { token?: string; origin?: string } = {}): LiveClient {
+  const ws = new WebSocket(opts.token ? `${url}?token=${encodeURIComponent(opts.token)}` : url, opts.origin ? { origin: opts.origin } : {});
   const events: ServerEvent[] = [];
   const audio: Buffer[] = [];
   let seen = 0;

@@ -191,13 +191,15 @@ describe('personas API: personas, versions, deployments, conversations, events, 
 
     const c = liveConnect(start.body.connect.realtimeUrl, { token: start.body.connect.token });
     const started = await c.next('session.started');
-    expect(started).to.include({ sessionId: start.body.connect.sessionId, voice: 'en-gb-female' });
+    expect(started).to.include({ sessionId: start.body.connect.sessionId, voice: 'en-gb-female', persona: `persona:${p.id}@1` });
+    expect((await c.next('assistant.text')).text, 'the greeting is the first assistant turn').to.equal('Hi, I am Ada.');
+    await c.next('resumption');
     c.send({ type: 'input_text', text: 'hello there' });
     await c.next('resumption');
     await new Promise((r) => setTimeout(r, 150));
 
     const mid = await api.get(`/personas/${p.id}/conversations/${start.body.id}/events`);
-    expect(mid.body.data.map((e: any) => e.type)).to.deep.equal(['started', 'user_turn', 'assistant_turn']);
+    expect(mid.body.data.map((e: any) => e.type)).to.deep.equal(['started', 'assistant_turn', 'user_turn', 'assistant_turn']);
     const end = await api.post(`/personas/${p.id}/conversations/${start.body.id}/end`);
     expect(end.status, end.text).to.equal(200);
     expect(end.body).to.include({ status: 'ended', creditsUsed: start.body.creditsUsed, connect: null });
@@ -209,14 +211,15 @@ describe('personas API: personas, versions, deployments, conversations, events, 
 
     const events = await api.get(`/personas/${p.id}/conversations/${start.body.id}/events`);
     expect(events.status).to.equal(200);
-    expect(events.body.data.map((e: any) => e.type)).to.deep.equal(['started', 'user_turn', 'assistant_turn', 'ended']);
-    expect(events.body.data[1].text).to.equal('hello there');
-    expect(events.body.data[2].text).to.be.a('string').and.not.equal('');
-    expect(events.body.data[3].data).to.deep.equal({ durationMs: end.body.durationMs, creditsUsed: end.body.creditsUsed });
+    expect(events.body.data.map((e: any) => e.type)).to.deep.equal(['started', 'assistant_turn', 'user_turn', 'assistant_turn', 'ended']);
+    expect(events.body.data[1].text).to.equal('Hi, I am Ada.');
+    expect(events.body.data[2].text).to.equal('hello there');
+    expect(events.body.data[3].text).to.be.a('string').and.not.equal('');
+    expect(events.body.data[4].data).to.deep.equal({ durationMs: end.body.durationMs, creditsUsed: end.body.creditsUsed });
     const ats = events.body.data.map((e: any) => Date.parse(e.at));
     expect([...ats].sort((x, y) => x - y)).to.deep.equal(ats);
-    const paged = await api.get(`/personas/${p.id}/conversations/${start.body.id}/events?limit=2`);
-    const rest = await api.get(`/personas/${p.id}/conversations/${start.body.id}/events?limit=2&cursor=${paged.body.cursor}`);
+    const paged = await api.get(`/personas/${p.id}/conversations/${start.body.id}/events?limit=3`);
+    const rest = await api.get(`/personas/${p.id}/conversations/${start.body.id}/events?limit=3&cursor=${paged.body.cursor}`);
     expect([...paged.body.data, ...rest.body.data].map((e: any) => e.id)).to.deep.equal(events.body.data.map((e: any) => e.id));
 
     // The ended session's token no longer connects.
