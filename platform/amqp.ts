@@ -485,6 +485,8 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   private async request<T>(pool: PoolType, payload: unknown, timeoutMs: number, stream?: { onChunk: (data: Buffer, seq: number) => void; signal?: AbortSignal }): Promise<RpcReply<T>> {
     stream?.signal?.throwIfAborted();
     const ch = await this.replyChannel();
+    // The abort listener is added below; an abort while the channel opened would be lost.
+    stream?.signal?.throwIfAborted();
     const correlationId = `${process.pid}.${Date.now().toString(36)}.${(this.rpcSeq++).toString(36)}`;
     const deadline = Date.now() + timeoutMs;
     const answer = new Promise<RpcReply<T>>((resolve, reject) => {

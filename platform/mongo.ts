@@ -320,5 +320,7 @@ export async function ensureIndexes(m: Database): Promise<void> {
     m.db.collection(COLLECTIONS.webhooks).createIndex({ accountId: 1, events: 1 }),
     m.db.collection(COLLECTIONS.webhookDeliveries).createIndex({ webhookId: 1, at: -1 }),
     m.db.collection(COLLECTIONS.webhookDeliveries).createIndex({ at: 1 }),
+    // Live memories are listed and trimmed newest first per account (platform/live/memory.ts).
+    m.db.collection(COLLECTIONS.liveMemories).createIndex({ accountId: 1, createdAt: -1 }),
   ]);
 }

@@ -1,7 +1,9 @@
+import type { ServerResponse } from 'node:http';
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import { SPEECH_AUDIO, SPEECH_MEDIA_TYPE } from '../../contracts/speech';
 import type { Runtime } from '../../platform/runtime';
+import { SPEECH_AUDIO_MAX_SECONDS, SPEECH_UNREAD_MAX_BYTES } from '../../platform/speech/limits';
 import { createSpeechService, SpeechStreamCut, type SpeechService } from '../../platform/speech/speech.service';
 import { mount, type RouteDeps } from '../http/route';
 
@@ -11,6 +13,8 @@ import { mount, type RouteDeps } from '../http/route';
  * 402, 503 engine failure, 504 deadline) answers in the Error shape before any audio; once audio
  * has gone out, a failure destroys the connection without the closing chunk, so the client sees
  * an incomplete body (an error from its HTTP library), never a short body that looks whole.
+ * Audio stops at SPEECH_AUDIO_MAX_SECONDS (a clean end at exactly that length); a client that
+ * leaves more than SPEECH_UNREAD_MAX_BYTES unread is cut, so one call holds at most that here.
  */
 export function speechRoutes(rt: Runtime, deps: RouteDeps, opts: { service?: SpeechService } = {}): Router {
   const r = Router();
@@ -41,14 +45,13 @@ export function speechRoutes(rt: Runtime, deps: RouteDeps, opts: { service?: Spe
             res.setHeader('X-Speech-Voice', voice.name);
             res.setHeader('X-Speech-Engine', engine);
             res.setHeader('X-Speech-Characters', String(characters));
+            res.setHeader('X-Audio-Max-Seconds', String(SPEECH_AUDIO_MAX_SECONDS));
             res.setHeader('X-Credits-Charged', String(charged));
             res.setHeader('Cache-Control', 'no-store');
             ctx.charged(charged);
           },
           chunk(pcm) {
-            // No waiting for 'drain': the pool's stream is bounded by the one-sentence limit
-            // (300 characters, well under 2 MB of audio), so a slow reader costs at most that.
-            if (!res.destroyed) res.write(pcm);
+            writeAudio(res, pcm, abort);
           },
         },
       );
@@ -62,4 +65,16 @@ export function speechRoutes(rt: Runtime, deps: RouteDeps, opts: { service?: Spe
     return undefined;
   }, deps);
   return r;
+}
+
+/**
+ * One piece of audio to a client that may not be reading. The pool cannot be paused (its chunks
+ * are not acknowledged one by one), so waiting for 'drain' would only move the buffer here:
+ * once more than `limit` bytes wait unsent, `abort` fires (the service then ends the call as a
+ * cut stream) and nothing more is written.
+ */
+export function writeAudio(res: ServerResponse, pcm: Buffer, abort: AbortController, limit = SPEECH_UNREAD_MAX_BYTES): void {
+  if (res.destroyed || abort.signal.aborted) return;
+  res.write(pcm);
+  if (res.writableLength > limit) abort.abort(new Error(`the client left more than ${limit} bytes unread`));
 }

@@ -36,6 +36,8 @@ export class SpeechStreamCut extends Error {
   }
 }
 
+const abortReason = (signal?: AbortSignal) => (signal?.reason instanceof Error ? signal.reason.message : 'the client left');
+
 /** Characters charged for a text: Unicode code points of the trimmed text. */
 export const chargedCharacters = (text: string) => [...text.trim()].length;
 
@@ -94,6 +96,9 @@ export function createSpeechService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
       const holding = (amount > 0 ? credits.hold({ accountId: input.accountId, operation: 'speech_char', amount, requestId: input.requestId, ttlMs: timeoutMs + HOLD_GRACE_MS }) : Promise.resolve(undefined)).then(
         (id) => {
           hold = id;
+          // The client may have left while the hold was being made: then nothing is delivered
+          // and the hold is released below (bytes stays 0), not captured for audio nobody heard.
+          if (input.signal?.aborted) return;
           held = true;
           for (const pcm of early.splice(0)) deliver(pcm);
         },
@@ -110,7 +115,7 @@ export function createSpeechService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
       let failure: AppError | undefined;
       let callError: unknown;
       try {
-        reply = await rt.amqp.rpcStream<SpeechRpcReply>('speech', payload, timeoutMs, (pcm) => (held ? deliver(pcm) : early.push(pcm)), { signal });
+        reply = await rt.amqp.rpcStream<SpeechRpcReply>('speech', payload, timeoutMs, (pcm) => (held && !signal.aborted ? deliver(pcm) : early.push(pcm)), { signal });
       } catch (err) {
         callError = err;
       }
@@ -124,7 +129,7 @@ export function createSpeechService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
           outcome === 'timeout'
             ? new AppError('timeout', `the speech pool did not ${got > 0 ? 'finish' : 'answer'} within ${timeoutMs} ms`, { cause: err })
             : outcome === 'abandoned'
-              ? new AppError('bad_request', 'the client left before the audio was complete', { cause: err })
+              ? new AppError('bad_request', `${abortReason(input.signal)} before the audio was complete`, { cause: err })
               : new AppError('service_unavailable', 'the speech pool is unreachable', { cause: err });
       }
       if (reply) {
@@ -136,6 +141,10 @@ export function createSpeechService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
         } else if (got === 0) {
           metrics.rpcCalls.inc({ ...labels, outcome: 'refused' });
           failure = new AppError('service_unavailable', 'the speech engine produced no audio');
+        } else if (bytes === 0) {
+          // All the audio came before the hold, and the client left before the hold was in place.
+          metrics.rpcCalls.inc({ ...labels, outcome: 'abandoned' });
+          failure = new AppError('bad_request', `${abortReason(input.signal)} before the audio was sent`);
         } else metrics.rpcCalls.inc({ ...labels, outcome: 'ok' });
       }
 

@@ -3,6 +3,8 @@ import { expect } from 'chai';
 import { fakeServer, type Recorded } from '../helpers/fake-provider';
 import { client, eventually, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
+import { SPEECH_AUDIO_MAX_BYTES } from '../../platform/speech/limits';
+import { createSpeechService } from '../../platform/speech/speech.service';
 import { postSpeech, samplesOf, tone } from './helpers';
 
 /**
@@ -104,10 +106,86 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     const r = await api.post('/speech', { text: 'This will not be spoken.' });
     expect(r.status).to.equal(503);
     expect(r.body.error.code).to.equal('service_unavailable');
-    expect(r.body.error.message).to.match(/speech provider answered 500: the speech model is on fire; nothing was charged$/);
+    // Only the status: the provider's own message can quote the API key (see the 401 test).
+    expect(r.body.error.message).to.equal('speech provider answered 500; nothing was charged');
     expect(await balance(api)).to.equal(10);
     const l = await ledger(accountId);
     expect(l.map((e) => [e.kind, e.operation, e.amount])).to.deep.equal([['charge', 'speech_char', 0.24], ['refund', 'speech_char', 0.24]]);
+  });
+
+  it('when the provider refuses the key with a message quoting it, then the 503 says only the status and nothing was charged', async () => {
+    behaviour = async (_req, res) => {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'Incorrect API key provided: sk-fake-***eech. You can find your API key at https://platform.openai.com/account/api-keys.' } }));
+    };
+    const { api } = await account(10);
+    const r = await api.post('/speech', { text: 'Who am I?' });
+    expect(r.status).to.equal(503);
+    expect(r.body.error.message).to.equal('speech provider answered 401; nothing was charged');
+    expect(JSON.stringify(r.body)).not.to.match(/sk-|API key/);
+    expect(await balance(api)).to.equal(10);
+  });
+
+  it('when the provider would speak for longer than 30 s, then the client gets exactly 30 s, ended cleanly, is told the limit, and the provider\'s answer is cancelled', async () => {
+    const second = tone(1, 220);
+    let providerClosed!: (wroteAll: boolean) => void;
+    const closed = new Promise<boolean>((r) => (providerClosed = r));
+    behaviour = async (_req, res) => {
+      pcmHead(res);
+      let wroteAll = false;
+      res.on('close', () => providerClosed(wroteAll));
+      // 100 s at twice real time: without the cap all of it would be sent and charged as one call.
+      for (let i = 0; i < 100 && !res.destroyed; i++) {
+        res.write(second);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      wroteAll = !res.destroyed;
+      res.end();
+    };
+    const { key, api } = await account(10);
+    const r = await postSpeech(stack.baseUrl, key, { text: '㎏ ㎏ ㎏ ㎏ ㎏.' });
+    expect(r.status).to.equal(200);
+    expect(r.error).to.equal(undefined);
+    expect(r.headers.get('x-audio-max-seconds')).to.equal('30');
+    expect(r.body.length).to.equal(SPEECH_AUDIO_MAX_BYTES);
+    expect(r.body.length / 2 / 24_000).to.equal(30);
+    expect(await closed, 'the provider was stopped before writing all 100 s').to.equal(false);
+    expect(await balance(api)).to.equal(9.9);
+  });
+
+  it('when the client leaves while the credit hold is still being made and the audio has already come, then nothing is delivered and the hold is released', async () => {
+    behaviour = async (_req, res) => {
+      pcmHead(res);
+      res.end(tone(0.5));
+    };
+    const { api, accountId } = await account(10);
+    const rt = stack.rt;
+    // Only the hold is slowed (real database, broker, pool and provider), to open the window.
+    let holdMay!: () => void;
+    const holdGate = new Promise<void>((r) => (holdMay = r));
+    const credits = Object.assign(Object.create(rt.credits) as typeof rt.credits, {
+      hold: async (...args: Parameters<typeof rt.credits.hold>) => {
+        await holdGate;
+        return rt.credits.hold(...args);
+      },
+    });
+    const service = createSpeechService({ ...rt, credits });
+    const ac = new AbortController();
+    let started = 0;
+    let chunks = 0;
+    const speaking = service
+      .speak({ accountId, requestId: 'req-early-abort', request: { text: 'Gone already.' } as any, signal: ac.signal }, { start: () => started++, chunk: () => chunks++ })
+      .catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 700)); // the pool has answered with all its audio
+    ac.abort(new Error('the client left'));
+    holdMay();
+    const err = (await speaking) as Error;
+    expect(err).to.be.instanceOf(Error);
+    expect(err.message).to.match(/^the client left before the audio was sent; nothing was charged$/);
+    expect([started, chunks]).to.deep.equal([0, 0]);
+    expect(await balance(api)).to.equal(10);
+    expect((await ledger(accountId)).map((e) => e.kind)).to.deep.equal(['charge', 'refund']);
+    expect(await rt.db.db.collection('credit_holds').countDocuments({ accountId })).to.equal(0);
   });
 
   it('when no audio comes before the deadline, then 504 and nothing is charged', async () => {

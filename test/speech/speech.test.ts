@@ -132,6 +132,16 @@ describe('speech: POST /speech and GET /speech/voices (espeak-ng-local)', functi
     expect(await stack.rt.db.db.collection('credit_holds').countDocuments({ accountId })).to.equal(0);
   });
 
+  it('when 300 characters would read out for longer than 30 s ("㎏" is "kilograms"), then the audio stops at exactly 30 s with a clean end and the header states the limit', async () => {
+    const { key } = await account({ credits: 10 });
+    const r = await postSpeech(stack.baseUrl, key, { text: '㎏'.repeat(300) });
+    expect(r.status).to.equal(200);
+    expect(r.error).to.equal(undefined);
+    expect(r.headers.get('x-audio-max-seconds')).to.equal('30');
+    expect(r.headers.get('x-credits-charged')).to.equal('3');
+    expect(r.body.length / 2 / 24_000).to.equal(30);
+  });
+
   it('when the balance cannot cover the characters, then 402 and no audio is sent', async () => {
     const { api } = await account({ credits: 0.05 });
     const r = await api.post('/speech', { text: 'This sentence costs more than five cents.' });

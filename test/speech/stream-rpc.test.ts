@@ -68,6 +68,22 @@ describe('platform: AmqpClient streamed replies (rpcStream)', () => {
     }
   });
 
+  it('when the caller aborts while the reply channel is still opening, then the call rejects at once (the abort is not lost)', async () => {
+    const fresh = new AmqpClient(AMQP_URL, topology, log); // its reply channel opens on the first call
+    await fresh.start();
+    try {
+      const ac = new AbortController();
+      const t0 = performance.now();
+      const call = fresh.rpcStream('speech', {}, 3000, () => {}, { signal: ac.signal }).catch((e: unknown) => e);
+      ac.abort(new Error('gone while opening'));
+      const err = (await call) as Error;
+      expect(err.message).to.equal('gone while opening');
+      expect(performance.now() - t0).to.be.below(1000);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('when the stream does not finish before the deadline, then RpcTimeoutError after the chunks that came; when the caller aborts, then it stops at once', async () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));

@@ -1,7 +1,9 @@
 import { SPEECH_AUDIO, SpeechRpcRequest, type SpeechRpcReply } from '../../contracts/speech';
 import type { Config } from '../../platform/config';
 import { AppError } from '../../platform/errors';
+import type { Logger } from '../../platform/log';
 import type { Runtime } from '../../platform/runtime';
+import { SPEECH_AUDIO_MAX_BYTES } from '../../platform/speech/limits';
 import { voiceCatalogue } from '../../platform/speech/voices';
 import type { ResponderDefinition } from '../pool/responder';
 import { createEspeakEngine } from './espeak.engine';
@@ -11,9 +13,9 @@ import type { SpeechEngine } from './speech.engine';
 /** Largest PCM message the pool sends (64 KiB: 1.4 s of audio). */
 export const SPEECH_CHUNK_MAX_BYTES = 64 * 1024;
 
-export function speechEngineFrom(config: Config): SpeechEngine {
+export function speechEngineFrom(config: Config, log?: Logger): SpeechEngine {
   return config.SPEECH_ENGINE === 'openai'
-    ? createOpenAiSpeechEngine({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.SPEECH_MODEL })
+    ? createOpenAiSpeechEngine({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.SPEECH_MODEL, log })
     : createEspeakEngine({ bin: config.ESPEAK_NG_PATH });
 }
 
@@ -24,9 +26,10 @@ export function speechEngineFrom(config: Config): SpeechEngine {
  * awaits its confirm are sent together (at most SPEECH_CHUNK_MAX_BYTES a message), so a
  * synthesiser writing 4 KiB at a time does not cost one broker round trip each. An engine that
  * fails before any audio answers its error (the API refunds); after some audio, the error tells
- * the API the stream was cut.
+ * the API the stream was cut. Audio stops at SPEECH_AUDIO_MAX_BYTES (30 s): the engine is
+ * stopped there and the answer is a normal one, so the stream ends cleanly at that length.
  */
-export function speechResponder(rt: Pick<Runtime, 'config'>, engine: SpeechEngine = speechEngineFrom(rt.config)): ResponderDefinition<SpeechRpcRequest, SpeechRpcReply> {
+export function speechResponder(rt: Pick<Runtime, 'config'> & Partial<Pick<Runtime, 'log'>>, engine: SpeechEngine = speechEngineFrom(rt.config, rt.log)): ResponderDefinition<SpeechRpcRequest, SpeechRpcReply> {
   const catalogue = voiceCatalogue(rt.config);
   return {
     pool: 'speech',
@@ -56,11 +59,17 @@ export function speechResponder(rt: Pick<Runtime, 'config'>, engine: SpeechEngin
           chunks++;
         }
       };
+      let produced = 0;
       for await (const pcm of engine.synthesize({ text: req.text, voice: voice.engineVoice }, { signal: ctx.signal })) {
         if (failed !== undefined) break;
-        queued.push(pcm);
-        queuedBytes += pcm.length;
-        pump ??= sendQueued().finally(() => (pump = undefined));
+        const take = pcm.subarray(0, Math.max(0, SPEECH_AUDIO_MAX_BYTES - produced)); // engines yield whole samples; the cap is even
+        produced += take.length;
+        if (take.length) {
+          queued.push(take);
+          queuedBytes += take.length;
+          pump ??= sendQueued().finally(() => (pump = undefined));
+        }
+        if (produced >= SPEECH_AUDIO_MAX_BYTES) break; // leaving the loop stops the engine
       }
       while (pump) await pump;
       if (failed === undefined) await sendQueued();
