@@ -63,6 +63,11 @@ export const LiveSessionRequest = z
     clientTools: z.array(z.enum(LIVE_CLIENT_TOOLS, { error: `must be one of ${LIVE_CLIENT_TOOLS.join(', ')}` }), { error: 'must be an array' }).max(LIVE_CLIENT_TOOLS.length).optional()
       .describe('Tools the client runs itself and offers to the assistant: the engine sends tool.call and waits for tool_result.'),
     turnDetection: TurnDetection.optional().describe('Voice activity detection settings; defaults as documented.'),
+    tools: z
+      .array(z.enum(LIVE_ACTIONS, { error: (iss) => `${JSON.stringify(iss.input)?.slice(0, 40) ?? 'this'} is not a live action; must be one of ${LIVE_ACTIONS.join(', ')}` }), { error: 'must be an array' })
+      .max(LIVE_ACTIONS.length * 2, { error: `must have at most ${LIVE_ACTIONS.length * 2} items` })
+      .optional()
+      .describe('The server tools (POST /live/action actions) the assistant may call in this session, locked into it (resuming keeps them); omit for all. A restricted device or kiosk passes only what it needs. Unknown: 400 naming tools.<index>.'),
   })
   .meta({ id: 'LiveSessionRequest' });
 export type LiveSessionRequest = z.infer<typeof LiveSessionRequest>;

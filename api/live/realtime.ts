@@ -9,8 +9,10 @@ import { errorArtifact } from '../../platform/assistant/execute';
 import type { ToolDefinition } from '../../platform/assistant/tool';
 import { runTurn } from '../../platform/assistant/turn';
 import { newId } from '../../platform/ids';
+import { createPersonaEventsHook } from '../../platform/personas/events';
 import { createLiveEngine } from '../../platform/live/engine';
-import { createLiveSessions, liveCapabilities, REALTIME_PATH, type LiveHistoryEntry, type LiveSessionDoc } from '../../platform/live/sessions';
+import { createLiveSessions, liveCapabilities, REALTIME_PATH, SESSION_LIMIT_CLOSE, type LiveHistoryEntry, type LiveSessionDoc } from '../../platform/live/sessions';
+import { API_PLANS } from '../../contracts/registry';
 import { CLIENT_TOOL_SPECS, createLiveTools, type LiveTools } from '../../platform/live/tools';
 import { createTranscriptionEngine, type TranscriptionEngine } from '../../platform/live/transcription';
 import { EnergyVad } from '../../platform/live/vad';
@@ -28,6 +30,14 @@ const MAX_QUEUED_TURNS = 4;
 const MAX_AUDIO_WAITING_BYTES = 480_000;
 /** Text of one input_text turn. */
 const MAX_TEXT_CHARS = 2000;
+/** Bytes kept of what a connection sends before it is authenticated and its session runs. */
+export const MAX_EARLY_BYTES = 64 * 1024;
+/** After a refusal (4401/4403) the client has this long to finish the close handshake. */
+const REFUSED_TERMINATE_MS = 1000;
+/** Headroom above LIVE_MAX_BUFFERED_BYTES for the events that tell a slow client its audio was cut. */
+const EVENT_HEADROOM_BYTES = 256 * 1024;
+/** Error events per second per connection; more are dropped (a client sending garbage gets no flood back). */
+const MAX_ERRORS_PER_SECOND = 20;
 
 /** Split a reply into sentences the speech pool accepts (one sentence, at most 300 characters). */
 export function speakableSentences(text: string): string[] {
@@ -108,22 +118,73 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
   const transcription = opts.transcription === undefined ? createTranscriptionEngine(config, { fetch: opts.fetch }) : opts.transcription;
   const catalogue = voiceCatalogue(config);
   let liveTools: LiveTools | undefined;
+  const personaEvents = createPersonaEventsHook(rt);
   const open = new Set<WebSocket>();
   /** The connection carrying each session in this process: a newer one closes the older. */
   const bySession = new Map<string, WebSocket>();
   /** This process's connections by connection id, for the heartbeat (owner of their session rows). */
   const instance = newId('rti');
-  const owned = new Map<string, { sessionId: string; ws: WebSocket }>();
+  const owned = new Map<string, { sessionId: string; ws: WebSocket; accountId: string; keyId: string }>();
+  /** Sockets that answered the last ping; one silent for a whole heartbeat is dead and terminated. */
+  const alive = new WeakSet<WebSocket>();
+  /** Last check of each key (and its account) still allowed to run a session: keyId → verdict. */
+  const authChecked = new Map<string, { ok: boolean; at: number }>();
+  const onAuthChange = (msg: { kind: string; keyId?: string; accountId?: string }) => {
+    if (msg.kind === 'key' && msg.keyId) authChecked.delete(msg.keyId);
+    else authChecked.clear();
+  };
+  rt.authChanges?.on('change', onAuthChange);
+  /** Keys whose check is older than LIVE_AUTH_RECHECK_MS are read again, in one batch. */
+  const refusedKeys = async (conns: { accountId: string; keyId: string }[]): Promise<Set<string>> => {
+    const now = Date.now();
+    for (const [k, v] of authChecked) if (now - v.at >= config.LIVE_AUTH_RECHECK_MS) authChecked.delete(k);
+    const due = conns.filter((c) => !authChecked.has(c.keyId));
+    if (due.length) {
+      const keyIds = [...new Set(due.map((c) => c.keyId))];
+      const accountIds = [...new Set(due.map((c) => c.accountId))];
+      const [keys, accounts] = await Promise.all([
+        rt.db.apiKeys.find({ _id: { $in: keyIds } }, { projection: { _id: 1, accountId: 1, revokedAt: 1, scopes: 1 } }).toArray(),
+        rt.db.accounts.find({ _id: { $in: accountIds } }, { projection: { _id: 1, plan: 1 } }).toArray(),
+      ]);
+      const plans = new Map(accounts.map((a) => [a._id, a.plan]));
+      for (const id of keyIds) {
+        const k = keys.find((x) => x._id === id);
+        const plan = k ? plans.get(k.accountId) : undefined;
+        const ok = !!k && !k.revokedAt && k.scopes.includes('ai') && plan !== undefined && API_PLANS.includes(plan);
+        authChecked.set(id, { ok, at: now });
+      }
+    }
+    return new Set(conns.filter((c) => authChecked.get(c.keyId)?.ok === false).map((c) => c.keyId));
+  };
   let beating = false;
   const heartbeat = setInterval(() => {
+    for (const ws of open) {
+      if (ws.readyState !== ws.OPEN) continue;
+      // No pong since the previous ping: the peer is gone (a closed laptop, a lost network).
+      if (!alive.has(ws)) {
+        ws.terminate();
+        continue;
+      }
+      alive.delete(ws);
+      ws.ping();
+    }
     if (beating || !owned.size) return;
     beating = true;
-    sessions
-      .heartbeat(instance, [...owned].map(([conn, o]) => ({ sessionId: o.sessionId, conn })))
-      .then(({ lost }) => {
+    const snapshot = [...owned];
+    Promise.all([sessions.heartbeat(instance, snapshot.map(([conn, o]) => ({ sessionId: o.sessionId, conn }))), refusedKeys(snapshot.map(([, o]) => o))])
+      .then(([{ lost, ended }, refused]) => {
         for (const conn of lost) {
           // A connection of another process took the session over: this one stops answering.
           owned.get(conn)?.ws.close(4409, 'superseded by a newer connection to this session');
+          owned.delete(conn);
+        }
+        for (const conn of ended) {
+          owned.get(conn)?.ws.close(1000, 'session ended');
+          owned.delete(conn);
+        }
+        for (const [conn, o] of snapshot) {
+          if (!refused.has(o.keyId) || !owned.has(conn)) continue;
+          o.ws.close(4403, 'the key that opened this session was revoked or lost the ai scope, or the account lost API access');
           owned.delete(conn);
         }
       })
@@ -131,6 +192,20 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       .finally(() => (beating = false));
   }, config.LIVE_HEARTBEAT_MS);
   heartbeat.unref();
+  /** Turns per account in this process: a token bucket (LIVE_TURNS_PER_MINUTE, at most 5 at once). */
+  const turnBuckets = new Map<string, { tokens: number; at: number }>();
+  const bucketSize = Math.min(5, config.LIVE_TURNS_PER_MINUTE);
+  const takeTurn = (accountId: string): boolean => {
+    const now = Date.now();
+    const b = turnBuckets.get(accountId) ?? { tokens: bucketSize, at: now };
+    b.tokens = Math.min(bucketSize, b.tokens + ((now - b.at) * config.LIVE_TURNS_PER_MINUTE) / 60_000);
+    b.at = now;
+    if (turnBuckets.size > 10_000) for (const [k, v] of turnBuckets) if (v.tokens >= bucketSize) turnBuckets.delete(k);
+    turnBuckets.set(accountId, b);
+    if (b.tokens < 1) return false;
+    b.tokens -= 1;
+    return true;
+  };
   const capabilities = { ...liveCapabilities(config), audioIn: transcription !== null };
 
   const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -142,6 +217,8 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
     const origin = typeof req.headers.origin === 'string' ? req.headers.origin : undefined;
     wss.handleUpgrade(req, socket, head, (ws) => {
       open.add(ws);
+      alive.add(ws);
+      ws.on('pong', () => alive.add(ws));
       ws.once('close', () => open.delete(ws));
       accept(ws, url.searchParams.get('token'), origin).catch((err: unknown) => {
         log.error('realtime connection failed', { err: err as Error });
@@ -151,17 +228,39 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
   };
   server.on('upgrade', onUpgrade);
 
+  /** Error events sent in the current second, per connection. */
+  const errorsSent = new WeakMap<WebSocket, { second: number; n: number }>();
   const send = (ws: WebSocket, event: Record<string, unknown>) => {
-    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(event));
+    if (ws.readyState !== ws.OPEN) return;
+    // A client that does not read: close it rather than buffer events without bound.
+    if (ws.bufferedAmount > config.LIVE_MAX_BUFFERED_BYTES + EVENT_HEADROOM_BYTES) return ws.close(1008, `the client is not reading (over ${config.LIVE_MAX_BUFFERED_BYTES} bytes unsent)`);
+    if (event.type === 'error') {
+      const second = Math.floor(Date.now() / 1000);
+      const e = errorsSent.get(ws);
+      if (e && e.second === second) {
+        if (++e.n > MAX_ERRORS_PER_SECOND) return;
+      } else errorsSent.set(ws, { second, n: 1 });
+    }
+    ws.send(JSON.stringify(event));
+  };
+  /** Close a refused connection, and cut it if the client does not finish the close handshake. */
+  const refuse = (ws: WebSocket, code: number, reason: string) => {
+    ws.close(code, reason);
+    setTimeout(() => ws.terminate(), REFUSED_TERMINATE_MS).unref();
   };
 
   async function accept(ws: WebSocket, queryToken: string | null, origin: string | undefined) {
     // Events sent before the session is running are kept and handled once it is.
     const early: [RawData, boolean][] = [];
+    let earlyBytes = 0;
     let firstMessage: ((e: [RawData, boolean]) => void) | undefined;
     const collect = (data: RawData, isBinary: boolean) => {
       if (firstMessage) return firstMessage([data, isBinary]);
-      if (early.length < 64) early.push([data, isBinary]);
+      const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : (data as Buffer).byteLength;
+      // Past the bound the rest is dropped: an unauthenticated peer holds at most 64 KiB here.
+      if (earlyBytes + size > MAX_EARLY_BYTES) return;
+      earlyBytes += size;
+      early.push([data, isBinary]);
     };
     ws.on('message', collect);
     let token = queryToken;
@@ -176,7 +275,7 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         };
         ws.once('close', () => resolve(null));
       });
-      if (token === null) return ws.close(4401, 'token required: ?token= or a first {"type":"auth"} event');
+      if (token === null) return refuse(ws, 4401, 'token required: ?token= or a first {"type":"auth"} event');
     }
     let claimed;
     const conn = newId('rtc');
@@ -186,12 +285,12 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       log.warn('realtime connect failed', { err: err as Error });
       return ws.close(1011, 'server error');
     }
-    if (!claimed.ok) return ws.close(claimed.refusal.code, claimed.refusal.reason);
+    if (!claimed.ok) return refuse(ws, claimed.refusal.code, claimed.refusal.reason);
     const doc = claimed.doc;
     const [account, key] = await Promise.all([rt.db.accounts.findOne({ _id: doc.accountId }), rt.db.apiKeys.findOne({ _id: doc.keyId, accountId: doc.accountId })]);
-    if (!account || !key || key.revokedAt || !key.scopes.includes('ai')) {
+    if (!account || !key || key.revokedAt || !key.scopes.includes('ai') || !API_PLANS.includes(account.plan)) {
       await sessions.setStatus(doc._id, 'dropped');
-      return ws.close(4403, 'the key that opened this session was revoked or lost the ai scope');
+      return refuse(ws, 4403, 'the key that opened this session was revoked or lost the ai scope, or the account lost API access');
     }
     const { credits: _c, chargedRefs: _r, refundedJobs: _j, ...authAccount } = account;
     let handle: string;
@@ -205,7 +304,7 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
     ws.off('message', collect);
     bySession.get(doc._id)?.close(4409, 'superseded by a newer connection to this session');
     bySession.set(doc._id, ws);
-    owned.set(conn, { sessionId: doc._id, ws });
+    owned.set(conn, { sessionId: doc._id, ws, accountId: doc.accountId, keyId: key._id });
     ws.once('close', () => owned.delete(conn));
     runSession(ws, doc, authAccount, key, handle, early);
   }
@@ -292,6 +391,19 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         send(ws, { type: 'turn.ignored', reason: 'not_addressed', text });
         return;
       }
+      if (!takeTurn(doc.accountId)) {
+        send(ws, { type: 'error', code: 'rate_limited', message: `at most ${config.LIVE_TURNS_PER_MINUTE} turns a minute per account: this turn was not answered` });
+        return;
+      }
+      // The session may have been ended elsewhere, or used up its time or turns: no more turns.
+      const claim = await sessions.claimTurn(doc._id);
+      if (!claim.ok) {
+        ended = true;
+        abort.abort(new Error('ended'));
+        if ('limit' in claim) ws.close(SESSION_LIMIT_CLOSE, claim.limit);
+        else ws.close(1000, 'session ended');
+        return;
+      }
       const spoken = 'Answer in short spoken sentences, no markdown or links.';
       const system = doc.profile
         ? `${doc.profile.instructions}\n\nYou are ${doc.profile.name}, speaking aloud in a live conversation. ${spoken}`
@@ -306,9 +418,10 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         if (ev.type === 'text-delta') send(ws, { type: 'assistant.text', delta: ev.delta });
         else if (ev.type === 'tool-output-available') {
           if (!clientNames.has(ev.toolName)) send(ws, { type: 'tool.result', callId: ev.toolCallId, name: ev.toolName, artifact: ev.output });
-          await sessions
-            .recordToolCall(doc, { name: ev.toolName, callId: ev.toolCallId, type: ev.output.type, title: ev.output.title, ok: ev.output.type !== 'error', at: new Date() })
-            .catch((err: unknown) => slog.warn('live tool call not recorded', { err: err as Error }));
+          const call = { name: ev.toolName, callId: ev.toolCallId, type: ev.output.type, title: ev.output.title, ok: ev.output.type !== 'error', at: new Date() };
+          await sessions.recordToolCall(doc, call).catch((err: unknown) => slog.warn('live tool call not recorded', { err: err as Error }));
+          await sessions.addSpent(doc._id, tools.chargedFor(ev.output)).catch((err: unknown) => slog.warn('live session spend not recorded', { err: err as Error }));
+          if (doc.profile) await personaEvents.toolCall(doc, call).catch((err: unknown) => slog.warn('persona tool_call event not written', { err: err as Error }));
         }
         else if (ev.type === 'error') {
           failed = true;
@@ -323,6 +436,7 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         { role: 'assistant', content: reply, at: new Date() },
       ];
       const handle = await sessions.recordTurn(doc, entries);
+      if (doc.profile) await personaEvents.turns(doc, entries).catch((err: unknown) => slog.warn('persona turn events not written', { err: err as Error }));
       history.push(...entries);
       if (history.length > 40) history.splice(0, history.length - 40);
       send(ws, { type: 'resumption', handle, audioBytes });
@@ -336,6 +450,7 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       const audioBytes = await speak(greeting);
       const entry: LiveHistoryEntry = { role: 'assistant', content: greeting, at: new Date() };
       const handle = await sessions.recordTurn(doc, [entry]);
+      if (doc.profile) await personaEvents.turns(doc, [entry]).catch((err: unknown) => slog.warn('persona greeting event not written', { err: err as Error }));
       history.push(entry);
       send(ws, { type: 'resumption', handle, audioBytes });
     };
@@ -414,7 +529,14 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         void sessions.setStatus(doc._id, 'ended').finally(() => ws.close(1000, 'session ended'));
       }
     });
+    const limitTimer = setTimeout(() => {
+      ended = true;
+      abort.abort(new Error('ended'));
+      void sessions.endForLimit(doc._id).finally(() => ws.close(SESSION_LIMIT_CLOSE, `session limit reached: a session lasts ${Math.round(config.LIVE_SESSION_MAX_MS / 1000)} s; open a new one`));
+    }, Math.min(2 ** 31 - 1, Math.max(0, doc.createdAt.getTime() + config.LIVE_SESSION_MAX_MS - Date.now())));
+    limitTimer.unref();
     ws.on('close', () => {
+      clearTimeout(limitTimer);
       abort.abort(new Error('closed'));
       if (bySession.get(doc._id) === ws) bySession.delete(doc._id);
       for (const r of pendingCalls.values()) r(undefined);
@@ -434,6 +556,7 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
     },
     async close() {
       clearInterval(heartbeat);
+      rt.authChanges?.off('change', onAuthChange);
       server.off('upgrade', onUpgrade);
       for (const ws of open) ws.close(1001, 'server shutting down');
       await new Promise<void>((resolve) => wss.close(() => resolve()));

@@ -1,5 +1,6 @@
 import { LIVE_ACTIONS, TurnDetection, type LiveAction, type LiveCapabilities, type LiveClientTool, type LiveSessionRequest, type LiveSessionResponse } from '../../contracts/live';
 import type { AuthAccount } from '../accounts';
+import type { HoldDelivery } from '../credits';
 import { AppError } from '../errors';
 import { newId } from '../ids';
 import { COLLECTIONS, type ApiKeyDoc } from '../mongo';
@@ -81,7 +82,13 @@ export interface LiveSessionDoc {
   /** The conversation so far (the last LIVE_HISTORY_MAX entries), what a resumed session continues. */
   history: LiveHistoryEntry[];
   charge: { operation: 'live_session'; amount: number; holdId: string | null; capturedAt: Date | null };
+  /** Credits the session cost so far: its charge plus what its server tools kept (live_action and media prices). */
+  spent?: number;
   connections: number;
+  /** User turns answered so far (LIVE_SESSION_MAX_TURNS bounds them). */
+  turns?: number;
+  /** Why it ended, when the realtime engine ended it (`limit`: LIVE_SESSION_MAX_MS or LIVE_SESSION_MAX_TURNS). */
+  endedReason?: 'limit' | null;
   createdAt: Date;
   updatedAt: Date;
   endedAt: Date | null;
@@ -94,7 +101,17 @@ export const LIVE_TOOL_CALLS_MAX = 100;
 /** Path of the realtime engine on the API's HTTP server. */
 export const REALTIME_PATH = '/realtime';
 
-export type ConnectRefusal = { code: 4401 | 4403; reason: string };
+export type ConnectRefusal = { code: 4401 | 4403 | 4429; reason: string };
+
+/** Close code and reason of a session past LIVE_SESSION_MAX_MS or LIVE_SESSION_MAX_TURNS. */
+export const SESSION_LIMIT_CLOSE = 4429;
+
+/** Whether a session has used up its time or its turns (it is then ended, and cannot be resumed). */
+export function sessionLimit(config: Pick<Runtime['config'], 'LIVE_SESSION_MAX_MS' | 'LIVE_SESSION_MAX_TURNS'>, doc: Pick<LiveSessionDoc, 'createdAt' | 'turns'>, now = Date.now()): string | null {
+  if (doc.createdAt.getTime() + config.LIVE_SESSION_MAX_MS <= now) return `session limit reached: a session lasts ${Math.round(config.LIVE_SESSION_MAX_MS / 1000)} s; open a new one`;
+  if ((doc.turns ?? 0) >= config.LIVE_SESSION_MAX_TURNS) return `session limit reached: a session takes ${config.LIVE_SESSION_MAX_TURNS} turns; open a new one`;
+  return null;
+}
 
 /** The live action → chat catalogue tool a persona names to be offered it (live-only tools: see personaLiveTools). */
 const CATALOGUE_TOOL_OF: Partial<Record<LiveAction, string>> = {
@@ -170,6 +187,11 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
     charged,
   });
 
+  const endForLimit = async (id: string) => {
+    const now = new Date();
+    await col.updateOne({ _id: id, status: { $ne: 'ended' } }, { $set: { status: 'ended', endedReason: 'limit', endedAt: now, updatedAt: now, tokenId: null } });
+  };
+
   async function resume(caller: { account: AuthAccount; key: ApiKeyDoc }, body: LiveSessionRequest, handle: string): Promise<LiveSessionResponse> {
     const v = verifyLiveToken(secret, 'lh', handle);
     if (!v.ok && v.reason !== 'expired') throw new AppError('invalid_resumption_handle', 'resumptionHandle: not a resumption handle of this service (forged or altered); open a new session without it');
@@ -178,7 +200,11 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
     const doc = claims.acc === caller.account._id ? await col.findOne({ _id: String(claims.sid), accountId: caller.account._id }) : null;
     if (!doc) throw new AppError('not_found', 'resumptionHandle: no session of yours has that handle');
     if (!v.ok) throw new AppError('resumption_handle_expired', 'resumptionHandle: expired; open a new session without it');
-    if (doc.status === 'ended') throw new AppError('session_ended', 'resumptionHandle: that session was ended; open a new session without it');
+    if (doc.status === 'ended') throw new AppError('session_ended', doc.endedReason === 'limit' ? 'resumptionHandle: that session reached its time or turn limit; open a new session without it' : 'resumptionHandle: that session was ended; open a new session without it');
+    if (sessionLimit(config, doc)) {
+      await endForLimit(doc._id);
+      throw new AppError('session_ended', 'resumptionHandle: that session reached its time or turn limit; open a new session without it');
+    }
     if (v.claims.n !== doc.handleGen) throw new AppError('resumption_handle_expired', 'resumptionHandle: superseded by a newer handle of that session; send the newest one');
     const t = await newToken(doc);
     // Free: the session was paid when it was opened. Only the newest token connects.
@@ -195,7 +221,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
      * `persona`: a persona conversation (platform/personas) locks the version's profile in the
      * row: its instructions, greeting and tools; `allowedOrigins`: a web deployment's origins.
      */
-    async open(caller: { account: AuthAccount; key: ApiKeyDoc; requestId: string }, body: LiveSessionRequest, opts: { persona?: LivePersonaProfile; allowedOrigins?: string[] } = {}): Promise<LiveSessionResponse> {
+    async open(caller: { account: AuthAccount; key: ApiKeyDoc; requestId: string }, body: LiveSessionRequest, opts: { persona?: LivePersonaProfile; allowedOrigins?: string[]; deliveredBy?: HoldDelivery } = {}): Promise<LiveSessionResponse> {
       if (body.resumptionHandle !== undefined) return resume(caller, body, body.resumptionHandle);
       const voice = catalogue.resolve(body.voice);
       const ambient = body.ambient ?? false;
@@ -206,7 +232,9 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
       const amount = rt.credits.price('live_session');
       // The hold names the session row, so a crash between its insert and the capture is settled
       // as delivered by the scheduler, and a session that never got its row is refunded.
-      const holdId = await rt.credits.hold({ accountId: caller.account._id, operation: 'live_session', amount, requestId: caller.requestId, ttlMs: 60_000, deliveredBy: { collection: COLLECTIONS.liveSessions, id: _id } });
+      // `deliveredBy`: what the caller makes of the session (a persona conversation) is what was
+      // sold; the caller captures (captureCharge) or settles (settleCharge) once it wrote it.
+      const holdId = await rt.credits.hold({ accountId: caller.account._id, operation: 'live_session', amount, requestId: caller.requestId, ttlMs: 60_000, deliveredBy: opts.deliveredBy ?? { collection: COLLECTIONS.liveSessions, id: _id } });
       const doc: LiveSessionDoc = {
         _id,
         accountId: caller.account._id,
@@ -221,7 +249,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
         voice: voice.name,
         deviceName: body.deviceName ?? null,
         ambient,
-        tools: opts.persona ? personaLiveTools(opts.persona.tools) : [...LIVE_ACTIONS],
+        tools: opts.persona ? personaLiveTools(opts.persona.tools) : body.tools ? LIVE_ACTIONS.filter((a) => body.tools!.includes(a)) : [...LIVE_ACTIONS],
         clientTools: [...new Set(body.clientTools ?? [])],
         turnDetection: TurnDetection.parse(body.turnDetection ?? {}),
         status: 'issued',
@@ -231,7 +259,10 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
         handleExpiresAt: null,
         history: [],
         charge: { operation: 'live_session', amount, holdId, capturedAt: null },
+        spent: amount,
         connections: 0,
+        turns: 0,
+        endedReason: null,
         createdAt: now,
         updatedAt: now,
         endedAt: null,
@@ -245,9 +276,32 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
         await rt.credits.settle(holdId);
         throw err;
       }
-      await rt.credits.capture(holdId).catch((err: unknown) => rt.log.warn('live session hold not captured; the scheduler will', { holdId, err: err as Error }));
-      await col.updateOne({ _id }, { $set: { 'charge.capturedAt': new Date() } });
+      if (!opts.deliveredBy) await this.captureCharge(_id);
       return response(doc, t, false, amount);
+    },
+
+    /** The session's charge is kept: its hold is captured (a failure is left to the scheduler's settle). */
+    async captureCharge(id: string): Promise<void> {
+      const doc = await col.findOne({ _id: id }, { projection: { charge: 1 } });
+      if (!doc?.charge.holdId) return;
+      const holdId = doc.charge.holdId;
+      await rt.credits.capture(holdId).catch((err: unknown) => rt.log.warn('live session hold not captured; the scheduler will', { holdId, err: err as Error }));
+      await col.updateOne({ _id: id }, { $set: { 'charge.capturedAt': new Date() } });
+    },
+
+    /** The caller could not write what the session was for: its hold is settled (refunded when that is missing). */
+    async settleCharge(id: string): Promise<void> {
+      const doc = await col.findOne({ _id: id }, { projection: { charge: 1 } });
+      if (doc?.charge.holdId) await rt.credits.settle(doc.charge.holdId);
+    },
+
+    /** A fresh single-use token for a session (an idempotent retry of the request that opened it). */
+    async reissue(id: string): Promise<LiveSessionResponse | null> {
+      const doc = await col.findOne({ _id: id });
+      if (!doc || doc.status === 'ended') return null;
+      const t = await newToken(doc);
+      await col.updateOne({ _id: id }, { $set: { tokenId: t.tokenId, tokenExpiresAt: t.expiresAt, updatedAt: new Date() } });
+      return response(doc, t, false, doc.charge.amount);
     },
 
     /**
@@ -260,10 +314,15 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
     async connect(token: string, at: { origin?: string; owner?: LiveSessionOwner } = {}): Promise<{ ok: true; doc: LiveSessionDoc } | { ok: false; refusal: ConnectRefusal }> {
       const v = verifyLiveToken(secret, 'lt', token);
       if (!v.ok) return { ok: false, refusal: { code: 4401, reason: v.reason === 'expired' ? 'token expired' : 'token invalid' } };
-      const known = await col.findOne({ _id: v.claims.sid, accountId: v.claims.acc }, { projection: { status: 1, allowedOrigins: 1 } });
+      const known = await col.findOne({ _id: v.claims.sid, accountId: v.claims.acc }, { projection: { status: 1, allowedOrigins: 1, createdAt: 1, turns: 1 } });
       if (known?.allowedOrigins?.length) {
         const origin = normalOrigin(at.origin);
         if (!origin || !known.allowedOrigins.includes(origin)) return { ok: false, refusal: { code: 4403, reason: origin ? 'origin not allowed for this deployment' : 'a web deployment connects only from a page of an allowed origin (Origin header missing)' } };
+      }
+      const limit = known && known.status !== 'ended' ? sessionLimit(config, known) : null;
+      if (limit) {
+        await endForLimit(known!._id);
+        return { ok: false, refusal: { code: SESSION_LIMIT_CLOSE, reason: limit } };
       }
       const now = new Date();
       const doc = await col.findOneAndUpdate(
@@ -280,21 +339,44 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
      * still own moves on; the connection ids another connection took over are answered (their
      * process closes them with 4409).
      */
-    async heartbeat(instance: string, conns: { sessionId: string; conn: string }[]): Promise<{ lost: string[] }> {
-      if (!conns.length) return { lost: [] };
+    async heartbeat(instance: string, conns: { sessionId: string; conn: string }[]): Promise<{ lost: string[]; ended: string[] }> {
+      if (!conns.length) return { lost: [], ended: [] };
       const rows = await col.find({ _id: { $in: conns.map((c) => c.sessionId) } }, { projection: { owner: 1, status: 1 } }).toArray();
       const byId = new Map(rows.map((r) => [r._id, r]));
       const lost: string[] = [];
+      const ended: string[] = [];
       const mine: string[] = [];
       for (const c of conns) {
         const r = byId.get(c.sessionId);
+        // Ended elsewhere (a persona conversation ended, its persona deleted): the connection closes.
+        if (!r || r.status === 'ended') ended.push(c.conn);
         // Rows without an owner (claimed before owners were recorded) stay with whoever has them.
-        if (r?.owner && (r.owner.instance !== instance || r.owner.conn !== c.conn)) lost.push(c.conn);
-        else if (r && r.status !== 'ended') mine.push(c.sessionId);
+        else if (r.owner && (r.owner.instance !== instance || r.owner.conn !== c.conn)) lost.push(c.conn);
+        else mine.push(c.sessionId);
       }
       if (mine.length) await col.updateMany({ _id: { $in: mine }, status: 'connected' }, { $set: { lastSeenAt: new Date() } });
-      return { lost };
+      return { lost, ended };
     },
+
+    /**
+     * Before each user turn: counts it, unless the session was ended meanwhile (`ended`) or is
+     * past its time or turn limit (`limit`: the session is ended, with the reason).
+     */
+    async claimTurn(id: string): Promise<{ ok: true } | { ok: false; ended: true } | { ok: false; limit: string }> {
+      const since = new Date(Date.now() - config.LIVE_SESSION_MAX_MS);
+      const r = await col.findOneAndUpdate(
+        { _id: id, status: { $ne: 'ended' }, createdAt: { $gt: since }, $or: [{ turns: { $exists: false } }, { turns: { $lt: config.LIVE_SESSION_MAX_TURNS } }] },
+        { $inc: { turns: 1 } },
+        { returnDocument: 'after' },
+      );
+      if (r) return { ok: true };
+      const row = await col.findOne({ _id: id }, { projection: { status: 1, createdAt: 1, turns: 1 } });
+      if (!row || row.status === 'ended') return { ok: false, ended: true };
+      await endForLimit(id);
+      return { ok: false, limit: sessionLimit(config, row) ?? 'session limit reached; open a new one' };
+    },
+
+    endForLimit,
 
     /** Sessions `connected` whose process stopped heart-beating before `cutoff` become `dropped` (the scheduler). */
     async dropStale(cutoff: Date): Promise<number> {
@@ -308,6 +390,11 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
     /** A tool call of the session (persona `tool_call` events read them). */
     async recordToolCall(doc: Pick<LiveSessionDoc, '_id' | 'accountId'>, entry: LiveToolCallEntry): Promise<void> {
       await col.updateOne({ _id: doc._id, accountId: doc.accountId }, { $push: { toolCalls: { $each: [entry], $slice: -LIVE_TOOL_CALLS_MAX } } });
+    },
+
+    /** Credits a server tool of the session kept (the running `spent`). */
+    async addSpent(id: string, amount: number): Promise<void> {
+      if (amount > 0) await col.updateOne({ _id: id }, { $inc: { spent: amount } });
     },
 
     /** The greeting is spoken once per session: true for the one connection that claims it. */

@@ -141,6 +141,8 @@ export interface LiveTools {
   /** The server tools by live action name, each charged live_action through a hold (the same code for POST /live/action and the realtime engine). */
   defs: ToolDefinition[];
   run(action: LiveAction, params: unknown, ctx: ToolContext): Promise<{ ok: boolean; line: string; artifacts: ChatArtifact[]; charged: number; code?: string }>;
+  /** Credits the call that answered this artifact kept (live_action plus a media tool's own price); 0 when refunded. */
+  chargedFor(artifact: ChatArtifact): number;
 }
 
 /**
@@ -188,6 +190,7 @@ export function createLiveTools(rt: Runtime): LiveTools {
 
   return {
     defs,
+    chargedFor: (artifact) => charged.get(artifact) ?? 0,
     async run(action, params, ctx) {
       const def = defs.find((d) => d.name === action)!;
       const parsed = def.input.safeParse(params ?? {});

@@ -100,6 +100,7 @@ export function createPersonasRepository(db: Database) {
       versions.createIndex({ personaId: 1, version: 1 }, { unique: true, name: 'persona_version_unique' }),
       deployments.createIndex({ accountId: 1, personaId: 1, createdAt: -1 }),
       conversations.createIndex({ accountId: 1, personaId: 1 }),
+      conversations.createIndex({ sessionId: 1 }),
       events.createIndex({ conversationId: 1, seq: 1 }),
     ]).catch((err) => {
       indexed = undefined;
@@ -161,6 +162,8 @@ export function createPersonasRepository(db: Database) {
       return doc;
     },
     getConversation: (accountId: string, personaId: string, id: string) => conversations.findOne({ _id: id, accountId, personaId }),
+    /** The conversation a live session belongs to (the realtime engine writes its events as they happen). */
+    getConversationBySession: (accountId: string, sessionId: string) => conversations.findOne({ accountId, sessionId }),
     /** active → ended, once; null when it was ended already (the caller reads the stored end). */
     endConversation: (accountId: string, id: string, set: Pick<PersonaConversationDoc, 'endedAt' | 'durationMs' | 'creditsUsed'>) =>
       conversations.findOneAndUpdate({ _id: id, accountId, status: 'active' }, { $set: { ...set, status: 'ended' } }, { returnDocument: 'after' }),

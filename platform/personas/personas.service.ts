@@ -13,11 +13,13 @@ import type { Authenticated } from '../accounts';
 import { ASSISTANT_TOOL_NAMES } from '../assistant/tools';
 import { AppError, notFound } from '../errors';
 import { newId, stableId } from '../ids';
+import { COLLECTIONS } from '../mongo';
 import { mapPage } from '../lists';
 import { createLiveSessions } from '../live/sessions';
 import type { Runtime } from '../runtime';
 import { voiceCatalogue } from '../speech/voices';
 import { versionConflict } from '../versioned';
+import { toolCallEvent, turnEvent } from './events';
 import { FACES, faceById, facePreviewPath } from './faces';
 import {
   createPersonasRepository,
@@ -132,18 +134,11 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
   /** The turns and tool calls the live session recorded, as events (ids derived from content: importing twice adds nothing). */
   async function importTurns(c: PersonaConversationDoc): Promise<void> {
     const s = await sessions.col.findOne({ _id: c.sessionId, accountId: c.accountId }, { projection: { history: 1, toolCalls: 1 } });
-    const docs: PersonaEventDoc[] = (s?.history ?? []).map((h) => {
-      const type = h.role === 'user' ? 'user_turn' : 'assistant_turn';
-      const at = new Date(h.at);
-      return { _id: stableId('pev', `${c._id}\n${type}\n${at.getTime()}\n${h.content}`), accountId: c.accountId, conversationId: c._id, type, at, seq: eventSeq(type, at), text: h.content, data: {} };
-    });
-    for (const t of s?.toolCalls ?? []) {
-      const at = new Date(t.at);
-      docs.push({ _id: stableId('pev', `${c._id}\ntool_call\n${t.callId}\n${at.getTime()}`), accountId: c.accountId, conversationId: c._id, type: 'tool_call', at, seq: eventSeq('tool_call', at), text: t.name, data: { name: t.name, callId: t.callId, artifactType: t.type, title: t.title, ok: t.ok } });
-    }
+    const docs: PersonaEventDoc[] = [startedEvent(c), ...(s?.history ?? []).map((h) => turnEvent(c, h)), ...(s?.toolCalls ?? []).map((t) => toolCallEvent(c, t))];
     await repo.addEvents(docs);
   }
 
+  const startedEvent = (c: PersonaConversationDoc) => event(c, 'started', c.startedAt, { channel: c.channel, version: c.version, sessionId: c.sessionId, deploymentId: c.deploymentId });
   const event = (c: Pick<PersonaConversationDoc, '_id' | 'accountId'>, type: 'started' | 'ended', at: Date, data: Record<string, unknown>): PersonaEventDoc => ({
     _id: stableId('pev', `${c._id}\n${type}`),
     accountId: c.accountId,
@@ -259,14 +254,24 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
       if (!frozen) throw notFound('persona version');
       const voice = catalogue.voices.some((v) => v.name === frozen.snapshot.voice) ? frozen.snapshot.voice : catalogue.default.name;
       const f = frozen.snapshot;
+      const convId = idFor('pconv');
+      const connectOfLive = (live: { sessionId: string; token: string; expiresAt: string; realtimeUrl: string }) => ({ sessionId: live.sessionId, token: live.token, expiresAt: live.expiresAt, realtimeUrl: live.realtimeUrl, audio: d.channel === 'voice' });
+      // A retry under the same Idempotency-Key whose first attempt wrote the conversation: the
+      // same conversation with a fresh token, charged once.
+      const earlier = await repo.getConversation(accountId, personaId, convId);
+      if (earlier) {
+        const again = earlier.status === 'active' ? await sessions.reissue(earlier.sessionId) : null;
+        return conversationView(earlier, again ? connectOfLive(again) : null);
+      }
+      // The charge is delivered by the conversation row: if it is never written, it is refunded.
       const live = await sessions.open(
         { account: caller.account, key: caller.key, requestId: caller.requestId },
         { persona: 'robot', voice },
-        { persona: { personaId, version: d.version, name: f.name, instructions: f.instructions, greeting: f.greeting, tools: f.tools }, allowedOrigins: d.channel === 'web' ? d.allowedOrigins : undefined },
+        { persona: { personaId, version: d.version, name: f.name, instructions: f.instructions, greeting: f.greeting, tools: f.tools }, allowedOrigins: d.channel === 'web' ? d.allowedOrigins : undefined, deliveredBy: { collection: COLLECTIONS.personaConversations, id: convId } },
       );
       const startedAt = new Date();
       const conv: PersonaConversationDoc = {
-        _id: idFor('pconv'),
+        _id: convId,
         accountId,
         personaId,
         deploymentId: d._id,
@@ -283,10 +288,13 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
         await repo.insertConversation(conv);
       } catch (err) {
         await sessions.setStatus(live.sessionId, 'ended');
+        await sessions.settleCharge(live.sessionId).catch((e: unknown) => rt.log.warn('persona session hold not settled; the scheduler will', { err: e as Error }));
         throw err;
       }
-      await repo.addEvents([event(conv, 'started', startedAt, { channel: d.channel, version: d.version, sessionId: live.sessionId, deploymentId: d._id })]);
-      return conversationView(conv, { sessionId: live.sessionId, token: live.token, expiresAt: live.expiresAt, realtimeUrl: live.realtimeUrl, audio: d.channel === 'voice' });
+      await sessions.captureCharge(live.sessionId);
+      // The conversation exists: a lost `started` event is written again on the next read.
+      await repo.addEvents([startedEvent(conv)]).catch((err: unknown) => rt.log.warn('persona started event not written; added on read', { err: err as Error }));
+      return conversationView(conv, connectOfLive(live));
     },
 
     async endConversation(accountId: string, personaId: string, cid: string): Promise<PersonaConversation> {
@@ -294,10 +302,11 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
       if (c.status === 'ended') return conversationView(c);
       await importTurns(c);
       await sessions.setStatus(c.sessionId, 'ended');
-      const s = await sessions.col.findOne({ _id: c.sessionId, accountId }, { projection: { charge: 1 } });
+      const s = await sessions.col.findOne({ _id: c.sessionId, accountId }, { projection: { charge: 1, spent: 1 } });
       const endedAt = new Date();
       const durationMs = endedAt.getTime() - c.startedAt.getTime();
-      const creditsUsed = s?.charge.amount ?? c.creditsUsed;
+      // The session's charge and what its tools kept (live_action, media prices), counted as they ran.
+      const creditsUsed = s?.spent ?? s?.charge.amount ?? c.creditsUsed;
       const after = await repo.endConversation(accountId, cid, { endedAt, durationMs, creditsUsed });
       // A concurrent end won: its answer is the one.
       const final = after ?? (await repo.getConversation(accountId, personaId, cid));

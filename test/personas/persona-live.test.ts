@@ -23,7 +23,7 @@ describe('personas: a conversation speaks as its persona', function () {
   const clients: LiveClient[] = [];
   before(async () => {
     provider = await fakeOpenAi();
-    stack = await startStack({ scheduler: false, env: { WORKER_POOLS: 'speech', CHAT_ENGINE: 'openai', CHAT_MODEL: 'fake-chat-1', OPENAI_BASE_URL: provider.url, OPENAI_API_KEY: 'sk-test', CHAT_TIMEOUT_MS: '5000' } });
+    stack = await startStack({ scheduler: false, env: { WORKER_POOLS: 'speech', CHAT_ENGINE: 'openai', CHAT_MODEL: 'fake-chat-1', OPENAI_BASE_URL: provider.url, OPENAI_API_KEY: 'sk-test', CHAT_TIMEOUT_MS: '5000', LIVE_HEARTBEAT_MS: '200' } });
     const a = await stack.createAccount({ credits: 1000 });
     accountId = a.accountId;
     api = client(stack.baseUrl, a.key);
@@ -89,6 +89,22 @@ describe('personas: a conversation speaks as its persona', function () {
     expect(calls.map((e: any) => [e.text, e.data.name, e.data.ok, e.data.artifactType])).to.deep.equal([['create_flowchart', 'create_flowchart', false, 'error'], ['create_notes', 'create_notes', true, 'notes']]);
     expect(calls[1].data.title).to.equal('Fractions');
     expect(calls[1].data.callId).to.be.a('string');
+  });
+
+  it('when a persona conversation is ended over HTTP, or its persona deleted, then its open connection closes with 1000 "session ended" and takes no more turns', async () => {
+    const { personaId, conv } = await conversation({ channel: 'voice' });
+    const c = connect(conv.connect.realtimeUrl, conv.connect.token);
+    await c.next('session.started');
+    await c.next('resumption'); // the greeting
+    expect((await api.post(`/personas/${personaId}/conversations/${conv.id}/end`)).status).to.equal(200);
+    expect(await c.closed).to.deep.equal({ code: 1000, reason: 'session ended' });
+
+    const other = await conversation({ channel: 'voice' });
+    const c2 = connect(other.conv.connect.realtimeUrl, other.conv.connect.token);
+    await c2.next('session.started');
+    await c2.next('resumption');
+    expect((await api.delete(`/personas/${other.personaId}`)).status).to.be.oneOf([200, 204]);
+    expect(await c2.closed).to.deep.equal({ code: 1000, reason: 'session ended' });
   });
 
   it('when a persona conversation is resumed on a new connection, then the greeting is not spoken again', async () => {
