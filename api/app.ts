@@ -1,3 +1,4 @@
+import { spacesRoutes } from './spaces/spaces.routes';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { Router } from 'express';
@@ -55,7 +56,7 @@ export const BASE_PATH = '/api/v1';
 /** Every capability's routes, mounted after authentication. Add a capability here. */
 const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, imagesRoutes, videosRoutes, songsRoutes, researchRoutes, presentationsRoutes, webhooksRoutes,
   projectsRoutes, sheetsRoutes, boardsRoutes, conversationsRoutes, extractRoutes,
-  driveRoutes, driveContentRoutes, driveSearchRoutes, chatRoutes, agentsRoutes, speechRoutes, liveRoutes, personasRoutes];
+  driveRoutes, driveContentRoutes, driveSearchRoutes, chatRoutes, agentsRoutes, speechRoutes, liveRoutes, personasRoutes, spacesRoutes];
 
 /**
  * The Express app. Order: request id → metrics timer → JSON body → public routes →

@@ -23,6 +23,7 @@ import { Webhook, WebhookCreate, WebhookCreated, WebhookDeliveriesQuery, Webhook
 import { JobAccepted, JobEnvelope, listEnvelope } from './common';
 import type { Scope } from './registry';
 import { VideoAccepted, VideoRequest } from './videos';
+import { SpaceAccepted, SpaceRequest } from './spaces';
 
 /**
  * Every endpoint of SPEC section 4, in one catalogue. The API mounts its routes from these
@@ -190,7 +191,7 @@ export const endpoints = {
   createVideo: e({ method: 'post', path: '/videos', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a video render (vid_ job).', body: VideoRequest, response: VideoAccepted, idempotent: true }),
   createSong: e({ method: 'post', path: '/songs', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a song (song_ job).', body: SongRequest, response: JobAccepted, idempotent: true }),
   createCodeBuild: e({ method: 'post', path: '/code-builds', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a code build (code_ job): a runnable single-page app.', body: CodeBuildRequest, response: JobAccepted, idempotent: true }),
-  createSpace: e({ method: 'post', path: '/real-world/spaces', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a walkable 3D space (space_ job).', idempotent: true }),
+  createSpace: e({ method: 'post', path: '/real-world/spaces', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a walkable 3D space (space_ job): exactly one of imageUrl, imageUrls, videoUrl. Charged once, at dispatch (space_full or space_preview). The job result (SpaceResult) shows stage preview while processing, then stage space on completion.', body: SpaceRequest, response: SpaceAccepted, idempotent: true, errors: { '400': 'Validation failed: not exactly one of imageUrl, imageUrls, videoUrl, a URL that is not http(s), longer than 2048 characters or private (SSRF guard), more than 8 imageUrls, a title over 80 characters (the message names the field).', '503': 'imageUrls or videoUrl on a deployment without the room engine (room_engine_unavailable); nothing is charged.' } }),
   getJob: e({ method: 'get', path: '/jobs/{id}', scopes: R_AI, status: 200, tag: 'media', summary: 'Poll any job by its type-prefixed id.', response: JobEnvelope }),
   createResearch: e({ method: 'post', path: '/research', scopes: AI, status: 202, tag: 'media', summary: 'Dispatch a research report (res_ job).', body: ResearchRequest, response: JobAccepted, idempotent: true }),
   getResearch: e({ method: 'get', path: '/research/{jobId}', scopes: R_AI, status: 200, tag: 'media', summary: 'Legacy alias of GET /jobs/{id} with the legacy research shape.', response: ResearchLegacy }),

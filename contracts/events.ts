@@ -26,7 +26,7 @@ export const JOB_EVENTS_EMITTED = {
   song: true,
   code: true, // code_build.*
   research: true,
-  space: false,
+  space: true,
   deck: true, // presentation.*
 } as const satisfies Record<JobType, boolean>;
 

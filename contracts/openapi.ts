@@ -5,6 +5,7 @@ import { endpoints, type Endpoint } from './endpoints';
 import { DeckResult } from './presentations';
 import { ResearchResult } from './research';
 import { SongResult } from './songs';
+import { SpaceResult } from './spaces';
 import { VideoResult } from './videos';
 import { WebhookEventPayload } from './webhooks';
 
@@ -26,7 +27,7 @@ const REQUEST_ERRORS: Record<string, string> = {
 };
 
 /** The job result shapes, listed as `result` of the job envelopes. */
-const JOB_RESULTS = [CodeBuildResult, VideoResult, SongResult, ResearchResult, DeckResult];
+const JOB_RESULTS = [CodeBuildResult, VideoResult, SongResult, ResearchResult, DeckResult, SpaceResult];
 
 const ref = (schema: z.ZodType) => {
   const id = z.globalRegistry.get(schema)?.id;

@@ -70,6 +70,8 @@ export const ERROR_STATUS = {
   /** POST /chat/completions: the agent run failed (its fee was refunded); the message says why. */
   agent_run_failed: 502,
   service_unavailable: 503,
+  /** POST /real-world/spaces: imageUrls or videoUrl on a deployment without the room engine; nothing is charged. */
+  room_engine_unavailable: 503,
   timeout: 504,
 } as const;
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -9,6 +9,7 @@ import { imageResponder } from './image/image.worker';
 import { sheetResponder } from './sheet/sheet.worker';
 import { speechResponder } from './speech/speech.worker';
 import { videoWorker } from './video/video.worker';
+import { spaceWorker } from './space/space.worker';
 import { researchWorker } from './research/research.worker';
 import { songWorker } from './song/song.worker';
 import type { ConsumerDefinition } from './pool/consumer';
@@ -25,6 +26,7 @@ export const poolDefinitions: Partial<Record<PoolType, (rt: Runtime) => PoolDefi
   research: (rt) => researchWorker(rt),
   deck: (rt) => deckWorker(rt),
   video: (rt) => videoWorker(rt),
+  space: (rt) => spaceWorker(rt),
 };
 
 /**

@@ -76,19 +76,19 @@ describe('webhooks API', () => {
     const r = await api.post('/webhooks', {
       name: 'x',
       url,
-      events: ['code_build.completed', 'nope.done', 'comment.created', 'template.published', 'sheet.row_added', 'space.completed', 'notes_movie.failed', 'also.bad'],
+      events: ['code_build.completed', 'nope.done', 'comment.created', 'template.published', 'sheet.row_added', 'podcast.completed', 'notes_movie.failed', 'also.bad'],
     });
     expect(r.status).to.equal(400);
     expect(r.body.error.code).to.equal('validation_error');
-    for (const bad of ['nope.done', 'also.bad', 'comment.created', 'template.published', 'sheet.row_added', 'space.completed', 'notes_movie.failed']) {
+    for (const bad of ['nope.done', 'also.bad', 'comment.created', 'template.published', 'sheet.row_added', 'podcast.completed', 'notes_movie.failed']) {
       expect(r.body.error.message).to.include(bad);
     }
     expect(r.body.error.message).to.match(/^events: /);
     expect(r.body.error.message).to.not.include('code_build.completed');
     const patch = await api.post('/webhooks', { name: 'x', url, events: ['code_build.completed'] });
-    const p = await api.patch(`/webhooks/${patch.body.id}`, { events: ['space.failed', 'x.y'] });
+    const p = await api.patch(`/webhooks/${patch.body.id}`, { events: ['podcast.failed', 'x.y'] });
     expect(p.status).to.equal(400);
-    expect(p.body.error.message).to.include('space.failed').and.include('x.y');
+    expect(p.body.error.message).to.include('podcast.failed').and.include('x.y');
   });
 
   it('when required fields are missing or malformed, then 400 names the field', async () => {

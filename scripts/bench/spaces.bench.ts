@@ -1,0 +1,83 @@
+/**
+ * Issue 14 benchmarks (one-photo spaces), on this machine against the real services:
+ *  (a) one-photo space end to end for a 12 MP photo (4000x3000 JPEG of a rendered box room):
+ *      dispatch (POST /real-world/spaces) to the preview seen by polling GET /jobs/{id}, and
+ *      dispatch to complete (stage space). API and space pool in this process.
+ *  (b) SPZ encode throughput (Gaussians per second, pack + gzip) against a bare gzip of the same
+ *      uncompressed bytes (the baseline: what the packing costs on top of compression).
+ * The room engine's time per input frame is not measured: this build has no room engine.
+ */
+import { gzipSync } from 'node:zlib';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { client } from '../../test/helpers/http';
+import { startStack } from '../../test/helpers/stack';
+import { renderRoom } from '../../test/spaces/readers';
+import { boxSplats } from '../../workers/engines/space/photo.engine';
+import { encodeSpz, packSpz } from '../../workers/engines/space/spz';
+import { row, type Bench, type BenchRow } from './bench';
+
+const RUNS = Number(process.env.BENCH_SPACE_RUNS ?? 3);
+
+async function endToEnd(): Promise<BenchRow[]> {
+  const photo = await renderRoom({ width: 4000, height: 3000, fovX: 65, cam: 1.5, halfWidth: 2, far: 4, ceiling: 2.6, format: 'jpeg' });
+  const server = createServer((_req, res) => {
+    res.setHeader('content-type', 'image/jpeg');
+    res.end(photo);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/room.jpg`;
+  const stack = await startStack({ env: { ALLOW_LOOPBACK_URLS: 'true', WORKER_POOLS: 'space' } });
+  try {
+    const a = await stack.createAccount({ credits: 100_000 });
+    const api = client(stack.baseUrl, a.key);
+    const previews: number[] = [];
+    const completes: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const t0 = performance.now();
+      const r = await api.post('/real-world/spaces', { imageUrl: url });
+      if (r.status !== 202) throw new Error(`dispatch answered ${r.status}`);
+      let preview: number | null = null;
+      for (;;) {
+        const j = (await api.get(`/jobs/${r.body.jobId}`)).body;
+        if (preview === null && j.result) preview = performance.now() - t0;
+        if (j.status === 'complete') break;
+        if (j.status === 'failed') throw new Error(`job failed: ${j.error}`);
+        await new Promise((res) => setTimeout(res, 20));
+      }
+      previews.push(preview!);
+      completes.push(performance.now() - t0);
+    }
+    const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+    return [
+      row('one-photo space, 12 MP: dispatch to preview (median)', med(previews), 'ms', undefined, `${RUNS} runs, polled every 20 ms`),
+      row('one-photo space, 12 MP: dispatch to complete (median)', med(completes), 'ms', undefined, `${RUNS} runs`),
+    ];
+  } finally {
+    await stack.stop();
+    server.close();
+  }
+}
+
+function encodeThroughput(): BenchRow[] {
+  const box = { left: -2.5, right: 2.5, far: 4, back: -1, ceiling: 2.6, cameraHeight: 1.5 };
+  const splats = boxSplats(box, (dx, dy, dz, out, o) => { out[o] = 128 + 100 * dx; out[o + 1] = 128 + 100 * dy; out[o + 2] = 128 + 100 * dz; });
+  const raw = packSpz(splats);
+  const time = (fn: () => void) => {
+    fn();
+    const t0 = performance.now();
+    let n = 0;
+    while (performance.now() - t0 < 2000) { fn(); n++; }
+    return (performance.now() - t0) / n / 1000;
+  };
+  const encodeS = time(() => encodeSpz(splats));
+  const gzipS = time(() => gzipSync(raw, { level: 6 }));
+  return [row('SPZ encode (pack + gzip), Gaussians per second', splats.count / encodeS, 'Gaussians/s', splats.count / gzipS, `${splats.count} Gaussians, ${raw.length} bytes before gzip; baseline: bare gzip of the same bytes`)];
+}
+
+export const bench: Bench = {
+  name: 'spaces',
+  async run() {
+    return [...encodeThroughput(), ...(await endToEnd())];
+  },
+};
