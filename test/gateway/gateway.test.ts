@@ -76,8 +76,12 @@ describe('gateway', () => {
     expect(r.text).not.to.include('secret internal detail');
   });
 
-  it('when an endpoint of the catalogue is not served yet, then 501 not_implemented after auth', async () => {
-    expectError(await api.post('/real-world/spaces', { imageUrl: 'https://example.com/room.jpg' }), 501, 'not_implemented');
-    expectError(await client(stack.baseUrl).post('/real-world/spaces', { imageUrl: 'https://example.com/room.jpg' }), 401, 'unauthorized');
+  it('when /openapi is read, then every operation of the catalogue is served (none answers 501 not_implemented)', async () => {
+    // Every SPEC endpoint is served since issue 14; the 501 fallback in api/app.ts stays for
+    // catalogue entries added before their route.
+    const doc = (await client(stack.baseUrl).get('/openapi')).body as { paths: Record<string, Record<string, { 'x-implemented'?: boolean; responses: Record<string, unknown> }>> };
+    const ops = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ at: `${method.toUpperCase()} ${path}`, op })));
+    expect(ops.length).to.be.greaterThan(90);
+    expect(ops.filter((o) => o.op['x-implemented'] !== true || '501' in o.op.responses).map((o) => o.at)).to.deep.equal([]);
   });
 });
