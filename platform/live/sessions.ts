@@ -7,6 +7,7 @@ import { COLLECTIONS, type ApiKeyDoc } from '../mongo';
 import type { Runtime } from '../runtime';
 import { voiceCatalogue } from '../speech/voices';
 import { signLiveToken, verifyLiveToken } from './tokens';
+import { ASSISTANT_TOOL_OF } from './tools';
 
 export type LiveSessionStatus = 'issued' | 'connected' | 'dropped' | 'ended';
 
@@ -115,14 +116,8 @@ export function sessionLimit(config: Pick<Runtime['config'], 'LIVE_SESSION_MAX_M
 
 /** The live action → chat catalogue tool a persona names to be offered it (live-only tools: see personaLiveTools). */
 const CATALOGUE_TOOL_OF: Partial<Record<LiveAction, string>> = {
-  search_web: 'web_search',
-  create_presentation: 'create_presentation',
-  create_notes: 'create_notes',
-  create_document: 'create_document',
-  create_flowchart: 'create_flowchart',
-  add_flowchart_steps: 'add_flowchart_steps',
-  create_whiteboard: 'create_whiteboard',
-  generate_image: 'generate_image',
+  ...ASSISTANT_TOOL_OF,
+  // Live-only reads a persona is offered when it names the platform_action tool.
   list_projects: 'platform_action',
   get_account: 'platform_action',
 };

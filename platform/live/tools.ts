@@ -16,7 +16,7 @@ import { formatIssues } from '../validation';
 import { createLiveMemories } from './memory';
 
 /** Live action → the chat catalogue tool it runs (the same code as POST /chat's tools). */
-const ASSISTANT_TOOL_OF: Partial<Record<LiveAction, string>> = {
+export const ASSISTANT_TOOL_OF: Partial<Record<LiveAction, string>> = {
   search_web: 'web_search',
   create_presentation: 'create_presentation',
   create_notes: 'create_notes',

@@ -1,32 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import { POOL_TYPES, broker } from '../../contracts/registry';
-import { loadConfig } from '../../platform/config';
-import { dropEverything } from '../helpers/stack';
+import { broker } from '../../contracts/registry';
+import { useAmqpPair } from '../helpers/amqp-pair';
 import { AmqpClient, RpcTimeoutError } from '../../platform/amqp';
-import { createLogger } from '../../platform/log';
 import { gate } from '../video/helpers';
-
-const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
 describe('platform: AmqpClient request/reply (direct reply-to)', () => {
   const prefix = `rpc${randomBytes(3).toString('hex')}.`;
-  const topology = { prefix, queueType: 'quorum' as const, deliveryLimit: 5, pools: POOL_TYPES };
-  const log = createLogger('silent');
   let caller: AmqpClient;
   let worker: AmqpClient;
-  before(async () => {
-    caller = new AmqpClient(AMQP_URL, topology, log);
-    worker = new AmqpClient(AMQP_URL, topology, log);
-    await caller.start();
-    await worker.start();
-  });
-  after(async () => {
-    await caller.close();
-    await worker.close();
-    const base = (process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '');
-    await dropEverything(loadConfig({ AMQP_URL, QUEUE_PREFIX: prefix, MONGODB_URL: `${base}/${prefix.replace('.', '')}` }));
-  });
+  const pair = useAmqpPair(prefix, 'quorum');
+  before(() => ({ caller, worker } = pair));
 
   it('when requests are answered late, out of order or not at all, then each caller gets its own answer or a timeout, and both sides keep working', async () => {
     const release = gate();

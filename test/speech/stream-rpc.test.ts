@@ -1,33 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import { POOL_TYPES, broker } from '../../contracts/registry';
+import { broker } from '../../contracts/registry';
 import { AmqpClient, RpcTimeoutError } from '../../platform/amqp';
-import { loadConfig } from '../../platform/config';
-import { createLogger } from '../../platform/log';
-import { dropEverything } from '../helpers/stack';
-
-const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+import { useAmqpPair } from '../helpers/amqp-pair';
 
 /** The streamed request/reply of AmqpClient (rpcStream / respond's meta.send), with the real broker. */
 describe('platform: AmqpClient streamed replies (rpcStream)', () => {
   const prefix = `srpc${randomBytes(3).toString('hex')}.`;
-  const topology = { prefix, queueType: 'classic' as const, deliveryLimit: 5, pools: POOL_TYPES };
-  const log = createLogger('silent');
   let caller: AmqpClient;
   let worker: AmqpClient;
   const queue = broker.poolQueue(prefix, 'speech');
-  before(async () => {
-    caller = new AmqpClient(AMQP_URL, topology, log);
-    worker = new AmqpClient(AMQP_URL, topology, log);
-    await caller.start();
-    await worker.start();
-  });
-  after(async () => {
-    await caller.close();
-    await worker.close();
-    const base = (process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '');
-    await dropEverything(loadConfig({ AMQP_URL, QUEUE_PREFIX: prefix, MONGODB_URL: `${base}/${prefix.replace('.', '')}` }));
-  });
+  const pair = useAmqpPair(prefix, 'classic');
+  before(() => ({ caller, worker } = pair));
 
   it('when a responder sends chunks then answers, then the caller gets every chunk in order, each before the answer, and concurrent streams do not mix', async () => {
     const stop = await worker.respond(queue, 4, async (payload, meta) => {
@@ -69,7 +53,7 @@ describe('platform: AmqpClient streamed replies (rpcStream)', () => {
   });
 
   it('when the caller aborts while the reply channel is still opening, then the call rejects at once (the abort is not lost)', async () => {
-    const fresh = new AmqpClient(AMQP_URL, topology, log); // its reply channel opens on the first call
+    const fresh = pair.another(); // its reply channel opens on the first call
     await fresh.start();
     try {
       const ac = new AbortController();
