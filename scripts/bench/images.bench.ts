@@ -10,52 +10,16 @@
  * The API runs in this process; the workers are separate processes on the same bench database
  * and queue prefix. Every render is a real 1-megapixel PNG.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { client } from '../../test/helpers/http';
-import { startStack, type Stack } from '../../test/helpers/stack';
+import { startStack } from '../../test/helpers/stack';
 import { renderMoonlight } from '../../workers/engines/image/moonlight.engine';
 import { row, type Bench, type BenchRow } from './bench';
+import { spawnResponderWorker } from './processes';
 
 const N = Number(process.env.BENCH_IMAGE_RENDERS ?? 40);
 const CONCURRENCY = Number(process.env.BENCH_IMAGE_CONCURRENCY ?? 4);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** Start one image worker process on the stack's database and queue prefix; resolves when it serves. */
-function spawnImageWorker(stack: Stack): Promise<ChildProcess> {
-  const c = stack.config;
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'workers/main.ts')], {
-    cwd: root,
-    env: {
-      ...process.env,
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'info',
-      MONGODB_URL: c.MONGODB_URL,
-      AMQP_URL: c.AMQP_URL,
-      QUEUE_PREFIX: c.QUEUE_PREFIX,
-      QUEUE_TYPE: c.QUEUE_TYPE,
-      PUBLIC_BASE_URL: c.PUBLIC_BASE_URL,
-      WORKER_POOLS: 'image',
-      POOL_CONCURRENCY: 'image=1',
-      WORKER_METRICS_PORT: '0',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('responder started')) {
-        child.stdout!.off('data', onData);
-        child.stdout!.resume();
-        resolve(child);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`image worker exited with ${code} before serving`)));
-  });
-}
 
 const stopWorker = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
@@ -104,12 +68,12 @@ export const bench: Bench = {
       const api = client(stack.baseUrl, key);
       const moonlight = (i: number) => api.post('/images/moonlight', { prompt: 'a lighthouse on a cliff at night', seed: i }).then((r) => r.status);
 
-      workers.push(await spawnImageWorker(stack));
+      workers.push(await spawnResponderWorker(stack.config, 'image', 1));
       await drive(moonlight, CONCURRENCY, CONCURRENCY); // warm-up
       const one = await drive(moonlight, N, CONCURRENCY);
       rows.push(row('moonlight renders/s over HTTP, 1 image worker process', one.perSecond, 'renders/s', baseline, `mean latency ${Math.round(one.meanMs)} ms at ${CONCURRENCY} concurrent clients`));
 
-      workers.push(await spawnImageWorker(stack));
+      workers.push(await spawnResponderWorker(stack.config, 'image', 1));
       await drive(moonlight, CONCURRENCY, CONCURRENCY);
       const two = await drive(moonlight, N, CONCURRENCY);
       rows.push(row('moonlight renders/s over HTTP, 2 image worker processes', two.perSecond, 'renders/s', one.perSecond, `baseline = 1 process; mean latency ${Math.round(two.meanMs)} ms`));

@@ -140,3 +140,29 @@ export async function serveBaselineWhen(flag: string, serve: (mode: string, mong
     server.close(() => void mongo.close().finally(() => process.exit(0)));
   });
 }
+
+/**
+ * Start one `workers/main.ts` process running only the request/reply pool `pool` (concurrency
+ * `concurrency`) on `config`'s database and queue prefix; resolves once its responder serves.
+ */
+export function spawnResponderWorker(config: Config, pool: 'image' | 'speech', concurrency: number): Promise<ChildProcess> {
+  const c = config;
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'workers/main.ts')], {
+    cwd: root,
+    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', MONGODB_URL: c.MONGODB_URL, AMQP_URL: c.AMQP_URL, QUEUE_PREFIX: c.QUEUE_PREFIX, QUEUE_TYPE: c.QUEUE_TYPE, PUBLIC_BASE_URL: c.PUBLIC_BASE_URL, WORKER_POOLS: pool, POOL_CONCURRENCY: `${pool}=${concurrency}`, WORKER_METRICS_PORT: '0' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('responder started')) {
+        child.stdout!.off('data', onData);
+        child.stdout!.resume();
+        resolve(child);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${pool} worker exited with ${code} before serving`)));
+  });
+}

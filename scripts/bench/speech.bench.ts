@@ -11,15 +11,13 @@
  * in this process; the worker is a separate `tsx workers/main.ts` process with WORKER_POOLS=speech.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startStack, type Stack } from '../../test/helpers/stack';
 import { percentile } from './load';
 import { row, type Bench, type BenchRow } from './bench';
+import { spawnResponderWorker } from './processes';
 
 const N = Number(process.env.BENCH_SPEECH_REQUESTS ?? 30);
 const CONCURRENCY = Number(process.env.BENCH_SPEECH_CONCURRENCY ?? 8);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 const TEXTS = {
   short: 'Hello there, how are you today?',
@@ -62,27 +60,6 @@ async function overHttp(stack: Stack, key: string, text: string): Promise<Timing
   return { ttfbMs: first, wallMs: performance.now() - t0, audioSeconds: bytes / 2 / 24_000 };
 }
 
-function spawnSpeechWorker(stack: Stack): Promise<ChildProcess> {
-  const c = stack.config;
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'workers/main.ts')], {
-    cwd: root,
-    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', MONGODB_URL: c.MONGODB_URL, AMQP_URL: c.AMQP_URL, QUEUE_PREFIX: c.QUEUE_PREFIX, QUEUE_TYPE: c.QUEUE_TYPE, PUBLIC_BASE_URL: c.PUBLIC_BASE_URL, WORKER_POOLS: 'speech', POOL_CONCURRENCY: `speech=${CONCURRENCY}`, WORKER_METRICS_PORT: '0' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('responder started')) {
-        child.stdout!.off('data', onData);
-        child.stdout!.resume();
-        resolve(child);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`speech worker exited with ${code} before serving`)));
-  });
-}
 
 const median = (xs: number[]) => percentile(xs, 50);
 const rtf = (ts: Timing[]) => median(ts.map((t) => t.audioSeconds / (t.wallMs / 1000)));
@@ -94,7 +71,7 @@ export const bench: Bench = {
     const stack = await startStack({ workers: false, scheduler: false, env: { RATE_LIMIT_MAX: '1000000' } });
     let worker: ChildProcess | undefined;
     try {
-      worker = await spawnSpeechWorker(stack);
+      worker = await spawnResponderWorker(stack.config, 'speech', CONCURRENCY);
       const { key } = await stack.createAccount({ credits: 1_000_000 });
       for (let i = 0; i < 5; i++) {
         await espeakDirect(TEXTS.short);
