@@ -50,6 +50,8 @@ import { liveRoutes } from './live/live.routes';
 import { attachRealtime } from './live/realtime';
 import { personasRoutes } from './personas/personas.routes';
 import { personasPublicRoutes } from './personas/public.routes';
+import { mcpRoutes } from './mcp/mcp.routes';
+import { consoleRoutes } from './console/console.routes';
 
 export const BASE_PATH = '/api/v1';
 
@@ -89,15 +91,20 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
     implemented: new Set<string>(['getOpenapi']),
   };
 
+  // Audit before the rate limit, so refused (429) calls are recorded too; the entry is inserted
+  // (group commit) before the answer goes out, or queued to the audit writer when the database is away.
+  const auditRecorder = createAuditRecorder({ db: rt.db, amqp: rt.amqp, log, prefix: config.QUEUE_PREFIX });
+
+  // Outside the versioned API: the MCP server (svc_ keys) and the developer console (its own sessions).
+  app.use('/mcp', mcpRoutes(rt, { authCache, audit: auditRecorder }));
+  app.use('/console', consoleRoutes(rt, { authCache, audit: auditRecorder }));
+
   const v1 = Router();
   v1.use(jsonBody(config.BODY_LIMIT_BYTES, [{ method: 'POST', path: '/drive/files', limitBytes: DRIVE_LIMITS.createBodyBytesMax }]));
   v1.use(openapiRoutes({ serverUrl: `${config.PUBLIC_BASE_URL}${BASE_PATH}`, implemented: deps.implemented }));
   v1.use(assetsRoutes(rt.blobs));
   v1.use(driveDownloadRoutes(rt));
   v1.use(personasPublicRoutes());
-  // Audit before the rate limit, so refused (429) calls are recorded too; the entry is inserted
-  // (group commit) before the answer goes out, or queued to the audit writer when the database is away.
-  const auditRecorder = createAuditRecorder({ db: rt.db, amqp: rt.amqp, log, prefix: config.QUEUE_PREFIX });
   v1.use(authenticate(authCache), audit(auditRecorder), rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }));
   for (const routes of ROUTE_MODULES) v1.use(routes(rt, deps));
 

@@ -178,6 +178,18 @@ export const ConfigSchema = z.object({
   WEBHOOK_DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).default(32).describe('Delivery attempts one webhook worker process runs at once (RabbitMQ prefetch of the delivery queue).'),
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).default(16).describe('Attempts to one webhook a worker process runs at once (default half of WEBHOOK_DELIVERY_CONCURRENCY); further deliveries to it wait 500 ms in a delay queue, so a slow or dead endpoint cannot take every slot.'),
   WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).default(30).describe('Delivery-attempt records older than this are deleted by the scheduler.'),
+  // --- [block:spaces-rooms] issue 14: room engine, video, remote world-generation adapter ---
+  // --- [end:spaces-rooms] ---
+  // --- [block:media-slides] issue 15: codecs, slides ---
+  // --- [end:media-slides] ---
+  // --- [block:media-images] issue 15: scene renderer, remote moonlight adapter ---
+  // --- [end:media-images] ---
+  // --- [block:mcp] issue 16: MCP server ---
+  // --- [end:mcp] ---
+  // --- [block:console] issue 16: developer console ---
+  // --- [end:console] ---
+  // --- [block:ops] issue 16: operations pack ---
+  // --- [end:ops] ---
   FAULT_POINT: z.enum(['accept.after-insert', 'accept.after-charge', 'accept.after-publish', 'idempotency.before-finish', 'agent.after-tool']).optional().describe('TESTS ONLY: the process kills itself with SIGKILL at this point of the accept path, or of an agent run (agent.after-tool: a tool made its result, the step is not checkpointed yet) (crash tests). Refused in production.'),
   DEV_ACCOUNT_CREDITS: z.coerce.number().min(0).default(1000).describe('Credits given to the development account created by npm start.'),
   SERVED_BY_HEADER: bool.default(false).describe('TESTS AND BENCHMARKS ONLY: every API response carries X-Served-By: <process id>, to see which of the API_PROCESSES answered.'),

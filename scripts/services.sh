@@ -66,6 +66,29 @@ if ! command -v espeak-ng >/dev/null; then
   fi
 fi
 
+# --- chromium, promtool, docker-compose, fonts (console browser tests, alert rules, deploy/ checks, slides)
+# Idempotent like ffmpeg: Debian's chromium (driven by playwright-core in the console tests), the
+# prometheus package (promtool checks and unit-tests deploy/prometheus rules; a test scrapes the
+# service with it), docker-compose (validates deploy/compose.yaml without a Docker engine) and
+# fonts-inter (the slide typeface), each only when missing and we are root. Prometheus's package
+# may try to start its own service; we never rely on it (tests run their own on a free port).
+extra_packages=()
+command -v chromium >/dev/null || extra_packages+=(chromium)
+command -v promtool >/dev/null || extra_packages+=(prometheus)
+command -v docker-compose >/dev/null || extra_packages+=(docker-compose)
+[ -e /usr/share/fonts/opentype/inter/Inter-Regular.otf ] || [ -e /usr/share/fonts/truetype/inter/Inter-Regular.ttf ] || ls /usr/share/fonts/*/inter/ >/dev/null 2>&1 || extra_packages+=(fonts-inter)
+if [ "${#extra_packages[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    log "installing ${extra_packages[*]} (apt-get; once)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${extra_packages[@]}" >/dev/null
+    # The package's own prometheus service is not ours; stop it if its install started one.
+    pkill -x prometheus 2>/dev/null || true
+  else
+    log "missing and we are not root: ${extra_packages[*]} (console browser tests, promtool checks, compose check, slide font)"
+  fi
+fi
+
 # host:port of the first host in a URL such as scheme://user:pass@host:port/path
 host_port() {
   local rest="${1#*://}"; rest="${rest#*@}"; rest="${rest%%/*}"; rest="${rest%%\?*}"; rest="${rest%%,*}"
