@@ -13,6 +13,7 @@ import { createAuditRecorder } from '../platform/audit/audit.recorder';
 import { createAuditWriter } from '../platform/audit/audit.writer';
 import { AuthInvalidationSchema, createAuthCache, type AuthCache, type AuthInvalidation } from '../platform/accounts';
 import { broker } from '../contracts/registry';
+import { createJobCache, JobChangeSchema, type JobCache } from '../platform/job-cache';
 import { accountRoutes } from './account/account.routes';
 import { assetsRoutes } from './assets/assets.routes';
 import { codeBuildsRoutes } from './code-builds/code-builds.routes';
@@ -65,7 +66,7 @@ const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRout
  * authentication → audit → rate limit → routes → 501 for catalogue endpoints not served yet →
  * 404 → error funnel.
  */
-export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotency: Idempotency }) {
+export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotency: Idempotency; jobCache: JobCache }) {
   const { authCache } = parts;
   const { config, log } = rt;
   const app = express();
@@ -88,6 +89,7 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
 
   const deps: RouteDeps = {
     idempotency: parts.idempotency,
+    jobCache: parts.jobCache,
     implemented: new Set<string>(['getOpenapi']),
   };
 
@@ -137,8 +139,16 @@ export async function start(config: Config = loadConfig()) {
   }, { onReady: () => authCache.ready(), onLost: () => authCache.lost() });
   const onLocalChange = (msg: AuthInvalidation) => authCache.invalidate(msg);
   rt.authChanges.on('change', onLocalChange);
+  // In-flight jobs cached for GET /jobs/{id}, kept true by the job-changes fanout (this process's
+  // own changes come back over it too).
+  const jobCache = createJobCache({ maxEntries: config.JOB_CACHE_ENTRIES, ttlMs: config.JOB_CACHE_TTL_MS });
+  const unsubscribeJobs = await rt.amqp.subscribe(broker.jobChangesExchange(config.QUEUE_PREFIX), (msg) => {
+    const parsed = JobChangeSchema.safeParse(msg);
+    if (parsed.success) jobCache.invalidate(parsed.data);
+    else jobCache.ready(); // unreadable: forget everything, to be safe
+  }, { onReady: () => jobCache.ready(), onLost: () => jobCache.lost() });
   const idempotency = createIdempotency(rt.db, { ttlHours: config.IDEMPOTENCY_TTL_HOURS, leaseMs: config.IDEMPOTENCY_LEASE_MS });
-  const server = http.createServer(createApp(rt, { authCache, idempotency }));
+  const server = http.createServer(createApp(rt, { authCache, idempotency, jobCache }));
   server.keepAliveTimeout = 65_000;
   // What Node's HTTP parser refuses (raw non-ASCII in the path, headers over 16 KiB) still gets the Error shape.
   server.on('clientError', clientErrorHandler(log));
@@ -163,6 +173,7 @@ export async function start(config: Config = loadConfig()) {
         idempotency.close();
         rt.authChanges.off('change', onLocalChange);
         await unsubscribe();
+        await unsubscribeJobs();
         await rt.close();
       })();
       return stopped;

@@ -56,6 +56,8 @@ export const metrics = {
   creditsCharged: counter('credits_charged_total', 'Credits debited, by operation.', ['operation']),
   creditsRefunded: counter('credits_refunded_total', 'Credits refunded, by operation.', ['operation']),
   creditLeases: counter('credit_leases_total', 'Credit leases of API processes, by outcome: taken, refused (balance under the lease threshold), returned (settled by the holder with its count), settled_by_count (settled from the jobs that name it).', ['outcome']),
+  jobCacheLookups: counter('job_cache_lookups_total', 'GET /jobs/{id} lookups in the API process job cache, by outcome (hit: no database read; miss).', ['outcome']),
+  jobChangesAnnounced: counter('job_changes_announced_total', 'Job state changes announced on the job-changes fanout, by outcome (sent; failed: broker away, the caches fall back on their expiry).', ['outcome']),
   insufficientCredits: counter('credit_debits_refused_total', 'Debits refused for a short balance, by operation.', ['operation']),
   rateLimited: counter('rate_limited_requests_total', 'Requests refused with 429, by route.', ['route']),
   errors: counter('app_errors_total', 'Errors through the error funnel, by code and source (http, consumer, scheduler, process).', ['code', 'source']),
@@ -95,6 +97,16 @@ export const metrics = {
   auditEntriesWritten: counter('audit_entries_written_total', 'Audit entries written to audit_log, by the API before its answer or by the audit queue writer (duplicates not counted).', []),
   auditDirectWrites: counter('audit_direct_writes_total', 'Audit entries an API process inserted into audit_log itself before answering (the normal path).', []),
   auditQueuedEntries: counter('audit_queued_entries_total', 'Audit entries published to the audit queue because the direct insert failed or timed out (database away); the audit writer stores them.', []),
+  ready: new client.Gauge({
+    name: 'process_ready',
+    help: '1 when every readiness probe of this process (MongoDB, RabbitMQ) passes at scrape time, else 0: the /readyz check, for alerting.',
+    registers: [registry],
+    async collect() {
+      if (readinessChecks.size === 0) return;
+      const results = await Promise.all([...readinessChecks].map((check) => check()));
+      this.set(results.every(Boolean) ? 1 : 0);
+    },
+  }),
 };
 
 interface QueueDepthSource {
@@ -107,4 +119,12 @@ const queueDepthSources = new Set<QueueDepthSource>();
 export function reportQueueDepth(source: QueueDepthSource): () => void {
   queueDepthSources.add(source);
   return () => queueDepthSources.delete(source);
+}
+
+const readinessChecks = new Set<() => Promise<boolean>>();
+
+/** Report this process's readiness as `process_ready` at scrape time; returns an unregister function. */
+export function reportReadiness(check: () => Promise<boolean>): () => void {
+  readinessChecks.add(check);
+  return () => readinessChecks.delete(check);
 }

@@ -77,6 +77,8 @@ export const ConfigSchema = z.object({
   DISPATCH_GRACE_MS: z.coerce.number().int().min(0).default(5_000).describe('An undispatched job younger than this is left to the API that created it; older ones are published by the sweep.'),
   SWEEP_INTERVAL: z.string().default('10 seconds').describe('How often the scheduler sweeps undispatched and stalled jobs (Agenda interval).'),
   SCHEDULER_PROCESS_EVERY_MS: z.coerce.number().int().min(100).default(5000).describe('How often Agenda looks for due scheduler tasks, in milliseconds.'),
+  JOB_CACHE_ENTRIES: z.coerce.number().int().min(0).default(10_000).describe('Queued and processing jobs each API process keeps for GET /jobs/{id} (no database read while a poller asks again); every state change reaches every API process at once over a RabbitMQ fanout, and the cache is dropped while that fanout is interrupted. 0 turns it off.'),
+  JOB_CACHE_TTL_MS: z.coerce.number().int().min(0).default(10_000).describe('Backstop of the job cache: an entry is read again after this long, whatever was announced (bounds staleness only if a worker lost its broker right after a database write).'),
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(60_000).describe('API processes cache keys and accounts this long at most; revocations, scope, plan and feature changes reach every process at once over a RabbitMQ fanout, and the cache is dropped while that fanout is interrupted. 0 still caches between invalidations for no time (reads every request).'),
   RATE_LIMIT_MAX: z.coerce.number().int().min(1).default(600).describe('Requests per key per window.'),
   RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).default(60).describe('Rate-limit window length.'),

@@ -53,6 +53,8 @@ export interface JobsDeps {
   settleLeaseMs?: number;
   /** Credit leases for accounts with a large balance (default off). */
   creditLeases?: CreditLeaseSettings;
+  /** Changes of a job's envelope are announced on the job-changes fanout (API job caches); default true. */
+  announceChanges?: boolean;
 }
 
 /**
@@ -81,6 +83,23 @@ export function createJobs(deps: JobsDeps) {
 
   /** Who the job belongs to and its type: what an event needs before the job is finished. */
   const identity = (jobId: string) => db.jobs.findOne({ _id: jobId }, { projection: { _id: 1, type: 1, accountId: 1 } });
+
+  /**
+   * Tell every API process that a job's envelope changed, after the database acknowledged the
+   * write (platform/job-cache.ts). Never fails the move: when the broker is away the caches fall
+   * back on their expiry (and an API process without its broker has emptied its own).
+   */
+  const changesExchange = broker.jobChangesExchange(deps.queuePrefix);
+  const announce = async (jobId: string): Promise<void> => {
+    if (deps.announceChanges === false) return;
+    try {
+      await amqp.broadcast(changesExchange, { jobId });
+      metrics.jobChangesAnnounced.inc({ outcome: 'sent' });
+    } catch (err) {
+      metrics.jobChangesAnnounced.inc({ outcome: 'failed' });
+      log.warn('job change announcement failed; API job caches expire it', { jobId, err: err as Error });
+    }
+  };
 
   const sendEvent = async (jobId: string, event: JobEvent): Promise<boolean> => {
     try {
@@ -179,6 +198,7 @@ export function createJobs(deps: JobsDeps) {
         log.error('job past queued has no charge marker; left unsettled', { jobId });
         return 'busy';
       }
+      await announce(jobId);
       return 'unpaid';
     }
     await credits.recordCharges([{ accountId: job.accountId, jobId, operation, amount, requestId: opts.requestId, at: job.createdAt }]);
@@ -477,6 +497,9 @@ export function createJobs(deps: JobsDeps) {
       return job && job.accountId === accountId ? job : null;
     },
 
+    /** A job by id, whoever owns it: callers check `accountId` themselves (the API's job cache). */
+    findById: (id: string): Promise<JobDoc | null> => db.jobs.findOne({ _id: id }),
+
     /**
      * Take a job for work: queued, or processing with an expired lease (its worker died or it
      * waits for a retry). Returns null when there is nothing to take (duplicate message,
@@ -484,7 +507,7 @@ export function createJobs(deps: JobsDeps) {
      */
     async claim(jobId: string, owner: string, leaseMs: number): Promise<JobDoc | null> {
       const now = new Date();
-      return db.jobs.findOneAndUpdate(
+      const job = await db.jobs.findOneAndUpdate(
         { _id: jobId, $or: [{ status: 'queued' }, { status: 'processing', 'lease.until': { $lt: now } }] },
         {
           $set: { status: 'processing', lease: { owner, until: new Date(now.getTime() + leaseMs) }, startedAt: now, updatedAt: now, rawStatus: 'started', progressMessage: 'Started' },
@@ -492,6 +515,8 @@ export function createJobs(deps: JobsDeps) {
         },
         { returnDocument: 'after' },
       );
+      if (job) await announce(jobId);
+      return job;
     },
 
     /** The lease of a job that is processing, or null. */
@@ -513,6 +538,7 @@ export function createJobs(deps: JobsDeps) {
       const set: Record<string, unknown> = { rawStatus: p.rawStatus, progressMessage: p.progressMessage, updatedAt: new Date() };
       if (p.result) set.result = p.result;
       const r = await db.jobs.updateOne({ _id: jobId, status: 'processing', 'lease.owner': owner }, { $set: set });
+      if (r.matchedCount === 1) await announce(jobId);
       return r.matchedCount === 1;
     },
 
@@ -528,6 +554,7 @@ export function createJobs(deps: JobsDeps) {
         { returnDocument: 'after' },
       );
       if (!job) return null;
+      await announce(jobId);
       metrics.jobsCompleted.inc({ type: job.type });
       if (job.startedAt) metrics.jobDuration.observe({ type: job.type, status: 'complete' }, (now.getTime() - job.startedAt.getTime()) / 1000);
       await sendEvent(job._id, event);
@@ -551,6 +578,7 @@ export function createJobs(deps: JobsDeps) {
         { returnDocument: 'after' },
       );
       if (!job) return null;
+      await announce(jobId);
       metrics.jobsFailed.inc({ type: job.type, reason: opts.reason ?? 'error' });
       if (job.startedAt) metrics.jobDuration.observe({ type: job.type, status: 'failed' }, (now.getTime() - job.startedAt.getTime()) / 1000);
       await refundOnce(job);
@@ -564,6 +592,7 @@ export function createJobs(deps: JobsDeps) {
         { _id: jobId, status: 'processing', 'lease.owner': owner },
         { $set: { lease: { owner: 'retry', until: new Date(Date.now() + delayMs) }, rawStatus: 'retry_scheduled', progressMessage: `Retrying after a transient error: ${error}`, updatedAt: new Date() } },
       );
+      if (r.matchedCount === 1) await announce(jobId);
       return r.matchedCount === 1;
     },
 

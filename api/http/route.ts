@@ -6,6 +6,7 @@ import { AppError } from '../../platform/errors';
 import { faultPoint } from '../../platform/faults';
 import { newId, stableId } from '../../platform/ids';
 import type { Idempotency } from '../middleware/idempotency';
+import type { JobCache } from '../../platform/job-cache';
 import { locals, type AuthContext } from './context';
 import { parseOrThrow } from '../../platform/validation';
 
@@ -71,6 +72,8 @@ const pathParams = (p: string) => [...p.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!
  */
 export interface RouteDeps {
   idempotency: Idempotency;
+  /** In-flight jobs of GET /jobs/{id} (platform/job-cache.ts). */
+  jobCache: JobCache;
   /** Operation ids this deployment serves; the rest answer 501 and say so in /openapi. */
   implemented: Set<string>;
 }

@@ -7,10 +7,15 @@ import { mount, type RouteDeps } from '../http/route';
 
 export function jobsRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
+  // One read by _id, or none while the job is in flight and cached (platform/job-cache.ts).
   mount(r, endpoints.getJob, async ({ auth, params }) => {
-    const job = await rt.jobs.findForAccount(auth.account._id, params.id ?? '');
-    if (!job) throw notFound('job');
-    return toEnvelope(job);
+    const id = params.id ?? '';
+    const envelope = await deps.jobCache.get(auth.account._id, id, async () => {
+      const job = await rt.jobs.findById(id);
+      return job && { accountId: job.accountId, envelope: toEnvelope(job) };
+    });
+    if (!envelope) throw notFound('job');
+    return envelope;
   }, deps);
   return r;
 }

@@ -28,12 +28,13 @@ describe('database commands on the request hot path', function () {
     return { seen, stop: () => stack.rt.db.client.off('commandStarted', on) };
   };
 
-  it('when GET /jobs/{id} is called with a known key, then it reads the job once and nothing else', async () => {
+  it('when GET /jobs/{id} is called with a known key, then it reads the job once and nothing else, and not at all while the job is cached', async () => {
     const { key } = await stack.createAccount();
     const api = client(stack.baseUrl, key);
     const created = await api.post('/code-builds', { prompt: 'one read' });
     expect(created.status).to.equal(202);
-    await api.get(`/jobs/${created.body.jobId}`); // warms the key cache and the rate-limit lease
+    const other = await api.post('/code-builds', { prompt: 'another' });
+    await api.get(`/jobs/${other.body.jobId}`); // warms the key cache and the rate-limit lease
     await stack.rt.jobs.flushAccepted();
 
     const r = record();
@@ -41,6 +42,11 @@ describe('database commands on the request hot path', function () {
     r.stop();
     expect(res.status).to.equal(200);
     expect(r.seen).to.deep.equal(['find:jobs']);
+
+    const again = record(); // the queued job is in this process's job cache now
+    expect((await api.get(`/jobs/${created.body.jobId}`)).status).to.equal(200);
+    again.stop();
+    expect(again.seen).to.deep.equal([]);
   });
 
   it('when GET /account is called with a known key, then no database command runs', async () => {

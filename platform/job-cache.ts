@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import type { JobEnvelope } from '../contracts/common';
+import { metrics } from '../monitoring/metrics';
+
+/** What every process that moves a job announces on the job-changes fanout (contracts/registry.ts). */
+export const JobChangeSchema = z.object({ jobId: z.string() });
+export type JobChange = z.infer<typeof JobChangeSchema>;
+
+export interface JobCacheOptions {
+  /** Most jobs kept (least recently stored dropped first); 0 turns the cache off. */
+  maxEntries: number;
+  /** Backstop: an entry is read again after this long, whatever was announced. */
+  ttlMs: number;
+}
+
+/** A cached job: its owner (checked on every hit) and the envelope GET /jobs/{id} answers. */
+export interface CachedJob {
+  accountId: string;
+  envelope: JobEnvelope;
+}
+
+const CACHED_STATUSES = new Set(['queued', 'processing']);
+
+/**
+ * Jobs still in flight, cached in each API process for `GET /jobs/{id}`: pollers ask for the same
+ * queued or processing job again and again, and each ask would otherwise be a database read.
+ *
+ * Every write that changes what the envelope shows goes through platform/jobs.ts, which announces
+ * the job on a RabbitMQ fanout after the database acknowledged the write (and, for a finished
+ * job, before its event is published); each API process drops the entry when the announcement
+ * arrives, within a millisecond or two. A read that was in flight when any announcement arrived
+ * is not stored (generation check), so a slow read cannot put back a state that was just
+ * replaced. While the fanout is down (broker away, channel lost) the cache is emptied and not
+ * used, since an announcement may have been missed; it is used again once the subscription is
+ * re-established. `ttlMs` bounds staleness if a worker's announcement itself failed (its broker
+ * connection dropped after its database write).
+ *
+ * Finished jobs are not cached: they are asked for once or twice, and their results can be large.
+ */
+export function createJobCache(opts: JobCacheOptions) {
+  const entries = new Map<string, { value: CachedJob; until: number }>();
+  let generation = 0;
+  let live = false;
+
+  return {
+    /**
+     * The job `id` of `accountId` as its envelope, or null when it is not theirs or does not
+     * exist; `read` fetches it from the database on a miss.
+     */
+    async get(accountId: string, id: string, read: () => Promise<CachedJob | null>): Promise<JobEnvelope | null> {
+      const hit = live ? entries.get(id) : undefined;
+      if (hit && hit.until > Date.now()) {
+        metrics.jobCacheLookups.inc({ outcome: 'hit' });
+        return hit.value.accountId === accountId ? hit.value.envelope : null;
+      }
+      metrics.jobCacheLookups.inc({ outcome: 'miss' });
+      const started = generation;
+      const value = await read();
+      if (value && live && started === generation && opts.maxEntries > 0 && CACHED_STATUSES.has(value.envelope.status)) {
+        entries.delete(id);
+        entries.set(id, { value, until: Date.now() + opts.ttlMs });
+        if (entries.size > opts.maxEntries) entries.delete(entries.keys().next().value!);
+      }
+      return value && value.accountId === accountId ? value.envelope : null;
+    },
+
+    /** A job changed (announced on the fanout, or by this process). */
+    invalidate(change: JobChange) {
+      generation++;
+      entries.delete(change.jobId);
+    },
+
+    /** The fanout is (again) delivering: caching is safe. */
+    ready() {
+      generation++;
+      entries.clear();
+      live = true;
+    },
+
+    /** The fanout was interrupted: forget everything and stop caching until `ready`. */
+    lost() {
+      generation++;
+      live = false;
+      entries.clear();
+    },
+
+    get size() {
+      return entries.size;
+    },
+  };
+}
+export type JobCache = ReturnType<typeof createJobCache>;

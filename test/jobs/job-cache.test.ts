@@ -1,0 +1,152 @@
+import { expect } from 'chai';
+import type { CommandStartedEvent } from 'mongodb';
+import { start as startApi, type ApiServer } from '../../api/app';
+import { createJobCache, type CachedJob } from '../../platform/job-cache';
+import { client } from '../helpers/http';
+import { startStack, type Stack } from '../helpers/stack';
+import { startTcpProxy } from '../helpers/tcp-proxy';
+
+/** Poll until `check` holds; returns the milliseconds it took, or throws after `ms`. */
+async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
+  const t0 = Date.now();
+  for (;;) {
+    if (await check()) return Date.now() - t0;
+    if (Date.now() - t0 > ms) throw new Error(`not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('job cache (in-flight jobs of GET /jobs/{id} cached per API process, changes announced over a fanout)', function () {
+  this.timeout(60_000);
+  let stack: Stack;
+  let second: ApiServer;
+  const url2 = () => `http://127.0.0.1:${second.port}/api/v1`;
+
+  before(async () => {
+    stack = await startStack({ workers: false, scheduler: false });
+    second = await startApi(stack.config2());
+  });
+  after(async () => {
+    await second?.stop();
+    await stack.stop();
+  });
+
+  /** The `find` commands on `jobs` this API process sends while `fn` runs. */
+  async function jobReads(fn: () => Promise<void>): Promise<number> {
+    let n = 0;
+    const onStart = (e: CommandStartedEvent) => {
+      if (e.commandName === 'find' && (e.command as Record<string, unknown>).find === 'jobs') n++;
+    };
+    stack.rt.db.client.on('commandStarted', onStart);
+    try {
+      await fn();
+    } finally {
+      stack.rt.db.client.off('commandStarted', onStart);
+    }
+    return n;
+  }
+
+  it('when a queued job is polled again and again, then only the first GET reads the database', async () => {
+    const { key } = await stack.createAccount();
+    const api = client(stack.baseUrl, key);
+    const { body } = await api.post('/code-builds', { prompt: 'a todo app' });
+    const reads = await jobReads(async () => {
+      for (let i = 0; i < 5; i++) {
+        const r = await api.get(`/jobs/${body.jobId}`);
+        expect(r.status).to.equal(200);
+        expect(r.body).to.include({ jobId: body.jobId, status: 'queued' });
+      }
+    });
+    expect(reads).to.equal(1);
+  });
+
+  it('when a worker claims, reports progress on and completes a job, then both API processes show each state at once', async () => {
+    const { key } = await stack.createAccount();
+    const one = client(stack.baseUrl, key);
+    const two = client(url2(), key);
+    const { body } = await one.post('/code-builds', { prompt: 'a todo app' });
+    const path = `/jobs/${body.jobId}`;
+    const status = async (api: typeof one) => (await api.get(path)).body as { status: string; rawStatus: string; progressMessage: string; result: unknown };
+    // Both caches hold it queued.
+    for (const api of [one, two, one, two]) expect((await status(api)).status).to.equal('queued');
+
+    const jobs = stack.rt.jobs; // the functions the worker pools call
+    expect(await jobs.claim(body.jobId, 'worker-a', 30_000)).to.not.equal(null);
+    await within(250, async () => (await status(one)).status === 'processing' && (await status(two)).status === 'processing');
+
+    expect(await jobs.progress(body.jobId, 'worker-a', { rawStatus: 'building', progressMessage: 'Building the app' })).to.equal(true);
+    await within(250, async () => (await status(one)).rawStatus === 'building' && (await status(two)).progressMessage === 'Building the app');
+
+    expect(await jobs.complete(body.jobId, 'worker-a', { ok: true })).to.not.equal(null);
+    await within(250, async () => (await status(one)).status === 'complete' && (await status(two)).status === 'complete');
+    expect((await status(two)).result).to.deep.equal({ ok: true });
+  });
+
+  it('when a job has finished, then it is not cached: every GET reads it', async () => {
+    const { key } = await stack.createAccount();
+    const api = client(stack.baseUrl, key);
+    const { body } = await api.post('/code-builds', { prompt: 'x' });
+    await stack.rt.jobs.fail(body.jobId, 'boom');
+    await within(250, async () => (await api.get(`/jobs/${body.jobId}`)).body.status === 'failed');
+    const reads = await jobReads(async () => {
+      for (let i = 0; i < 3; i++) expect((await api.get(`/jobs/${body.jobId}`)).body.status).to.equal('failed');
+    });
+    expect(reads).to.equal(3);
+  });
+
+  it('when another account asks for a cached job, then 404 not_found, and the owner still gets it', async () => {
+    const a = await stack.createAccount();
+    const b = await stack.createAccount();
+    const apiA = client(stack.baseUrl, a.key);
+    const apiB = client(stack.baseUrl, b.key);
+    const { body } = await apiA.post('/code-builds', { prompt: 'x' });
+    expect((await apiA.get(`/jobs/${body.jobId}`)).status).to.equal(200); // cached now
+    const r = await apiB.get(`/jobs/${body.jobId}`);
+    expect(r.status).to.equal(404);
+    expect(r.body.error.code).to.equal('not_found');
+    expect(JSON.stringify(r.body)).to.not.include('code-builds');
+    expect((await apiA.get(`/jobs/${body.jobId}`)).status).to.equal(200);
+  });
+
+  it('when the fanout is interrupted, then the job cache is dropped and a change made meanwhile is seen at once, and caching resumes after the reconnect', async () => {
+    const proxy = await startTcpProxy({ host: '127.0.0.1', port: 5672 });
+    const third = await startApi(stack.config2({ AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}` }));
+    try {
+      const { key } = await stack.createAccount();
+      const three = client(`http://127.0.0.1:${third.port}/api/v1`, key);
+      const { body } = await client(stack.baseUrl, key).post('/code-builds', { prompt: 'x' });
+      expect((await three.get(`/jobs/${body.jobId}`)).body.status).to.equal('queued'); // cached in the third process
+
+      await proxy.cut(); // the third process can no longer hear announcements
+      await within(5000, async () => !third.runtime.amqp.isReady());
+      await stack.rt.jobs.claim(body.jobId, 'worker-b', 30_000); // announced while it was deaf
+      expect((await three.get(`/jobs/${body.jobId}`)).body.status).to.equal('processing');
+
+      await proxy.restore();
+      await within(15_000, async () => third.runtime.amqp.isReady());
+      expect((await three.get(`/jobs/${body.jobId}`)).body.status).to.equal('processing'); // cached again
+      await stack.rt.jobs.complete(body.jobId, 'worker-b', { done: 1 });
+      await within(250, async () => (await three.get(`/jobs/${body.jobId}`)).body.status === 'complete');
+    } finally {
+      await third.stop();
+      await proxy.close();
+    }
+  });
+
+  it('when a read was in flight while its job changed, then what it read is not kept', async () => {
+    const cache = createJobCache({ maxEntries: 10, ttlMs: 60_000 });
+    cache.ready();
+    const envelope = (status: string) => ({ accountId: 'acct_a', envelope: { jobId: 'code_1', status } }) as unknown as CachedJob;
+    let release!: (v: CachedJob) => void;
+    const slow = cache.get('acct_a', 'code_1', () => new Promise<CachedJob>((r) => (release = r)));
+    cache.invalidate({ jobId: 'code_1' }); // the job moved while the read was on its way
+    release(envelope('queued'));
+    expect((await slow)?.status).to.equal('queued'); // the caller gets what it read
+    let reads = 0;
+    const fresh = await cache.get('acct_a', 'code_1', async () => (reads++, envelope('processing')));
+    expect(reads).to.equal(1); // the stale read was not stored
+    expect(fresh?.status).to.equal('processing');
+    expect((await cache.get('acct_a', 'code_1', async () => (reads++, envelope('x'))))?.status).to.equal('processing');
+    expect(reads).to.equal(1); // and the fresh one was
+  });
+});
