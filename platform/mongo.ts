@@ -62,6 +62,9 @@ export const COLLECTIONS = {
   personaDeployments: 'persona_deployments',
   personaConversations: 'persona_conversations',
   personaEvents: 'persona_events',
+  /** Developer console sessions and one-time sign-in links, stored by the sha256 of their secret (api/console). */
+  consoleSessions: 'console_sessions',
+  consoleLinks: 'console_sign_in_links',
 } as const;
 
 export interface AccountDoc {
@@ -183,6 +186,12 @@ export interface AuditDoc {
   durationMs: number;
   creditsCharged: number;
   requestId: string;
+  /** Set on calls made over the MCP server (route `/mcp`). */
+  via?: 'mcp';
+  /** The MCP tool called. */
+  tool?: string;
+  /** Names of the MCP call's top-level arguments; never their values (SPEC 8). */
+  argNames?: string[];
 }
 
 export interface IdempotencyDoc {
@@ -322,5 +331,8 @@ export async function ensureIndexes(m: Database): Promise<void> {
     m.db.collection(COLLECTIONS.webhookDeliveries).createIndex({ at: 1 }),
     // Live memories are listed and trimmed newest first per account (platform/live/memory.ts).
     m.db.collection(COLLECTIONS.liveMemories).createIndex({ accountId: 1, createdAt: -1 }),
+    // Expired console sessions and sign-in links are deleted by expiresAt (api/console/console.sessions.ts).
+    m.db.collection(COLLECTIONS.consoleSessions).createIndex({ expiresAt: 1 }),
+    m.db.collection(COLLECTIONS.consoleLinks).createIndex({ expiresAt: 1 }),
   ]);
 }

@@ -1,7 +1,18 @@
-import { Router } from 'express';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
+import { API_PLANS } from '../../contracts/registry';
+import { metrics } from '../../monitoring/metrics';
 import type { AuthCache } from '../../platform/accounts';
 import type { AuditRecorder } from '../../platform/audit/audit.recorder';
+import { AppError, boundedMessage, toAppError } from '../../platform/errors';
+import { newId } from '../../platform/ids';
 import type { Runtime } from '../../platform/runtime';
+import { locals } from '../http/context';
+import { jsonBody } from '../middleware/body';
+import { rateLimit } from '../middleware/rate-limit';
+import { argNamesOf, createMcpServer, MCP_AUDIT_ROUTE } from './mcp.server';
+import { createMcpTools } from './mcp.tools';
 
 /** What the MCP server shares with the REST API of this process. */
 export interface McpParts {
@@ -9,7 +20,114 @@ export interface McpParts {
   audit: AuditRecorder;
 }
 
-/** The Model Context Protocol server (Streamable HTTP), mounted at /mcp. */
-export function mcpRoutes(_rt: Runtime, _parts: McpParts): Router {
-  return Router();
+/** JSON-RPC error code for HTTP-level refusals (the range -32000..-32099 is the server's own). */
+const HTTP_REFUSED = -32000;
+
+/**
+ * Answer an HTTP-level refusal as a JSON-RPC error (what MCP clients parse), carrying the REST
+ * API's Error shape in `error.data` (what our other clients parse). A 401 says how to
+ * authenticate (RFC 6750 WWW-Authenticate).
+ */
+function sendRefusal(res: Response, status: number, err: AppError, rpcCode: number = HTTP_REFUSED): void {
+  const { requestId } = locals(res);
+  const message = boundedMessage(err.message);
+  for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+  // RFC 6750 3.1: no error attribute when no credentials were sent.
+  if (status === 401) res.setHeader('WWW-Authenticate', err.message.startsWith('missing') ? 'Bearer realm="mcp"' : 'Bearer realm="mcp", error="invalid_token"');
+  res.status(status).json({ jsonrpc: '2.0', id: null, error: { code: rpcCode, message, data: { code: err.code, message, requestId } } });
+}
+
+/**
+ * Bearer svc_… through the same auth cache as the REST API (a revoked key is refused as soon as
+ * the invalidation arrives), the same plan check; 401 / 403 as SPEC 5 says.
+ */
+function authenticateMcp(authCache: AuthCache): RequestHandler {
+  return async (req, res, next) => {
+    const m = /^Bearer\s+(\S+)$/i.exec(req.get('authorization') ?? '');
+    if (!m?.[1]) return next(new AppError('unauthorized', 'missing API key: send Authorization: Bearer svc_…'));
+    const found = await authCache.authenticate(m[1]);
+    if (!found) return next(new AppError('unauthorized', 'invalid or revoked API key'));
+    if (!API_PLANS.includes(found.account.plan)) {
+      return next(new AppError('plan_required', `the ${found.account.plan} plan has no API access; upgrade to Pro or Teams`));
+    }
+    locals(res).auth = found;
+    next();
+  };
+}
+
+/** The single tools/call of a body, if it is one: for the audit entry of a refused request. */
+const toolCallOf = (body: unknown): { name: string; args: unknown } | undefined => {
+  const b = body as { method?: unknown; params?: { name?: unknown; arguments?: unknown } } | undefined;
+  return b?.method === 'tools/call' && typeof b.params?.name === 'string' ? { name: b.params.name, args: b.params.arguments } : undefined;
+};
+
+/**
+ * The Model Context Protocol server (Streamable HTTP transport), mounted at /mcp.
+ *
+ * Stateless: every POST gets a new SDK server and transport, built for the key that sent it, and
+ * answers with JSON (no SSE stream is kept open). Nothing lives in this process between requests,
+ * so any API process can serve any request (no sticky sessions, no session map to lose when a
+ * process restarts), and a key revoked between two calls is refused on the next one. Without
+ * sessions there is nothing to resume (GET) or terminate (DELETE): both answer 405, as the
+ * transport specification allows.
+ *
+ * Order: authentication → JSON body (the API's size, depth and operator-name rules) → the REST
+ * API's rate limit (same per-key counter, so MCP and REST share one budget) → transport.
+ */
+export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
+  const { config, log } = rt;
+  const r = Router();
+  const tools = createMcpTools(rt);
+
+  r.use((_req, res, next) => {
+    res.locals.route = MCP_AUDIT_ROUTE;
+    next();
+  });
+  // GET (a server-to-client stream) and DELETE (end a session) have nothing to act on here.
+  const notAllowed: RequestHandler = (_req, res) => {
+    res.setHeader('Allow', 'POST');
+    sendRefusal(res, 405, new AppError('bad_request', 'this MCP server is stateless: it keeps no stream to open (GET) or session to end (DELETE); POST JSON-RPC messages'));
+  };
+  r.get('/', notAllowed);
+  r.delete('/', notAllowed);
+  r.post(
+    '/',
+    authenticateMcp(parts.authCache),
+    ...jsonBody(config.BODY_LIMIT_BYTES),
+    rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }),
+    async (req, res) => {
+      if (req.body === undefined) throw new AppError('invalid_json', 'body: a JSON-RPC message is required');
+      const l = locals(res);
+      const server = createMcpServer(tools, { auth: l.auth!, requestId: l.requestId, audit: parts.audit, log });
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      res.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      await transport.handleRequest(req, res, req.body);
+    },
+  );
+  r.all('/', notAllowed);
+
+  const onError: ErrorRequestHandler = async (err, req, res, _next) => {
+    const appErr = toAppError(err, { request: true });
+    metrics.errors.inc({ code: appErr.code, source: 'mcp' });
+    if (appErr.status >= 500) log.error('mcp request failed', { requestId: locals(res).requestId, code: appErr.code, err: (appErr.cause as Error) ?? appErr });
+    if (res.headersSent) return res.end();
+    const auth = locals(res).auth;
+    // A refused tools/call (rate limit) is a call too: it goes in the audit log, names only.
+    const call = auth && toolCallOf(req.body);
+    const known = call && tools.some((t) => t.name === call.name);
+    if (auth && call) {
+      await parts.audit.record({
+        _id: newId('aud'), at: new Date(), accountId: auth.account._id, keyId: auth.key._id, method: 'POST', route: MCP_AUDIT_ROUTE,
+        status: appErr.status, durationMs: Number(process.hrtime.bigint() - locals(res).startedAt) / 1e6, creditsCharged: 0,
+        requestId: locals(res).requestId, via: 'mcp', ...(known ? { tool: call.name } : {}), argNames: argNamesOf(call.args),
+      });
+    }
+    sendRefusal(res, appErr.status, appErr, appErr.code === 'invalid_json' ? ErrorCode.ParseError : HTTP_REFUSED);
+  };
+  r.use(onError);
+  return r;
 }

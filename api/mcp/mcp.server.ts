@@ -1,0 +1,143 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { metrics } from '../../monitoring/metrics';
+import { AppError, boundedMessage, clip, toAppError } from '../../platform/errors';
+import { newId } from '../../platform/ids';
+import type { Logger } from '../../platform/log';
+import type { AuditRecorder } from '../../platform/audit/audit.recorder';
+import { formatIssues } from '../../platform/validation';
+import type { AuthContext } from '../http/context';
+import { hasScopeFor, type McpTool } from './mcp.tools';
+
+/** Name and version the server announces in `initialize`. */
+export const MCP_SERVER_INFO = { name: 'svc-mcp', version: '1.0.0' } as const;
+
+/** The route recorded in the audit log for MCP calls (the tool name goes in `tool`). */
+export const MCP_AUDIT_ROUTE = '/mcp';
+
+/** At most this many argument names are recorded per call, each cut to ECHO_MAX characters. */
+const ARG_NAMES_MAX = 50;
+
+/**
+ * The names of a call's top-level arguments, for the audit log (SPEC 8: for MCP calls only
+ * argument names, never values). Bounded: names are caller input too.
+ */
+export const argNamesOf = (args: unknown): string[] =>
+  args && typeof args === 'object' && !Array.isArray(args) ? Object.keys(args).slice(0, ARG_NAMES_MAX).map((n) => clip(n)) : [];
+
+/**
+ * A tool's input as JSON Schema (draft 2020-12, the input side of the contract, as in /openapi).
+ * MCP wants `type: "object"` at the top, so a contract that zod emits as a `$ref` to its
+ * registry id is inlined, its other definitions kept beside it.
+ */
+export function toolInputSchema(schema: z.ZodObject): Tool['inputSchema'] {
+  const json = z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any', io: 'input' }) as Record<string, unknown> & {
+    $ref?: string;
+    $defs?: Record<string, Record<string, unknown>>;
+  };
+  delete json.$schema;
+  const top = json.$ref?.startsWith('#/$defs/') ? json.$defs?.[json.$ref.slice('#/$defs/'.length)] : undefined;
+  if (!top) return json as Tool['inputSchema'];
+  const { $ref: _ref, ...rest } = json;
+  return { ...rest, ...top } as Tool['inputSchema'];
+}
+
+const described = new WeakMap<McpTool, Tool>();
+
+/** A tool as tools/list shows it; computed once per tool (JSON Schema generation is not free). */
+function describeTool(t: McpTool): Tool {
+  let d = described.get(t);
+  if (!d) {
+    d = {
+      name: t.name,
+      description: `${t.endpoint.summary} Scope: ${t.endpoint.scopes.join(' or ')}.`,
+      inputSchema: toolInputSchema(t.input),
+      // No tool deletes anything; every create makes something new.
+      annotations: { readOnlyHint: t.endpoint.method === 'get', destructiveHint: false, idempotentHint: t.endpoint.method === 'get', openWorldHint: false },
+    };
+    described.set(t, d);
+  }
+  return d;
+}
+
+/** What one MCP request's server works with. */
+export interface McpCallContext {
+  auth: AuthContext;
+  requestId: string;
+  audit: AuditRecorder;
+  log: Logger;
+}
+
+/** A tool error result: the Error shape's code and message, so clients can branch on `code`. */
+const toolError = (err: AppError, requestId: string): CallToolResult => {
+  const message = boundedMessage(err.message);
+  return {
+    isError: true,
+    content: [{ type: 'text', text: `${err.code}: ${message}` }],
+    structuredContent: { error: { code: err.code, message, requestId } },
+  };
+};
+
+/**
+ * The MCP server of one HTTP request, for one authenticated key.
+ *
+ * Built on the SDK's low-level `Server` rather than `McpServer.registerTool`: McpServer validates
+ * arguments before the tool's callback runs, so a call without the key's scope would be answered
+ * with a schema error instead of the missing scope, and a call refused by validation would never
+ * reach the audit log. Here each tools/call goes: scope check → the contract's zod parse (errors
+ * name the field, as the REST API's do) → the service → one audit entry, written before the
+ * answer leaves (as the REST audit middleware does).
+ */
+export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext): Server {
+  const { auth, requestId } = ctx;
+  const server = new Server(MCP_SERVER_INFO, { capabilities: { tools: {} } });
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  const visible = tools.filter((t) => !t.listedOnlyWithScope || hasScopeFor(t, auth.key.scopes));
+
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: visible.map(describeTool) }));
+
+  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+    const t = byName.get(request.params.name);
+    if (!t) throw new McpError(ErrorCode.InvalidParams, `unknown tool: ${clip(request.params.name)}; tools/list names the tools of this key`);
+    const started = process.hrtime.bigint();
+    const args = request.params.arguments ?? {};
+    let status = t.endpoint.status as number;
+    let charged = 0;
+    let result: CallToolResult;
+    try {
+      if (!hasScopeFor(t, auth.key.scopes)) {
+        throw new AppError('forbidden', `this key lacks the scope for ${t.name}: needs ${t.endpoint.scopes.join(' or ')}`);
+      }
+      const parsed = t.input.safeParse(args, { reportInput: true });
+      if (!parsed.success) throw new AppError('validation_error', formatIssues(parsed.error.issues));
+      const out = await t.run({ auth, requestId }, parsed.data as never);
+      charged = out.charged;
+      const payload = out.payload as Record<string, unknown>;
+      result = { content: [{ type: 'text', text: JSON.stringify(payload) }], structuredContent: payload };
+    } catch (err) {
+      const appErr = toAppError(err);
+      status = appErr.status;
+      metrics.errors.inc({ code: appErr.code, source: 'mcp' });
+      if (appErr.status >= 500) ctx.log.error('mcp tool failed', { requestId, tool: t.name, code: appErr.code, err: (appErr.cause as Error) ?? appErr });
+      result = toolError(appErr, requestId);
+    }
+    await ctx.audit.record({
+      _id: newId('aud'),
+      at: new Date(),
+      accountId: auth.account._id,
+      keyId: auth.key._id,
+      method: 'POST',
+      route: MCP_AUDIT_ROUTE,
+      status,
+      durationMs: Number(process.hrtime.bigint() - started) / 1e6,
+      creditsCharged: charged,
+      requestId,
+      via: 'mcp',
+      tool: t.name,
+      argNames: argNamesOf(args),
+    });
+    return result;
+  });
+  return server;
+}

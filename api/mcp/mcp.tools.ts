@@ -1,0 +1,197 @@
+import { z } from 'zod';
+import { PathId } from '../../contracts/common';
+import { endpoints, type Endpoint } from '../../contracts/endpoints';
+import type { Scope } from '../../contracts/registry';
+import { driveCallerOf } from '../../platform/drive/access';
+import { notFound } from '../../platform/errors';
+import { createImagesService } from '../../platform/images/images.service';
+import { toEnvelope } from '../../platform/jobs';
+import { createPresentationsService } from '../../platform/presentations/presentations.service';
+import { createProjectsService } from '../../platform/projects/projects.service';
+import { createResearchService } from '../../platform/research/research.service';
+import type { Runtime } from '../../platform/runtime';
+import { createSongsService } from '../../platform/songs/songs.service';
+import { createVideosService } from '../../platform/videos/videos.service';
+import { createCodeBuildsService } from '../code-builds/code-builds.service';
+import { driveActorOf } from '../drive/drive.routes';
+import { createDriveService } from '../drive/drive.service';
+import { createDriveSearchService } from '../drive/search.service';
+import type { AuthContext } from '../http/context';
+
+/** What a tool runs with: the caller as authentication found it, and the MCP request's id. */
+export interface ToolContext {
+  auth: AuthContext;
+  requestId: string;
+}
+
+/** A tool's answer: what the REST route would have answered, and the credits it charged. */
+export interface ToolOutcome {
+  payload: unknown;
+  charged: number;
+}
+
+/**
+ * One MCP tool, mirroring one REST endpoint of the catalogue: its scopes, its success status (for
+ * the audit log) and its description come from that endpoint, its input schema from the same
+ * contract the route validates with.
+ */
+export interface McpTool {
+  /** WARNING: tool names are public (clients and their prompts call them by name); add, never rename. */
+  name: string;
+  endpoint: Endpoint;
+  input: z.ZodObject;
+  /** Opt-in Drive tools are listed only to keys that hold one of the endpoint's scopes. */
+  listedOnlyWithScope?: boolean;
+  run(ctx: ToolContext, args: never): Promise<ToolOutcome>;
+}
+
+/** The input of a tool that reads one resource by id: the catalogue's path id rule. */
+const ById = (what: string) => z.object({ id: PathId.describe(`Id of the ${what}.`) }).strict();
+
+/** Typed tool definition: `run` gets the contract's parsed output. */
+const tool = <S extends z.ZodObject>(t: Omit<McpTool, 'input' | 'run'> & { input: S; run(ctx: ToolContext, args: z.output<S>): Promise<ToolOutcome> }): McpTool =>
+  t as unknown as McpTool;
+
+const free = (payload: unknown): ToolOutcome => ({ payload, charged: 0 });
+
+/**
+ * The tools, each calling the service its REST route calls (same checks, same charges). Jobs
+ * started here get fresh ids: MCP has no Idempotency-Key header, and a client retrying a tool
+ * call asks for a new job (it polls the first one with get_job if it has its id).
+ */
+export function createMcpTools(rt: Runtime): McpTool[] {
+  const projects = createProjectsService(rt);
+  const presentations = createPresentationsService(rt);
+  const images = createImagesService(rt);
+  const videos = createVideosService(rt);
+  const songs = createSongsService(rt);
+  const codeBuilds = createCodeBuildsService(rt);
+  const research = createResearchService(rt);
+  const drive = createDriveService(rt);
+  const driveSearch = createDriveSearchService(rt);
+  const view = async (p: ReturnType<typeof projects.create>) => free(await projects.view(await p));
+
+  return [
+    tool({
+      name: 'create_flowchart',
+      endpoint: endpoints.createFlowchart,
+      input: endpoints.createFlowchart.body,
+      run: ({ auth }, b) =>
+        view(projects.create({ accountId: auth.account._id, kind: 'flowchart', name: b.name, description: b.description, tags: b.tags, content: { nodes: b.nodes, edges: b.edges } })),
+    }),
+    tool({
+      name: 'create_notes',
+      endpoint: endpoints.createNotes,
+      input: endpoints.createNotes.body,
+      run: ({ auth }, b) =>
+        view(projects.create({ accountId: auth.account._id, kind: 'notes', name: b.name, description: b.description, tags: b.tags, content: { markdown: b.markdown } })),
+    }),
+    tool({
+      name: 'create_whiteboard',
+      endpoint: endpoints.createWhiteboard,
+      input: endpoints.createWhiteboard.body,
+      run: ({ auth }, b) =>
+        view(projects.create({ accountId: auth.account._id, kind: 'whiteboard', name: b.name, description: b.description, tags: b.tags, content: { background: b.background, elements: b.elements } })),
+    }),
+    tool({
+      name: 'create_presentation',
+      endpoint: endpoints.createPresentation,
+      input: endpoints.createPresentation.body,
+      run: async ({ auth, requestId }, request) => {
+        const out = await presentations.create({ accountId: auth.account._id, features: auth.account.features, requestId, request });
+        return { payload: out.body, charged: out.charged };
+      },
+    }),
+    tool({
+      name: 'generate_image',
+      endpoint: endpoints.createImage,
+      input: endpoints.createImage.body,
+      run: async ({ auth, requestId }, request) => {
+        const result = await images.render({ account: auth.account, requestId, request });
+        return { payload: result, charged: result.charged };
+      },
+    }),
+    tool({
+      name: 'start_video',
+      endpoint: endpoints.createVideo,
+      input: endpoints.createVideo.body,
+      run: async ({ auth, requestId }, request) => {
+        const { envelope, charged } = await videos.dispatch({ account: auth.account, requestId, request });
+        return { payload: envelope, charged };
+      },
+    }),
+    tool({
+      name: 'start_song',
+      endpoint: endpoints.createSong,
+      input: endpoints.createSong.body,
+      run: async ({ auth, requestId }, request) => {
+        const { envelope, charged } = await songs.dispatch({ accountId: auth.account._id, requestId, request });
+        return { payload: envelope, charged };
+      },
+    }),
+    tool({
+      name: 'start_code_build',
+      endpoint: endpoints.createCodeBuild,
+      input: endpoints.createCodeBuild.body,
+      run: async ({ auth, requestId }, request) => {
+        const { envelope, charged } = await codeBuilds.dispatch({ accountId: auth.account._id, requestId, request });
+        return { payload: envelope, charged };
+      },
+    }),
+    tool({
+      name: 'start_research',
+      endpoint: endpoints.createResearch,
+      input: endpoints.createResearch.body,
+      run: async ({ auth, requestId }, request) => {
+        const { envelope, charged } = await research.dispatch({ accountId: auth.account._id, requestId, request, key: auth.key });
+        return { payload: envelope, charged };
+      },
+    }),
+    tool({
+      name: 'get_job',
+      endpoint: endpoints.getJob,
+      input: ById('job (vid_, song_, code_, res_, deck_, space_ …) as a start_* tool answered it'),
+      run: async ({ auth }, { id }) => {
+        const job = await rt.jobs.findForAccount(auth.account._id, id);
+        if (!job) throw notFound('job');
+        return free(toEnvelope(job));
+      },
+    }),
+    tool({
+      name: 'list_projects',
+      endpoint: endpoints.listProjects,
+      input: endpoints.listProjects.query,
+      run: async ({ auth }, q) => free(await projects.list(auth.account._id, q)),
+    }),
+    tool({
+      name: 'get_project',
+      endpoint: endpoints.getProject,
+      input: ById('project'),
+      run: async ({ auth }, { id }) => free(await projects.get(auth.account._id, id)),
+    }),
+    tool({
+      name: 'drive_list_files',
+      endpoint: endpoints.listDriveFiles,
+      listedOnlyWithScope: true,
+      input: endpoints.listDriveFiles.query,
+      run: async ({ auth }, q) => free(await drive.list(driveActorOf(auth), q)),
+    }),
+    tool({
+      name: 'drive_read_file',
+      endpoint: endpoints.getDriveFileText,
+      listedOnlyWithScope: true,
+      input: ById('Drive file'),
+      run: async ({ auth }, { id }) => free((await driveSearch.text(driveCallerOf(auth.key), id)).body),
+    }),
+    tool({
+      name: 'drive_search',
+      endpoint: endpoints.searchDrive,
+      listedOnlyWithScope: true,
+      input: endpoints.searchDrive.query,
+      run: async ({ auth }, q) => free(await driveSearch.search(driveCallerOf(auth.key), q)),
+    }),
+  ];
+}
+
+/** Whether a key's scopes let it call the tool ("read or ai": any one of the endpoint's scopes). */
+export const hasScopeFor = (t: McpTool, scopes: readonly Scope[]) => t.endpoint.scopes.some((s) => scopes.includes(s));
