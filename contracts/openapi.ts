@@ -205,7 +205,9 @@ export function buildOpenApi(opts: { serverUrl: string; implemented: ReadonlySet
         'Every response carries X-Request-Id; authenticated responses carry X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (seconds until the window resets). ' +
         'Asynchronous work answers 202 with a job envelope polled at GET /jobs/{id}. ' +
         'Input rules: request bodies are UTF-8 JSON objects nested at most 32 levels; unknown fields are refused with 400 naming them (POST /research excepted, SPEC 2.16: ignored); ' +
-        'field names never start with $ or hold . or NUL; strings never hold NUL, names and ids no control characters; error messages quote at most 64 characters of any input.',
+        'field names never start with $ or hold . or NUL; strings never hold NUL, names and ids no control characters; error messages quote at most 64 characters of any input. ' +
+        'Outside /api/v1 the same keys are accepted by the Model Context Protocol server at POST /mcp (Streamable HTTP, stateless; its tools mirror these operations with the same scopes and schemas), ' +
+        'and keys are created and revoked in the developer console at /console (SPEC 5.2).',
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [{ url: opts.serverUrl }],
