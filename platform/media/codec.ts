@@ -27,7 +27,20 @@ const rawInput = (img: RawImage) => {
  */
 export async function encodePng(img: RawImage, opts: { text?: Record<string, string>; compressionLevel?: number } = {}): Promise<Buffer> {
   const png = await rawInput(img).png({ compressionLevel: opts.compressionLevel ?? 6, adaptiveFiltering: false }).toBuffer();
-  const entries = Object.entries(opts.text ?? {});
+  return withText(png, opts.text);
+}
+
+/**
+ * Rasterise an SVG document (librsvg inside sharp: anti-aliased shapes, text shaped by pango with
+ * fontconfig's fonts) to PNG at 1 px per SVG unit. Slides are drawn this way. Deterministic.
+ */
+export async function renderSvgPng(svg: string, opts: { text?: Record<string, string>; compressionLevel?: number } = {}): Promise<Buffer> {
+  const png = await sharp(Buffer.from(svg), { density: 72, failOn: 'error' }).png({ compressionLevel: opts.compressionLevel ?? 6, adaptiveFiltering: false }).toBuffer();
+  return withText(png, opts.text);
+}
+
+function withText(png: Buffer, text: Record<string, string> = {}): Buffer {
+  const entries = Object.entries(text);
   if (!entries.length) return png;
   const ihdrEnd = 8 + 8 + 13 + 4; // signature, IHDR length+type, IHDR data, CRC
   return Buffer.concat([png.subarray(0, ihdrEnd), ...entries.map(([k, v]) => textChunk(k, v)), png.subarray(ihdrEnd)]);

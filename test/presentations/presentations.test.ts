@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { decodePng } from '../../platform/media/png';
+import { decodeImage } from '../../platform/media/codec';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { fakeServer, listenEvents } from '../helpers/fake-provider';
@@ -9,7 +9,7 @@ const png = async (url: string) => {
   const res = await fetch(url);
   expect(res.status).to.equal(200);
   expect(res.headers.get('content-type')).to.equal('image/png');
-  return decodePng(Buffer.from(await res.arrayBuffer()));
+  return decodeImage(Buffer.from(await res.arrayBuffer()));
 };
 
 describe('POST /presentations (local deck engine)', () => {
@@ -41,7 +41,10 @@ describe('POST /presentations (local deck engine)', () => {
 
   it('when a brief is posted, then 201 returns the project with a generating deck_ job, and the deck builds 8 slides', async () => {
     const { api, accountId } = await account();
-    const r = await api.post('/presentations', { name: 'Q3 Growth Plan', brief: 'We grew revenue 40% in Q2. Churn fell to 3%. Next quarter we expand into Germany. Hiring focuses on sales engineers.', tags: ['board'] });
+    const brief =
+      'A plan for the third quarter. We grew revenue 40% in Q2. Enterprise deals now average $120k. Churn fell to 3%. Renewals reached 94% of contracts. ' +
+      'Next quarter we expand into Germany. We sign two reseller partners in the Nordics. Hiring focuses on sales engineers. Ramp time fell to four months.';
+    const r = await api.post('/presentations', { name: 'Q3 Growth Plan', brief, tags: ['board'] });
     expect(r.status, r.text).to.equal(201);
     const p = r.body;
     expect(p.id).to.match(/^prj_/);
@@ -60,12 +63,13 @@ describe('POST /presentations (local deck engine)', () => {
     const job = await waitForJob(api, p.job.jobId);
     expect(job.status, job.error).to.equal('complete');
     const res = job.result;
-    expect(res).to.include({ projectId: p.id, name: 'Q3 Growth Plan', slideCount: 8, requestedSlides: 8, partial: false, engine: 'local-outline-v1', slideMode: 'creator' });
+    expect(res).to.include({ projectId: p.id, name: 'Q3 Growth Plan', slideCount: 8, requestedSlides: 8, partial: false, engine: 'local-outline-v2', slideMode: 'creator' });
+    expect(res.notes).to.deep.equal(["outline: written offline by local-outline-v2 from the brief's own sentences (no language model); set DECK_ENGINE=openai for a model-written outline"]);
     expect(res.slides).to.have.length(8);
     expect(res.slides.map((s: any) => s.index)).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(res.slides[0].title).to.equal('Q3 Growth Plan');
     const first = await png(res.slides[1].imageUrl);
-    expect(first).to.include({ width: 960, height: 540 });
+    expect(first).to.include({ width: 1920, height: 1080, format: 'png' });
     expect(first.text.Title).to.equal(res.slides[1].title);
     const after = await stack.rt.db.db.collection('projects').findOne({ _id: p.id } as never);
     expect(after?.presentation.build.status).to.equal('built');
@@ -87,6 +91,18 @@ describe('POST /presentations (local deck engine)', () => {
     expect(jb.result.slideCount).to.equal(4);
     expect(jb.result.engine).to.equal('outline-as-written');
     expect(jb.result.slides.map((s: any) => [s.title, s.bullets])).to.deep.equal(outline.map((o) => [o.title, o.bullets]));
+  });
+
+  it('when the brief is short, then fewer slides are built from its facts and the notes say so instead of padding', async () => {
+    const { api } = await account();
+    const r = await api.post('/presentations', { name: 'Quarterly review', brief: 'We grew revenue 40% in Q2. Churn fell to 3%.', slideCount: 8 });
+    const job = await waitForJob(api, r.body.job.jobId);
+    expect(job.status, job.error).to.equal('complete');
+    expect(job.result).to.include({ slideCount: 5, requestedSlides: 5, partial: false, engine: 'local-outline-v2' });
+    expect(job.result.slides.map((s: any) => s.title)).to.deep.equal(['Quarterly review', 'Agenda', 'Revenue', 'Customers', 'Summary']);
+    expect(job.result.notes).to.include('outline: the brief holds enough for 5 slides, so 5 were written instead of the 8 asked, rather than filler');
+    const bullets = job.result.slides.flatMap((s: any) => s.bullets) as string[];
+    expect(bullets.some((b) => b.includes('Quarterly review'))).to.equal(false);
   });
 
   it('when neither brief nor a non-empty outline is given, then 400 names both and nothing is charged', async () => {
@@ -159,9 +175,9 @@ describe('POST /presentations (local deck engine)', () => {
     const job = await waitForJob(api, r.body.job.jobId);
     expect(job.result.theme).to.include({ source: 'brand', accent: '#e8590c', id: `brand:${new URL(brand.url).host}` });
     const slide = await png(job.result.slides[1].imageUrl);
-    // The accent bar left of the title (x 44–51, y 56–103) is painted in the brand colour.
-    const o = (80 * slide.width + 46) * slide.channels;
-    expect([...slide.pixels.subarray(o, o + 3)]).to.deep.equal([0xe8, 0x59, 0x0c]);
+    // The accent bar left of the title (x 76–91, y 104–167) is painted in the brand colour.
+    const o = (130 * slide.width + 84) * slide.channels;
+    expect([...slide.data.subarray(o, o + 3)]).to.deep.equal([0xe8, 0x59, 0x0c]);
   });
 
   it('when the brand page redirects to a private address, then the worker refuses the hop and keeps the built-in theme', async () => {
@@ -171,7 +187,7 @@ describe('POST /presentations (local deck engine)', () => {
     const job = await waitForJob(api, r.body.job.jobId);
     expect(job.status).to.equal('complete');
     expect(job.result.theme).to.include({ id: 'forest', source: 'builtin' });
-    expect(job.result.notes).to.have.length(1);
+    expect(job.result.notes.filter((n: string) => n.startsWith('brandUrl'))).to.have.length(1);
     expect(job.result.notes[0]).to.match(/^brandUrl: 10\.0\.0\.7 resolves to a private, link-local or reserved address/);
     expect(brand.requests.filter((x) => x.url === '/moved')).to.have.length(1);
   });
@@ -188,7 +204,8 @@ describe('POST /presentations (local deck engine)', () => {
     expect(layout.background.imageUrl).to.equal(s.imageUrl);
     expect(layout.elements.find((e: any) => e.id === 'title').text).to.equal('Body');
     expect(layout.elements.find((e: any) => e.id === 'bullets').items).to.deep.equal(['Three']);
-    expect((await png(s.imageUrl)).width).to.equal(960);
+    expect(layout).to.include({ version: 2, width: 1920, height: 1080, layout: 'bullets' });
+    expect((await png(s.imageUrl)).width).to.equal(1920);
   });
 
   it('when a deck completes, then presentation.completed names the project and slide count', async () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { decodePng } from '../../platform/media/png';
+import { decodeImage } from '../../platform/media/codec';
 import { listenToEvents } from '../helpers/events';
 import { client, eventually, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
@@ -21,7 +21,7 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
         return void res.end();
       }
       res.setHeader('content-type', 'image/png');
-      res.end(solidPng(32, 18, req.path.includes('blue') ? [20, 40, 220] : [220, 120, 20]));
+      res.end(await solidPng(32, 18, req.path.includes('blue') ? [20, 40, 220] : [220, 120, 20]));
     });
     stack = await startStack({ env: { ALLOW_LOOPBACK_URLS: 'true', VIDEO_RENDER_SCALE: String(SCALE), POOL_CONCURRENCY: 'video=2' } });
   });
@@ -71,7 +71,7 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
       expect(probe.duration).to.be.closeTo(res.durationSeconds, 0.05);
       expect(res.durationSeconds).to.be.closeTo(1, 0.1);
 
-      const poster = decodePng(Buffer.from(await (await fetch(res.posterUrl)).arrayBuffer()));
+      const poster = await decodeImage(Buffer.from(await (await fetch(res.posterUrl)).arrayBuffer()));
       expect([poster.width, poster.height]).to.deep.equal([96, 54]);
 
       // HTTP Range on the MP4: exactly the asked bytes.

@@ -67,6 +67,11 @@ export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.c
         );
       }
 
+      if (!input.outline?.length && engine.offline) {
+        notes.push(`outline: written offline by ${engine.name} from the brief's own sentences (no language model); set DECK_ENGINE=openai for a model-written outline`);
+        if (items.length < input.slideCount) notes.push(`outline: the brief holds enough for ${items.length} slides, so ${items.length} were written instead of the ${input.slideCount} asked, rather than filler`);
+      }
+
       const slides: DeckSlide[] = [];
       for (const [index, item] of items.entries()) {
         const parsed = OutlineItem.safeParse(item);
@@ -79,7 +84,7 @@ export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.c
           continue;
         }
         try {
-          const { png, layout } = renderSlide({ slide: parsed.data, index, total: items.length, deckName: input.name, companyName: input.companyName, theme, visualStyle: input.visualStyle, mode: input.slideMode });
+          const { png, layout } = await renderSlide({ slide: parsed.data, index, total: items.length, deckName: input.name, companyName: input.companyName, theme, visualStyle: input.visualStyle, mode: input.slideMode });
           const num = String(index + 1).padStart(2, '0');
           const imageName = input.slideMode === 'creator' ? `slide-${num}.png` : `slide-${num}-background.png`;
           const image = await rt.blobs.put(png, { contentType: 'image/png', filename: imageName, accountId });

@@ -14,5 +14,7 @@ export interface OutlineInput {
  */
 export interface DeckEngine {
   readonly name: string;
+  /** True for an author that runs without a model (the result's notes say so). */
+  readonly offline?: boolean;
   authorOutline(input: OutlineInput, ctx: { signal: AbortSignal; progress(raw: string, msg: string): Promise<void> }): Promise<unknown[]>;
 }

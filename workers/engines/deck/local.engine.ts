@@ -1,25 +1,43 @@
 import type { OutlineItem } from '../../../contracts/presentations';
 import type { DeckEngine, OutlineInput } from './deck.engine';
 
-const STOP = new Set('about above after again also and another any are because been before being between both but can could does doing down during each even every from further have having here into itself just more most much must need only other over same should some such than that their them then there these they this those through under until very what when where which while will with within without would your yours ours that'.split(' '));
+const STOP = new Set('about above after again also and another any are because been before being between both but can could does doing down during each even every from further have having here into itself just more most much must need only other over same should some such than that their them then there these they this those through under until very what when where which while will with within without would your yours ours our we us its it is was were has had not per next last new'.split(' '));
 
-const clip = (s: string, n = 90) => (s.length > n ? `${s.slice(0, n - 3).trimEnd()}...` : s);
-const cap = (w: string) => w[0]!.toUpperCase() + w.slice(1);
+/** The engine's name in results: v2 splits the brief's facts into topics and never pads. */
+export const LOCAL_OUTLINE_ENGINE = 'local-outline-v2';
+/** At most this many bullets on a body slide (the rest of a long brief is left out). */
+const MAX_BULLETS = 8;
+const MAX_BULLET_CHARS = 300;
 
+const cap = (w: string) => (w ? w[0]!.toUpperCase() + w.slice(1) : w);
+const norm = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
+const clip = (s: string) => {
+  if (s.length <= MAX_BULLET_CHARS) return s;
+  const cut = s.slice(0, MAX_BULLET_CHARS - 1);
+  return `${cut.slice(0, cut.lastIndexOf(' ') > 200 ? cut.lastIndexOf(' ') : cut.length).trimEnd()}…`;
+};
+
+/** The brief's sentences (and list lines), cleaned of list markers, in order, without duplicates. */
 export function briefSentences(brief: string): string[] {
+  const seen = new Set<string>();
   return brief
     .split(/(?<=[.!?;])\s+|\n+/)
-    .map((s) => s.replace(/^[-*•\d.)\s]+/, '').replace(/\s+/g, ' ').trim().replace(/[.;]$/, ''))
-    .filter((s) => s.length > 3);
+    .map((s) => s.replace(/^\s*(?:[-*•–]|\d+[.)])\s+/, '').replace(/\s+/g, ' ').trim().replace(/[.;]$/, ''))
+    .filter((s) => {
+      const k = norm(s);
+      if (s.length <= 3 || !k || seen.has(k)) return false;
+      seen.add(k);
+      return true;
+    });
 }
 
 /** Words of 4+ letters that are not stop words, most frequent first (ties: first seen). */
-export function keywords(text: string): string[] {
+export function keywords(text: string, exclude: ReadonlySet<string> = new Set()): string[] {
   const counts = new Map<string, { n: number; first: number }>();
   let i = 0;
   for (const w of text.toLowerCase().split(/[^\p{L}\p{N}-]+/u)) {
     i++;
-    if (w.length < 4 || STOP.has(w) || /^\d+$/.test(w)) continue;
+    if (w.length < 4 || STOP.has(w) || exclude.has(w) || /^[\d-]+$/.test(w)) continue;
     const c = counts.get(w);
     if (c) c.n++;
     else counts.set(w, { n: 1, first: i });
@@ -27,41 +45,153 @@ export function keywords(text: string): string[] {
   return [...counts.entries()].sort((a, b) => b[1].n - a[1].n || a[1].first - b[1].first).map(([w]) => w);
 }
 
+/** Figures a reader remembers: percentages, money, multiples, large or suffixed numbers. */
+const FIGURES = /[$€£¥]\s?\d[\d,.]*(?:\s?(?:k|m|bn|million|billion)\b)?|[+-]?\d[\d,.]*\s?(?:%|x\b|×)|\b\d{1,3}(?:,\d{3})+\b|\b\d+(?:\.\d+)?\s?(?:k|m|bn|million|billion)\b/gi;
+
+/** Business topics a brief's sentences are sorted into (title, words that signal it). */
+const TOPICS: [string, RegExp][] = [
+  ['Revenue', /\b(?:revenue|sales|bookings|arr|mrr|growth|grew|grow|grows|deals?|pipeline|quota|win rate|upsell|orders?)\b/gi],
+  ['Customers', /\b(?:customers?|clients?|churn|retention|renewals?|nps|satisfaction|users?|logos?)\b/gi],
+  ['Markets', /\b(?:markets?|expand|expanding|expansion|regions?|countr(?:y|ies)|international|emea|apac|americas|competitors?|competition|partners?|partnerships?)\b/gi],
+  ['Product', /\b(?:products?|features?|releases?|released|launch(?:es|ed)?|platform|beta|integrations?)\b/gi],
+  ['Team', /\b(?:hir(?:e|es|ing|ed)|headcount|team|teams|staff|people|recruit\w*|engineers|reps?|ramp|onboarding|training)\b/gi],
+  ['Pricing', /\b(?:pricing|prices?|priced|discount\w*|list price|packaging)\b/gi],
+  ['Costs', /\b(?:costs?|margins?|budget|spend|spending|expenses?|profit\w*|cash|burn|savings?)\b/gi],
+  ['Risks', /\b(?:risks?|threats?|challenges?|concerns?|blockers?|delays?|headwinds?)\b/gi],
+  ['Next steps', /\b(?:next|plan|plans|planned|goals?|targets?|priorit\w+|roadmap|will)\b/gi],
+];
+
+/** The topic a sentence speaks to most (most signal words, ties: the earliest), or null. */
+function topicOf(sentence: string): string | null {
+  // A sentence that opens with a topic's label ("Risks: …") belongs to that topic.
+  const label = /^([\p{L} ]{3,30}):/u.exec(sentence)?.[1];
+  const labelled = label && TOPICS.find(([, re]) => new RegExp(`^(?:${re.source})$`, 'i').test(label.trim()));
+  if (labelled) return labelled[0];
+  let best: { title: string; n: number; at: number } | null = null;
+  for (const [title, re] of TOPICS) {
+    const hits = [...sentence.matchAll(re)];
+    if (!hits.length) continue;
+    const cand = { title, n: hits.length, at: hits[0]!.index };
+    if (!best || cand.n > best.n || (cand.n === best.n && cand.at < best.at)) best = cand;
+  }
+  return best?.title ?? null;
+}
+
+interface Section {
+  title: string;
+  facts: string[];
+  /** The titles merged into this one ("Team", "Customers" → "Team and customers"). */
+  parts: string[];
+}
+
+const joinTitles = (parts: string[]) => (parts.length === 1 ? parts[0]! : `${parts.slice(0, -1).join(', ')} and ${parts.at(-1)!.replace(/^\p{Lu}(?!\p{Lu})/u, (c) => c.toLowerCase())}`);
+
 /**
- * local-outline-v1: an offline, deterministic outline author. Slide 1 is the title slide (the
- * deck name over the brief's first sentence); the middle slides take the brief's sentences in
- * order, a few per slide, titled by the keyword that leads their chunk; when the brief is short,
- * the brief's keywords carry the remaining slides; the last slide sums up the key themes.
+ * local-outline-v2: an offline, deterministic outline author that only restates the brief. Each
+ * sentence of the brief is used once: the first as the title slide's subtitle (when the brief has
+ * facts to spare), the rest sorted into topic sections (revenue, customers, markets, product,
+ * team, pricing, costs, risks, next steps; sentences of no known topic keep their place and
+ * are titled by their keywords). Sections are split or merged towards the slide count asked; an
+ * agenda lists them and a summary gives each its figures or key words. A short brief makes fewer
+ * slides, never padding: the deck pool notes when fewer slides were written than asked. A section
+ * shows at most 8 sentences: a brief far longer than the deck asked loses its surplus.
  */
 export function authorLocally(input: OutlineInput): OutlineItem[] {
-  const sents = briefSentences(input.brief);
-  const kws = keywords(input.brief);
-  const middle = input.slideCount - 2;
-  const slides: OutlineItem[] = [];
-  slides.push({ title: input.name, bullets: [clip(sents[0] ?? input.brief.trim(), 120), ...(input.companyName ? [`Presented by ${input.companyName}`] : [])] });
+  const nameWords = new Set(norm(input.name).split(' '));
+  const nameKey = norm(input.name);
+  let facts = briefSentences(input.brief).filter((s) => norm(s) !== nameKey);
+  if (!facts.length && input.brief.trim() && norm(input.brief) !== nameKey) facts = [input.brief.trim().replace(/\s+/g, ' ')];
+  const wantAgenda = input.slideCount >= 5;
+  const bodyMax = Math.max(1, input.slideCount - 2 - (wantAgenda ? 1 : 0));
 
-  const body = sents.slice(1).length ? sents.slice(1) : sents;
-  const usedTitles = new Set<string>();
-  for (let i = 0; i < middle; i++) {
-    const chunk = body.slice(Math.floor((i * body.length) / middle), Math.floor(((i + 1) * body.length) / middle)).slice(0, 4);
-    let topic = keywords(chunk.join(' ')).find((k) => !usedTitles.has(k)) ?? kws.find((k) => !usedTitles.has(k)) ?? kws[i % Math.max(1, kws.length)] ?? `part ${i + 1}`;
-    if (usedTitles.has(topic)) topic = `${topic} (${i + 1})`;
-    usedTitles.add(topic);
-    const bullets = chunk.length
-      ? chunk.map((s) => clip(s))
-      : [`What ${topic} means for ${input.name}`, `Where ${topic} stands today`, `Next steps on ${topic}`];
-    slides.push({ title: cap(topic), bullets });
-  }
-  const themes = kws.slice(0, 4);
-  slides.push({ title: 'Summary', bullets: themes.length ? themes.map((k) => `Key theme: ${cap(k)}`) : ['Thank you'] });
+  const subtitle = facts.length > bodyMax ? facts.shift() : undefined;
+  const sections = sectionsOf(facts, nameWords);
+  while (sections.length > bodyMax) mergeSmallest(sections);
+  splitTowards(sections, bodyMax, nameWords);
+
+  const slides: OutlineItem[] = [];
+  slides.push({ title: input.name, bullets: [...(subtitle ? [clip(subtitle)] : []), ...(input.companyName ? [`Presented by ${input.companyName}`] : [])] });
+  if (wantAgenda && sections.length >= 2) slides.push({ title: 'Agenda', bullets: sections.map((s) => s.title) });
+  for (const s of sections) slides.push({ title: s.title, bullets: s.facts.slice(0, MAX_BULLETS).map(clip) });
+  if (sections.length) slides.push({ title: 'Summary', bullets: sections.slice(0, 12).map((s) => takeaway(s, nameWords)) });
   return slides;
+}
+
+/** Group facts by topic (in order of first appearance); runs of unknown topic stay together. */
+function sectionsOf(facts: string[], nameWords: ReadonlySet<string>): Section[] {
+  const byTopic = new Map<string, Section>();
+  const sections: Section[] = [];
+  let loose: Section | null = null;
+  for (const fact of facts) {
+    const topic = topicOf(fact);
+    if (!topic) {
+      if (!loose) sections.push((loose = { title: '', facts: [], parts: [] }));
+      loose.facts.push(fact);
+      continue;
+    }
+    loose = null;
+    let s = byTopic.get(topic);
+    if (!s) {
+      byTopic.set(topic, (s = { title: topic, facts: [], parts: [topic] }));
+      sections.push(s);
+    }
+    s.facts.push(fact);
+  }
+  const used = new Set(sections.map((s) => s.title).filter(Boolean));
+  for (const s of sections.filter((x) => !x.title)) s.parts = [(s.title = keywordTitle(s.facts, nameWords, used))];
+  return sections;
+}
+
+/** A title from a section's own key words ("Brand and story"), distinct from those in use. */
+function keywordTitle(facts: string[], nameWords: ReadonlySet<string>, used: Set<string>): string {
+  const kws = keywords(facts.join(' '), nameWords);
+  const candidates = [kws.length >= 2 ? `${cap(kws[0]!)} and ${kws[1]}` : null, ...kws.map(cap), 'Key points', 'Further points'];
+  let title = candidates.find((c): c is string => Boolean(c) && !used.has(c!)) ?? `Points ${used.size + 1}`;
+  for (let i = 2; used.has(title); i++) title = `Points ${i}`;
+  used.add(title);
+  return title;
+}
+
+/** Merge the adjacent pair of sections with the fewest facts between them. */
+function mergeSmallest(sections: Section[]) {
+  let at = 0;
+  for (let i = 1; i < sections.length - 1; i++) if (sections[i]!.facts.length + sections[i + 1]!.facts.length < sections[at]!.facts.length + sections[at + 1]!.facts.length) at = i;
+  const [a, b] = [sections[at]!, sections[at + 1]!];
+  const parts = [...a.parts, ...b.parts];
+  sections.splice(at, 2, { title: joinTitles(parts), facts: [...a.facts, ...b.facts], parts });
+}
+
+/** Split the largest section in halves (the second titled by its own key word) until `max` or one fact each. */
+function splitTowards(sections: Section[], max: number, nameWords: ReadonlySet<string>) {
+  const used = new Set(sections.map((s) => s.title));
+  while (sections.length < max) {
+    const at = sections.reduce((best, s, i) => (s.facts.length > sections[best]!.facts.length ? i : best), 0);
+    const s = sections[at];
+    if (!s || s.facts.length < 2) return;
+    const half = Math.ceil(s.facts.length / 2);
+    const second = s.facts.slice(half);
+    const word = keywords(second.join(' '), new Set([...nameWords, ...norm(s.title).split(' ')])).find((k) => !used.has(`${s.title}: ${cap(k)}`));
+    const title = word ? `${s.title}: ${cap(word)}` : `${s.title}, continued`;
+    used.add(title);
+    sections.splice(at, 1, { ...s, facts: s.facts.slice(0, half) }, { title, facts: second, parts: [title] });
+  }
+}
+
+/** A section in one line: its title with the figures it quotes, else its two key words. */
+function takeaway(s: Section, nameWords: ReadonlySet<string>): string {
+  const text = s.facts.join(' ');
+  const figures = [...new Set([...text.matchAll(FIGURES)].map((m) => m[0].trim()))];
+  const words = keywords(text, new Set([...nameWords, ...norm(s.title).split(' ')]));
+  const parts = figures.length ? figures.slice(0, 3) : words.slice(0, 2);
+  return parts.length ? `${s.title}: ${parts.join(', ')}` : s.title;
 }
 
 export function createLocalDeckEngine(): DeckEngine {
   return {
-    name: 'local-outline-v1',
+    name: LOCAL_OUTLINE_ENGINE,
+    offline: true,
     async authorOutline(input, ctx) {
-      await ctx.progress('outlining', `Writing a ${input.slideCount}-slide outline from the brief`);
+      await ctx.progress('outlining', `Writing an outline of up to ${input.slideCount} slides from the brief`);
       return authorLocally(input);
     },
   };

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { encodePng } from '../../../platform/media/png';
+import { encodePng } from '../../../platform/media/codec';
 import { UnrecoverableError } from '../../pool/errors';
 import { colourWordsIn, paint, paletteFor, prng, seedBytes, type Rgb } from '../image/procedural';
 import { runFfmpeg, type FfmpegTools } from './ffmpeg';
@@ -66,7 +66,7 @@ export function createLocalVideoEngine(opts: { tools: FfmpegTools; scale: number
           },
         });
         const keyframe = path.join(ctx.workDir, 'keyframe.png');
-        await writeFile(keyframe, encodePng(kw, kh, pixels, 3));
+        await writeFile(keyframe, await encodePng({ width: kw, height: kh, channels: 3, data: Buffer.from(pixels.buffer, pixels.byteOffset, pixels.byteLength) }));
         const light = palette.slice(0, 8);
         while (light.length < 2) light.push([255, 255, 255]);
         const colours = light.map((c, i) => `c${i}=${hex(c)}`).join(':');
