@@ -189,6 +189,8 @@ export const ConfigSchema = z.object({
   // --- [block:mcp] issue 16: MCP server ---
   // --- [end:mcp] ---
   // --- [block:console] issue 16: developer console ---
+  CONSOLE_LINK_TTL_MINUTES: z.coerce.number().int().min(1).max(1440).default(15).describe('How long a developer console sign-in link (npm run console:link) stays valid, in minutes; each link works once.'),
+  CONSOLE_SESSION_TTL_HOURS: z.coerce.number().min(0.1).max(720).default(12).describe('Developer console session lifetime in hours, sliding: every page view extends it; an idle session ends after this long.'),
   // --- [end:console] ---
   // --- [block:ops] issue 16: operations pack ---
   // --- [end:ops] ---

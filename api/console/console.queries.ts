@@ -1,0 +1,143 @@
+import type { Filter } from 'mongodb';
+import { z } from 'zod';
+import { endpoints } from '../../contracts/endpoints';
+import { decodeCursor, encodeCursor, keysetPage, type Page } from '../../platform/lists';
+import { expressPath } from '../http/route';
+import type { ApiKeyDoc, AuditDoc, Database, JobDoc, LedgerDoc } from '../../platform/mongo';
+
+/** How far back the audit log and its filters reach (SPEC 8: entries are kept 90 days). */
+export const AUDIT_DAYS = 90;
+/** Days the usage chart shows. */
+export const CHART_DAYS = 30;
+const DAY_MS = 86_400_000;
+const PAGE_SIZE = 50;
+
+const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD').refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)), 'must be a real date');
+const optional = <T extends z.ZodType>(t: T) => z.preprocess((v) => (v === '' ? undefined : v), t.optional());
+
+/** The audit page's filters, as the form sends them (empty fields mean "any"). */
+export const AuditFilterSchema = z.object({
+  keyId: optional(z.string().max(100)),
+  route: optional(z.string().max(300)),
+  status: optional(z.string().regex(/^([1-5]xx|[1-5]\d\d)$/, 'must be a status such as 404 or a class such as 5xx')),
+  from: optional(day),
+  to: optional(day),
+  cursor: optional(z.string().max(500)),
+});
+export type AuditFilter = z.infer<typeof AuditFilterSchema>;
+
+/**
+ * Route templates as the audit log records them (api/middleware/audit.ts: the versioned base plus
+ * the Express path), for the route filter's suggestions. The base is spelled here because
+ * importing it from api/app.ts would make an import cycle.
+ */
+export const AUDIT_ROUTES: readonly string[] = [...new Set(Object.values(endpoints).map((ep) => `/api/v1${expressPath(ep.path)}`))].sort();
+
+/** A page of audit entries: no total (counting costs a scan of the account's entries on FerretDB). */
+export interface AuditPage {
+  data: AuditDoc[];
+  cursor: string | null;
+}
+
+const AUDIT_TAG = 'console:audit:at:desc';
+/** Usage per day of an account whose count took over USAGE_CACHE_AFTER_MS is reused this long (the count streams every entry). */
+const USAGE_CACHE_MS = 60_000;
+const USAGE_CACHE_AFTER_MS = 250;
+const USAGE_CACHE_MAX = 1000;
+
+/** One bar group of the usage chart: a UTC day. */
+export interface DayUsage {
+  day: string;
+  requests: number;
+  credits: number;
+}
+
+/**
+ * The console's reads. Every one takes the signed-in account's id and puts it in its filter: a
+ * page can only ever show that account's data.
+ */
+export function createConsoleQueries(db: Database) {
+  const usageCache = new Map<string, { until: number; days: DayUsage[] }>();
+
+  /** See dailyUsage. */
+  const countDays = async (accountId: string, now: Date): Promise<DayUsage[]> => {
+    const today = Math.floor(now.getTime() / DAY_MS);
+    const first = today - CHART_DAYS + 1;
+    const days: DayUsage[] = Array.from({ length: CHART_DAYS }, (_, i) => ({ day: new Date((first + i) * DAY_MS).toISOString().slice(0, 10), requests: 0, credits: 0 }));
+    const slot = (at: Date) => days[Math.floor(at.getTime() / DAY_MS) - first];
+    const since = new Date(first * DAY_MS);
+    const requests = (async () => {
+      for await (const a of db.audit.find({ accountId, at: { $gte: since } }, { projection: { at: 1 } })) {
+        const d = slot(a.at);
+        if (d) d.requests++;
+      }
+    })();
+    for await (const l of db.ledger.find({ accountId, at: { $gte: since } }, { projection: { at: 1, kind: 1, amount: 1 } })) {
+      const d = slot(l.at);
+      if (d) d.credits += l.kind === 'refund' ? -l.amount : l.amount;
+    }
+    await requests;
+    for (const d of days) d.credits = Math.round(d.credits * 100) / 100;
+    return days;
+  };
+
+  return {
+    keys: (accountId: string): Promise<ApiKeyDoc[]> => db.apiKeys.find({ accountId }).sort({ createdAt: -1, _id: -1 }).limit(500).toArray(),
+
+    key: (accountId: string, keyId: string) => db.apiKeys.findOne({ _id: keyId, accountId }),
+
+    /** A page of the audit log, newest first, within the last AUDIT_DAYS days and the filters. */
+    async auditPage(accountId: string, f: AuditFilter, now = new Date()): Promise<AuditPage> {
+      const floor = new Date(now.getTime() - AUDIT_DAYS * DAY_MS);
+      const from = f.from ? new Date(`${f.from}T00:00:00Z`) : floor;
+      const at: { $gte: Date; $lt?: Date } = { $gte: from < floor ? floor : from };
+      if (f.to) at.$lt = new Date(Date.parse(`${f.to}T00:00:00Z`) + DAY_MS);
+      const filter: Filter<AuditDoc> = { accountId, at };
+      if (f.keyId) filter.keyId = f.keyId;
+      if (f.route) filter.route = f.route;
+      if (f.status?.endsWith('xx')) {
+        const base = Number(f.status[0]) * 100;
+        filter.status = { $gte: base, $lt: base + 100 };
+      } else if (f.status) filter.status = Number(f.status);
+      // Keyset order (at, _id) like platform/lists.ts, without its count.
+      let query: Filter<AuditDoc> = filter;
+      if (f.cursor) {
+        const after = decodeCursor(AUDIT_TAG, f.cursor);
+        query = { $and: [filter, { $or: [{ at: { $lt: after.value as Date } }, { at: after.value as Date, _id: { $lt: after.id } }] }] };
+      }
+      const rows = await db.audit.find(query).sort({ at: -1, _id: -1 }).limit(PAGE_SIZE + 1).toArray();
+      const data = rows.slice(0, PAGE_SIZE);
+      const last = data[data.length - 1];
+      return { data, cursor: rows.length > PAGE_SIZE && last ? encodeCursor(AUDIT_TAG, last.at, last._id) : null };
+    },
+
+    /** A page of the credit ledger, newest first. */
+    ledgerPage: (accountId: string, cursor?: string): Promise<Page<LedgerDoc>> =>
+      keysetPage(db.ledger, { accountId }, { tag: 'console:ledger:at:desc', field: 'at', direction: -1, limit: PAGE_SIZE, cursor }),
+
+    /** The newest jobs, without their (possibly large) input. */
+    recentJobs: (accountId: string, limit = PAGE_SIZE): Promise<Omit<JobDoc, 'input'>[]> =>
+      db.jobs.find({ accountId }, { projection: { input: 0 } }).sort({ createdAt: -1, _id: -1 }).limit(limit).toArray(),
+
+    /**
+     * Requests (audit log) and credits spent net of refunds (ledger) per UTC day for the last
+     * CHART_DAYS days, oldest first. FerretDB 1.24 has no date operators in $group, so the
+     * timestamps are streamed (one field each) and counted here: the cost grows with the month's
+     * traffic (about 3 s per 20,000 calls on FerretDB), hence a busy account's figures are reused for a minute.
+     */
+    async dailyUsage(accountId: string, now = new Date()): Promise<DayUsage[]> {
+      const hit = usageCache.get(accountId);
+      if (hit && hit.until > now.getTime()) return hit.days;
+      const started = performance.now();
+      const days = await countDays(accountId, now);
+      // Only a busy account's figures are kept: a small one's are cheap, and always fresh.
+      if (performance.now() - started > USAGE_CACHE_AFTER_MS) {
+        usageCache.delete(accountId);
+        usageCache.set(accountId, { until: now.getTime() + USAGE_CACHE_MS, days });
+        if (usageCache.size > USAGE_CACHE_MAX) usageCache.delete(usageCache.keys().next().value!);
+      }
+      return days;
+    },
+  };
+}
+export type ConsoleQueries = ReturnType<typeof createConsoleQueries>;
