@@ -1,6 +1,6 @@
 import { POOL_TYPES, broker } from '../contracts/registry';
-import { reportQueueDepth } from '../monitoring/metrics';
-import type { Probe } from '../monitoring/server';
+import { reportQueueDepth, reportReadiness } from '../monitoring/metrics';
+import { probeHandler, type Probe } from '../monitoring/server';
 import { createAccountsRepository, createAuthInvalidations } from './accounts';
 import { AmqpClient } from './amqp';
 import { createBlobStore } from './blobs';
@@ -42,6 +42,7 @@ export async function createRuntime(config: Config, log: Logger) {
     { name: 'mongodb', check: () => db.ping() },
     { name: 'rabbitmq', check: () => { if (!amqp.isReady()) throw new Error('not connected'); } },
   ];
+  const unreportReady = reportReadiness(async () => (await probeHandler(probes)).length === 0);
   let closed: Promise<void> | undefined;
   return {
     config,
@@ -60,6 +61,7 @@ export async function createRuntime(config: Config, log: Logger) {
     close(): Promise<void> {
       closed ??= (async () => {
         unreport();
+        unreportReady();
         await jobs.close().catch((err) => log.warn('job accept batch not written on close', { err: err as Error }));
         const results = await Promise.allSettled([amqp.close(), db.close()]);
         for (const r of results) if (r.status === 'rejected') log.warn('runtime close step failed', { err: r.reason as Error });
