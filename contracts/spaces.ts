@@ -18,8 +18,8 @@ export const SpaceRequest = z
       .min(1, { error: 'at least 1 URL' })
       .max(SPACE_LIMITS.maxPhotos, { error: `at most ${SPACE_LIMITS.maxPhotos} URLs` })
       .optional()
-      .describe('1 to 8 photos of ONE room, in the order taken. Needs the room engine: a deployment without it answers 503 room_engine_unavailable (nothing charged).'),
-    videoUrl: uri.optional().describe('One slow, level sweep of the room (MP4, MOV, WebM; 30 s and 100 MB or less). Needs the room engine: a deployment without it answers 503 room_engine_unavailable (nothing charged).'),
+      .describe('1 to 8 photos of ONE room (JPEG, PNG, WebP; 20 MB or less each), in the order taken from one spot, each overlapping the last. Built by the room engine: a deployment configured without it answers 503 room_engine_unavailable (nothing charged).'),
+    videoUrl: uri.optional().describe('One slow, level sweep of the room from one spot (MP4, MOV, WebM; 30 s and 100 MB or less, checked when fetched: a longer or larger video fails the job, refunded). Built by the room engine: a deployment configured without it answers 503 room_engine_unavailable (nothing charged).'),
     quality: z.enum(SPACE_QUALITIES, { error: 'must be one of preview, full' }).optional().describe('Default full (costs more). preview stops at the first tier.'),
     title: line(SPACE_LIMITS.titleMax).optional().describe('Job label, at most 80 characters.'),
   })
@@ -38,10 +38,12 @@ export const SpaceAccepted = JobAccepted.extend({
   imagined: z.literal(true).describe('Always true: what the input did not show is generated.'),
 }).meta({ id: 'SpaceAccepted' });
 
-/** What the dispatch stores as the job input; the worker builds exactly this. */
+/** What the dispatch stores as the job input; the worker builds exactly this (one input per source). */
 export const SpacePlan = z.object({
   source: z.enum(SPACE_SOURCES),
-  imageUrl: z.string(),
+  imageUrl: z.string().optional(),
+  imageUrls: z.array(z.string()).optional(),
+  videoUrl: z.string().optional(),
   quality: z.enum(SPACE_QUALITIES),
   title: z.string().nullable(),
 });

@@ -112,10 +112,10 @@ export const ConfigSchema = z.object({
   ELEVENLABS_API_KEY: z.string().optional().describe('Key for the ElevenLabs API (xi-api-key header).'),
   ELEVENLABS_MUSIC_MODEL: z.string().default('music_v1').describe('model_id sent to the ElevenLabs Music API.'),
   RESEARCH_ENGINE: z.enum(['local', 'openai']).default('local').describe('Research report writer: local (extractive, offline) or an OpenAI-compatible chat API (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL) over the workspace sources found.'),
-  SPACE_ROOM_ENGINE: z.enum(['none']).default('none').describe('Room engine for imageUrls / videoUrl spaces. none: this build has no room engine, such requests answer 503 room_engine_unavailable before any charge.'),
+  SPACE_ROOM_ENGINE: z.enum(['none', 'local', 'remote']).default('local').describe('Room engine for imageUrls / videoUrl spaces. local: local-room-v1 on the space pool (phase-correlation stitching, box room, SPZ, GLB collider). remote: a hosted world-generation provider at SPACE_PROVIDER_BASE_URL. none: such requests answer 503 room_engine_unavailable before any charge.'),
   SPACE_PHOTO_MAX_BYTES: z.coerce.number().int().min(1024).default(20 * 1024 * 1024).describe('Largest photo a one-photo space fetches (bytes); a larger one fails the job (refunded).'),
-  SPACE_DEFAULT_FOV_DEG: z.coerce.number().min(20).max(150).default(65).describe('Horizontal field of view assumed for a space photo without EXIF FocalLengthIn35mmFormat.'),
-  SPACE_CAMERA_HEIGHT_M: z.coerce.number().min(0.3).max(3).default(1.5).describe('Camera height above the floor assumed for a one-photo space (sets the metric scale).'),
+  SPACE_DEFAULT_FOV_DEG: z.coerce.number().min(20).max(150).default(65).describe('Horizontal field of view assumed for a space photo without EXIF FocalLengthIn35mmFormat, and for the frames of a room video.'),
+  SPACE_CAMERA_HEIGHT_M: z.coerce.number().min(0.3).max(3).default(1.5).describe('Camera height above the floor assumed for a one-photo space and a local room (sets the metric scale; a room\'s metricScale and floorOffsetM).'),
   RESEARCH_MAX_SOURCES: z.coerce.number().int().min(1).max(50).default(8).describe('Most workspace sources a research job reads.'),
   DECK_ENGINE: z.enum(['local', 'openai']).default('local').describe('Deck outline author: local (from the brief, offline) or an OpenAI-compatible chat API (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL). Slides are always rendered locally as PNG.'),
   IMAGE_ENGINE: z.enum(['local', 'openai']).default('local').describe('Renderer behind POST /images: local (procedural PNG, offline, deterministic) or an OpenAI-compatible images API (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_IMAGE_MODEL).'),
@@ -181,6 +181,14 @@ export const ConfigSchema = z.object({
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).default(16).describe('Attempts to one webhook a worker process runs at once (default half of WEBHOOK_DELIVERY_CONCURRENCY); further deliveries to it wait 500 ms in a delay queue, so a slow or dead endpoint cannot take every slot.'),
   WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).default(30).describe('Delivery-attempt records older than this are deleted by the scheduler.'),
   // --- [block:spaces-rooms] issue 14: room engine, video, remote world-generation adapter ---
+  SPACE_VIDEO_MAX_BYTES: z.coerce.number().int().min(1024).default(104_857_600).describe('Largest video a room space fetches (bytes, SPEC 8: 100 MB); a larger one fails the job (refunded).'),
+  SPACE_VIDEO_MAX_SECONDS: z.coerce.number().min(1).default(30).describe('Longest video a room space accepts (seconds, read with ffprobe; SPEC 8: 30); a longer one fails the job (refunded).'),
+  SPACE_VIDEO_FRAMES: z.coerce.number().int().min(2).max(16).default(12).describe('Frames the room engine samples evenly from a video (ffmpeg fps filter, at most 640 px wide).'),
+  SPACE_PROVIDER_BASE_URL: z.string().url().optional().describe('Base URL of the hosted world-generation provider used when SPACE_ROOM_ENGINE=remote (POST /v1/worlds, GET /v1/worlds/{id}; see README "Real-world spaces").'),
+  SPACE_PROVIDER_API_KEY: z.string().optional().describe('Bearer key for the world-generation provider (sent as Authorization; never logged).'),
+  SPACE_PROVIDER_POLL_MS: z.coerce.number().int().min(50).default(5000).describe('Interval between status polls of a world-generation provider job.'),
+  SPACE_PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(1000).default(900_000).describe('How long a space job waits for the world-generation provider before the job fails (refunded).'),
+  SPACE_PROVIDER_MAX_BYTES: z.coerce.number().int().min(1024).default(200 * 1024 * 1024).describe('Largest asset (splat, collider, panorama) downloaded from the world-generation provider (bytes).'),
   // --- [end:spaces-rooms] ---
   // --- [block:media-slides] issue 15: codecs, slides ---
   // --- [end:media-slides] ---

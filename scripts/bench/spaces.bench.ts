@@ -5,15 +5,20 @@
  *      dispatch to complete (stage space). API and space pool in this process.
  *  (b) SPZ encode throughput (Gaussians per second, pack + gzip) against a bare gzip of the same
  *      uncompressed bytes (the baseline: what the packing costs on top of compression).
- * The room engine's time per input frame is not measured: this build has no room engine.
+ *  (c) the room engine (local-room-v1) time per input frame: 4 overlapping 640x480 PNG views of a
+ *      rendered room, the whole build (decode, stitch, panorama, geometry, quick and full SPZ, PNG,
+ *      GLB; blobs kept in memory) divided by 4, against a bare sharp decode + resize to 640 px + raw
+ *      of the same frames (the baseline: what reading the frames costs at least).
  */
 import { gzipSync } from 'node:zlib';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { client } from '../../test/helpers/http';
 import { startStack } from '../../test/helpers/stack';
-import { renderRoom } from '../../test/spaces/readers';
+import sharp from 'sharp';
+import { renderRoom, renderRoomViewImage } from '../../test/spaces/readers';
 import { boxSplats } from '../../workers/engines/space/photo.engine';
+import { createRoomSpaceEngine } from '../../workers/engines/space/room.engine';
 import { encodeSpz, packSpz } from '../../workers/engines/space/spz';
 import { row, type Bench, type BenchRow } from './bench';
 
@@ -75,9 +80,30 @@ function encodeThroughput(): BenchRow[] {
   return [row('SPZ encode (pack + gzip), Gaussians per second', splats.count / encodeS, 'Gaussians/s', splats.count / gzipS, `${splats.count} Gaussians, ${raw.length} bytes before gzip; baseline: bare gzip of the same bytes`)];
 }
 
+async function roomPerFrame(): Promise<BenchRow[]> {
+  const room = { half: 4, ceiling: 2.6, cam: 1.5 };
+  const frames = await Promise.all([0, 40, 80, 120].map((yawDeg) => renderRoomViewImage({ width: 640, height: 480, fovX: 65, yawDeg, room })));
+  const engine = createRoomSpaceEngine({ defaultFovDeg: 65, cameraHeightM: 1.5 });
+  const ctx = { signal: new AbortController().signal, progress: async () => {}, store: async (_b: Buffer, _t: string, name: string) => `mem:${name}`, publishPreview: async () => {} };
+  const plan = { source: 'photos' as const, imageUrls: [], quality: 'full' as const, title: null };
+  const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+  const builds: number[] = [];
+  const decodes: number[] = [];
+  for (let i = 0; i <= RUNS; i++) {
+    let t0 = performance.now();
+    await engine.build({ plan, photos: frames }, ctx);
+    const build = performance.now() - t0;
+    t0 = performance.now();
+    for (const f of frames) await sharp(f).resize({ width: 640 }).removeAlpha().raw().toBuffer();
+    const decode = performance.now() - t0;
+    if (i > 0) { builds.push(build / frames.length); decodes.push(decode / frames.length); } // run 0 warms up
+  }
+  return [row('room engine (local-room-v1), time per input frame (median)', med(builds), 'ms', med(decodes), `4 views 640x480, full quality (quick + full splat, PNG panorama, GLB), ${RUNS} runs; baseline: bare sharp decode + resize of the same frames`)];
+}
+
 export const bench: Bench = {
   name: 'spaces',
   async run() {
-    return [...encodeThroughput(), ...(await endToEnd())];
+    return [...encodeThroughput(), ...(await roomPerFrame()), ...(await endToEnd())];
   },
 };

@@ -1,5 +1,6 @@
 import { gunzipSync, inflateSync } from 'node:zlib';
 import sharp from 'sharp';
+import type { PoolDefinition } from '../../workers/pool/pool';
 
 /**
  * Independent readers written from the published formats (not from the service's writers).
@@ -113,3 +114,78 @@ export async function renderRoom(o: { width: number; height: number; fovX: numbe
   const img = sharp(px, { raw: { width: W, height: H, channels: 3 } });
   return o.format === 'jpeg' ? img.jpeg({ quality: 92 }).toBuffer() : img.png().toBuffer();
 }
+
+/** A square room around the camera, its walls hung with flat rectangles (texture to stitch on). */
+export interface TexturedRoom {
+  /** Walls at x = ±half and z = ±half (metres), camera at the centre. */
+  half: number;
+  ceiling: number;
+  cam: number;
+}
+
+function posters(wall: number) {
+  let seed = 1234567 + wall * 7919;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  return Array.from({ length: 14 }, () => {
+    const u = -2.2 + 4.4 * rnd(), w = 0.15 + 0.6 * rnd(), y = 0.7 + 1.1 * rnd(), hgt = 0.15 + 0.45 * rnd();
+    return { u0: u, u1: u + w, y0: y, y1: Math.min(2.3, y + hgt), c: [Math.floor(40 + 200 * rnd()), Math.floor(40 + 200 * rnd()), Math.floor(40 + 200 * rnd())] };
+  });
+}
+
+/**
+ * A level photo of the textured room from its centre, turned `yawDeg` to the right of +z (yaw 0
+ * faces the wall at z = +half). Pinhole camera `fovX` wide. Flat colours, hard edges.
+ */
+export function renderRoomView(o: { width: number; height: number; fovX: number; yawDeg: number; room: TexturedRoom }): Buffer {
+  const { width: W, height: H, room } = o;
+  const f = W / 2 / Math.tan((o.fovX * Math.PI) / 360);
+  const th = (o.yawDeg * Math.PI) / 180;
+  const walls = [0, 1, 2, 3].map(posters);
+  const px = Buffer.alloc(W * H * 3);
+  for (let y = 0; y < H; y++)
+    for (let x = 0; x < W; x++) {
+      const cx = (x + 0.5 - W / 2) / f, dy = -(y + 0.5 - H / 2) / f;
+      const dx = cx * Math.cos(th) + Math.sin(th), dz = -cx * Math.sin(th) + Math.cos(th);
+      const tx = dx !== 0 ? room.half / Math.abs(dx) : Infinity;
+      const tz = dz !== 0 ? room.half / Math.abs(dz) : Infinity;
+      const ty = dy > 0 ? (room.ceiling - room.cam) / dy : dy < 0 ? room.cam / -dy : Infinity;
+      const t = Math.min(tx, ty, tz);
+      let c: number[];
+      if (t === ty) c = dy < 0 ? [90, 60, 40] : [240, 240, 235];
+      else {
+        // wall 0: +z, 1: +x, 2: −z, 3: −x; u runs left to right as seen from the centre.
+        const wx = dx * t, wz = dz * t, hy = room.cam + dy * t;
+        const wall = t === tz ? (dz > 0 ? 0 : 2) : dx > 0 ? 1 : 3;
+        const u = wall === 0 ? wx : wall === 1 ? -wz : wall === 2 ? -wx : wz;
+        c = [[205, 195, 175], [185, 200, 190], [200, 185, 195], [190, 190, 205]][wall]!;
+        for (const p of walls[wall]!) if (u >= p.u0 && u < p.u1 && hy >= p.y0 && hy < p.y1) c = p.c;
+      }
+      px.set(c, (y * W + x) * 3);
+    }
+  return px;
+}
+
+/** renderRoomView as an encoded image. */
+export const renderRoomViewImage = (o: Parameters<typeof renderRoomView>[0] & { format?: 'png' | 'jpeg' }) => {
+  const img = sharp(renderRoomView(o), { raw: { width: o.width, height: o.height, channels: 3 } });
+  return o.format === 'jpeg' ? img.jpeg({ quality: 90 }).toBuffer() : img.png().toBuffer();
+};
+
+/**
+ * A space pool that waits for `opened` after publishing a stage-preview result of a job titled
+ * "hold", so a test's poll sees the preview on a processing job without racing the final tier.
+ */
+export function holdAfterPreview<I extends { title: string | null }, O extends Record<string, unknown>>(def: PoolDefinition<I, O>, opened: () => Promise<void>): PoolDefinition<I, O> {
+  return {
+    ...def,
+    process: (plan, ctx) =>
+      def.process(plan, {
+        ...ctx,
+        progress: async (raw, message, partial) => {
+          await ctx.progress(raw, message, partial);
+          if (partial && plan.title === 'hold') await opened();
+        },
+      }),
+  };
+}
+

@@ -2,14 +2,14 @@ import { expect } from 'chai';
 import sharp from 'sharp';
 import { poolDefinitions } from '../../workers/pools';
 import { spaceWorker } from '../../workers/space/space.worker';
-import { createPhotoSpaceEngine, fovFromFocal35 } from '../../workers/engines/space/photo.engine';
+import { fovFromFocal35 } from '../../workers/engines/space/photo.engine';
 import { SPZ_MAGIC } from '../../workers/engines/space/spz';
 import { listenToEvents } from '../helpers/events';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { fakeServer, type FakeServer } from '../images/fakes';
 import { gate } from '../video/helpers';
-import { readGreyPng, readSpz, renderRoom } from './readers';
+import { holdAfterPreview, readGreyPng, readSpz, renderRoom } from './readers';
 
 // The synthetic room: 4 m wide, far wall 4 m ahead, ceiling 2.6 m, camera 1.5 m up, 65° wide
 // (the default field of view: the PNG carries no EXIF).
@@ -42,18 +42,9 @@ describe('spaces: POST /real-world/spaces with the one-photo engine', function (
       res.setHeader('content-type', 'text/plain');
       res.end('this is not a photo');
     });
-    // The real engine, held after it published the preview when the title asks, so a poll sees
+    // The real pool, held after it published the preview when the title asks, so a poll sees
     // stage preview on a processing job without racing the final tier.
-    poolDefinitions.space = (rt) => {
-      const engine = createPhotoSpaceEngine({ defaultFovDeg: rt.config.SPACE_DEFAULT_FOV_DEG, cameraHeightM: rt.config.SPACE_CAMERA_HEIGHT_M });
-      return spaceWorker(rt, {
-        name: engine.name,
-        build: (input, ctx) => engine.build(input, { ...ctx, publishPreview: async (r) => {
-          await ctx.publishPreview(r);
-          if (input.plan.title === 'hold') await held.opened;
-        } }),
-      });
-    };
+    poolDefinitions.space = (rt) => holdAfterPreview(spaceWorker(rt), () => held.opened);
     stack = await startStack({ env: { ALLOW_LOOPBACK_URLS: 'true', WORKER_POOLS: 'space' } });
   });
   after(async () => {
@@ -94,16 +85,26 @@ describe('spaces: POST /real-world/spaces with the one-photo engine', function (
     }
   });
 
-  it('when imageUrls or videoUrl are posted on this deployment (no room engine), then 503 room_engine_unavailable and nothing is charged', async () => {
-    const { api, accountId } = await account();
-    for (const body of [{ imageUrls: [url('/room.png')] }, { videoUrl: url('/room.mp4') }]) {
-      const r = await api.post('/real-world/spaces', body);
-      expect(r.status).to.equal(503);
-      expect(r.body.error.code).to.equal('room_engine_unavailable');
-    }
-    expect(await balance(api)).to.equal(1000);
-    expect(await ledger(accountId)).to.deep.equal([]);
+  it('when imageUrls or videoUrl are posted on a deployment with SPACE_ROOM_ENGINE=none (or remote without a provider URL), then 503 room_engine_unavailable and nothing is charged', async () => {
+    for (const env of [{ SPACE_ROOM_ENGINE: 'none' }, { SPACE_ROOM_ENGINE: 'remote' }]) await refusesRooms(env);
   });
+  const refusesRooms = async (env: Record<string, string>) => {
+    const none = await startStack({ env: { ALLOW_LOOPBACK_URLS: 'true', ...env }, workers: false, scheduler: false });
+    try {
+      const a = await none.createAccount({ credits: 1000 });
+      const api = client(none.baseUrl, a.key);
+      for (const body of [{ imageUrls: [url('/room.png')] }, { videoUrl: url('/room.mp4') }]) {
+        const r = await api.post('/real-world/spaces', body);
+        expect(r.status).to.equal(503);
+        expect(r.body.error.code).to.equal('room_engine_unavailable');
+        expect(r.body.error.message).to.match(/^(imageUrls|videoUrl): .*room engine/);
+      }
+      expect(await balance(api)).to.equal(1000);
+      expect(await none.rt.db.ledger.countDocuments({ accountId: a.accountId })).to.equal(0);
+    } finally {
+      await none.stop();
+    }
+  };
 
   it('when a photo of a known room is posted, then a processing job shows the preview first, then completes at stage space with a valid SPZ, a 2:1 panorama, a 16-bit depth map and dimensions within 10 percent', async () => {
     held = gate();

@@ -1,47 +1,113 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { SpacePlan, type SpaceResult } from '../../contracts/spaces';
+import type { Config } from '../../platform/config';
 import { AppError } from '../../platform/errors';
 import type { Runtime } from '../../platform/runtime';
-import { guardedFetch, readLimited } from '../../platform/ssrf';
+import { guardedFetch, readLimited, saveLimited } from '../../platform/ssrf';
 import { createPhotoSpaceEngine } from '../engines/space/photo.engine';
+import { createRemoteSpaceEngine } from '../engines/space/remote.engine';
+import { createRoomSpaceEngine } from '../engines/space/room.engine';
 import type { SpaceEngine } from '../engines/space/space.engine';
 import { UnrecoverableError } from '../pool/errors';
 import type { PoolDefinition } from '../pool/pool';
+import { sampleVideoFrames } from './video-frames';
 
 /** A user URL refused at fetch time (SSRF guard, 404, too large) cannot succeed on a retry. */
 const unrecoverable = (err: unknown) => (err instanceof AppError && err.status < 500 ? new UnrecoverableError(err.message) : err);
 
+/** The engines of the pool: one photo, and rooms (photos or video) as SPACE_ROOM_ENGINE says. */
+export interface SpaceEngines {
+  photo: SpaceEngine;
+  room: SpaceEngine | null;
+}
+
+/** The engines this configuration selects (none: no room engine). */
+export function spaceEngines(config: Config): SpaceEngines {
+  const estimate = { defaultFovDeg: config.SPACE_DEFAULT_FOV_DEG, cameraHeightM: config.SPACE_CAMERA_HEIGHT_M };
+  const room =
+    config.SPACE_ROOM_ENGINE === 'local' ? createRoomSpaceEngine(estimate)
+    : config.SPACE_ROOM_ENGINE === 'remote'
+      ? createRemoteSpaceEngine({
+          baseUrl: config.SPACE_PROVIDER_BASE_URL, apiKey: config.SPACE_PROVIDER_API_KEY, pollMs: config.SPACE_PROVIDER_POLL_MS,
+          timeoutMs: config.SPACE_PROVIDER_TIMEOUT_MS, maxBytes: config.SPACE_PROVIDER_MAX_BYTES, allowLoopback: config.ALLOW_LOOPBACK_URLS,
+        })
+      : null;
+  return { photo: createPhotoSpaceEngine(estimate), room };
+}
+
 /**
- * The space pool: fetch the photo through the SSRF guard (at most SPACE_PHOTO_MAX_BYTES), build
- * with the engine (the one-photo engine here; the room engine slots in behind the same
- * SpaceEngine interface), publish the stage-preview result while processing, complete at stage
- * space (or preview for quality preview). A failure fails the job and the job system refunds it.
+ * The space pool: fetch every input through the SSRF guard with its limit (photos at most
+ * SPACE_PHOTO_MAX_BYTES each; a video at most SPACE_VIDEO_MAX_BYTES and SPACE_VIDEO_MAX_SECONDS,
+ * checked with ffprobe, then SPACE_VIDEO_FRAMES frames sampled with ffmpeg), build with the
+ * one-photo engine or the room engine, publish the stage-preview result while processing,
+ * complete at stage space (or preview). A failure fails the job and the job system refunds it.
+ * The inputs are fetched and checked for the remote engine too, so the limits hold whatever
+ * builds the room.
  */
-export function spaceWorker(rt: Runtime, engine: SpaceEngine = createPhotoSpaceEngine({ defaultFovDeg: rt.config.SPACE_DEFAULT_FOV_DEG, cameraHeightM: rt.config.SPACE_CAMERA_HEIGHT_M })): PoolDefinition<SpacePlan, SpaceResult> {
+export function spaceWorker(rt: Runtime, engines?: Partial<SpaceEngines>): PoolDefinition<SpacePlan, SpaceResult> {
   const config = rt.config;
+  const chosen = { ...spaceEngines(config), ...engines };
+  const ssrf = { allowLoopback: config.ALLOW_LOOPBACK_URLS };
+
+  async function fetchPhoto(url: string, field: string, signal: AbortSignal): Promise<Buffer> {
+    try {
+      const res = await guardedFetch(url, field, { signal: AbortSignal.any([signal, AbortSignal.timeout(30_000)]) }, ssrf);
+      if (!res.ok) throw new AppError('validation_error', `${field} could not be fetched (HTTP ${res.status})`);
+      return await readLimited(res, config.SPACE_PHOTO_MAX_BYTES, field);
+    } catch (err) {
+      throw unrecoverable(err);
+    }
+  }
+
+  async function fetchVideoFrames(url: string, signal: AbortSignal): Promise<Buffer[]> {
+    const dir = await mkdtemp(path.join(tmpdir(), 'space-video-'));
+    try {
+      const file = path.join(dir, 'input');
+      try {
+        const res = await guardedFetch(url, 'videoUrl', { signal: AbortSignal.any([signal, AbortSignal.timeout(120_000)]) }, ssrf);
+        if (!res.ok) throw new AppError('validation_error', `videoUrl could not be fetched (HTTP ${res.status})`);
+        await saveLimited(res, file, config.SPACE_VIDEO_MAX_BYTES, 'videoUrl');
+      } catch (err) {
+        throw unrecoverable(err);
+      }
+      const tools = { ffmpeg: config.FFMPEG_PATH, ffprobe: config.FFPROBE_PATH };
+      return (await sampleVideoFrames(tools, file, dir, { maxSeconds: config.SPACE_VIDEO_MAX_SECONDS, count: config.SPACE_VIDEO_FRAMES, signal })).frames;
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
   return {
     pool: 'space',
     input: SpacePlan,
     async process(plan, ctx) {
-      await ctx.progress('fetching', 'Fetching the photo');
-      let photo: Buffer;
-      try {
-        const res = await guardedFetch(plan.imageUrl, 'imageUrl', { signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(30_000)]) }, { allowLoopback: config.ALLOW_LOOPBACK_URLS });
-        if (!res.ok) throw new AppError('validation_error', `imageUrl could not be fetched (HTTP ${res.status})`);
-        photo = await readLimited(res, config.SPACE_PHOTO_MAX_BYTES, 'imageUrl');
-      } catch (err) {
-        throw unrecoverable(err);
+      const engine = plan.source === 'photo' ? chosen.photo : chosen.room;
+      if (!engine) throw new UnrecoverableError('rooms from several photos or a video need the room engine, which this deployment no longer has (SPACE_ROOM_ENGINE=none)');
+      let photos: Buffer[];
+      if (plan.source === 'video') {
+        await ctx.progress('fetching', 'Fetching the video');
+        photos = await fetchVideoFrames(plan.videoUrl!, ctx.signal);
+      } else if (plan.source === 'photos') {
+        await ctx.progress('fetching', 'Fetching the photos');
+        photos = [];
+        for (const [i, u] of plan.imageUrls!.entries()) photos.push(await fetchPhoto(u, `imageUrls[${i}]`, ctx.signal));
+      } else {
+        await ctx.progress('fetching', 'Fetching the photo');
+        photos = [await fetchPhoto(plan.imageUrl!, 'imageUrl', ctx.signal)];
       }
       const accountId = ctx.job.accountId;
       return engine.build(
-        { plan, photos: [photo] },
+        { plan, photos },
         {
           signal: ctx.signal,
           progress: (raw, msg) => ctx.progress(raw, msg),
           store: async (bytes, contentType, filename) => rt.blobs.url((await rt.blobs.put(bytes, { contentType, filename, accountId })).id, filename),
-          publishPreview: (result) => ctx.progress('preview_ready', 'Panorama, depth and dimensions are ready; building the walkable space', result),
+          publishPreview: (result) => ctx.progress('preview_ready', plan.source === 'photo' ? 'Panorama, depth and dimensions are ready; building the walkable space' : 'The quick walkable room is ready; building the full room', result),
         },
       );
     },
-    eventExtras: (r) => ({ stage: r.stage, panoramaUrl: r.panoramaUrl, spaceUrl: r.spaceUrl, depthUrl: r.depthUrl, posterUrl: r.posterUrl }),
+    eventExtras: (r) => ({ stage: r.stage, panoramaUrl: r.panoramaUrl, spaceUrl: r.spaceUrl, spaceFullUrl: r.spaceFullUrl, colliderUrl: r.colliderUrl, depthUrl: r.depthUrl, posterUrl: r.posterUrl }),
   };
 }

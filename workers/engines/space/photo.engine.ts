@@ -164,13 +164,14 @@ export function createPhotoSpaceEngine(opts: PhotoEngineOptions): SpaceEngine {
 }
 
 /**
- * Flat Gaussians on a regular grid over the six faces of the box, σ in-plane 0.6 × spacing so
+ * Flat Gaussians on a regular grid over the six faces of the box (about `maxGaussians` of them,
+ * the grid spacing chosen from the box's area), σ in-plane 0.6 × spacing so
  * neighbours overlap (no holes at walking distance), 4 mm thick, axis-aligned (identity rotation).
  */
-export function boxSplats(box: RoomBox, colourAt: (dx: number, dy: number, dz: number, out: Float32Array, o: number) => void): Splats {
+export function boxSplats(box: RoomBox, colourAt: (dx: number, dy: number, dz: number, out: Float32Array, o: number) => void, maxGaussians = MAX_GAUSSIANS): Splats {
   const W = box.right - box.left, D = box.far - box.back, H = box.ceiling;
   const area = 2 * W * D + 2 * W * H + 2 * D * H;
-  const s = Math.max(0.02, Math.sqrt(area / MAX_GAUSSIANS));
+  const s = Math.max(0.02, Math.sqrt(area / maxGaussians));
   const steps = (len: number) => Math.max(1, Math.ceil(len / s));
   const nx = steps(W), ny = steps(H), nz = steps(D);
   const count = 2 * nx * nz + 2 * nx * ny + 2 * nz * ny;

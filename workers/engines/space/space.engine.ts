@@ -12,13 +12,13 @@ export interface SpaceEngineContext {
 
 export interface SpaceEngineInput {
   plan: SpacePlan;
-  /** The fetched photos, in request order (one for a one-photo space). */
+  /** The fetched photos in request order (one for a one-photo space), or a video's sampled frames in time order. */
   photos: Buffer[];
 }
 
 /**
- * A space builder. The one-photo engine (local-photo-space-v1) is here; a room engine (several
- * photos or a video) and a remote world-generation adapter implement the same interface and are
+ * A space builder: the one-photo engine (local-photo-space-v1), the local room engine
+ * (local-room-v1) and the remote world-generation adapter (remote-world-v1); the room engine is
  * chosen by configuration (SPACE_ROOM_ENGINE) in workers/space/space.worker.ts.
  */
 export interface SpaceEngine {

@@ -1,0 +1,33 @@
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { probeVideo, runFfmpeg, type FfmpegTools } from '../engines/video/ffmpeg';
+import { UnrecoverableError } from '../pool/errors';
+
+/** Widest frame the room engine reads (it works on 640 px copies). */
+const FRAME_WIDTH = 640;
+
+/**
+ * Check a fetched video with ffprobe (readable, at most `maxSeconds`) and sample `count` frames
+ * evenly over its length with ffmpeg's fps filter (rate = count / duration, so frame k is taken
+ * near (k + ½) · duration / count), scaled to at most 640 px wide, as PNGs in time order.
+ */
+export async function sampleVideoFrames(tools: FfmpegTools, file: string, dir: string, opts: { maxSeconds: number; count: number; signal: AbortSignal }): Promise<{ frames: Buffer[]; durationSeconds: number }> {
+  let durationSeconds: number;
+  try {
+    durationSeconds = (await probeVideo(tools, file)).durationSeconds;
+  } catch {
+    throw new UnrecoverableError('videoUrl: the file is not a readable video (MP4, MOV or WebM)');
+  }
+  if (!(durationSeconds > 0)) throw new UnrecoverableError('videoUrl: the video has no duration (not a readable video)');
+  if (durationSeconds > opts.maxSeconds) throw new UnrecoverableError(`videoUrl: the video is ${durationSeconds.toFixed(1)} s long; at most ${opts.maxSeconds} s is accepted`);
+  const rate = (opts.count / durationSeconds).toFixed(6);
+  try {
+    await runFfmpeg(tools, ['-y', '-i', file, '-an', '-vf', `fps=${rate},scale='min(${FRAME_WIDTH},iw)':-2`, '-frames:v', String(opts.count), '-f', 'image2', '-c:v', 'png', path.join(dir, 'frame-%03d.png')], { signal: opts.signal });
+  } catch (err) {
+    if (opts.signal.aborted) throw err;
+    throw new UnrecoverableError('videoUrl: frames could not be read from the video');
+  }
+  const names = (await readdir(dir)).filter((n) => n.startsWith('frame-')).sort();
+  if (names.length === 0) throw new UnrecoverableError('videoUrl: no frames could be read from the video');
+  return { frames: await Promise.all(names.map((n) => readFile(path.join(dir, n)))), durationSeconds };
+}
