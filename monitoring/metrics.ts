@@ -32,7 +32,7 @@ export const metrics = {
   }),
   jobQueueWait: new client.Histogram<'type'>({
     name: 'job_queue_wait_seconds',
-    help: 'Time from dispatch to a worker starting the job, by type.',
+    help: 'Time from dispatch (or creation, when the dispatch mark is not written yet) to a worker first starting the job, by type.',
     labelNames: ['type'],
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     registers: [registry],

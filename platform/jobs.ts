@@ -85,6 +85,19 @@ export function createJobs(deps: JobsDeps) {
   const identity = (jobId: string) => db.jobs.findOne({ _id: jobId }, { projection: { _id: 1, type: 1, accountId: 1 } });
 
   /**
+   * What a failing space job had already published (its stage-preview result: SPEC 3.1, 6.1),
+   * so `space.failed` carries the asset URLs that exist; nothing for other job types.
+   */
+  const partialAssets = async (who: Pick<JobDoc, '_id' | 'type'>): Promise<Record<string, unknown>> => {
+    if (who.type !== 'space') return {};
+    const job = await db.jobs.findOne({ _id: who._id }, { projection: { result: 1 } });
+    const r = (job?.result ?? null) as Record<string, unknown> | null;
+    if (!r) return {};
+    const keys = ['stage', 'panoramaUrl', 'spaceUrl', 'spaceFullUrl', 'colliderUrl', 'depthUrl', 'posterUrl'] as const;
+    return Object.fromEntries(keys.filter((k) => r[k] !== undefined && r[k] !== null).map((k) => [k, r[k]]));
+  };
+
+  /**
    * Tell every API process that a job's envelope changed, after the database acknowledged the
    * write (platform/job-cache.ts). Never fails the move: when the broker is away the caches fall
    * back on their expiry (and an API process without its broker has emptied its own).
@@ -569,7 +582,7 @@ export function createJobs(deps: JobsDeps) {
       const now = new Date();
       const who = await identity(jobId);
       if (!who) return null;
-      const event = buildEvent(who, 'failed', { error });
+      const event = buildEvent(who, 'failed', { error, ...(await partialAssets(who)) });
       const filter: Record<string, unknown> = { _id: jobId, status: { $in: ['queued', 'processing'] } };
       if (opts.owner) filter['lease.owner'] = opts.owner;
       const job = await db.jobs.findOneAndUpdate(

@@ -37,6 +37,8 @@ describe('monitoring', () => {
     for (const m of text.matchAll(/collection="([^"]+)"/g)) expect(m[1]).to.match(/^(?:[a-z_]+(?:\.files|\.chunks)?|other|-)$/);
     const workerText = await (await fetch(`http://127.0.0.1:${stack.workers!.monitoringPort}/metrics`)).text();
     expect(workerText).to.include('pool_jobs_in_flight');
+    // Queue wait is observed even when the worker starts the job before its dispatch mark is written.
+    expect(workerText).to.match(/job_queue_wait_seconds_count\{type="code"\} [1-9]/);
     const schedText = await (await fetch(`http://127.0.0.1:${stack.scheduler!.monitoringPort}/metrics`)).text();
     expect(schedText).to.include('scheduler_runs_total');
   });

@@ -116,7 +116,10 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       this.emit('failed', { jobId: job._id, error: 'attempts exhausted', reason: 'attempts_exhausted' });
       return;
     }
-    if (job.dispatchedAt) metrics.jobQueueWait.observe({ type: job.type }, Math.max(0, Date.now() - job.dispatchedAt.getTime()) / 1000);
+    // First start only (a retry's wait would include the attempts before it). The dispatch mark is
+    // written in a batch up to 20 ms after the publish, so a quick start often sees none yet: the
+    // job was created just before it was published, which is the wait a client sees.
+    if (job.attempts === 1) metrics.jobQueueWait.observe({ type: job.type }, Math.max(0, Date.now() - (job.dispatchedAt ?? job.createdAt).getTime()) / 1000);
 
     const abort = new AbortController();
     let resolveDone!: () => void;
