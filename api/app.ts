@@ -145,7 +145,7 @@ export async function start(config: Config = loadConfig()) {
   const unsubscribeJobs = await rt.amqp.subscribe(broker.jobChangesExchange(config.QUEUE_PREFIX), (msg) => {
     const parsed = JobChangeSchema.safeParse(msg);
     if (parsed.success) jobCache.invalidate(parsed.data);
-    else jobCache.ready(); // unreadable: forget everything, to be safe
+    else jobCache.clear(); // unreadable: it may have named any job
   }, { onReady: () => jobCache.ready(), onLost: () => jobCache.lost() });
   const idempotency = createIdempotency(rt.db, { ttlHours: config.IDEMPOTENCY_TTL_HOURS, leaseMs: config.IDEMPOTENCY_LEASE_MS });
   const server = http.createServer(createApp(rt, { authCache, idempotency, jobCache }));

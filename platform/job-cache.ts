@@ -28,9 +28,9 @@ const CACHED_STATUSES = new Set(['queued', 'processing']);
  * Every write that changes what the envelope shows goes through platform/jobs.ts, which announces
  * the job on a RabbitMQ fanout after the database acknowledged the write (and, for a finished
  * job, before its event is published); each API process drops the entry when the announcement
- * arrives, within a millisecond or two. A read that was in flight when any announcement arrived
- * is not stored (generation check), so a slow read cannot put back a state that was just
- * replaced. While the fanout is down (broker away, channel lost) the cache is emptied and not
+ * arrives, within a millisecond or two. A read that was in flight when its job was announced (or
+ * the whole cache dropped) is not stored, so a slow read cannot put back a state that was just
+ * replaced; announcements of other jobs do not stop it. While the fanout is down (broker away, channel lost) the cache is emptied and not
  * used, since an announcement may have been missed; it is used again once the subscription is
  * re-established. `ttlMs` bounds staleness if a worker's announcement itself failed (its broker
  * connection dropped after its database write).
@@ -39,7 +39,10 @@ const CACHED_STATUSES = new Set(['queued', 'processing']);
  */
 export function createJobCache(opts: JobCacheOptions) {
   const entries = new Map<string, { value: CachedJob; until: number }>();
-  let generation = 0;
+  /** Reads in flight per job id, and how often each such job changed meanwhile. */
+  const reading = new Map<string, { readers: number; changes: number }>();
+  /** Bumped when the whole cache is dropped (fanout lost or back): every read in flight is stale. */
+  let epoch = 0;
   let live = false;
 
   return {
@@ -54,9 +57,20 @@ export function createJobCache(opts: JobCacheOptions) {
         return hit.value.accountId === accountId ? hit.value.envelope : null;
       }
       metrics.jobCacheLookups.inc({ outcome: 'miss' });
-      const started = generation;
-      const value = await read();
-      if (value && live && started === generation && opts.maxEntries > 0 && CACHED_STATUSES.has(value.envelope.status)) {
+      const startedEpoch = epoch;
+      const track = reading.get(id) ?? { readers: 0, changes: 0 };
+      reading.set(id, track);
+      track.readers++;
+      const changesBefore = track.changes;
+      let value: CachedJob | null;
+      try {
+        value = await read();
+      } finally {
+        if (--track.readers === 0) reading.delete(id);
+      }
+      // Kept only if neither this job nor the whole cache changed while the read was on its way.
+      const unchanged = startedEpoch === epoch && track.changes === changesBefore;
+      if (value && live && unchanged && opts.maxEntries > 0 && CACHED_STATUSES.has(value.envelope.status)) {
         entries.delete(id);
         entries.set(id, { value, until: Date.now() + opts.ttlMs });
         if (entries.size > opts.maxEntries) entries.delete(entries.keys().next().value!);
@@ -66,20 +80,27 @@ export function createJobCache(opts: JobCacheOptions) {
 
     /** A job changed (announced on the fanout, or by this process). */
     invalidate(change: JobChange) {
-      generation++;
       entries.delete(change.jobId);
+      const track = reading.get(change.jobId);
+      if (track) track.changes++;
+    },
+
+    /** Forget everything (an unreadable announcement: it may have named any job). */
+    clear() {
+      epoch++;
+      entries.clear();
     },
 
     /** The fanout is (again) delivering: caching is safe. */
     ready() {
-      generation++;
+      epoch++;
       entries.clear();
       live = true;
     },
 
     /** The fanout was interrupted: forget everything and stop caching until `ready`. */
     lost() {
-      generation++;
+      epoch++;
       live = false;
       entries.clear();
     },

@@ -53,8 +53,6 @@ export interface JobsDeps {
   settleLeaseMs?: number;
   /** Credit leases for accounts with a large balance (default off). */
   creditLeases?: CreditLeaseSettings;
-  /** Changes of a job's envelope are announced on the job-changes fanout (API job caches); default true. */
-  announceChanges?: boolean;
 }
 
 /**
@@ -104,7 +102,12 @@ export function createJobs(deps: JobsDeps) {
    */
   const changesExchange = broker.jobChangesExchange(deps.queuePrefix);
   const announce = async (jobId: string): Promise<void> => {
-    if (deps.announceChanges === false) return;
+    // Without a broker link there is nothing to wait for: API processes that share this broker
+    // outage have dropped their caches, the others expire the entry (JOB_CACHE_TTL_MS).
+    if (!amqp.isReady()) {
+      metrics.jobChangesAnnounced.inc({ outcome: 'failed' });
+      return;
+    }
     try {
       await amqp.broadcast(changesExchange, { jobId });
       metrics.jobChangesAnnounced.inc({ outcome: 'sent' });

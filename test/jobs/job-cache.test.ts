@@ -1,5 +1,7 @@
 import { expect } from 'chai';
-import type { CommandStartedEvent } from 'mongodb';
+import type { CommandStartedEvent, MongoClient } from 'mongodb';
+import sinon from 'sinon';
+import { registry } from '../../monitoring/metrics';
 import { start as startApi, type ApiServer } from '../../api/app';
 import { createJobCache, type CachedJob } from '../../platform/job-cache';
 import { client } from '../helpers/http';
@@ -31,17 +33,17 @@ describe('job cache (in-flight jobs of GET /jobs/{id} cached per API process, ch
     await stack.stop();
   });
 
-  /** The `find` commands on `jobs` this API process sends while `fn` runs. */
-  async function jobReads(fn: () => Promise<void>): Promise<number> {
+  /** The `find` commands on `jobs` an API process (default: the first) sends while `fn` runs. */
+  async function jobReads(fn: () => Promise<void>, db: { client: MongoClient } = stack.rt.db): Promise<number> {
     let n = 0;
     const onStart = (e: CommandStartedEvent) => {
       if (e.commandName === 'find' && (e.command as Record<string, unknown>).find === 'jobs') n++;
     };
-    stack.rt.db.client.on('commandStarted', onStart);
+    db.client.on('commandStarted', onStart);
     try {
       await fn();
     } finally {
-      stack.rt.db.client.off('commandStarted', onStart);
+      db.client.off('commandStarted', onStart);
     }
     return n;
   }
@@ -124,7 +126,17 @@ describe('job cache (in-flight jobs of GET /jobs/{id} cached per API process, ch
 
       await proxy.restore();
       await within(15_000, async () => third.runtime.amqp.isReady());
-      expect((await three.get(`/jobs/${body.jobId}`)).body.status).to.equal('processing'); // cached again
+      // Cached again once the subscription is back: of two GETs in a row only the first reads.
+      let statuses: unknown[] = [];
+      await within(10_000, async () => {
+        await new Promise((r) => setTimeout(r, 100)); // a few tries, well inside the rate limit
+        statuses = [];
+        const reads = await jobReads(async () => {
+          for (let i = 0; i < 2; i++) statuses.push((await three.get(`/jobs/${body.jobId}`)).body.status);
+        }, third.runtime.db);
+        return reads === 1;
+      });
+      expect(statuses).to.deep.equal(['processing', 'processing']);
       await stack.rt.jobs.complete(body.jobId, 'worker-b', { done: 1 });
       await within(250, async () => (await three.get(`/jobs/${body.jobId}`)).body.status === 'complete');
     } finally {
@@ -132,6 +144,28 @@ describe('job cache (in-flight jobs of GET /jobs/{id} cached per API process, ch
       await proxy.close();
     }
   });
+
+  it('when this process has no broker link, then moving a job does not wait for it: the announcement is counted as failed', async () => {
+    const { key } = await stack.createAccount();
+    const { body } = await client(stack.baseUrl, key).post('/code-builds', { prompt: 'x' });
+    const failedBefore = await announced('failed');
+    const ready = sinon.stub(stack.rt.amqp, 'isReady').returns(false);
+    const broadcast = sinon.spy(stack.rt.amqp, 'broadcast');
+    try {
+      expect(await stack.rt.jobs.claim(body.jobId, 'worker-c', 30_000)).to.not.equal(null);
+    } finally {
+      ready.restore();
+      broadcast.restore();
+    }
+    expect(broadcast.called).to.equal(false);
+    expect(await announced('failed')).to.equal(failedBefore + 1);
+  });
+
+  /** job_changes_announced_total{outcome} of this process. */
+  async function announced(outcome: 'sent' | 'failed'): Promise<number> {
+    const m = await registry.getSingleMetric('job_changes_announced_total')!.get();
+    return m.values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+  }
 
   it('when a read was in flight while its job changed, then what it read is not kept', async () => {
     const cache = createJobCache({ maxEntries: 10, ttlMs: 60_000 });
@@ -148,5 +182,57 @@ describe('job cache (in-flight jobs of GET /jobs/{id} cached per API process, ch
     expect(fresh?.status).to.equal('processing');
     expect((await cache.get('acct_a', 'code_1', async () => (reads++, envelope('x'))))?.status).to.equal('processing');
     expect(reads).to.equal(1); // and the fresh one was
+  });
+
+  it('when other jobs change while a read is in flight, then what it read is still kept', async () => {
+    const cache = createJobCache({ maxEntries: 10, ttlMs: 60_000 });
+    cache.ready();
+    const job = { accountId: 'acct_a', envelope: { jobId: 'code_1', status: 'queued' } } as unknown as CachedJob;
+    let release!: (v: CachedJob) => void;
+    const slow = cache.get('acct_a', 'code_1', () => new Promise<CachedJob>((r) => (release = r)));
+    for (let i = 0; i < 50; i++) cache.invalidate({ jobId: `code_other_${i}` });
+    release(job);
+    await slow;
+    let reads = 0;
+    await cache.get('acct_a', 'code_1', async () => (reads++, job));
+    expect(reads).to.equal(0);
+  });
+
+  it('when the cache is full, expired, off or cleared, then it reads again', async () => {
+    const job = (id: string) => ({ accountId: 'acct_a', envelope: { jobId: id, status: 'processing' } }) as unknown as CachedJob;
+    let reads = 0;
+    const get = (cache: ReturnType<typeof createJobCache>, id: string) => cache.get('acct_a', id, async () => (reads++, job(id)));
+
+    const small = createJobCache({ maxEntries: 2, ttlMs: 60_000 });
+    small.ready();
+    for (const id of ['a', 'b', 'c', 'c', 'b']) await get(small, id); // c evicts a (oldest)
+    expect(reads).to.equal(3);
+    await get(small, 'a');
+    expect(reads).to.equal(4);
+
+    reads = 0;
+    const off = createJobCache({ maxEntries: 0, ttlMs: 60_000 }); // JOB_CACHE_ENTRIES=0
+    off.ready();
+    await get(off, 'a');
+    await get(off, 'a');
+    expect(reads).to.equal(2);
+
+    reads = 0;
+    const short = createJobCache({ maxEntries: 10, ttlMs: 20 });
+    short.ready();
+    await get(short, 'a');
+    await get(short, 'a');
+    await new Promise((r) => setTimeout(r, 30));
+    await get(short, 'a');
+    expect(reads).to.equal(2);
+
+    reads = 0;
+    const cleared = createJobCache({ maxEntries: 10, ttlMs: 60_000 });
+    cleared.ready();
+    await get(cleared, 'a');
+    cleared.clear(); // an unreadable announcement
+    await get(cleared, 'a');
+    await get(cleared, 'a'); // still live after a clear
+    expect(reads).to.equal(2);
   });
 });
