@@ -96,10 +96,12 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   // Audit before the rate limit, so refused (429) calls are recorded too; the entry is inserted
   // (group commit) before the answer goes out, or queued to the audit writer when the database is away.
   const auditRecorder = createAuditRecorder({ db: rt.db, amqp: rt.amqp, log, prefix: config.QUEUE_PREFIX });
+  // One limiter for REST and MCP: each instance leases its own share of a key's window.
+  const limiter = rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS });
 
   // Outside the versioned API: the MCP server (svc_ keys) and the developer console (its own sessions).
-  app.use('/mcp', mcpRoutes(rt, { authCache, audit: auditRecorder }));
-  app.use('/console', consoleRoutes(rt, { authCache, audit: auditRecorder }));
+  app.use('/mcp', mcpRoutes(rt, { authCache, audit: auditRecorder, rateLimit: limiter }));
+  app.use('/console', consoleRoutes(rt, { audit: auditRecorder }));
 
   const v1 = Router();
   v1.use(jsonBody(config.BODY_LIMIT_BYTES, [{ method: 'POST', path: '/drive/files', limitBytes: DRIVE_LIMITS.createBodyBytesMax }]));
@@ -107,7 +109,7 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   v1.use(assetsRoutes(rt.blobs));
   v1.use(driveDownloadRoutes(rt));
   v1.use(personasPublicRoutes());
-  v1.use(authenticate(authCache), audit(auditRecorder), rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }));
+  v1.use(authenticate(authCache), audit(auditRecorder), limiter);
   for (const routes of ROUTE_MODULES) v1.use(routes(rt, deps));
 
   // Every catalogue endpoint this deployment does not serve yet answers 501, after auth.

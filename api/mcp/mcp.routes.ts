@@ -1,7 +1,6 @@
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
-import { API_PLANS } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import type { AuthCache } from '../../platform/accounts';
 import type { AuditRecorder } from '../../platform/audit/audit.recorder';
@@ -9,8 +8,8 @@ import { AppError, boundedMessage, toAppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import type { Runtime } from '../../platform/runtime';
 import { locals } from '../http/context';
+import { authenticate } from '../middleware/auth';
 import { jsonBody } from '../middleware/body';
-import { rateLimit } from '../middleware/rate-limit';
 import { argNamesOf, createMcpServer, MCP_AUDIT_ROUTE } from './mcp.server';
 import { createMcpTools } from './mcp.tools';
 
@@ -18,6 +17,12 @@ import { createMcpTools } from './mcp.tools';
 export interface McpParts {
   authCache: AuthCache;
   audit: AuditRecorder;
+  /**
+   * The REST API's rate-limit middleware, the same instance: one limiter per process leases one
+   * share of a key's window, so REST and MCP calls spend one counter and report one
+   * X-RateLimit-Remaining sequence.
+   */
+  rateLimit: RequestHandler;
 }
 
 /** JSON-RPC error code for HTTP-level refusals (the range -32000..-32099 is the server's own). */
@@ -37,23 +42,20 @@ function sendRefusal(res: Response, status: number, err: AppError, rpcCode: numb
   res.status(status).json({ jsonrpc: '2.0', id: null, error: { code: rpcCode, message, data: { code: err.code, message, requestId } } });
 }
 
-/**
- * Bearer svc_… through the same auth cache as the REST API (a revoked key is refused as soon as
- * the invalidation arrives), the same plan check; 401 / 403 as SPEC 5 says.
- */
-function authenticateMcp(authCache: AuthCache): RequestHandler {
-  return async (req, res, next) => {
-    const m = /^Bearer\s+(\S+)$/i.exec(req.get('authorization') ?? '');
-    if (!m?.[1]) return next(new AppError('unauthorized', 'missing API key: send Authorization: Bearer svc_…'));
-    const found = await authCache.authenticate(m[1]);
-    if (!found) return next(new AppError('unauthorized', 'invalid or revoked API key'));
-    if (!API_PLANS.includes(found.account.plan)) {
-      return next(new AppError('plan_required', `the ${found.account.plan} plan has no API access; upgrade to Pro or Teams`));
-    }
-    locals(res).auth = found;
-    next();
-  };
+/** Thrown for a JSON array body: answered 400 with JSON-RPC Invalid Request (-32600). */
+class BatchRefused extends AppError {
+  constructor() {
+    super('bad_request', 'JSON-RPC batches are not supported: send one message per POST');
+  }
 }
+
+/**
+ * Refuse JSON-RPC batches, before the rate limit. The SDK transport would run every message of an
+ * array while the limiter counts the POST once, so a batch would multiply a key's budget. The
+ * 2025-06-18 MCP revision dropped batching and the SDK client never sends one: one message per POST.
+ * Any array is refused, empty or of one message alike, so there is one rule to document.
+ */
+const refuseBatch: RequestHandler = (req, _res, next) => next(Array.isArray(req.body) ? new BatchRefused() : undefined);
 
 /** The single tools/call of a body, if it is one: for the audit entry of a refused request. */
 const toolCallOf = (body: unknown): { name: string; args: unknown } | undefined => {
@@ -71,8 +73,9 @@ const toolCallOf = (body: unknown): { name: string; args: unknown } | undefined 
  * sessions there is nothing to resume (GET) or terminate (DELETE): both answer 405, as the
  * transport specification allows.
  *
- * Order: authentication → JSON body (the API's size, depth and operator-name rules) → the REST
- * API's rate limit (same per-key counter, so MCP and REST share one budget) → transport.
+ * Order: authentication (the REST API's middleware and auth cache) → JSON body (the API's size,
+ * depth and operator-name rules) → batch refusal → the REST API's rate-limit middleware itself
+ * (one per-key budget and one X-RateLimit-Remaining for MCP and REST) → transport.
  */
 export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
   const { config, log } = rt;
@@ -92,9 +95,10 @@ export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
   r.delete('/', notAllowed);
   r.post(
     '/',
-    authenticateMcp(parts.authCache),
+    authenticate(parts.authCache),
     ...jsonBody(config.BODY_LIMIT_BYTES),
-    rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }),
+    refuseBatch,
+    parts.rateLimit,
     async (req, res) => {
       if (req.body === undefined) throw new AppError('invalid_json', 'body: a JSON-RPC message is required');
       const l = locals(res);
@@ -116,7 +120,8 @@ export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
     if (appErr.status >= 500) log.error('mcp request failed', { requestId: locals(res).requestId, code: appErr.code, err: (appErr.cause as Error) ?? appErr });
     if (res.headersSent) return res.end();
     const auth = locals(res).auth;
-    // A refused tools/call (rate limit) is a call too: it goes in the audit log, names only.
+    // A refused tools/call (rate limit) is a call too: it goes in the audit log, names only. A refused
+    // batch is not a call of one tool (toolCallOf finds none in an array) and ran nothing: not audited.
     const call = auth && toolCallOf(req.body);
     const known = call && tools.some((t) => t.name === call.name);
     if (auth && call) {
@@ -126,7 +131,8 @@ export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
         requestId: locals(res).requestId, via: 'mcp', ...(known ? { tool: call.name } : {}), argNames: argNamesOf(call.args),
       });
     }
-    sendRefusal(res, appErr.status, appErr, appErr.code === 'invalid_json' ? ErrorCode.ParseError : HTTP_REFUSED);
+    const rpcCode = appErr.code === 'invalid_json' ? ErrorCode.ParseError : err instanceof BatchRefused ? ErrorCode.InvalidRequest : HTTP_REFUSED;
+    sendRefusal(res, appErr.status, appErr, rpcCode);
   };
   r.use(onError);
   return r;

@@ -97,11 +97,33 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: visible.map(describeTool) }));
 
+  /** One audit entry per tools/call, written before the answer leaves; `tool` only for a tool that exists. */
+  const record = (e: { tool?: string; args: unknown; status: number; charged: number; started: bigint }) =>
+    ctx.audit.record({
+      _id: newId('aud'),
+      at: new Date(),
+      accountId: auth.account._id,
+      keyId: auth.key._id,
+      method: 'POST',
+      route: MCP_AUDIT_ROUTE,
+      status: e.status,
+      durationMs: Number(process.hrtime.bigint() - e.started) / 1e6,
+      creditsCharged: e.charged,
+      requestId,
+      via: 'mcp',
+      ...(e.tool ? { tool: e.tool } : {}),
+      argNames: argNamesOf(e.args),
+    });
+
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
-    const t = byName.get(request.params.name);
-    if (!t) throw new McpError(ErrorCode.InvalidParams, `unknown tool: ${clip(request.params.name)}; tools/list names the tools of this key`);
     const started = process.hrtime.bigint();
     const args = request.params.arguments ?? {};
+    const t = byName.get(request.params.name);
+    if (!t) {
+      // Audited like any call (a probe for tools is worth seeing), without `tool`: the name is caller input.
+      await record({ args, status: 400, charged: 0, started });
+      throw new McpError(ErrorCode.InvalidParams, `unknown tool: ${clip(request.params.name)}; tools/list names the tools of this key`);
+    }
     let status = t.endpoint.status as number;
     let charged = 0;
     let result: CallToolResult;
@@ -122,21 +144,7 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
       if (appErr.status >= 500) ctx.log.error('mcp tool failed', { requestId, tool: t.name, code: appErr.code, err: (appErr.cause as Error) ?? appErr });
       result = toolError(appErr, requestId);
     }
-    await ctx.audit.record({
-      _id: newId('aud'),
-      at: new Date(),
-      accountId: auth.account._id,
-      keyId: auth.key._id,
-      method: 'POST',
-      route: MCP_AUDIT_ROUTE,
-      status,
-      durationMs: Number(process.hrtime.bigint() - started) / 1e6,
-      creditsCharged: charged,
-      requestId,
-      via: 'mcp',
-      tool: t.name,
-      argNames: argNamesOf(args),
-    });
+    await record({ tool: t.name, args, status, charged, started });
     return result;
   });
   return server;

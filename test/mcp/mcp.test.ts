@@ -150,14 +150,21 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     expect(j.structuredContent.error.code).to.equal('not_found');
   });
 
-  it('when an unknown tool is called, then a JSON-RPC invalid-params error, not a 5xx', async () => {
+  it('when an unknown tool is called, then a JSON-RPC invalid-params error, not a 5xx, and the call is audited by argument names', async () => {
+    const canary = 'zq-unknown-tool-canary-4410';
     let err: unknown;
     try {
-      await call(mcp, 'delete_everything', {});
+      await call(mcp, 'delete_everything', { confirm: canary, scope: 'all' });
     } catch (e) {
       err = e;
     }
     expect(String(err)).to.match(/unknown tool/);
+    const entry = await stack.rt.db.audit.findOne({ accountId: acct.accountId, via: 'mcp', argNames: 'confirm' });
+    expect(entry).to.not.equal(null);
+    expect(entry).to.include({ route: '/mcp', method: 'POST', status: 400, keyId: acct.keyId, creditsCharged: 0 });
+    expect(entry).to.not.have.property('tool');
+    expect(entry!.argNames).to.have.members(['confirm', 'scope']);
+    expect(JSON.stringify(entry)).to.not.include(canary);
   });
 
   describe('keys and scopes', () => {
@@ -324,5 +331,55 @@ describe('MCP server: rate limit', () => {
     const entry = await stack.rt.db.audit.findOne({ accountId, status: 429, via: 'mcp' });
     expect(entry).to.include({ tool: 'list_projects' });
     expect(entry!.argNames).to.deep.equal(['limit']);
+  });
+});
+
+describe('MCP server: one rate limit with REST, no batches', () => {
+  let stack: Stack;
+  before(async () => {
+    // A limit of 100 leases 5 units at a time: two limiters in one process would each hold their own share.
+    stack = await startStack({ workers: false, scheduler: false, env: { RATE_LIMIT_MAX: '100', RATE_LIMIT_WINDOW_SECONDS: '3600' } });
+  });
+  after(() => stack.stop());
+
+  const notesCall = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'create_notes', arguments: { name: `batched ${id}` } } });
+
+  it('when REST and MCP calls of one key alternate, then X-RateLimit-Remaining goes down by one on every call, REST or MCP', async () => {
+    const { key } = await stack.createAccount();
+    const api = httpClient(stack.baseUrl, key);
+    const seen: number[] = [];
+    for (let i = 1; i <= 3; i++) {
+      const rest = await api.get('/projects');
+      expect(rest.status).to.equal(200);
+      seen.push(Number(rest.headers.get('x-ratelimit-remaining')));
+      const mcp = await rawPost(stack, JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/list' }), { authorization: `Bearer ${key}` });
+      expect(mcp.status).to.equal(200);
+      seen.push(Number(mcp.headers.get('x-ratelimit-remaining')));
+    }
+    expect(seen).to.deep.equal([99, 98, 97, 96, 95, 94]);
+  });
+
+  it('when a JSON-RPC batch is posted, then 400 Invalid Request with the Error shape, no message in it runs, and it costs no rate-limit unit', async () => {
+    const { key } = await stack.createAccount();
+    const api = httpClient(stack.baseUrl, key);
+    const r = await rawPost(stack, JSON.stringify([notesCall(1), notesCall(2), notesCall(3)]), { authorization: `Bearer ${key}` });
+    expect(r.status, r.text).to.equal(400);
+    expect(r.json).to.deep.include({ jsonrpc: '2.0', id: null });
+    expect(r.json.error.code).to.equal(-32600);
+    expect(r.json.error.message).to.equal('JSON-RPC batches are not supported: send one message per POST');
+    expect(r.json.error.data).to.include({ code: 'bad_request', message: r.json.error.message, requestId: r.headers.get('x-request-id') });
+    expect(r.headers.get('x-ratelimit-remaining')).to.equal(null);
+    const listed = await api.get('/projects');
+    expect(listed.body.data).to.deep.equal([]);
+    expect(listed.headers.get('x-ratelimit-remaining')).to.equal('99');
+  });
+
+  it('when an empty or single-message array is posted, then it is refused as a batch too', async () => {
+    const { key } = await stack.createAccount();
+    for (const body of [[], [notesCall(1)]]) {
+      const r = await rawPost(stack, JSON.stringify(body), { authorization: `Bearer ${key}` });
+      expect(r.status, r.text).to.equal(400);
+      expect(r.json.error.code).to.equal(-32600);
+    }
   });
 });
