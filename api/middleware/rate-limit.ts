@@ -127,7 +127,9 @@ export function rateLimit(db: Database, opts: RateLimitOptions): RequestHandler 
     res.setHeader('X-RateLimit-Remaining', String(passed ? remaining : 0));
     res.setHeader('X-RateLimit-Reset', String(reset));
     if (!passed) {
-      metrics.rateLimited.inc({ route: `/${req.path.split('/')[1] ?? ''}` }); // first segment only: bounded labels, no ids
+      // First segment only (bounded labels, no ids); a router mounted outside /api/v1 (/mcp) names itself.
+      const segment = req.path.split('/')[1] ?? '';
+      metrics.rateLimited.inc({ route: segment ? `/${segment}` : req.baseUrl || '/' });
       return next(new AppError('rate_limited', `rate limit of ${max} requests per ${opts.windowSeconds} s exceeded; retry after ${reset} s`, { headers: { 'Retry-After': String(reset) } }));
     }
     next();
