@@ -17,6 +17,7 @@ import { client } from '../../test/helpers/http';
 import { startStack } from '../../test/helpers/stack';
 import sharp from 'sharp';
 import { renderRoom, renderRoomViewImage } from '../../test/spaces/readers';
+import { createLogger } from '../../platform/log';
 import { boxSplats } from '../../workers/engines/space/photo.engine';
 import { createRoomSpaceEngine } from '../../workers/engines/space/room.engine';
 import { encodeSpz, packSpz } from '../../workers/engines/space/spz';
@@ -84,7 +85,7 @@ async function roomPerFrame(): Promise<BenchRow[]> {
   const room = { half: 4, ceiling: 2.6, cam: 1.5 };
   const frames = await Promise.all([0, 40, 80, 120].map((yawDeg) => renderRoomViewImage({ width: 640, height: 480, fovX: 65, yawDeg, room })));
   const engine = createRoomSpaceEngine({ defaultFovDeg: 65, cameraHeightM: 1.5 });
-  const ctx = { signal: new AbortController().signal, progress: async () => {}, store: async (_b: Buffer, _t: string, name: string) => `mem:${name}`, publishPreview: async () => {} };
+  const ctx = { signal: new AbortController().signal, progress: async () => {}, store: async (_b: Buffer, _t: string, name: string) => `mem:${name}`, publishPreview: async () => {}, jobId: 'bench', log: createLogger('silent'), recall: () => undefined, remember: async () => {} };
   const plan = { source: 'photos' as const, imageUrls: [], quality: 'full' as const, title: null };
   const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
   const builds: number[] = [];

@@ -5,12 +5,15 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import sharp from 'sharp';
+import sinon from 'sinon';
+import { createLogger } from '../../platform/log';
 import { poolDefinitions } from '../../workers/pools';
 import { spaceWorker } from '../../workers/space/space.worker';
 import { boxColliderGlb } from '../../workers/engines/space/collider';
 import { boxSplats } from '../../workers/engines/space/photo.engine';
 import { createRoomSpaceEngine, QUICK_GAUSSIANS } from '../../workers/engines/space/room.engine';
 import { encodeSpz, SPZ_MAGIC } from '../../workers/engines/space/spz';
+import type { SpaceEngineContext } from '../../workers/engines/space/space.engine';
 import { estimateYaws } from '../../workers/engines/space/stitch';
 import { listenToEvents } from '../helpers/events';
 import { client, eventually, waitForJob, type Client } from '../helpers/http';
@@ -188,22 +191,42 @@ describe('spaces: rooms from photos or a video with the local room engine (local
     }
   });
 
-  it('when the full tier fails after the quick room landed, then the build completes at stage preview with the quick splat and a note saying so', async () => {
+  /** An engine context in memory; `store` may be replaced to fail. */
+  const memoryCtx = (published: unknown[], store: SpaceEngineContext['store'] = async (_b, _t, name) => `mem:${name}`): SpaceEngineContext => ({
+    jobId: 'job-mem', signal: new AbortController().signal, progress: async () => {}, store, publishPreview: async (r) => void published.push(r),
+    log: createLogger('silent'), recall: () => undefined, remember: async () => {},
+  });
+
+  it('when the full tier\'s computation fails after the quick room landed, then the build completes at stage preview with the quick splat and a fixed note (no raw error text)', async () => {
     const engine = createRoomSpaceEngine({ defaultFovDeg: VIEW.fovX, cameraHeightM: ROOM.cam });
     const photos = await Promise.all([0, 40].map((yawDeg) => renderRoomViewImage({ ...VIEW, yawDeg })));
     const published: unknown[] = [];
-    const result = await engine.build({ plan: { source: 'photos', imageUrls: [], quality: 'full', title: null }, photos }, {
-      signal: new AbortController().signal,
-      progress: async () => {},
-      store: async (_bytes, _type, name) => {
-        if (name === 'collider.glb') throw new Error('the blob store is full');
-        return `mem:${name}`;
-      },
-      publishPreview: async (r) => void published.push(r),
-    });
+    // Only the full tier encodes a PNG (the panorama): make that computation fail.
+    const png = sinon.stub(sharp.prototype, 'png').throws(new Error('vips: out of memory in /srv/secret/tmp'));
+    let result;
+    try {
+      result = await engine.build({ plan: { source: 'photos', imageUrls: [], quality: 'full', title: null }, photos }, memoryCtx(published));
+    } finally {
+      png.restore();
+    }
     expect(published).to.have.length(1);
     expect(result).to.include({ stage: 'preview', spaceUrl: 'mem:space-quick.spz', spaceFullUrl: null, colliderUrl: null, panoramaUrl: null, metricScale: null });
-    expect(result.notes.join(' ')).to.match(/The full room could not be built \(the blob store is full\); the quick room is the result/);
+    expect(result.notes.join(' ')).to.include('The full room could not be built; the quick room is the result.').and.not.include('vips');
+  });
+
+  it('when storing the full tier fails (blob store or database outage), then the build fails so the pool retries the job, instead of completing a paid full room at preview', async () => {
+    const engine = createRoomSpaceEngine({ defaultFovDeg: VIEW.fovX, cameraHeightM: ROOM.cam });
+    const photos = await Promise.all([0, 40].map((yawDeg) => renderRoomViewImage({ ...VIEW, yawDeg })));
+    const published: unknown[] = [];
+    const outage = new Error('the blob store is unavailable');
+    const ctx = memoryCtx(published, async (_b, _t, name) => {
+      if (name === 'collider.glb') throw outage;
+      return `mem:${name}`;
+    });
+    let caught: unknown = null;
+    await engine.build({ plan: { source: 'photos', imageUrls: [], quality: 'full', title: null }, photos }, ctx).catch((err) => (caught = err));
+    expect(caught).to.equal(outage);
+    expect(published).to.have.length(1);
   });
 
   it('when quality preview is asked for a room, then the job completes at stage preview with the quick splat and a note, charged space_preview', async () => {
@@ -280,6 +303,7 @@ describe('spaces: rooms through the remote world-generation adapter (SPACE_ROOM_
   let provider: FakeServer;
   let assets: { quick: Buffer; full: Buffer; glb: Buffer; pano: Buffer };
   const polls = new Map<string, number>();
+  let blipped = false;
   before(async () => {
     const box = { left: -2, right: 2, far: 3, back: -2, ceiling: 2.5, cameraHeight: 1.5 };
     const grey = (_x: number, _y: number, _z: number, out: Float32Array, o: number) => out.fill(128, o, o + 3);
@@ -321,7 +345,25 @@ describe('spaces: rooms through the remote world-generation adapter (SPACE_ROOM_
       res.statusCode = 404;
       res.end('{}');
     });
-    poolDefinitions.space = (rt) => holdAfterPreview(spaceWorker(rt), () => held.opened);
+    // A job titled "flaky" loses its first attempt (a database blip on a progress write) after the
+    // world was created, so the pool retries it.
+    poolDefinitions.space = (rt) => {
+      const def = holdAfterPreview(spaceWorker(rt), () => held.opened);
+      return {
+        ...def,
+        process: (plan, ctx) =>
+          def.process(plan, {
+            ...ctx,
+            progress: async (raw, message, partial) => {
+              if (plan.title === 'flaky' && raw === 'provider_queued' && !blipped) {
+                blipped = true;
+                throw new Error('database blip');
+              }
+              await ctx.progress(raw, message, partial);
+            },
+          }),
+      };
+    };
     stack = await startStack({
       env: { ALLOW_LOOPBACK_URLS: 'true', WORKER_POOLS: 'space', SPACE_ROOM_ENGINE: 'remote', SPACE_PROVIDER_BASE_URL: provider.url, SPACE_PROVIDER_API_KEY: KEY, SPACE_PROVIDER_POLL_MS: '50' },
     });
@@ -360,6 +402,21 @@ describe('spaces: rooms through the remote world-generation adapter (SPACE_ROOM_
     expect(create?.body).to.deep.equal({ source: 'photos', imageUrls: photoUrls(), quality: 'full', title: 'hold' });
     expect(create?.headers.authorization).to.equal(`Bearer ${KEY}`);
     expect(provider.requests.filter((q) => q.path.startsWith('/assets/') && q.headers.authorization)).to.deep.equal([]); // the key goes to the API only
+  });
+
+  it('when a job is retried after its world was created, then the retry polls that world and the provider is asked to create only one (with the job id as idempotency key)', async () => {
+    const a = await stack.createAccount({ credits: 1000 });
+    const api = client(stack.baseUrl, a.key);
+    const r = await api.post('/real-world/spaces', { imageUrls: photoUrls(), title: 'flaky' });
+    expect(r.status, JSON.stringify(r.body)).to.equal(202);
+    const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
+    expect(job.status, JSON.stringify(job.error)).to.equal('complete');
+    expect(job.result).to.include({ stage: 'space', engine: 'remote-world-v1' });
+    expect(blipped, 'the first attempt failed').to.equal(true);
+    expect(JSON.stringify(job)).to.not.include('providerWorld'); // kept on the job for the worker, never shown
+    const creates = provider.requests.filter((q) => q.method === 'POST' && q.body?.title === 'flaky');
+    expect(creates).to.have.length(1);
+    expect(creates[0]!.headers['idempotency-key']).to.equal(r.body.jobId);
   });
 
   it('when the provider reports the world failed or refuses it, then the job fails with a clear error (never the key) and the charge is refunded', async () => {

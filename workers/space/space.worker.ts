@@ -4,6 +4,7 @@ import path from 'node:path';
 import { SpacePlan, type SpaceResult } from '../../contracts/spaces';
 import type { Config } from '../../platform/config';
 import { AppError } from '../../platform/errors';
+import type { JobDoc } from '../../platform/mongo';
 import type { Runtime } from '../../platform/runtime';
 import { guardedFetch, readLimited, saveLimited } from '../../platform/ssrf';
 import { createPhotoSpaceEngine } from '../engines/space/photo.engine';
@@ -16,6 +17,13 @@ import { sampleVideoFrames } from './video-frames';
 
 /** A user URL refused at fetch time (SSRF guard, 404, too large) cannot succeed on a retry. */
 const unrecoverable = (err: unknown) => (err instanceof AppError && err.status < 500 ? new UnrecoverableError(err.message) : err);
+
+/**
+ * What a space job's attempts remember for the next one (SpaceEngineContext.remember): a field of
+ * its own on the job document, so it survives a retry and never shows in the job's result.
+ */
+type ResumableJob = JobDoc & { spaceResume?: Record<string, string> };
+const RESUME_KEY = /^[A-Za-z][A-Za-z0-9]{0,39}$/;
 
 /** The engines of the pool: one photo, and rooms (photos or video) as SPACE_ROOM_ENGINE says. */
 export interface SpaceEngines {
@@ -101,10 +109,21 @@ export function spaceWorker(rt: Runtime, engines?: Partial<SpaceEngines>): PoolD
       return engine.build(
         { plan, photos },
         {
+          jobId: ctx.job._id,
           signal: ctx.signal,
           progress: (raw, msg) => ctx.progress(raw, msg),
           store: async (bytes, contentType, filename) => rt.blobs.url((await rt.blobs.put(bytes, { contentType, filename, accountId })).id, filename),
           publishPreview: (result) => ctx.progress('preview_ready', plan.source === 'photo' ? 'Panorama, depth and dimensions are ready; building the walkable space' : 'The quick walkable room is ready; building the full room', result),
+          log: ctx.log,
+          recall: (key) => (ctx.job as ResumableJob).spaceResume?.[key],
+          remember: async (key, value) => {
+            if (!RESUME_KEY.test(key)) throw new Error('a resume key is a short alphanumeric name');
+            const r = await rt.db.jobs.updateOne(
+              { _id: ctx.job._id, status: 'processing', 'lease.owner': ctx.job.lease?.owner },
+              { $set: { [`spaceResume.${key}`]: value } },
+            );
+            if (r.matchedCount !== 1) throw new Error('the job is no longer held by this worker');
+          },
         },
       );
     },

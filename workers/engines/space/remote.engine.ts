@@ -1,4 +1,5 @@
-import { gunzipSync } from 'node:zlib';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createGunzip } from 'node:zlib';
 import { z } from 'zod';
 import type { SpaceResult } from '../../../contracts/spaces';
 import { AppError } from '../../../platform/errors';
@@ -25,10 +26,16 @@ export const REMOTE_ENGINE_NAME = 'remote-world-v1';
  *                    "floorOffsetM"?: number | null, "colliderUrl"?: url | null, "panoramaUrl"?: url | null } }
  *     `quick` may appear while running: it is published as the stage-preview result.
  *
- * Polled every SPACE_PROVIDER_POLL_MS up to SPACE_PROVIDER_TIMEOUT_MS. Every asset is downloaded
- * through the SSRF guard (at most SPACE_PROVIDER_MAX_BYTES each), checked (a splat must be an
- * SPZ file; `gaussians` is its header's point count, not the provider's claim), and re-stored in our blob store, so the result's URLs are ours and signed. The key is only
- * ever put in the Authorization header: no message quotes it and nothing logs it.
+ * The create call carries `Idempotency-Key: <our job id>`, and the world id it answers is kept on
+ * the job (ctx.remember), so a retried job polls the world it already paid for instead of creating
+ * another. Polled every SPACE_PROVIDER_POLL_MS up to SPACE_PROVIDER_TIMEOUT_MS after the world was
+ * created; a poll that cannot reach the provider or gets a 5xx is retried within that time with
+ * growing waits (the job is not rerun). The provider itself is operator configuration, so it is
+ * called directly; every asset URL it answers is downloaded through the SSRF guard (at most
+ * SPACE_PROVIDER_MAX_BYTES each), checked (a splat must be an SPZ file, `gaussians` being its
+ * header's point count, not the provider's claim; a collider must be GLB 2.0; a panorama PNG or
+ * JPEG), and re-stored in our blob store, so the result's URLs are ours and signed. The key is
+ * only ever put in the Authorization header: no message quotes it and nothing logs it.
  */
 export interface RemoteEngineOptions {
   baseUrl: string | undefined;
@@ -59,26 +66,81 @@ const WorldStatus = z.object({
 type WorldStatus = z.infer<typeof WorldStatus>;
 
 const clip = (s: string) => s.replace(/\s+/g, ' ').slice(0, 200);
+/** 'glTF' read as a little-endian uint32: the first word of a GLB file. */
+const GLB_MAGIC = 0x46546c67;
+/** Longest wait between polls while the provider cannot be reached. */
+const MAX_BACKOFF_MS = 60_000;
+/** Keys the adapter keeps on the job between attempts (SpaceEngineContext.remember). */
+const RESUME = { world: 'providerWorldId', createdAt: 'providerWorldCreatedAt' } as const;
+
+/**
+ * The first `n` bytes of a gzip stream, inflating no more than needed: a splat may be hundreds of
+ * MB uncompressed and only its 16-byte header is read here. Shorter when the stream is shorter.
+ */
+function gunzipHead(gz: Buffer, n: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const inflate = createGunzip();
+    const chunks: Buffer[] = [];
+    let have = 0;
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      inflate.destroy();
+      fn();
+    };
+    inflate.on('data', (c: Buffer) => {
+      chunks.push(c);
+      have += c.length;
+      if (have >= n) settle(() => resolve(Buffer.concat(chunks).subarray(0, n)));
+    });
+    inflate.on('end', () => settle(() => resolve(Buffer.concat(chunks))));
+    inflate.on('error', (err) => settle(() => reject(err)));
+    inflate.end(gz);
+  });
+}
 
 export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine {
   const ssrf = { allowLoopback: opts.allowLoopback };
 
-  /** One provider call; transport errors and 5xx retry later, 4xx fail the job. */
-  async function call(method: 'GET' | 'POST', path: string, signal: AbortSignal, body?: unknown): Promise<unknown> {
-    const url = `${opts.baseUrl!.replace(/\/+$/, '')}${path}`;
+  /**
+   * The configured provider's base URL, checked. It is operator configuration, not user input,
+   * so it may be a private or cluster address and is fetched without the user-URL SSRF guard.
+   */
+  function providerBase(): string {
+    if (!opts.baseUrl) throw new UnrecoverableError('the room engine is set to remote but SPACE_PROVIDER_BASE_URL is not configured');
+    let url: URL;
+    try {
+      url = new URL(opts.baseUrl);
+    } catch {
+      throw new UnrecoverableError('SPACE_PROVIDER_BASE_URL is not a valid URL (server configuration)');
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UnrecoverableError('SPACE_PROVIDER_BASE_URL must be an http or https URL (server configuration)');
+    return url.href.replace(/\/+$/, '');
+  }
+
+  /** One provider call; transport errors and 5xx retry later, 4xx (and redirects) fail the job. */
+  async function call(method: 'GET' | 'POST', url: string, signal: AbortSignal, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<unknown> {
     let res: Response;
     try {
-      res = await guardedFetch(url, 'SPACE_PROVIDER_BASE_URL', {
+      res = await fetch(url, {
         method,
-        headers: { authorization: `Bearer ${opts.apiKey ?? ''}`, accept: 'application/json', ...(body ? { 'content-type': 'application/json' } : {}) },
+        redirect: 'manual',
+        headers: { authorization: `Bearer ${opts.apiKey ?? ''}`, accept: 'application/json', ...(body ? { 'content-type': 'application/json' } : {}), ...extraHeaders },
         body: body ? JSON.stringify(body) : undefined,
         signal: AbortSignal.any([signal, AbortSignal.timeout(30_000)]),
-      }, ssrf);
+      });
     } catch (err) {
       if (signal.aborted) throw err;
-      throw new RetryLaterError(`the world-generation provider could not be reached (${err instanceof AppError ? err.message : (err as Error).name})`);
+      throw new RetryLaterError(`the world-generation provider could not be reached (${(err as Error).name})`);
     }
-    const text = (await readLimited(res, 1024 * 1024, 'provider reply')).toString('utf8');
+    let text: string;
+    try {
+      text = (await readLimited(res, 1024 * 1024, 'provider reply')).toString('utf8');
+    } catch (err) {
+      if (signal.aborted) throw err;
+      throw new RetryLaterError(`the world-generation provider's reply could not be read (${err instanceof AppError ? err.message : (err as Error).name})`);
+    }
     if (res.status >= 500) throw new RetryLaterError(`the world-generation provider failed (HTTP ${res.status})`);
     if (!res.ok) {
       const detail = (() => { try { return clip(String((JSON.parse(text) as { error?: unknown }).error ?? '')); } catch { return ''; } })();
@@ -107,12 +169,20 @@ export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine 
     const bytes = await download(url, 'splat', ctx.signal);
     let header: Buffer;
     try {
-      header = gunzipSync(bytes, { maxOutputLength: 1024 ** 3 });
+      header = await gunzipHead(bytes, 16);
     } catch {
       throw new UnrecoverableError('the world-generation provider\'s splat is not an SPZ file (not gzip)');
     }
     if (header.length < 16 || header.readUInt32LE(0) !== SPZ_MAGIC) throw new UnrecoverableError('the world-generation provider\'s splat is not an SPZ file (wrong magic)');
     return { url: await ctx.store(bytes, 'application/octet-stream', name), gaussians: header.readUInt32LE(8) };
+  };
+
+  /** A collider is kept only as a binary glTF 2.0 file whose header length is its size. */
+  const storeCollider = (bytes: Buffer, ctx: SpaceEngineContext) => {
+    if (bytes.length < 12 || bytes.readUInt32LE(0) !== GLB_MAGIC || bytes.readUInt32LE(4) !== 2 || bytes.readUInt32LE(8) !== bytes.length) {
+      throw new UnrecoverableError('the world-generation provider\'s collider is not a binary glTF 2.0 (GLB) file');
+    }
+    return ctx.store(bytes, 'model/gltf-binary', 'collider.glb');
   };
 
   /** A panorama is kept only as PNG or JPEG (told by its magic bytes). */
@@ -125,29 +195,56 @@ export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine 
   return {
     name: REMOTE_ENGINE_NAME,
     async build({ plan }: SpaceEngineInput, ctx: SpaceEngineContext): Promise<SpaceResult> {
-      if (!opts.baseUrl) throw new UnrecoverableError('the room engine is set to remote but SPACE_PROVIDER_BASE_URL is not configured');
-      await ctx.progress('provider_create', 'Sending the inputs to the world-generation provider');
-      const inputs = plan.source === 'video' ? { videoUrl: plan.videoUrl } : plan.source === 'photos' ? { imageUrls: plan.imageUrls } : { imageUrl: plan.imageUrl };
-      const created = z.object({ id: z.string().min(1).max(200) }).safeParse(await call('POST', '/v1/worlds', ctx.signal, { source: plan.source, ...inputs, quality: plan.quality, title: plan.title }));
-      if (!created.success) throw new UnrecoverableError('the world-generation provider did not answer a world id');
-      const id = encodeURIComponent(created.data.id);
+      const base = providerBase();
+      let worldId = ctx.recall(RESUME.world);
+      let createdAt = Number(ctx.recall(RESUME.createdAt)) || Date.now();
+      if (worldId) {
+        await ctx.progress('provider_resume', 'Resuming the world the provider is already building');
+      } else {
+        await ctx.progress('provider_create', 'Sending the inputs to the world-generation provider');
+        const inputs = plan.source === 'video' ? { videoUrl: plan.videoUrl } : plan.source === 'photos' ? { imageUrls: plan.imageUrls } : { imageUrl: plan.imageUrl };
+        const body = { source: plan.source, ...inputs, quality: plan.quality, title: plan.title };
+        const created = z.object({ id: z.string().min(1).max(200) }).safeParse(await call('POST', `${base}/v1/worlds`, ctx.signal, body, { 'idempotency-key': ctx.jobId }));
+        if (!created.success) throw new UnrecoverableError('the world-generation provider did not answer a world id');
+        worldId = created.data.id;
+        createdAt = Date.now();
+        await ctx.remember(RESUME.world, worldId);
+        await ctx.remember(RESUME.createdAt, String(createdAt));
+      }
+      const statusUrl = `${base}/v1/worlds/${encodeURIComponent(worldId)}`;
 
       const notes = [`Built by a hosted world-generation provider (${REMOTE_ENGINE_NAME} adapter); what the inputs did not show is generated by it.`];
-      const base: SpaceResult = {
+      const blank: SpaceResult = {
         stage: 'preview', imagined: true, source: plan.source, photoCount: plan.source === 'photos' ? plan.imageUrls!.length : plan.source === 'photo' ? 1 : 0,
         panoramaUrl: null, spaceUrl: null, spaceFullUrl: null, format: null, metricScale: null, floorOffsetM: null, colliderUrl: null,
         depthUrl: null, posterUrl: null, gaussians: null, dimensions: null, engine: REMOTE_ENGINE_NAME, notes,
       };
       let preview: SpaceResult | null = null;
-      const deadline = Date.now() + opts.timeoutMs;
+      const deadline = createdAt + opts.timeoutMs;
+      const timedOut = () => new UnrecoverableError(`the world-generation provider did not finish within ${Math.round(opts.timeoutMs / 1000)} s`);
+      let failures = 0;
       for (;;) {
-        const parsed = WorldStatus.safeParse(await call('GET', `/v1/worlds/${id}`, ctx.signal));
+        let reply: unknown;
+        try {
+          reply = await call('GET', statusUrl, ctx.signal);
+        } catch (err) {
+          if (!(err instanceof RetryLaterError)) throw err;
+          // Rerunning the job would not help (the world exists): wait longer each time, until the deadline.
+          failures++;
+          const wait = Math.min(opts.pollMs * 2 ** failures, MAX_BACKOFF_MS);
+          if (Date.now() + wait > deadline) throw timedOut();
+          await ctx.progress('provider_unreachable', 'The world-generation provider did not answer; asking again shortly');
+          await sleep(wait, undefined, { signal: ctx.signal });
+          continue;
+        }
+        failures = 0;
+        const parsed = WorldStatus.safeParse(reply);
         if (!parsed.success) throw new UnrecoverableError('the world-generation provider answered a status this adapter does not understand');
         const st: WorldStatus = parsed.data;
         if (st.status === 'failed') throw new UnrecoverableError(`the world-generation provider could not build the room${st.error ? `: ${clip(st.error)}` : ''}`);
         if (st.quick && !preview) {
           const quick = await splat(st.quick.splatUrl, 'space-quick.spz', ctx);
-          preview = { ...base, spaceUrl: quick.url, format: 'spz', gaussians: quick.gaussians, notes: [...notes, 'The quick room is in the provider\'s own units (metricScale null).'] };
+          preview = { ...blank, spaceUrl: quick.url, format: 'spz', gaussians: quick.gaussians, notes: [...notes, 'The quick room is in the provider\'s own units (metricScale null).'] };
           if (st.status !== 'succeeded') await ctx.publishPreview(preview);
         }
         if (st.status === 'succeeded') {
@@ -159,20 +256,17 @@ export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine 
           const full = st.full;
           const fullSplat = await splat(full.splatUrl, 'space-full.spz', ctx);
           const spaceFullUrl = fullSplat.url;
-          const colliderUrl = full.colliderUrl ? await ctx.store(await download(full.colliderUrl, 'collider', ctx.signal), 'model/gltf-binary', 'collider.glb') : null;
+          const colliderUrl = full.colliderUrl ? await storeCollider(await download(full.colliderUrl, 'collider', ctx.signal), ctx) : null;
           const panoramaUrl = full.panoramaUrl ? await storePanorama(await download(full.panoramaUrl, 'panorama', ctx.signal), ctx) : null;
           return {
-            ...(preview ?? base), stage: 'space', spaceUrl: preview?.spaceUrl ?? spaceFullUrl, spaceFullUrl, format: 'spz', metricScale: full.metricScale,
+            ...(preview ?? blank), stage: 'space', spaceUrl: preview?.spaceUrl ?? spaceFullUrl, spaceFullUrl, format: 'spz', metricScale: full.metricScale,
             floorOffsetM: full.floorOffsetM ?? null, colliderUrl, panoramaUrl, gaussians: fullSplat.gaussians,
             notes: [...(preview?.notes ?? notes), `The full room is ${fullSplat.gaussians} Gaussians (counted in the file); metric scale and floor offset as the provider reported them.`],
           };
         }
-        if (Date.now() > deadline) throw new UnrecoverableError(`the world-generation provider did not finish within ${Math.round(opts.timeoutMs / 1000)} s`);
+        if (Date.now() > deadline) throw timedOut();
         await ctx.progress(`provider_${st.status}`, 'The world-generation provider is building the room');
-        await new Promise<void>((resolve, reject) => {
-          const t = setTimeout(resolve, opts.pollMs);
-          ctx.signal.addEventListener('abort', () => { clearTimeout(t); reject(ctx.signal.reason); }, { once: true });
-        });
+        await sleep(opts.pollMs, undefined, { signal: ctx.signal });
       }
     },
   };

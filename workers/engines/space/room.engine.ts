@@ -135,22 +135,27 @@ export function createRoomSpaceEngine(opts: RoomEngineOptions): SpaceEngine {
       if (plan.quality === 'preview') return { ...preview, notes: [...notes, 'Only the preview was requested (quality preview): the full room, its panorama and collider were not built.'] };
       await ctx.publishPreview(preview);
 
+      await ctx.progress('space', 'Building the full room, its panorama and collider');
+      const c = opts.cameraHeightM;
+      // SPEC 3.2: a full tier whose computation fails leaves the job complete at stage preview. Only
+      // the computation is caught: storing (blob store, MongoDB) and an abort fail the attempt, so
+      // the pool retries it rather than settling a paid full room at preview.
+      let tier: { panoPng: Buffer; spz: Buffer; gaussians: number; glb: Buffer };
       try {
-        await ctx.progress('space', 'Building the full room, its panorama and collider');
         const panoPng = await sharp(pano, { raw: { width: ROOM_PANORAMA_SIZE.width, height: ROOM_PANORAMA_SIZE.height, channels: 3 } }).png({ compressionLevel: 6 }).toBuffer();
-        const panoramaUrl = await ctx.store(panoPng, 'image/png', 'panorama.png');
-        const full = toCameraUnits(boxSplats(box, colourAt, FULL_GAUSSIANS), opts.cameraHeightM);
-        const spaceFullUrl = await ctx.store(encodeSpz(full), 'application/octet-stream', 'space-full.spz');
-        const c = opts.cameraHeightM;
+        const full = toCameraUnits(boxSplats(box, colourAt, FULL_GAUSSIANS), c);
         const glb = await boxColliderGlb({ min: [box.left / c, -1, -box.far / c], max: [box.right / c, (box.ceiling - c) / c, -box.back / c] });
-        const colliderUrl = await ctx.store(glb, 'model/gltf-binary', 'collider.glb');
-        notes.push(`The full room is ${full.count} Gaussians; multiply coordinates by metricScale (${c}, the assumed camera height) for metres; the floor is ${c} m below the origin. The collider is the same box (floor, ceiling, four walls) as a GLB mesh.`);
-        return { ...preview, stage: 'space', panoramaUrl, spaceFullUrl, metricScale: c, floorOffsetM: c, colliderUrl, gaussians: full.count, notes };
+        tier = { panoPng, spz: encodeSpz(full), gaussians: full.count, glb };
       } catch (err) {
         if (ctx.signal.aborted) throw err;
-        // SPEC 3.2: a final tier that did not finish leaves the job complete at stage preview.
-        return { ...preview, notes: [...preview.notes, `The full room could not be built (${(err as Error).message}); the quick room is the result.`] };
+        ctx.log.warn('the full room could not be built; completing at stage preview', { err: err as Error });
+        return { ...preview, notes: [...preview.notes, 'The full room could not be built; the quick room is the result.'] };
       }
+      const panoramaUrl = await ctx.store(tier.panoPng, 'image/png', 'panorama.png');
+      const spaceFullUrl = await ctx.store(tier.spz, 'application/octet-stream', 'space-full.spz');
+      const colliderUrl = await ctx.store(tier.glb, 'model/gltf-binary', 'collider.glb');
+      notes.push(`The full room is ${tier.gaussians} Gaussians; multiply coordinates by metricScale (${c}, the assumed camera height) for metres; the floor is ${c} m below the origin. The collider is the same box (floor, ceiling, four walls) as a GLB mesh.`);
+      return { ...preview, stage: 'space', panoramaUrl, spaceFullUrl, metricScale: c, floorOffsetM: c, colliderUrl, gaussians: tier.gaussians, notes };
     },
   };
 }

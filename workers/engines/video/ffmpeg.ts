@@ -57,20 +57,45 @@ export interface ProbeResult {
   codec: string;
 }
 
-/** The real facts of a video file, read by ffprobe. */
-export function probeVideo(tools: FfmpegTools, file: string): Promise<ProbeResult> {
+/** Longest an ffprobe run may take unless the caller says otherwise. */
+const PROBE_TIMEOUT_MS = 30_000;
+
+/**
+ * The real facts of a video file, read by ffprobe. Input options (`-protocol_whitelist file`,
+ * `-format_whitelist ...`, say) go before the file. ffprobe is killed when `signal` aborts or
+ * after `timeoutMs`.
+ */
+export function probeVideo(tools: FfmpegTools, file: string, opts: { signal?: AbortSignal; timeoutMs?: number; inputOptions?: string[] } = {}): Promise<ProbeResult> {
   return new Promise((resolve, reject) => {
+    if (opts.signal?.aborted) return reject(opts.signal.reason ?? new Error('aborted'));
     const child = spawn(
       tools.ffprobe,
-      ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=width,height,r_frame_rate,codec_name:format=duration', '-of', 'json', file],
+      ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=width,height,r_frame_rate,codec_name:format=duration', '-of', 'json', ...(opts.inputOptions ?? []), file],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
     let err = '';
+    let timedOut = false;
+    const onAbort = () => child.kill('SIGKILL');
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, opts.timeoutMs ?? PROBE_TIMEOUT_MS);
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    const cleanup = () => {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+    };
     child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('error', (e) => reject(new Error(`could not run ${tools.ffprobe}: ${e.message}`)));
+    child.stderr.on('data', (d) => (err = (err + d).slice(-2000)));
+    child.on('error', (e) => {
+      cleanup();
+      reject(new Error(`could not run ${tools.ffprobe}: ${e.message}`));
+    });
     child.on('close', (code) => {
+      cleanup();
+      if (opts.signal?.aborted) return reject(opts.signal.reason ?? new Error('aborted'));
+      if (timedOut) return reject(new Error(`ffprobe did not finish within ${opts.timeoutMs ?? PROBE_TIMEOUT_MS} ms`));
       if (code !== 0) return reject(new Error(`ffprobe exited with ${code}: ${err.trim().slice(-300)}`));
       try {
         const j = JSON.parse(out) as { streams?: { width: number; height: number; r_frame_rate: string; codec_name: string }[]; format?: { duration?: string } };
