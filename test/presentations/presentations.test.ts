@@ -105,6 +105,20 @@ describe('POST /presentations (local deck engine)', () => {
     expect(bullets.some((b) => b.includes('Quarterly review'))).to.equal(false);
   });
 
+  it('when a 30-sentence brief is outlined into 3 slides under a 255-character name, then every slide builds and the notes count the sentences left out', async () => {
+    const { api } = await account();
+    const name = 'Board update '.repeat(20).slice(0, 255);
+    const brief = Array.from({ length: 30 }, (_, i) => `Region ${i + 1} grew revenue ${i + 2}% on new bookings.`).join(' ');
+    const r = await api.post('/presentations', { name, brief, slideCount: 3 });
+    expect(r.status, r.text).to.equal(201);
+    const job = await waitForJob(api, r.body.job.jobId);
+    expect(job.status, job.error).to.equal('complete');
+    expect(job.result).to.include({ slideCount: 3, requestedSlides: 3, partial: false });
+    expect(job.result.slides[0].title).to.have.length.at.most(200).and.match(/^Board update .*…$/);
+    expect(job.result.slides[1].bullets).to.have.length(12);
+    expect(job.result.notes).to.include('outline: 17 sentences of the brief were left out (a slide holds at most 12 bullets); ask for more slides to include them');
+  });
+
   it('when neither brief nor a non-empty outline is given, then 400 names both and nothing is charged', async () => {
     const { api, accountId } = await account();
     for (const body of [{ name: 'x' }, { name: 'x', outline: [] }, { name: 'x', brief: '  ' }]) {

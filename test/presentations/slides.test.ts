@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import sharp from 'sharp';
 import type { OutlineItem } from '../../contracts/presentations';
-import { decodeImage } from '../../platform/media/codec';
+import { decodeImage, encodePng } from '../../platform/media/codec';
 import { chooseLayout } from '../../workers/deck/layout';
 import { composeSlide, renderSlide, SLIDE_H, SLIDE_RENDERER, SLIDE_W, type SlideInput, type TextBox } from '../../workers/deck/render';
 import { THEMES } from '../../workers/deck/theme';
@@ -29,25 +29,38 @@ function textOf(n: number, seed = 0): string {
 
 const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&amp;/g, '&');
 
+/** An attribute of an SVG start tag's attribute text, by name, in whatever order they come. */
+const attr = (attrs: string, name: string) => new RegExp(`\\s${name}="([^"]*)"`).exec(attrs)?.[1];
+
 /**
  * Every drawn line of a composed slide, read back from its SVG, measured with the same font
- * metrics: its ink box must lie inside the text box it belongs to.
+ * metrics: its ink box must lie inside the text box it belongs to. Every <text> and <tspan> of
+ * the SVG must be read (at least one of each), so a change of markup cannot make this pass empty.
  */
 function overflowing(c: ReturnType<typeof composeSlide>): string[] {
   const boxes = new Map(c.boxes.map((b) => [b.id, b]));
   const bad: string[] = [];
-  for (const t of c.svg.matchAll(/<text data-box="([^"]+)"[^>]*font-weight="(\d+)" font-size="([\d.]+)"([^>]*)>(.*?)<\/text>/g)) {
-    const box = boxes.get(t[1]!)!;
-    const weight = Number(t[2]) as Weight;
-    const size = Number(t[3]);
+  let texts = 0;
+  let spans = 0;
+  for (const t of c.svg.matchAll(/<text(\s[^>]*)>(.*?)<\/text>/g)) {
+    texts++;
+    const box = boxes.get(attr(t[1]!, 'data-box') ?? '');
+    const weight = Number(attr(t[1]!, 'font-weight')) as Weight;
+    const size = Number(attr(t[1]!, 'font-size'));
+    expect(box, `the text box of ${t[1]}`).to.not.equal(undefined);
+    expect([weight, size].every(Number.isFinite), t[1]).to.equal(true);
     const { ascent, descent } = fontMetrics(weight);
-    for (const span of t[5]!.matchAll(/<tspan x="([\d.]+)" y="([\d.]+)">(.*?)<\/tspan>/g)) {
-      const w = measure(unescape(span[3]!), size, weight);
-      const x0 = t[4]!.includes('text-anchor="end"') ? Number(span[1]) - w : Number(span[1]);
-      const y = Number(span[2]);
-      if (x0 < box.x - 0.5 || x0 + w > box.x + box.w + 0.5 || y - ascent * size < box.y - 0.5 || y + descent * size > box.y + box.h + 0.5) bad.push(`${box.id}: "${span[3]}" at ${size}px`);
+    for (const span of t[2]!.matchAll(/<tspan(\s[^>]*)>(.*?)<\/tspan>/g)) {
+      spans++;
+      const [x, y] = [Number(attr(span[1]!, 'x')), Number(attr(span[1]!, 'y'))];
+      expect([x, y].every(Number.isFinite), span[1]).to.equal(true);
+      const w = measure(unescape(span[2]!), size, weight);
+      const x0 = attr(t[1]!, 'text-anchor') === 'end' ? x - w : x;
+      if (x0 < box!.x - 0.5 || x0 + w > box!.x + box!.w + 0.5 || y - ascent * size < box!.y - 0.5 || y + descent * size > box!.y + box!.h + 0.5) bad.push(`${box!.id}: "${span[2]}" at ${size}px`);
     }
   }
+  expect(texts, 'text elements read').to.be.at.least(1).and.equal(c.svg.match(/<text[\s>]/g)?.length);
+  expect(spans, 'tspan elements read').to.be.at.least(1).and.equal(c.svg.match(/<tspan[\s>]/g)?.length);
   return bad;
 }
 
@@ -134,6 +147,19 @@ describe('slides: typesetting and rendering', () => {
     const img = await decodeImage(a.png);
     expect(img).to.include({ format: 'png', width: 1920, height: 1080 });
     expect(img.text).to.deep.equal({ Software: SLIDE_RENDERER, Title: 'Revenue' });
+  });
+
+  it('when a PNG is stamped with text outside Latin-1, NUL or an over-long keyword, then its tEXt chunks hold printable Latin-1 with ? in their place, and a blank keyword is refused', async () => {
+    const img = { width: 2, height: 1, channels: 3 as const, data: Buffer.alloc(6) };
+    const text = { 'Ti\0tle  x': 'café Ωμέγα 🚀 e\u0301\0end\nline 2\u0007', ['K'.repeat(100)]: 'long', ' Software ': 'v2' };
+    const png = await encodePng(img, { text });
+    expect((await decodeImage(png)).text).to.deep.equal({ 'Ti?tle x': 'café ????? ? é?end\nline 2?', ['K'.repeat(79)]: 'long', Software: 'v2' });
+    await encodePng(img, { text: { '   ': 'x' } }).then(
+      () => expect.fail('a keyword with no printable character was written'),
+      (err: Error) => expect(err.message).to.match(/keyword/),
+    );
+    const slide = await decodeImage((await renderSlide(input({ title: 'Ωμέγα café 🚀', bullets: ['One'] }))).png);
+    expect(slide.text).to.deep.equal({ Software: SLIDE_RENDERER, Title: '????? café ?' });
   });
 
   it('when text holds markup, quotes and control characters, then it is escaped and the slide still renders', async () => {

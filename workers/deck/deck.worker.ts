@@ -61,15 +61,16 @@ export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.c
       let items: unknown[];
       if (input.outline?.length) items = input.outline;
       else {
-        items = await engine.authorOutline(
+        const authored = await engine.authorOutline(
           { name: input.name, brief: input.brief ?? '', slideCount: input.slideCount, companyName: input.companyName, visualStyle: input.visualStyle },
           { signal: ctx.signal, progress: ctx.progress },
         );
-      }
-
-      if (!input.outline?.length && engine.offline) {
-        notes.push(`outline: written offline by ${engine.name} from the brief's own sentences (no language model); set DECK_ENGINE=openai for a model-written outline`);
-        if (items.length < input.slideCount) notes.push(`outline: the brief holds enough for ${items.length} slides, so ${items.length} were written instead of the ${input.slideCount} asked, rather than filler`);
+        items = authored.items;
+        if (engine.offline) {
+          notes.push(`outline: written offline by ${engine.name} from the brief's own sentences (no language model); set DECK_ENGINE=openai for a model-written outline`);
+          if (items.length < input.slideCount) notes.push(`outline: the brief holds enough for ${items.length} slides, so ${items.length} were written instead of the ${input.slideCount} asked, rather than filler`);
+        }
+        notes.push(...authored.notes);
       }
 
       const slides: DeckSlide[] = [];

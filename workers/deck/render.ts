@@ -264,6 +264,6 @@ const SLIDE_PNG_COMPRESSION = 3;
 /** Render one slide to PNG (1920x1080, Inter, anti-aliased by librsvg) and its editable layout. */
 export async function renderSlide(input: SlideInput): Promise<{ png: Buffer; layout: ComposedSlide['layout']; kind: LayoutKind }> {
   const c = composeSlide(input);
-  const png = await renderSvgPng(c.svg, { compressionLevel: SLIDE_PNG_COMPRESSION, text: { Software: SLIDE_RENDERER, Title: input.slide.title.replace(/[^\x20-\x7e]/g, '?').slice(0, 200) } });
+  const png = await renderSvgPng(c.svg, { compressionLevel: SLIDE_PNG_COMPRESSION, text: { Software: SLIDE_RENDERER, Title: input.slide.title } });
   return { png, layout: c.layout, kind: c.kind };
 }

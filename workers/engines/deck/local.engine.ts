@@ -1,21 +1,31 @@
 import type { OutlineItem } from '../../../contracts/presentations';
-import type { DeckEngine, OutlineInput } from './deck.engine';
+import type { AuthoredOutline, DeckEngine, OutlineInput } from './deck.engine';
 
 const STOP = new Set('about above after again also and another any are because been before being between both but can could does doing down during each even every from further have having here into itself just more most much must need only other over same should some such than that their them then there these they this those through under until very what when where which while will with within without would your yours ours our we us its it is was were has had not per next last new'.split(' '));
 
 /** The engine's name in results: v2 splits the brief's facts into topics and never pads. */
 export const LOCAL_OUTLINE_ENGINE = 'local-outline-v2';
-/** At most this many bullets on a body slide (the rest of a long brief is left out). */
-const MAX_BULLETS = 8;
+/**
+ * At most this many bullets on a slide, and sections in an agenda or summary: OutlineItem's
+ * maximum (contracts/presentations.ts). A section's surplus sentences are left out, and counted.
+ */
+const MAX_BULLETS = 12;
 const MAX_BULLET_CHARS = 300;
+/** OutlineItem's title maximum; the deck name may be longer (255). */
+const MAX_TITLE_CHARS = 200;
 
 const cap = (w: string) => (w ? w[0]!.toUpperCase() + w.slice(1) : w);
+const lower = (t: string) => t.replace(/^\p{Lu}(?!\p{Lu})/u, (c) => c.toLowerCase());
 const norm = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
-const clip = (s: string) => {
-  if (s.length <= MAX_BULLET_CHARS) return s;
-  const cut = s.slice(0, MAX_BULLET_CHARS - 1);
-  return `${cut.slice(0, cut.lastIndexOf(' ') > 200 ? cut.lastIndexOf(' ') : cut.length).trimEnd()}…`;
+/** `s` in at most `max` characters: cut at a word in its last third, else mid-word, ending in "…". */
+const clipTo = (s: string, max: number) => {
+  if (s.length <= max) return s;
+  const cut = s.slice(0, max - 1).replace(/[\ud800-\udbff]$/, '');
+  const space = cut.lastIndexOf(' ');
+  return `${cut.slice(0, space > (max * 2) / 3 ? space : cut.length).trimEnd()}…`;
 };
+const clip = (s: string) => clipTo(s, MAX_BULLET_CHARS);
+const clipTitle = (s: string) => clipTo(s, MAX_TITLE_CHARS);
 
 /** The brief's sentences (and list lines), cleaned of list markers, in order, without duplicates. */
 export function briefSentences(brief: string): string[] {
@@ -82,9 +92,16 @@ interface Section {
   facts: string[];
   /** The titles merged into this one ("Team", "Customers" → "Team and customers"). */
   parts: string[];
+  /** The title of the section this one was split from (its own title when not split). */
+  root: string;
 }
 
-const joinTitles = (parts: string[]) => (parts.length === 1 ? parts[0]! : `${parts.slice(0, -1).join(', ')} and ${parts.at(-1)!.replace(/^\p{Lu}(?!\p{Lu})/u, (c) => c.toLowerCase())}`);
+/** "Team and customers"; past four parts "Revenue, customers, markets and 3 more". */
+const joinTitles = (parts: string[]) => {
+  if (parts.length === 1) return parts[0]!;
+  if (parts.length > 4) return `${parts.slice(0, 3).map((p, i) => (i ? lower(p) : p)).join(', ')} and ${parts.length - 3} more`;
+  return `${parts.slice(0, -1).map((p, i) => (i ? lower(p) : p)).join(', ')} and ${lower(parts.at(-1)!)}`;
+};
 
 /**
  * local-outline-v2: an offline, deterministic outline author that only restates the brief. Each
@@ -93,10 +110,12 @@ const joinTitles = (parts: string[]) => (parts.length === 1 ? parts[0]! : `${par
  * team, pricing, costs, risks, next steps; sentences of no known topic keep their place and
  * are titled by their keywords). Sections are split or merged towards the slide count asked; an
  * agenda lists them and a summary gives each its figures or key words. A short brief makes fewer
- * slides, never padding: the deck pool notes when fewer slides were written than asked. A section
- * shows at most 8 sentences: a brief far longer than the deck asked loses its surplus.
+ * slides, never padding: the deck pool notes when fewer slides were written than asked. Every item
+ * fits OutlineItem: titles are clipped to 200 characters, a slide shows at most 12 sentences (a
+ * brief far longer than the deck asked loses its surplus, counted in `leftOut`), and past 12
+ * sections the agenda and summary list the sections before they were split (at most 12).
  */
-export function authorLocally(input: OutlineInput): OutlineItem[] {
+export function outlineLocally(input: OutlineInput): { items: OutlineItem[]; leftOut: number } {
   const nameWords = new Set(norm(input.name).split(' '));
   const nameKey = norm(input.name);
   let facts = briefSentences(input.brief).filter((s) => norm(s) !== nameKey);
@@ -106,15 +125,38 @@ export function authorLocally(input: OutlineInput): OutlineItem[] {
 
   const subtitle = facts.length > bodyMax ? facts.shift() : undefined;
   const sections = sectionsOf(facts, nameWords);
-  while (sections.length > bodyMax) mergeSmallest(sections);
+  // At most 12 sections before splitting, so the agenda and summary can always name each.
+  while (sections.length > Math.min(bodyMax, MAX_BULLETS)) mergeSmallest(sections);
   splitTowards(sections, bodyMax, nameWords);
+  // A section too long for a slide takes the slide of two short ones, merged, before any is dropped.
+  while (sections.some((s) => s.facts.length > MAX_BULLETS) && mergeFitting(sections)) splitTowards(sections, bodyMax, nameWords);
+  let leftOut = 0;
+  for (const s of sections) {
+    leftOut += Math.max(0, s.facts.length - MAX_BULLETS);
+    s.facts = s.facts.slice(0, MAX_BULLETS);
+  }
+  const listed = sections.length <= MAX_BULLETS ? sections : byRoot(sections);
 
-  const slides: OutlineItem[] = [];
-  slides.push({ title: input.name, bullets: [...(subtitle ? [clip(subtitle)] : []), ...(input.companyName ? [`Presented by ${input.companyName}`] : [])] });
-  if (wantAgenda && sections.length >= 2) slides.push({ title: 'Agenda', bullets: sections.map((s) => s.title) });
-  for (const s of sections) slides.push({ title: s.title, bullets: s.facts.slice(0, MAX_BULLETS).map(clip) });
-  if (sections.length) slides.push({ title: 'Summary', bullets: sections.slice(0, 12).map((s) => takeaway(s, nameWords)) });
-  return slides;
+  const items: OutlineItem[] = [];
+  items.push({ title: clipTitle(input.name), bullets: [...(subtitle ? [clip(subtitle)] : []), ...(input.companyName ? [`Presented by ${input.companyName}`] : [])] });
+  if (wantAgenda && listed.length >= 2) items.push({ title: 'Agenda', bullets: listed.map((s) => clipTitle(s.title)) });
+  for (const s of sections) items.push({ title: clipTitle(s.title), bullets: s.facts.map(clip) });
+  if (listed.length) items.push({ title: 'Summary', bullets: listed.map((s) => clip(takeaway(s, nameWords))) });
+  return { items, leftOut };
+}
+
+/** The outline of {@link outlineLocally}, without the count of sentences left out. */
+export const authorLocally = (input: OutlineInput): OutlineItem[] => outlineLocally(input).items;
+
+/** The sections as they were before splitting: split halves joined again under their root title. */
+function byRoot(sections: Section[]): Section[] {
+  const roots = new Map<string, Section>();
+  for (const s of sections) {
+    const r = roots.get(s.root);
+    if (r) r.facts.push(...s.facts);
+    else roots.set(s.root, { title: s.root, facts: [...s.facts], parts: [s.root], root: s.root });
+  }
+  return [...roots.values()];
 }
 
 /** Group facts by topic (in order of first appearance); runs of unknown topic stay together. */
@@ -125,20 +167,20 @@ function sectionsOf(facts: string[], nameWords: ReadonlySet<string>): Section[] 
   for (const fact of facts) {
     const topic = topicOf(fact);
     if (!topic) {
-      if (!loose) sections.push((loose = { title: '', facts: [], parts: [] }));
+      if (!loose) sections.push((loose = { title: '', facts: [], parts: [], root: '' }));
       loose.facts.push(fact);
       continue;
     }
     loose = null;
     let s = byTopic.get(topic);
     if (!s) {
-      byTopic.set(topic, (s = { title: topic, facts: [], parts: [topic] }));
+      byTopic.set(topic, (s = { title: topic, facts: [], parts: [topic], root: topic }));
       sections.push(s);
     }
     s.facts.push(fact);
   }
   const used = new Set(sections.map((s) => s.title).filter(Boolean));
-  for (const s of sections.filter((x) => !x.title)) s.parts = [(s.title = keywordTitle(s.facts, nameWords, used))];
+  for (const s of sections.filter((x) => !x.title)) s.parts = [(s.root = s.title = keywordTitle(s.facts, nameWords, used))];
   return sections;
 }
 
@@ -156,9 +198,36 @@ function keywordTitle(facts: string[], nameWords: ReadonlySet<string>, used: Set
 function mergeSmallest(sections: Section[]) {
   let at = 0;
   for (let i = 1; i < sections.length - 1; i++) if (sections[i]!.facts.length + sections[i + 1]!.facts.length < sections[at]!.facts.length + sections[at + 1]!.facts.length) at = i;
+  mergeAt(sections, at);
+}
+
+/**
+ * Merge the adjacent pair of sections, neither split, with the fewest facts if they fit on one
+ * slide; false when no pair does. Unsplit only, so the merged titles stay readable and the number
+ * of root sections (the agenda) only falls.
+ */
+function mergeFitting(sections: Section[]): boolean {
+  const roots = new Map<string, number>();
+  for (const s of sections) roots.set(s.root, (roots.get(s.root) ?? 0) + 1);
+  const whole = (s: Section) => roots.get(s.root) === 1;
+  let at = -1;
+  let best = MAX_BULLETS + 1;
+  for (let i = 0; i < sections.length - 1; i++) {
+    const [a, b] = [sections[i]!, sections[i + 1]!];
+    const n = a.facts.length + b.facts.length;
+    if (whole(a) && whole(b) && n < best) [at, best] = [i, n];
+  }
+  if (at < 0) return false;
+  mergeAt(sections, at);
+  return true;
+}
+
+/** Merge sections `at` and `at + 1` into one titled by both. */
+function mergeAt(sections: Section[], at: number) {
   const [a, b] = [sections[at]!, sections[at + 1]!];
   const parts = [...a.parts, ...b.parts];
-  sections.splice(at, 2, { title: joinTitles(parts), facts: [...a.facts, ...b.facts], parts });
+  const title = joinTitles(parts);
+  sections.splice(at, 2, { title, facts: [...a.facts, ...b.facts], parts, root: title });
 }
 
 /** Split the largest section in halves (the second titled by its own key word) until `max` or one fact each. */
@@ -173,7 +242,7 @@ function splitTowards(sections: Section[], max: number, nameWords: ReadonlySet<s
     const word = keywords(second.join(' '), new Set([...nameWords, ...norm(s.title).split(' ')])).find((k) => !used.has(`${s.title}: ${cap(k)}`));
     const title = word ? `${s.title}: ${cap(word)}` : `${s.title}, continued`;
     used.add(title);
-    sections.splice(at, 1, { ...s, facts: s.facts.slice(0, half) }, { title, facts: second, parts: [title] });
+    sections.splice(at, 1, { ...s, facts: s.facts.slice(0, half) }, { title, facts: second, parts: [title], root: s.root });
   }
 }
 
@@ -190,9 +259,11 @@ export function createLocalDeckEngine(): DeckEngine {
   return {
     name: LOCAL_OUTLINE_ENGINE,
     offline: true,
-    async authorOutline(input, ctx) {
+    async authorOutline(input, ctx): Promise<AuthoredOutline> {
       await ctx.progress('outlining', `Writing an outline of up to ${input.slideCount} slides from the brief`);
-      return authorLocally(input);
+      const { items, leftOut } = outlineLocally(input);
+      const notes = leftOut ? [`outline: ${leftOut} ${leftOut === 1 ? 'sentence of the brief was' : 'sentences of the brief were'} left out (a slide holds at most ${MAX_BULLETS} bullets); ask for more slides to include them`] : [];
+      return { items, notes };
     },
   };
 }

@@ -31,7 +31,7 @@ export function createOpenAiDeckEngine(opts: { baseUrl: string; apiKey?: string;
       }
       const slides = (parsed as { slides?: unknown }).slides;
       if (!Array.isArray(slides) || slides.length === 0) throw new UnrecoverableError('deck provider returned no slides');
-      return slides.slice(0, 30);
+      return { items: slides.slice(0, 30), notes: [] };
     },
   };
 }
