@@ -186,8 +186,8 @@ export interface AuditDoc {
   durationMs: number;
   creditsCharged: number;
   requestId: string;
-  /** Set on calls made over the MCP server (route `/mcp`). */
-  via?: 'mcp';
+  /** Set on calls made over the MCP server (route `/mcp`) and on developer console actions (routes `/console/...`). */
+  via?: 'mcp' | 'console';
   /** The MCP tool called. */
   tool?: string;
   /** Names of the MCP call's top-level arguments; never their values (SPEC 8). */

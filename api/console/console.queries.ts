@@ -40,10 +40,14 @@ export interface AuditPage {
 }
 
 const AUDIT_TAG = 'console:audit:at:desc';
-/** Usage per day of an account whose count took over USAGE_CACHE_AFTER_MS is reused this long (the count streams every entry). */
+/** An account's usage per day is reused this long after it was counted (the count streams entries). */
 const USAGE_CACHE_MS = 60_000;
-const USAGE_CACHE_AFTER_MS = 250;
 const USAGE_CACHE_MAX = 1000;
+/**
+ * At most this many audit entries and this many ledger entries (each newest first) are read to
+ * draw an account's usage chart: past it the chart covers the newest ones and says so.
+ */
+export const USAGE_SCAN_CAP = 50_000;
 
 /** One bar group of the usage chart: a UTC day. */
 export interface DayUsage {
@@ -52,33 +56,58 @@ export interface DayUsage {
   credits: number;
 }
 
+/** The usage chart's figures and whether a cap cut them short (then they cover the newest `cap` entries). */
+export interface Usage {
+  days: DayUsage[];
+  /** The cap, when the account had more API calls in the period than it: the counts cover the newest `cap` calls. */
+  requestsCappedAt: number | null;
+  /** The cap, when the account had more ledger entries in the period than it. */
+  creditsCappedAt: number | null;
+}
+
+export interface ConsoleQueryOptions {
+  /** Entries read per source for the usage chart (default USAGE_SCAN_CAP). */
+  usageScanCap?: number;
+}
+
 /**
  * The console's reads. Every one takes the signed-in account's id and puts it in its filter: a
  * page can only ever show that account's data.
  */
-export function createConsoleQueries(db: Database) {
-  const usageCache = new Map<string, { until: number; days: DayUsage[] }>();
+export function createConsoleQueries(db: Database, opts: ConsoleQueryOptions = {}) {
+  const cap = opts.usageScanCap ?? USAGE_SCAN_CAP;
+  // Per account: the computation in flight (shared by concurrent views), then its result until `until`.
+  const usageCache = new Map<string, { until: number; usage: Promise<Usage> }>();
 
   /** See dailyUsage. */
-  const countDays = async (accountId: string, now: Date): Promise<DayUsage[]> => {
+  const countDays = async (accountId: string, now: Date): Promise<Usage> => {
     const today = Math.floor(now.getTime() / DAY_MS);
     const first = today - CHART_DAYS + 1;
     const days: DayUsage[] = Array.from({ length: CHART_DAYS }, (_, i) => ({ day: new Date((first + i) * DAY_MS).toISOString().slice(0, 10), requests: 0, credits: 0 }));
     const slot = (at: Date) => days[Math.floor(at.getTime() / DAY_MS) - first];
     const since = new Date(first * DAY_MS);
-    const requests = (async () => {
-      for await (const a of db.audit.find({ accountId, at: { $gte: since } }, { projection: { at: 1 } })) {
+    // Newest first, one past the cap: reading cap + 1 entries tells that there were more.
+    const scan = async <T>(entries: AsyncIterable<T>, count: (x: T) => void): Promise<number | null> => {
+      let n = 0;
+      for await (const x of entries) {
+        if (++n > cap) return cap;
+        count(x);
+      }
+      return null;
+    };
+    const [requestsCappedAt, creditsCappedAt] = await Promise.all([
+      // The console's own entries (sign-in, key changes) are not API calls.
+      scan(db.audit.find({ accountId, at: { $gte: since }, via: { $ne: 'console' } }, { projection: { at: 1 } }).sort({ at: -1 }).limit(cap + 1), (a) => {
         const d = slot(a.at);
         if (d) d.requests++;
-      }
-    })();
-    for await (const l of db.ledger.find({ accountId, at: { $gte: since } }, { projection: { at: 1, kind: 1, amount: 1 } })) {
-      const d = slot(l.at);
-      if (d) d.credits += l.kind === 'refund' ? -l.amount : l.amount;
-    }
-    await requests;
+      }),
+      scan(db.ledger.find({ accountId, at: { $gte: since } }, { projection: { at: 1, kind: 1, amount: 1 } }).sort({ at: -1 }).limit(cap + 1), (l) => {
+        const d = slot(l.at);
+        if (d) d.credits += l.kind === 'refund' ? -l.amount : l.amount;
+      }),
+    ]);
     for (const d of days) d.credits = Math.round(d.credits * 100) / 100;
-    return days;
+    return { days, requestsCappedAt, creditsCappedAt };
   };
 
   return {
@@ -123,20 +152,26 @@ export function createConsoleQueries(db: Database) {
      * Requests (audit log) and credits spent net of refunds (ledger) per UTC day for the last
      * CHART_DAYS days, oldest first. FerretDB 1.24 has no date operators in $group, so the
      * timestamps are streamed (one field each) and counted here: the cost grows with the month's
-     * traffic (about 3 s per 20,000 calls on FerretDB), hence a busy account's figures are reused for a minute.
+     * traffic (about 3 s per 20,000 calls on FerretDB). Hence at most `cap` entries of each source
+     * are read (newest first; exact below it), concurrent views of an account share one count,
+     * and its result is reused for USAGE_CACHE_MS.
      */
-    async dailyUsage(accountId: string, now = new Date()): Promise<DayUsage[]> {
+    dailyUsage(accountId: string, now = new Date()): Promise<Usage> {
       const hit = usageCache.get(accountId);
-      if (hit && hit.until > now.getTime()) return hit.days;
-      const started = performance.now();
-      const days = await countDays(accountId, now);
-      // Only a busy account's figures are kept: a small one's are cheap, and always fresh.
-      if (performance.now() - started > USAGE_CACHE_AFTER_MS) {
-        usageCache.delete(accountId);
-        usageCache.set(accountId, { until: now.getTime() + USAGE_CACHE_MS, days });
-        if (usageCache.size > USAGE_CACHE_MAX) usageCache.delete(usageCache.keys().next().value!);
-      }
-      return days;
+      if (hit && hit.until > Date.now()) return hit.usage;
+      const entry = { until: Number.POSITIVE_INFINITY, usage: countDays(accountId, now) };
+      usageCache.delete(accountId);
+      usageCache.set(accountId, entry);
+      if (usageCache.size > USAGE_CACHE_MAX) usageCache.delete(usageCache.keys().next().value!);
+      entry.usage.then(
+        () => {
+          entry.until = Date.now() + USAGE_CACHE_MS;
+        },
+        () => {
+          if (usageCache.get(accountId) === entry) usageCache.delete(accountId);
+        },
+      );
+      return entry.usage;
     },
   };
 }

@@ -1,16 +1,17 @@
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { SCOPES } from '../../contracts/registry';
-import type { AuthCache } from '../../platform/accounts';
 import type { AuditRecorder } from '../../platform/audit/audit.recorder';
 import { AppError } from '../../platform/errors';
+import { newId } from '../../platform/ids';
 import { COLLECTIONS } from '../../platform/mongo';
 import type { Runtime } from '../../platform/runtime';
 import { createDeliveriesRepository } from '../../platform/webhooks/deliveries.repository';
 import { createSecretBox } from '../../platform/webhooks/secrets';
 import { createWebhooksRepository } from '../../platform/webhooks/webhooks.repository';
+import { locals } from '../http/context';
 import { createWebhooksService } from '../webhooks/webhooks.service';
-import { AuditFilterSchema, createConsoleQueries } from './console.queries';
+import { AuditFilterSchema, createConsoleQueries, type ConsoleQueryOptions } from './console.queries';
 import { createConsoleSessions, safeEqual, sessionSettings } from './console.sessions';
 import { CONSOLE_CSS } from './console.styles';
 import { auditPage, creditsPage, errorPage, jobsPage, keysPage, overviewPage, signInConfirm, signInHelp, webhooksPage, type Viewer } from './console.views';
@@ -18,18 +19,23 @@ import type { Html } from './html';
 
 /** What the developer console shares with the REST API of this process. */
 export interface ConsoleParts {
-  authCache: AuthCache;
+  /** Console actions (sign-in, sign-out, key created or revoked, webhook re-enabled) go in the account's audit log. */
   audit: AuditRecorder;
 }
 
 /** The session cookie's name. WARNING: changing it signs everyone out. */
 export const SESSION_COOKIE = 'console_session';
 
-/** Headers of every console response: no caching of account data, no framing, no referrer (sign-in links carry a token), a strict CSP. */
+/**
+ * Headers of every console response: no caching of account data, no framing, a strict CSP, and
+ * no referrer to other sites (sign-in links carry a token). `same-origin`, not `no-referrer`:
+ * under no-referrer browsers send `Origin: null` on the console's own form POSTs, which the
+ * origin check (sameOriginPost) must then refuse.
+ */
 const SECURITY_HEADERS: Record<string, string> = {
   'Cache-Control': 'no-store',
   'Content-Security-Policy': "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  'Referrer-Policy': 'no-referrer',
+  'Referrer-Policy': 'same-origin',
   'X-Frame-Options': 'DENY',
   'X-Content-Type-Options': 'nosniff',
 };
@@ -59,11 +65,24 @@ const KeyFormSchema = z.object({
 
 const render = (res: Response, page: Html, status = 200) => void res.status(status).type('html').send(page.value);
 
+/**
+ * Whether a POST came from a page of this console: refused when the browser says it came from
+ * another site (`Sec-Fetch-Site` other than same-origin) or names another origin (`Origin`).
+ * Clients that send neither header (scripts, old browsers) pass; every signed-in form also
+ * carries the session's CSRF token, and this check covers the sign-in POST, which has none
+ * (login CSRF: a page elsewhere signing a visitor into the attacker's account).
+ */
+function sameOriginPost(headers: { secFetchSite?: string; origin?: string }, publicOrigin: string): boolean {
+  if (headers.secFetchSite !== undefined && headers.secFetchSite !== 'same-origin') return false;
+  return headers.origin === undefined || headers.origin === publicOrigin;
+}
+
 /** The developer console (server-rendered pages), mounted at /console. */
-export function consoleRoutes(rt: Runtime, _parts: ConsoleParts): Router {
+export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: ConsoleQueryOptions = {}): Router {
   const r = Router();
   const sessions = createConsoleSessions(rt.db, sessionSettings(rt.config));
-  const queries = createConsoleQueries(rt.db);
+  const queries = createConsoleQueries(rt.db, options);
+  const publicOrigin = new URL(rt.config.PUBLIC_BASE_URL).origin;
   const webhooks = createWebhooksService({
     webhooks: createWebhooksRepository(rt.db),
     deliveries: createDeliveriesRepository(rt.db),
@@ -78,16 +97,36 @@ export function consoleRoutes(rt: Runtime, _parts: ConsoleParts): Router {
     path: '/console',
     maxAge: sessionSettings(rt.config).sessionTtlMs,
   };
+  /** An audit entry for a console action, stored before the answer goes out. Never a key value or token: ids and the status only. */
+  const trail = (res: Response, accountId: string, route: string, status: number, keyId = '') =>
+    parts.audit.record({
+      _id: newId('aud'),
+      at: new Date(),
+      accountId,
+      keyId,
+      method: 'POST',
+      route,
+      status,
+      durationMs: Number(process.hrtime.bigint() - locals(res).startedAt) / 1e6,
+      creditsCharged: 0,
+      requestId: locals(res).requestId,
+      via: 'console',
+    });
 
   r.use((_req, res, next) => {
     res.set(SECURITY_HEADERS);
     next();
   });
+  r.use((req, res, next) => {
+    if (req.method !== 'POST' || sameOriginPost({ secFetchSite: req.get('sec-fetch-site'), origin: req.get('origin') }, publicOrigin)) return next();
+    render(res, errorPage(403, 'This form was sent from another site, so it was refused. Open the console at its own address and try again.'), 403);
+  });
   r.use(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }));
   r.get('/assets/console.css', (_req, res) => void res.type('css').set('Cache-Control', 'public, max-age=3600').send(CONSOLE_CSS));
 
   // Signing in: GET shows a button (a link scanner that only fetches cannot spend the link), the
-  // POST spends it. The POST needs no CSRF token: the one-time token is its proof.
+  // POST spends it. It carries no CSRF token (there is no session yet): the Origin check above
+  // refuses it from another site.
   r.get('/sign-in', (req, res) => {
     const token = typeof req.query.token === 'string' ? req.query.token : '';
     render(res, token ? signInConfirm(token) : signInHelp());
@@ -96,6 +135,7 @@ export function consoleRoutes(rt: Runtime, _parts: ConsoleParts): Router {
     const token = typeof req.body?.token === 'string' ? req.body.token : '';
     const signed = await sessions.signIn(token);
     if (!signed) return render(res, signInHelp('This sign-in link is not valid: it was used already, it expired, or it was copied incompletely. Ask for a new one.'), 400);
+    await trail(res, signed.session.accountId, '/console/sign-in', 303);
     res.cookie(SESSION_COOKIE, signed.sessionId, cookieOptions);
     res.redirect(303, '/console');
   });
@@ -121,20 +161,21 @@ export function consoleRoutes(rt: Runtime, _parts: ConsoleParts): Router {
 
   r.post('/sign-out', async (req, res) => {
     await sessions.end(readCookie(req.headers.cookie, SESSION_COOKIE)!);
+    await trail(res, viewer(res).accountId, '/console/sign-out', 303);
     res.clearCookie(SESSION_COOKIE, { path: '/console' });
     res.redirect(303, '/console/sign-in');
   });
 
   r.get('/', async (_req, res) => {
     const v = viewer(res);
-    const [account, balance, keys, days, jobs] = await Promise.all([
+    const [account, balance, keys, usage, jobs] = await Promise.all([
       rt.accounts.getAccount(v.accountId),
       rt.credits.balance(v.accountId),
       queries.keys(v.accountId),
       queries.dailyUsage(v.accountId),
       queries.recentJobs(v.accountId, 5),
     ]);
-    render(res, overviewPage(v, { plan: account?.plan ?? '', balance, activeKeys: keys.filter((k) => !k.revokedAt).length, days, jobs }));
+    render(res, overviewPage(v, { plan: account?.plan ?? '', balance, activeKeys: keys.filter((k) => !k.revokedAt).length, usage, jobs }));
   });
 
   r.get('/keys', async (_req, res) => render(res, keysPage(viewer(res), { keys: await queries.keys(viewer(res).accountId) })));
@@ -142,18 +183,29 @@ export function consoleRoutes(rt: Runtime, _parts: ConsoleParts): Router {
     const v = viewer(res);
     const parsed = KeyFormSchema.safeParse(req.body ?? {});
     const form = { name: String(req.body?.name ?? ''), scopes: ([] as string[]).concat(req.body?.scopes ?? []), folderPins: String(req.body?.folderPins ?? '') };
-    if (!parsed.success) return render(res, keysPage(v, { keys: await queries.keys(v.accountId), error: parsed.error.issues.map((i) => i.message).join('; '), form }), 400);
+    if (!parsed.success) {
+      await trail(res, v.accountId, '/console/keys', 400);
+      return render(res, keysPage(v, { keys: await queries.keys(v.accountId), error: parsed.error.issues.map((i) => i.message).join('; '), form }), 400);
+    }
     for (const pin of parsed.data.folderPins) {
-      if (!(await folders.findOne({ _id: pin, accountId: v.accountId, teamId: null }, { projection: { _id: 1 } }))) throw new AppError('not_found', `Drive folder ${pin} not found in this account's Drive`);
+      if (!(await folders.findOne({ _id: pin, accountId: v.accountId, teamId: null }, { projection: { _id: 1 } }))) {
+        await trail(res, v.accountId, '/console/keys', 404);
+        throw new AppError('not_found', `Drive folder ${pin} not found in this account's Drive`);
+      }
     }
     const created = await rt.accounts.createKey(v.accountId, parsed.data);
+    await trail(res, v.accountId, '/console/keys', 201, created.doc._id);
     render(res, keysPage(v, { keys: await queries.keys(v.accountId), created }), 201);
   });
   r.post('/keys/:id/revoke', async (req, res) => {
     const v = viewer(res);
-    if (!(await queries.key(v.accountId, req.params.id!))) throw new AppError('not_found', 'key not found');
+    if (!(await queries.key(v.accountId, req.params.id!))) {
+      await trail(res, v.accountId, '/console/keys/:id/revoke', 404);
+      throw new AppError('not_found', 'key not found');
+    }
     // Stored, then announced to every API process (platform/accounts.ts): refused within milliseconds.
     await rt.accounts.revokeKey(v.accountId, req.params.id!);
+    await trail(res, v.accountId, '/console/keys/:id/revoke', 303, req.params.id!);
     res.redirect(303, '/console/keys');
   });
 
@@ -185,7 +237,12 @@ export function consoleRoutes(rt: Runtime, _parts: ConsoleParts): Router {
   });
   // The same service call as PATCH /webhooks/{id} {"isActive": true}: re-enabled, failure count reset.
   r.post('/webhooks/:id/enable', async (req, res) => {
-    const w = await webhooks.update(viewer(res).accountId, req.params.id!, { isActive: true });
+    const v = viewer(res);
+    const w = await webhooks.update(v.accountId, req.params.id!, { isActive: true }).catch(async (err: unknown) => {
+      await trail(res, v.accountId, '/console/webhooks/:id/enable', err instanceof AppError ? err.status : 500);
+      throw err;
+    });
+    await trail(res, v.accountId, '/console/webhooks/:id/enable', 303);
     res.redirect(303, `/console/webhooks/${encodeURIComponent(w.id)}`);
   });
 

@@ -1,9 +1,9 @@
-import { SCOPES } from '../../contracts/registry';
+import { SCOPES, type Scope } from '../../contracts/registry';
 import type { Webhook, WebhookDelivery } from '../../contracts/webhooks';
 import type { Page } from '../../platform/lists';
 import type { ApiKeyDoc, JobDoc, LedgerDoc } from '../../platform/mongo';
 import { usageChart } from './console.chart';
-import { AUDIT_DAYS, AUDIT_ROUTES, type AuditFilter, type AuditPage, type DayUsage } from './console.queries';
+import { AUDIT_DAYS, AUDIT_ROUTES, type AuditFilter, type AuditPage, type Usage } from './console.queries';
 import { html, type Html } from './html';
 
 /** Who is signed in, as every page's frame needs it. */
@@ -60,23 +60,35 @@ export const errorPage = (status: number, message: string, viewer?: Viewer) =>
   layout(`Error ${status}`, html`<h1>${status === 404 ? 'Not found' : status === 403 ? 'Forbidden' : 'Something is not right'}</h1>
 <div class="error">${message}</div><p><a href="/console">Back to the overview</a></p>`, { viewer });
 
-export function overviewPage(v: Viewer, d: { plan: string; balance: number; activeKeys: number; days: DayUsage[]; jobs: Omit<JobDoc, 'input'>[] }): Html {
-  const requests = d.days.reduce((n, x) => n + x.requests, 0);
-  const credits = Math.round(d.days.reduce((n, x) => n + x.credits, 0) * 100) / 100;
+const count = (n: number) => n.toLocaleString('en-US');
+
+/** What the chart leaves out when a scan cap cut it short (console.queries.ts dailyUsage). */
+const capNotes = (u: Usage): Html[] => [
+  u.requestsCappedAt !== null ? html`Request counts cover the newest ${count(u.requestsCappedAt)} calls of the period.` : null,
+  u.creditsCappedAt !== null ? html`Credit figures cover the newest ${count(u.creditsCappedAt)} ledger entries of the period.` : null,
+].filter((x): x is Html => x !== null);
+
+export function overviewPage(v: Viewer, d: { plan: string; balance: number; activeKeys: number; usage: Usage; jobs: Omit<JobDoc, 'input'>[] }): Html {
+  const requests = d.usage.days.reduce((n, x) => n + x.requests, 0);
+  const credits = Math.round(d.usage.days.reduce((n, x) => n + x.credits, 0) * 100) / 100;
+  const notes = capNotes(d.usage);
   return layout('Overview', html`<h1>Overview</h1>
 <div class="stats"><div class="stat"><span class="muted">Plan</span><b>${d.plan}</b></div>
 <div class="stat"><span class="muted">Credit balance</span><b>${d.balance}</b></div>
 <div class="stat"><span class="muted">Active keys</span><b>${d.activeKeys}</b></div>
-<div class="stat"><span class="muted">Requests, 30 days</span><b>${requests}</b></div>
-<div class="stat"><span class="muted">Credits spent, 30 days</span><b>${credits}</b></div></div>
-<h2>Requests and credits per day</h2>${usageChart(d.days)}
+<div class="stat"><span class="muted">Requests, 30 days</span><b>${requests}${d.usage.requestsCappedAt !== null ? '+' : ''}</b></div>
+<div class="stat"><span class="muted">Credits spent, 30 days</span><b>${credits}${d.usage.creditsCappedAt !== null ? '+' : ''}</b></div></div>
+<h2>Requests and credits per day</h2>${usageChart(d.usage.days)}${notes.length ? html`<p class="muted" id="usage-capped">${notes.map((n) => html`${n} `)}Older ones are not counted here; the audit log and the credits page list them all.</p>` : ''}
 <h2>Recent jobs</h2>${jobsTable(d.jobs.slice(0, 5))}<p><a href="/console/jobs">All recent jobs</a></p>`, { viewer: v, active: '/console' });
 }
 
 const statusBadge = (s: number) => html`<span class="badge ${s >= 500 ? 'bad' : s >= 400 ? 'warn' : 'ok'}">${s}</span>`;
 
+/** Scopes the create-key form starts with: Drive access is opt-in (SPEC 5.3), so its scopes start unchecked. */
+export const DEFAULT_FORM_SCOPES: readonly Scope[] = ['read', 'write', 'ai'];
+
 export function keysPage(v: Viewer, d: { keys: ApiKeyDoc[]; created?: { key: string; doc: ApiKeyDoc }; error?: string; form?: { name?: string; scopes?: string[]; folderPins?: string } }): Html {
-  const checked = new Set(d.form?.scopes ?? SCOPES);
+  const checked = new Set(d.form?.scopes ?? DEFAULT_FORM_SCOPES);
   return layout('API keys', html`<h1>API keys</h1>
 ${d.created ? html`<div class="secret" id="new-key"><strong>New key “${d.created.doc.name}” created.</strong> Copy it now: it is shown this once and stored only as a hash.
 <code id="new-key-value">${d.created.key}</code></div>` : ''}
@@ -104,7 +116,7 @@ export function auditPage(v: Viewer, d: { page: AuditPage; filter: AuditFilter; 
   const f = d.filter;
   const keyName = new Map(d.keys.map((k) => [k._id, k.name]));
   return layout('Usage & audit log', html`<h1>Usage & audit log</h1>
-<p class="muted">Every authenticated API call of the last ${AUDIT_DAYS} days: route template, status, duration and credits. Never arguments or bodies.</p>
+<p class="muted">Every authenticated API call of the last ${AUDIT_DAYS} days: route template, status, duration and credits, never arguments or bodies; and this console's actions (sign-in and sign-out, keys created and revoked, webhooks re-enabled).</p>
 ${d.error ? html`<div class="error">${d.error}</div>` : ''}
 <form class="card filters" method="get" action="/console/audit">
 <div><label for="keyId">Key</label><select id="keyId" name="keyId"><option value="">any key</option>${d.keys.map((k) => html`<option value="${k._id}"${f.keyId === k._id ? html` selected` : ''}>${k.name} (${k.prefix}…)</option>`)}</select></div>
@@ -115,7 +127,7 @@ ${d.error ? html`<div class="error">${d.error}</div>` : ''}
 <div><button type="submit">Filter</button> <a href="/console/audit">Clear</a></div></form>
 <table id="audit"><thead><tr><th>Time</th><th>Key</th><th>Method</th><th>Route</th><th>Status</th><th class="num">Duration ms</th><th class="num">Credits</th><th>Request id</th></tr></thead><tbody>
 ${d.page.data.length ? d.page.data.map((a) => html`<tr><td class="when">${when(a.at)}</td><td>${keyName.get(a.keyId) ?? ''} <span class="mono muted">${a.keyId}</span></td><td>${a.method}</td>
-<td class="mono">${a.route}${a.via === 'mcp' ? html` <span class="badge">MCP ${a.tool ?? ''}</span>` : ''}</td><td>${statusBadge(a.status)}</td><td class="num">${a.durationMs.toFixed(1)}</td><td class="num">${a.creditsCharged}</td><td class="mono muted id">${a.requestId}</td></tr>`) : html`<tr><td colspan="8" class="muted">No calls match.</td></tr>`}
+<td class="mono">${a.route}${a.via === 'mcp' ? html` <span class="badge">MCP ${a.tool ?? ''}</span>` : a.via === 'console' ? html` <span class="badge">console</span>` : ''}</td><td>${statusBadge(a.status)}</td><td class="num">${a.durationMs.toFixed(1)}</td><td class="num">${a.creditsCharged}</td><td class="mono muted id">${a.requestId}</td></tr>`) : html`<tr><td colspan="8" class="muted">No calls match.</td></tr>`}
 </tbody></table>
 <div class="pager"><span class="muted">${d.page.data.length} calls on this page</span>${d.page.cursor ? html`<a class="button secondary" href="/console/audit?${auditQuery(f, { cursor: d.page.cursor })}">Older →</a>` : ''}${f.cursor ? html`<a href="/console/audit?${auditQuery(f, {})}">Newest</a>` : ''}</div>`, { viewer: v, active: '/console/audit' });
 }

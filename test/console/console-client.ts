@@ -2,7 +2,7 @@ import { issueSignInLink } from '../../api/console/console.sessions';
 import type { Stack } from '../helpers/stack';
 
 /** The console's origin of a stack (its API base URL without /api/v1). */
-export const origin = (stack: Stack) => stack.baseUrl.replace(/\/api\/v1$/, '');
+export const origin = (stack: Pick<Stack, 'baseUrl'>) => stack.baseUrl.replace(/\/api\/v1$/, '');
 
 export interface ConsoleResponse {
   status: number;
@@ -22,11 +22,11 @@ const read = async (res: Response): Promise<ConsoleResponse> => ({
 export const get = async (stack: Stack, path: string, cookie?: string) =>
   read(await fetch(origin(stack) + path, { redirect: 'manual', headers: cookie ? { cookie } : {} }));
 
-/** POST a form to a console path without following redirects. */
-export const post = async (stack: Stack, path: string, form: Record<string, string | string[]>, cookie?: string) => {
+/** POST a form to a console path without following redirects, with an optional Cookie header and others (Origin, Sec-Fetch-Site). */
+export const post = async (stack: Stack, path: string, form: Record<string, string | string[]>, cookie?: string, headers: Record<string, string> = {}) => {
   const body = new URLSearchParams();
   for (const [k, v] of Object.entries(form)) for (const x of ([] as string[]).concat(v)) body.append(k, x);
-  return read(await fetch(origin(stack) + path, { method: 'POST', redirect: 'manual', body, headers: cookie ? { cookie } : {} }));
+  return read(await fetch(origin(stack) + path, { method: 'POST', redirect: 'manual', body, headers: { ...headers, ...(cookie ? { cookie } : {}) } }));
 };
 
 /** The token of a sign-in URL. */

@@ -1,8 +1,15 @@
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { COLLECTIONS } from '../../platform/mongo';
+import express from 'express';
+import { createConsoleQueries } from '../../api/console/console.queries';
+import { consoleRoutes } from '../../api/console/console.routes';
 import { issueSignInLink } from '../../api/console/console.sessions';
+import { requestId } from '../../api/middleware/request-id';
+import { createAuditRecorder } from '../../platform/audit/audit.recorder';
+import { COLLECTIONS } from '../../platform/mongo';
 import { startStack, type Stack } from '../helpers/stack';
-import { csrfOf, get, post, sessionCookie, signIn, tokenOf } from './console-client';
+import { csrfOf, get, origin, post, sessionCookie, signIn, tokenOf } from './console-client';
 
 describe('developer console over HTTP', function () {
   this.timeout(60_000);
@@ -88,11 +95,12 @@ describe('developer console over HTTP', function () {
       expect((await get(stack, '/console/keys', s.cookie)).location).to.equal('/console/sign-in');
     });
 
-    it('when signed out, then the old cookie opens nothing', async () => {
+    it('when signed out, then the old cookie opens nothing and the sign-out is in the audit log', async () => {
       const s = await signIn(stack, a.accountId);
       const out = await post(stack, '/console/sign-out', { _csrf: s.csrf }, s.cookie);
       expect(out.status).to.equal(303);
       expect((await get(stack, '/console/keys', s.cookie)).status).to.equal(303);
+      expect(await stack.rt.db.audit.countDocuments({ accountId: a.accountId, via: 'console', route: '/console/sign-out', status: 303 })).to.be.greaterThan(0);
     });
   });
 
@@ -235,15 +243,106 @@ describe('developer console over HTTP', function () {
       const sb = await signIn(stack, b.accountId);
       expect((await get(stack, `/console/webhooks/${hook.id}`, sb.cookie)).status).to.equal(404);
       expect((await post(stack, `/console/webhooks/${hook.id}/enable`, { _csrf: sb.csrf }, sb.cookie)).status).to.equal(404);
+      const trail = await stack.rt.db.audit.find({ route: '/console/webhooks/:id/enable' }).toArray();
+      expect(trail.map((e) => [e.accountId, e.status, e.keyId])).to.have.deep.members([[a.accountId, 303, ''], [b.accountId, 404, '']]);
     });
 
-    it('when a page is served, then it forbids framing, caching and referrers and has a strict CSP', async () => {
+    it('when a page is served, then it forbids framing, caching and cross-site referrers and has a strict CSP', async () => {
       const s = await signIn(stack, a.accountId);
       const res = await fetch(`${stack.baseUrl.replace(/\/api\/v1$/, '')}/console/keys`, { headers: { cookie: s.cookie } });
       expect(res.headers.get('cache-control')).to.equal('no-store');
       expect(res.headers.get('x-frame-options')).to.equal('DENY');
-      expect(res.headers.get('referrer-policy')).to.equal('no-referrer');
+      expect(res.headers.get('referrer-policy')).to.equal('same-origin');
       expect(res.headers.get('content-security-policy')).to.contain("default-src 'none'");
+    });
+  });
+
+  describe('review fixes', () => {
+    it('when a key is created and revoked in the console, then the audit log has two console entries naming the key id and no secret', async () => {
+      const c = await stack.createAccount();
+      const s = await signIn(stack, c.accountId);
+      const created = await post(stack, '/console/keys', { name: 'audited', scopes: ['read'], _csrf: s.csrf }, s.cookie);
+      expect(created.status).to.equal(201);
+      const key = /id="new-key-value">(svc_[^<]+)</.exec(created.text)![1]!;
+      const keyId = (await stack.rt.db.apiKeys.findOne({ accountId: c.accountId, name: 'audited' }))!._id;
+      expect((await post(stack, `/console/keys/${keyId}/revoke`, { _csrf: s.csrf }, s.cookie)).status).to.equal(303);
+      const entries = await stack.rt.db.audit.find({ accountId: c.accountId, via: 'console', keyId }).toArray();
+      expect(entries.map((e) => [e.method, e.route, e.status, e.creditsCharged])).to.have.deep.members([
+        ['POST', '/console/keys', 201, 0],
+        ['POST', '/console/keys/:id/revoke', 303, 0],
+      ]);
+      expect(await stack.rt.db.audit.countDocuments({ accountId: c.accountId, via: 'console', route: '/console/sign-in', status: 303 })).to.equal(1);
+      const stored = JSON.stringify(await stack.rt.db.audit.find({ accountId: c.accountId }).toArray());
+      for (const secret of [key, s.cookie.split('=')[1]!, s.csrf]) expect(stored).not.to.contain(secret);
+      const page = await get(stack, `/console/audit?keyId=${keyId}`, s.cookie);
+      expect(page.text).to.contain('/console/keys/:id/revoke').and.contain('>console</span>');
+    });
+
+    it('when the create-key form is shown, then read, write and ai are checked and the opt-in Drive scopes are not', async () => {
+      const s = await signIn(stack, a.accountId);
+      const page = (await get(stack, '/console/keys', s.cookie)).text;
+      for (const scope of ['read', 'write', 'ai']) expect(page, scope).to.contain(`value="${scope}" checked>`);
+      for (const scope of ['drive:read', 'drive:write']) expect(page, scope).to.contain(`value="${scope}">`);
+    });
+
+    it('when a sign-in POST comes from another site, then it answers 403, sets no cookie and leaves the link unspent', async () => {
+      const { url } = await issueSignInLink(stack.rt.db, stack.config, a.accountId);
+      const crossSite = await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, { 'sec-fetch-site': 'cross-site' });
+      expect(crossSite.status).to.equal(403);
+      expect(crossSite.setCookie).to.be.empty;
+      const otherOrigin = await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, { origin: 'https://attacker.example' });
+      expect(otherOrigin.status).to.equal(403);
+      expect((await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, { origin: 'null' })).status).to.equal(403);
+      const same = await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, { 'sec-fetch-site': 'same-origin', origin: origin(stack) });
+      expect(same.status).to.equal(303);
+      expect(same.setCookie.join()).to.contain('console_session=');
+    });
+
+    it('when a signed-in form POST names another origin or site, then it answers 403 and changes nothing', async () => {
+      const s = await signIn(stack, a.accountId);
+      const before = await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId });
+      const form = { name: 'cross', scopes: 'read', _csrf: s.csrf };
+      expect((await post(stack, '/console/keys', form, s.cookie, { origin: 'http://evil.example' })).status).to.equal(403);
+      expect((await post(stack, '/console/keys', form, s.cookie, { 'sec-fetch-site': 'same-site' })).status).to.equal(403);
+      expect(await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId })).to.equal(before);
+      expect((await post(stack, '/console/keys', form, s.cookie, { origin: origin(stack), 'sec-fetch-site': 'same-origin' })).status).to.equal(201);
+    });
+
+    it('when an account has more calls than the usage cap, then the overview counts the newest ones exactly and says so under the chart', async () => {
+      const app = express();
+      app.use(requestId);
+      app.use('/console', consoleRoutes(stack.rt, { audit: createAuditRecorder({ db: stack.rt.db, amqp: stack.rt.amqp, log: stack.rt.log, prefix: stack.config.QUEUE_PREFIX }) }, { usageScanCap: 5 }));
+      const server = app.listen(0, '127.0.0.1');
+      await once(server, 'listening');
+      try {
+        const capped = { ...stack, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1` };
+        const c = await stack.createAccount();
+        const now = Date.now();
+        const day = (t: number) => new Date(t).toISOString().slice(0, 10);
+        // 3 calls today, 3 two days ago: the newest 5 are today's 3 and 2 of the older day.
+        await stack.rt.db.audit.insertMany([0, 1, 2, 2 * 86_400_000, 2 * 86_400_000 + 1, 2 * 86_400_000 + 2].map((ago, i) => ({ _id: `aud_cap${i}`, at: new Date(now - ago), accountId: c.accountId, keyId: c.keyId, method: 'GET', route: '/api/v1/account', status: 200, durationMs: 1, creditsCharged: 0, requestId: `req_cap${i}` })));
+        const s = await signIn(capped, c.accountId);
+        const page = await get(capped, '/console', s.cookie);
+        expect(page.status).to.equal(200);
+        expect(page.text).to.contain('Request counts cover the newest 5 calls').and.contain('<b>5+</b>');
+        expect(page.text).to.contain(`${day(now)}: 3 requests`).and.contain(`${day(now - 2 * 86_400_000)}: 2 requests`);
+        const uncapped = await get(stack, '/console', (await signIn(stack, c.accountId)).cookie);
+        expect(uncapped.text).not.to.contain('usage-capped');
+        expect(uncapped.text).to.contain(`${day(now - 2 * 86_400_000)}: 3 requests`);
+      } finally {
+        server.close();
+      }
+    });
+
+    it('when two views ask for usage at once, then they share one count, and a view within the minute reuses it', async () => {
+      const queries = createConsoleQueries(stack.rt.db);
+      const c = await stack.createAccount();
+      const first = queries.dailyUsage(c.accountId);
+      expect(queries.dailyUsage(c.accountId)).to.equal(first);
+      const usage = await first;
+      await stack.rt.db.audit.insertOne({ _id: 'aud_cache0', at: new Date(), accountId: c.accountId, keyId: c.keyId, method: 'GET', route: '/api/v1/account', status: 200, durationMs: 1, creditsCharged: 0, requestId: 'req_cache0' });
+      expect(await queries.dailyUsage(c.accountId)).to.equal(usage);
+      expect(await createConsoleQueries(stack.rt.db).dailyUsage(c.accountId)).to.have.nested.property('days[29].requests', 1);
     });
   });
 });
