@@ -32,7 +32,7 @@ describe('monitoring', () => {
     expect(text).to.match(/amqp_publish_confirm_duration_seconds_count\{exchange="pool",outcome="confirmed"\} [1-9]/);
     expect(text).to.match(/amqp_publish_confirm_duration_seconds_count\{exchange="events",outcome="confirmed"\} [1-9]/);
     // (audit entries reach the broker only when the database is away: test/gateway/audit.test.ts.)
-    for (const m of text.matchAll(/amqp_publish_confirm_duration_seconds_count\{exchange="([^"]+)"/g)) expect(m[1]).to.be.oneOf(['pool', 'events', 'webhooks', 'audit', 'other']);
+    for (const m of text.matchAll(/amqp_publish_confirm_duration_seconds_count\{exchange="([^"]+)"/g)) expect(m[1]).to.be.oneOf(['pool', 'events', 'webhooks', 'audit', 'auth', 'other']);
     // Bounded labels: no ids, and only known collection names.
     for (const m of text.matchAll(/collection="([^"]+)"/g)) expect(m[1]).to.match(/^(?:[a-z_]+(?:\.files|\.chunks)?|other|-)$/);
     const workerText = await (await fetch(`http://127.0.0.1:${stack.workers!.monitoringPort}/metrics`)).text();
