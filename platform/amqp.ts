@@ -249,6 +249,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     }
     if (exchange === broker.eventsExchange(p)) return 'events';
     if (exchange === broker.authExchange(p)) return 'auth';
+    if (exchange === broker.jobChangesExchange(p)) return 'job_changes';
     return exchange.startsWith(`${p}svc.webhook`) ? 'webhooks' : 'other';
   }
 

@@ -31,8 +31,9 @@ describe('monitoring', () => {
     expect(text).to.match(/db_command_duration_seconds_bucket\{le="0\.005",command="update",collection="accounts",outcome="ok"\} \d+/);
     expect(text).to.match(/amqp_publish_confirm_duration_seconds_count\{exchange="pool",outcome="confirmed"\} [1-9]/);
     expect(text).to.match(/amqp_publish_confirm_duration_seconds_count\{exchange="events",outcome="confirmed"\} [1-9]/);
+    expect(text).to.match(/amqp_publish_confirm_duration_seconds_count\{exchange="job_changes",outcome="confirmed"\} [1-9]/);
     // (audit entries reach the broker only when the database is away: test/gateway/audit.test.ts.)
-    for (const m of text.matchAll(/amqp_publish_confirm_duration_seconds_count\{exchange="([^"]+)"/g)) expect(m[1]).to.be.oneOf(['pool', 'events', 'webhooks', 'audit', 'auth', 'other']);
+    for (const m of text.matchAll(/amqp_publish_confirm_duration_seconds_count\{exchange="([^"]+)"/g)) expect(m[1]).to.be.oneOf(['pool', 'events', 'webhooks', 'audit', 'auth', 'job_changes', 'other']);
     // Bounded labels: no ids, and only known collection names.
     for (const m of text.matchAll(/collection="([^"]+)"/g)) expect(m[1]).to.match(/^(?:[a-z_]+(?:\.files|\.chunks)?|other|-)$/);
     const workerText = await (await fetch(`http://127.0.0.1:${stack.workers!.monitoringPort}/metrics`)).text();
