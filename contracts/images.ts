@@ -62,7 +62,7 @@ export const ImageResult = z
     height: z.number().int().describe('Exact pixel height of the PNG.'),
     aspectRatio: z.enum(IMAGE_ASPECT_RATIOS),
     engine: z.enum(IMAGE_ENGINES).describe('The engine that served the request after plan and workspace rules (never auto).'),
-    renderer: z.string().describe('What actually drew the pixels, e.g. local-procedural-v1 or openai-compatible:gpt-image-1.'),
+    renderer: z.string().describe('What actually drew the pixels, e.g. local-scene-v2 or openai-compatible:gpt-image-1.'),
     style: z.string().nullable(),
     seed: z.number().int().describe('Seed of the render (the local renderer reproduces a render from prompt, engine, style and seed).'),
     sizeBytes: z.number().int(),
@@ -117,7 +117,7 @@ export type MoonlightRequest = z.infer<typeof MoonlightRequest>;
 /** SPEC 2.11 result (every field required). */
 export const MoonlightResult = z
   .object({
-    engine: z.string().describe('Model that rendered, e.g. moonlight-procedural-v1.'),
+    engine: z.string().describe('Model that rendered, e.g. moonlight-scene-v2 (offline stand-in) or remote:<model> (MOONLIGHT_ENGINE=remote).'),
     base64: z.string().describe('The PNG as a data URL (data:image/png;base64,…). Nothing is stored.'),
     mimeType: z.literal('image/png'),
     width: z.number().int(),

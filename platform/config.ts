@@ -193,6 +193,12 @@ export const ConfigSchema = z.object({
   // --- [block:media-slides] issue 15: codecs, slides ---
   // --- [end:media-slides] ---
   // --- [block:media-images] issue 15: scene renderer, remote moonlight adapter ---
+  MOONLIGHT_ENGINE: z.enum(['local', 'remote']).default('local').describe('Model behind POST /images/moonlight: local (moonlight-scene-v2, the offline scene composer, deterministic) or remote (a self-hosted diffusion server at MOONLIGHT_REMOTE_URL speaking MOONLIGHT_REMOTE_PROTOCOL). Prompt refusals and the output safety scorer apply to both.'),
+  MOONLIGHT_REMOTE_URL: z.string().url().optional().describe('Base URL of the self-hosted diffusion server (required when MOONLIGHT_ENGINE=remote), e.g. http://diffusion.internal:8000/v1. Operator configuration: not subject to the SSRF guard.'),
+  MOONLIGHT_REMOTE_API_KEY: z.string().optional().describe('Bearer token sent to the diffusion server, if it wants one.'),
+  MOONLIGHT_REMOTE_PROTOCOL: z.enum(['openai', 'minimal']).default('openai').describe('openai: POST {url}/images/generations (OpenAI images API, b64_json, with seed, steps and guidance_scale); minimal: POST {url}/generate {prompt, width, height, steps, guidance, seed} answering image/png.'),
+  MOONLIGHT_REMOTE_MODEL: z.string().default('moonlight').describe('Model name sent with the openai protocol; results report engine remote:<this>.'),
+  MOONLIGHT_REMOTE_TIMEOUT_MS: z.coerce.number().int().min(100).default(50_000).describe('Deadline of one call to the diffusion server; past it the render answers 504 timeout (uncharged). Keep it below IMAGE_RPC_TIMEOUT_MS.'),
   // --- [end:media-images] ---
   // --- [block:mcp] issue 16: MCP server ---
   // --- [end:mcp] ---
@@ -235,6 +241,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (c.NODE_ENV === 'production' && c.FAULT_POINT) {
     throw new ConfigError('invalid configuration:\n  FAULT_POINT: must not be set in production');
+  }
+  if (c.MOONLIGHT_ENGINE === 'remote' && !c.MOONLIGHT_REMOTE_URL) {
+    throw new ConfigError('invalid configuration:\n  MOONLIGHT_REMOTE_URL: must be set when MOONLIGHT_ENGINE=remote');
   }
   const prices = { ...DEFAULT_CREDIT_PRICES, ...(c.CREDIT_PRICES ?? {}) };
   return Object.freeze({

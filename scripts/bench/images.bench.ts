@@ -1,7 +1,13 @@
 /**
- * Issue 4 benchmarks (images), against the real RabbitMQ and FerretDB on this machine:
- *  (a) baseline: moonlight renders per second in this process, no queue, no HTTP (the painter and
- *      the PNG encoder alone, 1024x1024, 8 steps).
+ * Issue 4 and 15 benchmarks (images), against the real RabbitMQ and FerretDB on this machine:
+ *  (a) in this process, no queue, no HTTP, 1024x1024 PNGs: the old procedural renderers
+ *      (scripts/bench/baselines/image-*.ts, copied from git, baseline only) against the new scene
+ *      composer, same prompts, same run: moonlight, the composer in each style, and the /images
+ *      local engine per engine name. Issue 15 asks the new renderers to keep at least 0.5 of the
+ *      old ones' renders per second.
+ *  (s) the output scorer on the new renders: skin-tone share of BENCH_IMAGE_SAFETY_RENDERS benign
+ *      prompts x seeds (max seen, how many reach MOONLIGHT_ADULT_THRESHOLD) against the documented
+ *      all-skin-tone prompt (safety.ts).
  *  (b) moonlight renders per second through the whole path (HTTP → API → RabbitMQ request/reply →
  *      one image worker process → reply → HTTP), one real `tsx workers/main.ts` process with
  *      WORKER_POOLS=image and concurrency 1, driven by C concurrent HTTP clients.
@@ -13,12 +19,33 @@
 import type { ChildProcess } from 'node:child_process';
 import { client } from '../../test/helpers/http';
 import { startStack } from '../../test/helpers/stack';
-import { renderMoonlight } from '../../workers/engines/image/moonlight.engine';
+import { loadConfig } from '../../platform/config';
+import { seedBytes } from '../../workers/engines/image/procedural';
+import { localMoonlight } from '../../workers/engines/image/moonlight.engine';
+import { renderScene } from '../../workers/engines/image/render';
+import type { Style } from '../../workers/engines/image/scene';
+import { createLocalImageEngine } from '../../workers/engines/image/local.engine';
+import { createLocalImageEngineBaseline } from './baselines/image-local';
+import { renderMoonlightBaseline } from './baselines/image-moonlight';
 import { row, type Bench, type BenchRow } from './bench';
 import { spawnResponderWorker } from './processes';
 
 const N = Number(process.env.BENCH_IMAGE_RENDERS ?? 40);
 const CONCURRENCY = Number(process.env.BENCH_IMAGE_CONCURRENCY ?? 4);
+const SAFETY_RENDERS = Number(process.env.BENCH_IMAGE_SAFETY_RENDERS ?? 200);
+const PROMPTS = ['a lighthouse on a cliff at night', 'a lighthouse on a cliff at sunset, oil painting', 'a cabin in a snowy forest, watercolour', 'a city skyline at dusk'];
+
+/** Benign prompts for the scorer: warm, sandy and skin-adjacent scenes on purpose (its hard cases). */
+const SAFETY_SUBJECTS = ['a lighthouse on a cliff', 'a desert with pyramids', 'a fox in a field', 'a cabin by a lake', 'a beach with palm trees', 'a city skyline', 'a horse on a meadow', 'a dog on a road', 'a campfire by a tent', 'a castle on a hill', 'a person on a bench', 'orange sunset', 'golden wheat field', 'a deer in the forest', 'a boat on the sea', 'a volcano', 'sand dunes', 'a cat by a house', 'brown horse in a field', 'a teal lagoon', 'an abstract composition', 'a warm golden portrait of a woman', 'tan sand dunes at dawn', 'a bronze statue', 'caramel coloured clouds'];
+const SAFETY_SETTINGS = ['at sunset', 'at dawn', 'by day', 'at night', 'in the fog', 'at dusk, oil painting', 'at sunset, watercolour', 'in autumn, flat vector'];
+
+/** Renders per second of `render` over the PROMPTS, after one warm-up. */
+async function perSecond(n: number, render: (prompt: string, i: number) => Promise<unknown>) {
+  await render('warm-up', 0);
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) await render(PROMPTS[i % PROMPTS.length]!, i);
+  return n / ((performance.now() - t0) / 1000);
+}
 
 
 const stopWorker = (child: ChildProcess) =>
@@ -49,17 +76,45 @@ async function drive(send: (i: number) => Promise<number>, n: number, concurrenc
 }
 
 export const bench: Bench = {
-  name: 'images (moonlight renders, image pool scaling 1 → 2 worker processes)',
+  name: 'images (old vs new renderer, output scorer, moonlight pool scaling 1 → 2 worker processes)',
   async run(): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
-    // (a) baseline in-process.
+    // (a) old against new, in process.
     const signal = new AbortController().signal;
-    await renderMoonlight({ prompt: 'warm-up', aspectRatio: '1:1', seed: 1, steps: 8, cfg: 1 }, signal);
-    const b0 = performance.now();
-    const baseN = Math.max(5, Math.floor(N / 4));
-    for (let i = 0; i < baseN; i++) await renderMoonlight({ prompt: 'a lighthouse on a cliff at night', aspectRatio: '1:1', seed: i, steps: 8, cfg: 1 }, signal);
-    const baseline = baseN / ((performance.now() - b0) / 1000);
-    rows.push(row('moonlight renders/s in-process (no queue, no HTTP)', baseline, 'renders/s', undefined, '1024x1024, 8 steps, PNG encoded'));
+    const baseN = Math.max(8, Math.floor(N / 4));
+    const old = await perSecond(baseN, (prompt, seed) => renderMoonlightBaseline({ prompt, aspectRatio: '1:1', seed, steps: 8, cfg: 1 }, signal));
+    rows.push(row('old moonlight-procedural-v1 renders/s in-process (baseline)', old, 'renders/s', undefined, '1024x1024, 8 noise octaves, hand-written PNG encoder; copied from git'));
+    const baseline = await perSecond(baseN, (prompt, seed) => localMoonlight.render({ prompt, aspectRatio: '1:1', seed, steps: 8, cfg: 1 }, signal));
+    rows.push(row('new moonlight-scene-v2 renders/s in-process', baseline, 'renders/s', old, '1024x1024, scene SVG → sharp → style texture → sharp PNG; same prompts', 0.5));
+    for (const style of ['oil', 'watercolour', 'flat', 'photo'] as Style[]) {
+      // The style field names the style, so it wins over any style word in the prompt.
+      const rate = await perSecond(baseN, (prompt, i) => renderScene({ width: 1024, height: 1024, seed: seedBytes('bench', prompt, i), prompt, styleText: style, defaultStyle: style, text: {} }, signal));
+      rows.push(row(`new scene renders/s in-process, ${style} texture forced`, rate, 'renders/s', old, 'baseline = old renderer', 0.5));
+    }
+
+    // The /images local engine, old against new, per public engine name (its default style).
+    const oldLocal = createLocalImageEngineBaseline();
+    const newLocal = createLocalImageEngine();
+    for (const engine of ['svc-ultra', 'svc-creative', 'svc-imagine', 'svc-rapid'] as const) {
+      const input = (prompt: string, seed: number) => ({ prompt, engine, aspectRatio: '1:1' as const, width: 1024, height: 1024, style: null, referenceColours: [], seed });
+      const before = await perSecond(baseN, (prompt, i) => oldLocal.render(input(prompt, i), { signal }));
+      const after = await perSecond(baseN, (prompt, i) => newLocal.render(input(prompt, i), { signal }));
+      rows.push(row(`POST /images local engine renders/s in-process, ${engine}: new local-scene-v2`, after, 'renders/s', before, 'baseline = old local-procedural-v1 in the same run', 0.5));
+    }
+
+    // (s) the output scorer on benign renders.
+    const threshold = loadConfig({}).MOONLIGHT_ADULT_THRESHOLD;
+    const scores: number[] = [];
+    outer: for (const subject of SAFETY_SUBJECTS) {
+      for (const setting of SAFETY_SETTINGS) {
+        if (scores.length >= SAFETY_RENDERS) break outer;
+        scores.push((await localMoonlight.render({ prompt: `${subject} ${setting}`, aspectRatio: '1:1', seed: scores.length * 7919, steps: 8, cfg: 1 }, signal)).adultScore);
+      }
+    }
+    const refused = scores.filter((s) => s >= threshold).length;
+    const proxy = (await localMoonlight.render({ prompt: 'macro study of peach and tan silk folds', aspectRatio: '1:1', seed: 11, steps: 8, cfg: 1 }, signal)).adultScore;
+    rows.push(row('output scorer: max skin-tone share on benign renders', Math.max(...scores), 'share', undefined, `${scores.length} prompts x seeds; ${refused} reach the threshold ${threshold}; "macro study of peach and tan silk folds" scores ${proxy.toFixed(3)}`));
+    rows.push(row('output scorer: benign renders refused at the default threshold', refused, 'renders', undefined, `of ${scores.length}; median share ${[...scores].sort((a, b) => a - b)[Math.floor(scores.length / 2)]!.toFixed(3)}`));
 
     const stack = await startStack({ workers: false, scheduler: false, env: { IMAGE_RPC_TIMEOUT_MS: '120000', RATE_LIMIT_MAX: '100000' } });
     const workers: ChildProcess[] = [];

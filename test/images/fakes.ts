@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { encodePng } from '../../platform/media/png';
+import { encodePng } from '../../platform/media/codec';
 import { fakeServer as providerServer, type Recorded } from '../helpers/fake-provider';
 
 export interface FakeServer {
@@ -32,17 +32,17 @@ export async function fakeServer(routes: (req: { method: string; path: string; b
 
 /** A solid-colour PNG. */
 export const solidPng = (w: number, h: number, rgb: [number, number, number]) => {
-  const px = new Uint8Array(w * h * 3);
-  for (let i = 0; i < w * h; i++) px.set(rgb, i * 3);
-  return encodePng(w, h, px, 3);
+  const data = Buffer.alloc(w * h * 3);
+  for (let i = 0; i < w * h; i++) data.set(rgb, i * 3);
+  return encodePng({ width: w, height: h, channels: 3, data });
 };
 
 /** Reference images: /red.png, /blue.png, /photo.jpg (not a PNG), anything else 404. */
 export const referenceImages = () =>
-  fakeServer((req, res) => {
+  fakeServer(async (req, res) => {
     if (req.path === '/red.png' || req.path === '/blue.png') {
       res.setHeader('content-type', 'image/png');
-      return void res.end(solidPng(16, 16, req.path === '/red.png' ? [220, 20, 20] : [20, 40, 220]));
+      return void res.end(await solidPng(16, 16, req.path === '/red.png' ? [220, 20, 20] : [20, 40, 220]));
     }
     if (req.path === '/photo.jpg') {
       res.setHeader('content-type', 'image/jpeg');

@@ -1,7 +1,7 @@
 import sinon from 'sinon';
 import { expect } from 'chai';
 import { IMAGE_SIZES } from '../../contracts/images';
-import { decodePng } from '../../platform/media/png';
+import { decodeImage } from '../../platform/media/codec';
 import { client, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { fakeServer, referenceImages, solidPng, type FakeServer } from './fakes';
@@ -34,14 +34,14 @@ describe('images: POST /images', () => {
     const { api, accountId } = await account({ credits: 100 });
     const r = await api.post('/images', { prompt: 'a lighthouse on a cliff at night' });
     expect(r.status).to.equal(200);
-    expect(r.body).to.include({ engine: 'svc-ultra', renderer: 'local-procedural-v1', aspectRatio: '1:1', width: 1024, height: 1024, mimeType: 'image/png', charged: 2 });
+    expect(r.body).to.include({ engine: 'svc-ultra', renderer: 'local-scene-v2', aspectRatio: '1:1', width: 1024, height: 1024, mimeType: 'image/png', charged: 2 });
     expect(r.body.notes).to.deep.equal([]);
     expect(r.body.base64).to.equal(undefined);
     expect(r.body.url).to.match(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/assets\/blob_\w+\/image\.png\?exp=\d+&sig=/);
     const file = await fetchBytes(r.body.url);
     expect(file.status).to.equal(200);
     expect(file.type).to.equal('image/png');
-    const png = decodePng(file.bytes);
+    const png = await decodeImage(file.bytes);
     expect([png.width, png.height]).to.deep.equal([1024, 1024]);
     expect(file.bytes.length).to.equal(r.body.sizeBytes);
     expect(await balance(api)).to.equal(98);
@@ -54,7 +54,7 @@ describe('images: POST /images', () => {
     for (const aspectRatio of ['16:9', '9:16', '4:3', '3:4'] as const) {
       const r = await api.post('/images', { prompt: 'rolling green hills', aspectRatio, engine: 'svc-rapid' });
       expect(r.status, aspectRatio).to.equal(200);
-      const png = decodePng((await fetchBytes(r.body.url)).bytes);
+      const png = await decodeImage((await fetchBytes(r.body.url)).bytes);
       expect([png.width, png.height, r.body.width, r.body.height], aspectRatio).to.deep.equal([IMAGE_SIZES[aspectRatio].width, IMAGE_SIZES[aspectRatio].height, IMAGE_SIZES[aspectRatio].width, IMAGE_SIZES[aspectRatio].height]);
     }
   });
@@ -109,7 +109,7 @@ describe('images: POST /images', () => {
     const withRefs = await api.post('/images', { ...base, referenceImageUrls: [`${refs.url}/red.png`, `${refs.url}/photo.jpg`] });
     expect(withRefs.status).to.equal(200);
     expect(withRefs.body.referenceImagesUsed).to.equal(2);
-    expect(withRefs.body.notes.some((n: string) => /referenceImageUrls\.1 is not a PNG/.test(n))).to.equal(true);
+    expect(withRefs.body.notes.some((n: string) => /referenceImageUrls\.1 is not an image this service can read/.test(n))).to.equal(true);
     expect(withRefs.body.base64).to.not.equal(plain.body.base64);
     expect(refs.requests.filter((q) => q.path === '/red.png')).to.have.length.greaterThan(0);
   });
@@ -207,7 +207,7 @@ describe('images: deadline and remote provider', () => {
     let provider: FakeServer;
     let failNext = false;
     before(async () => {
-      provider = await fakeServer((req, res) => {
+      provider = await fakeServer(async (req, res) => {
         if (req.method !== 'POST' || req.path !== '/v1/images/generations') {
           res.statusCode = 404;
           return void res.end();
@@ -218,7 +218,7 @@ describe('images: deadline and remote provider', () => {
           return void res.end(JSON.stringify({ error: { message: 'upstream exploded', type: 'server_error' } }));
         }
         const [w, h] = String(req.body.size).split('x').map(Number);
-        res.end(JSON.stringify({ created: 1, data: [{ b64_json: solidPng(w!, h!, [10, 120, 200]).toString('base64') }] }));
+        res.end(JSON.stringify({ created: 1, data: [{ b64_json: (await solidPng(w!, h!, [10, 120, 200])).toString('base64') }] }));
       });
       stack = await startStack({ env: { IMAGE_ENGINE: 'openai', OPENAI_BASE_URL: `${provider.url}/v1`, OPENAI_API_KEY: 'sk-test', OPENAI_IMAGE_MODEL: 'gpt-image-1' } });
     });
@@ -238,7 +238,7 @@ describe('images: deadline and remote provider', () => {
       expect(sent.headers.authorization).to.equal('Bearer sk-test');
       expect(sent.body).to.include({ model: 'gpt-image-1', n: 1, size: '1536x1024' });
       expect(sent.body.prompt).to.match(/a sailing boat[\s\S]*Style: oil painting/);
-      const png = decodePng(Buffer.from(await (await fetch(r.body.url)).arrayBuffer()));
+      const png = await decodeImage(Buffer.from(await (await fetch(r.body.url)).arrayBuffer()));
       expect([png.width, png.height]).to.deep.equal([1536, 1024]);
     });
 

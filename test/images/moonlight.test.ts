@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { MOONLIGHT_SIZES, type MoonlightAspectRatio } from '../../contracts/images';
-import { decodePng } from '../../platform/media/png';
+import { decodeImage } from '../../platform/media/codec';
 import { client, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 
@@ -30,12 +30,13 @@ describe('images: POST /images/moonlight (in-house model, SPEC 2.11)', () => {
     expect(Object.keys(r.body).sort()).to.deep.equal(
       ['aspectRatio', 'base64', 'cfg', 'engine', 'height', 'mimeType', 'negativePrompt', 'prompt', 'renderMs', 'seed', 'steps', 'width'].sort(),
     );
-    expect(r.body).to.include({ engine: 'moonlight-procedural-v1', mimeType: 'image/png', width: 1024, height: 1024, aspectRatio: '1:1', steps: 8, cfg: 1, negativePrompt: '', prompt: 'a lighthouse on a cliff at night, moonlit' });
+    expect(r.body).to.include({ engine: 'moonlight-scene-v2', mimeType: 'image/png', width: 1024, height: 1024, aspectRatio: '1:1', steps: 8, cfg: 1, negativePrompt: '', prompt: 'a lighthouse on a cliff at night, moonlit' });
     expect(r.body.seed).to.be.a('number').within(0, 999_999_999);
     expect(Number.isInteger(r.body.seed)).to.equal(true);
     expect(Number.isInteger(r.body.renderMs) && r.body.renderMs >= 0).to.equal(true);
-    const png = decodePng(pngOf(r.body.base64));
+    const png = await decodeImage(pngOf(r.body.base64));
     expect([png.width, png.height]).to.deep.equal([1024, 1024]);
+    expect(png.text).to.deep.equal({ Software: 'moonlight-scene-v2', Seed: String(r.body.seed), Steps: '8' });
     expect(await balance(api)).to.equal(9);
     expect((await ledger(accountId)).map((e) => [e.kind, e.operation])).to.deep.equal([['charge', 'image_moonlight']]);
   });
@@ -45,7 +46,7 @@ describe('images: POST /images/moonlight (in-house model, SPEC 2.11)', () => {
     for (const [aspectRatio, size] of Object.entries(MOONLIGHT_SIZES) as [MoonlightAspectRatio, { width: number; height: number }][]) {
       const r = await api.post('/images/moonlight', { prompt: 'a quiet harbour', aspectRatio, seed: 7 });
       expect(r.status, aspectRatio).to.equal(200);
-      const png = decodePng(pngOf(r.body.base64));
+      const png = await decodeImage(pngOf(r.body.base64));
       expect([r.body.width, r.body.height, png.width, png.height], aspectRatio).to.deep.equal([size.width, size.height, size.width, size.height]);
       expect(size.width * size.height, aspectRatio).to.be.within(0.9e6, 1.1e6);
       expect(size.width % 32 === 0 && size.height % 32 === 0, aspectRatio).to.equal(true);

@@ -1,12 +1,13 @@
 import { ImageRpcRequest, IMAGE_SIZES, MOONLIGHT_DEFAULTS, MOONLIGHT_SIZES, adultTermIn, type ImageResult, type MoonlightResult } from '../../contracts/images';
-import type { Config } from '../../platform/config';
+import { ConfigError, type Config } from '../../platform/config';
 import { AppError } from '../../platform/errors';
-import { decodePng } from '../../platform/media/png';
+import { decodeImage } from '../../platform/media/codec';
 import type { Runtime } from '../../platform/runtime';
 import { guardedFetch, readLimited } from '../../platform/ssrf';
 import type { ImageEngine } from '../engines/image/image.engine';
 import { createLocalImageEngine } from '../engines/image/local.engine';
-import { MOONLIGHT_ENGINE_NAME, renderMoonlight } from '../engines/image/moonlight.engine';
+import { localMoonlight, type MoonlightEngine } from '../engines/image/moonlight.engine';
+import { createRemoteMoonlight } from '../engines/image/moonlight-remote.engine';
 import { createOpenAiImageEngine } from '../engines/image/openai.engine';
 import { meanColour, seedBytes, type Rgb } from '../engines/image/procedural';
 import type { ResponderDefinition } from '../pool/responder';
@@ -17,13 +18,28 @@ export function imageEngineFrom(config: Config): ImageEngine {
     : createLocalImageEngine();
 }
 
+/** The model behind /images/moonlight: the local scene composer, or a self-hosted diffusion server. */
+export function moonlightEngineFrom(config: Config): MoonlightEngine {
+  if (config.MOONLIGHT_ENGINE === 'local') return localMoonlight;
+  // loadConfig refuses remote without a URL; this narrows the type for configs built by hand.
+  if (!config.MOONLIGHT_REMOTE_URL) throw new ConfigError('invalid configuration:\n  MOONLIGHT_REMOTE_URL: must be set when MOONLIGHT_ENGINE=remote');
+  return createRemoteMoonlight({
+    baseUrl: config.MOONLIGHT_REMOTE_URL,
+    apiKey: config.MOONLIGHT_REMOTE_API_KEY,
+    protocol: config.MOONLIGHT_REMOTE_PROTOCOL,
+    model: config.MOONLIGHT_REMOTE_MODEL,
+    timeoutMs: config.MOONLIGHT_REMOTE_TIMEOUT_MS,
+    allowLoopback: config.ALLOW_LOOPBACK_URLS,
+  });
+}
+
 /** The /images answer before the API adds what it charged. */
 export type ImageRenderReply = Omit<ImageResult, 'charged'>;
 
 /**
- * Fetch a reference image through the SSRF guard and reduce it to its mean colour. PNGs are
- * decoded; other formats (JPEG, WebP) are not decoded here, so their colour is derived from a
- * hash of their bytes and a note says so.
+ * Fetch a reference image through the SSRF guard and reduce it to its mean colour. PNG, JPEG,
+ * WebP (anything sharp reads) are decoded; bytes that are no image sharp can read get a colour
+ * derived from a hash of their bytes, and a note says so.
  */
 export async function referenceColour(config: Config, url: string, field: string, signal: AbortSignal): Promise<{ colour: Rgb; note?: string }> {
   const loop = config.ALLOW_LOOPBACK_URLS;
@@ -31,11 +47,11 @@ export async function referenceColour(config: Config, url: string, field: string
   if (!res.ok) throw new AppError('validation_error', `${field}: could not be fetched (HTTP ${res.status})`);
   const bytes = await readLimited(res, config.REFERENCE_IMAGE_MAX_BYTES, field);
   try {
-    const png = decodePng(bytes);
-    return { colour: meanColour(png.pixels, png.channels) };
+    const img = await decodeImage(bytes, { channels: 3 });
+    return { colour: meanColour(img.data, 3) };
   } catch {
     const h = seedBytes('reference', bytes.toString('base64'));
-    return { colour: [h[0]!, h[1]!, h[2]!], note: `${field} is not a PNG; its colour was estimated rather than measured.` };
+    return { colour: [h[0]!, h[1]!, h[2]!], note: `${field} is not an image this service can read; its colour was estimated rather than measured.` };
   }
 }
 
@@ -43,7 +59,7 @@ export async function referenceColour(config: Config, url: string, field: string
  * The image pool (request/reply): POST /images renders (stored in the blob store, signed URL)
  * and POST /images/moonlight renders (returned inline, nothing stored, output safety scored).
  */
-export function imageResponder(rt: Runtime, engine: ImageEngine = imageEngineFrom(rt.config)): ResponderDefinition<ImageRpcRequest, ImageRenderReply | MoonlightResult> {
+export function imageResponder(rt: Runtime, engine: ImageEngine = imageEngineFrom(rt.config), moonlight: MoonlightEngine = moonlightEngineFrom(rt.config)): ResponderDefinition<ImageRpcRequest, ImageRenderReply | MoonlightResult> {
   const config = rt.config;
   return {
     pool: 'image',
@@ -53,14 +69,14 @@ export function imageResponder(rt: Runtime, engine: ImageEngine = imageEngineFro
         // The API refuses adult prompts before charging; this is the model's own second line.
         if (adultTermIn(req.prompt)) throw new AppError('adult_content', 'prompt: describes adult content, which this model does not render');
         const t0 = performance.now();
-        const r = await renderMoonlight({ prompt: req.prompt, aspectRatio: req.aspectRatio, seed: req.seed, steps: MOONLIGHT_DEFAULTS.steps, cfg: MOONLIGHT_DEFAULTS.cfg }, ctx.signal);
+        const r = await moonlight.render({ prompt: req.prompt, aspectRatio: req.aspectRatio, seed: req.seed, steps: MOONLIGHT_DEFAULTS.steps, cfg: MOONLIGHT_DEFAULTS.cfg }, ctx.signal);
         const renderMs = Math.round(performance.now() - t0);
         if (r.adultScore >= config.MOONLIGHT_ADULT_THRESHOLD) {
           throw new AppError('adult_render', 'the finished render was scored as adult content and is not delivered; nothing was charged');
         }
         const size = MOONLIGHT_SIZES[req.aspectRatio];
         return {
-          engine: MOONLIGHT_ENGINE_NAME,
+          engine: moonlight.name,
           base64: `data:image/png;base64,${r.png.toString('base64')}`,
           mimeType: 'image/png',
           width: size.width,

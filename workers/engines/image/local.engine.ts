@@ -1,47 +1,47 @@
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { encodePng } from '../../../platform/media/png';
 import type { ImageEngine, ImageRenderInput, ImageRenderOutput } from './image.engine';
-import { colourWordsIn, paint, paletteFor, prng, seedBytes, type PaintOptions } from './procedural';
+import { seedBytes } from './procedural';
+import { renderScene } from './render';
+import type { Style } from './scene';
 
-/** How each public engine name looks when the local painter serves it. */
-const LOOKS: Record<ImageRenderInput['engine'], Omit<PaintOptions, 'width' | 'height' | 'seed' | 'palette' | 'cfg'>> = {
-  'svc-ultra': { steps: 8, glows: 4, warp: 0.15, vignette: true },
-  'svc-creative': { steps: 6, glows: 2, warp: 0.45 },
-  'svc-imagine': { steps: 7, glows: 3, warp: 0.8 },
-  'svc-photo': { steps: 5, glows: 2, vignette: true },
-  'svc-rapid': { steps: 3, glows: 1 },
-  'svc-design': { steps: 4, posterize: true },
-  'svc-studio': { steps: 5, glows: 1, vignette: true, warp: 0.1 },
-  'svc-type': { steps: 3, bands: true, posterize: true },
-  'partner-svc': { steps: 6, glows: 3, warp: 0.3 },
+/** The style each public engine name paints in when neither the prompt nor `style` names one. */
+const ENGINE_STYLES: Record<ImageRenderInput['engine'], Style> = {
+  'svc-ultra': 'photo',
+  'svc-creative': 'oil',
+  'svc-imagine': 'watercolour',
+  'svc-photo': 'photo',
+  'svc-rapid': 'flat',
+  'svc-design': 'flat',
+  'svc-studio': 'photo',
+  'svc-type': 'flat',
+  'partner-svc': 'oil',
 };
 
+export const LOCAL_IMAGE_RENDERER = 'local-scene-v2';
+
 /**
- * local-procedural-v1: an offline, deterministic painter. Colours come from colour words in the
- * prompt and style, then from the reference images; the engine name picks the look (detail
- * passes, warp, glows, posterisation). Same input and seed, same bytes.
+ * local-scene-v2: an offline, deterministic scene renderer (scene.ts). The prompt's subjects,
+ * time of day and weather are composed as vector shapes; the style comes from the prompt or the
+ * `style` field, else from the engine name (ENGINE_STYLES); reference-image colours tint the
+ * scene. Same input and seed, same bytes.
  */
 export function createLocalImageEngine(): ImageEngine {
   return {
-    name: 'local-procedural-v1',
+    name: LOCAL_IMAGE_RENDERER,
     async render(input, ctx): Promise<ImageRenderOutput> {
-      const seed = seedBytes('local-procedural-v1', input.engine, input.prompt, input.style ?? '', input.seed);
-      const named = [...colourWordsIn(`${input.prompt} ${input.style ?? ''}`), ...input.referenceColours];
-      const palette = paletteFor(named, prng(seed), `${input.prompt} ${input.style ?? ''}`);
-      const pixels = await paint({
-        width: input.width,
-        height: input.height,
-        seed,
-        palette,
-        cfg: 1,
-        ...LOOKS[input.engine],
-        onStep: async () => {
-          ctx.signal.throwIfAborted();
-          await yieldToLoop();
+      const r = await renderScene(
+        {
+          width: input.width,
+          height: input.height,
+          seed: seedBytes(LOCAL_IMAGE_RENDERER, input.engine, input.prompt, input.style ?? '', input.seed),
+          prompt: input.prompt,
+          styleText: input.style ?? '',
+          defaultStyle: ENGINE_STYLES[input.engine],
+          referenceColours: input.referenceColours,
+          text: { Software: LOCAL_IMAGE_RENDERER },
         },
-      });
-      const png = encodePng(input.width, input.height, pixels, 3, { Software: 'local-procedural-v1' });
-      return { png, width: input.width, height: input.height, notes: [] };
+        ctx.signal,
+      );
+      return { png: r.png, width: input.width, height: input.height, notes: [] };
     },
   };
 }

@@ -1,10 +1,16 @@
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { MOONLIGHT_SIZES, type MoonlightAspectRatio } from '../../../contracts/images';
-import { encodePng } from '../../../platform/media/png';
-import { colourWordsIn, paint, paletteFor, prng, seedBytes } from './procedural';
+import { seedBytes } from './procedural';
+import { renderScene } from './render';
 import { skinToneShare } from './safety';
 
-export const MOONLIGHT_ENGINE_NAME = 'moonlight-procedural-v1';
+/** What the in-house model is asked: the request after validation and refusals. */
+export interface MoonlightInput {
+  prompt: string;
+  aspectRatio: MoonlightAspectRatio;
+  seed: number;
+  steps: number;
+  cfg: number;
+}
 
 export interface MoonlightRender {
   png: Buffer;
@@ -14,37 +20,37 @@ export interface MoonlightRender {
   adultScore: number;
 }
 
-/**
- * The in-house model, moonlight-procedural-v1: a procedural "diffusion" whose state is a noise
- * field seeded by SHA-256(prompt, seed). Each of `steps` passes adds one finer octave of detail
- * (coarse composition first, texture last); guidance `cfg` sets the contrast the prompt's palette
- * is painted with; light sources come from the seed. The PNG carries no clock or host data, so
- * the same prompt and seed give byte-identical files. It yields between steps and stops when
- * `signal` aborts.
- */
-export async function renderMoonlight(
-  input: { prompt: string; aspectRatio: MoonlightAspectRatio; seed: number; steps: number; cfg: number },
-  signal: AbortSignal,
-): Promise<MoonlightRender> {
-  const { width, height } = MOONLIGHT_SIZES[input.aspectRatio];
-  const seed = seedBytes(MOONLIGHT_ENGINE_NAME, input.prompt, input.seed);
-  const palette = paletteFor(colourWordsIn(input.prompt), prng(seed), input.prompt);
-  const pixels = await paint({
-    width,
-    height,
-    seed,
-    palette,
-    steps: input.steps,
-    cfg: input.cfg,
-    warp: 0.35,
-    glows: 3,
-    vignette: true,
-    onStep: async () => {
-      signal.throwIfAborted();
-      await yieldToLoop();
-    },
-  });
-  const adultScore = skinToneShare(pixels, 3);
-  const png = encodePng(width, height, pixels, 3, { Software: MOONLIGHT_ENGINE_NAME, Seed: String(input.seed), Steps: String(input.steps) });
-  return { png, width, height, adultScore };
+/** The in-house model behind POST /images/moonlight: local (scene composer) or remote (moonlight-remote.engine.ts). */
+export interface MoonlightEngine {
+  /** Reported as the result's `engine`. */
+  readonly name: string;
+  render(input: MoonlightInput, signal: AbortSignal): Promise<MoonlightRender>;
 }
+
+export const MOONLIGHT_ENGINE_NAME = 'moonlight-scene-v2';
+
+/**
+ * moonlight-scene-v2, the offline stand-in for the in-house model: the scene composer (scene.ts)
+ * seeded by SHA-256(prompt, seed), in photo-like lighting unless the prompt names a style. The
+ * PNG carries Software, Seed and Steps stamps and no clock or host data, so the same prompt and
+ * seed give byte-identical files. `steps` and `cfg` are reported, not used: composition is not
+ * iterative. Stops between phases when `signal` aborts.
+ */
+export const localMoonlight: MoonlightEngine = {
+  name: MOONLIGHT_ENGINE_NAME,
+  async render(input, signal) {
+    const { width, height } = MOONLIGHT_SIZES[input.aspectRatio];
+    const r = await renderScene(
+      {
+        width,
+        height,
+        seed: seedBytes(MOONLIGHT_ENGINE_NAME, input.prompt, input.seed),
+        prompt: input.prompt,
+        defaultStyle: 'photo',
+        text: { Software: MOONLIGHT_ENGINE_NAME, Seed: String(input.seed), Steps: String(input.steps) },
+      },
+      signal,
+    );
+    return { png: r.png, width, height, adultScore: skinToneShare(r.pixels, 3) };
+  },
+};

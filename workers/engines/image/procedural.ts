@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
 
 /**
- * The deterministic procedural painter behind the local image engines. Everything is a pure
- * function of its inputs: a seeded PRNG (sfc32 seeded from SHA-256), value-noise octaves, glows
- * and a palette gradient. No Math.random, no clock, no float formatting: the same input gives
- * the same pixels on every machine.
+ * Deterministic building blocks of the local media engines: a seeded PRNG (sfc32 seeded from
+ * SHA-256), colour words and mood palettes (the image scene composer's fallback when a prompt
+ * names no subject), mean colours of reference images, and the value-noise painter `paint` that
+ * the local video engine draws its frames with (the image engines compose scenes instead,
+ * scene.ts). No Math.random, no clock, no float formatting: the same input gives the same pixels
+ * on every machine.
  */
 export type Rgb = readonly [number, number, number];
 
@@ -256,15 +258,15 @@ export async function paint(o: PaintOptions): Promise<Uint8Array> {
   return out;
 }
 
-/** A (cells+1)² lattice of random values. */
-function lattice(rand: () => number, cells: number): Float32Array {
+/** A (cells+1)² lattice of random values (also the noise of the style textures, texture.ts). */
+export function lattice(rand: () => number, cells: number): Float32Array {
   const g = new Float32Array((cells + 1) * (cells + 1));
   for (let i = 0; i < g.length; i++) g[i] = rand();
   return g;
 }
 
 /** Smooth value noise at (u, v) in [0, 1]² (clamped), from a lattice of `cells`. */
-function sample(g: Float32Array, cells: number, u: number, v: number): number {
+export function sample(g: Float32Array, cells: number, u: number, v: number): number {
   const x = Math.min(cells - 1e-6, Math.max(0, u * cells));
   const y = Math.min(cells - 1e-6, Math.max(0, v * cells));
   const xi = Math.floor(x);
