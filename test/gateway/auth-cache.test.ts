@@ -5,16 +5,8 @@ import { start as startApi, type ApiServer } from '../../api/app';
 import { client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { startTcpProxy } from '../helpers/tcp-proxy';
+import { within } from '../helpers/within';
 
-/** Poll until `check` holds; returns the milliseconds it took, or throws after `ms`. */
-async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
-  const t0 = Date.now();
-  for (;;) {
-    if (await check()) return Date.now() - t0;
-    if (Date.now() - t0 > ms) throw new Error(`not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 describe('authentication cache (keys and accounts cached per API process, invalidated over a fanout)', function () {
   this.timeout(60_000);

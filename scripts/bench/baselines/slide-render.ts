@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import type { DeckTheme, OutlineItem, SlideMode } from '../../../contracts/presentations';
 import { createCanvas, drawText, fillCircle, fillRect, GLYPH_H, textWidth, wrapText, type Canvas } from './slide-font';
-import { encodePng } from './slide-png';
+import { encodePng } from './png';
 import { hexToRgb, mix } from '../../../workers/deck/theme';
 
 export const SLIDE_W = 960;

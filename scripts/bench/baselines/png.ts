@@ -1,4 +1,4 @@
-// Baseline only, the renderer before issue 15: copied from git (HEAD:platform/media/png.ts) for scripts/bench/slides.bench.ts. Not used by the service.
+// Baseline only: the hand-written PNG codec before issue 15, copied from git (platform/media/png.ts) for the slides and images benches. Not used by the service.
 import { crc32, deflateSync, inflateSync } from 'node:zlib';
 
 /**
