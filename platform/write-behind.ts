@@ -3,8 +3,14 @@ import type { Logger } from './log';
 export interface WriteBehindOptions {
   /** Flush when this many items wait. */
   maxItems: number;
-  /** Flush at most this long after the first waiting item. */
+  /** Flush at most this long after the first waiting item (when the last batch held one item). */
   delayMs: number;
+  /**
+   * Under load the window widens, up to this: after a batch of n items the next waits
+   * min(maxDelayMs, n × delayMs), so a steady stream pays for fewer, larger batches while a lone
+   * write still lags by `delayMs` only. Defaults to `delayMs` (a fixed window).
+   */
+  maxDelayMs?: number;
   log: Logger;
   name: string;
 }
@@ -19,6 +25,7 @@ export function createWriteBehind<T>(flush: (items: T[]) => Promise<void>, opts:
   let waiting: T[] = [];
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
+  let window = opts.delayMs;
 
   const run = async (): Promise<void> => {
     clearTimeout(timer);
@@ -27,6 +34,7 @@ export function createWriteBehind<T>(flush: (items: T[]) => Promise<void>, opts:
     if (waiting.length === 0) return;
     const batch = waiting;
     waiting = [];
+    window = Math.min(opts.maxDelayMs ?? opts.delayMs, opts.delayMs * batch.length);
     running = flush(batch)
       .catch((err: unknown) => opts.log.warn('write-behind batch failed; the sweep repairs it', { batch: opts.name, items: batch.length, err: err as Error }))
       .finally(() => {
@@ -39,9 +47,13 @@ export function createWriteBehind<T>(flush: (items: T[]) => Promise<void>, opts:
     add(item: T): void {
       waiting.push(item);
       if (waiting.length >= opts.maxItems) void run();
-      else timer ??= setTimeout(() => void run(), opts.delayMs);
+      else timer ??= setTimeout(() => void run(), window);
     },
     flush: run,
+    /** How long the next batch waits after its first item. */
+    get windowMs(): number {
+      return window;
+    },
     async close(): Promise<void> {
       await run();
     },
