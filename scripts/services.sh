@@ -82,8 +82,11 @@ if [ "${#extra_packages[@]}" -gt 0 ]; then
     log "installing ${extra_packages[*]} (apt-get; once)"
     DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${extra_packages[@]}" >/dev/null
-    # The package's own prometheus service is not ours; stop it if its install started one.
-    pkill -x prometheus 2>/dev/null || true
+    # The package's own prometheus service is not ours: when this install started it, stop it
+    # through its init script (by the pidfile that script wrote; never by process name).
+    if [[ " ${extra_packages[*]} " == *" prometheus "* ]] && [ -x /etc/init.d/prometheus ]; then
+      /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+    fi
   else
     log "missing and we are not root: ${extra_packages[*]} (console browser tests, promtool checks, compose check, slide font)"
   fi
