@@ -100,7 +100,7 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   const limiter = rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS });
 
   // Outside the versioned API: the MCP server (svc_ keys) and the developer console (its own sessions).
-  app.use('/mcp', mcpRoutes(rt, { authCache, audit: auditRecorder, rateLimit: limiter }));
+  app.use('/mcp', mcpRoutes(rt, { authCache, audit: auditRecorder, rateLimit: limiter, idempotency: parts.idempotency }));
   app.use('/console', consoleRoutes(rt, { audit: auditRecorder }));
 
   const v1 = Router();

@@ -58,7 +58,7 @@ const etagOf = (payload: unknown): string | undefined => {
 };
 
 /** Idempotency-Key values: 1 to 255 visible ASCII characters (no spaces, no control characters). */
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 export const expressPath = (p: string) => p.replace(/\{(\w+)\}/g, ':$1');
 /** Names of the `{param}` placeholders of a catalogue path. */

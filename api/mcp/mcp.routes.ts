@@ -10,6 +10,7 @@ import type { Runtime } from '../../platform/runtime';
 import { locals } from '../http/context';
 import { authenticate } from '../middleware/auth';
 import { jsonBody } from '../middleware/body';
+import type { Idempotency } from '../middleware/idempotency';
 import { argNamesOf, createMcpServer, MCP_AUDIT_ROUTE } from './mcp.server';
 import { createMcpTools } from './mcp.tools';
 
@@ -17,6 +18,8 @@ import { createMcpTools } from './mcp.tools';
 export interface McpParts {
   authCache: AuthCache;
   audit: AuditRecorder;
+  /** The REST API's Idempotency-Key records (the `idempotencyKey` argument of tools that create). */
+  idempotency: Idempotency;
   /**
    * The REST API's rate-limit middleware, the same instance: one limiter per process leases one
    * share of a key's window, so REST and MCP calls spend one counter and report one
@@ -102,7 +105,7 @@ export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
     async (req, res) => {
       if (req.body === undefined) throw new AppError('invalid_json', 'body: a JSON-RPC message is required');
       const l = locals(res);
-      const server = createMcpServer(tools, { auth: l.auth!, requestId: l.requestId, audit: parts.audit, log });
+      const server = createMcpServer(tools, { auth: l.auth!, requestId: l.requestId, audit: parts.audit, idempotency: parts.idempotency, log });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       res.on('close', () => {
         void transport.close();

@@ -3,11 +3,13 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, typ
 import { z } from 'zod';
 import { metrics } from '../../monitoring/metrics';
 import { AppError, boundedMessage, clip, toAppError } from '../../platform/errors';
-import { newId } from '../../platform/ids';
+import { newId, stableId } from '../../platform/ids';
 import type { Logger } from '../../platform/log';
 import type { AuditRecorder } from '../../platform/audit/audit.recorder';
 import { formatIssues } from '../../platform/validation';
 import type { AuthContext } from '../http/context';
+import { IDEMPOTENCY_KEY } from '../http/route';
+import type { Idempotency } from '../middleware/idempotency';
 import { hasScopeFor, type McpTool } from './mcp.tools';
 
 /** Name and version the server announces in `initialize`. */
@@ -43,6 +45,22 @@ export function toolInputSchema(schema: z.ZodObject): Tool['inputSchema'] {
   return { ...rest, ...top } as Tool['inputSchema'];
 }
 
+/**
+ * The argument that stands for the REST API's Idempotency-Key header (MCP has no per-call
+ * headers), on every tool whose endpoint honours the header. It is not part of the endpoint's
+ * contract: it is taken out of the arguments before they are validated, and its record is the
+ * REST one (same account, same key, same route and body → the same answer, charged once).
+ */
+export const IDEMPOTENCY_ARG = 'idempotencyKey';
+const IDEMPOTENCY_ARG_SCHEMA = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 255,
+  pattern: '^[\\x21-\\x7e]{1,255}$',
+  description:
+    'Optional, like the REST API\'s Idempotency-Key header: 1 to 255 visible ASCII characters of your choice. A retry of this call with the same key and arguments answers what the first call made, charged once (kept for 24 hours); the same key with other arguments is refused (idempotency_key_reused).',
+} as const;
+
 const described = new WeakMap<McpTool, Tool>();
 
 /** A tool as tools/list shows it; computed once per tool (JSON Schema generation is not free). */
@@ -52,7 +70,7 @@ function describeTool(t: McpTool): Tool {
     d = {
       name: t.name,
       description: `${t.endpoint.summary} Scope: ${t.endpoint.scopes.join(' or ')}.`,
-      inputSchema: toolInputSchema(t.input),
+      inputSchema: t.endpoint.idempotent ? withIdempotencyArg(toolInputSchema(t.input)) : toolInputSchema(t.input),
       // No tool deletes anything; every create makes something new.
       annotations: { readOnlyHint: t.endpoint.method === 'get', destructiveHint: false, idempotentHint: t.endpoint.method === 'get', openWorldHint: false },
     };
@@ -61,11 +79,31 @@ function describeTool(t: McpTool): Tool {
   return d;
 }
 
+/** A tool's JSON Schema with the optional `idempotencyKey` property added. */
+function withIdempotencyArg(schema: Tool['inputSchema']): Tool['inputSchema'] {
+  return { ...schema, properties: { ...(schema.properties ?? {}), [IDEMPOTENCY_ARG]: IDEMPOTENCY_ARG_SCHEMA } };
+}
+
+/**
+ * Take the `idempotencyKey` argument out of a call's arguments: what is left is validated with the
+ * endpoint's contract. A key that breaks the header's rule is a validation error naming it.
+ */
+function splitIdempotencyKey(t: McpTool, args: Record<string, unknown>): { key?: string; rest: Record<string, unknown> } {
+  if (!t.endpoint.idempotent || !(IDEMPOTENCY_ARG in args)) return { rest: args };
+  const { [IDEMPOTENCY_ARG]: key, ...rest } = args;
+  if (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key)) {
+    throw new AppError('validation_error', `${IDEMPOTENCY_ARG}: must be 1 to 255 visible ASCII characters`);
+  }
+  return { key, rest };
+}
+
 /** What one MCP request's server works with. */
 export interface McpCallContext {
   auth: AuthContext;
   requestId: string;
   audit: AuditRecorder;
+  /** The REST API's Idempotency-Key records, for the `idempotencyKey` argument. */
+  idempotency: Idempotency;
   log: Logger;
 }
 
@@ -131,11 +169,33 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
       if (!hasScopeFor(t, auth.key.scopes)) {
         throw new AppError('forbidden', `this key lacks the scope for ${t.name}: needs ${t.endpoint.scopes.join(' or ')}`);
       }
-      const parsed = t.input.safeParse(args, { reportInput: true });
+      const { key, rest } = splitIdempotencyKey(t, args);
+      const parsed = t.input.safeParse(rest, { reportInput: true });
       if (!parsed.success) throw new AppError('validation_error', formatIssues(parsed.error.issues));
-      const out = await t.run({ auth, requestId }, parsed.data as never);
-      charged = out.charged;
-      const payload = out.payload as Record<string, unknown>;
+      let payload: Record<string, unknown>;
+      if (key === undefined) {
+        const out = await t.run({ auth, requestId, idFor: newId }, parsed.data as never);
+        charged = out.charged;
+        payload = out.payload as Record<string, unknown>;
+      } else {
+        // The REST route's record (api/http/route.ts mount): same route name, same validated body.
+        const start = await ctx.idempotency.start(auth.account._id, key, `${t.endpoint.method} ${t.endpoint.path}`, parsed.data);
+        if (start.kind === 'replay') {
+          status = start.status;
+          payload = start.body as Record<string, unknown>;
+        } else {
+          let out;
+          try {
+            out = await t.run({ auth, requestId, idFor: (prefix) => stableId(prefix, start.seed) }, parsed.data as never);
+          } catch (err) {
+            await ctx.idempotency.abort(start.id);
+            throw err;
+          }
+          charged = out.charged;
+          payload = out.payload as Record<string, unknown>;
+          await ctx.idempotency.finish(start.id, t.endpoint.status, payload);
+        }
+      }
       result = { content: [{ type: 'text', text: JSON.stringify(payload) }], structuredContent: payload };
     } catch (err) {
       const appErr = toAppError(err);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { PathId } from '../../contracts/common';
 import { endpoints, type Endpoint } from '../../contracts/endpoints';
-import type { Scope } from '../../contracts/registry';
+import { JOB_ID_PREFIX, type Scope } from '../../contracts/registry';
 import { driveCallerOf } from '../../platform/drive/access';
 import { notFound } from '../../platform/errors';
 import { createImagesService } from '../../platform/images/images.service';
@@ -22,6 +22,12 @@ import type { AuthContext } from '../http/context';
 export interface ToolContext {
   auth: AuthContext;
   requestId: string;
+  /**
+   * An id for what the call creates: derived from its `idempotencyKey` record when the call has
+   * one (a retry after a crash finds what the first attempt made), else fresh. The REST routes'
+   * HandlerContext.idFor, for tools.
+   */
+  idFor(prefix: string): string;
 }
 
 /** A tool's answer: what the REST route would have answered, and the credits it charged. */
@@ -55,9 +61,10 @@ const tool = <S extends z.ZodObject>(t: Omit<McpTool, 'input' | 'run'> & { input
 const free = (payload: unknown): ToolOutcome => ({ payload, charged: 0 });
 
 /**
- * The tools, each calling the service its REST route calls (same checks, same charges). Jobs
- * started here get fresh ids: MCP has no Idempotency-Key header, and a client retrying a tool
- * call asks for a new job (it polls the first one with get_job if it has its id).
+ * The tools, each calling the service its REST route calls (same checks, same charges). A tool
+ * whose endpoint honours Idempotency-Key takes an optional `idempotencyKey` argument instead
+ * (mcp.server.ts): a retried call with the same key and arguments answers what the first one
+ * made, charged once; without one, every call makes something new.
  */
 export function createMcpTools(rt: Runtime): McpTool[] {
   const projects = createProjectsService(rt);
@@ -76,29 +83,29 @@ export function createMcpTools(rt: Runtime): McpTool[] {
       name: 'create_flowchart',
       endpoint: endpoints.createFlowchart,
       input: endpoints.createFlowchart.body,
-      run: ({ auth }, b) =>
-        view(projects.create({ accountId: auth.account._id, kind: 'flowchart', name: b.name, description: b.description, tags: b.tags, content: { nodes: b.nodes, edges: b.edges } })),
+      run: ({ auth, idFor }, b) =>
+        view(projects.create({ accountId: auth.account._id, kind: 'flowchart', name: b.name, description: b.description, tags: b.tags, content: { nodes: b.nodes, edges: b.edges }, idFor })),
     }),
     tool({
       name: 'create_notes',
       endpoint: endpoints.createNotes,
       input: endpoints.createNotes.body,
-      run: ({ auth }, b) =>
-        view(projects.create({ accountId: auth.account._id, kind: 'notes', name: b.name, description: b.description, tags: b.tags, content: { markdown: b.markdown } })),
+      run: ({ auth, idFor }, b) =>
+        view(projects.create({ accountId: auth.account._id, kind: 'notes', name: b.name, description: b.description, tags: b.tags, content: { markdown: b.markdown }, idFor })),
     }),
     tool({
       name: 'create_whiteboard',
       endpoint: endpoints.createWhiteboard,
       input: endpoints.createWhiteboard.body,
-      run: ({ auth }, b) =>
-        view(projects.create({ accountId: auth.account._id, kind: 'whiteboard', name: b.name, description: b.description, tags: b.tags, content: { background: b.background, elements: b.elements } })),
+      run: ({ auth, idFor }, b) =>
+        view(projects.create({ accountId: auth.account._id, kind: 'whiteboard', name: b.name, description: b.description, tags: b.tags, content: { background: b.background, elements: b.elements }, idFor })),
     }),
     tool({
       name: 'create_presentation',
       endpoint: endpoints.createPresentation,
       input: endpoints.createPresentation.body,
-      run: async ({ auth, requestId }, request) => {
-        const out = await presentations.create({ accountId: auth.account._id, features: auth.account.features, requestId, request });
+      run: async ({ auth, requestId, idFor }, request) => {
+        const out = await presentations.create({ accountId: auth.account._id, features: auth.account.features, requestId, request, idFor });
         return { payload: out.body, charged: out.charged };
       },
     }),
@@ -115,8 +122,8 @@ export function createMcpTools(rt: Runtime): McpTool[] {
       name: 'start_video',
       endpoint: endpoints.createVideo,
       input: endpoints.createVideo.body,
-      run: async ({ auth, requestId }, request) => {
-        const { envelope, charged } = await videos.dispatch({ account: auth.account, requestId, request });
+      run: async ({ auth, requestId, idFor }, request) => {
+        const { envelope, charged } = await videos.dispatch({ account: auth.account, requestId, request, jobId: idFor(JOB_ID_PREFIX.video) });
         return { payload: envelope, charged };
       },
     }),
@@ -124,8 +131,8 @@ export function createMcpTools(rt: Runtime): McpTool[] {
       name: 'start_song',
       endpoint: endpoints.createSong,
       input: endpoints.createSong.body,
-      run: async ({ auth, requestId }, request) => {
-        const { envelope, charged } = await songs.dispatch({ accountId: auth.account._id, requestId, request });
+      run: async ({ auth, requestId, idFor }, request) => {
+        const { envelope, charged } = await songs.dispatch({ accountId: auth.account._id, requestId, request, jobId: idFor(JOB_ID_PREFIX.song) });
         return { payload: envelope, charged };
       },
     }),
@@ -133,8 +140,8 @@ export function createMcpTools(rt: Runtime): McpTool[] {
       name: 'start_code_build',
       endpoint: endpoints.createCodeBuild,
       input: endpoints.createCodeBuild.body,
-      run: async ({ auth, requestId }, request) => {
-        const { envelope, charged } = await codeBuilds.dispatch({ accountId: auth.account._id, requestId, request });
+      run: async ({ auth, requestId, idFor }, request) => {
+        const { envelope, charged } = await codeBuilds.dispatch({ accountId: auth.account._id, requestId, request, jobId: idFor(JOB_ID_PREFIX.code) });
         return { payload: envelope, charged };
       },
     }),
@@ -142,8 +149,8 @@ export function createMcpTools(rt: Runtime): McpTool[] {
       name: 'start_research',
       endpoint: endpoints.createResearch,
       input: endpoints.createResearch.body,
-      run: async ({ auth, requestId }, request) => {
-        const { envelope, charged } = await research.dispatch({ accountId: auth.account._id, requestId, request, key: auth.key });
+      run: async ({ auth, requestId, idFor }, request) => {
+        const { envelope, charged } = await research.dispatch({ accountId: auth.account._id, requestId, request, key: auth.key, jobId: idFor(JOB_ID_PREFIX.research) });
         return { payload: envelope, charged };
       },
     }),

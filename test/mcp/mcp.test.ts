@@ -113,6 +113,47 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     }
   });
 
+  it('when a tool that creates is called again with the same idempotencyKey, then it answers what the first call made, charged once; other arguments are refused; a malformed key is named', async () => {
+    const { tools } = await mcp.listTools();
+    const creating = ['create_flowchart', 'create_notes', 'create_whiteboard', 'create_presentation', 'start_video', 'start_song', 'start_code_build', 'start_research'];
+    for (const t of tools) {
+      expect(Object.keys(t.inputSchema.properties ?? {}).includes('idempotencyKey'), t.name).to.equal(creating.includes(t.name));
+    }
+
+    const before = await balance();
+    const args = { prompt: 'a timer', framework: 'html', idempotencyKey: 'mcp-retry-1' };
+    const first = await call(mcp, 'start_code_build', args);
+    expect(first.isError, textOf(first)).to.not.equal(true);
+    const afterFirst = await balance();
+    expect(afterFirst).to.be.below(before);
+    // A client that lost the answer retries with the same key and arguments, over a new connection.
+    const again = await mcpClient(stack, acct.key);
+    try {
+      const retry = await call(again, 'start_code_build', args);
+      expect(retry.structuredContent.jobId).to.equal(first.structuredContent.jobId);
+      expect(await balance()).to.equal(afterFirst);
+      const other = await call(again, 'start_code_build', { ...args, prompt: 'a clock' });
+      expect(other.isError).to.equal(true);
+      expect(other.structuredContent.error.code).to.equal('idempotency_key_reused');
+    } finally {
+      await again.close();
+    }
+    expect(await stack.rt.db.jobs.countDocuments({ accountId: acct.accountId, type: 'code', 'input.prompt': { $in: ['a timer', 'a clock'] } })).to.equal(1);
+
+    // Projects too: the same notes project, not a second one.
+    const n1 = await call(mcp, 'create_notes', { name: 'Retried notes', markdown: '# once', idempotencyKey: 'mcp-notes-1' });
+    const n2 = await call(mcp, 'create_notes', { name: 'Retried notes', markdown: '# once', idempotencyKey: 'mcp-notes-1' });
+    expect(n2.structuredContent.id).to.equal(n1.structuredContent.id);
+    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId: acct.accountId, name: 'Retried notes' })).to.equal(1);
+
+    const bad = await call(mcp, 'start_song', { idempotencyKey: 'has a space' });
+    expect(bad.isError).to.equal(true);
+    expect(textOf(bad)).to.match(/^validation_error: idempotencyKey: /);
+    // A tool that reads takes no such argument: get_job's strict arguments refuse it as unknown.
+    const read = await call(mcp, 'get_job', { id: first.structuredContent.jobId, idempotencyKey: 'x' });
+    expect(textOf(read)).to.match(/idempotencyKey: unknown field/);
+  });
+
   it('when a start_* tool is given a schema violation, then a tool error names the field and nothing is charged', async () => {
     const before = await balance();
     const r = await call(mcp, 'start_song', { style: 42, tier: 'loud' });
