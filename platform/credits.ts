@@ -49,7 +49,7 @@ export interface LeaseDoc {
   /** Set by whoever settles it (the holder, or the scheduler after `until`). */
   settling?: Date | null;
   /**
-   * What the holder has written down as spent, a batch at a time (`addLeaseSpend`, at most 20 ms
+   * What the holder has written down as spent, a batch at a time (`addLeaseSpend`, at most 20 ms, 100 ms under a stream
    * after the answer): what the balance shown subtracts. Settlement does not trust it: the holder
    * settles with its own count, the scheduler counts the jobs that name the lease.
    */
@@ -119,7 +119,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * What the account can spend: its credits plus the unspent part of the leases API processes
      * hold (leased minus what their holders wrote down as spent, `LeaseDoc.spent`). One read of
      * the account and one read by `_id` per lease it holds (a few at most: one per API process).
-     * Exact once the holders' ledger batches (at most 20 ms after each answer) are written; when a
+     * Exact once the holders' ledger batches (at most 20 ms after each answer, 100 ms under a stream) are written; when a
      * holder dies, the jobs of its last unwritten batch (or of an insert whose outcome it never
      * learned) show as unspent until the scheduler settles its lease from the jobs.
      */

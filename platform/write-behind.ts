@@ -7,8 +7,9 @@ export interface WriteBehindOptions {
   delayMs: number;
   /**
    * Under load the window widens, up to this: after a batch of n items the next waits
-   * min(maxDelayMs, n × delayMs), so a steady stream pays for fewer, larger batches while a lone
-   * write still lags by `delayMs` only. Defaults to `delayMs` (a fixed window).
+   * min(maxDelayMs, n × delayMs), so a steady stream pays for fewer, larger batches. A write that
+   * comes after a quiet spell longer than the window (no stream) waits `delayMs` only. Defaults
+   * to `delayMs` (a fixed window).
    */
   maxDelayMs?: number;
   log: Logger;
@@ -25,7 +26,10 @@ export function createWriteBehind<T>(flush: (items: T[]) => Promise<void>, opts:
   let waiting: T[] = [];
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
+  const maxDelayMs = Math.max(opts.delayMs, opts.maxDelayMs ?? opts.delayMs);
   let window = opts.delayMs;
+  /** When the last batch left (the window it set lasts while writes keep coming). */
+  let lastRunAt = 0;
 
   const run = async (): Promise<void> => {
     clearTimeout(timer);
@@ -34,7 +38,8 @@ export function createWriteBehind<T>(flush: (items: T[]) => Promise<void>, opts:
     if (waiting.length === 0) return;
     const batch = waiting;
     waiting = [];
-    window = Math.min(opts.maxDelayMs ?? opts.delayMs, opts.delayMs * batch.length);
+    window = Math.min(maxDelayMs, opts.delayMs * batch.length);
+    lastRunAt = Date.now();
     running = flush(batch)
       .catch((err: unknown) => opts.log.warn('write-behind batch failed; the sweep repairs it', { batch: opts.name, items: batch.length, err: err as Error }))
       .finally(() => {
@@ -47,7 +52,11 @@ export function createWriteBehind<T>(flush: (items: T[]) => Promise<void>, opts:
     add(item: T): void {
       waiting.push(item);
       if (waiting.length >= opts.maxItems) void run();
-      else timer ??= setTimeout(() => void run(), window);
+      else if (!timer) {
+        // Quiet for longer than the window: this is not a stream, go back to the short wait.
+        if (Date.now() - lastRunAt > window) window = opts.delayMs;
+        timer = setTimeout(() => void run(), window);
+      }
     },
     flush: run,
     /** How long the next batch waits after its first item. */

@@ -3,6 +3,7 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, typ
 import { z } from 'zod';
 import { metrics } from '../../monitoring/metrics';
 import { AppError, boundedMessage, clip, toAppError } from '../../platform/errors';
+import { faultPoint } from '../../platform/faults';
 import { newId, stableId } from '../../platform/ids';
 import type { Logger } from '../../platform/log';
 import type { AuditRecorder } from '../../platform/audit/audit.recorder';
@@ -58,7 +59,7 @@ const IDEMPOTENCY_ARG_SCHEMA = {
   maxLength: 255,
   pattern: '^[\\x21-\\x7e]{1,255}$',
   description:
-    'Optional, like the REST API\'s Idempotency-Key header: 1 to 255 visible ASCII characters of your choice. A retry of this call with the same key and arguments answers what the first call made, charged once (kept for 24 hours); the same key with other arguments is refused (idempotency_key_reused).',
+    'Optional, like the REST API\'s Idempotency-Key header: 1 to 255 visible ASCII characters of your choice. A retry of this call with the same key and arguments answers what the first call made, charged once (kept for at least 24 hours); the same key with other arguments is refused (idempotency_key_reused).',
 } as const;
 
 const described = new WeakMap<McpTool, Tool>();
@@ -91,6 +92,8 @@ function withIdempotencyArg(schema: Tool['inputSchema']): Tool['inputSchema'] {
 function splitIdempotencyKey(t: McpTool, args: Record<string, unknown>): { key?: string; rest: Record<string, unknown> } {
   if (!t.endpoint.idempotent || !(IDEMPOTENCY_ARG in args)) return { rest: args };
   const { [IDEMPOTENCY_ARG]: key, ...rest } = args;
+  // Tool-calling models often fill an optional argument with null: that is no key.
+  if (key === null) return { rest };
   if (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key)) {
     throw new AppError('validation_error', `${IDEMPOTENCY_ARG}: must be 1 to 255 visible ASCII characters`);
   }
@@ -164,6 +167,7 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
     }
     let status = t.endpoint.status as number;
     let charged = 0;
+    let replayed = false;
     let result: CallToolResult;
     try {
       if (!hasScopeFor(t, auth.key.scopes)) {
@@ -179,10 +183,15 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
         payload = out.payload as Record<string, unknown>;
       } else {
         // The REST route's record (api/http/route.ts mount): same route name, same validated body.
-        const start = await ctx.idempotency.start(auth.account._id, key, `${t.endpoint.method} ${t.endpoint.path}`, parsed.data);
+        const start = await ctx.idempotency.start(auth.account._id, key, `${t.endpoint.method} ${t.endpoint.path}`, parsed.data).catch((err: unknown) => {
+          // The record's refusals name the REST header; here the key is an argument.
+          if (err instanceof AppError && err.message.startsWith('Idempotency-Key:')) throw new AppError(err.code, `${IDEMPOTENCY_ARG}:${err.message.slice('Idempotency-Key:'.length)}`);
+          throw err;
+        });
         if (start.kind === 'replay') {
           status = start.status;
           payload = start.body as Record<string, unknown>;
+          replayed = true;
         } else {
           let out;
           try {
@@ -193,10 +202,12 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
           }
           charged = out.charged;
           payload = out.payload as Record<string, unknown>;
+          faultPoint('idempotency.before-finish');
           await ctx.idempotency.finish(start.id, t.endpoint.status, payload);
         }
       }
-      result = { content: [{ type: 'text', text: JSON.stringify(payload) }], structuredContent: payload };
+      // A replay says so, as REST's Idempotent-Replayed header does.
+      result = { content: [{ type: 'text', text: JSON.stringify(payload) }], structuredContent: payload, ...(replayed ? { _meta: { idempotentReplayed: true } } : {}) };
     } catch (err) {
       const appErr = toAppError(err);
       status = appErr.status;

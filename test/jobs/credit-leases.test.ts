@@ -41,7 +41,7 @@ describe('credit leases', function () {
     expect(jobs).to.have.length(14);
     expect(new Set(jobs.filter((j) => j.credits.lease).map((j) => j.credits.lease)).size).to.equal(2);
     // The account itself was debited by the two leases; the balance shown is net of what was
-    // spent, once the holders' batches (at most 20 ms after the answers) wrote it down.
+    // spent, once the holders' batches (at most 20 ms after the answers, 100 ms under a stream) wrote it down.
     expect((await account(accountId)).credits).to.equal(4790);
     await eventually(async () => (await client(stack.baseUrl, key).get('/account/credits')).body.balance === 4930, 2000, 'balance 4930');
 

@@ -131,10 +131,13 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     try {
       const retry = await call(again, 'start_code_build', args);
       expect(retry.structuredContent.jobId).to.equal(first.structuredContent.jobId);
+      expect(retry._meta).to.deep.include({ idempotentReplayed: true });
+      expect(first._meta?.idempotentReplayed).to.equal(undefined);
       expect(await balance()).to.equal(afterFirst);
       const other = await call(again, 'start_code_build', { ...args, prompt: 'a clock' });
       expect(other.isError).to.equal(true);
       expect(other.structuredContent.error.code).to.equal('idempotency_key_reused');
+      expect(other.structuredContent.error.message).to.match(/^idempotencyKey: /);
     } finally {
       await again.close();
     }
@@ -145,6 +148,10 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     const n2 = await call(mcp, 'create_notes', { name: 'Retried notes', markdown: '# once', idempotencyKey: 'mcp-notes-1' });
     expect(n2.structuredContent.id).to.equal(n1.structuredContent.id);
     expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId: acct.accountId, name: 'Retried notes' })).to.equal(1);
+
+    // null, as tool-calling models send for an optional argument, is no key: a new project each time.
+    const nulls = await Promise.all([0, 1].map(() => call(mcp, 'create_notes', { name: 'Null key notes', idempotencyKey: null })));
+    expect(nulls[0]!.structuredContent.id).to.not.equal(nulls[1]!.structuredContent.id);
 
     const bad = await call(mcp, 'start_song', { idempotencyKey: 'has a space' });
     expect(bad.isError).to.equal(true);

@@ -58,6 +58,24 @@ describe('write-behind batches', () => {
     expect(wb.windowMs).to.equal(20);
   });
 
+  it('when a burst is followed by a quiet spell, then the next lone write waits 20 ms again, not the widened window', async () => {
+    const wb = make(100);
+    for (let i = 0; i < 6; i++) wb.add(i);
+    await clock.tickAsync(20);
+    expect(wb.windowMs).to.equal(100);
+    await clock.tickAsync(1000);
+    wb.add(42);
+    await clock.tickAsync(20);
+    expect(batches.at(-1)).to.deep.equal({ at: 1040, items: [42] });
+  });
+
+  it('when the maximum is below delayMs, then the window never drops under delayMs', async () => {
+    const wb = make(5);
+    for (let i = 0; i < 3; i++) wb.add(i);
+    await clock.tickAsync(20);
+    expect(wb.windowMs).to.equal(20);
+  });
+
   it('when no maximum is given, then the window stays fixed; a full batch leaves at once; close writes what waits', async () => {
     const wb = make();
     for (let i = 0; i < 10; i++) wb.add(i);

@@ -117,7 +117,7 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       return;
     }
     // First start only (a retry's wait would include the attempts before it). The dispatch mark is
-    // written in a batch up to 20 ms after the publish, so a quick start often sees none yet: the
+    // written in a batch up to 20 ms (100 ms under a stream) after the publish, so a quick start often sees none yet: the
     // job was created just before it was published, which is the wait a client sees.
     if (job.attempts === 1) metrics.jobQueueWait.observe({ type: job.type }, Math.max(0, Date.now() - (job.dispatchedAt ?? job.createdAt).getTime()) / 1000);
 
