@@ -94,10 +94,9 @@ export function createJobs(deps: JobsDeps) {
    * What a failing space job had already published (its stage-preview result: SPEC 3.1, 6.1),
    * so `space.failed` carries the asset URLs that exist; nothing for other job types.
    */
-  const partialAssets = async (who: Pick<JobDoc, '_id' | 'type'>): Promise<Record<string, unknown>> => {
+  const partialAssets = (who: Pick<JobDoc, 'type' | 'result'>): Record<string, unknown> => {
     if (who.type !== 'space') return {};
-    const job = await db.jobs.findOne({ _id: who._id }, { projection: { result: 1 } });
-    const r = (job?.result ?? null) as Record<string, unknown> | null;
+    const r = (who.result ?? null) as Record<string, unknown> | null;
     if (!r) return {};
     const keys = ['stage', 'panoramaUrl', 'spaceUrl', 'spaceFullUrl', 'colliderUrl', 'depthUrl', 'posterUrl'] as const;
     return Object.fromEntries(keys.filter((k) => r[k] !== undefined && r[k] !== null).map((k) => [k, r[k]]));
@@ -591,9 +590,10 @@ export function createJobs(deps: JobsDeps) {
      */
     async fail(jobId: string, error: string, opts: { owner?: string; reason?: string } = {}): Promise<JobDoc | null> {
       const now = new Date();
-      const who = await identity(jobId);
+      // One read: who the job belongs to, and what it had published (partialAssets).
+      const who = await db.jobs.findOne({ _id: jobId }, { projection: { _id: 1, type: 1, accountId: 1, result: 1 } });
       if (!who) return null;
-      const event = buildEvent(who, 'failed', { error, ...(await partialAssets(who)) });
+      const event = buildEvent(who, 'failed', { error, ...partialAssets(who) });
       const filter: Record<string, unknown> = { _id: jobId, status: { $in: ['queued', 'processing'] } };
       if (opts.owner) filter['lease.owner'] = opts.owner;
       const job = await db.jobs.findOneAndUpdate(

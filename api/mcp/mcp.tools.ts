@@ -61,6 +61,26 @@ const tool = <S extends z.ZodObject>(t: Omit<McpTool, 'input' | 'run'> & { input
 const free = (payload: unknown): ToolOutcome => ({ payload, charged: 0 });
 
 /**
+ * A start_* tool: the endpoint's job dispatched under an id from the call (derived from its
+ * idempotencyKey when it has one), answered with the job envelope and what it charged.
+ */
+const startJob = <S extends z.ZodObject>(
+  name: string,
+  endpoint: Endpoint & { body: S },
+  prefix: string,
+  dispatch: (ctx: ToolContext, request: z.output<S>, jobId: string) => Promise<{ envelope: unknown; charged: number }>,
+): McpTool =>
+  tool({
+    name,
+    endpoint,
+    input: endpoint.body,
+    run: async (ctx, request) => {
+      const { envelope, charged } = await dispatch(ctx, request, ctx.idFor(prefix));
+      return { payload: envelope, charged };
+    },
+  });
+
+/**
  * The tools, each calling the service its REST route calls (same checks, same charges). A tool
  * whose endpoint honours Idempotency-Key takes an optional `idempotencyKey` argument instead
  * (mcp.server.ts): a retried call with the same key and arguments answers what the first one
@@ -118,42 +138,14 @@ export function createMcpTools(rt: Runtime): McpTool[] {
         return { payload: result, charged: result.charged };
       },
     }),
-    tool({
-      name: 'start_video',
-      endpoint: endpoints.createVideo,
-      input: endpoints.createVideo.body,
-      run: async ({ auth, requestId, idFor }, request) => {
-        const { envelope, charged } = await videos.dispatch({ account: auth.account, requestId, request, jobId: idFor(JOB_ID_PREFIX.video) });
-        return { payload: envelope, charged };
-      },
-    }),
-    tool({
-      name: 'start_song',
-      endpoint: endpoints.createSong,
-      input: endpoints.createSong.body,
-      run: async ({ auth, requestId, idFor }, request) => {
-        const { envelope, charged } = await songs.dispatch({ accountId: auth.account._id, requestId, request, jobId: idFor(JOB_ID_PREFIX.song) });
-        return { payload: envelope, charged };
-      },
-    }),
-    tool({
-      name: 'start_code_build',
-      endpoint: endpoints.createCodeBuild,
-      input: endpoints.createCodeBuild.body,
-      run: async ({ auth, requestId, idFor }, request) => {
-        const { envelope, charged } = await codeBuilds.dispatch({ accountId: auth.account._id, requestId, request, jobId: idFor(JOB_ID_PREFIX.code) });
-        return { payload: envelope, charged };
-      },
-    }),
-    tool({
-      name: 'start_research',
-      endpoint: endpoints.createResearch,
-      input: endpoints.createResearch.body,
-      run: async ({ auth, requestId, idFor }, request) => {
-        const { envelope, charged } = await research.dispatch({ accountId: auth.account._id, requestId, request, key: auth.key, jobId: idFor(JOB_ID_PREFIX.research) });
-        return { payload: envelope, charged };
-      },
-    }),
+    startJob('start_video', endpoints.createVideo, JOB_ID_PREFIX.video, ({ auth, requestId }, request, jobId) => videos.dispatch({ account: auth.account, requestId, request, jobId })),
+    startJob('start_song', endpoints.createSong, JOB_ID_PREFIX.song, ({ auth, requestId }, request, jobId) => songs.dispatch({ accountId: auth.account._id, requestId, request, jobId })),
+    startJob('start_code_build', endpoints.createCodeBuild, JOB_ID_PREFIX.code, ({ auth, requestId }, request, jobId) =>
+      codeBuilds.dispatch({ accountId: auth.account._id, requestId, request, jobId }),
+    ),
+    startJob('start_research', endpoints.createResearch, JOB_ID_PREFIX.research, ({ auth, requestId }, request, jobId) =>
+      research.dispatch({ accountId: auth.account._id, requestId, request, key: auth.key, jobId }),
+    ),
     tool({
       name: 'get_job',
       endpoint: endpoints.getJob,

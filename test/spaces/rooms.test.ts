@@ -16,11 +16,12 @@ import { encodeSpz, SPZ_MAGIC } from '../../workers/engines/space/spz';
 import type { SpaceEngineContext } from '../../workers/engines/space/space.engine';
 import { estimateYaws } from '../../workers/engines/space/stitch';
 import { listenToEvents } from '../helpers/events';
-import { client, eventually, waitForJob, type Client } from '../helpers/http';
+import { client, eventually, waitForJob } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { fakeServer, type FakeServer } from '../images/fakes';
 import { gate } from '../video/helpers';
 import { holdAfterPreview, readSpz, renderRoomView, renderRoomViewImage, type TexturedRoom } from './readers';
+import { spaceKit } from './kit';
 
 const run = promisify(execFile);
 
@@ -93,15 +94,7 @@ describe('spaces: rooms from photos or a video with the local room engine (local
     await files?.close();
   });
 
-  const account = async () => {
-    const a = await stack.createAccount({ credits: 1000 });
-    return { ...a, api: client(stack.baseUrl, a.key) };
-  };
-  const ledger = async (accountId: string) => {
-    await stack.rt.jobs.flushAccepted();
-    return (await stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray()).map((e) => [e.kind, e.operation, e.amount]);
-  };
-  const balance = async (api: Client) => (await api.get('/account/credits')).body.balance as number;
+  const { account, ledger, balance } = spaceKit(() => stack);
   const url = (p: string) => `${files.url}${p}`;
   const bytes = async (u: string) => Buffer.from(await (await fetch(u)).arrayBuffer());
 

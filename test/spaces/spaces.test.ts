@@ -5,11 +5,12 @@ import { spaceWorker } from '../../workers/space/space.worker';
 import { fovFromFocal35 } from '../../workers/engines/space/photo.engine';
 import { SPZ_MAGIC } from '../../workers/engines/space/spz';
 import { listenToEvents } from '../helpers/events';
-import { client, waitForJob, type Client } from '../helpers/http';
+import { client, waitForJob } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { fakeServer, type FakeServer } from '../images/fakes';
 import { gate } from '../video/helpers';
 import { holdAfterPreview, readGreyPng, readSpz, renderRoom } from './readers';
+import { spaceKit } from './kit';
 
 // The synthetic room: 4 m wide, far wall 4 m ahead, ceiling 2.6 m, camera 1.5 m up, 65° wide
 // (the default field of view: the PNG carries no EXIF).
@@ -54,15 +55,7 @@ describe('spaces: POST /real-world/spaces with the one-photo engine', function (
     await photos?.close();
   });
 
-  const account = async () => {
-    const a = await stack.createAccount({ credits: 1000 });
-    return { ...a, api: client(stack.baseUrl, a.key) };
-  };
-  const ledger = async (accountId: string) => {
-    await stack.rt.jobs.flushAccepted();
-    return (await stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray()).map((e) => [e.kind, e.operation, e.amount]);
-  };
-  const balance = async (api: Client) => (await api.get('/account/credits')).body.balance as number;
+  const { account, ledger, balance } = spaceKit(() => stack);
   const url = (p: string) => `${photos.url}${p}`;
 
   it('when the inputs are not exactly one of imageUrl, imageUrls, videoUrl or break a limit, then 400 naming the field', async () => {

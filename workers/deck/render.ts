@@ -151,6 +151,13 @@ export function composeSlide(input: SlideInput): ComposedSlide {
     page.text(box, f, { color: theme.text });
     el('title', box, f, true, { text: slide.title });
   };
+  // The bullets as one muted subtitle block (title and section slides).
+  const subtitle = (y: number, h: number) => {
+    const sub = { id: 'subtitle', x: M, y, w: INNER_W, h };
+    const sf = fitBlock(bullets, sub, { weight: 400, maxSize: 44, minSize: 26, lineHeight: 1.3, gap: 0.3 });
+    page.text(sub, sf, { color: muted });
+    el('subtitle', sub, sf, false, { text: bullets.join('\n') }, muted);
+  };
 
   switch (kind) {
     case 'title': {
@@ -159,10 +166,7 @@ export function composeSlide(input: SlideInput): ComposedSlide {
       page.text(box, f, { color: theme.text, valign: 'bottom' });
       el('title', box, f, true, { text: slide.title });
       deco.push(`<rect x="${M}" y="612" width="180" height="12" rx="6" fill="${theme.accent}"/>`);
-      const sub = { id: 'subtitle', x: M, y: 664, w: INNER_W, h: 240 };
-      const sf = fitBlock(bullets, sub, { weight: 400, maxSize: 44, minSize: 26, lineHeight: 1.3, gap: 0.3 });
-      page.text(sub, sf, { color: muted });
-      el('subtitle', sub, sf, false, { text: bullets.join('\n') }, muted);
+      subtitle(664, 240);
       break;
     }
     case 'section': {
@@ -171,12 +175,7 @@ export function composeSlide(input: SlideInput): ComposedSlide {
       const f = fitBlock([slide.title], box, { weight: 700, maxSize: 96, minSize: 48, lineHeight: 1.22, oneLineDownTo: 72 });
       page.text(box, f, { color: theme.text });
       el('title', box, f, true, { text: slide.title });
-      if (bullets.length) {
-        const sub = { id: 'subtitle', x: M, y: 680, w: INNER_W, h: 200 };
-        const sf = fitBlock(bullets, sub, { weight: 400, maxSize: 44, minSize: 26, lineHeight: 1.3, gap: 0.3 });
-        page.text(sub, sf, { color: muted });
-        el('subtitle', sub, sf, false, { text: bullets.join('\n') }, muted);
-      }
+      if (bullets.length) subtitle(680, 200);
       break;
     }
     case 'bullets': {

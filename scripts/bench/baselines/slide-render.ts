@@ -1,6 +1,7 @@
 // Baseline only, the renderer before issue 15: copied from git (HEAD:workers/deck/render.ts) for scripts/bench/slides.bench.ts. Not used by the service.
 import { createHash } from 'node:crypto';
-import type { DeckTheme, OutlineItem, SlideMode } from '../../../contracts/presentations';
+import type { DeckTheme } from '../../../contracts/presentations';
+import type { SlideInput } from '../../../workers/deck/render';
 import { createCanvas, drawText, fillCircle, fillRect, GLYPH_H, textWidth, wrapText, type Canvas } from './slide-font';
 import { encodePng } from './png';
 import { hexToRgb, mix } from '../../../workers/deck/theme';
@@ -50,16 +51,7 @@ function paintBackground(cv: Canvas, theme: DeckTheme, visualStyle: string, seed
  * Render one slide. creator: a finished PNG with title, bullets and footer drawn. content: the
  * background PNG (with a card where the text goes) and the editable text layout.
  */
-export function renderSlide(input: {
-  slide: OutlineItem;
-  index: number;
-  total: number;
-  deckName: string;
-  companyName: string | null;
-  theme: DeckTheme;
-  visualStyle: string;
-  mode: SlideMode;
-}): { png: Buffer; layout: Omit<ContentSlide, 'background'> | null } {
+export function renderSlide(input: SlideInput): { png: Buffer; layout: Omit<ContentSlide, 'background'> | null } {
   const { slide, index, total, theme } = input;
   const cv = createCanvas(SLIDE_W, SLIDE_H);
   paintBackground(cv, theme, input.visualStyle, seedOf(`${input.deckName}\n${index}\n${slide.title}`));

@@ -1,0 +1,21 @@
+import { client, type Client } from '../helpers/http';
+import type { Stack } from '../helpers/stack';
+
+/**
+ * What the space suites ask of their stack: an account with 1,000 credits and its client, the
+ * account's ledger as [kind, operation, amount] (the accept batch written first), and the balance.
+ * `stack` is a getter: the suites start theirs in `before`.
+ */
+export function spaceKit(stack: () => Stack) {
+  return {
+    account: async () => {
+      const a = await stack().createAccount({ credits: 1000 });
+      return { ...a, api: client(stack().baseUrl, a.key) };
+    },
+    ledger: async (accountId: string) => {
+      await stack().rt.jobs.flushAccepted();
+      return (await stack().rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray()).map((e) => [e.kind, e.operation, e.amount]);
+    },
+    balance: async (api: Client) => (await api.get('/account/credits')).body.balance as number,
+  };
+}
