@@ -7,7 +7,7 @@ import { registry } from '../monitoring/metrics';
 import { probeHandler } from '../monitoring/server';
 import { loadConfig, type Config } from '../platform/config';
 import { AppError } from '../platform/errors';
-import { createLogger } from '../platform/log';
+import { serviceLogger } from '../platform/log';
 import { createRuntime, type Runtime } from '../platform/runtime';
 import { createAuditRecorder } from '../platform/audit/audit.recorder';
 import { createAuditWriter } from '../platform/audit/audit.writer';
@@ -28,7 +28,7 @@ import { audit } from './middleware/audit';
 import { authenticate } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { clientErrorHandler, errorHandler, notFoundRoute } from './middleware/errors';
-import { httpMetrics } from './middleware/http-metrics';
+import { httpAccess } from './middleware/http-access';
 import { createIdempotency, type Idempotency } from './middleware/idempotency';
 import { rateLimit } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
@@ -74,7 +74,7 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   app.set('etag', false);
   app.set('trust proxy', false);
 
-  app.use(requestId, httpMetrics);
+  app.use(requestId, httpAccess(log));
 
   // Operational endpoints, outside the versioned API and without a key.
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
@@ -127,7 +127,7 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
 
 /** Start the API on config.PORT (0 in tests). `stop()` may be called twice. */
 export async function start(config: Config = loadConfig()) {
-  const log = createLogger(config.LOG_LEVEL, { service: 'api' });
+  const log = serviceLogger(config, 'api');
   const rt = await createRuntime(config, log);
   // Every API process drains the audit queue into audit_log in batches.
   const auditWriter = createAuditWriter({ db: rt.db, amqp: rt.amqp, log: log.child({ component: 'audit' }), prefix: config.QUEUE_PREFIX });

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
 import { broker, type PoolType } from '../contracts/registry';
 import { metrics } from '../monitoring/metrics';
+import { currentContext, REQUEST_ID_HEADER, startContext } from './context';
 import type { Logger } from './log';
 import { declareWebhookTopology } from './webhooks/topology';
 
@@ -46,6 +47,22 @@ interface Consumer {
   channel?: Channel;
   tag?: string;
 }
+
+/**
+ * `headers` plus what the work context carries across processes: the request the work belongs
+ * to (`x-request-id`), so the consumer's log lines name it. A header already set is kept.
+ */
+export function contextHeaders(headers: Record<string, unknown> = {}): Record<string, unknown> {
+  const { requestId } = currentContext();
+  return requestId && headers[REQUEST_ID_HEADER] === undefined ? { ...headers, [REQUEST_ID_HEADER]: requestId } : headers;
+}
+
+/** A string header of a message, or undefined (absent, or not a short string). */
+export const headerString = (msg: ConsumeMessage, name: string): string | undefined => {
+  const v = (msg.properties.headers ?? {})[name];
+  const s = Buffer.isBuffer(v) ? v.toString('utf8') : v;
+  return typeof s === 'string' && s.length > 0 && s.length <= 256 ? s : undefined;
+};
 
 /** Arguments of a pool queue. WARNING: RabbitMQ refuses to redeclare a queue with other arguments. */
 export function poolQueueArgs(t: TopologyOptions): Record<string, unknown> {
@@ -203,6 +220,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       await Promise.race([this.draining, new Promise<void>((r) => (timer = setTimeout(r, left)))]);
       clearTimeout(timer);
     }
+    opts = { ...opts, headers: contextHeaders(opts.headers) };
     const sentAt = process.hrtime.bigint();
     await new Promise<void>((resolve, reject) => {
       let settled = false;
@@ -376,7 +394,8 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     const { consumerTag } = await ch.consume(c.queue, (msg) => {
       if (!msg) return; // consumer cancelled by the broker
       const d = settleOnce(msg);
-      c.handler(d).catch((err) => {
+      const requestId = headerString(msg, REQUEST_ID_HEADER);
+      startContext(requestId ? { requestId } : {}, () => c.handler(d)).catch((err) => {
         // Usually the database or broker blinked. Requeueing at once would burn the quorum
         // delivery limit in milliseconds and dead-letter a good message; back off first
         // (0.5 s, 1 s, 2 s … capped at 30 s by delivery count), holding the message meanwhile.
@@ -529,7 +548,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
         replyTo: RPC_REPLY_TO,
         persistent: false,
         contentType: 'application/json',
-        headers: { 'x-deadline': deadline },
+        headers: contextHeaders({ 'x-deadline': deadline }),
       });
     } catch (err) {
       const p = this.rpcPending.get(correlationId);

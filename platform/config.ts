@@ -60,7 +60,8 @@ const creditPrices = z.string().transform((v, ctx) => {
 /** Every configuration key, with its default and what it does. */
 export const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development').describe('production refuses development secrets and loopback webhook targets.'),
-  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info').describe('Minimum level written to stdout as JSON lines.'),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info').describe('Minimum level written as JSON lines (pino): info writes one access line per request; debug adds detail.'),
+  LOG_FILE: z.string().min(1).optional().describe('Append the log to this file instead of stdout (the test suite collects a whole run in one file). Default: stdout.'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe('API port; 0 picks a free one (tests).'),
   API_PROCESSES: z.coerce.number().int().min(1).max(64).default(1).describe('API processes npm start runs, sharing PORT (node:cluster, the supervisor is the primary). A crashed one is restarted.'),
   PUBLIC_BASE_URL: z.string().url().optional().describe('Absolute origin for public links (assets, openUrl). Default http://localhost:PORT.'),

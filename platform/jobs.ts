@@ -3,6 +3,7 @@ import type { JobEnvelope } from '../contracts/common';
 import { JOB_EVENT_NAME, JOB_ID_PREFIX, broker, type CreditOperation, type JobType } from '../contracts/registry';
 import { metrics } from '../monitoring/metrics';
 import type { AmqpClient } from './amqp';
+import { REQUEST_ID_HEADER } from './context';
 import { createCreditLeases, type CreditLeaseSettings, type Credits, type LeaseSpend } from './credits';
 import { AppError } from './errors';
 import { faultPoint } from './faults';
@@ -278,6 +279,7 @@ export function createJobs(deps: JobsDeps) {
       credits: Omit<JobDoc['credits'], 'refunded'>;
       notes?: string[];
       id?: string;
+      requestId?: string;
       timeoutMs?: number;
     }): Promise<JobDoc> {
       const now = new Date();
@@ -294,6 +296,7 @@ export function createJobs(deps: JobsDeps) {
         notes: input.notes ?? [],
         credits: { ...input.credits, refunded: false },
         dispatchedAt: null,
+        requestId: input.requestId ?? null,
         attempts: 0,
         lease: null,
         sweptAt: null,
@@ -349,6 +352,7 @@ export function createJobs(deps: JobsDeps) {
           input: input.input,
           credits: { operation: input.operation, amount, charged: false, settling: { owner: instanceId, until: new Date(insertedAt + settleLeaseMs) } },
           notes: input.notes,
+          requestId: input.requestId,
         });
       } catch (err) {
         if ((err as { code?: number }).code !== 11000) throw err;
@@ -393,6 +397,7 @@ export function createJobs(deps: JobsDeps) {
           input: input.input,
           credits: { operation: input.operation, amount: input.amount, charged: true, settling: null, lease: spend.leaseId },
           notes: input.notes,
+          requestId: input.requestId,
           timeoutMs: spend.timeoutMs,
         });
       } catch (err) {
@@ -434,10 +439,11 @@ export function createJobs(deps: JobsDeps) {
     },
 
     /** Publish a job to its pool (confirmed). False leaves it to the sweep. */
-    async publish(job: Pick<JobDoc, '_id' | 'accountId' | 'type'>): Promise<boolean> {
+    async publish(job: Pick<JobDoc, '_id' | 'accountId' | 'type' | 'requestId'>): Promise<boolean> {
       const msg: JobMessage = { jobId: job._id, accountId: job.accountId, type: job.type };
       try {
-        await amqp.publishToPool(poolOf(job.type), msg, { messageId: job._id });
+        // The sweep republishes outside any request: the job's own request id goes with it.
+        await amqp.publishToPool(poolOf(job.type), msg, { messageId: job._id, ...(job.requestId ? { headers: { [REQUEST_ID_HEADER]: job.requestId } } : {}) });
         return true;
       } catch (err) {
         log.warn('job publish failed; the sweep will publish it', { jobId: job._id, err: err as Error });
@@ -446,7 +452,7 @@ export function createJobs(deps: JobsDeps) {
     },
 
     /** Publish a job to its pool and mark it dispatched. False leaves it to the sweep. */
-    async dispatch(job: Pick<JobDoc, '_id' | 'accountId' | 'type'>, reason: 'undispatched' | 'stalled'): Promise<boolean> {
+    async dispatch(job: Pick<JobDoc, '_id' | 'accountId' | 'type' | 'requestId'>, reason: 'undispatched' | 'stalled'): Promise<boolean> {
       if (!(await api.publish(job))) return false;
       await db.jobs.updateOne({ _id: job._id, dispatchedAt: null }, { $set: { dispatchedAt: new Date() } });
       metrics.jobsRepublished.inc({ type: job.type, reason });
@@ -629,13 +635,13 @@ export function createJobs(deps: JobsDeps) {
       await api.releaseSettledMarkers();
       const now = Date.now();
       const undispatched = await db.jobs
-        .find({ status: 'queued', dispatchedAt: null, 'credits.charged': { $ne: false }, createdAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, accountId: 1, type: 1, credits: 1, createdAt: 1 } })
+        .find({ status: 'queued', dispatchedAt: null, 'credits.charged': { $ne: false }, createdAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, accountId: 1, type: 1, credits: 1, createdAt: 1, requestId: 1 } })
         .limit(limit)
         .toArray();
       const stalled = await db.jobs
         .find(
           { status: 'processing', 'lease.until': { $lt: new Date(now) }, $or: [{ sweptAt: null }, { sweptAt: { $lt: new Date(now - sweepBackoffMs) } }] },
-          { projection: { _id: 1, accountId: 1, type: 1 } },
+          { projection: { _id: 1, accountId: 1, type: 1, requestId: 1 } },
         )
         .limit(limit)
         .toArray();

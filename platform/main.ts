@@ -1,34 +1,45 @@
 import { metrics } from '../monitoring/metrics';
 import { loadConfig, type Config } from './config';
 import { toAppError } from './errors';
-import { createLogger } from './log';
+import { createLogger, serviceLogger } from './log';
 import { UnsupportedServerError } from './mongo';
 
 /**
  * Entry point helper: parse config (a bad key stops before any connection), start, stop on
  * SIGINT/SIGTERM, and route process-level errors through the same funnel as requests.
+ *
+ * Crash-only: an uncaught exception or unhandled rejection leaves the process in a state nobody
+ * designed (Node's docs), so it is logged with its stack (the log is written synchronously) and
+ * the process exits with status 70 at once; the supervisor, or the orchestrator, starts a new
+ * one. Work in flight is safe: unacked messages go back to their queue, jobs keep their leases,
+ * idempotency records and credit charges are written to survive exactly this.
  */
+/** sysexits.h EX_SOFTWARE: an internal error; the supervisor restarts the process. */
+const EX_SOFTWARE = 70;
+
 export function runMain(name: string, start: (config: Config) => Promise<{ stop(): Promise<void> }>) {
   let config: Config;
   try {
     config = loadConfig();
   } catch (err) {
-    process.stderr.write(`${name}: ${(err as Error).message}\n`);
+    createLogger('info', { service: name }).fatal((err as Error).message);
     process.exit(78); // EX_CONFIG
   }
-  const log = createLogger(config.LOG_LEVEL, { service: name });
-  const funnel = (source: string) => (err: unknown) => {
+  const log = serviceLogger(config, name);
+  const crash = (source: string) => (err: unknown) => {
     const e = toAppError(err);
     metrics.errors.inc({ code: e.code, source: 'process' });
-    log.error(`${source} in ${name}`, { code: e.code, err: (e.cause as Error) ?? e });
+    log.fatal(`${source} in ${name}; exiting`, { code: e.code, err: err instanceof Error ? err : e });
+    process.exit(EX_SOFTWARE);
   };
-  process.on('unhandledRejection', funnel('unhandled rejection'));
-  process.on('uncaughtException', funnel('uncaught exception'));
+  process.on('unhandledRejection', crash('unhandled rejection'));
+  process.on('uncaughtException', crash('uncaught exception'));
   start(config).then(
     (proc) => {
       let stopping = false;
       const stop = (signal: string) => {
-        if (stopping) return;
+        // A second signal while draining: stop now (unacked work goes back to the queues).
+        if (stopping) process.exit(1);
         stopping = true;
         log.info('stopping', { signal });
         proc.stop().then(
@@ -44,7 +55,7 @@ export function runMain(name: string, start: (config: Config) => Promise<{ stop(
     },
     (err) => {
       if (err instanceof UnsupportedServerError) {
-        process.stderr.write(`${name}: ${err.message}\n`);
+        log.error(err.message);
         process.exit(78); // EX_CONFIG: the database is not one we can run on
       }
       log.error('failed to start', { err: err as Error });

@@ -138,6 +138,8 @@ export interface JobDoc {
   };
   /** Null until the broker confirmed the message; the sweep publishes undispatched jobs. */
   dispatchedAt: Date | null;
+  /** X-Request-Id of the request that created the job (its workers' log lines name it). Absent on older jobs. */
+  requestId?: string | null;
   /** Times a worker claimed the job. */
   attempts: number;
   /** The worker holding the job and until when; an expired lease may be taken over. */

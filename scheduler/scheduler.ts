@@ -4,7 +4,7 @@ import { metrics } from '../monitoring/metrics';
 import { startMonitoringServer } from '../monitoring/server';
 import { loadConfig, type Config } from '../platform/config';
 import { toAppError } from '../platform/errors';
-import { createLogger } from '../platform/log';
+import { serviceLogger } from '../platform/log';
 import { COLLECTIONS } from '../platform/mongo';
 import { createRuntime } from '../platform/runtime';
 import { createDeliveriesRepository } from '../platform/webhooks/deliveries.repository';
@@ -16,7 +16,7 @@ import { createTasks } from './tasks';
  * Agenda's locks keep each task run single. It also drains the dead-letter queue.
  */
 export async function start(config: Config = loadConfig(), opts: { monitoring?: boolean } = {}) {
-  const log = createLogger(config.LOG_LEVEL, { service: 'scheduler' });
+  const log = serviceLogger(config, 'scheduler');
   const rt = await createRuntime(config, log);
   const tasks = createTasks(rt);
   const agenda = new Agenda({

@@ -1,5 +1,5 @@
 import { loadConfig, type Config } from '../platform/config';
-import { createLogger } from '../platform/log';
+import { serviceLogger } from '../platform/log';
 import { createRuntime } from '../platform/runtime';
 import { startMonitoringServer } from '../monitoring/server';
 import { Pool } from './pool/pool';
@@ -10,7 +10,7 @@ import { WebhookWorker } from './webhook/webhook.worker';
 
 /** Start the pools named in WORKER_POOLS. `stop()` drains them, then closes connections. */
 export async function start(config: Config = loadConfig(), opts: { monitoring?: boolean } = {}) {
-  const log = createLogger(config.LOG_LEVEL, { service: 'workers' });
+  const log = serviceLogger(config, 'workers');
   const rt = await createRuntime(config, log);
   const pools: Pool<unknown, Record<string, unknown>>[] = [];
   const responders: Responder<unknown, unknown>[] = [];

@@ -2,7 +2,7 @@ import type { RequestHandler, Response } from 'express';
 import type { AuditRecorder } from '../../platform/audit/audit.recorder';
 import { newId } from '../../platform/ids';
 import { locals } from '../http/context';
-import { routeTemplate } from './http-metrics';
+import { routeTemplate } from './http-access';
 
 /**
  * Append-only usage and audit log: one entry per authenticated call (refused ones included:

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import express, { type RequestHandler } from 'express';
+import { bindContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
 import { assertSafeKeys } from '../../platform/safe-keys';
 
@@ -78,7 +79,8 @@ export function jsonBody(limitBytes: number, routeLimits: readonly RouteBodyLimi
   const routeParsers = routeLimits.map((l) => ({ ...l, method: l.method.toUpperCase(), parse: express.json({ limit: Math.min(limitBytes, l.limitBytes), strict: true, verify }) }));
   const parseJson: RequestHandler = (req, res, next) => {
     const own = routeParsers.find((l) => l.method === req.method && (req.path === l.path || req.path === `${l.path}/`));
-    return (own?.parse ?? parse)(req, res, next);
+    // body-parser calls next from the socket's 'end' event: keep the request's context (its id, its trace).
+    return (own?.parse ?? parse)(req, res, bindContext(next));
   };
   return [requireJson, parseJson, safeKeys];
 }

@@ -5,7 +5,7 @@ import { metrics } from '../../monitoring/metrics';
 import { AppError, boundedMessage, toAppError, type ErrorCode } from '../../platform/errors';
 import type { Logger } from '../../platform/log';
 import { locals } from '../http/context';
-import { routeTemplate } from './http-metrics';
+import { routeTemplate } from './http-access';
 
 /** Unknown route: the Error shape with not_found. */
 export const notFoundRoute: RequestHandler = (req, _res, next) => {

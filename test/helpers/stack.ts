@@ -10,6 +10,7 @@ import { start as startScheduler, type SchedulerProcess } from '../../scheduler/
 import { loadConfig, type Config } from '../../platform/config';
 import { declaredNames } from '../../platform/amqp';
 import { webhookQueueNames } from '../../platform/webhooks/topology';
+import { testLogEnv } from './test-log';
 
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -52,7 +53,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const port = await freePort();
   const base = {
     NODE_ENV: 'test',
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...testLogEnv(),
     PORT: String(port),
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
     MONGODB_URL: `${(process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '')}/t_${id}`,

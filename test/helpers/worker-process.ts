@@ -11,7 +11,8 @@ export function stackEnv(stack: Stack, env: Record<string, string> = {}): NodeJS
   return {
     ...process.env,
     NODE_ENV: 'test',
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: c.LOG_LEVEL,
+    ...(c.LOG_FILE ? { LOG_FILE: c.LOG_FILE } : {}),
     MONGODB_URL: c.MONGODB_URL,
     AMQP_URL: c.AMQP_URL,
     QUEUE_PREFIX: c.QUEUE_PREFIX,

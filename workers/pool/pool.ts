@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { JOB_TYPES, broker, type PoolType } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import type { Delivery } from '../../platform/amqp';
+import { currentContext, withContext } from '../../platform/context';
 import type { JobMessage } from '../../platform/jobs';
 import type { Logger } from '../../platform/log';
 import type { JobDoc } from '../../platform/mongo';
@@ -99,7 +100,12 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       return this.deadLetter(d, 'invalid_json');
     }
     if (parsed.type !== this.def.pool) return this.deadLetter(d, 'wrong_pool');
+    // Every line about the job names it and the request that made it (the message's
+    // x-request-id header, or the job's own record when an older publisher sent none).
+    await withContext({ jobId: parsed.jobId }, () => this.claimAndRun(d, parsed));
+  }
 
+  private async claimAndRun(d: Delivery, parsed: JobMessage): Promise<void> {
     const { jobs } = this.rt;
     let job = await jobs.claim(parsed.jobId, this.owner, this.opts.leaseMs);
     if (!job && d.msg.fields.redelivered) job = await this.takeOver(parsed.jobId);
@@ -109,7 +115,13 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       this.emit('duplicate', { jobId: parsed.jobId });
       return;
     }
-    const log = this.log.child({ jobId: job._id, attempt: job.attempts });
+    const requestId = currentContext().requestId ?? job.requestId ?? undefined;
+    await withContext({ requestId }, () => this.run(d, job));
+  }
+
+  private async run(d: Delivery, job: JobDoc): Promise<void> {
+    const { jobs } = this.rt;
+    const log = this.log.child({ attempt: job.attempts });
     if (job.attempts > this.opts.maxAttempts) {
       await jobs.fail(job._id, `gave up after ${this.opts.maxAttempts} attempts`, { owner: this.owner, reason: 'attempts_exhausted' });
       d.ack();
@@ -135,6 +147,8 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       );
     }, Math.max(200, Math.floor(this.opts.leaseMs / 3)));
 
+    const startedAt = Date.now();
+    log.debug('job started', { type: job.type });
     try {
       const input = this.def.input.safeParse(job.input);
       if (!input.success) throw new UnrecoverableError('the stored job input no longer matches its contract');
@@ -149,7 +163,10 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       });
       if (abort.signal.aborted) throw abort.signal.reason;
       const completed = await jobs.complete(job._id, this.owner, result, this.def.eventExtras?.(result));
-      if (completed) this.emit('completed', { jobId: job._id, result });
+      if (completed) {
+        log.info('job completed', { durationMs: Date.now() - startedAt });
+        this.emit('completed', { jobId: job._id, result });
+      }
       d.ack();
     } catch (err) {
       const settle = await this.onError(job, err, log);
