@@ -8,7 +8,8 @@
  * Figures: duplicate jobs, extra credits, API restart → first successful retry, worker kill →
  * the killed jobs completing elsewhere (p50, max). Code builds use the OpenAI-compatible engine
  * against a local fake provider that answers after CHAOS_JOB_MS (1 s), so jobs are in flight
- * when the worker dies. Everything it starts it stops, and it drops what it created.
+ * when the worker dies. Everything it starts it stops, and it drops what it created (checked at
+ * the end against the broker's queues and exchanges before the run).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -17,7 +18,8 @@ import type { AddressInfo } from 'node:net';
 import { createAccountsRepository } from '../platform/accounts';
 import { loadConfig } from '../platform/config';
 import { connectMongo, ensureIndexes } from '../platform/mongo';
-import { dropEverything, freePort } from '../test/helpers/stack';
+import { brokerSnapshot, hygieneReport } from '../test/helpers/broker-hygiene';
+import { dropEverything, freePort, recordQueuePrefix } from '../test/helpers/stack';
 
 const JOB_MS = Number(process.env.CHAOS_JOB_MS ?? 1000);
 const LOGICAL = 60;
@@ -38,6 +40,7 @@ const provider = http.createServer((req, res) => {
 await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
 
 const id = randomBytes(4).toString('hex');
+const brokerBefore = await brokerSnapshot();
 const port = await freePort();
 const env: Record<string, string> = {
   ...(process.env as Record<string, string>),
@@ -46,7 +49,7 @@ const env: Record<string, string> = {
   PORT: String(port),
   PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
   MONGODB_URL: `${(process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '')}/chaos_${id}`,
-  QUEUE_PREFIX: `chaos${id}.`,
+  QUEUE_PREFIX: recordQueuePrefix(`chaos${id}.`),
   WORKER_METRICS_PORT: '0',
   SCHEDULER_METRICS_PORT: '0',
   SERVED_BY_HEADER: 'true',
@@ -191,4 +194,7 @@ try {
   await db.close();
   await dropEverything(config).catch(() => {});
   provider.close();
+  const hygiene = await hygieneReport(brokerBefore);
+  console.log(hygiene.summary);
+  if (hygiene.leaks.length > 0) console.log(`WARNING: the chaos run left these on the broker: ${hygiene.leaks.join(', ')}`);
 }

@@ -4,7 +4,10 @@
 #   - a MongoDB-compatible server on MONGODB_URL (default mongodb://127.0.0.1:27017/svc):
 #     when nothing answers there, FerretDB v1.24.0 is built once into .tools/bin and run over
 #     the local PostgreSQL.
-# Servers that already answer (a real MongoDB 7, a RabbitMQ cluster) are left alone.
+# A guest on a shared machine: it starts a local server only when nothing listens on its port,
+# and stops or restarts only a server it started itself (by the pid file it wrote in .tools/state).
+# A server it did not start that answers slowly or not at all is waited for (SERVICES_WAIT_SECONDS,
+# default 60) and then reported, never stopped. One run at a time per machine (a lock, below).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools="$root/.tools"
@@ -14,16 +17,55 @@ AMQP_URL="${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672}"
 MONGODB_URL="${MONGODB_URL:-mongodb://127.0.0.1:27017/svc}"
 FERRETDB_VERSION="v1.24.0"
 FERRETDB_PG_URL="${FERRETDB_POSTGRESQL_URL:-postgres://postgres@127.0.0.1:5432/ferretdb}"
+wait_s="${SERVICES_WAIT_SECONDS:-60}"
+lock_file="${SERVICES_LOCK_FILE:-${TMPDIR:-/tmp}/svc-workspace-services.lock}"
+lock_wait_s="${SERVICES_LOCK_WAIT_SECONDS:-600}"
 
 log() { printf '[services] %s\n' "$*" >&2; }
+fail() { log "$*"; exit 1; }
+[[ "$wait_s" =~ ^[0-9]+$ ]] || fail "SERVICES_WAIT_SECONDS must be a whole number of seconds, not '$wait_s'"
+[[ "$lock_wait_s" =~ ^[0-9]+$ ]] || fail "SERVICES_LOCK_WAIT_SECONDS must be a whole number of seconds, not '$lock_wait_s'"
+
+# --- one run at a time on this machine ---------------------------------------
+# Every checkout on the machine (a CI clone beside a developer's) uses the same ports, so the lock
+# is machine-wide, not per checkout. flock(1) holds it on fd 9 until the script exits; a killed
+# holder leaves no stale lock. Whatever this script starts that outlives it (servers, apt's
+# services) is started with 9<&- so it does not keep the lock.
+take_lock() {
+  command -v flock >/dev/null || { log "flock (util-linux) is missing: running without the machine-wide lock"; return 0; }
+  [ -e "$lock_file" ] || (umask 000 && : >>"$lock_file") 2>/dev/null || true
+  [ -r "$lock_file" ] || fail "cannot read the lock file $lock_file; set SERVICES_LOCK_FILE to another path"
+  exec 9<"$lock_file"
+  if ! flock -n 9; then
+    local waited=0 step holder
+    while :; do
+      holder="$(head -1 "$lock_file" 2>/dev/null || true)"
+      ((waited < lock_wait_s)) || fail "waited $lock_wait_s s for the lock $lock_file, held by another scripts/services.sh (${holder:-holder unknown}) that may be waiting for a slow server or building FerretDB; try again when it is done, or set SERVICES_LOCK_WAIT_SECONDS to wait longer"
+      log "waiting for another scripts/services.sh to finish (${holder:-holder unknown}): $waited/$lock_wait_s s"
+      step=$((lock_wait_s - waited < 5 ? lock_wait_s - waited : 5))
+      flock -w "$step" 9 && break
+      waited=$((waited + step))
+    done
+  fi
+  # Who holds it, for the message of the next one that waits (best effort: the file may be another
+  # user's); cleared on exit, while the lock is still ours.
+  printf 'pid %s, %s, since %s\n' "$$" "$root" "$(date +%T)" 2>/dev/null >"$lock_file" || true
+  trap ': 2>/dev/null >"$lock_file" || true' EXIT
+}
+take_lock
+
+# Debian packages (when we are root). Two apt-gets at once fail on dpkg's lock: this runs under ours.
+apt_install() {
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 9<&-
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null 9<&-
+}
 
 # --- ffmpeg (local video engine, posters) ----------------------------------
 # Idempotent: nothing happens when ffmpeg is on PATH; installs Debian's package when we are root.
 if ! command -v ffmpeg >/dev/null || ! command -v ffprobe >/dev/null; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
     log "installing ffmpeg (apt-get; once)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg >/dev/null
+    apt_install ffmpeg
     log "ffmpeg installed: $(ffmpeg -version | head -1)"
   else
     log "ffmpeg is missing and we are not root: install the ffmpeg package (the local video engine needs it)"
@@ -44,8 +86,7 @@ done
 if [ "${#ocr_packages[@]}" -gt 0 ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
     log "installing ${ocr_packages[*]} (apt-get; once)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${ocr_packages[@]}" >/dev/null
+    apt_install "${ocr_packages[@]}"
     log "tesseract installed: $(tesseract --version 2>&1 | head -1)"
   else
     log "missing and we are not root: ${ocr_packages[*]} (OCR of images in POST /extract-flowchart needs them)"
@@ -58,8 +99,7 @@ fi
 if ! command -v espeak-ng >/dev/null; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
     log "installing espeak-ng (apt-get; once)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends espeak-ng >/dev/null
+    apt_install espeak-ng
     log "espeak-ng installed: $(espeak-ng --version | head -1)"
   else
     log "espeak-ng is missing and we are not root: install the espeak-ng package (the local speech engine needs it)"
@@ -80,8 +120,7 @@ command -v docker-compose >/dev/null || extra_packages+=(docker-compose)
 if [ "${#extra_packages[@]}" -gt 0 ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
     log "installing ${extra_packages[*]} (apt-get; once)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${extra_packages[@]}" >/dev/null
+    apt_install "${extra_packages[@]}"
     # The package's own prometheus service is not ours: when this install started it, stop it
     # through its init script (by the pidfile that script wrote; never by process name).
     if [[ " ${extra_packages[*]} " == *" prometheus "* ]] && [ -x /etc/init.d/prometheus ]; then
@@ -99,58 +138,106 @@ host_port() {
   [ "$port" = "$rest" ] && port="$2"
   printf '%s %s' "$host" "$port"
 }
-answers() { timeout 2 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
-wait_for() { # host port seconds what
+is_local() { case "$1" in 127.0.0.1 | localhost | ::1) return 0 ;; *) return 1 ;; esac; }
+answers() { timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$1" "$2" 2>/dev/null; }
+# What a TCP connect to host port meets: "open", "refused" (nothing listens: the only case in which
+# a local server may be started) or "silent" (no answer in 3 s: a firewall, or a server too busy
+# to accept; something may be there, so nothing is started).
+tcp_state() {
+  local rc=0
+  timeout 3 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$1" "$2" 2>/dev/null || rc=$?
+  case "$rc" in 0) echo open ;; 124) echo silent ;; *) echo refused ;; esac
+}
+wait_for() { # host port seconds what (a server this script just started)
   local i
   for ((i = 0; i < $3 * 5; i++)); do answers "$1" "$2" && return 0; sleep 0.2; done
   log "$4 did not answer on $1:$2 after $3 s"; return 1
 }
+# Runs a protocol check (a command whose last argument is its timeout in seconds) until it succeeds
+# or SERVICES_WAIT_SECONDS have passed, with a progress line every 5 s. A healthy server answers the
+# first, short attempt; after it, one attempt may take all the time that is left: a busy server
+# answers late, and a late answer is an answer.
+wait_answer() { # what command args...
+  local what="$1"; shift
+  local start=$SECONDS next=$((SECONDS + 5)) left pid
+  "$@" $((wait_s < 2 ? 1 : 2)) && return 0
+  while left=$((wait_s - (SECONDS - start))); ((left > 0)); do
+    "$@" "$left" 9<&- &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+      sleep 0.1
+      if ((SECONDS >= next)); then
+        log "waiting for $what: $((SECONDS - start))/$wait_s s"
+        next=$((SECONDS + 5))
+      fi
+    done
+    wait "$pid" && return 0
+    sleep 0.5
+  done
+  return 1
+}
+# "accepts connections" or "does not accept connections in time", for the messages below.
+seen_as() { [ "$1" = open ] && echo "accepts connections" || echo "does not accept connections in time"; }
 
 # An AMQP-level check: the broker must answer the protocol header, not just accept TCP.
-# (We have seen a local RabbitMQ 3.10 accept connections and never answer them.)
-amqp_answers() {
-  timeout 6 bash -c "exec 3<>/dev/tcp/$1/$2 && printf 'AMQP\\x00\\x00\\x09\\x01' >&3 && head -c 1 <&3 | grep -q ." 2>/dev/null
+amqp_answers() { # host port [seconds]
+  timeout "${3:-6}" bash -c 'exec 3<>"/dev/tcp/$0/$1" && printf "AMQP\x00\x00\x09\x01" >&3 && head -c 1 <&3 | grep -q .' "$1" "$2" 2>/dev/null
 }
 
 # --- RabbitMQ -------------------------------------------------------------
-# A wedged local broker is restarted through rabbitmqctl (stop_app/start_app, then shutdown),
-# and only as a last resort by the pid that the broker itself reports: never by a process name.
-restart_local_rabbitmq() {
-  log "RabbitMQ accepts connections but does not answer AMQP; restarting the local broker (rabbitmqctl stop_app/start_app)"
-  if timeout 30 rabbitmqctl -q stop_app >/dev/null 2>&1 && timeout 30 rabbitmqctl -q start_app >/dev/null 2>&1; then
-    for _ in $(seq 1 15); do amqp_answers "$amqp_host" "$amqp_port" && return 0; sleep 1; done
-  fi
-  local pid
-  pid="$(timeout 10 rabbitmqctl -q eval 'list_to_integer(os:getpid()).' 2>/dev/null | tr -dc 0-9 || true)"
-  log "stop_app/start_app did not help; shutting the broker down (rabbitmqctl shutdown${pid:+, pid $pid})"
-  if ! timeout 30 rabbitmqctl -q shutdown >/dev/null 2>&1 && [ -n "$pid" ]; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-  fi
-  sleep 1
-}
 read -r amqp_host amqp_port <<<"$(host_port "$AMQP_URL" 5672)"
-if answers "$amqp_host" "$amqp_port" && ! amqp_answers "$amqp_host" "$amqp_port"; then
-  case "$amqp_host" in
-    127.0.0.1|localhost) restart_local_rabbitmq ;;
-    *) log "RabbitMQ at $amqp_host:$amqp_port does not answer AMQP"; exit 1 ;;
-  esac
-fi
-if amqp_answers "$amqp_host" "$amqp_port"; then
-  log "RabbitMQ answers on $amqp_host:$amqp_port"
-else
-  case "$amqp_host" in
-    127.0.0.1|localhost) ;;
-    *) log "RabbitMQ at $amqp_host:$amqp_port does not answer and is not local; not starting anything"; exit 1 ;;
-  esac
-  command -v rabbitmq-server >/dev/null || { log "rabbitmq-server is not installed (apt-get install rabbitmq-server)"; exit 1; }
+rabbit_pidfile="$tools/state/rabbitmq-$amqp_port.pid"
+# Whether the broker in our pid file is alive and is an Erlang VM (beam.smp): one this script started.
+rabbit_ours() {
+  [ -f "$rabbit_pidfile" ] || return 1
+  local pid; pid="$(cat "$rabbit_pidfile")"
+  [ -n "$pid" ] && [[ "$(cat "/proc/$pid/comm" 2>/dev/null)" == beam* ]]
+}
+stop_our_rabbitmq() {
+  local pid; pid="$(cat "$rabbit_pidfile")"
+  log "stopping the RabbitMQ this script started (pid $pid, from $rabbit_pidfile): $1"
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$rabbit_pidfile"
+}
+start_rabbitmq() {
+  command -v rabbitmq-server >/dev/null || fail "nothing listens on $amqp_host:$amqp_port and rabbitmq-server is not installed (apt-get install rabbitmq-server)"
+  # A node that answers rabbitmqctl but not on the port is booting, or listens elsewhere: not ours.
+  if command -v rabbitmqctl >/dev/null && timeout 15 rabbitmqctl -q ping >/dev/null 2>&1 9<&-; then
+    log "a RabbitMQ node is running (rabbitmqctl ping answers) but nothing listens on $amqp_host:$amqp_port yet; waiting for it"
+    wait_answer "RabbitMQ to answer AMQP on $amqp_host:$amqp_port" amqp_answers "$amqp_host" "$amqp_port" ||
+      fail "a RabbitMQ node is running but has not answered AMQP on $amqp_host:$amqp_port for $wait_s s; it was not started by this script, so it is left alone: check it with \`rabbitmqctl status\` (its listeners) or point AMQP_URL at its port"
+    return 0
+  fi
   log "starting the local RabbitMQ (rabbitmq-server -detached)"
-  rabbitmq-server -detached >/dev/null 2>&1 || true
-  wait_for "$amqp_host" "$amqp_port" 60 RabbitMQ
+  rabbitmq-server -detached >/dev/null 2>&1 9<&- || true
+  wait_for "$amqp_host" "$amqp_port" 60 RabbitMQ || exit 1
   for _ in $(seq 1 30); do amqp_answers "$amqp_host" "$amqp_port" && break; sleep 1; done
-  amqp_answers "$amqp_host" "$amqp_port" || { log "RabbitMQ did not answer AMQP after starting"; exit 1; }
-  log "RabbitMQ is up"
+  amqp_answers "$amqp_host" "$amqp_port" || fail "RabbitMQ did not answer AMQP after starting"
+  local pid
+  pid="$(timeout 10 rabbitmqctl -q eval 'list_to_integer(os:getpid()).' 2>/dev/null 9<&- | tr -dc 0-9 || true)"
+  if [ -n "$pid" ] && [[ "$(cat "/proc/$pid/comm" 2>/dev/null)" == beam* ]]; then
+    echo "$pid" >"$rabbit_pidfile"
+    log "RabbitMQ is up (started by this script: pid $pid in ${rabbit_pidfile#"$root"/})"
+  else
+    log "RabbitMQ is up (its pid could not be read, so this script will never restart it)"
+  fi
+}
+
+amqp_state="$(tcp_state "$amqp_host" "$amqp_port")"
+if [ "$amqp_state" = refused ]; then
+  is_local "$amqp_host" || fail "nothing listens on $amqp_host:$amqp_port (AMQP_URL) and it is not local; not starting anything"
+  start_rabbitmq
+elif wait_answer "RabbitMQ to answer AMQP on $amqp_host:$amqp_port" amqp_answers "$amqp_host" "$amqp_port"; then
+  log "RabbitMQ answers on $amqp_host:$amqp_port"
+elif rabbit_ours; then
+  stop_our_rabbitmq "it $(seen_as "$amqp_state") but has not answered AMQP for $wait_s s (wedged)"
+  start_rabbitmq
+elif is_local "$amqp_host"; then
+  fail "RabbitMQ on $amqp_host:$amqp_port $(seen_as "$amqp_state") but has not answered AMQP for $wait_s s; it was not started by this script, so it is left alone: check it with \`rabbitmqctl status\` or restart it yourself (rabbitmq-server -detached), or wait longer (SERVICES_WAIT_SECONDS)"
+else
+  fail "RabbitMQ on $amqp_host:$amqp_port (AMQP_URL) $(seen_as "$amqp_state") but has not answered AMQP for $wait_s s; check that broker, or wait longer (SERVICES_WAIT_SECONDS)"
 fi
 
 # --- MongoDB-compatible server ---------------------------------------------
@@ -165,17 +252,17 @@ pidfile="$tools/state/ferretdb-$mongo_port.pid"
 # One OP_MSG command ({<name>: 1, $db: "admin"}) over /dev/tcp; prints the reply's bytes.
 # A real round trip through the server's command handler, not only a TCP accept.
 le32() { printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)); }
-mongo_command() { # host port name
+mongo_command() { # host port name [seconds]
   local name="$3" doclen total msg
   doclen=$((26 + ${#name})); total=$((21 + doclen))
   msg="$(le32 $total)$(le32 1)$(le32 0)$(le32 2013)$(le32 0)\\x00$(le32 $doclen)\\x10$name\\x00$(le32 1)\\x02\$db\\x00$(le32 6)admin\\x00\\x00"
-  timeout 5 bash -c 'exec 3<>"/dev/tcp/$0/$1" || exit 1
+  timeout "${4:-5}" bash -c 'exec 3<>"/dev/tcp/$0/$1" || exit 1
     printf "$2" >&3
     len=$(dd bs=1 count=4 <&3 2>/dev/null | od -An -tu4 | tr -dc 0-9)
     [ -n "$len" ] && [ "$len" -gt 4 ] && head -c $((len - 4)) <&3' "$1" "$2" "$msg" 2>/dev/null
 }
 # The reply must carry ok: 1.0 (the BSON bytes "ok", NUL, then the double 1.0), not an error.
-mongo_pings() { mongo_command "$1" "$2" ping | od -An -tx1 | tr -d ' \n' | grep -q '6f6b00000000000000f03f'; }
+mongo_pings() { mongo_command "$1" "$2" ping "${3:-5}" | od -An -tx1 | tr -d ' \n' | grep -q '6f6b00000000000000f03f'; }
 ferret_build_of() { mongo_command "$1" "$2" buildInfo | grep -ao 'v1\.[0-9]*\.[0-9]*[-a-z0-9.]*' | head -1; }
 # Whether the process in our pid file is alive and is our FerretDB binary.
 ours_running() {
@@ -192,16 +279,9 @@ stop_ours() {
   rm -f "$pidfile"
 }
 
-if answers "$mongo_host" "$mongo_port"; then
-  # Three chances over about 20 s: a busy server is slow, a wedged one never answers.
-  if ! mongo_pings "$mongo_host" "$mongo_port" && ! { sleep 2; mongo_pings "$mongo_host" "$mongo_port"; } && ! { sleep 5; mongo_pings "$mongo_host" "$mongo_port"; }; then
-    if ours_running; then
-      stop_ours "it accepts connections but does not answer ping (wedged)"
-    else
-      log "the server on $mongo_host:$mongo_port accepts connections but does not answer ping (ok: 1), and this script did not start it; restart it"
-      exit 1
-    fi
-  else
+mongo_state="$(tcp_state "$mongo_host" "$mongo_port")"
+if [ "$mongo_state" != refused ]; then
+  if wait_answer "ping on $mongo_host:$mongo_port" mongo_pings "$mongo_host" "$mongo_port"; then
     build="$(ferret_build_of "$mongo_host" "$mongo_port" || true)"
     if [ -n "$build" ] && [ "$build" != "$FERRETDB_BUILD" ] && ours_running; then
       stop_ours "it is FerretDB $build, not the patched $FERRETDB_BUILD"
@@ -209,23 +289,24 @@ if answers "$mongo_host" "$mongo_port"; then
       log "MongoDB-compatible server answers ping on $mongo_host:$mongo_port${build:+ (FerretDB $build)}"
       exit 0
     fi
+  elif ours_running; then
+    stop_ours "it $(seen_as "$mongo_state") but has not answered ping for $wait_s s (wedged)"
+  else
+    fail "the MongoDB-compatible server on $mongo_host:$mongo_port $(seen_as "$mongo_state") but has not answered ping (ok: 1) for $wait_s s; it was not started by this script, so it is left alone: check it (its log; mongosh --eval 'db.runCommand({ ping: 1 })') or restart it yourself, point MONGODB_URL elsewhere, or wait longer (SERVICES_WAIT_SECONDS)"
   fi
 fi
-case "$mongo_host" in
-  127.0.0.1|localhost) ;;
-  *) log "MongoDB at $mongo_host:$mongo_port does not answer and is not local; not starting anything"; exit 1 ;;
-esac
+is_local "$mongo_host" || fail "nothing listens on $mongo_host:$mongo_port (MONGODB_URL) and it is not local; not starting anything"
 
 if [ ! -x "$ferret" ] || [ "$("$ferret" --version 2>/dev/null | sed -n 's/^version: //p')" != "$FERRETDB_BUILD" ]; then
-  command -v go >/dev/null || { log "Go is needed to build FerretDB"; exit 1; }
+  command -v go >/dev/null || fail "Go is needed to build FerretDB"
   log "building FerretDB $FERRETDB_BUILD from the Go module proxy with scripts/ferretdb/*.patch (once; cached in .tools/bin)"
   dir="$(go mod download -json "github.com/FerretDB/FerretDB@$FERRETDB_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-  [ -n "$dir" ] && [ -d "$dir" ] || { log "go mod download gave no module directory"; exit 1; }
+  [ -n "$dir" ] && [ -d "$dir" ] || fail "go mod download gave no module directory"
   src="$tools/src/ferretdb"
   rm -rf "$src"; mkdir -p "$tools/src"
   cp -r "$dir" "$src"; chmod -R u+w "$src"
   for p in "$root"/scripts/ferretdb/*.patch; do
-    (cd "$src" && patch -p1 --quiet --forward <"$p") || { log "patch $p did not apply"; exit 1; }
+    (cd "$src" && patch -p1 --quiet --forward <"$p") || fail "patch $p did not apply"
   done
   # The module lacks the generated version file; without it the binary panics at start
   # ("Invalid build/version/version.txt file content", FerretDB issue #2982).
@@ -242,12 +323,16 @@ fi
 # FerretDB keeps its data in a PostgreSQL database of its own.
 pg_db="${FERRETDB_PG_URL##*/}"; pg_db="${pg_db%%\?*}"
 read -r pg_host pg_port <<<"$(host_port "$FERRETDB_PG_URL" 5432)"
-if ! answers "$pg_host" "$pg_port"; then
-  log "PostgreSQL does not answer on $pg_host:$pg_port; trying to start the local cluster"
-  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start >/dev/null 2>&1 || true
-  wait_for "$pg_host" "$pg_port" 30 PostgreSQL
-fi
 pg_user="postgres"
+pg_answers() { timeout "${3:-5}" psql -h "$1" -p "$2" -U "$pg_user" -d postgres -tAc 'select 1' 2>/dev/null | grep -q 1; }
+if [ "$(tcp_state "$pg_host" "$pg_port")" = refused ]; then
+  is_local "$pg_host" || fail "nothing listens on $pg_host:$pg_port (FERRETDB_POSTGRESQL_URL) and it is not local; not starting anything"
+  log "nothing listens on $pg_host:$pg_port; starting the local PostgreSQL cluster (pg_ctlcluster)"
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start >/dev/null 2>&1 9<&- || true
+  wait_for "$pg_host" "$pg_port" 30 PostgreSQL || exit 1
+fi
+wait_answer "PostgreSQL to answer on $pg_host:$pg_port" pg_answers "$pg_host" "$pg_port" ||
+  fail "PostgreSQL on $pg_host:$pg_port (FERRETDB_POSTGRESQL_URL) has not answered a query for $wait_s s; this script does not stop or restart it: check it (pg_lsclusters, its log)"
 if ! psql -h "$pg_host" -p "$pg_port" -U "$pg_user" -d postgres -tAc "select 1 from pg_database where datname='$pg_db'" | grep -q 1; then
   log "creating PostgreSQL database $pg_db"
   psql -h "$pg_host" -p "$pg_port" -U "$pg_user" -d postgres -qc "create database \"$pg_db\"" >/dev/null
@@ -258,9 +343,9 @@ fi
 log "starting FerretDB $FERRETDB_BUILD on $mongo_host:$mongo_port (log: .tools/log/ferretdb.log)"
 nohup setsid "$ferret" --handler=postgresql --postgresql-url="$FERRETDB_PG_URL" \
   --listen-addr="$mongo_host:$mongo_port" --telemetry=disable --state-dir="$tools/state" \
-  --debug-addr="${FERRETDB_DEBUG_ADDR:-127.0.0.1:0}" --log-level=WARN >>"$tools/log/ferretdb.log" 2>&1 </dev/null &
+  --debug-addr="${FERRETDB_DEBUG_ADDR:-127.0.0.1:0}" --log-level=WARN >>"$tools/log/ferretdb.log" 2>&1 </dev/null 9<&- &
 echo $! >"$pidfile"
-wait_for "$mongo_host" "$mongo_port" 30 FerretDB
+wait_for "$mongo_host" "$mongo_port" 30 FerretDB || exit 1
 for _ in $(seq 1 25); do mongo_pings "$mongo_host" "$mongo_port" && break; sleep 0.2; done
-mongo_pings "$mongo_host" "$mongo_port" || { log "FerretDB does not answer ping after starting"; exit 1; }
+mongo_pings "$mongo_host" "$mongo_port" || fail "FerretDB does not answer ping after starting"
 log "FerretDB is up (answers ping)"

@@ -6,7 +6,6 @@
  * serveBaselineWhen). Each helper waits until its server listens and stops it with SIGTERM.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import amqplib from 'amqplib';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import http from 'node:http';
@@ -14,9 +13,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
-import { broker } from '../../contracts/registry';
 import { loadConfig, type Config } from '../../platform/config';
-import { dropEverything, freePort } from '../../test/helpers/stack';
+import { dropEverything, freePort, recordQueuePrefix } from '../../test/helpers/stack';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -24,28 +22,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export function benchConfig(env: Record<string, string> = {}): Config {
   const id = randomBytes(4).toString('hex');
   const server = (process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '');
-  return loadConfig({ ...process.env, MONGODB_URL: `${server}/bench_${id}`, QUEUE_PREFIX: `bench${id}.`, ...env });
-}
-
-/**
- * Drop the run's database, queues and exchanges: dropEverything, then every registry name that
- * depends on the prefix alone, as queue and as exchange (deleting a missing one is a no-op), since
- * the API processes declared them in other processes than this one.
- */
-export async function dropRun(config: Config) {
-  await dropEverything(config);
-  const conn = await amqplib.connect(config.AMQP_URL);
-  try {
-    const ch = await conn.createChannel();
-    for (const name of Object.values(broker).filter((f) => f.length === 1)) {
-      const n = (name as (prefix: string) => string)(config.QUEUE_PREFIX);
-      await ch.deleteQueue(n);
-      await ch.deleteExchange(n);
-    }
-    await ch.close();
-  } finally {
-    await conn.close();
-  }
+  return loadConfig({ ...process.env, MONGODB_URL: `${server}/bench_${id}`, QUEUE_PREFIX: recordQueuePrefix(`bench${id}.`), ...env });
 }
 
 /** SIGTERM, then SIGKILL if the process has not left after `graceMs`. */
@@ -77,7 +54,7 @@ export async function startSupervisedApi(processes: number, env: Record<string, 
   child.stderr!.on('data', keep);
   const stop = async () => {
     await terminate(child);
-    await dropRun(config);
+    await dropEverything(config); // also the names the API processes declared
   };
   try {
     const deadline = Date.now() + 120_000;

@@ -3,12 +3,14 @@
  * the filter) one after another on this machine, prints each figure with its baseline and ratio
  * as it comes and a Markdown table at the end, and writes them to .tools/bench/latest.json.
  * The load average before and after is printed too: on a shared machine, figures taken under
- * other load are only provisional.
+ * other load are only provisional. At the end it checks that the benches deleted the queues and
+ * exchanges they declared (a warning line lists any left under this run's prefixes).
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { brokerSnapshot, hygieneReport } from '../../test/helpers/broker-hygiene';
 import type { Bench, BenchRow } from './bench';
 
 const dir = path.dirname(fileURLToPath(import.meta.url));
@@ -17,6 +19,7 @@ const files = readdirSync(dir).filter((f) => f.endsWith('.bench.ts') && (!filter
 const all: Record<string, BenchRow[]> = {};
 const loadavg = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
 const startedAt = Date.now();
+const brokerBefore = await brokerSnapshot();
 console.log(`bench on ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}, ${new Date().toISOString()}, load average ${loadavg()}`);
 for (const f of files) {
   const { bench } = (await import(path.join(dir, f))) as { bench: Bench };
@@ -38,6 +41,10 @@ for (const rows of Object.values(all)) {
   }
 }
 console.log(`\n${Math.round((Date.now() - startedAt) / 1000)} s; load average now ${loadavg()}`);
+
+const hygiene = await hygieneReport(brokerBefore);
+console.log(hygiene.summary);
+if (hygiene.leaks.length > 0) console.log(`WARNING: the benches left these on the broker under their own prefixes: ${hygiene.leaks.join(', ')}`);
 
 const out = path.resolve(dir, '../../.tools/bench');
 mkdirSync(out, { recursive: true });

@@ -2,6 +2,7 @@ import { POOL_TYPES } from '../../contracts/registry';
 import { AmqpClient } from '../../platform/amqp';
 import { loadConfig } from '../../platform/config';
 import { createLogger } from '../../platform/log';
+import { recordQueuePrefix } from './broker-hygiene';
 import { dropEverything } from './stack';
 
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -12,6 +13,7 @@ const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
  * queues and database. Read them in the suite's own hooks and tests (they exist once `before` ran).
  */
 export function useAmqpPair(prefix: string, queueType: 'classic' | 'quorum') {
+  recordQueuePrefix(prefix);
   const topology = { prefix, queueType, deliveryLimit: 5, pools: POOL_TYPES };
   const log = createLogger('silent');
   /** `another()`: one more client on the same topology, not started (the test closes it). */

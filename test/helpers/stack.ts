@@ -10,7 +10,10 @@ import { start as startScheduler, type SchedulerProcess } from '../../scheduler/
 import { loadConfig, type Config } from '../../platform/config';
 import { declaredNames } from '../../platform/amqp';
 import { webhookQueueNames } from '../../platform/webhooks/topology';
+import { recordQueuePrefix } from './broker-hygiene';
 import { testLogEnv } from './test-log';
+
+export { queuePrefixes, recordQueuePrefix } from './broker-hygiene';
 
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -58,7 +61,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
     MONGODB_URL: `${(process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '')}/t_${id}`,
     AMQP_URL: process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
-    QUEUE_PREFIX: `t${id}.`,
+    QUEUE_PREFIX: recordQueuePrefix(`t${id}.`),
     // Classic by default: quorum queues are Raft groups, heavy to create and delete by the hundred
     // on one node; the suites that test quorum behaviour ask for it.
     QUEUE_TYPE: process.env.TEST_QUEUE_TYPE ?? 'classic',
@@ -113,18 +116,21 @@ export async function dropEverything(config: Config) {
   const conn = await amqplib.connect(config.AMQP_URL);
   try {
     const ch = await conn.createChannel();
-    // Every queue and exchange this process declared under the prefix, plus the known names in
-    // case the stack failed before declaring them.
+    // Every queue and exchange this process declared under the prefix, plus every registry name
+    // that depends on the prefix alone, as queue and as exchange (deleting a missing one is a
+    // no-op): the stack may have failed before declaring them, or a child process declared them.
     const names = declaredNames.get(config.QUEUE_PREFIX);
+    const byPrefix = Object.values(broker)
+      .filter((f) => f.length === 1)
+      .map((f) => (f as (prefix: string) => string)(config.QUEUE_PREFIX));
     const queues = new Set([
       ...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)),
-      broker.deadLetterQueue(config.QUEUE_PREFIX),
-      broker.auditQueue(config.QUEUE_PREFIX),
       ...webhookQueueNames(config.QUEUE_PREFIX, config.WEBHOOK_RETRY_DELAYS_MS),
+      ...byPrefix,
       ...(names?.queues ?? []),
     ]);
     for (const q of queues) await ch.deleteQueue(q);
-    for (const x of new Set([broker.eventsExchange(config.QUEUE_PREFIX), broker.deadLetterExchange(config.QUEUE_PREFIX), broker.authExchange(config.QUEUE_PREFIX), ...(names?.exchanges ?? [])])) await ch.deleteExchange(x);
+    for (const x of new Set([...byPrefix, ...(names?.exchanges ?? [])])) await ch.deleteExchange(x);
     declaredNames.delete(config.QUEUE_PREFIX);
     await ch.close();
   } finally {

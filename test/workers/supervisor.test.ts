@@ -2,12 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import amqplib from 'amqplib';
 import { expect } from 'chai';
-import { broker } from '../../contracts/registry';
 import { loadConfig } from '../../platform/config';
 import { client, eventually } from '../helpers/http';
-import { dropEverything, freePort } from '../helpers/stack';
+import { dropEverything, freePort, recordQueuePrefix } from '../helpers/stack';
 import { projectRoot } from '../helpers/worker-process';
 
 /** The parent process id of `pid`, from /proc (Linux). */
@@ -37,7 +35,7 @@ describe('supervisor (npm start)', () => {
       PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
       MONGODB_URL: `${(process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '')}/t_${id}`,
       AMQP_URL: process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
-      QUEUE_PREFIX: `t${id}.`,
+      QUEUE_PREFIX: recordQueuePrefix(`t${id}.`),
       QUEUE_TYPE: 'classic',
       WORKER_POOLS: 'code',
       WORKER_METRICS_PORT: '0',
@@ -52,15 +50,7 @@ describe('supervisor (npm start)', () => {
     if (supervisor && supervisor.exitCode === null && supervisor.signalCode === null) {
       supervisor.kill('SIGKILL'); // its API processes leave when their IPC channel closes
     }
-    await dropEverything(loadConfig(env));
-    // Names the child processes declared that this process does not know of (deleting a missing one is a no-op).
-    const conn = await amqplib.connect(env.AMQP_URL!);
-    const ch = await conn.createChannel();
-    for (const name of Object.values(broker).filter((f) => f.length === 1)) {
-      await ch.deleteQueue((name as (prefix: string) => string)(env.QUEUE_PREFIX!));
-      await ch.deleteExchange((name as (prefix: string) => string)(env.QUEUE_PREFIX!));
-    }
-    await conn.close();
+    await dropEverything(loadConfig(env)); // also the names the child processes declared
   });
 
   it('when API_PROCESSES=2, then two API processes answer on one port, a killed one comes back, and SIGTERM stops them all', async function () {
