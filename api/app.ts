@@ -29,6 +29,8 @@ import { authenticate } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { clientErrorHandler, errorHandler, notFoundRoute } from './middleware/errors';
 import { httpAccess } from './middleware/http-access';
+import { traceRequest } from './middleware/trace';
+import { tracingOn } from '../platform/tracing';
 import { createIdempotency, type Idempotency } from './middleware/idempotency';
 import { rateLimit } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
@@ -62,7 +64,7 @@ const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRout
   driveRoutes, driveContentRoutes, driveSearchRoutes, chatRoutes, agentsRoutes, speechRoutes, liveRoutes, personasRoutes, spacesRoutes];
 
 /**
- * The Express app. Order: request id → metrics timer → JSON body → public routes →
+ * The Express app. Order: trace span (when tracing is on) → request id → metrics timer → JSON body → public routes →
  * authentication → audit → rate limit → routes → 501 for catalogue endpoints not served yet →
  * 404 → error funnel.
  */
@@ -74,6 +76,8 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   app.set('etag', false);
   app.set('trust proxy', false);
 
+  // The request's trace span first (while tracing is on), so everything after runs inside it.
+  if (tracingOn) app.use(traceRequest);
   app.use(requestId, httpAccess(log));
 
   // Operational endpoints, outside the versioned API and without a key.

@@ -4,6 +4,8 @@ import { broker, type PoolType } from '../contracts/registry';
 import { metrics } from '../monitoring/metrics';
 import { currentContext, REQUEST_ID_HEADER, startContext } from './context';
 import type { Logger } from './log';
+import { ATTR, endSpan, extractContext, injectTraceHeaders, runInSpan, startSpan, tracingOn } from './tracing';
+import type { Span } from '@opentelemetry/api';
 import { declareWebhookTopology } from './webhooks/topology';
 
 export interface TopologyOptions {
@@ -50,11 +52,55 @@ interface Consumer {
 
 /**
  * `headers` plus what the work context carries across processes: the request the work belongs
- * to (`x-request-id`), so the consumer's log lines name it. A header already set is kept.
+ * to (`x-request-id`), so the consumer's log lines name it, and when tracing is on the W3C
+ * `traceparent` / `tracestate` of `span` (the publish's producer span; default the active span),
+ * so the consumer's spans join the trace. A header already set is kept.
  */
-export function contextHeaders(headers: Record<string, unknown> = {}): Record<string, unknown> {
+export function contextHeaders(headers: Record<string, unknown> = {}, span?: Span): Record<string, unknown> {
   const { requestId } = currentContext();
-  return requestId && headers[REQUEST_ID_HEADER] === undefined ? { ...headers, [REQUEST_ID_HEADER]: requestId } : headers;
+  const out = requestId && headers[REQUEST_ID_HEADER] === undefined ? { ...headers, [REQUEST_ID_HEADER]: requestId } : headers;
+  return tracingOn ? injectTraceHeaders(out, span) : out;
+}
+
+/** RabbitMQ's direct reply-to queues have a random name per caller: one name for spans. */
+const spanDestination = (exchange: string, routingKey: string) => exchange || (routingKey.startsWith(RPC_REPLY_TO) ? RPC_REPLY_TO : routingKey);
+
+/** The producer span of one publish (semantic conventions for RabbitMQ): `publish <exchange, or queue>`. */
+function producerSpan(exchange: string, routingKey: string, opts: Options.Publish, bytes: number): Span | undefined {
+  const destination = spanDestination(exchange, routingKey);
+  return startSpan(`publish ${destination}`, 'producer', {
+    [ATTR.messagingSystem]: 'rabbitmq',
+    [ATTR.messagingDestinationName]: destination,
+    [ATTR.messagingOperationType]: 'send',
+    [ATTR.messagingOperationName]: 'publish',
+    [ATTR.messagingBodySize]: bytes,
+    ...(exchange && routingKey ? { [ATTR.rabbitmqRoutingKey]: routingKey } : {}),
+    ...(typeof opts.messageId === 'string' ? { [ATTR.messagingMessageId]: opts.messageId } : {}),
+  });
+}
+
+/**
+ * The consumer span of one delivery, `process <queue>`, child of the publisher's span (the
+ * message's `traceparent`), or the root of a trace when the message carries none. Everything
+ * the handler does (the job's claim, the engine call, the completion event) runs inside it.
+ */
+function consumerSpan(queue: string, msg: ConsumeMessage): Span | undefined {
+  const { messageId } = msg.properties;
+  return startSpan(
+    `process ${queue}`,
+    'consumer',
+    {
+      [ATTR.messagingSystem]: 'rabbitmq',
+      [ATTR.messagingDestinationName]: queue,
+      [ATTR.messagingOperationType]: 'process',
+      [ATTR.messagingOperationName]: 'process',
+      [ATTR.messagingBodySize]: msg.content.length,
+      ...(msg.fields.routingKey && msg.fields.routingKey !== queue ? { [ATTR.rabbitmqRoutingKey]: msg.fields.routingKey } : {}),
+      ...(typeof messageId === 'string' ? { [ATTR.messagingMessageId]: messageId } : {}),
+      ...(msg.fields.redelivered ? { 'messaging.rabbitmq.redelivered': true } : {}),
+    },
+    { parent: extractContext(msg.properties.headers) },
+  );
 }
 
 /** A string header of a message, or undefined (absent, or not a short string). */
@@ -208,6 +254,19 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
 
   /** `publish` of bytes as they are (a streamed reply's audio chunk), with the same confirm and back-pressure. */
   private async publishContent(exchange: string, routingKey: string, content: Buffer, opts: Options.Publish): Promise<void> {
+    if (!tracingOn) return this.publishConfirmed(exchange, routingKey, content, opts);
+    // The producer span covers the wait for a connection and for 'drain', and the confirm.
+    const span = producerSpan(exchange, routingKey, opts, content.length);
+    try {
+      await runInSpan(span, () => this.publishConfirmed(exchange, routingKey, content, opts, span));
+      endSpan(span);
+    } catch (err) {
+      endSpan(span, err);
+      throw err;
+    }
+  }
+
+  private async publishConfirmed(exchange: string, routingKey: string, content: Buffer, opts: Options.Publish, span?: Span): Promise<void> {
     const deadline = Date.now() + this.publishTimeoutMs;
     const ch = await this.ready(this.publishTimeoutMs);
     if (this.blocked) throw new Error(`the broker blocked publishing (${this.blocked})`);
@@ -220,7 +279,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       await Promise.race([this.draining, new Promise<void>((r) => (timer = setTimeout(r, left)))]);
       clearTimeout(timer);
     }
-    opts = { ...opts, headers: contextHeaders(opts.headers) };
+    opts = { ...opts, headers: contextHeaders(opts.headers, span) };
     const sentAt = process.hrtime.bigint();
     await new Promise<void>((resolve, reject) => {
       let settled = false;
@@ -395,7 +454,10 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       if (!msg) return; // consumer cancelled by the broker
       const d = settleOnce(msg);
       const requestId = headerString(msg, REQUEST_ID_HEADER);
-      startContext(requestId ? { requestId } : {}, () => c.handler(d)).catch((err) => {
+      const span = tracingOn ? consumerSpan(c.queue, msg) : undefined;
+      const handled = startContext(requestId ? { requestId } : {}, () => runInSpan(span, () => c.handler(d)));
+      if (span) handled.then(() => endSpan(span), (err) => endSpan(span, err));
+      handled.catch((err) => {
         // Usually the database or broker blinked. Requeueing at once would burn the quorum
         // delivery limit in milliseconds and dead-letter a good message; back off first
         // (0.5 s, 1 s, 2 s … capped at 30 s by delivery count), holding the message meanwhile.
@@ -542,15 +604,20 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       }
       this.rpcPending.set(correlationId, pending);
     });
+    const content = Buffer.from(JSON.stringify(payload));
+    // A request is not confirmed: its producer span ends once it is written.
+    const span = tracingOn ? producerSpan('', broker.poolQueue(this.topology.prefix, pool), {}, content.length) : undefined;
     try {
-      ch.publish('', broker.poolQueue(this.topology.prefix, pool), Buffer.from(JSON.stringify(payload)), {
+      ch.publish('', broker.poolQueue(this.topology.prefix, pool), content, {
         correlationId,
         replyTo: RPC_REPLY_TO,
         persistent: false,
         contentType: 'application/json',
-        headers: contextHeaders({ 'x-deadline': deadline }),
+        headers: contextHeaders({ 'x-deadline': deadline }, span),
       });
+      endSpan(span);
     } catch (err) {
+      endSpan(span, err);
       const p = this.rpcPending.get(correlationId);
       if (p) {
         clearTimeout(p.timer);

@@ -1,5 +1,7 @@
 import { MongoClient, type Db } from 'mongodb';
 import { metrics } from '../monitoring/metrics';
+import { ATTR, endSpan, startSpan, tracingOn } from './tracing';
+import type { Span } from '@opentelemetry/api';
 import type { Plan, Scope, CreditOperation, JobType } from '../contracts/registry';
 import type { JobStatus } from '../contracts/common';
 import type { AccountFeatures } from '../contracts/account';
@@ -262,23 +264,47 @@ const KNOWN_COLLECTIONS = new Set<string>([...Object.values(COLLECTIONS), ...[CO
 const MONITORED_COMMANDS = new Set(['find', 'insert', 'update', 'delete', 'findAndModify', 'aggregate', 'count', 'getMore', 'createIndexes', 'distinct', 'ping', 'buildInfo', 'hello', 'isMaster', 'killCursors', 'drop', 'dropDatabase', 'listCollections', 'listIndexes']);
 
 /**
+ * The client span of one command, `<command> <collection>` (semantic conventions for MongoDB):
+ * names only, never the filter, the update or the documents. Only under an active span: the
+ * commands of background loops (Agenda's polling, sweeps) do not each start a trace.
+ */
+function commandSpan(commandName: string, databaseName: string, command: Record<string, unknown>): Span | undefined {
+  const raw = commandName === 'getMore' ? command.collection : command[commandName];
+  const collection = typeof raw === 'string' ? raw : undefined;
+  return startSpan(
+    collection ? `${commandName} ${collection}` : commandName,
+    'client',
+    { [ATTR.dbSystemName]: 'mongodb', [ATTR.dbOperationName]: commandName, [ATTR.dbNamespace]: databaseName, ...(collection ? { [ATTR.dbCollectionName]: collection } : {}) },
+    { requireParent: true },
+  );
+}
+
+/**
  * Connect. `maxPoolSize` bounds this process's connections (FerretDB serves each on a PostgreSQL
  * connection from a pool of 50 by default; several processes share it).
  */
 export async function connectMongo(url: string, opts: { maxPoolSize?: number } = {}) {
   const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000, maxPoolSize: opts.maxPoolSize ?? 20, monitorCommands: true });
-  // Command latency by collection and command (driver command monitoring), for every process.
-  const started = new Map<number, { command: string; collection: string; at: bigint }>();
+  // Command latency by collection and command (driver command monitoring), for every process,
+  // and when tracing is on a client span per command. The driver emits commandStarted in the
+  // async context of the operation, so the span is a child of the request's or the job's span.
+  const started = new Map<number, { command: string; collection: string; at: bigint; span?: Span }>();
   client.on('commandStarted', (e) => {
     const raw = (e.command as Record<string, unknown>)[e.commandName];
     const coll = typeof raw === 'string' && KNOWN_COLLECTIONS.has(raw) ? raw : typeof raw === 'string' ? 'other' : '-';
-    started.set(e.requestId, { command: MONITORED_COMMANDS.has(e.commandName) ? e.commandName : 'other', collection: coll, at: process.hrtime.bigint() });
+    started.set(e.requestId, {
+      command: MONITORED_COMMANDS.has(e.commandName) ? e.commandName : 'other',
+      collection: coll,
+      at: process.hrtime.bigint(),
+      span: tracingOn ? commandSpan(e.commandName, e.databaseName, e.command as Record<string, unknown>) : undefined,
+    });
   });
-  const finish = (e: { requestId: number }, outcome: 'ok' | 'error') => {
+  const finish = (e: { requestId: number; failure?: Error }, outcome: 'ok' | 'error') => {
     const s = started.get(e.requestId);
     if (!s) return;
     started.delete(e.requestId);
     metrics.dbCommandDuration.observe({ command: s.command, collection: s.collection, outcome }, Number(process.hrtime.bigint() - s.at) / 1e9);
+    if (s.span) endSpan(s.span, outcome === 'error' ? (e.failure ?? new Error('command failed')) : undefined);
   };
   client.on('commandSucceeded', (e) => finish(e, 'ok'));
   client.on('commandFailed', (e) => finish(e, 'error'));

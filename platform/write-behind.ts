@@ -1,4 +1,6 @@
 import type { Logger } from './log';
+import { batchSpan, currentSpanContext, tracingOn } from './tracing';
+import type { SpanContext } from '@opentelemetry/api';
 
 export interface WriteBehindOptions {
   /** Flush when this many items wait. */
@@ -24,6 +26,8 @@ export interface WriteBehindOptions {
  */
 export function createWriteBehind<T>(flush: (items: T[]) => Promise<void>, opts: WriteBehindOptions) {
   let waiting: T[] = [];
+  /** The spans of the work that queued each waiting item (tracing on): the batch's trace links them. */
+  let links: (SpanContext | undefined)[] = [];
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   const maxDelayMs = Math.max(opts.delayMs, opts.maxDelayMs ?? opts.delayMs);
@@ -37,10 +41,12 @@ export function createWriteBehind<T>(flush: (items: T[]) => Promise<void>, opts:
     while (running) await running;
     if (waiting.length === 0) return;
     const batch = waiting;
+    const from = links;
     waiting = [];
+    links = [];
     window = Math.min(maxDelayMs, opts.delayMs * batch.length);
     lastRunAt = Date.now();
-    running = flush(batch)
+    running = batchSpan(`batch ${opts.name}`, from, () => flush(batch))
       .catch((err: unknown) => opts.log.warn('write-behind batch failed; the sweep repairs it', { batch: opts.name, items: batch.length, err: err as Error }))
       .finally(() => {
         running = undefined;
@@ -51,6 +57,7 @@ export function createWriteBehind<T>(flush: (items: T[]) => Promise<void>, opts:
   return {
     add(item: T): void {
       waiting.push(item);
+      if (tracingOn) links.push(currentSpanContext());
       if (waiting.length >= opts.maxItems) void run();
       else if (!timer) {
         // Quiet for longer than the window: this is not a stream, go back to the short wait.

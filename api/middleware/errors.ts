@@ -6,6 +6,7 @@ import { AppError, boundedMessage, toAppError, type ErrorCode } from '../../plat
 import type { Logger } from '../../platform/log';
 import { locals } from '../http/context';
 import { routeTemplate } from './http-access';
+import { recordRequestFailure } from './trace';
 
 /** Unknown route: the Error shape with not_found. */
 export const notFoundRoute: RequestHandler = (req, _res, next) => {
@@ -25,6 +26,7 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     metrics.errors.inc({ code: appErr.code, source: 'http' });
     if (appErr.status >= 500) {
       log.error('request failed', { requestId, method: req.method, route: routeTemplate(req), code: appErr.code, err: (appErr.cause as Error) ?? appErr });
+      recordRequestFailure(res, (appErr.cause as Error) ?? appErr);
     }
     if (res.headersSent) return res.end();
     for (const [k, v] of Object.entries(appErr.headers)) res.setHeader(k, v);

@@ -3,6 +3,8 @@ import { metrics } from '../../monitoring/metrics';
 import type { AmqpClient } from '../amqp';
 import type { Logger } from '../log';
 import { onlyDuplicateKeys, type AuditDoc, type Database } from '../mongo';
+import { batchSpan, currentSpanContext } from '../tracing';
+import type { SpanContext } from '@opentelemetry/api';
 
 export interface AuditRecorderDeps {
   db: Database;
@@ -35,7 +37,7 @@ export interface AuditRecorderDeps {
  */
 export function createAuditRecorder({ db, amqp, log, prefix, insertTimeoutMs = 2000, lingerMs = 2 }: AuditRecorderDeps) {
   const queue = broker.auditQueue(prefix);
-  const waiting: { entry: AuditDoc; done: () => void }[] = [];
+  const waiting: { entry: AuditDoc; done: () => void; from?: SpanContext }[] = [];
   let inFlight = false;
   let lastBatchAt = 0;
 
@@ -65,7 +67,8 @@ export function createAuditRecorder({ db, amqp, log, prefix, insertTimeoutMs = 2
         if (lingerMs > 0 && waiting.length < 50 && performance.now() - lastBatchAt < 10) await new Promise((r) => setTimeout(r, lingerMs));
         lastBatchAt = performance.now();
         const batch = waiting.splice(0, 500);
-        await store(batch.map((w) => w.entry));
+        // A group commit serves many requests: a trace of its own, linked to theirs.
+        await batchSpan('batch audit', batch.map((w) => w.from), () => store(batch.map((w) => w.entry)));
         for (const w of batch) w.done();
       }
     } finally {
@@ -76,7 +79,7 @@ export function createAuditRecorder({ db, amqp, log, prefix, insertTimeoutMs = 2
   return {
     record(entry: AuditDoc): Promise<void> {
       return new Promise<void>((done) => {
-        waiting.push({ entry, done });
+        waiting.push({ entry, done, from: currentSpanContext() });
         void pump();
       });
     },

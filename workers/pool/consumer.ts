@@ -4,6 +4,7 @@ import { broker, type PoolType } from '../../contracts/registry';
 import type { Delivery } from '../../platform/amqp';
 import type { Logger } from '../../platform/log';
 import type { Runtime } from '../../platform/runtime';
+import { inSpan } from '../../platform/tracing';
 import { InFlight } from './in-flight';
 
 export interface ConsumerContext {
@@ -73,7 +74,7 @@ export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
     const headers = (d.msg.properties.headers ?? {}) as Record<string, unknown>;
     const priorDeliveries = Number(headers['x-delivery-count'] ?? (d.msg.fields.redelivered ? 1 : 0)) || 0;
     try {
-      await this.def.handle(input.data, { signal: abort.signal, log: this.log, priorDeliveries });
+      await inSpan(`engine ${this.def.pool}`, 'internal', { 'svc.pool': this.def.pool }, () => this.def.handle(input.data, { signal: abort.signal, log: this.log, priorDeliveries }));
       d.ack();
       this.emit('handled', { pool: this.def.pool });
     } finally {

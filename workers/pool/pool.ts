@@ -10,6 +10,7 @@ import type { JobMessage } from '../../platform/jobs';
 import type { Logger } from '../../platform/log';
 import type { JobDoc } from '../../platform/mongo';
 import type { Runtime } from '../../platform/runtime';
+import { inSpan } from '../../platform/tracing';
 import { RetryLaterError, UnrecoverableError } from './errors';
 
 export interface ProcessorContext {
@@ -152,15 +153,19 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
     try {
       const input = this.def.input.safeParse(job.input);
       if (!input.success) throw new UnrecoverableError('the stored job input no longer matches its contract');
-      const result = await this.def.process(input.data, {
-        attempt: job.attempts,
-        signal: abort.signal,
-        job,
-        log,
-        progress: async (rawStatus, message, partial) => {
-          await jobs.progress(job._id, this.owner, { rawStatus, progressMessage: message, result: partial });
-        },
-      });
+      // The engine call's span: its progress writes nest under it; the claim and completion
+      // sit beside it, under the delivery's consumer span.
+      const result = await inSpan(`engine ${job.type}`, 'internal', { 'svc.job.id': job._id, 'svc.job.type': job.type, 'svc.job.attempt': job.attempts }, () =>
+        this.def.process(input.data, {
+          attempt: job.attempts,
+          signal: abort.signal,
+          job,
+          log,
+          progress: async (rawStatus, message, partial) => {
+            await jobs.progress(job._id, this.owner, { rawStatus, progressMessage: message, result: partial });
+          },
+        }),
+      );
       if (abort.signal.aborted) throw abort.signal.reason;
       const completed = await jobs.complete(job._id, this.owner, result, this.def.eventExtras?.(result));
       if (completed) {

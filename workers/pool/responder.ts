@@ -5,6 +5,7 @@ import type { RpcReply } from '../../platform/amqp';
 import { AppError, toAppError } from '../../platform/errors';
 import type { Logger } from '../../platform/log';
 import type { Runtime } from '../../platform/runtime';
+import { inSpan } from '../../platform/tracing';
 import { InFlight } from './in-flight';
 
 export interface ResponderContext {
@@ -63,7 +64,7 @@ export class Responder<I, O> {
     try {
       const input = this.def.input.safeParse(payload);
       if (!input.success) throw new AppError('validation_error', 'request does not match the pool contract');
-      const result = await this.def.handle(input.data, { signal: abort.signal, log: this.log, send });
+      const result = await inSpan(`engine ${this.def.pool}`, 'internal', { 'svc.pool': this.def.pool }, () => this.def.handle(input.data, { signal: abort.signal, log: this.log, send }));
       return { ok: true, result };
     } catch (err) {
       const e = abort.signal.aborted && !(err instanceof AppError) ? new AppError('timeout', 'the work was stopped at its deadline') : toAppError(err);

@@ -7,6 +7,7 @@ import { WEBHOOK_LIMITS, type WebhookEventPayload } from '../../contracts/webhoo
 import { metrics } from '../../monitoring/metrics';
 import type { Delivery } from '../../platform/amqp';
 import type { Runtime } from '../../platform/runtime';
+import { ATTR, endSpan, startSpan, tracingOn } from '../../platform/tracing';
 import { createDeliveriesRepository } from '../../platform/webhooks/deliveries.repository';
 import { createSecretBox, signPayload } from '../../platform/webhooks/secrets';
 import { WEBHOOK_DEFER_MS } from '../../platform/webhooks/topology';
@@ -31,6 +32,29 @@ const DeliveryMessage = z.object({
   attempt: z.number().int().min(1),
 });
 type DeliveryMessage = z.infer<typeof DeliveryMessage>;
+
+/**
+ * The client span of one delivery attempt: the customer's host and port, never the URL's path or
+ * query (they may hold the customer's own tokens). No `traceparent` goes to the endpoint: it is a
+ * third party, and our trace ids and sampling decisions are not its business.
+ */
+function deliverySpan(hook: WebhookDoc, msg: DeliveryMessage) {
+  let host: { address: string; port: number } | undefined;
+  try {
+    const u = new URL(hook.url);
+    host = { address: u.hostname, port: Number(u.port) || (u.protocol === 'https:' ? 443 : 80) };
+  } catch {
+    host = undefined;
+  }
+  return startSpan('POST webhook', 'client', {
+    [ATTR.httpRequestMethod]: 'POST',
+    ...(host ? { [ATTR.serverAddress]: host.address, [ATTR.serverPort]: host.port } : {}),
+    'svc.webhook.id': hook._id,
+    'svc.webhook.event': msg.event,
+    'svc.webhook.delivery_id': msg.deliveryId,
+    'svc.webhook.attempt': msg.attempt,
+  });
+}
 
 /** A healthy webhook's lastDeliveryAt is refreshed at most this often. */
 const LAST_DELIVERY_STAMP_MS = 5000;
@@ -222,6 +246,7 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
         data: msg.data,
       };
       const body = JSON.stringify(payload);
+      const span = tracingOn ? deliverySpan(hook, msg) : undefined;
       result = await attemptDelivery(
         hook.url,
         body,
@@ -235,6 +260,11 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
         },
         { timeoutMs: this.opts.attemptTimeoutMs, allowLoopback: this.opts.allowLoopback, excerptMax: WEBHOOK_LIMITS.responseExcerptMax },
       );
+      if (span) {
+        span.setAttribute('svc.webhook.outcome', result.outcome);
+        if (result.statusCode !== null) span.setAttribute(ATTR.httpResponseStatusCode, result.statusCode);
+        endSpan(span, undefined, result.outcome === 'delivered' ? {} : { errorType: result.statusCode !== null ? String(result.statusCode) : result.outcome });
+      }
     }
     metrics.webhookAttempts.inc({ outcome: result.outcome });
     metrics.webhookAttemptDuration.observe({ outcome: result.outcome }, result.durationMs / 1000);
