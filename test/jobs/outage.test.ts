@@ -67,10 +67,11 @@ describe('broker outage', () => {
     }
   });
 
-  // The real thing: stop and start the local RabbitMQ application. It disturbs every other user of
-  // the broker, so it runs in CI (alone on its machine) or when TEST_BROKER_RESTART=1.
+  // The real thing: stop and start the local RabbitMQ application. That is the machine's broker,
+  // which the suite did not start and must not stop (CI shares the machine with whoever set it
+  // up), so it runs only when asked: TEST_BROKER_RESTART=1.
   it('when the local RabbitMQ is stopped and started during dispatch, then no job is lost', async function () {
-    if (process.env.CI !== 'true' && process.env.TEST_BROKER_RESTART !== '1') this.skip();
+    if (process.env.TEST_BROKER_RESTART !== '1') this.skip();
     this.timeout(120_000);
     const stack: Stack = await startStack({ env: { PUBLISH_TIMEOUT_MS: '1000' } });
     try {

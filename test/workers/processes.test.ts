@@ -33,12 +33,16 @@ describe('worker processes', () => {
 
   it('when the configuration is bad, then the process stops before connecting, naming the key', async () => {
     const env = { ...process.env, WORKER_POOLS: 'code,nonsense', MONGODB_URL: 'mongodb://127.0.0.1:1/x' };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], { cwd: projectRoot, env, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr!.on('data', (d) => (stderr += d));
+    delete env.LOG_FILE;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'ignore'] });
+    let stdout = '';
+    child.stdout!.on('data', (d) => (stdout += d));
     const [exitCode] = await once(child, 'exit');
     expect(exitCode).to.equal(78);
-    expect(stderr).to.include('WORKER_POOLS: unknown pool "nonsense"');
+    // One JSON log line, like every other line of the service.
+    const line = JSON.parse(stdout.trim().split('\n').at(-1)!);
+    expect(line).to.include({ level: 'fatal', service: 'workers' });
+    expect(line.msg).to.include('WORKER_POOLS: unknown pool "nonsense"');
   });
 
   it('when the socket buffer is full, then publishing waits for drain instead of buffering more', async () => {
