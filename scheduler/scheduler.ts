@@ -5,8 +5,10 @@ import { startMonitoringServer } from '../monitoring/server';
 import { loadConfig, type Config } from '../platform/config';
 import { toAppError } from '../platform/errors';
 import { serviceLogger } from '../platform/log';
+import { markStartup, startupReport } from '../platform/startup';
 import { COLLECTIONS } from '../platform/mongo';
 import { createRuntime } from '../platform/runtime';
+import { inSpan } from '../platform/tracing';
 import { createDeliveriesRepository } from '../platform/webhooks/deliveries.repository';
 import { startDeadLetterHandler } from './dead-letters';
 import { createTasks } from './tasks';
@@ -29,7 +31,8 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   const define = (name: string, run: () => Promise<unknown>) =>
     agenda.define(name, async () => {
       try {
-        const result = await run();
+        // A trace per task run (tracing on): its database commands and the jobs it republishes.
+        const result = await inSpan(`task ${name}`, 'internal', { 'svc.task': name }, run);
         metrics.schedulerRuns.inc({ task: name, outcome: 'ok' });
         log.debug('task done', { task: name, result });
       } catch (err) {
@@ -71,8 +74,9 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   await agenda.every(config.SWEEP_INTERVAL, 'live.sessions.stale');
   await agenda.every('1 hour', 'webhooks.deliveries.expire');
   const stopDeadLetters = await startDeadLetterHandler(rt);
+  markStartup('agenda');
   const monitor = opts.monitoring === false ? undefined : await startMonitoringServer(config.SCHEDULER_METRICS_PORT, rt.probes);
-  log.info('scheduler started', { sweepInterval: config.SWEEP_INTERVAL });
+  log.info('scheduler started', { sweepInterval: config.SWEEP_INTERVAL, monitoringPort: monitor?.port, startupMs: startupReport() });
 
   let stopped: Promise<void> | undefined;
   return {

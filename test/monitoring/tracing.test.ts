@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import * as semconv from '@opentelemetry/semantic-conventions';
 import * as incubating from '@opentelemetry/semantic-conventions/incubating';
 import { broker } from '../../contracts/registry';
-import { ATTR } from '../../platform/tracing';
+import { ATTR, initTracing, shutdownTracing, tracingOn } from '../../platform/tracing';
 import { spawnApiProcess, type ApiProcess } from '../helpers/api-process';
 import { client, eventually, waitForJob } from '../helpers/http';
 import { SPAN_KIND, otlpEnv, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver';
@@ -183,6 +183,42 @@ describe('tracing across processes (OpenTelemetry, OTLP/HTTP)', () => {
     const [code] = (await exited) as [number | null];
     expect(code).to.equal(0);
     expect(otlp.trace(traceId).map((s) => s.name)).to.include('GET /api/v1/account');
+  });
+});
+
+describe('tracing in-process (initTracing, shutdownTracing)', () => {
+  let stack: Stack | undefined;
+  let otlp: OtlpReceiver;
+  after(async () => {
+    await shutdownTracing(2000);
+    await stack?.stop();
+    await otlp?.close();
+  });
+
+  it('when a test turns tracing on for an in-process scheduler, then each task run is a trace holding its MongoDB commands, and shutdown turns tracing off again', async function () {
+    this.timeout(60_000);
+    otlp = await startOtlpReceiver();
+    expect(tracingOn).to.equal(false); // in-process stacks run untraced unless a test asks
+    expect(await initTracing({ serviceName: 'svc-scheduler', env: otlpEnv(otlp) })).to.equal(true);
+    expect(tracingOn).to.equal(true);
+    stack = await startStack({ api: false, workers: false });
+    const task = await eventually(async () => otlp.spans.find((s) => s.name === 'task jobs.sweep'), 20_000, 'a sweep span');
+    expect(task.service).to.equal('svc-scheduler');
+    expect(task.parentSpanId).to.equal('');
+    expect(task.attributes).to.include({ 'svc.task': 'jobs.sweep' });
+    const db = await eventually(async () => {
+      const t = otlp.trace(task.traceId).filter((s) => s.attributes[ATTR.dbSystemName] === 'mongodb');
+      return t.length ? t : undefined;
+    }, 5000, 'the sweep\'s MongoDB spans');
+    for (const s of db) expect(s.parentSpanId, s.name).to.equal(task.spanId);
+    // Agenda's own polling runs outside any span: no trace of its own per command.
+    expect(otlp.spans.filter((s) => !s.parentSpanId && s.attributes[ATTR.dbSystemName] === 'mongodb')).to.deep.equal([]);
+
+    await shutdownTracing(2000);
+    expect(tracingOn).to.equal(false);
+    const seen = otlp.spans.length;
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(otlp.spans.length, 'no span after shutdown').to.equal(seen);
   });
 });
 
