@@ -41,7 +41,7 @@ const API_ENV = { LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000' };
 const BODY = JSON.stringify({ prompt: 'a counter' });
 const JSON_BODY = { 'content-type': 'application/json' };
 
-interface Target {
+export interface Target {
   url: string;
   method?: 'GET' | 'POST';
   headers?: Record<string, string>;
@@ -61,8 +61,8 @@ async function load(t: Target, seconds: number): Promise<Load> {
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const meanLoad = (ls: Load[]): Load => ({ rps: mean(ls.map((l) => l.rps)), p99: Math.round(mean(ls.map((l) => l.p99))), errors: ls.reduce((a, l) => a + l.errors, 0) });
 
-/** A figure and its baseline measured in turn, ROUNDS rounds, alternating which goes first. */
-async function compare(baseline: Target, subject: Target) {
+/** A figure and its baseline measured in turn, ROUNDS rounds, alternating which goes first (the tracing bench uses it too). */
+export async function compare(baseline: Target, subject: Target) {
   if (WARMUP > 0) {
     await load(baseline, WARMUP);
     await load(subject, WARMUP);
@@ -81,10 +81,10 @@ async function compare(baseline: Target, subject: Target) {
   const ratios = v.map((x, i) => x.rps / b[i]!.rps);
   return { base: meanLoad(b), value: meanLoad(v), spread: `round ratios ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}` };
 }
-type Compared = Awaited<ReturnType<typeof compare>>;
+export type Compared = Awaited<ReturnType<typeof compare>>;
 
 /** p99 of both sides, the spread, and the failures when there were any (they do not count as throughput). */
-const detail = (c: Compared, what: string) =>
+export const detail = (c: Compared, what: string) =>
   `baseline: ${what}; p99 ${c.value.p99} ms vs ${c.base.p99} ms; ${c.spread}` + (c.value.errors || c.base.errors ? `; not 2xx or failed: ${c.value.errors} vs ${c.base.errors}` : '');
 
 /** The bench account (huge balance) and one queued code build, through the running API. */
