@@ -30,7 +30,9 @@ import { jsonBody } from './middleware/body';
 import { clientErrorHandler, errorHandler, notFoundRoute } from './middleware/errors';
 import { httpAccess } from './middleware/http-access';
 import { traceRequest } from './middleware/trace';
+import { markStartup, startupReport } from '../platform/startup';
 import { tracingOn } from '../platform/tracing';
+import { joinSupervisor, joinsSupervisor, type Supervised } from './supervised';
 import { createIdempotency, type Idempotency } from './middleware/idempotency';
 import { rateLimit } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
@@ -68,7 +70,7 @@ const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRout
  * authentication → audit → rate limit → routes → 501 for catalogue endpoints not served yet →
  * 404 → error funnel.
  */
-export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotency: Idempotency; jobCache: JobCache }) {
+export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotency: Idempotency; jobCache: JobCache; metrics?: () => Promise<{ text: string; contentType: string }> }) {
   const { authCache } = parts;
   const { config, log } = rt;
   const app = express();
@@ -86,9 +88,11 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
     const failures = await probeHandler(rt.probes);
     res.status(failures.length ? 503 : 200).json(failures.length ? { status: 'unavailable', failures } : { status: 'ready' });
   });
+  // Under the supervisor, every API process's metrics (gathered over IPC); else this process's.
   app.get('/metrics', async (_req, res) => {
-    res.setHeader('Content-Type', registry.contentType);
-    res.send(await registry.metrics());
+    const { text, contentType } = parts.metrics ? await parts.metrics() : { text: await registry.metrics(), contentType: registry.contentType };
+    res.setHeader('Content-Type', contentType);
+    res.send(text);
   });
 
   const deps: RouteDeps = {
@@ -154,15 +158,21 @@ export async function start(config: Config = loadConfig()) {
     else jobCache.clear(); // unreadable: it may have named any job
   }, { onReady: () => jobCache.ready(), onLost: () => jobCache.lost() });
   const idempotency = createIdempotency(rt.db, { ttlHours: config.IDEMPOTENCY_TTL_HOURS, leaseMs: config.IDEMPOTENCY_LEASE_MS });
-  const server = http.createServer(createApp(rt, { authCache, idempotency, jobCache }));
+  let supervised: Supervised | undefined;
+  const metrics = () => supervised!.metrics();
+  const server = http.createServer(createApp(rt, { authCache, idempotency, jobCache, metrics: joinsSupervisor() ? metrics : undefined }));
   server.keepAliveTimeout = 65_000;
   // What Node's HTTP parser refuses (raw non-ASCII in the path, headers over 16 KiB) still gets the Error shape.
   server.on('clientError', clientErrorHandler(log));
   // The realtime engine (WebSocket at /realtime) shares the API's port.
   const realtime = attachRealtime(server, rt);
-  await new Promise<void>((resolve) => server.listen(config.PORT, resolve));
-  const port = (server.address() as AddressInfo).port;
-  log.info('api listening', { port });
+  // Run by the supervisor: it owns the port and hands over the connections. Else listen.
+  supervised = joinSupervisor(server, log);
+  if (!supervised) await new Promise<void>((resolve) => server.listen(config.PORT, resolve));
+  const port = supervised ? config.PORT : (server.address() as AddressInfo).port;
+  markStartup('listening');
+  supervised?.ready();
+  log.info('api ready', { port, handoff: !!supervised, startupMs: startupReport() });
   let stopped: Promise<void> | undefined;
   return {
     port,
@@ -170,6 +180,7 @@ export async function start(config: Config = loadConfig()) {
     realtime,
     stop(): Promise<void> {
       stopped ??= (async () => {
+        supervised?.drain();
         await realtime.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());

@@ -3,6 +3,7 @@ import { loadConfig, type Config } from './config';
 import { toAppError } from './errors';
 import { createLogger, serviceLogger } from './log';
 import { UnsupportedServerError } from './mongo';
+import { markStartup } from './startup';
 import { flushTracing, initTracing, shutdownTracing, tracingOn } from './tracing';
 
 /**
@@ -27,6 +28,7 @@ const CRASH_FLUSH_MS = 1000;
 const STOP_FLUSH_MS = 5000;
 
 export function runMain(name: string, start: (config: Config) => Promise<{ stop(): Promise<void> }>) {
+  markStartup('imports');
   let config: Config;
   try {
     config = loadConfig();
@@ -68,6 +70,8 @@ export function runMain(name: string, start: (config: Config) => Promise<{ stop(
         };
         process.on('SIGINT', () => stop('SIGINT'));
         process.on('SIGTERM', () => stop('SIGTERM'));
+        // Started by the supervisor (an IPC channel): when it dies, leave with it, not as an orphan.
+        process.on('disconnect', () => stop('supervisor gone'));
       },
       (err) => {
         if (err instanceof UnsupportedServerError) {

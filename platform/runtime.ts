@@ -10,6 +10,7 @@ import { armFaultPoint } from './faults';
 import { createJobs } from './jobs';
 import type { Logger } from './log';
 import { connectMongo, ensureIndexes } from './mongo';
+import { markStartup } from './startup';
 
 /**
  * What every process shares: MongoDB, RabbitMQ (topology declared on connect), and the
@@ -18,7 +19,9 @@ import { connectMongo, ensureIndexes } from './mongo';
 export async function createRuntime(config: Config, log: Logger) {
   armFaultPoint(config.FAULT_POINT);
   const db = await connectMongo(config.MONGODB_URL, { maxPoolSize: config.MONGODB_MAX_POOL_SIZE });
+  markStartup('mongodb');
   await ensureIndexes(db);
+  markStartup('indexes');
   const amqp = new AmqpClient(
     config.AMQP_URL,
     { prefix: config.QUEUE_PREFIX, queueType: config.QUEUE_TYPE, deliveryLimit: config.DELIVERY_LIMIT, pools: POOL_TYPES, webhookDelaysMs: config.WEBHOOK_RETRY_DELAYS_MS },
@@ -31,6 +34,7 @@ export async function createRuntime(config: Config, log: Logger) {
     await db.close();
     throw err;
   }
+  markStartup('rabbitmq');
   const credits = createCredits(db, config.CREDIT_PRICES);
   const blobs = createBlobStore(db, { secret: config.ASSET_SIGNING_SECRET, publicBaseUrl: config.PUBLIC_BASE_URL, defaultTtlSeconds: config.ASSET_URL_TTL_SECONDS });
   const jobs = createJobs({ db, amqp, credits, log: log.child({ component: 'jobs' }), publicBaseUrl: config.PUBLIC_BASE_URL, queuePrefix: config.QUEUE_PREFIX, settleLeaseMs: config.IDEMPOTENCY_LEASE_MS, creditLeases: { credits: config.CREDIT_LEASE_CREDITS, minBalance: config.CREDIT_LEASE_MIN_BALANCE, ttlMs: config.CREDIT_LEASE_MS } });

@@ -1,35 +1,47 @@
 /**
  * `npm start [api] [workers] [scheduler]`: creates the development account on first start, then
- * runs the API (API_PROCESSES processes sharing PORT), the worker pools and the scheduler as child
- * processes; naming some of them runs only those (`npm start -- api` for an API-only machine).
- * A child that dies is restarted with backoff; Ctrl-C (or SIGTERM) stops them all and waits for
- * them.
+ * runs the API (API_PROCESSES processes behind one port), the worker pools and the scheduler as
+ * child processes; naming some of them runs only those (`npm start -- api` for an API-only
+ * machine). Ctrl-C (or SIGTERM) stops them all and waits for them.
  *
- * The API processes are node:cluster workers of this process: the supervisor is the cluster
- * primary, owns the listening socket and hands each new connection to the next API process in
- * turn (round robin), so N processes answer on one port on every Node version we run (Node 20 has
- * no `reusePort`). Every child runs its TypeScript entry point under the tsx loader
- * (`node --import tsx`), one process per child.
+ * Crash-only: a child that dies is started again at once, then with backoff (0.5 s doubling to
+ * 30 s) while it keeps dying within a minute of its start. The supervisor owns the API port
+ * (scripts/supervisor/front-door.ts): it hands each connection to the next ready API process
+ * and holds connections while none is ready, so a crashed API process costs clients latency,
+ * not refused connections. GET /metrics on that port reports every API process
+ * (scripts/supervisor/gather.ts).
+ *
+ * Built (`dist/scripts/supervisor.js`, what `npm start` runs), it starts the compiled children
+ * with plain `node`; run from source (`npm run dev`, the tests) it starts the TypeScript entry
+ * points under the tsx loader. Every child has an IPC channel: if the supervisor dies, its
+ * children stop instead of living on as orphans.
  */
-import cluster from 'node:cluster';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Counter, Registry } from 'prom-client';
 import { loadConfig, type Config } from '../platform/config';
+import { createLogger } from '../platform/log';
+import { HANDOFF_ENV, isMessage, type FromApi, type ToApi } from '../platform/supervision';
+import { FrontDoor, type Backend } from './supervisor/front-door';
+import { createGatherer } from './supervisor/gather';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-const execArgv = ['--import', tsxLoader];
-const log = (message: string) => console.error(`[supervisor] ${message}`);
+const here = path.dirname(fileURLToPath(import.meta.url));
+const fromSource = import.meta.url.endsWith('.ts');
+/** The folder the entry points are in: the repository (source) or dist/ (built). */
+const root = path.resolve(here, '..');
+const ext = fromSource ? '.ts' : '.js';
+const runner = fromSource ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href] : ['--enable-source-maps'];
+const log = createLogger('info', { service: 'supervisor' });
 
-const KINDS = { api: 'api/main.ts', workers: 'workers/main.ts', scheduler: 'scheduler/main.ts' } as const;
+const KINDS = { api: `api/main${ext}`, workers: `workers/main${ext}`, scheduler: `scheduler/main${ext}` } as const;
 type Kind = keyof typeof KINDS;
 
 const asked = process.argv.slice(2);
 const unknown = asked.filter((a) => !(a in KINDS));
 if (unknown.length) {
-  log(`unknown process kind ${unknown.join(', ')}; usage: supervisor [${Object.keys(KINDS).join('] [')}]`);
+  log.fatal(`unknown process kind ${unknown.join(', ')}; usage: supervisor [${Object.keys(KINDS).join('] [')}]`);
   process.exit(2);
 }
 const kinds = (asked.length ? [...new Set(asked)] : Object.keys(KINDS)) as Kind[];
@@ -38,48 +50,96 @@ let config: Config;
 try {
   config = loadConfig();
 } catch (err) {
-  log((err as Error).message);
+  log.fatal((err as Error).message);
   process.exit(78); // EX_CONFIG, as the children would
 }
 
-const running = new Map<string, ChildProcess>();
+process.on('uncaughtException', (err) => {
+  // The children see their IPC channel close and stop on their own.
+  log.fatal('uncaught exception in the supervisor; exiting', { err });
+  process.exit(70);
+});
+
+const registry = new Registry();
+const restarts = new Counter({ name: 'supervisor_process_restarts_total', help: 'Child processes the supervisor started again after they exited, by kind (api, workers, scheduler).', labelNames: ['kind'], registers: [registry] });
+const door = kinds.includes('api') ? new FrontDoor({ holdMs: config.API_HOLD_MS, maxHeld: config.API_HOLD_CONNECTIONS, log, registry }) : undefined;
+const gatherer = createGatherer({ registry, log });
+
+interface Child {
+  name: string;
+  kind: Kind;
+  process: ChildProcess;
+  backend?: Backend;
+}
+const running = new Map<string, Child>();
+/** API processes that said they are ready, for the metrics gathering. */
+const readyApis = new Set<Child>();
 let stopping = false;
 
-cluster.setupPrimary({ exec: path.join(root, KINDS.api), execArgv, cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-
-/** Start one child: an API process is a cluster worker, the others plain children. */
-function fork(kind: Kind): ChildProcess {
-  if (kind === 'api') return cluster.fork().process;
-  return spawn(process.execPath, [...execArgv, path.join(root, KINDS[kind])], { stdio: ['ignore', 'inherit', 'inherit'], cwd: root, env: process.env });
+function spawnChild(file: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
+  return spawn(process.execPath, [...runner, path.join(root, file)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], cwd: fromSource ? root : path.resolve(root, '..'), env });
 }
 
-function launch(name: string, kind: Kind, restarts = 0) {
-  const child = fork(kind);
+function launch(name: string, kind: Kind, crashes = 0) {
+  const proc = spawnChild(KINDS[kind], kind === 'api' && door ? { ...process.env, [HANDOFF_ENV]: '1' } : process.env);
+  const child: Child = { name, kind, process: proc };
   running.set(name, child);
   const startedAt = Date.now();
-  child.on('exit', (code, signal) => {
+  log.info('started', { child: name, pid: proc.pid });
+  if (kind === 'api' && door) {
+    const send = (m: ToApi) => proc.connected && proc.send(m);
+    child.backend = {
+      name,
+      send: (m, socket, done) => {
+        if (!proc.connected) return done(new Error(`${name} has no IPC channel`));
+        proc.send(m, socket, { keepOpen: true }, (err) => done(err ?? null));
+      },
+    };
+    proc.on('message', (m: unknown) => {
+      if (!isMessage<FromApi>(m)) return;
+      if (m.t === 'ready') {
+        readyApis.add(child);
+        door.add(child.backend!);
+        log.info('api process ready', { child: name, pid: proc.pid });
+      } else if (m.t === 'took') {
+        door.took(m.seq);
+      } else if (m.t === 'draining') {
+        readyApis.delete(child);
+        door.remove(child.backend!);
+      } else if (m.t === 'collected') {
+        gatherer.collected(m.id, m.metrics);
+      } else if (m.t === 'metrics?') {
+        const members = [...readyApis].map((c) => ({ name: c.name, send: (x: ToApi) => c.process.connected && c.process.send(x) }));
+        gatherer.gather(members).then(
+          ({ text, contentType }) => send({ t: 'metrics', id: m.id, text, contentType }),
+          (err) => log.error('metrics gathering failed', { err }),
+        );
+      }
+    });
+  }
+  proc.on('exit', (code, signal) => {
     running.delete(name);
+    readyApis.delete(child);
+    if (child.backend) door?.remove(child.backend);
     if (stopping) return;
-    const n = Date.now() - startedAt > 60_000 ? 0 : restarts + 1;
-    const delay = Math.min(30_000, 500 * 2 ** n);
-    log(`${name} (pid ${child.pid}) exited (${signal ?? code}); restarting in ${delay} ms`);
+    // Crash-only: at once the first time; with backoff while it keeps dying soon after starting.
+    const n = Date.now() - startedAt > 60_000 ? 0 : crashes + 1;
+    const delay = n <= 1 ? 0 : Math.min(30_000, 500 * 2 ** (n - 2));
+    restarts.inc({ kind });
+    log.warn('child exited; restarting', { child: name, pid: proc.pid, exit: signal ?? code, delayMs: delay });
     setTimeout(() => !stopping && launch(name, kind, n), delay);
   });
 }
 
-cluster.on('listening', (worker, address) => {
-  const name = [...running].find(([, c]) => c === worker.process)?.[0] ?? 'api';
-  log(`${name} (pid ${worker.process.pid}) listening on port ${address.port}`);
-});
-
 const stop = (signal: NodeJS.Signals) => {
   if (stopping) return;
   stopping = true;
-  log(`${signal}: stopping ${[...running.keys()].join(', ') || 'nothing'}`);
-  for (const child of running.values()) child.kill('SIGTERM');
+  log.info('stopping', { signal, children: [...running.keys()] });
+  void door?.close();
+  for (const c of running.values()) c.process.kill('SIGTERM');
   // Workers wait up to SHUTDOWN_GRACE_MS for jobs in flight; past that and a margin, force.
   const force = setTimeout(() => {
-    for (const child of running.values()) child.kill('SIGKILL');
+    for (const c of running.values()) c.process.kill('SIGKILL');
   }, config.SHUTDOWN_GRACE_MS + 10_000);
   const wait = setInterval(() => {
     if (running.size === 0) {
@@ -92,12 +152,18 @@ const stop = (signal: NodeJS.Signals) => {
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);
 
-const bootstrap = spawn(process.execPath, [...execArgv, path.join(root, 'scripts/bootstrap.ts')], { stdio: ['ignore', 'inherit', 'inherit'], cwd: root });
-running.set('bootstrap', bootstrap);
+// The port accepts from the first moment: connections made while the API starts are held.
+if (door) {
+  const port = await door.listen(config.PORT);
+  log.info('listening', { port, apiProcesses: config.API_PROCESSES, holdMs: config.API_HOLD_MS });
+}
+
+const bootstrap = spawnChild(`scripts/bootstrap${ext}`);
+running.set('bootstrap', { name: 'bootstrap', kind: 'api', process: bootstrap });
 const code = await new Promise<number | null>((resolve) => bootstrap.on('exit', (c) => resolve(c)));
 running.delete('bootstrap');
 if (code !== 0 && !stopping) {
-  log('bootstrap failed; is the database up? (npm run services)');
+  log.fatal('bootstrap failed; is the database up? (npm run services)');
   process.exit(1);
 }
 

@@ -2,6 +2,7 @@ import { loadConfig, type Config } from '../platform/config';
 import { serviceLogger } from '../platform/log';
 import { createRuntime } from '../platform/runtime';
 import { startMonitoringServer } from '../monitoring/server';
+import { markStartup, startupReport } from '../platform/startup';
 import { Pool } from './pool/pool';
 import { consumerDefinitions, poolDefinitions, responderDefinitions } from './pools';
 import { ConsumerPool } from './pool/consumer';
@@ -54,7 +55,9 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
     await pool.start();
     pools.push(pool);
   }
+  markStartup('pools');
   const monitor = opts.monitoring === false ? undefined : await startMonitoringServer(config.WORKER_METRICS_PORT, rt.probes);
+  log.info('workers ready', { pools: config.WORKER_POOLS, monitoringPort: monitor?.port, startupMs: startupReport() });
   let stopped: Promise<void> | undefined;
   return {
     runtime: rt,
