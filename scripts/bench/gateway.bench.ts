@@ -53,7 +53,7 @@ interface Load {
   errors: number;
 }
 
-async function load(t: Target, seconds: number): Promise<Load> {
+export async function load(t: Target, seconds: number): Promise<Load> {
   const r = await autocannon({ url: t.url, method: t.method ?? 'GET', headers: t.headers, body: t.body, connections: CONNECTIONS, pipelining: 1, duration: seconds });
   return { rps: r['2xx'] / r.duration, p99: r.latency.p99, errors: r.non2xx + r.errors + r.timeouts };
 }

@@ -1,17 +1,19 @@
 /**
- * What tracing costs on the API's hot path (issue 23 item 5): the same API (one `api/main.ts`
- * process, no workers: accepted jobs just queue) started in this run once without tracing (no
- * OTEL_* set: the SDK is never imported) and once with tracing on, every request sampled
+ * What tracing costs on the API's hot path (issue 23 item 5): one API process (`api/main.ts`,
+ * no workers: accepted jobs just queue) with tracing on, every request sampled
  * (OTEL_TRACES_SAMPLER=always_on) and exported by the SDK's batch processor with its default
- * settings to a local OTLP/HTTP receiver that counts the spans and drops them. They run side by
- * side, each on its own fresh database and queue prefix; autocannon loads one at a time, in turn (the gateway
- * bench's `compare`: BENCH_ROUNDS rounds of BENCH_SECONDS, alternating which goes first), so
- * load from elsewhere on a shared machine falls on both alike.
+ * settings to a local OTLP/HTTP receiver that counts the spans and drops them, against a twin
+ * without tracing (no OTEL_* set: the SDK is never imported), started beside it in this run, each
+ * on its own fresh database and queue prefix; autocannon loads one at a time, in turn (the
+ * gateway bench's `compare`: BENCH_ROUNDS rounds of BENCH_SECONDS, alternating which goes
+ * first), so load from elsewhere on a shared machine falls on both alike.
  *  (a) authenticated GET /jobs/{id} of an in-flight job (the job cache answers it)
  *  (b) POST /code-builds accepted (credit-lease path: one database command and a confirmed publish)
- * Each as req/s of "on" against "off" (the ratio is what tracing leaves), with both p99s; then
- * the same with a third API sampling one trace in ten (parentbased_traceidratio 0.1), what a
- * busy deployment would run.
+ * Each as req/s of "on" against "off" (the ratio is what tracing leaves), with both p99s, and as
+ * the API process's CPU time per request (its own /metrics: process_cpu_seconds_total over
+ * http_request_duration_seconds_count, the span export included), which a busy shared machine
+ * disturbs less than throughput. Then the same with one trace in ten sampled
+ * (parentbased_traceidratio 0.1), what a busy deployment would run, against a twin of its own.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -19,10 +21,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../../platform/config';
 import { connectMongo } from '../../platform/mongo';
-import { otlpEnv, startOtlpReceiver } from '../../test/helpers/otlp-receiver';
+import { otlpEnv, startOtlpReceiver, type OtlpReceiver } from '../../test/helpers/otlp-receiver';
 import { dropEverything, freePort } from '../../test/helpers/stack';
 import { row, type Bench, type BenchRow } from './bench';
-import { compare, detail, type Target } from './gateway.bench';
+import { compare, detail, load, type Target } from './gateway.bench';
 import { benchAccount } from './load';
 import { benchConfig } from './processes';
 
@@ -30,6 +32,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
 interface Api {
   url: string;
+  /** The process's CPU seconds so far and the API requests it answered (its /metrics). */
+  usage(): Promise<{ cpu: number; requests: number }>;
   config: Config;
   stop(): Promise<void>;
 }
@@ -63,7 +67,25 @@ async function startApi(env: Record<string, string>): Promise<Api> {
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { url: `${base}/api/v1`, config, stop };
+  const usage = async () => {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    let cpu = 0;
+    let requests = 0;
+    for (const line of text.split('\n')) {
+      if (line.startsWith('process_cpu_seconds_total ')) cpu = Number(line.split(' ')[1]);
+      else if (line.startsWith('http_request_duration_seconds_count{') && !line.includes('route="/metrics"')) requests += Number(line.split(' ').pop());
+    }
+    return { cpu, requests };
+  };
+  return { url: `${base}/api/v1`, config, stop, usage };
+}
+
+/** `fn`'s CPU milliseconds per request answered, for each API (the /metrics reads themselves are left out). */
+async function cpuPerRequest<T>(apis: Api[], fn: () => Promise<T>): Promise<{ result: T; ms: number[]; requestsBefore: number[] }> {
+  const before = await Promise.all(apis.map((a) => a.usage()));
+  const result = await fn();
+  const after = await Promise.all(apis.map((a) => a.usage()));
+  return { result, ms: after.map((u, i) => ((u.cpu - before[i]!.cpu) * 1000) / Math.max(1, u.requests - before[i]!.requests)), requestsBefore: before.map((u) => u.requests) };
 }
 
 const API_ENV = { LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000' };
@@ -84,36 +106,56 @@ async function prepare(api: Api): Promise<{ get: Target; post: Target }> {
   }
 }
 
+/**
+ * One traced setting against its own untraced twin: both started together on fresh databases,
+ * warmed alike (BENCH_TRACING_WARMUP_SECONDS=5 s of each request), then measured in turn. A
+ * twin per setting, because an API measured later against one that has served longer looked
+ * slower by itself (up to 0.3 on the CPU ratio in trial runs).
+ */
+async function pair(tracing: Record<string, string>, otlp: OtlpReceiver) {
+  const off = await startApi(API_ENV);
+  let on: Api | undefined;
+  try {
+    on = await startApi({ ...API_ENV, ...otlpEnv(otlp, tracing) });
+    const [a, b] = [await prepare(off), await prepare(on)];
+    const warmup = Number(process.env.BENCH_TRACING_WARMUP_SECONDS ?? 5);
+    for (const t of [a, b]) {
+      await load(t.get, warmup);
+      await load(t.post, warmup);
+    }
+    const spansBefore = otlp.received;
+    const get = await cpuPerRequest([off, on], () => compare(a.get, b.get));
+    const post = await cpuPerRequest([off, on], () => compare(a.post, b.post));
+    // Let the last batch go out, then count what the traced API exported per request it answered.
+    await new Promise((r) => setTimeout(r, Number(tracing.OTEL_BSP_SCHEDULE_DELAY ?? 5000) + 1000));
+    const answered = (await on.usage()).requests;
+    return { get, post, spans: otlp.received - spansBefore, perRequest: (otlp.received - spansBefore) / Math.max(1, answered - get.requestsBefore[1]!) };
+  } finally {
+    await Promise.allSettled([off.stop(), on?.stop()]);
+  }
+}
+
 export const bench: Bench = {
   name: 'tracing cost (issue 23)',
   async run(): Promise<BenchRow[]> {
     const otlp = await startOtlpReceiver({ keep: false });
-    const off = await startApi(API_ENV);
-    let on: Api | undefined;
-    let tenth: Api | undefined;
     try {
       // The SDK's defaults otherwise: batches of 512 spans, at least every 5 s, a queue of 2048.
-      on = await startApi({ ...API_ENV, ...otlpEnv(otlp, { OTEL_TRACES_SAMPLER: 'always_on', OTEL_BSP_SCHEDULE_DELAY: '5000' }) });
-      tenth = await startApi({ ...API_ENV, ...otlpEnv(otlp, { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1', OTEL_BSP_SCHEDULE_DELAY: '5000' }) });
-      const [a, b, c] = [await prepare(off), await prepare(on), await prepare(tenth)];
-      const spansBefore = otlp.received;
-      const get = await compare(a.get, b.get);
-      const post = await compare(a.post, b.post);
-      // Let the last batch go out, then see what the traced API exported per request.
-      await new Promise((r) => setTimeout(r, 6000));
-      const requests = (get.value.rps + post.value.rps) * Number(process.env.BENCH_SECONDS ?? 3) * Number(process.env.BENCH_ROUNDS ?? 3);
-      const spans = otlp.received - spansBefore;
-      const exported = `${spans} spans exported to the local receiver (${(spans / Math.max(1, requests)).toFixed(1)} per measured request, warm-ups included)`;
-      const get10 = await compare(a.get, c.get);
-      const post10 = await compare(a.post, c.post);
+      const all = await pair({ OTEL_TRACES_SAMPLER: 'always_on', OTEL_BSP_SCHEDULE_DELAY: '5000' }, otlp);
+      const tenth = await pair({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1', OTEL_BSP_SCHEDULE_DELAY: '5000' }, otlp);
+      const off = 'same API, tracing off';
+      const cpu = (name: string, ms: number[]) => ({ ...row(name, ms[1]! * 1000, 'µs', ms[0]! * 1000), note: 'baseline: tracing off (process_cpu_seconds_total per request, span export included)' });
       return [
-        row('(a) GET /jobs/{id}, tracing on (100% sampled), req/s', get.value.rps, 'req/s', get.base.rps, detail(get, 'same API, tracing off')),
-        row('(b) POST /code-builds accepted, tracing on (100% sampled), req/s', post.value.rps, 'req/s', post.base.rps, `${detail(post, 'same API, tracing off')}; ${exported}`),
-        row('(c) GET /jobs/{id}, tracing on (10% sampled), req/s', get10.value.rps, 'req/s', get10.base.rps, detail(get10, 'same API, tracing off')),
-        row('(d) POST /code-builds accepted, tracing on (10% sampled), req/s', post10.value.rps, 'req/s', post10.base.rps, detail(post10, 'same API, tracing off')),
+        row('(a) GET /jobs/{id}, tracing on (100% sampled), req/s', all.get.result.value.rps, 'req/s', all.get.result.base.rps, detail(all.get.result, off)),
+        row('(b) POST /code-builds accepted, tracing on (100% sampled), req/s', all.post.result.value.rps, 'req/s', all.post.result.base.rps, `${detail(all.post.result, off)}; ${all.spans} spans exported, ${all.perRequest.toFixed(1)} per request`),
+        cpu('(c) GET /jobs/{id}, API CPU per request, tracing on (100%)', all.get.ms),
+        cpu('(d) POST /code-builds, API CPU per request, tracing on (100%)', all.post.ms),
+        row('(e) GET /jobs/{id}, tracing on (10% sampled), req/s', tenth.get.result.value.rps, 'req/s', tenth.get.result.base.rps, detail(tenth.get.result, off)),
+        row('(f) POST /code-builds accepted, tracing on (10% sampled), req/s', tenth.post.result.value.rps, 'req/s', tenth.post.result.base.rps, `${detail(tenth.post.result, off)}; ${tenth.spans} spans exported, ${tenth.perRequest.toFixed(2)} per request`),
+        cpu('(g) GET /jobs/{id}, API CPU per request, tracing on (10%)', tenth.get.ms),
+        cpu('(h) POST /code-builds, API CPU per request, tracing on (10%)', tenth.post.ms),
       ];
     } finally {
-      await Promise.allSettled([off.stop(), on?.stop(), tenth?.stop()]);
       await otlp.close();
     }
   },
