@@ -30,7 +30,7 @@ import { jsonBody } from './middleware/body';
 import { clientErrorHandler, errorHandler, notFoundRoute } from './middleware/errors';
 import { httpAccess } from './middleware/http-access';
 import { traceRequest } from './middleware/trace';
-import { markStartup, startupReport } from '../platform/startup';
+import { startupReport, startupStep } from '../platform/startup';
 import { tracingOn } from '../platform/tracing';
 import { joinSupervisor, joinsSupervisor, type Supervised } from './supervised';
 import { createIdempotency, type Idempotency } from './middleware/idempotency';
@@ -139,28 +139,34 @@ export async function start(config: Config = loadConfig()) {
   const rt = await createRuntime(config, log);
   // Every API process drains the audit queue into audit_log in batches.
   const auditWriter = createAuditWriter({ db: rt.db, amqp: rt.amqp, log: log.child({ component: 'audit' }), prefix: config.QUEUE_PREFIX });
-  await auditWriter.start();
   // Keys and accounts cached per process, kept true by the invalidation fanout.
   const authCache = createAuthCache((presented) => rt.accounts.authenticate(presented), { ttlMs: config.AUTH_CACHE_TTL_MS });
-  const unsubscribe = await rt.amqp.subscribe(broker.authExchange(config.QUEUE_PREFIX), (msg) => {
-    const parsed = AuthInvalidationSchema.safeParse(msg);
-    if (parsed.success) authCache.invalidate(parsed.data);
-    else authCache.ready(); // unreadable: forget everything, to be safe
-  }, { onReady: () => authCache.ready(), onLost: () => authCache.lost() });
-  const onLocalChange = (msg: AuthInvalidation) => authCache.invalidate(msg);
-  rt.authChanges.on('change', onLocalChange);
   // In-flight jobs cached for GET /jobs/{id}, kept true by the job-changes fanout (this process's
   // own changes come back over it too).
   const jobCache = createJobCache({ maxEntries: config.JOB_CACHE_ENTRIES, ttlMs: config.JOB_CACHE_TTL_MS });
-  const unsubscribeJobs = await rt.amqp.subscribe(broker.jobChangesExchange(config.QUEUE_PREFIX), (msg) => {
-    const parsed = JobChangeSchema.safeParse(msg);
-    if (parsed.success) jobCache.invalidate(parsed.data);
-    else jobCache.clear(); // unreadable: it may have named any job
-  }, { onReady: () => jobCache.ready(), onLost: () => jobCache.lost() });
+  // The three consumers side by side (each its own channel).
+  const [, unsubscribe, unsubscribeJobs] = await startupStep('consumers', () =>
+    Promise.all([
+      auditWriter.start(),
+      rt.amqp.subscribe(broker.authExchange(config.QUEUE_PREFIX), (msg) => {
+        const parsed = AuthInvalidationSchema.safeParse(msg);
+        if (parsed.success) authCache.invalidate(parsed.data);
+        else authCache.ready(); // unreadable: forget everything, to be safe
+      }, { onReady: () => authCache.ready(), onLost: () => authCache.lost() }),
+      rt.amqp.subscribe(broker.jobChangesExchange(config.QUEUE_PREFIX), (msg) => {
+        const parsed = JobChangeSchema.safeParse(msg);
+        if (parsed.success) jobCache.invalidate(parsed.data);
+        else jobCache.clear(); // unreadable: it may have named any job
+      }, { onReady: () => jobCache.ready(), onLost: () => jobCache.lost() }),
+    ]),
+  );
+  const onLocalChange = (msg: AuthInvalidation) => authCache.invalidate(msg);
+  rt.authChanges.on('change', onLocalChange);
   const idempotency = createIdempotency(rt.db, { ttlHours: config.IDEMPOTENCY_TTL_HOURS, leaseMs: config.IDEMPOTENCY_LEASE_MS });
   let supervised: Supervised | undefined;
   const metrics = () => supervised!.metrics();
-  const server = http.createServer(createApp(rt, { authCache, idempotency, jobCache, metrics: joinsSupervisor() ? metrics : undefined }));
+  const app = await startupStep('routes', async () => createApp(rt, { authCache, idempotency, jobCache, metrics: joinsSupervisor() ? metrics : undefined }));
+  const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
   // What Node's HTTP parser refuses (raw non-ASCII in the path, headers over 16 KiB) still gets the Error shape.
   server.on('clientError', clientErrorHandler(log));
@@ -168,9 +174,8 @@ export async function start(config: Config = loadConfig()) {
   const realtime = attachRealtime(server, rt);
   // Run by the supervisor: it owns the port and hands over the connections. Else listen.
   supervised = joinSupervisor(server, log);
-  if (!supervised) await new Promise<void>((resolve) => server.listen(config.PORT, resolve));
+  if (!supervised) await startupStep('listen', () => new Promise<void>((resolve) => server.listen(config.PORT, resolve)));
   const port = supervised ? config.PORT : (server.address() as AddressInfo).port;
-  markStartup('listening');
   supervised?.ready();
   log.info('api ready', { port, handoff: !!supervised, startupMs: startupReport() });
   let stopped: Promise<void> | undefined;

@@ -3,7 +3,7 @@ import { loadConfig, type Config } from './config';
 import { toAppError } from './errors';
 import { createLogger, serviceLogger } from './log';
 import { UnsupportedServerError } from './mongo';
-import { markStartup } from './startup';
+import { markImportsDone } from './startup';
 import { flushTracing, initTracing, shutdownTracing, tracingOn } from './tracing';
 
 /**
@@ -28,7 +28,7 @@ const CRASH_FLUSH_MS = 1000;
 const STOP_FLUSH_MS = 5000;
 
 export function runMain(name: string, start: (config: Config) => Promise<{ stop(): Promise<void> }>) {
-  markStartup('imports');
+  markImportsDone();
   let config: Config;
   try {
     config = loadConfig();

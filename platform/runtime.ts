@@ -10,7 +10,7 @@ import { armFaultPoint } from './faults';
 import { createJobs } from './jobs';
 import type { Logger } from './log';
 import { connectMongo, ensureIndexes } from './mongo';
-import { markStartup } from './startup';
+import { startupStep } from './startup';
 
 /**
  * What every process shares: MongoDB, RabbitMQ (topology declared on connect), and the
@@ -18,23 +18,31 @@ import { markStartup } from './startup';
  */
 export async function createRuntime(config: Config, log: Logger) {
   armFaultPoint(config.FAULT_POINT);
-  const db = await connectMongo(config.MONGODB_URL, { maxPoolSize: config.MONGODB_MAX_POOL_SIZE });
-  markStartup('mongodb');
-  await ensureIndexes(db);
-  markStartup('indexes');
   const amqp = new AmqpClient(
     config.AMQP_URL,
     { prefix: config.QUEUE_PREFIX, queueType: config.QUEUE_TYPE, deliveryLimit: config.DELIVERY_LIMIT, pools: POOL_TYPES, webhookDelaysMs: config.WEBHOOK_RETRY_DELAYS_MS },
     log.child({ component: 'amqp' }),
     config.PUBLISH_TIMEOUT_MS,
   );
-  try {
-    await amqp.start();
-  } catch (err) {
-    await db.close();
-    throw err;
+  // MongoDB (connect, indexes) and RabbitMQ (connect, topology) side by side: neither needs the other.
+  const [mongo, broker_] = await Promise.allSettled([
+    (async () => {
+      const db = await startupStep('mongodb', () => connectMongo(config.MONGODB_URL, { maxPoolSize: config.MONGODB_MAX_POOL_SIZE }));
+      try {
+        await startupStep('indexes', () => ensureIndexes(db));
+      } catch (err) {
+        await db.close();
+        throw err;
+      }
+      return db;
+    })(),
+    startupStep('rabbitmq', () => amqp.start()),
+  ]);
+  if (mongo.status === 'rejected' || broker_.status === 'rejected') {
+    await Promise.allSettled([amqp.close(), mongo.status === 'fulfilled' ? mongo.value.close() : undefined]);
+    throw mongo.status === 'rejected' ? mongo.reason : (broker_ as PromiseRejectedResult).reason;
   }
-  markStartup('rabbitmq');
+  const db = mongo.value;
   const credits = createCredits(db, config.CREDIT_PRICES);
   const blobs = createBlobStore(db, { secret: config.ASSET_SIGNING_SECRET, publicBaseUrl: config.PUBLIC_BASE_URL, defaultTtlSeconds: config.ASSET_URL_TTL_SECONDS });
   const jobs = createJobs({ db, amqp, credits, log: log.child({ component: 'jobs' }), publicBaseUrl: config.PUBLIC_BASE_URL, queuePrefix: config.QUEUE_PREFIX, settleLeaseMs: config.IDEMPOTENCY_LEASE_MS, creditLeases: { credits: config.CREDIT_LEASE_CREDITS, minBalance: config.CREDIT_LEASE_MIN_BALANCE, ttlMs: config.CREDIT_LEASE_MS } });

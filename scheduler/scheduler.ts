@@ -5,7 +5,7 @@ import { startMonitoringServer } from '../monitoring/server';
 import { loadConfig, type Config } from '../platform/config';
 import { toAppError } from '../platform/errors';
 import { serviceLogger } from '../platform/log';
-import { markStartup, startupReport } from '../platform/startup';
+import { startupReport, startupStep } from '../platform/startup';
 import { COLLECTIONS } from '../platform/mongo';
 import { createRuntime } from '../platform/runtime';
 import { inSpan } from '../platform/tracing';
@@ -59,22 +59,26 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   const webhookDeliveries = createDeliveriesRepository(rt.db);
   define('webhooks.deliveries.expire', () => webhookDeliveries.expire(new Date(Date.now() - config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000)));
 
-  await agenda.start();
-  await agenda.every(config.SWEEP_INTERVAL, 'jobs.sweep');
-  await agenda.every(config.SWEEP_INTERVAL, 'events.sweep');
-  await agenda.every(config.SWEEP_INTERVAL, 'credits.settle');
-  await agenda.every('1 hour', 'audit.expire');
-  await agenda.every('1 hour', 'idempotency.expire');
-  await agenda.every('10 minutes', 'ratelimits.expire');
-  await agenda.every('1 hour', 'dead-letters.expire');
-  await agenda.every('15 minutes', 'drive.purge');
-  await agenda.every('1 minute', 'drive.repair');
-  await agenda.every(config.SWEEP_INTERVAL, 'drive.text.sweep');
-  await agenda.every(config.SWEEP_INTERVAL, 'agents.sweep');
-  await agenda.every(config.SWEEP_INTERVAL, 'live.sessions.stale');
-  await agenda.every('1 hour', 'webhooks.deliveries.expire');
-  const stopDeadLetters = await startDeadLetterHandler(rt);
-  markStartup('agenda');
+  const every: [string, string][] = [
+    [config.SWEEP_INTERVAL, 'jobs.sweep'],
+    [config.SWEEP_INTERVAL, 'events.sweep'],
+    [config.SWEEP_INTERVAL, 'credits.settle'],
+    ['1 hour', 'audit.expire'],
+    ['1 hour', 'idempotency.expire'],
+    ['10 minutes', 'ratelimits.expire'],
+    ['1 hour', 'dead-letters.expire'],
+    ['15 minutes', 'drive.purge'],
+    ['1 minute', 'drive.repair'],
+    [config.SWEEP_INTERVAL, 'drive.text.sweep'],
+    [config.SWEEP_INTERVAL, 'agents.sweep'],
+    [config.SWEEP_INTERVAL, 'live.sessions.stale'],
+    ['1 hour', 'webhooks.deliveries.expire'],
+  ];
+  // The schedules (one document each) and the dead-letter consumer side by side.
+  const [stopDeadLetters] = await startupStep('agenda', async () => {
+    await agenda.start();
+    return Promise.all([startDeadLetterHandler(rt), ...every.map(([interval, name]) => agenda.every(interval, name))]);
+  });
   const monitor = opts.monitoring === false ? undefined : await startMonitoringServer(config.SCHEDULER_METRICS_PORT, rt.probes);
   log.info('scheduler started', { sweepInterval: config.SWEEP_INTERVAL, monitoringPort: monitor?.port, startupMs: startupReport() });
 

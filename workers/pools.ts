@@ -1,51 +1,65 @@
 import type { PoolType } from '../contracts/registry';
 import type { Runtime } from '../platform/runtime';
-import { agentWorker } from './agent/agent.worker';
-import { codeWorker } from './code/code.worker';
-import { deckWorker } from './deck/deck.worker';
-import { driveWorker } from './drive/drive.worker';
-import { extractResponder } from './extract/extract.worker';
-import { imageResponder } from './image/image.worker';
-import { sheetResponder } from './sheet/sheet.worker';
-import { speechResponder } from './speech/speech.worker';
-import { videoWorker } from './video/video.worker';
-import { spaceWorker } from './space/space.worker';
-import { researchWorker } from './research/research.worker';
-import { songWorker } from './song/song.worker';
 import type { ConsumerDefinition } from './pool/consumer';
 import type { PoolDefinition } from './pool/pool';
 import type { ResponderDefinition } from './pool/responder';
 
 /**
+ * Every pool is imported when a process runs it, not before: a process started with
+ * WORKER_POOLS=code never loads the libraries of the others (sharp, exceljs, pdf.js, ffmpeg
+ * wrappers, fontkit, glTF), which keeps its start fast and its memory small.
+ */
+type Make<D> = (rt: Runtime) => D | Promise<D>;
+
+const modules = {
+  code: () => import('./code/code.worker'),
+  song: () => import('./song/song.worker'),
+  research: () => import('./research/research.worker'),
+  deck: () => import('./deck/deck.worker'),
+  video: () => import('./video/video.worker'),
+  space: () => import('./space/space.worker'),
+  image: () => import('./image/image.worker'),
+  extract: () => import('./extract/extract.worker'),
+  sheet: () => import('./sheet/sheet.worker'),
+  speech: () => import('./speech/speech.worker'),
+  drive: () => import('./drive/drive.worker'),
+  agent: () => import('./agent/agent.worker'),
+} satisfies Partial<Record<PoolType, () => Promise<unknown>>>;
+
+/** Start loading the pools' modules (while the process connects); errors surface when a pool starts. */
+export const preloadPools = (pools: readonly PoolType[]): Promise<unknown> =>
+  Promise.all(pools.map((p) => (modules as Partial<Record<PoolType, () => Promise<unknown>>>)[p]?.().catch(() => undefined)));
+
+/**
  * The pools this build can run, by type. A pool listed in WORKER_POOLS but absent here has no
  * engine yet: the process logs it and leaves that queue to a deployment that has one.
  */
-export const poolDefinitions: Partial<Record<PoolType, (rt: Runtime) => PoolDefinition<any, any>>> = {
-  code: (rt) => codeWorker(rt),
-  song: (rt) => songWorker(rt),
-  research: (rt) => researchWorker(rt),
-  deck: (rt) => deckWorker(rt),
-  video: (rt) => videoWorker(rt),
-  space: (rt) => spaceWorker(rt),
+export const poolDefinitions: Partial<Record<PoolType, Make<PoolDefinition<any, any>>>> = {
+  code: async (rt) => (await modules.code()).codeWorker(rt),
+  song: async (rt) => (await modules.song()).songWorker(rt),
+  research: async (rt) => (await modules.research()).researchWorker(rt),
+  deck: async (rt) => (await modules.deck()).deckWorker(rt),
+  video: async (rt) => (await modules.video()).videoWorker(rt),
+  space: async (rt) => (await modules.space()).spaceWorker(rt),
 };
 
 /**
  * Request/reply pools that serve synchronous endpoints (ARCHITECTURE: /images, /images/moonlight,
  * /speech call their pool over RabbitMQ with a deadline). Started like `poolDefinitions`.
  */
-export const responderDefinitions: Partial<Record<PoolType, (rt: Runtime) => ResponderDefinition<any, any>>> = {
-  image: (rt) => imageResponder(rt),
-  extract: (rt) => extractResponder(rt),
-  sheet: (rt) => sheetResponder(rt),
-  speech: (rt) => speechResponder(rt),
+export const responderDefinitions: Partial<Record<PoolType, Make<ResponderDefinition<any, any>>>> = {
+  image: async (rt) => (await modules.image()).imageResponder(rt),
+  extract: async (rt) => (await modules.extract()).extractResponder(rt),
+  sheet: async (rt) => (await modules.sheet()).sheetResponder(rt),
+  speech: async (rt) => (await modules.speech()).speechResponder(rt),
 };
 
 /**
  * Plain consumer pools: background work that is neither a job nor request/reply (the drive pool
  * extracts the text of uploaded files). Started like `poolDefinitions` (workers/pool/consumer.ts).
  */
-export const consumerDefinitions: Partial<Record<PoolType, (rt: Runtime) => ConsumerDefinition<any>>> = {
-  drive: (rt) => driveWorker(rt),
-  // Agent runs (issue 12): leased in their run documents, paused runs hold no worker.
-  agent: (rt) => agentWorker(rt),
+export const consumerDefinitions: Partial<Record<PoolType, Make<ConsumerDefinition<any>>>> = {
+  drive: async (rt) => (await modules.drive()).driveWorker(rt),
+  // Agent runs: leased in their run documents, paused runs hold no worker.
+  agent: async (rt) => (await modules.agent()).agentWorker(rt),
 };

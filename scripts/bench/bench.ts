@@ -5,8 +5,10 @@ export interface BenchRow {
   unit: string;
   baseline?: number;
   ratio?: number;
-  /** The ratio an issue asks for at least (throughput figures). */
+  /** The ratio an issue asks for: at least (throughput), or at most when `better` is 'lower' (times). */
   target?: number;
+  /** 'lower' for times and sizes: the target is a ceiling. */
+  better?: 'lower';
   note?: string;
 }
 

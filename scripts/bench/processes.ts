@@ -42,12 +42,24 @@ export interface SupervisedApi {
   stop(): Promise<void>;
 }
 
-/** `tsx scripts/supervisor.ts api` with API_PROCESSES=`processes`; resolves once every one listens. */
+let built: Promise<void> | undefined;
+/** `npm run build` once per bench run: the benches measure the compiled service, as `npm start` runs it. */
+export function ensureBuilt(): Promise<void> {
+  built ??= (async () => {
+    const child = spawn(process.execPath, [path.join(root, 'scripts/build.ts')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+    const [code] = await once(child, 'exit');
+    if (code !== 0) throw new Error(`the build failed (exit ${code})`);
+  })();
+  return built;
+}
+
+/** `node dist/scripts/supervisor.js api` with API_PROCESSES=`processes`; resolves once every one is ready. */
 export async function startSupervisedApi(processes: number, env: Record<string, string>): Promise<SupervisedApi> {
+  await ensureBuilt();
   const port = await freePort();
   const config = benchConfig({ ...env, PORT: String(port), API_PROCESSES: String(processes), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
   const childEnv = { ...process.env, ...env, PORT: String(port), API_PROCESSES: String(processes), PUBLIC_BASE_URL: config.PUBLIC_BASE_URL, MONGODB_URL: config.MONGODB_URL, QUEUE_PREFIX: config.QUEUE_PREFIX };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/supervisor.ts', 'api'], { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--enable-source-maps', 'dist/scripts/supervisor.js', 'api'], { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (d: Buffer) => (output = (output + d.toString()).slice(-20_000));
   child.stdout!.on('data', keep);
@@ -58,7 +70,7 @@ export async function startSupervisedApi(processes: number, env: Record<string, 
   };
   try {
     const deadline = Date.now() + 120_000;
-    while ((output.match(/\) listening on port/g) ?? []).length < processes) {
+    while ((output.match(/"msg":"api process ready"/g) ?? []).length < processes) {
       if (child.exitCode !== null || Date.now() > deadline) throw new Error(`supervisor did not start ${processes} API processes:\n${output}`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -119,17 +131,18 @@ export async function serveBaselineWhen(flag: string, serve: (mode: string, mong
 }
 
 /**
- * Start one `workers/main.ts` process running only the request/reply pool `pool` (concurrency
+ * Start one compiled worker process running only the request/reply pool `pool` (concurrency
  * `concurrency`) on `config`'s database and queue prefix; resolves once its responder serves.
  */
-export function spawnResponderWorker(config: Config, pool: 'image' | 'speech', concurrency: number): Promise<ChildProcess> {
+export async function spawnResponderWorker(config: Config, pool: 'image' | 'speech', concurrency: number): Promise<ChildProcess> {
+  await ensureBuilt();
   const c = config;
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'workers/main.ts')], {
+  const child = spawn(process.execPath, ['--enable-source-maps', path.join(root, 'dist/workers/main.js')], {
     cwd: root,
     env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', MONGODB_URL: c.MONGODB_URL, AMQP_URL: c.AMQP_URL, QUEUE_PREFIX: c.QUEUE_PREFIX, QUEUE_TYPE: c.QUEUE_TYPE, PUBLIC_BASE_URL: c.PUBLIC_BASE_URL, WORKER_POOLS: pool, POOL_CONCURRENCY: `${pool}=${concurrency}`, WORKER_METRICS_PORT: '0' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  return new Promise((resolve, reject) => {
+  return await new Promise((resolve, reject) => {
     let out = '';
     const onData = (d: Buffer) => {
       out += d.toString();

@@ -36,7 +36,9 @@ const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: n 
 console.log(`\n| Figure | Value | Baseline (same run) | Ratio | Target | Notes |\n|---|---|---|---|---|---|`);
 for (const rows of Object.values(all)) {
   for (const r of rows) {
-    const target = r.target === undefined || r.ratio === undefined ? '' : `≥ ${r.target} ${r.ratio >= r.target ? 'met' : 'missed'}`;
+    const lower = r.better === 'lower';
+    const met = r.ratio !== undefined && r.target !== undefined && (lower ? r.ratio <= r.target : r.ratio >= r.target);
+    const target = r.target === undefined || r.ratio === undefined ? '' : `${lower ? '≤' : '≥'} ${r.target} ${met ? 'met' : 'missed'}`;
     console.log(`| ${r.name} | ${fmt(r.value)} ${r.unit} | ${r.baseline !== undefined ? `${fmt(r.baseline)} ${r.unit}` : ''} | ${r.ratio ?? ''} | ${target} | ${r.note ?? ''} |`);
   }
 }

@@ -63,10 +63,10 @@ describe('deploy/compose.yaml', () => {
     for (const pool of POOL_TYPES) {
       const env = envOf(`worker-${pool}`);
       expect(loadConfig(env).WORKER_POOLS, pool).to.deep.equal([pool]);
-      expect(services[`worker-${pool}`]!.command).to.deep.equal(['workers/main.ts']);
+      expect(services[`worker-${pool}`]!.command).to.deep.equal(['dist/workers/main.js']);
     }
-    expect(services.api!.command).to.deep.equal(['api/main.ts']);
-    expect(services.scheduler!.command).to.deep.equal(['scheduler/main.ts']);
+    expect(services.api!.command).to.deep.equal(['dist/api/main.js']);
+    expect(services.scheduler!.command).to.deep.equal(['dist/scheduler/main.js']);
     expect(Number(interpolate(String(services.api!.deploy!.replicas), {}))).to.be.greaterThan(1);
   });
 

@@ -111,10 +111,10 @@ describe('deploy/k8s manifests', () => {
       const env = container(named('Deployment', `worker-${pool}`)).env as { name: string; value: string }[];
       const pools = env.find((e) => e.name === 'WORKER_POOLS')?.value;
       expect(loadConfig({ WORKER_POOLS: pools }).WORKER_POOLS, pool).to.deep.equal([pool]);
-      expect(container(named('Deployment', `worker-${pool}`)).args).to.deep.equal(['workers/main.ts']);
+      expect(container(named('Deployment', `worker-${pool}`)).args).to.deep.equal(['dist/workers/main.js']);
     }
-    expect(container(named('Deployment', 'api')).args).to.deep.equal(['api/main.ts']);
-    expect(container(named('Deployment', 'scheduler')).args).to.deep.equal(['scheduler/main.ts']);
+    expect(container(named('Deployment', 'api')).args).to.deep.equal(['dist/api/main.js']);
+    expect(container(named('Deployment', 'scheduler')).args).to.deep.equal(['dist/scheduler/main.js']);
   });
 
   it('when the probes are read, then readiness is /readyz and liveness /healthz on the port each process serves them by default', () => {
