@@ -97,7 +97,7 @@ function consumerSpan(queue: string, msg: ConsumeMessage): Span | undefined {
       [ATTR.messagingBodySize]: msg.content.length,
       ...(msg.fields.routingKey && msg.fields.routingKey !== queue ? { [ATTR.rabbitmqRoutingKey]: msg.fields.routingKey } : {}),
       ...(typeof messageId === 'string' ? { [ATTR.messagingMessageId]: messageId } : {}),
-      ...(msg.fields.redelivered ? { 'messaging.rabbitmq.redelivered': true } : {}),
+      ...(msg.fields.redelivered ? { 'svc.amqp.redelivered': true } : {}),
     },
     { parent: extractContext(msg.properties.headers) },
   );
