@@ -15,6 +15,9 @@ import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
 import { loadConfig, type Config } from '../../platform/config';
 import { dropEverything, freePort, recordQueuePrefix } from '../../test/helpers/stack';
+import { ensureBuilt } from '../build-once';
+
+export { ensureBuilt };
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -40,17 +43,6 @@ export interface SupervisedApi {
   config: Config;
   /** Stops the supervisor and its API processes, then drops the database and the queues. */
   stop(): Promise<void>;
-}
-
-let built: Promise<void> | undefined;
-/** `npm run build` once per bench run: the benches measure the compiled service, as `npm start` runs it. */
-export function ensureBuilt(): Promise<void> {
-  built ??= (async () => {
-    const child = spawn(process.execPath, [path.join(root, 'scripts/build.ts')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
-    const [code] = await once(child, 'exit');
-    if (code !== 0) throw new Error(`the build failed (exit ${code})`);
-  })();
-  return built;
 }
 
 /** `node dist/scripts/supervisor.js api` with API_PROCESSES=`processes`; resolves once every one is ready. */

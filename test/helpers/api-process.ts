@@ -12,13 +12,14 @@ export interface ApiProcess {
 }
 
 /**
- * A real API process (`tsx api/main.ts`) on the stack's database and broker, on a free port.
+ * A real API process (`tsx api/main.ts`, or compiled: `node dist/api/main.js`, after
+ * scripts/build-once.ts) on the stack's database and broker, on a free port.
  * Resolves once it answers /healthz (or rejects when it exits first or is not up in `timeoutMs`).
  */
-export async function spawnApiProcess(stack: Stack, env: Record<string, string> = {}, timeoutMs = 30_000): Promise<ApiProcess> {
+export async function spawnApiProcess(stack: Stack, env: Record<string, string> = {}, timeoutMs = 30_000, opts: { compiled?: boolean } = {}): Promise<ApiProcess> {
   const c = stack.config;
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+  const child = spawn(process.execPath, opts.compiled ? ['--enable-source-maps', 'dist/api/main.js'] : ['--import', 'tsx', 'api/main.ts'], {
     cwd: projectRoot,
     stdio: 'ignore',
     env: stackEnv(stack, { PORT: String(port), RATE_LIMIT_MAX: String(c.RATE_LIMIT_MAX), RATE_LIMIT_WINDOW_SECONDS: String(c.RATE_LIMIT_WINDOW_SECONDS), ...env }),

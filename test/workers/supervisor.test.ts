@@ -8,6 +8,7 @@ import { loadConfig } from '../../platform/config';
 import { client, eventually } from '../helpers/http';
 import { dropEverything, freePort, recordQueuePrefix } from '../helpers/stack';
 import { projectRoot } from '../helpers/worker-process';
+import { ensureBuilt } from '../../scripts/build-once';
 
 /** The parent process id of `pid`, from /proc (Linux). */
 const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1]);
@@ -46,8 +47,12 @@ function sample(text: string, name: string, labels: Record<string, string>): num
 describe('supervisor (npm start)', () => {
   const started: { supervisor: ChildProcess; env: Record<string, string> }[] = [];
 
-  /** The real supervisor from source, on a fresh database; resolves with the development key it printed. */
-  async function startSupervisor(extra: Record<string, string>) {
+  /**
+   * The real supervisor, from source under tsx (as `npm run dev`) or compiled (as `npm start`), on a
+   * fresh database; resolves with the development key it printed.
+   */
+  async function startSupervisor(extra: Record<string, string>, opts: { compiled?: boolean } = {}) {
+    if (opts.compiled) await ensureBuilt();
     const id = randomBytes(4).toString('hex');
     const port = await freePort();
     const env: Record<string, string> = {
@@ -66,7 +71,7 @@ describe('supervisor (npm start)', () => {
       SERVED_BY_HEADER: 'true',
       ...extra,
     };
-    const supervisor = spawn(process.execPath, ['--import', 'tsx', 'scripts/supervisor.ts'], { cwd: projectRoot, env: { ...process.env, ...env, LOG_FILE: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const supervisor = spawn(process.execPath, opts.compiled ? ['--enable-source-maps', 'dist/scripts/supervisor.js'] : ['--import', 'tsx', 'scripts/supervisor.ts'], { cwd: projectRoot, env: { ...process.env, ...env, LOG_FILE: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
     started.push({ supervisor, env });
     let output = '';
     supervisor.stdout!.on('data', (d) => (output += d));
@@ -146,9 +151,9 @@ describe('supervisor (npm start)', () => {
     expect(alive(replacement)).to.equal(false);
   });
 
-  it('when the only API process is killed while a client sends 200 requests over 10 s, then not one connection is refused or reset', async function () {
+  it('when the only API process of the compiled service is killed while a client sends 200 requests over 10 s, then not one connection is refused or reset', async function () {
     this.timeout(180_000);
-    const { supervisor, key, port, lines } = await startSupervisor({ API_PROCESSES: '1' });
+    const { supervisor, key, port, lines } = await startSupervisor({ API_PROCESSES: '1' }, { compiled: true });
     const url = `http://127.0.0.1:${port}/api/v1/account`;
     await eventually(async () => (await getOnce(url, key)).status === 200, 60_000, 'the API to answer');
     const apiPid = async () => Number((await client(`http://127.0.0.1:${port}/api/v1`, key).get('/account', { connection: 'close' })).headers.get('x-served-by'));
