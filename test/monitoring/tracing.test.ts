@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import amqplib from 'amqplib';
 import { expect } from 'chai';
+import sinon from 'sinon';
 import * as semconv from '@opentelemetry/semantic-conventions';
 import * as incubating from '@opentelemetry/semantic-conventions/incubating';
 import { broker } from '../../contracts/registry';
@@ -219,6 +220,31 @@ describe('tracing in-process (initTracing, shutdownTracing)', () => {
     const seen = otlp.spans.length;
     await new Promise((r) => setTimeout(r, 1500));
     expect(otlp.spans.length, 'no span after shutdown').to.equal(seen);
+    await stack.stop();
+    stack = undefined;
+  });
+
+  it('when a request fails with a 5xx, then its server span is an error that records the exception, redacted', async function () {
+    this.timeout(60_000);
+    otlp ??= await startOtlpReceiver();
+    expect(await initTracing({ serviceName: 'svc-api', env: otlpEnv(otlp) })).to.equal(true);
+    stack = await startStack({ workers: false, scheduler: false });
+    const { key } = await stack.createAccount();
+    const leaked = `svc_${'Q'.repeat(40)}`;
+    sinon.stub(stack.rt.credits, 'balance').rejects(new Error(`the database fell over near ${leaked}`));
+    const r = await client(stack.baseUrl, key).get('/account/credits');
+    sinon.restore();
+    expect(r.status).to.equal(500);
+    const span = await eventually(async () => otlp.spans.find((s) => s.name === 'GET /api/v1/account/credits'), 10_000, 'the server span');
+    expect(span.status.code).to.equal(2); // ERROR
+    expect(span.attributes).to.include({ [ATTR.httpResponseStatusCode]: 500, [ATTR.errorType]: 'Error' });
+    const exception = span.events.find((e) => e.name === 'exception');
+    expect(exception?.attributes['exception.message']).to.equal('the database fell over near svc_[redacted]');
+    expect(String(exception?.attributes['exception.stacktrace'])).to.match(/at /);
+    expect(JSON.stringify(otlp.spans, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).not.to.include(leaked);
+    // Authentication's database reads run inside the request's span.
+    const db = otlp.trace(span.traceId).filter((s) => s.attributes[ATTR.dbSystemName] === 'mongodb');
+    for (const s of db) expect(s.parentSpanId, s.name).to.equal(span.spanId);
   });
 });
 
