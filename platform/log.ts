@@ -1,5 +1,6 @@
 import { pino, type Logger as PinoLogger } from 'pino';
 import { currentContext } from './context';
+import { mapStack } from './stack-map';
 
 /**
  * Structured logging: pino, one JSON line per entry on stdout (or LOG_FILE), written
@@ -62,7 +63,7 @@ export function redactString(s: string): string {
 function serializeError(err: Error, seen: WeakSet<object>, depth: number): Record<string, unknown> {
   const e = err as Error & { code?: unknown; cause?: unknown; errors?: unknown };
   const out: Record<string, unknown> = { type: e.constructor?.name ?? e.name, message: redactString(String(e.message)) };
-  if (e.stack) out.stack = redactString(e.stack);
+  if (e.stack) out.stack = redactString(mapStack(e.stack));
   if (e.code !== undefined) out.code = clean(e.code, seen, depth + 1);
   if (e.cause !== undefined) out.cause = clean(e.cause, seen, depth + 1);
   if (Array.isArray(e.errors)) out.errors = clean(e.errors, seen, depth + 1);

@@ -32,7 +32,7 @@ const fromSource = import.meta.url.endsWith('.ts');
 /** The folder the entry points are in: the repository (source) or dist/ (built). */
 const root = path.resolve(here, '..');
 const ext = fromSource ? '.ts' : '.js';
-const runner = fromSource ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href] : ['--enable-source-maps'];
+const runner = fromSource ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href] : [];
 const log = createLogger('info', { service: 'supervisor' });
 
 const KINDS = { api: `api/main${ext}`, workers: `workers/main${ext}`, scheduler: `scheduler/main${ext}` } as const;

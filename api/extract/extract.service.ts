@@ -1,5 +1,4 @@
-import { fileTypeFromBuffer } from 'file-type';
-import JSZip from 'jszip';
+import type JSZip from 'jszip';
 import {
   ExtractRpcReply,
   PPTX_MIME,
@@ -35,6 +34,8 @@ const SNIFF_CHARS = 5472;
  */
 export async function checkDocumentType(documentBase64: string, declared: ExtractMimeType): Promise<void> {
   const wrong = (what: string) => new AppError('validation_error', `documentBase64: the bytes are ${what}, not ${KIND_NAME[declared]} as mimeType says`);
+  // Loaded by the first document rather than at the API's start.
+  const { fileTypeFromBuffer } = await import('file-type');
   const found = await fileTypeFromBuffer(Buffer.from(documentBase64.slice(0, SNIFF_CHARS), 'base64'));
   if (declared !== PPTX_MIME) {
     if (found?.mime !== declared) throw wrong(found ? `${found.mime} (.${found.ext})` : 'of no recognised type');
@@ -43,7 +44,8 @@ export async function checkDocumentType(documentBase64: string, declared: Extrac
   if (!found || (found.ext !== 'zip' && found.mime !== PPTX_MIME)) throw wrong(found ? `${found.mime} (.${found.ext})` : 'of no recognised type');
   let zip: JSZip;
   try {
-    zip = await JSZip.loadAsync(Buffer.from(documentBase64, 'base64'), { checkCRC32: false });
+    const { default: Zip } = await import('jszip');
+    zip = await Zip.loadAsync(Buffer.from(documentBase64, 'base64'), { checkCRC32: false });
   } catch {
     throw wrong('a damaged or incomplete ZIP archive');
   }

@@ -1,5 +1,3 @@
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { metrics } from '../../monitoring/metrics';
 import type { AuthCache } from '../../platform/accounts';
@@ -11,7 +9,7 @@ import { locals } from '../http/context';
 import { authenticate } from '../middleware/auth';
 import { jsonBody } from '../middleware/body';
 import type { Idempotency } from '../middleware/idempotency';
-import { argNamesOf, createMcpServer, MCP_AUDIT_ROUTE } from './mcp.server';
+import { argNamesOf, MCP_AUDIT_ROUTE } from './mcp.audit';
 import { createMcpTools } from './mcp.tools';
 
 /** What the MCP server shares with the REST API of this process. */
@@ -30,6 +28,16 @@ export interface McpParts {
 
 /** JSON-RPC error code for HTTP-level refusals (the range -32000..-32099 is the server's own). */
 const HTTP_REFUSED = -32000;
+/** JSON-RPC 2.0's own codes (the SDK's ErrorCode.ParseError and InvalidRequest). */
+const PARSE_ERROR = -32700;
+const INVALID_REQUEST = -32600;
+
+/**
+ * The SDK (its zod protocol schemas, ajv) takes longer to load than the rest of the API: it is
+ * loaded by the first MCP request, not at start.
+ */
+let sdk: Promise<[typeof import('./mcp.server'), typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js')]> | undefined;
+const loadSdk = () => (sdk ??= Promise.all([import('./mcp.server'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]));
 
 /**
  * Answer an HTTP-level refusal as a JSON-RPC error (what MCP clients parse), carrying the REST
@@ -105,6 +113,7 @@ export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
     async (req, res) => {
       if (req.body === undefined) throw new AppError('invalid_json', 'body: a JSON-RPC message is required');
       const l = locals(res);
+      const [{ createMcpServer }, { StreamableHTTPServerTransport }] = await loadSdk();
       const server = createMcpServer(tools, { auth: l.auth!, requestId: l.requestId, audit: parts.audit, idempotency: parts.idempotency, log });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       res.on('close', () => {
@@ -134,7 +143,7 @@ export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
         requestId: locals(res).requestId, via: 'mcp', ...(known ? { tool: call.name } : {}), argNames: argNamesOf(call.args),
       });
     }
-    const rpcCode = appErr.code === 'invalid_json' ? ErrorCode.ParseError : err instanceof BatchRefused ? ErrorCode.InvalidRequest : HTTP_REFUSED;
+    const rpcCode = appErr.code === 'invalid_json' ? PARSE_ERROR : err instanceof BatchRefused ? INVALID_REQUEST : HTTP_REFUSED;
     sendRefusal(res, appErr.status, appErr, rpcCode);
   };
   r.use(onError);

@@ -11,23 +11,11 @@ import { formatIssues } from '../../platform/validation';
 import type { AuthContext } from '../http/context';
 import { IDEMPOTENCY_KEY } from '../http/route';
 import type { Idempotency } from '../middleware/idempotency';
+import { argNamesOf, MCP_AUDIT_ROUTE } from './mcp.audit';
 import { hasScopeFor, type McpTool } from './mcp.tools';
 
 /** Name and version the server announces in `initialize`. */
 export const MCP_SERVER_INFO = { name: 'svc-mcp', version: '1.0.0' } as const;
-
-/** The route recorded in the audit log for MCP calls (the tool name goes in `tool`). */
-export const MCP_AUDIT_ROUTE = '/mcp';
-
-/** At most this many argument names are recorded per call, each cut to ECHO_MAX characters. */
-const ARG_NAMES_MAX = 50;
-
-/**
- * The names of a call's top-level arguments, for the audit log (SPEC 8: for MCP calls only
- * argument names, never values). Bounded: names are caller input too.
- */
-export const argNamesOf = (args: unknown): string[] =>
-  args && typeof args === 'object' && !Array.isArray(args) ? Object.keys(args).slice(0, ARG_NAMES_MAX).map((n) => clip(n)) : [];
 
 /**
  * A tool's input as JSON Schema (draft 2020-12, the input side of the contract, as in /openapi).

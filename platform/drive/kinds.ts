@@ -1,4 +1,3 @@
-import { fileTypeFromBuffer } from 'file-type';
 import type { DriveKind } from './drive.types';
 
 /**
@@ -143,7 +142,8 @@ function textType(ext: string): DetectedType {
 
 /** kind and mimeType of `bytes` named with extension `ext` (lower case, no dot). */
 export async function detectDriveType(bytes: Uint8Array, ext: string): Promise<DetectedType> {
-  const ft = bytes.length > 0 ? await fileTypeFromBuffer(bytes) : undefined;
+  // Loaded by the first upload rather than at the API's start.
+  const ft = bytes.length > 0 ? await (await import('file-type')).fileTypeFromBuffer(bytes) : undefined;
   if (ft) {
     const mime = ft.mime as string;
     if ((mime === 'application/zip' || mime === 'application/x-cfb') && CONTAINER_EXTS[ext]) {

@@ -51,7 +51,7 @@ export async function startSupervisedApi(processes: number, env: Record<string, 
   const port = await freePort();
   const config = benchConfig({ ...env, PORT: String(port), API_PROCESSES: String(processes), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
   const childEnv = { ...process.env, ...env, PORT: String(port), API_PROCESSES: String(processes), PUBLIC_BASE_URL: config.PUBLIC_BASE_URL, MONGODB_URL: config.MONGODB_URL, QUEUE_PREFIX: config.QUEUE_PREFIX };
-  const child = spawn(process.execPath, ['--enable-source-maps', 'dist/scripts/supervisor.js', 'api'], { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['dist/scripts/supervisor.js', 'api'], { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (d: Buffer) => (output = (output + d.toString()).slice(-20_000));
   child.stdout!.on('data', keep);
@@ -129,7 +129,7 @@ export async function serveBaselineWhen(flag: string, serve: (mode: string, mong
 export async function spawnResponderWorker(config: Config, pool: 'image' | 'speech', concurrency: number): Promise<ChildProcess> {
   await ensureBuilt();
   const c = config;
-  const child = spawn(process.execPath, ['--enable-source-maps', path.join(root, 'dist/workers/main.js')], {
+  const child = spawn(process.execPath, [path.join(root, 'dist/workers/main.js')], {
     cwd: root,
     env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', MONGODB_URL: c.MONGODB_URL, AMQP_URL: c.AMQP_URL, QUEUE_PREFIX: c.QUEUE_PREFIX, QUEUE_TYPE: c.QUEUE_TYPE, PUBLIC_BASE_URL: c.PUBLIC_BASE_URL, WORKER_POOLS: pool, POOL_CONCURRENCY: `${pool}=${concurrency}`, WORKER_METRICS_PORT: '0' },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -83,10 +83,10 @@ export const bench: Bench = {
     delete env.LOG_FILE;
     const kinds: Kind[] = [
       { name: 'bare node:http hello', args: ['-e', HELLO], ready: 'hello ready' },
-      { name: 'API', args: ['--enable-source-maps', 'dist/api/main.js'], ready: '"msg":"api ready"' },
-      { name: 'worker process, every pool', args: ['--enable-source-maps', 'dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: 'all' } },
-      { name: 'worker process, code pool only', args: ['--enable-source-maps', 'dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: 'code' } },
-      { name: 'scheduler', args: ['--enable-source-maps', 'dist/scheduler/main.js'], ready: '"msg":"scheduler started"' },
+      { name: 'API', args: ['dist/api/main.js'], ready: '"msg":"api ready"' },
+      { name: 'worker process, every pool', args: ['dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: 'all' } },
+      { name: 'worker process, code pool only', args: ['dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: 'code' } },
+      { name: 'scheduler', args: ['dist/scheduler/main.js'], ready: '"msg":"scheduler started"' },
       { name: 'API from source (tsx, development)', args: ['--import', 'tsx', 'api/main.ts'], ready: '"msg":"api ready"' },
     ];
     const results = new Map<string, { ms: number; rss: number; phases: Record<string, number> }[]>(kinds.map((k) => [k.name, []]));
@@ -95,7 +95,7 @@ export const bench: Bench = {
     try {
       for (const k of kinds) await once_(k, env); // warm-up: the page cache, the topology declared once
       for (let r = 0; r < ROUNDS; r++) for (const k of kinds) results.get(k.name)!.push(await once_(k, env));
-      for (const pool of POOL_TYPES) perPool.set(pool, (await once_({ name: `worker ${pool}`, args: ['--enable-source-maps', 'dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: pool } }, env)).rss);
+      for (const pool of POOL_TYPES) perPool.set(pool, (await once_({ name: `worker ${pool}`, args: ['dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: pool } }, env)).rss);
     } finally {
       await dropEverything(config);
     }

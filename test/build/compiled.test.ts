@@ -69,7 +69,7 @@ describe('the compiled service (dist/)', function () {
   });
 
   it('when a compiled process fails to start, then its log line carries a stack that names the TypeScript sources', async () => {
-    const child = spawn(process.execPath, ['--enable-source-maps', 'dist/api/main.js'], {
+    const child = spawn(process.execPath, ['dist/api/main.js'], {
       cwd: projectRoot,
       env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', LOG_FILE: '', PORT: '0', MONGODB_URL: 'mongodb://127.0.0.1:1/nothing?serverSelectionTimeoutMS=500', AMQP_URL: stack.config.AMQP_URL, QUEUE_PREFIX: stack.config.QUEUE_PREFIX, QUEUE_TYPE: stack.config.QUEUE_TYPE },
       stdio: ['ignore', 'pipe', 'inherit'],

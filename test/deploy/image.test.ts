@@ -45,7 +45,7 @@ describe('the container image (deploy/Dockerfile)', () => {
     const runtime = stages[1]!;
     expect(runtime).to.include('USER node');
     expect(runtime.indexOf('USER node')).to.be.greaterThan(runtime.findIndex((l) => l.includes('npm ci')));
-    expect(runtime).to.include('ENTRYPOINT ["node", "--enable-source-maps"]');
+    expect(runtime).to.include('ENTRYPOINT ["node"]');
     expect(runtime).to.include('CMD ["dist/api/main.js"]');
   });
 

@@ -19,7 +19,7 @@ export interface ApiProcess {
 export async function spawnApiProcess(stack: Stack, env: Record<string, string> = {}, timeoutMs = 30_000, opts: { compiled?: boolean } = {}): Promise<ApiProcess> {
   const c = stack.config;
   const port = await freePort();
-  const child = spawn(process.execPath, opts.compiled ? ['--enable-source-maps', 'dist/api/main.js'] : ['--import', 'tsx', 'api/main.ts'], {
+  const child = spawn(process.execPath, opts.compiled ? ['dist/api/main.js'] : ['--import', 'tsx', 'api/main.ts'], {
     cwd: projectRoot,
     stdio: 'ignore',
     env: stackEnv(stack, { PORT: String(port), RATE_LIMIT_MAX: String(c.RATE_LIMIT_MAX), RATE_LIMIT_WINDOW_SECONDS: String(c.RATE_LIMIT_WINDOW_SECONDS), ...env }),

@@ -71,7 +71,7 @@ describe('supervisor (npm start)', () => {
       SERVED_BY_HEADER: 'true',
       ...extra,
     };
-    const supervisor = spawn(process.execPath, opts.compiled ? ['--enable-source-maps', 'dist/scripts/supervisor.js'] : ['--import', 'tsx', 'scripts/supervisor.ts'], { cwd: projectRoot, env: { ...process.env, ...env, LOG_FILE: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const supervisor = spawn(process.execPath, opts.compiled ? ['dist/scripts/supervisor.js'] : ['--import', 'tsx', 'scripts/supervisor.ts'], { cwd: projectRoot, env: { ...process.env, ...env, LOG_FILE: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
     started.push({ supervisor, env });
     let output = '';
     supervisor.stdout!.on('data', (d) => (output += d));
