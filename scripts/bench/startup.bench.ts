@@ -5,11 +5,13 @@
  * runs its tasks), where the time went (each process's `startupMs` phases: imports, MongoDB
  * connect, indexes, RabbitMQ connect and topology, the rest), and resident memory at idle
  * (VmRSS two seconds after ready). The same API from source under tsx is measured for reference.
+ * STARTUP_ROUNDS (default 7) sets the rounds; STARTUP_POOLS=0 skips the memory of each pool alone.
  * Runs alternate between the kinds (ROUNDS rounds after a warm-up round), medians are reported.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { POOL_TYPES } from '../../contracts/registry';
@@ -21,7 +23,10 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const ROUNDS = Number(process.env.STARTUP_ROUNDS ?? 7);
 const IDLE_MS = 2000;
 
-const HELLO = "require('node:http').createServer((q, s) => s.end('ok')).listen(0, () => console.log(JSON.stringify({ msg: 'hello ready' })));";
+const HELLO_CJS = "require('node:http').createServer((q, s) => s.end('ok')).listen(0, () => console.log(JSON.stringify({ msg: 'hello ready' })));";
+
+/** The bare baseline: an ES module, as the service's entry points are, that listens and says so. */
+const HELLO = "import http from 'node:http';\nhttp.createServer((q, s) => s.end('ok')).listen(0, () => console.log(JSON.stringify({ msg: 'hello ready' })));\n";
 
 interface Kind {
   name: string;
@@ -66,6 +71,8 @@ export const bench: Bench = {
   name: 'startup',
   async run(): Promise<BenchRow[]> {
     await ensureBuilt();
+    const hello = path.join(mkdtempSync(path.join(tmpdir(), 'startup-bench-')), 'hello.mjs');
+    writeFileSync(hello, HELLO);
     const config = benchConfig();
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -82,7 +89,9 @@ export const bench: Bench = {
     };
     delete env.LOG_FILE;
     const kinds: Kind[] = [
-      { name: 'bare node:http hello', args: ['-e', HELLO], ready: 'hello ready' },
+      { name: 'bare node:http hello', args: [hello], ready: 'hello ready' },
+      // For reference: the same as a CommonJS script, which skips the ES module loader's start.
+      { name: 'bare node:http hello, CommonJS (node -e)', args: ['-e', HELLO_CJS], ready: 'hello ready' },
       { name: 'API', args: ['dist/api/main.js'], ready: '"msg":"api ready"' },
       { name: 'worker process, every pool', args: ['dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: 'all' } },
       { name: 'worker process, code pool only', args: ['dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: 'code' } },
@@ -95,7 +104,7 @@ export const bench: Bench = {
     try {
       for (const k of kinds) await once_(k, env); // warm-up: the page cache, the topology declared once
       for (let r = 0; r < ROUNDS; r++) for (const k of kinds) results.get(k.name)!.push(await once_(k, env));
-      for (const pool of POOL_TYPES) perPool.set(pool, (await once_({ name: `worker ${pool}`, args: ['dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: pool } }, env)).rss);
+      if (process.env.STARTUP_POOLS !== '0') for (const pool of POOL_TYPES) perPool.set(pool, (await once_({ name: `worker ${pool}`, args: ['dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: pool } }, env)).rss);
     } finally {
       await dropEverything(config);
     }
@@ -106,7 +115,9 @@ export const bench: Bench = {
       const phaseNames = [...new Set(rs.flatMap((x) => Object.keys(x.phases)))].filter((p) => p !== 'total');
       const phases = phaseNames.map((p) => `${p} ${median(rs.map((x) => x.phases[p] ?? 0))}`).join(', ');
       const isBare = k === kinds[0];
-      rows.push({ ...row(`${k.name}: spawn → ready`, median(rs.map((x) => x.ms)), 'ms', isBare ? undefined : bare, phases ? `median phases ms: ${phases}` : undefined, k.name === 'API' ? 3 : undefined), ...(isBare ? {} : { better: 'lower' as const }) });
+      const ms = rs.map((x) => x.ms).sort((a, b) => a - b);
+      const spread = `min ${Math.round(ms[0]!)}, max ${Math.round(ms.at(-1)!)} of ${ms.length}`;
+      rows.push({ ...row(`${k.name}: spawn → ready`, median(ms), 'ms', isBare ? undefined : bare, `${spread}${phases ? `; median phases ms: ${phases}` : ''}`, k.name === 'API' ? 3 : undefined), ...(isBare ? {} : { better: 'lower' as const }) });
     }
     for (const k of kinds) rows.push(row(`${k.name}: resident memory at idle`, median(results.get(k.name)!.map((x) => x.rss)), 'MB'));
     for (const [pool, rss] of perPool) rows.push(row(`worker process, ${pool} pool alone: resident memory at idle`, rss, 'MB', undefined, 'one run'));
