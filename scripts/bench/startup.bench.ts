@@ -101,9 +101,12 @@ export const bench: Bench = {
     const results = new Map<string, { ms: number; rss: number; phases: Record<string, number> }[]>(kinds.map((k) => [k.name, []]));
     // Memory of a worker process running one pool, as the Kubernetes manifests deploy them.
     const perPool = new Map<string, number>();
+    let supervisorRss = NaN;
     try {
       for (const k of kinds) await once_(k, env); // warm-up: the page cache, the topology declared once
       for (let r = 0; r < ROUNDS; r++) for (const k of kinds) results.get(k.name)!.push(await once_(k, env));
+      // The supervisor's own memory (its API child runs beside it; only the supervisor is read).
+      supervisorRss = (await once_({ name: 'supervisor', args: ['dist/scripts/supervisor.js', 'api'], ready: '"msg":"api process ready"' }, env)).rss;
       if (process.env.STARTUP_POOLS !== '0') for (const pool of POOL_TYPES) perPool.set(pool, (await once_({ name: `worker ${pool}`, args: ['dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: pool } }, env)).rss);
     } finally {
       await dropEverything(config);
@@ -120,6 +123,7 @@ export const bench: Bench = {
       rows.push({ ...row(`${k.name}: spawn → ready`, median(ms), 'ms', isBare ? undefined : bare, `${spread}${phases ? `; median phases ms: ${phases}` : ''}`, k.name === 'API' ? 3 : undefined), ...(isBare ? {} : { better: 'lower' as const }) });
     }
     for (const k of kinds) rows.push(row(`${k.name}: resident memory at idle`, median(results.get(k.name)!.map((x) => x.rss)), 'MB'));
+    rows.push(row('supervisor (npm start): resident memory at idle', supervisorRss, 'MB', undefined, 'one run'));
     for (const [pool, rss] of perPool) rows.push(row(`worker process, ${pool} pool alone: resident memory at idle`, rss, 'MB', undefined, 'one run'));
     return rows;
   },
