@@ -211,7 +211,7 @@ export const DriveFileText = z
       .enum(['pending', 'ready', 'none', 'failed'])
       .describe('pending: the drive pool has not extracted it yet (answered 200 with content \'\' and Retry-After: 2; poll again); ready; none: this format holds no text we read (images, audio, archives, invalid UTF-8); failed: the extraction failed (see textError).'),
     textError: z.string().nullable().describe('Why the extraction failed or found no text, when it says; else null.'),
-    engine: z.string().nullable().describe('The extractor that read it: pdfjs-text-v1, mammoth-docx-v1, exceljs-xlsx-v1, pptx-xml-v1 or utf8-text-v1; null while pending or when no extractor applies.'),
+    engine: z.string().nullable().describe('The extractor that read it: pdfjs-text-v1, mammoth-docx-v1, ooxml-xlsx-v1, pptx-xml-v1 or utf8-text-v1 (exceljs-xlsx-v1 on XLSX texts extracted before ooxml-xlsx-v1); null while pending or when no extractor applies.'),
   })
   .meta({ id: 'DriveFileText' });
 export type DriveFileText = z.infer<typeof DriveFileText>;

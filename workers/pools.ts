@@ -6,7 +6,7 @@ import type { ResponderDefinition } from './pool/responder';
 
 /**
  * Every pool is imported when a process runs it, not before: a process started with
- * WORKER_POOLS=code never loads the libraries of the others (sharp, exceljs, pdf.js, ffmpeg
+ * WORKER_POOLS=code never loads the libraries of the others (sharp, mammoth, pdf.js, ffmpeg
  * wrappers, fontkit, glTF), which keeps its start fast and its memory small.
  */
 type Make<D> = (rt: Runtime) => D | Promise<D>;

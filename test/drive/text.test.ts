@@ -83,7 +83,7 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     const cases: { name: string; body: Record<string, unknown>; engine: string; has: string[] }[] = [
       { name: 'report.pdf', body: { contentBase64: b64(await makePdf([['Quarterly revenue grew', 'in the northern region'], ['Second page mentions the harbour']])) }, engine: 'pdfjs-text-v1', has: ['Quarterly revenue grew\nin the northern region', 'Second page mentions the harbour'] },
       { name: 'letter.docx', body: { contentBase64: b64(await makeDocx(['Dear committee,', 'The proposal covers solar panels.'])) }, engine: 'mammoth-docx-v1', has: ['Dear committee,', 'The proposal covers solar panels.'] },
-      { name: 'budget.xlsx', body: { contentBase64: b64(await makeXlsx([{ name: 'Costs', rows: [['Item', 'Amount'], ['Rent', 1200], ['Coffee beans', 35.5]] }, { name: 'Notes', rows: [['approved by finance']] }])) }, engine: 'exceljs-xlsx-v1', has: ['# Costs\nItem\tAmount\nRent\t1200\nCoffee beans\t35.5\n# Notes\napproved by finance'] },
+      { name: 'budget.xlsx', body: { contentBase64: b64(await makeXlsx([{ name: 'Costs', rows: [['Item', 'Amount'], ['Rent', 1200], ['Coffee beans', 35.5]] }, { name: 'Notes', rows: [['approved by finance']] }])) }, engine: 'ooxml-xlsx-v1', has: ['# Costs\nItem\tAmount\nRent\t1200\nCoffee beans\t35.5\n# Notes\napproved by finance'] },
       { name: 'deck.pptx', body: { contentBase64: b64(await makePptx([{ title: 'Roadmap', lines: ['Launch in spring', 'Hire two engineers'] }, { title: 'Risks', lines: ['Supply chain'] }])) }, engine: 'pptx-xml-v1', has: ['Roadmap', 'Launch in spring', 'Hire two engineers', 'Risks', 'Supply chain'] },
       { name: 'notes.md', body: { content: '# Meeting\n\nWe agreed on the **timeline**.\n' }, engine: 'utf8-text-v1', has: ['# Meeting\n\nWe agreed on the **timeline**.'] },
       { name: 'util.ts', body: { contentBase64: b64(Buffer.from('export function add(a: number, b: number) {\n  return a + b;\n}\n')) }, engine: 'utf8-text-v1', has: ['export function add(a: number, b: number) {\n  return a + b;\n}'] },
@@ -150,7 +150,7 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     expect(refused).to.be.instanceOf(TooLargeError);
     await assertZipInflateWithin(await makeDocx(['A small document.']), new AbortController().signal, 1024 * 1024); // an honest file passes
 
-    for (const [name, bytes, engine] of [['bomb.docx', docx, 'mammoth-docx-v1'], ['bomb.xlsx', xlsx, 'exceljs-xlsx-v1']] as const) {
+    for (const [name, bytes, engine] of [['bomb.docx', docx, 'mammoth-docx-v1'], ['bomb.xlsx', xlsx, 'ooxml-xlsx-v1']] as const) {
       const id = await upload(api, { name, contentBase64: b64(bytes) });
       const r = await waitForText(api, id);
       expect(r.body, name).to.include({ textStatus: 'failed', content: '', engine });

@@ -4,8 +4,9 @@ import type { DriveFileDoc } from '../../../platform/drive/drive.types';
  * Text extraction for Drive files (the drive pool): one extractor per format, picked by the file's
  * kind, MIME type and extension. Engine names say what they are and are stored with the text.
  * WARNING: engine names are persisted (DriveTextDoc.engine, file.text.engine); add, never rename.
+ * `exceljs-xlsx-v1` no longer runs (ooxml-xlsx-v1 reads XLSX now) but names texts stored before.
  */
-export const DRIVE_TEXT_ENGINES = ['pdfjs-text-v1', 'mammoth-docx-v1', 'exceljs-xlsx-v1', 'pptx-xml-v1', 'utf8-text-v1'] as const;
+export const DRIVE_TEXT_ENGINES = ['pdfjs-text-v1', 'mammoth-docx-v1', 'exceljs-xlsx-v1', 'ooxml-xlsx-v1', 'pptx-xml-v1', 'utf8-text-v1'] as const;
 export type DriveTextEngineName = (typeof DRIVE_TEXT_ENGINES)[number];
 
 export interface DriveExtracted {

@@ -1,55 +1,46 @@
-import ExcelJS from 'exceljs';
-import { assertZipInflateWithin, raceSignal } from './zip-guard';
 import type { DriveTextExtractor } from './drive-text.engine';
+import { readXlsx } from './xlsx-reader';
+import { assertZipInflateWithin, OFFICE_INFLATED_BYTES_MAX } from './zip-guard';
 
 /** Cells read at most over all sheets. */
 export const XLSX_MAX_CELLS = 500_000;
 
 /**
- * exceljs-xlsx-v1: every sheet in workbook order, a `# <sheet name>` line, then each row with a
- * value as one line of tab-separated cell texts (as Excel shows them: formatted numbers and
- * dates, formula results, rich text as plain text); empty trailing cells dropped.
+ * ooxml-xlsx-v1: every worksheet in workbook order, a `# <sheet name>` line, then each row with a
+ * value as one line of tab-separated cell texts (xlsx-reader.ts says what each kind of cell
+ * shows: strings and rich text as plain text, numbers as JavaScript prints them, dates in ISO
+ * 8601, formulas by their cached value); a missing cell keeps its column, empty trailing cells
+ * are dropped. Stops once the text passes `maxChars` or the cells read pass `maxCells`
+ * (XLSX_MAX_CELLS), with `truncated`.
  */
-export function createXlsxExtractor(): DriveTextExtractor {
+export function createXlsxExtractor(opts: { maxCells?: number } = {}): DriveTextExtractor {
+  const maxCells = opts.maxCells ?? XLSX_MAX_CELLS;
   return {
-    name: 'exceljs-xlsx-v1',
-    async extract(bytes, { signal, maxChars, maxInflatedBytes }) {
-      await assertZipInflateWithin(bytes, signal, maxInflatedBytes);
-      const wb = new ExcelJS.Workbook();
-      await raceSignal(wb.xlsx.load(bytes as unknown as ArrayBuffer), signal);
+    name: 'ooxml-xlsx-v1',
+    async extract(bytes, { signal, maxChars, maxInflatedBytes = OFFICE_INFLATED_BYTES_MAX }) {
+      const zip = await assertZipInflateWithin(bytes, signal, maxInflatedBytes);
       const lines: string[] = [];
-      let chars = 0;
+      let chars = -1; // the text's length: lines joined by newlines
       let cells = 0;
       let truncated = false;
-      outer: for (const ws of wb.worksheets) {
-        signal.throwIfAborted();
-        lines.push(`# ${ws.name}`);
-        chars += ws.name.length + 3;
-        for (let r = 1; r <= ws.rowCount; r++) {
-          const row = ws.getRow(r);
-          if (!row.hasValues) continue;
-          const vals: string[] = [];
-          for (let c = 1; c <= row.cellCount; c++) {
-            let t = '';
-            try {
-              t = row.getCell(c).text ?? '';
-            } catch {
-              t = '';
-            }
-            vals.push(t.replace(/[\t\r\n]+/g, ' '));
-          }
-          cells += row.cellCount;
-          while (vals.length && vals[vals.length - 1] === '') vals.pop();
-          if (!vals.length) continue;
-          const line = vals.join('\t');
-          lines.push(line);
-          chars += line.length + 1;
-          if (chars > maxChars || cells > XLSX_MAX_CELLS) {
-            truncated = cells > XLSX_MAX_CELLS;
-            break outer;
-          }
-        }
-      }
+      const add = (line: string) => {
+        lines.push(line);
+        chars += line.length + 1;
+        truncated = chars > maxChars;
+        return !truncated;
+      };
+      await readXlsx(
+        zip,
+        {
+          sheet: (name) => add(`# ${name}`),
+          row: (texts, read) => {
+            cells += read;
+            if (cells > maxCells) return !(truncated = true);
+            return texts.length ? add(texts.join('\t')) : true;
+          },
+        },
+        { signal, maxPartBytes: maxInflatedBytes },
+      );
       return { text: lines.join('\n'), truncated };
     },
   };

@@ -1,57 +1,20 @@
 import JSZip from 'jszip';
+import { PartInflateError, streamPart } from '../ooxml';
 import { TooLargeError } from './drive-text.engine';
 
 /** Bytes an Office file (a ZIP) may inflate to in all, for the drive pool (a 4 MB upload is far below; a ZIP bomb is not). */
 export const OFFICE_INFLATED_BYTES_MAX = 100 * 1024 * 1024;
 
-/** JSZip's internal stream of one entry (the pull API readPart in workers/engines/extract/pptx.extractor.ts uses). */
-interface EntryStream {
-  on(event: 'data', cb: (chunk: Uint8Array) => void): EntryStream;
-  on(event: 'error', cb: (err: Error) => void): EntryStream;
-  on(event: 'end', cb: () => void): EntryStream;
-  pause(): EntryStream;
-  resume(): EntryStream;
-}
-
 const tooLarge = (max: number) => new TooLargeError(`the document inflates to more than ${Math.round(max / 1048576)} MB`);
 
-/** Inflate one entry, keeping nothing, counting its bytes; rejects once `budget` is spent. Resolves with the bytes counted. */
-function inflatedSize(file: JSZip.JSZipObject, budget: number, max: number, signal: AbortSignal): Promise<number> {
-  return new Promise((resolve, reject) => {
-    let size = 0;
-    let done = false;
-    const stream = (file as unknown as { internalStream(type: 'uint8array'): EntryStream }).internalStream('uint8array');
-    const stop = (err: Error) => {
-      if (done) return;
-      done = true;
-      stream.pause();
-      reject(err);
-    };
-    stream
-      .on('data', (chunk) => {
-        if (done) return;
-        size += chunk.length;
-        if (size > budget) return stop(tooLarge(max));
-        if (signal.aborted) return stop(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-      })
-      .on('error', (err) => stop(new Error(`the file is not a readable ZIP container (${file.name} cannot be inflated: ${err.message})`)))
-      .on('end', () => {
-        if (done) return;
-        done = true;
-        resolve(size);
-      })
-      .resume();
-  });
-}
-
 /**
- * Refuse a ZIP that inflates to more than `max` bytes in all, before mammoth or exceljs inflate it
- * whole (they take no limit). The sizes the archive declares are checked first (nothing inflated),
+ * Refuse a ZIP that inflates to more than `max` bytes in all, before a reader inflates it whole
+ * (mammoth takes no limit). The sizes the archive declares are checked first (nothing inflated),
  * then every entry is really inflated through JSZip's stream, bytes counted and dropped, and the
  * walk stops as soon as the total passes `max`: a ZIP whose headers lie about its sizes is
- * refused after at most `max` bytes of work, never held in memory.
+ * refused after at most `max` bytes of work, never held in memory. Resolves with the opened ZIP.
  */
-export async function assertZipInflateWithin(bytes: Buffer, signal: AbortSignal, max = OFFICE_INFLATED_BYTES_MAX): Promise<void> {
+export async function assertZipInflateWithin(bytes: Buffer, signal: AbortSignal, max = OFFICE_INFLATED_BYTES_MAX): Promise<JSZip> {
   signal.throwIfAborted();
   let zip: JSZip;
   try {
@@ -68,8 +31,14 @@ export async function assertZipInflateWithin(bytes: Buffer, signal: AbortSignal,
   let total = 0;
   for (const f of entries) {
     signal.throwIfAborted();
-    total += await inflatedSize(f, max - total, max, signal);
+    await streamPart(f, signal, (chunk) => {
+      total += chunk.length;
+      if (total > max) throw tooLarge(max);
+    }).catch((err: unknown) => {
+      throw err instanceof PartInflateError ? new Error(`the file is not a readable ZIP container (${err.message})`) : err;
+    });
   }
+  return zip;
 }
 
 /** `p`, or a rejection with the signal's reason once it aborts (for libraries that take no signal). */

@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
-import { XMLParser } from 'fast-xml-parser';
 import JSZip from 'jszip';
 import { AppError } from '../../../platform/errors';
+import { attrs, child, findAll, kids, ooxmlParser, ownText, path, PartInflateError, readPart as inflatePart, tagOf, type XNode } from '../ooxml';
 import type { ExtractedText, TextExtractor } from './extract.engine';
 
 /** Slides read at most; the rest of a longer deck is left out (with a note). */
@@ -9,36 +9,7 @@ export const PPTX_MAX_SLIDES = 500;
 /** Largest XML part inflated (a slide, the presentation); a larger one (a ZIP bomb) is refused. */
 export const PPTX_MAX_PART_BYTES = 8 * 1024 * 1024;
 
-/** fast-xml-parser's preserveOrder tree: `{ tag: children, ':@': attributes }` or `{ '#text': … }`. */
-type XNode = Record<string, unknown>;
-
-const parser = new XMLParser({
-  preserveOrder: true,
-  ignoreAttributes: false,
-  attributeNamePrefix: '',
-  parseTagValue: false,
-  parseAttributeValue: false,
-  trimValues: false,
-  processEntities: true,
-  htmlEntities: true,
-});
-
-const tagOf = (n: XNode) => Object.keys(n).find((k) => k !== ':@') ?? '';
-const kids = (n: XNode): XNode[] => {
-  const v = n[tagOf(n)];
-  return Array.isArray(v) ? (v as XNode[]) : [];
-};
-const attrs = (n: XNode) => (n[':@'] ?? {}) as Record<string, string>;
-const child = (n: XNode, tag: string) => kids(n).find((k) => tagOf(k) === tag);
-const path = (n: XNode | undefined, ...tags: string[]) => tags.reduce<XNode | undefined>((at, t) => (at ? child(at, t) : undefined), n);
-/** Every descendant with `tag`, in document order, not looking inside a match. */
-const findAll = (n: XNode, tag: string, out: XNode[] = []): XNode[] => {
-  for (const k of kids(n)) {
-    if (tagOf(k) === tag) out.push(k);
-    else findAll(k, tag, out);
-  }
-  return out;
-};
+const parser = ooxmlParser();
 
 /** An a:p paragraph's text: runs and fields joined, a:br as a line break. */
 function paragraphText(p: XNode): string {
@@ -47,7 +18,7 @@ function paragraphText(p: XNode): string {
     for (const k of kids(n)) {
       const t = tagOf(k);
       if (t === '#text') continue;
-      if (t === 'a:t') s += kids(k).map((x) => String(x['#text'] ?? '')).join('');
+      if (t === 'a:t') s += ownText(k);
       else if (t === 'a:br') s += '\n';
       else if (t !== 'a:pPr' && t !== 'a:rPr' && t !== 'a:endParaRPr') walk(k);
     }
@@ -119,36 +90,13 @@ export function slideLines(xml: string): string[] {
   return [...titles.map((t) => `# ${t}`), ...rest];
 }
 
-/** JSZip's chunked reader (public API, absent from its typings). */
-interface PartStream {
-  on(event: 'data', cb: (chunk: Uint8Array) => void): PartStream;
-  on(event: 'error', cb: (err: Error) => void): PartStream;
-  on(event: 'end', cb: () => void): PartStream;
-  pause(): PartStream;
-  resume(): PartStream;
-}
-
 /** Inflate one part, refusing more than `max` bytes however large the entry says it is. */
-function readPart(file: JSZip.JSZipObject, max: number, signal: AbortSignal): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    const stream = (file as unknown as { internalStream(type: 'uint8array'): PartStream }).internalStream('uint8array');
-    const stop = (err: Error) => {
-      stream.pause();
-      reject(err);
-    };
-    stream
-      .on('data', (chunk) => {
-        size += chunk.length;
-        if (size > max) return stop(new AppError('unreadable_document', `documentBase64: ${file.name} inflates to more than ${max} bytes; this is not a presentation we read`));
-        if (signal.aborted) return stop(signal.reason as Error);
-        chunks.push(chunk);
-      })
-      .on('error', (err) => reject(new AppError('unreadable_document', `documentBase64: ${file.name} cannot be inflated (${err.message})`)))
-      .on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
-      .resume();
-  });
+async function readPart(file: JSZip.JSZipObject, max: number, signal: AbortSignal): Promise<string> {
+  try {
+    return await inflatePart(file, max, signal, () => new AppError('unreadable_document', `documentBase64: ${file.name} inflates to more than ${max} bytes; this is not a presentation we read`));
+  } catch (err) {
+    throw err instanceof PartInflateError ? new AppError('unreadable_document', `documentBase64: ${err.message}`) : err;
+  }
 }
 
 /** The slides' part names in presentation order (p:sldIdLst), else by slide number. */
