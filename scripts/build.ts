@@ -10,7 +10,7 @@
  *
  * Runs on Node's own TypeScript support (`node scripts/build.ts`): no loader needed.
  */
-import { rm } from 'node:fs/promises';
+import { cp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -29,6 +29,13 @@ const API_EXTERNAL = [
   'kerberos', 'snappy', '@mongodb-js/zstd', 'mongodb-client-encryption', 'gcp-metadata', 'socks', 'aws4', '@aws-sdk/credential-providers',
   '@modelcontextprotocol/*', 'file-type', 'jszip', '@opentelemetry/*',
 ];
+
+/**
+ * Folders of files a module reads beside itself (`new URL('./vendor/…', import.meta.url)`): each
+ * is copied next to every output file that holds the module, so the same relative URL finds it
+ * in dist/ (the image copies dist/ whole).
+ */
+export const ASSET_DIRS = [{ module: 'workers/engines/code/local.engine.ts', dir: 'workers/engines/code/vendor' }];
 
 const started = performance.now();
 const outdir = path.join(root, 'dist');
@@ -67,5 +74,10 @@ const results = await Promise.all([
   }),
 ]);
 const files = results.flatMap((r) => Object.entries(r.metafile.outputs)).filter(([f]) => f.endsWith('.js'));
+for (const { module, dir } of ASSET_DIRS) {
+  const outputs = files.filter(([, o]) => module in o.inputs).map(([f]) => path.join(root, path.dirname(f), path.basename(dir)));
+  if (!outputs.length) throw new Error(`[build] no output holds ${module}, whose ${dir} must be copied`);
+  for (const to of new Set(outputs)) await cp(path.join(root, dir), to, { recursive: true });
+}
 const bytes = files.reduce((n, [, o]) => n + o.bytes, 0);
 console.log(`[build] ${files.length} files, ${(bytes / 1e6).toFixed(1)} MB of JavaScript in dist/ (${Math.round(performance.now() - started)} ms)`);

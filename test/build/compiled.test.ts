@@ -39,12 +39,16 @@ describe('the compiled service (dist/)', function () {
     await stack?.stop();
   });
 
-  it('when a code build is posted to the compiled API, then the compiled worker (its pool loaded lazily) completes it', async () => {
-    const r = await http.post('/code-builds', { prompt: 'a todo list' });
+  it('when a code build is posted to the compiled API, then the compiled worker (its pool loaded lazily) completes it, inlining the React files the build copied into dist/', async () => {
+    const r = await http.post('/code-builds', { prompt: 'a todo list', framework: 'react' });
     expect(r.status, r.text).to.equal(202);
     const job = await waitForJob(http, r.body.jobId, ['complete', 'failed'], 60_000);
-    expect(job.status).to.equal('complete');
+    expect(job.status, JSON.stringify(job.error)).to.equal('complete');
     expect(job.result.files.length).to.be.greaterThan(0);
+    // The worker signs asset URLs with the stack's public base URL; the compiled API serves them here.
+    const app = new URL(job.result.appUrl);
+    const html = await (await fetch(new URL(app.pathname + app.search, api.baseUrl))).text();
+    expect(html).to.include('@license React').and.to.include('react-dom.production.min.js').and.to.include('ReactDOM.createRoot');
   });
 
   it('when the OpenAPI document and the MCP server are asked, then the bundle serves both', async () => {

@@ -1,6 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import type { CodeEngine, CodeEngineInput, CodeEngineOutput } from './code.engine';
 
 /**
@@ -11,13 +9,12 @@ import type { CodeEngine, CodeEngineInput, CodeEngineOutput } from './code.engin
  */
 type Kind = 'todo' | 'counter' | 'timer' | 'notes';
 
-const require = createRequire(import.meta.url);
 let reactBundle: string | undefined;
+// React 18.3.1's UMD builds, vendored beside this file (vendor/README.md); the build copies the
+// folder next to the compiled code, so the same relative URL finds them in dist/.
 const reactScripts = () =>
-  (reactBundle ??= [
-    readFileSync(path.join(path.dirname(require.resolve('react/package.json')), 'umd/react.production.min.js'), 'utf8'),
-    readFileSync(path.join(path.dirname(require.resolve('react-dom/package.json')), 'umd/react-dom.production.min.js'), 'utf8'),
-  ]
+  (reactBundle ??= ['react.production.min.js', 'react-dom.production.min.js']
+    .map((file) => readFileSync(new URL(`./vendor/${file}`, import.meta.url), 'utf8'))
     .map((src) => `<script>${src.replaceAll('</script', '<\\/script')}</script>`)
     .join('\n'));
 
