@@ -185,12 +185,18 @@ export async function start(config: Config = loadConfig()) {
     realtime,
     stop(): Promise<void> {
       stopped ??= (async () => {
-        supervised?.drain();
+        // Handed connections: no listening socket to close; drain those the supervisor gave us.
+        const draining = supervised?.drain(config.SHUTDOWN_GRACE_MS);
         await realtime.close();
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-        });
+        await Promise.all([
+          draining,
+          supervised
+            ? undefined
+            : new Promise<void>((resolve) => {
+                server.close(() => resolve());
+                server.closeIdleConnections();
+              }),
+        ]);
         await auditWriter.stop(); // writes what it holds
         idempotency.close();
         rt.authChanges.off('change', onLocalChange);

@@ -12,8 +12,11 @@ export interface Supervised {
   ready(): void;
   /** Every API process's metrics, as Prometheus text. */
   metrics(): Promise<{ text: string; contentType: string }>;
-  /** Ask for no more connections (stopping). */
-  drain(): void;
+  /**
+   * Stopping: ask for no more connections, let the requests in flight finish (closing each
+   * connection as it goes idle), and close what is left after `graceMs`.
+   */
+  drain(graceMs: number): Promise<void>;
 }
 
 /**
@@ -25,8 +28,20 @@ export const joinsSupervisor = (): boolean => process.env[HANDOFF_ENV] === '1' &
 
 export function joinSupervisor(server: Server, log: Logger): Supervised | undefined {
   if (!joinsSupervisor()) return undefined;
-  const send = (m: FromApi) => process.send?.(m);
+  // The channel closes when the supervisor dies (the process then stops): never throw on it.
+  const send = (m: FromApi) => {
+    if (process.connected) process.send!(m, undefined, {}, () => {});
+  };
   const waiting = new Map<number, { resolve: (r: { text: string; contentType: string }) => void; timer: NodeJS.Timeout }>();
+  const own = () => registry.metrics().then((text) => ({ text, contentType: registry.contentType }), () => ({ text: '', contentType: registry.contentType }));
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  // Node's HTTP server tracks its connections (headers and request timeouts, idle connections)
+  // from its 'listening' event on: this one never listens, so say it is.
+  server.emit('listening');
   let seq = 0;
   process.on('message', (m: unknown, handle: unknown) => {
     if (!isMessage<ToApi>(m)) return;
@@ -48,7 +63,15 @@ export function joinSupervisor(server: Server, log: Logger): Supervised | undefi
   });
   return {
     ready: () => send({ t: 'ready' }),
-    drain: () => send({ t: 'draining' }),
+    async drain(graceMs) {
+      send({ t: 'draining' });
+      const deadline = Date.now() + graceMs;
+      while (sockets.size > 0 && Date.now() < deadline) {
+        server.closeIdleConnections();
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      server.closeAllConnections();
+    },
     metrics: () =>
       new Promise((resolve) => {
         const id = ++seq;
@@ -56,7 +79,7 @@ export function joinSupervisor(server: Server, log: Logger): Supervised | undefi
         const timer = setTimeout(() => {
           waiting.delete(id);
           log.warn('the supervisor did not gather the metrics in time; answering with this process\'s own');
-          void registry.metrics().then((text) => resolve({ text, contentType: registry.contentType }));
+          void own().then(resolve);
         }, GATHER_TIMEOUT_MS);
         waiting.set(id, { resolve, timer });
         send({ t: 'metrics?', id });

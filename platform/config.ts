@@ -13,6 +13,17 @@ const msList = z.string().transform((v, ctx) => {
   return out;
 });
 
+/** The URLs of an AMQP_URL list, as platform/amqp.ts amqpUrls splits it (config stays free of the client's imports). */
+const amqpUrlList = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
+const isAmqpUrl = (v: string) => {
+  try {
+    const u = new URL(v);
+    return (u.protocol === 'amqp:' || u.protocol === 'amqps:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+};
+
 const bool = z
   .enum(['true', 'false', '1', '0'])
   .transform((v) => v === 'true' || v === '1');
@@ -69,7 +80,11 @@ export const ConfigSchema = z.object({
   PUBLIC_BASE_URL: z.string().url().optional().describe('Absolute origin for public links (assets, openUrl). Default http://localhost:PORT.'),
   MONGODB_URL: z.string().default('mongodb://127.0.0.1:27017/svc').describe('MongoDB (or FerretDB) connection string, database included.'),
   MONGODB_MAX_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(20).describe('Most MongoDB connections one process opens (driver maxPoolSize). FerretDB serves each command on one of its 50 PostgreSQL connections, shared by every process.'),
-  AMQP_URL: z.string().default('amqp://guest:guest@127.0.0.1:5672').describe('RabbitMQ connection string.'),
+  AMQP_URL: z
+    .string()
+    .default('amqp://guest:guest@127.0.0.1:5672')
+    .refine((v) => amqpUrlList(v).length > 0 && amqpUrlList(v).every(isAmqpUrl), 'must be an amqp:// or amqps:// URL, or a comma-separated list of them (the nodes of a cluster)')
+    .describe('RabbitMQ connection string, or the nodes of a cluster as a comma-separated list of them (amqp://u:p@node1:5672,amqp://u:p@node2:5672,…): a process connects to the first that answers and, when that connection dies, to the next (round robin with backoff), declares its queues again, resumes its consumers and re-sends the publishes whose confirm was outstanding.'),
   QUEUE_TYPE: z.enum(['quorum', 'classic']).default('quorum').describe('Queue type for pool queues. quorum survives node loss and enforces the delivery limit; classic is faster on one node. Changing it needs new queue names (QUEUE_PREFIX).'),
   QUEUE_PREFIX: z.string().default('').describe('Prefix for every queue and exchange name; isolates test runs sharing a broker.'),
   DELIVERY_LIMIT: z.coerce.number().int().min(1).default(10).describe('Quorum queues dead-letter a message redelivered more than this many times (poison message).'),
@@ -163,7 +178,7 @@ export const ConfigSchema = z.object({
   DRIVE_LINK_TTL_SECONDS: z.coerce.number().int().min(10).max(3600).default(900).describe('Validity of Drive download links (downloadUrl and the /content redirect), about 15 minutes by SPEC.'),
   DRIVE_TRASH_DAYS: z.coerce.number().min(0).default(30).describe('Days a trashed Drive file can be restored; then the scheduler purges its bytes, text and record.'),
   DRIVE_TEXT_STORED_CHARS: z.coerce.number().int().min(1000).default(200_000).describe('Characters of extracted text kept per Drive file (search indexes these; GET …/text answers about 12K of them).'),
-  DRIVE_TEXT_INFLATED_MAX_BYTES: z.coerce.number().int().min(1024).default(100 * 1024 * 1024).describe('Bytes a DOCX or XLSX (a ZIP) may really inflate to in all before the drive pool hands it to mammoth or exceljs; past it the text is failed (a ZIP bomb).'),
+  DRIVE_TEXT_INFLATED_MAX_BYTES: z.coerce.number().int().min(1024).default(100 * 1024 * 1024).describe('Bytes a DOCX or XLSX (a ZIP) may really inflate to in all before the drive pool reads it (mammoth, the XLSX reader); past it the text is failed (a ZIP bomb).'),
   IMAGE_RPC_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000).describe('How long POST /images and /images/moonlight wait for the image pool before answering 504 timeout (the request also expires in the queue).'),
   MOONLIGHT_ADULT_THRESHOLD: z.coerce.number().min(0).max(1).default(0.8).describe('Output safety: a moonlight render whose skin-tone pixel share reaches this is scored adult and refused with 403 (workers/engines/image/safety.ts; 0 refuses everything).'),
   REFERENCE_IMAGE_MAX_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024).describe('Largest reference image fetched for images and videos.'),
@@ -211,7 +226,7 @@ export const ConfigSchema = z.object({
   // --- [end:console] ---
   // --- [block:ops] issue 16: operations pack ---
   // --- [end:ops] ---
-  FAULT_POINT: z.enum(['accept.after-insert', 'accept.after-charge', 'accept.after-publish', 'idempotency.before-finish', 'agent.after-tool']).optional().describe('TESTS ONLY: the process kills itself with SIGKILL at this point of the accept path, or of an agent run (agent.after-tool: a tool made its result, the step is not checkpointed yet) (crash tests). Refused in production.'),
+  FAULT_POINT: z.enum(['accept.after-insert', 'accept.after-charge', 'accept.after-publish', 'idempotency.before-finish', 'agent.after-tool', 'throw:accept.after-insert']).optional().describe('TESTS ONLY: the process kills itself with SIGKILL at this point of the accept path, or of an agent run (agent.after-tool: a tool made its result, the step is not checkpointed yet) (crash tests); with `throw:` in front, an uncaught exception is thrown there instead (the crash-only path). Refused in production.'),
   DEV_ACCOUNT_CREDITS: z.coerce.number().min(0).default(1000).describe('Credits given to the development account created by npm start.'),
   SERVED_BY_HEADER: bool.default(false).describe('TESTS AND BENCHMARKS ONLY: every API response carries X-Served-By: <process id>, to see which of the API_PROCESSES answered.'),
 });

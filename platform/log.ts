@@ -37,8 +37,13 @@ export const setTraceIdSource = (source: typeof traceIds) => {
   traceIds = source;
 };
 
-/** Field names whose value is always a secret, whatever it looks like (lower case). */
-const SECRET_NAMES = new Set(['authorization', 'cookie', 'set-cookie', 'password', 'secret', 'apikey', 'api_key', 'token', 'accesstoken', 'refreshtoken', 'signature', 'sig', 'key', 'presentedkey', 'signingsecret', 'clientsecret']);
+/**
+ * Field names whose string value is always a secret, whatever it looks like: any name that
+ * contains one of these (x-api-key, OPENAI_API_KEY, client_secret, refreshToken, passphrase …),
+ * and exactly `key` or `sig`. Names like keyId or maxTokens count… hold no secret but match
+ * `token`: only string values are redacted, so counts and ids stay readable.
+ */
+const SECRET_NAME = /secret|token|passw|passphrase|pwd|authorization|cookie|api[-_]?key|private[-_]?key|signature|credential|^key$|^sig$/i;
 /** What a secret looks like inside any string (a message, a URL, a stack). */
 const SECRET_PATTERNS: [RegExp, string][] = [
   [/\bsvc_[A-Za-z0-9_-]{6,}/g, 'svc_[redacted]'],
@@ -96,7 +101,7 @@ function clean(v: unknown, seen: WeakSet<object>, depth: number): unknown {
         out['…'] = 'more fields';
         break;
       }
-      out[k] = SECRET_NAMES.has(k.toLowerCase()) && x != null && x !== '' ? '[redacted]' : clean(x, seen, depth + 1);
+      out[k] = typeof x === 'string' && x !== '' && SECRET_NAME.test(k) ? '[redacted]' : clean(x, seen, depth + 1);
     }
     return out;
   } finally {

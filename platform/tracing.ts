@@ -26,6 +26,14 @@ import { redactString, setTraceIdSource, type Logger } from './log';
 /** True while tracing is initialised; instrumentation points check it first (a live binding). */
 export let tracingOn = false;
 
+/**
+ * What an incoming `traceparent` on the public API does (TRACE_INCOMING): `link` (default) starts
+ * a trace of our own and links the caller's span, so a client can neither choose our trace ids
+ * nor force sampling under the parentbased_* samplers; `parent` continues the caller's trace
+ * (behind an edge that sets or strips traceparent itself).
+ */
+let incoming: 'link' | 'parent' = 'link';
+
 /** Semantic-convention attribute names (semconv 1.3x; test/monitoring/tracing.test.ts checks them against the package). */
 export const ATTR = {
   httpRequestMethod: 'http.request.method',
@@ -105,6 +113,9 @@ function envInt(env: NodeJS.ProcessEnv, key: string, dflt: number, log?: Logger)
 async function setUp({ serviceName, env = process.env, log }: TracingOptions): Promise<boolean> {
   const settings = tracingSettings(env);
   if (!settings.on) return false;
+  const mode = (env.TRACE_INCOMING ?? 'link').trim().toLowerCase();
+  if (mode !== 'link' && mode !== 'parent') log?.warn('TRACE_INCOMING must be link or parent; using link', { value: mode });
+  incoming = mode === 'parent' ? 'parent' : 'link';
   const [otel, sdk, resources, core, asyncHooks] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/sdk-trace'),
@@ -322,6 +333,18 @@ const headerGetter = {
     return typeof s === 'string' || Array.isArray(s) ? (s as string | string[]) : undefined;
   },
 };
+
+/**
+ * Where a public request's server span starts (see TRACE_INCOMING): under the caller's context,
+ * or at a root of its own with a link to the caller's span.
+ */
+export function incomingSpanOptions(headers: Record<string, unknown>): { parent?: Context; links?: Link[] } {
+  if (!tracingOn) return {};
+  const remote = extractContext(headers);
+  if (incoming === 'parent') return { parent: remote };
+  const caller = remote && api.trace.getSpanContext(remote);
+  return { parent: api.ROOT_CONTEXT, ...(caller && api.isSpanContextValid(caller) ? { links: [{ context: caller }] } : {}) };
+}
 
 /** The remote context carried by `headers` (HTTP or AMQP: `traceparent`, `tracestate`), or the root context. */
 export function extractContext(headers: Record<string, unknown> | undefined): Context | undefined {

@@ -98,7 +98,7 @@ try {
       `  Try: curl -H "Authorization: Bearer ${key}" ${config.PUBLIC_BASE_URL}/api/v1/account`,
     );
   } else {
-    console.log(`[bootstrap] development account ${DEV_ACCOUNT_ID} exists (key printed at first start; npm run key for a new one)`);
+    console.error(`[bootstrap] development account ${DEV_ACCOUNT_ID} exists (key printed at first start; npm run key for a new one)`);
   }
   if (pinnedKey) {
     lines.push(
@@ -110,7 +110,9 @@ try {
       `  It sees only "Shared" and its subfolders. Demo team drive: ${config.PUBLIC_BASE_URL}/api/v1/drive/files?teamId=${DEV_TEAM_ID}`,
     );
   }
-  if (lines.length) console.log([...lines, ''].join('\n'));
+  // To the terminal (stderr), not stdout: stdout carries the service's JSON log, which a log
+  // collector ingests, and keys must never reach a log.
+  if (lines.length) console.error([...lines, ''].join('\n'));
 } finally {
   await db.close();
 }

@@ -22,7 +22,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Counter, Registry } from 'prom-client';
 import { loadConfig, type Config } from '../platform/config';
-import { createLogger } from '../platform/log';
+import { createLogger, serviceLogger } from '../platform/log';
 import { HANDOFF_ENV, isMessage, type FromApi, type ToApi } from '../platform/supervision';
 import { FrontDoor, type Backend } from './supervisor/front-door';
 import { createGatherer } from './supervisor/gather';
@@ -33,7 +33,7 @@ const fromSource = import.meta.url.endsWith('.ts');
 const root = path.resolve(here, '..');
 const ext = fromSource ? '.ts' : '.js';
 const runner = fromSource ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href] : [];
-const log = createLogger('info', { service: 'supervisor' });
+let log = createLogger('info', { service: 'supervisor' });
 
 const KINDS = { api: `api/main${ext}`, workers: `workers/main${ext}`, scheduler: `scheduler/main${ext}` } as const;
 type Kind = keyof typeof KINDS;
@@ -53,6 +53,7 @@ try {
   log.fatal((err as Error).message);
   process.exit(78); // EX_CONFIG, as the children would
 }
+log = serviceLogger(config, 'supervisor');
 
 process.on('uncaughtException', (err) => {
   // The children see their IPC channel close and stop on their own.
@@ -72,55 +73,67 @@ interface Child {
   backend?: Backend;
 }
 const running = new Map<string, Child>();
-/** API processes that said they are ready, for the metrics gathering. */
-const readyApis = new Set<Child>();
 let stopping = false;
 
-function spawnChild(file: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
-  return spawn(process.execPath, [...runner, path.join(root, file)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], cwd: fromSource ? root : path.resolve(root, '..'), env });
+/**
+ * A child in a process group of its own (detached): Ctrl-C reaches only the supervisor, which
+ * stops the children once, with SIGTERM, and waits for them to drain. The IPC channel tells a
+ * child when the supervisor is gone (platform/main.ts stops it then).
+ */
+function spawnChild(name: string, file: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
+  const proc = spawn(process.execPath, [...runner, path.join(root, file)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], cwd: fromSource ? root : path.resolve(root, '..'), env, detached: true });
+  // A write to a child that just died fails with EPIPE: say so, never crash on it.
+  proc.on('error', (err) => log.warn('child process error', { child: name, err }));
+  return proc;
+}
+
+/** A message to a child, if it can still take one (its death is handled by its exit). */
+function tell(child: ChildProcess, m: ToApi): void {
+  if (!child.connected) return;
+  child.send(m, undefined, {}, (err) => err && log.debug('message to a child not delivered', { pid: child.pid, err }));
 }
 
 function launch(name: string, kind: Kind, crashes = 0) {
-  const proc = spawnChild(KINDS[kind], kind === 'api' && door ? { ...process.env, [HANDOFF_ENV]: '1' } : process.env);
+  const proc = spawnChild(name, KINDS[kind], kind === 'api' && door ? { ...process.env, [HANDOFF_ENV]: '1' } : process.env);
   const child: Child = { name, kind, process: proc };
   running.set(name, child);
   const startedAt = Date.now();
   log.info('started', { child: name, pid: proc.pid });
   if (kind === 'api' && door) {
-    const send = (m: ToApi) => proc.connected && proc.send(m);
-    child.backend = {
+    const backend: Backend = {
       name,
       send: (m, socket, done) => {
         if (!proc.connected) return done(new Error(`${name} has no IPC channel`));
         proc.send(m, socket, { keepOpen: true }, (err) => done(err ?? null));
       },
+      tell: (m) => tell(proc, m),
     };
+    child.backend = backend;
     proc.on('message', (m: unknown) => {
       if (!isMessage<FromApi>(m)) return;
       if (m.t === 'ready') {
-        readyApis.add(child);
-        door.add(child.backend!);
+        door.add(backend);
         log.info('api process ready', { child: name, pid: proc.pid });
       } else if (m.t === 'took') {
-        door.took(m.seq);
+        door.took(m.seq, backend);
       } else if (m.t === 'draining') {
-        readyApis.delete(child);
-        door.remove(child.backend!);
+        door.remove(backend);
       } else if (m.t === 'collected') {
-        gatherer.collected(m.id, m.metrics);
+        gatherer.collected(m.id, name, m.metrics);
       } else if (m.t === 'metrics?') {
-        const members = [...readyApis].map((c) => ({ name: c.name, send: (x: ToApi) => c.process.connected && c.process.send(x) }));
-        gatherer.gather(members).then(
-          ({ text, contentType }) => send({ t: 'metrics', id: m.id, text, contentType }),
+        gatherer.gather(door.backends()).then(
+          ({ text, contentType }) => tell(proc, { t: 'metrics', id: m.id, text, contentType }),
           (err) => log.error('metrics gathering failed', { err }),
         );
       }
     });
+    // 'close' comes after the process exited and its IPC channel was read to the end (a late
+    // `took` among the messages): only then are the connections it never acknowledged given to
+    // another process. ('disconnect' is not emitted when it dies with a handle in flight.)
+    proc.on('close', () => door.remove(backend, { dead: true }));
   }
   proc.on('exit', (code, signal) => {
     running.delete(name);
-    readyApis.delete(child);
-    if (child.backend) door?.remove(child.backend);
     if (stopping) return;
     // Crash-only: at once the first time; with backoff while it keeps dying soon after starting.
     const n = Date.now() - startedAt > 60_000 ? 0 : crashes + 1;
@@ -158,7 +171,7 @@ if (door) {
   log.info('listening', { port, apiProcesses: config.API_PROCESSES, holdMs: config.API_HOLD_MS });
 }
 
-const bootstrap = spawnChild(`scripts/bootstrap${ext}`);
+const bootstrap = spawnChild('bootstrap', `scripts/bootstrap${ext}`);
 running.set('bootstrap', { name: 'bootstrap', kind: 'api', process: bootstrap });
 const code = await new Promise<number | null>((resolve) => bootstrap.on('exit', (c) => resolve(c)));
 running.delete('bootstrap');

@@ -1,5 +1,5 @@
 import type { RequestHandler, Response } from 'express';
-import { ATTR, endSpan, extractContext, runInSpan, startSpan, tracingOn } from '../../platform/tracing';
+import { ATTR, endSpan, incomingSpanOptions, runInSpan, startSpan, tracingOn } from '../../platform/tracing';
 import type { Span } from '@opentelemetry/api';
 import { routeTemplate } from './http-access';
 
@@ -16,8 +16,8 @@ export function recordRequestFailure(res: Response, err: unknown): void {
 
 /**
  * The HTTP server span, first middleware of the app so that everything the request does runs
- * inside it: one span per request, continuing the caller's trace when it sends a W3C
- * `traceparent`, named `METHOD /route/template` once the route is known (never the raw path,
+ * inside it: one span per request, linked to the caller's span when it sends a W3C `traceparent`
+ * (or continuing its trace, with TRACE_INCOMING=parent), named `METHOD /route/template` once the route is known (never the raw path,
  * which holds ids, nor the query string). A 5xx sets the span's status to ERROR and records the
  * exception (message and stack redacted like a log line). Mounted only while tracing is on.
  */
@@ -27,7 +27,7 @@ export const traceRequest: RequestHandler = (req, res, next) => {
     req.method,
     'server',
     { [ATTR.httpRequestMethod]: req.method, [ATTR.urlScheme]: 'http', 'network.protocol.version': req.httpVersion },
-    { parent: extractContext(req.headers as Record<string, unknown>) },
+    incomingSpanOptions(req.headers as Record<string, unknown>),
   );
   const done = () => {
     res.off('finish', done);

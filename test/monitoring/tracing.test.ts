@@ -158,24 +158,43 @@ describe('tracing across processes (OpenTelemetry, OTLP/HTTP)', () => {
     for (const l of workerLines) expect(l.traceId, JSON.stringify(l)).to.equal(server.traceId);
   });
 
-  it('when a request carries a W3C traceparent, then its server span continues that trace', async function () {
+  it('when a request carries a W3C traceparent, then its server span starts a trace of our own that links the caller\'s span (a client cannot choose our trace ids or force sampling)', async function () {
     this.timeout(30_000);
     expect(apiProcess, 'the API process of the first test').to.not.equal(undefined);
     const { key } = await stack.createAccount();
     const traceId = 'a'.repeat(31) + '1';
     const parent = 'b'.repeat(15) + '2';
-    const r = await client(apiProcess!.baseUrl, key).get('/jobs/code_doesnotexist', { traceparent: `00-${traceId}-${parent}-01` });
+    const r = await client(apiProcess!.baseUrl, key).get('/jobs/code_doesnotexist', { traceparent: `00-${traceId}-${parent}-01`, 'x-request-id': 'req-linked-1' });
     expect(r.status).to.equal(404);
-    const span = await eventually(async () => otlp.spans.find((s) => s.traceId === traceId && s.kind === SPAN_KIND.server), 10_000, 'the server span');
-    expect(span.parentSpanId).to.equal(parent);
-    expect(span.name).to.equal('GET /api/v1/jobs/:id');
-    expect(span.attributes[ATTR.httpResponseStatusCode]).to.equal(404);
+    const span = await eventually(async () => otlp.spans.find((s) => s.kind === SPAN_KIND.server && s.name === 'GET /api/v1/jobs/:id' && (s.links ?? []).some((l) => l.traceId === traceId)), 10_000, 'the linked server span');
+    expect(span.traceId).not.to.equal(traceId);
+    expect(span.parentSpanId ?? '').to.equal('');
+    expect(span.links!.find((l) => l.traceId === traceId)!.spanId).to.equal(parent);
+    expect(otlp.trace(traceId)).to.deep.equal([]);
+  });
+
+  it('when TRACE_INCOMING=parent, then a request\'s server span continues the caller\'s trace', async function () {
+    this.timeout(30_000);
+    const proc = await spawnApiProcess(stack, otlpEnv(otlp, { TRACE_INCOMING: 'parent' }));
+    try {
+      const { key } = await stack.createAccount();
+      const traceId = 'e'.repeat(31) + '1';
+      const parent = 'f'.repeat(15) + '2';
+      const r = await client(proc.baseUrl, key).get('/jobs/code_doesnotexist', { traceparent: `00-${traceId}-${parent}-01` });
+      expect(r.status).to.equal(404);
+      const span = await eventually(async () => otlp.spans.find((s) => s.traceId === traceId && s.kind === SPAN_KIND.server), 10_000, 'the server span');
+      expect(span.parentSpanId).to.equal(parent);
+      expect(span.name).to.equal('GET /api/v1/jobs/:id');
+      expect(span.attributes[ATTR.httpResponseStatusCode]).to.equal(404);
+    } finally {
+      await proc.kill();
+    }
   });
 
   it('when the process is stopped with SIGTERM, then the spans it still held are exported before it exits', async function () {
     this.timeout(30_000);
     // A 60 s batch delay: only the flush on stop can send these spans in time.
-    const proc = await spawnApiProcess(stack, otlpEnv(otlp, { OTEL_BSP_SCHEDULE_DELAY: '60000' }));
+    const proc = await spawnApiProcess(stack, otlpEnv(otlp, { OTEL_BSP_SCHEDULE_DELAY: '60000', TRACE_INCOMING: 'parent' }));
     const { key } = await stack.createAccount();
     const traceId = 'c'.repeat(31) + '3';
     await client(proc.baseUrl, key).get('/account', { traceparent: `00-${traceId}-${'d'.repeat(15)}4-01` });

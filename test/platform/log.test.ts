@@ -80,6 +80,15 @@ describe('structured log lines', () => {
     expect(line!.err.message).to.equal('refused key svc_[redacted]');
   });
 
+  it('when a field name says it holds a secret, then its text is redacted whatever it looks like; ids and counts with such names stay', () => {
+    const log = createLogger('info', {}, { file });
+    const fields = { 'x-api-key': 'k1', OPENAI_API_KEY: 'sk-123', client_secret: 'c', refreshToken: 'r', passphrase: 'p', 'proxy-authorization': 'Basic abc', private_key: '-----BEGIN', webhookSecret: 'w', key: 'k', keyId: 'key_123', maxTokens: 512, tokenCount: 3 };
+    log.info('names', fields);
+    const [line] = lines();
+    for (const k of ['x-api-key', 'OPENAI_API_KEY', 'client_secret', 'refreshToken', 'passphrase', 'proxy-authorization', 'private_key', 'webhookSecret', 'key']) expect(line![k], k).to.equal('[redacted]');
+    expect(line).to.include({ keyId: 'key_123', maxTokens: 512, tokenCount: 3 });
+  });
+
   it('when code runs in a request or a job context, then its lines name the request and the job, also after awaits', async () => {
     const log = createLogger('info', {}, { file }).child({ pool: 'code' });
     await startContext({ requestId: 'req_1' }, async () => {

@@ -35,15 +35,17 @@ describe('supervisor front door', () => {
   async function backend(name: string, env: Record<string, string> = {}): Promise<Backend & { child: ChildProcess }> {
     const child = fork(path.join(path.dirname(fileURLToPath(import.meta.url)), 'front-door.backend.mjs'), [], { env: { ...process.env, NAME: name, ...env }, execArgv: [] });
     children.push(child);
-    child.on('message', (m: { t: string; seq: number }) => m.t === 'took' && door.took(m.seq));
+    const b: Backend & { child: ChildProcess } = { name, child, send: (m, socket, done) => void child.send(m, socket, { keepOpen: true }, (err) => done(err ?? null)), tell: () => {} };
+    child.on('message', (m: { t: string; seq: number }) => m.t === 'took' && door.took(m.seq, b));
+    child.on('close', () => door.remove(b, { dead: true }));
     await once(child, 'message'); // ready
-    return { name, child, send: (m, socket, done) => child.send(m, socket, { keepOpen: true }, (err) => done(err ?? null)) };
+    return b;
   }
   afterEach(() => {
     for (const c of children.splice(0)) c.kill('SIGKILL');
   });
-  const open = async (holdMs: number, maxHeld = 100) => {
-    door = new FrontDoor({ holdMs, maxHeld, log: createLogger('silent'), registry: new Registry() });
+  const open = async (holdMs: number, maxHeld = 100, ackMs = 5000) => {
+    door = new FrontDoor({ holdMs, maxHeld, ackMs, log: createLogger('silent'), registry: new Registry() });
     port = await door.listen(0);
   };
   afterEach(() => door?.close());
@@ -105,7 +107,7 @@ describe('supervisor front door', () => {
 
   it('when handing a connection over fails, then it goes to the next ready API process', async () => {
     await open(1000);
-    const broken: Backend = { name: 'broken', send: (_m, _s, done) => done(new Error('channel closed')) };
+    const broken: Backend = { name: 'broken', send: (_m, _s, done) => done(new Error('channel closed')), tell: () => {} };
     const a = await backend('a');
     door.add(broken);
     door.add(a);
@@ -122,11 +124,25 @@ describe('supervisor front door', () => {
     const pending = get(port);
     await new Promise((r) => setTimeout(r, 200));
     door.add(await backend('a'));
-    dying.child.kill('SIGKILL');
-    await once(dying.child, 'exit');
-    door.remove(dying); // what the supervisor does on its exit
+    dying.child.kill('SIGKILL'); // its 'close': remove(…, { dead: true })
     const r = await pending;
     expect(r.status).to.equal(200);
     expect(r.body.servedBy).to.equal('a');
+  });
+
+  it('when an API process stops acknowledging connections (wedged), then new connections go to the others, and it is back in turn once it acknowledges again', async () => {
+    await open(5000, 100, 300);
+    const slow = await backend('slow');
+    door.add(slow);
+    process.kill(slow.child.pid!, 'SIGSTOP');
+    const first = get(port); // sent to the frozen process, unacknowledged
+    await new Promise((r) => setTimeout(r, 500)); // past ackMs: skipped from now on
+    door.add(await backend('a'));
+    for (let i = 0; i < 3; i++) expect((await get(port)).body.servedBy).to.equal('a');
+    process.kill(slow.child.pid!, 'SIGCONT');
+    expect((await first).body.servedBy).to.equal('slow'); // it had it: it keeps it
+    const by = new Set<string>();
+    for (let i = 0; i < 4; i++) by.add((await get(port)).body.servedBy);
+    expect([...by].sort()).to.deep.equal(['a', 'slow']);
   });
 });
