@@ -16,6 +16,7 @@ import { MongoClient } from 'mongodb';
 import { loadConfig, type Config } from '../../platform/config';
 import { dropEverything, freePort, recordQueuePrefix } from '../../test/helpers/stack';
 import { ensureBuilt } from '../build-once';
+import { waitForApiProcesses } from '../supervisor/ready';
 
 export { ensureBuilt };
 
@@ -61,14 +62,10 @@ export async function startSupervisedApi(processes: number, env: Record<string, 
     await dropEverything(config); // also the names the API processes declared
   };
   try {
-    const deadline = Date.now() + 120_000;
-    while ((output.match(/"msg":"api process ready"/g) ?? []).length < processes) {
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`supervisor did not start ${processes} API processes:\n${output}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitForApiProcesses(port, processes, 120_000, () => child.exitCode === null);
   } catch (err) {
     await stop();
-    throw err;
+    throw new Error(`${(err as Error).message}; supervisor output:\n${output}`);
   }
   return { url: `http://127.0.0.1:${port}/api/v1`, config, stop };
 }

@@ -28,9 +28,9 @@ export async function runCrash(): Promise<boolean> {
         const killed = await apiPid(run);
         process.kill(killed, 'SIGKILL');
         killedApiAt = Date.now();
+        // Back when another process answers (the supervisor holds the requests meanwhile).
         void (async () => {
-          const ready = () => run.lines().some((l) => l.msg === 'api process ready' && l.pid !== killed && Date.parse(l.time) > killedApiAt);
-          while (!ready()) await sleep(10);
+          for (let pid = 0; !pid || pid === killed; pid = await apiPid(run)) await sleep(10);
           apiBackAt = Date.now();
         })();
       }

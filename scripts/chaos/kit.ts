@@ -15,6 +15,7 @@ import { connectMongo, ensureIndexes, type Database } from '../../platform/mongo
 import { brokerSnapshot, hygieneReport } from '../../test/helpers/broker-hygiene';
 import { dropEverything, freePort, recordQueuePrefix } from '../../test/helpers/stack';
 import { ensureBuilt } from '../build-once';
+import { waitForApiProcesses } from '../supervisor/ready';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
@@ -104,8 +105,9 @@ export async function startChaosRun(opts: { name: string; jobMs?: number; credit
     if (hygiene.leaks.length > 0) console.log(`WARNING: the chaos run left these on the broker: ${hygiene.leaks.join(', ')}`);
   };
   try {
-    const ready = () => lines().some((l) => l.msg === 'api process ready');
-    for (const deadline = Date.now() + 90_000; !ready(); await sleep(100)) if (Date.now() > deadline || supervisor.exitCode !== null) throw new Error(`supervisor not up:\n${output.slice(-4000)}`);
+    await waitForApiProcesses(port, 1, 90_000, () => supervisor.exitCode === null).catch((err: Error) => {
+      throw new Error(`${err.message}; supervisor output:\n${output.slice(-4000)}`);
+    });
     await ensureIndexes(db);
     const accounts = createAccountsRepository(db);
     const account = await accounts.createAccount({ name: opts.name, plan: 'pro', credits: opts.credits ?? 10_000 });
