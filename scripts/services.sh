@@ -4,10 +4,12 @@
 #   - a MongoDB-compatible server on MONGODB_URL (default mongodb://127.0.0.1:27017/svc):
 #     when nothing answers there, FerretDB v1.24.0 is built once into .tools/bin and run over
 #     the local PostgreSQL.
-# A guest on a shared machine: it starts a local server only when nothing listens on its port,
-# and stops or restarts only a server it started itself (by the pid file it wrote in .tools/state).
-# A server it did not start that answers slowly or not at all is waited for (SERVICES_WAIT_SECONDS,
-# default 60) and then reported, never stopped. One run at a time per machine (a lock, below).
+# A guest on a shared machine: it starts a local server only when nothing listens on its port. A
+# server that answers slowly or not at all is waited for (SERVICES_WAIT_SECONDS, default 60) and
+# then reported, never stopped: a slow server is not a dead one, and other runs on the machine may
+# be using it even when this checkout started it. The only server it ever stops is a FerretDB it
+# started itself (by the pid and start time it wrote in .tools/state) that is an older build than
+# the one the application needs. One run at a time per machine (a lock, below).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools="$root/.tools"
@@ -35,22 +37,18 @@ take_lock() {
   command -v flock >/dev/null || { log "flock (util-linux) is missing: running without the machine-wide lock"; return 0; }
   [ -e "$lock_file" ] || (umask 000 && : >>"$lock_file") 2>/dev/null || true
   [ -r "$lock_file" ] || fail "cannot read the lock file $lock_file; set SERVICES_LOCK_FILE to another path"
+  # Opened for reading only, and never written: it may be another user's file in a shared /tmp.
   exec 9<"$lock_file"
   if ! flock -n 9; then
-    local waited=0 step holder
+    local waited=0 step
     while :; do
-      holder="$(head -1 "$lock_file" 2>/dev/null || true)"
-      ((waited < lock_wait_s)) || fail "waited $lock_wait_s s for the lock $lock_file, held by another scripts/services.sh (${holder:-holder unknown}) that may be waiting for a slow server or building FerretDB; try again when it is done, or set SERVICES_LOCK_WAIT_SECONDS to wait longer"
-      log "waiting for another scripts/services.sh to finish (${holder:-holder unknown}): $waited/$lock_wait_s s"
+      ((waited < lock_wait_s)) || fail "waited $lock_wait_s s for the lock $lock_file, held by another scripts/services.sh (any checkout on this machine) that may be waiting for a slow server or building FerretDB; try again when it is done, or set SERVICES_LOCK_WAIT_SECONDS to wait longer"
+      log "waiting for another scripts/services.sh to finish (the lock $lock_file): $waited/$lock_wait_s s"
       step=$((lock_wait_s - waited < 5 ? lock_wait_s - waited : 5))
       flock -w "$step" 9 && break
       waited=$((waited + step))
     done
   fi
-  # Who holds it, for the message of the next one that waits (best effort: the file may be another
-  # user's); cleared on exit, while the lock is still ours.
-  printf 'pid %s, %s, since %s\n' "$$" "$root" "$(date +%T)" 2>/dev/null >"$lock_file" || true
-  trap ': 2>/dev/null >"$lock_file" || true' EXIT
 }
 take_lock
 
@@ -139,6 +137,17 @@ host_port() {
   printf '%s %s' "$host" "$port"
 }
 is_local() { case "$1" in 127.0.0.1 | localhost | ::1) return 0 ;; *) return 1 ;; esac; }
+# A pid file holds "<pid> <start time>" (field 22 of /proc/<pid>/stat): after a reboot or a
+# wrap-around the same pid may be another process, which the start time tells apart.
+start_time() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+write_pidfile() { printf '%s %s\n' "$2" "$(start_time "$2")" >"$1"; }
+# The pid in a pid file, if that process is still the one recorded.
+live_pid() {
+  [ -f "$1" ] || return 1
+  local pid started
+  read -r pid started <"$1" || return 1
+  [ -n "$pid" ] && [ -n "$started" ] && [ "$(start_time "$pid")" = "$started" ] && echo "$pid"
+}
 answers() { timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$1" "$2" 2>/dev/null; }
 # What a TCP connect to host port meets: "open", "refused" (nothing listens: the only case in which
 # a local server may be started) or "silent" (no answer in 3 s: a firewall, or a server too busy
@@ -187,20 +196,6 @@ amqp_answers() { # host port [seconds]
 # --- RabbitMQ -------------------------------------------------------------
 read -r amqp_host amqp_port <<<"$(host_port "$AMQP_URL" 5672)"
 rabbit_pidfile="$tools/state/rabbitmq-$amqp_port.pid"
-# Whether the broker in our pid file is alive and is an Erlang VM (beam.smp): one this script started.
-rabbit_ours() {
-  [ -f "$rabbit_pidfile" ] || return 1
-  local pid; pid="$(cat "$rabbit_pidfile")"
-  [ -n "$pid" ] && [[ "$(cat "/proc/$pid/comm" 2>/dev/null)" == beam* ]]
-}
-stop_our_rabbitmq() {
-  local pid; pid="$(cat "$rabbit_pidfile")"
-  log "stopping the RabbitMQ this script started (pid $pid, from $rabbit_pidfile): $1"
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$rabbit_pidfile"
-}
 start_rabbitmq() {
   command -v rabbitmq-server >/dev/null || fail "nothing listens on $amqp_host:$amqp_port and rabbitmq-server is not installed (apt-get install rabbitmq-server)"
   # A node that answers rabbitmqctl but not on the port is booting, or listens elsewhere: not ours.
@@ -218,10 +213,10 @@ start_rabbitmq() {
   local pid
   pid="$(timeout 10 rabbitmqctl -q eval 'list_to_integer(os:getpid()).' 2>/dev/null 9<&- | tr -dc 0-9 || true)"
   if [ -n "$pid" ] && [[ "$(cat "/proc/$pid/comm" 2>/dev/null)" == beam* ]]; then
-    echo "$pid" >"$rabbit_pidfile"
+    write_pidfile "$rabbit_pidfile" "$pid"
     log "RabbitMQ is up (started by this script: pid $pid in ${rabbit_pidfile#"$root"/})"
   else
-    log "RabbitMQ is up (its pid could not be read, so this script will never restart it)"
+    log "RabbitMQ is up (its pid could not be read)"
   fi
 }
 
@@ -231,9 +226,8 @@ if [ "$amqp_state" = refused ]; then
   start_rabbitmq
 elif wait_answer "RabbitMQ to answer AMQP on $amqp_host:$amqp_port" amqp_answers "$amqp_host" "$amqp_port"; then
   log "RabbitMQ answers on $amqp_host:$amqp_port"
-elif rabbit_ours; then
-  stop_our_rabbitmq "it $(seen_as "$amqp_state") but has not answered AMQP for $wait_s s (wedged)"
-  start_rabbitmq
+elif pid="$(live_pid "$rabbit_pidfile")"; then
+  fail "RabbitMQ on $amqp_host:$amqp_port (pid $pid, started by this script) $(seen_as "$amqp_state") but has not answered AMQP for $wait_s s; a slow broker is not a dead one and other runs may be using it, so it is left alone: check it with \`rabbitmqctl status\`, wait longer (SERVICES_WAIT_SECONDS), or stop it yourself (kill $pid) and run this again to start a new one"
 elif is_local "$amqp_host"; then
   fail "RabbitMQ on $amqp_host:$amqp_port $(seen_as "$amqp_state") but has not answered AMQP for $wait_s s; it was not started by this script, so it is left alone: check it with \`rabbitmqctl status\` or restart it yourself (rabbitmq-server -detached), or wait longer (SERVICES_WAIT_SECONDS)"
 else
@@ -264,14 +258,13 @@ mongo_command() { # host port name [seconds]
 # The reply must carry ok: 1.0 (the BSON bytes "ok", NUL, then the double 1.0), not an error.
 mongo_pings() { mongo_command "$1" "$2" ping "${3:-5}" | od -An -tx1 | tr -d ' \n' | grep -q '6f6b00000000000000f03f'; }
 ferret_build_of() { mongo_command "$1" "$2" buildInfo | grep -ao 'v1\.[0-9]*\.[0-9]*[-a-z0-9.]*' | head -1; }
-# Whether the process in our pid file is alive and is our FerretDB binary.
+# Whether the process in our pid file is still the one we started, and is our FerretDB binary.
 ours_running() {
-  [ -f "$pidfile" ] || return 1
-  local pid; pid="$(cat "$pidfile")"
-  [ -n "$pid" ] && [ "$(readlink -f "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$ferret")" ]
+  local pid
+  pid="$(live_pid "$pidfile")" && [ "$(readlink -f "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$ferret")" ]
 }
 stop_ours() {
-  local pid; pid="$(cat "$pidfile")"
+  local pid; read -r pid _ <"$pidfile"
   log "stopping the FerretDB this script started (pid $pid): $1"
   kill -TERM "$pid" 2>/dev/null || true
   for _ in $(seq 1 25); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
@@ -290,7 +283,7 @@ if [ "$mongo_state" != refused ]; then
       exit 0
     fi
   elif ours_running; then
-    stop_ours "it $(seen_as "$mongo_state") but has not answered ping for $wait_s s (wedged)"
+    fail "the FerretDB this script started on $mongo_host:$mongo_port (pid $(live_pid "$pidfile")) $(seen_as "$mongo_state") but has not answered ping for $wait_s s; a slow server is not a dead one and other runs may be using it, so it is left alone: check .tools/log/ferretdb.log, wait longer (SERVICES_WAIT_SECONDS), or stop it yourself and run this again"
   else
     fail "the MongoDB-compatible server on $mongo_host:$mongo_port $(seen_as "$mongo_state") but has not answered ping (ok: 1) for $wait_s s; it was not started by this script, so it is left alone: check it (its log; mongosh --eval 'db.runCommand({ ping: 1 })') or restart it yourself, point MONGODB_URL elsewhere, or wait longer (SERVICES_WAIT_SECONDS)"
   fi
@@ -344,7 +337,7 @@ log "starting FerretDB $FERRETDB_BUILD on $mongo_host:$mongo_port (log: .tools/l
 nohup setsid "$ferret" --handler=postgresql --postgresql-url="$FERRETDB_PG_URL" \
   --listen-addr="$mongo_host:$mongo_port" --telemetry=disable --state-dir="$tools/state" \
   --debug-addr="${FERRETDB_DEBUG_ADDR:-127.0.0.1:0}" --log-level=WARN >>"$tools/log/ferretdb.log" 2>&1 </dev/null 9<&- &
-echo $! >"$pidfile"
+write_pidfile "$pidfile" $!
 wait_for "$mongo_host" "$mongo_port" 30 FerretDB || exit 1
 for _ in $(seq 1 25); do mongo_pings "$mongo_host" "$mongo_port" && break; sleep 0.2; done
 mongo_pings "$mongo_host" "$mongo_port" || fail "FerretDB does not answer ping after starting"

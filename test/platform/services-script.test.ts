@@ -155,7 +155,7 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
     const amqp = await fake();
     const r = await run({ SERVICES_WAIT_SECONDS: '2', AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqp.port}` });
     expect(r.code, r.output).to.equal(1);
-    expect(r.ms, r.output).to.be.within(2000, 5000);
+    expect(r.ms, r.output).to.be.within(2000, 15_000); // the bound, then out (a loaded machine adds seconds, not minutes)
     expect(r.output).to.contain(`RabbitMQ on 127.0.0.1:${amqp.port} accepts connections but has not answered AMQP for 2 s`);
     expect(r.output).to.contain('it was not started by this script, so it is left alone');
     expect(r.output).to.not.match(/stopping|starting/);
@@ -170,7 +170,7 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
     const mongo = await fake();
     const r = await run({ SERVICES_WAIT_SECONDS: '2', AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqp.port}`, MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc` });
     expect(r.code, r.output).to.equal(1);
-    expect(r.ms, r.output).to.be.within(2000, 5000);
+    expect(r.ms, r.output).to.be.within(2000, 15_000); // the bound, then out (a loaded machine adds seconds, not minutes)
     expect(r.output).to.contain(`RabbitMQ answers on 127.0.0.1:${amqp.port}`);
     expect(r.output).to.contain(`the MongoDB-compatible server on 127.0.0.1:${mongo.port} accepts connections but has not answered ping (ok: 1) for 2 s`);
     expect(r.output).to.contain('it was not started by this script, so it is left alone');
@@ -184,7 +184,7 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
     const mongo = await fake(mongoOkFrom(0));
     const r = await run({ SERVICES_WAIT_SECONDS: '10', AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqp.port}`, MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc` });
     expect(r.code, r.output).to.equal(0);
-    expect(r.ms, r.output).to.be.within(2500, 9000);
+    expect(r.ms, r.output).to.be.within(2500, 20_000);
     expect(r.output).to.contain(`RabbitMQ answers on 127.0.0.1:${amqp.port}`);
     expect(r.output).to.contain(`MongoDB-compatible server answers ping on 127.0.0.1:${mongo.port}`);
     expect(readFileSync(calls, 'utf8')).to.equal('');
@@ -195,7 +195,7 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
     const mongo = await fake(mongoOkFrom(Date.now() + 3000));
     const r = await run({ SERVICES_WAIT_SECONDS: '10', AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqp.port}`, MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc` });
     expect(r.code, r.output).to.equal(0);
-    expect(r.ms, r.output).to.be.within(2500, 9000);
+    expect(r.ms, r.output).to.be.within(2500, 20_000);
     expect(r.output).to.contain(`MongoDB-compatible server answers ping on 127.0.0.1:${mongo.port}`);
     expect(r.output).to.not.match(/stopping|starting/);
   });
@@ -217,11 +217,11 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
     setTimeout(() => process.kill(-holder.pid!, 'SIGKILL'), 1000);
     const r = await waiting;
     expect(r.code, r.output).to.equal(0);
-    expect(r.output).to.contain('waiting for another scripts/services.sh to finish');
+    expect(r.output).to.contain(`waiting for another scripts/services.sh to finish (the lock ${lockFile})`);
     expect(r.output).to.contain(`MongoDB-compatible server answers ping on 127.0.0.1:${mongo.port}`);
   });
 
-  it('when nothing listens on the AMQP port, then it starts RabbitMQ and records its pid; when that broker wedges, it (and only it) is restarted', async () => {
+  it('when nothing listens on the AMQP port, then it starts RabbitMQ and records its pid; when that broker is slow later, it is left running and the script fails naming its pid', async () => {
     const port = await fake().then(async (f) => (await f.close(), f.port)); // free, nothing listens
     const mongo = await fake(mongoOkFrom(0));
     const ourPidFile = path.join(projectRoot, `.tools/state/rabbitmq-${port}.pid`);
@@ -232,19 +232,19 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
       const pid = readFileSync(beamPidFile, 'utf8').trim();
       expect(started.output).to.contain('starting the local RabbitMQ (rabbitmq-server -detached)');
       expect(started.output).to.contain(`RabbitMQ is up (started by this script: pid ${pid} in .tools/state/rabbitmq-${port}.pid)`);
-      expect(readFileSync(ourPidFile, 'utf8').trim()).to.equal(pid);
+      // The pid and its start time (a reused pid is another process).
+      expect(readFileSync(ourPidFile, 'utf8').trim()).to.match(new RegExp(`^${pid} \\d+$`));
       expect(readFileSync(calls, 'utf8')).to.contain('rabbitmq-server -detached');
       // The server it started outlives the script but does not keep the lock.
       expect(spawnSync('flock', ['-n', lockFile, 'true']).status, 'the lock is free').to.equal(0);
 
-      process.kill(Number(pid), 'SIGUSR1');
-      const restarted = await run(env);
-      expect(restarted.code, restarted.output).to.equal(0);
-      expect(restarted.output).to.contain(`stopping the RabbitMQ this script started (pid ${pid}`);
-      expect(readFileSync(calls, 'utf8')).to.contain('beam.smp SIGTERM');
-      const again = readFileSync(beamPidFile, 'utf8').trim();
-      expect(again).to.not.equal(pid);
-      expect(readFileSync(ourPidFile, 'utf8').trim()).to.equal(again);
+      process.kill(Number(pid), 'SIGUSR1'); // it keeps accepting and stops answering
+      const slow = await run(env);
+      expect(slow.code, slow.output).to.equal(1);
+      expect(slow.output).to.contain(`(pid ${pid}, started by this script)`);
+      expect(slow.output).to.contain('so it is left alone');
+      expect(readFileSync(calls, 'utf8')).to.not.contain('beam.smp SIGTERM');
+      expect(() => process.kill(Number(pid), 0), 'the broker still runs').not.to.throw();
     } finally {
       rmSync(ourPidFile, { force: true });
     }
