@@ -75,10 +75,17 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
     ['1 hour', 'webhooks.deliveries.expire'],
   ];
   // The schedules (one document each) and the dead-letter consumer side by side.
-  const [stopDeadLetters] = await startupStep('agenda', async () => {
-    await agenda.start();
-    return Promise.all([startDeadLetterHandler(rt), ...every.map(([interval, name]) => agenda.every(interval, name))]);
-  });
+  let stopDeadLetters: () => Promise<void>;
+  try {
+    [stopDeadLetters] = await startupStep('agenda', async () => {
+      await agenda.start();
+      return Promise.all([startDeadLetterHandler(rt), ...every.map(([interval, name]) => agenda.every(interval, name))]);
+    });
+  } catch (err) {
+    await agenda.stop().catch(() => {});
+    await rt.close();
+    throw err;
+  }
   const monitor = opts.monitoring === false ? undefined : await startMonitoringServer(config.SCHEDULER_METRICS_PORT, rt.probes);
   log.info('scheduler started', { sweepInterval: config.SWEEP_INTERVAL, monitoringPort: monitor?.port, startupMs: startupReport() });
 

@@ -12,15 +12,15 @@ export const routeTemplate = (req: Request): string => {
   return req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
 };
 
+/** The operational endpoints, scraped every few seconds: logged at debug, not traced. */
+export const PROBES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
+
 /**
  * The request's duration histogram and its access line: one line per request, at info, with the
  * route template (never the raw path: it may hold ids and query strings), the status, the
  * duration and who called (account and key id, never the key). A client that hung up before
  * the answer was sent is logged with `aborted: true` and status 499 (nginx's convention).
  */
-/** Scraped every few seconds: their lines are debug, not info. */
-const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
-
 export const httpAccess =
   (log: Logger): RequestHandler =>
   (req, res, next) => {

@@ -1,10 +1,8 @@
 import type { RequestHandler, Response } from 'express';
 import { ATTR, endSpan, incomingSpanOptions, runInSpan, startSpan, tracingOn } from '../../platform/tracing';
 import type { Span } from '@opentelemetry/api';
-import { routeTemplate } from './http-access';
+import { PROBES, routeTemplate } from './http-access';
 
-/** Scraped every few seconds: not traced. */
-const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** The error that made a request's 5xx, for its span (set by the error funnel). */
 const failures = new WeakMap<Response, unknown>();

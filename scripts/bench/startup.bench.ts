@@ -10,7 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,6 +44,7 @@ async function once_(kind: Kind, env: NodeJS.ProcessEnv): Promise<{ ms: number; 
   const child = spawn(process.execPath, kind.args, { cwd: root, env: { ...env, ...kind.env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let buf = '';
   const line = await new Promise<Record<string, any>>((resolve, reject) => {
+    child.once('error', reject);
     const timer = setTimeout(() => reject(new Error(`${kind.name}: not ready after 60 s:\n${buf.slice(-2000)}`)), 60_000);
     child.once('exit', (code) => reject(new Error(`${kind.name} exited (${code}) before it was ready:\n${buf.slice(-2000)}`)));
     child.stdout!.on('data', (d: Buffer) => {
@@ -54,6 +55,9 @@ async function once_(kind: Kind, env: NodeJS.ProcessEnv): Promise<{ ms: number; 
         resolve(JSON.parse(l) as Record<string, any>);
       }
     });
+  }).catch((err: unknown) => {
+    child.kill('SIGKILL'); // not ready: nothing of it may outlive the bench
+    throw err;
   });
   const ms = performance.now() - started;
   await new Promise((r) => setTimeout(r, IDLE_MS));
@@ -71,7 +75,8 @@ export const bench: Bench = {
   name: 'startup',
   async run(): Promise<BenchRow[]> {
     await ensureBuilt();
-    const hello = path.join(mkdtempSync(path.join(tmpdir(), 'startup-bench-')), 'hello.mjs');
+    const helloDir = mkdtempSync(path.join(tmpdir(), 'startup-bench-'));
+    const hello = path.join(helloDir, 'hello.mjs');
     writeFileSync(hello, HELLO);
     const config = benchConfig();
     const env: NodeJS.ProcessEnv = {
@@ -110,6 +115,7 @@ export const bench: Bench = {
       if (process.env.STARTUP_POOLS !== '0') for (const pool of POOL_TYPES) perPool.set(pool, (await once_({ name: `worker ${pool}`, args: ['dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: pool } }, env)).rss);
     } finally {
       await dropEverything(config);
+      rmSync(helloDir, { recursive: true, force: true });
     }
     const bare = median(results.get(kinds[0]!.name)!.map((x) => x.ms));
     const rows: BenchRow[] = [];

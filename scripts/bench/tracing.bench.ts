@@ -19,6 +19,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureBuilt } from '../build-once';
 import type { Config } from '../../platform/config';
 import { connectMongo } from '../../platform/mongo';
 import { otlpEnv, startOtlpReceiver, type OtlpReceiver } from '../../test/helpers/otlp-receiver';
@@ -38,12 +39,13 @@ interface Api {
   stop(): Promise<void>;
 }
 
-/** One API process (`api/main.ts`, as runMain starts it) on a fresh database and queue prefix; resolves once /healthz answers. */
+/** One compiled API process (`node dist/api/main.js`, as the image runs it) on a fresh database and queue prefix; resolves once /healthz answers. */
 async function startApi(env: Record<string, string>): Promise<Api> {
+  await ensureBuilt();
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const config = benchConfig({ ...env, PORT: String(port), PUBLIC_BASE_URL: base });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+  const child = spawn(process.execPath, ['dist/api/main.js'], {
     cwd: root,
     env: { ...process.env, ...env, PORT: String(port), PUBLIC_BASE_URL: base, MONGODB_URL: config.MONGODB_URL, QUEUE_PREFIX: config.QUEUE_PREFIX },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -93,11 +93,11 @@ export async function startChaosRun(opts: { name: string; jobMs?: number; credit
   supervisor.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   supervisor.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   const lines = () => output.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>);
-  const db = await connectMongo(config.MONGODB_URL);
+  let db: Database | undefined;
   const close = async () => {
     supervisor.kill('SIGTERM');
     if (supervisor.exitCode === null && supervisor.signalCode === null) await new Promise((r) => supervisor.once('exit', r));
-    await db.close().catch(() => {});
+    await db?.close().catch(() => {});
     await dropEverything(config).catch(() => {});
     provider.close();
     const hygiene = await hygieneReport(brokerBefore);
@@ -105,6 +105,7 @@ export async function startChaosRun(opts: { name: string; jobMs?: number; credit
     if (hygiene.leaks.length > 0) console.log(`WARNING: the chaos run left these on the broker: ${hygiene.leaks.join(', ')}`);
   };
   try {
+    db = await connectMongo(config.MONGODB_URL);
     await waitForApiProcesses(port, 1, 90_000, () => supervisor.exitCode === null).catch((err: Error) => {
       throw new Error(`${err.message}; supervisor output:\n${output.slice(-4000)}`);
     });

@@ -45,7 +45,8 @@ describe('the container image (deploy/Dockerfile)', () => {
     const runtime = stages[1]!;
     expect(runtime).to.include('USER node');
     expect(runtime.indexOf('USER node')).to.be.greaterThan(runtime.findIndex((l) => l.includes('npm ci')));
-    expect(runtime).to.include('ENTRYPOINT ["node"]');
+    expect(runtime).to.include('ENTRYPOINT ["tini", "--", "node"]'); // an init as PID 1: signals passed on, orphans reaped
+    expect(runtime.find((l) => l.includes('apt-get install'))).to.include(' tini');
     expect(runtime).to.include('CMD ["dist/api/main.js"]');
   });
 

@@ -5,6 +5,7 @@ import { BusEvent, EVENT_VERSION } from '../../contracts/events';
 import { broker } from '../../contracts/registry';
 import { WEBHOOK_LIMITS, type WebhookEventPayload } from '../../contracts/webhooks';
 import { metrics } from '../../monitoring/metrics';
+import { withContext } from '../../platform/context';
 import type { Delivery } from '../../platform/amqp';
 import type { Runtime } from '../../platform/runtime';
 import { ATTR, endSpan, startSpan, tracingOn } from '../../platform/tracing';
@@ -166,6 +167,11 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
   private async fanOut(d: Delivery): Promise<void> {
     const ev = this.parse(d, BusEvent, 'webhook');
     if (!ev) return;
+    // Lines about a job's event name the job (and, from the message, the request that made it).
+    await withContext(jobContext(ev.data), () => this.fanOutEvent(d, ev));
+  }
+
+  private async fanOutEvent(d: Delivery, ev: BusEvent): Promise<void> {
     const hooks = await this.hooks.forAccount(ev.accountId).subscribedTo(ev.event);
     const queue = broker.webhookDeliveryQueue(this.rt.config.QUEUE_PREFIX);
     for (const h of hooks) {
@@ -197,6 +203,10 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
   private async deliver(d: Delivery): Promise<void> {
     const msg = this.parse(d, DeliveryMessage, 'webhook.deliveries');
     if (!msg) return;
+    await withContext(jobContext(msg.data), () => this.deliverMessage(d, msg));
+  }
+
+  private async deliverMessage(d: Delivery, msg: DeliveryMessage): Promise<void> {
     const repo = this.hooks.forAccount(msg.accountId);
     const hook = await repo.get(msg.webhookId);
     const skip = !hook ? 'webhook deleted' : !hook.isActive ? 'webhook inactive' : !hook.events.includes(msg.event) ? 'no longer subscribed' : null;
@@ -344,4 +354,10 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
     })();
     return this.closing;
   }
+}
+
+/** The job an event is about, for the work context of its lines (events of other kinds have none). */
+function jobContext(data: unknown): { jobId?: string } {
+  const jobId = (data as { jobId?: unknown } | null)?.jobId;
+  return typeof jobId === 'string' && jobId.length <= 64 ? { jobId } : {};
 }
