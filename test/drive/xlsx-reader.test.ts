@@ -130,6 +130,15 @@ describe('Drive text: the XLSX reader (ooxml-xlsx-v1)', () => {
     expect((await extract(prefixed)).text).to.equal('# Prefixed\na\t2\tc');
   });
 
+  it('when a sheet inflates in many chunks, then every row is read whole, rows and multi-byte characters cut at chunk boundaries included', async () => {
+    const rows = Array.from({ length: 4000 }, (_, i) => [{ inline: `row ${i} ${'é✓'.repeat(i % 40)}` }, i, `shared ${i % 7}`]);
+    const bytes = await makeXlsx([{ name: 'Chunks', rows }]);
+    const zip = await JSZip.loadAsync(bytes);
+    expect((await zip.file('xl/worksheets/sheet1.xml')!.async('uint8array')).length).to.be.above(10 * 16 * 1024); // JSZip hands a part over at most 16 KB at a time
+    const expected = ['# Chunks', ...rows.map(([a, b, c]) => `${(a as { inline: string }).inline}\t${b}\t${c}`)].join('\n');
+    expect((await extract(bytes)).text).to.equal(expected);
+  });
+
   it('when the text passes maxChars, then reading stops at that row and the text is marked truncated', async () => {
     const rows = Array.from({ length: 5000 }, (_, i) => [`row ${i}`, i]);
     const r = await extract(await makeXlsx([{ name: 'Long', rows }, { name: 'Never read', rows: [['x']] }]), { maxChars: 1000 });
