@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { EventEmitter } from 'node:events';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
 import { broker, type PoolType } from '../contracts/registry';
@@ -7,6 +8,15 @@ import type { Logger } from './log';
 import { ATTR, endSpan, extractContext, injectTraceHeaders, runInSpan, startSpan, tracingOn } from './tracing';
 import type { Span } from '@opentelemetry/api';
 import { declareWebhookTopology } from './webhooks/topology';
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * The async context of no request and no job (this module's load): connection events and
+ * reconnects run in it, so a failover's log lines, and every later line of the new connection,
+ * do not name whichever job's publish happened to meet the dead socket.
+ */
+const outsideWork = new AsyncResource('amqp-connection');
 
 export interface TopologyOptions {
   prefix: string;
@@ -30,6 +40,8 @@ export interface AmqpEvents {
   connected: [];
   disconnected: [Error | undefined];
   published: [{ exchange: string; routingKey: string }];
+  /** A publish sent again: its connection died before the confirm (failover), or the broker nacked it. */
+  resent: [{ exchange: string; routingKey: string; reason: 'connection_lost' | 'nacked' }];
   ack: [{ queue: string }];
   requeue: [{ queue: string }];
   deadLetter: [{ queue: string }];
@@ -121,10 +133,57 @@ export function poolQueueArgs(t: TopologyOptions): Record<string, unknown> {
 }
 
 /**
+ * The brokers named by AMQP_URL: one URL, or the nodes of a cluster as a comma-separated list
+ * (`amqp://u:p@node1:5672,amqp://u:p@node2:5672`), in the order they are tried.
+ */
+export function amqpUrls(value: string): string[] {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** `host:port` of a broker URL: how logs, errors and metrics name a node (never with its credentials). */
+export function amqpEndpoint(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || (u.protocol === 'amqps:' ? '5671' : '5672')}`;
+  } catch {
+    return '(unparseable AMQP URL)';
+  }
+}
+
+/** A connection to the first node of an AMQP_URL list that answers (tests and scripts; AmqpClient has its own failover). */
+export async function connectAny(value: string, opts: Options.Connect & { timeout?: number } = {}): Promise<ChannelModel> {
+  const failures: string[] = [];
+  for (const url of amqpUrls(value)) {
+    try {
+      return await amqp.connect(url, { timeout: 5000, ...opts });
+    } catch (err) {
+      failures.push(`${amqpEndpoint(url)}: ${(err as Error).message}`);
+    }
+  }
+  throw new Error(`no RabbitMQ node answered (${failures.join('; ') || 'AMQP_URL names none'})`);
+}
+
+/** What became of one send of a publish. */
+type SendOutcome = 'confirmed' | 'lost' | 'nacked';
+
+/**
  * One RabbitMQ connection with a confirm channel for publishing and one channel per consumer.
- * Reconnects with backoff, redeclares the topology and restarts consumers after a broker restart.
+ *
+ * Failover: AMQP_URL may name several nodes of a cluster. The client connects to the first that
+ * answers; when its connection dies it tries the nodes in turn, starting with the one after the
+ * node it lost (a round), and backs off between rounds (100 ms doubling to 5 s). On every
+ * connection it declares the topology again and restarts its consumers and broadcast
+ * subscriptions. A publish whose confirm was outstanding when the connection died is sent again
+ * on the next connection, within the same `publishTimeoutMs`: every message this service
+ * publishes is absorbed when it arrives twice (job ids, event and delivery ids, audit entry ids,
+ * invalidations, RPC correlation ids and chunk numbers). RPC requests are the exception (see
+ * `request`).
+ *
  * Publishing resolves on the broker's confirm, waits for 'drain' rather than buffering without
- * bound, and fails after `publishTimeoutMs` while the broker is away.
+ * bound, and fails after `publishTimeoutMs` while no broker takes it.
  */
 export class AmqpClient extends EventEmitter<AmqpEvents> {
   private conn?: ChannelModel;
@@ -138,22 +197,40 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   private reconnectTimer?: NodeJS.Timeout;
   private attempt = 0;
   private draining?: Promise<void>;
+  private readonly urls: string[];
+  /** Index in `urls` of the node connected to (-1: none), and of the node a round starts with. */
+  private current = -1;
+  private next = 0;
+  /** When the last connection was lost, and to which node (for the failover log line and metric). */
+  private lost?: { at: number; index: number };
+  /** Publishes waiting for a publish channel (a new connection, or a channel reopened after an error). */
+  private pubWaiters = new Set<() => void>();
+  /** Publish channels the broker closed with an error (a publish there is not retried). */
+  private failedChannels = new WeakSet<Channel>();
 
   constructor(
-    private readonly url: string,
+    url: string,
     private readonly topology: TopologyOptions,
     private readonly log: Logger,
     private readonly publishTimeoutMs = 3000,
   ) {
     super();
     this.setMaxListeners(0);
+    this.urls = amqpUrls(url);
+    if (this.urls.length === 0) throw new Error('AMQP_URL names no broker');
+    this.urls.forEach((u, i) => metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0));
   }
 
   get connected(): boolean {
     return !!this.pub;
   }
 
-  /** Connect once; later losses reconnect by themselves. */
+  /** `host:port` of the node this client is connected to, or undefined. */
+  get node(): string | undefined {
+    return this.current >= 0 ? amqpEndpoint(this.urls[this.current]!) : undefined;
+  }
+
+  /** Connect once (one round over AMQP_URL's nodes); later losses reconnect by themselves. */
   async start(): Promise<void> {
     await this.connect();
   }
@@ -165,38 +242,132 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     return this.connecting;
   }
 
+  /** One round: each node once, from `next` on, until one takes the connection and the topology. */
   private async doConnect(): Promise<void> {
+    const failures: string[] = [];
+    let last: unknown;
+    for (let i = 0; i < this.urls.length && !this.closing; i++) {
+      const index = (this.next + i) % this.urls.length;
+      try {
+        await this.connectTo(index);
+        return;
+      } catch (err) {
+        last = err;
+        failures.push(`${amqpEndpoint(this.urls[index]!)}: ${(err as Error).message}`);
+      }
+    }
+    if (this.closing) throw new Error('amqp client is closed');
+    if (this.lost) metrics.amqpReconnects.inc({ outcome: 'failed' });
+    throw this.urls.length === 1 ? last : new Error(`no RabbitMQ node answered (${failures.join('; ')})`, { cause: last });
+  }
+
+  private async connectTo(index: number): Promise<void> {
+    const url = this.urls[index]!;
+    const node = amqpEndpoint(url);
     // noDelay: confirms and small messages must not wait for Nagle's algorithm (40 ms per round trip).
-    const conn = await amqp.connect(this.url, { timeout: 5000, noDelay: true });
-    conn.on('error', (err) => this.log.warn('amqp connection error', { err }));
-    conn.on('close', (err?: Error) => this.onLost(conn, err));
+    const conn = await amqp.connect(url, { timeout: 5000, noDelay: true });
+    // The error comes with the close that follows it: the failover line carries it (one warning).
+    conn.on('error', outsideWork.bind((err: Error) => this.log.debug('amqp connection error', { node, err })));
+    conn.on('close', outsideWork.bind((err?: Error) => this.onLost(conn, err)));
     // A memory or disk alarm: publishes fail at once (callers fall back) instead of waiting.
-    conn.on('blocked', (reason: string) => {
-      this.blocked = reason || 'resource alarm';
-      this.log.warn('amqp connection blocked by the broker', { reason });
-    });
-    conn.on('unblocked', () => {
-      this.blocked = undefined;
-      this.log.info('amqp connection unblocked');
-    });
+    conn.on(
+      'blocked',
+      outsideWork.bind((reason: string) => {
+        this.blocked = reason || 'resource alarm';
+        this.log.warn('amqp connection blocked by the broker', { node, reason });
+      }),
+    );
+    conn.on(
+      'unblocked',
+      outsideWork.bind(() => {
+        this.blocked = undefined;
+        this.log.info('amqp connection unblocked', { node });
+      }),
+    );
     try {
       const setup = await conn.createChannel();
       await declareTopology(setup, this.topology);
       await setup.close();
-      const pub = await conn.createConfirmChannel();
-      pub.setMaxListeners(0); // one 'close' listener per publish awaiting its confirm
-      pub.on('error', (err) => this.log.warn('amqp publish channel error', { err }));
+      const pub = await this.openPublisher(conn);
       this.conn = conn;
       this.pub = pub;
+      this.current = index;
       for (const c of this.consumers) await this.startConsumer(c);
       for (const b of this.broadcasts) await this.startBroadcast(b);
     } catch (err) {
+      if (this.conn === conn) {
+        this.conn = undefined;
+        this.pub = undefined;
+        this.current = -1;
+      }
       await conn.close().catch(() => {});
       throw err;
     }
     this.attempt = 0;
-    this.log.info('amqp connected');
+    this.next = index;
+    this.urls.forEach((u, i) => metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, i === index ? 1 : 0));
+    const lost = this.lost;
+    this.lost = undefined;
+    if (lost) {
+      metrics.amqpReconnects.inc({ outcome: lost.index === index ? 'same_node' : 'failover' });
+      this.log.info('amqp connected', { node, lostNode: amqpEndpoint(this.urls[lost.index]!), downMs: Date.now() - lost.at });
+    } else {
+      this.log.info('amqp connected', { node });
+    }
     this.emit('connected');
+    this.wakePublishers();
+  }
+
+  /**
+   * The confirm channel publishes go through. When the broker closes it alone (a channel error)
+   * while the connection lives on, another one is opened on the same connection.
+   */
+  private async openPublisher(conn: ChannelModel): Promise<ConfirmChannel> {
+    const pub = await conn.createConfirmChannel();
+    pub.setMaxListeners(0); // one 'close' listener per publish awaiting its confirm
+    pub.on('error', (err) => {
+      this.failedChannels.add(pub);
+      this.log.warn('amqp publish channel error', { err });
+    });
+    pub.on('close', () => {
+      if (this.pub !== pub) return;
+      this.pub = undefined;
+      // A lost connection closes its channels first, then itself: look again once it has.
+      setImmediate(() => this.reopenPublisher(conn));
+    });
+    return pub;
+  }
+
+  /** A new publish channel on `conn`, unless the connection is gone or another one is open. */
+  private reopenPublisher(conn: ChannelModel) {
+    if (this.conn !== conn || this.closing || this.pub) return;
+    this.openPublisher(conn).then(
+      (next) => {
+        if (this.conn !== conn || this.pub) return void next.close().catch(() => {});
+        this.pub = next;
+        this.wakePublishers();
+      },
+      (err) => this.log.warn('amqp publish channel not reopened', { err: err as Error }),
+    );
+  }
+
+  /**
+   * A nack: close the publish channel and go on with a new one. Measured on RabbitMQ 3.10: a
+   * channel opened on a surviving node while a quorum queue's leader was still the dead node kept
+   * nacking every publish to that queue after the election (20 s and counting), while a new
+   * channel's publishes were confirmed at once. Publishes outstanding on the old channel are sent
+   * again on the new one ('closing' counts as lost).
+   */
+  private replacePublisher(ch: ConfirmChannel) {
+    if (this.pub !== ch || !this.conn) return;
+    this.log.info('amqp publish channel replaced after a nack', { node: this.node });
+    this.pub = undefined;
+    ch.close().catch(() => {});
+    this.reopenPublisher(this.conn);
+  }
+
+  private wakePublishers() {
+    for (const wake of [...this.pubWaiters]) wake();
   }
 
   private onLost(conn: ChannelModel, err?: Error) {
@@ -211,39 +382,54 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       b.channel = undefined;
       b.hooks.onLost?.();
     }
+    const index = this.current;
+    this.current = -1;
+    this.urls.forEach((u, i) => metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0));
     this.emit('disconnected', err);
     if (this.closing) return;
-    this.log.warn('amqp connection lost; reconnecting', { err });
+    // The next round starts with the node after the one that died.
+    this.lost = { at: Date.now(), index };
+    this.next = (index + 1) % this.urls.length;
+    this.log.warn(this.urls.length > 1 ? 'amqp connection lost; failing over' : 'amqp connection lost; reconnecting', {
+      node: amqpEndpoint(this.urls[index]!),
+      ...(this.urls.length > 1 ? { nextNode: amqpEndpoint(this.urls[this.next]!) } : {}),
+      err,
+    });
     this.scheduleReconnect();
   }
 
   private scheduleReconnect() {
     if (this.closing || this.reconnectTimer) return;
     const delay = Math.min(5000, 100 * 2 ** this.attempt++) * (0.8 + Math.random() * 0.4);
-    this.reconnectTimer = setTimeout(() => {
-      this.reconnectTimer = undefined;
-      this.connect().catch((err) => {
-        this.log.warn('amqp reconnect failed', { err: err as Error });
-        this.scheduleReconnect();
-      });
-    }, delay);
+    this.reconnectTimer = outsideWork.runInAsyncScope(() =>
+      setTimeout(() => {
+        this.reconnectTimer = undefined;
+        this.connect().catch((err) => {
+          this.log.warn('amqp reconnect failed', { err: err as Error });
+          this.scheduleReconnect();
+        });
+      }, delay),
+    );
     this.reconnectTimer.unref?.();
   }
 
-  /** Resolves when connected, or rejects after `ms`. */
+  /** The publish channel, once there is one, or a rejection after `ms`. */
   private async ready(ms: number): Promise<ConfirmChannel> {
     if (this.pub) return this.pub;
     if (this.closing) throw new Error('amqp client is closed');
+    if (ms <= 0) throw new Error(`amqp not connected after ${this.publishTimeoutMs} ms`);
     return new Promise((resolve, reject) => {
-      const onUp = () => {
+      const wake = () => {
+        if (!this.pub && !this.closing) return;
         clearTimeout(t);
-        this.pub ? resolve(this.pub) : reject(new Error('amqp not connected'));
+        this.pubWaiters.delete(wake);
+        this.pub ? resolve(this.pub) : reject(new Error('amqp client is closed'));
       };
       const t = setTimeout(() => {
-        this.off('connected', onUp);
+        this.pubWaiters.delete(wake);
         reject(new Error(`amqp not connected after ${ms} ms`));
       }, ms);
-      this.once('connected', onUp);
+      this.pubWaiters.add(wake);
     });
   }
 
@@ -266,12 +452,47 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     }
   }
 
+  /**
+   * Send until the broker confirms, within `publishTimeoutMs` from the first try: a send whose
+   * connection died before its confirm (failover), or that the broker refused (nack), goes again
+   * on the publish channel of the next connection. The receivers absorb a message that arrives
+   * twice (see the class comment).
+   */
   private async publishConfirmed(exchange: string, routingKey: string, content: Buffer, opts: Options.Publish, span?: Span): Promise<void> {
     const deadline = Date.now() + this.publishTimeoutMs;
-    const ch = await this.ready(this.publishTimeoutMs);
-    if (this.blocked) throw new Error(`the broker blocked publishing (${this.blocked})`);
-    // Back-pressure: while the socket buffer is full, wait for 'drain' instead of buffering more,
-    // but never past the publish deadline.
+    const kind = this.exchangeKind(exchange, routingKey);
+    const sentAt = process.hrtime.bigint();
+    const observe = (outcome: 'confirmed' | 'failed') => metrics.publishConfirmDuration.observe({ exchange: kind, outcome }, Number(process.hrtime.bigint() - sentAt) / 1e9);
+    opts = { persistent: true, ...opts, headers: contextHeaders(opts.headers, span) };
+    for (;;) {
+      let outcome: SendOutcome;
+      let ch: ConfirmChannel;
+      try {
+        ch = await this.ready(deadline - Date.now());
+        if (this.blocked) throw new Error(`the broker blocked publishing (${this.blocked})`);
+        await this.drained(deadline);
+        outcome = await this.sendOnce(ch, exchange, routingKey, content, opts, deadline);
+      } catch (err) {
+        observe('failed');
+        throw err;
+      }
+      if (outcome === 'confirmed') break;
+      if (Date.now() >= deadline || this.closing) {
+        observe('failed');
+        throw new Error(outcome === 'lost' ? 'channel closed before the publish was confirmed' : 'the broker refused the publish (nack)');
+      }
+      metrics.amqpPublishesResent.inc({ exchange: kind, reason: outcome === 'lost' ? 'connection_lost' : 'nacked' });
+      this.emit('resent', { exchange, routingKey, reason: outcome === 'lost' ? 'connection_lost' : 'nacked' });
+      if (outcome === 'nacked') this.replacePublisher(ch);
+      // Never spin: wait a moment when the same channel would be used again.
+      if (outcome === 'nacked' || this.pub === ch) await sleep(Math.min(100, Math.max(0, deadline - Date.now())));
+    }
+    observe('confirmed');
+    this.emit('published', { exchange, routingKey });
+  }
+
+  /** Back-pressure: while the socket buffer is full, wait for 'drain', never past the deadline. */
+  private async drained(deadline: number): Promise<void> {
     while (this.draining) {
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`publish not confirmed within ${this.publishTimeoutMs} ms: the broker is not reading (flow control)`);
@@ -279,25 +500,33 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       await Promise.race([this.draining, new Promise<void>((r) => (timer = setTimeout(r, left)))]);
       clearTimeout(timer);
     }
-    opts = { ...opts, headers: contextHeaders(opts.headers, span) };
-    const sentAt = process.hrtime.bigint();
-    await new Promise<void>((resolve, reject) => {
+  }
+
+  /**
+   * One send on `ch`: 'confirmed', 'nacked', or 'lost' when the channel closed first because its
+   * connection died (a channel the broker closed with an error rejects instead: sending again
+   * would meet the same error). Rejects at the deadline.
+   */
+  private sendOnce(ch: ConfirmChannel, exchange: string, routingKey: string, content: Buffer, opts: Options.Publish, deadline: number): Promise<SendOutcome> {
+    return new Promise<SendOutcome>((resolve, reject) => {
       let settled = false;
-      const done = (err?: unknown) => {
+      const finish = (outcome: SendOutcome | Error) => {
         if (settled) return;
         settled = true;
-        metrics.publishConfirmDuration.observe({ exchange: this.exchangeKind(exchange, routingKey), outcome: err ? 'failed' : 'confirmed' }, Number(process.hrtime.bigint() - sentAt) / 1e9);
         clearTimeout(timer);
         ch.off('close', onClose);
-        err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve();
+        outcome instanceof Error ? reject(outcome) : resolve(outcome);
       };
-      const onClose = () => done(new Error('channel closed before the publish was confirmed'));
-      const timer = setTimeout(() => done(new Error(`publish not confirmed within ${this.publishTimeoutMs} ms`)), Math.max(1, deadline - Date.now()));
+      const lost = () => (this.failedChannels.has(ch) ? new Error('the broker closed the publish channel with an error before the publish was confirmed') : 'lost');
+      const onClose = () => finish(lost());
+      const timer = setTimeout(() => finish(new Error(`publish not confirmed within ${this.publishTimeoutMs} ms`)), Math.max(1, deadline - Date.now()));
       ch.once('close', onClose);
       try {
-        const ok = ch.publish(exchange, routingKey, content, { persistent: true, ...opts }, (err) =>
-          done(err ?? undefined),
-        );
+        const ok = ch.publish(exchange, routingKey, content, opts, (err) => {
+          if (!err) return finish('confirmed');
+          // amqplib fails the confirms still outstanding with 'channel closed' when the channel goes.
+          finish(/channel closed/i.test(String((err as Error).message ?? err)) ? lost() : 'nacked');
+        });
         if (!ok && !this.draining) {
           this.draining = new Promise<void>((r) => {
             const release = () => {
@@ -310,10 +539,10 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
           });
         }
       } catch (err) {
-        done(err);
+        // The channel closed between our look at it and the send (amqplib throws 'Channel closed').
+        finish(/clos(ed|ing)/i.test((err as Error).message) ? lost() : (err as Error));
       }
     });
-    this.emit('published', { exchange, routingKey });
   }
 
   /** A bounded label for what a publish went to. */
@@ -510,8 +739,10 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
           };
           if (msg.properties.type === RPC_CHUNK_TYPE) {
             if (!p.stream) return; // a single-answer caller never asked for chunks
-            // One publisher, one channel, one consumer: chunks arrive in order or not at all.
+            // One publisher, one channel, one consumer: chunks arrive in order or not at all,
+            // but a chunk the responder sent again after a failover may arrive twice.
             const seq = Number(msg.properties.headers?.['x-seq']);
+            if (seq < p.stream.received) return;
             if (seq !== p.stream.received) return finish({ err: new Error(`streamed reply chunk ${seq} arrived when ${p.stream.received} was due`) });
             p.stream.received++;
             try {
@@ -564,6 +795,14 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     return this.request<T>(pool, payload, timeoutMs, { onChunk, signal: opts.signal });
   }
 
+  /**
+   * Unlike a publish, a request is never sent again after a failover. Its answer is addressed to
+   * the reply channel of the connection that died, so only a new request (new correlation id)
+   * could be answered; but the first may already be running on a worker (it only expires at its
+   * deadline), so sending again could run the work twice for a caller that is about to time out.
+   * The call fails at once instead ('the reply channel closed before the answer came': the API
+   * answers 503 and the client retries), as it does while the broker is away.
+   */
   private async request<T>(pool: PoolType, payload: unknown, timeoutMs: number, stream?: { onChunk: (data: Buffer, seq: number) => void; signal?: AbortSignal }): Promise<RpcReply<T>> {
     stream?.signal?.throwIfAborted();
     const ch = await this.replyChannel();
@@ -691,10 +930,13 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     if (this.closing) return;
     this.closing = true;
     clearTimeout(this.reconnectTimer);
+    this.wakePublishers();
     await this.connecting?.catch(() => {});
     const conn = this.conn;
     this.conn = undefined;
     this.pub = undefined;
+    this.current = -1;
+    this.urls.forEach((u, i) => metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0));
     await conn?.close().catch(() => {});
   }
 }

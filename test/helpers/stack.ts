@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import amqplib from 'amqplib';
 import { MongoClient } from 'mongodb';
 import { POOL_TYPES, SCOPES, broker, type Plan, type Scope } from '../../contracts/registry';
 import type { AccountFeatures } from '../../contracts/account';
@@ -8,7 +7,7 @@ import { start as startApi, type ApiServer } from '../../api/app';
 import { start as startWorkers, type WorkerProcess } from '../../workers/workers';
 import { start as startScheduler, type SchedulerProcess } from '../../scheduler/scheduler';
 import { loadConfig, type Config } from '../../platform/config';
-import { declaredNames } from '../../platform/amqp';
+import { connectAny, declaredNames } from '../../platform/amqp';
 import { webhookQueueNames } from '../../platform/webhooks/topology';
 import { recordQueuePrefix } from './broker-hygiene';
 import { testLogEnv } from './test-log';
@@ -113,7 +112,8 @@ export async function dropEverything(config: Config) {
   } finally {
     await mongo.close();
   }
-  const conn = await amqplib.connect(config.AMQP_URL);
+  // AMQP_URL may list the nodes of a cluster: any live one serves.
+  const conn = await connectAny(config.AMQP_URL);
   try {
     const ch = await conn.createChannel();
     // Every queue and exchange this process declared under the prefix, plus every registry name
