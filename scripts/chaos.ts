@@ -3,11 +3,15 @@
  * supervisor, on a fresh database and queue prefix, printed as a table of figures; the exit
  * status is 1 when a job was lost or duplicated or a credit is off. Scenarios (scripts/chaos/):
  *   (default) crash: the API and the worker process killed with SIGKILL under load.
+ *   --broker-cluster: on a local three-node RabbitMQ cluster, the code queue's leader killed and
+ *     restarted, then another node stopped and started, under 500 builds at 25/s.
  */
+import { runBrokerCluster } from './chaos/broker-cluster';
 import { runCrash } from './chaos/crash';
 
 const scenarios: Record<string, () => Promise<boolean>> = {
   crash: runCrash,
+  'broker-cluster': runBrokerCluster,
 };
 
 const asked = process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2));
