@@ -207,6 +207,12 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   private pubWaiters = new Set<() => void>();
   /** Publish channels the broker closed with an error (a publish there is not retried). */
   private failedChannels = new WeakSet<Channel>();
+  /** Publish channels of connections the broker closed with 541 INTERNAL_ERROR. */
+  private crashed = new WeakSet<Channel>();
+  /** The publish channels opened on each connection. */
+  private publishChannels = new WeakMap<ChannelModel, Set<ConfirmChannel>>();
+  /** Reply-to channels of callers whose node is down (see callerGone). */
+  private goneCallers = new Set<string>();
 
   constructor(
     url: string,
@@ -324,6 +330,9 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
    */
   private async openPublisher(conn: ChannelModel): Promise<ConfirmChannel> {
     const pub = await conn.createConfirmChannel();
+    const mine = this.publishChannels.get(conn) ?? new Set<ConfirmChannel>();
+    this.publishChannels.set(conn, mine.add(pub));
+    pub.once('close', () => setImmediate(() => mine.delete(pub)));
     pub.setMaxListeners(0); // one 'close' listener per publish awaiting its confirm
     pub.on('error', (err) => {
       this.failedChannels.add(pub);
@@ -371,6 +380,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   }
 
   private onLost(conn: ChannelModel, err?: Error) {
+    if ((err as { code?: unknown } | undefined)?.code === INTERNAL_ERROR) for (const ch of this.publishChannels.get(conn) ?? []) this.crashed.add(ch);
     if (this.conn !== conn) return;
     this.conn = undefined;
     this.pub = undefined;
@@ -477,6 +487,12 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
         throw err;
       }
       if (outcome === 'confirmed') break;
+      if (outcome === 'lost' && this.crashed.has(ch)) {
+        // The broker closed the connection with an internal error: the publish itself may be
+        // what it choked on (see markCallerGone), so it is not sent again.
+        observe('failed');
+        throw Object.assign(new Error('the broker closed the connection with an internal error (541) before the publish was confirmed'), { code: INTERNAL_ERROR });
+      }
       if (Date.now() >= deadline || this.closing) {
         observe('failed');
         throw new Error(outcome === 'lost' ? 'channel closed before the publish was confirmed' : 'the broker refused the publish (nack)');
@@ -882,6 +898,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       if (!replyTo || !correlationId) return d.deadLetter();
       const deadline = Number(headers?.['x-deadline']) || null;
       if (deadline !== null && Date.now() > deadline) return d.ack();
+      if (this.callerGone(replyTo as string)) return d.ack();
       let payload: unknown;
       try {
         payload = JSON.parse(d.msg.content.toString('utf8'));
@@ -891,18 +908,45 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       let chunks = 0;
       const send = async (data: Buffer) => {
         const seq = chunks++;
-        await this.publishContent('', replyTo as string, data, { correlationId: correlationId as string, persistent: false, type: RPC_CHUNK_TYPE, contentType: 'application/octet-stream', headers: { 'x-seq': seq } });
+        await this.publishContent('', replyTo as string, data, { correlationId: correlationId as string, persistent: false, type: RPC_CHUNK_TYPE, contentType: 'application/octet-stream', headers: { 'x-seq': seq } }).catch((err: unknown) => {
+          this.markCallerGone(replyTo as string, err);
+          throw err;
+        });
       };
       const reply: RpcReply =
         payload === undefined ? { ok: false, error: { code: 'validation_error', message: 'request is not JSON' } } : await handler(payload, { deadline, redelivered: d.msg.fields.redelivered, send });
+      // Settled before the answer goes: an answer that cannot be delivered (or that takes the
+      // connection down with it, below) must not make the request run again.
+      d.ack();
       try {
         await this.publish('', replyTo as string, reply, { correlationId: correlationId as string, persistent: false, headers: { 'x-chunks': chunks } });
       } catch (err) {
         // The caller is gone or the broker is away: the caller times out on its own.
+        this.markCallerGone(replyTo as string, err);
         this.log.warn('rpc reply not delivered', { queue, err: err as Error });
       }
-      d.ack();
     });
+  }
+
+  /**
+   * The reply-to of a request whose caller is known to be unreachable. Measured on RabbitMQ 3.10:
+   * publishing to the direct reply-to of a channel whose node is down makes the broker close the
+   * publisher's connection (541 INTERNAL_ERROR), so every answer to a caller of a dead node would
+   * cost the worker its connection (and redeliver whatever else it holds). After the first such
+   * loss, requests with that reply-to (one per caller channel) are acked unanswered: their caller
+   * is gone with its node, and a restarted node's channels have new reply-to names.
+   */
+  private callerGone(replyTo: string): boolean {
+    return this.goneCallers.has(replyChannelOf(replyTo));
+  }
+
+  private markCallerGone(replyTo: string, err: unknown) {
+    if ((err as { code?: unknown })?.code !== INTERNAL_ERROR) return;
+    const key = replyChannelOf(replyTo);
+    if (!key || this.goneCallers.has(key)) return;
+    this.goneCallers.add(key);
+    if (this.goneCallers.size > 1000) this.goneCallers.delete(this.goneCallers.values().next().value!);
+    this.log.warn('rpc caller unreachable (its node is down): its requests are dropped unanswered');
   }
 
   /** Messages ready in a queue, or null when the broker is away. */
@@ -973,6 +1017,12 @@ export async function declareTopology(raw: Channel, t: TopologyOptions): Promise
 
 /** RabbitMQ's direct reply-to pseudo-queue. */
 export const RPC_REPLY_TO = 'amq.rabbitmq.reply-to';
+
+/** AMQP 0-9-1 connection exception 541: the broker failed internally and closed the connection. */
+const INTERNAL_ERROR = 541;
+
+/** The caller channel a direct reply-to address names (`amq.rabbitmq.reply-to.<channel>.<key>`), or ''. */
+const replyChannelOf = (replyTo: string) => (replyTo.startsWith(`${RPC_REPLY_TO}.`) ? (replyTo.slice(RPC_REPLY_TO.length + 1).split('.')[0] ?? '') : '');
 
 /** The AMQP `type` of a streamed reply's chunk (bytes, header `x-seq` from 0); the final reply has none. */
 export const RPC_CHUNK_TYPE = 'rpc.chunk';
