@@ -4,7 +4,7 @@
  * status is 1 when a job was lost or duplicated or a credit is off. Scenarios (scripts/chaos/):
  *   (default) crash: the API and the worker process killed with SIGKILL under load.
  *   --broker-cluster: on a local three-node RabbitMQ cluster, the code queue's leader killed and
- *     restarted, then another node stopped and started, under 500 builds at 25/s.
+ *     restarted, then another node stopped and started, under 500 builds at 15/s.
  */
 import { runBrokerCluster } from './chaos/broker-cluster';
 import { runCrash } from './chaos/crash';

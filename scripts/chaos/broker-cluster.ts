@@ -3,7 +3,7 @@
  * supervisor on the local three-node RabbitMQ cluster (scripts/rabbitmq-cluster.sh), quorum
  * queues, AMQP_URL listing the three nodes (every process connects to node 1 first, so node 1
  * also leads the queues they declare).
- *   1. 500 POST /code-builds at a steady 25/s, each with its own Idempotency-Key, retried with
+ *   1. 500 POST /code-builds at a steady 15/s, each with its own Idempotency-Key, retried with
  *      the same key until accepted (what a careful client does);
  *   2. meanwhile: the node leading the code pool's queue (rabbitmqctl list_queues leader) killed
  *      with SIGKILL, then started again; a second later another node stopped gracefully (SIGTERM:
@@ -33,7 +33,7 @@ import { pct, postUntilAccepted, printFigures, sleep, startChaosRun, waitForQuie
 export interface BrokerClusterOptions {
   /** Code builds posted (default 500). */
   jobs?: number;
-  /** Steady rate of first tries per second (default 25). */
+  /** Steady rate of first tries per second (default 15: 33 s, so that every phase of the faults has requests). */
   ratePerSecond?: number;
   /** Also stop and start a second node gracefully after the kill (default true). */
   gracefulStop?: boolean;
@@ -144,7 +144,7 @@ const latency = (xs: number[]) => (xs.length ? `${Math.round(pct(xs, 50))} / ${M
 
 export async function runBrokerClusterScenario(opts: BrokerClusterOptions = {}): Promise<BrokerClusterResult> {
   const N = opts.jobs ?? 500;
-  const rate = opts.ratePerSecond ?? 25;
+  const rate = opts.ratePerSecond ?? 15;
   const graceful = opts.gracefulStop ?? true;
   const cluster = opts.cluster ?? (await clusterUp());
   const ports = { worker: await freePort(), scheduler: await freePort() };
@@ -155,6 +155,7 @@ export async function runBrokerClusterScenario(opts: BrokerClusterOptions = {}):
     env: {
       AMQP_URL: cluster.url,
       QUEUE_TYPE: 'quorum',
+      LOG_LEVEL: 'info', // the failover lines: 'amqp connected' carries downMs
       ALLOW_LOOPBACK_URLS: 'true',
       POOL_CONCURRENCY: 'code=16',
       WORKER_METRICS_PORT: String(ports.worker),
@@ -249,6 +250,8 @@ export async function runBrokerClusterScenario(opts: BrokerClusterOptions = {}):
     const backAt = at(`node ${killed} answers`)!;
     const stopAt = stopped ? at(`node ${stopped} stopped`) : undefined;
     const longest = probe.gap();
+    const failoverLines = run.lines().filter((l) => l.msg === 'amqp connection lost; failing over');
+    const downMs = run.lines().filter((l) => l.msg === 'amqp connected' && typeof l.downMs === 'number').map((l) => l.downMs as number);
     const figures: [string, string | number][] = [
       ['code builds posted (each its own Idempotency-Key), steady rate', `${N} at ${rate}/s (${(postedFor / 1000).toFixed(1)} s)`],
       ['accepted (202)', `${logical} (${answers.filter((a) => a.tries > 1).length} after a retry)`],
@@ -269,6 +272,7 @@ export async function runBrokerClusterScenario(opts: BrokerClusterOptions = {}):
       ['probe publishes failed (not confirmed within PUBLISH_TIMEOUT_MS)', probeFailed],
       ...latencyRows,
       ['service: failovers (amqp_reconnects_total, API + worker + scheduler)', `${sum('amqp_reconnects_total', { outcome: 'failover' })} to another node, ${sum('amqp_reconnects_total', { outcome: 'same_node' })} to the same, ${sum('amqp_reconnects_total', { outcome: 'failed' })} rounds with no node`],
+      ['service: failover warnings logged / connection lost → connected to another node, max', `${failoverLines.length} / ${downMs.length ? `${Math.max(...downMs)} ms (p50 ${pct(downMs, 50)} ms)` : 'n/a'}`],
       ['service: publishes sent again (connection lost / nacked)', `${sum('amqp_publishes_resent_total', { reason: 'connection_lost' })} / ${sum('amqp_publishes_resent_total', { reason: 'nacked' })}`],
       ['service: publishes failed / confirmed after more than 1 s', `${sum(`${confirmDuration}_count`, { outcome: 'failed' })} / ${slowConfirms}`],
       ['queue type, nodes', `quorum, 3 (RabbitMQ ${'3.10'}; PUBLISH_TIMEOUT_MS ${run.config.PUBLISH_TIMEOUT_MS})`],
