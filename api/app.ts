@@ -6,7 +6,7 @@ import { endpoints, type Endpoint } from '../contracts/endpoints';
 import { registry } from '../monitoring/metrics';
 import { probeHandler } from '../monitoring/server';
 import { loadConfig, type Config } from '../platform/config';
-import { AppError } from '../platform/errors';
+import { AppError, databaseUnavailable } from '../platform/errors';
 import { serviceLogger } from '../platform/log';
 import { createRuntime, type Runtime } from '../platform/runtime';
 import { createAuditRecorder } from '../platform/audit/audit.recorder';
@@ -27,6 +27,7 @@ import { songsRoutes } from './songs/songs.routes';
 import { audit } from './middleware/audit';
 import { authenticate } from './middleware/auth';
 import { jsonBody } from './middleware/body';
+import { databaseGate } from './middleware/database';
 import { clientErrorHandler, errorHandler, notFoundRoute } from './middleware/errors';
 import { httpAccess } from './middleware/http-access';
 import { traceRequest } from './middleware/trace';
@@ -108,7 +109,7 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   const limiter = rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS });
 
   // Outside the versioned API: the MCP server (svc_ keys) and the developer console (its own sessions).
-  app.use('/mcp', mcpRoutes(rt, { authCache, audit: auditRecorder, rateLimit: limiter, idempotency: parts.idempotency }));
+  app.use('/mcp', databaseGate(rt.db.health), mcpRoutes(rt, { authCache, audit: auditRecorder, rateLimit: limiter, idempotency: parts.idempotency }));
   app.use('/console', consoleRoutes(rt, { audit: auditRecorder }));
 
   const v1 = Router();
@@ -117,7 +118,8 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   v1.use(assetsRoutes(rt.blobs));
   v1.use(driveDownloadRoutes(rt));
   v1.use(personasPublicRoutes());
-  v1.use(authenticate(authCache), audit(auditRecorder), limiter);
+  // While the database is away, authenticated calls answer 503 at once from their route (audited).
+  v1.use(authenticate(authCache), audit(auditRecorder), databaseGate(rt.db.health, { inRoute: true }), limiter);
   for (const routes of ROUTE_MODULES) v1.use(routes(rt, deps));
 
   // Every catalogue endpoint this deployment does not serve yet answers 501, after auth.
@@ -140,7 +142,8 @@ export async function start(config: Config = loadConfig()) {
   // Every API process drains the audit queue into audit_log in batches.
   const auditWriter = createAuditWriter({ db: rt.db, amqp: rt.amqp, log: log.child({ component: 'audit' }), prefix: config.QUEUE_PREFIX });
   // Keys and accounts cached per process, kept true by the invalidation fanout.
-  const authCache = createAuthCache((presented) => rt.accounts.authenticate(presented), { ttlMs: config.AUTH_CACHE_TTL_MS });
+  // A key not in the cache while the database is away: 503 at once, not a wait for the driver.
+  const authCache = createAuthCache((presented) => (rt.db.health.up ? rt.accounts.authenticate(presented) : Promise.reject(databaseUnavailable())), { ttlMs: config.AUTH_CACHE_TTL_MS });
   // In-flight jobs cached for GET /jobs/{id}, kept true by the job-changes fanout (this process's
   // own changes come back over it too).
   const jobCache = createJobCache({ maxEntries: config.JOB_CACHE_ENTRIES, ttlMs: config.JOB_CACHE_TTL_MS });

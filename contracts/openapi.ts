@@ -16,6 +16,8 @@ const COMMON_ERRORS: Record<string, string> = {
   '404': 'Unknown resource, or one owned by another account (not_found).',
   '429': 'Per-key rate limit exceeded (rate_limited); see Retry-After.',
   '500': 'Server failure (internal_error); idempotent requests are safe to retry.',
+  '503':
+    'The database is not answering (service_unavailable), answered at once: retry after the Retry-After header (1 s), with the same Idempotency-Key; what the request had done is found again, nothing is charged twice.',
 };
 
 /** What every operation can answer, keys or not: the JSON body parser and the path rules run first. */
@@ -116,7 +118,8 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
       responses['422'] = errorResponse('This Idempotency-Key was used with another body (idempotency_key_reused).');
     }
   }
-  for (const [status, text] of Object.entries(ep.errors ?? {})) responses[status] = errorResponse(text);
+  // An endpoint's own 503 (a pool or an engine away) comes besides the database's.
+  for (const [status, text] of Object.entries(ep.errors ?? {})) responses[status] = errorResponse(status === '503' && ep.scopes.length > 0 ? `${text} Or: ${COMMON_ERRORS['503']}` : text);
   if (!implemented.has(id)) responses['501'] = errorResponse('Not available in this deployment yet (not_implemented).');
   responses.default = errorResponse('Any other error, in the same Error shape (for example 503 service_unavailable, 504 timeout).');
   return {

@@ -1,3 +1,5 @@
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable, isDatabaseUnreachable } from './db-health';
+
 /**
  * The one error type. `code` is stable and public (SPEC 7): clients branch on it.
  * WARNING: codes are part of the public contract; add codes, never rename them.
@@ -81,17 +83,37 @@ export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    opts: { cause?: unknown; headers?: Record<string, string> } = {},
+    opts: { cause?: unknown; headers?: Record<string, string>; quiet?: boolean } = {},
   ) {
     super(message, { cause: opts.cause });
     this.name = 'AppError';
     this.status = ERROR_STATUS[code];
     this.headers = opts.headers ?? {};
+    this.quiet = opts.quiet ?? false;
   }
   readonly headers: Record<string, string>;
+  /**
+   * A 5xx the HTTP funnel counts but does not log one by one: the process logged its cause once
+   * (the database going away: one line when it goes, one when it is back).
+   */
+  readonly quiet: boolean;
 }
 
 export const notFound = (what = 'resource') => new AppError('not_found', `${what} not found`);
+
+/**
+ * 503 while the database is away (platform/db-health.ts): the Error shape, `service_unavailable`
+ * and Retry-After, never a 500. Nothing the request did is lost: a retry with the same
+ * Idempotency-Key finds what it made.
+ */
+export const databaseUnavailable = (cause?: unknown) =>
+  new AppError('service_unavailable', `the database is not answering; retry after ${DATABASE_RETRY_AFTER_SECONDS} s (with the same Idempotency-Key, if any)`, {
+    cause,
+    headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+    // Unreachable is logged once per outage by the process (platform/runtime.ts); a timeout or
+    // a primary stepping down is logged with each request, like any other failure.
+    quiet: cause === undefined || isDatabaseUnreachable(cause),
+  });
 
 /** Longest piece of caller input an error message repeats (a field name, a value, a path). */
 export const ECHO_MAX = 64;
@@ -164,8 +186,9 @@ function fromBodyParser(type: string, err: unknown): AppError | null {
 }
 
 /**
- * The funnels' mapping. An AppError stays as it is; anything unknown becomes internal_error,
- * with the original kept as the cause.
+ * The funnels' mapping. An AppError stays as it is; a database that is away or failing over
+ * becomes service_unavailable with Retry-After (databaseUnavailable); anything unknown becomes
+ * internal_error, with the original kept as the cause.
  *
  * `request: true` (the HTTP funnel): the error was raised while serving a client's request, so
  * an error of another library that carries a 4xx `status`/`statusCode` (http-errors style:
@@ -175,6 +198,7 @@ function fromBodyParser(type: string, err: unknown): AppError | null {
  */
 export function toAppError(err: unknown, opts: { request?: boolean } = {}): AppError {
   if (err instanceof AppError) return err;
+  if (isDatabaseUnavailable(err)) return databaseUnavailable(err);
   const e = (err ?? {}) as { type?: unknown; status?: unknown; statusCode?: unknown; code?: unknown };
   const status = typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : undefined;
   if (opts.request && status !== undefined && status >= 400 && status < 500) {

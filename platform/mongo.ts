@@ -1,5 +1,6 @@
 import { MongoClient, type Db } from 'mongodb';
 import { metrics } from '../monitoring/metrics';
+import { DatabaseHealth } from './db-health';
 import { ATTR, endSpan, startSpan, tracingOn } from './tracing';
 import type { Span } from '@opentelemetry/api';
 import type { Plan, Scope, CreditOperation, JobType } from '../contracts/registry';
@@ -281,10 +282,16 @@ function commandSpan(commandName: string, databaseName: string, command: Record<
 
 /**
  * Connect. `maxPoolSize` bounds this process's connections (FerretDB serves each on a PostgreSQL
- * connection from a pool of 50 by default; several processes share it).
+ * connection from a pool of 50 by default; several processes share it). `health` follows the
+ * client's events (platform/db-health.ts): the API answers 503 at once while it says down.
  */
 export async function connectMongo(url: string, opts: { maxPoolSize?: number } = {}) {
   const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000, maxPoolSize: opts.maxPoolSize ?? 20, monitorCommands: true });
+  const db = client.db();
+  // A read by `_id` reaches the stored data (FerretDB answers ping without its PostgreSQL); one
+  // index lookup on MongoDB, on FerretDB one PostgreSQL query on the _id index (svc.2 patch).
+  const probe = () => db.collection(COLLECTIONS.accounts).findOne({ _id: '' as never }, { projection: { _id: 1 }, timeoutMS: 2000 });
+  const health = new DatabaseHealth(probe);
   // Command latency by collection and command (driver command monitoring), for every process,
   // and when tracing is on a client span per command. The driver emits commandStarted in the
   // async context of the operation, so the span is a child of the request's or the job's span.
@@ -305,14 +312,17 @@ export async function connectMongo(url: string, opts: { maxPoolSize?: number } =
     started.delete(e.requestId);
     metrics.dbCommandDuration.observe({ command: s.command, collection: s.collection, outcome }, Number(process.hrtime.bigint() - s.at) / 1e9);
     if (s.span) endSpan(s.span, outcome === 'error' ? (e.failure ?? new Error('command failed')) : undefined);
+    if (outcome === 'error') health.commandFailed(e.failure);
   };
   client.on('commandSucceeded', (e) => finish(e, 'ok'));
   client.on('commandFailed', (e) => finish(e, 'error'));
   await client.connect();
-  const db = client.db();
+  // From here on: the topology found while connecting is not news.
+  health.watch(client);
   try {
     await assertAtomicServer(db);
   } catch (err) {
+    health.close();
     await client.close();
     throw err;
   }
@@ -326,10 +336,19 @@ export async function connectMongo(url: string, opts: { maxPoolSize?: number } =
     audit: db.collection<AuditDoc>(COLLECTIONS.audit),
     idempotency: db.collection<IdempotencyDoc>(COLLECTIONS.idempotency),
     rateLimits: db.collection<RateLimitDoc>(COLLECTIONS.rateLimits),
+    /** Whether the database answers, as far as this process knows (platform/db-health.ts). */
+    health,
     ping: async () => {
       await db.command({ ping: 1 });
     },
-    close: () => client.close(),
+    /** The readiness check: a read that reaches the stored data (ping alone does not on FerretDB). */
+    reachable: async () => {
+      await probe();
+    },
+    close: () => {
+      health.close();
+      return client.close();
+    },
   };
 }
 export type Database = Awaited<ReturnType<typeof connectMongo>>;

@@ -50,8 +50,13 @@ export async function createRuntime(config: Config, log: Logger) {
   const accounts = createAccountsRepository(db, { invalidate: invalidations.publish });
   const queues = [...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)), broker.deadLetterQueue(config.QUEUE_PREFIX), broker.webhookDeliveryQueue(config.QUEUE_PREFIX)];
   const unreport = reportQueueDepth({ queues, depth: (q) => amqp.queueDepth(q) });
+  // Once per outage, in every process: when this process saw its database go and come back.
+  db.health.on('down', ({ reason }) => log.warn('database unreachable: answering 503 with Retry-After and probing it every 0.5 s', { reason }));
+  db.health.on('up', ({ downMs }) => log.info('database reachable again', { downMs }));
   const probes: Probe[] = [
-    { name: 'mongodb', check: () => db.ping() },
+    // A read that reaches the stored data (FerretDB answers ping while its PostgreSQL is away);
+    // known down answers at once.
+    { name: 'mongodb', check: () => (db.health.up ? db.reachable() : Promise.reject(new Error(`unreachable: ${db.health.reason}`))) },
     { name: 'rabbitmq', check: () => { if (!amqp.isReady()) throw new Error('not connected'); } },
   ];
   const unreportReady = reportReadiness(async () => (await probeHandler(probes)).length === 0);

@@ -10,6 +10,11 @@ export interface RequestLocals {
   /** Credits this request charged, for the audit log. */
   creditsCharged: number;
   startedAt: bigint;
+  /**
+   * The database was known to be away when the request came in (api/middleware/database.ts):
+   * the rate limit lets it by, and its route answers 503 at once, under the route's own name.
+   */
+  databaseDown?: boolean;
 }
 
 export const locals = (res: Response) => res.locals as RequestLocals;

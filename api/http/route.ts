@@ -2,7 +2,7 @@ import type { Request, Response, Router } from 'express';
 import type { z } from 'zod';
 import { PATH_ID_RULE_TEXT, PathId } from '../../contracts/common';
 import { endpoints, type Endpoint } from '../../contracts/endpoints';
-import { AppError } from '../../platform/errors';
+import { AppError, databaseUnavailable } from '../../platform/errors';
 import { faultPoint } from '../../platform/faults';
 import { newId, stableId } from '../../platform/ids';
 import type { Idempotency } from '../middleware/idempotency';
@@ -84,6 +84,7 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
   router[ep.method](expressPath(ep.path), async (req, res) => {
     res.locals.route = `${req.baseUrl}${expressPath(ep.path)}`;
     const l = locals(res);
+    if (l.databaseDown) throw databaseUnavailable();
     const auth = l.auth;
     if (!auth) throw new AppError('unauthorized', 'missing API key');
     if (!ep.scopes.some((s) => auth.key.scopes.includes(s))) {

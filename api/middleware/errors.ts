@@ -8,6 +8,9 @@ import { locals } from '../http/context';
 import { routeTemplate } from './http-access';
 import { recordRequestFailure } from './trace';
 
+/** Retry-After of a 503 whose error names none (an engine or a pool that is away). */
+export const DEFAULT_RETRY_AFTER_SECONDS = 5;
+
 /** Unknown route: the Error shape with not_found. */
 export const notFoundRoute: RequestHandler = (req, _res, next) => {
   next(new AppError('not_found', `no route for ${req.method} ${req.path}`));
@@ -25,11 +28,13 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     const { requestId } = locals(res);
     metrics.errors.inc({ code: appErr.code, source: 'http' });
     if (appErr.status >= 500) {
-      log.error('request failed', { requestId, method: req.method, route: routeTemplate(req), code: appErr.code, err: (appErr.cause as Error) ?? appErr });
+      if (!appErr.quiet) log.error('request failed', { requestId, method: req.method, route: routeTemplate(req), code: appErr.code, err: (appErr.cause as Error) ?? appErr });
       recordRequestFailure(res, (appErr.cause as Error) ?? appErr);
     }
     if (res.headersSent) return res.end();
     for (const [k, v] of Object.entries(appErr.headers)) res.setHeader(k, v);
+    // Every 503 says when to come back; the database's says 1 s (platform/errors.ts databaseUnavailable).
+    if (appErr.status === 503 && !res.hasHeader('retry-after')) res.setHeader('Retry-After', String(DEFAULT_RETRY_AFTER_SECONDS));
     res.status(appErr.status).json({ error: { code: appErr.code, message: boundedMessage(appErr.message), requestId } });
   };
 }

@@ -115,7 +115,8 @@ export function rateLimit(db: Database, opts: RateLimitOptions): RequestHandler 
 
   return async (req, res, next) => {
     const auth = locals(res).auth;
-    if (!auth) return next();
+    // No auth, or the database is away and the route answers 503 without any work.
+    if (!auth || locals(res).databaseDown) return next();
     const now = Date.now();
     const windowStart = Math.floor(now / windowMs) * windowMs;
     const id = `${auth.key._id}:${windowStart}`;

@@ -28,12 +28,13 @@ export interface AuditRecorderDeps {
  * 0.05 ms per entry, and the API a socket write: batches of one or two entries, which is what
  * group commit alone gives at 10 concurrent requests, cost several times batches of ten.)
  *
- * When the insert fails or does not answer within `insertTimeoutMs` (database away), the entries
- * are published to the audit queue instead (persistent, confirmed by the broker) and the audit
- * queue's writer (audit.writer.ts) stores them once the database answers; copies of entries the
- * failed insert did store are duplicate `_id`s and are dropped there. `record` resolves once the
- * entry is safe (or, if the broker failed too, logged as lost); it never rejects, so an audit
- * failure never changes an answer.
+ * When the insert fails or does not answer within `insertTimeoutMs`, or the database is known to
+ * be away (`db.health`, platform/db-health.ts: then no insert is tried), the entries are published
+ * to the audit queue instead (persistent, confirmed by the broker) and the audit queue's writer
+ * (audit.writer.ts) stores them once the database answers; copies of entries the failed insert
+ * did store are duplicate `_id`s and are dropped there. `record` resolves once the entry is safe
+ * (or, if the broker failed too, logged as lost); it never rejects, so an audit failure never
+ * changes an answer.
  */
 export function createAuditRecorder({ db, amqp, log, prefix, insertTimeoutMs = 2000, lingerMs = 2 }: AuditRecorderDeps) {
   const queue = broker.auditQueue(prefix);
@@ -42,14 +43,17 @@ export function createAuditRecorder({ db, amqp, log, prefix, insertTimeoutMs = 2
   let lastBatchAt = 0;
 
   const store = async (entries: AuditDoc[]): Promise<void> => {
-    try {
-      await db.audit.insertMany(entries, { ordered: false, timeoutMS: insertTimeoutMs });
-      metrics.auditDirectWrites.inc(entries.length);
-      metrics.auditEntriesWritten.inc(entries.length);
-      return;
-    } catch (err) {
-      if (onlyDuplicateKeys(err)) return;
-      log.warn('audit insert failed; publishing the entries to the audit queue', { entries: entries.length, err: err as Error });
+    // While the database is known to be away, straight to the queue: no insert to wait for.
+    if (db.health.up) {
+      try {
+        await db.audit.insertMany(entries, { ordered: false, timeoutMS: insertTimeoutMs });
+        metrics.auditDirectWrites.inc(entries.length);
+        metrics.auditEntriesWritten.inc(entries.length);
+        return;
+      } catch (err) {
+        if (onlyDuplicateKeys(err)) return;
+        log.warn('audit insert failed; publishing the entries to the audit queue', { entries: entries.length, err: err as Error });
+      }
     }
     try {
       await amqp.publish('', queue, entries, { messageId: entries[0]!._id });

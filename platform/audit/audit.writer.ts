@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { broker } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import type { AmqpClient, Delivery } from '../amqp';
+import { isDatabaseUnavailable } from '../db-health';
 import type { Logger } from '../log';
 import type { AuditDoc, Database } from '../mongo';
 
@@ -49,8 +50,9 @@ interface Held {
  * them. A redelivered entry (its process died after the write, before the ack) is a duplicate
  * `_id` and is ignored. A document the server refuses for itself (any other per-document write
  * error) and a message that is not an entry are dead-lettered (parked by the scheduler).
- * When the write fails as a whole (database away) the batch is held, unacked, and written again
- * after a backoff (0.1 s doubling to `maxBackoffMs`) rather than requeued: requeues count towards
+ * When the write fails as a whole the batch is held, unacked, and written again after a backoff
+ * (0.1 s doubling to `maxBackoffMs`; while the database is known to be away, as soon as it is
+ * back: platform/db-health.ts) rather than requeued: requeues count towards
  * the quorum delivery limit and would dead-letter good entries during a long outage.
  * `stop()` cancels the consumer and writes what it holds; what it cannot write goes back to the
  * queue. It may be called twice.
@@ -85,6 +87,8 @@ export function createAuditWriter(o: AuditWriterOptions) {
   const write = async (batch: Held[]): Promise<void> => {
     for (let attempt = 0; ; attempt++) {
       const docs = batch.flatMap((h) => h.entries);
+      // The database is known to be away: no write to try until it is back (or stop).
+      if (!db.health.up && !stopping) await Promise.race([db.health.whenUp(), sleep(60_000)]);
       try {
         await db.audit.insertMany(docs, { ordered: false });
         metrics.auditEntriesWritten.inc(docs.length);
@@ -117,8 +121,10 @@ export function createAuditWriter(o: AuditWriterOptions) {
           return;
         }
         const delay = Math.min(maxBackoffMs, 100 * 2 ** attempt);
-        log.warn('audit batch write failed; trying again', { entries: batch.length, delayMs: delay, err: err as Error });
-        await sleep(delay);
+        // While the database is known to be away: said once, then written as soon as it is back.
+        const away = isDatabaseUnavailable(err) && !db.health.up;
+        if (attempt === 0 || !away) log.warn('audit batch write failed; trying again', { entries: batch.length, delayMs: away ? 'when the database is back' : delay, err: err as Error });
+        await (away ? Promise.race([db.health.whenUp(), sleep(60_000)]) : sleep(delay));
       }
     }
   };
