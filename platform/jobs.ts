@@ -189,12 +189,24 @@ export function createJobs(deps: JobsDeps) {
    * another process holds the claim.
    */
   const settleOne = async (jobId: string, opts: { requestId: string | null; waitMs?: number }): Promise<'charged' | 'unpaid' | 'busy'> => {
+    claiming.set(jobId, (claiming.get(jobId) ?? 0) + 1);
+    try {
+      return await settleClaimed(jobId, opts);
+    } finally {
+      if (claiming.get(jobId) === 1) claiming.delete(jobId);
+      else claiming.set(jobId, claiming.get(jobId)! - 1);
+    }
+  };
+  const settleClaimed = async (jobId: string, opts: { requestId: string | null; waitMs?: number }): Promise<'charged' | 'unpaid' | 'busy'> => {
     let job: JobDoc | null = null;
     let claimStartedAt = 0;
     for (const deadline = Date.now() + (opts.waitMs ?? 0); ; ) {
       claimStartedAt = Date.now();
+      // A claim of this process that none of its requests holds any more (the attempt failed
+      // while the database was away) need not be waited out.
+      const stale = (claiming.get(jobId) ?? 0) <= 1 ? [{ 'credits.settling.owner': instanceId }] : [];
       job = await db.jobs.findOneAndUpdate(
-        { _id: jobId, 'credits.charged': false, $or: [{ 'credits.settling': null }, { 'credits.settling.until': { $lt: new Date() } }] },
+        { _id: jobId, 'credits.charged': false, $or: [{ 'credits.settling': null }, { 'credits.settling.until': { $lt: new Date() } }, ...stale] },
         { $set: { 'credits.settling': { owner: instanceId, until: new Date(claimStartedAt + settleLeaseMs) } } },
         { returnDocument: 'after' },
       );
@@ -266,6 +278,12 @@ export function createJobs(deps: JobsDeps) {
 
   /** Where releaseSettledMarkers goes on from. */
   let markerCursor = '';
+
+  /**
+   * Jobs whose settlement claim (`credits.settling`, owner instanceId) a request of this process
+   * holds now, by count: the accept that inserted the job, a settleOne running for it.
+   */
+  const claiming = new Map<string, number>();
 
   /** A job as it was when accepted (the 202 body a retry of the same request gets again). */
   const asAccepted = (job: JobDoc): JobDoc => ({ ...job, status: 'queued', rawStatus: 'queued', progressMessage: 'Waiting for a worker', result: null, error: null, updatedAt: job.createdAt });
@@ -358,6 +376,22 @@ export function createJobs(deps: JobsDeps) {
         if ((err as { code?: number }).code !== 11000) throw err;
         return api.acceptAgain({ ...input, jobId, amount });
       }
+      claiming.set(jobId, (claiming.get(jobId) ?? 0) + 1);
+      try {
+        return await api.chargeAndPublish({ ...input, jobId, amount }, job, insertedAt);
+      } finally {
+        if (claiming.get(jobId) === 1) claiming.delete(jobId);
+        else claiming.set(jobId, claiming.get(jobId)! - 1);
+      }
+    },
+
+    /** accept() after its insert: the charge, the publish, the batch (under the insert's claim). */
+    async chargeAndPublish(
+      input: { accountId: string; requestId: string; operation: CreditOperation; amount: number; jobId: string; undo?: (jobId: string) => Promise<void> },
+      job: JobDoc,
+      insertedAt: number,
+    ): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
+      const { jobId, amount } = input;
       faultPoint('accept.after-insert');
       // Stalled past half the claim (a frozen process): leave the job to the sweep rather than
       // charge while another process may be settling it. The charge itself gives up after a

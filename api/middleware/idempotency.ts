@@ -44,6 +44,28 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
   }, Math.max(200, Math.floor(opts.leaseMs / 3)));
   heartbeat.unref();
 
+  /**
+   * Records whose release (abort) could not be written (the database was away): released as soon
+   * as it is back, so a retry that reaches another API process need not wait out the lease.
+   */
+  const unreleased = new Set<string>();
+  let releasing: Promise<void> | undefined;
+  const releaseLater = (id: string) => {
+    unreleased.add(id);
+    releasing ??= (async () => {
+      await db.health.whenUp();
+      const ids = [...unreleased].filter((x) => !held.has(x));
+      unreleased.clear();
+      try {
+        if (ids.length) await db.idempotency.bulkWrite(ids.map((x) => ({ updateOne: { filter: { _id: x, state: 'in_flight' as const, owner }, update: { $set: { lockedUntil: new Date(0) } } } })), { ordered: false });
+      } catch {
+        // their leases run out by themselves within leaseMs
+      } finally {
+        releasing = undefined;
+      }
+    })();
+  };
+
   const proceed = (id: string, createdAt: Date): IdempotencyStart => {
     held.add(id);
     return { kind: 'proceed', id, seed: `${id}:${createdAt.getTime()}` };
@@ -85,8 +107,10 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
           throw new AppError('idempotency_key_reused', 'Idempotency-Key: already used with a different request body');
         }
         if (existing.state === 'done' && existing.response) return { kind: 'replay', ...existing.response };
-        if (existing.lockedUntil.getTime() < Date.now()) {
-          // Its owner stopped renewing the lease (it died): take the record over.
+        // Its owner stopped renewing the lease (it died), or it is this process and none of its
+        // requests runs it any more (an attempt that failed while the database was away): take
+        // the record over.
+        if (existing.lockedUntil.getTime() < Date.now() || (existing.state === 'in_flight' && existing.owner === owner && !held.has(id))) {
           const taken = await db.idempotency.findOneAndUpdate(
             { _id: id, state: 'in_flight', lockedUntil: existing.lockedUntil },
             { $set: { owner, lockedUntil: new Date(Date.now() + opts.leaseMs) } },
@@ -117,7 +141,14 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
      */
     async abort(id: string): Promise<void> {
       held.delete(id);
-      await db.idempotency.updateOne({ _id: id, state: 'in_flight', owner }, { $set: { lockedUntil: new Date(0) } });
+      // Never throws: the failure being answered matters more, and an unreleased record only
+      // makes a retry wait (at most leaseMs; this process takes its own over at once).
+      if (!db.health.up) return releaseLater(id);
+      try {
+        await db.idempotency.updateOne({ _id: id, state: 'in_flight', owner }, { $set: { lockedUntil: new Date(0) } }, { timeoutMS: 2000 });
+      } catch {
+        releaseLater(id);
+      }
     },
 
     close(): void {
