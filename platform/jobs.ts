@@ -568,10 +568,13 @@ export function createJobs(deps: JobsDeps) {
      * waits for a retry). Returns null when there is nothing to take (duplicate message,
      * finished job, or another worker holds it).
      */
-    async claim(jobId: string, owner: string, leaseMs: number): Promise<JobDoc | null> {
+    async claim(jobId: string, owner: string, leaseMs: number, opts: { again?: boolean } = {}): Promise<JobDoc | null> {
       const now = new Date();
+      // `again`: the caller's earlier claim failed without an answer (the database went away),
+      // so a lease of its own is one that claim may have taken, not another attempt running.
+      const mine = opts.again ? [{ status: 'processing' as const, 'lease.owner': owner }] : [];
       const job = await db.jobs.findOneAndUpdate(
-        { _id: jobId, $or: [{ status: 'queued' }, { status: 'processing', 'lease.until': { $lt: now } }] },
+        { _id: jobId, $or: [{ status: 'queued' }, { status: 'processing', 'lease.until': { $lt: now } }, ...mine] },
         {
           $set: { status: 'processing', lease: { owner, until: new Date(now.getTime() + leaseMs) }, startedAt: now, updatedAt: now, rawStatus: 'started', progressMessage: 'Started' },
           $inc: { attempts: 1 },
@@ -650,11 +653,18 @@ export function createJobs(deps: JobsDeps) {
       return job;
     },
 
-    /** Hand a job back for a later attempt: the lease becomes the retry time, the sweep republishes it. */
-    async scheduleRetry(jobId: string, owner: string, delayMs: number, error: string): Promise<boolean> {
+    /**
+     * Hand a job back for a later attempt: the lease becomes the retry time, the sweep republishes
+     * it. `uncounted`: the attempt does not count towards JOB_MAX_ATTEMPTS (the database went away
+     * under it: nothing was wrong with the job).
+     */
+    async scheduleRetry(jobId: string, owner: string, delayMs: number, error: string, opts: { uncounted?: boolean } = {}): Promise<boolean> {
       const r = await db.jobs.updateOne(
         { _id: jobId, status: 'processing', 'lease.owner': owner },
-        { $set: { lease: { owner: 'retry', until: new Date(Date.now() + delayMs) }, rawStatus: 'retry_scheduled', progressMessage: `Retrying after a transient error: ${error}`, updatedAt: new Date() } },
+        {
+          $set: { lease: { owner: 'retry', until: new Date(Date.now() + delayMs) }, rawStatus: 'retry_scheduled', progressMessage: `Retrying after a transient error: ${error}`, updatedAt: new Date() },
+          ...(opts.uncounted ? { $inc: { attempts: -1 } } : {}),
+        },
       );
       if (r.matchedCount === 1) await announce(jobId);
       return r.matchedCount === 1;

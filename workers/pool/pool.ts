@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { JOB_TYPES, broker, type PoolType } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import type { Delivery } from '../../platform/amqp';
+import { isDatabaseUnavailable } from '../../platform/db-health';
 import { currentContext, withContext } from '../../platform/context';
 import type { JobMessage } from '../../platform/jobs';
 import type { Logger } from '../../platform/log';
@@ -66,6 +67,8 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
   private cancel?: () => Promise<void>;
   private inFlight = new Map<string, { abort: AbortController; delivery: Delivery; done: Promise<void> }>();
   private closing?: Promise<void>;
+  /** Aborted by close(): ends the waits for the database below. */
+  private readonly stopping = new AbortController();
   private readonly log: Logger;
 
   constructor(
@@ -103,12 +106,35 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
     if (parsed.type !== this.def.pool) return this.deadLetter(d, 'wrong_pool');
     // Every line about the job names it and the request that made it (the message's
     // x-request-id header, or the job's own record when an older publisher sent none).
-    await withContext({ jobId: parsed.jobId }, () => this.claimAndRun(d, parsed));
+    await withContext({ jobId: parsed.jobId }, () => this.whileDatabaseAway((again) => this.claimAndRun(d, parsed, again)));
   }
 
-  private async claimAndRun(d: Delivery, parsed: JobMessage): Promise<void> {
+  /**
+   * Run `step`; while it fails because the database is away, wait until this process sees it
+   * again and run it again (`again` true), holding the message meanwhile: a requeue would count
+   * towards the quorum queue's delivery limit, and a long outage would dead-letter good jobs.
+   * A stopping worker gives up waiting (the error goes up, the message is requeued).
+   */
+  private async whileDatabaseAway<T>(step: (again: boolean) => Promise<T>): Promise<T> {
+    for (let tries = 0; ; tries++) {
+      try {
+        return await step(tries > 0);
+      } catch (err) {
+        if (!isDatabaseUnavailable(err) || this.closing) throw err;
+        if (tries === 0) this.log.warn('database unavailable; waiting for it', { errorType: errorType(err) });
+        await this.rt.db.health.whenUp(this.stopping.signal);
+        // Up, or a timeout of the operation's own while up: a short pause keeps a slow database
+        // from being retried in a tight loop.
+        await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** Math.min(tries, 5))));
+        if (this.closing) throw err;
+      }
+    }
+  }
+
+  private async claimAndRun(d: Delivery, parsed: JobMessage, again: boolean): Promise<void> {
     const { jobs } = this.rt;
-    let job = await jobs.claim(parsed.jobId, this.owner, this.opts.leaseMs);
+    // Our own lease may be taken again only when no delivery here is running the job.
+    let job = await jobs.claim(parsed.jobId, this.owner, this.opts.leaseMs, { again: again && !this.inFlight.has(parsed.jobId) });
     if (!job && d.msg.fields.redelivered) job = await this.takeOver(parsed.jobId);
     if (!job) {
       // Finished, held by another worker, or unknown: nothing to do for this copy.
@@ -144,7 +170,8 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
         (ours) => {
           if (!ours) abort.abort(new Error('lease lost'));
         },
-        (err) => log.warn('lease renewal failed', { err: err as Error }),
+        // While the database is known to be away every beat fails: the process said so once.
+        (err) => (isDatabaseUnavailable(err) && !this.rt.db.health.up ? log.debug('lease renewal failed', { err: err as Error }) : log.warn('lease renewal failed', { err: err as Error })),
       );
     }, Math.max(200, Math.floor(this.opts.leaseMs / 3)));
 
@@ -167,7 +194,9 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
         }),
       );
       if (abort.signal.aborted) throw abort.signal.reason;
-      const completed = await jobs.complete(job._id, this.owner, result, this.def.eventExtras?.(result));
+      // The work is done: a database that went away meanwhile is waited for, not a reason to
+      // do the work again.
+      const completed = await this.whileDatabaseAway(() => jobs.complete(job._id, this.owner, result, this.def.eventExtras?.(result)));
       if (completed) {
         log.info('job completed', { durationMs: Date.now() - startedAt });
         this.emit('completed', { jobId: job._id, result });
@@ -216,6 +245,13 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       await this.rt.jobs.scheduleRetry(job._id, this.owner, 0, 'worker stopped');
       return 'requeue';
     }
+    if (isDatabaseUnavailable(err)) {
+      // The database went away under the job (a progress write, say): once it is back, hand the
+      // job straight back without counting the attempt, and requeue so it runs again at once.
+      log.warn('job attempt interrupted by the database; retrying once it is back', { errorType: errorType(err) });
+      await this.whileDatabaseAway(() => this.rt.jobs.scheduleRetry(job._id, this.owner, 0, 'the database was unavailable', { uncounted: true }));
+      return 'requeue';
+    }
     if (err instanceof UnrecoverableError) {
       // The message may quote user input (a host, a provider's reply): it goes to the job, not the log.
       log.warn('job failed', { reason: 'unrecoverable', errorType: errorType(err) });
@@ -241,6 +277,7 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
   /** Stop taking work, let jobs in flight finish within the grace period, then hand them back. */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      this.stopping.abort();
       await this.cancel?.().catch((err) => this.log.warn('consumer cancel failed', { err: err as Error }));
       const pending = [...this.inFlight.values()];
       const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), this.opts.shutdownGraceMs).unref());
