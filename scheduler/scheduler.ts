@@ -3,11 +3,13 @@ import { MongoBackend } from '@agendajs/mongo-backend';
 import { metrics } from '../monitoring/metrics';
 import { startMonitoringServer } from '../monitoring/server';
 import { loadConfig, type Config } from '../platform/config';
+import { isDatabaseUnavailable } from '../platform/db-health';
 import { toAppError } from '../platform/errors';
 import { serviceLogger } from '../platform/log';
 import { startupReport, startupStep } from '../platform/startup';
+import { instanceId } from '../platform/instance';
 import { COLLECTIONS } from '../platform/mongo';
-import { createRuntime } from '../platform/runtime';
+import { createRuntime, type Runtime } from '../platform/runtime';
 import { inSpan } from '../platform/tracing';
 import { createDeliveriesRepository } from '../platform/webhooks/deliveries.repository';
 import { startDeadLetterHandler } from './dead-letters';
@@ -22,14 +24,25 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   const rt = await createRuntime(config, log);
   const tasks = createTasks(rt);
   const agenda = new Agenda({
+    // Named after this process: Agenda writes the name on every lock it takes (lastModifiedBy),
+    // so the locks an outage left behind can be told from another scheduler's (below).
+    name: instanceId,
     backend: new MongoBackend({ mongo: rt.db.db, collection: COLLECTIONS.agenda }),
     processEvery: config.SCHEDULER_PROCESS_EVERY_MS,
     defaultLockLifetime: 60_000,
   });
-  agenda.on('error', (err: Error) => log.error('agenda error', { err }));
+  // Agenda looks for due tasks every SCHEDULER_PROCESS_EVERY_MS: while the database is known to
+  // be away each look fails, and the process already said so once.
+  agenda.on('error', (err: Error) => (isDatabaseUnavailable(err) && !rt.db.health.up ? log.debug('agenda error while the database is away', { err }) : log.error('agenda error', { err })));
+
+  // Task runs in progress in this process, by name.
+  const running = new Map<string, number>();
+  const releaseOutageLocks = releaseLocksAfterOutage(rt, running);
+  rt.db.health.on('up', ({ downMs }) => void releaseOutageLocks(new Date(Date.now() - downMs)));
 
   const define = (name: string, run: () => Promise<unknown>) =>
     agenda.define(name, async () => {
+      running.set(name, (running.get(name) ?? 0) + 1);
       try {
         // A trace per task run (tracing on): its database commands and the jobs it republishes.
         const result = await inSpan(`task ${name}`, 'internal', { 'svc.task': name }, run);
@@ -41,6 +54,9 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
         metrics.errors.inc({ code: e.code, source: 'scheduler' });
         log.error('task failed', { task: name, err: (e.cause as Error) ?? e });
         throw err;
+      } finally {
+        running.set(name, running.get(name)! - 1);
+        if (running.get(name) === 0) running.delete(name);
       }
     });
 
@@ -106,3 +122,25 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   };
 }
 export type SchedulerProcess = Awaited<ReturnType<typeof start>>;
+
+/**
+ * A task run that the database's outage interrupted cannot write its end: Agenda keeps the lock
+ * it took (`lockedAt`) and nobody runs the task again until the lock is older than its lifetime
+ * (60 s), which would hold the jobs sweep and the credits settlement back for a minute after the
+ * database is back. So when this process sees the database again it releases the locks that it
+ * took before the outage began (Agenda names this process on them) of tasks that none of its
+ * runs is still running: those runs are over, and the next scan (SCHEDULER_PROCESS_EVERY_MS)
+ * runs the tasks again. Another scheduler's locks are not touched.
+ */
+function releaseLocksAfterOutage(rt: Runtime, running: ReadonlyMap<string, number>) {
+  return async (downSince: Date): Promise<void> => {
+    try {
+      const r = await rt.db.db
+        .collection(COLLECTIONS.agenda)
+        .updateMany({ lastModifiedBy: instanceId, lockedAt: { $ne: null, $lt: downSince }, name: { $nin: [...running.keys()] } }, { $unset: { lockedAt: true } });
+      if (r.modifiedCount) rt.log.info('released scheduler task locks left by the database outage', { tasks: r.modifiedCount });
+    } catch (err) {
+      rt.log.warn('scheduler task locks not released; they expire by themselves within 60 s', { err: err as Error });
+    }
+  };
+}
