@@ -3,7 +3,7 @@ import { metrics } from '../monitoring/metrics';
 import { AppError } from './errors';
 import { newId } from './ids';
 import type { Logger } from './log';
-import { COLLECTIONS, onlyDuplicateKeys, type Database, type JobDoc } from './mongo';
+import { COLLECTIONS, isDuplicateKey, onlyDuplicateKeys, type Database, type JobDoc } from './mongo';
 
 /**
  * Credits. Each debit is ONE conditional single-document update ($inc guarded by balance >= amount,
@@ -27,7 +27,31 @@ interface HoldDoc {
   deliveredBy?: HoldDelivery | null;
   /** Set when a settler took the hold over; it can no longer be extended (see `extend`). */
   settling?: Date;
+  /**
+   * A fence, not a hold: `reconcile` gave back a debit whose hold was never made, and keeps its
+   * id taken (a day) so a request that stalled past the grace cannot make it any more.
+   */
+  fence?: true;
 }
+
+/**
+ * A debit still `pending` this long is settled by `reconcile`: given back when what it paid for
+ * was never made (the request died or the database went away between the debit and the hold).
+ * A fence (HoldDoc.fence) makes it safe for a request still running, so it only needs to outlast
+ * a healthy request's two commands between them; it was 5 minutes, during which the balance
+ * shown lacked the credits.
+ */
+export const CHARGE_SETTLE_GRACE_MS = 15_000;
+
+/**
+ * A pending entry whose debit never happened is dropped only this late: a request that stalled
+ * between writing it and debiting could still debit, and its debit needs the entry to be given
+ * back. It costs the balance nothing meanwhile.
+ */
+export const CHARGE_DROP_GRACE_MS = 5 * 60_000;
+
+/** How long a fence keeps a given-back hold's id taken. */
+const FENCE_KEEP_MS = 24 * 3600_000;
 
 /**
  * Credits an API process took from an account in one conditional update, to charge jobs from in
@@ -50,11 +74,27 @@ export interface LeaseDoc {
   settling?: Date | null;
   /**
    * What the holder has written down as spent, a batch at a time (`addLeaseSpend`, at most 20 ms, 100 ms under a stream
-   * after the answer): what the balance shown subtracts. Settlement does not trust it: the holder
-   * settles with its own count, the scheduler counts the jobs that name the lease.
+   * after the answer): what the balance shown subtracts while the holder vouches for it (see
+   * LEASE_VOUCH_MS). Settlement does not trust it: the holder settles with its own count, the
+   * scheduler counts the jobs that name the lease.
    */
   spent?: number;
+  /** When the holder last wrote `spent` down (its clock); absent before its first batch. */
+  spentAt?: Date;
 }
+
+/**
+ * How long the balance shown trusts a lease's `spent`: while its holder keeps writing it down
+ * (its batches follow each answer within 20 to 100 ms) and for this long after. Past it the
+ * holder is idle, dead (its last batch may have died with it), or stopped spending from the
+ * lease because a count became uncertain (an insert whose outcome it never learnt, a batch that
+ * failed while the database was away): the balance then counts the jobs that name the lease, which
+ * is what the lease spent, whatever happened to the holder. So the balance read is exact within
+ * this long of an API process dying and as soon as the database answers again, not when the
+ * scheduler settles the lease (LEASE_SETTLE_MARGIN_MS after it expired). Clocks that disagree by
+ * more than this only make the balance count more often (or trust a dead holder that much longer).
+ */
+export const LEASE_VOUCH_MS = 2000;
 
 /**
  * A lease is settled by the scheduler only this long after its `until`: `until` comes from the
@@ -77,6 +117,21 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
   const price = (op: CreditOperation, units = 1) => Math.round(prices[op] * units * 100) / 100;
   const holds = db.db.collection<HoldDoc>(COLLECTIONS.creditHolds);
   const leases = db.db.collection<LeaseDoc>(COLLECTIONS.creditLeases);
+
+  /**
+   * Take `ref`'s hold id so the hold can never be made: true when it is fenced (now or by an
+   * earlier run), false when a real hold holds it (the request made it after all).
+   */
+  const fence = async (accountId: string, ref: string, operation: CreditOperation, amount: number): Promise<boolean> => {
+    const now = new Date();
+    try {
+      await holds.insertOne({ _id: ref, accountId, operation, amount, until: now, deliveredBy: null, settling: now, fence: true });
+      return true;
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+      return (await holds.countDocuments({ _id: ref, fence: true })) > 0;
+    }
+  };
 
   /**
    * The jobs a lease paid for: the truth of what it spent. They were created after the lease was
@@ -117,11 +172,12 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
 
     /**
      * What the account can spend: its credits plus the unspent part of the leases API processes
-     * hold (leased minus what their holders wrote down as spent, `LeaseDoc.spent`). One read of
-     * the account and one read by `_id` per lease it holds (a few at most: one per API process).
-     * Exact once the holders' ledger batches (at most 20 ms after each answer, 100 ms under a stream) are written; when a
-     * holder dies, the jobs of its last unwritten batch (or of an insert whose outcome it never
-     * learned) show as unspent until the scheduler settles its lease from the jobs.
+     * hold. One read of the account and one read by `_id` per lease it holds (a few at most: one
+     * per API process); a lease is leased minus what its holder wrote down as spent
+     * (`LeaseDoc.spent`) while the holder vouches for that count (LEASE_VOUCH_MS), else minus the
+     * price of the jobs that name it (one more read, only then). Exact once the holders' batches
+     * (at most 20 ms after each answer, 100 ms under a stream) are written, within LEASE_VOUCH_MS
+     * of a holder dying, and as soon as the database answers after an outage.
      */
     async balance(accountId: string): Promise<number> {
       const a = await db.accounts.findOne({ _id: accountId }, { projection: { credits: 1, leaseRefs: 1 } });
@@ -129,14 +185,25 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       if (!a.leaseRefs?.length) return a.credits;
       // By `_id` one at a time: FerretDB 1.24 scans the collection for `_id: { $in: [...] }`.
       const ls = await Promise.all(a.leaseRefs.map((id) => leases.findOne({ _id: id, accountId })));
-      return cents(ls.reduce((n, l) => (l ? n + Math.max(0, l.amount - (l.spent ?? 0)) : n), a.credits));
+      const now = Date.now();
+      const unspent = await Promise.all(
+        ls.map(async (l) => {
+          if (!l) return 0;
+          // The holder's count while it vouches for it; else what the lease's jobs cost.
+          const vouched = !l.settling && now < l.until.getTime() && now - (l.spentAt ?? l.at).getTime() <= LEASE_VOUCH_MS;
+          const spent = vouched ? (l.spent ?? 0) : (await jobsOfLease(l)).reduce((n, j) => n + j.credits.amount, 0);
+          return Math.max(0, l.amount - spent);
+        }),
+      );
+      return cents(unspent.reduce((n, u) => n + u, a.credits));
     },
 
     /** Write down what leases spent (lease id → amount), in one command: see LeaseDoc.spent. */
     async addLeaseSpend(spends: ReadonlyMap<string, number>): Promise<void> {
       if (!spends.size) return;
+      const now = new Date();
       await leases.bulkWrite(
-        [...spends].map(([id, amount]) => ({ updateOne: { filter: { _id: id }, update: { $inc: { spent: cents(amount) } } } })),
+        [...spends].map(([id, amount]) => ({ updateOne: { filter: { _id: id }, update: { $inc: { spent: cents(amount) }, $set: { spentAt: now } } } })),
         { ordered: false },
       );
     },
@@ -277,21 +344,25 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
     },
 
     /**
-     * Settle charges a crash left `pending` (older than `graceMs`): when the balance never moved,
-     * the entry goes; when it moved and what it paid for exists (`isLive`: the job or the hold),
-     * the entry is applied; when it moved and nothing was created (the process died between the
-     * debit and the insert), the credits are given back.
+     * Settle charges that a crash or a database outage left `pending` (older than `graceMs`,
+     * CHARGE_SETTLE_GRACE_MS): when the balance moved and what it paid for exists (`isLive`: the
+     * hold, or the job), the entry is applied; when it moved and nothing was made, the ref is
+     * fenced (a HoldDoc with `fence`, so the hold can no longer be made: a request still running
+     * fails on it instead of delivering) and the credits are given back. When the balance never
+     * moved, nothing is owed; the entry goes after `dropGraceMs`.
      */
-    async reconcile(isLive: (ref: string) => Promise<boolean>, graceMs: number): Promise<{ dropped: number; applied: number; refunded: number }> {
+    async reconcile(isLive: (ref: string) => Promise<boolean>, graceMs = CHARGE_SETTLE_GRACE_MS, dropGraceMs = CHARGE_DROP_GRACE_MS): Promise<{ dropped: number; applied: number; refunded: number }> {
       const out = { dropped: 0, applied: 0, refunded: 0 };
-      const pending = await db.ledger.find({ kind: 'charge', state: 'pending', at: { $lt: new Date(Date.now() - graceMs) } }).limit(500).toArray();
+      const now = Date.now();
+      const pending = await db.ledger.find({ kind: 'charge', state: 'pending', at: { $lt: new Date(now - graceMs) } }).limit(500).toArray();
       for (const e of pending) {
         const ref = e._id.replace(/^led_charge_/, '');
         const charged = await db.accounts.countDocuments({ _id: e.accountId, chargedRefs: ref });
         if (!charged) {
+          if (e.at.getTime() >= now - dropGraceMs) continue;
           await db.ledger.deleteOne({ _id: e._id, state: 'pending' });
           out.dropped++;
-        } else if (await isLive(ref)) {
+        } else if ((await isLive(ref)) || !(await fence(e.accountId, ref, e.operation, e.amount))) {
           await db.ledger.updateOne({ _id: e._id }, { $set: { state: 'applied' } });
           await api.releaseMarkers(e.accountId, [ref]);
           out.applied++;
@@ -357,7 +428,14 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       const used = input.id !== undefined && (await db.ledger.countDocuments({ _id: `led_charge_${input.id}` })) > 0;
       const id = input.id !== undefined && !used ? input.id : newId('hold');
       await api.debit({ accountId: input.accountId, operation: input.operation, amount: input.amount, requestId: input.requestId, jobId: id });
-      await holds.insertOne({ _id: id, accountId: input.accountId, operation: input.operation, amount: input.amount, until: new Date(Date.now() + input.ttlMs), deliveredBy: input.deliveredBy ?? null });
+      try {
+        await holds.insertOne({ _id: id, accountId: input.accountId, operation: input.operation, amount: input.amount, until: new Date(Date.now() + input.ttlMs), deliveredBy: input.deliveredBy ?? null });
+      } catch (err) {
+        // Fenced: this request took longer than CHARGE_SETTLE_GRACE_MS between its debit and its
+        // hold, and the scheduler gave the debit back. Nothing is delivered, nothing is charged.
+        if (isDuplicateKey(err)) throw new AppError('service_unavailable', 'the call could not be started in time and was not charged; retry it', { cause: err });
+        throw err;
+      }
       await api.confirm(id, input.accountId);
       return id;
     },
@@ -410,7 +488,8 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
 
     /** Settle holds whose call outlived its deadline (the waiting process died): captured when delivered, else released. */
     async settleExpiredHolds(now = new Date()): Promise<{ released: number; captured: number }> {
-      const expired = await holds.find({ until: { $lt: now } }, { projection: { _id: 1 } }).limit(500).toArray();
+      await holds.deleteMany({ fence: true, until: { $lt: new Date(now.getTime() - FENCE_KEEP_MS) } });
+      const expired = await holds.find({ until: { $lt: now }, fence: { $ne: true } }, { projection: { _id: 1 } }).limit(500).toArray();
       const out = { released: 0, captured: 0 };
       for (const h of expired) {
         const r = await api.settle(h._id, { expiredBefore: now });
@@ -466,10 +545,11 @@ interface HeldLease {
  * A lease is retired when it cannot cover the next charge or its spending time ends (a timer:
  * an idle account gets its credits back at once), then settled by the holder with its exact
  * count (after the ledger batch holding its jobs was written: `beforeSettle`). A lease whose
- * count is not exact (an insert's outcome unknown, a ledger batch failed) and the leases of a
- * holder that died are settled by the scheduler after `until` (plus LEASE_SETTLE_MARGIN_MS), from
- * their jobs (settleExpiredLeases). Below `minBalance` no lease is taken and `reserve` returns null: the
- * caller charges the account per job, exactly.
+ * count is not exact (an insert's outcome unknown, a ledger batch failed: the database went away)
+ * is retired at once, and it and the leases of a holder that died are settled by the scheduler
+ * after `until` (plus LEASE_SETTLE_MARGIN_MS), from their jobs (settleExpiredLeases); the balance
+ * shown counts their jobs meanwhile (LEASE_VOUCH_MS). Below `minBalance` no lease is taken and
+ * `reserve` returns null: the caller charges the account per job, exactly.
  */
 export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { owner: string; log: Logger; beforeSettle: () => Promise<void> }) {
   const margin = Math.min(5000, s.ttlMs / 4);
@@ -510,6 +590,16 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
     h.retired = true;
     if (byAccount.get(h.doc.accountId) === h) byAccount.delete(h.doc.accountId);
     settle(h);
+  };
+
+  /**
+   * The lease's count is no longer certain: spend no more from it (the next spend takes a new
+   * lease), so its `spent` stops being written down and the balance shown counts its jobs
+   * (LEASE_VOUCH_MS); the scheduler settles it from them after it expired.
+   */
+  const uncertain = (h: HeldLease) => {
+    h.exact = false;
+    retire(h);
   };
 
   const take = async (accountId: string): Promise<HeldLease | null> => {
@@ -562,7 +652,7 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
             },
             release: (stored) => {
               if (!end()) return;
-              if (stored === 'unknown') h.exact = false;
+              if (stored === 'unknown') return uncertain(h);
               settle(h);
             },
           };
@@ -588,7 +678,7 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
     /** A ledger batch with jobs of this lease failed: settle it from its jobs, which writes their entries. */
     inexact(leaseId: string): void {
       const h = byId.get(leaseId);
-      if (h) h.exact = false;
+      if (h) uncertain(h);
     },
 
     /** Retire every lease and settle it (on shutdown). May be called twice. */

@@ -8,9 +8,6 @@ import { sweepPendingDriveText } from '../platform/drive/text-queue';
 import { AGENT_RUN_SWEEP_GRACE_MS, createAgentRuns } from '../platform/agents/runs.service';
 import { createLiveSessions } from '../platform/live/sessions';
 
-/** A pending charge younger than this may still be in its request; older ones are settled. */
-export const CHARGE_SETTLE_GRACE_MS = 5 * 60_000;
-
 /** Scheduler tasks: plain functions over the runtime, so tests can call them directly too. */
 export function createTasks(rt: Runtime) {
   const { db, config } = rt;
@@ -49,9 +46,11 @@ export function createTasks(rt: Runtime) {
       // Credit leases whose API process died: the unspent part goes back (counted from their
       // jobs), 10 s after their `until` at the earliest, in case the clocks disagree.
       const leases = await rt.credits.settleExpiredLeases();
+      // What a pending debit paid for: its hold (a fence is not one), or a job of an older debit.
       const isLive = async (ref: string) =>
-        (await db.jobs.countDocuments({ _id: ref })) > 0 || (await db.db.collection(COLLECTIONS.creditHolds).countDocuments({ _id: ref as never })) > 0;
-      const reconciled = await rt.credits.reconcile(isLive, CHARGE_SETTLE_GRACE_MS);
+        (await db.jobs.countDocuments({ _id: ref })) > 0 || (await db.db.collection(COLLECTIONS.creditHolds).countDocuments({ _id: ref as never, fence: { $ne: true } })) > 0;
+      // Debits whose hold was never made are given back CHARGE_SETTLE_GRACE_MS (15 s) after them.
+      const reconciled = await rt.credits.reconcile(isLive);
       return { released, captured, leasesSettled: leases.settled, leaseCreditsReturned: leases.returned, ...reconciled };
     },
 
