@@ -85,6 +85,21 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return false;
 }
 
+/** FerretDB's message without the Go frames it starts with ("[msg_find.go:344 handler.…] [values.go:74 f[...]] "). */
+function withoutFrames(message: string): string {
+  let t = message.trimStart();
+  while (t.startsWith('[')) {
+    let depth = 0;
+    let i = 0;
+    for (; i < t.length; i++) {
+      if (t[i] === '[') depth++;
+      else if (t[i] === ']' && --depth === 0) break;
+    }
+    t = t.slice(i + 1).trimStart();
+  }
+  return t || message;
+}
+
 /** Server types that take writes: a standalone (FerretDB), a replica set primary, a mongos. */
 const WRITABLE = new Set(['Standalone', 'RSPrimary', 'Mongos', 'LoadBalancer']);
 const writable = (t: TopologyDescription) => [...t.servers.values()].some((s) => WRITABLE.has(s.type));
@@ -158,8 +173,7 @@ export class DatabaseHealth extends EventEmitter<DatabaseHealthEvents> {
 
   /** A command failed (from the client's command monitoring). */
   commandFailed(failure: unknown): void {
-    // FerretDB prefixes its messages with Go stack frames ("[msg_find.go:344 handler.…] "): left out.
-    if (isDatabaseUnreachable(failure)) this.markDown('ops', String((failure as Error).message ?? failure).replace(/\[[^\]]*\.go:\d+[^\]]*\]\s*/g, '').replace(/\s*\n\s*/g, ' ').slice(0, 240));
+    if (isDatabaseUnreachable(failure)) this.markDown('ops', withoutFrames(String((failure as Error).message ?? failure)).replace(/\s*\n\s*/g, ' ').slice(0, 240));
   }
 
   /** Stop probing and release every `whenUp` waiter. */

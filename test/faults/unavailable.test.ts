@@ -84,6 +84,13 @@ describe('database unavailable: errors and health', () => {
     health.on('down', ({ reason }) => events.push(`down: ${reason}`));
     health.on('up', () => events.push('up'));
     try {
+      health.commandFailed(ferretdb('[msg_find.go:344 handler.handleMaxTimeMSError] [values.go:74 iterator.ConsumeValuesN[...]] FATAL: terminating connection due to administrator command (SQLSTATE 57P01)'));
+      expect(health.reason, 'without the Go frames').to.equal('FATAL: terminating connection due to administrator command (SQLSTATE 57P01)');
+      answer = true;
+      await health.whenUp();
+      answer = false;
+      events.length = 0;
+      probes = 0;
       health.commandFailed(new MongoServerError({ code: 11000, errmsg: 'E11000', ok: 0 }));
       health.commandFailed(new MongoOperationTimeoutError('Timed out after 2000 ms'));
       expect(health.up, 'a duplicate key or a timeout of our own is not an outage').to.equal(true);
