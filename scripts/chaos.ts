@@ -5,13 +5,16 @@
  *   (default) crash: the API and the worker process killed with SIGKILL under load.
  *   --broker-cluster: on a local three-node RabbitMQ cluster, the code queue's leader killed and
  *     restarted, then another node stopped and started, under 500 builds at 15/s.
+ *   --db-faults: FerretDB killed, then PostgreSQL restarted, under a burst (a private database).
  */
 import { runBrokerCluster } from './chaos/broker-cluster';
 import { runCrash } from './chaos/crash';
+import { runDbFaults } from './chaos/db-faults';
 
 const scenarios: Record<string, () => Promise<boolean>> = {
   crash: runCrash,
   'broker-cluster': runBrokerCluster,
+  'db-faults': runDbFaults,
 };
 
 const asked = process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2));
