@@ -51,7 +51,7 @@ export async function createRuntime(config: Config, log: Logger) {
   const queues = [...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)), broker.deadLetterQueue(config.QUEUE_PREFIX), broker.webhookDeliveryQueue(config.QUEUE_PREFIX)];
   const unreport = reportQueueDepth({ queues, depth: (q) => amqp.queueDepth(q) });
   // Once per outage, in every process: when this process saw its database go and come back.
-  db.health.on('down', ({ reason }) => log.warn('database unreachable: answering 503 with Retry-After and probing it every 0.5 s', { reason }));
+  db.health.on('down', ({ reason }) => log.warn('database unreachable; probing it every 0.5 s until it answers', { reason }));
   db.health.on('up', ({ downMs }) => log.info('database reachable again', { downMs }));
   const probes: Probe[] = [
     // A read that reaches the stored data (FerretDB answers ping while its PostgreSQL is away);
