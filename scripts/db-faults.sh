@@ -127,17 +127,21 @@ EOF
 }
 
 down() {
-  [ -d "$dir" ] || return 0
-  if [ -f "$dir/ferretdb.port" ]; then kill_ferret; fi
-  if [ -f "$dir/pg/data/postmaster.pid" ]; then stop_pg; fi
-  rm -rf "$dir"
-  log "down: stopped and deleted"
+  if [ -d "$dir" ]; then
+    if [ -f "$dir/ferretdb.port" ]; then kill_ferret; fi
+    if [ -f "$dir/pg/data/postmaster.pid" ]; then stop_pg; fi
+    rm -rf "$dir"
+    log "down: stopped and deleted"
+  fi
+  # The lock file goes too (we still hold it: a command waiting on it finds no instance).
+  rm -f "$root/.tools/db-faults/.$name.lock"
 }
 
 need_up() { [ -f "$dir/pg.port" ] && [ -f "$dir/ferretdb.port" ] || fail "no instance '$name': run \`$0 up $name\` first"; }
 
 # One command at a time per instance (a test's kill and a developer's status do not interleave).
 # What outlives the script (the postmaster, FerretDB) is started with 9>&- so it does not keep it.
+case "$cmd" in url | kill-ferretdb | start-ferretdb | stop-postgres | start-postgres | restart-postgres | status) need_up ;; esac
 mkdir -p "$root/.tools/db-faults"
 exec 9>"$root/.tools/db-faults/.$name.lock"
 flock -w 120 9 || fail "another db-faults command holds the lock of '$name'"
