@@ -88,7 +88,7 @@ export const metrics = {
   }),
   publishConfirmDuration: new client.Histogram<'exchange' | 'outcome'>({
     name: 'amqp_publish_confirm_duration_seconds',
-    help: 'Time from publishing a persistent message to the broker confirm, by exchange kind (pool, events, webhooks, audit, other) and outcome (confirmed, failed).',
+    help: 'Time from a publish call to the broker confirm (a wait for a connection and the sends again after a failover included), by exchange kind (pool, events, webhooks, audit, auth, job_changes, other) and outcome (confirmed, failed).',
     labelNames: ['exchange', 'outcome'],
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 3],
     registers: [registry],
