@@ -149,13 +149,19 @@ ensure_epmd() {
   fail "epmd did not listen on 127.0.0.1:$epmd_port (see $dir/epmd.log)"
 }
 
-# Start node N's VM in the background (without waiting for it).
-launch() {
-  local n="$1" d; d="$(node_dir "$n")"
-  local p
+# Node N's ports are free (it is not running: anything there is not ours).
+check_ports() {
+  local n="$1" p
   for p in "$(amqp_port "$n")" "$(dist_port "$n")"; do
     port_taken "$p" && fail "port $p (node $n) is taken by a process this script did not start; set RMQ_CLUSTER_BASE_PORT to another range"
   done
+  return 0
+}
+
+# Start node N's VM in the background (without waiting for it).
+launch() {
+  local n="$1" d; d="$(node_dir "$n")"
+  check_ports "$n"
   rm -f "$d/beam.pid"
   # -start_epmd false: never start a stray epmd of the machine's (ours is already up).
   node_env "$n"
@@ -220,6 +226,8 @@ up() {
   if [ "${1:-}" = --lease ]; then lease="${2:?--lease needs a process id}"; fi
   [ -x "$rmq_bin/rabbitmq-server" ] || fail "RabbitMQ is not installed ($rmq_bin/rabbitmq-server): apt-get install rabbitmq-server"
   prepare
+  # Every port first: a port taken by someone else stops `up` before anything is started.
+  for n in "${NODES[@]}"; do node_pid "$n" >/dev/null || check_ports "$n"; done
   ensure_epmd
   for n in "${NODES[@]}"; do
     node_pid "$n" >/dev/null && continue
