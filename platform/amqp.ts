@@ -180,7 +180,8 @@ type SendOutcome = 'confirmed' | 'lost' | 'nacked';
  * on the next connection, within the same `publishTimeoutMs`: every message this service
  * publishes is absorbed when it arrives twice (job ids, event and delivery ids, audit entry ids,
  * invalidations, RPC correlation ids and chunk numbers). RPC requests are the exception (see
- * `request`).
+ * `request`). (amqplib 2.x's own `recovery` option is not used: it reconnects to one URL, leaves
+ * channels, consumers and topology to a setup callback, and sends nothing again.)
  *
  * Publishing resolves on the broker's confirm, waits for 'drain' rather than buffering without
  * bound, and fails after `publishTimeoutMs` while no broker takes it.
