@@ -40,6 +40,8 @@ export async function createRuntime(config: Config, log: Logger) {
   ]);
   if (mongo.status === 'rejected' || broker_.status === 'rejected') {
     await Promise.allSettled([amqp.close(), mongo.status === 'fulfilled' ? mongo.value.close() : undefined]);
+    // Both down: the first is thrown (and logged by the caller), the second said here.
+    if (mongo.status === 'rejected' && broker_.status === 'rejected') log.error('RabbitMQ did not connect either', { err: broker_.reason as Error });
     throw mongo.status === 'rejected' ? mongo.reason : (broker_ as PromiseRejectedResult).reason;
   }
   const db = mongo.value;
