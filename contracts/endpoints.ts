@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { AccountResponse, CreditsResponse } from './account';
 import { AgentCompletionRequest, AgentCompletionResponse, AgentMessageAccepted, AgentMessageRequest, AgentRunApproveAccepted, AgentRunApproveRequest, AgentRunList, AgentRunListQuery, AgentRunRequest, AgentRunResult, AgentRunView, AgentUsage, AgentUsageQuery } from './agents';
 import { Board, BoardCreate, BoardDuplicate, BoardList, BoardListQuery, BoardUpdate, Card, CardCreate, CardList, CardListQuery, CardUpdate } from './boards';

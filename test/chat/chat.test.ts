@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ChatJsonResponse } from '../../contracts/chat';
-import { Message } from '../../contracts/conversations';
+import type { Message } from '../../contracts/conversations';
 import { COLLECTIONS } from '../../platform/mongo';
 import { client, eventually, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';

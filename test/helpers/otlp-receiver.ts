@@ -46,7 +46,6 @@ export async function startOtlpReceiver(opts: { keep?: boolean } = {}) {
         res.writeHead(404).end();
         return;
       }
-      {
         try {
           const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans?: any[] };
           for (const rs of body.resourceSpans ?? []) {
@@ -77,7 +76,6 @@ export async function startOtlpReceiver(opts: { keep?: boolean } = {}) {
           res.writeHead(400).end();
           return;
         }
-      }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });

@@ -1,4 +1,4 @@
-import http from 'node:http';
+import type http from 'node:http';
 import { encodePng } from '../../platform/media/codec';
 import { fakeServer as providerServer, type Recorded } from '../helpers/fake-provider';
 

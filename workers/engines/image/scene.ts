@@ -646,7 +646,7 @@ export function composeScene(o: ComposeOptions): Composition {
         x = Math.min(W * 0.92, Math.max(W * 0.08, x));
         const depth = layer === 'near' ? 0.78 : onWater ? 0.22 : water && landIds.length ? 0.62 : 0.3;
         baseY = hz + (H - hz) * (depth + 0.06 * (rand() - 0.5));
-        size = (layer === 'near' ? H * 0.16 : H * 0.2) * Math.pow(0.85, k);
+        size = (layer === 'near' ? H * 0.16 : H * 0.2) * 0.85 ** k;
         side = -side;
         k++;
       }

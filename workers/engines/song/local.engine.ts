@@ -25,7 +25,7 @@ export function mulberry32(seed: number) {
   };
 }
 
-const midiHz = (m: number) => 440 * Math.pow(2, (m - 69) / 12);
+const midiHz = (m: number) => 440 * 2 ** ((m - 69) / 12);
 
 /** Syllables of a line, each as the vowel that colours it. */
 export function syllables(line: string): string[] {
