@@ -1,5 +1,6 @@
 /**
- * `npm run screenshots`: regenerates the README's pictures of what the local engines make.
+ * `npm run screenshots`: regenerates the pictures of what the local engines make (docs/*.png, shown in
+ * docs/capabilities/README.md).
  * Starts a throwaway stack (API, worker pools and scheduler in this process, its own database and
  * queue prefix on the local FerretDB and RabbitMQ, dropped at the end), then, over HTTP like any
  * client: POST /presentations and the deck's first slide → docs/slide.png; POST /images →
@@ -14,7 +15,7 @@ import { startStack } from '../test/helpers/stack';
 
 const docs = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'docs');
 
-/** What each picture shows (also printed, so the README can quote the requests). */
+/** What each picture shows (also printed, so the docs can quote the requests). */
 export const SHOTS = {
   slide: { name: 'Quarterly review', brief: 'We grew revenue 40% in Q2, led by the new self-serve plan. Churn fell from 5% to 3% after the onboarding redesign. Next quarter we open two regional offices and hire twelve engineers.', slideCount: 5 },
   image: { prompt: 'a cabin in a snowy pine forest at night under the stars, watercolour', engine: 'svc-ultra', aspectRatio: '16:9', includeBase64: true },

@@ -288,7 +288,8 @@ export async function runDbFaults(): Promise<boolean> {
         { id: small._id, key: smallKey, credits: 5000, label: 'per-job' },
       ];
       // Every collection the burst writes exists before the first kill: FerretDB 1.24 creates a
-      // collection in two steps, and a SIGKILL between them leaves it unusable (README, Known limits).
+      // collection in two steps, and a SIGKILL between them leaves it unusable (docs/operations.md,
+      // "Database outages").
       await Promise.all(list.flatMap((a) => [0, 1].map((i) => postTracked(run, { key: `dbf-${run.id}-warm-${a.label}-${i}`, account: a, tries: [] }, { prompt: `warm ${a.label} ${i}` }))));
       await quiet(run, list);
       const a = await burst(run, faults, list, { name: 'FerretDB killed (SIGKILL) and started again', break: (f) => f.killFerretDb(), mend: (f) => f.startFerretDb() }, 'a');

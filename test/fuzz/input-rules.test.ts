@@ -4,7 +4,7 @@ import { startStack, type Stack } from '../helpers/stack';
 import { nestedJson } from './operations';
 import { expectSaneAnswer, rawClient, type RawClient, type RawRequest } from './raw-http';
 
-/** The input rules one by one (README "Input rules"), each with the exact code and message. */
+/** The input rules one by one (docs/api-guide.md, "Input rules"), each with the exact code and message. */
 describe('input rules: no 5xx on bad input, one Error shape, one rule for unknown fields', () => {
   let stack: Stack;
   let http: RawClient;

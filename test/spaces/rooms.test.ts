@@ -30,7 +30,7 @@ const run = promisify(execFile);
 const ROOM: TexturedRoom = { half: 4, ceiling: 2.6, cam: 1.5 };
 const VIEW = { width: 640, height: 480, fovX: 65, room: ROOM };
 const YAWS = [0, 40, 80, 120];
-/** Documented tolerance of the recovered yaw on a level rendered room (README). */
+/** Documented tolerance of the recovered yaw on a level rendered room (docs/capabilities/spaces.md). */
 const YAW_TOLERANCE_DEG = 2;
 /** Walls measured from the floor–wall line: within 10 percent on a level rendered room. */
 const WITHIN = 0.1;
