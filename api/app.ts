@@ -146,7 +146,7 @@ export async function start(config: Config = loadConfig()) {
   const authCache = createAuthCache((presented) => (rt.db.health.up ? rt.accounts.authenticate(presented) : Promise.reject(databaseUnavailable())), { ttlMs: config.AUTH_CACHE_TTL_MS });
   // In-flight jobs cached for GET /jobs/{id}, kept true by the job-changes fanout (this process's
   // own changes come back over it too).
-  const jobCache = createJobCache({ maxEntries: config.JOB_CACHE_ENTRIES, ttlMs: config.JOB_CACHE_TTL_MS });
+  const jobCache = createJobCache({ maxEntries: config.JOB_CACHE_ENTRIES, ttlMs: config.JOB_CACHE_TTL_MS, finishedMaxBytes: config.JOB_CACHE_FINISHED_BYTES });
   // The three consumers side by side (each its own channel).
   const [, unsubscribe, unsubscribeJobs] = await startupStep('consumers', () =>
     Promise.all([

@@ -7,10 +7,12 @@ export const JobChangeSchema = z.object({ jobId: z.string() });
 export type JobChange = z.infer<typeof JobChangeSchema>;
 
 export interface JobCacheOptions {
-  /** Most jobs kept (least recently stored dropped first); 0 turns the cache off. */
+  /** Most in-flight jobs kept (least recently stored dropped first); 0 turns that tier off. */
   maxEntries: number;
-  /** Backstop: an entry is read again after this long, whatever was announced. */
+  /** Backstop: an in-flight entry is read again after this long, whatever was announced. */
   ttlMs: number;
+  /** Bytes of finished jobs kept (least recently used dropped first); 0 turns that tier off. */
+  finishedMaxBytes?: number;
 }
 
 /** A cached job: its owner (checked on every hit) and the envelope GET /jobs/{id} answers. */
@@ -20,6 +22,11 @@ export interface CachedJob {
 }
 
 const CACHED_STATUSES = new Set(['queued', 'processing']);
+const FINISHED_STATUSES = new Set(['complete', 'failed']);
+/** Map entry, ids and object overhead per finished entry, on top of its JSON length. */
+const ENTRY_OVERHEAD_BYTES = 256;
+/** What a finished entry costs: its JSON length in UTF-16 code units (bytes for ASCII text) plus overhead. */
+const sizeOf = (value: CachedJob) => JSON.stringify(value.envelope).length + value.accountId.length + ENTRY_OVERHEAD_BYTES;
 
 /**
  * Jobs still in flight, cached in each API process for `GET /jobs/{id}`: pollers ask for the same
@@ -35,10 +42,38 @@ const CACHED_STATUSES = new Set(['queued', 'processing']);
  * re-established. `ttlMs` bounds staleness if a worker's announcement itself failed (its broker
  * connection dropped after its database write).
  *
- * Finished jobs are not cached: they are asked for once or twice, and their results can be large.
+ * Finished jobs (`complete`, `failed`) have a tier of their own. A finished job never changes
+ * again (platform/jobs.ts moves a job only out of `queued` or `processing`; a space job's preview
+ * result shows while it is `processing`, and its final result with `complete`; nothing deletes a
+ * finished job), so that tier needs no announcement and no expiry: it is bounded by bytes
+ * (`finishedMaxBytes`, least recently used dropped first, results can be large), kept while the
+ * fanout is down, and still dropped per job by `invalidate`, so a future path that deletes jobs
+ * only has to announce them.
  */
 export function createJobCache(opts: JobCacheOptions) {
   const entries = new Map<string, { value: CachedJob; until: number }>();
+  /** Finished jobs, least recently used first, and their bytes (sizeOf). */
+  const finished = new Map<string, { value: CachedJob; bytes: number }>();
+  const finishedMax = opts.finishedMaxBytes ?? 0;
+  let finishedBytes = 0;
+  const dropFinished = (id: string) => {
+    const e = finished.get(id);
+    if (!e) return;
+    finished.delete(id);
+    finishedBytes -= e.bytes;
+  };
+  const keepFinished = (id: string, value: CachedJob) => {
+    const bytes = sizeOf(value);
+    if (bytes > finishedMax) return; // larger than the whole tier: never evict everything for one
+    dropFinished(id);
+    finished.set(id, { value, bytes });
+    finishedBytes += bytes;
+    while (finishedBytes > finishedMax) {
+      dropFinished(finished.keys().next().value!);
+      metrics.jobCacheFinishedEvictions.inc();
+    }
+    metrics.jobCacheFinishedBytes.set(finishedBytes);
+  };
   /** Reads in flight per job id, and how often each such job changed meanwhile. */
   const reading = new Map<string, { readers: number; changes: number }>();
   /** Bumped when the whole cache is dropped (fanout lost or back): every read in flight is stale. */
@@ -51,6 +86,13 @@ export function createJobCache(opts: JobCacheOptions) {
      * exist; `read` fetches it from the database on a miss.
      */
     async get(accountId: string, id: string, read: () => Promise<CachedJob | null>): Promise<JobEnvelope | null> {
+      const done = finished.get(id);
+      if (done) {
+        metrics.jobCacheLookups.inc({ outcome: 'finished_hit' });
+        finished.delete(id); // most recently used goes last
+        finished.set(id, done);
+        return done.value.accountId === accountId ? done.value.envelope : null;
+      }
       const hit = live ? entries.get(id) : undefined;
       if (hit && hit.until > Date.now()) {
         metrics.jobCacheLookups.inc({ outcome: 'hit' });
@@ -70,7 +112,11 @@ export function createJobCache(opts: JobCacheOptions) {
       }
       // Kept only if neither this job nor the whole cache changed while the read was on its way.
       const unchanged = startedEpoch === epoch && track.changes === changesBefore;
-      if (value && live && unchanged && opts.maxEntries > 0 && CACHED_STATUSES.has(value.envelope.status)) {
+      // A finished job never changes: what was read is final, whatever happened meanwhile.
+      if (value && finishedMax > 0 && FINISHED_STATUSES.has(value.envelope.status)) {
+        entries.delete(id);
+        keepFinished(id, value);
+      } else if (value && live && unchanged && opts.maxEntries > 0 && CACHED_STATUSES.has(value.envelope.status)) {
         entries.delete(id);
         entries.set(id, { value, until: Date.now() + opts.ttlMs });
         if (entries.size > opts.maxEntries) entries.delete(entries.keys().next().value!);
@@ -81,11 +127,18 @@ export function createJobCache(opts: JobCacheOptions) {
     /** A job changed (announced on the fanout, or by this process). */
     invalidate(change: JobChange) {
       entries.delete(change.jobId);
+      if (finished.has(change.jobId)) {
+        dropFinished(change.jobId);
+        metrics.jobCacheFinishedBytes.set(finishedBytes);
+      }
       const track = reading.get(change.jobId);
       if (track) track.changes++;
     },
 
-    /** Forget everything (an unreadable announcement: it may have named any job). */
+    /**
+     * Forget every in-flight job (an unreadable announcement: it may have named any job). Finished
+     * jobs stay: no announcement can change them.
+     */
     clear() {
       epoch++;
       entries.clear();
@@ -107,6 +160,11 @@ export function createJobCache(opts: JobCacheOptions) {
 
     get size() {
       return entries.size;
+    },
+
+    /** Finished jobs held, and their bytes as counted against `finishedMaxBytes`. */
+    get finished() {
+      return { entries: finished.size, bytes: finishedBytes };
     },
   };
 }

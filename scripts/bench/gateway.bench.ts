@@ -9,7 +9,8 @@
  * ratios.
  *  (a) bare Express hello vs bare node:http hello (checks the harness)
  *  (b) full-stack GET /account vs bare node:http doing one findOne by _id (target 0.6)
- *  (c) authenticated GET /jobs/{id} vs the same findOne baseline (target 0.7)
+ *  (c) authenticated GET /jobs/{id} vs the same findOne baseline (target 0.7), of a queued job
+ *      (the in-flight tier of the job cache) and of a completed one (the finished tier)
  *  (d) POST /code-builds accepted vs bare node:http doing one insertOne (target 0.3)
  *  (b2, c2, d2) the same with API_PROCESSES=2 behind the supervisor, against the same
  *      single-process baselines (measured again, in turn with them): the API scales by processes.
@@ -96,7 +97,15 @@ async function prepare(api: SupervisedApi) {
     if (res.status !== 202) throw new Error(`POST /code-builds answered ${res.status}: ${await res.text()}`);
     const { jobId } = (await res.json()) as { jobId: string };
     const job = await db.jobs.findOne({ _id: jobId });
-    return { accountId, auth, job: job! };
+    // A second build, completed as a worker would leave it (no GET saw it before: no cache entry).
+    const res2 = await fetch(`${api.url}/code-builds`, { method: 'POST', headers: { ...auth, ...JSON_BODY }, body: BODY });
+    if (res2.status !== 202) throw new Error(`POST /code-builds answered ${res2.status}: ${await res2.text()}`);
+    const doneId = ((await res2.json()) as { jobId: string }).jobId;
+    const now = new Date();
+    const result = { appUrl: `https://example.test/apps/${doneId}`, files: [{ path: 'index.html', bytes: 2048 }], summary: 'A small app.' };
+    await db.jobs.updateOne({ _id: doneId }, { $set: { status: 'complete', rawStatus: 'complete', progressMessage: 'Done', result, completedAt: now, updatedAt: now } });
+    const done = await db.jobs.findOne({ _id: doneId });
+    return { accountId, auth, job: job!, done: done! };
   } finally {
     await db.close();
   }
@@ -107,12 +116,12 @@ async function prepare(api: SupervisedApi) {
  * servers on their own database holding a copy of the API's job document.
  */
 async function measureApi(api: SupervisedApi) {
-  const { auth, job, accountId } = await prepare(api);
+  const { auth, job, done, accountId } = await prepare(api);
   const url = benchConfig().MONGODB_URL;
   const db = await connectMongo(url);
   try {
     await ensureIndexes(db);
-    await db.jobs.insertOne(job);
+    await db.jobs.insertMany([job, done]);
     const env = { MONGODB_URL: url, BASELINE_ACCOUNT_ID: accountId };
     const [find, insert] = await Promise.all([startBaseline('find', env), startBaseline('insert', env)]);
     try {
@@ -120,6 +129,7 @@ async function measureApi(api: SupervisedApi) {
       return {
         account: await compare(findOne, { url: `${api.url}/account`, headers: auth }),
         job: await compare(findOne, { url: `${api.url}/jobs/${job._id}`, headers: auth }),
+        finished: await compare({ url: `${find.url}/jobs/${done._id}` }, { url: `${api.url}/jobs/${done._id}`, headers: auth }),
         post: await compare(
           { url: `${insert.url}/code-builds`, method: 'POST', headers: JSON_BODY, body: BODY },
           { url: `${api.url}/code-builds`, method: 'POST', headers: { ...auth, ...JSON_BODY }, body: BODY },
@@ -196,11 +206,12 @@ export const bench: Bench = {
       // Scaling as the ratio of the two ratios: each against the baseline measured beside it, so
       // load from elsewhere that differs between the two runs cancels out.
       const ratio = (c: Compared) => c.value.rps / c.base.rps;
-      const scale = (k: 'account' | 'job' | 'post') => (processes === 1 ? '' : `; x${(ratio(figures[k]) / ratio(one[k])).toFixed(2)} the ratio of 1 process`);
+      const scale = (k: 'account' | 'job' | 'finished' | 'post') => (processes === 1 ? '' : `; x${(ratio(figures[k]) / ratio(one[k])).toFixed(2)} the ratio of 1 process`);
       const find = 'node:http + findOne by _id, 1 process';
-      const { account, job, post } = figures;
+      const { account, job, finished, post } = figures;
       rows.push(row(`(b${tag}) GET /account, ${label}, req/s`, account.value.rps, 'req/s', account.base.rps, detail(account, find) + scale('account'), 0.6));
       rows.push(row(`(c${tag}) GET /jobs/{id}, ${label}, req/s`, job.value.rps, 'req/s', job.base.rps, detail(job, find) + scale('job'), 0.7));
+      rows.push(row(`(c${tag}) GET /jobs/{id} of a completed job, ${label}, req/s`, finished.value.rps, 'req/s', finished.base.rps, detail(finished, find) + scale('finished'), 0.7));
       rows.push(row(`(d${tag}) POST /code-builds accepted, ${label}, req/s`, post.value.rps, 'req/s', post.base.rps, detail(post, 'node:http + insertOne, 1 process') + scale('post'), 0.3));
     }
 

@@ -10,7 +10,7 @@ import { startTcpProxy } from '../helpers/tcp-proxy';
 import { within } from '../helpers/within';
 
 
-describe('job cache (in-flight jobs of GET /jobs/{id} cached per API process, changes announced over a fanout)', function () {
+describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes announced over a fanout, finished jobs by bytes)', function () {
   this.timeout(60_000);
   let stack: Stack;
   let second: ApiServer;
@@ -76,16 +76,67 @@ describe('job cache (in-flight jobs of GET /jobs/{id} cached per API process, ch
     expect((await status(two)).result).to.deep.equal({ ok: true });
   });
 
-  it('when a job has finished, then it is not cached: every GET reads it', async () => {
+  it('when a job has finished, then the first GET reads it and later GETs, from either account, read nothing', async () => {
     const { key } = await stack.createAccount();
+    const other = await stack.createAccount();
     const api = client(stack.baseUrl, key);
     const { body } = await api.post('/code-builds', { prompt: 'x' });
     await stack.rt.jobs.fail(body.jobId, 'boom');
     await within(250, async () => (await api.get(`/jobs/${body.jobId}`)).body.status === 'failed');
     const reads = await jobReads(async () => {
-      for (let i = 0; i < 3; i++) expect((await api.get(`/jobs/${body.jobId}`)).body.status).to.equal('failed');
+      for (let i = 0; i < 3; i++) {
+        const r = await api.get(`/jobs/${body.jobId}`);
+        expect(r.body).to.include({ status: 'failed', error: 'boom' });
+      }
+      const theirs = await client(stack.baseUrl, other.key).get(`/jobs/${body.jobId}`);
+      expect(theirs.status).to.equal(404); // the owner is checked on every hit
     });
-    expect(reads).to.equal(3);
+    expect(reads).to.equal(0);
+    const lookups = (await registry.getSingleMetric('job_cache_lookups_total')!.get()).values;
+    expect(lookups.find((v) => v.labels.outcome === 'finished_hit')?.value).to.be.at.least(3);
+  });
+
+  it('when the fanout is interrupted, then finished jobs are still served from memory (they never change)', () => {
+    const cache = createJobCache({ maxEntries: 10, ttlMs: 60_000, finishedMaxBytes: 1 << 20 });
+    cache.ready();
+    const done = { accountId: 'acct_a', envelope: { jobId: 'code_1', status: 'complete', result: { ok: true } } } as unknown as CachedJob;
+    let reads = 0;
+    const read = async () => (reads++, done);
+    return (async () => {
+      await cache.get('acct_a', 'code_1', read);
+      cache.lost();
+      cache.clear();
+      expect((await cache.get('acct_a', 'code_1', read))?.status).to.equal('complete');
+      expect(reads).to.equal(1);
+      cache.invalidate({ jobId: 'code_1' }); // a path that deletes a job announces it
+      await cache.get('acct_a', 'code_1', read);
+      expect(reads).to.equal(2);
+    })();
+  });
+
+  it('when finished jobs outgrow JOB_CACHE_FINISHED_BYTES, then the least recently used go first and are counted', async () => {
+    const big = 'x'.repeat(2_000);
+    const job = (id: string) => ({ accountId: 'acct_a', envelope: { jobId: id, status: 'complete', result: { text: big } } }) as unknown as CachedJob;
+    const cache = createJobCache({ maxEntries: 10, ttlMs: 60_000, finishedMaxBytes: 7_500 }); // three entries fit
+    const reads: string[] = [];
+    const get = (id: string) => cache.get('acct_a', id, async () => (reads.push(id), job(id)));
+    const evictions = async () => (await registry.getSingleMetric('job_cache_finished_evictions_total')!.get()).values[0]?.value ?? 0;
+    const before = await evictions();
+    for (const id of ['a', 'b', 'c', 'a', 'd']) await get(id); // a is used again, so d evicts b
+    expect(reads).to.deep.equal(['a', 'b', 'c', 'd']);
+    expect(cache.finished.entries).to.equal(3);
+    expect(cache.finished.bytes).to.be.at.most(7_500);
+    expect((await evictions()) - before).to.equal(1);
+    await get('b');
+    await get('a');
+    expect(reads).to.deep.equal(['a', 'b', 'c', 'd', 'b']); // b read again; a still held
+
+    const tiny = createJobCache({ maxEntries: 10, ttlMs: 60_000, finishedMaxBytes: 100 }); // smaller than one job
+    await tiny.get('acct_a', 'a', async () => job('a'));
+    expect(tiny.finished.entries).to.equal(0);
+    const off = createJobCache({ maxEntries: 10, ttlMs: 60_000, finishedMaxBytes: 0 }); // JOB_CACHE_FINISHED_BYTES=0
+    await off.get('acct_a', 'a', async () => job('a'));
+    expect(off.finished.entries).to.equal(0);
   });
 
   it('when another account asks for a cached job, then 404 not_found, and the owner still gets it', async () => {
