@@ -103,6 +103,7 @@ export const metrics = {
     registers: [registry],
   }),
   amqpPublishesResent: counter('amqp_publishes_resent_total', 'Publishes sent again within their PUBLISH_TIMEOUT_MS because the connection died before the broker confirmed them (connection_lost) or the broker refused them (nacked), by exchange kind.', ['exchange', 'reason']),
+  amqpConsumerRestarts: counter('amqp_consumer_restarts_total', 'Consumers the broker stopped while the connection stayed up, each subscribed again on a new channel (queue and exchanges declared again first), by queue and reason: cancelled (the broker cancelled the consumer: its queue was deleted, or its quorum leader moved), precondition_failed (406: an ack of an unknown delivery tag, a double ack), not_found (404), channel_error (another channel error).', ['queue', 'reason']),
   webhooksDisabled: counter('webhooks_disabled_total', 'Webhooks disabled automatically after consecutive failed deliveries.', []),
   auditEntriesWritten: counter('audit_entries_written_total', 'Audit entries written to audit_log, by the API before its answer or by the audit queue writer (duplicates not counted).', []),
   auditDirectWrites: counter('audit_direct_writes_total', 'Audit entries an API process inserted into audit_log itself before answering (the normal path).', []),

@@ -42,6 +42,8 @@ export interface AmqpEvents {
   published: [{ exchange: string; routingKey: string }];
   /** A publish sent again: its connection died before the confirm (failover), or the broker nacked it. */
   resent: [{ exchange: string; routingKey: string; reason: 'connection_lost' | 'nacked' }];
+  /** A consumer the broker stopped while the connection stayed up is subscribed again. */
+  consumerRestarted: [{ queue: string; reason: ConsumerRestartReason }];
   ack: [{ queue: string }];
   requeue: [{ queue: string }];
   deadLetter: [{ queue: string }];
@@ -60,6 +62,23 @@ interface Consumer {
   handler: (d: Delivery) => Promise<void>;
   channel?: Channel;
   tag?: string;
+  /** When the broker last stopped it (see restartConsumer), and the wait before that restart. */
+  restartedAt?: number;
+  restartDelayMs?: number;
+}
+
+/** Why a consumer was subscribed again (the `reason` label of amqp_consumer_restarts_total). */
+export type ConsumerRestartReason = 'cancelled' | 'precondition_failed' | 'not_found' | 'channel_error';
+
+const restartReason = (err: unknown): ConsumerRestartReason => {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === 406 ? 'precondition_failed' : code === 404 ? 'not_found' : 'channel_error';
+};
+
+/** Options of an AmqpClient besides its URL, topology and log. */
+export interface AmqpClientOptions {
+  /** AMQP heartbeat asked for on every connection, in seconds (config AMQP_HEARTBEAT_S; default 5). */
+  heartbeatS?: number;
 }
 
 /**
@@ -153,6 +172,16 @@ export function amqpEndpoint(url: string): string {
   }
 }
 
+/**
+ * `url` with the AMQP heartbeat (seconds) in its query, where amqplib reads it; a heartbeat the
+ * URL already names is replaced.
+ */
+export function withHeartbeat(url: string, seconds: number): string {
+  const u = new URL(url);
+  u.searchParams.set('heartbeat', String(seconds));
+  return u.toString();
+}
+
 /** A connection to the first node of an AMQP_URL list that answers (tests and scripts; AmqpClient has its own failover). */
 export async function connectAny(value: string, opts: Options.Connect & { timeout?: number } = {}): Promise<ChannelModel> {
   const failures: string[] = [];
@@ -185,6 +214,15 @@ type SendOutcome = 'confirmed' | 'lost' | 'nacked';
  *
  * Publishing resolves on the broker's confirm, waits for 'drain' rather than buffering without
  * bound, and fails after `publishTimeoutMs` while no broker takes it.
+ *
+ * Every connection asks for an AMQP heartbeat (`heartbeatS`): a node that stops sending frames
+ * while its TCP connection stays open (a stalled VM, a network path dropping packets) is given
+ * up once two heartbeat intervals pass without a frame, and the failover above runs.
+ *
+ * Within a connection: a consumer the broker stops (it closes the consumer's channel with an
+ * error, or cancels the consumer: queue deleted, quorum leader moved) is subscribed again on a
+ * new channel after declaring the topology again; a publish channel that cannot be reopened is
+ * tried again with backoff, and after 5 failures the connection is replaced.
  */
 export class AmqpClient extends EventEmitter<AmqpEvents> {
   private conn?: ChannelModel;
@@ -206,6 +244,9 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   private lost?: { at: number; index: number };
   /** Publishes waiting for a publish channel (a new connection, or a channel reopened after an error). */
   private pubWaiters = new Set<() => void>();
+  /** The next try at reopening the publish channel, after a failed one. */
+  private pubRetry?: NodeJS.Timeout;
+  private readonly heartbeatS: number;
   /** Publish channels the broker closed with an error (a publish there is not retried). */
   private failedChannels = new WeakSet<Channel>();
   /** Publish channels of connections the broker closed with 541 INTERNAL_ERROR. */
@@ -220,9 +261,11 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     private readonly topology: TopologyOptions,
     private readonly log: Logger,
     private readonly publishTimeoutMs = 3000,
+    opts: AmqpClientOptions = {},
   ) {
     super();
     this.setMaxListeners(0);
+    this.heartbeatS = opts.heartbeatS ?? 5;
     this.urls = amqpUrls(url);
     if (this.urls.length === 0) throw new Error('AMQP_URL names no broker');
     this.urls.forEach((u, i) => metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0));
@@ -272,10 +315,18 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     const url = this.urls[index]!;
     const node = amqpEndpoint(url);
     // noDelay: confirms and small messages must not wait for Nagle's algorithm (40 ms per round trip).
-    const conn = await amqp.connect(url, { timeout: 5000, noDelay: true });
+    const conn = await amqp.connect(withHeartbeat(url, this.heartbeatS), { timeout: 5000, noDelay: true });
     // The error comes with the close that follows it: the failover line carries it (one warning).
     conn.on('error', outsideWork.bind((err: Error) => this.log.debug('amqp connection error', { node, err })));
-    conn.on('close', outsideWork.bind((err?: Error) => this.onLost(conn, err)));
+    conn.on(
+      'close',
+      outsideWork.bind((err?: Error) => {
+        // After a missed heartbeat amqplib only ends its side of the socket; the stalled peer
+        // would keep it half-open indefinitely.
+        if (err?.message === 'Heartbeat timeout') (conn.connection as unknown as { stream?: { destroy?(): void } }).stream?.destroy?.();
+        this.onLost(conn, err);
+      }),
+    );
     // A memory or disk alarm: publishes fail at once (callers fall back) instead of waiting.
     conn.on(
       'blocked',
@@ -348,16 +399,39 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     return pub;
   }
 
-  /** A new publish channel on `conn`, unless the connection is gone or another one is open. */
-  private reopenPublisher(conn: ChannelModel) {
+  /**
+   * A new publish channel on `conn`, unless the connection is gone or another one is open. A
+   * failed open is tried again with backoff (100 ms doubling, publishes wait meanwhile); after 5
+   * failures in a row the connection is closed, and the reconnect makes a new one.
+   */
+  private reopenPublisher(conn: ChannelModel, failures = 0) {
     if (this.conn !== conn || this.closing || this.pub) return;
+    clearTimeout(this.pubRetry);
+    this.pubRetry = undefined;
     this.openPublisher(conn).then(
       (next) => {
         if (this.conn !== conn || this.pub) return void next.close().catch(() => {});
         this.pub = next;
+        if (failures > 0) this.log.info('amqp publish channel reopened', { node: this.node, failures });
         this.wakePublishers();
       },
-      (err) => this.log.warn('amqp publish channel not reopened', { err: err as Error }),
+      (err) => {
+        if (this.conn !== conn || this.closing || this.pub || this.pubRetry) return;
+        if (failures + 1 >= 5) {
+          this.log.warn('amqp publish channel not reopened after 5 tries; replacing the connection', { node: this.node, err: err as Error });
+          void conn.close().catch(() => {});
+          return;
+        }
+        const delay = Math.min(5000, 100 * 2 ** failures) * (0.8 + Math.random() * 0.4);
+        this.log.warn('amqp publish channel not reopened; trying again', { node: this.node, delayMs: Math.round(delay), err: err as Error });
+        this.pubRetry = outsideWork.runInAsyncScope(() =>
+          setTimeout(() => {
+            this.pubRetry = undefined;
+            this.reopenPublisher(conn, failures + 1);
+          }, delay),
+        );
+        this.pubRetry.unref?.();
+      },
     );
   }
 
@@ -386,6 +460,8 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     this.conn = undefined;
     this.pub = undefined;
     this.blocked = undefined;
+    clearTimeout(this.pubRetry);
+    this.pubRetry = undefined;
     for (const c of this.consumers) c.channel = undefined;
     this.declaredFanouts.clear();
     for (const b of this.broadcasts) {
@@ -669,51 +745,142 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     await Promise.all(this.consumers.map((c) => c.channel?.close().catch(() => {})));
   }
 
-  private async startConsumer(c: Consumer) {
-    if (!this.conn) return;
-    const ch = await this.conn.createChannel();
-    ch.on('error', (err) => this.log.warn('amqp consumer channel error', { queue: c.queue, err }));
-    await ch.prefetch(c.prefetch);
-    c.channel = ch;
-    const settleOnce = (msg: ConsumeMessage) => {
-      let settled = false;
-      const guard = (fn: () => void, event: 'ack' | 'requeue' | 'deadLetter') => () => {
-        if (settled) return;
-        settled = true;
-        // A message from a channel that has since closed is redelivered by the broker anyway.
-        if (c.channel !== ch) return;
-        try {
-          fn();
-          this.emit(event, { queue: c.queue });
-        } catch (err) {
-          this.log.warn('amqp settle failed', { queue: c.queue, err: err as Error });
-        }
-      };
-      return {
-        msg,
-        ack: guard(() => ch.ack(msg), 'ack'),
-        requeue: guard(() => ch.nack(msg, false, true), 'requeue'),
-        deadLetter: guard(() => ch.nack(msg, false, false), 'deadLetter'),
-      } satisfies Delivery;
+  /**
+   * Subscribe consumer `c` on a new channel of `conn`. When the broker stops the consumer while
+   * the connection stays up (it closes the channel with an error: 406 after an ack of an unknown
+   * delivery tag, 404; or it cancels the consumer: queue deleted, quorum leader moved), it is
+   * subscribed again (restartConsumer). After a cancel the old channel stays open until the
+   * deliveries in flight on it are settled, then closes.
+   */
+  private async startConsumer(c: Consumer, conn = this.conn) {
+    if (!conn) return;
+    const ch = await conn.createChannel();
+    let failure: Error | undefined;
+    let open = true;
+    let unsettled = 0;
+    let retired = false;
+    const closeIfRetired = () => {
+      if (retired && unsettled === 0 && open) void ch.close().catch(() => {});
     };
-    const { consumerTag } = await ch.consume(c.queue, (msg) => {
-      if (!msg) return; // consumer cancelled by the broker
-      const d = settleOnce(msg);
-      const requestId = headerString(msg, REQUEST_ID_HEADER);
-      const span = tracingOn ? consumerSpan(c.queue, msg) : undefined;
-      const handled = startContext(requestId ? { requestId } : {}, () => runInSpan(span, () => c.handler(d)));
-      if (span) handled.then(() => endSpan(span), (err) => endSpan(span, err));
-      handled.catch((err) => {
-        // Usually the database or broker blinked. Requeueing at once would burn the quorum
-        // delivery limit in milliseconds and dead-letter a good message; back off first
-        // (0.5 s, 1 s, 2 s … capped at 30 s by delivery count), holding the message meanwhile.
-        const count = Number((msg.properties.headers ?? {})['x-delivery-count'] ?? (msg.fields.redelivered ? 1 : 0)) || 0;
-        const delay = Math.min(30_000, 500 * 2 ** count);
-        this.log.error('consumer handler crashed; requeueing after a backoff', { queue: c.queue, delayMs: delay, err: err as Error });
-        setTimeout(() => d.requeue(), delay).unref?.();
+    // The restart's warning carries the error: one line per restart.
+    ch.on('error', (err) => {
+      failure = err;
+      this.log.debug('amqp consumer channel error', { queue: c.queue, err });
+    });
+    ch.on('close', () => {
+      open = false;
+      // A lost connection closes its channels first, then itself: look once it has.
+      setImmediate(() => {
+        if (c.channel !== ch) return;
+        c.channel = undefined;
+        c.tag = undefined;
+        if (failure && this.conn === conn) this.restartConsumer(c, conn, restartReason(failure), failure);
       });
     });
-    c.tag = consumerTag;
+    try {
+      await ch.prefetch(c.prefetch);
+      c.channel = ch;
+      const settleOnce = (msg: ConsumeMessage) => {
+        let settled = false;
+        const guard = (fn: () => void, event: 'ack' | 'requeue' | 'deadLetter') => () => {
+          if (settled) return;
+          settled = true;
+          unsettled--;
+          // A message from a channel that has since closed is redelivered by the broker anyway.
+          if (!open) return;
+          try {
+            fn();
+            this.emit(event, { queue: c.queue });
+          } catch (err) {
+            this.log.warn('amqp settle failed', { queue: c.queue, err: err as Error });
+          }
+          closeIfRetired();
+        };
+        return {
+          msg,
+          ack: guard(() => ch.ack(msg), 'ack'),
+          requeue: guard(() => ch.nack(msg, false, true), 'requeue'),
+          deadLetter: guard(() => ch.nack(msg, false, false), 'deadLetter'),
+        } satisfies Delivery;
+      };
+      const { consumerTag } = await ch.consume(c.queue, (msg) => {
+        if (!msg) {
+          // Cancelled by the broker: settle what is in flight here, subscribe again elsewhere.
+          if (c.channel !== ch) return;
+          c.channel = undefined;
+          c.tag = undefined;
+          retired = true;
+          closeIfRetired();
+          this.restartConsumer(c, conn, 'cancelled');
+          return;
+        }
+        unsettled++;
+        const d = settleOnce(msg);
+        const requestId = headerString(msg, REQUEST_ID_HEADER);
+        const span = tracingOn ? consumerSpan(c.queue, msg) : undefined;
+        const handled = startContext(requestId ? { requestId } : {}, () => runInSpan(span, () => c.handler(d)));
+        if (span) handled.then(() => endSpan(span), (err) => endSpan(span, err));
+        handled.catch((err) => {
+          // Usually the database or broker blinked. Requeueing at once would burn the quorum
+          // delivery limit in milliseconds and dead-letter a good message; back off first
+          // (0.5 s, 1 s, 2 s … capped at 30 s by delivery count), holding the message meanwhile.
+          const count = Number((msg.properties.headers ?? {})['x-delivery-count'] ?? (msg.fields.redelivered ? 1 : 0)) || 0;
+          const delay = Math.min(30_000, 500 * 2 ** count);
+          this.log.error('consumer handler crashed; requeueing after a backoff', { queue: c.queue, delayMs: delay, err: err as Error });
+          setTimeout(() => d.requeue(), delay).unref?.();
+        });
+      });
+      if (c.channel === ch) c.tag = consumerTag;
+    } catch (err) {
+      if (c.channel === ch) c.channel = undefined;
+      await ch.close().catch(() => {});
+      throw err;
+    }
+  }
+
+  /**
+   * The broker stopped consumer `c` while `conn` stays up: counted
+   * (amqp_consumer_restarts_total{queue,reason}) and logged (one warning), then the topology is
+   * declared again (the queue may have been deleted) and the consumer subscribed on a new channel.
+   * A failed try is repeated with backoff while the connection lives (a lost connection restarts
+   * every consumer anyway). Restarts in quick succession (a handler that keeps causing channel
+   * errors) wait first, 100 ms doubling to 5 s, so they cannot spin.
+   */
+  private restartConsumer(c: Consumer, conn: ChannelModel, reason: ConsumerRestartReason, err?: Error) {
+    if (this.closing || this.conn !== conn || !this.consumers.includes(c)) return;
+    const now = Date.now();
+    const quick = c.restartedAt !== undefined && now - c.restartedAt < 30_000;
+    const delayMs = quick ? Math.min(5000, Math.max(100, (c.restartDelayMs ?? 0) * 2)) : 0;
+    c.restartedAt = now;
+    c.restartDelayMs = delayMs;
+    metrics.amqpConsumerRestarts.inc({ queue: c.queue, reason });
+    this.log.warn('amqp consumer stopped by the broker; subscribing again', { queue: c.queue, reason, node: this.node, ...(delayMs ? { delayMs } : {}), ...(err ? { err } : {}) });
+    void outsideWork.runInAsyncScope(() => this.resubscribe(c, conn, reason, delayMs));
+  }
+
+  private async resubscribe(c: Consumer, conn: ChannelModel, reason: ConsumerRestartReason, delayMs: number): Promise<void> {
+    const gone = () => this.closing || this.conn !== conn || !this.consumers.includes(c) || !!c.channel;
+    for (let failures = 0; ; failures++) {
+      if (delayMs > 0) await sleep(delayMs * (0.8 + Math.random() * 0.4));
+      if (gone()) return;
+      try {
+        const setup = await conn.createChannel();
+        setup.on('error', () => {}); // a declaration refused: thrown by it
+        try {
+          await declareTopology(setup, this.topology);
+        } finally {
+          await setup.close().catch(() => {});
+        }
+        if (gone()) return;
+        await this.startConsumer(c, conn);
+        this.emit('consumerRestarted', { queue: c.queue, reason });
+        return;
+      } catch (err) {
+        delayMs = Math.min(5000, Math.max(100, delayMs * 2));
+        const log = failures % 10 === 9 ? this.log.warn.bind(this.log) : this.log.debug.bind(this.log);
+        log('amqp consumer not subscribed again yet; trying again', { queue: c.queue, failures: failures + 1, err: err as Error });
+      }
+    }
   }
 
   // --- Request/reply (RPC) over RabbitMQ direct reply-to --------------------------------
@@ -975,6 +1142,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     if (this.closing) return;
     this.closing = true;
     clearTimeout(this.reconnectTimer);
+    clearTimeout(this.pubRetry);
     this.wakePublishers();
     await this.connecting?.catch(() => {});
     const conn = this.conn;

@@ -23,6 +23,7 @@ export async function createRuntime(config: Config, log: Logger) {
     { prefix: config.QUEUE_PREFIX, queueType: config.QUEUE_TYPE, deliveryLimit: config.DELIVERY_LIMIT, pools: POOL_TYPES, webhookDelaysMs: config.WEBHOOK_RETRY_DELAYS_MS },
     log.child({ component: 'amqp' }),
     config.PUBLISH_TIMEOUT_MS,
+    { heartbeatS: config.AMQP_HEARTBEAT_S },
   );
   // MongoDB (connect, indexes) and RabbitMQ (connect, topology) side by side: neither needs the other.
   const [mongo, broker_] = await Promise.allSettled([

@@ -124,10 +124,18 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
       }
     },
 
+    /**
+     * The answer is stored before this process lets go of the record: a retry of the same key on
+     * this process waits while the record is held, so one arriving during the write replays the
+     * stored answer instead of taking the record over and running the request a second time.
+     */
     async finish(id: string, status: number, body: unknown): Promise<void> {
-      held.delete(id);
       if (status >= 200 && status < 300) {
-        await db.idempotency.updateOne({ _id: id, owner }, { $set: { state: 'done', response: { status, body } } });
+        try {
+          await db.idempotency.updateOne({ _id: id, owner }, { $set: { state: 'done', response: { status, body } } });
+        } finally {
+          held.delete(id);
+        }
       } else {
         await this.abort(id);
       }
@@ -140,13 +148,19 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
      * instead of making a second one.
      */
     async abort(id: string): Promise<void> {
-      held.delete(id);
       // Never throws: the failure being answered matters more, and an unreleased record only
       // makes a retry wait (at most leaseMs; this process takes its own over at once).
-      if (!db.health.up) return releaseLater(id);
+      // Held until the release is written, as in finish: a retry taking the record over before
+      // the write would have its lease cleared by it.
+      if (!db.health.up) {
+        held.delete(id);
+        return releaseLater(id);
+      }
       try {
         await db.idempotency.updateOne({ _id: id, state: 'in_flight', owner }, { $set: { lockedUntil: new Date(0) } }, { timeoutMS: 2000 });
+        held.delete(id);
       } catch {
+        held.delete(id);
         releaseLater(id);
       }
     },

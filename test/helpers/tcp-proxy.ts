@@ -2,12 +2,26 @@ import net from 'node:net';
 
 /**
  * A TCP proxy in front of a real server, so a test can cut the connection of the processes under
- * test (as a broker outage looks to them) without disturbing anyone else using that server.
+ * test (as a broker outage looks to them) without disturbing anyone else using that server, or
+ * stall it: `pause()` stops forwarding in both directions with every connection left open (a
+ * hung node, or a network path that drops packets silently), `resume()` forwards again.
  */
 export async function startTcpProxy(target: { host: string; port: number }) {
   const sockets = new Set<net.Socket>();
   let server: net.Server | undefined;
   let port = 0;
+  let paused = false;
+  /** `from`'s bytes to `to`, with back-pressure; nothing is read from `from` while paused. */
+  const forward = (from: net.Socket, to: net.Socket) => {
+    from.on('data', (chunk) => {
+      if (!to.write(chunk)) {
+        from.pause();
+        to.once('drain', () => {
+          if (!paused) from.resume();
+        });
+      }
+    });
+  };
   const listen = () =>
     new Promise<void>((resolve) => {
       server = net.createServer((client) => {
@@ -16,8 +30,11 @@ export async function startTcpProxy(target: { host: string; port: number }) {
           sockets.add(s);
           s.on('close', () => sockets.delete(s));
           s.on('error', () => s.destroy());
+          // Not even the FIN of a peer that gave up is read while paused (readStop).
+          if (paused) s.pause();
         }
-        client.pipe(upstream).pipe(client);
+        forward(client, upstream);
+        forward(upstream, client);
         client.on('close', () => upstream.destroy());
         upstream.on('close', () => client.destroy());
       });
@@ -38,6 +55,16 @@ export async function startTcpProxy(target: { host: string; port: number }) {
     },
     /** Accept connections again on the same port. */
     restore: listen,
+    /** Stop forwarding bytes, both ways, on every connection, new ones included; all stay open. */
+    pause() {
+      paused = true;
+      for (const s of sockets) s.pause();
+    },
+    /** Forward again (what was sent meanwhile waits in the socket buffers and goes through). */
+    resume() {
+      paused = false;
+      for (const s of sockets) s.resume();
+    },
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => (server?.listening ? server.close(() => resolve()) : resolve()));

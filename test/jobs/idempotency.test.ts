@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 
@@ -20,6 +21,56 @@ describe('Idempotency-Key on job POSTs', () => {
     expect(again.headers.get('idempotent-replayed')).to.equal('true');
     expect((await api.get('/account/credits')).body.balance).to.equal(95);
     expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
+  });
+
+  it('when a retry arrives while the first request is storing its answer, then the retry replays that answer: one job, charged once', async () => {
+    const { key, accountId } = await stack.createAccount({ credits: 100 });
+    const api = client(stack.baseUrl, key);
+    const idem = { 'idempotency-key': 'k-finish-race' };
+    const records = stack.rt.db.idempotency;
+    const write = records.updateOne.bind(records);
+    const read = records.findOne.bind(records);
+    // The first request's answer is held on its way to the database until the retry has looked
+    // at the record (twice: it found it in flight and waited) or has answered by itself.
+    let writing!: () => void;
+    const windowOpen = new Promise<void>((r) => (writing = r));
+    let letGo!: () => void;
+    const released = new Promise<void>((r) => (letGo = r));
+    let held = false;
+    let reads = 0;
+    let readTwice!: () => void;
+    const retryWaited = new Promise<void>((r) => (readTwice = r));
+    sinon.stub(records, 'updateOne').callsFake(async (...args: Parameters<typeof records.updateOne>) => {
+      const update = args[1] as { $set?: { state?: string } };
+      if (!held && update.$set?.state === 'done') {
+        held = true;
+        writing();
+        await released;
+      }
+      return write(...args);
+    });
+    sinon.stub(records, 'findOne').callsFake(((...args: Parameters<typeof records.findOne>) => {
+      if (held && ++reads === 2) readTwice();
+      return read(...args);
+    }) as typeof records.findOne);
+    try {
+      const first = api.post('/code-builds', { prompt: 'finish race' }, idem);
+      await windowOpen;
+      const retry = api.post('/code-builds', { prompt: 'finish race' }, idem);
+      await Promise.race([retry, retryWaited]);
+      letGo();
+      const [a, b] = await Promise.all([first, retry]);
+      expect(a.status).to.equal(202);
+      expect(b.status).to.equal(202);
+      expect(b.body).to.deep.equal(a.body);
+      expect(b.headers.get('idempotent-replayed')).to.equal('true');
+    } finally {
+      sinon.restore();
+      letGo();
+    }
+    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
+    await stack.rt.jobs.flushAccepted();
+    expect((await api.get('/account/credits')).body.balance).to.equal(95);
   });
 
   it('when the same key comes with another body, then 422 idempotency_key_reused', async () => {
