@@ -14,6 +14,8 @@
  *  (d) POST /code-builds accepted vs bare node:http doing one insertOne (target 0.3)
  *  (b2, c2, d2) the same with API_PROCESSES=2 behind the supervisor, against the same
  *      single-process baselines (measured again, in turn with them): the API scales by processes.
+ *  (c3, d3) the same on the whole service (`supervisor.ts` with no argument: one API process,
+ *      every pool and the scheduler), the code pool completing the builds (d3) posts.
  *  (e) dispatch-to-complete latency p50/p99 of a trivial code build at a steady 20 jobs/s, on
  *      quorum and on classic queues (server-side timestamps: createdAt → completedAt)
  *
@@ -200,6 +202,15 @@ export const bench: Bench = {
         await api.stop();
       }
     }
+    // The whole service as `npm start` runs it: every pool and the scheduler share the cores, and
+    // the code pool completes the builds (d) posts while it is measured.
+    const whole = await startSupervisedApi(1, API_ENV, 'all');
+    let service: Awaited<ReturnType<typeof measureApi>>;
+    try {
+      service = await measureApi(whole);
+    } finally {
+      await whole.stop();
+    }
     const one = runs[0]!.figures;
     for (const { processes, figures } of runs) {
       const [tag, label] = processes === 1 ? ['', '1 API process'] : [String(processes), `${processes} API processes`];
@@ -213,6 +224,14 @@ export const bench: Bench = {
       rows.push(row(`(c${tag}) GET /jobs/{id}, ${label}, req/s`, job.value.rps, 'req/s', job.base.rps, detail(job, find) + scale('job'), 0.7));
       rows.push(row(`(c${tag}) GET /jobs/{id} of a completed job, ${label}, req/s`, finished.value.rps, 'req/s', finished.base.rps, detail(finished, find) + scale('finished'), 0.7));
       rows.push(row(`(d${tag}) POST /code-builds accepted, ${label}, req/s`, post.value.rps, 'req/s', post.base.rps, detail(post, 'node:http + insertOne, 1 process') + scale('post'), 0.3));
+    }
+
+    {
+      const find = 'node:http + findOne by _id, 1 process';
+      const { job, finished, post } = service;
+      rows.push(row('(c3) GET /jobs/{id}, whole service, req/s', job.value.rps, 'req/s', job.base.rps, detail(job, find), 0.7));
+      rows.push(row('(c3) GET /jobs/{id} of a completed job, whole service, req/s', finished.value.rps, 'req/s', finished.base.rps, detail(finished, find), 0.7));
+      rows.push(row('(d3) POST /code-builds accepted, whole service (code pool completing them), req/s', post.value.rps, 'req/s', post.base.rps, detail(post, 'node:http + insertOne, 1 process'), 0.3));
     }
 
     // (e) steady-rate latency, quorum vs classic

@@ -47,12 +47,16 @@ export interface SupervisedApi {
 }
 
 /** `node dist/scripts/supervisor.js api` with API_PROCESSES=`processes`; resolves once every one is ready. */
-export async function startSupervisedApi(processes: number, env: Record<string, string>): Promise<SupervisedApi> {
+/**
+ * The supervisor on a fresh database and queue prefix: `'api'` runs API processes only; `'all'`
+ * runs the whole service as `npm start` does (API, every pool, the scheduler on the same cores).
+ */
+export async function startSupervisedApi(processes: number, env: Record<string, string>, kinds: 'api' | 'all' = 'api'): Promise<SupervisedApi> {
   await ensureBuilt();
   const port = await freePort();
   const config = benchConfig({ ...env, PORT: String(port), API_PROCESSES: String(processes), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
   const childEnv = { ...process.env, ...env, PORT: String(port), API_PROCESSES: String(processes), PUBLIC_BASE_URL: config.PUBLIC_BASE_URL, MONGODB_URL: config.MONGODB_URL, QUEUE_PREFIX: config.QUEUE_PREFIX };
-  const child = spawn(process.execPath, ['dist/scripts/supervisor.js', 'api'], { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['dist/scripts/supervisor.js', ...(kinds === 'api' ? ['api'] : [])], { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (d: Buffer) => (output = (output + d.toString()).slice(-20_000));
   child.stdout!.on('data', keep);
