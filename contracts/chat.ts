@@ -32,7 +32,7 @@ export const ChatRequest = z
       .regex(new RegExp(ID_RULE.pattern), { error: `must be 1 to ${ID_RULE.maxLength} letters, digits, _ and -` })
       .max(ID_RULE.maxLength, { error: `must be 1 to ${ID_RULE.maxLength} letters, digits, _ and -` })
       .optional()
-      .describe('Continue this conversation: its stored history is loaded server-side. Another account\'s or an unknown id is 404. Omitted: a new conversation is created, titled from the first user message (its id comes back in the X-Conversation-Id header, the stream\'s start metadata, or conversationId of the JSON answer).'),
+      .describe('Continue this conversation: its stored history is loaded server-side. Needs the read and write scopes besides ai (else 403 forbidden). Another account\'s or an unknown id is 404. Omitted: a new conversation is created, titled from the first user message (its id comes back in the X-Conversation-Id header, the stream\'s start metadata, or conversationId of the JSON answer).'),
     message: content.optional().describe(`A single user message (at most ${CHAT_LIMITS.contentMax} characters). Send exactly one of message and messages.`),
     messages: z
       .array(ChatInputMessage)

@@ -91,7 +91,7 @@ export const LiveSessionResponse = z
     voice: z.string().describe('The catalogue voice that speaks (default resolved).'),
     deviceName: z.string().nullable(),
     ambient: z.boolean(),
-    tools: z.array(z.string()).describe('Server tools the assistant may call: the POST /live/action list; for a persona conversation, only the actions its persona\'s tools map to (memory tools never).'),
+    tools: z.array(z.string()).describe('Server tools the assistant may call: the POST /live/action list, less the actions the key\'s scopes do not allow (list_projects, get_account and recall need read; add_flowchart_steps, remember and forget need write); for a persona conversation, only the actions its persona\'s tools map to (memory tools never).'),
     clientTools: z.array(z.enum(LIVE_CLIENT_TOOLS)).describe('Tools the client runs, as declared.'),
     turnDetection: TurnDetection,
     capabilities: LiveCapabilities,

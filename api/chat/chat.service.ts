@@ -15,6 +15,9 @@ import { newId } from '../../platform/ids';
 import { COLLECTIONS, type ApiKeyDoc } from '../../platform/mongo';
 import type { Runtime } from '../../platform/runtime';
 
+/** Scopes a key needs, besides `ai`, to continue an existing conversation (POST /chat with conversationId). */
+export const CONTINUE_SCOPES = ['read', 'write'] as const;
+
 /** Stored messages an assistant turn sees (the newest ones). */
 export const HISTORY_MAX = 40;
 /** What a tool round may take on top of the engine's own deadline, for the hold's lifetime. */
@@ -69,7 +72,8 @@ export interface ChatTurn {
 
 /**
  * POST /chat (SPEC 2.7, 4.6). `begin` does everything that can refuse the request, in this
- * order, before any answer is written: the conversation (another account's or unknown: 404,
+ * order, before any answer is written: a `conversationId` from a key without read and write
+ * (403 forbidden: continuing reads the history and appends to it), the conversation (another account's or unknown: 404,
  * nothing charged), the turn's charge as a credit hold (402 insufficient_credits when short:
  * nothing stored). The new conversation (its id minted here) and the user message(s) are stored
  * by `events()`, after the stream's first bytes went out: they cost database round trips that
@@ -90,6 +94,11 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
 
   async function begin(caller: ChatCaller, body: ChatRequest): Promise<ChatTurn> {
     const accountId = caller.account._id;
+    if (body.conversationId !== undefined) {
+      // Continuing a conversation reads its messages and adds to them: read and write (SPEC §5), checked first.
+      const missing = CONTINUE_SCOPES.filter((s) => !caller.key.scopes.includes(s));
+      if (missing.length) throw new AppError('forbidden', `conversationId: continuing a conversation reads its messages and adds to them, which needs the read and write scopes besides ai (SPEC §5); this key lacks ${missing.join(' and ')}. Nothing was stored or charged`);
+    }
     const existing = body.conversationId !== undefined ? await repo.get(accountId, body.conversationId) : null;
     if (body.conversationId !== undefined && !existing) throw notFound('conversation');
     const mode: ChatMode = body.mode ?? existing?.mode ?? 'fast';

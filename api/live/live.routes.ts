@@ -12,7 +12,9 @@ export function liveRoutes(rt: Runtime, deps: RouteDeps): Router {
   let tools: LiveTools | undefined;
 
   mount(r, endpoints.createLiveSession, async (ctx) => {
-    const out = await sessions.open({ account: ctx.auth.account, key: ctx.auth.key, requestId: ctx.requestId }, ctx.body);
+    tools ??= createLiveTools(rt);
+    // The session offers only the actions the key's scopes allow (SPEC §5).
+    const out = await sessions.open({ account: ctx.auth.account, key: ctx.auth.key, requestId: ctx.requestId }, ctx.body, { allowedTools: tools.allowed(ctx.auth.key.scopes) });
     ctx.charged(out.charged);
     return out;
   }, deps);

@@ -327,6 +327,7 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       name,
       description: CLIENT_TOOL_SPECS[name].description,
       input: CLIENT_TOOL_SPECS[name].input,
+      scope: 'ai',
       spends: [],
       async run(args) {
         const callId = newId('call');
@@ -347,8 +348,10 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         return { type: 'platform_action', title: name, data: { action: name, output, line: `The device answered: ${said}.`, clientTool: true } };
       },
     }));
-    // A persona session offers only the actions its persona's tools map to (doc.tools, locked at open).
-    const offered = new Set(doc.tools);
+    // A persona session offers only the actions its persona's tools map to (doc.tools, locked at open),
+    // and any session only those the key's scopes allow now (SPEC §5; a key may have lost a scope).
+    const allowed = new Set<string>(tools.allowed(key.scopes));
+    const offered = new Set(doc.tools.filter((a) => allowed.has(a)));
     const allTools = [...tools.defs.filter((d) => offered.has(d.name)), ...clientDefs];
     const clientNames = new Set<string>(LIVE_CLIENT_TOOLS);
 
@@ -546,7 +549,7 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
     ws.on('error', () => undefined);
 
     queue = queue.then(greet).catch((err: unknown) => slog.warn('persona greeting failed', { err: err as Error }));
-    send(ws, { type: 'session.started', sessionId: doc._id, persona: doc.persona, voice: doc.voice, deviceName: doc.deviceName, ambient: doc.ambient, tools: doc.tools, clientTools: doc.clientTools, turnDetection: doc.turnDetection, capabilities, resumptionHandle: handle, historyTurns: Math.floor(history.length / 2) });
+    send(ws, { type: 'session.started', sessionId: doc._id, persona: doc.persona, voice: doc.voice, deviceName: doc.deviceName, ambient: doc.ambient, tools: [...offered], clientTools: doc.clientTools, turnDetection: doc.turnDetection, capabilities, resumptionHandle: handle, historyTurns: Math.floor(history.length / 2) });
     for (const [data, isBinary] of early) ws.emit('message', data, isBinary);
   }
 

@@ -122,7 +122,8 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
   const { auth, requestId } = ctx;
   const server = new Server(MCP_SERVER_INFO, { capabilities: { tools: {} } });
   const byName = new Map(tools.map((t) => [t.name, t]));
-  const visible = tools.filter((t) => !t.listedOnlyWithScope || hasScopeFor(t, auth.key.scopes));
+  // Only the tools this key may call (SPEC §5); a tools/call of another is refused below.
+  const visible = tools.filter((t) => hasScopeFor(t, auth.key.scopes));
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: visible.map(describeTool) }));
 

@@ -46,8 +46,6 @@ export interface McpTool {
   name: string;
   endpoint: Endpoint;
   input: z.ZodObject;
-  /** Opt-in Drive tools are listed only to keys that hold one of the endpoint's scopes. */
-  listedOnlyWithScope?: boolean;
   run(ctx: ToolContext, args: never): Promise<ToolOutcome>;
 }
 
@@ -171,26 +169,27 @@ export function createMcpTools(rt: Runtime): McpTool[] {
     tool({
       name: 'drive_list_files',
       endpoint: endpoints.listDriveFiles,
-      listedOnlyWithScope: true,
       input: endpoints.listDriveFiles.query,
       run: async ({ auth }, q) => free(await drive.list(driveActorOf(auth), q)),
     }),
     tool({
       name: 'drive_read_file',
       endpoint: endpoints.getDriveFileText,
-      listedOnlyWithScope: true,
       input: ById('Drive file'),
       run: async ({ auth }, { id }) => free((await driveSearch.text(driveCallerOf(auth.key), id)).body),
     }),
     tool({
       name: 'drive_search',
       endpoint: endpoints.searchDrive,
-      listedOnlyWithScope: true,
       input: endpoints.searchDrive.query,
       run: async ({ auth }, q) => free(await driveSearch.search(driveCallerOf(auth.key), q)),
     }),
   ];
 }
 
-/** Whether a key's scopes let it call the tool ("read or ai": any one of the endpoint's scopes). */
+/**
+ * Whether a key's scopes let it call the tool ("read or ai": any one of the endpoint's scopes).
+ * The scope table of the MCP tools is the endpoint catalogue's (SPEC §4): tools/list shows a key
+ * only the tools this allows, and tools/call refuses the others (forbidden).
+ */
 export const hasScopeFor = (t: McpTool, scopes: readonly Scope[]) => t.endpoint.scopes.some((s) => scopes.includes(s));

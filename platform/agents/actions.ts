@@ -36,6 +36,7 @@ export function createAgentActions(rt: Runtime, scope: ActionScope): ToolDefinit
     name: 'list_projects',
     description: "List the account's projects, newest change first (up to 20), optionally those whose name contains `query`. Harmless: reads only.",
     input: z.strictObject({ query: line(100).optional() }),
+    scope: 'read',
     spends: [],
     async run(args, ctx) {
       const q = ProjectListQuery.parse({ limit: 20, ...(args.query?.trim() ? { q: args.query.trim() } : {}) });
@@ -56,6 +57,7 @@ export function createAgentActions(rt: Runtime, scope: ActionScope): ToolDefinit
       subject: line(SEND_EMAIL_LIMITS.subjectMax),
       body: text(SEND_EMAIL_LIMITS.bodyMax),
     }),
+    scope: 'write',
     spends: [],
     async run(args, ctx) {
       // Deterministic per (run, call): a call repeated after a crash finds the stored email.

@@ -4,6 +4,15 @@ import type { AuthAccount } from '../accounts';
 import type { ApiKeyDoc } from '../mongo';
 
 /**
+ * The scope a key needs to call a tool (SPEC §5): `read` for a tool that reads workspace data,
+ * `write` for one that changes or deletes an existing resource (or stores what the user said),
+ * `ai` for one whose product is new (made by the AI call itself, whose endpoint already needs
+ * `ai`). The dispatcher (executeToolCall) refuses a call the key's scopes do not cover, and
+ * engines are offered only the tools the key may call (toolsFor).
+ */
+export type ToolScope = 'read' | 'write' | 'ai';
+
+/**
  * A tool the assistant or an agent may call (issue 12). Tools call the same services the HTTP
  * routes call (platform/*), never HTTP. Each returns a ChatArtifact (SPEC 2.7); a tool that fails
  * returns (or the runner turns its throw into) an artifact of type `error`, after giving back
@@ -29,6 +38,8 @@ export interface ToolDefinition<I = any> {
   /** What the tool does, for engines choosing tools. */
   description: string;
   input: z.ZodType<I>;
+  /** The scope the calling key needs (the table of every tool: docs/api-guide.md, "Tools and scopes"). */
+  scope: ToolScope;
   /** Credit operations the tool may spend (its own services charge them); empty for free tools. */
   spends: readonly string[];
   run(args: I, ctx: ToolContext): Promise<ChatArtifact>;

@@ -1,7 +1,7 @@
 import { CONVERSATION_LIMITS, type ChatArtifact, type ChatMode } from '../../contracts/conversations';
 import { stableId } from '../ids';
 import { EngineError, type ChatEngine, type EngineMessage, type ToolCall } from './engine';
-import { errorArtifact, executeToolCall, toolSpecs } from './execute';
+import { errorArtifact, executeToolCall, toolSpecs, toolsFor } from './execute';
 import type { ToolContext, ToolDefinition } from './tool';
 import type { TurnEvent } from './turn-events';
 
@@ -74,7 +74,9 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void
   const signal = input.signal ?? input.ctx.signal ?? new AbortController().signal;
   const maxSteps = Math.max(1, input.maxSteps ?? MAX_STEPS[mode]);
   const { turnId, signal: _ctxSignal, ...toolCtx } = input.ctx;
-  const specs = toolSpecs(tools);
+  // The engine is offered only what the key may call (SPEC §5); a call of another tool is refused
+  // by executeToolCall with a `forbidden` error artifact the engine reads.
+  const specs = toolSpecs(toolsFor(tools, input.ctx.key.scopes));
   const aborted = new Promise<undefined>((resolve) => {
     if (signal.aborted) resolve(undefined);
     else signal.addEventListener('abort', () => resolve(undefined), { once: true });

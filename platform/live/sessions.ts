@@ -216,7 +216,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
      * `persona`: a persona conversation (platform/personas) locks the version's profile in the
      * row: its instructions, greeting and tools; `allowedOrigins`: a web deployment's origins.
      */
-    async open(caller: { account: AuthAccount; key: ApiKeyDoc; requestId: string }, body: LiveSessionRequest, opts: { persona?: LivePersonaProfile; allowedOrigins?: string[]; deliveredBy?: HoldDelivery } = {}): Promise<LiveSessionResponse> {
+    async open(caller: { account: AuthAccount; key: ApiKeyDoc; requestId: string }, body: LiveSessionRequest, opts: { persona?: LivePersonaProfile; allowedOrigins?: string[]; deliveredBy?: HoldDelivery; allowedTools?: readonly LiveAction[] } = {}): Promise<LiveSessionResponse> {
       if (body.resumptionHandle !== undefined) return resume(caller, body, body.resumptionHandle);
       const voice = catalogue.resolve(body.voice);
       const ambient = body.ambient ?? false;
@@ -244,7 +244,8 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
         voice: voice.name,
         deviceName: body.deviceName ?? null,
         ambient,
-        tools: opts.persona ? personaLiveTools(opts.persona.tools) : body.tools ? LIVE_ACTIONS.filter((a) => body.tools!.includes(a)) : [...LIVE_ACTIONS],
+        // `allowedTools`: what the opening key's scopes let it call (SPEC §5); the realtime engine checks again on connect.
+        tools: (opts.persona ? personaLiveTools(opts.persona.tools) : body.tools ? LIVE_ACTIONS.filter((a) => body.tools!.includes(a)) : [...LIVE_ACTIONS]).filter((a) => !opts.allowedTools || opts.allowedTools.includes(a)),
         clientTools: [...new Set(body.clientTools ?? [])],
         turnDetection: TurnDetection.parse(body.turnDetection ?? {}),
         status: 'issued',

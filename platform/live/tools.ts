@@ -5,7 +5,7 @@ import { LIVE_ACTIONS, type LiveAction, type LiveClientTool } from '../../contra
 import { ProjectListQuery } from '../../contracts/projects';
 import type { CreditOperation } from '../../contracts/registry';
 import { createAssistantTools } from '../assistant/tools';
-import { errorArtifact, executeToolCall } from '../assistant/execute';
+import { errorArtifact, executeToolCall, mayCall, notAllowedMessage } from '../assistant/execute';
 import type { ToolContext, ToolDefinition } from '../assistant/tool';
 import { AppError } from '../errors';
 import { COLLECTIONS } from '../mongo';
@@ -84,6 +84,7 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
       name: 'list_projects',
       description: 'List the user\'s most recently changed projects (name, type, link).',
       input: z.strictObject({ limit: z.number({ error: 'must be a number' }).int({ error: 'must be an integer' }).min(1, { error: 'must be at least 1' }).max(20, { error: 'must be at most 20' }).optional() }),
+      scope: 'read',
       spends: [],
       async run(args: { limit?: number }, ctx) {
         const page = await projects.list(ctx.account._id, ProjectListQuery.parse({ limit: String(args.limit ?? 5) }));
@@ -97,6 +98,7 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
       name: 'get_account',
       description: 'The user\'s plan and credit balance.',
       input: z.strictObject({}),
+      scope: 'read',
       spends: [],
       async run(_args, ctx) {
         const balance = await rt.credits.balance(ctx.account._id);
@@ -107,6 +109,7 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
       name: 'remember',
       description: 'Remember a fact the user asked to keep for later conversations.',
       input: z.strictObject({ text: line(500).trim().min(1, { error: 'must not be empty' }) }),
+      scope: 'write',
       spends: [],
       async run(args: { text: string }, ctx) {
         const m = await memories.remember(ctx.account._id, args.text, ctx.idFor('mem'));
@@ -117,6 +120,7 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
       name: 'recall',
       description: 'Recall what the user asked to remember, optionally matching a query.',
       input: z.strictObject({ query: line(200).trim().optional() }),
+      scope: 'read',
       spends: [],
       async run(args: { query?: string }, ctx) {
         const found = await memories.recall(ctx.account._id, args.query);
@@ -128,6 +132,7 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
       name: 'forget',
       description: 'Forget one remembered fact by its memory id.',
       input: z.strictObject({ memoryId: line(128).trim().min(1, { error: 'must not be empty' }) }),
+      scope: 'write',
       spends: [],
       async run(args: { memoryId: string }, ctx) {
         if (!(await memories.forget(ctx.account._id, args.memoryId))) throw new AppError('not_found', `memoryId: no memory ${args.memoryId.slice(0, 64)}`);
@@ -140,7 +145,13 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
 export interface LiveTools {
   /** The server tools by live action name, each charged live_action through a hold (the same code for POST /live/action and the realtime engine). */
   defs: ToolDefinition[];
+  /**
+   * One action for POST /live/action: a key whose scopes do not cover the action's tool is refused
+   * (403 forbidden, SPEC §5) before its params are read, nothing run or charged.
+   */
   run(action: LiveAction, params: unknown, ctx: ToolContext): Promise<{ ok: boolean; line: string; artifacts: ChatArtifact[]; charged: number; code?: string }>;
+  /** The actions a key with `scopes` may run, in LIVE_ACTIONS order (what a session offers its assistant). */
+  allowed(scopes: readonly string[]): LiveAction[];
   /** Credits the call that answered this artifact kept (live_action plus a media tool's own price); 0 when refunded. */
   chargedFor(artifact: ChatArtifact): number;
 }
@@ -191,8 +202,10 @@ export function createLiveTools(rt: Runtime): LiveTools {
   return {
     defs,
     chargedFor: (artifact) => charged.get(artifact) ?? 0,
+    allowed: (scopes) => LIVE_ACTIONS.filter((a) => mayCall(defs.find((d) => d.name === a)!, scopes)),
     async run(action, params, ctx) {
       const def = defs.find((d) => d.name === action)!;
+      if (!mayCall(def, ctx.key.scopes)) throw new AppError('forbidden', `action: ${notAllowedMessage(def)}`);
       const parsed = def.input.safeParse(params ?? {});
       if (!parsed.success) throw new AppError('validation_error', formatIssues(parsed.error.issues.map((i) => ({ ...i, path: ['params', ...i.path] }))));
       const artifact = await executeToolCall(defs, { id: 'action', name: action, args: parsed.data }, ctx);

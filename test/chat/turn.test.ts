@@ -11,12 +11,13 @@ const account = { _id: 'acc_test', name: 't', plan: 'pro', features: { whiteLabe
 const baseCtx = { account, key: { scopes: ['ai' as const] }, requestId: 'req_1', turnId: 'msg_turn1' };
 
 /** A tool that records its calls and the ids it was handed. */
-function recordingTool(name = 'make_note', opts: { wait?: (ctx: ToolContext) => Promise<void> } = {}) {
+function recordingTool(name = 'make_note', opts: { wait?: (ctx: ToolContext) => Promise<void>; scope?: ToolDefinition['scope'] } = {}) {
   const calls: { args: { title: string; words: number }; ids: string[]; signal: AbortSignal }[] = [];
   const def: ToolDefinition<{ title: string; words: number }> = {
     name,
     description: 'make a note',
     input: z.object({ title: z.string().min(1), words: z.number().int().default(10) }),
+    scope: opts.scope ?? 'ai',
     spends: [],
     async run(args, ctx) {
       const ids = [ctx.idFor('prj'), ctx.idFor('prj'), ctx.idFor('card')];
@@ -66,6 +67,25 @@ describe('runTurn (platform/assistant/turn.ts) with a scripted engine', () => {
     expect((m.at(-2) as { toolCalls: unknown[] }).toolCalls).to.have.length(1);
     expect(m.at(-1)).to.deep.include({ role: 'tool', toolCallId: 'c1', name: 'make_note' });
     expect(seen[0]!.tools.map((t) => t.name)).to.deep.equal(['make_note']);
+  });
+
+  it('when the key lacks a tool\'s scope, then the engine is not offered it, a call of it anyway runs nothing and answers a forbidden error artifact, and the turn finishes', async () => {
+    const made = recordingTool('make_note');
+    const edit = recordingTool('edit_note', { scope: 'write' });
+    const { engine, seen } = scriptedEngine([[call('c1', 'edit_note', { title: 'x' })], [{ type: 'text-delta', delta: 'I may not.' }]]);
+    const events = await collect(runTurn({ engine, tools: [made.def, edit.def], messages: [{ role: 'user', content: 'edit it' }], mode: 'fast', ctx: baseCtx }));
+    expect(seen[0]!.tools.map((t) => t.name)).to.deep.equal(['make_note']);
+    expect(edit.calls).to.have.length(0);
+    const out = events.find((e) => e.type === 'tool-output-available') as Extract<TurnEvent, { type: 'tool-output-available' }>;
+    expect(out.output.type).to.equal('error');
+    expect(out.output.data).to.include({ code: 'forbidden', tool: 'edit_note', scope: 'write' });
+    expect(String(out.output.data?.message)).to.match(/needs the write scope/);
+    expect(events.at(-1)!.type).to.equal('turn-finish');
+    // With the scope it is offered and runs.
+    const { engine: e2, seen: s2 } = scriptedEngine([[call('c1', 'edit_note', { title: 'x' })], [{ type: 'text-delta', delta: 'Done.' }]]);
+    await collect(runTurn({ engine: e2, tools: [made.def, edit.def], messages: [{ role: 'user', content: 'edit it' }], mode: 'fast', ctx: { ...baseCtx, key: { scopes: ['ai', 'write'] } } }));
+    expect(s2[0]!.tools.map((t) => t.name)).to.deep.equal(['make_note', 'edit_note']);
+    expect(edit.calls).to.have.length(1);
   });
 
   it('when the same turn and call run again (a replay), then the tool gets the same ids; another call or turn gets others; repeated prefixes differ', async () => {

@@ -126,6 +126,34 @@ describe('live: sessions, the realtime engine and /live/action', function () {
     expect(doc.history.map((h: any) => h.role)).to.deep.equal(['user', 'assistant']);
   });
 
+  it('when an ai-only key runs a session, then the assistant is not offered the project, account or memory tools, asking for projects lists none, and a key that lost read on connect is treated alike', async () => {
+    const { api, accountId } = await account();
+    expect((await api.post('/flowcharts', { name: 'Hidden roadmap', nodes: [{ id: 'a', label: 'A' }, { id: 'b', label: 'B' }], edges: [{ from: 'a', to: 'b' }] })).status).to.equal(201);
+    const { key } = await stack.rt.accounts.createKey(accountId, { name: 'ai only', scopes: ['ai'] });
+    const s = (await client(stack.baseUrl, key).post('/live/session', {})).body;
+    expect(s.tools).to.not.include.members(['list_projects']);
+    const c = connect(s.realtimeUrl, s.token);
+    const started = await c.next('session.started');
+    for (const t of ['list_projects', 'get_account', 'add_flowchart_steps', 'remember', 'recall', 'forget']) expect(started.tools).to.not.include(t);
+    expect(started.tools).to.include('create_flowchart');
+    c.send({ type: 'input_text', text: 'list my projects' });
+    const final = await c.next('assistant.text', (e) => typeof e.text === 'string');
+    expect(final.text).to.not.include('Hidden roadmap');
+    expect(c.events.filter((e) => e.type === 'tool.result')).to.have.length(0);
+
+    // Opened with every scope, then the key keeps only ai: the connect offers only what ai allows.
+    const full = await stack.rt.accounts.createKey(accountId, { name: 'narrowed', scopes: ['ai', 'read', 'write'] });
+    const s2 = (await client(stack.baseUrl, full.key).post('/live/session', {})).body;
+    expect(s2.tools).to.include('list_projects');
+    await stack.rt.db.apiKeys.updateOne({ _id: full.doc._id }, { $set: { scopes: ['ai'] } });
+    const c2 = connect(s2.realtimeUrl, s2.token);
+    const started2 = await c2.next('session.started');
+    expect(started2.tools).to.not.include('list_projects');
+    c2.send({ type: 'input_text', text: 'list my projects' });
+    const final2 = await c2.next('assistant.text', (e) => typeof e.text === 'string');
+    expect(final2.text).to.not.include('Hidden roadmap');
+  });
+
   it('when the assistant calls a client tool, then the client gets tool.call, its tool_result feeds the reply, and a late or unknown callId is refused', async () => {
     const { api } = await account();
     const s = (await api.post('/live/session', { clientTools: ['get_device_status'] })).body;

@@ -216,13 +216,14 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
   });
 
   describe('keys and scopes', () => {
-    it('when a read-only key calls an AI or write tool, then a tool error names the missing scope and nothing runs or is charged', async () => {
+    it('when a read-only key lists tools and calls an AI or write tool anyway, then only its tools are listed, a tool error names the missing scope and nothing runs or is charged', async () => {
       const { key } = await stack.rt.accounts.createKey(acct.accountId, { name: 'read only', scopes: ['read'] });
       const ro = await mcpClient(stack, key);
       try {
         const names = (await ro.listTools()).tools.map((t) => t.name);
         for (const d of DRIVE_TOOLS) expect(names).to.not.include(d);
-        expect(names).to.include('generate_image');
+        // tools/list shows only what the key may call (SPEC §5).
+        expect(names).to.have.members(['get_job', 'list_projects', 'get_project']);
         const before = await balance();
         const r = await call(ro, 'generate_image', { prompt: 'a red kite' });
         expect(r.isError).to.equal(true);

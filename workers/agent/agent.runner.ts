@@ -6,7 +6,7 @@ import { agentCollections, createAgentsRepository, createThreadsRepository, type
 import { createAgentRuns, type AgentRunMessage } from '../../platform/agents/runs.service';
 import { agentTools } from '../../platform/agents/tools';
 import { EngineError, type ChatEngine, type EngineMessage, type ToolCall } from '../../platform/assistant/engine';
-import { errorArtifact, executeToolCall, toolSpecs } from '../../platform/assistant/execute';
+import { errorArtifact, executeToolCall, toolSpecs, toolsFor } from '../../platform/assistant/execute';
 import type { ToolDefinition } from '../../platform/assistant/tool';
 import { faultPoint } from '../../platform/faults';
 import { stableId } from '../../platform/ids';
@@ -182,7 +182,8 @@ class RunWork {
     }
     if (Object.keys(first).length) await this.checkpoint(first);
     const tools = agentTools(rt, agent, { agentId: agent._id, runId: run._id });
-    const specs = toolSpecs(tools);
+    // Offered only what the dispatcher's key may call (SPEC §5); executeToolCall refuses the rest.
+    const specs = toolSpecs(toolsFor(tools, this.run.key.scopes));
     const base: EngineMessage[] = [{ role: 'system', content: systemPrompt(agent) }, ...(this.run.history ?? []), { role: 'user', content: run.instruction }];
     const { credits: _c, chargedRefs: _r, refundedJobs: _j, ...authAccount } = account;
 

@@ -63,6 +63,7 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
       prompt: prompt(4000, 'What to draw.'),
       aspectRatio: z.enum(IMAGE_ASPECT_RATIOS, { error: `must be one of ${IMAGE_ASPECT_RATIOS.join(', ')}` }).optional().describe('Default 1:1.'),
     }),
+    scope: 'ai',
     spends: ['image'],
     async run(args, ctx) {
       const accountId = ctx.account._id;
@@ -101,6 +102,7 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
     name: 'generate_video',
     description: 'Render a short video clip from a description (a charged job; poll it).',
     input: z.strictObject({ prompt: prompt(4000, 'What happens in the clip.') }),
+    scope: 'ai',
     spends: ['video_standard', 'video_premium'],
     async run(args, ctx) {
       const request = parseOrThrow(VideoRequest, { prompt: args.prompt });
@@ -116,6 +118,7 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
       prompt: prompt(900, 'What the song is about.'),
       style: text(200).trim().min(1, { error: 'must not be empty' }).optional().describe('Genre, mood, instruments, or "in the style of" a kind of music.'),
     }),
+    scope: 'ai',
     spends: ['song'],
     async run(args, ctx) {
       const songTitle = titleFrom(args.prompt, 60);
@@ -130,6 +133,7 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
     name: 'build_code',
     description: 'Build a small runnable web app from a description (a charged code-build job; opens in the code editor).',
     input: z.strictObject({ prompt: prompt(20_000, 'What the app should do.') }),
+    scope: 'ai',
     spends: ['code_build'],
     async run(args, ctx) {
       const accountId = ctx.account._id;
@@ -162,6 +166,7 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
     name: 'start_research',
     description: 'Research a question over the workspace sources and write a report (a charged job; poll it).',
     input: z.strictObject({ query: prompt(4000, 'What to research.') }),
+    scope: 'ai',
     spends: ['research'],
     async run(args, ctx) {
       const request = parseOrThrow(ResearchRequest, { query: args.query });

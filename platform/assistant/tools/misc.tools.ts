@@ -59,6 +59,7 @@ export function miscTools(rt: Runtime): ToolDefinition[] {
     name: 'web_search',
     description: 'Search the public web. Not configured in this deployment: it answers an error saying so.',
     input: z.strictObject({ query: line(500).trim().min(1, { error: 'must not be empty' }) }),
+    scope: 'ai',
     spends: [],
     // No search provider is wired into this deployment; an honest error beats made-up results.
     run: async () => errorArtifact('Web search is not configured', 'web search is not configured in this deployment (no search provider); nothing was searched and nothing was charged', { tool: 'web_search', code: 'web_search_not_configured' }),
@@ -71,6 +72,7 @@ export function miscTools(rt: Runtime): ToolDefinition[] {
       brand: line(120).trim().min(1, { error: 'must not be empty' }),
       colors: z.array(z.string().regex(HEX, { error: 'must be a #rgb or #rrggbb colour' }), { error: 'must be an array of colours' }).max(5, { error: 'must have at most 5 colours' }).optional(),
     }),
+    scope: 'ai',
     spends: [],
     async run(args): Promise<ChatArtifact> {
       const t = brandTheme(args.brand, args.colors);
@@ -82,6 +84,7 @@ export function miscTools(rt: Runtime): ToolDefinition[] {
     name: 'platform_action',
     description: 'Give the user a link to a place in the app: their Drive, projects, billing or settings.',
     input: z.strictObject({ action: z.enum(Object.keys(PLATFORM_ACTIONS) as [PlatformAction, ...PlatformAction[]], { error: `must be one of ${Object.keys(PLATFORM_ACTIONS).join(', ')}` }) }),
+    scope: 'ai',
     spends: [],
     async run(args): Promise<ChatArtifact> {
       const a = PLATFORM_ACTIONS[args.action];

@@ -29,6 +29,7 @@ export function projectTools(rt: Runtime): ToolDefinition[] {
       title,
       steps: z.array(step, { error: 'must be an array of step labels' }).min(2, { error: 'must have at least 2 steps' }).max(30, { error: 'must have at most 30 steps' }).describe('2 to 30 step labels, in order; decisions end with "?".'),
     }),
+    scope: 'ai',
     spends: [],
     async run(args, ctx) {
       const content = parseOrThrow(FlowchartContent, flowchartFromSteps(args.steps));
@@ -45,6 +46,7 @@ export function projectTools(rt: Runtime): ToolDefinition[] {
       steps: z.array(step, { error: 'must be an array of step labels' }).min(1, { error: 'must have at least 1 step' }).max(30, { error: 'must have at most 30 steps' }),
       after: line(500).trim().min(1, { error: 'must not be empty' }).optional().describe('Label of the step the new ones follow; default the end of the chart.'),
     }),
+    scope: 'write',
     spends: [],
     async run(args, ctx) {
       const accountId = ctx.account._id;
@@ -76,6 +78,7 @@ export function projectTools(rt: Runtime): ToolDefinition[] {
       title,
       notes: z.array(line(PROJECT_LIMITS.elementTextMax).trim().min(1, { error: 'must not be empty' }), { error: 'must be an array of strings' }).max(100, { error: 'must have at most 100 notes' }).optional().describe('Sticky notes, placed four to a row.'),
     }),
+    scope: 'ai',
     spends: [],
     async run(args, ctx) {
       const notes = args.notes ?? [];
@@ -93,6 +96,7 @@ export function projectTools(rt: Runtime): ToolDefinition[] {
     name,
     description,
     input: z.strictObject({ title, markdown }),
+    scope: 'ai',
     spends: [],
     async run(args, ctx) {
       const content = parseOrThrow(NotesContent, { markdown: args.markdown });

@@ -38,6 +38,7 @@ export function workspaceTools(rt: Runtime): ToolDefinition[] {
       brief: z.string({ error: 'must be a string' }).trim().min(1, { error: 'must not be empty' }).max(20_000, { error: 'must be at most 20000 characters' }).describe('What the deck should say.'),
       slideCount: z.number({ error: 'must be a number' }).int({ error: 'must be an integer' }).min(3, { error: 'must be between 3 and 30' }).max(30, { error: 'must be between 3 and 30' }).optional().describe('3 to 30; default 8.'),
     }),
+    scope: 'ai',
     spends: ['deck'],
     async run(args, ctx) {
       const request = parseOrThrow(PresentationRequest, { name: args.title, brief: args.brief, ...(args.slideCount !== undefined ? { slideCount: args.slideCount } : {}) });
@@ -56,6 +57,7 @@ export function workspaceTools(rt: Runtime): ToolDefinition[] {
       columns: z.array(line(SHEET_LIMITS.columnName).trim().min(1, { error: 'must not be empty' }), { error: 'must be an array of column names' }).min(1, { error: 'must have at least 1 column' }).max(SHEET_LIMITS.columns, { error: `must have at most ${SHEET_LIMITS.columns} columns` }),
       rows: z.array(z.array(cell, { error: 'must be an array of cell values' }), { error: 'must be an array of rows' }).max(1000, { error: 'must have at most 1000 rows' }).optional(),
     }),
+    scope: 'ai',
     spends: [],
     async run(args, ctx) {
       const rows = args.rows ?? [];
@@ -83,6 +85,7 @@ export function workspaceTools(rt: Runtime): ToolDefinition[] {
         .max(100, { error: 'must have at most 100 cards' })
         .optional(),
     }),
+    scope: 'ai',
     spends: [],
     async run(args, ctx) {
       const accountId = ctx.account._id;
