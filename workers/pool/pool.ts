@@ -10,6 +10,7 @@ import { currentContext, withContext } from '../../platform/context';
 import type { JobMessage } from '../../platform/jobs';
 import type { Logger } from '../../platform/log';
 import type { JobDoc } from '../../platform/mongo';
+import { Drain } from '../../platform/infra/drain';
 import type { Runtime } from '../../platform/runtime';
 import { inSpan } from '../../platform/tracing';
 import { RetryLaterError, UnrecoverableError } from './errors';
@@ -65,7 +66,8 @@ const JobMessageSchema = z.object({ jobId: z.string().min(1), accountId: z.strin
 export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<PoolEvents> {
   readonly owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private cancel?: () => Promise<void>;
-  private inFlight = new Map<string, { abort: AbortController; delivery: Delivery; done: Promise<void> }>();
+  /** The jobs running here, by job id (counted in pool_jobs_in_flight). */
+  private readonly inFlight: Drain;
   private closing?: Promise<void>;
   /** Aborted by close(): ends the waits for the database below. */
   private readonly stopping = new AbortController();
@@ -78,6 +80,8 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
   ) {
     super();
     this.log = rt.log.child({ pool: def.pool });
+    const labels = { pool: def.pool };
+    this.inFlight = new Drain({ gauge: { inc: () => metrics.jobsInFlight.inc(labels), dec: () => metrics.jobsInFlight.dec(labels) } });
   }
 
   async start(): Promise<void> {
@@ -160,11 +164,8 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
     // job was created just before it was published, which is the wait a client sees.
     if (job.attempts === 1) metrics.jobQueueWait.observe({ type: job.type }, Math.max(0, Date.now() - (job.dispatchedAt ?? job.createdAt).getTime()) / 1000);
 
-    const abort = new AbortController();
-    let resolveDone!: () => void;
-    const done = new Promise<void>((r) => (resolveDone = r));
-    this.inFlight.set(job._id, { abort, delivery: d, done });
-    metrics.jobsInFlight.inc({ pool: this.def.pool });
+    const work = this.inFlight.begin(job._id);
+    const abort = work.abort;
     const heartbeat = setInterval(() => {
       jobs.renewLease(job._id, this.owner, this.opts.leaseMs).then(
         (ours) => {
@@ -209,9 +210,7 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       else d.ack();
     } finally {
       clearInterval(heartbeat);
-      this.inFlight.delete(job._id);
-      metrics.jobsInFlight.dec({ pool: this.def.pool });
-      resolveDone();
+      work.end();
     }
   }
 
@@ -278,16 +277,10 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.stopping.abort();
-      await this.cancel?.().catch((err) => this.log.warn('consumer cancel failed', { err: err as Error }));
-      const pending = [...this.inFlight.values()];
-      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), this.opts.shutdownGraceMs).unref());
-      const outcome = await Promise.race([Promise.all(pending.map((p) => p.done)).then(() => 'done' as const), timer]);
-      if (outcome === 'timeout') {
-        for (const p of this.inFlight.values()) p.abort.abort(new Error('worker stopping'));
-        await Promise.all([...this.inFlight.values()].map((p) => p.done));
-      }
-      this.log.info('pool stopped', { unfinished: outcome === 'timeout' ? pending.length : 0 });
+      // Past the grace period the jobs left are aborted and waited for: each hands its job back.
+      await this.inFlight.close({ stop: [this.cancel], graceMs: this.opts.shutdownGraceMs, log: this.log, stoppedMessage: 'pool stopped', awaitAborted: true });
     })();
     return this.closing;
   }
+
 }
