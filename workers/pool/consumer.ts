@@ -5,6 +5,7 @@ import { metrics } from '../../monitoring/metrics';
 import type { Delivery } from '../../platform/amqp';
 import type { Logger } from '../../platform/log';
 import { Drain } from '../../platform/infra/drain';
+import { parseOrDeadLetter } from '../../platform/infra/message';
 import type { Runtime } from '../../platform/runtime';
 import { inSpan } from '../../platform/tracing';
 
@@ -60,24 +61,14 @@ export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
   }
 
   private async take(d: Delivery): Promise<void> {
-    let payload: unknown;
-    try {
-      payload = JSON.parse(d.msg.content.toString('utf8'));
-    } catch {
-      payload = undefined;
-    }
-    const input = this.def.input.safeParse(payload);
-    if (!input.success) {
-      this.log.warn('message does not match the pool contract; dead-lettered');
-      this.emit('rejected', { pool: this.def.pool, reason: 'invalid' });
-      return d.deadLetter();
-    }
+    const input = parseOrDeadLetter(d, this.def.input, { queue: this.def.pool, log: this.log, onDeadLettered: () => this.emit('rejected', { pool: this.def.pool, reason: 'invalid' }) });
+    if (input === undefined) return;
     const work = this.inFlight.begin();
     const abort = work.abort;
     const headers = (d.msg.properties.headers ?? {}) as Record<string, unknown>;
     const priorDeliveries = Number(headers['x-delivery-count'] ?? (d.msg.fields.redelivered ? 1 : 0)) || 0;
     try {
-      await inSpan(`engine ${this.def.pool}`, 'internal', { 'svc.pool': this.def.pool }, () => this.def.handle(input.data, { signal: abort.signal, log: this.log, priorDeliveries }));
+      await inSpan(`engine ${this.def.pool}`, 'internal', { 'svc.pool': this.def.pool }, () => this.def.handle(input, { signal: abort.signal, log: this.log, priorDeliveries }));
       d.ack();
       this.emit('handled', { pool: this.def.pool });
     } finally {

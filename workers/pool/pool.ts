@@ -11,6 +11,7 @@ import type { JobMessage } from '../../platform/jobs';
 import type { Logger } from '../../platform/log';
 import type { JobDoc } from '../../platform/mongo';
 import { Drain } from '../../platform/infra/drain';
+import { deadLetter, parseOrDeadLetter } from '../../platform/infra/message';
 import type { Runtime } from '../../platform/runtime';
 import { inSpan } from '../../platform/tracing';
 import { RetryLaterError, UnrecoverableError } from './errors';
@@ -90,24 +91,11 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
     this.log.info('pool started', { queue, concurrency: this.opts.concurrency });
   }
 
-  private deadLetter(d: Delivery, reason: string) {
-    metrics.deadLettered.inc({ queue: this.def.pool, reason });
-    // Only the shape is logged, never the content.
-    this.log.warn('dead-lettering a message', { reason, bytes: d.msg.content.length });
-    d.deadLetter();
-    this.emit('deadLettered', { reason });
-  }
-
   private async handle(d: Delivery): Promise<void> {
-    let parsed: JobMessage;
-    try {
-      const r = JobMessageSchema.safeParse(JSON.parse(d.msg.content.toString('utf8')));
-      if (!r.success) return this.deadLetter(d, 'invalid_message');
-      parsed = r.data;
-    } catch {
-      return this.deadLetter(d, 'invalid_json');
-    }
-    if (parsed.type !== this.def.pool) return this.deadLetter(d, 'wrong_pool');
+    const dl = { queue: this.def.pool, log: this.log, onDeadLettered: (reason: string) => this.emit('deadLettered', { reason }) };
+    const parsed: JobMessage | undefined = parseOrDeadLetter(d, JobMessageSchema, dl);
+    if (!parsed) return;
+    if (parsed.type !== this.def.pool) return deadLetter(d, 'wrong_pool', dl);
     // Every line about the job names it and the request that made it (the message's
     // x-request-id header, or the job's own record when an older publisher sent none).
     await withContext({ jobId: parsed.jobId }, () => this.whileDatabaseAway((again) => this.claimAndRun(d, parsed, again)));

@@ -8,6 +8,7 @@ import { metrics } from '../../monitoring/metrics';
 import { withContext } from '../../platform/context';
 import type { Delivery } from '../../platform/amqp';
 import { Drain } from '../../platform/infra/drain';
+import { parseOrDeadLetter } from '../../platform/infra/message';
 import type { Runtime } from '../../platform/runtime';
 import { ATTR, endSpan, startSpan, tracingOn } from '../../platform/tracing';
 import { createDeliveriesRepository } from '../../platform/webhooks/deliveries.repository';
@@ -146,21 +147,8 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
     return this.inFlight.track(p);
   }
 
-  private deadLetter(d: Delivery, queue: string, reason: string) {
-    metrics.deadLettered.inc({ queue, reason });
-    this.log.warn('dead-lettering a message', { queue, reason, bytes: d.msg.content.length });
-    d.deadLetter();
-  }
-
   private parse<T>(d: Delivery, schema: z.ZodType<T>, queue: string): T | undefined {
-    try {
-      const r = schema.safeParse(JSON.parse(d.msg.content.toString('utf8')));
-      if (r.success) return r.data;
-      this.deadLetter(d, queue, 'invalid_message');
-    } catch {
-      this.deadLetter(d, queue, 'invalid_json');
-    }
-    return undefined;
+    return parseOrDeadLetter(d, schema, { queue, log: this.log });
   }
 
   /** Stage 1: one event → one delivery message per subscribed, active webhook. */
