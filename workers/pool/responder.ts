@@ -5,6 +5,7 @@ import type { RpcReply } from '../../platform/amqp';
 import { AppError, toAppError } from '../../platform/errors';
 import type { Logger } from '../../platform/log';
 import { Drain } from '../../platform/infra/drain';
+import { funnelError } from '../../platform/infra/error-funnel';
 import type { Runtime } from '../../platform/runtime';
 import { inSpan } from '../../platform/tracing';
 
@@ -70,10 +71,8 @@ export class Responder<I, O> {
       return { ok: true, result };
     } catch (err) {
       const e = abort.signal.aborted && !(err instanceof AppError) ? new AppError('timeout', 'the work was stopped at its deadline') : toAppError(err);
-      if (e.code === 'internal_error') {
-        this.log.error('request failed', { err: err as Error });
-        metrics.errors.inc({ code: e.code, source: 'consumer' });
-      }
+      // A refusal (the handler's AppError) or the deadline is the answer; a failure of ours goes through the funnel.
+      if (e.code === 'internal_error') funnelError(e, { source: 'consumer', log: this.log, msg: 'request failed', logWhen: 'always' });
       return { ok: false, error: { code: e.code, message: e.message } };
     } finally {
       clearTimeout(timer);
