@@ -10,6 +10,14 @@ client.collectDefaultMetrics({ register: registry });
 const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
   new client.Counter<L>({ name, help, labelNames, registers: [registry] });
 
+/**
+ * Where an error reached the funnel (the `source` of app_errors_total): an HTTP request, an MCP
+ * request or tool call, a consumer (request/reply pool), a scheduler task, the process itself
+ * (an uncaught exception or unhandled rejection).
+ */
+export const ERROR_SOURCES = ['http', 'mcp', 'consumer', 'scheduler', 'process'] as const;
+export type ErrorSource = (typeof ERROR_SOURCES)[number];
+
 export const metrics = {
   httpDuration: new client.Histogram<'method' | 'route' | 'status'>({
     name: 'http_request_duration_seconds',
@@ -62,7 +70,7 @@ export const metrics = {
   jobChangesAnnounced: counter('job_changes_announced_total', 'Job state changes announced on the job-changes fanout, by outcome (sent; failed: broker away, the caches fall back on their expiry).', ['outcome']),
   insufficientCredits: counter('credit_debits_refused_total', 'Debits refused for a short balance, by operation.', ['operation']),
   rateLimited: counter('rate_limited_requests_total', 'Requests refused with 429, by route.', ['route']),
-  errors: counter('app_errors_total', 'Errors through the error funnel, by code and source (http, consumer, scheduler, process).', ['code', 'source']),
+  errors: counter('app_errors_total', `Errors through the error funnel (platform/infra/error-funnel.ts), by code and source (${ERROR_SOURCES.join(', ')}).`, ['code', 'source']),
   schedulerRuns: counter('scheduler_runs_total', 'Scheduler task runs, by task and outcome.', ['task', 'outcome']),
   rpcCalls: counter('rpc_calls_total', 'Synchronous request/reply calls to a pool (/images, /images/moonlight), by pool, operation and outcome (ok, refused, timeout, unavailable).', ['pool', 'operation', 'outcome']),
   rpcDuration: new client.Histogram<'pool' | 'operation'>({

@@ -5,6 +5,7 @@ import { broker, type PoolType } from '../contracts/registry';
 import { metrics } from '../monitoring/metrics';
 import { currentContext, REQUEST_ID_HEADER, startContext } from './context';
 import type { Logger } from './log';
+import { deadLetter } from './infra/message';
 import { ATTR, endSpan, extractContext, injectTraceHeaders, runInSpan, startSpan, tracingOn } from './tracing';
 import type { Span } from '@opentelemetry/api';
 import { declareWebhookTopology } from './webhooks/topology';
@@ -1063,7 +1064,8 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   respond(queue: string, prefetch: number, handler: (payload: unknown, meta: RespondMeta) => Promise<RpcReply>): Promise<() => Promise<void>> {
     return this.consume(queue, prefetch, async (d) => {
       const { replyTo, correlationId, headers } = d.msg.properties;
-      if (!replyTo || !correlationId) return d.deadLetter();
+      // Nobody could read its answer: dead-lettered, and said (a publisher that is not an rpc caller).
+      if (!replyTo || !correlationId) return deadLetter(d, 'no_reply_to', { queue, log: this.log });
       const deadline = Number(headers?.['x-deadline']) || null;
       if (deadline !== null && Date.now() > deadline) return d.ack();
       if (this.callerGone(replyTo as string)) return d.ack();

@@ -1,6 +1,5 @@
-import { metrics } from '../monitoring/metrics';
 import { loadConfig, type Config } from './config';
-import { toAppError } from './errors';
+import { funnelError } from './infra/error-funnel';
 import { createLogger, serviceLogger } from './log';
 import { UnsupportedServerError } from './mongo';
 import { markImportsDone } from './startup';
@@ -39,9 +38,7 @@ export function runMain(name: string, start: (config: Config) => Promise<{ stop(
   const log = serviceLogger(config, name);
   let crashing = false;
   const crash = (source: string) => (err: unknown) => {
-    const e = toAppError(err);
-    metrics.errors.inc({ code: e.code, source: 'process' });
-    log.fatal(`${source} in ${name}; exiting`, { code: e.code, err: err instanceof Error ? err : e });
+    funnelError(err, { source: 'process', log, msg: `${source} in ${name}; exiting`, logWhen: 'always', level: 'fatal' });
     if (!tracingOn) process.exit(EX_SOFTWARE);
     if (crashing) return; // a second error while the spans flush: the exit is on its way
     crashing = true;

@@ -4,7 +4,7 @@ import { metrics } from '../monitoring/metrics';
 import { startMonitoringServer } from '../monitoring/server';
 import { loadConfig, type Config } from '../platform/config';
 import { isDatabaseUnavailable } from '../platform/db-health';
-import { toAppError } from '../platform/errors';
+import { funnelError } from '../platform/infra/error-funnel';
 import { serviceLogger } from '../platform/log';
 import { startupReport, startupStep } from '../platform/startup';
 import { instanceId } from '../platform/instance';
@@ -49,10 +49,8 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
         metrics.schedulerRuns.inc({ task: name, outcome: 'ok' });
         log.debug('task done', { task: name, result });
       } catch (err) {
-        const e = toAppError(err);
         metrics.schedulerRuns.inc({ task: name, outcome: 'error' });
-        metrics.errors.inc({ code: e.code, source: 'scheduler' });
-        log.error('task failed', { task: name, err: (e.cause as Error) ?? e });
+        funnelError(err, { source: 'scheduler', log, msg: 'task failed', logWhen: 'always', fields: { task: name } });
         throw err;
       } finally {
         running.set(name, running.get(name)! - 1);

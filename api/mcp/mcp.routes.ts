@@ -1,8 +1,8 @@
 import { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
-import { metrics } from '../../monitoring/metrics';
 import type { AuthCache } from '../../platform/accounts';
 import type { AuditRecorder } from '../../platform/audit/audit.recorder';
-import { AppError, boundedMessage, toAppError } from '../../platform/errors';
+import { AppError, boundedMessage } from '../../platform/errors';
+import { funnelError } from '../../platform/infra/error-funnel';
 import { newId } from '../../platform/ids';
 import type { Runtime } from '../../platform/runtime';
 import { locals } from '../http/context';
@@ -127,9 +127,7 @@ export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
   r.all('/', notAllowed);
 
   const onError: ErrorRequestHandler = async (err, req, res, _next) => {
-    const appErr = toAppError(err, { request: true });
-    metrics.errors.inc({ code: appErr.code, source: 'mcp' });
-    if (appErr.status >= 500) log.error('mcp request failed', { requestId: locals(res).requestId, code: appErr.code, err: (appErr.cause as Error) ?? appErr });
+    const appErr = funnelError(err, { source: 'mcp', log, msg: 'mcp request failed', request: true, fields: { requestId: locals(res).requestId } });
     if (res.headersSent) return res.end();
     const auth = locals(res).auth;
     // A refused tools/call (rate limit) is a call too: it goes in the audit log, names only. A refused

@@ -1,8 +1,8 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { metrics } from '../../monitoring/metrics';
-import { AppError, boundedMessage, clip, toAppError } from '../../platform/errors';
+import { AppError, boundedMessage, clip } from '../../platform/errors';
+import { funnelError } from '../../platform/infra/error-funnel';
 import { faultPoint } from '../../platform/faults';
 import { newId, stableId } from '../../platform/ids';
 import type { Logger } from '../../platform/log';
@@ -198,10 +198,8 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
       // A replay says so, as REST's Idempotent-Replayed header does.
       result = { content: [{ type: 'text', text: JSON.stringify(payload) }], structuredContent: payload, ...(replayed ? { _meta: { idempotentReplayed: true } } : {}) };
     } catch (err) {
-      const appErr = toAppError(err);
+      const appErr = funnelError(err, { source: 'mcp', log: ctx.log, msg: 'mcp tool failed', fields: { requestId, tool: t.name } });
       status = appErr.status;
-      metrics.errors.inc({ code: appErr.code, source: 'mcp' });
-      if (appErr.status >= 500) ctx.log.error('mcp tool failed', { requestId, tool: t.name, code: appErr.code, err: (appErr.cause as Error) ?? appErr });
       result = toolError(appErr, requestId);
     }
     await record({ tool: t.name, args, status, charged, started });

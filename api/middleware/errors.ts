@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { metrics } from '../../monitoring/metrics';
-import { AppError, boundedMessage, toAppError, type ErrorCode } from '../../platform/errors';
+import { AppError, boundedMessage, type ErrorCode } from '../../platform/errors';
+import { funnelError } from '../../platform/infra/error-funnel';
 import type { Logger } from '../../platform/log';
 import { locals } from '../http/context';
 import { routeTemplate } from './http-access';
@@ -24,13 +24,9 @@ export const notFoundRoute: RequestHandler = (req, _res, next) => {
  */
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    const appErr = toAppError(err, { request: true });
     const { requestId } = locals(res);
-    metrics.errors.inc({ code: appErr.code, source: 'http' });
-    if (appErr.status >= 500) {
-      if (!appErr.quiet) log.error('request failed', { requestId, method: req.method, route: routeTemplate(req), code: appErr.code, err: (appErr.cause as Error) ?? appErr });
-      recordRequestFailure(res, (appErr.cause as Error) ?? appErr);
-    }
+    const appErr = funnelError(err, { source: 'http', log, msg: 'request failed', request: true, fields: { requestId, method: req.method, route: routeTemplate(req) } });
+    if (appErr.status >= 500) recordRequestFailure(res, (appErr.cause as Error) ?? appErr);
     if (res.headersSent) return res.end();
     for (const [k, v] of Object.entries(appErr.headers)) res.setHeader(k, v);
     // Every 503 says when to come back; the database's says 1 s (platform/errors.ts databaseUnavailable).
@@ -64,7 +60,8 @@ export function clientErrorHandler(log: Logger) {
     const known = CLIENT_ERRORS[err.code ?? ''];
     const appErr = new AppError(known?.code ?? 'bad_request', known?.message ?? 'the request could not be parsed as HTTP/1.1');
     const requestId = `req_${randomUUID().replaceAll('-', '')}`;
-    metrics.errors.inc({ code: appErr.code, source: 'http' });
+    // Counted only: the client's mistake, not ours.
+    funnelError(appErr, { source: 'http', log, msg: 'client error', logWhen: 'never' });
     log.debug('client error', { requestId, code: err.code });
     const body = JSON.stringify({ error: { code: appErr.code, message: appErr.message, requestId } });
     socket.end(

@@ -4,6 +4,7 @@ import { broker } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import type { AmqpClient, Delivery } from '../amqp';
 import { isDatabaseUnavailable } from '../db-health';
+import { parseOrDeadLetter } from '../infra/message';
 import type { Logger } from '../log';
 import type { AuditDoc, Database } from '../mongo';
 
@@ -146,16 +147,10 @@ export function createAuditWriter(o: AuditWriterOptions) {
   };
 
   const onDelivery = async (d: Delivery) => {
-    let entries: AuditDoc[];
-    try {
-      // One entry, or a group of them (the recorder's group commit).
-      const parsed = AuditMessages.safeParse(JSON.parse(d.msg.content.toString('utf8')));
-      if (!parsed.success) throw parsed.error;
-      entries = Array.isArray(parsed.data) ? parsed.data : [parsed.data];
-    } catch (err) {
-      log.error('audit message is not an entry; dead-lettered', { err: err as Error });
-      return d.deadLetter();
-    }
+    // One entry, or a group of them (the recorder's group commit).
+    const parsed = parseOrDeadLetter(d, AuditMessages, { queue: 'audit', log });
+    if (!parsed) return;
+    const entries: AuditDoc[] = Array.isArray(parsed) ? parsed : [parsed];
     pending.push({ entries, d });
     pendingEntries += entries.length;
     if (pendingEntries >= batchSize || stopping) flush();

@@ -1,11 +1,13 @@
 import { EventEmitter } from 'node:events';
 import type { z } from 'zod';
 import { broker, type PoolType } from '../../contracts/registry';
+import { metrics } from '../../monitoring/metrics';
 import type { Delivery } from '../../platform/amqp';
 import type { Logger } from '../../platform/log';
+import { Drain } from '../../platform/infra/drain';
+import { parseOrDeadLetter } from '../../platform/infra/message';
 import type { Runtime } from '../../platform/runtime';
 import { inSpan } from '../../platform/tracing';
-import { InFlight } from './in-flight';
 
 export interface ConsumerContext {
   /** Aborted when the worker stops past its grace period. */
@@ -37,7 +39,8 @@ export interface ConsumerEvents {
 /** Runs a ConsumerDefinition with prefetch = concurrency. `close()` may be called twice. */
 export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
   private cancel?: () => Promise<void>;
-  private readonly inFlight: InFlight;
+  /** The work running here (counted in pool_jobs_in_flight). */
+  private readonly inFlight: Drain;
   private readonly log: Logger;
 
   constructor(
@@ -47,7 +50,8 @@ export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
   ) {
     super();
     this.log = rt.log.child({ pool: def.pool, role: 'consumer' });
-    this.inFlight = new InFlight(def.pool);
+    const labels = { pool: def.pool };
+    this.inFlight = new Drain({ gauge: { inc: () => metrics.jobsInFlight.inc(labels), dec: () => metrics.jobsInFlight.dec(labels) } });
   }
 
   async start(): Promise<void> {
@@ -57,24 +61,14 @@ export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
   }
 
   private async take(d: Delivery): Promise<void> {
-    let payload: unknown;
-    try {
-      payload = JSON.parse(d.msg.content.toString('utf8'));
-    } catch {
-      payload = undefined;
-    }
-    const input = this.def.input.safeParse(payload);
-    if (!input.success) {
-      this.log.warn('message does not match the pool contract; dead-lettered');
-      this.emit('rejected', { pool: this.def.pool, reason: 'invalid' });
-      return d.deadLetter();
-    }
-    const work = this.inFlight.start();
+    const input = parseOrDeadLetter(d, this.def.input, { queue: this.def.pool, log: this.log, onDeadLettered: () => this.emit('rejected', { pool: this.def.pool, reason: 'invalid' }) });
+    if (input === undefined) return;
+    const work = this.inFlight.begin();
     const abort = work.abort;
     const headers = (d.msg.properties.headers ?? {}) as Record<string, unknown>;
     const priorDeliveries = Number(headers['x-delivery-count'] ?? (d.msg.fields.redelivered ? 1 : 0)) || 0;
     try {
-      await inSpan(`engine ${this.def.pool}`, 'internal', { 'svc.pool': this.def.pool }, () => this.def.handle(input.data, { signal: abort.signal, log: this.log, priorDeliveries }));
+      await inSpan(`engine ${this.def.pool}`, 'internal', { 'svc.pool': this.def.pool }, () => this.def.handle(input, { signal: abort.signal, log: this.log, priorDeliveries }));
       d.ack();
       this.emit('handled', { pool: this.def.pool });
     } finally {
@@ -82,7 +76,8 @@ export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
     }
   }
 
-  close(): Promise<void> {
-    return this.inFlight.drain(this.cancel, this.opts.shutdownGraceMs, this.log, 'consumer pool stopped');
+  /** Stop taking messages, wait for those in flight up to the grace period, then abort the rest (their messages go back to the broker). */
+  async close(): Promise<void> {
+    await this.inFlight.close({ stop: [this.cancel], graceMs: this.opts.shutdownGraceMs, log: this.log, stoppedMessage: 'consumer pool stopped' });
   }
 }

@@ -10,6 +10,8 @@ import { currentContext, withContext } from '../../platform/context';
 import type { JobMessage } from '../../platform/jobs';
 import type { Logger } from '../../platform/log';
 import type { JobDoc } from '../../platform/mongo';
+import { Drain } from '../../platform/infra/drain';
+import { deadLetter, parseOrDeadLetter } from '../../platform/infra/message';
 import type { Runtime } from '../../platform/runtime';
 import { inSpan } from '../../platform/tracing';
 import { RetryLaterError, UnrecoverableError } from './errors';
@@ -65,7 +67,8 @@ const JobMessageSchema = z.object({ jobId: z.string().min(1), accountId: z.strin
 export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<PoolEvents> {
   readonly owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private cancel?: () => Promise<void>;
-  private inFlight = new Map<string, { abort: AbortController; delivery: Delivery; done: Promise<void> }>();
+  /** The jobs running here, by job id (counted in pool_jobs_in_flight). */
+  private readonly inFlight: Drain;
   private closing?: Promise<void>;
   /** Aborted by close(): ends the waits for the database below. */
   private readonly stopping = new AbortController();
@@ -78,6 +81,8 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
   ) {
     super();
     this.log = rt.log.child({ pool: def.pool });
+    const labels = { pool: def.pool };
+    this.inFlight = new Drain({ gauge: { inc: () => metrics.jobsInFlight.inc(labels), dec: () => metrics.jobsInFlight.dec(labels) } });
   }
 
   async start(): Promise<void> {
@@ -86,24 +91,11 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
     this.log.info('pool started', { queue, concurrency: this.opts.concurrency });
   }
 
-  private deadLetter(d: Delivery, reason: string) {
-    metrics.deadLettered.inc({ queue: this.def.pool, reason });
-    // Only the shape is logged, never the content.
-    this.log.warn('dead-lettering a message', { reason, bytes: d.msg.content.length });
-    d.deadLetter();
-    this.emit('deadLettered', { reason });
-  }
-
   private async handle(d: Delivery): Promise<void> {
-    let parsed: JobMessage;
-    try {
-      const r = JobMessageSchema.safeParse(JSON.parse(d.msg.content.toString('utf8')));
-      if (!r.success) return this.deadLetter(d, 'invalid_message');
-      parsed = r.data;
-    } catch {
-      return this.deadLetter(d, 'invalid_json');
-    }
-    if (parsed.type !== this.def.pool) return this.deadLetter(d, 'wrong_pool');
+    const dl = { queue: this.def.pool, log: this.log, onDeadLettered: (reason: string) => this.emit('deadLettered', { reason }) };
+    const parsed: JobMessage | undefined = parseOrDeadLetter(d, JobMessageSchema, dl);
+    if (!parsed) return;
+    if (parsed.type !== this.def.pool) return deadLetter(d, 'wrong_pool', dl);
     // Every line about the job names it and the request that made it (the message's
     // x-request-id header, or the job's own record when an older publisher sent none).
     await withContext({ jobId: parsed.jobId }, () => this.whileDatabaseAway((again) => this.claimAndRun(d, parsed, again)));
@@ -160,11 +152,8 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
     // job was created just before it was published, which is the wait a client sees.
     if (job.attempts === 1) metrics.jobQueueWait.observe({ type: job.type }, Math.max(0, Date.now() - (job.dispatchedAt ?? job.createdAt).getTime()) / 1000);
 
-    const abort = new AbortController();
-    let resolveDone!: () => void;
-    const done = new Promise<void>((r) => (resolveDone = r));
-    this.inFlight.set(job._id, { abort, delivery: d, done });
-    metrics.jobsInFlight.inc({ pool: this.def.pool });
+    const work = this.inFlight.begin(job._id);
+    const abort = work.abort;
     const heartbeat = setInterval(() => {
       jobs.renewLease(job._id, this.owner, this.opts.leaseMs).then(
         (ours) => {
@@ -209,9 +198,7 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       else d.ack();
     } finally {
       clearInterval(heartbeat);
-      this.inFlight.delete(job._id);
-      metrics.jobsInFlight.dec({ pool: this.def.pool });
-      resolveDone();
+      work.end();
     }
   }
 
@@ -278,16 +265,10 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.stopping.abort();
-      await this.cancel?.().catch((err) => this.log.warn('consumer cancel failed', { err: err as Error }));
-      const pending = [...this.inFlight.values()];
-      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), this.opts.shutdownGraceMs).unref());
-      const outcome = await Promise.race([Promise.all(pending.map((p) => p.done)).then(() => 'done' as const), timer]);
-      if (outcome === 'timeout') {
-        for (const p of this.inFlight.values()) p.abort.abort(new Error('worker stopping'));
-        await Promise.all([...this.inFlight.values()].map((p) => p.done));
-      }
-      this.log.info('pool stopped', { unfinished: outcome === 'timeout' ? pending.length : 0 });
+      // Past the grace period the jobs left are aborted and waited for: each hands its job back.
+      await this.inFlight.close({ stop: [this.cancel], graceMs: this.opts.shutdownGraceMs, log: this.log, stoppedMessage: 'pool stopped', awaitAborted: true });
     })();
     return this.closing;
   }
+
 }

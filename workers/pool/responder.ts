@@ -4,9 +4,10 @@ import { metrics } from '../../monitoring/metrics';
 import type { RpcReply } from '../../platform/amqp';
 import { AppError, toAppError } from '../../platform/errors';
 import type { Logger } from '../../platform/log';
+import { Drain } from '../../platform/infra/drain';
+import { funnelError } from '../../platform/infra/error-funnel';
 import type { Runtime } from '../../platform/runtime';
 import { inSpan } from '../../platform/tracing';
-import { InFlight } from './in-flight';
 
 export interface ResponderContext {
   /** Aborted at the caller's deadline (nobody waits for the answer any more) or when stopping past the grace period. */
@@ -39,7 +40,8 @@ export interface ResponderDefinition<I = unknown, O = unknown> {
  */
 export class Responder<I, O> {
   private cancel?: () => Promise<void>;
-  private readonly inFlight: InFlight;
+  /** The work running here (counted in pool_jobs_in_flight). */
+  private readonly inFlight: Drain;
   private readonly log: Logger;
 
   constructor(
@@ -48,7 +50,8 @@ export class Responder<I, O> {
     private readonly opts: { concurrency: number; shutdownGraceMs: number },
   ) {
     this.log = rt.log.child({ pool: def.pool, role: 'responder' });
-    this.inFlight = new InFlight(def.pool);
+    const labels = { pool: def.pool };
+    this.inFlight = new Drain({ gauge: { inc: () => metrics.jobsInFlight.inc(labels), dec: () => metrics.jobsInFlight.dec(labels) } });
   }
 
   async start(): Promise<void> {
@@ -58,7 +61,7 @@ export class Responder<I, O> {
   }
 
   private async answer(payload: unknown, deadline: number | null, send: (chunk: Buffer) => Promise<void>): Promise<RpcReply> {
-    const work = this.inFlight.start();
+    const work = this.inFlight.begin();
     const abort = work.abort;
     const timer = deadline === null ? undefined : setTimeout(() => abort.abort(new Error('the caller stopped waiting')), Math.max(0, deadline - Date.now()));
     try {
@@ -68,10 +71,8 @@ export class Responder<I, O> {
       return { ok: true, result };
     } catch (err) {
       const e = abort.signal.aborted && !(err instanceof AppError) ? new AppError('timeout', 'the work was stopped at its deadline') : toAppError(err);
-      if (e.code === 'internal_error') {
-        this.log.error('request failed', { err: err as Error });
-        metrics.errors.inc({ code: e.code, source: 'consumer' });
-      }
+      // A refusal (the handler's AppError) or the deadline is the answer; a failure of ours goes through the funnel.
+      if (e.code === 'internal_error') funnelError(e, { source: 'consumer', log: this.log, msg: 'request failed', logWhen: 'always' });
       return { ok: false, error: { code: e.code, message: e.message } };
     } finally {
       clearTimeout(timer);
@@ -79,7 +80,8 @@ export class Responder<I, O> {
     }
   }
 
-  close(): Promise<void> {
-    return this.inFlight.drain(this.cancel, this.opts.shutdownGraceMs, this.log, 'responder stopped');
+  /** Stop taking messages, wait for those in flight up to the grace period, then abort the rest (their messages go back to the broker). */
+  async close(): Promise<void> {
+    await this.inFlight.close({ stop: [this.cancel], graceMs: this.opts.shutdownGraceMs, log: this.log, stoppedMessage: 'responder stopped' });
   }
 }

@@ -7,6 +7,8 @@ import { WEBHOOK_LIMITS, type WebhookEventPayload } from '../../contracts/webhoo
 import { metrics } from '../../monitoring/metrics';
 import { withContext } from '../../platform/context';
 import type { Delivery } from '../../platform/amqp';
+import { Drain } from '../../platform/infra/drain';
+import { parseOrDeadLetter } from '../../platform/infra/message';
 import type { Runtime } from '../../platform/runtime';
 import { ATTR, endSpan, startSpan, tracingOn } from '../../platform/tracing';
 import { createDeliveriesRepository } from '../../platform/webhooks/deliveries.repository';
@@ -101,10 +103,10 @@ export interface WebhookWorkerOptions {
  */
 export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
   private cancels: (() => Promise<void>)[] = [];
-  private inFlight = new Set<Promise<void>>();
+  /** Fan-outs and attempts running here. */
+  private readonly inFlight = new Drain();
   private perWebhook = new Map<string, number>();
   private stamps = new Map<string, { at: number; pending?: Promise<void> }>();
-  private closing?: Promise<void>;
   private readonly hooks;
   private readonly deliveries;
   private readonly box;
@@ -142,25 +144,11 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
   }
 
   private track(p: Promise<void>): Promise<void> {
-    this.inFlight.add(p);
-    return p.finally(() => this.inFlight.delete(p));
-  }
-
-  private deadLetter(d: Delivery, queue: string, reason: string) {
-    metrics.deadLettered.inc({ queue, reason });
-    this.log.warn('dead-lettering a message', { queue, reason, bytes: d.msg.content.length });
-    d.deadLetter();
+    return this.inFlight.track(p);
   }
 
   private parse<T>(d: Delivery, schema: z.ZodType<T>, queue: string): T | undefined {
-    try {
-      const r = schema.safeParse(JSON.parse(d.msg.content.toString('utf8')));
-      if (r.success) return r.data;
-      this.deadLetter(d, queue, 'invalid_message');
-    } catch {
-      this.deadLetter(d, queue, 'invalid_json');
-    }
-    return undefined;
+    return parseOrDeadLetter(d, schema, { queue, log: this.log });
   }
 
   /** Stage 1: one event → one delivery message per subscribed, active webhook. */
@@ -342,17 +330,9 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
     return pending;
   }
 
-  /** Stop taking messages, let attempts in flight finish (bounded), then return. Twice is fine. */
-  close(): Promise<void> {
-    this.closing ??= (async () => {
-      const results = await Promise.allSettled(this.cancels.map((c) => c()));
-      for (const r of results) if (r.status === 'rejected') this.log.warn('consumer cancel failed', { err: r.reason as Error });
-      const pending = Promise.allSettled([...this.inFlight]);
-      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), this.opts.shutdownGraceMs).unref());
-      const outcome = await Promise.race([pending.then(() => 'done' as const), timer]);
-      this.log.info('webhook pool stopped', { unfinished: outcome === 'timeout' ? this.inFlight.size : 0 });
-    })();
-    return this.closing;
+  /** Stop taking messages, let attempts in flight finish (bounded; the rest are left to redelivery), then return. Twice is fine. */
+  async close(): Promise<void> {
+    await this.inFlight.close({ stop: this.cancels, graceMs: this.opts.shutdownGraceMs, log: this.log, stoppedMessage: 'webhook pool stopped' });
   }
 }
 
