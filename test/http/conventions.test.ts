@@ -96,6 +96,26 @@ describe('HTTP conventions: rule order, Location, If-Match, WWW-Authenticate, Re
       expect((await expectLocation(file, 201, /^\/api\/v1\/drive\/files\/[A-Za-z0-9_-]+$/)).body.id).to.equal(file.body.id);
     });
 
+    it('when a flowchart, a sheet, a board, a conversation and a persona are created, then Location is their URL; a card and a folder name their own path', async () => {
+      const flow = await api.post('/flowcharts', { name: 'flow', nodes: [{ id: 'a', label: 'A' }, { id: 'b', label: 'B' }], edges: [{ from: 'a', to: 'b' }] });
+      expect((await expectLocation(flow, 201, /^\/api\/v1\/projects\/[A-Za-z0-9_-]+$/)).body.id).to.equal(flow.body.id);
+      const sheet = await api.post('/sheets', { name: 'sheet', columns: [{ name: 'Name', type: 'string' }], rows: [['x']] });
+      expect((await expectLocation(sheet, 201, /^\/api\/v1\/sheets\/[A-Za-z0-9_-]+$/)).body.id).to.equal(sheet.body.id);
+      const board = await api.post('/boards', { name: 'board' });
+      expect((await expectLocation(board, 201, /^\/api\/v1\/boards\/[A-Za-z0-9_-]+$/)).body.id).to.equal(board.body.id);
+      const conversation = await api.post('/conversations', { title: 'chat' });
+      expect((await expectLocation(conversation, 201, /^\/api\/v1\/conversations\/[A-Za-z0-9_-]+$/)).body.id).to.equal(conversation.body.id);
+      const persona = await api.post('/personas', { name: 'persona' });
+      expect((await expectLocation(persona, 201, /^\/api\/v1\/personas\/[A-Za-z0-9_-]+$/)).body.id).to.equal(persona.body.id);
+      // No GET of one card or one folder: Location is the path their PATCH answers on.
+      const card = await api.post(`/boards/${board.body.id}/cards`, { title: 'card' });
+      expect(card.status, card.text).to.equal(201);
+      expect(card.headers.get('location')).to.equal(`/api/v1/boards/${board.body.id}/cards/${card.body.id}`);
+      const folder = await api.post('/drive/folders', { name: 'Located' });
+      expect(folder.status, folder.text).to.equal(201);
+      expect(folder.headers.get('location')).to.equal(`/api/v1/drive/folders/${folder.body.id}`);
+    });
+
     it('when a job is dispatched (202), then Location is the job URL, also on an Idempotency-Key replay', async () => {
       const first = await api.post('/code-builds', { prompt: 'a counter' }, { 'idempotency-key': 'loc-1' });
       const job = await expectLocation(first, 202, /^\/api\/v1\/jobs\/code_[A-Za-z0-9_-]+$/);
