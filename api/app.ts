@@ -26,7 +26,7 @@ import { researchRoutes } from './research/research.routes';
 import { songsRoutes } from './songs/songs.routes';
 import { audit } from './middleware/audit';
 import { authenticate } from './middleware/auth';
-import { jsonBody } from './middleware/body';
+import { lazyJsonBody } from './middleware/body';
 import { databaseGate } from './middleware/database';
 import { clientErrorHandler, errorHandler, notFoundRoute } from './middleware/errors';
 import { httpAccess } from './middleware/http-access';
@@ -67,9 +67,10 @@ const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRout
   driveRoutes, driveContentRoutes, driveSearchRoutes, chatRoutes, agentsRoutes, speechRoutes, liveRoutes, personasRoutes, spacesRoutes];
 
 /**
- * The Express app. Order: trace span (when tracing is on) → request id → metrics timer → JSON body → public routes →
- * authentication → audit → rate limit → routes → 501 for catalogue endpoints not served yet →
- * 404 → error funnel.
+ * The Express app. Order: trace span (when tracing is on) → request id → metrics timer → public routes →
+ * authentication → audit → rate limit → routes (scope check, then the JSON body: api/http/route.ts) →
+ * 501 for catalogue endpoints not served yet → 404 → error funnel. So 401 comes before 403, and
+ * both before any 4xx about the body (SPEC §5.4).
  */
 export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotency: Idempotency; jobCache: JobCache; metrics?: () => Promise<{ text: string; contentType: string }> }) {
   const { authCache } = parts;
@@ -100,6 +101,8 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
     idempotency: parts.idempotency,
     jobCache: parts.jobCache,
     implemented: new Set<string>(['getOpenapi']),
+    // Read by each route after the scope check (api/http/route.ts mount), not before authentication.
+    readBody: lazyJsonBody(config.BODY_LIMIT_BYTES, [{ method: 'POST', path: '/drive/files', limitBytes: DRIVE_LIMITS.createBodyBytesMax }]),
   };
 
   // Audit before the rate limit, so refused (429) calls are recorded too; the entry is inserted
@@ -113,7 +116,6 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   app.use('/console', consoleRoutes(rt, { audit: auditRecorder }));
 
   const v1 = Router();
-  v1.use(jsonBody(config.BODY_LIMIT_BYTES, [{ method: 'POST', path: '/drive/files', limitBytes: DRIVE_LIMITS.createBodyBytesMax }]));
   v1.use(openapiRoutes({ serverUrl: `${config.PUBLIC_BASE_URL}${BASE_PATH}`, implemented: deps.implemented }));
   v1.use(assetsRoutes(rt.blobs));
   v1.use(driveDownloadRoutes(rt));

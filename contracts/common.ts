@@ -65,6 +65,16 @@ export const ErrorBody = z
       code: z.string().describe('Stable machine code, e.g. validation_error, not_found.'),
       message: z.string().describe('Human text; for validation errors it names the field.'),
       requestId: z.string().describe('Same as the X-Request-Id header.'),
+      details: z
+        .array(
+          z.object({
+            path: z.string().describe('The field, dotted from the body or query root (ops.2.column); body or query for the whole.'),
+            code: z.string().describe("The rule that failed (zod's issue code: invalid_type, too_big, unrecognized_keys…)."),
+            message: z.string().describe('Human text for this field alone.'),
+          }),
+        )
+        .optional()
+        .describe('validation_error only: one entry per failed rule (at most 10), the same fields message names.'),
     }),
   })
   .meta({ id: 'Error' });
@@ -100,7 +110,7 @@ export const listQuery = <S extends z.ZodRawShape>(filters: S) =>
   });
 
 /** `version` of a mutable resource: 1 at creation, +1 per change; also sent as `ETag: "<version>"`. */
-export const Version = z.number().int().describe('1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 409 version_conflict).');
+export const Version = z.number().int().describe('1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 412 precondition_failed).');
 
 export const JOB_STATUSES = ['queued', 'processing', 'complete', 'failed'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];

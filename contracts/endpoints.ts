@@ -46,6 +46,17 @@ export interface Endpoint {
   response?: z.ZodType;
   /** Also answers the SPEC 4 rule 3 Idempotency-Key header. */
   idempotent?: boolean;
+  /**
+   * Honours `If-Match: "<version>"`: a version that is no longer the stored one answers 412
+   * precondition_failed and changes nothing.
+   */
+  ifMatch?: boolean;
+  /**
+   * The `Location` of a 201 or 202 answer, under the API base path, from the answer and the path
+   * parameters. Without it (api/http/route.ts locationOf): a job envelope's `/jobs/{jobId}`, else
+   * the catalogue path one `/{id}` below this one with the answer's `id`.
+   */
+  location?: (created: Record<string, unknown>, params: Record<string, string>) => string;
   /** Errors particular to this endpoint, by HTTP status (the common ones are added for all). */
   errors?: Record<string, string>;
   /**
@@ -73,12 +84,12 @@ export const endpoints = {
   listPersonas: e({ method: 'get', path: '/personas', scopes: R, status: 200, tag: 'personas', summary: 'List personas, newest first (list envelope; filter status).', query: PersonaListQuery, response: PersonaList }),
   createPersona: e({ method: 'post', path: '/personas', scopes: W, status: 201, tag: 'personas', summary: 'Create a persona (status draft): name, instructions, voice, faceId, greeting, tools, description. Only name is required to create; publish needs the rest.', body: PersonaCreate, response: Persona }),
   getPersona: e({ method: 'get', path: '/personas/{id}', scopes: R, status: 200, tag: 'personas', summary: 'Get a persona: its working copy and its latest published version.', response: Persona }),
-  updatePersona: e({ method: 'patch', path: '/personas/{id}', scopes: W, status: 200, tag: 'personas', summary: 'Update the working copy: only the passed fields change, and the persona becomes a draft; published versions never change. If-Match supported.', body: PersonaUpdate, response: Persona, errors: { '409': 'If-Match names an older version (version_conflict).' } }),
+  updatePersona: e({ ifMatch: true, method: 'patch', path: '/personas/{id}', scopes: W, status: 200, tag: 'personas', summary: 'Update the working copy: only the passed fields change, and the persona becomes a draft; published versions never change. If-Match supported.', body: PersonaUpdate, response: Persona, errors: { '412': 'If-Match names an older version (precondition_failed); nothing was changed.' } }),
   deletePersona: e({ method: 'delete', path: '/personas/{id}', scopes: W, status: 204, tag: 'personas', summary: 'Delete a persona with its versions, deployments, conversations and their events; its active conversations are ended (their tokens stop connecting).' }),
-  publishPersona: e({ method: 'post', path: '/personas/{id}/publish', scopes: W, status: 200, tag: 'personas', summary: 'Publish: check the working copy (name, instructions, greeting, a known face, voice and tools; else 400 naming each) and freeze it as the next version. Publishing an unchanged persona keeps its version. If-Match supported.', response: Persona, errors: { '409': 'If-Match names an older version, or the persona changed while it was being published (version_conflict); a concurrent publish (conflict).' } }),
+  publishPersona: e({ ifMatch: true, method: 'post', path: '/personas/{id}/publish', scopes: W, status: 200, tag: 'personas', summary: 'Publish: check the working copy (name, instructions, greeting, a known face, voice and tools; else 400 naming each) and freeze it as the next version. Publishing an unchanged persona keeps its version. If-Match supported.', response: Persona, errors: { '409': 'The persona changed while it was being published (version_conflict); a concurrent publish (conflict).', '412': 'If-Match names an older version, or the persona changed while it was being published under If-Match (precondition_failed).' } }),
   listPersonaDeployments: e({ method: 'get', path: '/personas/{id}/deployments', scopes: R, status: 200, tag: 'personas', summary: 'List the persona\'s deployments, newest first (list envelope).', query: PersonaDeploymentListQuery, response: PersonaDeploymentList }),
-  createPersonaDeployment: e({ method: 'post', path: '/personas/{id}/deployments', scopes: W, status: 201, tag: 'personas', summary: 'Put a published version (default the latest) on a channel: web (embed on allowed https origins), voice (the realtime engine) or api; the answer says how to connect.', body: PersonaDeploymentCreate, response: PersonaDeployment, errors: { '409': 'The persona has no published version (persona_not_published).' } }),
-  startPersonaConversation: e({ method: 'post', path: '/personas/{id}/conversations', scopes: W, status: 201, tag: 'personas', summary: 'Start a conversation on a deployment: a live session locked to the deployment\'s persona version (its instructions are the system message, its greeting the first assistant turn, its tools the only server tools offered; a web deployment\'s token connects only from its allowed origins), charged once (live_session); the answer carries the realtime token. The key needs the ai scope too (else 403).', body: PersonaConversationStart, response: PersonaConversation, idempotent: true, errors: { '402': 'The balance cannot cover live_session (insufficient_credits).' } }),
+  createPersonaDeployment: e({ location: (_r, p) => `/personas/${p.id}/deployments`,  method: 'post', path: '/personas/{id}/deployments', scopes: W, status: 201, tag: 'personas', summary: 'Put a published version (default the latest) on a channel: web (embed on allowed https origins), voice (the realtime engine) or api; the answer says how to connect.', body: PersonaDeploymentCreate, response: PersonaDeployment, errors: { '409': 'The persona has no published version (persona_not_published).' } }),
+  startPersonaConversation: e({ location: (r, p) => `/personas/${p.id}/conversations/${String(r.id)}/events`,  method: 'post', path: '/personas/{id}/conversations', scopes: W, status: 201, tag: 'personas', summary: 'Start a conversation on a deployment: a live session locked to the deployment\'s persona version (its instructions are the system message, its greeting the first assistant turn, its tools the only server tools offered; a web deployment\'s token connects only from its allowed origins), charged once (live_session); the answer carries the realtime token. The key needs the ai scope too (else 403).', body: PersonaConversationStart, response: PersonaConversation, idempotent: true, errors: { '402': 'The balance cannot cover live_session (insufficient_credits).' } }),
   endPersonaConversation: e({ method: 'post', path: '/personas/{id}/conversations/{cid}/end', scopes: W, status: 200, tag: 'personas', summary: 'End a conversation: its live session ends (the token no longer connects), endedAt, durationMs and creditsUsed are recorded. Ending an ended conversation answers the same body.', response: PersonaConversation }),
   listPersonaConversationEvents: e({ method: 'get', path: '/personas/{id}/conversations/{cid}/events', scopes: R, status: 200, tag: 'personas', summary: 'What happened in a conversation, oldest first (list envelope): started, user_turn, assistant_turn (the greeting first), tool_call (name, artifact type and title, ok), ended.', query: PersonaEventListQuery, response: PersonaEventList }),
   listPersonaFaces: e({ method: 'get', path: '/personas/faces', scopes: R, status: 200, tag: 'personas', summary: 'The built-in faces a persona may wear, each with an SVG preview URL served without a key.', response: PersonaFaceList }),
@@ -89,36 +100,36 @@ export const endpoints = {
     summary: 'List projects of every kind (flowcharts, whiteboards, notes, presentations, sheets), without their content. Newest change first by default (sort, order); filters projectType, kind, tag, q (case-insensitive part of the name), starred. Keyset pages: limit 1 to 100 (default 20), opaque cursor.',
   }),
   getProject: e({ method: 'get', path: '/projects/{id}', scopes: R, status: 200, tag: 'projects', summary: 'Get a project with its content and shares; ETag is its version.', response: Project }),
-  updateProject: e({
+  updateProject: e({ ifMatch: true,
     method: 'patch', path: '/projects/{id}', scopes: W, status: 200, tag: 'projects', body: ProjectUpdate, response: Project,
     summary: "Update a project's metadata or content: only the fields sent change (content is replaced whole, validated for the kind; a presentation's or sheet's content is not patchable). Send If-Match: \"<version>\" to apply only to that version.",
-    errors: { '409': 'If-Match names a version the project has moved past (version_conflict); nothing was changed.' },
+    errors: { '412': 'If-Match names a version the project has moved past (precondition_failed); nothing was changed.' },
   }),
-  deleteProject: e({
+  deleteProject: e({ ifMatch: true,
     method: 'delete', path: '/projects/{id}', scopes: W, status: 204, tag: 'projects',
     summary: "Delete a project (a sheet's grid and commits with it; a presentation's deck job is left as it is). Honours If-Match.",
-    errors: { '409': 'If-Match names a version the project has moved past (version_conflict); nothing was deleted.' },
+    errors: { '412': 'If-Match names a version the project has moved past (precondition_failed); nothing was deleted.' },
   }),
-  shareProject: e({
+  shareProject: e({ ifMatch: true,
     method: 'post', path: '/projects/{id}/share', scopes: W, status: 200, tag: 'projects', body: ProjectShareRequest, response: Project,
     summary: 'Share a project with a person (email) as viewer, commenter or editor; sharing an email again changes its role (no second entry). Answers the project with its shares and emits project.shared. At most 50 people per project. Honours If-Match.',
-    errors: { '409': 'The project is already shared with 50 people (limit_exceeded), or If-Match names an older version (version_conflict).' },
+    errors: { '409': 'The project is already shared with 50 people (limit_exceeded).', '412': 'If-Match names an older version (precondition_failed).' },
   }),
-  createFlowchart: e({
+  createFlowchart: e({ location: (r) => `/projects/${String(r.id)}`, 
     method: 'post', path: '/flowcharts', scopes: W, status: 201, tag: 'projects', body: FlowchartCreate, response: Project, idempotent: true,
     summary: 'Create a flowchart project: nodes (at most 500; shapes start, end, process, decision, input, output, document, note) and edges (at most 1000) that name existing nodes. Nodes without x and y are laid out top to bottom.',
   }),
-  createWhiteboard: e({
+  createWhiteboard: e({ location: (r) => `/projects/${String(r.id)}`, 
     method: 'post', path: '/whiteboards', scopes: W, status: 201, tag: 'projects', body: WhiteboardCreate, response: Project, idempotent: true,
     summary: 'Create a whiteboard project: at most 1000 elements (shapes, text, images by http(s) URL, connectors between existing elements), each with id, position, size and style.',
   }),
-  createNotes: e({ method: 'post', path: '/notes', scopes: W, status: 201, tag: 'projects', body: NotesCreate, response: Project, idempotent: true, summary: 'Create a notes project: Markdown of at most 200000 characters.' }),
-  createPresentation: e({ method: 'post', path: '/presentations', scopes: W, status: 201, tag: 'projects', summary: 'Create a presentation; slides build in the background as a deck_ job.', body: PresentationRequest, response: PresentationCreated, idempotent: true }),
+  createNotes: e({ location: (r) => `/projects/${String(r.id)}`,  method: 'post', path: '/notes', scopes: W, status: 201, tag: 'projects', body: NotesCreate, response: Project, idempotent: true, summary: 'Create a notes project: Markdown of at most 200000 characters.' }),
+  createPresentation: e({ location: (r) => `/projects/${String(r.id)}`,  method: 'post', path: '/presentations', scopes: W, status: 201, tag: 'projects', summary: 'Create a presentation; slides build in the background as a deck_ job.', body: PresentationRequest, response: PresentationCreated, idempotent: true }),
   listTemplates: e({
     method: 'get', path: '/templates', scopes: R, status: 200, tag: 'projects', query: TemplateListQuery, response: TemplateList,
     summary: 'List the built-in templates (flowcharts, whiteboards, notes, sheets), each with its content and a preview (counts, first lines, an SVG picture as a data: URL). Filters kind, projectType.',
   }),
-  useTemplate: e({
+  useTemplate: e({ location: (r) => `/projects/${String(r.id)}`, 
     method: 'post', path: '/templates/{id}/use', scopes: W, status: 201, tag: 'projects', body: TemplateUse, response: Project, idempotent: true,
     summary: "Create a project from a template, named from the body's name or the template's (no body or {} takes the template's name, description and tags).",
   }),
@@ -128,23 +139,23 @@ export const endpoints = {
   createSheet: e({ method: 'post', path: '/sheets', scopes: W, status: 201, tag: 'sheets', summary: 'Create a sheet (a project of kind sheet): typed columns and optional initial rows.', body: SheetCreate, response: Sheet }),
   getSheet: e({ method: 'get', path: '/sheets/{id}', scopes: R, status: 200, tag: 'sheets', summary: "Read a sheet's columns and a page of its rows (startRow, rowLimit).", query: SheetReadQuery, response: Sheet }),
   getSheetRange: e({ method: 'get', path: '/sheets/{id}/range', scopes: R, status: 200, tag: 'sheets', summary: 'Read a sheet range in A1 notation (row 1 is the first data row).', query: SheetRangeQuery, response: SheetRange, errors: { '400': 'Validation failed, or the range is malformed or starts outside the grid (the message names range).' } }),
-  applySheetOps: e({ method: 'post', path: '/sheets/{id}/ops', scopes: W, status: 200, tag: 'sheets', summary: 'Apply or propose structured ops as one commit.', body: SheetOpsRequest, response: SheetChange, errors: { '400': 'Validation failed; the message names the op and field, e.g. ops.2.column.', '409': 'If-Match named another version (version_conflict), or concurrent commits kept changing the sheet / made the ops inapplicable (conflict).' } }),
-  editSheet: e({ method: 'post', path: '/sheets/{id}/edit', scopes: AI, status: 200, tag: 'sheets', summary: 'Edit by natural-language instruction (charged sheet_edit): the engine writes ops, applied or proposed as a commit.', body: SheetEditRequest, response: SheetEditResult, errors: { '400': 'The instruction is not understood (the message lists what is), or the engine wrote ops that do not apply; nothing is charged.', '409': 'Concurrent commits (conflict) or If-Match (version_conflict).', '503': 'The sheet pool or its provider is unavailable (service_unavailable); nothing is charged.', '504': 'The sheet pool did not answer within the deadline (timeout); nothing is charged.' } }),
+  applySheetOps: e({ ifMatch: true, method: 'post', path: '/sheets/{id}/ops', scopes: W, status: 200, tag: 'sheets', summary: 'Apply or propose structured ops as one commit.', body: SheetOpsRequest, response: SheetChange, errors: { '400': 'Validation failed; the message names the op and field, e.g. ops.2.column.', '409': 'Concurrent commits kept changing the sheet / made the ops inapplicable (conflict).', '412': 'If-Match named another version (precondition_failed).' } }),
+  editSheet: e({ ifMatch: true, method: 'post', path: '/sheets/{id}/edit', scopes: AI, status: 200, tag: 'sheets', summary: 'Edit by natural-language instruction (charged sheet_edit): the engine writes ops, applied or proposed as a commit.', body: SheetEditRequest, response: SheetEditResult, errors: { '400': 'The instruction is not understood (the message lists what is), or the engine wrote ops that do not apply; nothing is charged.', '409': 'Concurrent commits (conflict).', '412': 'If-Match named another version (precondition_failed); nothing is charged.', '503': 'The sheet pool or its provider is unavailable (service_unavailable); nothing is charged.', '504': 'The sheet pool did not answer within the deadline (timeout); nothing is charged.' } }),
   listSheetCommits: e({ method: 'get', path: '/sheets/{id}/commits', scopes: R, status: 200, tag: 'sheets', summary: 'List commits, newest first (filter by status).', query: CommitListQuery, response: SheetCommitList }),
   getSheetCommit: e({ method: 'get', path: '/sheets/{id}/commits/{commitId}', scopes: R, status: 200, tag: 'sheets', summary: 'Get a commit with its ops and cell diff.', response: SheetCommit }),
-  resolveSheetCommit: e({ method: 'post', path: '/sheets/{id}/commits/{commitId}/resolve', scopes: W, status: 200, tag: 'sheets', summary: 'Merge or reject a proposed commit; a merge is rebased onto later commits that touched other cells.', body: CommitResolveRequest, response: SheetChange, errors: { '409': 'A later merged commit changed what the proposal changes or reads (stale_commit), the commit is not proposed (conflict), or If-Match named another sheet version (version_conflict).' } }),
-  rollbackSheet: e({ method: 'post', path: '/sheets/{id}/rollback', scopes: W, status: 200, tag: 'sheets', summary: 'Restore the grid of a merged commit, as a new commit.', body: SheetRollbackRequest, response: SheetChange, errors: { '409': 'The commit is not merged, or the grid already equals it (conflict).' } }),
+  resolveSheetCommit: e({ ifMatch: true, method: 'post', path: '/sheets/{id}/commits/{commitId}/resolve', scopes: W, status: 200, tag: 'sheets', summary: 'Merge or reject a proposed commit; a merge is rebased onto later commits that touched other cells.', body: CommitResolveRequest, response: SheetChange, errors: { '409': 'A later merged commit changed what the proposal changes or reads (stale_commit), the commit is not proposed (conflict).', '412': 'If-Match named another sheet version (precondition_failed).' } }),
+  rollbackSheet: e({ ifMatch: true, method: 'post', path: '/sheets/{id}/rollback', scopes: W, status: 200, tag: 'sheets', summary: 'Restore the grid of a merged commit, as a new commit.', body: SheetRollbackRequest, response: SheetChange, errors: { '409': 'The commit is not merged, or the grid already equals it (conflict).' } }),
 
   // 4.5 Boards
   listBoards: e({ method: 'get', path: '/boards', scopes: R, status: 200, tag: 'boards', summary: 'List boards, last changed first (list envelope; lanes without card counts).', query: BoardListQuery, response: BoardList }),
   createBoard: e({ method: 'post', path: '/boards', scopes: W, status: 201, tag: 'boards', summary: 'Create a board (default lanes To do, Doing, Done).', body: BoardCreate, response: Board }),
   getBoard: e({ method: 'get', path: '/boards/{id}', scopes: R, status: 200, tag: 'boards', summary: 'Get a board with its card counts per lane.', response: Board }),
-  updateBoard: e({ method: 'patch', path: '/boards/{id}', scopes: W, status: 200, tag: 'boards', summary: 'Update a board: only the passed fields change; columns replaces the lanes (matched by id). If-Match supported.', body: BoardUpdate, response: Board, errors: { '409': 'If-Match names an older version (version_conflict), or a removed lane still holds cards (column_not_empty).' } }),
+  updateBoard: e({ ifMatch: true, method: 'patch', path: '/boards/{id}', scopes: W, status: 200, tag: 'boards', summary: 'Update a board: only the passed fields change; columns replaces the lanes (matched by id). If-Match supported.', body: BoardUpdate, response: Board, errors: { '409': 'A removed lane still holds cards (column_not_empty).', '412': 'If-Match names an older version (precondition_failed).' } }),
   deleteBoard: e({ method: 'delete', path: '/boards/{id}', scopes: W, status: 204, tag: 'boards', summary: 'Delete a board and its cards.' }),
-  duplicateBoard: e({ method: 'post', path: '/boards/{id}/duplicate', scopes: W, status: 201, tag: 'boards', summary: 'Duplicate a board: a deep copy of its lanes and cards with new ids, in the same order. No body, {} or { name }.', body: BoardDuplicate, response: Board }),
+  duplicateBoard: e({ location: (r) => `/boards/${String(r.id)}`,  method: 'post', path: '/boards/{id}/duplicate', scopes: W, status: 201, tag: 'boards', summary: 'Duplicate a board: a deep copy of its lanes and cards with new ids, in the same order. No body, {} or { name }.', body: BoardDuplicate, response: Board }),
   listCards: e({ method: 'get', path: '/boards/{id}/cards', scopes: R, status: 200, tag: 'boards', summary: 'List cards in board order: lane by lane, then position, then id (list envelope; filters column, label, assignee).', query: CardListQuery, response: CardList }),
   createCard: e({ method: 'post', path: '/boards/{id}/cards', scopes: W, status: 201, tag: 'boards', summary: 'Create a card, at the bottom of its lane unless before/after say where.', body: CardCreate, response: Card, errors: { '409': 'The lane is being removed from the board (conflict); try again.' } }),
-  updateCard: e({ method: 'patch', path: '/boards/{id}/cards/{cardId}', scopes: W, status: 200, tag: 'boards', summary: 'Update a card: only the passed fields change; column, before and after move it (only this card is written). If-Match supported.', body: CardUpdate, response: Card, errors: { '409': 'If-Match names an older version (version_conflict), or the target lane is being removed (conflict).' } }),
+  updateCard: e({ ifMatch: true, method: 'patch', path: '/boards/{id}/cards/{cardId}', scopes: W, status: 200, tag: 'boards', summary: 'Update a card: only the passed fields change; column, before and after move it (only this card is written). If-Match supported.', body: CardUpdate, response: Card, errors: { '409': 'The target lane is being removed (conflict).', '412': 'If-Match names an older version (precondition_failed).' } }),
   deleteCard: e({ method: 'delete', path: '/boards/{id}/cards/{cardId}', scopes: W, status: 204, tag: 'boards', summary: 'Delete a card.' }),
 
   // 4.6 Chat and conversations
@@ -166,12 +177,12 @@ export const endpoints = {
   listConversations: e({ method: 'get', path: '/conversations', scopes: R, status: 200, tag: 'chat', summary: 'List conversations, newest activity first (list envelope).', query: ConversationListQuery, response: ConversationList }),
   createConversation: e({ method: 'post', path: '/conversations', scopes: W, status: 201, tag: 'chat', summary: 'Create a conversation.', body: ConversationCreate, response: Conversation }),
   getConversation: e({ method: 'get', path: '/conversations/{id}', scopes: R, status: 200, tag: 'chat', summary: 'Get a conversation.', response: Conversation }),
-  updateConversation: e({ method: 'patch', path: '/conversations/{id}', scopes: W, status: 200, tag: 'chat', summary: 'Update title or mode: only the passed fields change. If-Match supported.', body: ConversationUpdate, response: Conversation, errors: { '409': 'If-Match names an older version (version_conflict).' } }),
+  updateConversation: e({ ifMatch: true, method: 'patch', path: '/conversations/{id}', scopes: W, status: 200, tag: 'chat', summary: 'Update title or mode: only the passed fields change. If-Match supported.', body: ConversationUpdate, response: Conversation, errors: { '412': 'If-Match names an older version (precondition_failed); nothing was changed.' } }),
   deleteConversation: e({ method: 'delete', path: '/conversations/{id}', scopes: W, status: 204, tag: 'chat', summary: 'Delete the conversation and its messages.' }),
   listConversationMessages: e({ method: 'get', path: '/conversations/{id}/messages', scopes: R, status: 200, tag: 'chat', summary: 'List messages, oldest first (list envelope, by seq).', query: MessageListQuery, response: MessageList }),
 
   // 4.7 Media and jobs
-  extractFlowchart: e({
+  extractFlowchart: e({ location: (r) => `/projects/${String(r.id)}`, 
     method: 'post',
     path: '/extract-flowchart',
     scopes: AI,
@@ -229,12 +240,12 @@ export const endpoints = {
 
   // 4.9 Agents
   chatCompletions: e({ method: 'post', path: '/chat/completions', scopes: AI, status: 200, tag: 'agents', summary: 'OpenAI-style chat-completions facade: model agent:<agentId>; the last user message starts a run (fee agent_run) on the thread metadata.thread_id, else user, else a new one, and the answer waits for it to complete or pause (AGENT_RUN_WAIT_MS). stream false: AgentCompletionResponse; stream true: text/event-stream with `: keepalive` comments while the agent works, one chat.completion.chunk holding the whole reply (plus opencharts), then data: [DONE]. A paused run answers a sentence naming the action and its approveUrl, with opencharts.status paused. An Idempotency-Key header (1 to 255 visible ASCII characters; the openai client sends none unless its request options set one) names the run: a retry with the same key starts nothing and is not billed again, it waits for the same run and answers from it, streamed or not; the same key with another agent or last user message answers 422 idempotency_key_reused.', body: AgentCompletionRequest, response: AgentCompletionResponse, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was started.', '404': 'No agent of yours has that id (not_found).', '502': 'The run failed (agent_run_failed; the message says why and whether its fee was refunded: it is when no tool had delivered work). In a stream: a data chunk {error: {code, message}} then [DONE].', '504': 'The run did not complete or pause within AGENT_RUN_WAIT_MS (timeout); it goes on, and the message names its resultUrl.', '422': 'The Idempotency-Key was used with another agent or last user message (idempotency_key_reused).' } }),
-  runAgent: e({ method: 'post', path: '/agents/{id}/run', scopes: AI, status: 202, tag: 'agents', summary: 'Dispatch an agent with an instruction (a task rather than a conversational message): the run sees the thread as history and its reply is appended to the thread, the instruction is not. Charges the run fee (agent_run) at acceptance; a failed run refunds it once, unless its tools had delivered work before it failed.', body: AgentRunRequest, response: AgentMessageAccepted, idempotent: true, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was queued.' } }),
-  messageAgent: e({ method: 'post', path: '/agents/{id}/messages', scopes: AI, status: 202, tag: 'agents', summary: 'Send a message to an agent thread (a new thr_ thread when threadId is omitted). The run sees the thread as history; the message and the reply are appended to it. Charges the run fee (agent_run) at acceptance; a failed run refunds it once, unless its tools had delivered work before it failed.', body: AgentMessageRequest, response: AgentMessageAccepted, idempotent: true, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was queued.' } }),
+  runAgent: e({ location: (r) => `/agents/${String(r.agentId)}/runs/${String(r.runId)}`,  method: 'post', path: '/agents/{id}/run', scopes: AI, status: 202, tag: 'agents', summary: 'Dispatch an agent with an instruction (a task rather than a conversational message): the run sees the thread as history and its reply is appended to the thread, the instruction is not. Charges the run fee (agent_run) at acceptance; a failed run refunds it once, unless its tools had delivered work before it failed.', body: AgentRunRequest, response: AgentMessageAccepted, idempotent: true, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was queued.' } }),
+  messageAgent: e({ location: (r) => `/agents/${String(r.agentId)}/runs/${String(r.runId)}`,  method: 'post', path: '/agents/{id}/messages', scopes: AI, status: 202, tag: 'agents', summary: 'Send a message to an agent thread (a new thr_ thread when threadId is omitted). The run sees the thread as history; the message and the reply are appended to it. Charges the run fee (agent_run) at acceptance; a failed run refunds it once, unless its tools had delivered work before it failed.', body: AgentMessageRequest, response: AgentMessageAccepted, idempotent: true, errors: { '402': 'The balance cannot cover the run fee (insufficient_credits); nothing was queued.' } }),
   listAgentRuns: e({ method: 'get', path: '/agents/{id}/runs', scopes: R, status: 200, tag: 'agents', summary: 'List the runs of an agent, newest first (list envelope; optional status filter).', query: AgentRunListQuery, response: AgentRunList }),
   getAgentRun: e({ method: 'get', path: '/agents/{id}/runs/{runId}', scopes: R, status: 200, tag: 'agents', summary: 'Run status: state, credits used, a summary of the pending approval.', response: AgentRunView }),
   getAgentRunResult: e({ method: 'get', path: '/agents/{id}/runs/{runId}/result', scopes: R_AI, status: 200, tag: 'agents', summary: 'Run result: reply, artifacts, steps, and the pending approval with its reviewToken.', response: AgentRunResult }),
-  approveAgentRun: e({ method: 'post', path: '/agents/{id}/runs/{runId}/approve', scopes: AI, status: 202, tag: 'agents', summary: 'Decide on a paused action (owner only). approve with scope once (this call), task (this action for the rest of the run) or always (this action in every later run of the agent); reject (scope once) skips the action: the run resumes, the step is marked rejected, and the reply says the action was not taken. A repeat of the recorded decision answers already_recorded.', body: AgentRunApproveRequest, response: AgentRunApproveAccepted, errors: { '400': 'Validation failed, a scope not offered in availableScopes, or a reviewToken that is not the review\'s (invalid_review_token).', '409': 'The run is not paused and no decision was recorded for that review, or a different decision was (run_not_paused).' } }),
+  approveAgentRun: e({ location: (_r, p) => `/agents/${p.id}/runs/${p.runId}`,  method: 'post', path: '/agents/{id}/runs/{runId}/approve', scopes: AI, status: 202, tag: 'agents', summary: 'Decide on a paused action (owner only). approve with scope once (this call), task (this action for the rest of the run) or always (this action in every later run of the agent); reject (scope once) skips the action: the run resumes, the step is marked rejected, and the reply says the action was not taken. A repeat of the recorded decision answers already_recorded.', body: AgentRunApproveRequest, response: AgentRunApproveAccepted, errors: { '400': 'Validation failed, a scope not offered in availableScopes, or a reviewToken that is not the review\'s (invalid_review_token).', '409': 'The run is not paused and no decision was recorded for that review, or a different decision was (run_not_paused).' } }),
   getAgentUsage: e({ method: 'get', path: '/agents/{id}/usage', scopes: R, status: 200, tag: 'agents', summary: 'Usage over the last `days` (1 to 90, default 7): runs created in the window by status and trigger, credits, mean duration; at most 10,000 runs are read (truncated says when more).', query: AgentUsageQuery, response: AgentUsage }),
 
   // 4.10 Drive
@@ -256,13 +267,14 @@ export const endpoints = {
     method: 'get', path: '/drive/files/{id}', scopes: DR, status: 200, tag: 'drive', response: DriveFileHandle,
     summary: 'A file handle (own or of a team drive the account belongs to) with a signed downloadUrl valid about 15 minutes (null while trashed); ETag is its version.',
   }),
-  updateDriveFile: e({
+  updateDriveFile: e({ ifMatch: true,
     method: 'patch', path: '/drive/files/{id}', scopes: DW, status: 200, tag: 'drive', body: DriveFileUpdate, response: DriveFile,
     summary: 'Rename, move (folderId: id, root or null), star, tag, describe: only the fields sent change, in one atomic update. kind and mimeType stay as the bytes said. Honours If-Match.',
     errors: {
       '403': 'The file or the destination folder is in a team drive (team_drive_read_only).',
       '404': 'No such file of yours (or outside the key pins), or folderId names no folder you can write in.',
-      '409': 'The name is taken in the destination folder (conflict: PATCH never renames for you), the file is in the trash (conflict: restore it first), or If-Match names an older version (version_conflict).',
+      '409': 'The name is taken in the destination folder (conflict: PATCH never renames for you), or the file is in the trash (conflict: restore it first).',
+      '412': 'If-Match names an older version (precondition_failed).',
     },
   }),
   getDriveFileContent: e({
@@ -297,13 +309,14 @@ export const endpoints = {
       '409': 'A sibling has that name (conflict), or the drive has 1000 folders or the folder would be deeper than 20 levels (limit_exceeded).',
     },
   }),
-  updateDriveFolder: e({
+  updateDriveFolder: e({ ifMatch: true,
     method: 'patch', path: '/drive/folders/{id}', scopes: DW, status: 200, tag: 'drive', body: DriveFolderUpdate, response: DriveFolder,
     summary: 'Rename, recolour, change the sticker (null clears color or sticker) or move a folder with parentFolderId (id, root or null) with everything inside it (not in SPEC 4.10; ours). Only the fields sent change. Honours If-Match.',
     errors: {
       '403': 'The folder or the new parent is in a team drive (team_drive_read_only).',
       '404': 'No such folder of yours (or outside the key pins), or parentFolderId names no folder you can write in.',
-      '409': 'Moving into itself or its own subtree (folder_cycle); a sibling has that name (conflict); the move would nest deeper than 20 levels (limit_exceeded); If-Match names an older version (version_conflict).',
+      '409': 'Moving into itself or its own subtree (folder_cycle); a sibling has that name (conflict); the move would nest deeper than 20 levels (limit_exceeded).',
+      '412': 'If-Match names an older version (precondition_failed).',
     },
   }),
 

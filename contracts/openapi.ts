@@ -20,10 +20,10 @@ const COMMON_ERRORS: Record<string, string> = {
     'The database is not answering (service_unavailable), answered at once: retry after the Retry-After header (1 s), with the same Idempotency-Key; what the request had done is found again, nothing is charged twice.',
 };
 
-/** What every operation can answer, keys or not: the JSON body parser and the path rules run first. */
+/** What every operation can answer: the path rules and the JSON body parser (after the key and scope checks). */
 const REQUEST_ERRORS: Record<string, string> = {
   '400':
-    'The request was refused before it was served: validation_error (the message names the field: a malformed path id, a field of the wrong type, an unknown field, a NUL, nesting deeper than 32 levels), invalid_json, or bad_request (a body that does not match its Content-Encoding).',
+    'The request was refused before it was served: validation_error (the message names the field: a malformed path id, a field of the wrong type, an unknown field, a NUL, nesting deeper than 32 levels; details lists each failed rule with its dotted path), invalid_json, or bad_request (a body that does not match its Content-Encoding).',
   '413': 'The body is larger than the accepted limit (payload_too_large).',
   '415': 'A body that is not application/json in UTF-8, or an unsupported Content-Encoding (unsupported_media_type).',
 };
@@ -70,8 +70,30 @@ const toSchema = (schema: z.ZodType, io: 'input' | 'output'): unknown => {
   return JSON.parse(JSON.stringify(json).replaceAll('"#/$defs/', '"#/components/schemas/'));
 };
 
-const errorResponse = (description: string) => ({
+/** Response headers of this API, in components.headers. */
+const HEADERS: Record<string, { description: string; schema: Record<string, unknown> }> = {
+  Location: { description: 'Where the created resource (201) or the accepted job (202) lives: a path under /api/v1, e.g. /api/v1/projects/prj_… or /api/v1/jobs/vid_….', schema: { type: 'string' } },
+  'WWW-Authenticate': { description: 'Bearer realm="api"; with error="invalid_token" when a key was sent but is not valid (RFC 6750).', schema: { type: 'string' } },
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
+  'X-RateLimit-Limit': { description: "Requests the key may make per window.", schema: { type: 'integer' } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
+  'X-RateLimit-Reset': { description: 'Seconds until the window ends.', schema: { type: 'integer' } },
+  'RateLimit-Policy': { description: 'The limit as draft-ietf-httpapi-ratelimit-headers: "default";q=<requests>;w=<window seconds>.', schema: { type: 'string' } },
+  RateLimit: { description: 'The state as draft-ietf-httpapi-ratelimit-headers: "default";r=<remaining>;t=<seconds to reset>.', schema: { type: 'string' } },
+};
+const headerRefs = (...names: string[]) => Object.fromEntries(names.map((n) => [n, { $ref: `#/components/headers/${n}` }]));
+const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'];
+/** The headers of the shared error responses, by status. */
+const ERROR_HEADERS: Record<string, string[]> = {
+  '401': ['WWW-Authenticate'],
+  '429': ['Retry-After', ...RATE_LIMIT_HEADERS],
+  '503': ['Retry-After'],
+  '504': ['Retry-After'],
+};
+
+const errorResponse = (description: string, status?: string) => ({
   description,
+  ...(status && ERROR_HEADERS[status] ? { headers: headerRefs(...ERROR_HEADERS[status]!) } : {}),
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
 });
 
@@ -99,19 +121,27 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
     required: true,
     schema: pathIdSchema(),
   }));
-  const headers = ep.idempotent
-    ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 }, description: 'A retry with the same key and body returns the original response and is not billed again; the same key with another body answers 422; while the first is in flight, 409. Kept 24 hours.' }]
-    : [];
+  const headers = [
+    ...(ep.idempotent
+      ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 }, description: 'A retry with the same key and body returns the original response and is not billed again; the same key with another body answers 422; while the first is in flight, 409. Kept 24 hours.' }]
+      : []),
+    ...(ep.ifMatch
+      ? [{ name: 'If-Match', in: 'header', required: false, schema: { type: 'string', examples: ['"3"'] }, description: 'The ETag (version) as last read, e.g. "3": the request applies only while the resource is still at that version, else 412 precondition_failed and nothing changes. * or no header: no condition.' }]
+      : []),
+  ];
   const success: Record<string, unknown> = { description: ep.stream ? `${ep.summary} ${ep.stream.description}` : ep.summary };
   const content: Record<string, unknown> = {};
   if (ep.response) content['application/json'] = { schema: toSchema(ep.response, 'output') };
   if (ep.stream) content[ep.stream.mediaType] = { schema: { type: 'string', description: ep.stream.description } };
   if (Object.keys(content).length) success.content = content;
   if (ep.stream?.headers) success.headers = Object.fromEntries(Object.entries(ep.stream.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }]));
+  if (ep.status === 201 || ep.status === 202) success.headers = { ...((success.headers as object) ?? {}), ...headerRefs('Location') };
+  if (ep.scopes.length > 0) success.headers = { ...((success.headers as object) ?? {}), ...headerRefs(...RATE_LIMIT_HEADERS) };
   const responses: Record<string, unknown> = { [String(ep.status)]: success };
   for (const [status, text] of Object.entries(REQUEST_ERRORS)) responses[status] = errorResponse(text);
   if (ep.scopes.length > 0) {
-    for (const [status, text] of Object.entries(COMMON_ERRORS)) responses[status] = errorResponse(text);
+    for (const [status, text] of Object.entries(COMMON_ERRORS)) responses[status] = errorResponse(text, status);
+    if (ep.ifMatch) responses['412'] = errorResponse('If-Match names a version the resource has moved past (precondition_failed): nothing was changed; fetch it again and re-apply.');
     if (ep.scopes.includes('ai')) responses['402'] = errorResponse('Not enough AI credits (insufficient_credits).');
     if (ep.idempotent) {
       responses['409'] = errorResponse('A request with this Idempotency-Key is still in flight (idempotency_in_flight).');
@@ -119,7 +149,7 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
     }
   }
   // An endpoint's own 503 (a pool or an engine away) comes besides the database's.
-  for (const [status, text] of Object.entries(ep.errors ?? {})) responses[status] = errorResponse(status === '503' && ep.scopes.length > 0 ? `${text} Or: ${COMMON_ERRORS['503']}` : text);
+  for (const [status, text] of Object.entries(ep.errors ?? {})) responses[status] = errorResponse(status === '503' && ep.scopes.length > 0 ? `${text} Or: ${COMMON_ERRORS['503']}` : text, status);
   if (!implemented.has(id)) responses['501'] = errorResponse('Not available in this deployment yet (not_implemented).');
   responses.default = errorResponse('Any other error, in the same Error shape (for example 503 service_unavailable, 504 timeout).');
   return {
@@ -205,7 +235,9 @@ export function buildOpenApi(opts: { serverUrl: string; implemented: ReadonlySet
       version: '1.0.0',
       description:
         'JSON REST API. Every path is relative to the server URL, which ends in /api/v1. ' +
-        'Every response carries X-Request-Id; authenticated responses carry X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (seconds until the window resets). ' +
+        'Every response carries X-Request-Id; authenticated responses carry X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (seconds until the window resets), and the same as RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers); ' +
+        'a 401 and GET /openapi carry none (no key, no account to count against). A 401 carries WWW-Authenticate: Bearer; every 503 and 504 Retry-After (seconds); every 201 and 202 a Location under /api/v1. ' +
+        'The key (401) and its scope (403) are checked before the body is read. ' +
         'Asynchronous work answers 202 with a job envelope polled at GET /jobs/{id}. ' +
         'Input rules: request bodies are UTF-8 JSON objects nested at most 32 levels; unknown fields are refused with 400 naming them (POST /research excepted, SPEC 2.16: ignored); ' +
         'field names never start with $ or hold . or NUL; strings never hold NUL, names and ids no control characters; error messages quote at most 64 characters of any input. ' +
@@ -216,6 +248,7 @@ export function buildOpenApi(opts: { serverUrl: string; implemented: ReadonlySet
     servers: [{ url: opts.serverUrl }],
     components: {
       securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'API key: svc_ followed by a random part.' } },
+      headers: HEADERS,
       schemas: components(),
     },
     paths,

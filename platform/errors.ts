@@ -37,7 +37,10 @@ export const ERROR_STATUS = {
   conflict: 409,
   idempotency_in_flight: 409,
   limit_exceeded: 409,
-  /** An update with If-Match lost a race: the resource's version moved on (fetch it again, re-apply). */
+  /**
+   * A change lost a race: the resource's version moved on (fetch it again, re-apply). Over HTTP,
+   * a request that sent If-Match answers 412 precondition_failed instead (api/http/route.ts).
+   */
   version_conflict: 409,
   /** A proposed sheet commit whose cells a later merged commit changed: it cannot be merged as proposed. */
   stale_commit: 409,
@@ -49,6 +52,11 @@ export const ERROR_STATUS = {
   folder_cycle: 409,
   /** An approve for a run that is not paused (and whose review has no such decision recorded). */
   run_not_paused: 409,
+  /**
+   * A request with If-Match whose version is no longer the stored one (RFC 9110 §13.1.1): nothing
+   * was changed; fetch the resource again and re-apply. Without If-Match a lost race stays 409.
+   */
+  precondition_failed: 412,
   /** A Drive download link past its expiry (DRIVE_LINK_TTL_SECONDS): ask GET /drive/files/{id} or …/content for a new one. */
   link_expired: 410,
   /** A Drive download link whose signing key was revoked or lost drive:read since: the link is dead for good. */
@@ -78,20 +86,30 @@ export const ERROR_STATUS = {
 } as const;
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** One failed rule of a validation error: `path` is dotted (`ops.2.column`; `body` or `query` for the whole). */
+export interface ErrorDetail {
+  path: string;
+  code: string;
+  message: string;
+}
+
 export class AppError extends Error {
   readonly status: number;
   constructor(
     readonly code: ErrorCode,
     message: string,
-    opts: { cause?: unknown; headers?: Record<string, string>; quiet?: boolean } = {},
+    opts: { cause?: unknown; headers?: Record<string, string>; quiet?: boolean; details?: readonly ErrorDetail[] } = {},
   ) {
     super(message, { cause: opts.cause });
     this.name = 'AppError';
     this.status = ERROR_STATUS[code];
     this.headers = opts.headers ?? {};
     this.quiet = opts.quiet ?? false;
+    this.details = opts.details;
   }
   readonly headers: Record<string, string>;
+  /** One entry per failed rule of a validation_error (answered as `error.details`). */
+  readonly details: readonly ErrorDetail[] | undefined;
   /**
    * A 5xx the HTTP funnel counts but does not log one by one: the process logged its cause once
    * (the database going away: one line when it goes, one when it is back).

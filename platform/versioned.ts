@@ -6,7 +6,8 @@ import { AppError } from './errors';
  * integer `version`, 1 at creation and +1 on every change; responses carry it as the field
  * `version` and the `ETag: "<version>"` header (api/http/route.ts). An update sent with
  * `If-Match: "<version>"` applies only while the stored version is still that one: a caller that
- * lost the race gets 409 `version_conflict` instead of overwriting someone else's change.
+ * lost the race gets 409 `version_conflict` instead of overwriting someone else's change (answered
+ * as 412 `precondition_failed` over HTTP, since the request named the version: api/http/route.ts).
  * Without If-Match the update applies to whatever is stored; it only `$set`s the fields passed,
  * in one atomic command, so two concurrent PATCHes of different fields never lose either.
  */

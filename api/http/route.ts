@@ -76,7 +76,35 @@ export interface RouteDeps {
   jobCache: JobCache;
   /** Operation ids this deployment serves; the rest answer 501 and say so in /openapi. */
   implemented: Set<string>;
+  /**
+   * Reads the JSON body into req.body (api/middleware/body.ts lazyJsonBody): run after the scope
+   * check, so 401 and 403 come before any 4xx about the body. Without it req.body is taken as is.
+   */
+  readBody?: (req: Request, res: Response) => Promise<void>;
 }
+
+/**
+ * The `Location` of a 201 or 202 answer, a path under the API base path (SPEC §2.1, RFC 9110
+ * §10.2.2): the endpoint's own `location`; else a job envelope's `/jobs/{jobId}`; else the
+ * catalogue path one `/{param}` below the endpoint's (any method) with the answer's `id`.
+ */
+export function locationOf(ep: Endpoint, created: unknown, params: Record<string, string>): string | undefined {
+  const c = (created && typeof created === 'object' ? created : {}) as Record<string, unknown>;
+  if (ep.location) return ep.location(c, params);
+  if (typeof c.jobId === 'string') return `/jobs/${encodeURIComponent(c.jobId)}`;
+  if (typeof c.id !== 'string') return undefined;
+  const below = (Object.values(endpoints) as Endpoint[]).find((o) => o.path.startsWith(`${ep.path}/{`) && /^\/\{\w+\}$/.test(o.path.slice(ep.path.length)));
+  if (!below) return undefined;
+  const id = c.id;
+  return below.path.replace(/\{(\w+)\}/g, (_m, name: string, offset: number) => encodeURIComponent(offset >= ep.path.length ? id : (params[name] ?? '')));
+}
+
+/**
+ * A request that sent If-Match and lost to a newer version answers 412 precondition_failed, not
+ * 409: the precondition it set is what failed (RFC 9110 §13.1.1). Without If-Match it stays 409.
+ */
+const preconditionFailed = (err: unknown, ifMatch: number | undefined): unknown =>
+  ifMatch !== undefined && err instanceof AppError && err.code === 'version_conflict' ? new AppError('precondition_failed', err.message, { cause: err }) : err;
 
 export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handler<E>, deps: RouteDeps) {
   const id = Object.entries(endpoints).find(([, v]) => v === ep)?.[0];
@@ -91,8 +119,12 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
       throw new AppError('forbidden', `this key lacks the scope for ${ep.method.toUpperCase()} ${ep.path}: needs ${ep.scopes.join(' or ')}`);
     }
     for (const name of pathParams(ep.path)) {
-      if (!PathId.safeParse(req.params[name]).success) throw new AppError('validation_error', `${name}: ${PATH_ID_RULE_TEXT}`);
+      if (!PathId.safeParse(req.params[name]).success) {
+        throw new AppError('validation_error', `${name}: ${PATH_ID_RULE_TEXT}`, { details: [{ path: name, code: 'invalid_format', message: PATH_ID_RULE_TEXT }] });
+      }
     }
+    // Only now the body (415, 413, 400 invalid_json): after the key (401) and the scope (403).
+    if (deps.readBody) await deps.readBody(req, res);
     // A request with no body at all (no Content-Type either) counts as `{}` for a body whose every
     // field is optional (POST /boards/{id}/duplicate, POST /templates/{id}/use); a JSON body that
     // is empty or not an object is still 400.
@@ -125,10 +157,21 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
       if (status === 204) return res.status(204).end();
       const etag = etagOf(payload);
       if (etag) res.setHeader('ETag', etag);
+      if (status === 201 || status === 202) {
+        const location = locationOf(ep, payload, req.params as Record<string, string>);
+        if (location) res.setHeader('Location', `${req.baseUrl}${location}`);
+      }
       return res.status(status).json(payload);
     };
 
-    if (idemKey === undefined) return send(ep.status, await handler(ctx));
+    const run = async () => {
+      try {
+        return await handler(ctx);
+      } catch (err) {
+        throw preconditionFailed(err, ifMatch);
+      }
+    };
+    if (idemKey === undefined) return send(ep.status, await run());
 
     // The validated body is hashed (bounded, known fields only), not the raw one.
     const start = await deps.idempotency.start(auth.account._id, idemKey, `${ep.method} ${ep.path}`, body ?? null);
@@ -139,7 +182,7 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
     idemSeed = start.seed;
     let payload: unknown;
     try {
-      payload = await handler(ctx);
+      payload = await run();
     } catch (err) {
       await deps.idempotency.abort(start.id);
       throw err;

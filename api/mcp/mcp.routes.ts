@@ -8,6 +8,7 @@ import type { Runtime } from '../../platform/runtime';
 import { locals } from '../http/context';
 import { authenticate } from '../middleware/auth';
 import { jsonBody } from '../middleware/body';
+import { DEFAULT_RETRY_AFTER_SECONDS } from '../middleware/errors';
 import type { Idempotency } from '../middleware/idempotency';
 import { argNamesOf, MCP_AUDIT_ROUTE } from './mcp.audit';
 import { createMcpTools } from './mcp.tools';
@@ -48,6 +49,8 @@ function sendRefusal(res: Response, status: number, err: AppError, rpcCode: numb
   const { requestId } = locals(res);
   const message = boundedMessage(err.message);
   for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+  // Every 503 and 504 says when to come back, as on /api/v1 (api/middleware/errors.ts).
+  if ((status === 503 || status === 504) && !res.hasHeader('retry-after')) res.setHeader('Retry-After', String(DEFAULT_RETRY_AFTER_SECONDS));
   // RFC 6750 3.1: no error attribute when no credentials were sent.
   if (status === 401) res.setHeader('WWW-Authenticate', err.message.startsWith('missing') ? 'Bearer realm="mcp"' : 'Bearer realm="mcp", error="invalid_token"');
   res.status(status).json({ jsonrpc: '2.0', id: null, error: { code: rpcCode, message, data: { code: err.code, message, requestId } } });

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import express, { type RequestHandler } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import { bindContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
 import { assertSafeKeys } from '../../platform/safe-keys';
@@ -83,4 +83,33 @@ export function jsonBody(limitBytes: number, routeLimits: readonly RouteBodyLimi
     return (own?.parse ?? parse)(req, res, bindContext(next));
   };
   return [requireJson, parseJson, safeKeys];
+}
+
+/**
+ * The JSON body parser of jsonBody as one call, for the route to run when it needs the body: after
+ * authentication, the rate limit and the scope check (SPEC §5.4, §7), so a request without a valid
+ * key answers 401 and one without the route's scope 403 whatever its body is, and a 400
+ * invalid_json to a valid key carries the rate-limit headers. A body left unread is drained by
+ * Node when the answer ends. Runs at most once per request.
+ */
+export function lazyJsonBody(limitBytes: number, routeLimits: readonly RouteBodyLimit[] = []): (req: Request, res: Response) => Promise<void> {
+  const chain = jsonBody(limitBytes, routeLimits);
+  return (req, res) => {
+    const state = req as { jsonBodyRead?: Promise<void> };
+    state.jsonBodyRead ??= new Promise<void>((resolve, reject) => {
+      let i = 0;
+      const next = (err?: unknown) => {
+        if (err) return reject(err);
+        const handler = chain[i++];
+        if (!handler) return resolve();
+        try {
+          handler(req, res, next);
+        } catch (e) {
+          reject(e);
+        }
+      };
+      next();
+    });
+    return state.jsonBodyRead;
+  };
 }

@@ -29,10 +29,21 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     if (appErr.status >= 500) recordRequestFailure(res, (appErr.cause as Error) ?? appErr);
     if (res.headersSent) return res.end();
     for (const [k, v] of Object.entries(appErr.headers)) res.setHeader(k, v);
-    // Every 503 says when to come back; the database's says 1 s (platform/errors.ts databaseUnavailable).
-    if (appErr.status === 503 && !res.hasHeader('retry-after')) res.setHeader('Retry-After', String(DEFAULT_RETRY_AFTER_SECONDS));
-    res.status(appErr.status).json({ error: { code: appErr.code, message: boundedMessage(appErr.message), requestId } });
+    // Every 503 and 504 says when to come back; the database's says 1 s (platform/errors.ts databaseUnavailable).
+    if ((appErr.status === 503 || appErr.status === 504) && !res.hasHeader('retry-after')) res.setHeader('Retry-After', String(DEFAULT_RETRY_AFTER_SECONDS));
+    // Every 401 names the scheme (RFC 6750 §3); a key that was sent but is not valid says so.
+    if (appErr.status === 401) res.setHeader('WWW-Authenticate', wwwAuthenticate(req.get('authorization')));
+    const details = appErr.details?.map((d) => ({ path: boundedMessage(d.path), code: d.code, message: boundedMessage(d.message) }));
+    res.status(appErr.status).json({ error: { code: appErr.code, message: boundedMessage(appErr.message), requestId, ...(details ? { details } : {}) } });
   };
+}
+
+/**
+ * The WWW-Authenticate challenge of a 401: `Bearer realm="api"`, plus `error="invalid_token"`
+ * when a bearer key was sent (revoked, unknown, malformed); no error code when none was (RFC 6750 §3.1).
+ */
+export function wwwAuthenticate(authorization: string | undefined): string {
+  return /^Bearer\s+\S/i.test(authorization ?? '') ? 'Bearer realm="api", error="invalid_token"' : 'Bearer realm="api"';
 }
 
 /** What Node's HTTP parser refuses, by its error code. */

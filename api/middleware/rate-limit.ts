@@ -50,7 +50,9 @@ interface WindowState {
  * Headers: X-RateLimit-Limit; X-RateLimit-Remaining = `max - usedKnown + available`, exact for a
  * single process (it is `max` minus the requests it let through) and, across processes, what is
  * left as far as this process last saw (other processes' unspent units count as used);
- * X-RateLimit-Reset and Retry-After are seconds until the window ends. `expiresAt` is the window
+ * X-RateLimit-Reset and Retry-After are seconds until the window ends. The same values go out as
+ * the IETF draft's `RateLimit-Policy: "default";q=<max>;w=<window s>` and
+ * `RateLimit: "default";r=<remaining>;t=<reset s>`. `expiresAt` is the window
  * end; the scheduler deletes expired counters (`ratelimits.expire`).
  */
 export function rateLimit(db: Database, opts: RateLimitOptions): RequestHandler {
@@ -127,6 +129,9 @@ export function rateLimit(db: Database, opts: RateLimitOptions): RequestHandler 
     res.setHeader('X-RateLimit-Limit', String(max));
     res.setHeader('X-RateLimit-Remaining', String(passed ? remaining : 0));
     res.setHeader('X-RateLimit-Reset', String(reset));
+    // The same, as draft-ietf-httpapi-ratelimit-headers: quota and window, remaining and reset.
+    res.setHeader('RateLimit-Policy', `"default";q=${max};w=${opts.windowSeconds}`);
+    res.setHeader('RateLimit', `"default";r=${passed ? remaining : 0};t=${reset}`);
     if (!passed) {
       // First segment only (bounded labels, no ids); a router mounted outside /api/v1 (/mcp) names itself.
       const segment = req.path.split('/')[1] ?? '';

@@ -96,7 +96,7 @@ describe('boards API: boards and cards', function () {
       await expect400(own.get('/boards?cursor=bm9wZQ'), /^cursor: /);
     });
 
-    it('when a board is patched, then only the passed fields change, version and ETag move on, and a stale If-Match is 409 version_conflict', async () => {
+    it('when a board is patched, then only the passed fields change, version and ETag move on, and a stale If-Match is 412 precondition_failed', async () => {
       const b = await createBoard(api, { name: 'Old', description: 'keep me', tags: ['a'] });
       const r = await api.patch(`/boards/${b.id}`, { name: 'New' });
       expect(r.status).to.equal(200);
@@ -105,11 +105,11 @@ describe('boards API: boards and cards', function () {
       expect(r.body.columns.map((c: any) => c.id)).to.deep.equal(['todo', 'doing', 'done']);
       expect(r.headers.get('etag')).to.equal('"2"');
       const stale = await api.patch(`/boards/${b.id}`, { description: 'lost' }, { 'if-match': '"1"' });
-      expect(stale.status).to.equal(409);
-      expect(stale.body.error.code).to.equal('version_conflict');
+      expect(stale.status).to.equal(412);
+      expect(stale.body.error.code).to.equal('precondition_failed');
       const staleLanes = await api.patch(`/boards/${b.id}`, { columns: [{ name: 'x' }] }, { 'if-match': '"1"' });
-      expect(staleLanes.status).to.equal(409);
-      expect(staleLanes.body.error.code).to.equal('version_conflict');
+      expect(staleLanes.status).to.equal(412);
+      expect(staleLanes.body.error.code).to.equal('precondition_failed');
       const ok = await api.patch(`/boards/${b.id}`, { description: 'changed' }, { 'if-match': '"2"' });
       expect(ok.status).to.equal(200);
       expect(ok.body).to.include({ name: 'New', description: 'changed', version: 3 });
@@ -322,7 +322,7 @@ describe('boards API: boards and cards', function () {
       await expect400(api.get(`/boards/${otherBoard.id}/cards?cursor=${first.body.cursor}`), /^cursor: /);
     });
 
-    it('when a card is patched, then only the passed fields change, its place is kept, null clears, and a stale If-Match is 409', async () => {
+    it('when a card is patched, then only the passed fields change, its place is kept, null clears, and a stale If-Match is 412', async () => {
       const b = await createBoard(api);
       const c = await createCard(api, b.id, { title: 'T', labels: ['a'], assignee: 'ann', dueDate: '2027-01-01' });
       const r = await api.patch(`/boards/${b.id}/cards/${c.id}`, { title: 'Renamed', assignee: null });
@@ -331,10 +331,10 @@ describe('boards API: boards and cards', function () {
       expect(r.body.labels).to.deep.equal(['a']);
       expect(r.headers.get('etag')).to.equal('"2"');
       const stale = await api.patch(`/boards/${b.id}/cards/${c.id}`, { title: 'lost' }, { 'if-match': '"1"' });
-      expect(stale.status).to.equal(409);
-      expect(stale.body.error.code).to.equal('version_conflict');
+      expect(stale.status).to.equal(412);
+      expect(stale.body.error.code).to.equal('precondition_failed');
       const staleMove = await api.patch(`/boards/${b.id}/cards/${c.id}`, { column: 'done' }, { 'if-match': '"1"' });
-      expect(staleMove.status).to.equal(409);
+      expect(staleMove.status).to.equal(412);
       const ok = await api.patch(`/boards/${b.id}/cards/${c.id}`, { dueDate: null, body: 'x' }, { 'if-match': '"2"' });
       expect(ok.body).to.include({ dueDate: null, body: 'x', version: 3, title: 'Renamed' });
       const doc = await cardsCol(stack).findOne({ _id: c.id });

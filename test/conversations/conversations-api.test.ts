@@ -80,7 +80,7 @@ describe('conversations API and appendMessage', function () {
     expect(await convCol().findOne({ _id: c.id })).to.include({ title: null, mode: null, version: 1 });
   });
 
-  it('when a conversation is patched, then only the passed fields change, null clears, and a stale If-Match is 409 version_conflict', async () => {
+  it('when a conversation is patched, then only the passed fields change, null clears, and a stale If-Match is 412 precondition_failed', async () => {
     const c = await create({ title: 'Old', mode: 'fast' });
     const r = await api.patch(`/conversations/${c.id}`, { title: 'New' });
     expect(r.status).to.equal(200);
@@ -89,8 +89,8 @@ describe('conversations API and appendMessage', function () {
     const m = await api.patch(`/conversations/${c.id}`, { mode: 'think' }, { 'if-match': '"2"' });
     expect(m.body).to.include({ title: 'New', mode: 'think', version: 3 });
     const stale = await api.patch(`/conversations/${c.id}`, { title: 'lost' }, { 'if-match': '"2"' });
-    expect(stale.status).to.equal(409);
-    expect(stale.body.error.code).to.equal('version_conflict');
+    expect(stale.status).to.equal(412);
+    expect(stale.body.error.code).to.equal('precondition_failed');
     const cleared = await api.patch(`/conversations/${c.id}`, { title: null, mode: null });
     expect(cleared.body).to.include({ title: null, mode: null, version: 4 });
     const got = await api.get(`/conversations/${c.id}`);

@@ -201,8 +201,8 @@ describe('Drive files: upload, read, update', () => {
       expect(moved.status).to.equal(200);
       expect(moved.body).to.include({ folderId: folder.body.id, name: 'renamed.md', ext: 'md', isStarred: true, description: 'keep me', version: 3, kind: 'text', mimeType: 'text/plain' });
       const stale = await api.patch(`/drive/files/${f.body.id}`, { description: 'lost' }, { 'if-match': '"2"' });
-      expect(stale.status).to.equal(409);
-      expect(stale.body.error.code).to.equal('version_conflict');
+      expect(stale.status).to.equal(412);
+      expect(stale.body.error.code).to.equal('precondition_failed');
       const back = await api.patch(`/drive/files/${f.body.id}`, { folderId: 'root', description: '' });
       expect(back.body).to.include({ folderId: null, description: '' });
       const nul = await api.patch(`/drive/files/${f.body.id}`, { folderId: null });

@@ -87,8 +87,8 @@ describe('Drive folders', () => {
     const cleared = await api.patch(`/drive/folders/${f.id}`, { sticker: null, color: null }, { 'if-match': '"2"' });
     expect(cleared.body).to.include({ sticker: null, color: null, name: 'Patched', version: 3 });
     const stale = await api.patch(`/drive/folders/${f.id}`, { name: 'Lost' }, { 'if-match': '"2"' });
-    expect(stale.status).to.equal(409);
-    expect(stale.body.error.code).to.equal('version_conflict');
+    expect(stale.status).to.equal(412);
+    expect(stale.body.error.code).to.equal('precondition_failed');
     expect((await api.patch(`/drive/folders/${f.id}`, {})).status).to.equal(400);
     expect((await api.patch(`/drive/folders/${f.id}`, { color: 'blue' })).body.error.message).to.match(/^color: /);
     expect((await api.patch('/drive/folders/dfo_missing', { name: 'x' })).status).to.equal(404);

@@ -62,8 +62,8 @@ export const MESSAGE_LIMIT = 1025;
 
 /**
  * The checks every fuzzed answer passes: never a 5xx, X-Request-Id on it, and for every 4xx the
- * Error shape `{ error: { code, message, requestId } }` with requestId = X-Request-Id and a
- * bounded message; answered within a few seconds.
+ * Error shape `{ error: { code, message, requestId } }` (plus `details` on a validation_error)
+ * with requestId = X-Request-Id and a bounded message; answered within a few seconds.
  */
 export function expectSaneAnswer(res: RawResponse, what: string, maxMs = 3000) {
   const ctx = `${what} → ${res.status} ${res.text.slice(0, 300)}`;
@@ -75,7 +75,13 @@ export function expectSaneAnswer(res: RawResponse, what: string, maxMs = 3000) {
     expect(res.body, `Error shape: ${ctx}`).to.be.an('object');
     expect(Object.keys(res.body), ctx).to.deep.equal(['error']);
     const e = res.body.error;
-    expect(Object.keys(e).sort(), ctx).to.deep.equal(['code', 'message', 'requestId']);
+    // validation_error alone adds details: one { path, code, message } per failed rule, bounded too.
+    const keys = e.code === 'validation_error' && 'details' in e ? ['code', 'details', 'message', 'requestId'] : ['code', 'message', 'requestId'];
+    expect(Object.keys(e).sort(), ctx).to.deep.equal(keys);
+    for (const d of e.details ?? []) {
+      expect(Object.keys(d).sort(), ctx).to.deep.equal(['code', 'message', 'path']);
+      expect(d.path.length + d.message.length, `bounded details: ${ctx}`).to.be.at.most(2 * MESSAGE_LIMIT);
+    }
     expect(e.code, ctx).to.be.a('string').and.match(/^[a-z_]+$/);
     expect(e.message, ctx).to.be.a('string').and.not.equal('');
     expect(e.message.length, `bounded message: ${ctx}`).to.be.at.most(MESSAGE_LIMIT);

@@ -90,14 +90,14 @@ describe('personas API: personas, versions, deployments, conversations, events, 
     await expect400(api.post('/personas', { name: 'x', colour: 'red' }), /colour/);
   });
 
-  it('when a persona is patched with If-Match, then only the passed fields change; a stale If-Match is 409 version_conflict', async () => {
+  it('when a persona is patched with If-Match, then only the passed fields change; a stale If-Match is 412 precondition_failed', async () => {
     const p = await created(api, { name: 'Patchy', description: 'keep me' });
     const r = await api.patch(`/personas/${p.id}`, { greeting: 'Hello!' }, { 'if-match': '"1"' });
     expect(r.status, r.text).to.equal(200);
     expect(r.body).to.include({ greeting: 'Hello!', description: 'keep me', name: 'Patchy', version: 2 });
     const stale = await api.patch(`/personas/${p.id}`, { name: 'Lost' }, { 'if-match': '"1"' });
-    expect(stale.status).to.equal(409);
-    expect(stale.body.error.code).to.equal('version_conflict');
+    expect(stale.status).to.equal(412);
+    expect(stale.body.error.code).to.equal('precondition_failed');
     expect((await api.get(`/personas/${p.id}`)).body.name).to.equal('Patchy');
     await expect400(api.patch(`/personas/${p.id}`, {}), /name a field to change/);
   });
@@ -123,13 +123,13 @@ describe('personas API: personas, versions, deployments, conversations, events, 
     expect(stored.map((v: any) => [v.version, v.snapshot.greeting])).to.deep.equal([[1, 'Hi, I am Ada.'], [2, 'Hello again.']]);
   });
 
-  it('when version 2 is published, then a deployment of version 1 still starts conversations on version 1, and a stale If-Match on publish is 409', async () => {
+  it('when version 2 is published, then a deployment of version 1 still starts conversations on version 1, and a stale If-Match on publish is 412', async () => {
     const p = await published();
     const v1 = await deployed(api, p.id, { channel: 'api' });
     const edited = (await api.patch(`/personas/${p.id}`, { voice: 'fr-male' })).body;
     const stale = await api.post(`/personas/${p.id}/publish`, undefined, { 'if-match': `"${p.version}"` });
-    expect(stale.status).to.equal(409);
-    expect(stale.body.error.code).to.equal('version_conflict');
+    expect(stale.status).to.equal(412);
+    expect(stale.body.error.code).to.equal('precondition_failed');
     expect((await api.post(`/personas/${p.id}/publish`, undefined, { 'if-match': `"${edited.version}"` })).body.publishedVersion).to.equal(2);
     const latest = await deployed(api, p.id, { channel: 'api' });
     expect(latest.version).to.equal(2);

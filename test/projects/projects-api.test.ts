@@ -327,14 +327,14 @@ describe('projects API', function () {
       expect((await api.patch('/projects/prj_aaaaaaaaaaaaaaaaaaaa', { name: 'x' })).status).to.equal(404);
     });
 
-    it('when If-Match names the current version, then the PATCH applies; a stale one is 409 version_conflict and changes nothing; a malformed one is 400', async () => {
+    it('when If-Match names the current version, then the PATCH applies; a stale one is 412 precondition_failed and changes nothing; a malformed one is 400', async () => {
       const p = await make(api, '/notes', { name: 'v1' });
       const ok = await api.patch(`/projects/${p.id}`, { name: 'v2' }, { 'if-match': '"1"' });
       expect(ok.status, ok.text).to.equal(200);
       expect(ok.body.version).to.equal(2);
       const stale = await api.patch(`/projects/${p.id}`, { name: 'lost', description: 'lost' }, { 'if-match': '"1"' });
-      expect(stale.status).to.equal(409);
-      expect(stale.body.error.code).to.equal('version_conflict');
+      expect(stale.status).to.equal(412);
+      expect(stale.body.error.code).to.equal('precondition_failed');
       expect(stale.body.error.message).to.include('version 2');
       const now = await api.get(`/projects/${p.id}`);
       expect(now.body).to.include({ name: 'v2', description: '', version: 2 });
@@ -354,13 +354,13 @@ describe('projects API', function () {
       }
     });
 
-    it('when two PATCHes with the same If-Match race, then exactly one applies and the other is 409', async () => {
+    it('when two PATCHes with the same If-Match race, then exactly one applies and the other is 412', async () => {
       const p = await make(api, '/notes', { name: 'race' });
       for (let i = 0; i < 5; i++) {
         const version = (await api.get(`/projects/${p.id}`)).body.version;
         const h = { 'if-match': `"${version}"` };
         const rs = await Promise.all([api.patch(`/projects/${p.id}`, { name: `a${i}` }, h), api.patch(`/projects/${p.id}`, { description: `b${i}` }, h)]);
-        expect(rs.map((r) => r.status).sort()).to.deep.equal([200, 409]);
+        expect(rs.map((r) => r.status).sort()).to.deep.equal([200, 412]);
         const now = (await api.get(`/projects/${p.id}`)).body;
         expect(now.version).to.equal(version + 1);
         const winner = rs.find((r) => r.status === 200)!.body;
@@ -383,12 +383,12 @@ describe('projects API', function () {
       expect(await projectsCol().findOne({ _id: p.id })).to.equal(null);
     });
 
-    it('when If-Match is stale on DELETE, then 409 and the project stays; the current version deletes it', async () => {
+    it('when If-Match is stale on DELETE, then 412 and the project stays; the current version deletes it', async () => {
       const p = await make(api, '/notes', { name: 'kept' });
       await api.patch(`/projects/${p.id}`, { name: 'kept 2' });
       const stale = await api.delete(`/projects/${p.id}`, { 'if-match': '"1"' });
-      expect(stale.status).to.equal(409);
-      expect(stale.body.error.code).to.equal('version_conflict');
+      expect(stale.status).to.equal(412);
+      expect(stale.body.error.code).to.equal('precondition_failed');
       expect((await api.get(`/projects/${p.id}`)).status).to.equal(200);
       expect((await api.delete(`/projects/${p.id}`, { 'if-match': '"2"' })).status).to.equal(204);
     });

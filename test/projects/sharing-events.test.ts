@@ -81,7 +81,7 @@ describe('project sharing and project events', function () {
       expect(got.version).to.equal(11);
     });
 
-    it('when the share body is wrong or If-Match is stale, then 400 naming the field or 409, and nothing changes', async () => {
+    it('when the share body is wrong or If-Match is stale, then 400 naming the field or 412, and nothing changes', async () => {
       const p = await make(api, '/notes', { name: 'n' });
       expect400(await api.post(`/projects/${p.id}/share`, { email: 'not-an-email', role: 'viewer' }), 'email: must be an email address');
       expect400(await api.post(`/projects/${p.id}/share`, { email: 'a@example.com', role: 'owner' }), 'role: must be one of viewer, commenter, editor');
@@ -89,8 +89,8 @@ describe('project sharing and project events', function () {
       expect400(await api.post(`/projects/${p.id}/share`, { role: 'viewer' }), 'email: is required');
       expect400(await api.post(`/projects/${p.id}/share`, { email: 'a@example.com', role: 'viewer', note: 'hi' }), 'note: unknown field');
       const stale = await api.post(`/projects/${p.id}/share`, { email: 'a@example.com', role: 'viewer' }, { 'if-match': '"7"' });
-      expect(stale.status).to.equal(409);
-      expect(stale.body.error.code).to.equal('version_conflict');
+      expect(stale.status).to.equal(412);
+      expect(stale.body.error.code).to.equal('precondition_failed');
       expect((await api.post('/projects/prj_aaaaaaaaaaaaaaaaaaaa/share', { email: 'a@example.com', role: 'viewer' })).status).to.equal(404);
       const now = (await api.get(`/projects/${p.id}`)).body;
       expect(now.shares).to.deep.equal([]);

@@ -182,7 +182,7 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
       await Promise.allSettled([a?.stop(), b?.stop()]);
     });
 
-    it('when 20 op requests race on one sheet, then each is a merged commit or a clear 409, the chain has no gaps and replaying it gives the grid', async function () {
+    it('when 20 op requests race on one sheet, then each is a merged commit, a clear 409 or (a stale If-Match) 412, the chain has no gaps and replaying it gives the grid', async function () {
       this.timeout(60_000);
       const { key } = await account(stack);
       const apis = [client(`http://127.0.0.1:${a.port}/api/v1`, key), client(`http://127.0.0.1:${b.port}/api/v1`, key)];
@@ -195,9 +195,11 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
         bodies.map((body, i) => apis[i % 2]!.post(`/sheets/${s.id}/ops`, { ops: body.ops }, body.ifMatch ? { 'if-match': '"1"' } : {})),
       );
       const merged = results.filter((r) => r.status === 200);
-      for (const r of results) {
-        expect([200, 409], r.text).to.include(r.status);
+      for (const [i, r] of results.entries()) {
+        expect([200, 409, 412], r.text).to.include(r.status);
         if (r.status === 409) expect(['version_conflict', 'conflict']).to.include(r.body.error.code);
+        // A stale If-Match is a failed precondition; only the requests that sent one get it.
+        if (r.status === 412) expect([r.body.error.code, bodies[i]!.ifMatch]).to.deep.equal(['precondition_failed', true]);
       }
       expect(merged.length).to.be.at.least(16);
       expect(results.filter((r, i) => i % 5 !== 4 && r.status !== 200)).to.have.length(0);

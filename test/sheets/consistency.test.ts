@@ -109,13 +109,13 @@ describe('sheets: consistency (stale reads, queued requests, If-Match, retried c
     expect(later.status).to.equal(400);
   });
 
-  it('when a proposal is rejected with an If-Match naming another version, then 409 version_conflict and it stays proposed', async () => {
+  it('when a proposal is rejected with an If-Match naming another version, then 412 precondition_failed and it stays proposed', async () => {
     const s = await newSheet(api);
     const p = await propose(s.id, [{ op: 'set', cell: 'A1', value: 'x' }]);
     await ops(s.id, [{ op: 'set', cell: 'A2', value: 'y' }]);
     const stale = await api.post(`/sheets/${s.id}/commits/${p.body.commit.id}/resolve`, { action: 'reject' }, { 'if-match': '"1"' });
-    expect(stale.status, stale.text).to.equal(409);
-    expect(stale.body.error.code).to.equal('version_conflict');
+    expect(stale.status, stale.text).to.equal(412);
+    expect(stale.body.error.code).to.equal('precondition_failed');
     expect(stale.body.error.message).to.equal('sheet is at version 2, not 1 (If-Match): someone changed it since you read it; fetch it again and re-apply your change');
     expect((await api.get(`/sheets/${s.id}/commits/${p.body.commit.id}`)).body.status).to.equal('proposed');
     const ok = await api.post(`/sheets/${s.id}/commits/${p.body.commit.id}/resolve`, { action: 'reject' }, { 'if-match': '"2"' });

@@ -83,12 +83,12 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
     expect(await balance(api)).to.equal(5);
   });
 
-  it('when If-Match names another version of the sheet, then 409 version_conflict before anything is held or asked', async () => {
+  it('when If-Match names another version of the sheet, then 412 precondition_failed before anything is held or asked', async () => {
     const { api, accountId } = await account(stack, { credits: 5 });
     const s = await newSheet(api);
     const r = await api.post(`/sheets/${s.id}/edit`, { instruction: 'sort by Date' }, { 'if-match': '"7"' });
-    expect(r.status, r.text).to.equal(409);
-    expect(r.body.error.code).to.equal('version_conflict');
+    expect(r.status, r.text).to.equal(412);
+    expect(r.body.error.code).to.equal('precondition_failed');
     expect(await balance(api)).to.equal(5);
     expect(await stack.rt.db.ledger.countDocuments({ accountId })).to.equal(0);
     const ok = await api.post(`/sheets/${s.id}/edit`, { instruction: 'sort by Date' }, { 'if-match': '"1"' });

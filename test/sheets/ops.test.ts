@@ -204,13 +204,13 @@ describe('sheets: POST /sheets/{id}/ops', () => {
     expect((await api.get(`/sheets/${s.id}/range?range=B299:B301`)).body.rows).to.deep.equal([[298], [-1], [300]]);
   });
 
-  it('when If-Match names the current version, then the ops apply; an older one is 409 version_conflict', async () => {
+  it('when If-Match names the current version, then the ops apply; an older one is 412 precondition_failed', async () => {
     const s = await newSheet(api);
     const ok = await ops(s.id, [{ op: 'set', cell: 'A1', value: 'one' }], {}, { 'if-match': '"1"' });
     expect(ok.status).to.equal(200);
     const stale = await ops(s.id, [{ op: 'set', cell: 'A1', value: 'two' }], {}, { 'if-match': '"1"' });
-    expect(stale.status).to.equal(409);
-    expect(stale.body.error.code).to.equal('version_conflict');
+    expect(stale.status).to.equal(412);
+    expect(stale.body.error.code).to.equal('precondition_failed');
     expect(stale.body.error.message).to.match(/sheet is at version 2, not 1/);
     expect((await ops(s.id, [{ op: 'set', cell: 'A1', value: 'x' }], {}, { 'if-match': 'nope' })).status).to.equal(400);
   });
