@@ -16,6 +16,31 @@ describe('SSRF guard', () => {
     expect(addressProblem('127.0.0.1', { allowLoopback: true })).to.equal(null);
   });
 
+  it('when an address is an IPv6 transition form, then it is refused whatever it embeds, loopback allowed or not', () => {
+    for (const a of [
+      '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:8.8.8.8', '::ffff:5db8:d822', // IPv4-mapped ::ffff:0:0/96
+      '::ffff:0:7f00:1', '::ffff:0:808:808', // IPv4-translated ::ffff:0:0:0/96
+      '64:ff9b::7f00:1', '64:ff9b::808:808', // NAT64 64:ff9b::/96
+      '64:ff9b:1::a9fe:a9fe', '64:ff9b:1:ffff::1', // local-use NAT64 64:ff9b:1::/48
+      '2002:7f00:1::1', '2002:808:808::1', // 6to4 2002::/16
+      '2001:0:4136:e378:8000:63bf:3fff:fdd2', '2001:0:ffff::1', // Teredo 2001::/32
+      '100::1', '100::ffff:ffff:ffff:ffff', // discard-only 100::/64
+    ]) {
+      expect(addressProblem(a), a).to.match(/^reserved IPv6 transition address/);
+      expect(addressProblem(a, { allowLoopback: true }), a).to.match(/^reserved IPv6 transition address/);
+    }
+    // The neighbours of those ranges stay public.
+    for (const a of ['2001:1::1', '2001:4860:4860::8888', '64:ff9b:2::1', '100:0:0:1::1', '2003::1']) expect(addressProblem(a), a).to.equal(null);
+  });
+
+  it('when a URL names an IPv6 transition host in brackets, then assertFetchable refuses it', async () => {
+    for (const url of ['http://[::ffff:127.0.0.1]/', 'http://[::ffff:0:7f00:1]/', 'https://[2002:a9fe:a9fe::]/', 'https://[64:ff9b:1::a9fe:a9fe]/']) {
+      const err = await assertFetchable(url, 'imageUrl', { allowLoopback: true }).catch((e) => e);
+      expect(err.code, url).to.equal('validation_error');
+      expect(err.message, url).to.match(/^imageUrl: .* resolves to a reserved IPv6 transition address/);
+    }
+  });
+
   it('when a URL is not http(s), carries credentials or resolves privately, then 400 names the field', async () => {
     for (const [url, text] of [
       ['ftp://example.com/x', 'must be an http(s) URL'],
