@@ -77,6 +77,7 @@ export const ConfigSchema = z.object({
   API_PROCESSES: z.coerce.number().int().min(1).max(64).default(1).describe('API processes npm start runs behind PORT: the supervisor accepts the connections and hands each to the next ready API process. A crashed one is started again at once.'),
   API_HOLD_MS: z.coerce.number().int().min(100).max(600_000).default(15_000).describe('npm start: how long a connection waits in the supervisor while no API process is ready (one crashed and is being replaced) before it is answered 503 with Retry-After.'),
   API_HOLD_CONNECTIONS: z.coerce.number().int().min(1).max(100_000).default(1024).describe('npm start: most connections held while no API process is ready; past it a new connection is answered 503 at once.'),
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(60_000).describe('How long the API waits for a request\'s headers before it answers 408 request_timeout and closes the connection (the whole request has 300 s).'),
   PUBLIC_BASE_URL: z.string().url().optional().describe('Absolute origin for public links (assets, openUrl). Default http://localhost:PORT.'),
   MONGODB_URL: z.string().default('mongodb://127.0.0.1:27017/svc').describe('MongoDB (or FerretDB) connection string, database included.'),
   MONGODB_MAX_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(20).describe('Most MongoDB connections one process opens (driver maxPoolSize). FerretDB serves each command on one of its 50 PostgreSQL connections, shared by every process.'),
