@@ -220,3 +220,75 @@ export async function readLimited(res: Response, maxBytes: number, field: string
   }
   return Buffer.concat(chunks);
 }
+
+/**
+ * Why fetching an input URL failed, in words a user can act on: the error a job fails with
+ * names the input and the cause (`imageUrl: no answer within 20 s`). A transient failure (no
+ * answer, connection refused or reset): the job is tried again; its last error is this one.
+ */
+export class InputFetchError extends Error {
+  override name = 'InputFetchError';
+}
+
+export interface InputFetchOptions extends SsrfOptions {
+  /** The job's signal: when it aborts (cancel, shutdown) its own reason is thrown, unchanged. */
+  signal: AbortSignal;
+  /** How long the input's server may take to start answering (INPUT_FETCH_TIMEOUT_MS). */
+  answerMs: number;
+  /** How long the whole download may take, answer included. */
+  totalMs: number;
+  maxBytes: number;
+  headers?: Record<string, string>;
+}
+
+const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
+
+/** What a network error says, without Node's internals. */
+function networkCause(err: Error & { code?: string }): string {
+  const code = err.code ?? (err.cause as { code?: string } | undefined)?.code;
+  const known: Record<string, string> = {
+    ECONNREFUSED: 'connection refused',
+    ECONNRESET: 'connection reset',
+    ENOTFOUND: 'host not found',
+    EAI_AGAIN: 'host not found (DNS did not answer)',
+    EHOSTUNREACH: 'host unreachable',
+    ENETUNREACH: 'network unreachable',
+    ETIMEDOUT: 'connection timed out',
+    UND_ERR_SOCKET: 'connection closed before the answer ended',
+  };
+  return (code && known[code]) ?? err.message;
+}
+
+/**
+ * The one way the workers fetch an engine input from a user-supplied URL (imageUrl, imageUrls[i],
+ * videoUrl, openingFrameUrl, referenceImageUrls.i, brandUrl): through the SSRF guard, with a
+ * time to answer and a time for the whole download, the body read up to `maxBytes` into memory
+ * (or streamed into `opts.file`). Failures are AppError for what the user must fix (blocked
+ * address, HTTP error status, too large) and InputFetchError naming the input and the cause for
+ * the rest: never a bare "The operation was aborted".
+ */
+export async function fetchInput(raw: string, field: string, opts: InputFetchOptions): Promise<Buffer>;
+export async function fetchInput(raw: string, field: string, opts: InputFetchOptions & { file: string }): Promise<number>;
+export async function fetchInput(raw: string, field: string, opts: InputFetchOptions & { file?: string }): Promise<Buffer | number> {
+  const answered = new AbortController();
+  const answerTimer = setTimeout(() => answered.abort(), opts.answerMs);
+  const total = AbortSignal.timeout(opts.totalMs);
+  const signal = AbortSignal.any([opts.signal, answered.signal, total]);
+  const ssrf: SsrfOptions = { allowLoopback: opts.allowLoopback, allowHttp: opts.allowHttp };
+  try {
+    const res = await guardedFetch(raw, field, { signal, headers: opts.headers }, ssrf);
+    clearTimeout(answerTimer);
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => {});
+      throw new AppError('validation_error', `${field}: could not be fetched (HTTP ${res.status})`);
+    }
+    return opts.file === undefined ? await readLimited(res, opts.maxBytes, field) : await saveLimited(res, opts.file, opts.maxBytes, field);
+  } catch (err) {
+    if (opts.signal.aborted || err instanceof AppError) throw err;
+    if (answered.signal.aborted) throw new InputFetchError(`${field}: no answer within ${seconds(opts.answerMs)}`);
+    if (total.aborted) throw new InputFetchError(`${field}: not received completely within ${seconds(opts.totalMs)}`);
+    throw new InputFetchError(`${field}: could not be fetched (${networkCause(err as Error)})`);
+  } finally {
+    clearTimeout(answerTimer);
+  }
+}

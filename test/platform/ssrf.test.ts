@@ -3,7 +3,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { addressProblem, assertFetchable, guardedFetch } from '../../platform/ssrf';
+import net from 'node:net';
+import { addressProblem, assertFetchable, fetchInput, guardedFetch, InputFetchError } from '../../platform/ssrf';
 
 describe('SSRF guard', () => {
   afterEach(() => sinon.restore());
@@ -87,6 +88,30 @@ describe('SSRF guard', () => {
       expect(await res.text()).to.equal('hello');
     } finally {
       server.close();
+    }
+  });
+
+  it('when an input URL never answers, refuses the connection or answers an error status, then fetchInput names the field and the cause', async () => {
+    const silent = net.createServer((sock) => sock.on('error', () => {}));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const answering = http.createServer((req, res) => (req.url === '/missing' ? res.writeHead(404).end() : res.end('0123456789')));
+    await new Promise<void>((r) => answering.listen(0, '127.0.0.1', r));
+    const opts = { allowLoopback: true, signal: new AbortController().signal, answerMs: 200, totalMs: 5_000, maxBytes: 1024 };
+    try {
+      const at = (s: net.Server, p = '/x') => `http://127.0.0.1:${(s.address() as AddressInfo).port}${p}`;
+      const hung = await fetchInput(at(silent), 'imageUrl', opts).catch((e) => e);
+      expect(hung).to.be.instanceOf(InputFetchError);
+      expect(hung.message).to.equal('imageUrl: no answer within 0.2 s');
+      const closedPort = at(silent).replace(/:\d+\//, ':1/');
+      expect((await fetchInput(closedPort, 'videoUrl', opts).catch((e) => e)).message).to.equal('videoUrl: could not be fetched (connection refused)');
+      const missing = await fetchInput(at(answering, '/missing'), 'openingFrameUrl', opts).catch((e) => e);
+      expect([missing.code, missing.message]).to.deep.equal(['validation_error', 'openingFrameUrl: could not be fetched (HTTP 404)']);
+      const big = await fetchInput(at(answering), 'brandUrl', { ...opts, maxBytes: 4 }).catch((e) => e);
+      expect(big.message).to.equal('brandUrl: larger than 4 bytes');
+      expect((await fetchInput(at(answering), 'brandUrl', opts)).toString()).to.equal('0123456789');
+    } finally {
+      silent.close();
+      answering.close();
     }
   });
 });
