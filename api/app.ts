@@ -171,7 +171,12 @@ export async function start(config: Config = loadConfig()) {
   let supervised: Supervised | undefined;
   const metrics = () => supervised!.metrics();
   const app = await startupStep('routes', async () => createApp(rt, { authCache, idempotency, jobCache, metrics: joinsSupervisor() ? metrics : undefined }));
-  const server = http.createServer(app);
+  // Slow or stalled requests are answered 408 (clientErrorHandler) and their sockets destroyed; the
+  // timeouts are checked a few times per headers timeout.
+  const server = http.createServer(
+    { headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeout: 300_000, connectionsCheckingInterval: Math.min(30_000, Math.ceil(config.HTTP_HEADERS_TIMEOUT_MS / 4)) },
+    app,
+  );
   server.keepAliveTimeout = 65_000;
   // What Node's HTTP parser refuses (raw non-ASCII in the path, headers over 16 KiB) still gets the Error shape.
   server.on('clientError', clientErrorHandler(log));

@@ -93,21 +93,43 @@ export const LIST_LIMIT_DEFAULT = 20;
 export const LIST_LIMIT_MAX = 100;
 
 /**
+ * `limit` of every list (SPEC 4 rule 2), one rule: an integer from 1 to `max` (LIST_LIMIT_MAX
+ * unless the list says less); anything else (-1, 0, abc, 101) is 400 validation_error naming
+ * `limit`. No default here: each query sets its own.
+ */
+export const listLimit = (max: number = LIST_LIMIT_MAX) =>
+  z.coerce
+    .number({ error: `must be an integer between 1 and ${max}` })
+    .int({ error: `must be an integer between 1 and ${max}` })
+    .min(1, { error: `must be between 1 and ${max}` })
+    .max(max, { error: `must be between 1 and ${max}` });
+
+const listCursor = z.string().max(512, { error: 'must be at most 512 characters' }).optional().describe('Opaque: pass back the cursor of the previous page verbatim.');
+
+/**
  * The query of a list endpoint (SPEC 4 rule 2): `limit` (1 to 100, default 20; more is 400) and
  * `cursor` (opaque, from the previous page), plus the list's own filters.
  */
 export const listQuery = <S extends z.ZodRawShape>(filters: S) =>
   z.object({
-    limit: z.coerce
-      .number({ error: `must be an integer between 1 and ${LIST_LIMIT_MAX}` })
-      .int({ error: `must be an integer between 1 and ${LIST_LIMIT_MAX}` })
-      .min(1, { error: `must be between 1 and ${LIST_LIMIT_MAX}` })
-      .max(LIST_LIMIT_MAX, { error: `must be between 1 and ${LIST_LIMIT_MAX}` })
-      .default(LIST_LIMIT_DEFAULT)
-      .describe(`Page size, 1 to ${LIST_LIMIT_MAX}; default ${LIST_LIMIT_DEFAULT}.`),
-    cursor: z.string().max(512, { error: 'must be at most 512 characters' }).optional().describe('Opaque: pass back the cursor of the previous page verbatim.'),
+    limit: listLimit().default(LIST_LIMIT_DEFAULT).describe(`Page size, 1 to ${LIST_LIMIT_MAX}; default ${LIST_LIMIT_DEFAULT}.`),
+    cursor: listCursor,
     ...filters,
   });
+
+/**
+ * The query of a list small enough to answer whole (the folder tree, webhooks, voices, persona
+ * faces): the same `limit` and `cursor` rule, but without `limit` every item comes in one page.
+ */
+export const wholeListQuery = <S extends z.ZodRawShape>(filters: S) =>
+  z.object({
+    limit: listLimit().optional().describe(`Page size, 1 to ${LIST_LIMIT_MAX}; default: every item in one page.`),
+    cursor: listCursor,
+    ...filters,
+  });
+
+/** The query of a whole list without filters of its own. */
+export const WholeListQuery = wholeListQuery({});
 
 /** `version` of a mutable resource: 1 at creation, +1 per change; also sent as `ETag: "<version>"`. */
 export const Version = z.number().int().describe('1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 412 precondition_failed).');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ID_RULE, line, listQuery, text, Version } from './common';
+import { ID_RULE, line, listLimit, listQuery, text, Version, wholeListQuery } from './common';
 
 /**
  * Drive contracts (SPEC 2.19, 3.5, 4.10, 8). Owned by the files-and-folders part; the search
@@ -294,14 +294,15 @@ export const DriveFileListQuery = listQuery({
 export type DriveFileListQuery = z.output<typeof DriveFileListQuery>;
 
 /** Query of GET /drive/folders. */
-export const DriveFolderListQuery = z.object({ teamId: teamIdQuery });
+export const DriveFolderListQuery = wholeListQuery({ teamId: teamIdQuery });
 export type DriveFolderListQuery = z.output<typeof DriveFolderListQuery>;
 
 /** GET /drive/folders: the whole folder tree of one drive, flat (parents before children). */
 export const DriveFolderTree = z
   .object({
-    data: z.array(DriveFolder).describe('Every folder of the drive inside the key pins, parents before children, siblings by name.'),
+    data: z.array(DriveFolder).describe('Every folder of the drive inside the key pins (or a page of `limit` of them), parents before children, siblings by name.'),
     total: z.number().int(),
+    cursor: z.string().optional().describe('Present only when `limit` left folders for another page. Opaque.'),
     rootFileCount: z.number().int().describe('Active files at the drive root (0 for a pinned key: root files are outside every pin).'),
     scope: DriveScope,
   })
@@ -417,11 +418,7 @@ export const DriveSearchQuery = z.object({
     ),
   kind: z.enum(DRIVE_KINDS, { error: `must be one of ${DRIVE_KINDS.join(', ')}` }).optional().describe('Only files of this kind.'),
   teamId: teamIdQuery.describe('Search only this team drive (a team you are not a member of is 404). Without it: your personal drive and every team drive you belong to.'),
-  limit: z.coerce
-    .number({ error: `must be an integer between 1 and ${DRIVE_SEARCH_LIMITS.limitMax}` })
-    .int({ error: `must be an integer between 1 and ${DRIVE_SEARCH_LIMITS.limitMax}` })
-    .min(1, { error: `must be between 1 and ${DRIVE_SEARCH_LIMITS.limitMax}` })
-    .max(DRIVE_SEARCH_LIMITS.limitMax, { error: `must be between 1 and ${DRIVE_SEARCH_LIMITS.limitMax}` })
+  limit: listLimit(DRIVE_SEARCH_LIMITS.limitMax)
     .default(DRIVE_SEARCH_LIMITS.limitDefault)
     .describe(`Hits answered, 1 to ${DRIVE_SEARCH_LIMITS.limitMax}; default ${DRIVE_SEARCH_LIMITS.limitDefault}.`),
 });

@@ -20,7 +20,7 @@ import { SPEECH_AUDIO, SPEECH_MEDIA_TYPE, SpeechRequest, VoiceList } from './spe
 import { DRIVE_DOWNLOAD_RULES, DriveDownloadLink } from './drive-downloads';
 import { DriveFileText, DriveSearchQuery, DriveSearchResult } from './drive';
 import { Webhook, WebhookCreate, WebhookCreated, WebhookDeliveriesQuery, WebhookDeliveryList, WebhookList, WebhookUpdate } from './webhooks';
-import { JobAccepted, JobEnvelope, listEnvelope } from './common';
+import { JobAccepted, JobEnvelope, listEnvelope, WholeListQuery } from './common';
 import type { Scope } from './registry';
 import { VideoAccepted, VideoRequest } from './videos';
 import { SpaceAccepted, SpaceRequest } from './spaces';
@@ -92,7 +92,7 @@ export const endpoints = {
   startPersonaConversation: e({ location: (r, p) => `/personas/${p.id}/conversations/${String(r.id)}/events`,  method: 'post', path: '/personas/{id}/conversations', scopes: W, status: 201, tag: 'personas', summary: 'Start a conversation on a deployment: a live session locked to the deployment\'s persona version (its instructions are the system message, its greeting the first assistant turn, its tools the only server tools offered; a web deployment\'s token connects only from its allowed origins), charged once (live_session); the answer carries the realtime token. The key needs the ai scope too (else 403).', body: PersonaConversationStart, response: PersonaConversation, idempotent: true, errors: { '402': 'The balance cannot cover live_session (insufficient_credits).' } }),
   endPersonaConversation: e({ method: 'post', path: '/personas/{id}/conversations/{cid}/end', scopes: W, status: 200, tag: 'personas', summary: 'End a conversation: its live session ends (the token no longer connects), endedAt, durationMs and creditsUsed are recorded. Ending an ended conversation answers the same body.', response: PersonaConversation }),
   listPersonaConversationEvents: e({ method: 'get', path: '/personas/{id}/conversations/{cid}/events', scopes: R, status: 200, tag: 'personas', summary: 'What happened in a conversation, oldest first (list envelope): started, user_turn, assistant_turn (the greeting first), tool_call (name, artifact type and title, ok), ended.', query: PersonaEventListQuery, response: PersonaEventList }),
-  listPersonaFaces: e({ method: 'get', path: '/personas/faces', scopes: R, status: 200, tag: 'personas', summary: 'The built-in faces a persona may wear, each with an SVG preview URL served without a key.', response: PersonaFaceList }),
+  listPersonaFaces: e({ method: 'get', path: '/personas/faces', scopes: R, status: 200, tag: 'personas', summary: 'The built-in faces a persona may wear, each with an SVG preview URL served without a key (all in one page unless limit is given).', query: WholeListQuery, response: PersonaFaceList }),
 
   // 4.3 Projects and creation
   listProjects: e({
@@ -234,7 +234,7 @@ export const endpoints = {
       '504': 'No audio within SPEECH_RPC_TIMEOUT_MS (timeout); nothing is charged.',
     },
   }),
-  listVoices: e({ method: 'get', path: '/speech/voices', scopes: R_AI, status: 200, tag: 'voice', summary: 'List voices by name, with language, gender where known, engine, and the default marked.', response: VoiceList }),
+  listVoices: e({ method: 'get', path: '/speech/voices', scopes: R_AI, status: 200, tag: 'voice', summary: 'List voices by name, with language, gender where known, engine, and the default marked (all in one page unless limit is given).', query: WholeListQuery, response: VoiceList }),
   createLiveSession: e({ method: 'post', path: '/live/session', scopes: AI, status: 200, tag: 'voice', summary: 'Open a real-time voice session: a short-lived single-use token locked to persona, voice, tools and turn detection, and the realtime WebSocket URL (protocol in the README). A new session is charged once (live_session); a resumptionHandle continues a dropped conversation for free.', body: LiveSessionRequest, response: LiveSessionResponse, errors: { '400': 'Validation failed (unknown voice names voice), ambient without the proactiveAudio feature (ambient_not_available), a forged handle (invalid_resumption_handle), an expired or superseded one (resumption_handle_expired), or a handle of a session that ended (session_ended).', '402': 'The balance cannot cover live_session (insufficient_credits); no session was made.', '404': 'The resumptionHandle names a session of another account (not_found).' } }),
   runLiveAction: e({ method: 'post', path: '/live/action', scopes: AI, status: 200, tag: 'voice', summary: 'Run a server tool of a live conversation (the realtime engine runs its server tools through the same code). Charged live_action only on success (a hold captured on success, released on failure); generate_image also charges image.', body: LiveActionRequest, response: LiveActionResponse, errors: { '400': 'Validation failed: an unknown action, or params that do not fit it (the message names params.<field>).', '402': 'The balance cannot cover the action (insufficient_credits); nothing was run.', '403': 'The key lacks the scope of the action\'s tool (forbidden: list_projects, get_account and recall need read; add_flowchart_steps, remember and forget need write; checked before params), or lacks ai, or the plan lacks API access; nothing was run.' } }),
 
@@ -297,7 +297,7 @@ export const endpoints = {
   }),
   listDriveFolders: e({
     method: 'get', path: '/drive/folders', scopes: DR, status: 200, tag: 'drive', query: DriveFolderListQuery, response: DriveFolderTree,
-    summary: 'The whole folder tree of the personal drive (or a team drive with teamId), flat with parentFolderId and path, parents before children, siblings by name, each with fileCount (active files directly inside); at most 1000 folders, so not paged.',
+    summary: 'The whole folder tree of the personal drive (or a team drive with teamId), flat with parentFolderId and path, parents before children, siblings by name, each with fileCount (active files directly inside); at most 1000 folders, all in one page unless limit is given (then cursor pages on, keeping the order).',
     errors: { '404': 'teamId names no team of the account.' },
   }),
   createDriveFolder: e({
@@ -321,7 +321,7 @@ export const endpoints = {
   }),
 
   // 4.11 Webhooks
-  listWebhooks: e({ method: 'get', path: '/webhooks', scopes: R, status: 200, tag: 'webhooks', summary: 'List webhooks.', response: WebhookList }),
+  listWebhooks: e({ method: 'get', path: '/webhooks', scopes: R, status: 200, tag: 'webhooks', summary: 'List webhooks (all, at most 10, in one page unless limit is given).', query: WholeListQuery, response: WebhookList }),
   createWebhook: e({ method: 'post', path: '/webhooks', scopes: W, status: 201, tag: 'webhooks', summary: 'Create a webhook; the signing secret is returned once. At most 10 per account: the 11th answers 409 limit_exceeded.', body: WebhookCreate, response: WebhookCreated, errors: { '409': 'The account already has 10 webhooks (limit_exceeded).' } }),
   getWebhook: e({ method: 'get', path: '/webhooks/{id}', scopes: R, status: 200, tag: 'webhooks', summary: 'Get a webhook.', response: Webhook }),
   updateWebhook: e({ method: 'patch', path: '/webhooks/{id}', scopes: W, status: 200, tag: 'webhooks', summary: 'Update name, url, events or isActive; isActive true re-enables a disabled webhook and resets its failure count.', body: WebhookUpdate, response: Webhook }),

@@ -59,6 +59,24 @@ export function decodeCursor(tag: string, raw: string): { value: unknown; id: st
 }
 
 /**
+ * One page of a list held whole in memory (a bounded set: the folder tree, webhooks, voices,
+ * faces): every item without `limit`, else `limit` items from the cursor's position on, with a
+ * cursor while more remain. The cursor holds a position, so an item added or removed between
+ * pages shifts the rest by one; these lists are small and change rarely.
+ */
+export function pageWhole<T>(items: readonly T[], q: { limit?: number; cursor?: string }, tag: string): { data: T[]; total: number; cursor?: string } {
+  let from = 0;
+  if (q.cursor !== undefined) {
+    const { value } = decodeCursor(tag, q.cursor);
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw new AppError('validation_error', BAD_CURSOR);
+    from = value;
+  }
+  const to = q.limit === undefined ? items.length : from + q.limit;
+  const data = items.slice(from, to);
+  return { data, total: items.length, ...(to < items.length ? { cursor: encodeCursor(tag, to, '') } : {}) };
+}
+
+/**
  * The list envelope of a page (SPEC 2.3): its items mapped to their API shape, the total, and
  * `cursor` only when more pages exist (never `cursor: null`).
  */

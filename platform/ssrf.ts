@@ -11,7 +11,7 @@ import { AppError } from './errors';
  * The one SSRF guard for every URL the server fetches (webhook targets, imageUrl,
  * referenceImageUrls, brandUrl, videoUrl): http(s) only, no credentials in the URL, and every
  * resolved address checked against private, loopback, link-local, CGNAT, multicast and cloud
- * metadata ranges, at every fetch (DNS may change between checks). `allowLoopback` exists for
+ * metadata ranges and IPv6 transition forms (refused whole), at every fetch (DNS may change between checks). `allowLoopback` exists for
  * tests and local development only; production never sets it.
  */
 export interface SsrfOptions {
@@ -46,25 +46,33 @@ for (const [addr, prefix] of [
   ['ff00::', 8], // multicast
   ['fd00:ec2::', 32], // AWS metadata over IPv6
   ['2001:db8::', 32],
-  ['64:ff9b::', 96], // NAT64: would reach any IPv4 address, metadata included
   ['::', 96], // IPv4-compatible (deprecated) addresses
 ] as const) blockList.addSubnet(addr, prefix, 'ipv6');
+/**
+ * IPv6 transition forms carry (or reach) an IPv4 address the IPv4 rules above would judge, so they
+ * are refused whole, whatever the address inside: a public IPv4 host is reachable by its IPv4
+ * address instead.
+ */
+const transition = new net.BlockList();
+for (const [addr, prefix] of [
+  ['::ffff:0:0', 96], // IPv4-mapped (::ffff:127.0.0.1)
+  ['::ffff:0:0:0', 96], // IPv4-translated (::ffff:0:7f00:1)
+  ['64:ff9b::', 96], // NAT64, well-known prefix
+  ['64:ff9b:1::', 48], // NAT64, local-use prefix
+  ['2002::', 16], // 6to4
+  ['2001::', 32], // Teredo
+  ['100::', 64], // discard-only
+] as const) transition.addSubnet(addr, prefix, 'ipv6');
 const loopback = new net.BlockList();
 loopback.addSubnet('127.0.0.0', 8, 'ipv4');
 loopback.addAddress('::1', 'ipv6');
 
 /** Why an address may not be fetched, or null when it may. */
 export function addressProblem(address: string, opts: SsrfOptions = {}): string | null {
-  let ip = address;
-  let family: 'ipv4' | 'ipv6' = net.isIPv4(ip) ? 'ipv4' : 'ipv6';
-  // IPv4-mapped IPv6 (::ffff:10.0.0.1) is judged as IPv4.
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped?.[1]) {
-    ip = mapped[1];
-    family = 'ipv4';
-  }
-  if (loopback.check(ip, family)) return opts.allowLoopback ? null : 'loopback address';
-  if (blockList.check(ip, family)) return 'private, link-local or reserved address';
+  const family: 'ipv4' | 'ipv6' = net.isIPv4(address) ? 'ipv4' : 'ipv6';
+  if (family === 'ipv6' && transition.check(address, 'ipv6')) return 'reserved IPv6 transition address (IPv4-mapped, IPv4-translated, NAT64, 6to4, Teredo or discard-only)';
+  if (loopback.check(address, family)) return opts.allowLoopback ? null : 'loopback address';
+  if (blockList.check(address, family)) return 'private, link-local or reserved address';
   return null;
 }
 
@@ -211,4 +219,76 @@ export async function readLimited(res: Response, maxBytes: number, field: string
     chunks.push(Buffer.from(chunk));
   }
   return Buffer.concat(chunks);
+}
+
+/**
+ * Why fetching an input URL failed, in words a user can act on: the error a job fails with
+ * names the input and the cause (`imageUrl: no answer within 20 s`). A transient failure (no
+ * answer, connection refused or reset): the job is tried again; its last error is this one.
+ */
+export class InputFetchError extends Error {
+  override name = 'InputFetchError';
+}
+
+export interface InputFetchOptions extends SsrfOptions {
+  /** The job's signal: when it aborts (cancel, shutdown) its own reason is thrown, unchanged. */
+  signal: AbortSignal;
+  /** How long the input's server may take to start answering (INPUT_FETCH_TIMEOUT_MS). */
+  answerMs: number;
+  /** How long the whole download may take, answer included. */
+  totalMs: number;
+  maxBytes: number;
+  headers?: Record<string, string>;
+}
+
+const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
+
+/** What a network error says, without Node's internals. */
+function networkCause(err: Error & { code?: string }): string {
+  const code = err.code ?? (err.cause as { code?: string } | undefined)?.code;
+  const known: Record<string, string> = {
+    ECONNREFUSED: 'connection refused',
+    ECONNRESET: 'connection reset',
+    ENOTFOUND: 'host not found',
+    EAI_AGAIN: 'host not found (DNS did not answer)',
+    EHOSTUNREACH: 'host unreachable',
+    ENETUNREACH: 'network unreachable',
+    ETIMEDOUT: 'connection timed out',
+    UND_ERR_SOCKET: 'connection closed before the answer ended',
+  };
+  return (code && known[code]) ?? err.message;
+}
+
+/**
+ * The one way the workers fetch an engine input from a user-supplied URL (imageUrl, imageUrls[i],
+ * videoUrl, openingFrameUrl, referenceImageUrls.i, brandUrl): through the SSRF guard, with a
+ * time to answer and a time for the whole download, the body read up to `maxBytes` into memory
+ * (or streamed into `opts.file`). Failures are AppError for what the user must fix (blocked
+ * address, HTTP error status, too large) and InputFetchError naming the input and the cause for
+ * the rest: never a bare "The operation was aborted".
+ */
+export async function fetchInput(raw: string, field: string, opts: InputFetchOptions): Promise<Buffer>;
+export async function fetchInput(raw: string, field: string, opts: InputFetchOptions & { file: string }): Promise<number>;
+export async function fetchInput(raw: string, field: string, opts: InputFetchOptions & { file?: string }): Promise<Buffer | number> {
+  const answered = new AbortController();
+  const answerTimer = setTimeout(() => answered.abort(), opts.answerMs);
+  const total = AbortSignal.timeout(opts.totalMs);
+  const signal = AbortSignal.any([opts.signal, answered.signal, total]);
+  const ssrf: SsrfOptions = { allowLoopback: opts.allowLoopback, allowHttp: opts.allowHttp };
+  try {
+    const res = await guardedFetch(raw, field, { signal, headers: opts.headers }, ssrf);
+    clearTimeout(answerTimer);
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => {});
+      throw new AppError('validation_error', `${field}: could not be fetched (HTTP ${res.status})`);
+    }
+    return opts.file === undefined ? await readLimited(res, opts.maxBytes, field) : await saveLimited(res, opts.file, opts.maxBytes, field);
+  } catch (err) {
+    if (opts.signal.aborted || err instanceof AppError) throw err;
+    if (answered.signal.aborted) throw new InputFetchError(`${field}: no answer within ${seconds(opts.answerMs)}`);
+    if (total.aborted) throw new InputFetchError(`${field}: not received completely within ${seconds(opts.totalMs)}`);
+    throw new InputFetchError(`${field}: could not be fetched (${networkCause(err as Error)})`);
+  } finally {
+    clearTimeout(answerTimer);
+  }
 }

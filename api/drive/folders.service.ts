@@ -1,6 +1,7 @@
 import type { AnyBulkWriteOperation } from 'mongodb';
 import { DRIVE_LIMITS, type DriveFolder, type DriveFolderCreate, type DriveFolderListQuery, type DriveFolderTree, type DriveFolderUpdate } from '../../contracts/drive';
 import { AppError } from '../../platform/errors';
+import { pageWhole } from '../../platform/lists';
 import { newId } from '../../platform/ids';
 import { isPinned, personalScope, resolveDriveScope, teamDriveReadOnly } from '../../platform/drive/access';
 import { createDriveRepository, nameKeyOf, toDriveFolder } from '../../platform/drive/drive.repository';
@@ -45,9 +46,11 @@ export function createFoldersService(rt: Runtime) {
       await repo.ensureIndexes();
       const scope = await resolveDriveScope(rt.db, actor.caller, { teamId: q.teamId, accountName: actor.accountName });
       const [tree, counts] = await Promise.all([repo.folderTree(scope), repo.activeFileCounts(scope)]);
+      const page = pageWhole(tree, q, 'drive-folders');
       return {
-        data: tree.map((f) => toDriveFolder(f, counts.get(f._id) ?? 0)),
-        total: tree.length,
+        data: page.data.map((f) => toDriveFolder(f, counts.get(f._id) ?? 0)),
+        total: page.total,
+        ...(page.cursor ? { cursor: page.cursor } : {}),
         rootFileCount: isPinned(actor.caller) ? 0 : (counts.get(null) ?? 0),
         scope: { type: scope.type, id: scope.id, name: scope.name, role: scope.role },
       };

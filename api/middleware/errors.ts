@@ -58,7 +58,8 @@ const CLIENT_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
  * in the path, a malformed header, headers over 16 KiB) never reaches Express, so without this
  * it gets a bare 400/431 with no body and no X-Request-Id. There is no request or response
  * object here: the answer is written to the socket as it goes on the wire, then the connection
- * is closed (the parser cannot go on after such an error).
+ * is destroyed, not half-closed (the parser cannot go on after such an error, and a peer that
+ * never closes its side must not keep the socket).
  */
 export function clientErrorHandler(log: Logger) {
   return (err: Error & { code?: string }, socket: Socket) => {
@@ -75,6 +76,11 @@ export function clientErrorHandler(log: Logger) {
     funnelError(appErr, { source: 'http', log, msg: 'client error', logWhen: 'never' });
     log.debug('client error', { requestId, code: err.code });
     const body = JSON.stringify({ error: { code: appErr.code, message: appErr.message, requestId } });
+    // Half-closing is not enough: a client that keeps its side open (and trickles bytes) would hold
+    // the socket forever. Read and drop what it still sends, so the close goes out as a FIN after
+    // the answer rather than a reset that could discard it, and destroy once the answer is flushed.
+    socket.on('data', () => {});
+    socket.resume();
     socket.end(
       `HTTP/1.1 ${appErr.status} ${REASONS[appErr.status] ?? 'Bad Request'}\r\n` +
         'Content-Type: application/json; charset=utf-8\r\n' +
@@ -82,6 +88,7 @@ export function clientErrorHandler(log: Logger) {
         `X-Request-Id: ${requestId}\r\n` +
         'Connection: close\r\n\r\n' +
         body,
+      () => socket.destroy(),
     );
   };
 }

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import { createPersonasService } from '../../platform/personas/personas.service';
+import { pageWhole } from '../../platform/lists';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
 
@@ -12,7 +13,7 @@ export function personasRoutes(rt: Runtime, deps: RouteDeps) {
   const account = (ctx: { auth: { account: { _id: string } } }) => ctx.auth.account._id;
 
   // Before /personas/{id}, which would otherwise take "faces" for an id.
-  mount(r, endpoints.listPersonaFaces, async () => svc().faces(), deps);
+  mount(r, endpoints.listPersonaFaces, async ({ query }) => pageWhole(svc().faces().data, query, 'persona-faces'), deps);
   mount(r, endpoints.listPersonas, (ctx) => svc().list(account(ctx), ctx.query), deps);
   mount(r, endpoints.createPersona, (ctx) => svc().create(account(ctx), ctx.body, ctx.idFor), deps);
   mount(r, endpoints.getPersona, (ctx) => svc().get(account(ctx), ctx.params.id!), deps);

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import { SPEECH_AUDIO, SPEECH_MEDIA_TYPE } from '../../contracts/speech';
+import { pageWhole } from '../../platform/lists';
 import type { Runtime } from '../../platform/runtime';
 import { SPEECH_AUDIO_MAX_SECONDS, SPEECH_UNREAD_MAX_BYTES } from '../../platform/speech/limits';
 import { createSpeechService, SpeechStreamCut, type SpeechService } from '../../platform/speech/speech.service';
@@ -21,10 +22,7 @@ export function speechRoutes(rt: Runtime, deps: RouteDeps, opts: { service?: Spe
   let service = opts.service;
   const get = () => (service ??= createSpeechService(rt));
 
-  mount(r, endpoints.listVoices, async () => {
-    const data = get().voices();
-    return { data, total: data.length };
-  }, deps);
+  mount(r, endpoints.listVoices, async ({ query }) => pageWhole(get().voices(), query, 'voices'), deps);
 
   mount(r, endpoints.createSpeech, async (ctx) => {
     const { res } = ctx;

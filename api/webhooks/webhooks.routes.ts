@@ -15,7 +15,7 @@ export function webhooksRoutes(rt: Runtime, deps: RouteDeps) {
     box: createSecretBox(rt.config.WEBHOOK_SECRET_KEY),
     allowLoopback: rt.config.ALLOW_LOOPBACK_URLS,
   });
-  mount(r, endpoints.listWebhooks, ({ auth }) => service.list(auth.account._id), deps);
+  mount(r, endpoints.listWebhooks, ({ auth, query }) => service.list(auth.account._id, query), deps);
   mount(r, endpoints.createWebhook, ({ auth, body }) => service.create(auth.account._id, body), deps);
   mount(r, endpoints.getWebhook, ({ auth, params }) => service.get(auth.account._id, params.id!), deps);
   mount(r, endpoints.updateWebhook, ({ auth, params, body }) => service.update(auth.account._id, params.id!, body), deps);

@@ -1,6 +1,6 @@
 import type { Webhook, WebhookCreate, WebhookDelivery, WebhookUpdate } from '../../contracts/webhooks';
 import { notFound } from '../../platform/errors';
-import { mapPage } from '../../platform/lists';
+import { mapPage, pageWhole } from '../../platform/lists';
 import type { DeliveriesRepository, DeliveryDoc } from '../../platform/webhooks/deliveries.repository';
 import { newWebhookSecret, type SecretBox } from '../../platform/webhooks/secrets';
 import { assertWebhookTarget } from '../../platform/webhooks/target';
@@ -56,10 +56,10 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
   };
 
   return {
-    async list(accountId: string) {
-      // Every webhook of the account in one page (at most WEBHOOK_LIMITS.perAccount): never a cursor.
+    async list(accountId: string, q: { limit?: number; cursor?: string } = {}) {
+      // Every webhook of the account (at most WEBHOOK_LIMITS.perAccount), in one page unless `limit` asks for less.
       const all = await webhooks.forAccount(accountId).list();
-      return mapPage({ data: all, total: all.length }, toWebhook);
+      return mapPage(pageWhole(all, q, 'webhooks'), toWebhook);
     },
 
     /** Check the target, store the secret sealed, answer it this once. */

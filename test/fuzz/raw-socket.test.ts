@@ -1,4 +1,6 @@
+import net from 'node:net';
 import { expect } from 'chai';
+import { start as startApi, type ApiServer } from '../../api/app';
 import { client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { parseRawAnswer, rawExchange } from './raw-http';
@@ -39,7 +41,50 @@ describe("raw sockets: what Node's HTTP parser refuses still gets the Error shap
     });
   }
 
+  it('when a client keeps its side open and trickles bytes after a malformed request, then the server still closes the connection', async () => {
+    const { answer, closed } = await trickleAfter(port, Buffer.from('GET /api/v1/jobs/\x01 HTTP/1.1\r\nHost: x\r\n', 'latin1'));
+    expect(parseRawAnswer(answer).status, answer).to.equal(400);
+    expect(closed).to.equal(true);
+  });
+
+  it('when a request\'s headers never finish, then 408 request_timeout and the connection is closed although the client keeps trickling', async () => {
+    let api: ApiServer | undefined;
+    try {
+      api = await startApi(stack.config2({ HTTP_HEADERS_TIMEOUT_MS: '400' }));
+      const { answer, closed } = await trickleAfter(api.port, Buffer.from('GET /api/v1/account HTTP/1.1\r\nHost: x\r\n'), 'X-Slow: 1\r\n');
+      const parsed = parseRawAnswer(answer);
+      expect(parsed.status, answer).to.equal(408);
+      expect(parsed.body.error.code).to.equal('request_timeout');
+      expect(closed).to.equal(true);
+    } finally {
+      await api?.stop();
+    }
+  });
+
   it('when those connections are gone, then the service still answers GET /account', async () => {
     expect((await client(stack.baseUrl, key).get('/account')).status).to.equal(200);
   });
 });
+
+/**
+ * Send `first`, then keep the socket open (no FIN from this side, even after the server's) and
+ * write `trickle` every 50 ms until the server closes the connection: resolves with what it
+ * answered once the socket is gone; never resolves while the server only half-closes.
+ */
+function trickleAfter(port: number, first: Buffer, trickle = 'x'): Promise<{ answer: string; closed: boolean }> {
+  return new Promise((resolve) => {
+    const s = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    const chunks: Buffer[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    s.on('connect', () => {
+      s.write(first);
+      timer = setInterval(() => s.writable && s.write(trickle), 50);
+    });
+    s.on('data', (c: Buffer) => chunks.push(c));
+    s.on('error', () => {}); // the server's reset to a write after it closed: expected
+    s.on('close', () => {
+      clearInterval(timer);
+      resolve({ answer: Buffer.concat(chunks).toString('utf8'), closed: true });
+    });
+  });
+}

@@ -274,7 +274,7 @@ describe('spaces: rooms from photos or a video with the local room engine (local
     const r = await api.post('/real-world/spaces', { imageUrls: [url('/view0.png'), url('/gone.png')], quality: 'preview' });
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 60_000);
     expect(job.status).to.equal('failed');
-    expect(JSON.stringify(job.error)).to.match(/imageUrls\[1\] could not be fetched \(HTTP 404\)/);
+    expect(JSON.stringify(job.error)).to.match(/imageUrls\[1\]: could not be fetched \(HTTP 404\)/);
     await eventually(async () => (await balance(api)) === 1000, 10_000, 'the refund');
   });
 

@@ -196,7 +196,7 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
       const r = await api.post('/videos', { prompt: 'x', referenceImageUrl: `${refs.url}/missing.png` });
       const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
       expect(job.status).to.equal('failed');
-      expect(job.error).to.match(/opening frame could not be fetched \(HTTP 404\)/);
+      expect(job.error).to.match(/openingFrameUrl: could not be fetched \(HTTP 404\)/);
       // The job is marked failed first, then refunded: wait for the refund to land.
       const l = await eventually(async () => ((await ledger(accountId)).length === 2 ? ledger(accountId) : null), 10_000, 'refund');
       expect(l.map((e) => [e.kind, e.operation])).to.deep.equal([['charge', 'video_standard'], ['refund', 'video_standard']]);

@@ -128,7 +128,7 @@ describe('webhooks API', () => {
     for (const target of ['https://10.0.0.8/hook', 'https://192.168.1.1/hook', 'https://169.254.169.254/latest/meta-data', 'https://[fd00:ec2::254]/', 'https://[::ffff:10.1.2.3]/x', 'https://100.64.0.1/']) {
       const r = await api.post('/webhooks', { name: 'x', url: target, events: ['code_build.completed'] });
       expect(r.status, target).to.equal(400);
-      expect(r.body.error.message, target).to.match(/^url: .*resolves to a (private|loopback)/);
+      expect(r.body.error.message, target).to.match(/^url: .*resolves to a (private|loopback|reserved IPv6 transition)/);
     }
     const hook = await createWebhook(api, { url });
     const p = await api.patch(`/webhooks/${hook.id}`, { url: 'https://169.254.169.254/' });
@@ -147,6 +147,25 @@ describe('webhooks API', () => {
       }
     } finally {
       await strict?.stop();
+    }
+  });
+
+  it('when a target is an IPv6 transition form of any address (mapped, translated, NAT64, 6to4, Teredo, discard), then 400 even with loopback allowed', async () => {
+    const api = client(stack.baseUrl, (await stack.createAccount()).key);
+    for (const target of [
+      'https://[::ffff:127.0.0.1]/hook', // IPv4-mapped loopback, which the URL parser writes [::ffff:7f00:1]
+      'https://[::ffff:0:7f00:1]/hook', // IPv4-translated loopback
+      'https://[::ffff:8.8.8.8]/hook', // IPv4-mapped public: refused whole, the IPv4 form is the way in
+      'https://[64:ff9b::a9fe:a9fe]/', // NAT64 to the metadata address
+      'https://[64:ff9b:1::a9fe:a9fe]/', // local-use NAT64
+      'https://[2002:a9fe:a9fe::1]/', // 6to4
+      'https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/', // Teredo
+      'https://[100::1]/', // discard-only
+    ]) {
+      const r = await api.post('/webhooks', { name: 'x', url: target, events: ['code_build.completed'] });
+      expect(r.status, target).to.equal(400);
+      expect(r.body.error.code, target).to.equal('validation_error');
+      expect(r.body.error.message, target).to.match(/^url: .* resolves to a reserved IPv6 transition address/);
     }
   });
 

@@ -3,7 +3,7 @@ import type { Config } from '../../platform/config';
 import { createProjects } from '../../platform/projects/projects.repository';
 import { openUrlOf } from '../../contracts/projects';
 import type { Runtime } from '../../platform/runtime';
-import { guardedFetch, readLimited } from '../../platform/ssrf';
+import { fetchInput } from '../../platform/ssrf';
 import type { DeckEngine } from '../engines/deck/deck.engine';
 import { createLocalDeckEngine } from '../engines/deck/local.engine';
 import { createOpenAiDeckEngine } from '../engines/deck/openai.engine';
@@ -31,9 +31,8 @@ export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.c
   const ssrf = { allowLoopback: rt.config.ALLOW_LOOPBACK_URLS };
 
   const brandTheme = async (url: string, signal: AbortSignal): Promise<DeckTheme> => {
-    const res = await guardedFetch(url, 'brandUrl', { headers: { accept: 'text/html' }, signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) }, ssrf);
-    if (!res.ok) throw new Error(`the brand page answered ${res.status}`);
-    const html = (await readLimited(res, BRAND_PAGE_MAX_BYTES, 'brandUrl')).toString('utf8');
+    const page = await fetchInput(url, 'brandUrl', { ...ssrf, headers: { accept: 'text/html' }, signal, answerMs: Math.min(rt.config.INPUT_FETCH_TIMEOUT_MS, 10_000), totalMs: 10_000, maxBytes: BRAND_PAGE_MAX_BYTES });
+    const html = page.toString('utf8');
     const theme = themeFromHtml(html, new URL(url).host);
     if (!theme) throw new Error('the brand page names no usable colour');
     return theme;

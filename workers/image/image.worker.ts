@@ -3,7 +3,7 @@ import { ConfigError, type Config } from '../../platform/config';
 import { AppError } from '../../platform/errors';
 import { decodeImage } from '../../platform/media/codec';
 import type { Runtime } from '../../platform/runtime';
-import { guardedFetch, readLimited } from '../../platform/ssrf';
+import { fetchInput, InputFetchError } from '../../platform/ssrf';
 import type { ImageEngine } from '../engines/image/image.engine';
 import { createLocalImageEngine } from '../engines/image/local.engine';
 import { localMoonlight, type MoonlightEngine } from '../engines/image/moonlight.engine';
@@ -43,9 +43,7 @@ export type ImageRenderReply = Omit<ImageResult, 'charged'>;
  */
 export async function referenceColour(config: Config, url: string, field: string, signal: AbortSignal): Promise<{ colour: Rgb; note?: string }> {
   const loop = config.ALLOW_LOOPBACK_URLS;
-  const res = await guardedFetch(url, field, { signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) }, { allowLoopback: loop });
-  if (!res.ok) throw new AppError('validation_error', `${field}: could not be fetched (HTTP ${res.status})`);
-  const bytes = await readLimited(res, config.REFERENCE_IMAGE_MAX_BYTES, field);
+  const bytes = await fetchInput(url, field, { allowLoopback: loop, signal, answerMs: Math.min(config.INPUT_FETCH_TIMEOUT_MS, 10_000), totalMs: 10_000, maxBytes: config.REFERENCE_IMAGE_MAX_BYTES });
   try {
     const img = await decodeImage(bytes, { channels: 3 });
     return { colour: meanColour(img.data, 3) };
@@ -94,7 +92,10 @@ export function imageResponder(rt: Runtime, engine: ImageEngine = imageEngineFro
       const notes = [...req.notes];
       const colours: Rgb[] = [];
       for (const [i, url] of req.referenceImageUrls.entries()) {
-        const ref = await referenceColour(config, url, `referenceImageUrls.${i}`, ctx.signal);
+        // A synchronous call is not tried again: an input that did not answer is the caller's 400, naming it.
+        const ref = await referenceColour(config, url, `referenceImageUrls.${i}`, ctx.signal).catch((err: unknown) => {
+          throw err instanceof InputFetchError ? new AppError('validation_error', err.message) : err;
+        });
         colours.push(ref.colour);
         if (ref.note) notes.push(ref.note);
       }

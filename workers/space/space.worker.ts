@@ -6,7 +6,7 @@ import type { Config } from '../../platform/config';
 import { AppError } from '../../platform/errors';
 import type { JobDoc } from '../../platform/mongo';
 import type { Runtime } from '../../platform/runtime';
-import { guardedFetch, readLimited, saveLimited } from '../../platform/ssrf';
+import { fetchInput } from '../../platform/ssrf';
 import { createPhotoSpaceEngine } from '../engines/space/photo.engine';
 import { createRemoteSpaceEngine } from '../engines/space/remote.engine';
 import { createRoomSpaceEngine } from '../engines/space/room.engine';
@@ -61,9 +61,7 @@ export function spaceWorker(rt: Runtime, engines?: Partial<SpaceEngines>): PoolD
 
   async function fetchPhoto(url: string, field: string, signal: AbortSignal): Promise<Buffer> {
     try {
-      const res = await guardedFetch(url, field, { signal: AbortSignal.any([signal, AbortSignal.timeout(30_000)]) }, ssrf);
-      if (!res.ok) throw new AppError('validation_error', `${field} could not be fetched (HTTP ${res.status})`);
-      return await readLimited(res, config.SPACE_PHOTO_MAX_BYTES, field);
+      return await fetchInput(url, field, { ...ssrf, signal, answerMs: config.INPUT_FETCH_TIMEOUT_MS, totalMs: 30_000, maxBytes: config.SPACE_PHOTO_MAX_BYTES });
     } catch (err) {
       throw unrecoverable(err);
     }
@@ -74,9 +72,7 @@ export function spaceWorker(rt: Runtime, engines?: Partial<SpaceEngines>): PoolD
     try {
       const file = path.join(dir, 'input');
       try {
-        const res = await guardedFetch(url, 'videoUrl', { signal: AbortSignal.any([signal, AbortSignal.timeout(120_000)]) }, ssrf);
-        if (!res.ok) throw new AppError('validation_error', `videoUrl could not be fetched (HTTP ${res.status})`);
-        await saveLimited(res, file, config.SPACE_VIDEO_MAX_BYTES, 'videoUrl');
+        await fetchInput(url, 'videoUrl', { ...ssrf, signal, answerMs: config.INPUT_FETCH_TIMEOUT_MS, totalMs: 120_000, maxBytes: config.SPACE_VIDEO_MAX_BYTES, file });
       } catch (err) {
         throw unrecoverable(err);
       }

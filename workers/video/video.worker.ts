@@ -6,7 +6,7 @@ import { VideoPlan, type VideoResult } from '../../contracts/videos';
 import type { Config } from '../../platform/config';
 import { AppError } from '../../platform/errors';
 import type { Runtime } from '../../platform/runtime';
-import { guardedFetch, readLimited } from '../../platform/ssrf';
+import { fetchInput } from '../../platform/ssrf';
 import type { Rgb } from '../engines/image/procedural';
 import { extractPoster, probeVideo, type FfmpegTools } from '../engines/video/ffmpeg';
 import { createLocalVideoEngine } from '../engines/video/local.engine';
@@ -49,10 +49,9 @@ export function videoWorker(rt: Runtime, engine: VideoEngine = videoEngineFrom(r
         const loop = config.ALLOW_LOOPBACK_URLS;
         try {
           if (plan.openingFrameUrl) {
-            const res = await guardedFetch(plan.openingFrameUrl, 'openingFrameUrl', { signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(15_000)]) }, { allowLoopback: loop });
-            if (!res.ok) throw new AppError('validation_error', `opening frame could not be fetched (HTTP ${res.status})`);
+            const frame = await fetchInput(plan.openingFrameUrl, 'openingFrameUrl', { allowLoopback: loop, signal: ctx.signal, answerMs: config.INPUT_FETCH_TIMEOUT_MS, totalMs: 15_000, maxBytes: config.REFERENCE_IMAGE_MAX_BYTES });
             openingFramePath = path.join(workDir, 'opening-frame');
-            await writeFile(openingFramePath, await readLimited(res, config.REFERENCE_IMAGE_MAX_BYTES, 'openingFrameUrl'));
+            await writeFile(openingFramePath, frame);
           }
           for (const [i, url] of plan.referenceImageUrls.entries()) {
             subjectColours.push((await referenceColour(config, url, `referenceImageUrls.${i}`, ctx.signal)).colour);
