@@ -268,7 +268,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     this.heartbeatS = opts.heartbeatS ?? 5;
     this.urls = amqpUrls(url);
     if (this.urls.length === 0) throw new Error('AMQP_URL names no broker');
-    this.urls.forEach((u, i) => metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0));
+    for (const [i, u] of this.urls.entries()) metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0);
   }
 
   get connected(): boolean {
@@ -363,7 +363,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     }
     this.attempt = 0;
     this.next = index;
-    this.urls.forEach((u, i) => metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, i === index ? 1 : 0));
+    for (const [i, u] of this.urls.entries()) metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, i === index ? 1 : 0);
     const lost = this.lost;
     this.lost = undefined;
     if (lost) {
@@ -471,7 +471,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     }
     const index = this.current;
     this.current = -1;
-    this.urls.forEach((u, i) => metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0));
+    for (const [i, u] of this.urls.entries()) metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0);
     this.emit('disconnected', err);
     if (this.closing) return;
     // The next round starts with the node after the one that died.
@@ -1149,7 +1149,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     this.conn = undefined;
     this.pub = undefined;
     this.current = -1;
-    this.urls.forEach((u, i) => metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0));
+    for (const [i, u] of this.urls.entries()) metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0);
     await conn?.close().catch(() => {});
   }
 }

@@ -168,7 +168,7 @@ ${s.deliveries.length ? s.deliveries.map((x) => html`<tr><td class="when">${when
 export function outputLinks(result: unknown, path = '', out: { label: string; url: string }[] = []): { label: string; url: string }[] {
   if (out.length >= 10) return out;
   if (typeof result === 'string' && /^https?:\/\//.test(result)) out.push({ label: path || 'output', url: result });
-  else if (Array.isArray(result)) result.forEach((x, i) => outputLinks(x, `${path}[${i}]`, out));
+  else if (Array.isArray(result)) for (const [i, x] of result.entries()) outputLinks(x, `${path}[${i}]`, out);
   else if (result && typeof result === 'object') for (const [k, x] of Object.entries(result)) outputLinks(x, path ? `${path}.${k}` : k, out);
   return out;
 }

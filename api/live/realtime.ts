@@ -277,7 +277,7 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       });
       if (token === null) return refuse(ws, 4401, 'token required: ?token= or a first {"type":"auth"} event');
     }
-    let claimed;
+    let claimed: Awaited<ReturnType<typeof sessions.connect>>;
     const conn = newId('rtc');
     try {
       claimed = await sessions.connect(token, { origin, owner: { instance, conn } });

@@ -299,7 +299,7 @@ async function writeIndex(db: Database, file: IndexedFile, want: (old: ForwardDo
     const wanted = await want(old);
     const before = new Map<string, string>();
     if (old) {
-      old.tokens.forEach((t, i) => before.set(t, old.entries[i] ?? ''));
+      for (const [i, t] of old.tokens.entries()) before.set(t, old.entries[i] ?? '');
       for (const t of old.stale ?? []) if (!before.has(t)) before.set(t, '');
     }
     const oldScope = old?.scope ?? scope;

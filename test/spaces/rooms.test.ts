@@ -106,7 +106,7 @@ describe('spaces: rooms from photos or a video with the local room engine (local
       }),
     );
     const est = estimateYaws(views, VIEW.fovX);
-    est.yawDeg.forEach((y, i) => expect(y, `view ${i}`).to.be.closeTo(YAWS[i]!, YAW_TOLERANCE_DEG));
+    for (const [i, y] of est.yawDeg.entries()) expect(y, `view ${i}`).to.be.closeTo(YAWS[i]!, YAW_TOLERANCE_DEG);
     expect(est.order).to.deep.equal([0, 1, 2, 3]);
     expect(est.notes).to.deep.equal([]);
   });
@@ -196,7 +196,7 @@ describe('spaces: rooms from photos or a video with the local room engine (local
     const published: unknown[] = [];
     // Only the full tier encodes a PNG (the panorama): make that computation fail.
     const png = sinon.stub(sharp.prototype, 'png').throws(new Error('vips: out of memory in /srv/secret/tmp'));
-    let result;
+    let result: Awaited<ReturnType<typeof engine.build>>;
     try {
       result = await engine.build({ plan: { source: 'photos', imageUrls: [], quality: 'full', title: null }, photos }, memoryCtx(published));
     } finally {
