@@ -29,7 +29,10 @@ function paintBackground(cv: Canvas, theme: DeckTheme, visualStyle: string, seed
   for (let y = 0; y < cv.height; y++) fillRect(cv, 0, y, cv.width, 1, mix(bg, dark, y / cv.height));
   const style = visualStyle.toLowerCase();
   let r = seed;
-  const rnd = () => ((r = (Math.imul(r ^ (r >>> 15), 2246822519) + 0x9e3779b9) >>> 0) / 4294967296);
+  const rnd = () => {
+    r = (Math.imul(r ^ (r >>> 15), 2246822519) + 0x9e3779b9) >>> 0;
+    return r / 4294967296;
+  };
   if (/minimal|clean|flat/.test(style)) {
     fillRect(cv, 0, cv.height - 10, cv.width, 10, accent, 0.8);
   } else if (/geometric|abstract|technical|corporate/.test(style)) {
