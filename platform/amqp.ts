@@ -410,7 +410,10 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     this.pubRetry = undefined;
     this.openPublisher(conn).then(
       (next) => {
-        if (this.conn !== conn || this.pub) return void next.close().catch(() => {});
+        if (this.conn !== conn || this.pub) {
+          void next.close().catch(() => {});
+          return;
+        }
         this.pub = next;
         if (failures > 0) this.log.info('amqp publish channel reopened', { node: this.node, failures });
         this.wakePublishers();
@@ -586,7 +589,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
 
   /** Back-pressure: while the socket buffer is full, wait for 'drain', never past the deadline. */
   private async drained(deadline: number): Promise<void> {
-    while (this.draining) {
+    while (this.draining !== undefined) {
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`publish not confirmed within ${this.publishTimeoutMs} ms: the broker is not reading (flow control)`);
       let timer: NodeJS.Timeout | undefined;
