@@ -689,4 +689,3 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
     },
   };
 }
-export type CreditLeases = ReturnType<typeof createCreditLeases>;

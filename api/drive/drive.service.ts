@@ -419,4 +419,3 @@ export function createDriveService(rt: Runtime) {
   };
   return service;
 }
-export type DriveService = ReturnType<typeof createDriveService>;

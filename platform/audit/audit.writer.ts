@@ -178,4 +178,3 @@ export function createAuditWriter(o: AuditWriterOptions) {
     },
   };
 }
-export type AuditWriter = ReturnType<typeof createAuditWriter>;

@@ -392,4 +392,3 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
     },
   };
 }
-export type BoardsService = ReturnType<typeof createBoardsService>;

@@ -5,7 +5,7 @@ import { LIVE_ACTIONS, type LiveAction, type LiveClientTool } from '../../contra
 import { ProjectListQuery } from '../../contracts/projects';
 import type { CreditOperation } from '../../contracts/registry';
 import { createAssistantTools } from '../assistant/tools';
-import { errorArtifact, executeToolCall } from '../assistant/execute';
+import { executeToolCall } from '../assistant/execute';
 import type { ToolContext, ToolDefinition } from '../assistant/tool';
 import { AppError } from '../errors';
 import { COLLECTIONS } from '../mongo';
@@ -208,5 +208,3 @@ export const CLIENT_TOOL_SPECS: Record<LiveClientTool, { description: string; in
   get_device_status: { description: 'Ask the robot for its own status (battery, volume, connectivity); the robot answers.', input: z.strictObject({}) },
   set_volume: { description: 'Set the robot\'s speaker volume (0 to 100).', input: z.strictObject({ level: z.number().int().min(0).max(100) }) },
 };
-
-export { errorArtifact };
