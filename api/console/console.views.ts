@@ -22,7 +22,7 @@ const NAV = [
   ['/console/jobs', 'Jobs'],
 ] as const;
 
-const when = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : '—');
+const when = (d: Date | string | null | undefined) => (d ? `${new Date(d).toISOString().replace('T', ' ').slice(0, 19)} UTC` : '—');
 
 /** The hidden CSRF field every form of a signed-in page carries. */
 export const csrfField = (v: Viewer) => html`<input type="hidden" name="_csrf" value="${v.csrf}">`;
