@@ -136,7 +136,7 @@ function consumerSpan(queue: string, msg: ConsumeMessage): Span | undefined {
 
 /** A string header of a message, or undefined (absent, or not a short string). */
 export const headerString = (msg: ConsumeMessage, name: string): string | undefined => {
-  const v = (msg.properties.headers ?? {})[name];
+  const v = msg.properties.headers?.[name];
   const s = Buffer.isBuffer(v) ? v.toString('utf8') : v;
   return typeof s === 'string' && s.length > 0 && s.length <= 256 ? s : undefined;
 };
@@ -827,7 +827,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
           // Usually the database or broker blinked. Requeueing at once would burn the quorum
           // delivery limit in milliseconds and dead-letter a good message; back off first
           // (0.5 s, 1 s, 2 s … capped at 30 s by delivery count), holding the message meanwhile.
-          const count = Number((msg.properties.headers ?? {})['x-delivery-count'] ?? (msg.fields.redelivered ? 1 : 0)) || 0;
+          const count = Number(msg.properties.headers?.['x-delivery-count'] ?? (msg.fields.redelivered ? 1 : 0)) || 0;
           const delay = Math.min(30_000, 500 * 2 ** count);
           this.log.error('consumer handler crashed; requeueing after a backoff', { queue: c.queue, delayMs: delay, err: err as Error });
           setTimeout(() => d.requeue(), delay).unref?.();
@@ -1165,8 +1165,18 @@ const recording = (ch: Channel, prefix: string): Channel => {
   declaredNames.set(prefix, names);
   return new Proxy(ch, {
     get(target, prop) {
-      if (prop === 'assertQueue') return (q: string, o?: Options.AssertQueue) => (names.queues.add(q), target.assertQueue(q, o));
-      if (prop === 'assertExchange') return (x: string, type: string, o?: Options.AssertExchange) => (names.exchanges.add(x), target.assertExchange(x, type, o));
+      if (prop === 'assertQueue') {
+        return (q: string, o?: Options.AssertQueue) => {
+          names.queues.add(q);
+          return target.assertQueue(q, o);
+        };
+      }
+      if (prop === 'assertExchange') {
+        return (x: string, type: string, o?: Options.AssertExchange) => {
+          names.exchanges.add(x);
+          return target.assertExchange(x, type, o);
+        };
+      }
       const v = Reflect.get(target, prop, target);
       return typeof v === 'function' ? v.bind(target) : v;
     },

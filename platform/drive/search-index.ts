@@ -313,9 +313,12 @@ async function writeIndex(db: Database, file: IndexedFile, want: (old: ForwardDo
     const record = { scope, fileId: file._id, tokens: [...wanted.keys()], entries: [...wanted.values()], pages: Math.max(oldPages, newPages), stale: removed, rev, at: new Date() };
     let claimed: boolean;
     try {
-      claimed = old
-        ? (await fwdCol.updateOne({ _id: forwardId(file._id), rev: old.rev ?? null } as Filter<ForwardDoc>, { $set: record })).matchedCount === 1
-        : (await fwdCol.insertOne({ _id: forwardId(file._id), ...record }), true);
+      if (old) {
+        claimed = (await fwdCol.updateOne({ _id: forwardId(file._id), rev: old.rev ?? null } as Filter<ForwardDoc>, { $set: record })).matchedCount === 1;
+      } else {
+        await fwdCol.insertOne({ _id: forwardId(file._id), ...record });
+        claimed = true;
+      }
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
       claimed = false;

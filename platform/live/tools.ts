@@ -66,7 +66,7 @@ function predictingIds(ctx: ToolContext, prefix: string): { id: string; ctx: Too
 const ACTION_HOLD_MS = 120_000 + HOLD_GRACE_MS;
 
 /** The sentence to speak for a tool's artifact. */
-export function lineFor(action: string, a: ChatArtifact): string {
+export function lineFor(_action: string, a: ChatArtifact): string {
   if (a.type === 'error') return `Sorry, I could not do that: ${String(a.data?.message ?? a.title)}.`.replace(/\.\.$/, '.');
   const said = a.data?.line;
   if (typeof said === 'string') return said;

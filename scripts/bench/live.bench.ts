@@ -78,7 +78,7 @@ export const bench: Bench = {
     const rows: BenchRow[] = [];
     // A bare WebSocket server: the baseline of both figures.
     const bare = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false });
-    bare.on('connection', (ws) => ws.on('message', (d, bin) => { if (!bin) ws.send('{"type":"ok"}'); }));
+    bare.on('connection', (ws) => ws.on('message', (_d, bin) => { if (!bin) ws.send('{"type":"ok"}'); }));
     await new Promise((r) => bare.once('listening', r));
     const bareUrl = `ws://127.0.0.1:${(bare.address() as AddressInfo).port}`;
 
