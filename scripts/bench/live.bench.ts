@@ -35,7 +35,10 @@ const mem = async () => {
 const opened = (ws: WebSocket, first?: (m: string) => boolean) =>
   new Promise<void>((resolve, reject) => {
     ws.once('error', reject);
-    if (!first) return void ws.once('open', () => resolve());
+    if (!first) {
+      ws.once('open', () => resolve());
+      return;
+    }
     const on = (d: WebSocket.RawData, bin: boolean) => {
       if (!bin && first(d.toString())) {
         ws.off('message', on);

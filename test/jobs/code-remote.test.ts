@@ -29,16 +29,19 @@ describe('code builds with the OpenAI-compatible engine', () => {
       res.setHeader('content-type', 'application/json');
       if (req.url !== '/v1/chat/completions' || req.headers.authorization !== 'Bearer sk-test') {
         res.statusCode = 404;
-        return void res.end('{}');
+        res.end('{}');
+        return;
       }
       if (mode === 'refuse') {
         res.statusCode = 400;
-        return void res.end(JSON.stringify({ error: { message: 'bad request' } }));
+        res.end(JSON.stringify({ error: { message: 'bad request' } }));
+        return;
       }
       if (mode === 'busy-once' && busy++ === 0) {
         res.statusCode = 503;
         res.setHeader('retry-after', '0');
-        return void res.end(JSON.stringify({ error: { message: 'overloaded' } }));
+        res.end(JSON.stringify({ error: { message: 'overloaded' } }));
+        return;
       }
       const system: string = body.messages[0].content;
       const content = system.startsWith('You plan') ? '# Plan\n\n1. Build it.' : `Here it is:\n\`\`\`html\n${APP}\n\`\`\``;
