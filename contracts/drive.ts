@@ -8,7 +8,6 @@ import { ID_RULE, line, listLimit, listQuery, text, Version, wholeListQuery } fr
 
 /** SPEC 2.19 kinds. WARNING: public contract (the same list as platform/drive/drive.types.ts). */
 export const DRIVE_KINDS = ['image', 'video', 'audio', 'pdf', 'document', 'spreadsheet', 'presentation', 'text', 'code', 'archive', 'other'] as const;
-export type DriveKindName = (typeof DRIVE_KINDS)[number];
 
 /** SPEC 8 Drive limits. WARNING: public contract. */
 export const DRIVE_LIMITS = {

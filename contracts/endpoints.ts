@@ -20,7 +20,7 @@ import { SPEECH_AUDIO, SPEECH_MEDIA_TYPE, SpeechRequest, VoiceList } from './spe
 import { DRIVE_DOWNLOAD_RULES, DriveDownloadLink } from './drive-downloads';
 import { DriveFileText, DriveSearchQuery, DriveSearchResult } from './drive';
 import { Webhook, WebhookCreate, WebhookCreated, WebhookDeliveriesQuery, WebhookDeliveryList, WebhookList, WebhookUpdate } from './webhooks';
-import { JobAccepted, JobEnvelope, listEnvelope, WholeListQuery } from './common';
+import { JobAccepted, JobEnvelope, WholeListQuery } from './common';
 import type { Scope } from './registry';
 import { VideoAccepted, VideoRequest } from './videos';
 import { SpaceAccepted, SpaceRequest } from './spaces';
@@ -328,6 +328,3 @@ export const endpoints = {
   deleteWebhook: e({ method: 'delete', path: '/webhooks/{id}', scopes: W, status: 204, tag: 'webhooks', summary: 'Delete a webhook.' }),
   listWebhookDeliveries: e({ method: 'get', path: '/webhooks/{id}/deliveries', scopes: R, status: 200, tag: 'webhooks', summary: 'Recent delivery attempts, newest first.', query: WebhookDeliveriesQuery, response: WebhookDeliveryList }),
 } as const satisfies Record<string, Endpoint>;
-
-export type EndpointId = keyof typeof endpoints;
-export { listEnvelope };

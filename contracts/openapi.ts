@@ -224,7 +224,8 @@ const components = () => {
 export function buildOpenApi(opts: { serverUrl: string; implemented: ReadonlySet<string> }) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const [id, ep] of Object.entries(endpoints) as [string, Endpoint][]) {
-    (paths[ep.path] ??= {})[ep.method] = operation(id, ep, opts.implemented);
+    paths[ep.path] ??= {};
+    paths[ep.path]![ep.method] = operation(id, ep, opts.implemented);
   }
   // Make sure the shared schemas are registered before the registry is read.
   void ErrorBody;

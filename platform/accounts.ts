@@ -120,7 +120,6 @@ export function createAccountsRepository(db: Database, opts: { invalidate?: (msg
     },
   };
 }
-export type AccountsRepository = ReturnType<typeof createAccountsRepository>;
 
 /**
  * How key and account changes reach every API process: this process hears them at once

@@ -137,7 +137,7 @@ function consumerSpan(queue: string, msg: ConsumeMessage): Span | undefined {
 
 /** A string header of a message, or undefined (absent, or not a short string). */
 export const headerString = (msg: ConsumeMessage, name: string): string | undefined => {
-  const v = (msg.properties.headers ?? {})[name];
+  const v = msg.properties.headers?.[name];
   const s = Buffer.isBuffer(v) ? v.toString('utf8') : v;
   return typeof s === 'string' && s.length > 0 && s.length <= 256 ? s : undefined;
 };
@@ -269,7 +269,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     this.heartbeatS = opts.heartbeatS ?? 5;
     this.urls = amqpUrls(url);
     if (this.urls.length === 0) throw new Error('AMQP_URL names no broker');
-    this.urls.forEach((u, i) => metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0));
+    for (const [i, u] of this.urls.entries()) metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0);
   }
 
   get connected(): boolean {
@@ -364,7 +364,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     }
     this.attempt = 0;
     this.next = index;
-    this.urls.forEach((u, i) => metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, i === index ? 1 : 0));
+    for (const [i, u] of this.urls.entries()) metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, i === index ? 1 : 0);
     const lost = this.lost;
     this.lost = undefined;
     if (lost) {
@@ -411,7 +411,10 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     this.pubRetry = undefined;
     this.openPublisher(conn).then(
       (next) => {
-        if (this.conn !== conn || this.pub) return void next.close().catch(() => {});
+        if (this.conn !== conn || this.pub) {
+          void next.close().catch(() => {});
+          return;
+        }
         this.pub = next;
         if (failures > 0) this.log.info('amqp publish channel reopened', { node: this.node, failures });
         this.wakePublishers();
@@ -472,7 +475,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     }
     const index = this.current;
     this.current = -1;
-    this.urls.forEach((u, i) => metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0));
+    for (const [i, u] of this.urls.entries()) metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0);
     this.emit('disconnected', err);
     if (this.closing) return;
     // The next round starts with the node after the one that died.
@@ -587,7 +590,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
 
   /** Back-pressure: while the socket buffer is full, wait for 'drain', never past the deadline. */
   private async drained(deadline: number): Promise<void> {
-    while (this.draining) {
+    while (this.draining !== undefined) {
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`publish not confirmed within ${this.publishTimeoutMs} ms: the broker is not reading (flow control)`);
       let timer: NodeJS.Timeout | undefined;
@@ -825,7 +828,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
           // Usually the database or broker blinked. Requeueing at once would burn the quorum
           // delivery limit in milliseconds and dead-letter a good message; back off first
           // (0.5 s, 1 s, 2 s … capped at 30 s by delivery count), holding the message meanwhile.
-          const count = Number((msg.properties.headers ?? {})['x-delivery-count'] ?? (msg.fields.redelivered ? 1 : 0)) || 0;
+          const count = Number(msg.properties.headers?.['x-delivery-count'] ?? (msg.fields.redelivered ? 1 : 0)) || 0;
           const delay = Math.min(30_000, 500 * 2 ** count);
           this.log.error('consumer handler crashed; requeueing after a backoff', { queue: c.queue, delayMs: delay, err: err as Error });
           setTimeout(() => d.requeue(), delay).unref?.();
@@ -1151,7 +1154,7 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     this.conn = undefined;
     this.pub = undefined;
     this.current = -1;
-    this.urls.forEach((u, i) => metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0));
+    for (const [i, u] of this.urls.entries()) metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0);
     await conn?.close().catch(() => {});
   }
 }
@@ -1164,8 +1167,18 @@ const recording = (ch: Channel, prefix: string): Channel => {
   declaredNames.set(prefix, names);
   return new Proxy(ch, {
     get(target, prop) {
-      if (prop === 'assertQueue') return (q: string, o?: Options.AssertQueue) => (names.queues.add(q), target.assertQueue(q, o));
-      if (prop === 'assertExchange') return (x: string, type: string, o?: Options.AssertExchange) => (names.exchanges.add(x), target.assertExchange(x, type, o));
+      if (prop === 'assertQueue') {
+        return (q: string, o?: Options.AssertQueue) => {
+          names.queues.add(q);
+          return target.assertQueue(q, o);
+        };
+      }
+      if (prop === 'assertExchange') {
+        return (x: string, type: string, o?: Options.AssertExchange) => {
+          names.exchanges.add(x);
+          return target.assertExchange(x, type, o);
+        };
+      }
       const v = Reflect.get(target, prop, target);
       return typeof v === 'function' ? v.bind(target) : v;
     },

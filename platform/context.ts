@@ -26,7 +26,7 @@ export const withContext = <T>(ctx: WorkContext, fn: () => T): T => storage.run(
  * own context (body-parser calls `next` from the socket's 'end' event). Binds every
  * AsyncLocalStorage at once, OpenTelemetry's included.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: any[] parameters accept every function (unknown[] would not); AsyncResource.bind takes the same
 export const bindContext = <F extends (...args: any[]) => unknown>(fn: F): F => AsyncResource.bind(fn) as unknown as F;
 
 /** AMQP header carrying the request id of the work a message belongs to. WARNING: read by every worker version. */

@@ -567,7 +567,7 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
   const spendable = (h: HeldLease) => Date.now() < h.doc.until.getTime() - margin;
 
   const settle = (h: HeldLease) => {
-    if (!h.retired || h.reserved > 0 || h.settled) return;
+    if (!h.retired || h.reserved > 0 || h.settled !== undefined) return;
     clearTimeout(h.timer);
     h.settled = (async () => {
       try {
@@ -689,4 +689,3 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
     },
   };
 }
-export type CreditLeases = ReturnType<typeof createCreditLeases>;

@@ -732,4 +732,3 @@ export function createJobs(deps: JobsDeps) {
   };
   return api;
 }
-export type Jobs = ReturnType<typeof createJobs>;

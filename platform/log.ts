@@ -119,7 +119,8 @@ function cleanFields(fields: Record<string, unknown> | undefined, bound: Readonl
     // context's); a child may not bind them (pino would write the mixin's beside it): use withContext.
     const own = OWN_FIELDS.has(k) && (binding || (k !== 'requestId' && k !== 'jobId'));
     if (own || bound.has(k)) {
-      (moved ??= {})[k] = out[k];
+      moved ??= {};
+      moved[k] = out[k];
       delete out[k];
     }
   }

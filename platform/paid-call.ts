@@ -1,6 +1,6 @@
 import type { CreditOperation, PoolType } from '../contracts/registry';
 import { metrics } from '../monitoring/metrics';
-import { RpcTimeoutError } from './amqp';
+import { type RpcReply, RpcTimeoutError } from './amqp';
 import type { HoldDelivery } from './credits';
 import { AppError, ERROR_STATUS, type ErrorCode } from './errors';
 import type { Runtime } from './runtime';
@@ -34,7 +34,7 @@ export interface PoolCall {
 export async function callPool<R>(rt: Pick<Runtime, 'amqp'>, call: PoolCall): Promise<R> {
   const labels = { pool: call.pool, operation: call.operation };
   const started = performance.now();
-  let reply;
+  let reply: RpcReply<R>;
   try {
     reply = await rt.amqp.rpc<R>(call.pool, call.payload, call.timeoutMs);
   } catch (err) {

@@ -38,7 +38,7 @@ export function createWriteBehind<T>(flush: (items: T[]) => Promise<void>, opts:
   const run = async (): Promise<void> => {
     clearTimeout(timer);
     timer = undefined;
-    while (running) await running;
+    while (running !== undefined) await running;
     if (waiting.length === 0) return;
     const batch = waiting;
     const from = links;

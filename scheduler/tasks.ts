@@ -88,4 +88,3 @@ export function createTasks(rt: Runtime) {
     sweepAgentRuns: (now = new Date()) => createAgentRuns(rt).sweep(AGENT_RUN_SWEEP_GRACE_MS, now),
   };
 }
-export type Tasks = ReturnType<typeof createTasks>;

@@ -90,10 +90,10 @@ try {
     const { key } = await accounts.createKey(account._id, { name: 'development', scopes: [...SCOPES] });
     lines.push(
       '',
-      '  Development account ready (plan pro, ' + account.credits + ' credits).',
+      `  Development account ready (plan pro, ${account.credits} credits).`,
       '  API key (shown once, stored only as a hash):',
       '',
-      '    ' + key,
+      `    ${key}`,
       '',
       `  Try: curl -H "Authorization: Bearer ${key}" ${config.PUBLIC_BASE_URL}/api/v1/account`,
     );
@@ -105,7 +105,7 @@ try {
       '',
       '  Drive key pinned to the folder "Shared" (drive:read, drive:write; shown once):',
       '',
-      '    ' + pinnedKey,
+      `    ${pinnedKey}`,
       '',
       `  It sees only "Shared" and its subfolders. Demo team drive: ${config.PUBLIC_BASE_URL}/api/v1/drive/files?teamId=${DEV_TEAM_ID}`,
     );

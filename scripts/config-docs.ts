@@ -25,7 +25,7 @@ export function configTable(): string {
     const shown = def === undefined ? '' : typeof def === 'string' ? def : JSON.stringify(def);
     return `| \`${key}\` | ${shown ? `\`${shown}\`` : ''} | ${(s.description ?? '').replaceAll('|', '\\|')} |`;
   });
-  return '| Key | Default | What it does |\n|---|---|---|\n' + rows.join('\n');
+  return `| Key | Default | What it does |\n|---|---|---|\n${rows.join('\n')}`;
 }
 
 /** `doc` with the text between the markers replaced by `table`; throws when a marker is missing. */

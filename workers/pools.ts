@@ -34,6 +34,7 @@ export const preloadPools = (pools: readonly PoolType[]): Promise<unknown> =>
  * The pools this build can run, by type. A pool listed in WORKER_POOLS but absent here has no
  * engine yet: the process logs it and leaves that queue to a deployment that has one.
  */
+// biome-ignore lint/suspicious/noExplicitAny: one table of pools with different input and result types; each definition is typed where it is built
 export const poolDefinitions: Partial<Record<PoolType, Make<PoolDefinition<any, any>>>> = {
   code: async (rt) => (await modules.code()).codeWorker(rt),
   song: async (rt) => (await modules.song()).songWorker(rt),
@@ -47,6 +48,7 @@ export const poolDefinitions: Partial<Record<PoolType, Make<PoolDefinition<any, 
  * Request/reply pools that serve synchronous endpoints (ARCHITECTURE: /images, /images/moonlight,
  * /speech call their pool over RabbitMQ with a deadline). Started like `poolDefinitions`.
  */
+// biome-ignore lint/suspicious/noExplicitAny: one table of responders with different request and reply types; each is typed where it is built
 export const responderDefinitions: Partial<Record<PoolType, Make<ResponderDefinition<any, any>>>> = {
   image: async (rt) => (await modules.image()).imageResponder(rt),
   extract: async (rt) => (await modules.extract()).extractResponder(rt),
@@ -58,6 +60,7 @@ export const responderDefinitions: Partial<Record<PoolType, Make<ResponderDefini
  * Plain consumer pools: background work that is neither a job nor request/reply (the drive pool
  * extracts the text of uploaded files). Started like `poolDefinitions` (workers/pool/consumer.ts).
  */
+// biome-ignore lint/suspicious/noExplicitAny: one table of consumers with different message types; each is typed where it is built
 export const consumerDefinitions: Partial<Record<PoolType, Make<ConsumerDefinition<any>>>> = {
   drive: async (rt) => (await modules.drive()).driveWorker(rt),
   // Agent runs: leased in their run documents, paused runs hold no worker.

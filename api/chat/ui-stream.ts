@@ -85,4 +85,3 @@ export function openUiStream(res: Response, opts: { keepaliveMs: number; headers
     },
   };
 }
-export type UiStream = ReturnType<typeof openUiStream>;

@@ -175,4 +175,3 @@ export function createConsoleQueries(db: Database, opts: ConsoleQueryOptions = {
     },
   };
 }
-export type ConsoleQueries = ReturnType<typeof createConsoleQueries>;

@@ -90,7 +90,6 @@ export function createConsoleSessions(db: Database, s: ConsoleSessionSettings) {
     },
   };
 }
-export type ConsoleSessions = ReturnType<typeof createConsoleSessions>;
 
 /** Session settings from the configuration. */
 export const sessionSettings = (config: { CONSOLE_LINK_TTL_MINUTES: number; CONSOLE_SESSION_TTL_HOURS: number }): ConsoleSessionSettings => ({

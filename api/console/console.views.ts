@@ -22,7 +22,7 @@ const NAV = [
   ['/console/jobs', 'Jobs'],
 ] as const;
 
-const when = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : '—');
+const when = (d: Date | string | null | undefined) => (d ? `${new Date(d).toISOString().replace('T', ' ').slice(0, 19)} UTC` : '—');
 
 /** The hidden CSRF field every form of a signed-in page carries. */
 export const csrfField = (v: Viewer) => html`<input type="hidden" name="_csrf" value="${v.csrf}">`;
@@ -168,7 +168,7 @@ ${s.deliveries.length ? s.deliveries.map((x) => html`<tr><td class="when">${when
 export function outputLinks(result: unknown, path = '', out: { label: string; url: string }[] = []): { label: string; url: string }[] {
   if (out.length >= 10) return out;
   if (typeof result === 'string' && /^https?:\/\//.test(result)) out.push({ label: path || 'output', url: result });
-  else if (Array.isArray(result)) result.forEach((x, i) => outputLinks(x, `${path}[${i}]`, out));
+  else if (Array.isArray(result)) for (const [i, x] of result.entries()) outputLinks(x, `${path}[${i}]`, out);
   else if (result && typeof result === 'object') for (const [k, x] of Object.entries(result)) outputLinks(x, path ? `${path}.${k}` : k, out);
   return out;
 }

@@ -69,4 +69,3 @@ export function createConversationsService(rt: Pick<Runtime, 'db'>) {
     },
   };
 }
-export type ConversationsService = ReturnType<typeof createConversationsService>;

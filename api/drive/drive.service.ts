@@ -337,33 +337,41 @@ export function createDriveService(rt: Runtime) {
       const bump = { $inc: { version: 1 } } as const;
       const owner = { accountId: caller.accountId, teamId: null };
 
+      /** Record one file's outcome (the bulk answer lists every file as succeeded or failed). */
+      const fail = (id: string, reason: DriveBulkResult['failed'][number]['reason']): void => {
+        failures.set(id, reason);
+      };
+      const done = (id: string): void => {
+        succeeded.add(id);
+      };
+
       const one = async (id: string): Promise<void> => {
         const d = reachable.get(id);
-        if (!d) return void failures.set(id, 'not_found');
-        if (d.teamId !== null) return void failures.set(id, 'team_drive_read_only');
+        if (!d) return fail(id, 'not_found');
+        if (d.teamId !== null) return fail(id, 'team_drive_read_only');
         const reread = () => files.findOne(mine(id), { projection: { trashedAt: 1, isStarred: 1, folderId: 1, purgingAt: 1 } });
         switch (body.action) {
           case 'star':
           case 'unstar': {
             const v = body.action === 'star';
             const r = await files.updateOne({ ...mine(id), trashedAt: null, isStarred: !v }, { $set: { isStarred: v, updatedAt: now }, ...bump });
-            if (r.matchedCount === 1) return void succeeded.add(id);
+            if (r.matchedCount === 1) return done(id);
             const cur = await reread();
-            if (!cur) return void failures.set(id, 'not_found');
-            if (cur.trashedAt) return void failures.set(id, 'trashed');
-            return void succeeded.add(id); // already in that state
+            if (!cur) return fail(id, 'not_found');
+            if (cur.trashedAt) return fail(id, 'trashed');
+            return done(id); // already in that state
           }
           case 'trash': {
             const r = await files.updateOne({ ...mine(id), trashedAt: null }, { $set: { trashedAt: now, nameKey: trashedNameKey(id), updatedAt: now }, ...bump });
-            if (r.matchedCount === 1) return void succeeded.add(id);
+            if (r.matchedCount === 1) return done(id);
             const cur = await reread();
-            return void failures.set(id, !cur ? 'not_found' : 'already_trashed');
+            return fail(id, !cur ? 'not_found' : 'already_trashed');
           }
           case 'restore': {
             if (!d.trashedAt) {
               const cur = await reread();
-              if (!cur) return void failures.set(id, 'not_found');
-              if (!cur.trashedAt) return void failures.set(id, 'not_trashed');
+              if (!cur) return fail(id, 'not_found');
+              if (!cur.trashedAt) return fail(id, 'not_trashed');
             }
             const { name: restoredAs, result: matched } = await repo.withFreeName(owner, d.folderId, d.name, async (name) => {
               const r = await files.updateOne(
@@ -374,27 +382,27 @@ export function createDriveService(rt: Runtime) {
             });
             if (matched) {
               if (restoredAs !== d.name) await reindexMeta({ ...d, name: restoredAs });
-              return void succeeded.add(id);
+              return done(id);
             }
             const cur = await reread();
-            if (!cur) return void failures.set(id, 'not_found');
-            if (!cur.trashedAt) return void failures.set(id, 'not_trashed');
-            return void failures.set(id, 'restore_window_expired');
+            if (!cur) return fail(id, 'not_found');
+            if (!cur.trashedAt) return fail(id, 'not_trashed');
+            return fail(id, 'restore_window_expired');
           }
           case 'move': {
-            if (destProblem) return void failures.set(id, destProblem);
-            if (d.trashedAt) return void failures.set(id, 'trashed');
-            if (d.folderId === dest) return void succeeded.add(id);
+            if (destProblem) return fail(id, destProblem);
+            if (d.trashedAt) return fail(id, 'trashed');
+            if (d.folderId === dest) return done(id);
             const { name: movedAs, result: matched } = await repo.withFreeName(owner, dest, d.name, async (name) => {
               const r = await files.updateOne({ ...mine(id), trashedAt: null }, { $set: { folderId: dest, name, ext: extOf(name), nameKey: nameKeyOf(name), updatedAt: now }, ...bump });
               return r.matchedCount === 1;
             });
             if (matched) {
               if (movedAs !== d.name) await reindexMeta({ ...d, name: movedAs });
-              return void succeeded.add(id);
+              return done(id);
             }
             const cur = await reread();
-            return void failures.set(id, !cur ? 'not_found' : 'trashed');
+            return fail(id, !cur ? 'not_found' : 'trashed');
           }
         }
       };
@@ -402,7 +410,7 @@ export function createDriveService(rt: Runtime) {
         try {
           await one(id);
         } catch (err) {
-          if (err instanceof AppError && err.code === 'conflict') return void failures.set(id, 'name_conflict');
+          if (err instanceof AppError && err.code === 'conflict') return fail(id, 'name_conflict');
           // Other files may have changed already (and other requests keep writing): report this
           // one as failed and let the rest finish, so the answer always names every file.
           succeeded.delete(id);
@@ -419,4 +427,3 @@ export function createDriveService(rt: Runtime) {
   };
   return service;
 }
-export type DriveService = ReturnType<typeof createDriveService>;

@@ -60,4 +60,3 @@ export function createDriveSearchService(rt: Runtime) {
     },
   };
 }
-export type DriveSearchService = ReturnType<typeof createDriveSearchService>;

@@ -277,7 +277,7 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       });
       if (token === null) return refuse(ws, 4401, 'token required: ?token= or a first {"type":"auth"} event');
     }
-    let claimed;
+    let claimed: Awaited<ReturnType<typeof sessions.connect>>;
     const conn = newId('rtc');
     try {
       claimed = await sessions.connect(token, { origin, owner: { instance, conn } });
@@ -300,7 +300,10 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       log.error('live session start failed', { err: err as Error });
       return ws.close(1011, 'server error');
     }
-    if (ws.readyState !== ws.OPEN) return void sessions.setStatus(doc._id, 'dropped');
+    if (ws.readyState !== ws.OPEN) {
+      void sessions.setStatus(doc._id, 'dropped').catch((err: unknown) => log.warn('live session not marked dropped', { err: err as Error }));
+      return;
+    }
     ws.off('message', collect);
     bySession.get(doc._id)?.close(4409, 'superseded by a newer connection to this session');
     bySession.set(doc._id, ws);

@@ -182,7 +182,7 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
           payload = start.body as Record<string, unknown>;
           replayed = true;
         } else {
-          let out;
+          let out: Awaited<ReturnType<typeof t.run>>;
           try {
             out = await t.run({ auth, requestId, idFor: (prefix) => stableId(prefix, start.seed) }, parsed.data as never);
           } catch (err) {

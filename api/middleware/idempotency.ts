@@ -49,6 +49,7 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
    * as it is back, so a retry that reaches another API process need not wait out the lease.
    */
   const unreleased = new Set<string>();
+  // biome-ignore lint/correctness/noUnusedVariables: read by the ??= below, which keeps one release loop at a time
   let releasing: Promise<void> | undefined;
   const releaseLater = (id: string) => {
     unreleased.add(id);

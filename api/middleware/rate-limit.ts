@@ -96,7 +96,10 @@ export function rateLimit(db: Database, opts: RateLimitOptions): RequestHandler 
       for (const [k, v] of windows) if (v.windowStart < windowStart) windows.delete(k);
     }
     let s = windows.get(id);
-    if (!s) windows.set(id, (s = { windowStart, available: 0, usedKnown: 0, full: false }));
+    if (!s) {
+      s = { windowStart, available: 0, usedKnown: 0, full: false };
+      windows.set(id, s);
+    }
     return s;
   };
 

@@ -138,7 +138,7 @@ export function whiteboardPreview(c: StoredWhiteboard): TemplatePreview {
       const a = border(from, to.x + to.width / 2, to.y + to.height / 2);
       const b = border(to, from.x + from.width / 2, from.y + from.height / 2);
       const heads = `${e.arrow !== 'none' ? ' marker-end="url(#arrow)"' : ''}${e.arrow === 'both' ? ' marker-start="url(#arrow)"' : ''}`;
-      return `<line x1="${a.x}" y1="${a.y}" x2="${b.x}" y2="${b.y}" stroke="${esc(s.stroke)}" stroke-width="${Math.max(1, s.strokeWidth)}"${heads}/>` + (e.label ? label((a.x + b.x) / 2, (a.y + b.y) / 2 - 10, clip(e.label, 20), 12, s.textColor) : '');
+      return `<line x1="${a.x}" y1="${a.y}" x2="${b.x}" y2="${b.y}" stroke="${esc(s.stroke)}" stroke-width="${Math.max(1, s.strokeWidth)}"${heads}/>${e.label ? label((a.x + b.x) / 2, (a.y + b.y) / 2 - 10, clip(e.label, 20), 12, s.textColor) : ''}`;
     }
     if (e.type === 'image') {
       return `<g${rot}><rect x="${e.x}" y="${e.y}" width="${e.width}" height="${e.height}" fill="#e5e7eb" stroke="#9ca3af" stroke-dasharray="6 4"/>${label(cx, cy, clip(e.alt ?? 'image', 28), 14, '#4b5563')}</g>`;

@@ -97,4 +97,3 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
     },
   };
 }
-export type WebhooksService = ReturnType<typeof createWebhooksService>;

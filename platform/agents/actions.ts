@@ -16,8 +16,6 @@ import { agentCollections, type OutboxDoc } from './agents.repository';
  * Agents may also use chat-catalogue tools (create_notes writes workspace content,
  * create_flowchart, start_research); see agentTools.
  */
-export const AGENT_ACTION_NAMES = ['list_projects', 'send_email'] as const;
-
 export const SEND_EMAIL_LIMITS = { subjectMax: 200, bodyMax: 5000 } as const;
 
 export const NO_TRANSPORT_NOTE = 'This deployment has no mail transport: the email was stored in the agent outbox (status queued_no_transport) and was not sent.';

@@ -389,4 +389,3 @@ export function createAgentRuns(rt: Runtime) {
   };
   return api;
 }
-export type AgentRuns = ReturnType<typeof createAgentRuns>;

@@ -33,6 +33,7 @@ export interface ToolContext {
   progress?(message: string): void;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: a tool list mixes tools of different inputs (unknown would refuse them: `run` takes I); each tool's input is checked by its zod schema
 export interface ToolDefinition<I = any> {
   name: string;
   /** What the tool does, for engines choosing tools. */

@@ -173,4 +173,3 @@ export function createAuditWriter(o: AuditWriterOptions) {
     },
   };
 }
-export type AuditWriter = ReturnType<typeof createAuditWriter>;

@@ -237,4 +237,3 @@ export function createBoardsRepository(db: Database) {
     },
   };
 }
-export type BoardsRepository = ReturnType<typeof createBoardsRepository>;

@@ -279,7 +279,7 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
       for (const [lane, cards] of byLane) {
         cards.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : a._id < b._id ? -1 : 1));
         const keys = freshKeys(cards.length);
-        cards.forEach((c, i) => copies.push({ ...c, _id: newId(CARD_ID_PREFIX), boardId: copyId, position: keys[i]!, version: 1, createdAt: now, updatedAt: now }));
+        for (const [i, c] of cards.entries()) copies.push({ ...c, _id: newId(CARD_ID_PREFIX), boardId: copyId, position: keys[i]!, version: 1, createdAt: now, updatedAt: now });
         counts.set(lane, cards.length);
       }
       await repo.insertCards(copies);
@@ -392,4 +392,3 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
     },
   };
 }
-export type BoardsService = ReturnType<typeof createBoardsService>;

@@ -353,7 +353,6 @@ export function createDriveRepository(db: Database) {
   };
   return repo;
 }
-export type DriveRepository = ReturnType<typeof createDriveRepository>;
 
 /** Folders ordered parents before children (by depth), siblings by name then id. */
 export function orderTree(list: DriveFolderDoc[]): DriveFolderDoc[] {

@@ -299,7 +299,7 @@ async function writeIndex(db: Database, file: IndexedFile, want: (old: ForwardDo
     const wanted = await want(old);
     const before = new Map<string, string>();
     if (old) {
-      old.tokens.forEach((t, i) => before.set(t, old.entries[i] ?? ''));
+      for (const [i, t] of old.tokens.entries()) before.set(t, old.entries[i] ?? '');
       for (const t of old.stale ?? []) if (!before.has(t)) before.set(t, '');
     }
     const oldScope = old?.scope ?? scope;
@@ -313,9 +313,12 @@ async function writeIndex(db: Database, file: IndexedFile, want: (old: ForwardDo
     const record = { scope, fileId: file._id, tokens: [...wanted.keys()], entries: [...wanted.values()], pages: Math.max(oldPages, newPages), stale: removed, rev, at: new Date() };
     let claimed: boolean;
     try {
-      claimed = old
-        ? (await fwdCol.updateOne({ _id: forwardId(file._id), rev: old.rev ?? null } as Filter<ForwardDoc>, { $set: record })).matchedCount === 1
-        : (await fwdCol.insertOne({ _id: forwardId(file._id), ...record }), true);
+      if (old) {
+        claimed = (await fwdCol.updateOne({ _id: forwardId(file._id), rev: old.rev ?? null } as Filter<ForwardDoc>, { $set: record })).matchedCount === 1;
+      } else {
+        await fwdCol.insertOne({ _id: forwardId(file._id), ...record });
+        claimed = true;
+      }
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
       claimed = false;

@@ -71,4 +71,3 @@ export function createTeams(db: Database) {
     },
   };
 }
-export type Teams = ReturnType<typeof createTeams>;

@@ -10,9 +10,6 @@ import { FIELD_BITS, findCandidates, queryTerms, scopeOf } from './search-index'
 
 export const driveTexts = (db: Database) => db.db.collection<DriveTextDoc>(COLLECTIONS.driveTexts);
 
-/** Characters GET …/text answers at most (SPEC 8: "about 12K"), cut on a word boundary. */
-export const DRIVE_TEXT_READ_CHARS = 12_000;
-
 /**
  * `s` cut to at most `max` characters: at the last white space of the final 10% when there is one
  * (a word is never split), else at `max` (never inside a surrogate pair). `cut` says whether

@@ -421,4 +421,3 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
     },
   };
 }
-export type LiveSessions = ReturnType<typeof createLiveSessions>;

@@ -5,7 +5,7 @@ import { LIVE_ACTIONS, type LiveAction, type LiveClientTool } from '../../contra
 import { ProjectListQuery } from '../../contracts/projects';
 import type { CreditOperation } from '../../contracts/registry';
 import { createAssistantTools } from '../assistant/tools';
-import { errorArtifact, executeToolCall, mayCall, notAllowedMessage } from '../assistant/execute';
+import { executeToolCall, mayCall, notAllowedMessage } from '../assistant/execute';
 import type { ToolContext, ToolDefinition } from '../assistant/tool';
 import { AppError } from '../errors';
 import { COLLECTIONS } from '../mongo';
@@ -66,7 +66,7 @@ function predictingIds(ctx: ToolContext, prefix: string): { id: string; ctx: Too
 const ACTION_HOLD_MS = 120_000 + HOLD_GRACE_MS;
 
 /** The sentence to speak for a tool's artifact. */
-export function lineFor(action: string, a: ChatArtifact): string {
+export function lineFor(_action: string, a: ChatArtifact): string {
   if (a.type === 'error') return `Sorry, I could not do that: ${String(a.data?.message ?? a.title)}.`.replace(/\.\.$/, '.');
   const said = a.data?.line;
   if (typeof said === 'string') return said;
@@ -221,5 +221,3 @@ export const CLIENT_TOOL_SPECS: Record<LiveClientTool, { description: string; in
   get_device_status: { description: 'Ask the robot for its own status (battery, volume, connectivity); the robot answers.', input: z.strictObject({}) },
   set_volume: { description: 'Set the robot\'s speaker volume (0 to 100).', input: z.strictObject({ level: z.number().int().min(0).max(100) }) },
 };
-
-export { errorArtifact };

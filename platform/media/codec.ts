@@ -74,11 +74,6 @@ function textChunk(keyword: string, text: string): Buffer {
   return out;
 }
 
-/** Baseline JPEG through sharp (mozjpeg off: plain libjpeg-turbo, deterministic). */
-export function encodeJpeg(img: RawImage, quality = 88): Promise<Buffer> {
-  return rawInput(img).jpeg({ quality }).toBuffer();
-}
-
 /**
  * Decode PNG, JPEG, WebP (anything sharp reads) to raw pixels with `channels` channels (default:
  * the file's own, alpha kept when present). Throws on bytes that are not an image.

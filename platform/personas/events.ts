@@ -48,4 +48,3 @@ export function createPersonaEventsHook(rt: Pick<Runtime, 'db'>) {
     },
   };
 }
-export type PersonaEventsHook = ReturnType<typeof createPersonaEventsHook>;

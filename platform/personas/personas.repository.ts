@@ -185,4 +185,3 @@ export function createPersonasRepository(db: Database) {
       keysetPage(events, { accountId, conversationId }, { tag: `pev:${conversationId}`, field: 'seq', direction: 1, limit: q.limit, cursor: q.cursor }),
   };
 }
-export type PersonasRepository = ReturnType<typeof createPersonasRepository>;

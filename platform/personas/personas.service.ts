@@ -322,4 +322,3 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
     },
   };
 }
-export type PersonasService = ReturnType<typeof createPersonasService>;

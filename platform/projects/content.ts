@@ -67,7 +67,11 @@ export function layoutFlowchart(content: FlowchartContent): FlowchartContent {
   }
   // Within a layer: by the mean column of the nodes leading to it, then by input order.
   const layers: number[][] = [];
-  for (const i of nodes.keys()) (layers[layer[i]!] ??= []).push(i);
+  for (const i of nodes.keys()) {
+    const l = layer[i]!;
+    layers[l] ??= [];
+    layers[l]!.push(i);
+  }
   const column = new Array<number>(nodes.length).fill(0);
   const parents: number[][] = nodes.map(() => []);
   for (let a = 0; a < nodes.length; a++) for (const b of out[a]!) if (!back.has(`${a}>${b}`)) parents[b]!.push(a);

@@ -171,5 +171,4 @@ export function createProjects(db: Database) {
 
   };
 }
-export type Projects = ReturnType<typeof createProjects>;
 

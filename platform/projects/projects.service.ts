@@ -301,4 +301,3 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
     },
   };
 }
-export type ProjectsService = ReturnType<typeof createProjectsService>;

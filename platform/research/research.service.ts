@@ -51,7 +51,7 @@ export function createResearchService(rt: Pick<Runtime, 'credits' | 'jobs'>) {
     async legacy(accountId: string, rawOrPrefixed: string): Promise<ResearchLegacy> {
       const id = rawOrPrefixed.startsWith(PREFIX) ? rawOrPrefixed : PREFIX + rawOrPrefixed;
       const job = await rt.jobs.findForAccount(accountId, id);
-      if (!job || job.type !== 'research') throw notFound('research job');
+      if (job?.type !== 'research') throw notFound('research job');
       return toLegacy(job);
     },
   };

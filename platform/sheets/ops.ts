@@ -534,7 +534,9 @@ function rowIndex(grid: WorkingGrid, n: number, field: string): number {
 
 /** Resolve one request op against the grid; the columns it reads to decide its writes go into `reads`. */
 async function resolve(grid: WorkingGrid, op: SheetOp, reads: Set<number>): Promise<ROp> {
-  const read = (ids: number[]) => ids.forEach((id) => reads.add(id));
+  const read = (ids: number[]) => {
+    for (const id of ids) reads.add(id);
+  };
   switch (op.op) {
     case 'set': {
       let ci: number;
@@ -676,8 +678,18 @@ export async function reapplyOps(grid: WorkingGrid, resolved: ROp[]): Promise<Ap
   const rows = ctx.rowIds;
   const cols = ctx.colIds;
   for (const op of copy) {
-    if (op.k === 'set') for (const c of op.cells) (c[0] = rows.get(c[0]) ?? c[0]), (c[1] = cols.get(c[1]) ?? c[1]);
-    if (op.k === 'ins' || op.k === 'app') for (const r of op.rows) (r.id = r.id === undefined ? r.id : (rows.get(r.id) ?? r.id)), r.v.forEach((p) => (p[0] = cols.get(p[0]) ?? p[0]));
+    if (op.k === 'set') {
+      for (const c of op.cells) {
+        c[0] = rows.get(c[0]) ?? c[0];
+        c[1] = cols.get(c[1]) ?? c[1];
+      }
+    }
+    if (op.k === 'ins' || op.k === 'app') {
+      for (const r of op.rows) {
+        r.id = r.id === undefined ? r.id : (rows.get(r.id) ?? r.id);
+        for (const p of r.v) p[0] = cols.get(p[0]) ?? p[0];
+      }
+    }
     if (op.k === 'del') for (const d of op.ids) d[0] = rows.get(d[0]) ?? d[0];
     if (op.k === 'icol') {
       if (op.col.id !== undefined) op.col.id = cols.get(op.col.id) ?? op.col.id;

@@ -233,7 +233,6 @@ export function createSheetsRepository(db: Database) {
     },
   };
 }
-export type SheetsRepository = ReturnType<typeof createSheetsRepository>;
 
 /** Everything of one sheet (head, commits, blocks): what DELETE /projects/{id} removes. */
 export async function deleteSheetData(db: Database, accountId: string, id: string): Promise<void> {

@@ -638,4 +638,3 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
     },
   };
 }
-export type SheetsService = ReturnType<typeof createSheetsService>;

@@ -63,7 +63,10 @@ function vocabulary(n: number): string[] {
 function zipf(n: number, rand: () => number) {
   const cdf: number[] = [];
   let sum = 0;
-  for (let i = 1; i <= n; i++) cdf.push((sum += 1 / i));
+  for (let i = 1; i <= n; i++) {
+    sum += 1 / i;
+    cdf.push(sum);
+  }
   return () => {
     const x = rand() * sum;
     let lo = 0;

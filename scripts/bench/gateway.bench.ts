@@ -88,7 +88,7 @@ export type Compared = Awaited<ReturnType<typeof compare>>;
 
 /** p99 of both sides, the spread, and the failures when there were any (they do not count as throughput). */
 export const detail = (c: Compared, what: string) =>
-  `baseline: ${what}; p99 ${c.value.p99} ms vs ${c.base.p99} ms; ${c.spread}` + (c.value.errors || c.base.errors ? `; not 2xx or failed: ${c.value.errors} vs ${c.base.errors}` : '');
+  `baseline: ${what}; p99 ${c.value.p99} ms vs ${c.base.p99} ms; ${c.spread}${c.value.errors || c.base.errors ? `; not 2xx or failed: ${c.value.errors} vs ${c.base.errors}` : ''}`;
 
 /** The bench account (huge balance) and one queued code build, through the running API. */
 async function prepare(api: SupervisedApi) {

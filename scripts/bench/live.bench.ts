@@ -35,7 +35,10 @@ const mem = async () => {
 const opened = (ws: WebSocket, first?: (m: string) => boolean) =>
   new Promise<void>((resolve, reject) => {
     ws.once('error', reject);
-    if (!first) return void ws.once('open', () => resolve());
+    if (!first) {
+      ws.once('open', () => resolve());
+      return;
+    }
     const on = (d: WebSocket.RawData, bin: boolean) => {
       if (!bin && first(d.toString())) {
         ws.off('message', on);
@@ -78,7 +81,7 @@ export const bench: Bench = {
     const rows: BenchRow[] = [];
     // A bare WebSocket server: the baseline of both figures.
     const bare = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false });
-    bare.on('connection', (ws) => ws.on('message', (d, bin) => { if (!bin) ws.send('{"type":"ok"}'); }));
+    bare.on('connection', (ws) => ws.on('message', (_d, bin) => { if (!bin) ws.send('{"type":"ok"}'); }));
     await new Promise((r) => bare.once('listening', r));
     const bareUrl = `ws://127.0.0.1:${(bare.address() as AddressInfo).port}`;
 

@@ -75,7 +75,7 @@ async function prepare(mongoUrl: string) {
     const kinds = [
       { kind: 'flowchart', projectType: 'chart', content: { nodes: [{ id: 'a', label: 'Start', shape: 'start', x: 40, y: 40 }, { id: 'b', label: 'Do the thing', shape: 'process', x: 40, y: 184 }], edges: [{ id: 'e1', from: 'a', to: 'b' }] } },
       { kind: 'whiteboard', projectType: 'chart', content: { background: '#ffffff', elements: [] } },
-      { kind: 'notes', projectType: 'notes', content: { markdown: '# Notes\n\n' + 'Some words of a note. '.repeat(15) } },
+      { kind: 'notes', projectType: 'notes', content: { markdown: `# Notes\n\n${'Some words of a note. '.repeat(15)}` } },
     ];
     const started = Date.now();
     for (let from = 0; from < PROJECTS; from += 1000) {

@@ -371,7 +371,11 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     const u = await api.get(`/agents/${research}/usage?days=1`);
     expect(u.status, u.text).to.equal(200);
     expect(u.body).to.include({ agentId: research, days: 1, runs: runs.length, truncated: false });
-    const count = (key: string) => runs.reduce((m: Record<string, number>, r: any) => ({ ...m, [r[key]]: (m[r[key]] ?? 0) + 1 }), {});
+    const count = (key: string) => {
+      const m: Record<string, number> = {};
+      for (const r of runs) m[r[key]] = (m[r[key]] ?? 0) + 1;
+      return m;
+    };
     expect(u.body.byStatus).to.deep.equal(count('status'));
     expect(u.body.byTrigger).to.deep.equal(count('trigger'));
     expect(u.body.byTrigger.run).to.equal(1);

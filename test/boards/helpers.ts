@@ -35,7 +35,10 @@ export async function allCards(api: Client, boardId: string, query = '', limit =
 /** Titles per lane, in list order. */
 export const lanes = (cards: any[]) => {
   const out: Record<string, string[]> = {};
-  for (const c of cards) (out[c.column] ??= []).push(c.title);
+  for (const c of cards) {
+    out[c.column] ??= [];
+    out[c.column]!.push(c.title);
+  }
   return out;
 };
 

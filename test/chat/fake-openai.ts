@@ -65,7 +65,7 @@ export async function fakeOpenAi() {
   const server = await fakeServer(async (req: Recorded, res) => {
     if (req.url.endsWith('/images/generations')) {
       imageArrived();
-      if (imageGate) await imageGate;
+      if (imageGate !== null) await imageGate;
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({ created: 1, data: [{ b64_json: tinyPng().toString('base64') }] }));
       return;

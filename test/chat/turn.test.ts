@@ -149,7 +149,7 @@ describe('runTurn (platform/assistant/turn.ts) with a scripted engine', () => {
 
     const unexpected: unknown[] = [];
     const broken = scriptedEngine([
-      // eslint-disable-next-line require-yield
+      // biome-ignore lint/correctness/useYield: an engine that fails before its first event
       async function* () {
         throw new TypeError('secret detail');
       },

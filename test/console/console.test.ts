@@ -109,7 +109,7 @@ describe('developer console over HTTP', function () {
       const s = await signIn(stack, a.accountId);
       const before = await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId });
       expect((await post(stack, '/console/keys', { name: 'no csrf', scopes: 'read' }, s.cookie)).status).to.equal(403);
-      expect((await post(stack, '/console/keys', { name: 'bad csrf', scopes: 'read', _csrf: s.csrf + 'x' }, s.cookie)).status).to.equal(403);
+      expect((await post(stack, '/console/keys', { name: 'bad csrf', scopes: 'read', _csrf: `${s.csrf}x` }, s.cookie)).status).to.equal(403);
       expect((await post(stack, `/console/keys/${a.keyId}/revoke`, {}, s.cookie)).status).to.equal(403);
       expect(await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId })).to.equal(before);
       expect((await fetch(`${stack.baseUrl}/account`, { headers: { authorization: `Bearer ${a.key}` } })).status).to.equal(200);

@@ -14,7 +14,7 @@ export async function makePdf(pages: string[][]): Promise<Buffer> {
   const font = await doc.embedFont(StandardFonts.Helvetica);
   for (const lines of pages) {
     const page = doc.addPage([595, 842]);
-    lines.forEach((l, i) => page.drawText(l, { x: 56, y: 780 - i * 20, size: 12, font }));
+    for (const [i, l] of lines.entries()) page.drawText(l, { x: 56, y: 780 - i * 20, size: 12, font });
   }
   return Buffer.from(await doc.save());
 }
@@ -100,7 +100,7 @@ export async function makeXlsx(sheets: XlsxSheet[], opts: { date1904?: boolean; 
   const partOf = (i: number) => `worksheets/sheet${opts.reversedParts ? sheets.length - i : i + 1}.xml`;
 
   const zip = new JSZip();
-  sheets.forEach((s, i) => zip.file(`xl/${partOf(i)}`, sheetXml(s)));
+  for (const [i, s] of sheets.entries()) zip.file(`xl/${partOf(i)}`, sheetXml(s));
   const custom = formats.map((f, i) => ({ f, id: typeof f === 'string' ? 164 + i : f }));
   zip.file(
     '[Content_Types].xml',

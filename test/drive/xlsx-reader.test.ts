@@ -182,7 +182,10 @@ describe('Drive text: the XLSX reader (ooxml-xlsx-v1)', () => {
     const during = new AbortController();
     const seen: string[][] = [];
     const zip = await JSZip.loadAsync(bytes);
-    const r2 = await readXlsx(zip, { sheet: () => true, row: (texts) => void (seen.push(texts), during.abort(new Error('time is up'))) }, { signal: during.signal, maxPartBytes: 1024 * 1024 }).then(() => null, (e: unknown) => e);
+    const r2 = await readXlsx(zip, { sheet: () => true, row: (texts) => {
+          seen.push(texts);
+          during.abort(new Error('time is up'));
+        } }, { signal: during.signal, maxPartBytes: 1024 * 1024 }).then(() => null, (e: unknown) => e);
     expect((r2 as Error).message).to.equal('time is up');
     expect(seen).to.deep.equal([['a']]);
   });

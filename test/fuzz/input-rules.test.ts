@@ -137,7 +137,7 @@ describe('input rules: no 5xx on bad input, one Error shape, one rule for unknow
   });
 
   it('when a query value is bad, then 400 naming it, before the webhook is looked up', async () => {
-    for (const q of ['limit=-1', 'limit=abc', 'limit=0', 'limit=1&limit=2', 'cursor=' + 'c'.repeat(600)]) {
+    for (const q of ['limit=-1', 'limit=abc', 'limit=0', 'limit=1&limit=2', `cursor=${'c'.repeat(600)}`]) {
       const res = await send({ method: 'GET', path: `/webhooks/wh_00000000000000000000/deliveries?${q}` });
       expectError(res, 400, 'validation_error', /^(limit|cursor): /);
     }

@@ -109,7 +109,7 @@ export function wrongType(allowed: Set<string>): fc.Arbitrary<unknown> {
 
 /** `[[[…]]]` or `{"a":{"a":…}}` nested `levels` deep, as JSON text (never built as an object). */
 export const nestedJson = (levels: number, kind: 'array' | 'object') =>
-  kind === 'array' ? '['.repeat(levels) + ']'.repeat(levels) : '{"a":'.repeat(levels - 1) + '{}' + '}'.repeat(levels - 1);
+  kind === 'array' ? '['.repeat(levels) + ']'.repeat(levels) : `${'{"a":'.repeat(levels - 1)}{}${'}'.repeat(levels - 1)}`;
 
 /** Ids no route should ever take for a real one (sent as written: percent-escapes stay escapes). */
 export const ODD_IDS = [
@@ -127,7 +127,7 @@ export const ODD_IDS = [
   encodeURIComponent('日本語'),
   encodeURIComponent('é'),
   'x'.repeat(300),
-  'code_' + 'x'.repeat(124),
+  `code_${'x'.repeat(124)}`,
   '%20',
   '%0d%0aX-Injected:%201',
   'a%2Fb',
@@ -147,8 +147,8 @@ export const BAD_AUTHORIZATION = [
   'Basic dXNlcjpwYXNz',
   'Token svc_abc',
   'Bearer svc_',
-  'Bearer svc_' + 'A'.repeat(5000),
-  'Bearer svc_' + 'A'.repeat(17_000),
+  `Bearer svc_${'A'.repeat(5000)}`,
+  `Bearer svc_${'A'.repeat(17_000)}`,
   'bearer  svc_x  y',
   'Bearer svc_\u00ff\u00fe\u00e9',
   'Bearer svc_%00',

@@ -16,7 +16,7 @@ describe('authentication and scopes', () => {
   });
 
   it('when the key is unknown or malformed, then 401', async () => {
-    for (const auth of ['Bearer svc_' + 'A'.repeat(43), 'Bearer nope', 'Basic abc', 'Bearer']) {
+    for (const auth of [`Bearer svc_${'A'.repeat(43)}`, 'Bearer nope', 'Basic abc', 'Bearer']) {
       const r = await client(stack.baseUrl).get('/account', { authorization: auth });
       expect(r.status, auth).to.equal(401);
     }

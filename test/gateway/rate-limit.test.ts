@@ -112,7 +112,7 @@ describe('rate limit', () => {
       const calls: CommandStartedEvent[] = [];
       const listener = (e: CommandStartedEvent) => void (collectionOf(e) === COLLECTIONS.rateLimits && calls.push(e));
       a.runtime.db.client.on('commandStarted', listener);
-      let results;
+      let results: Awaited<ReturnType<typeof api.get>>[];
       try {
         results = await Promise.all(Array.from({ length: 20 }, () => api.get('/account')));
       } finally {

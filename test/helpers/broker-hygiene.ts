@@ -13,8 +13,10 @@
 import { execFile } from 'node:child_process';
 
 const KEY = Symbol.for('svc-workspace.test.queuePrefixes');
+const registry = globalThis as Record<symbol, unknown>;
+registry[KEY] ??= new Set<string>();
 /** Every QUEUE_PREFIX this process invented for a test or bench (one set per process, however this module is loaded). */
-export const queuePrefixes: Set<string> = ((globalThis as Record<symbol, unknown>)[KEY] ??= new Set<string>()) as Set<string>;
+export const queuePrefixes: Set<string> = registry[KEY] as Set<string>;
 
 /** Records a QUEUE_PREFIX this process invented, so the check at the end looks for its names; returns it. */
 export function recordQueuePrefix(prefix: string): string {

@@ -29,19 +29,22 @@ describe('code builds with the OpenAI-compatible engine', () => {
       res.setHeader('content-type', 'application/json');
       if (req.url !== '/v1/chat/completions' || req.headers.authorization !== 'Bearer sk-test') {
         res.statusCode = 404;
-        return void res.end('{}');
+        res.end('{}');
+        return;
       }
       if (mode === 'refuse') {
         res.statusCode = 400;
-        return void res.end(JSON.stringify({ error: { message: 'bad request' } }));
+        res.end(JSON.stringify({ error: { message: 'bad request' } }));
+        return;
       }
       if (mode === 'busy-once' && busy++ === 0) {
         res.statusCode = 503;
         res.setHeader('retry-after', '0');
-        return void res.end(JSON.stringify({ error: { message: 'overloaded' } }));
+        res.end(JSON.stringify({ error: { message: 'overloaded' } }));
+        return;
       }
       const system: string = body.messages[0].content;
-      const content = system.startsWith('You plan') ? '# Plan\n\n1. Build it.' : 'Here it is:\n```html\n' + APP + '\n```';
+      const content = system.startsWith('You plan') ? '# Plan\n\n1. Build it.' : `Here it is:\n\`\`\`html\n${APP}\n\`\`\``;
       res.end(chatAnswer(body.model, content));
     });
     stack = await startStack({ env: { CODE_ENGINE: 'openai', OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: 'sk-test', OPENAI_MODEL: 'test-coder', CREDIT_PRICES: '{"code_build":5}' } });
@@ -64,7 +67,7 @@ describe('code builds with the OpenAI-compatible engine', () => {
     expect(calls[1].model).to.equal('test-coder');
     expect(calls[1].messages[0].content).to.include('React 18');
     expect(calls[1].messages.at(-1)).to.deep.equal({ role: 'user', content: 'greeting page' });
-    expect(await (await fetch(job.result.appUrl)).text()).to.equal(APP + '\n');
+    expect(await (await fetch(job.result.appUrl)).text()).to.equal(`${APP}\n`);
   });
 
   it('when the provider is briefly overloaded, then the job is retried and completes', async () => {

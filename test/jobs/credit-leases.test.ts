@@ -91,7 +91,7 @@ describe('credit leases', function () {
     const api = client(stack.baseUrl, key);
     for (const prompt of ['charged per job', 'takes a lease']) expect((await api.post('/code-builds', { prompt })).status).to.equal(202);
     const publish = (await import('sinon')).default.stub(stack.rt.amqp, 'publishToPool').rejects(new Error('broker away'));
-    let res;
+    let res: Awaited<ReturnType<typeof api.post<any>>>;
     try {
       res = await api.post('/code-builds', { prompt: 'lost publish' });
     } finally {

@@ -101,7 +101,10 @@ describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes
     cache.ready();
     const done = { accountId: 'acct_a', envelope: { jobId: 'code_1', status: 'complete', result: { ok: true } } } as unknown as CachedJob;
     let reads = 0;
-    const read = async () => (reads++, done);
+    const read = async () => {
+      reads++;
+      return done;
+    };
     return (async () => {
       await cache.get('acct_a', 'code_1', read);
       cache.lost();
@@ -119,7 +122,10 @@ describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes
     const job = (id: string) => ({ accountId: 'acct_a', envelope: { jobId: id, status: 'complete', result: { text: big } } }) as unknown as CachedJob;
     const cache = createJobCache({ maxEntries: 10, ttlMs: 60_000, finishedMaxBytes: 7_500 }); // three entries fit
     const reads: string[] = [];
-    const get = (id: string) => cache.get('acct_a', id, async () => (reads.push(id), job(id)));
+    const get = (id: string) => cache.get('acct_a', id, async () => {
+      reads.push(id);
+      return job(id);
+    });
     const evictions = async () => (await registry.getSingleMetric('job_cache_finished_evictions_total')!.get()).values[0]?.value ?? 0;
     const before = await evictions();
     for (const id of ['a', 'b', 'c', 'a', 'd']) await get(id); // a is used again, so d evicts b
@@ -220,10 +226,16 @@ describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes
     release(envelope('queued'));
     expect((await slow)?.status).to.equal('queued'); // the caller gets what it read
     let reads = 0;
-    const fresh = await cache.get('acct_a', 'code_1', async () => (reads++, envelope('processing')));
+    const fresh = await cache.get('acct_a', 'code_1', async () => {
+      reads++;
+      return envelope('processing');
+    });
     expect(reads).to.equal(1); // the stale read was not stored
     expect(fresh?.status).to.equal('processing');
-    expect((await cache.get('acct_a', 'code_1', async () => (reads++, envelope('x'))))?.status).to.equal('processing');
+    expect((await cache.get('acct_a', 'code_1', async () => {
+      reads++;
+      return envelope('x');
+    }))?.status).to.equal('processing');
     expect(reads).to.equal(1); // and the fresh one was
   });
 
@@ -237,14 +249,20 @@ describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes
     release(job);
     await slow;
     let reads = 0;
-    await cache.get('acct_a', 'code_1', async () => (reads++, job));
+    await cache.get('acct_a', 'code_1', async () => {
+      reads++;
+      return job;
+    });
     expect(reads).to.equal(0);
   });
 
   it('when the cache is full, expired, off or cleared, then it reads again', async () => {
     const job = (id: string) => ({ accountId: 'acct_a', envelope: { jobId: id, status: 'processing' } }) as unknown as CachedJob;
     let reads = 0;
-    const get = (cache: ReturnType<typeof createJobCache>, id: string) => cache.get('acct_a', id, async () => (reads++, job(id)));
+    const get = (cache: ReturnType<typeof createJobCache>, id: string) => cache.get('acct_a', id, async () => {
+      reads++;
+      return job(id);
+    });
 
     const small = createJobCache({ maxEntries: 2, ttlMs: 60_000 });
     small.ready();

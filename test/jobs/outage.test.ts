@@ -40,7 +40,10 @@ describe('broker outage', () => {
     const rt = await createRuntime(stack.config, createLogger('silent'));
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const pool = new Pool(rt, { pool: 'code', input: CodeBuildRequest, process: async () => (await gate, { ok: true }) }, { concurrency: 1, leaseMs: 3000, maxAttempts: 3, retryDelayMs: 100, shutdownGraceMs: 1000 });
+    const pool = new Pool(rt, { pool: 'code', input: CodeBuildRequest, process: async () => {
+      await gate;
+      return { ok: true };
+    } }, { concurrency: 1, leaseMs: 3000, maxAttempts: 3, retryDelayMs: 100, shutdownGraceMs: 1000 });
     await pool.start();
     // The listener talks to RabbitMQ directly, so it hears what reaches the broker.
     const events = await listenToEvents({ ...stack.config, AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672' }, 'code_build.*');

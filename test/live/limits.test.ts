@@ -155,7 +155,7 @@ describe('live: session limits, heartbeat checks and dead connections', function
 
   it('when a connection is refused (no token), then the server drops the socket even if the client never answers the close', async () => {
     const before = stack.api!.realtime.connections;
-    const c = connect(stack.baseUrl.replace('http://', 'ws://').replace('/api/v1', '') + '/realtime');
+    const c = connect(`${stack.baseUrl.replace('http://', 'ws://').replace('/api/v1', '')}/realtime`);
     await new Promise<void>((r) => c.ws.once('open', () => r()));
     c.ws.pause(); // never reads the close frame, so never answers it
     await until(async () => (stack.api!.realtime.connections) <= before, 'the refused socket dropped', 5000);

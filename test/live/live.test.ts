@@ -40,7 +40,7 @@ describe('live: sessions, the realtime engine and /live/action', function () {
     const r = await api.post('/live/session', { voice: 'en-us-robot', deviceName: 'Robo', clientTools: ['get_device_status'], turnDetection: { silenceMs: 500 } });
     expect(r.status, r.text).to.equal(200);
     expect(r.body).to.include({ persona: 'robot', voice: 'en-us-robot', deviceName: 'Robo', ambient: false, resumed: false, charged: 5 });
-    expect(r.body.realtimeUrl).to.equal(stack.baseUrl.replace('http://', 'ws://').replace('/api/v1', '') + '/realtime');
+    expect(r.body.realtimeUrl).to.equal(`${stack.baseUrl.replace('http://', 'ws://').replace('/api/v1', '')}/realtime`);
     expect(r.body.sessionId).to.match(/^live_/);
     expect(r.body.tools).to.include.members(['search_web', 'create_presentation', 'create_notes', 'create_flowchart', 'create_whiteboard', 'generate_image', 'list_projects', 'get_account', 'remember', 'recall', 'forget']);
     expect(r.body.clientTools).to.deep.equal(['get_device_status']);

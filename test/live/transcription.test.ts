@@ -15,7 +15,7 @@ describe('live: audio turns through an OpenAI-compatible transcription API (fake
   let provider: Awaited<ReturnType<typeof fakeServer>>;
   let answer: { status: number; body: unknown } = { status: 200, body: { text: 'make a flowchart of the hiring process' } };
   before(async () => {
-    provider = await fakeServer((req, res) => {
+    provider = await fakeServer((_req, res) => {
       res.writeHead(answer.status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(answer.body));
     });

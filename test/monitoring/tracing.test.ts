@@ -162,8 +162,8 @@ describe('tracing across processes (OpenTelemetry, OTLP/HTTP)', () => {
     this.timeout(30_000);
     expect(apiProcess, 'the API process of the first test').to.not.equal(undefined);
     const { key } = await stack.createAccount();
-    const traceId = 'a'.repeat(31) + '1';
-    const parent = 'b'.repeat(15) + '2';
+    const traceId = `${'a'.repeat(31)}1`;
+    const parent = `${'b'.repeat(15)}2`;
     const r = await client(apiProcess!.baseUrl, key).get('/jobs/code_doesnotexist', { traceparent: `00-${traceId}-${parent}-01`, 'x-request-id': 'req-linked-1' });
     expect(r.status).to.equal(404);
     const span = await eventually(async () => otlp.spans.find((s) => s.kind === SPAN_KIND.server && s.name === 'GET /api/v1/jobs/:id' && (s.links ?? []).some((l) => l.traceId === traceId)), 10_000, 'the linked server span');
@@ -178,8 +178,8 @@ describe('tracing across processes (OpenTelemetry, OTLP/HTTP)', () => {
     const proc = await spawnApiProcess(stack, otlpEnv(otlp, { TRACE_INCOMING: 'parent' }));
     try {
       const { key } = await stack.createAccount();
-      const traceId = 'e'.repeat(31) + '1';
-      const parent = 'f'.repeat(15) + '2';
+      const traceId = `${'e'.repeat(31)}1`;
+      const parent = `${'f'.repeat(15)}2`;
       const r = await client(proc.baseUrl, key).get('/jobs/code_doesnotexist', { traceparent: `00-${traceId}-${parent}-01` });
       expect(r.status).to.equal(404);
       const span = await eventually(async () => otlp.spans.find((s) => s.traceId === traceId && s.kind === SPAN_KIND.server), 10_000, 'the server span');
@@ -196,7 +196,7 @@ describe('tracing across processes (OpenTelemetry, OTLP/HTTP)', () => {
     // A 60 s batch delay: only the flush on stop can send these spans in time.
     const proc = await spawnApiProcess(stack, otlpEnv(otlp, { OTEL_BSP_SCHEDULE_DELAY: '60000', TRACE_INCOMING: 'parent' }));
     const { key } = await stack.createAccount();
-    const traceId = 'c'.repeat(31) + '3';
+    const traceId = `${'c'.repeat(31)}3`;
     await client(proc.baseUrl, key).get('/account', { traceparent: `00-${traceId}-${'d'.repeat(15)}4-01` });
     const exited = once(proc.child, 'exit');
     proc.child.kill('SIGTERM');

@@ -77,7 +77,7 @@ describe('personas: conversation charges, idempotent starts and complete events'
     const { personaId, deploymentId } = await deployment();
     const before = await balance();
     const conv = (await api.post(`/personas/${personaId}/conversations`, { deploymentId })).body;
-    provider.script((body, n) => (n === 0 ? { toolCalls: [{ name: 'create_notes', args: { title: 'Sums', markdown: '# Sums' } }] } : { text: `Answer ${n}.` }));
+    provider.script((_body, n) => (n === 0 ? { toolCalls: [{ name: 'create_notes', args: { title: 'Sums', markdown: '# Sums' } }] } : { text: `Answer ${n}.` }));
     const c = connect(conv);
     await c.next('session.started');
     await c.next('resumption'); // the greeting

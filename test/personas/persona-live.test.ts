@@ -55,7 +55,7 @@ describe('personas: a conversation speaks as its persona', function () {
 
   it('when a persona conversation connects, then the greeting comes first (text and PCM), the instructions are the system message, only the persona\'s tools are offered, a tool outside its list is not run, and tool calls are listed as events', async () => {
     const { personaId, conv } = await conversation({ channel: 'voice' });
-    provider.script((body, n) => {
+    provider.script((_body, n) => {
       if (n === 0) return { toolCalls: [{ name: 'create_flowchart', args: { title: 'Hiring', steps: ['Apply', 'Interview'] } }, { name: 'create_notes', args: { title: 'Fractions', markdown: '# Fractions\n\nMethod first.' } }] };
       return { text: 'I wrote your notes on fractions.' };
     });

@@ -66,7 +66,10 @@ const mongoOkFrom =
 const stillListening = (port: number) =>
   new Promise<boolean>((resolve) => {
     const s = net.connect(port, '127.0.0.1');
-    s.once('connect', () => (s.destroy(), resolve(true)));
+    s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
     s.once('error', () => resolve(false));
   });
 
@@ -222,7 +225,11 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
   });
 
   it('when nothing listens on the AMQP port, then it starts RabbitMQ and records its pid; when that broker is slow later, it is left running and the script fails naming its pid', async () => {
-    const port = await fake().then(async (f) => (await f.close(), f.port)); // free, nothing listens
+    // free, nothing listens
+    const port = await fake().then(async (f) => {
+      await f.close();
+      return f.port;
+    });
     const mongo = await fake(mongoOkFrom(0));
     const ourPidFile = path.join(projectRoot, `.tools/state/rabbitmq-${port}.pid`);
     const env = { SERVICES_WAIT_SECONDS: '2', AMQP_URL: `amqp://guest:guest@127.0.0.1:${port}`, MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc` };

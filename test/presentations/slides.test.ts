@@ -27,7 +27,7 @@ function textOf(n: number, seed = 0): string {
   return s.slice(0, n).trim() || 'W';
 }
 
-const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&amp;/g, '&');
+const unescapeXml = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&amp;/g, '&');
 
 /** An attribute of an SVG start tag's attribute text, by name, in whatever order they come. */
 const attr = (attrs: string, name: string) => new RegExp(`\\s${name}="([^"]*)"`).exec(attrs)?.[1];
@@ -54,7 +54,7 @@ function overflowing(c: ReturnType<typeof composeSlide>): string[] {
       spans++;
       const [x, y] = [Number(attr(span[1]!, 'x')), Number(attr(span[1]!, 'y'))];
       expect([x, y].every(Number.isFinite), span[1]).to.equal(true);
-      const w = measure(unescape(span[2]!), size, weight);
+      const w = measure(unescapeXml(span[2]!), size, weight);
       const x0 = attr(t[1]!, 'text-anchor') === 'end' ? x - w : x;
       if (x0 < box!.x - 0.5 || x0 + w > box!.x + box!.w + 0.5 || y - ascent * size < box!.y - 0.5 || y + descent * size > box!.y + box!.h + 0.5) bad.push(`${box!.id}: "${span[2]}" at ${size}px`);
     }

@@ -207,7 +207,7 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
       // The merged chain: seq 1..n, each the parent of the next, one per 200 answer.
       const docs = await stack.rt.db.db.collection(COLLECTIONS.sheetCommits).find({ sheetId: s.id, kind: 'commit', status: 'merged' } as never).sort({ seq: 1 }).toArray();
       expect(docs.map((d) => d.seq)).to.deep.equal(Array.from({ length: merged.length + 1 }, (_, i) => i + 1));
-      docs.forEach((d, i) => expect(d.parentId).to.equal(i === 0 ? null : docs[i - 1]!._id));
+      for (const [i, d] of docs.entries()) expect(d.parentId).to.equal(i === 0 ? null : docs[i - 1]!._id);
       expect(new Set(merged.map((r) => r.body.commit.id))).to.deep.equal(new Set(docs.slice(1).map((d) => d._id)));
       const final = await apis[1]!.get(`/sheets/${s.id}?rowLimit=1000`);
       expect(final.body.version).to.equal(docs.length);

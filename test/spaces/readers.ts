@@ -125,7 +125,10 @@ export interface TexturedRoom {
 
 function posters(wall: number) {
   let seed = 1234567 + wall * 7919;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const rnd = () => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return seed / 2 ** 32;
+  };
   return Array.from({ length: 14 }, () => {
     const u = -2.2 + 4.4 * rnd(), w = 0.15 + 0.6 * rnd(), y = 0.7 + 1.1 * rnd(), hgt = 0.15 + 0.45 * rnd();
     return { u0: u, u1: u + w, y0: y, y1: Math.min(2.3, y + hgt), c: [Math.floor(40 + 200 * rnd()), Math.floor(40 + 200 * rnd()), Math.floor(40 + 200 * rnd())] };

@@ -74,12 +74,14 @@ describe('spaces: rooms from photos or a video with the local room engine (local
       const m = /^\/view(\d)\.png$/.exec(req.path);
       if (m && views[Number(m[1])]) {
         res.setHeader('content-type', 'image/png');
-        return void res.end(views[Number(m[1])]);
+        res.end(views[Number(m[1])]);
+        return;
       }
       const video = { '/sweep.mp4': sweep, '/long.mp4': long, '/big.mp4': Buffer.concat([sweep, Buffer.alloc(VIDEO_MAX_BYTES)]) }[req.path];
       if (video) {
         res.setHeader('content-type', 'video/mp4');
-        return void res.end(video);
+        res.end(video);
+        return;
       }
       res.statusCode = 404;
       res.end('not found');
@@ -106,7 +108,7 @@ describe('spaces: rooms from photos or a video with the local room engine (local
       }),
     );
     const est = estimateYaws(views, VIEW.fovX);
-    est.yawDeg.forEach((y, i) => expect(y, `view ${i}`).to.be.closeTo(YAWS[i]!, YAW_TOLERANCE_DEG));
+    for (const [i, y] of est.yawDeg.entries()) expect(y, `view ${i}`).to.be.closeTo(YAWS[i]!, YAW_TOLERANCE_DEG);
     expect(est.order).to.deep.equal([0, 1, 2, 3]);
     expect(est.notes).to.deep.equal([]);
   });
@@ -196,7 +198,7 @@ describe('spaces: rooms from photos or a video with the local room engine (local
     const published: unknown[] = [];
     // Only the full tier encodes a PNG (the panorama): make that computation fail.
     const png = sinon.stub(sharp.prototype, 'png').throws(new Error('vips: out of memory in /srv/secret/tmp'));
-    let result;
+    let result: Awaited<ReturnType<typeof engine.build>>;
     try {
       result = await engine.build({ plan: { source: 'photos', imageUrls: [], quality: 'full', title: null }, photos }, memoryCtx(published));
     } finally {
@@ -310,30 +312,44 @@ describe('spaces: rooms through the remote world-generation adapter (SPACE_ROOM_
       res.setHeader('content-type', 'application/json');
       if (req.path.startsWith('/v1/') && req.headers.authorization !== `Bearer ${KEY}`) {
         res.statusCode = 401;
-        return void res.end(JSON.stringify({ error: 'bad key' }));
+        res.end(JSON.stringify({ error: 'bad key' }));
+        return;
       }
       if (req.method === 'POST' && req.path === '/v1/worlds') {
         if (req.body?.title === 'refuse') {
           res.statusCode = 422;
-          return void res.end(JSON.stringify({ error: 'inputs show more than one room' }));
+          res.end(JSON.stringify({ error: 'inputs show more than one room' }));
+          return;
         }
-        return void res.end(JSON.stringify({ id: req.body?.title === 'fail' ? 'w-fail' : `w-${polls.size}` }));
+        res.end(JSON.stringify({ id: req.body?.title === 'fail' ? 'w-fail' : `w-${polls.size}` }));
+        return;
       }
       const m = /^\/v1\/worlds\/([\w-]+)$/.exec(req.path);
       if (m) {
         const n = (polls.get(m[1]!) ?? 0) + 1;
         polls.set(m[1]!, n);
         const a = (p: string) => `${provider.url}/assets/${p}`;
-        if (m[1] === 'w-fail') return void res.end(JSON.stringify({ id: m[1], status: n < 2 ? 'running' : 'failed', error: 'could not find a floor' }));
-        if (n === 1) return void res.end(JSON.stringify({ id: m[1], status: 'queued' }));
+        if (m[1] === 'w-fail') {
+          res.end(JSON.stringify({ id: m[1], status: n < 2 ? 'running' : 'failed', error: 'could not find a floor' }));
+          return;
+        }
+        if (n === 1) {
+          res.end(JSON.stringify({ id: m[1], status: 'queued' }));
+          return;
+        }
         const quick = { splatUrl: a('quick.spz'), gaussians: 2_000 };
-        if (n === 2) return void res.end(JSON.stringify({ id: m[1], status: 'running', quick }));
-        return void res.end(JSON.stringify({ id: m[1], status: 'succeeded', quick, full: { splatUrl: a('full.spz'), gaussians: 8_000, metricScale: 1.25, floorOffsetM: 1.5, colliderUrl: a('room.glb'), panoramaUrl: a('pano.png') } }));
+        if (n === 2) {
+          res.end(JSON.stringify({ id: m[1], status: 'running', quick }));
+          return;
+        }
+        res.end(JSON.stringify({ id: m[1], status: 'succeeded', quick, full: { splatUrl: a('full.spz'), gaussians: 8_000, metricScale: 1.25, floorOffsetM: 1.5, colliderUrl: a('room.glb'), panoramaUrl: a('pano.png') } }));
+        return;
       }
       const asset = { '/assets/quick.spz': assets.quick, '/assets/full.spz': assets.full, '/assets/room.glb': assets.glb, '/assets/pano.png': assets.pano }[req.path];
       if (asset) {
         res.setHeader('content-type', 'application/octet-stream');
-        return void res.end(asset);
+        res.end(asset);
+        return;
       }
       res.statusCode = 404;
       res.end('{}');

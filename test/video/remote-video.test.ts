@@ -23,31 +23,42 @@ describe('video: remote provider adapter (VIDEO_ENGINE=remote) against a fake Op
       res.setHeader('content-type', 'application/json');
       if (req.headers.authorization !== 'Bearer vk-test') {
         res.statusCode = 401;
-        return void res.end(JSON.stringify({ error: { message: 'bad key' } }));
+        res.end(JSON.stringify({ error: { message: 'bad key' } }));
+        return;
       }
       if (req.method === 'POST' && req.path === '/v1/videos') {
         if (String(req.body.prompt).includes('5XX')) {
           res.statusCode = 503;
-          return void res.end(JSON.stringify({ error: { message: 'overloaded' } }));
+          res.end(JSON.stringify({ error: { message: 'overloaded' } }));
+          return;
         }
         const id = `video_${videos.size + 1}`;
         videos.set(id, { prompt: req.body.prompt, polls: 0 });
-        return void res.end(JSON.stringify({ id, object: 'video', status: 'queued', progress: 0, model: req.body.model, seconds: req.body.seconds, size: req.body.size }));
+        res.end(JSON.stringify({ id, object: 'video', status: 'queued', progress: 0, model: req.body.model, seconds: req.body.seconds, size: req.body.size }));
+        return;
       }
       const m = /^\/v1\/videos\/([^/]+)(\/content)?$/.exec(req.path);
       const v = m && videos.get(m[1]!);
       if (!m || !v) {
         res.statusCode = 404;
-        return void res.end(JSON.stringify({ error: { message: 'no such video' } }));
+        res.end(JSON.stringify({ error: { message: 'no such video' } }));
+        return;
       }
       if (m[2]) {
         res.setHeader('content-type', 'video/mp4');
-        return void res.end(mp4);
+        res.end(mp4);
+        return;
       }
       v.polls++;
-      if (v.prompt.includes('FAIL')) return void res.end(JSON.stringify({ id: m[1], status: 'failed', progress: 0, error: { code: 'moderation_blocked', message: 'the provider could not render this' } }));
+      if (v.prompt.includes('FAIL')) {
+        res.end(JSON.stringify({ id: m[1], status: 'failed', progress: 0, error: { code: 'moderation_blocked', message: 'the provider could not render this' } }));
+        return;
+      }
       const heldBack = v.prompt.includes('HOLD') && !gateOpen;
-      if (v.polls < 2 || heldBack) return void res.end(JSON.stringify({ id: m[1], status: 'in_progress', progress: 50 }));
+      if (v.polls < 2 || heldBack) {
+        res.end(JSON.stringify({ id: m[1], status: 'in_progress', progress: 50 }));
+        return;
+      }
       res.end(JSON.stringify({ id: m[1], status: 'completed', progress: 100 }));
     });
     stack = await startStack({
@@ -55,7 +66,9 @@ describe('video: remote provider adapter (VIDEO_ENGINE=remote) against a fake Op
     });
   });
   let gateOpen = false;
-  held.opened.then(() => (gateOpen = true));
+  void held.opened.then(() => {
+    gateOpen = true;
+  });
   after(async () => {
     held.open();
     await stack.stop();

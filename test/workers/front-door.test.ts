@@ -43,13 +43,12 @@ describe('supervisor front door', () => {
   }
   afterEach(() => {
     for (const c of children.splice(0)) c.kill('SIGKILL');
+    return door?.close();
   });
   const open = async (holdMs: number, maxHeld = 100, ackMs = 5000) => {
     door = new FrontDoor({ holdMs, maxHeld, ackMs, log: createLogger('silent'), registry: new Registry() });
     port = await door.listen(0);
   };
-  afterEach(() => door?.close());
-
   it('when two API processes are ready, then new connections alternate between them', async () => {
     await open(1000);
     const a = await backend('a');

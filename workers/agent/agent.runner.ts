@@ -82,7 +82,7 @@ export async function handleRunMessage(deps: RunnerDeps, msg: AgentRunMessage, s
     );
     if (run) return work(deps, run, signal);
     const cur = await runs.findOne({ _id: msg.runId, accountId: msg.accountId }, { projection: { status: 1, lease: 1 } });
-    if (!cur || cur.status !== 'running' || !cur.lease) {
+    if (cur?.status !== 'running' || !cur.lease) {
       if (cur?.status === 'queued') continue; // moved back meanwhile (a decision): claim it
       return;
     }
@@ -139,7 +139,7 @@ function pendingCalls(transcript: EngineMessage[]): ToolCall[] {
     else if (m.role === 'assistant') break;
   }
   const last = transcript[i];
-  if (!last || last.role !== 'assistant' || !last.toolCalls) return [];
+  if (last?.role !== 'assistant' || !last.toolCalls) return [];
   return last.toolCalls.filter((c) => !answered.has(c.id));
 }
 

@@ -76,7 +76,10 @@ function background(theme: DeckTheme, visualStyle: string, seed: number): string
   ];
   const style = visualStyle.toLowerCase();
   let r = seed;
-  const rnd = () => (r = (Math.imul(r ^ (r >>> 15), 2246822519) + 0x9e3779b9) >>> 0) / 4294967296;
+  const rnd = () => {
+    r = (Math.imul(r ^ (r >>> 15), 2246822519) + 0x9e3779b9) >>> 0;
+    return r / 4294967296;
+  };
   if (/minimal|clean|flat/.test(style)) out.push(`<rect x="0" y="${SLIDE_H - 16}" width="${SLIDE_W}" height="16" fill="${theme.accent}" fill-opacity="0.8"/>`);
   else if (/geometric|abstract|technical|corporate/.test(style)) {
     for (let i = 0; i < 4; i++) out.push(`<rect x="${Math.round(SLIDE_W - 520 + i * 120 + rnd() * 40)}" y="0" width="72" height="${SLIDE_H}" fill="${theme.accent}" fill-opacity="${n(0.05 + i * 0.025)}"/>`);

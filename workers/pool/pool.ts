@@ -112,13 +112,13 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       try {
         return await step(tries > 0);
       } catch (err) {
-        if (!isDatabaseUnavailable(err) || this.closing) throw err;
+        if (!isDatabaseUnavailable(err) || this.closing !== undefined) throw err;
         if (tries === 0) this.log.warn('database unavailable; waiting for it', { errorType: errorType(err) });
         await this.rt.db.health.whenUp(this.stopping.signal);
         // Up, or a timeout of the operation's own while up: a short pause keeps a slow database
         // from being retried in a tight loop.
         await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** Math.min(tries, 5))));
-        if (this.closing) throw err;
+        if (this.closing !== undefined) throw err;
       }
     }
   }
@@ -209,13 +209,13 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
    * and this copy is a duplicate after all.
    */
   private async takeOver(jobId: string): Promise<JobDoc | null> {
-    for (let i = 0; i < 2 && !this.closing; i++) {
+    for (let i = 0; i < 2 && this.closing === undefined; i++) {
       const lease = await this.rt.jobs.leaseOf(jobId);
       if (!lease) return null; // not processing any more (finished, or queued for someone else)
       const wait = lease.until.getTime() - Date.now() + 50;
       if (wait > this.opts.leaseMs + 1000) return null; // a retry scheduled later: the sweep brings it
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      if (this.closing) return null; // stopping: leave it to the next worker
+      if (this.closing !== undefined) return null; // stopping: leave it to the next worker
       const job = await this.rt.jobs.claim(jobId, this.owner, this.opts.leaseMs);
       if (job) {
         this.log.info('took over a job whose worker stopped renewing its lease', { jobId });
@@ -227,7 +227,7 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
 
   private async onError(job: JobDoc, err: unknown, log: Logger): Promise<'ack' | 'requeue'> {
     const message = err instanceof Error ? err.message : String(err);
-    if (this.closing && !(err instanceof UnrecoverableError)) {
+    if (this.closing !== undefined && !(err instanceof UnrecoverableError)) {
       // Stopping: hand the job straight back so another worker can take it now.
       await this.rt.jobs.scheduleRetry(job._id, this.owner, 0, 'worker stopped');
       return 'requeue';

@@ -71,7 +71,7 @@ export function speechResponder(rt: Pick<Runtime, 'config'> & Partial<Pick<Runti
         }
         if (produced >= SPEECH_AUDIO_MAX_BYTES) break; // leaving the loop stops the engine
       }
-      while (pump) await pump;
+      while (pump !== undefined) await pump;
       if (failed === undefined) await sendQueued();
       if (failed !== undefined) throw new AppError('service_unavailable', `the audio could not be handed to the broker: ${(failed as Error).message}`);
       if (bytes === 0) throw new AppError('service_unavailable', 'the speech engine produced no audio');

@@ -64,7 +64,7 @@ export function videoWorker(rt: Runtime, engine: VideoEngine = videoEngineFrom(r
         const out = await engine.render({ plan, openingFramePath, subjectColours }, { signal: ctx.signal, workDir, progress: (raw, msg) => ctx.progress(raw, msg) });
 
         await ctx.progress('probing', 'Reading the rendered file');
-        let facts;
+        let facts: Awaited<ReturnType<typeof probeVideo>>;
         const posterFile = path.join(workDir, 'poster.png');
         try {
           facts = await probeVideo(tools, out.file);

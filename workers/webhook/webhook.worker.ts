@@ -320,7 +320,7 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
     const fresh = (at: number | undefined) => at !== undefined && now - at < LAST_DELIVERY_STAMP_MS;
     if (hook.consecutiveFailures === 0 && hook.lastDeliveryStatus === 'delivered' && fresh(hook.lastDeliveryAt?.getTime())) return;
     const mine = this.stamps.get(hook._id);
-    if (mine?.pending) return mine.pending;
+    if (mine?.pending !== undefined) return mine.pending;
     if (hook.consecutiveFailures === 0 && fresh(mine?.at)) return;
     const pending = this.hooks
       .forAccount(accountId)

@@ -3,8 +3,7 @@ import type { ChatEngine } from '../engine';
 import { createLocalEngine } from './local';
 import { createOpenAIEngine } from './openai';
 
-export { createLocalEngine, LOCAL_ENGINE_INFO } from './local';
-export { createOpenAIEngine } from './openai';
+export { createLocalEngine } from './local';
 
 /**
  * The engine CHAT_ENGINE names: `local` (the offline planner) or `openai` (any OpenAI-compatible

@@ -52,6 +52,8 @@ export function toWireMessages(messages: readonly EngineMessage[]): WireMessage[
       case 'tool':
         return { role: 'tool', tool_call_id: m.toolCallId, content: JSON.stringify(m.artifact) };
     }
+    // Unreachable: the cases above cover every role the type allows.
+    throw new Error(`unknown message role: ${(m as { role: string }).role}`);
   });
 }
 

@@ -90,7 +90,7 @@ export function workspaceTools(rt: Runtime): ToolDefinition[] {
     async run(args, ctx) {
       const accountId = ctx.account._id;
       const input = parseOrThrow(BoardCreate, { name: args.title, ...(args.columns ? { columns: args.columns.map((name) => ({ name })) } : {}) });
-      let board;
+      let board: Awaited<ReturnType<typeof boards.create>>;
       try {
         board = await boards.create(accountId, input, ctx.idFor);
       } catch (err) {

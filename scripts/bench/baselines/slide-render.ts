@@ -29,7 +29,10 @@ function paintBackground(cv: Canvas, theme: DeckTheme, visualStyle: string, seed
   for (let y = 0; y < cv.height; y++) fillRect(cv, 0, y, cv.width, 1, mix(bg, dark, y / cv.height));
   const style = visualStyle.toLowerCase();
   let r = seed;
-  const rnd = () => ((r = (Math.imul(r ^ (r >>> 15), 2246822519) + 0x9e3779b9) >>> 0) / 4294967296);
+  const rnd = () => {
+    r = (Math.imul(r ^ (r >>> 15), 2246822519) + 0x9e3779b9) >>> 0;
+    return r / 4294967296;
+  };
   if (/minimal|clean|flat/.test(style)) {
     fillRect(cv, 0, cv.height - 10, cv.width, 10, accent, 0.8);
   } else if (/geometric|abstract|technical|corporate/.test(style)) {
@@ -66,21 +69,21 @@ export function renderSlide(input: SlideInput): { png: Buffer; layout: Omit<Cont
     const titleScale = 7;
     const lines = wrapText(slide.title, titleScale, width, 2);
     let y = 140;
-    if (input.mode === 'creator') lines.forEach((l, i) => drawText(cv, MARGIN, y + i * (GLYPH_H * titleScale + 6), l, titleScale, text));
+    if (input.mode === 'creator') for (const [i, l] of lines.entries()) drawText(cv, MARGIN, y + i * (GLYPH_H * titleScale + 6), l, titleScale, text);
     elements.push({ id: 'title', type: 'text', x: MARGIN, y, w: width, h: lines.length * (GLYPH_H * titleScale + 6), text: slide.title, fontSize: 48, color: theme.text, bold: true });
     y += lines.length * (GLYPH_H * titleScale + 6) + 16;
     fillRect(cv, MARGIN, y, 120, 8, accent);
     y += 36;
     const sub = slide.bullets.join('\n');
     const subLines = slide.bullets.flatMap((b) => wrapText(b, 3, width, 2)).slice(0, 5);
-    if (input.mode === 'creator') subLines.forEach((l, i) => drawText(cv, MARGIN, y + i * 30, l, 3, muted));
+    if (input.mode === 'creator') for (const [i, l] of subLines.entries()) drawText(cv, MARGIN, y + i * 30, l, 3, muted);
     elements.push({ id: 'subtitle', type: 'text', x: MARGIN, y, w: width, h: subLines.length * 30, text: sub, fontSize: 22, color: theme.text, bold: false });
   } else {
     if (input.mode === 'content') fillRect(cv, MARGIN - 24, 40, width + 48, SLIDE_H - 100, hexToRgb(theme.surface), 0.85);
     fillRect(cv, MARGIN - 20, 56, 8, 48, accent);
     const titleScale = 5;
     const tLines = wrapText(slide.title, titleScale, width, 2);
-    if (input.mode === 'creator') tLines.forEach((l, i) => drawText(cv, MARGIN, 60 + i * (GLYPH_H * titleScale + 4), l, titleScale, text));
+    if (input.mode === 'creator') for (const [i, l] of tLines.entries()) drawText(cv, MARGIN, 60 + i * (GLYPH_H * titleScale + 4), l, titleScale, text);
     elements.push({ id: 'title', type: 'text', x: MARGIN, y: 60, w: width, h: tLines.length * (GLYPH_H * titleScale + 4), text: slide.title, fontSize: 36, color: theme.text, bold: true });
     let y = 60 + tLines.length * (GLYPH_H * titleScale + 4) + 28;
     const top = y;
@@ -89,7 +92,7 @@ export function renderSlide(input: SlideInput): { png: Buffer; layout: Omit<Cont
       if (y + bl.length * 28 > SLIDE_H - 60) break;
       if (input.mode === 'creator') {
         fillRect(cv, MARGIN, y + 6, 10, 10, accent);
-        bl.forEach((l, i) => drawText(cv, MARGIN + 28, y + i * 28, l, 3, text));
+        for (const [i, l] of bl.entries()) drawText(cv, MARGIN + 28, y + i * 28, l, 3, text);
       }
       y += bl.length * 28 + 14;
     }

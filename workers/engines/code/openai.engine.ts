@@ -41,7 +41,7 @@ export function createOpenAiCodeEngine(opts: { baseUrl: string; apiKey?: string;
       const m = /```html\s*([\s\S]*?)```/i.exec(answer);
       const html = (m?.[1] ?? answer).trim();
       if (!/<html[\s>]/i.test(html)) throw new UnrecoverableError('code provider did not return an HTML document');
-      return { html: html + '\n', plan, summary: `App written by ${opts.model}.` };
+      return { html: `${html}\n`, plan, summary: `App written by ${opts.model}.` };
     },
   };
 }

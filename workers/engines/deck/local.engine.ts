@@ -167,20 +167,28 @@ function sectionsOf(facts: string[], nameWords: ReadonlySet<string>): Section[] 
   for (const fact of facts) {
     const topic = topicOf(fact);
     if (!topic) {
-      if (!loose) sections.push((loose = { title: '', facts: [], parts: [], root: '' }));
+      if (!loose) {
+        loose = { title: '', facts: [], parts: [], root: '' };
+        sections.push(loose);
+      }
       loose.facts.push(fact);
       continue;
     }
     loose = null;
     let s = byTopic.get(topic);
     if (!s) {
-      byTopic.set(topic, (s = { title: topic, facts: [], parts: [topic], root: topic }));
+      s = { title: topic, facts: [], parts: [topic], root: topic };
+      byTopic.set(topic, s);
       sections.push(s);
     }
     s.facts.push(fact);
   }
   const used = new Set(sections.map((s) => s.title).filter(Boolean));
-  for (const s of sections.filter((x) => !x.title)) s.parts = [(s.root = s.title = keywordTitle(s.facts, nameWords, used))];
+  for (const s of sections.filter((x) => !x.title)) {
+    s.title = keywordTitle(s.facts, nameWords, used);
+    s.root = s.title;
+    s.parts = [s.title];
+  }
   return sections;
 }
 

@@ -13,7 +13,7 @@ const USELESS_TITLE = /^(?:untitled|document\d*|microsoft (?:word|powerpoint) - 
 
 // Character maps (CJK fonts) and the standard 14 fonts' data ship with pdfjs-dist; in Node they are read from disk.
 const PDFJS_DIR = dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json'));
-const ASSETS = { cMapUrl: join(PDFJS_DIR, 'cmaps') + '/', cMapPacked: true, standardFontDataUrl: join(PDFJS_DIR, 'standard_fonts') + '/' };
+const ASSETS = { cMapUrl: `${join(PDFJS_DIR, 'cmaps')}/`, cMapPacked: true, standardFontDataUrl: `${join(PDFJS_DIR, 'standard_fonts')}/` };
 
 type Run = { x: number; y: number; w: number; size: number; s: string };
 

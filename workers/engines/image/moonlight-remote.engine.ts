@@ -90,7 +90,7 @@ export function createRemoteMoonlight(opts: MoonlightRemoteOptions): MoonlightEn
         return failed(err);
       }
       const img = await decodeImage(png, { channels: 3 }).catch(() => null);
-      if (!img || img.format !== 'png') throw new AppError('service_unavailable', 'moonlight engine returned something other than a PNG');
+      if (img?.format !== 'png') throw new AppError('service_unavailable', 'moonlight engine returned something other than a PNG');
       if (img.width !== width || img.height !== height) {
         throw new AppError('service_unavailable', `moonlight engine returned ${img.width}x${img.height} for ${input.aspectRatio}; ${width}x${height} is required, so the render was refused`);
       }

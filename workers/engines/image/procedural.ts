@@ -243,7 +243,7 @@ export async function paint(o: PaintOptions): Promise<Uint8Array> {
         const dy = y / H - 0.5;
         t *= 1 - 0.9 * (dx * dx + dy * dy);
       }
-      t = t < 0 ? 0 : t > 1 ? 1 : t;
+      t = t < 0 ? 0 : Math.min(t, 1);
       let pos = t * n;
       if (o.posterize) pos = Math.round(pos);
       const k = Math.min(n - 1, Math.floor(pos));

@@ -561,9 +561,10 @@ export function composeScene(o: ComposeOptions): Composition {
     parts.push(glowAt(mx, hz * 0.28, u * 18), circle(mx, hz * 0.28, u * 5, hex([238, 238, 222])), circle(mx + u * 1.5, hz * 0.28 + u * 0.8, u * 1, hex([210, 210, 196])));
   }
   if (ids.has('rainbow')) {
-    ([[230, 60, 60], [240, 150, 40], [240, 230, 60], [70, 190, 80], [60, 120, 230], [140, 70, 200]] as Rgb[]).forEach((c, i) =>
-      parts.push(path(`M${n(W * 0.1)} ${n(hz)} A${n(W * 0.4 - i * u * 1.6)} ${n(hz * 0.8 - i * u * 1.6)} 0 0 1 ${n(W * 0.9 - i * u * 3.2)} ${n(hz)}`, 'none', ` transform="translate(${n(i * u * 1.6)} 0)" stroke="${hex(c)}" stroke-width="${n(u * 1.6)}" opacity="0.55"`)),
-    );
+    const bands: Rgb[] = [[230, 60, 60], [240, 150, 40], [240, 230, 60], [70, 190, 80], [60, 120, 230], [140, 70, 200]];
+    for (const [i, c] of bands.entries()) {
+      parts.push(path(`M${n(W * 0.1)} ${n(hz)} A${n(W * 0.4 - i * u * 1.6)} ${n(hz * 0.8 - i * u * 1.6)} 0 0 1 ${n(W * 0.9 - i * u * 3.2)} ${n(hz)}`, 'none', ` transform="translate(${n(i * u * 1.6)} 0)" stroke="${hex(c)}" stroke-width="${n(u * 1.6)}" opacity="0.55"`));
+    }
   }
   if (ids.has('clouds') || weather.has('rain') || weather.has('storm')) {
     const cloud: Rgb = weather.has('rain') || weather.has('storm') ? [110, 114, 124] : mix([250, 250, 252], look.light, 0.3);

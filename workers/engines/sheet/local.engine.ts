@@ -144,7 +144,9 @@ export function createLocalSheetEngine(): SheetEditEngine {
         let found: unknown[] | null = null;
         for (const [re, rule] of RULES) {
           const m = re.exec(part);
-          if (m && (found = rule(m, input))) break;
+          if (!m) continue;
+          found = rule(m, input);
+          if (found) break;
         }
         if (!found) {
           const quoted = part.length > 60 ? `${part.slice(0, 60)}…` : part;

@@ -1,5 +1,5 @@
 import exifr from 'exifr';
-import sharp from 'sharp';
+import sharp, { type Metadata } from 'sharp';
 import type { SpaceResult } from '../../../contracts/spaces';
 import { UnrecoverableError } from '../../pool/errors';
 import { estimateRoom, rayToBox, type RoomBox } from './geometry';
@@ -36,7 +36,7 @@ export function createPhotoSpaceEngine(opts: PhotoEngineOptions): SpaceEngine {
     async build({ plan, photos }: SpaceEngineInput, ctx: SpaceEngineContext): Promise<SpaceResult> {
       const photo = photos[0];
       await ctx.progress('decoding', 'Reading the photo');
-      let meta;
+      let meta: Metadata;
       try {
         meta = await sharp(photo).metadata();
       } catch {

@@ -103,7 +103,7 @@ export function createRoomSpaceEngine(opts: RoomEngineOptions): SpaceEngine {
       if (views.some((v) => v.cropped)) notes.push('Views of another shape than the first were cropped to its shape.');
       await ctx.progress('stitching', 'Placing the views round the camera');
       const yaws = estimateYaws(views.map((v) => ({ grey: v.grey, w: aw, h: ah })), fovX);
-      yaws.yawDeg.forEach((y, i) => (views[i]!.yaw = (y * Math.PI) / 180));
+      for (const [i, y] of yaws.yawDeg.entries()) views[i]!.yaw = (y * Math.PI) / 180;
       notes.push(...yaws.notes);
       if (views.length > 1) {
         const span = Math.max(...yaws.yawDeg) - Math.min(...yaws.yawDeg);

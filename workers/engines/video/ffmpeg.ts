@@ -22,8 +22,7 @@ export function runFfmpeg(tools: FfmpegTools, args: string[], opts: { signal?: A
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (d: string) => {
       buf += d;
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
         const line = buf.slice(0, nl).trim();
         buf = buf.slice(nl + 1);
         const m = /^frame=(\d+)$/.exec(line);
