@@ -41,6 +41,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   rt.db.health.on('up', ({ downMs }) => void releaseOutageLocks(new Date(Date.now() - downMs)));
 
   const define = (name: string, run: () => Promise<unknown>) =>
+    // biome-ignore lint/nursery/noMisusedPromises: Agenda awaits an async processor (define's second overload); Biome reads the first, callback-style one.
     agenda.define(name, async () => {
       running.set(name, (running.get(name) ?? 0) + 1);
       try {

@@ -35,7 +35,10 @@ export function createXlsxExtractor(opts: { maxCells?: number } = {}): DriveText
           sheet: (name) => add(`# ${name}`),
           row: (texts, read) => {
             cells += read;
-            if (cells > maxCells) return !(truncated = true);
+            if (cells > maxCells) {
+              truncated = true;
+              return false;
+            }
             return texts.length ? add(texts.join('\t')) : true;
           },
         },
