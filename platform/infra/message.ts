@@ -1,6 +1,5 @@
 import type { z } from 'zod';
 import { metrics } from '../../monitoring/metrics';
-import type { Delivery } from '../amqp';
 import type { Logger } from '../log';
 
 /**
@@ -19,13 +18,19 @@ export interface DeadLetterOptions {
   onDeadLettered?: (reason: DeadLetterReason) => void;
 }
 
+/** What of an AMQP delivery (platform/amqp.ts `Delivery`) dead-lettering needs: its body, and the way off the queue. */
+export interface Unreadable {
+  msg: { content: Buffer };
+  deadLetter(): void;
+}
+
 /**
  * Dead-letter a message this consumer cannot handle: counted in
  * messages_dead_lettered_total{queue,reason} and said in one warning, "dead-lettering a message",
  * with its queue, reason and size (never its content: it may hold user data). The scheduler parks
  * it in the dead_letters collection (scheduler/dead-letters.ts).
  */
-export function deadLetter(d: Delivery, reason: DeadLetterReason, o: DeadLetterOptions & { invalid?: string[] }): void {
+export function deadLetter(d: Unreadable, reason: DeadLetterReason, o: DeadLetterOptions & { invalid?: string[] }): void {
   metrics.deadLettered.inc({ queue: o.queue, reason });
   o.log.warn('dead-lettering a message', { queue: o.queue, reason, bytes: d.msg.content.length, ...(o.invalid ? { invalid: o.invalid } : {}) });
   d.deadLetter();
@@ -37,7 +42,7 @@ export function deadLetter(d: Delivery, reason: DeadLetterReason, o: DeadLetterO
  * dead-lettered (deadLetter: invalid_json, or invalid_message with the paths of the first fields
  * that do not match, never their values).
  */
-export function parseOrDeadLetter<T>(d: Delivery, schema: z.ZodType<T>, o: DeadLetterOptions): T | undefined {
+export function parseOrDeadLetter<T>(d: Unreadable, schema: z.ZodType<T>, o: DeadLetterOptions): T | undefined {
   let body: unknown;
   try {
     body = JSON.parse(d.msg.content.toString('utf8'));
