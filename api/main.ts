@@ -1,6 +1,6 @@
 import diagnostics_channel from 'node:diagnostics_channel';
 import type { ServerResponse } from 'node:http';
-import { startMetricsServer } from '../monitoring/server';
+import { startMetricsServer } from '../monitoring/metrics-server';
 import { runMain } from '../platform/main';
 import { ownMetrics, start } from './app';
 import { joinsSupervisor } from './supervised';

@@ -24,7 +24,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Counter, Registry } from 'prom-client';
 import { loadConfig, type Config } from '../platform/config';
 import { createLogger, serviceLogger } from '../platform/log';
-import { startMetricsServer } from '../monitoring/server';
+import { startMetricsServer } from '../monitoring/metrics-server';
 import { HANDOFF_ENV, isMessage, type FromApi, type ToApi } from '../platform/supervision';
 import { FrontDoor, type Backend } from './supervisor/front-door';
 import { createGatherer } from './supervisor/gather';
