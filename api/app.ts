@@ -61,6 +61,9 @@ import { consoleRoutes } from './console/console.routes';
 
 export const BASE_PATH = '/api/v1';
 
+/** This process's own metrics, as Prometheus text. */
+export const ownMetrics = async () => ({ text: await registry.metrics(), contentType: registry.contentType });
+
 /** Every capability's routes, mounted after authentication. Add a capability here. */
 const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, imagesRoutes, videosRoutes, songsRoutes, researchRoutes, presentationsRoutes, webhooksRoutes,
   projectsRoutes, sheetsRoutes, boardsRoutes, conversationsRoutes, extractRoutes,
@@ -90,12 +93,16 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
     const failures = await probeHandler(rt.probes);
     res.status(failures.length ? 503 : 200).json(failures.length ? { status: 'unavailable', failures } : { status: 'ready' });
   });
+  // Metrics are served on METRICS_PORT (api/main.ts, or the supervisor); on this port only when
+  // METRICS_ON_API_PORT (the tests' stack): else GET /metrics is a 404 like any unknown path.
   // Under the supervisor, every API process's metrics (gathered over IPC); else this process's.
-  app.get('/metrics', async (_req, res) => {
-    const { text, contentType } = parts.metrics ? await parts.metrics() : { text: await registry.metrics(), contentType: registry.contentType };
-    res.setHeader('Content-Type', contentType);
-    res.send(text);
-  });
+  if (config.METRICS_ON_API_PORT) {
+    app.get('/metrics', async (_req, res) => {
+      const { text, contentType } = parts.metrics ? await parts.metrics() : await ownMetrics();
+      res.setHeader('Content-Type', contentType);
+      res.send(text);
+    });
+  }
 
   const deps: RouteDeps = {
     idempotency: parts.idempotency,

@@ -8,8 +8,9 @@
  * 30 s) while it keeps dying within a minute of its start. The supervisor owns the API port
  * (scripts/supervisor/front-door.ts): it hands each connection to the next ready API process
  * and holds connections while none is ready, so a crashed API process costs clients latency,
- * not refused connections. GET /metrics on that port reports every API process
- * (scripts/supervisor/gather.ts).
+ * not refused connections. GET /metrics on METRICS_PORT (a listener of the supervisor's, kept off
+ * the API port) reports every API process (scripts/supervisor/gather.ts); the API port answers it
+ * too only with METRICS_ON_API_PORT.
  *
  * Built (`dist/scripts/supervisor.js`, what `npm start` runs), it starts the compiled children
  * with plain `node`; run from source (`npm run dev`, the tests) it starts the TypeScript entry
@@ -23,6 +24,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Counter, Registry } from 'prom-client';
 import { loadConfig, type Config } from '../platform/config';
 import { createLogger, serviceLogger } from '../platform/log';
+import { startMetricsServer } from '../monitoring/metrics-server';
 import { HANDOFF_ENV, isMessage, type FromApi, type ToApi } from '../platform/supervision';
 import { FrontDoor, type Backend } from './supervisor/front-door';
 import { createGatherer } from './supervisor/gather';
@@ -74,6 +76,8 @@ interface Child {
 }
 const running = new Map<string, Child>();
 let stopping = false;
+/** GET /metrics for every API process, on METRICS_PORT (started with the API port). */
+let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
 
 /**
  * A child in a process group of its own (detached): Ctrl-C reaches only the supervisor, which
@@ -149,6 +153,7 @@ const stop = (signal: NodeJS.Signals) => {
   stopping = true;
   log.info('stopping', { signal, children: [...running.keys()] });
   void door?.close();
+  void metricsServer?.close();
   for (const c of running.values()) c.process.kill('SIGTERM');
   // Workers wait up to SHUTDOWN_GRACE_MS for jobs in flight; past that and a margin, force.
   const force = setTimeout(() => {
@@ -169,6 +174,14 @@ process.on('SIGTERM', stop);
 if (door) {
   const port = await door.listen(config.PORT);
   log.info('listening', { port, apiProcesses: config.API_PROCESSES, holdMs: config.API_HOLD_MS });
+}
+// Every API process's metrics, for Prometheus, on a port of their own (0: none).
+if (door && config.METRICS_PORT !== 0) {
+  metricsServer = await startMetricsServer({ port: config.METRICS_PORT, host: config.METRICS_HOST, metrics: () => gatherer.gather(door.backends()) }).catch((err: Error) => {
+    log.fatal(`the metrics port ${config.METRICS_HOST}:${config.METRICS_PORT} cannot be opened (METRICS_PORT; 0 turns it off)`, { err });
+    process.exit(1);
+  });
+  log.info('metrics listening', { port: metricsServer.port, host: config.METRICS_HOST });
 }
 
 const bootstrap = spawnChild('bootstrap', `scripts/bootstrap${ext}`);

@@ -54,8 +54,9 @@ export interface SupervisedApi {
 export async function startSupervisedApi(processes: number, env: Record<string, string>, kinds: 'api' | 'all' = 'api'): Promise<SupervisedApi> {
   await ensureBuilt();
   const port = await freePort();
+  const metricsPort = await freePort();
   const config = benchConfig({ ...env, PORT: String(port), API_PROCESSES: String(processes), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
-  const childEnv = { ...process.env, ...env, PORT: String(port), API_PROCESSES: String(processes), PUBLIC_BASE_URL: config.PUBLIC_BASE_URL, MONGODB_URL: config.MONGODB_URL, QUEUE_PREFIX: config.QUEUE_PREFIX };
+  const childEnv = { ...process.env, ...env, PORT: String(port), METRICS_PORT: String(metricsPort), API_PROCESSES: String(processes), PUBLIC_BASE_URL: config.PUBLIC_BASE_URL, MONGODB_URL: config.MONGODB_URL, QUEUE_PREFIX: config.QUEUE_PREFIX };
   const child = spawn(process.execPath, ['dist/scripts/supervisor.js', ...(kinds === 'api' ? ['api'] : [])], { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (d: Buffer) => (output = (output + d.toString()).slice(-20_000));
@@ -66,7 +67,7 @@ export async function startSupervisedApi(processes: number, env: Record<string, 
     await dropEverything(config); // also the names the API processes declared
   };
   try {
-    await waitForApiProcesses(port, processes, 120_000, () => child.exitCode === null);
+    await waitForApiProcesses(metricsPort, processes, 120_000, () => child.exitCode === null);
   } catch (err) {
     await stop();
     throw new Error(`${(err as Error).message}; supervisor output:\n${output}`);

@@ -47,7 +47,7 @@ async function startApi(env: Record<string, string>): Promise<Api> {
   const config = benchConfig({ ...env, PORT: String(port), PUBLIC_BASE_URL: base });
   const child = spawn(process.execPath, ['dist/api/main.js'], {
     cwd: root,
-    env: { ...process.env, ...env, PORT: String(port), PUBLIC_BASE_URL: base, MONGODB_URL: config.MONGODB_URL, QUEUE_PREFIX: config.QUEUE_PREFIX },
+    env: { ...process.env, ...env, PORT: String(port), METRICS_PORT: '0', METRICS_ON_API_PORT: 'true', PUBLIC_BASE_URL: base, MONGODB_URL: config.MONGODB_URL, QUEUE_PREFIX: config.QUEUE_PREFIX },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = once(child, 'exit');

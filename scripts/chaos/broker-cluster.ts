@@ -219,7 +219,7 @@ export async function runBrokerClusterScenario(opts: BrokerClusterOptions = {}):
 
     // --- figures ----------------------------------------------------------------------
     const scrape = async (url: string) => (await fetch(url).then((r) => r.text()).catch(() => ''));
-    const texts = await Promise.all([scrape(`http://127.0.0.1:${run.port}/metrics`), scrape(`http://127.0.0.1:${ports.worker}/metrics`), scrape(`http://127.0.0.1:${ports.scheduler}/metrics`)]);
+    const texts = await Promise.all([scrape(`http://127.0.0.1:${run.metricsPort}/metrics`), scrape(`http://127.0.0.1:${ports.worker}/metrics`), scrape(`http://127.0.0.1:${ports.scheduler}/metrics`)]);
     const sum = (name: string, labels: Record<string, string> = {}) => texts.reduce((n, t) => n + metricSum(t, name, labels), 0);
     const confirmDuration = 'amqp_publish_confirm_duration_seconds';
     const slowConfirms = sum(`${confirmDuration}_count`, { outcome: 'confirmed' }) - sum(`${confirmDuration}_bucket`, { outcome: 'confirmed', le: '1' });

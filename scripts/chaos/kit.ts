@@ -43,6 +43,8 @@ export interface ChaosRun {
   /** `http://127.0.0.1:<port>/api/v1` */
   base: string;
   port: number;
+  /** The supervisor's metrics listener (METRICS_PORT): GET /metrics of every API process. */
+  metricsPort: number;
   supervisor: ChildProcess;
   /** The supervisor's output so far (JSON lines of every process). */
   output(): string;
@@ -67,12 +69,14 @@ export async function startChaosRun(opts: { name: string; jobMs?: number; credit
   const brokerBefore = await brokerSnapshot();
   const provider = await startFakeProvider(opts.jobMs ?? Number(process.env.CHAOS_JOB_MS ?? 1000));
   const port = await freePort();
+  const metricsPort = await freePort();
   const mongoServer = (opts.env?.MONGODB_URL ?? process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '');
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     NODE_ENV: 'development',
     LOG_LEVEL: 'warn',
     PORT: String(port),
+    METRICS_PORT: String(metricsPort),
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
     QUEUE_PREFIX: recordQueuePrefix(`chaos${id}.`),
     WORKER_METRICS_PORT: '0',
@@ -106,14 +110,14 @@ export async function startChaosRun(opts: { name: string; jobMs?: number; credit
   };
   try {
     db = await connectMongo(config.MONGODB_URL);
-    await waitForApiProcesses(port, 1, 90_000, () => supervisor.exitCode === null).catch((err: Error) => {
+    await waitForApiProcesses(metricsPort, 1, 90_000, () => supervisor.exitCode === null).catch((err: Error) => {
       throw new Error(`${err.message}; supervisor output:\n${output.slice(-4000)}`);
     });
     await ensureIndexes(db);
     const accounts = createAccountsRepository(db);
     const account = await accounts.createAccount({ name: opts.name, plan: 'pro', credits: opts.credits ?? 10_000 });
     const { key } = await accounts.createKey(account._id);
-    return { id, env, config, base: `http://127.0.0.1:${port}/api/v1`, port, supervisor, output: () => output, lines, db, accountId: account._id, key, provider, close };
+    return { id, env, config, base: `http://127.0.0.1:${port}/api/v1`, port, metricsPort, supervisor, output: () => output, lines, db, accountId: account._id, key, provider, close };
   } catch (err) {
     await close();
     throw err;

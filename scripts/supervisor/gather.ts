@@ -11,8 +11,8 @@ export interface Member {
 }
 
 /**
- * GET /metrics on the API port, whichever API process the connection reached: the supervisor
- * asks every ready API process for its metrics (prom-client JSON over IPC) and merges them with
+ * GET /metrics on METRICS_PORT (the supervisor's listener), or on the API port with
+ * METRICS_ON_API_PORT whichever API process the connection reached: the supervisor asks every ready API process for its metrics (prom-client JSON over IPC) and merges them with
  * prom-client's AggregatorRegistry, as in node:cluster mode: counters and histograms add up,
  * gauges follow each metric's `aggregator` (sum unless the metric says otherwise). The
  * supervisor's own metrics are added. A process that does not answer in time is counted with

@@ -149,7 +149,7 @@ describe('deploy/compose.yaml', () => {
     expect(() => run(compose, ['-f', composeFile, 'config', '-q'], { cwd: deployDir, env: { ...secrets, MONGO_PASSWORD: '' } })).to.throw(/MONGO_PASSWORD/);
   });
 
-  it('when the host is reached from outside, then only loopback ports are published: the API (its /metrics behind the proxy) and Prometheus', () => {
+  it('when the host is reached from outside, then only loopback ports are published: the API (not its metrics port) and Prometheus', () => {
     const published = Object.entries(services).filter(([, s]) => s.ports).map(([name, s]) => [name, s.ports!.map((p) => interpolate(p, {}))]);
     expect(published).to.deep.equal([
       ['api', ['127.0.0.1:8080-8083:8080']],
@@ -163,7 +163,9 @@ describe('deploy/compose.yaml', () => {
     };
     const job = (name: string) => prom.scrape_configs.find((s) => s.job_name === name)!.dns_sd_configs;
     const defaults = loadConfig({});
-    expect(job('svc-api')).to.deep.equal([{ names: ['api'], type: 'A', port: defaults.PORT }]);
+    // The API's metrics on METRICS_PORT, set so on the api service (its PORT answers /metrics 404).
+    expect(job('svc-api')).to.deep.equal([{ names: ['api'], type: 'A', port: defaults.METRICS_PORT }]);
+    expect(Number(services.api!.environment!.METRICS_PORT)).to.equal(defaults.METRICS_PORT);
     expect(job('svc-scheduler')).to.deep.equal([{ names: ['scheduler'], type: 'A', port: defaults.SCHEDULER_METRICS_PORT }]);
     const workers = job('svc-worker');
     expect(workers.flatMap((w) => w.names).sort()).to.deep.equal(POOL_TYPES.map((p) => `worker-${p}`).sort());

@@ -126,10 +126,14 @@ describe('deploy/k8s manifests', () => {
       expect(c.livenessProbe.httpGet.path, name).to.equal('/healthz');
       expect(probePort(d, c.readinessProbe), name).to.equal(portOf(name));
       expect(probePort(d, c.livenessProbe), name).to.equal(portOf(name));
-      // The ConfigMap keeps the defaults, and the scrape annotation points at the same port.
+      // The ConfigMap keeps the defaults, and the scrape annotation points at the process's metrics
+      // port: the same as its probes, but the API's metrics are on METRICS_PORT (PORT answers 404).
       expect(name === 'api' ? podConfig.PORT : name === 'scheduler' ? podConfig.SCHEDULER_METRICS_PORT : podConfig.WORKER_METRICS_PORT).to.equal(portOf(name));
-      expect(Number(d.spec.template.metadata.annotations['prometheus.io/port']), name).to.equal(portOf(name));
+      const metricsPort = name === 'api' ? defaults.METRICS_PORT : portOf(name);
+      expect(Number(d.spec.template.metadata.annotations['prometheus.io/port']), name).to.equal(metricsPort);
+      expect((c.ports as { containerPort: number }[]).map((p) => p.containerPort), name).to.include(metricsPort);
     }
+    expect(podConfig.METRICS_PORT).to.equal(defaults.METRICS_PORT);
   });
 
   it('when a pod is stopped, then its grace period outlasts the SHUTDOWN_GRACE_MS its pods get', () => {
@@ -226,8 +230,15 @@ describe('deploy/k8s manifests', () => {
       const policy = mine[0]!;
       expect(policy.spec.policyTypes).to.deep.equal(['Ingress']);
       if (d.metadata.name === 'api') {
-        expect(namespacesOf(policy).sort()).to.deep.equal(['ingress-nginx', 'monitoring']);
-        expect(portsOf(policy)).to.deep.equal([defaults.PORT]);
+        // The API port from the ingress controller only; the metrics port from Prometheus only.
+        const rules = (policy.spec.ingress as { from: { namespaceSelector: { matchLabels: Record<string, string> } }[]; ports: { port: number }[] }[]).map((r) => ({
+          from: r.from.map((f) => f.namespaceSelector.matchLabels['kubernetes.io/metadata.name']).sort(),
+          ports: r.ports.map((p) => p.port).sort(),
+        }));
+        expect(rules).to.have.deep.members([
+          { from: ['ingress-nginx'], ports: [defaults.PORT] },
+          { from: ['monitoring'], ports: [defaults.METRICS_PORT] },
+        ]);
       } else {
         expect(namespacesOf(policy), d.metadata.name).to.deep.equal(['monitoring']);
         expect(portsOf(policy)).to.include(d.metadata.name === 'scheduler' ? defaults.SCHEDULER_METRICS_PORT : defaults.WORKER_METRICS_PORT);

@@ -22,7 +22,8 @@ export async function spawnApiProcess(stack: Stack, env: Record<string, string> 
   const child = spawn(process.execPath, opts.compiled ? ['dist/api/main.js'] : ['--import', 'tsx', 'api/main.ts'], {
     cwd: projectRoot,
     stdio: 'ignore',
-    env: stackEnv(stack, { PORT: String(port), RATE_LIMIT_MAX: String(c.RATE_LIMIT_MAX), RATE_LIMIT_WINDOW_SECONDS: String(c.RATE_LIMIT_WINDOW_SECONDS), ...env }),
+    // No metrics listener (it would take the default METRICS_PORT): /metrics on the API port.
+    env: stackEnv(stack, { PORT: String(port), METRICS_PORT: '0', METRICS_ON_API_PORT: 'true', RATE_LIMIT_MAX: String(c.RATE_LIMIT_MAX), RATE_LIMIT_WINDOW_SECONDS: String(c.RATE_LIMIT_WINDOW_SECONDS), ...env }),
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const kill = async () => {

@@ -66,6 +66,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     QUEUE_TYPE: process.env.TEST_QUEUE_TYPE ?? 'classic',
     WORKER_METRICS_PORT: '0',
     SCHEDULER_METRICS_PORT: '0',
+    // The suites read ${baseUrl}/metrics: the in-process API serves it on its own port.
+    METRICS_ON_API_PORT: 'true',
     SWEEP_INTERVAL: '1 second',
     SCHEDULER_PROCESS_EVERY_MS: '300',
     DISPATCH_GRACE_MS: '500',

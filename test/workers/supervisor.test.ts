@@ -57,10 +57,12 @@ describe('supervisor (npm start)', () => {
     if (opts.compiled) await ensureBuilt();
     const id = randomBytes(4).toString('hex');
     const port = await freePort();
+    const metricsPort = await freePort();
     const env: Record<string, string> = {
       NODE_ENV: 'test',
       LOG_LEVEL: 'warn',
       PORT: String(port),
+      METRICS_PORT: String(metricsPort),
       PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
       MONGODB_URL: `${(process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '')}/t_${id}`,
       AMQP_URL: process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
@@ -86,7 +88,7 @@ describe('supervisor (npm start)', () => {
     const key = (await eventually(async () => /\b(svc_[A-Za-z0-9_-]{43})\b/.exec(output)?.[1], 60_000, `the development key in:\n${output}`))!;
     const lines = () => stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>);
     // The JSON log is stdout; the development key goes to the terminal (stderr).
-    return { supervisor, env, key, port, output: () => output, stdout: () => stdout, lines };
+    return { supervisor, env, key, port, metricsPort, output: () => output, stdout: () => stdout, lines };
   }
 
   after(async () => {
@@ -96,9 +98,9 @@ describe('supervisor (npm start)', () => {
     }
   });
 
-  it('when API_PROCESSES=2, then two API processes answer on one port, /metrics counts both, a killed one comes back, and SIGTERM stops them all', async function () {
+  it('when API_PROCESSES=2, then two API processes answer on one port, /metrics on the metrics port counts both, a killed one comes back, and SIGTERM stops them all', async function () {
     this.timeout(180_000);
-    const { supervisor, key, port, output, lines } = await startSupervisor({ API_PROCESSES: '2' });
+    const { supervisor, key, port, metricsPort, output, lines } = await startSupervisor({ API_PROCESSES: '2' });
     const pid = supervisor.pid!;
     const api = client(`http://127.0.0.1:${port}/api/v1`, key);
 
@@ -126,8 +128,8 @@ describe('supervisor (npm start)', () => {
     const first = await twoProcesses('two API processes answering');
     for (const p of first) expect(parentOf(p), `pid ${p} is a child of the supervisor`).to.equal(pid);
 
-    // /metrics on the shared port, whichever process answers it, counts what both served.
-    const metrics = async () => (await client(`http://127.0.0.1:${port}`).get('/metrics', { connection: 'close' })).text;
+    // /metrics on the supervisor's metrics port counts what both served.
+    const metrics = async () => (await client(`http://127.0.0.1:${metricsPort}`).get('/metrics', { connection: 'close' })).text;
     const series = { method: 'GET', route: '/api/v1/account', status: '200' };
     const before = sample(await metrics(), 'http_request_duration_seconds_count', series);
     const by = new Set<number>();
