@@ -84,7 +84,7 @@ export interface LeaseDoc {
 }
 
 /**
- * How long the balance shown trusts a lease's `spent`: while its holder keeps writing it down
+ * How long the balance shown trusts a lease's `spentMillicredits`: while its holder keeps writing it down
  * (its batches follow each answer within 20 to 100 ms) and for this long after. Past it the
  * holder is idle, dead (its last batch may have died with it), or stopped spending from the
  * lease because a count became uncertain (an insert whose outcome it never learnt, a batch that
@@ -269,7 +269,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * What the account can spend: its credits plus the unspent part of the leases API processes
      * hold. One read of the account and one read by `_id` per lease it holds (a few at most: one
      * per API process); a lease is leased minus what its holder wrote down as spent
-     * (`LeaseDoc.spent`) while the holder vouches for that count (LEASE_VOUCH_MS), else minus the
+     * (`LeaseDoc.spentMillicredits`) while the holder vouches for that count (LEASE_VOUCH_MS), else minus the
      * price of the jobs that name it (one more read, only then). Exact once the holders' batches
      * (at most 20 ms after each answer, 100 ms under a stream) are written, within LEASE_VOUCH_MS
      * of a holder dying, and as soon as the database answers after an outage.
@@ -329,9 +329,9 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
     },
 
     /**
-     * Give back what a lease did not spend, once: claim it (`settling`), count its spend (`spent`
+     * Give back what a lease did not spend, once: claim it (`settling`), count its spend (`spent`, in millicredits,
      * when the holder knows it exactly, else the charges of the jobs naming it), then add
-     * `amount - spent` to the account in the same update that removes the lease's marker (so a
+     * `millicredits - spent` to the account in the same update that removes the lease's marker (so a
      * second settlement gives nothing), and drop the lease. `expiredBefore` settles it only if
      * its `until` is before then (the scheduler). Null when someone else settles it or it is gone.
      *
@@ -692,7 +692,7 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
 
   /**
    * The lease's count is no longer certain: spend no more from it (the next spend takes a new
-   * lease), so its `spent` stops being written down and the balance shown counts its jobs
+   * lease), so its `spentMillicredits` stops being written down and the balance shown counts its jobs
    * (LEASE_VOUCH_MS); the scheduler settles it from them after it expired.
    */
   const uncertain = (h: HeldLease) => {

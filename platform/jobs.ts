@@ -247,7 +247,7 @@ export function createJobs(deps: JobsDeps) {
 
   /**
    * What jobs charged from a credit lease leave to write, within 20 to 100 ms, in two commands per
-   * batch: each lease's spend (one $inc per lease, for the balance shown: LeaseDoc.spent), and
+   * batch: each lease's spend (one $inc per lease, for the balance shown: LeaseDoc.spentMillicredits), and
    * the ledger entries of the jobs whose publish was confirmed. The entry doubles as the job's
    * dispatch record (the sweep reads it before it republishes an undispatched job, see `sweep`),
    * so a job whose publish failed gets none here: the sweep publishes it, then writes it.
