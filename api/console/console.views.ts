@@ -1,6 +1,6 @@
 import { SCOPES, type Scope } from '../../contracts/registry';
 import type { Webhook, WebhookDelivery } from '../../contracts/webhooks';
-import { fromUnits } from '../../platform/credits';
+import { addCredits, fromUnits } from '../../platform/credits';
 import type { Page } from '../../platform/lists';
 import type { ApiKeyDoc, JobDoc, LedgerDoc } from '../../platform/mongo';
 import { usageChart } from './console.chart';
@@ -71,7 +71,7 @@ const capNotes = (u: Usage): Html[] => [
 
 export function overviewPage(v: Viewer, d: { plan: string; balance: number; activeKeys: number; usage: Usage; jobs: Omit<JobDoc, 'input'>[] }): Html {
   const requests = d.usage.days.reduce((n, x) => n + x.requests, 0);
-  const credits = Math.round(d.usage.days.reduce((n, x) => n + x.credits, 0) * 100) / 100;
+  const credits = addCredits(...d.usage.days.map((x) => x.credits)); // exact, in millicredits
   const notes = capNotes(d.usage);
   return layout('Overview', html`<h1>Overview</h1>
 <div class="stats"><div class="stat"><span class="muted">Plan</span><b>${d.plan}</b></div>

@@ -7,6 +7,7 @@ import type { CreditOperation } from '../../contracts/registry';
 import { createAssistantTools } from '../assistant/tools';
 import { errorArtifact, executeToolCall } from '../assistant/execute';
 import type { ToolContext, ToolDefinition } from '../assistant/tool';
+import { fromUnits } from '../credits';
 import { AppError } from '../errors';
 import { COLLECTIONS } from '../mongo';
 import { HOLD_GRACE_MS } from '../paid-call';
@@ -99,7 +100,7 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
       input: z.strictObject({}),
       spends: [],
       async run(_args, ctx) {
-        const balance = await rt.credits.balance(ctx.account._id);
+        const balance = fromUnits(await rt.credits.balance(ctx.account._id));
         return art('get_account', 'Your account', `You are on the ${ctx.account.plan} plan with ${Math.floor(balance * 100) / 100} credits.`, { plan: ctx.account.plan, balance });
       },
     },
