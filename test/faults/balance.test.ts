@@ -31,7 +31,7 @@ describe('balance after faults', function () {
     for (const prompt of ['one', 'two', 'three']) {
       await stack.rt.jobs.create({ accountId, type: 'code', input: { prompt }, credits: { operation: 'code_build', millicredits: toUnits(5), charged: true, settling: null, lease: lease._id } });
     }
-    await stack.rt.credits.addLeaseSpend(new Map([[lease._id, 5]]));
+    await stack.rt.credits.addLeaseSpend(new Map([[lease._id, toUnits(5)]]));
     // While the holder's count is fresh it is trusted (one read per lease, no scan of the jobs).
     expect(await balance(key)).to.equal(5000 - 5);
     await new Promise((r) => setTimeout(r, LEASE_VOUCH_MS + 200));
