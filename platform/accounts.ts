@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { AccountFeatures } from '../contracts/account';
 import type { Plan, Scope } from '../contracts/registry';
 import { SCOPES } from '../contracts/registry';
+import { toUnits } from './credits';
 import { newId } from './ids';
 import type { AmqpClient } from './amqp';
 import type { Logger } from './log';
@@ -22,7 +23,7 @@ export const DEFAULT_FEATURES: AccountFeatures = {
 export const hashKey = (key: string) => createHash('sha256').update(key, 'utf8').digest('hex');
 
 /** What authentication caches of an account: no balance (it moves on every charge) and no ref lists. */
-export type AuthAccount = Omit<AccountDoc, 'credits' | 'chargedRefs' | 'refundedJobs'>;
+export type AuthAccount = Omit<AccountDoc, 'millicredits' | 'chargedRefs' | 'refundedJobs'>;
 export interface Authenticated {
   key: ApiKeyDoc;
   account: AuthAccount;
@@ -51,7 +52,7 @@ export function createAccountsRepository(db: Database, opts: { invalidate?: (msg
         _id: input.id ?? newId('acct'),
         name: input.name,
         plan: input.plan,
-        credits: input.credits,
+        millicredits: toUnits(input.credits),
         features: { ...DEFAULT_FEATURES, ...input.features },
         createdAt: new Date(),
       };
@@ -115,7 +116,7 @@ export function createAccountsRepository(db: Database, opts: { invalidate?: (msg
       if (!key || key.revokedAt) return null;
       // The index lookup already matched; compare again in constant time as defence in depth.
       if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) return null;
-      const account = await db.accounts.findOne({ _id: key.accountId }, { projection: { credits: 0, chargedRefs: 0, refundedJobs: 0 } });
+      const account = await db.accounts.findOne({ _id: key.accountId }, { projection: { millicredits: 0, chargedRefs: 0, refundedJobs: 0 } });
       return account ? { key, account } : null;
     },
   };

@@ -60,9 +60,11 @@ const creditPrices = z.string().transform((v, ctx) => {
     ctx.addIssue({ code: 'custom', message: 'must be a JSON object of operation: price' });
     return z.NEVER;
   }
-  const r = z.partialRecord(z.enum(CREDIT_OPERATIONS), z.number().min(0)).safeParse(parsed);
+  // A whole number of millicredits (at most 3 decimals): balances are kept in them (platform/credits.ts).
+  const millicredits = (v: number) => Math.abs(v * 1000 - Math.round(v * 1000)) < 1e-6;
+  const r = z.partialRecord(z.enum(CREDIT_OPERATIONS), z.number().min(0).refine(millicredits)).safeParse(parsed);
   if (!r.success) {
-    ctx.addIssue({ code: 'custom', message: `must map operations (${CREDIT_OPERATIONS.join(', ')}) to non-negative numbers` });
+    ctx.addIssue({ code: 'custom', message: `must map operations (${CREDIT_OPERATIONS.join(', ')}) to non-negative numbers of at most 3 decimals` });
     return z.NEVER;
   }
   return r.data as Partial<Record<CreditOperation, number>>;
@@ -110,7 +112,7 @@ export const ConfigSchema = z.object({
   CREDIT_LEASE_CREDITS: z.coerce.number().min(0).default(1000).describe('Credits an API process takes from an account at once (a lease, one conditional update) to charge job POSTs from in memory, so a job POST makes no account update; the job names its lease and the unspent part goes back when the lease ends. 0: every job is charged with its own conditional update.'),
   CREDIT_LEASE_MIN_BALANCE: z.coerce.number().min(0).default(10_000).describe('A credit lease is taken only while the account keeps at least this many credits besides; below it every charge is its own conditional update, exact to the last credit.'),
   CREDIT_LEASE_MS: z.coerce.number().int().min(1000).default(30_000).describe('Life of a credit lease. Its process stops spending from it a quarter before (at most 5 s before) and gives back the unspent part; the scheduler settles, from the jobs that name it, a lease whose process died.'),
-  CREDIT_PRICES: creditPrices.optional().describe('JSON object overriding credit prices per operation.'),
+  CREDIT_PRICES: creditPrices.optional().describe('JSON object overriding credit prices per operation (at most 3 decimals: balances are kept in whole millicredits).'),
   ASSET_SIGNING_SECRET: z.string().min(32).default(DEV_SECRET).describe('HMAC key for public asset links; the same on every process. Required in production.'),
   ASSET_URL_TTL_SECONDS: z.coerce.number().int().min(60).default(7 * 24 * 3600).describe('Validity of signed links to generated media.'),
   WORKER_POOLS: poolList.default([...POOL_TYPES]).describe('Comma-separated pools this worker process runs, or "all".'),

@@ -18,7 +18,7 @@ interface HoldDoc {
   _id: string;
   accountId: string;
   operation: CreditOperation;
-  amount: number;
+  millicredits: number;
   until: Date;
   /**
    * The document the call makes when it delivers (a project, a sheet commit), by collection and
@@ -66,7 +66,7 @@ export interface LeaseDoc {
   accountId: string;
   /** The process spending it (platform/instance.ts instanceId). */
   owner: string;
-  amount: number;
+  millicredits: number;
   at: Date;
   /** The holder stops spending before this; afterwards the scheduler settles what is left. */
   until: Date;
@@ -78,13 +78,13 @@ export interface LeaseDoc {
    * LEASE_VOUCH_MS). Settlement does not trust it: the holder settles with its own count, the
    * scheduler counts the jobs that name the lease.
    */
-  spent?: number;
-  /** When the holder last wrote `spent` down (its clock); absent before its first batch. */
+  spentMillicredits?: number;
+  /** When the holder last wrote `spentMillicredits` down (its clock); absent before its first batch. */
   spentAt?: Date;
 }
 
 /**
- * How long the balance shown trusts a lease's `spent`: while its holder keeps writing it down
+ * How long the balance shown trusts a lease's `spentMillicredits`: while its holder keeps writing it down
  * (its batches follow each answer within 20 to 100 ms) and for this long after. Past it the
  * holder is idle, dead (its last batch may have died with it), or stopped spending from the
  * lease because a count became uncertain (an insert whose outcome it never learnt, a batch that
@@ -104,8 +104,101 @@ export const LEASE_VOUCH_MS = 2000;
  */
 export const LEASE_SETTLE_MARGIN_MS = 10_000;
 
-/** Rounded to the cent, as prices are. */
-const cents = (n: number) => Math.round(n * 100) / 100;
+/**
+ * Credits are stored, added and compared as integer millicredits (thousandths of a credit; every
+ * price is a whole number of them, config.ts refuses a finer one), so no sum ever drifts (a balance
+ * once read back as 713.2500000000001). Conversions happen at the edges only: a price into
+ * millicredits where a charge is computed (`millicreditsFor`), millicredits into a decimal number
+ * of credits in JSON (`fromUnits`).
+ */
+export const MILLICREDITS_PER_CREDIT = 1000;
+
+/** Credits (a decimal number, at most 3 decimals) as integer millicredits: 713.25 → 713250. */
+export function toUnits(credits: number): number {
+  const units = Math.round(credits * MILLICREDITS_PER_CREDIT);
+  if (!Number.isSafeInteger(units)) throw new RangeError(`not a number of credits: ${credits}`);
+  return units;
+}
+
+/** Integer millicredits as credits, the nearest double to the exact decimal (713250 → 713.25). */
+export function fromUnits(units: number): number {
+  return units / MILLICREDITS_PER_CREDIT;
+}
+
+/** The exact sum of amounts in credits (each of at most 3 decimals), added as millicredits: 0.1 + 0.2 → 0.3. */
+export function addCredits(...amounts: number[]): number {
+  return fromUnits(amounts.reduce((n, a) => n + toUnits(a), 0));
+}
+
+/**
+ * Fields that held decimal credits before millicredits, per collection: old name → new name.
+ * The first pair's old field says a document is in the old format.
+ */
+const DECIMAL_CREDIT_FIELDS: readonly { collection: string; fields: readonly [string, string][] }[] = [
+  { collection: COLLECTIONS.accounts, fields: [['credits', 'millicredits']] },
+  { collection: COLLECTIONS.ledger, fields: [['amount', 'millicredits']] },
+  { collection: COLLECTIONS.creditHolds, fields: [['amount', 'millicredits']] },
+  { collection: COLLECTIONS.creditLeases, fields: [['amount', 'millicredits'], ['spent', 'spentMillicredits']] },
+  { collection: COLLECTIONS.jobs, fields: [['credits.amount', 'credits.millicredits']] },
+  { collection: COLLECTIONS.audit, fields: [['creditsCharged', 'millicreditsCharged']] },
+  { collection: COLLECTIONS.liveSessions, fields: [['charge.amount', 'charge.millicredits'], ['spent', 'spentMillicredits']] },
+];
+
+const MIGRATION_ID = 'credit-units-millicredits';
+
+const valueAt = (doc: Record<string, unknown>, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), doc);
+
+/**
+ * Convert documents stored with decimal credits (before millicredits) at startup, before the
+ * process serves; every process runs it (API, scheduler, workers: createRuntime).
+ *
+ * Safe with several processes at once, and after a crash half-way, without a lock: the format is
+ * in the field's name (`credits` decimal, `millicredits` integer), and each document is converted
+ * by ONE conditional update whose filter holds the old values it read: `$set` the new fields,
+ * `$unset` the old ones. A second process converting the same document matches nothing (the old
+ * field is gone), so nothing is converted twice; new documents never carry an old field. Once a
+ * pass found nothing left, a `migrations` document records it and later starts skip the scans.
+ * Processes of the version before must be stopped first: they would write the old fields again.
+ */
+export async function migrateCreditUnits(db: Database, log?: Logger): Promise<{ converted: number }> {
+  const done = db.db.collection<{ _id: string; at: Date }>(COLLECTIONS.migrations);
+  if (await done.countDocuments({ _id: MIGRATION_ID })) return { converted: 0 };
+  let converted = 0;
+  for (const { collection, fields } of DECIMAL_CREDIT_FIELDS) {
+    const col = db.db.collection<Record<string, unknown> & { _id: string }>(collection);
+    let after: string | null = null;
+    for (;;) {
+      const batch = await col
+        .find({ [fields[0]![0]]: { $exists: true }, ...(after === null ? {} : { _id: { $gt: after } }) })
+        .sort({ _id: 1 })
+        .limit(500)
+        .toArray();
+      if (!batch.length) break;
+      for (const doc of batch) {
+        const filter: Record<string, unknown> = { _id: doc._id };
+        const set: Record<string, number> = {};
+        const unset: Record<string, ''> = {};
+        for (const [from, to] of fields) {
+          const old = valueAt(doc, from);
+          if (old === undefined) continue;
+          filter[from] = old;
+          set[to] = toUnits(typeof old === 'number' ? old : 0);
+          unset[from] = '';
+        }
+        const r = await col.updateOne(filter, { $set: set, $unset: unset });
+        converted += r.modifiedCount;
+      }
+      after = batch[batch.length - 1]!._id;
+    }
+  }
+  try {
+    await done.insertOne({ _id: MIGRATION_ID, at: new Date() });
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+  }
+  if (converted) log?.info('stored credits converted to millicredits', { documents: converted });
+  return { converted };
+}
 
 /** What a hold pays for, looked up by `_id` (and the hold's account) in `collection`. */
 export interface HoldDelivery {
@@ -114,7 +207,9 @@ export interface HoldDelivery {
 }
 
 export function createCredits(db: Database, prices: Readonly<Record<CreditOperation, number>>) {
-  const price = (op: CreditOperation, units = 1) => Math.round(prices[op] * units * 100) / 100;
+  const unitPrices = Object.fromEntries(Object.entries(prices).map(([op, p]) => [op, toUnits(p)])) as Record<CreditOperation, number>;
+  /** What `count` of `op` costs, in millicredits (speech: `count` characters). */
+  const millicreditsFor = (op: CreditOperation, count = 1) => unitPrices[op] * count;
   const holds = db.db.collection<HoldDoc>(COLLECTIONS.creditHolds);
   const leases = db.db.collection<LeaseDoc>(COLLECTIONS.creditLeases);
 
@@ -122,10 +217,10 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
    * Take `ref`'s hold id so the hold can never be made: true when it is fenced (now or by an
    * earlier run), false when a real hold holds it (the request made it after all).
    */
-  const fence = async (accountId: string, ref: string, operation: CreditOperation, amount: number): Promise<boolean> => {
+  const fence = async (accountId: string, ref: string, operation: CreditOperation, millicredits: number): Promise<boolean> => {
     const now = new Date();
     try {
-      await holds.insertOne({ _id: ref, accountId, operation, amount, until: now, deliveredBy: null, settling: now, fence: true });
+      await holds.insertOne({ _id: ref, accountId, operation, millicredits, until: now, deliveredBy: null, settling: now, fence: true });
       return true;
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
@@ -148,18 +243,18 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
    * covers it, `ref` not charged already). True when `ref` is paid for, now or before; false
    * when the balance is short.
    */
-  const charge = async (input: { accountId: string; ref: string; operation: CreditOperation; amount: number; timeoutMs?: number; onBalance?: (credits: number) => void }): Promise<boolean> => {
+  const charge = async (input: { accountId: string; ref: string; operation: CreditOperation; millicredits: number; timeoutMs?: number; onBalance?: (millicredits: number) => void }): Promise<boolean> => {
     // findOneAndUpdate rather than updateOne (the same work for the server): the balance after
     // the debit tells the caller whether a credit lease is worth taking for the next job.
     const after = await db.accounts.findOneAndUpdate(
-      { _id: input.accountId, credits: { $gte: input.amount }, chargedRefs: { $ne: input.ref } },
-      { $inc: { credits: -input.amount }, $push: { chargedRefs: { $each: [input.ref], $slice: -1000 } } },
+      { _id: input.accountId, millicredits: { $gte: input.millicredits }, chargedRefs: { $ne: input.ref } },
+      { $inc: { millicredits: -input.millicredits }, $push: { chargedRefs: { $each: [input.ref], $slice: -1000 } } },
       // No projection: FerretDB 1.24 does not implement one for findAndModify.
       { returnDocument: 'after', ...(input.timeoutMs ? { timeoutMS: input.timeoutMs } : {}) },
     );
     if (after) {
-      input.onBalance?.(after.credits);
-      metrics.creditsCharged.inc({ operation: input.operation }, input.amount);
+      input.onBalance?.(after.millicredits);
+      metrics.creditsCharged.inc({ operation: input.operation }, fromUnits(input.millicredits));
       return true;
     }
     if (await db.accounts.countDocuments({ _id: input.accountId, chargedRefs: input.ref })) return true;
@@ -168,21 +263,21 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
   };
 
   const api = {
-    price,
+    millicreditsFor,
 
     /**
      * What the account can spend: its credits plus the unspent part of the leases API processes
      * hold. One read of the account and one read by `_id` per lease it holds (a few at most: one
      * per API process); a lease is leased minus what its holder wrote down as spent
-     * (`LeaseDoc.spent`) while the holder vouches for that count (LEASE_VOUCH_MS), else minus the
+     * (`LeaseDoc.spentMillicredits`) while the holder vouches for that count (LEASE_VOUCH_MS), else minus the
      * price of the jobs that name it (one more read, only then). Exact once the holders' batches
      * (at most 20 ms after each answer, 100 ms under a stream) are written, within LEASE_VOUCH_MS
      * of a holder dying, and as soon as the database answers after an outage.
      */
     async balance(accountId: string): Promise<number> {
-      const a = await db.accounts.findOne({ _id: accountId }, { projection: { credits: 1, leaseRefs: 1 } });
+      const a = await db.accounts.findOne({ _id: accountId }, { projection: { millicredits: 1, leaseRefs: 1 } });
       if (!a) return 0;
-      if (!a.leaseRefs?.length) return a.credits;
+      if (!a.leaseRefs?.length) return a.millicredits;
       // By `_id` one at a time: FerretDB 1.24 scans the collection for `_id: { $in: [...] }`.
       const ls = await Promise.all(a.leaseRefs.map((id) => leases.findOne({ _id: id, accountId })));
       const now = Date.now();
@@ -191,19 +286,19 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
           if (!l) return 0;
           // The holder's count while it vouches for it; else what the lease's jobs cost.
           const vouched = !l.settling && now < l.until.getTime() && now - (l.spentAt ?? l.at).getTime() <= LEASE_VOUCH_MS;
-          const spent = vouched ? (l.spent ?? 0) : (await jobsOfLease(l)).reduce((n, j) => n + j.credits.amount, 0);
-          return Math.max(0, l.amount - spent);
+          const spent = vouched ? (l.spentMillicredits ?? 0) : (await jobsOfLease(l)).reduce((n, j) => n + j.credits.millicredits, 0);
+          return Math.max(0, l.millicredits - spent);
         }),
       );
-      return cents(unspent.reduce((n, u) => n + u, a.credits));
+      return unspent.reduce((n, u) => n + u, a.millicredits);
     },
 
-    /** Write down what leases spent (lease id → amount), in one command: see LeaseDoc.spent. */
+    /** Write down what leases spent (lease id → millicredits), in one command: see LeaseDoc.spentMillicredits. */
     async addLeaseSpend(spends: ReadonlyMap<string, number>): Promise<void> {
       if (!spends.size) return;
       const now = new Date();
       await leases.bulkWrite(
-        [...spends].map(([id, amount]) => ({ updateOne: { filter: { _id: id }, update: { $inc: { spent: cents(amount) }, $set: { spentAt: now } } } })),
+        [...spends].map(([id, millicredits]) => ({ updateOne: { filter: { _id: id }, update: { $inc: { spentMillicredits: millicredits }, $set: { spentAt: now } } } })),
         { ordered: false },
       );
     },
@@ -215,13 +310,13 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * (the lease is dropped again). A crash between the two leaves a lease the scheduler settles
      * after `until`: nothing to give back when the marker never reached the account.
      */
-    async takeLease(input: { accountId: string; amount: number; minBalance: number; ttlMs: number; owner: string; timeoutMs?: number }): Promise<LeaseDoc | null> {
+    async takeLease(input: { accountId: string; millicredits: number; minBalance: number; ttlMs: number; owner: string; timeoutMs?: number }): Promise<LeaseDoc | null> {
       const at = new Date();
-      const lease: LeaseDoc = { _id: newId('lse'), accountId: input.accountId, owner: input.owner, amount: input.amount, at, until: new Date(at.getTime() + input.ttlMs), settling: null, spent: 0 };
+      const lease: LeaseDoc = { _id: newId('lse'), accountId: input.accountId, owner: input.owner, millicredits: input.millicredits, at, until: new Date(at.getTime() + input.ttlMs), settling: null, spentMillicredits: 0 };
       await leases.insertOne(lease);
       const r = await db.accounts.updateOne(
-        { _id: input.accountId, credits: { $gte: input.amount + input.minBalance }, leaseRefs: { $ne: lease._id } },
-        { $inc: { credits: -input.amount }, $push: { leaseRefs: lease._id } },
+        { _id: input.accountId, millicredits: { $gte: input.millicredits + input.minBalance }, leaseRefs: { $ne: lease._id } },
+        { $inc: { millicredits: -input.millicredits }, $push: { leaseRefs: lease._id } },
         input.timeoutMs ? { timeoutMS: input.timeoutMs } : {},
       );
       if (r.modifiedCount === 1) {
@@ -234,9 +329,9 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
     },
 
     /**
-     * Give back what a lease did not spend, once: claim it (`settling`), count its spend (`spent`
+     * Give back what a lease did not spend, once: claim it (`settling`), count its spend (`spent`, in millicredits,
      * when the holder knows it exactly, else the charges of the jobs naming it), then add
-     * `amount - spent` to the account in the same update that removes the lease's marker (so a
+     * `millicredits - spent` to the account in the same update that removes the lease's marker (so a
      * second settlement gives nothing), and drop the lease. `expiredBefore` settles it only if
      * its `until` is before then (the scheduler). Null when someone else settles it or it is gone.
      *
@@ -257,13 +352,13 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       if (spent === undefined) {
         const jobs = await jobsOfLease(l);
         const published = jobs.filter((j) => j.status !== 'queued' || j.dispatchedAt);
-        await api.recordCharges(published.map((j) => ({ accountId: j.accountId, jobId: j._id, operation: j.credits.operation, amount: j.credits.amount, requestId: null, at: j.createdAt })));
-        spent = jobs.reduce((n, j) => n + j.credits.amount, 0);
+        await api.recordCharges(published.map((j) => ({ accountId: j.accountId, jobId: j._id, operation: j.credits.operation, millicredits: j.credits.millicredits, requestId: null, at: j.createdAt })));
+        spent = jobs.reduce((n, j) => n + j.credits.millicredits, 0);
       }
-      const returned = cents(Math.max(0, l.amount - spent));
+      const returned = Math.max(0, l.millicredits - spent);
       const r = await db.accounts.updateOne(
         { _id: l.accountId, $or: [{ leaseRefs: l._id }, { chargedRefs: l._id }] },
-        { $inc: { credits: returned }, $pull: { leaseRefs: l._id, chargedRefs: l._id } },
+        { $inc: { millicredits: returned }, $pull: { leaseRefs: l._id, chargedRefs: l._id } },
       );
       await leases.deleteOne({ _id: l._id });
       metrics.creditLeases.inc({ outcome: opts.spent === undefined ? 'settled_by_count' : 'returned' });
@@ -282,7 +377,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
         const r = await api.settleLease(l._id, { expiredBefore: before });
         if (!r) continue;
         out.settled++;
-        out.returned = cents(out.returned + r.returned);
+        out.returned += r.returned;
       }
       return out;
     },
@@ -293,7 +388,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * `pending` until the caller has created what was paid for and calls `confirm(ref)`; if the
      * process dies first, `reconcile` gives the credits back.
      */
-    async debit(input: { accountId: string; operation: CreditOperation; amount: number; jobId?: string; requestId?: string }): Promise<void> {
+    async debit(input: { accountId: string; operation: CreditOperation; millicredits: number; jobId?: string; requestId?: string }): Promise<void> {
       const ref = input.jobId ?? newId('chg');
       const ledgerId = `led_charge_${ref}`;
       await db.ledger.insertOne({
@@ -302,14 +397,14 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
         kind: 'charge',
         state: 'pending',
         operation: input.operation,
-        amount: input.amount,
+        millicredits: input.millicredits,
         jobId: input.jobId ?? null,
         requestId: input.requestId ?? null,
         at: new Date(),
       });
-      if (!(await charge({ accountId: input.accountId, ref, operation: input.operation, amount: input.amount }))) {
+      if (!(await charge({ accountId: input.accountId, ref, operation: input.operation, millicredits: input.millicredits }))) {
         await db.ledger.deleteOne({ _id: ledgerId, state: 'pending' });
-        throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${input.amount}`);
+        throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${fromUnits(input.millicredits)}`);
       }
     },
 
@@ -319,7 +414,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * written after (`recordCharges`, batched by the jobs module; the sweep writes any a crash
      * lost). True when the job is paid for (now or before), false when the balance is short.
      */
-    chargeJob: (input: { accountId: string; jobId: string; operation: CreditOperation; amount: number; timeoutMs?: number; onBalance?: (credits: number) => void }) => charge({ ...input, ref: input.jobId }),
+    chargeJob: (input: { accountId: string; jobId: string; operation: CreditOperation; millicredits: number; timeoutMs?: number; onBalance?: (millicredits: number) => void }) => charge({ ...input, ref: input.jobId }),
 
     /** Drop charge markers whose charge is recorded elsewhere now (see AccountDoc.chargedRefs). */
     async releaseMarkers(accountId: string, refs: string[]): Promise<void> {
@@ -327,9 +422,9 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
     },
 
     /** Ledger entries of charged jobs, idempotent (one id per job: a repeat is ignored). */
-    async recordCharges(entries: { accountId: string; jobId: string; operation: CreditOperation; amount: number; requestId: string | null; at: Date }[]): Promise<void> {
+    async recordCharges(entries: { accountId: string; jobId: string; operation: CreditOperation; millicredits: number; requestId: string | null; at: Date }[]): Promise<void> {
       if (entries.length === 0) return;
-      const docs = entries.map((e) => ({ _id: `led_charge_${e.jobId}`, accountId: e.accountId, kind: 'charge' as const, state: 'applied' as const, operation: e.operation, amount: e.amount, jobId: e.jobId, requestId: e.requestId, at: e.at }));
+      const docs = entries.map((e) => ({ _id: `led_charge_${e.jobId}`, accountId: e.accountId, kind: 'charge' as const, state: 'applied' as const, operation: e.operation, millicredits: e.millicredits, jobId: e.jobId, requestId: e.requestId, at: e.at }));
       try {
         await db.ledger.insertMany(docs, { ordered: false });
       } catch (err) {
@@ -362,14 +457,14 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
           if (e.at.getTime() >= now - dropGraceMs) continue;
           await db.ledger.deleteOne({ _id: e._id, state: 'pending' });
           out.dropped++;
-        } else if ((await isLive(ref)) || !(await fence(e.accountId, ref, e.operation, e.amount))) {
+        } else if ((await isLive(ref)) || !(await fence(e.accountId, ref, e.operation, e.millicredits))) {
           await db.ledger.updateOne({ _id: e._id }, { $set: { state: 'applied' } });
           await api.releaseMarkers(e.accountId, [ref]);
           out.applied++;
         } else {
           // Refund first (idempotent per ref), then mark: a crash between leaves it pending and
           // the next run refunds nothing twice.
-          await api.refund({ accountId: e.accountId, operation: e.operation, amount: e.amount, jobId: ref });
+          await api.refund({ accountId: e.accountId, operation: e.operation, millicredits: e.millicredits, jobId: ref });
           await db.ledger.updateOne({ _id: e._id }, { $set: { state: 'applied' } });
           await api.releaseMarkers(e.accountId, [ref]);
           out.refunded++;
@@ -383,17 +478,17 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * refunded (the last 1000) in the same single-document update that adds the credits, and the
      * ledger entry has a unique id per job, so calling it again after a crash refunds nothing twice.
      */
-    async refund(input: { accountId: string; operation: CreditOperation; amount: number; jobId?: string }): Promise<void> {
+    async refund(input: { accountId: string; operation: CreditOperation; millicredits: number; jobId?: string }): Promise<void> {
       // Refunded before (its ledger entry exists): nothing to do, whatever the account remembers.
       if (input.jobId && (await db.ledger.countDocuments({ _id: `led_refund_${input.jobId}` }))) return;
-      if (input.amount > 0) {
+      if (input.millicredits > 0) {
         if (input.jobId) {
           await db.accounts.updateOne(
             { _id: input.accountId, refundedJobs: { $ne: input.jobId } },
-            { $inc: { credits: input.amount }, $push: { refundedJobs: { $each: [input.jobId], $slice: -200 } } },
+            { $inc: { millicredits: input.millicredits }, $push: { refundedJobs: { $each: [input.jobId], $slice: -200 } } },
           );
         } else {
-          await db.accounts.updateOne({ _id: input.accountId }, { $inc: { credits: input.amount } });
+          await db.accounts.updateOne({ _id: input.accountId }, { $inc: { millicredits: input.millicredits } });
         }
       }
       try {
@@ -402,7 +497,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
           accountId: input.accountId,
           kind: 'refund',
           operation: input.operation,
-          amount: input.amount,
+          millicredits: input.millicredits,
           jobId: input.jobId ?? null,
           requestId: null,
           at: new Date(),
@@ -411,7 +506,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
         if ((err as { code?: number }).code !== 11000) throw err; // already written before a crash
         return;
       }
-      metrics.creditsRefunded.inc({ operation: input.operation }, input.amount);
+      metrics.creditsRefunded.inc({ operation: input.operation }, fromUnits(input.millicredits));
     },
 
     /**
@@ -424,12 +519,12 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * `id` names the hold (e.g. derived from an Idempotency-Key, so a retry finds it); an id
      * whose debit exists already (the hold was settled) gets a fresh one instead.
      */
-    async hold(input: { accountId: string; operation: CreditOperation; amount: number; requestId: string; ttlMs: number; id?: string; deliveredBy?: HoldDelivery }): Promise<string> {
+    async hold(input: { accountId: string; operation: CreditOperation; millicredits: number; requestId: string; ttlMs: number; id?: string; deliveredBy?: HoldDelivery }): Promise<string> {
       const used = input.id !== undefined && (await db.ledger.countDocuments({ _id: `led_charge_${input.id}` })) > 0;
       const id = input.id !== undefined && !used ? input.id : newId('hold');
-      await api.debit({ accountId: input.accountId, operation: input.operation, amount: input.amount, requestId: input.requestId, jobId: id });
+      await api.debit({ accountId: input.accountId, operation: input.operation, millicredits: input.millicredits, requestId: input.requestId, jobId: id });
       try {
-        await holds.insertOne({ _id: id, accountId: input.accountId, operation: input.operation, amount: input.amount, until: new Date(Date.now() + input.ttlMs), deliveredBy: input.deliveredBy ?? null });
+        await holds.insertOne({ _id: id, accountId: input.accountId, operation: input.operation, millicredits: input.millicredits, until: new Date(Date.now() + input.ttlMs), deliveredBy: input.deliveredBy ?? null });
       } catch (err) {
         // Fenced: this request took longer than CHARGE_SETTLE_GRACE_MS between its debit and its
         // hold, and the scheduler gave the debit back. Nothing is delivered, nothing is charged.
@@ -476,7 +571,7 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
         return 'captured';
       }
       // Refund first (idempotent per hold), then forget the hold: a crash between leaves it for the sweeper.
-      await api.refund({ accountId: h.accountId, operation: h.operation, amount: h.amount, jobId: h._id });
+      await api.refund({ accountId: h.accountId, operation: h.operation, millicredits: h.millicredits, jobId: h._id });
       await holds.deleteOne({ _id: holdId });
       return 'released';
     },
@@ -553,6 +648,9 @@ interface HeldLease {
  */
 export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { owner: string; log: Logger; beforeSettle: () => Promise<void> }) {
   const margin = Math.min(5000, s.ttlMs / 4);
+  // Settings are in credits (config); everything the leases count is in millicredits.
+  const leaseUnits = toUnits(s.credits);
+  const minUnits = toUnits(s.minBalance);
   const byAccount = new Map<string, HeldLease>();
   const byId = new Map<string, HeldLease>();
   const taking = new Map<string, Promise<HeldLease | null>>();
@@ -575,7 +673,7 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
         // A spend whose insert timed out may still land in the server: counting its jobs now
         // could miss it, so such a lease waits for the scheduler, after `until`.
         if (!h.exact) return;
-        await credits.settleLease(h.doc._id, { spent: cents(h.spent) });
+        await credits.settleLease(h.doc._id, { spent: h.spent });
       } catch (err) {
         s.log.warn('credit lease not settled; the scheduler settles it after it expires', { leaseId: h.doc._id, err: err as Error });
       } finally {
@@ -594,7 +692,7 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
 
   /**
    * The lease's count is no longer certain: spend no more from it (the next spend takes a new
-   * lease), so its `spent` stops being written down and the balance shown counts its jobs
+   * lease), so its `spentMillicredits` stops being written down and the balance shown counts its jobs
    * (LEASE_VOUCH_MS); the scheduler settles it from them after it expired.
    */
   const uncertain = (h: HeldLease) => {
@@ -605,7 +703,7 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
   const take = async (accountId: string): Promise<HeldLease | null> => {
     let doc: LeaseDoc | null;
     try {
-      doc = await credits.takeLease({ accountId, amount: s.credits, minBalance: s.minBalance, ttlMs: s.ttlMs, owner: s.owner, timeoutMs: margin / 2 });
+      doc = await credits.takeLease({ accountId, millicredits: leaseUnits, minBalance: minUnits, ttlMs: s.ttlMs, owner: s.owner, timeoutMs: margin / 2 });
     } catch (err) {
       s.log.warn('credit lease not taken; charging per job', { accountId, err: err as Error });
       doc = null;
@@ -629,10 +727,10 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
      * was last seen with enough for it), or null: charge the account per job.
      */
     async reserve(accountId: string, amount: number): Promise<LeaseSpend | null> {
-      if (s.credits <= 0 || closed || !(amount > 0) || amount > s.credits) return null;
+      if (leaseUnits <= 0 || closed || !(amount > 0) || amount > leaseUnits) return null;
       for (let tries = 0; tries < 3; tries++) {
         const h = byAccount.get(accountId);
-        if (h && (!spendable(h) || h.doc.amount - h.spent - h.reserved < amount)) retire(h);
+        if (h && (!spendable(h) || h.doc.millicredits - h.spent - h.reserved < amount)) retire(h);
         else if (h) {
           h.reserved += amount;
           let done = false;
@@ -657,7 +755,7 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
             },
           };
         }
-        if ((seen.get(accountId) ?? 0) < s.credits + s.minBalance) return null;
+        if ((seen.get(accountId) ?? 0) < leaseUnits + minUnits) return null;
         let p = taking.get(accountId);
         if (!p) {
           p = take(accountId).finally(() => taking.delete(accountId));
@@ -669,10 +767,10 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
     },
 
     /** The account's balance after a per-job charge (see `reserve`). */
-    saw(accountId: string, credits: number): void {
-      if (s.credits <= 0) return;
+    saw(accountId: string, millicredits: number): void {
+      if (leaseUnits <= 0) return;
       if (seen.size >= 10_000) seen.clear();
-      seen.set(accountId, credits);
+      seen.set(accountId, millicredits);
     },
 
     /** A ledger batch with jobs of this lease failed: settle it from its jobs, which writes their entries. */

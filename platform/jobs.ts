@@ -4,7 +4,7 @@ import { JOB_EVENT_NAME, JOB_ID_PREFIX, broker, type CreditOperation, type JobTy
 import { metrics } from '../monitoring/metrics';
 import type { AmqpClient } from './amqp';
 import { REQUEST_ID_HEADER } from './context';
-import { createCreditLeases, type CreditLeaseSettings, type Credits, type LeaseSpend } from './credits';
+import { createCreditLeases, fromUnits, type CreditLeaseSettings, type Credits, type LeaseSpend } from './credits';
 import { AppError } from './errors';
 import { faultPoint } from './faults';
 import { newId } from './ids';
@@ -142,7 +142,7 @@ export function createJobs(deps: JobsDeps) {
    */
   const refundOnce = async (job: Pick<JobDoc, '_id' | 'accountId' | 'credits'>) => {
     if (job.credits.refunded) return;
-    await credits.refund({ accountId: job.accountId, operation: job.credits.operation, amount: job.credits.amount, jobId: job._id });
+    await credits.refund({ accountId: job.accountId, operation: job.credits.operation, millicredits: job.credits.millicredits, jobId: job._id });
     await db.jobs.updateOne({ _id: job._id }, { $set: { 'credits.refunded': true } });
   };
 
@@ -155,7 +155,7 @@ export function createJobs(deps: JobsDeps) {
    */
   const settled = createWriteBehind<{ job: JobDoc; requestId: string | null; dispatched: boolean }>(
     async (items) => {
-      await credits.recordCharges(items.map(({ job, requestId }) => ({ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, amount: job.credits.amount, requestId, at: job.createdAt })));
+      await credits.recordCharges(items.map(({ job, requestId }) => ({ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, millicredits: job.credits.millicredits, requestId, at: job.createdAt })));
       const now = new Date();
       // One command, one statement per job by _id (FerretDB 1.24 scans the whole collection for
       // `_id: { $in: [...] }`, so an updateMany would cost O(jobs stored)).
@@ -218,10 +218,10 @@ export function createJobs(deps: JobsDeps) {
       if (Date.now() + wait > deadline) return 'busy';
       await new Promise((r) => setTimeout(r, Math.max(10, wait)));
     }
-    const { operation, amount } = job.credits;
+    const { operation, millicredits } = job.credits;
     // A process that stalled past half its claim must not charge: another may hold it by now.
     if (Date.now() - claimStartedAt > settleLeaseMs / 2) return 'busy';
-    if (!(await credits.chargeJob({ accountId: job.accountId, jobId, operation, amount, timeoutMs: settleLeaseMs / 4 }))) {
+    if (!(await credits.chargeJob({ accountId: job.accountId, jobId, operation, millicredits, timeoutMs: settleLeaseMs / 4 }))) {
       const now = new Date();
       // Failed unpaid: `credits.charged: null` says it was never charged, and nothing settles it again.
       const failed = await db.jobs.updateOne(
@@ -237,7 +237,7 @@ export function createJobs(deps: JobsDeps) {
       await announce(jobId);
       return 'unpaid';
     }
-    await credits.recordCharges([{ accountId: job.accountId, jobId, operation, amount, requestId: opts.requestId, at: job.createdAt }]);
+    await credits.recordCharges([{ accountId: job.accountId, jobId, operation, millicredits, requestId: opts.requestId, at: job.createdAt }]);
     const marked = await db.jobs.updateOne({ _id: jobId, 'credits.settling.owner': instanceId }, { $set: { 'credits.charged': true, 'credits.settling': null } });
     // Release the marker only if the claim was still ours (else releaseSettledMarkers does, later).
     if (marked.modifiedCount === 1) await credits.releaseMarkers(job.accountId, [jobId]);
@@ -247,7 +247,7 @@ export function createJobs(deps: JobsDeps) {
 
   /**
    * What jobs charged from a credit lease leave to write, within 20 to 100 ms, in two commands per
-   * batch: each lease's spend (one $inc per lease, for the balance shown: LeaseDoc.spent), and
+   * batch: each lease's spend (one $inc per lease, for the balance shown: LeaseDoc.spentMillicredits), and
    * the ledger entries of the jobs whose publish was confirmed. The entry doubles as the job's
    * dispatch record (the sweep reads it before it republishes an undispatched job, see `sweep`),
    * so a job whose publish failed gets none here: the sweep publishes it, then writes it.
@@ -256,10 +256,10 @@ export function createJobs(deps: JobsDeps) {
     async (items) => {
       try {
         const spends = new Map<string, number>();
-        for (const { job } of items) if (job.credits.lease) spends.set(job.credits.lease, (spends.get(job.credits.lease) ?? 0) + job.credits.amount);
+        for (const { job } of items) if (job.credits.lease) spends.set(job.credits.lease, (spends.get(job.credits.lease) ?? 0) + job.credits.millicredits);
         await credits.addLeaseSpend(spends);
         await credits.recordCharges(
-          items.filter((i) => i.dispatched).map(({ job, requestId }) => ({ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, amount: job.credits.amount, requestId, at: job.createdAt })),
+          items.filter((i) => i.dispatched).map(({ job, requestId }) => ({ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, millicredits: job.credits.millicredits, requestId, at: job.createdAt })),
         );
       } catch (err) {
         // Their leases settle from their jobs, which writes the entries (or the sweep does).
@@ -347,14 +347,14 @@ export function createJobs(deps: JobsDeps) {
       operation: CreditOperation;
       input: Record<string, unknown>;
       notes?: string[];
-      /** Defaults to the operation's price. */
-      amount?: number;
+      /** In millicredits; defaults to the operation's price. */
+      millicredits?: number;
       /** Defaults to a random id; derive it from an Idempotency-Key so a retry finds the job. */
       jobId?: string;
       before?: (jobId: string) => Promise<void>;
       undo?: (jobId: string) => Promise<void>;
     }): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
-      const amount = input.amount ?? credits.price(input.operation);
+      const amount = input.millicredits ?? credits.millicreditsFor(input.operation);
       const jobId = input.jobId ?? newId(JOB_ID_PREFIX[input.type]);
       await input.before?.(jobId);
       const spend = await leases.reserve(input.accountId, amount);
@@ -368,7 +368,7 @@ export function createJobs(deps: JobsDeps) {
           accountId: input.accountId,
           type: input.type,
           input: input.input,
-          credits: { operation: input.operation, amount, charged: false, settling: { owner: instanceId, until: new Date(insertedAt + settleLeaseMs) } },
+          credits: { operation: input.operation, millicredits: amount, charged: false, settling: { owner: instanceId, until: new Date(insertedAt + settleLeaseMs) } },
           notes: input.notes,
           requestId: input.requestId,
         });
@@ -398,10 +398,10 @@ export function createJobs(deps: JobsDeps) {
       // quarter of the claim (the driver closes the connection, which cancels it in the server),
       // so it cannot reach the database after the claim ran out.
       if (Date.now() - insertedAt > settleLeaseMs / 2) throw new AppError('service_unavailable', 'the request took too long to be accepted; retry it with the same Idempotency-Key');
-      if (!(await credits.chargeJob({ accountId: input.accountId, jobId, operation: input.operation, amount, timeoutMs: settleLeaseMs / 4, onBalance: (left) => leases.saw(input.accountId, left) }))) {
+      if (!(await credits.chargeJob({ accountId: input.accountId, jobId, operation: input.operation, millicredits: amount, timeoutMs: settleLeaseMs / 4, onBalance: (left) => leases.saw(input.accountId, left) }))) {
         await db.jobs.deleteOne({ _id: jobId, 'credits.charged': false });
         await input.undo?.(jobId);
-        throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${amount}`);
+        throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${fromUnits(amount)}`);
       }
       faultPoint('accept.after-charge');
       const dispatched = await api.publish(job);
@@ -429,7 +429,7 @@ export function createJobs(deps: JobsDeps) {
           accountId: input.accountId,
           type: input.type,
           input: input.input,
-          credits: { operation: input.operation, amount: input.amount, charged: true, settling: null, lease: spend.leaseId },
+          credits: { operation: input.operation, millicredits: input.amount, charged: true, settling: null, lease: spend.leaseId },
           notes: input.notes,
           requestId: input.requestId,
           timeoutMs: spend.timeoutMs,
@@ -461,7 +461,7 @@ export function createJobs(deps: JobsDeps) {
     async acceptAgain(input: { accountId: string; requestId: string; type: JobType; jobId: string; amount: number; operation: CreditOperation }): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
       const existing = await db.jobs.findOne({ _id: input.jobId, accountId: input.accountId });
       if (!existing || existing.type !== input.type) throw new AppError('conflict', 'Idempotency-Key: this key already named another job');
-      const unpaid = () => new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${input.amount}`);
+      const unpaid = () => new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${fromUnits(input.amount)}`);
       if (existing.credits.charged === null) throw unpaid(); // failed unpaid by the sweep
       if (existing.credits.charged === false) {
         // Wait out the dead attempt's claim (it is never longer than the Idempotency-Key lease
@@ -703,7 +703,7 @@ export function createJobs(deps: JobsDeps) {
             continue;
           }
           if (!(await api.publish(j))) continue;
-          await credits.recordCharges([{ accountId: j.accountId, jobId: j._id, operation: j.credits.operation, amount: j.credits.amount, requestId: null, at: j.createdAt }]);
+          await credits.recordCharges([{ accountId: j.accountId, jobId: j._id, operation: j.credits.operation, millicredits: j.credits.millicredits, requestId: null, at: j.createdAt }]);
           await db.jobs.updateOne({ _id: j._id, dispatchedAt: null }, { $set: { dispatchedAt: new Date() } });
           metrics.jobsRepublished.inc({ type: j.type, reason: 'undispatched' });
           u++;
@@ -723,7 +723,7 @@ export function createJobs(deps: JobsDeps) {
       for (const j of unsent) if (j.event && (await sendEvent(j._id, j.event))) e++;
       // Refunds a crash interrupted.
       const unrefunded = await db.jobs
-        .find({ status: 'failed', 'credits.refunded': false, 'credits.amount': { $gt: 0 }, completedAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, accountId: 1, credits: 1 } })
+        .find({ status: 'failed', 'credits.refunded': false, 'credits.millicredits': { $gt: 0 }, completedAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, accountId: 1, credits: 1 } })
         .limit(limit)
         .toArray();
       for (const j of unrefunded) await refundOnce(j);

@@ -68,13 +68,16 @@ export const COLLECTIONS = {
   /** Developer console sessions and one-time sign-in links, stored by the sha256 of their secret (api/console). */
   consoleSessions: 'console_sessions',
   consoleLinks: 'console_sign_in_links',
+  /** One document per data migration that completed (platform/credits.ts migrateCreditUnits). */
+  migrations: 'migrations',
 } as const;
 
 export interface AccountDoc {
   _id: string;
   name: string;
   plan: Plan;
-  credits: number;
+  /** The balance in integer millicredits (platform/credits.ts toUnits); `credits` (decimal) before that, migrated at startup. */
+  millicredits: number;
   /** Jobs whose credits were given back (the last 200): makes refunds idempotent. */
   refundedJobs?: string[];
   /**
@@ -127,7 +130,8 @@ export interface JobDoc {
    */
   credits: {
     operation: CreditOperation;
-    amount: number;
+    /** What the job costs, in integer millicredits (`amount`, decimal credits, before; migrated at startup). */
+    millicredits: number;
     refunded: boolean;
     /** false until recorded; null when the job failed unpaid (never charged). */
     charged?: boolean | null;
@@ -174,7 +178,8 @@ export interface LedgerDoc {
   /** Charges: `pending` until the balance moved (see credits.ts). */
   state?: 'pending' | 'applied';
   operation: CreditOperation;
-  amount: number;
+  /** Integer millicredits (`amount`, decimal credits, before; migrated at startup). */
+  millicredits: number;
   jobId: string | null;
   requestId: string | null;
   at: Date;
@@ -189,7 +194,8 @@ export interface AuditDoc {
   route: string;
   status: number;
   durationMs: number;
-  creditsCharged: number;
+  /** Integer millicredits (`creditsCharged`, decimal credits, before; migrated at startup). */
+  millicreditsCharged: number;
   requestId: string;
   /** Set on calls made over the MCP server (route `/mcp`) and on developer console actions (routes `/console/...`). */
   via?: 'mcp' | 'console';

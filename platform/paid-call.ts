@@ -95,9 +95,9 @@ function nothingCharged(err: unknown): unknown {
  * however long the delivery waited (a queue, retries) the hold cannot be released under a write
  * that starts within that window.
  */
-export async function paidCall<R, T = R>(rt: Pick<Runtime, 'amqp' | 'credits' | 'log'>, call: PaidCall<R, T>): Promise<{ result: T; charged: number }> {
+export async function paidCall<R, T = R>(rt: Pick<Runtime, 'amqp' | 'credits' | 'log'>, call: PaidCall<R, T>): Promise<{ result: T; /** Millicredits. */ charged: number }> {
   const { credits } = rt;
-  const amount = credits.price(call.charge);
+  const amount = credits.millicreditsFor(call.charge);
   const ttlMs = call.timeoutMs + HOLD_GRACE_MS;
   let hold: string | undefined;
   if (call.holdId !== undefined && (await credits.pending(call.holdId))) {
@@ -107,7 +107,7 @@ export async function paidCall<R, T = R>(rt: Pick<Runtime, 'amqp' | 'credits' | 
     else await credits.settle(call.holdId);
   }
   // A short balance refuses here (402), before any work.
-  hold ??= await credits.hold({ accountId: call.accountId, operation: call.charge, amount, requestId: call.requestId, ttlMs, id: call.holdId, deliveredBy: call.deliveredBy });
+  hold ??= await credits.hold({ accountId: call.accountId, operation: call.charge, millicredits: amount, requestId: call.requestId, ttlMs, id: call.holdId, deliveredBy: call.deliveredBy });
 
   let result: T;
   try {

@@ -5,7 +5,7 @@ import { createAccountsRepository, createAuthInvalidations } from './accounts';
 import { AmqpClient } from './amqp';
 import { createBlobStore } from './blobs';
 import type { Config } from './config';
-import { createCredits } from './credits';
+import { createCredits, migrateCreditUnits } from './credits';
 import { armFaultPoint } from './faults';
 import { createJobs } from './jobs';
 import type { Logger } from './log';
@@ -31,6 +31,7 @@ export async function createRuntime(config: Config, log: Logger) {
       const db = await startupStep('mongodb', () => connectMongo(config.MONGODB_URL, { maxPoolSize: config.MONGODB_MAX_POOL_SIZE }));
       try {
         await startupStep('indexes', () => ensureIndexes(db));
+        await startupStep('credit-units', () => migrateCreditUnits(db, log));
       } catch (err) {
         await db.close();
         throw err;

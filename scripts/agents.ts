@@ -13,6 +13,7 @@
  * agent of the account is updated in place.
  */
 import { parseArgs } from 'node:util';
+import { fromUnits } from '../platform/credits';
 import { createAgentsRepository } from '../platform/agents/agents.repository';
 import { seedDevAgents } from '../platform/agents/seed';
 import { agentToolNames } from '../platform/agents/tools';
@@ -56,7 +57,8 @@ try {
     for (const t of [...tools, ...approvals]) if (!known.has(t)) fail(`unknown tool ${t}; known: ${[...known].join(', ')}`);
     for (const a of approvals) if (!tools.includes(a)) fail(`--approve ${a}: not among --tools`);
     const budget = Number(values.budget);
-    if (!Number.isInteger(budget) || budget < rt.credits.price('agent_run')) fail(`--budget must be an integer of at least the run fee (${rt.credits.price('agent_run')})`);
+    const fee = fromUnits(rt.credits.millicreditsFor('agent_run'));
+    if (!Number.isInteger(budget) || budget < fee) fail(`--budget must be an integer of at least the run fee (${fee})`);
     if (values.id !== undefined && !/^agt_[A-Za-z0-9_-]{1,60}$/.test(values.id)) fail('--id must be agt_ followed by letters, digits, _ or -');
     const agent = await repo.upsert(accountId, {
       id: values.id,

@@ -18,6 +18,7 @@
 import { SCOPES } from '../contracts/registry';
 import { createAccountsRepository } from '../platform/accounts';
 import { loadConfig } from '../platform/config';
+import { fromUnits, migrateCreditUnits } from '../platform/credits';
 import { putDriveBlob } from '../platform/drive/blobs';
 import { nameKeyOf } from '../platform/drive/drive.repository';
 import type { DriveFileDoc, DriveFolderDoc, DriveUsageDoc, TeamDoc } from '../platform/drive/drive.types';
@@ -75,6 +76,7 @@ const config = loadConfig();
 const db = await connectMongo(config.MONGODB_URL);
 try {
   await ensureIndexes(db);
+  await migrateCreditUnits(db);
   const accounts = createAccountsRepository(db);
   let account = await accounts.getAccount(DEV_ACCOUNT_ID);
   const newKey = process.argv.includes('--new-key');
@@ -90,7 +92,7 @@ try {
     const { key } = await accounts.createKey(account._id, { name: 'development', scopes: [...SCOPES] });
     lines.push(
       '',
-      `  Development account ready (plan pro, ${account.credits} credits).`,
+      `  Development account ready (plan pro, ${fromUnits(account.millicredits)} credits).`,
       '  API key (shown once, stored only as a hash):',
       '',
       `    ${key}`,

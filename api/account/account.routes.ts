@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
+import { fromUnits } from '../../platform/credits';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
 
@@ -16,7 +17,8 @@ export function accountRoutes(rt: Runtime, deps: RouteDeps) {
   }), deps);
   mount(r, endpoints.getCredits, async ({ auth: { account } }) => ({
     plan: account.plan,
-    balance: await rt.credits.balance(account._id),
+    // Stored in millicredits, answered in credits (713250 → 713.25).
+    balance: fromUnits(await rt.credits.balance(account._id)),
     prices: rt.config.CREDIT_PRICES,
   }), deps);
   return r;

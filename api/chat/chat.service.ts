@@ -103,12 +103,12 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
     if (body.conversationId !== undefined && !existing) throw notFound('conversation');
     const mode: ChatMode = body.mode ?? existing?.mode ?? 'fast';
     const messageId = newId('msg');
-    const amount = credits.price('chat_turn');
+    const amount = credits.millicreditsFor('chat_turn');
     const maxSteps = MAX_STEPS[mode];
     const hold = await credits.hold({
       accountId,
       operation: 'chat_turn',
-      amount,
+      millicredits: amount,
       requestId: caller.requestId,
       ttlMs: maxSteps * (rt.config.CHAT_TIMEOUT_MS + TOOL_ROUND_MS) + HOLD_GRACE_MS,
       deliveredBy: { collection: COLLECTIONS.messages, id: messageId },

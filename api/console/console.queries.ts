@@ -1,6 +1,7 @@
 import type { Filter } from 'mongodb';
 import { z } from 'zod';
 import { endpoints } from '../../contracts/endpoints';
+import { fromUnits } from '../../platform/credits';
 import { decodeCursor, encodeCursor, keysetPage, type Page } from '../../platform/lists';
 import { expressPath } from '../http/route';
 import type { ApiKeyDoc, AuditDoc, Database, JobDoc, LedgerDoc } from '../../platform/mongo';
@@ -101,12 +102,13 @@ export function createConsoleQueries(db: Database, opts: ConsoleQueryOptions = {
         const d = slot(a.at);
         if (d) d.requests++;
       }),
-      scan(db.ledger.find({ accountId, at: { $gte: since } }, { projection: { at: 1, kind: 1, amount: 1 } }).sort({ at: -1 }).limit(cap + 1), (l) => {
+      scan(db.ledger.find({ accountId, at: { $gte: since } }, { projection: { at: 1, kind: 1, millicredits: 1 } }).sort({ at: -1 }).limit(cap + 1), (l) => {
         const d = slot(l.at);
-        if (d) d.credits += l.kind === 'refund' ? -l.amount : l.amount;
+        if (d) d.credits += l.kind === 'refund' ? -l.millicredits : l.millicredits;
       }),
     ]);
-    for (const d of days) d.credits = Math.round(d.credits * 100) / 100;
+    // Summed in millicredits (exact), shown in credits.
+    for (const d of days) d.credits = fromUnits(d.credits);
     return { days, requestsCappedAt, creditsCappedAt };
   };
 

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { SCOPES } from '../../contracts/registry';
 import type { AuditRecorder } from '../../platform/audit/audit.recorder';
 import { AppError } from '../../platform/errors';
+import { fromUnits } from '../../platform/credits';
 import { newId } from '../../platform/ids';
 import { COLLECTIONS } from '../../platform/mongo';
 import type { Runtime } from '../../platform/runtime';
@@ -108,7 +109,7 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
       route,
       status,
       durationMs: Number(process.hrtime.bigint() - locals(res).startedAt) / 1e6,
-      creditsCharged: 0,
+      millicreditsCharged: 0,
       requestId: locals(res).requestId,
       via: 'console',
     });
@@ -175,7 +176,7 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
       queries.dailyUsage(v.accountId),
       queries.recentJobs(v.accountId, 5),
     ]);
-    render(res, overviewPage(v, { plan: account?.plan ?? '', balance, activeKeys: keys.filter((k) => !k.revokedAt).length, usage, jobs }));
+    render(res, overviewPage(v, { plan: account?.plan ?? '', balance: fromUnits(balance), activeKeys: keys.filter((k) => !k.revokedAt).length, usage, jobs }));
   });
 
   r.get('/keys', async (_req, res) => render(res, keysPage(viewer(res), { keys: await queries.keys(viewer(res).accountId) })));
@@ -224,7 +225,7 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
     const v = viewer(res);
     const cursor = typeof req.query.cursor === 'string' && req.query.cursor ? req.query.cursor : undefined;
     const [account, balance, ledger] = await Promise.all([rt.accounts.getAccount(v.accountId), rt.credits.balance(v.accountId), queries.ledgerPage(v.accountId, cursor)]);
-    render(res, creditsPage(v, { plan: account?.plan ?? '', balance, prices: rt.config.CREDIT_PRICES, ledger, cursor }));
+    render(res, creditsPage(v, { plan: account?.plan ?? '', balance: fromUnits(balance), prices: rt.config.CREDIT_PRICES, ledger, cursor }));
   });
 
   r.get('/webhooks', async (_req, res) => render(res, webhooksPage(viewer(res), { webhooks: (await webhooks.list(viewer(res).accountId)).data })));

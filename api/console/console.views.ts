@@ -1,5 +1,6 @@
 import { SCOPES, type Scope } from '../../contracts/registry';
 import type { Webhook, WebhookDelivery } from '../../contracts/webhooks';
+import { addCredits, fromUnits } from '../../platform/credits';
 import type { Page } from '../../platform/lists';
 import type { ApiKeyDoc, JobDoc, LedgerDoc } from '../../platform/mongo';
 import { usageChart } from './console.chart';
@@ -70,7 +71,7 @@ const capNotes = (u: Usage): Html[] => [
 
 export function overviewPage(v: Viewer, d: { plan: string; balance: number; activeKeys: number; usage: Usage; jobs: Omit<JobDoc, 'input'>[] }): Html {
   const requests = d.usage.days.reduce((n, x) => n + x.requests, 0);
-  const credits = Math.round(d.usage.days.reduce((n, x) => n + x.credits, 0) * 100) / 100;
+  const credits = addCredits(...d.usage.days.map((x) => x.credits)); // exact, in millicredits
   const notes = capNotes(d.usage);
   return layout('Overview', html`<h1>Overview</h1>
 <div class="stats"><div class="stat"><span class="muted">Plan</span><b>${d.plan}</b></div>
@@ -127,7 +128,7 @@ ${d.error ? html`<div class="error">${d.error}</div>` : ''}
 <div><button type="submit">Filter</button> <a href="/console/audit">Clear</a></div></form>
 <table id="audit"><thead><tr><th>Time</th><th>Key</th><th>Method</th><th>Route</th><th>Status</th><th class="num">Duration ms</th><th class="num">Credits</th><th>Request id</th></tr></thead><tbody>
 ${d.page.data.length ? d.page.data.map((a) => html`<tr><td class="when">${when(a.at)}</td><td>${keyName.get(a.keyId) ?? ''} <span class="mono muted">${a.keyId}</span></td><td>${a.method}</td>
-<td class="mono">${a.route}${a.via === 'mcp' ? html` <span class="badge">MCP ${a.tool ?? ''}</span>` : a.via === 'console' ? html` <span class="badge">console</span>` : ''}</td><td>${statusBadge(a.status)}</td><td class="num">${a.durationMs.toFixed(1)}</td><td class="num">${a.creditsCharged}</td><td class="mono muted id">${a.requestId}</td></tr>`) : html`<tr><td colspan="8" class="muted">No calls match.</td></tr>`}
+<td class="mono">${a.route}${a.via === 'mcp' ? html` <span class="badge">MCP ${a.tool ?? ''}</span>` : a.via === 'console' ? html` <span class="badge">console</span>` : ''}</td><td>${statusBadge(a.status)}</td><td class="num">${a.durationMs.toFixed(1)}</td><td class="num">${fromUnits(a.millicreditsCharged)}</td><td class="mono muted id">${a.requestId}</td></tr>`) : html`<tr><td colspan="8" class="muted">No calls match.</td></tr>`}
 </tbody></table>
 <div class="pager"><span class="muted">${d.page.data.length} calls on this page</span>${d.page.cursor ? html`<a class="button secondary" href="/console/audit?${auditQuery(f, { cursor: d.page.cursor })}">Older →</a>` : ''}${f.cursor ? html`<a href="/console/audit?${auditQuery(f, {})}">Newest</a>` : ''}</div>`, { viewer: v, active: '/console/audit' });
 }
@@ -138,7 +139,7 @@ export function creditsPage(v: Viewer, d: { plan: string; balance: number; price
 <h2>Ledger</h2>
 <table><thead><tr><th>Time</th><th>Kind</th><th>Operation</th><th class="num">Amount</th><th>Job</th><th>State</th></tr></thead><tbody>
 ${d.ledger.data.length ? d.ledger.data.map((l) => html`<tr><td class="when">${when(l.at)}</td><td>${l.kind === 'refund' ? html`<span class="badge ok">refund</span>` : html`<span class="badge">charge</span>`}</td><td>${l.operation}</td>
-<td class="num">${l.kind === 'refund' ? '+' : '−'}${l.amount}</td><td class="mono">${l.jobId ?? ''}</td><td class="muted">${l.state ?? 'applied'}</td></tr>`) : html`<tr><td colspan="6" class="muted">No ledger entries yet.</td></tr>`}
+<td class="num">${l.kind === 'refund' ? '+' : '−'}${fromUnits(l.millicredits)}</td><td class="mono">${l.jobId ?? ''}</td><td class="muted">${l.state ?? 'applied'}</td></tr>`) : html`<tr><td colspan="6" class="muted">No ledger entries yet.</td></tr>`}
 </tbody></table>
 <div class="pager"><span class="muted">${d.ledger.total} entries</span>${d.ledger.cursor ? html`<a class="button secondary" href="/console/credits?cursor=${d.ledger.cursor}">Older →</a>` : ''}${d.cursor ? html`<a href="/console/credits">Newest</a>` : ''}</div>
 <h2>Prices</h2>

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
+import { toUnits } from '../../platform/credits';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
 import { createExtractService } from './extract.service';
@@ -10,7 +11,7 @@ export function extractRoutes(rt: Runtime, deps: RouteDeps) {
   const service = createExtractService(rt);
   mount(r, endpoints.extractFlowchart, async ({ auth, body, requestId, idFor, charged, req }) => {
     const result = await service.extract({ accountId: auth.account._id, requestId, request: body, idFor, retry: req.get('idempotency-key') !== undefined });
-    charged(result.charged);
+    charged(toUnits(result.charged));
     return result;
   }, deps);
   return r;

@@ -8,6 +8,7 @@ import {
   type ExtractRpcRequest,
   type ExtractionReport,
 } from '../../contracts/extract';
+import { fromUnits } from '../../platform/credits';
 import { AppError } from '../../platform/errors';
 import { COLLECTIONS } from '../../platform/mongo';
 import type { ProjectDoc } from '../../platform/projects/projects.repository';
@@ -81,7 +82,7 @@ export function createExtractService(rt: Pick<Runtime, 'amqp' | 'credits' | 'con
   const describe = (r: ExtractionReport, fileName: string | undefined) =>
     `Extracted from ${fileName ? `"${fileName}"` : KIND_NAME[r.mimeType]} by ${r.engine} (${r.pages} ${r.mimeType === PPTX_MIME ? 'slide' : 'page'}${r.pages === 1 ? '' : 's'}).`;
   const answer = (doc: ProjectDoc, extraction: ExtractionReport, charged: number): ExtractFlowchartResult =>
-    ({ ...projects.view(doc), extraction, charged }) as ExtractFlowchartResult;
+    ({ ...projects.view(doc), extraction, charged: fromUnits(charged) }) as ExtractFlowchartResult;
 
   return {
     async extract(input: { accountId: string; requestId: string; request: ExtractFlowchartRequest; idFor: (prefix: string) => string; retry: boolean }): Promise<ExtractFlowchartResult> {
@@ -100,7 +101,7 @@ export function createExtractService(rt: Pick<Runtime, 'amqp' | 'credits' | 'con
         if (existing) {
           const settled = await credits.settle(holdId);
           const { extraction } = flowchartOf(await callPool(rt, pool(payload)));
-          return answer(existing, extraction, settled === 'captured' ? credits.price('extract_flowchart') : 0);
+          return answer(existing, extraction, settled === 'captured' ? credits.millicreditsFor('extract_flowchart') : 0);
         }
       }
 

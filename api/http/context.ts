@@ -7,8 +7,8 @@ export type AuthContext = Authenticated;
 export interface RequestLocals {
   requestId: string;
   auth?: AuthContext;
-  /** Credits this request charged, for the audit log. */
-  creditsCharged: number;
+  /** Millicredits this request charged, for the audit log. */
+  millicreditsCharged: number;
   startedAt: bigint;
   /**
    * The database was known to be away when the request came in (api/middleware/database.ts):

@@ -18,8 +18,8 @@ export interface HandlerContext<E extends Endpoint> {
   query: Infer<E['query']>;
   params: Record<string, string>;
   requestId: string;
-  /** Record credits charged by this request (audit log). */
-  charged(amount: number): void;
+  /** Record millicredits charged by this request (audit log). */
+  charged(millicredits: number): void;
   /**
    * An id for what this request creates: derived from its Idempotency-Key record when the
    * request carries a key, so a retry after a crash names the same job and finds it; random
@@ -144,7 +144,7 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
       params: req.params as Record<string, string>,
       requestId: l.requestId,
       charged: (n) => {
-        l.creditsCharged += n;
+        l.millicreditsCharged += n;
       },
       idFor: (prefix) => (idemSeed === undefined ? newId(prefix) : stableId(prefix, idemSeed)),
       ifMatch,

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
+import { toUnits } from '../../platform/credits';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
 import { createImagesService } from '../../platform/images/images.service';
@@ -9,7 +10,7 @@ export function imagesRoutes(rt: Runtime, deps: RouteDeps) {
   const service = createImagesService(rt);
   mount(r, endpoints.createImage, async ({ auth, body, requestId, charged }) => {
     const result = await service.render({ account: auth.account, requestId, request: body });
-    charged(result.charged);
+    charged(toUnits(result.charged));
     return result;
   }, deps);
   mount(r, endpoints.createMoonlightImage, async ({ auth, body, requestId, charged }) => {

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
+import { fromUnits, toUnits } from '../../platform/credits';
 import { createLiveSessions } from '../../platform/live/sessions';
 import { createLiveTools, type LiveTools } from '../../platform/live/tools';
 import type { Runtime } from '../../platform/runtime';
@@ -15,7 +16,7 @@ export function liveRoutes(rt: Runtime, deps: RouteDeps): Router {
     tools ??= createLiveTools(rt);
     // The session offers only the actions the key's scopes allow (SPEC §5).
     const out = await sessions.open({ account: ctx.auth.account, key: ctx.auth.key, requestId: ctx.requestId }, ctx.body, { allowedTools: tools.allowed(ctx.auth.key.scopes) });
-    ctx.charged(out.charged);
+    ctx.charged(toUnits(out.charged));
     return out;
   }, deps);
 
@@ -24,7 +25,7 @@ export function liveRoutes(rt: Runtime, deps: RouteDeps): Router {
     const { action, params } = ctx.body;
     const out = await tools.run(action, params, { account: ctx.auth.account, key: ctx.auth.key, requestId: ctx.requestId, signal: AbortSignal.timeout(120_000), idFor: ctx.idFor });
     ctx.charged(out.charged);
-    return { action, ok: out.ok, line: out.line, artifacts: out.artifacts, charged: out.charged };
+    return { action, ok: out.ok, line: out.line, artifacts: out.artifacts, charged: fromUnits(out.charged) };
   }, deps);
   return r;
 }

@@ -292,7 +292,7 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       await sessions.setStatus(doc._id, 'dropped');
       return refuse(ws, 4403, 'the key that opened this session was revoked or lost the ai scope, or the account lost API access');
     }
-    const { credits: _c, chargedRefs: _r, refundedJobs: _j, ...authAccount } = account;
+    const { millicredits: _c, chargedRefs: _r, refundedJobs: _j, ...authAccount } = account;
     let handle: string;
     try {
       handle = await sessions.handle(doc);

@@ -140,7 +140,7 @@ export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
     if (auth && call) {
       await parts.audit.record({
         _id: newId('aud'), at: new Date(), accountId: auth.account._id, keyId: auth.key._id, method: 'POST', route: MCP_AUDIT_ROUTE,
-        status: appErr.status, durationMs: Number(process.hrtime.bigint() - locals(res).startedAt) / 1e6, creditsCharged: 0,
+        status: appErr.status, durationMs: Number(process.hrtime.bigint() - locals(res).startedAt) / 1e6, millicreditsCharged: 0,
         requestId: locals(res).requestId, via: 'mcp', ...(known ? { tool: call.name } : {}), argNames: argNamesOf(call.args),
       });
     }

@@ -138,7 +138,7 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
       route: MCP_AUDIT_ROUTE,
       status: e.status,
       durationMs: Number(process.hrtime.bigint() - e.started) / 1e6,
-      creditsCharged: e.charged,
+      millicreditsCharged: e.charged,
       requestId,
       via: 'mcp',
       ...(e.tool ? { tool: e.tool } : {}),

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PathId } from '../../contracts/common';
 import { endpoints, type Endpoint } from '../../contracts/endpoints';
 import { JOB_ID_PREFIX, type Scope } from '../../contracts/registry';
+import { toUnits } from '../../platform/credits';
 import { driveCallerOf } from '../../platform/drive/access';
 import { notFound } from '../../platform/errors';
 import { createImagesService } from '../../platform/images/images.service';
@@ -30,7 +31,7 @@ export interface ToolContext {
   idFor(prefix: string): string;
 }
 
-/** A tool's answer: what the REST route would have answered, and the credits it charged. */
+/** A tool's answer: what the REST route would have answered, and the millicredits it charged. */
 export interface ToolOutcome {
   payload: unknown;
   charged: number;
@@ -133,7 +134,7 @@ export function createMcpTools(rt: Runtime): McpTool[] {
       input: endpoints.createImage.body,
       run: async ({ auth, requestId }, request) => {
         const result = await images.render({ account: auth.account, requestId, request });
-        return { payload: result, charged: result.charged };
+        return { payload: result, charged: toUnits(result.charged) };
       },
     }),
     startJob('start_video', endpoints.createVideo, JOB_ID_PREFIX.video, ({ auth, requestId }, request, jobId) => videos.dispatch({ account: auth.account, requestId, request, jobId })),

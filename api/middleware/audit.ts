@@ -39,7 +39,7 @@ export function audit(recorder: AuditRecorder): RequestHandler {
         route: routeTemplate(req),
         status,
         durationMs: Number(process.hrtime.bigint() - l.startedAt) / 1e6,
-        creditsCharged: l.creditsCharged,
+        millicreditsCharged: l.millicreditsCharged,
         requestId: l.requestId,
       };
     };

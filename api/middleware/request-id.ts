@@ -12,7 +12,7 @@ const SAFE = /^[A-Za-z0-9._:-]{1,128}$/;
 export const requestId: RequestHandler = (req, res, next) => {
   const incoming = req.get('x-request-id');
   const id = incoming && SAFE.test(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '')}`;
-  const l: RequestLocals = { requestId: id, creditsCharged: 0, startedAt: process.hrtime.bigint() };
+  const l: RequestLocals = { requestId: id, millicreditsCharged: 0, startedAt: process.hrtime.bigint() };
   Object.assign(res.locals, l);
   res.setHeader('X-Request-Id', id);
   startContext({ requestId: id }, next);

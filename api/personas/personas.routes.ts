@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
+import { toUnits } from '../../platform/credits';
 import { createPersonasService } from '../../platform/personas/personas.service';
 import { pageWhole } from '../../platform/lists';
 import type { Runtime } from '../../platform/runtime';
@@ -27,7 +28,7 @@ export function personasRoutes(rt: Runtime, deps: RouteDeps) {
   mount(r, endpoints.createPersonaDeployment, (ctx) => svc().createDeployment(account(ctx), ctx.params.id!, ctx.body, ctx.idFor), deps);
   mount(r, endpoints.startPersonaConversation, async (ctx) => {
     const out = await svc().startConversation({ ...ctx.auth, requestId: ctx.requestId }, ctx.params.id!, ctx.body, ctx.idFor);
-    ctx.charged(out.creditsUsed);
+    ctx.charged(toUnits(out.creditsUsed));
     return out;
   }, deps);
   mount(r, endpoints.endPersonaConversation, (ctx) => svc().endConversation(account(ctx), ctx.params.id!, ctx.params.cid!), deps);

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
+import { toUnits } from '../../platform/credits';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
 import { createSheetsService, type Caller } from '../../platform/sheets/sheets.service';
@@ -17,7 +18,7 @@ export function sheetsRoutes(rt: Runtime, deps: RouteDeps) {
   mount(r, endpoints.applySheetOps, ({ auth, params, body, req, ifMatch }) => service.applyOps(caller(auth), params.id!, body, (req.body as { ops: unknown[] }).ops, ifMatch), deps);
   mount(r, endpoints.editSheet, async ({ auth, params, body, requestId, charged, ifMatch }) => {
     const out = await service.edit(caller(auth), params.id!, requestId, body, ifMatch);
-    charged(out.charged);
+    charged(toUnits(out.charged));
     return out;
   }, deps);
   mount(r, endpoints.listSheetCommits, ({ auth, params, query }) => service.listCommits(auth.account._id, params.id!, query), deps);

@@ -3,6 +3,7 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import { SPEECH_AUDIO, SPEECH_MEDIA_TYPE } from '../../contracts/speech';
 import { pageWhole } from '../../platform/lists';
+import { fromUnits } from '../../platform/credits';
 import type { Runtime } from '../../platform/runtime';
 import { SPEECH_AUDIO_MAX_SECONDS, SPEECH_UNREAD_MAX_BYTES } from '../../platform/speech/limits';
 import { createSpeechService, SpeechStreamCut, type SpeechService } from '../../platform/speech/speech.service';
@@ -44,7 +45,7 @@ export function speechRoutes(rt: Runtime, deps: RouteDeps, opts: { service?: Spe
             res.setHeader('X-Speech-Engine', engine);
             res.setHeader('X-Speech-Characters', String(characters));
             res.setHeader('X-Audio-Max-Seconds', String(SPEECH_AUDIO_MAX_SECONDS));
-            res.setHeader('X-Credits-Charged', String(charged));
+            res.setHeader('X-Credits-Charged', String(fromUnits(charged)));
             res.setHeader('Cache-Control', 'no-store');
             ctx.charged(charged);
           },

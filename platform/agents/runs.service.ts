@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { AgentMessageAccepted, AgentRunApproveRequest, AgentRunResult, AgentRunStatus, AgentRunTrigger, AgentRunView, AgentUsage } from '../../contracts/agents';
 import { AGENT_LIMITS } from '../../contracts/agents';
 import type { Scope } from '../../contracts/registry';
+import { fromUnits, toUnits } from '../credits';
 import { AppError, notFound } from '../errors';
 import { emitEvent } from '../events';
 import { newId } from '../ids';
@@ -163,8 +164,10 @@ export function createAgentRuns(rt: Runtime) {
         if (earlier) return found(earlier);
       }
       const threadId = input.threadId ?? newId('thr');
-      const fee = rt.credits.price('agent_run');
-      const hold = await rt.credits.hold({ accountId: input.accountId, operation: 'agent_run', amount: fee, requestId: input.requestId, ttlMs: FEE_HOLD_TTL_MS, id: runId, deliveredBy: { collection: COLLECTIONS.agentRuns, id: runId } });
+      // The run keeps its figures in credits (AgentRunView.creditsUsed), the hold in millicredits.
+      const feeUnits = rt.credits.millicreditsFor('agent_run');
+      const fee = fromUnits(feeUnits);
+      const hold = await rt.credits.hold({ accountId: input.accountId, operation: 'agent_run', millicredits: feeUnits, requestId: input.requestId, ttlMs: FEE_HOLD_TTL_MS, id: runId, deliveredBy: { collection: COLLECTIONS.agentRuns, id: runId } });
       const now = new Date();
       const run: RunDoc = {
         _id: runId,
@@ -212,7 +215,7 @@ export function createAgentRuns(rt: Runtime) {
         rt.log.warn('agent run fee hold not captured; the scheduler captures it (the run exists)', { runId, err: err as Error });
       }
       await publish(run);
-      return { runId, threadId, agentId: agent._id, status: 'queued', resultUrl: runPaths(agent._id, runId).result, run, charged: fee };
+      return { runId, threadId, agentId: agent._id, status: 'queued', resultUrl: runPaths(agent._id, runId).result, run, charged: feeUnits };
     },
 
     async get(accountId: string, agentId: string, runId: string) {
@@ -288,7 +291,7 @@ export function createAgentRuns(rt: Runtime) {
       for (const r of read) {
         byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
         byTrigger[r.trigger] = (byTrigger[r.trigger] ?? 0) + 1;
-        credits += r.creditsUsed ?? 0;
+        credits += toUnits(r.creditsUsed ?? 0); // summed exactly, in millicredits
         if ((r.status === 'completed' || r.status === 'failed') && r.startedAt && r.completedAt) {
           durations += r.completedAt.getTime() - r.startedAt.getTime();
           timed++;
@@ -299,7 +302,7 @@ export function createAgentRuns(rt: Runtime) {
         days,
         since: since.toISOString(),
         runs: read.length,
-        creditsUsed: Math.round(credits),
+        creditsUsed: Math.round(fromUnits(credits)),
         byStatus,
         byTrigger,
         avgDurationMs: timed ? Math.round(durations / timed) : null,

@@ -6,6 +6,7 @@ import type { AmqpClient, Delivery } from '../amqp';
 import { isDatabaseUnavailable } from '../db-health';
 import { parseOrDeadLetter } from '../infra/message';
 import type { Logger } from '../log';
+import { toUnits } from '../credits';
 import type { AuditDoc, Database } from '../mongo';
 
 /** An audit entry as published (JSON: `at` travels as an ISO string). Unknown fields are dropped. */
@@ -18,9 +19,11 @@ const AuditMessage = z.object({
   route: z.string(),
   status: z.number().int(),
   durationMs: z.number(),
-  creditsCharged: z.number(),
+  millicreditsCharged: z.number().int().optional(),
+  /** Decimal credits, as published before millicredits: such an entry still queued is converted. */
+  creditsCharged: z.number().optional(),
   requestId: z.string(),
-});
+}).transform(({ creditsCharged, millicreditsCharged, ...m }) => ({ ...m, millicreditsCharged: millicreditsCharged ?? toUnits(creditsCharged ?? 0) }));
 
 const AuditMessages = z.union([AuditMessage, z.array(AuditMessage).min(1).max(10_000)]);
 

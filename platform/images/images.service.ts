@@ -14,6 +14,7 @@ import { AppError } from '../errors';
 import type { AuthAccount } from '../accounts';
 import type { Runtime } from '../runtime';
 import { assertFetchable } from '../ssrf';
+import { fromUnits } from '../credits';
 import { paidCall } from '../paid-call';
 import { resolveImageEngine } from './images.rules';
 
@@ -51,7 +52,7 @@ export function createImagesService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
         includeBase64: request.includeBase64 ?? false,
         notes,
       });
-      return { ...result, charged };
+      return { ...result, charged: fromUnits(charged) };
     },
 
     async moonlight(input: { account: AuthAccount; requestId: string; request: MoonlightRequest }): Promise<{ result: MoonlightResult; charged: number }> {

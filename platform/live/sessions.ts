@@ -1,6 +1,6 @@
 import { LIVE_ACTIONS, TurnDetection, type LiveAction, type LiveCapabilities, type LiveClientTool, type LiveSessionRequest, type LiveSessionResponse } from '../../contracts/live';
 import type { AuthAccount } from '../accounts';
-import type { HoldDelivery } from '../credits';
+import { fromUnits, type HoldDelivery } from '../credits';
 import { AppError } from '../errors';
 import { newId } from '../ids';
 import { COLLECTIONS, type ApiKeyDoc } from '../mongo';
@@ -82,9 +82,10 @@ export interface LiveSessionDoc {
   handleExpiresAt: Date | null;
   /** The conversation so far (the last LIVE_HISTORY_MAX entries), what a resumed session continues. */
   history: LiveHistoryEntry[];
-  charge: { operation: 'live_session'; amount: number; holdId: string | null; capturedAt: Date | null };
-  /** Credits the session cost so far: its charge plus what its server tools kept (live_action and media prices). */
-  spent?: number;
+  /** `millicredits`: integer millicredits (`amount`, decimal credits, before; migrated at startup). */
+  charge: { operation: 'live_session'; millicredits: number; holdId: string | null; capturedAt: Date | null };
+  /** Millicredits the session cost so far: its charge plus what its server tools kept (live_action and media prices); `spent` (decimal credits) before, migrated at startup. */
+  spentMillicredits?: number;
   connections: number;
   /** User turns answered so far (LIVE_SESSION_MAX_TURNS bounds them). */
   turns?: number;
@@ -179,7 +180,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
     turnDetection: doc.turnDetection,
     capabilities: liveCapabilities(config),
     resumed,
-    charged,
+    charged: fromUnits(charged),
   });
 
   const endForLimit = async (id: string) => {
@@ -224,12 +225,12 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
       if (ambient && !body.deviceName) throw new AppError('validation_error', 'deviceName: required with ambient (the assistant answers only turns that name it)');
       const now = new Date();
       const _id = newId('live');
-      const amount = rt.credits.price('live_session');
+      const amount = rt.credits.millicreditsFor('live_session');
       // The hold names the session row, so a crash between its insert and the capture is settled
       // as delivered by the scheduler, and a session that never got its row is refunded.
       // `deliveredBy`: what the caller makes of the session (a persona conversation) is what was
       // sold; the caller captures (captureCharge) or settles (settleCharge) once it wrote it.
-      const holdId = await rt.credits.hold({ accountId: caller.account._id, operation: 'live_session', amount, requestId: caller.requestId, ttlMs: 60_000, deliveredBy: opts.deliveredBy ?? { collection: COLLECTIONS.liveSessions, id: _id } });
+      const holdId = await rt.credits.hold({ accountId: caller.account._id, operation: 'live_session', millicredits: amount, requestId: caller.requestId, ttlMs: 60_000, deliveredBy: opts.deliveredBy ?? { collection: COLLECTIONS.liveSessions, id: _id } });
       const doc: LiveSessionDoc = {
         _id,
         accountId: caller.account._id,
@@ -254,8 +255,8 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
         handleGen: 0,
         handleExpiresAt: null,
         history: [],
-        charge: { operation: 'live_session', amount, holdId, capturedAt: null },
-        spent: amount,
+        charge: { operation: 'live_session', millicredits: amount, holdId, capturedAt: null },
+        spentMillicredits: amount,
         connections: 0,
         turns: 0,
         endedReason: null,
@@ -297,7 +298,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
       if (!doc || doc.status === 'ended') return null;
       const t = await newToken(doc);
       await col.updateOne({ _id: id }, { $set: { tokenId: t.tokenId, tokenExpiresAt: t.expiresAt, updatedAt: new Date() } });
-      return response(doc, t, false, doc.charge.amount);
+      return response(doc, t, false, doc.charge.millicredits);
     },
 
     /**
@@ -388,9 +389,9 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
       await col.updateOne({ _id: doc._id, accountId: doc.accountId }, { $push: { toolCalls: { $each: [entry], $slice: -LIVE_TOOL_CALLS_MAX } } });
     },
 
-    /** Credits a server tool of the session kept (the running `spent`). */
-    async addSpent(id: string, amount: number): Promise<void> {
-      if (amount > 0) await col.updateOne({ _id: id }, { $inc: { spent: amount } });
+    /** Millicredits a server tool of the session kept (the running `spentMillicredits`). */
+    async addSpent(id: string, millicredits: number): Promise<void> {
+      if (millicredits > 0) await col.updateOne({ _id: id }, { $inc: { spentMillicredits: millicredits } });
     },
 
     /** The greeting is spoken once per session: true for the one connection that claims it. */

@@ -7,6 +7,7 @@ import type { CreditOperation } from '../../contracts/registry';
 import { createAssistantTools } from '../assistant/tools';
 import { executeToolCall, mayCall, notAllowedMessage } from '../assistant/execute';
 import type { ToolContext, ToolDefinition } from '../assistant/tool';
+import { fromUnits } from '../credits';
 import { AppError } from '../errors';
 import { COLLECTIONS } from '../mongo';
 import { HOLD_GRACE_MS } from '../paid-call';
@@ -101,7 +102,7 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
       scope: 'read',
       spends: [],
       async run(_args, ctx) {
-        const balance = await rt.credits.balance(ctx.account._id);
+        const balance = fromUnits(await rt.credits.balance(ctx.account._id));
         return art('get_account', 'Your account', `You are on the ${ctx.account.plan} plan with ${Math.floor(balance * 100) / 100} credits.`, { plan: ctx.account.plan, balance });
       },
     },
@@ -174,12 +175,12 @@ export function createLiveTools(rt: Runtime): LiveTools {
   const defs = base.map((d): ToolDefinition => ({
     ...d,
     async run(args, callCtx) {
-      const amount = rt.credits.price('live_action');
+      const amount = rt.credits.millicreditsFor('live_action');
       const made = DELIVERED_BY[d.name as LiveAction];
       const predicted = made ? predictingIds(callCtx, made.prefix) : null;
       const ctx = predicted?.ctx ?? callCtx;
       const deliveredBy = made && predicted ? { collection: made.collection, id: predicted.id } : undefined;
-      const hold = await rt.credits.hold({ accountId: ctx.account._id, operation: 'live_action', amount, requestId: ctx.requestId, ttlMs: ACTION_HOLD_MS, deliveredBy });
+      const hold = await rt.credits.hold({ accountId: ctx.account._id, operation: 'live_action', millicredits: amount, requestId: ctx.requestId, ttlMs: ACTION_HOLD_MS, deliveredBy });
       let artifact: ChatArtifact;
       try {
         artifact = await d.run(args, ctx);
@@ -193,7 +194,7 @@ export function createLiveTools(rt: Runtime): LiveTools {
         return artifact;
       }
       await rt.credits.capture(hold);
-      const own = d.spends.reduce((n, op) => n + rt.credits.price(op as CreditOperation), 0);
+      const own = d.spends.reduce((n, op) => n + rt.credits.millicreditsFor(op as CreditOperation), 0);
       charged.set(artifact, amount + own);
       return artifact;
     },

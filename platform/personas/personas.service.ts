@@ -11,6 +11,7 @@ import type {
 } from '../../contracts/personas';
 import type { Authenticated } from '../accounts';
 import { ASSISTANT_TOOL_NAMES } from '../assistant/tools';
+import { fromUnits } from '../credits';
 import { AppError, notFound } from '../errors';
 import { newId, stableId } from '../ids';
 import { COLLECTIONS } from '../mongo';
@@ -302,11 +303,11 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
       if (c.status === 'ended') return conversationView(c);
       await importTurns(c);
       await sessions.setStatus(c.sessionId, 'ended');
-      const s = await sessions.col.findOne({ _id: c.sessionId, accountId }, { projection: { charge: 1, spent: 1 } });
+      const s = await sessions.col.findOne({ _id: c.sessionId, accountId }, { projection: { charge: 1, spentMillicredits: 1 } });
       const endedAt = new Date();
       const durationMs = endedAt.getTime() - c.startedAt.getTime();
       // The session's charge and what its tools kept (live_action, media prices), counted as they ran.
-      const creditsUsed = s?.spent ?? s?.charge.amount ?? c.creditsUsed;
+      const creditsUsed = s ? fromUnits(s.spentMillicredits ?? s.charge.millicredits) : c.creditsUsed;
       const after = await repo.endConversation(accountId, cid, { endedAt, durationMs, creditsUsed });
       // A concurrent end won: its answer is the one.
       const final = after ?? (await repo.getConversation(accountId, personaId, cid));

@@ -23,6 +23,7 @@ import { emptyTree, GridLimitError, sameTree, WorkingGrid, type NewBlock, type T
 import { applyOps, conflictOf, describeOps, OpErrorAt, reapplyOps, type Applied, type DiffView, type ROp, type Touched } from './ops';
 import { createSheetsRepository, mergedSlot, proposalSlot, type CommitDoc, type SheetHeadDoc, type SheetProjectRow } from './sheets.repository';
 import { versionConflict } from '../versioned';
+import { fromUnits } from '../credits';
 import { paidCall } from '../paid-call';
 import { createProjectsService } from '../projects/projects.service';
 
@@ -634,7 +635,7 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
           return { ...out, engine };
         },
       });
-      return { ...result, charged };
+      return { ...result, charged: fromUnits(charged) };
     },
   };
 }

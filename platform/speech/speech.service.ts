@@ -9,6 +9,7 @@ import { voiceCatalogue, type VoiceEntry } from './voices';
 /** Where the audio goes as it arrives (the HTTP response). */
 export interface SpeechSink {
   /** Once, right before the first chunk: audio is coming and its charge stands. */
+  /** `charged`: millicredits. */
   start(meta: { voice: VoiceEntry; engine: string; charged: number; characters: number }): void;
   chunk(pcm: Buffer): void;
 }
@@ -17,6 +18,7 @@ export interface SpeechOutcome {
   voice: string;
   engine: string;
   characters: number;
+  /** Millicredits. */
   charged: number;
   bytes: number;
   audioSeconds: number;
@@ -66,7 +68,8 @@ export function createSpeechService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
       const voice = catalogue.resolve(input.request.voice);
       const text = input.request.text.trim();
       const characters = chargedCharacters(text);
-      const amount = credits.price('speech_char', characters);
+      // Exact per character: the speech_char price in millicredits, times the characters.
+      const amount = credits.millicreditsFor('speech_char', characters);
       const timeoutMs = config.SPEECH_RPC_TIMEOUT_MS;
       // The hold and the call start together (the hold's three database writes would otherwise
       // come first in the time to first byte): audio that arrives before the hold is in place
@@ -93,7 +96,7 @@ export function createSpeechService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
         bytes += pcm.length;
         sink.chunk(pcm);
       };
-      const holding = (amount > 0 ? credits.hold({ accountId: input.accountId, operation: 'speech_char', amount, requestId: input.requestId, ttlMs: timeoutMs + HOLD_GRACE_MS }) : Promise.resolve(undefined)).then(
+      const holding = (amount > 0 ? credits.hold({ accountId: input.accountId, operation: 'speech_char', millicredits: amount, requestId: input.requestId, ttlMs: timeoutMs + HOLD_GRACE_MS }) : Promise.resolve(undefined)).then(
         (id) => {
           hold = id;
           // The client may have left while the hold was being made: then nothing is delivered

@@ -25,6 +25,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { POOL_TYPES, broker } from '../../contracts/registry';
 import { AmqpClient, connectAny } from '../../platform/amqp';
+import { fromUnits } from '../../platform/credits';
 import { createLogger } from '../../platform/log';
 import { clusterLeftovers, clusterUp, releaseCluster, type Cluster, type NodeNumber } from '../../test/helpers/rabbitmq-cluster';
 import { freePort } from '../../test/helpers/stack';
@@ -228,7 +229,7 @@ export async function runBrokerClusterScenario(opts: BrokerClusterOptions = {}):
     const byKey = new Map(answers.map((a) => [a.key, a]));
     const lost = [...byKey.values()].filter((a) => complete.every((j) => j._id !== a.jobId)).length;
     const duplicated = jobs.length - logical;
-    const balance = (await run.db.accounts.findOne({ _id: run.accountId }))!.credits;
+    const balance = fromUnits((await run.db.accounts.findOne({ _id: run.accountId }))!.millicredits);
     const spent = 10_000 - balance;
     const expected = complete.length * CODE_BUILD_PRICE;
     const perJob = complete.map((j) => idsOf(j._id).size);

@@ -9,6 +9,7 @@
  * local fake provider that answers after CHAOS_JOB_MS (1 s), so jobs are in flight when the
  * worker dies. Exit status 1 when a job is duplicated or a credit is off.
  */
+import { fromUnits } from '../../platform/credits';
 import { apiPid, pct, postUntilAccepted, printFigures, sleep, startChaosRun, waitForQuiet, type Accepted } from './kit';
 
 const LOGICAL = 60;
@@ -71,7 +72,7 @@ export async function runCrash(): Promise<boolean> {
     await sleep(1000); // ledger batches and the sweep settle
     const jobs = await db.jobs.find({ accountId: run.accountId }).toArray();
     const logical = new Set(answers.map((a) => a.key)).size;
-    const balance = (await db.accounts.findOne({ _id: run.accountId }))!.credits;
+    const balance = fromUnits((await db.accounts.findOne({ _id: run.accountId }))!.millicredits);
     const expectedSpend = jobs.filter((j) => j.status === 'complete').length * 5;
     printFigures('chaos run (crashes)', [
       ['logical requests (each its own Idempotency-Key)', logical],

@@ -28,6 +28,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createAccountsRepository } from '../../platform/accounts';
+import { fromUnits } from '../../platform/credits';
 import { startDbFaults, type DbFaults } from '../../test/helpers/db-faults';
 import { apiPid, pct, printFigures, sleep, startChaosRun, type ChaosRun } from './kit';
 
@@ -98,7 +99,7 @@ async function postTracked(run: ChaosRun, l: Logical, body: Record<string, unkno
 async function truth(run: ChaosRun, a: Account): Promise<number> {
   const jobs = await run.db.jobs.find({ accountId: a.id }, { projection: { status: 1, credits: 1 }, timeoutMS: 2000 }).toArray();
   const paid = jobs.filter((j) => j.credits.charged !== null && !(j.status === 'failed' && j.credits.refunded));
-  return a.credits - paid.reduce((n, j) => n + j.credits.amount, 0);
+  return a.credits - fromUnits(paid.reduce((n, j) => n + j.credits.millicredits, 0));
 }
 
 async function readBalance(run: ChaosRun, a: Account): Promise<number | null> {

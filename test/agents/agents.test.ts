@@ -9,6 +9,7 @@ import { client, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { createWebhook, startReceiver, type Receiver } from '../webhooks/helpers';
 import { emailCall, script, scriptedOr, waitForRun } from './helpers';
+import { fromUnits } from '../../platform/credits';
 
 /**
  * Agents over HTTP against the real services (SPEC 2.18, 3.4, 4.9): the agent pool runs in this
@@ -260,7 +261,7 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     await waitForRun(api, research, r1.body.runId, ['completed']);
     const runs = stack.rt.db.db.collection<any>(COLLECTIONS.agentRuns);
     expect(await runs.countDocuments({ accountId, instruction: { $in: ['write notes about retries', 'write notes about the run route'] } })).to.equal(2);
-    expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(2 * stack.rt.credits.price('agent_run'));
+    expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(2 * fromUnits(stack.rt.credits.millicreditsFor('agent_run')));
   });
 
   it('when a run fails after a tool delivered work, then its fee stands (not refunded)', async () => {
@@ -272,9 +273,9 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     expect(failed.status).to.equal('failed');
     expect(failed.error).to.equal('credit budget of 10 credits reached');
     expect(failed.steps.map((s: any) => [s.slug, s.status])).to.deep.equal([['create_notes', 'done'], ['start_research', 'failed']]);
-    expect(failed.creditsUsed).to.equal(stack.rt.credits.price('agent_run'));
+    expect(failed.creditsUsed).to.equal(fromUnits(stack.rt.credits.millicreditsFor('agent_run')));
     expect(await stack.rt.db.ledger.countDocuments({ _id: `led_refund_${acc.runId}` })).to.equal(0);
-    expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(stack.rt.credits.price('agent_run'));
+    expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(fromUnits(stack.rt.credits.millicreditsFor('agent_run')));
   });
 
   it("when another account names this account's agent or run, then every agent route answers 404 not_found", async () => {

@@ -9,6 +9,7 @@ import { ConsumerPool } from '../../workers/pool/consumer';
 import { client, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { scriptedOr, waitForRun } from './helpers';
+import { fromUnits } from '../../platform/credits';
 
 /**
  * POST /chat/completions (SPEC 2.18) driven by the official `openai` npm client: baseURL is the
@@ -175,7 +176,7 @@ describe('agents: POST /chat/completions with the openai client', function () {
     const b = await api.post('/chat/completions', { ...body, stream: true }, { 'Idempotency-Key': key });
     expect(b.status).to.equal(200);
     expect(b.text).to.include(a.body.id);
-    expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(stack.rt.credits.price('agent_run'));
+    expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(fromUnits(stack.rt.credits.millicreditsFor('agent_run')));
     const c = await api.post('/chat/completions', { ...body, messages: [{ role: 'user', content: 'something else' }] }, { 'Idempotency-Key': key });
     expect(c.status).to.equal(422);
     expect(c.body.error.code).to.equal('idempotency_key_reused');

@@ -3,6 +3,7 @@ import { metrics } from '../../monitoring/metrics';
 import { client, waitForJob } from '../helpers/http';
 import { clusterUp, type Cluster } from '../helpers/rabbitmq-cluster';
 import { startStack, type Stack } from '../helpers/stack';
+import { fromUnits } from '../../platform/credits';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
@@ -54,7 +55,7 @@ describe('the API and workers on the three-node cluster', function () {
 
     const jobs = await stack.rt.db.jobs.find({ accountId }).toArray();
     expect(jobs).to.have.length(done.length);
-    const balance = (await stack.rt.db.accounts.findOne({ _id: accountId }))!.credits;
+    const balance = fromUnits((await stack.rt.db.accounts.findOne({ _id: accountId }))!.millicredits);
     expect(10_000 - balance).to.equal(5 * done.length);
     const during = done.filter((a) => a.at >= 3000 && a.at < 5000).map((a) => a.ms);
     console.log(`      accept latency p50/max: ${Math.round(pct(done.map((a) => a.ms), 50))}/${Math.round(Math.max(...done.map((a) => a.ms)))} ms overall, ${Math.round(pct(during, 50))}/${Math.round(Math.max(...during))} ms in the 2 s after the kill; node 1 back after ${nodeBackMs} ms`);

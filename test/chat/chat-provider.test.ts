@@ -5,6 +5,7 @@ import { client, eventually, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { fakeOpenAi } from './fake-openai';
 import { frames, streamChat } from './ui-client';
+import { fromUnits } from '../../platform/credits';
 
 /**
  * POST /chat with CHAT_ENGINE=openai against a local fake provider that speaks the real
@@ -40,7 +41,7 @@ describe('POST /chat with the OpenAI-compatible engine against a fake provider',
   /** Net credits of one operation for the account: charges minus refunds in the ledger. */
   const net = async (operation: string) => {
     const entries = await stack.rt.db.ledger.find({ accountId, operation } as never).toArray();
-    return entries.reduce((s, e) => s + ((e as { kind: string }).kind === 'refund' ? -1 : 1) * (e as { amount: number }).amount, 0);
+    return entries.reduce((s, e) => s + ((e as { kind: string }).kind === 'refund' ? -1 : 1) * fromUnits((e as { millicredits: number }).millicredits), 0);
   };
 
   it('when the provider streams text and a tool call split across chunks, then the turn runs the tool and the engine is reported', async () => {
@@ -131,11 +132,11 @@ describe('POST /chat with the OpenAI-compatible engine against a fake provider',
     await eventually(async () => (await net('chat_turn')) === chatBefore, 10_000, 'the chat_turn hold released');
     provider.releaseImages();
     // The image in flight cannot stop mid-render: it finishes and its own service charges it; the notes never start.
-    await eventually(async () => (await net('image')) === imageBefore + stack.rt.credits.price('image') && (await stack.rt.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })) === 0, 10_000, 'the image charged');
+    await eventually(async () => (await net('image')) === imageBefore + fromUnits(stack.rt.credits.millicreditsFor('image')) && (await stack.rt.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })) === 0, 10_000, 'the image charged');
     await new Promise((r) => setTimeout(r, 300));
     expect(await stack.rt.db.db.collection(COLLECTIONS.projects).countDocuments({ accountId, name: 'Never written' })).to.equal(notesBefore);
     expect(provider.chatCalls).to.equal(1);
-    expect(before - (await balance())).to.equal(stack.rt.credits.price('image'));
+    expect(before - (await balance())).to.equal(fromUnits(stack.rt.credits.millicreditsFor('image')));
     const conv = await stack.rt.db.db.collection(COLLECTIONS.conversations).find({ accountId }).sort({ createdAt: -1 }).limit(1).next();
     conversationId = conv!._id as unknown as string;
     // What finished is kept: the image that was in flight, without the turn's reply.
@@ -188,7 +189,7 @@ describe('POST /chat with the OpenAI-compatible engine against a fake provider',
     const ms = (await api.get(`/conversations/${t.headers.get('x-conversation-id')}/messages`)).body.data;
     expect(ms).to.have.length(2);
     expect(ms[1].artifacts.length).to.be.at.most(50);
-    expect(before - (await balance())).to.equal(stack.rt.credits.price('chat_turn'));
+    expect(before - (await balance())).to.equal(fromUnits(stack.rt.credits.millicreditsFor('chat_turn')));
   });
 
   it('when the answer cannot be stored, then the stream carries an error chunk before finish and the turn is not charged, at once', async () => {
@@ -232,7 +233,7 @@ describe('POST /chat with the OpenAI-compatible engine against a fake provider',
       sock.on('error', reject);
     });
     const entry = await eventually(() => stack.rt.db.db.collection('audit_log').findOne({ requestId: rid }), 10_000, 'audit entry of the abandoned request');
-    expect(entry).to.include({ accountId, creditsCharged: 0 });
+    expect(entry).to.include({ accountId, millicreditsCharged: 0 });
     await new Promise((r) => setTimeout(r, 500));
     expect(await balance()).to.equal(before);
     expect(await stack.rt.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })).to.equal(0);

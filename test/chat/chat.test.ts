@@ -5,6 +5,7 @@ import { COLLECTIONS } from '../../platform/mongo';
 import { client, eventually, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { frames, streamChat } from './ui-client';
+import { fromUnits } from '../../platform/credits';
 
 /** Tool parts of an assembled UI message (type `tool-<name>`). */
 const toolParts = (m: { parts: unknown[] }) =>
@@ -95,7 +96,7 @@ describe('POST /chat with the local engine', function () {
     expect(ms[1]!.content).to.equal(textOf(t.message));
     const conv = (await api.get(`/conversations/${conversationId}`)).body;
     expect(conv.title).to.equal('make a flowchart of our hiring process');
-    expect(await balance()).to.equal(before - stack.rt.credits.price('chat_turn'));
+    expect(await balance()).to.equal(before - fromUnits(stack.rt.credits.millicreditsFor('chat_turn')));
   });
 
   it('when a later turn says "add a step to that flowchart", then the same project gains the step (history loads server-side)', async () => {
@@ -251,6 +252,6 @@ describe('POST /chat with the local engine', function () {
     expect(r.status).to.equal(200);
     const rid = r.headers.get('x-request-id');
     const entry = await eventually(() => stack.rt.db.db.collection('audit_log').findOne({ requestId: rid }), 10_000, 'audit entry');
-    expect(entry).to.include({ status: 200, creditsCharged: 1 });
+    expect(entry).to.include({ status: 200, millicreditsCharged: 1000 });
   });
 });

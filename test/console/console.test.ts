@@ -199,7 +199,7 @@ describe('developer console over HTTP', function () {
     it('when the audit log has more than a page, then the Older link pages on without repeats or gaps', async () => {
       const c = await stack.createAccount();
       const now = Date.now();
-      await stack.rt.db.audit.insertMany(Array.from({ length: 60 }, (_, i) => ({ _id: `aud_page${String(i).padStart(2, '0')}`, at: new Date(now - (i % 7) * 1000), accountId: c.accountId, keyId: c.keyId, method: 'GET', route: '/api/v1/account', status: 200, durationMs: 1, creditsCharged: 0, requestId: `req_page${i}` })));
+      await stack.rt.db.audit.insertMany(Array.from({ length: 60 }, (_, i) => ({ _id: `aud_page${String(i).padStart(2, '0')}`, at: new Date(now - (i % 7) * 1000), accountId: c.accountId, keyId: c.keyId, method: 'GET', route: '/api/v1/account', status: 200, durationMs: 1, millicreditsCharged: 0, requestId: `req_page${i}` })));
       const s = await signIn(stack, c.accountId);
       const ids = (text: string) => [...text.matchAll(/req_page\d+/g)].map((m) => m[0]);
       const first = await get(stack, '/console/audit?route=%2Fapi%2Fv1%2Faccount', s.cookie);
@@ -267,7 +267,7 @@ describe('developer console over HTTP', function () {
       const keyId = (await stack.rt.db.apiKeys.findOne({ accountId: c.accountId, name: 'audited' }))!._id;
       expect((await post(stack, `/console/keys/${keyId}/revoke`, { _csrf: s.csrf }, s.cookie)).status).to.equal(303);
       const entries = await stack.rt.db.audit.find({ accountId: c.accountId, via: 'console', keyId }).toArray();
-      expect(entries.map((e) => [e.method, e.route, e.status, e.creditsCharged])).to.have.deep.members([
+      expect(entries.map((e) => [e.method, e.route, e.status, e.millicreditsCharged])).to.have.deep.members([
         ['POST', '/console/keys', 201, 0],
         ['POST', '/console/keys/:id/revoke', 303, 0],
       ]);
@@ -320,7 +320,7 @@ describe('developer console over HTTP', function () {
         const now = Date.now();
         const day = (t: number) => new Date(t).toISOString().slice(0, 10);
         // 3 calls today, 3 two days ago: the newest 5 are today's 3 and 2 of the older day.
-        await stack.rt.db.audit.insertMany([0, 1, 2, 2 * 86_400_000, 2 * 86_400_000 + 1, 2 * 86_400_000 + 2].map((ago, i) => ({ _id: `aud_cap${i}`, at: new Date(now - ago), accountId: c.accountId, keyId: c.keyId, method: 'GET', route: '/api/v1/account', status: 200, durationMs: 1, creditsCharged: 0, requestId: `req_cap${i}` })));
+        await stack.rt.db.audit.insertMany([0, 1, 2, 2 * 86_400_000, 2 * 86_400_000 + 1, 2 * 86_400_000 + 2].map((ago, i) => ({ _id: `aud_cap${i}`, at: new Date(now - ago), accountId: c.accountId, keyId: c.keyId, method: 'GET', route: '/api/v1/account', status: 200, durationMs: 1, millicreditsCharged: 0, requestId: `req_cap${i}` })));
         const s = await signIn(capped, c.accountId);
         const page = await get(capped, '/console', s.cookie);
         expect(page.status).to.equal(200);
@@ -340,7 +340,7 @@ describe('developer console over HTTP', function () {
       const first = queries.dailyUsage(c.accountId);
       expect(queries.dailyUsage(c.accountId)).to.equal(first);
       const usage = await first;
-      await stack.rt.db.audit.insertOne({ _id: 'aud_cache0', at: new Date(), accountId: c.accountId, keyId: c.keyId, method: 'GET', route: '/api/v1/account', status: 200, durationMs: 1, creditsCharged: 0, requestId: 'req_cache0' });
+      await stack.rt.db.audit.insertOne({ _id: 'aud_cache0', at: new Date(), accountId: c.accountId, keyId: c.keyId, method: 'GET', route: '/api/v1/account', status: 200, durationMs: 1, millicreditsCharged: 0, requestId: 'req_cache0' });
       expect(await queries.dailyUsage(c.accountId)).to.equal(usage);
       expect(await createConsoleQueries(stack.rt.db).dailyUsage(c.accountId)).to.have.nested.property('days[29].requests', 1);
     });

@@ -5,6 +5,7 @@ import { COLLECTIONS } from '../../platform/mongo';
 import { client, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { b64, blankPng, elfBytes, makeImage, makePdf, makePptx, makeZip, PDF, PPTX } from './documents';
+import { fromUnits } from '../../platform/credits';
 
 const PRICE = 3; // DEFAULT_CREDIT_PRICES.extract_flowchart
 
@@ -27,7 +28,7 @@ describe('extract: POST /extract-flowchart', function () {
   /** Charged exactly once for one extraction. */
   const expectChargedOnce = async (a: { api: Client; accountId: string }) => {
     expect(await balance(a.api)).to.equal(100 - PRICE);
-    expect((await ledger(a.accountId)).map((e) => [e.kind, e.operation, e.amount])).to.deep.equal([['charge', 'extract_flowchart', PRICE]]);
+    expect((await ledger(a.accountId)).map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'extract_flowchart', PRICE]]);
   };
   /** Nothing charged and no project made. */
   const expectNothing = async (a: { api: Client; accountId: string }) => {

@@ -5,6 +5,7 @@ import { COLLECTIONS } from '../../platform/mongo';
 import { createTasks } from '../../scheduler/tasks';
 import { client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
+import { toUnits } from '../../platform/credits';
 
 /**
  * What kept the balance read wrong for minutes after a crash or an outage, each in isolation:
@@ -26,18 +27,18 @@ describe('balance after faults', function () {
     const { key, accountId } = await stack.createAccount({ credits: 5000 });
     // As a holder leaves it when killed: a lease of 100, three jobs charged from it, the batch
     // with the spend of the last two never written.
-    const lease = (await stack.rt.credits.takeLease({ accountId, amount: 100, minBalance: 0, ttlMs: 60_000, owner: 'host:1:dead' }))!;
+    const lease = (await stack.rt.credits.takeLease({ accountId, millicredits: toUnits(100), minBalance: 0, ttlMs: 60_000, owner: 'host:1:dead' }))!;
     for (const prompt of ['one', 'two', 'three']) {
-      await stack.rt.jobs.create({ accountId, type: 'code', input: { prompt }, credits: { operation: 'code_build', amount: 5, charged: true, settling: null, lease: lease._id } });
+      await stack.rt.jobs.create({ accountId, type: 'code', input: { prompt }, credits: { operation: 'code_build', millicredits: toUnits(5), charged: true, settling: null, lease: lease._id } });
     }
-    await stack.rt.credits.addLeaseSpend(new Map([[lease._id, 5]]));
+    await stack.rt.credits.addLeaseSpend(new Map([[lease._id, toUnits(5)]]));
     // While the holder's count is fresh it is trusted (one read per lease, no scan of the jobs).
     expect(await balance(key)).to.equal(5000 - 5);
     await new Promise((r) => setTimeout(r, LEASE_VOUCH_MS + 200));
     expect(await balance(key)).to.equal(5000 - 15);
     // The lease itself is still out (the scheduler settles it after it expires): nothing moved.
-    expect((await stack.rt.db.accounts.findOne({ _id: accountId }))!.credits).to.equal(4900);
-    expect(await stack.rt.credits.settleLease(lease._id)).to.deep.equal({ spent: 15, returned: 85 });
+    expect((await stack.rt.db.accounts.findOne({ _id: accountId }))!.millicredits).to.equal(toUnits(4900));
+    expect(await stack.rt.credits.settleLease(lease._id)).to.deep.equal({ spent: 15_000, returned: 85_000 });
     expect(await balance(key)).to.equal(5000 - 15);
   });
 
@@ -47,10 +48,10 @@ describe('balance after faults', function () {
     const holds = stack.rt.db.db.collection<Record<string, unknown>>(COLLECTIONS.creditHolds);
     const backdate = (id: string) => stack.rt.db.ledger.updateOne({ _id: `led_charge_${id}` }, { $set: { at: new Date(Date.now() - CHARGE_SETTLE_GRACE_MS - 1000) } });
     // Lost: debited, no hold. Made after all: debited, the hold there. Young: still in its request.
-    await stack.rt.credits.debit({ accountId, operation: 'image', amount: 2, jobId: 'hold_lost' });
-    await stack.rt.credits.debit({ accountId, operation: 'image', amount: 2, jobId: 'hold_made' });
-    await holds.insertOne({ _id: 'hold_made' as never, accountId, operation: 'image', amount: 2, until: new Date(Date.now() + 60_000), deliveredBy: null });
-    await stack.rt.credits.debit({ accountId, operation: 'image', amount: 2, jobId: 'hold_young' });
+    await stack.rt.credits.debit({ accountId, operation: 'image', millicredits: toUnits(2), jobId: 'hold_lost' });
+    await stack.rt.credits.debit({ accountId, operation: 'image', millicredits: toUnits(2), jobId: 'hold_made' });
+    await holds.insertOne({ _id: 'hold_made' as never, accountId, operation: 'image', millicredits: 2000, until: new Date(Date.now() + 60_000), deliveredBy: null });
+    await stack.rt.credits.debit({ accountId, operation: 'image', millicredits: toUnits(2), jobId: 'hold_young' });
     await backdate('hold_lost');
     await backdate('hold_made');
     expect(await balance(key)).to.equal(94);
@@ -58,7 +59,7 @@ describe('balance after faults', function () {
     expect(await tasks.settleCredits()).to.include({ refunded: 1, applied: 1 });
     expect(await balance(key)).to.equal(96);
     // The request that stalled comes back: its hold cannot be made, so nothing is delivered free.
-    const late = await holds.insertOne({ _id: 'hold_lost' as never, accountId, operation: 'image', amount: 2, until: new Date(), deliveredBy: null }).then(
+    const late = await holds.insertOne({ _id: 'hold_lost' as never, accountId, operation: 'image', millicredits: 2000, until: new Date(), deliveredBy: null }).then(
       () => 'inserted',
       (err: { code?: number }) => err.code,
     );

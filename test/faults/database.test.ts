@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { startDbFaults, type DbFaults } from '../helpers/db-faults';
 import { client, eventually } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
+import { fromUnits } from '../../platform/credits';
 
 /**
  * The database goes away under load (issue 24 item 4), on a private PostgreSQL cluster and
@@ -56,7 +57,7 @@ const readyz = (stack: Stack) => fetch(stack.baseUrl.replace('/api/v1', '/readyz
 /** What the account should read: its credits less the price of every job it pays for. */
 async function truth(stack: Stack, accountId: string, credits: number) {
   const jobs = await stack.rt.db.jobs.find({ accountId }, { projection: { status: 1, credits: 1 } }).toArray();
-  return credits - jobs.filter((j) => j.credits.charged !== null && !(j.status === 'failed' && j.credits.refunded)).reduce((n, j) => n + j.credits.amount, 0);
+  return credits - jobs.filter((j) => j.credits.charged !== null && !(j.status === 'failed' && j.credits.refunded)).reduce((n, j) => n + fromUnits(j.credits.millicredits), 0);
 }
 
 /**

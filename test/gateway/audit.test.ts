@@ -11,7 +11,7 @@ import { spawnApiProcess, type ApiProcess } from '../helpers/api-process';
 import { client, eventually } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 
-const ENTRY_FIELDS = ['_id', 'accountId', 'at', 'creditsCharged', 'durationMs', 'keyId', 'method', 'requestId', 'route', 'status'];
+const ENTRY_FIELDS = ['_id', 'accountId', 'at', 'durationMs', 'keyId', 'method', 'millicreditsCharged', 'requestId', 'route', 'status'];
 
 describe('audit log', () => {
   let stack: Stack;
@@ -37,7 +37,7 @@ describe('audit log', () => {
     route: '/api/v1/account',
     status: 200,
     durationMs: 1.5,
-    creditsCharged: 0,
+    millicreditsCharged: 0,
     requestId: rid('direct'),
     ...over,
   });
@@ -62,7 +62,7 @@ describe('audit log', () => {
     for (const [requestId, method, route, status] of expected) {
       const e = await entryOf(requestId);
       expect(Object.keys(e).sort()).to.deep.equal(ENTRY_FIELDS);
-      expect(e).to.include({ accountId, keyId, method, route, status, creditsCharged: 0, requestId });
+      expect(e).to.include({ accountId, keyId, method, route, status, millicreditsCharged: 0, requestId });
       expect(e._id).to.match(/^aud_/);
       expect(e.at).to.be.instanceOf(Date);
       expect(e.durationMs).to.be.a('number').and.at.least(0);

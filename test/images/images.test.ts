@@ -5,6 +5,7 @@ import { decodeImage } from '../../platform/media/codec';
 import { client, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { fakeServer, referenceImages, solidPng, type FakeServer } from './fakes';
+import { fromUnits } from '../../platform/credits';
 
 const fetchBytes = async (url: string) => {
   const res = await fetch(url);
@@ -46,7 +47,7 @@ describe('images: POST /images', () => {
     expect(file.bytes.length).to.equal(r.body.sizeBytes);
     expect(await balance(api)).to.equal(98);
     const l = await ledger(accountId);
-    expect(l.map((e) => [e.kind, e.operation, e.amount])).to.deep.equal([['charge', 'image', 2]]);
+    expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'image', 2]]);
   });
 
   it('when each aspect ratio is asked, then the PNG has exactly the documented shape', async () => {
@@ -142,7 +143,7 @@ describe('images: POST /images', () => {
     expect(r.body.error.message).to.match(/^referenceImageUrls\.0: could not be fetched \(HTTP 404\)/);
     expect(await balance(api)).to.equal(10);
     const l = await ledger(accountId);
-    expect(l.map((e) => [e.kind, e.operation, e.amount])).to.deep.equal([['charge', 'image', 2], ['refund', 'image', 2]]);
+    expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'image', 2], ['refund', 'image', 2]]);
   });
 
   it('when the balance is short, then 402 and no render is asked for', async () => {

@@ -3,6 +3,7 @@ import { MOONLIGHT_SIZES, type MoonlightAspectRatio } from '../../contracts/imag
 import { decodeImage } from '../../platform/media/codec';
 import { client, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
+import { fromUnits } from '../../platform/credits';
 
 const pngOf = (dataUrl: string) => {
   expect(dataUrl).to.match(/^data:image\/png;base64,/);
@@ -116,7 +117,7 @@ describe('images: POST /images/moonlight (in-house model, SPEC 2.11)', () => {
     expect(r.body.error.message).to.match(/nothing was charged/);
     expect(await balance(api)).to.equal(10);
     const l = await ledger(accountId);
-    expect(l.map((e) => [e.kind, e.operation, e.amount])).to.deep.equal([['charge', 'image_moonlight', 1], ['refund', 'image_moonlight', 1]]);
+    expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'image_moonlight', 1], ['refund', 'image_moonlight', 1]]);
   });
 
   it('when renders are made, then nothing is stored for the caller', async () => {

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { CommandStartedEvent } from 'mongodb';
 import { client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
+import { fromUnits } from '../../platform/credits';
 
 /**
  * The request hot path, counted with the driver's command monitoring: what a request costs in
@@ -80,7 +81,7 @@ describe('database commands on the request hot path', function () {
     expect(job?.credits.charged).to.equal(true);
     expect(job?.dispatchedAt).to.be.instanceOf(Date);
     const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
-    expect(ledger.map((e) => [e.kind, e.state, e.jobId, e.amount])).to.deep.equal([['charge', 'applied', res.body.jobId, 5]]);
+    expect(ledger.map((e) => [e.kind, e.state, e.jobId, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'applied', res.body.jobId, 5]]);
   });
 
   it('when an account with a large balance posts a job, then the answer costs one command (the job insert, charged from the process\'s credit lease) and the ledger entry follows in a batch', async () => {
@@ -109,10 +110,10 @@ describe('database commands on the request hot path', function () {
     expect(r.seen.slice(1)).to.deep.equal(['update:credit_leases', 'insert:credit_ledger']);
 
     const job = await stack.rt.db.jobs.findOne({ _id: res.body.jobId });
-    expect(job?.credits).to.include({ charged: true, amount: 5 });
+    expect(job?.credits).to.include({ charged: true, millicredits: 5000 });
     expect(job?.credits.lease).to.match(/^lse_/);
     const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
-    expect(ledger.map((e) => [e.kind, e.state, e.jobId, e.amount]).sort()).to.deep.equal(
+    expect(ledger.map((e) => [e.kind, e.state, e.jobId, fromUnits(e.millicredits)]).sort()).to.deep.equal(
       [first, second, res].map((x) => ['charge', 'applied', x.body.jobId, 5]).sort(),
     );
     // The balance shown counts what the lease has not spent, read from the lease and not from

@@ -138,7 +138,7 @@ describe('POST /code-builds end to end', () => {
       }
       return null;
     })();
-    expect(entry).to.include({ accountId, method: 'POST', route: '/api/v1/code-builds', status: 202, creditsCharged: 5 });
+    expect(entry).to.include({ accountId, method: 'POST', route: '/api/v1/code-builds', status: 202, millicreditsCharged: 5000 });
     expect(entry!.keyId).to.match(/^key_/);
     expect(entry!.durationMs).to.be.a('number');
     expect(JSON.stringify(entry)).not.to.include('SECRET-PROMPT-VALUE');

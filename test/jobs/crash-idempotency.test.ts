@@ -3,6 +3,7 @@ import sinon from 'sinon';
 import { spawnApiProcess } from '../helpers/api-process';
 import { client, waitForJob } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
+import { fromUnits } from '../../platform/credits';
 
 /**
  * SPEC 4 rule 3, through a real crash: an API process killed with SIGKILL at a fixed point of
@@ -58,9 +59,9 @@ describe('a crash in the middle of a job POST (SIGKILL at a fixed point, retried
 
       expect((await waitForJob(api, retry.body.jobId)).status).to.equal('complete');
       await stack.rt.jobs.flushAccepted();
-      expect(await stack.rt.credits.balance(accountId)).to.equal(95);
+      expect(await stack.rt.credits.balance(accountId)).to.equal(95_000);
       const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
-      expect(ledger.map((e) => [e.kind, e.jobId, e.amount])).to.deep.equal([['charge', retry.body.jobId, 5]]);
+      expect(ledger.map((e) => [e.kind, e.jobId, fromUnits(e.millicredits)])).to.deep.equal([['charge', retry.body.jobId, 5]]);
     });
   }
 
@@ -73,7 +74,7 @@ describe('a crash in the middle of a job POST (SIGKILL at a fixed point, retried
     expect(job?.credits.charged).to.equal(false);
     const api = client(stack.baseUrl, key);
     expect((await waitForJob(api, job!._id)).status).to.equal('complete');
-    expect(await stack.rt.credits.balance(accountId)).to.equal(95);
+    expect(await stack.rt.credits.balance(accountId)).to.equal(95_000);
   });
 
   it('when the stored job cannot be paid for any more, then the sweep fails it unpaid and charges nothing', async () => {
@@ -81,19 +82,19 @@ describe('a crash in the middle of a job POST (SIGKILL at a fixed point, retried
     const doomed = await spawnApiProcess(stack, { FAULT_POINT: 'accept.after-insert' });
     await client(doomed.baseUrl, key).post('/code-builds', { prompt: 'unpaid' }).catch(() => undefined);
     await doomed.kill();
-    await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { credits: 1 } });
+    await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { millicredits: 1000 } });
     const [job] = await stack.rt.db.jobs.find({ accountId }).toArray();
     const api = client(stack.baseUrl, key);
     const done = await waitForJob(api, job!._id);
     expect(done.status).to.equal('failed');
     expect(done.error).to.match(/enough credits/);
-    expect(await stack.rt.credits.balance(accountId)).to.equal(1);
+    expect(await stack.rt.credits.balance(accountId)).to.equal(1000);
     expect(await stack.rt.db.ledger.countDocuments({ accountId })).to.equal(0);
 
     // Topped up later: the failed job stays failed and unpaid; no sweep charges it now.
-    await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { credits: 100 } });
+    await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { millicredits: 100_000 } });
     await new Promise((r) => setTimeout(r, 2500)); // a few sweeps (SWEEP_INTERVAL 1 s in tests)
-    expect(await stack.rt.credits.balance(accountId)).to.equal(100);
+    expect(await stack.rt.credits.balance(accountId)).to.equal(100_000);
     expect((await api.get(`/jobs/${job!._id}`)).body.status).to.equal('failed');
   });
 
@@ -113,6 +114,6 @@ describe('a crash in the middle of a job POST (SIGKILL at a fixed point, retried
     expect(retry.body.jobId).to.equal(stored[0]!._id);
     expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
     expect((await waitForJob(api, retry.body.jobId)).status).to.equal('complete');
-    expect(await stack.rt.credits.balance(accountId)).to.equal(95);
+    expect(await stack.rt.credits.balance(accountId)).to.equal(95_000);
   });
 });

@@ -7,6 +7,7 @@ import { spawnApiProcess, type ApiProcess } from '../helpers/api-process';
 import { client, eventually, waitForJob } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { startTcpProxy } from '../helpers/tcp-proxy';
+import { toUnits } from '../../platform/credits';
 
 /**
  * Credit leases (platform/credits.ts) when things go wrong: a holder that dies with a job it never
@@ -62,7 +63,7 @@ describe('credit leases: recovery', function () {
       cut = false;
       expect((await waitForJob(client(stack.baseUrl, key), jobId, ['complete', 'failed'], 30_000)).status).to.equal('complete');
       expect(await stack.rt.db.ledger.countDocuments({ _id: `led_charge_${jobId}` })).to.equal(1);
-      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.credits).to.equal(5000 - 3 * 5);
+      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000 - 3 * 5));
     });
   });
 
@@ -78,20 +79,20 @@ describe('credit leases: recovery', function () {
 
     it('when more than 1000 charges are marked on an account while it holds a lease, then the balance still counts the lease and settling it gives its credits back', async () => {
       const { key, accountId } = await stack.createAccount({ credits: 5000 });
-      const lease = (await stack.rt.credits.takeLease({ accountId, amount: 100, minBalance: 0, ttlMs: 120_000, owner: 'test' }))!;
+      const lease = (await stack.rt.credits.takeLease({ accountId, millicredits: toUnits(100), minBalance: 0, ttlMs: 120_000, owner: 'test' }))!;
       expect(lease).to.not.equal(null);
       // 1010 charges whose markers stay on the account (they name no job, so nothing releases
       // them). On MongoDB `chargedRefs` keeps the last 1000 ($slice), which would push out a lease
       // marker kept there; FerretDB 1.24 ignores $slice, so there this guards the design only.
       for (let i = 0; i < 1010; i += 20) {
         await Promise.all(
-          Array.from({ length: Math.min(20, 1010 - i) }, (_, k) => stack.rt.credits.chargeJob({ accountId, jobId: `chg_many_${i + k}`, operation: 'code_build', amount: 1 })),
+          Array.from({ length: Math.min(20, 1010 - i) }, (_, k) => stack.rt.credits.chargeJob({ accountId, jobId: `chg_many_${i + k}`, operation: 'code_build', millicredits: toUnits(1) })),
         );
       }
-      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.credits).to.equal(5000 - 100 - 1010);
+      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000 - 100 - 1010));
       expect((await client(stack.baseUrl, key).get('/account/credits')).body.balance).to.equal(5000 - 1010);
-      expect(await stack.rt.credits.settleLease(lease._id, { spent: 0 })).to.deep.equal({ spent: 0, returned: 100 });
-      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.credits).to.equal(5000 - 1010);
+      expect(await stack.rt.credits.settleLease(lease._id, { spent: 0 })).to.deep.equal({ spent: 0, returned: 100_000 });
+      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000 - 1010));
       expect((await client(stack.baseUrl, key).get('/account/credits')).body.balance).to.equal(5000 - 1010);
     });
 
@@ -113,19 +114,19 @@ describe('credit leases: recovery', function () {
 
       await eventually(async () => (await leases().countDocuments({ accountId })) === 0, 30_000, 'lease settled');
       // Three jobs stored and charged: 15 credits, not 10.
-      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.credits).to.equal(5000 - 15);
+      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000 - 15));
       expect((await api.get('/account/credits')).body.balance).to.equal(5000 - 15);
     });
 
     it('when the scheduler looks at a lease less than LEASE_SETTLE_MARGIN_MS after its until (its clock may run ahead of the holder\'s), then it leaves it alone; after that it settles it', async () => {
       const { accountId } = await stack.createAccount({ credits: 5000 });
-      const lease = (await stack.rt.credits.takeLease({ accountId, amount: 100, minBalance: 0, ttlMs: 60_000, owner: 'test' }))!;
+      const lease = (await stack.rt.credits.takeLease({ accountId, millicredits: toUnits(100), minBalance: 0, ttlMs: 60_000, owner: 'test' }))!;
       const until = lease.until.getTime();
       expect(LEASE_SETTLE_MARGIN_MS).to.equal(10_000);
       expect(await stack.rt.credits.settleExpiredLeases(new Date(until + 5000))).to.deep.equal({ settled: 0, returned: 0 });
       expect(await leases().countDocuments({ _id: lease._id as never })).to.equal(1);
-      expect(await stack.rt.credits.settleExpiredLeases(new Date(until + LEASE_SETTLE_MARGIN_MS + 1000))).to.deep.equal({ settled: 1, returned: 100 });
-      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.credits).to.equal(5000);
+      expect(await stack.rt.credits.settleExpiredLeases(new Date(until + LEASE_SETTLE_MARGIN_MS + 1000))).to.deep.equal({ settled: 1, returned: 100_000 });
+      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000));
     });
   });
 });

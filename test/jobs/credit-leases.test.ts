@@ -3,6 +3,7 @@ import { COLLECTIONS } from '../../platform/mongo';
 import { spawnApiProcess, type ApiProcess } from '../helpers/api-process';
 import { client, eventually } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
+import { toUnits } from '../../platform/credits';
 
 /**
  * Credit leases (platform/credits.ts): API processes charge job POSTs of accounts with a large
@@ -42,7 +43,7 @@ describe('credit leases', function () {
     expect(new Set(jobs.filter((j) => j.credits.lease).map((j) => j.credits.lease)).size).to.equal(2);
     // The account itself was debited by the two leases; the balance shown is net of what was
     // spent, once the holders' batches (at most 20 ms after the answers, 100 ms under a stream) wrote it down.
-    expect((await account(accountId)).credits).to.equal(4790);
+    expect((await account(accountId)).millicredits).to.equal(toUnits(4790));
     await eventually(async () => (await client(stack.baseUrl, key).get('/account/credits')).body.balance === 4930, 2000, 'balance 4930');
 
     a.child.kill('SIGKILL');
@@ -52,14 +53,14 @@ describe('credit leases', function () {
     // it expired, counting A's jobs. Nothing is left leased, nothing given twice.
     await eventually(async () => (await leases().countDocuments({ accountId })) === 0, 30_000, 'leases settled');
     const settled = await account(accountId);
-    expect(settled.credits).to.equal(4930);
+    expect(settled.millicredits).to.equal(toUnits(4930));
     expect(settled.chargedRefs ?? []).to.deep.equal([]);
     expect((await client(stack.baseUrl, key).get('/account/credits')).body.balance).to.equal(4930);
     // Every charge has its ledger entry (A's batch may have died with it: the settlement writes them).
     await eventually(async () => (await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge' })) === 14, 10_000, '14 ledger entries');
     // A settlement run again gives nothing more.
     expect(await stack.rt.credits.settleExpiredLeases(new Date(Date.now() + 60_000))).to.deep.equal({ settled: 0, returned: 0 });
-    expect((await account(accountId)).credits).to.equal(4930);
+    expect((await account(accountId)).millicredits).to.equal(toUnits(4930));
   });
 
   it('when an API process stops gracefully, then it gives its unspent lease back at once', async () => {
@@ -67,12 +68,12 @@ describe('credit leases', function () {
     const c = await spawnApiProcess(stack, LEASE);
     procs.push(c);
     for (let i = 0; i < 4; i++) expect((await client(c.baseUrl, key).post('/code-builds', { prompt: `c ${i}` })).status).to.equal(202);
-    expect((await account(accountId)).credits).to.equal(1895); // one job charged per job, then a lease of 100
+    expect((await account(accountId)).millicredits).to.equal(toUnits(1895)); // one job charged per job, then a lease of 100
     expect(await leases().countDocuments({ accountId })).to.equal(1);
     c.child.kill('SIGTERM');
     await new Promise((r) => c.child.once('exit', r));
     expect(await leases().countDocuments({ accountId })).to.equal(0);
-    expect((await account(accountId)).credits).to.equal(1980);
+    expect((await account(accountId)).millicredits).to.equal(toUnits(1980));
     expect(await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge' })).to.equal(4);
   });
 
@@ -82,7 +83,7 @@ describe('credit leases', function () {
     const rs = await Promise.all(Array.from({ length: 50 }, (_, i) => api.post('/code-builds', { prompt: `small ${i}` })));
     expect(rs.filter((r) => r.status === 202)).to.have.length(10);
     expect(rs.filter((r) => r.status === 402)).to.have.length(40);
-    expect((await account(accountId)).credits).to.equal(0);
+    expect((await account(accountId)).millicredits).to.equal(toUnits(0));
     expect(await leases().countDocuments({ accountId })).to.equal(0);
   });
 

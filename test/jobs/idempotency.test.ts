@@ -104,7 +104,7 @@ describe('Idempotency-Key on job POSTs', () => {
     const { key, accountId } = await stack.createAccount({ credits: 0 });
     const api = client(stack.baseUrl, key);
     expect((await api.post('/code-builds', { prompt: 'x' }, { 'idempotency-key': 'k-3' })).status).to.equal(402);
-    await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { credits: 10 } });
+    await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { millicredits: 10_000 } });
     expect((await api.post('/code-builds', { prompt: 'x' }, { 'idempotency-key': 'k-3' })).status).to.equal(202);
   });
 

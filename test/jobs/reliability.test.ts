@@ -10,6 +10,7 @@ import { Pool, type PoolDefinition } from '../../workers/pool/pool';
 import { client, eventually, waitForJob, type Client } from '../helpers/http';
 import { listenToEvents } from '../helpers/events';
 import { startStack, type Stack } from '../helpers/stack';
+import { fromUnits, toUnits } from '../../platform/credits';
 
 const POOL_OPTS = { concurrency: 2, leaseMs: 1500, maxAttempts: 3, retryDelayMs: 100, shutdownGraceMs: 5000 };
 
@@ -64,7 +65,7 @@ describe('job reliability', () => {
         const l = await stack.rt.db.ledger.find({ accountId, jobId: r.body.jobId }).sort({ at: 1 }).toArray();
         return l.length === 2 ? l : null;
       });
-      expect(ledger.map((l) => [l.kind, l.amount])).to.deep.equal([['charge', 5], ['refund', 5]]);
+      expect(ledger.map((l) => [l.kind, fromUnits(l.millicredits)])).to.deep.equal([['charge', 5], ['refund', 5]]);
       const e = await events.waitFor((x) => x.body.data.jobId === r.body.jobId);
       expect(e.routingKey).to.equal('code_build.failed');
       expect(e.body.data.error).to.include('cannot build');
@@ -139,7 +140,7 @@ describe('job reliability', () => {
   });
 
   it('when a job was stored but never published, then the sweep publishes it and it completes', async () => {
-    const job = await stack.rt.jobs.create({ accountId, type: 'code', input: { prompt: 'orphan' }, credits: { operation: 'code_build', amount: 0 } });
+    const job = await stack.rt.jobs.create({ accountId, type: 'code', input: { prompt: 'orphan' }, credits: { operation: 'code_build', millicredits: toUnits(0) } });
     await startPool(async () => ({ swept: true }));
     const done = await waitForJob(api, job._id);
     expect(done.status).to.equal('complete');
@@ -240,7 +241,7 @@ describe('job reliability', () => {
     await eventually(async () => (await balance()) === 100, 10_000, 'the sweep to refund');
     // The flag follows the refund.
     await eventually(async () => (await stack.rt.db.jobs.findOne({ _id: r.body.jobId }))?.credits.refunded === true, 5000, 'the refunded flag');
-    await stack.rt.credits.refund({ accountId, operation: 'code_build', amount: 5, jobId: r.body.jobId });
+    await stack.rt.credits.refund({ accountId, operation: 'code_build', millicredits: toUnits(5), jobId: r.body.jobId });
     expect(await balance()).to.equal(100);
     expect(await stack.rt.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'refund' })).to.equal(1);
   });

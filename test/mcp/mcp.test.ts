@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { client as httpClient, eventually, type Client as Http } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { call, mcpClient, mcpUrl, rawPost, textOf } from './helpers';
+import { fromUnits, toUnits } from '../../platform/credits';
 
 const ALL_TOOLS = [
   'create_flowchart', 'create_notes', 'create_whiteboard', 'create_presentation', 'generate_image', 'start_video', 'start_song',
@@ -78,7 +79,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     expect(rest.status).to.equal(200);
     expect(rest.body.charged).to.equal(r.structuredContent.charged);
     const audit = await stack.rt.db.audit.findOne({ accountId: acct.accountId, tool: 'generate_image' });
-    expect(audit).to.include({ via: 'mcp', status: 200, creditsCharged: r.structuredContent.charged, route: '/mcp' });
+    expect(audit).to.include({ via: 'mcp', status: 200, millicreditsCharged: toUnits(r.structuredContent.charged), route: '/mcp' });
   });
 
   it('when start_song is called, then a song_ job is charged, and get_job polls it to complete', async () => {
@@ -109,7 +110,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
       const jobId = name === 'create_presentation' ? r.structuredContent.job.jobId : r.structuredContent.jobId;
       expect(jobId, name).to.match(prefix);
       const entry = await stack.rt.db.audit.findOne({ accountId: acct.accountId, tool: name });
-      expect(entry!.creditsCharged, name).to.equal(before - (await balance()));
+      expect(fromUnits(entry!.millicreditsCharged), name).to.equal(before - (await balance()));
     }
   });
 
@@ -171,7 +172,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     expect(textOf(unknownField)).to.match(/colour: unknown field/);
     expect(await balance()).to.equal(before);
     const audit = await stack.rt.db.audit.findOne({ accountId: acct.accountId, tool: 'start_song', status: 400 });
-    expect(audit).to.include({ creditsCharged: 0 });
+    expect(audit).to.include({ millicreditsCharged: 0 });
   });
 
   it('when a tool is called with a distinctive value, then the audit entry has the tool and argument names and no value anywhere', async () => {
@@ -181,7 +182,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     const entry = await stack.rt.db.audit.findOne({ accountId: acct.accountId, tool: 'create_notes', argNames: { $all: ['name', 'markdown', 'tags'] } });
     expect(entry).to.not.equal(null);
     expect(entry!.argNames).to.have.members(['name', 'markdown', 'tags']);
-    expect(entry).to.include({ via: 'mcp', route: '/mcp', method: 'POST', status: 201, keyId: acct.keyId, creditsCharged: 0 });
+    expect(entry).to.include({ via: 'mcp', route: '/mcp', method: 'POST', status: 201, keyId: acct.keyId, millicreditsCharged: 0 });
     expect(entry!.durationMs).to.be.a('number');
     const all = await stack.rt.db.audit.find({ accountId: acct.accountId }).toArray();
     expect(JSON.stringify(all)).to.not.include(secret);
@@ -209,7 +210,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     expect(String(err)).to.match(/unknown tool/);
     const entry = await stack.rt.db.audit.findOne({ accountId: acct.accountId, via: 'mcp', argNames: 'confirm' });
     expect(entry).to.not.equal(null);
-    expect(entry).to.include({ route: '/mcp', method: 'POST', status: 400, keyId: acct.keyId, creditsCharged: 0 });
+    expect(entry).to.include({ route: '/mcp', method: 'POST', status: 400, keyId: acct.keyId, millicreditsCharged: 0 });
     expect(entry).to.not.have.property('tool');
     expect(entry!.argNames).to.have.members(['confirm', 'scope']);
     expect(JSON.stringify(entry)).to.not.include(canary);

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { fakeServer, listenEvents, until } from '../helpers/fake-provider';
+import { toUnits } from '../../platform/credits';
 
 describe('POST /presentations (OpenAI-compatible outline author against a local fake)', () => {
   let stack: Stack;
@@ -80,7 +81,7 @@ describe('POST /presentations (OpenAI-compatible outline author against a local 
       const r = await api.post('/presentations', { name: 'Nope', brief: 'This will not be outlined.' });
       // Charged at dispatch (the refund may already follow, the failure is fast).
       await stack.rt.jobs.flushAccepted(); // the charge's ledger entry follows the answer in a batch
-      expect(await stack.rt.db.ledger.countDocuments({ accountId, jobId: r.body.job.jobId, kind: 'charge', amount: stack.config.CREDIT_PRICES.deck })).to.equal(1);
+      expect(await stack.rt.db.ledger.countDocuments({ accountId, jobId: r.body.job.jobId, kind: 'charge', millicredits: toUnits(stack.config.CREDIT_PRICES.deck) })).to.equal(1);
       const job = await waitForJob(api, r.body.job.jobId);
       expect(job.status).to.equal('failed');
       expect(job.error).to.equal('deck provider refused the request (401)');

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { fakeServer, until } from '../helpers/fake-provider';
+import { fromUnits } from '../../platform/credits';
 
 describe('research (OpenAI-compatible writer against a local fake)', () => {
   let stack: Stack;
@@ -79,6 +80,6 @@ describe('research (OpenAI-compatible writer against a local fake)', () => {
     expect(legacy).to.include({ status: 'failed', isComplete: false, errorMessage: 'research provider refused the request (400)', content: null });
     await until(async () => (await api.get('/account/credits')).body.balance === 100, 'the refund');
     const refund = await stack.rt.db.ledger.findOne({ accountId, jobId: r.body.jobId, kind: 'refund' });
-    expect(refund?.amount).to.equal(stack.config.CREDIT_PRICES.research);
+    expect(fromUnits(refund!.millicredits)).to.equal(stack.config.CREDIT_PRICES.research);
   });
 });

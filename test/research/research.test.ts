@@ -4,6 +4,7 @@ import { countTokens } from '../../workers/engines/research/research.engine';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { listenEvents } from '../helpers/fake-provider';
+import { toUnits } from '../../platform/credits';
 
 describe('research (local workspace engine)', () => {
   let stack: Stack;
@@ -34,7 +35,7 @@ describe('research (local workspace engine)', () => {
     expect(r.body).to.include({ type: 'research', status: 'queued' });
     const doc = await stack.rt.db.jobs.findOne({ _id: r.body.jobId, accountId });
     expect(doc?.input).to.deep.equal({ query: 'market size', drive: { pins: [] } }); // a full key: the whole drive
-    expect(doc?.credits).to.include({ operation: 'research', amount: stack.config.CREDIT_PRICES.research });
+    expect(doc?.credits).to.include({ operation: 'research', millicredits: toUnits(stack.config.CREDIT_PRICES.research) });
   });
 
   it('when query is missing or empty, then 400 names it', async () => {
@@ -86,7 +87,7 @@ describe('research (local workspace engine)', () => {
   it('when a job is still running or has failed, then isComplete is false', async () => {
     const { api, accountId } = await account();
     const now = new Date();
-    const base = { accountId, type: 'research' as const, input: { query: 'q' }, result: null, notes: [], credits: { operation: 'research' as const, amount: 0, refunded: false }, dispatchedAt: now, attempts: 1, sweptAt: null, createdAt: now, updatedAt: now };
+    const base = { accountId, type: 'research' as const, input: { query: 'q' }, result: null, notes: [], credits: { operation: 'research' as const, millicredits: 0, refunded: false }, dispatchedAt: now, attempts: 1, sweptAt: null, createdAt: now, updatedAt: now };
     await stack.rt.db.jobs.insertMany([
       { ...base, _id: 'res_runningjob', status: 'processing', rawStatus: 'reading', progressMessage: 'Reading source 1 of 3', error: null, lease: { owner: 'elsewhere', until: new Date(Date.now() + 3_600_000) }, startedAt: now, completedAt: null },
       { ...base, _id: 'res_failedjob', status: 'failed', rawStatus: 'failed', progressMessage: 'Failed', error: 'research provider refused the request (400)', lease: null, startedAt: now, completedAt: now },

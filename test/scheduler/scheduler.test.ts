@@ -3,6 +3,7 @@ import { client, eventually } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { newId } from '../../platform/ids';
 import { COLLECTIONS } from '../../platform/mongo';
+import { toUnits } from '../../platform/credits';
 
 describe('scheduler', () => {
   let stack: Stack;
@@ -13,7 +14,7 @@ describe('scheduler', () => {
 
   it('when audit entries pass 90 days, then the expiry task deletes them and keeps the rest', async () => {
     const day = 86_400_000;
-    const base = { accountId: 'acct_x', keyId: 'key_x', method: 'GET', route: '/api/v1/account', status: 200, durationMs: 1, creditsCharged: 0, requestId: 'r' };
+    const base = { accountId: 'acct_x', keyId: 'key_x', method: 'GET', route: '/api/v1/account', status: 200, durationMs: 1, millicreditsCharged: 0, requestId: 'r' };
     await stack.rt.db.audit.insertMany([
       { _id: newId('aud'), at: new Date(Date.now() - 91 * day), ...base },
       { _id: newId('aud'), at: new Date(Date.now() - 89 * day), ...base },
@@ -36,7 +37,7 @@ describe('scheduler', () => {
     const { key, accountId } = await stack.createAccount({ credits: 50 });
     const api = client(stack.baseUrl, key);
     // As POST /images does before its request/reply call, then nothing: the process "died".
-    const hold = await stack.rt.credits.hold({ accountId, operation: 'image', amount: 2, requestId: 'req_x', ttlMs: 1 });
+    const hold = await stack.rt.credits.hold({ accountId, operation: 'image', millicredits: toUnits(2), requestId: 'req_x', ttlMs: 1 });
     expect((await api.get('/account/credits')).body.balance).to.equal(48);
     await eventually(async () => (await api.get('/account/credits')).body.balance === 50, 10_000, 'the hold to be released');
     // The balance moves first, the refund's ledger entry right after it.
@@ -51,9 +52,9 @@ describe('scheduler', () => {
     const api = client(stack.baseUrl, key);
     const projects = stack.rt.db.db.collection<any>(COLLECTIONS.projects);
     const delivered = newId('prj');
-    const hold = await stack.rt.credits.hold({ accountId, operation: 'extract_flowchart', amount: 3, requestId: 'req_y', ttlMs: 1, deliveredBy: { collection: COLLECTIONS.projects, id: delivered } });
+    const hold = await stack.rt.credits.hold({ accountId, operation: 'extract_flowchart', millicredits: toUnits(3), requestId: 'req_y', ttlMs: 1, deliveredBy: { collection: COLLECTIONS.projects, id: delivered } });
     await projects.insertOne({ _id: delivered, accountId, name: 'made before the crash' });
-    const lost = await stack.rt.credits.hold({ accountId, operation: 'extract_flowchart', amount: 3, requestId: 'req_z', ttlMs: 1, deliveredBy: { collection: COLLECTIONS.projects, id: newId('prj') } });
+    const lost = await stack.rt.credits.hold({ accountId, operation: 'extract_flowchart', millicredits: toUnits(3), requestId: 'req_z', ttlMs: 1, deliveredBy: { collection: COLLECTIONS.projects, id: newId('prj') } });
     expect((await api.get('/account/credits')).body.balance).to.equal(44);
     const holds = stack.rt.db.db.collection<any>(COLLECTIONS.creditHolds);
     await eventually(async () => (await holds.countDocuments({ _id: { $in: [hold, lost] } })) === 0, 10_000, 'both holds to be settled');
@@ -69,12 +70,12 @@ describe('scheduler', () => {
     const api = client(stack.baseUrl, key);
     const ago = new Date(Date.now() - 10 * 60_000);
     // 1. debited, then the process died before inserting the job
-    await stack.rt.credits.debit({ accountId, operation: 'code_build', amount: 5, jobId: 'code_neverinserted' });
+    await stack.rt.credits.debit({ accountId, operation: 'code_build', millicredits: toUnits(5), jobId: 'code_neverinserted' });
     // 2. debited, the job exists, the process died before confirming
-    const live = await stack.rt.jobs.create({ accountId, type: 'code', input: { prompt: 'x' }, credits: { operation: 'code_build', amount: 5 } });
-    await stack.rt.credits.debit({ accountId, operation: 'code_build', amount: 5, jobId: live._id });
+    const live = await stack.rt.jobs.create({ accountId, type: 'code', input: { prompt: 'x' }, credits: { operation: 'code_build', millicredits: toUnits(5) } });
+    await stack.rt.credits.debit({ accountId, operation: 'code_build', millicredits: toUnits(5), jobId: live._id });
     // 3. the ledger entry was written, then the process died before the balance moved
-    await stack.rt.db.ledger.insertOne({ _id: 'led_charge_code_neverdebited', accountId, kind: 'charge', state: 'pending', operation: 'code_build', amount: 5, jobId: 'code_neverdebited', requestId: null, at: ago });
+    await stack.rt.db.ledger.insertOne({ _id: 'led_charge_code_neverdebited', accountId, kind: 'charge', state: 'pending', operation: 'code_build', millicredits: toUnits(5), jobId: 'code_neverdebited', requestId: null, at: ago });
     await stack.rt.db.ledger.updateMany({ accountId }, { $set: { at: ago } });
     expect((await api.get('/account/credits')).body.balance).to.equal(40);
 

@@ -4,6 +4,7 @@ import { COLLECTIONS } from '../../platform/mongo';
 import { fakeServer } from '../helpers/fake-provider';
 import { startStack, type Stack } from '../helpers/stack';
 import { account, newSheet } from './helpers';
+import { fromUnits } from '../../platform/credits';
 
 const balance = async (api: { get: (p: string) => Promise<{ body: { balance: number } }> }) => (await api.get('/account/credits')).body.balance;
 
@@ -16,7 +17,7 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
 
   it('when the instruction adds a computed column, then the pool writes the ops, the API applies them as a commit summarised by the instruction, and sheet_edit is charged', async () => {
     const { api, accountId } = await account(stack, { credits: 10 });
-    const price = stack.rt.credits.price('sheet_edit');
+    const price = fromUnits(stack.rt.credits.millicreditsFor('sheet_edit'));
     const s = await newSheet(api);
     const r = await api.post(`/sheets/${s.id}/edit`, { instruction: 'add a column Total = Price * Qty' });
     expect(r.status, r.text).to.equal(200);
@@ -98,7 +99,7 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
 
   it('when capturing the credits fails after the commit merged, then the edit still answers 200 (once, charged) and the scheduler captures the hold, never refunds it', async () => {
     const { api, accountId } = await account(stack, { credits: 10 });
-    const price = stack.rt.credits.price('sheet_edit');
+    const price = fromUnits(stack.rt.credits.millicreditsFor('sheet_edit'));
     const s = await newSheet(api);
     sinon.stub(stack.rt.credits, 'capture').rejects(new Error('connection reset'));
     const r = await api.post(`/sheets/${s.id}/edit`, { instruction: 'sort by Date descending' });
@@ -198,7 +199,7 @@ describe('sheets: POST /sheets/{id}/edit with SHEET_ENGINE=openai against a fake
     answer = { ops: [{ op: 'update', where: { column: 'Status', cmp: 'eq', value: 'done' }, set: [{ column: 'Qty', value: 0 }] }] };
     const r = await api.post(`/sheets/${s.id}/edit`, { instruction: 'zero the quantity of finished items' });
     expect(r.status, r.text).to.equal(200);
-    expect(r.body).to.include({ engine: 'openai-compatible:sheet-model', charged: stack.rt.credits.price('sheet_edit') });
+    expect(r.body).to.include({ engine: 'openai-compatible:sheet-model', charged: fromUnits(stack.rt.credits.millicreditsFor('sheet_edit')) });
     expect((await api.get(`/sheets/${s.id}`)).body.rows.map((x: unknown[]) => x[2])).to.deep.equal([3, 0, 10, 0]);
     const sent = fake.requests.at(-1)!;
     expect(sent.headers.authorization).to.equal('Bearer sk-sheet');

@@ -3,6 +3,7 @@ import { mp3Info } from '../../workers/engines/song/elevenlabs.engine';
 import { client, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { fakeServer, listenEvents, until } from '../helpers/fake-provider';
+import { toUnits } from '../../platform/credits';
 
 /** MPEG-1 Layer III frames, 128 kb/s, 44.1 kHz, silent payload: what the Music API streams. */
 function mp3Frames(seconds: number): Buffer {
@@ -97,7 +98,7 @@ describe('songs (ElevenLabs Music adapter against a local fake)', () => {
       const r = await api.post('/songs', { style: 'polka', instrumental: true });
       // Charged at dispatch (the refund may already follow: the refusal is fast).
       await stack.rt.jobs.flushAccepted(); // the charge's ledger entry follows the answer in a batch
-      expect(await stack.rt.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'charge', amount: stack.config.CREDIT_PRICES.song })).to.equal(1);
+      expect(await stack.rt.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'charge', millicredits: toUnits(stack.config.CREDIT_PRICES.song) })).to.equal(1);
       const job = await waitForJob(api, r.body.jobId);
       expect(job.status).to.equal('failed');
       expect(job.error).to.equal('music provider refused the request (401: invalid_api_key)');

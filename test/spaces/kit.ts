@@ -1,5 +1,6 @@
 import { client, type Client } from '../helpers/http';
 import type { Stack } from '../helpers/stack';
+import { fromUnits } from '../../platform/credits';
 
 /**
  * What the space suites ask of their stack: an account with 1,000 credits and its client, the
@@ -14,7 +15,7 @@ export function spaceKit(stack: () => Stack) {
     },
     ledger: async (accountId: string) => {
       await stack().rt.jobs.flushAccepted();
-      return (await stack().rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray()).map((e) => [e.kind, e.operation, e.amount]);
+      return (await stack().rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray()).map((e) => [e.kind, e.operation, fromUnits(e.millicredits)]);
     },
     balance: async (api: Client) => (await api.get('/account/credits')).body.balance as number,
   };

@@ -6,6 +6,7 @@ import { startStack, type Stack } from '../helpers/stack';
 import { SPEECH_AUDIO_MAX_BYTES } from '../../platform/speech/limits';
 import { createSpeechService } from '../../platform/speech/speech.service';
 import { postSpeech, samplesOf, tone } from './helpers';
+import { fromUnits } from '../../platform/credits';
 
 /**
  * SPEECH_ENGINE=openai: the remote adapter against a local fake of an OpenAI-compatible audio
@@ -110,7 +111,7 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     expect(r.body.error.message).to.equal('speech provider answered 500; nothing was charged');
     expect(await balance(api)).to.equal(10);
     const l = await ledger(accountId);
-    expect(l.map((e) => [e.kind, e.operation, e.amount])).to.deep.equal([['charge', 'speech_char', 0.24], ['refund', 'speech_char', 0.24]]);
+    expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'speech_char', 0.24], ['refund', 'speech_char', 0.24]]);
   });
 
   it('when the provider refuses the key with a message quoting it, then the 503 says only the status and nothing was charged', async () => {
@@ -218,7 +219,7 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     expect(r.error, 'reading the body fails').to.be.instanceOf(Error);
     expect(r.body.equals(part)).to.equal(true);
     expect(await balance(api)).to.equal(9.89);
-    expect((await ledger(accountId)).map((e) => [e.kind, e.amount])).to.deep.equal([['charge', 0.11]]);
+    expect((await ledger(accountId)).map((e) => [e.kind, fromUnits(e.millicredits)])).to.deep.equal([['charge', 0.11]]);
     await eventually(async () => (await stack.rt.db.db.collection('credit_holds').countDocuments({ accountId })) === 0, 5000, 'the hold captured');
   });
 

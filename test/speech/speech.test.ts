@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { client, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { correlation, espeakDirect, postSpeech, rms, run, samplesOf } from './helpers';
+import { fromUnits } from '../../platform/credits';
 
 /**
  * POST /speech with the local engine (espeak-ng) through the real stack: API → RabbitMQ →
@@ -128,7 +129,7 @@ describe('speech: POST /speech and GET /speech/voices (espeak-ng-local)', functi
     expect(r.headers.get('x-credits-charged')).to.equal('0.4');
     expect(await balance(api)).to.equal(9.6);
     const l = await ledger(accountId);
-    expect(l.map((e) => [e.kind, e.operation, e.amount])).to.deep.equal([['charge', 'speech_char', 0.4]]);
+    expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'speech_char', 0.4]]);
     expect(await stack.rt.db.db.collection('credit_holds').countDocuments({ accountId })).to.equal(0);
   });
 

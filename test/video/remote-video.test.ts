@@ -4,6 +4,7 @@ import { client, eventually, waitForJob } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { fakeServer, type FakeServer } from '../images/fakes';
 import { gate, makeMp4, probeBytes } from './helpers';
+import { fromUnits } from '../../platform/credits';
 
 /**
  * A fake speaking the OpenAI videos protocol: POST /v1/videos, GET /v1/videos/{id},
@@ -113,7 +114,7 @@ describe('video: remote provider adapter (VIDEO_ENGINE=remote) against a fake Op
         const l = await stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
         return l.length === 2 ? l : null;
       }, 10_000, 'refund');
-      expect(ledger.map((e) => [e.kind, e.operation, e.amount])).to.deep.equal([['charge', 'video_standard', 20], ['refund', 'video_standard', 20]]);
+      expect(ledger.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'video_standard', 20], ['refund', 'video_standard', 20]]);
       expect((await api.get('/account/credits')).body.balance).to.equal(100);
     } finally {
       await events.close();

@@ -6,6 +6,7 @@ import { client, eventually, waitForJob, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { fakeServer, solidPng, type FakeServer } from '../images/fakes';
 import { gate, probeBytes } from './helpers';
+import { fromUnits } from '../../platform/credits';
 
 const SCALE = 0.05;
 
@@ -51,7 +52,7 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
       expect(r.body.jobId).to.match(/^vid_/);
       expect(r.body).to.include({ type: 'video', status: 'queued', pollUrl: `/api/v1/jobs/${r.body.jobId}` });
       expect(r.body.notes).to.deep.equal([]);
-      expect((await ledger(accountId)).map((e) => [e.kind, e.operation, e.amount])).to.deep.equal([['charge', 'video_standard', 20]]);
+      expect((await ledger(accountId)).map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'video_standard', 20]]);
 
       const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
       expect(job.status, job.error).to.equal('complete');
@@ -102,7 +103,7 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
     expect(r.body.notes[1]).to.match(/aspectRatio 4:3 is not offered on the max tier .* 16:9/);
     expect(r.body.notes[2]).to.match(/resolution 4k applies to premium tiers only/);
     expect(r.body.notes[3]).to.match(/clipSeconds 12 applies to premium tiers only/);
-    expect((await ledger(accountId))[0]).to.include({ operation: 'video_standard', amount: 20 });
+    expect((await ledger(accountId))[0]).to.include({ operation: 'video_standard', millicredits: 20_000 });
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
     expect(job.result).to.include({ tier: 'max', aspectRatio: '16:9', resolution: '1080p', clipSeconds: 8 });
     expect(job.result.notes.slice(0, 4)).to.deep.equal(r.body.notes);
@@ -117,7 +118,7 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
     const charge = (await ledger(accountId))[0]!;
     expect(charge).to.include({ operation: 'video_premium' });
     const prices = (await api.get('/account/credits')).body.prices;
-    expect(charge.amount).to.equal(prices.video_premium);
+    expect(fromUnits(charge.millicredits)).to.equal(prices.video_premium);
     expect(prices.video_premium / prices.video_standard).to.be.at.least(3);
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
     expect(job.status, job.error).to.equal('complete');

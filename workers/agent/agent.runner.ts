@@ -8,6 +8,7 @@ import { agentTools } from '../../platform/agents/tools';
 import { EngineError, type ChatEngine, type EngineMessage, type ToolCall } from '../../platform/assistant/engine';
 import { errorArtifact, executeToolCall, toolSpecs, toolsFor } from '../../platform/assistant/execute';
 import type { ToolDefinition } from '../../platform/assistant/tool';
+import { addCredits, fromUnits, toUnits } from '../../platform/credits';
 import { faultPoint } from '../../platform/faults';
 import { stableId } from '../../platform/ids';
 import { instanceId } from '../../platform/instance';
@@ -124,7 +125,7 @@ async function work(deps: RunnerDeps, claimed: RunDoc, outer: AbortSignal): Prom
   }
 }
 
-const priceOf = (rt: Runtime, def: ToolDefinition | undefined) => (def ? Math.max(0, ...def.spends.map((op) => rt.credits.price(op as CreditOperation))) : 0);
+const priceOf = (rt: Runtime, def: ToolDefinition | undefined) => (def ? Math.max(0, ...def.spends.map((op) => fromUnits(rt.credits.millicreditsFor(op as CreditOperation)))) : 0);
 
 const systemPrompt = (agent: AgentDoc) =>
   [`You are ${agent.name}, an agent of this workspace.`, agent.description, agent.instructions, 'Use the tools you are offered when they help; answer briefly, naming what you made.'].filter(Boolean).join('\n\n');
@@ -185,7 +186,7 @@ class RunWork {
     // Offered only what the dispatcher's key may call (SPEC §5); executeToolCall refuses the rest.
     const specs = toolSpecs(toolsFor(tools, this.run.key.scopes));
     const base: EngineMessage[] = [{ role: 'system', content: systemPrompt(agent) }, ...(this.run.history ?? []), { role: 'user', content: run.instruction }];
-    const { credits: _c, chargedRefs: _r, refundedJobs: _j, ...authAccount } = account;
+    const { millicredits: _c, chargedRefs: _r, refundedJobs: _j, ...authAccount } = account;
 
     for (;;) {
       this.signal.throwIfAborted();
@@ -237,7 +238,7 @@ class RunWork {
           status = 'rejected';
         } else {
           const price = priceOf(rt, def);
-          if (price > 0 && this.run.creditsUsed + price > agent.creditBudget) {
+          if (price > 0 && addCredits(this.run.creditsUsed, price) > agent.creditBudget) {
             const message = `credit budget of ${agent.creditBudget} credits reached`;
             artifact = errorArtifact(`Could not run ${call.name}`, `${message}: ${call.name} costs ${price}`, { tool: call.name, code: 'credit_budget_reached' });
             await this.record(call, artifact, 'failed', 0);
@@ -271,7 +272,7 @@ class RunWork {
     await this.checkpoint({
       transcript: [...this.run.transcript, { role: 'tool', toolCallId: call.id, name: call.name, artifact }],
       steps: [...this.run.steps, step],
-      creditsUsed: this.run.creditsUsed + charged,
+      creditsUsed: addCredits(this.run.creditsUsed, charged),
     });
   }
 
@@ -320,8 +321,8 @@ class RunWork {
     const run = this.run;
     if (run.feeRefunded || run.steps.some((s) => s.status === 'done')) return this.finish({ status: 'failed', error });
     // Refund first (idempotent per run), then the state: a crash between refunds nothing twice.
-    await rt.credits.refund({ accountId: run.accountId, operation: 'agent_run', amount: run.fee, jobId: run._id });
-    await this.finish({ status: 'failed', error, feeRefunded: true, creditsUsed: run.creditsUsed - run.fee });
+    await rt.credits.refund({ accountId: run.accountId, operation: 'agent_run', millicredits: toUnits(run.fee), jobId: run._id });
+    await this.finish({ status: 'failed', error, feeRefunded: true, creditsUsed: addCredits(run.creditsUsed, -run.fee) });
   }
 
   private async finish(set: Partial<RunDoc>): Promise<void> {
