@@ -96,7 +96,7 @@ export const BoardUpdate = z
     tags: Tags.optional(),
   })
   .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: name, description, columns or tags' })
-  .meta({ id: 'BoardUpdate' });
+  .meta({ id: 'BoardUpdate', minProperties: 1 }) // the refinement above, as JSON Schema;
 export type BoardUpdate = z.output<typeof BoardUpdate>;
 
 export const BoardDuplicate = z
@@ -196,7 +196,7 @@ export const CardUpdate = z
   })
   .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: title, body, column, before, after, labels, assignee, dueDate or projectIds' })
   .superRefine(PLACEMENT_RULE)
-  .meta({ id: 'CardUpdate' });
+  .meta({ id: 'CardUpdate', minProperties: 1 }) // the refinement above, as JSON Schema;
 export type CardUpdate = z.output<typeof CardUpdate>;
 
 export const Card = z

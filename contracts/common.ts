@@ -164,3 +164,13 @@ export type JobEnvelope = z.infer<typeof JobEnvelope>;
 export const JobAccepted = JobEnvelope.extend({
   notes: z.array(z.string()).optional().describe('Plain-language notes on knobs that were stepped down.'),
 }).meta({ id: 'JobAccepted' });
+
+/** The body of GET /openapi: an OpenAPI 3.1 document (its own rules are the OpenAPI Specification's). */
+export const OpenApiDocument = z
+  .looseObject({
+    openapi: z.string().describe('The OpenAPI version, 3.1.0.'),
+    info: z.looseObject({ title: z.string(), version: z.string() }).describe('Title, version and description of this API.'),
+    paths: z.record(z.string(), z.unknown()).describe('Every operation, by path relative to the server URL.'),
+  })
+  .describe('An OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0); besides openapi, info and paths it has jsonSchemaDialect, servers, components and webhooks.')
+  .meta({ id: 'OpenApiDocument' });

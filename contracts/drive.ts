@@ -130,7 +130,7 @@ export const DriveFileCreate = z
         ctx.addIssue({ code: 'custom', path: ['contentBase64'], message: `must decode to at most ${DRIVE_LIMITS.contentBase64BytesMax} bytes (4 MB)` });
     }
   })
-  .meta({ id: 'DriveFileCreate' });
+  .meta({ id: 'DriveFileCreate', oneOf: [{ required: ['content'] }, { required: ['contentBase64'] }] }) // exactly one, as the refinement says;
 export type DriveFileCreate = z.output<typeof DriveFileCreate>;
 
 /** SPEC 2.19 DriveFileUpdate: only passed fields change. */
@@ -143,7 +143,7 @@ export const DriveFileUpdate = z
     description: description.optional(),
   })
   .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: name, folderId, isStarred, tags or description' })
-  .meta({ id: 'DriveFileUpdate' });
+  .meta({ id: 'DriveFileUpdate', minProperties: 1 }) // the refinement above, as JSON Schema;
 export type DriveFileUpdate = z.output<typeof DriveFileUpdate>;
 
 /** SPEC 2.19 DriveFile. Storage internals (GridFS ids, hashes) are never part of it. */
@@ -390,7 +390,7 @@ export const DriveFolderUpdate = z
     sticker: sticker.nullable().optional().describe('Exactly one emoji; null clears it.'),
   })
   .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: name, parentFolderId, color or sticker' })
-  .meta({ id: 'DriveFolderUpdate' });
+  .meta({ id: 'DriveFolderUpdate', minProperties: 1 }) // the refinement above, as JSON Schema;
 export type DriveFolderUpdate = z.output<typeof DriveFolderUpdate>;
 
 // ---------------------------------------------------------------------------------------------
@@ -413,6 +413,7 @@ export const DRIVE_SEARCH_FIELDS = ['name', 'tag', 'description', 'text'] as con
 export const DriveSearchQuery = z.object({
   q: line(DRIVE_SEARCH_LIMITS.qMax)
     .refine((s) => s.trim().length > 0, { error: 'must not be empty' })
+    .meta({ minLength: 1 })
     .describe(
       `1 to ${DRIVE_SEARCH_LIMITS.qMax} characters. Every word must match (AND), as a whole word (no prefixes, no stemming), in the name, a tag, the description or the text; case, accents and width are ignored. Words follow Unicode word rules with dictionaries for Chinese and Japanese; "report.pdf", "l'état" and "snake_case" also match by their parts; one-letter words are ignored (a single Han or Hangul character counts). At most ${DRIVE_SEARCH_LIMITS.termsMax} words are used.`,
     ),

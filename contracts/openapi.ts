@@ -72,7 +72,7 @@ const toSchema = (schema: z.ZodType, io: 'input' | 'output'): unknown => {
 
 /** Response headers of this API, in components.headers. */
 const HEADERS: Record<string, { description: string; schema: Record<string, unknown> }> = {
-  Location: { description: 'Where the created resource (201) or the accepted job (202) lives: a path under /api/v1, e.g. /api/v1/projects/prj_… or /api/v1/jobs/vid_….', schema: { type: 'string' } },
+  Location: { description: 'Where the created resource (201) or the accepted job (202) lives: a path under /api/v1, e.g. /api/v1/projects/prj_… or /api/v1/jobs/vid_…; for a redirect (302), the absolute URL to follow with a plain GET.', schema: { type: 'string' } },
   'WWW-Authenticate': { description: 'Bearer realm="api"; with error="invalid_token" when a key was sent but is not valid (RFC 6750).', schema: { type: 'string' } },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
   'X-RateLimit-Limit': { description: "Requests the key may make per window.", schema: { type: 'integer' } },
@@ -112,6 +112,12 @@ const queryParameters = (schema: z.ZodType | undefined) => {
   }));
 };
 
+/**
+ * The body of a POST that reads none (api/http/route.ts: the body is parsed when sent, then not
+ * read): no body, or a JSON object whose members are ignored, not refused.
+ */
+const NO_FIELDS = { type: 'object', description: 'Nothing is read from the body: send none, or {} (any member is ignored).' };
+
 const pathIdSchema = () => toSchema(PathId, 'input');
 
 const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) => {
@@ -135,7 +141,7 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
   if (ep.stream) content[ep.stream.mediaType] = { schema: { type: 'string', description: ep.stream.description } };
   if (Object.keys(content).length) success.content = content;
   if (ep.stream?.headers) success.headers = Object.fromEntries(Object.entries(ep.stream.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }]));
-  if (ep.status === 201 || ep.status === 202) success.headers = { ...((success.headers as object) ?? {}), ...headerRefs('Location') };
+  if (ep.status === 201 || ep.status === 202 || ep.status === 302) success.headers = { ...((success.headers as object) ?? {}), ...headerRefs('Location') };
   if (ep.scopes.length > 0) success.headers = { ...((success.headers as object) ?? {}), ...headerRefs(...RATE_LIMIT_HEADERS) };
   const responses: Record<string, unknown> = { [String(ep.status)]: success };
   for (const [status, text] of Object.entries(REQUEST_ERRORS)) responses[status] = errorResponse(text);
@@ -160,7 +166,11 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
     'x-implemented': implemented.has(id),
     security: ep.scopes.length ? [{ apiKey: [] }] : [],
     parameters: [...pathParams, ...queryParameters(ep.query), ...headers],
-    ...(ep.body ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(ep.body, 'input') } } } } : {}),
+    ...(ep.body
+      ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(ep.body, 'input') } } } }
+      : ep.method === 'post'
+        ? { requestBody: { required: false, content: { 'application/json': { schema: NO_FIELDS } } } }
+        : {}),
     responses,
   };
 };
@@ -230,6 +240,7 @@ export function buildOpenApi(opts: { serverUrl: string; implemented: ReadonlySet
   void ErrorBody;
   return {
     openapi: '3.1.0',
+    jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
     info: {
       title: 'Media, Workspace and Agent REST Service',
       version: '1.0.0',

@@ -58,7 +58,7 @@ export type PersonaCreate = z.output<typeof PersonaCreate>;
 export const PersonaUpdate = z
   .strictObject({ name: name.optional(), ...fields })
   .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: name, description, instructions, voice, faceId, greeting or tools' })
-  .meta({ id: 'PersonaUpdate' });
+  .meta({ id: 'PersonaUpdate', minProperties: 1 }) // the refinement above, as JSON Schema;
 export type PersonaUpdate = z.output<typeof PersonaUpdate>;
 
 /** What a version freezes (and what the working copy holds). */
