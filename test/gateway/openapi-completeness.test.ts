@@ -77,6 +77,24 @@ describe('GET /openapi completeness', () => {
     expect(s.AgentRunApproveRequest.then).to.deep.equal({ properties: { scope: { const: 'once' } } });
     const q = op('get', '/drive/search').parameters.find((p: { name: string }) => p.name === 'q');
     expect(q.schema.minLength).to.equal(1);
+    expect(s.ChatRequest.oneOf).to.deep.equal([{ required: ['message'] }, { required: ['messages'] }]);
+    const bothNull = { required: ['before', 'after'], properties: { before: { const: null }, after: { const: null } } };
+    expect(s.CardCreate.not).to.deep.equal(bothNull);
+    expect(s.CardUpdate.not).to.deep.equal(bothNull);
+    expect(s.PersonaDeploymentCreate.then.required).to.deep.equal(['allowedOrigins']);
+    expect(s.PersonaDeploymentCreate.else.not.required).to.deep.equal(['allowedOrigins']);
+    expect(s.DriveBulkRequest.if.properties.action.const).to.equal('move');
+    expect(s.DriveBulkRequest.then.required).to.deep.equal(['folderId']);
+    expect(s.DriveBulkRequest.else.not.required).to.deep.equal(['folderId']);
+    expect(s.PresentationRequest.anyOf).to.have.length(2);
+    expect(s.SpeechRequest.properties.text.minLength).to.equal(1);
+    expect(new RegExp(s.SpeechRequest.properties.text.pattern).test('Hello there.')).to.equal(true);
+    expect(new RegExp(s.SpeechRequest.properties.text.pattern).test('one\ntwo')).to.equal(false);
+    expect(new RegExp(s.MoonlightRequest.properties.negativePrompt.pattern).test('blurry')).to.equal(false);
+    const fileNameRules = s.DriveFileCreate.properties.name.allOf.map((r: { pattern: string }) => new RegExp(r.pattern));
+    const fileNameOk = (n: string) => fileNameRules.every((re: RegExp) => re.test(n));
+    expect(['report.pdf', ' a b.tar.gz ', 'x.MD'].map(fileNameOk)).to.deep.equal([true, true, true]);
+    expect(['report', '.pdf', 'a/b.pdf', 'a\\b.pdf', 'a.p-f', '   '].map(fileNameOk)).to.deep.equal([false, false, false, false, false, false]);
 
     const { key } = await stack.createAccount({ scopes: ['read', 'write', 'drive:read', 'drive:write'] });
     const api = client(stack.baseUrl, key);
@@ -91,5 +109,21 @@ describe('GET /openapi completeness', () => {
     const empty = await api.patch(`/boards/${board.body.id}`, {});
     expect(empty.status).to.equal(400);
     expect(empty.body.error.message).to.include('name a field to change');
+    // The other rules now in the schemas, answered by the server as declared (400 naming the field).
+    const refused = async (r: Promise<{ status: number; body: any }>, field: string) => {
+      const res = await r;
+      expect(res.status, field).to.equal(400);
+      expect(res.body.error.code, field).to.equal('validation_error');
+      expect(res.body.error.message, field).to.include(field);
+    };
+    await refused(api.post(`/boards/${board.body.id}/cards`, { title: 'T', before: null, after: null }), 'before');
+    await refused(api.post('/personas/per_nobody/deployments', { channel: 'web' }), 'allowedOrigins');
+    await refused(api.post('/personas/per_nobody/deployments', { channel: 'api', allowedOrigins: ['https://a.test'] }), 'allowedOrigins');
+    expect((await api.post('/personas/per_nobody/deployments', { channel: 'api' })).status).to.equal(404);
+    await refused(api.post('/drive/files/bulk', { fileIds: ['dfl_x'], action: 'move' }), 'folderId');
+    await refused(api.post('/drive/files/bulk', { fileIds: ['dfl_x'], action: 'trash', folderId: 'root' }), 'folderId');
+    await refused(api.post('/drive/files', { name: 'report', content: 'x' }), 'name');
+    await refused(api.post('/drive/folders', { name: 'a/b' }), 'name');
+    await refused(api.post('/drive/folders', { name: '   ' }), 'name');
   });
 });
