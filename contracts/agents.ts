@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { line, listEnvelope, listQuery, text } from './common';
+import { line, listEnvelope, listQuery, text, whenField } from './common';
 
 /**
  * Agents (SPEC 2.18, 3.4, 4.9). An agent is defined per account (scripts/agents.ts, the
@@ -166,7 +166,7 @@ export const AgentRunApproveRequest = z
     scope: z.enum(APPROVAL_SCOPES, { error: `must be one of ${APPROVAL_SCOPES.join(', ')}` }).default('once').describe('Default once; only a scope in availableScopes. A reject always uses once.'),
   })
   .refine((b) => b.decision === 'approve' || b.scope === 'once', { error: 'scope: a reject always uses once', path: ['scope'] })
-  .meta({ id: 'AgentRunApproveRequest', if: { properties: { decision: { const: 'reject' } }, required: ['decision'] }, then: { properties: { scope: { const: 'once' } } } }); // the refinement above
+  .meta({ id: 'AgentRunApproveRequest', ...whenField('decision', 'reject', { properties: { scope: { const: 'once' } } }) }); // the refinement above
 export type AgentRunApproveRequest = z.output<typeof AgentRunApproveRequest>;
 
 /** SPEC 2.18 AgentRunApproveAccepted. */

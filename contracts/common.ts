@@ -174,3 +174,13 @@ export const OpenApiDocument = z
   })
   .describe('An OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0); besides openapi, info and paths it has jsonSchemaDialect, servers, components and webhooks.')
   .meta({ id: 'OpenApiDocument' });
+
+/**
+ * JSON Schema `if`/`then`/`else` for a zod meta: where `field` is `value`, `then` applies, else
+ * `otherwise`. It states a rule a refinement checks, for /openapi; it changes no validation.
+ */
+export const whenField = (field: string, value: string, then: Record<string, unknown>, otherwise?: Record<string, unknown>) => ({
+  if: { properties: { [field]: { const: value } }, required: [field] },
+  then, // the JSON Schema keyword, not a thenable
+  ...(otherwise ? { else: otherwise } : {}),
+});

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ID_RULE, line, listLimit, listQuery, text, Version, wholeListQuery } from './common';
+import { ID_RULE, line, listLimit, listQuery, text, Version, whenField, wholeListQuery } from './common';
 
 /**
  * Drive contracts (SPEC 2.19, 3.5, 4.10, 8). Owned by the files-and-folders part; the search
@@ -332,7 +332,7 @@ export const DriveBulkRequest = z
     if (b.action === 'move' && b.folderId === undefined) ctx.addIssue({ code: 'custom', path: ['folderId'], message: 'is required for move (a folder id or root)' });
     if (b.action !== 'move' && b.folderId !== undefined) ctx.addIssue({ code: 'custom', path: ['folderId'], message: 'is only for move' });
   })
-  .meta({ id: 'DriveBulkRequest', if: { properties: { action: { const: 'move' } }, required: ['action'] }, then: { required: ['folderId'], properties: { folderId: {} } }, else: { not: { required: ['folderId'], properties: { folderId: {} } } } }); // the refinement above
+  .meta({ id: 'DriveBulkRequest', ...whenField('action', 'move', { required: ['folderId'], properties: { folderId: {} } }, { not: { required: ['folderId'], properties: { folderId: {} } } }) }); // the refinement above
 export type DriveBulkRequest = z.output<typeof DriveBulkRequest>;
 
 /** SPEC 2.19 DriveBulkResult. */

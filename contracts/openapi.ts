@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CodeBuildResult } from './code-builds';
 import { ErrorBody, JobResult, PathId } from './common';
 import { endpoints, type Endpoint } from './endpoints';
-import { DeckResult } from './presentations';
+import { DeckResult, PresentationRequest } from './presentations';
 import { ResearchResult } from './research';
 import { SongResult } from './songs';
 import { SpaceResult } from './spaces';
@@ -41,13 +41,23 @@ const ref = (schema: z.ZodType) => {
  * Adjustments of zod's JSON Schema where it under-describes what the server does:
  * - an exhaustive record (`z.record(z.enum([...]), v)`: every key present) lists its keys as
  *   properties, instead of `required` names the schema does not define;
- * - a job `result` lists the result shapes.
+ * - a job `result` lists the result shapes;
+ * - PresentationRequest's refinement (a non-blank brief or a non-empty outline) as anyOf: here and
+ *   not in the contract's meta, because the MCP tool of the same contract must keep a plain object
+ *   at its top level (clients refuse anyOf there).
  */
 const override = (ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown> }) => {
   const js = ctx.jsonSchema as Record<string, unknown> & { propertyNames?: { enum?: string[] }; additionalProperties?: unknown; required?: string[] };
   if (ctx.zodSchema === JobResult) {
     for (const k of Object.keys(js)) if (k !== 'description') delete js[k];
     js.anyOf = JOB_RESULTS.map(ref);
+    return;
+  }
+  if (ctx.zodSchema === PresentationRequest) {
+    js.anyOf = [
+      { required: ['brief'], properties: { brief: { pattern: '\\S' } } },
+      { required: ['outline'], properties: { outline: { minItems: 1 } } },
+    ];
     return;
   }
   const keys = js.propertyNames?.enum;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { line, listEnvelope, listQuery, text, Version } from './common';
+import { line, listEnvelope, listQuery, text, Version, whenField } from './common';
 
 /**
  * Personas (SPEC 4.2; shapes designed here, SPEC 2.21 shows none). A persona is a configured
@@ -129,7 +129,7 @@ export const PersonaDeploymentCreate = z
     if (b.channel === 'web' && !b.allowedOrigins) ctx.addIssue({ code: 'custom', path: ['allowedOrigins'], message: 'is required for the web channel' });
     if (b.channel !== 'web' && b.allowedOrigins) ctx.addIssue({ code: 'custom', path: ['allowedOrigins'], message: 'is only for the web channel' });
   })
-  .meta({ id: 'PersonaDeploymentCreate', if: { properties: { channel: { const: 'web' } }, required: ['channel'] }, then: { required: ['allowedOrigins'], properties: { allowedOrigins: {} } }, else: { not: { required: ['allowedOrigins'], properties: { allowedOrigins: {} } } } }); // the refinement above
+  .meta({ id: 'PersonaDeploymentCreate', ...whenField('channel', 'web', { required: ['allowedOrigins'], properties: { allowedOrigins: {} } }, { not: { required: ['allowedOrigins'], properties: { allowedOrigins: {} } } }) }); // the refinement above
 export type PersonaDeploymentCreate = z.output<typeof PersonaDeploymentCreate>;
 
 export const PersonaDeploymentConnect = z
