@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { line, listEnvelope, listQuery, text } from './common';
+import { line, listEnvelope, listQuery, text, whenField } from './common';
 
 /**
  * Agents (SPEC 2.18, 3.4, 4.9). An agent is defined per account (scripts/agents.ts, the
@@ -166,7 +166,7 @@ export const AgentRunApproveRequest = z
     scope: z.enum(APPROVAL_SCOPES, { error: `must be one of ${APPROVAL_SCOPES.join(', ')}` }).default('once').describe('Default once; only a scope in availableScopes. A reject always uses once.'),
   })
   .refine((b) => b.decision === 'approve' || b.scope === 'once', { error: 'scope: a reject always uses once', path: ['scope'] })
-  .meta({ id: 'AgentRunApproveRequest' });
+  .meta({ id: 'AgentRunApproveRequest', ...whenField('decision', 'reject', { properties: { scope: { const: 'once' } } }) }); // the refinement above
 export type AgentRunApproveRequest = z.output<typeof AgentRunApproveRequest>;
 
 /** SPEC 2.18 AgentRunApproveAccepted. */
@@ -240,6 +240,14 @@ export const AgentCompletionExtension = z.object({
   pendingApproval: z.object({ actionSlug: z.string(), approveUrl: z.string() }).nullable(),
   resultUrl: z.string(),
 });
+
+/** What POST /chat/completions answers with stream true (api/agents/agents.routes.ts streamCompletion). */
+export const AGENT_COMPLETION_STREAM_DESCRIPTION =
+  'stream true: server-sent events (content-type text/event-stream; charset=utf-8, cache-control no-cache, x-accel-buffering no), no `event:` lines. ' +
+  '`: keepalive` comment lines at once and every CHAT_KEEPALIVE_MS while the agent works; then one `data: <json>` line, a chat.completion.chunk ' +
+  '{id, object: chat.completion.chunk, created, model, choices: [{index: 0, delta: {role: assistant, content}, finish_reason: stop}], usage, opencharts} holding the whole reply; ' +
+  'a failed or timed-out run sends `data: {"error": {code, message, type}}` instead (agent_run_failed or timeout); then exactly `data: [DONE]`. ' +
+  'stream false: AgentCompletionResponse as application/json.';
 
 /** SPEC 2.18 AgentCompletionResponse (stream false). */
 export const AgentCompletionResponse = z

@@ -96,7 +96,7 @@ export const BoardUpdate = z
     tags: Tags.optional(),
   })
   .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: name, description, columns or tags' })
-  .meta({ id: 'BoardUpdate' });
+  .meta({ id: 'BoardUpdate', minProperties: 1 }); // the refinement above, as JSON Schema
 export type BoardUpdate = z.output<typeof BoardUpdate>;
 
 export const BoardDuplicate = z
@@ -179,7 +179,7 @@ export const CardCreate = z
     projectIds: projectIds.optional().describe(`Projects of your account the card links to (at most ${BOARD_LIMITS.projectLinksMax}); an id that is not one of yours is 400 naming it.`),
   })
   .superRefine(PLACEMENT_RULE)
-  .meta({ id: 'CardCreate' });
+  .meta({ id: 'CardCreate', not: { required: ['before', 'after'], properties: { before: { const: null }, after: { const: null } } } }); // PLACEMENT_RULE's first half
 export type CardCreate = z.output<typeof CardCreate>;
 
 /** PATCH: only the fields passed change; column/before/after move the card (one write). */
@@ -196,7 +196,7 @@ export const CardUpdate = z
   })
   .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: title, body, column, before, after, labels, assignee, dueDate or projectIds' })
   .superRefine(PLACEMENT_RULE)
-  .meta({ id: 'CardUpdate' });
+  .meta({ id: 'CardUpdate', minProperties: 1, not: { required: ['before', 'after'], properties: { before: { const: null }, after: { const: null } } } }); // the refinements above, as JSON Schema (PLACEMENT_RULE's first half)
 export type CardUpdate = z.output<typeof CardUpdate>;
 
 export const Card = z

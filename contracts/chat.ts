@@ -55,7 +55,7 @@ export const ChatRequest = z
       if (last && typeof last === 'object' && last.role === 'assistant') ctx.addIssue({ code: 'custom', path: ['messages', b.messages!.length - 1, 'role'], message: 'the last message must be from the user' });
     }
   })
-  .meta({ id: 'ChatRequest' });
+  .meta({ id: 'ChatRequest', oneOf: [{ required: ['message'] }, { required: ['messages'] }] }); // exactly one, as the refinement says
 export type ChatRequest = z.output<typeof ChatRequest>;
 
 /** SPEC 2.7 ChatJsonResponse (stream false). */

@@ -164,3 +164,23 @@ export type JobEnvelope = z.infer<typeof JobEnvelope>;
 export const JobAccepted = JobEnvelope.extend({
   notes: z.array(z.string()).optional().describe('Plain-language notes on knobs that were stepped down.'),
 }).meta({ id: 'JobAccepted' });
+
+/** The body of GET /openapi: an OpenAPI 3.1 document (its own rules are the OpenAPI Specification's). */
+export const OpenApiDocument = z
+  .looseObject({
+    openapi: z.string().describe('The OpenAPI version, 3.1.0.'),
+    info: z.looseObject({ title: z.string(), version: z.string() }).describe('Title, version and description of this API.'),
+    paths: z.record(z.string(), z.unknown()).describe('Every operation, by path relative to the server URL.'),
+  })
+  .describe('An OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0); besides openapi, info and paths it has jsonSchemaDialect, servers, components and webhooks.')
+  .meta({ id: 'OpenApiDocument' });
+
+/**
+ * JSON Schema `if`/`then`/`else` for a zod meta: where `field` is `value`, `then` applies, else
+ * `otherwise`. It states a rule a refinement checks, for /openapi; it changes no validation.
+ */
+export const whenField = (field: string, value: string, then: Record<string, unknown>, otherwise?: Record<string, unknown>) => ({
+  if: { properties: { [field]: { const: value } }, required: [field] },
+  then, // the JSON Schema keyword, not a thenable
+  ...(otherwise ? { else: otherwise } : {}),
+});

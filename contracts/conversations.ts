@@ -47,7 +47,7 @@ export const ConversationUpdate = z
     mode: mode.nullable().optional().describe('fast or think; null clears the preference.'),
   })
   .refine((b) => b.title !== undefined || b.mode !== undefined, { error: 'body: name a field to change: title or mode' })
-  .meta({ id: 'ConversationUpdate' });
+  .meta({ id: 'ConversationUpdate', minProperties: 1 }); // the refinement above, as JSON Schema
 export type ConversationUpdate = z.output<typeof ConversationUpdate>;
 
 export const Conversation = z

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ID_RULE, line, listLimit, listQuery, text, Version, wholeListQuery } from './common';
+import { ID_RULE, line, listLimit, listQuery, text, Version, whenField, wholeListQuery } from './common';
 
 /**
  * Drive contracts (SPEC 2.19, 3.5, 4.10, 8). Owned by the files-and-folders part; the search
@@ -54,7 +54,9 @@ const FolderRef = z
 const baseName = line(DRIVE_LIMITS.nameMax)
   .trim()
   .min(1, { error: 'must not be empty' })
-  .refine((s) => !s.includes('/') && !s.includes('\\'), { error: 'must not contain / or \\' });
+  .refine((s) => !s.includes('/') && !s.includes('\\'), { error: 'must not contain / or \\' })
+  // The refinement above and the trim, as JSON Schema: no control character, / or \, not blank.
+  .meta({ allOf: [{ pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f/\\\\]*$' }, { pattern: '\\S' }] });
 
 /** File names need an extension: a non-empty stem, a dot, then 1 to 16 letters or digits. */
 export function extOf(name: string): string {
@@ -63,6 +65,8 @@ export function extOf(name: string): string {
 }
 const fileName = baseName
   .refine((s) => extOf(s) !== '', { error: 'must end with an extension (e.g. report.pdf): a dot and 1 to 16 letters or digits' })
+  // As JSON Schema (before the trim): a non-empty stem, a dot, 1 to 16 letters or digits.
+  .meta({ allOf: [{ pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f/\\\\]*$' }, { pattern: '^\\s*\\S[\\s\\S]*\\.[A-Za-z0-9]{1,16}\\s*$' }] })
   .describe(`File name with an extension, at most ${DRIVE_LIMITS.nameMax} characters, no / or \\. A name already used by an active file in the same folder gets a suffix: "report.pdf" becomes "report (1).pdf", then "report (2).pdf".`);
 
 const tags = z
@@ -129,7 +133,7 @@ export const DriveFileCreate = z
         ctx.addIssue({ code: 'custom', path: ['contentBase64'], message: `must decode to at most ${DRIVE_LIMITS.contentBase64BytesMax} bytes (4 MB)` });
     }
   })
-  .meta({ id: 'DriveFileCreate' });
+  .meta({ id: 'DriveFileCreate', oneOf: [{ required: ['content'] }, { required: ['contentBase64'] }] }); // exactly one, as the refinement says
 export type DriveFileCreate = z.output<typeof DriveFileCreate>;
 
 /** SPEC 2.19 DriveFileUpdate: only passed fields change. */
@@ -142,7 +146,7 @@ export const DriveFileUpdate = z
     description: description.optional(),
   })
   .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: name, folderId, isStarred, tags or description' })
-  .meta({ id: 'DriveFileUpdate' });
+  .meta({ id: 'DriveFileUpdate', minProperties: 1 }); // the refinement above, as JSON Schema
 export type DriveFileUpdate = z.output<typeof DriveFileUpdate>;
 
 /** SPEC 2.19 DriveFile. Storage internals (GridFS ids, hashes) are never part of it. */
@@ -327,7 +331,7 @@ export const DriveBulkRequest = z
     if (b.action === 'move' && b.folderId === undefined) ctx.addIssue({ code: 'custom', path: ['folderId'], message: 'is required for move (a folder id or root)' });
     if (b.action !== 'move' && b.folderId !== undefined) ctx.addIssue({ code: 'custom', path: ['folderId'], message: 'is only for move' });
   })
-  .meta({ id: 'DriveBulkRequest' });
+  .meta({ id: 'DriveBulkRequest', ...whenField('action', 'move', { required: ['folderId'], properties: { folderId: {} } }, { not: { required: ['folderId'], properties: { folderId: {} } } }) }); // the refinement above
 export type DriveBulkRequest = z.output<typeof DriveBulkRequest>;
 
 /** SPEC 2.19 DriveBulkResult. */
@@ -389,7 +393,7 @@ export const DriveFolderUpdate = z
     sticker: sticker.nullable().optional().describe('Exactly one emoji; null clears it.'),
   })
   .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: name, parentFolderId, color or sticker' })
-  .meta({ id: 'DriveFolderUpdate' });
+  .meta({ id: 'DriveFolderUpdate', minProperties: 1 }); // the refinement above, as JSON Schema
 export type DriveFolderUpdate = z.output<typeof DriveFolderUpdate>;
 
 // ---------------------------------------------------------------------------------------------
@@ -412,6 +416,7 @@ export const DRIVE_SEARCH_FIELDS = ['name', 'tag', 'description', 'text'] as con
 export const DriveSearchQuery = z.object({
   q: line(DRIVE_SEARCH_LIMITS.qMax)
     .refine((s) => s.trim().length > 0, { error: 'must not be empty' })
+    .meta({ minLength: 1 })
     .describe(
       `1 to ${DRIVE_SEARCH_LIMITS.qMax} characters. Every word must match (AND), as a whole word (no prefixes, no stemming), in the name, a tag, the description or the text; case, accents and width are ignored. Words follow Unicode word rules with dictionaries for Chinese and Japanese; "report.pdf", "l'état" and "snake_case" also match by their parts; one-letter words are ignored (a single Han or Hangul character counts). At most ${DRIVE_SEARCH_LIMITS.termsMax} words are used.`,
     ),

@@ -103,6 +103,7 @@ export const MoonlightRequest = z
     prompt: text(1500).min(1, { error: 'must not be empty' }).describe('Scene: subject, composition, lighting, style. Safe-for-work only: adult content is refused with 400.'),
     negativePrompt: text(1000)
       .refine((v) => v.trim() === '', { error: 'is not used by this model; omit it or send an empty string' })
+      .meta({ pattern: '^\\s*$' }) // the refinement above (blank holds no NUL either)
       .optional()
       .describe('Unused by the model. Omit or send an empty string; a non-empty value is refused with 400.'),
     aspectRatio: z

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CodeBuildResult } from './code-builds';
 import { ErrorBody, JobResult, PathId } from './common';
 import { endpoints, type Endpoint } from './endpoints';
-import { DeckResult } from './presentations';
+import { DeckResult, PresentationRequest } from './presentations';
 import { ResearchResult } from './research';
 import { SongResult } from './songs';
 import { SpaceResult } from './spaces';
@@ -41,13 +41,23 @@ const ref = (schema: z.ZodType) => {
  * Adjustments of zod's JSON Schema where it under-describes what the server does:
  * - an exhaustive record (`z.record(z.enum([...]), v)`: every key present) lists its keys as
  *   properties, instead of `required` names the schema does not define;
- * - a job `result` lists the result shapes.
+ * - a job `result` lists the result shapes;
+ * - PresentationRequest's refinement (a non-blank brief or a non-empty outline) as anyOf: here and
+ *   not in the contract's meta, because the MCP tool of the same contract must keep a plain object
+ *   at its top level (clients refuse anyOf there).
  */
 const override = (ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown> }) => {
   const js = ctx.jsonSchema as Record<string, unknown> & { propertyNames?: { enum?: string[] }; additionalProperties?: unknown; required?: string[] };
   if (ctx.zodSchema === JobResult) {
     for (const k of Object.keys(js)) if (k !== 'description') delete js[k];
     js.anyOf = JOB_RESULTS.map(ref);
+    return;
+  }
+  if (ctx.zodSchema === PresentationRequest) {
+    js.anyOf = [
+      { required: ['brief'], properties: { brief: { pattern: '\\S' } } },
+      { required: ['outline'], properties: { outline: { minItems: 1 } } },
+    ];
     return;
   }
   const keys = js.propertyNames?.enum;
@@ -72,7 +82,7 @@ const toSchema = (schema: z.ZodType, io: 'input' | 'output'): unknown => {
 
 /** Response headers of this API, in components.headers. */
 const HEADERS: Record<string, { description: string; schema: Record<string, unknown> }> = {
-  Location: { description: 'Where the created resource (201) or the accepted job (202) lives: a path under /api/v1, e.g. /api/v1/projects/prj_… or /api/v1/jobs/vid_….', schema: { type: 'string' } },
+  Location: { description: 'Where the created resource (201) or the accepted job (202) lives: a path under /api/v1, e.g. /api/v1/projects/prj_… or /api/v1/jobs/vid_…; for a redirect (302), the absolute URL to follow with a plain GET.', schema: { type: 'string' } },
   'WWW-Authenticate': { description: 'Bearer realm="api"; with error="invalid_token" when a key was sent but is not valid (RFC 6750).', schema: { type: 'string' } },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
   'X-RateLimit-Limit': { description: "Requests the key may make per window.", schema: { type: 'integer' } },
@@ -112,6 +122,12 @@ const queryParameters = (schema: z.ZodType | undefined) => {
   }));
 };
 
+/**
+ * The body of a POST that reads none (api/http/route.ts: the body is parsed when sent, then not
+ * read): no body, or a JSON object whose members are ignored, not refused.
+ */
+const NO_FIELDS = { type: 'object', description: 'Nothing is read from the body: send none, or {} (any member is ignored).' };
+
 const pathIdSchema = () => toSchema(PathId, 'input');
 
 const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) => {
@@ -135,7 +151,7 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
   if (ep.stream) content[ep.stream.mediaType] = { schema: { type: 'string', description: ep.stream.description } };
   if (Object.keys(content).length) success.content = content;
   if (ep.stream?.headers) success.headers = Object.fromEntries(Object.entries(ep.stream.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }]));
-  if (ep.status === 201 || ep.status === 202) success.headers = { ...((success.headers as object) ?? {}), ...headerRefs('Location') };
+  if (ep.status === 201 || ep.status === 202 || ep.status === 302) success.headers = { ...((success.headers as object) ?? {}), ...headerRefs('Location') };
   if (ep.scopes.length > 0) success.headers = { ...((success.headers as object) ?? {}), ...headerRefs(...RATE_LIMIT_HEADERS) };
   const responses: Record<string, unknown> = { [String(ep.status)]: success };
   for (const [status, text] of Object.entries(REQUEST_ERRORS)) responses[status] = errorResponse(text);
@@ -160,7 +176,11 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
     'x-implemented': implemented.has(id),
     security: ep.scopes.length ? [{ apiKey: [] }] : [],
     parameters: [...pathParams, ...queryParameters(ep.query), ...headers],
-    ...(ep.body ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(ep.body, 'input') } } } } : {}),
+    ...(ep.body
+      ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(ep.body, 'input') } } } }
+      : ep.method === 'post'
+        ? { requestBody: { required: false, content: { 'application/json': { schema: NO_FIELDS } } } }
+        : {}),
     responses,
   };
 };
@@ -231,6 +251,7 @@ export function buildOpenApi(opts: { serverUrl: string; implemented: ReadonlySet
   void ErrorBody;
   return {
     openapi: '3.1.0',
+    jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
     info: {
       title: 'Media, Workspace and Agent REST Service',
       version: '1.0.0',

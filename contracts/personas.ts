@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { line, listEnvelope, listQuery, text, Version } from './common';
+import { line, listEnvelope, listQuery, text, Version, whenField } from './common';
 
 /**
  * Personas (SPEC 4.2; shapes designed here, SPEC 2.21 shows none). A persona is a configured
@@ -58,7 +58,7 @@ export type PersonaCreate = z.output<typeof PersonaCreate>;
 export const PersonaUpdate = z
   .strictObject({ name: name.optional(), ...fields })
   .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: name, description, instructions, voice, faceId, greeting or tools' })
-  .meta({ id: 'PersonaUpdate' });
+  .meta({ id: 'PersonaUpdate', minProperties: 1 }); // the refinement above, as JSON Schema
 export type PersonaUpdate = z.output<typeof PersonaUpdate>;
 
 /** What a version freezes (and what the working copy holds). */
@@ -129,7 +129,7 @@ export const PersonaDeploymentCreate = z
     if (b.channel === 'web' && !b.allowedOrigins) ctx.addIssue({ code: 'custom', path: ['allowedOrigins'], message: 'is required for the web channel' });
     if (b.channel !== 'web' && b.allowedOrigins) ctx.addIssue({ code: 'custom', path: ['allowedOrigins'], message: 'is only for the web channel' });
   })
-  .meta({ id: 'PersonaDeploymentCreate' });
+  .meta({ id: 'PersonaDeploymentCreate', ...whenField('channel', 'web', { required: ['allowedOrigins'], properties: { allowedOrigins: {} } }, { not: { required: ['allowedOrigins'], properties: { allowedOrigins: {} } } }) }); // the refinement above
 export type PersonaDeploymentCreate = z.output<typeof PersonaDeploymentCreate>;
 
 export const PersonaDeploymentConnect = z

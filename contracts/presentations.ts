@@ -35,7 +35,7 @@ export const PresentationRequest = z
       ctx.addIssue({ code: 'custom', path: ['brief'], message: 'is required when outline is missing or empty: pass brief or a non-empty outline' });
     }
   })
-  .meta({ id: 'PresentationRequest' });
+  .meta({ id: 'PresentationRequest' }); // the refinement is in /openapi as anyOf (contracts/openapi.ts override), not in the MCP tool's top level
 export type PresentationRequest = z.infer<typeof PresentationRequest>;
 
 /** SPEC 2.6. */

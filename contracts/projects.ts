@@ -340,7 +340,7 @@ export const ProjectUpdate = z
       ),
   })
   .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'name a field to change: name, description, tags, isStarred or content' })
-  .meta({ id: 'ProjectUpdate' });
+  .meta({ id: 'ProjectUpdate', minProperties: 1 }); // the refinement above, as JSON Schema
 export type ProjectUpdate = z.output<typeof ProjectUpdate>;
 
 /** Roles a project is shared with. WARNING: persisted. */

@@ -29,7 +29,7 @@ export const SpaceRequest = z
     const message = given.length === 0 ? 'send exactly one of imageUrl, imageUrls, videoUrl' : `send exactly one of imageUrl, imageUrls, videoUrl (got ${given.join(' and ')})`;
     ctx.addIssue({ code: 'custom', message, path: [given[1] ?? 'imageUrl'] });
   })
-  .meta({ id: 'SpaceRequest' });
+  .meta({ id: 'SpaceRequest', oneOf: [{ required: ['imageUrl'] }, { required: ['imageUrls'] }, { required: ['videoUrl'] }] }); // exactly one, as the refinement says
 export type SpaceRequest = z.infer<typeof SpaceRequest>;
 
 /** 202 answer of POST /real-world/spaces (SPEC 2.14 behaviour 4). */

@@ -56,6 +56,8 @@ export const SpeechRequest = z
         else if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(t)) problem = 'must not contain control characters';
         if (problem) ctx.addIssue({ code: 'custom', message: problem, input: s });
       })
+      // Part of the rule above as JSON Schema: not blank, no line break once trimmed.
+      .meta({ minLength: 1, pattern: '^\\s*\\S(?:[^\\r\\n\\u2028\\u2029]*\\S)?\\s*$' })
       .describe(
         `What to say: one sentence or short line (at most ${SPEECH_TEXT_MAX_CHARS} characters, no line break, no second sentence after ".", "!", "?" or "…" followed by more text; abbreviations such as "Dr." and initials do not end a sentence). Longer text: 400 validation_error; send one sentence per call. Charged per character (Unicode code point) of the trimmed text.`,
       ),

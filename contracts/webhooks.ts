@@ -43,7 +43,7 @@ export const WebhookUpdate = z
     isActive: z.boolean({ error: 'must be a boolean' }).optional().describe('true re-enables a disabled webhook and resets its failure count; false pauses deliveries.'),
   })
   .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: name, url, events or isActive' })
-  .meta({ id: 'WebhookUpdate' });
+  .meta({ id: 'WebhookUpdate', minProperties: 1 }); // the refinement above, as JSON Schema
 export type WebhookUpdate = z.output<typeof WebhookUpdate>;
 
 /** A webhook as returned. The signing secret is never part of it (only WebhookCreated). */

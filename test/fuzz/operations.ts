@@ -26,7 +26,8 @@ export function servedOperations(doc: any): Operation[] {
     for (const [method, op] of Object.entries(item)) {
       if (!op['x-implemented']) continue;
       const params = (op.parameters ?? []) as { name: string; in: string; schema: Schema }[];
-      const bodySchema = op.requestBody?.content?.['application/json']?.schema;
+      // An optional body is one the operation does not read (e.g. POST /personas/{id}/publish): nothing to refuse.
+      const bodySchema = op.requestBody?.required ? op.requestBody.content?.['application/json']?.schema : undefined;
       ops.push({
         id: op.operationId,
         method: method.toUpperCase(),
@@ -72,6 +73,8 @@ export function example(doc: any, s: Schema, depth = 0): unknown {
   if (r.enum) return r.enum[0];
   if (r.const !== undefined) return r.const;
   const alt = r.anyOf?.[0] ?? r.oneOf?.[0];
+  // An object whose alternatives only add required members (exactly one of content, contentBase64): the first one's.
+  if (alt && r.type === 'object') return example(doc, { ...r, anyOf: undefined, oneOf: undefined, required: [...(r.required ?? []), ...(resolve(doc, alt).required ?? [])] }, depth);
   if (alt) return example(doc, alt, depth + 1);
   switch (Array.isArray(r.type) ? r.type[0] : r.type) {
     case 'string':
