@@ -1,7 +1,7 @@
 import diagnostics_channel from 'node:diagnostics_channel';
 import type { ServerResponse } from 'node:http';
 import { startMetricsServer } from '../monitoring/metrics-server';
-import { runMain } from '../platform/main';
+import { runMain } from '../platform/infra/main';
 import { ownMetrics, start } from './app';
 import { joinsSupervisor } from './supervised';
 

@@ -1,8 +1,8 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { registry } from '../monitoring/metrics';
-import type { Logger } from '../platform/log';
-import { HANDOFF_ENV, isMessage, type FromApi, type ToApi } from '../platform/supervision';
+import type { Logger } from '../platform/infra/log';
+import { HANDOFF_ENV, isMessage, type FromApi, type ToApi } from '../platform/infra/supervision';
 
 /** How long GET /metrics waits for the supervisor to gather every API process's metrics. */
 const GATHER_TIMEOUT_MS = 3000;
@@ -20,7 +20,7 @@ export interface Supervised {
 }
 
 /**
- * An API process run by the supervisor with connection handoff (platform/supervision.ts):
+ * An API process run by the supervisor with connection handoff (platform/infra/supervision.ts):
  * it serves the sockets the supervisor accepted instead of listening itself. Undefined when this
  * process was started any other way (tests, a container): it then listens on PORT.
  */

@@ -3,7 +3,7 @@ import { line, listEnvelope, listQuery, text, whenField } from './common';
 
 /**
  * Agents (SPEC 2.18, 3.4, 4.9). An agent is defined per account (scripts/agents.ts, the
- * development seed); runs go through the agent pool (workers/agent). WARNING: field names and
+ * development seed); runs go through the agent pool (workers/agents). WARNING: field names and
  * enums here are public contract and persisted in agent_runs.
  */
 export const AGENT_LIMITS = {

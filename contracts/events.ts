@@ -18,7 +18,7 @@ export const EVENT_VERSION = '2026-11-01';
 
 /**
  * Job events (SPEC 6.1 api_jobs): one flag per job type covers `<name>.completed` and
- * `<name>.failed`. platform/jobs.ts publishes them when a job of that type finishes, so a type
+ * `<name>.failed`. platform/jobs/jobs.ts publishes them when a job of that type finishes, so a type
  * is true exactly when its pool has an engine (workers/pools.ts); a test checks the two agree.
  */
 export const JOB_EVENTS_EMITTED = {
@@ -30,7 +30,7 @@ export const JOB_EVENTS_EMITTED = {
   deck: true, // presentation.*
 } as const satisfies Record<JobType, boolean>;
 
-/** Non-job events (SPEC 6.1), by group. Each is emitted through platform/events.ts `emitEvent`. */
+/** Non-job events (SPEC 6.1), by group. Each is emitted through platform/events/events.ts `emitEvent`. */
 const OTHER_EVENTS = {
   'project.created': { group: 'projects', emitted: true, description: 'A project of any kind was created (POST /flowcharts, /whiteboards, /notes, /presentations, /templates/{id}/use, and every other way a project is made). data: projectId, kind, projectType, name, openUrl (absolute).' },
   'project.updated': { group: 'projects', emitted: true, description: "PATCH /projects/{id} changed a project, or a commit merged into a sheet's grid (POST /sheets/{id}/ops, /edit, a merged proposal, a rollback). data: projectId, kind, projectType, changedFields (names of the fields the PATCH set: name, description, tags, isStarred, content; ['content'] for a sheet commit), version (after the change: the project's, or for a sheet commit the sheet's), commitId (sheet commits only)." },
@@ -126,8 +126,8 @@ export const SubscribableEventName = z
   });
 
 /**
- * The event as published on the events exchange (routing key = event name) by platform/jobs.ts
- * and platform/events.ts. WARNING: read by webhook workers of other versions; add fields only.
+ * The event as published on the events exchange (routing key = event name) by platform/jobs/jobs.ts
+ * and platform/events/events.ts. WARNING: read by webhook workers of other versions; add fields only.
  */
 export const BusEvent = z.object({
   eventId: z.string().min(1),

@@ -164,7 +164,7 @@ export type ImageRpcRequest = z.infer<typeof ImageRpcRequest>;
  * The documented adult-content prompt classifier of POST /images/moonlight (400 adult_content):
  * a prompt is adult when it holds one of ADULT_TERMS as a whole word (case-insensitive), or one of
  * ADULT_PHRASES. The output scorer that follows the render is described in
- * workers/engines/image/safety.ts.
+ * workers/engines/images/safety.ts.
  */
 export const ADULT_TERMS = [
   'nude', 'nudes', 'nudity', 'naked', 'nsfw', 'porn', 'porno', 'pornographic', 'pornography', 'xxx',

@@ -72,7 +72,7 @@ export const broker = {
   auditQueue: (prefix: string) => `${prefix}svc.audit`,
   /** Fanout of key and account changes; every API process drops what it cached for them. */
   authExchange: (prefix: string) => `${prefix}svc.auth.invalidations`,
-  /** Fanout of job state changes; every API process drops the in-flight job it cached (platform/job-cache.ts). */
+  /** Fanout of job state changes; every API process drops the in-flight job it cached (platform/jobs/job-cache.ts). */
   jobChangesExchange: (prefix: string) => `${prefix}svc.jobs.changes`,
 } as const;
 

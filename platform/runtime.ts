@@ -1,16 +1,16 @@
 import { POOL_TYPES, broker } from '../contracts/registry';
 import { reportQueueDepth, reportReadiness } from '../monitoring/metrics';
 import { probeHandler, type Probe } from '../monitoring/server';
-import { createAccountsRepository, createAuthInvalidations } from './accounts';
-import { AmqpClient } from './amqp';
-import { createBlobStore } from './blobs';
-import type { Config } from './config';
-import { createCredits, migrateCreditUnits } from './credits';
-import { armFaultPoint } from './faults';
-import { createJobs } from './jobs';
-import type { Logger } from './log';
-import { connectMongo, ensureIndexes } from './mongo';
-import { startupStep } from './startup';
+import { createAccountsRepository, createAuthInvalidations } from './accounts/accounts';
+import { AmqpClient } from './infra/amqp';
+import { createBlobStore } from './infra/media-blobs';
+import type { Config } from './infra/config';
+import { createCredits, migrateCreditUnits } from './credits/credits';
+import { armFaultPoint } from './infra/faults';
+import { createJobs } from './jobs/jobs';
+import type { Logger } from './infra/log';
+import { connectMongo, ensureIndexes } from './infra/mongo';
+import { startupStep } from './infra/startup';
 
 /**
  * What every process shares: MongoDB, RabbitMQ (topology declared on connect), and the

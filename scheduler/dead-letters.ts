@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { JOB_TYPES, broker } from '../contracts/registry';
 import { metrics } from '../monitoring/metrics';
-import type { Delivery } from '../platform/amqp';
-import { newId } from '../platform/ids';
-import { COLLECTIONS } from '../platform/mongo';
+import type { Delivery } from '../platform/infra/amqp';
+import { newId } from '../platform/infra/ids';
+import { COLLECTIONS } from '../platform/infra/mongo';
 import type { Runtime } from '../platform/runtime';
 
 const JobMessage = z.object({ jobId: z.string(), accountId: z.string(), type: z.enum(JOB_TYPES) });

@@ -1,4 +1,4 @@
-import { runMain } from '../platform/main';
+import { runMain } from '../platform/infra/main';
 import { start } from './scheduler';
 
 runMain('scheduler', start);

@@ -1,6 +1,6 @@
 import { DEAD_LETTER_RETENTION_DAYS } from './dead-letters';
-import { COLLECTIONS } from '../platform/mongo';
-import { expireEventOutbox, sweepEventOutbox } from '../platform/events';
+import { COLLECTIONS } from '../platform/infra/mongo';
+import { expireEventOutbox, sweepEventOutbox } from '../platform/events/events';
 import type { Runtime } from '../platform/runtime';
 import { purgeTrashedDriveFiles } from '../platform/drive/purge';
 import { repairDrive } from '../platform/drive/repair';

@@ -13,12 +13,12 @@
  * agent of the account is updated in place.
  */
 import { parseArgs } from 'node:util';
-import { fromUnits } from '../platform/credits';
+import { fromUnits } from '../platform/credits/credits';
 import { createAgentsRepository } from '../platform/agents/agents.repository';
 import { seedDevAgents } from '../platform/agents/seed';
 import { agentToolNames } from '../platform/agents/tools';
-import { loadConfig } from '../platform/config';
-import { createLogger } from '../platform/log';
+import { loadConfig } from '../platform/infra/config';
+import { createLogger } from '../platform/infra/log';
 import { createRuntime } from '../platform/runtime';
 
 const { positionals, values } = parseArgs({

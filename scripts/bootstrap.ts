@@ -16,16 +16,16 @@
  *   the owner's approval).
  */
 import { SCOPES } from '../contracts/registry';
-import { createAccountsRepository } from '../platform/accounts';
-import { loadConfig } from '../platform/config';
-import { fromUnits, migrateCreditUnits } from '../platform/credits';
+import { createAccountsRepository } from '../platform/accounts/accounts';
+import { loadConfig } from '../platform/infra/config';
+import { fromUnits, migrateCreditUnits } from '../platform/credits/credits';
 import { putDriveBlob } from '../platform/drive/blobs';
 import { nameKeyOf } from '../platform/drive/drive.repository';
 import type { DriveFileDoc, DriveFolderDoc, DriveUsageDoc, TeamDoc } from '../platform/drive/drive.types';
 import { createTeams } from '../platform/drive/teams';
-import { newId } from '../platform/ids';
+import { newId } from '../platform/infra/ids';
 import { seedDevAgents } from '../platform/agents/seed';
-import { COLLECTIONS, connectMongo, ensureIndexes, type Database } from '../platform/mongo';
+import { COLLECTIONS, connectMongo, ensureIndexes, type Database } from '../platform/infra/mongo';
 
 const DEV_ACCOUNT_ID = 'acct_development';
 const DEV_TEAM_ID = 'team_development';

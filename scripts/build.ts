@@ -36,7 +36,7 @@ const API_EXTERNAL = [
  * is copied next to every output file that holds the module, so the same relative URL finds it
  * in dist/ (the image copies dist/ whole).
  */
-export const ASSET_DIRS = [{ module: 'workers/engines/code/local.engine.ts', dir: 'workers/engines/code/vendor' }];
+export const ASSET_DIRS = [{ module: 'workers/engines/code-builds/local.engine.ts', dir: 'workers/engines/code-builds/vendor' }];
 
 const started = performance.now();
 const outdir = path.join(root, 'dist');
@@ -49,7 +49,7 @@ const common = {
   format: 'esm',
   target: 'node24',
   splitting: true,
-  // Linked maps without the sources: platform/stack-map.ts maps a logged stack back to the
+  // Linked maps without the sources: platform/infra/stack-map.ts maps a logged stack back to the
   // TypeScript lines, reading a map only when a stack names its file.
   sourcemap: 'linked',
   sourcesContent: false,
@@ -82,7 +82,7 @@ for (const { module, dir } of ASSET_DIRS) {
 
 /**
  * The API bundle's maps without the mappings into node_modules: a logged stack is mapped to our
- * sources (platform/stack-map.ts reads a map when a stack first names its file), and a map that
+ * sources (platform/infra/stack-map.ts reads a map when a stack first names its file), and a map that
  * also covered every bundled dependency was 2.4 MB, 130 ms and 90 MB of memory to read.
  */
 const outputs = results.flatMap((r) => Object.keys(r.metafile.outputs));

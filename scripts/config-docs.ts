@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { ConfigSchema } from '../platform/config';
+import { ConfigSchema } from '../platform/infra/config';
 
 const START = '<!-- config-table:start -->';
 const END = '<!-- config-table:end -->';

@@ -6,8 +6,8 @@
  */
 import { parseArgs } from 'node:util';
 import { issueSignInLink } from '../api/console/console.sessions';
-import { loadConfig } from '../platform/config';
-import { connectMongo, ensureIndexes } from '../platform/mongo';
+import { loadConfig } from '../platform/infra/config';
+import { connectMongo, ensureIndexes } from '../platform/infra/mongo';
 
 const { values } = parseArgs({ options: { account: { type: 'string', default: 'acct_development' } } });
 const config = loadConfig();

@@ -14,7 +14,7 @@
 #                                          `ctl 1 list_queues name type leader members`
 #   scripts/rabbitmq-cluster.sh purge      down, then delete the nodes' data (a cluster from nothing next time)
 #   scripts/rabbitmq-cluster.sh up --lease PID / release PID
-#                                          for test runs (test/helpers/rabbitmq-cluster.ts): the last
+#                                          for test runs (scripts/harness/rabbitmq-cluster.ts): the last
 #                                          run to release a cluster that a leased `up` started stops it
 #
 # The nodes are Debian's rabbitmq-server (the package's own scripts under /usr/lib/rabbitmq, called

@@ -10,8 +10,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { client, waitForJob } from '../test/helpers/http';
-import { startStack } from '../test/helpers/stack';
+import { client, waitForJob } from './harness/http';
+import { startStack } from './harness/stack';
 
 const docs = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'docs');
 

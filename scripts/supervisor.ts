@@ -22,10 +22,10 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Counter, Registry } from 'prom-client';
-import { loadConfig, type Config } from '../platform/config';
-import { createLogger, serviceLogger } from '../platform/log';
+import { loadConfig, type Config } from '../platform/infra/config';
+import { createLogger, serviceLogger } from '../platform/infra/log';
 import { startMetricsServer } from '../monitoring/metrics-server';
-import { HANDOFF_ENV, isMessage, type FromApi, type ToApi } from '../platform/supervision';
+import { HANDOFF_ENV, isMessage, type FromApi, type ToApi } from '../platform/infra/supervision';
 import { FrontDoor, type Backend } from './supervisor/front-door';
 import { createGatherer } from './supervisor/gather';
 
@@ -82,7 +82,7 @@ let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
 /**
  * A child in a process group of its own (detached): Ctrl-C reaches only the supervisor, which
  * stops the children once, with SIGTERM, and waits for them to drain. The IPC channel tells a
- * child when the supervisor is gone (platform/main.ts stops it then).
+ * child when the supervisor is gone (platform/infra/main.ts stops it then).
  */
 function spawnChild(name: string, file: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
   const proc = spawn(process.execPath, [...runner, path.join(root, file)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], cwd: fromSource ? root : path.resolve(root, '..'), env, detached: true });

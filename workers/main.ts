@@ -1,4 +1,4 @@
-import { runMain } from '../platform/main';
+import { runMain } from '../platform/infra/main';
 import { start } from './workers';
 
 runMain('workers', start);

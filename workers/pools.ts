@@ -12,18 +12,18 @@ import type { ResponderDefinition } from './pool/responder';
 type Make<D> = (rt: Runtime) => D | Promise<D>;
 
 const modules = {
-  code: () => import('./code/code.worker'),
-  song: () => import('./song/song.worker'),
+  code: () => import('./code-builds/code.worker'),
+  song: () => import('./songs/song.worker'),
   research: () => import('./research/research.worker'),
-  deck: () => import('./deck/deck.worker'),
-  video: () => import('./video/video.worker'),
-  space: () => import('./space/space.worker'),
-  image: () => import('./image/image.worker'),
+  deck: () => import('./presentations/deck.worker'),
+  video: () => import('./videos/video.worker'),
+  space: () => import('./spaces/space.worker'),
+  image: () => import('./images/image.worker'),
   extract: () => import('./extract/extract.worker'),
-  sheet: () => import('./sheet/sheet.worker'),
+  sheet: () => import('./sheets/sheet.worker'),
   speech: () => import('./speech/speech.worker'),
   drive: () => import('./drive/drive.worker'),
-  agent: () => import('./agent/agent.worker'),
+  agent: () => import('./agents/agent.worker'),
 } satisfies Partial<Record<PoolType, () => Promise<unknown>>>;
 
 /** Start loading the pools' modules (while the process connects); errors surface when a pool starts. */

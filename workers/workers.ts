@@ -1,14 +1,14 @@
 import type { PoolType } from '../contracts/registry';
-import { loadConfig, type Config } from '../platform/config';
-import { serviceLogger } from '../platform/log';
+import { loadConfig, type Config } from '../platform/infra/config';
+import { serviceLogger } from '../platform/infra/log';
 import { createRuntime } from '../platform/runtime';
 import { startMonitoringServer } from '../monitoring/server';
-import { startupReport, startupStep } from '../platform/startup';
+import { startupReport, startupStep } from '../platform/infra/startup';
 import { Pool } from './pool/pool';
 import { consumerDefinitions, poolDefinitions, preloadPools, responderDefinitions } from './pools';
 import { ConsumerPool } from './pool/consumer';
 import { Responder } from './pool/responder';
-import { WebhookWorker } from './webhook/webhook.worker';
+import { WebhookWorker } from './webhooks/webhook.worker';
 
 /** Start the pools named in WORKER_POOLS. `stop()` drains them, then closes connections. */
 export async function start(config: Config = loadConfig(), opts: { monitoring?: boolean } = {}) {
@@ -23,7 +23,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   let webhooks: WebhookWorker | undefined;
   const startPool = async (name: PoolType) => {
     if (name === 'webhook') {
-      // Webhook deliveries are not jobs: their own consumer (workers/webhook/).
+      // Webhook deliveries are not jobs: their own consumer (workers/webhooks/).
       webhooks = WebhookWorker.fromConfig(rt);
       await webhooks.start();
       return;

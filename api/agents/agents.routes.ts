@@ -5,8 +5,8 @@ import { AGENT_LIMITS, type AgentCompletionExtension, type AgentCompletionReques
 import { endpoints } from '../../contracts/endpoints';
 import { createAgentRuns, runArtifacts, runPaths, toRunResult, toRunView } from '../../platform/agents/runs.service';
 import type { RunDoc } from '../../platform/agents/agents.repository';
-import { AppError } from '../../platform/errors';
-import { stableId } from '../../platform/ids';
+import { AppError } from '../../platform/infra/errors';
+import { stableId } from '../../platform/infra/ids';
 import type { Runtime } from '../../platform/runtime';
 import type { AuthContext } from '../http/context';
 import { mount, type RouteDeps } from '../http/route';

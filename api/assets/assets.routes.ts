@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { PATH_ID_RULE_TEXT, PathId } from '../../contracts/common';
-import { AppError } from '../../platform/errors';
-import type { BlobStore } from '../../platform/blobs';
+import { AppError } from '../../platform/infra/errors';
+import type { BlobStore } from '../../platform/infra/media-blobs';
 import { sendBytes } from '../http/byte-range';
 
 /**

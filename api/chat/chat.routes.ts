@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createChatService, type ChatService } from './chat.service';
+import { createChatService, type ChatService } from '../../platform/assistant/chat.service';
 import { openUiStream, toUiChunk } from './ui-stream';
 
 /**

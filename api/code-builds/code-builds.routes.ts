@@ -3,7 +3,7 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createCodeBuildsService } from './code-builds.service';
+import { createCodeBuildsService } from '../../platform/code-builds/code-builds.service';
 
 export function codeBuildsRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();

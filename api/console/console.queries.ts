@@ -1,10 +1,10 @@
 import type { Filter } from 'mongodb';
 import { z } from 'zod';
 import { endpoints } from '../../contracts/endpoints';
-import { fromUnits } from '../../platform/credits';
-import { decodeCursor, encodeCursor, keysetPage, type Page } from '../../platform/lists';
+import { fromUnits } from '../../platform/credits/credits';
+import { decodeCursor, encodeCursor, keysetPage, type Page } from '../../platform/infra/lists';
 import { expressPath } from '../http/route';
-import type { ApiKeyDoc, AuditDoc, Database, JobDoc, LedgerDoc } from '../../platform/mongo';
+import type { ApiKeyDoc, AuditDoc, Database, JobDoc, LedgerDoc } from '../../platform/infra/mongo';
 
 /** How far back the audit log and its filters reach (SPEC 8: entries are kept 90 days). */
 export const AUDIT_DAYS = 90;
@@ -130,7 +130,7 @@ export function createConsoleQueries(db: Database, opts: ConsoleQueryOptions = {
         const base = Number(f.status[0]) * 100;
         filter.status = { $gte: base, $lt: base + 100 };
       } else if (f.status) filter.status = Number(f.status);
-      // Keyset order (at, _id) like platform/lists.ts, without its count.
+      // Keyset order (at, _id) like platform/infra/lists.ts, without its count.
       let query: Filter<AuditDoc> = filter;
       if (f.cursor) {
         const after = decodeCursor(AUDIT_TAG, f.cursor);

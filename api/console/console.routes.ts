@@ -2,16 +2,16 @@ import express, { Router, type NextFunction, type Request, type Response } from 
 import { z } from 'zod';
 import { SCOPES } from '../../contracts/registry';
 import type { AuditRecorder } from '../../platform/audit/audit.recorder';
-import { AppError } from '../../platform/errors';
-import { fromUnits } from '../../platform/credits';
-import { newId } from '../../platform/ids';
-import { COLLECTIONS } from '../../platform/mongo';
+import { AppError } from '../../platform/infra/errors';
+import { fromUnits } from '../../platform/credits/credits';
+import { newId } from '../../platform/infra/ids';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import type { Runtime } from '../../platform/runtime';
 import { createDeliveriesRepository } from '../../platform/webhooks/deliveries.repository';
 import { createSecretBox } from '../../platform/webhooks/secrets';
 import { createWebhooksRepository } from '../../platform/webhooks/webhooks.repository';
 import { locals } from '../http/context';
-import { createWebhooksService } from '../webhooks/webhooks.service';
+import { createWebhooksService } from '../../platform/webhooks/webhooks.service';
 import { AuditFilterSchema, createConsoleQueries, type ConsoleQueryOptions } from './console.queries';
 import { createConsoleSessions, safeEqual, sessionSettings } from './console.sessions';
 import { CONSOLE_CSS } from './console.styles';
@@ -204,7 +204,7 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
       await trail(res, v.accountId, '/console/keys/:id/revoke', 404);
       throw new AppError('not_found', 'key not found');
     }
-    // Stored, then announced to every API process (platform/accounts.ts): refused within milliseconds.
+    // Stored, then announced to every API process (platform/accounts/accounts.ts): refused within milliseconds.
     await rt.accounts.revokeKey(v.accountId, req.params.id!);
     await trail(res, v.accountId, '/console/keys/:id/revoke', 303, req.params.id!);
     res.redirect(303, '/console/keys');

@@ -1,8 +1,8 @@
 import { SCOPES, type Scope } from '../../contracts/registry';
 import type { Webhook, WebhookDelivery } from '../../contracts/webhooks';
-import { addCredits, fromUnits } from '../../platform/credits';
-import type { Page } from '../../platform/lists';
-import type { ApiKeyDoc, JobDoc, LedgerDoc } from '../../platform/mongo';
+import { addCredits, fromUnits } from '../../platform/credits/credits';
+import type { Page } from '../../platform/infra/lists';
+import type { ApiKeyDoc, JobDoc, LedgerDoc } from '../../platform/infra/mongo';
 import { usageChart } from './console.chart';
 import { AUDIT_DAYS, AUDIT_ROUTES, type AuditFilter, type AuditPage, type Usage } from './console.queries';
 import { html, type Html } from './html';

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createConversationsService } from './conversations.service';
+import { createConversationsService } from '../../platform/conversations/conversations.service';
 
 /** Routes of conversations (SPEC 4.6, all but POST /chat). */
 export function conversationsRoutes(rt: Runtime, deps: RouteDeps) {

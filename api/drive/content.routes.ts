@@ -2,10 +2,10 @@ import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { DriveDownloadLink } from '../../contracts/drive-downloads';
 import { driveCallerOf } from '../../platform/drive/access';
-import { notFound } from '../../platform/errors';
+import { notFound } from '../../platform/infra/errors';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createDriveService } from './drive.service';
+import { createDriveService } from '../../platform/drive/drive.service';
 
 /**
  * GET /drive/files/{id}/content: 302 to the file's signed, time-limited stream (the same link as

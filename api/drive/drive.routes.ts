@@ -4,8 +4,8 @@ import { driveCallerOf } from '../../platform/drive/access';
 import type { Runtime } from '../../platform/runtime';
 import type { AuthContext } from '../http/context';
 import { mount, type RouteDeps } from '../http/route';
-import { createDriveService, type DriveActor } from './drive.service';
-import { createFoldersService } from './folders.service';
+import { createDriveService, type DriveActor } from '../../platform/drive/drive.service';
+import { createFoldersService } from '../../platform/drive/folders.service';
 
 /** The Drive caller of a request: account, key, pins, plan. */
 export const driveActorOf = (auth: AuthContext): DriveActor => ({ caller: driveCallerOf(auth.key), accountName: auth.account.name, plan: auth.account.plan });

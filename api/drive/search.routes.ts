@@ -3,7 +3,7 @@ import { endpoints } from '../../contracts/endpoints';
 import { driveCallerOf } from '../../platform/drive/access';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createDriveSearchService } from './search.service';
+import { createDriveSearchService } from '../../platform/drive/search.service';
 
 /** Seconds a client should wait before asking again for a text still being extracted. */
 const PENDING_RETRY_AFTER_S = 2;

@@ -1,9 +1,9 @@
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
-import { toUnits } from '../../platform/credits';
+import { toUnits } from '../../platform/credits/credits';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
-import { createExtractService } from './extract.service';
+import { createExtractService } from '../../platform/extract/extract.service';
 
 /** Routes of POST /extract-flowchart (SPEC 4.7). */
 export function extractRoutes(rt: Runtime, deps: RouteDeps) {

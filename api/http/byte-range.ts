@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
-import { AppError } from '../../platform/errors';
+import { AppError } from '../../platform/infra/errors';
 
 /**
  * The byte range a Range header asks of a file of `size` bytes (RFC 9110 14.1.2): undefined when

@@ -1,5 +1,5 @@
 import type { Response } from 'express';
-import type { Authenticated } from '../../platform/accounts';
+import type { Authenticated } from '../../platform/accounts/accounts';
 
 /** What authentication leaves on the request for the handlers (the account without its balance). */
 export type AuthContext = Authenticated;

@@ -2,13 +2,13 @@ import type { Request, Response, Router } from 'express';
 import type { z } from 'zod';
 import { PATH_ID_RULE_TEXT, PathId } from '../../contracts/common';
 import { endpoints, type Endpoint } from '../../contracts/endpoints';
-import { AppError, databaseUnavailable } from '../../platform/errors';
-import { faultPoint } from '../../platform/faults';
-import { newId, stableId } from '../../platform/ids';
+import { AppError, databaseUnavailable } from '../../platform/infra/errors';
+import { faultPoint } from '../../platform/infra/faults';
+import { newId, stableId } from '../../platform/infra/ids';
 import type { Idempotency } from '../middleware/idempotency';
-import type { JobCache } from '../../platform/job-cache';
+import type { JobCache } from '../../platform/jobs/job-cache';
 import { locals, type AuthContext } from './context';
-import { parseOrThrow } from '../../platform/validation';
+import { parseOrThrow } from '../../platform/infra/validation';
 
 type Infer<S> = S extends z.ZodType ? z.output<S> : undefined;
 
@@ -28,7 +28,7 @@ export interface HandlerContext<E extends Endpoint> {
   idFor(prefix: string): string;
   /**
    * The version named by an `If-Match: "<version>"` header (optimistic concurrency, see
-   * platform/versioned.ts); undefined without the header or with `If-Match: *`.
+   * platform/infra/versioned.ts); undefined without the header or with `If-Match: *`.
    */
   ifMatch: number | undefined;
   req: Request;
@@ -72,7 +72,7 @@ const pathParams = (p: string) => [...p.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!
  */
 export interface RouteDeps {
   idempotency: Idempotency;
-  /** In-flight jobs of GET /jobs/{id} (platform/job-cache.ts). */
+  /** In-flight jobs of GET /jobs/{id} (platform/jobs/job-cache.ts). */
   jobCache: JobCache;
   /** Operation ids this deployment serves; the rest answer 501 and say so in /openapi. */
   implemented: Set<string>;

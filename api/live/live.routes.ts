@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
-import { fromUnits, toUnits } from '../../platform/credits';
+import { fromUnits, toUnits } from '../../platform/credits/credits';
 import { createLiveSessions } from '../../platform/live/sessions';
 import { createLiveTools, type LiveTools } from '../../platform/live/tools';
 import type { Runtime } from '../../platform/runtime';

@@ -1,4 +1,4 @@
-import { clip } from '../../platform/errors';
+import { clip } from '../../platform/infra/errors';
 
 /** The route recorded in the audit log for MCP calls (the tool name goes in `tool`). */
 export const MCP_AUDIT_ROUTE = '/mcp';

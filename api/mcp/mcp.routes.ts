@@ -1,9 +1,9 @@
 import { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
-import type { AuthCache } from '../../platform/accounts';
+import type { AuthCache } from '../../platform/accounts/accounts';
 import type { AuditRecorder } from '../../platform/audit/audit.recorder';
-import { AppError, boundedMessage } from '../../platform/errors';
+import { AppError, boundedMessage } from '../../platform/infra/errors';
 import { funnelError } from '../../platform/infra/error-funnel';
-import { newId } from '../../platform/ids';
+import { newId } from '../../platform/infra/ids';
 import type { Runtime } from '../../platform/runtime';
 import { locals } from '../http/context';
 import { authenticate } from '../middleware/auth';

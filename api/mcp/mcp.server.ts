@@ -1,13 +1,13 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { AppError, boundedMessage, clip } from '../../platform/errors';
+import { AppError, boundedMessage, clip } from '../../platform/infra/errors';
 import { funnelError } from '../../platform/infra/error-funnel';
-import { faultPoint } from '../../platform/faults';
-import { newId, stableId } from '../../platform/ids';
-import type { Logger } from '../../platform/log';
+import { faultPoint } from '../../platform/infra/faults';
+import { newId, stableId } from '../../platform/infra/ids';
+import type { Logger } from '../../platform/infra/log';
 import type { AuditRecorder } from '../../platform/audit/audit.recorder';
-import { formatIssues } from '../../platform/validation';
+import { formatIssues } from '../../platform/infra/validation';
 import type { AuthContext } from '../http/context';
 import { IDEMPOTENCY_KEY } from '../http/route';
 import type { Idempotency } from '../middleware/idempotency';

@@ -2,21 +2,21 @@ import { z } from 'zod';
 import { PathId } from '../../contracts/common';
 import { endpoints, type Endpoint } from '../../contracts/endpoints';
 import { JOB_ID_PREFIX, type Scope } from '../../contracts/registry';
-import { toUnits } from '../../platform/credits';
+import { toUnits } from '../../platform/credits/credits';
 import { driveCallerOf } from '../../platform/drive/access';
-import { notFound } from '../../platform/errors';
+import { notFound } from '../../platform/infra/errors';
 import { createImagesService } from '../../platform/images/images.service';
-import { toEnvelope } from '../../platform/jobs';
+import { toEnvelope } from '../../platform/jobs/jobs';
 import { createPresentationsService } from '../../platform/presentations/presentations.service';
 import { createProjectsService } from '../../platform/projects/projects.service';
 import { createResearchService } from '../../platform/research/research.service';
 import type { Runtime } from '../../platform/runtime';
 import { createSongsService } from '../../platform/songs/songs.service';
 import { createVideosService } from '../../platform/videos/videos.service';
-import { createCodeBuildsService } from '../code-builds/code-builds.service';
+import { createCodeBuildsService } from '../../platform/code-builds/code-builds.service';
 import { driveActorOf } from '../drive/drive.routes';
-import { createDriveService } from '../drive/drive.service';
-import { createDriveSearchService } from '../drive/search.service';
+import { createDriveService } from '../../platform/drive/drive.service';
+import { createDriveSearchService } from '../../platform/drive/search.service';
 import type { AuthContext } from '../http/context';
 
 /** What a tool runs with: the caller as authentication found it, and the MCP request's id. */

@@ -1,6 +1,6 @@
 import type { RequestHandler, Response } from 'express';
 import type { AuditRecorder } from '../../platform/audit/audit.recorder';
-import { newId } from '../../platform/ids';
+import { newId } from '../../platform/infra/ids';
 import { locals } from '../http/context';
 import { routeTemplate } from './http-access';
 

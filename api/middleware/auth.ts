@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { API_PLANS } from '../../contracts/registry';
-import type { Authenticated } from '../../platform/accounts';
-import { AppError } from '../../platform/errors';
+import type { Authenticated } from '../../platform/accounts/accounts';
+import { AppError } from '../../platform/infra/errors';
 import { locals } from '../http/context';
 
 /**

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import express, { type Request, type RequestHandler, type Response } from 'express';
-import { bindContext } from '../../platform/context';
-import { AppError } from '../../platform/errors';
-import { assertSafeKeys } from '../../platform/safe-keys';
+import { bindContext } from '../../platform/infra/context';
+import { AppError } from '../../platform/infra/errors';
+import { assertSafeKeys } from '../../platform/infra/safe-keys';
 
 /** Deepest nesting of objects and arrays a JSON body may have (the body object itself is level 1). */
 export const MAX_JSON_DEPTH = 32;
@@ -46,7 +46,7 @@ export interface RouteBodyLimit {
  * could be read as database operators. A body with another content type answers 415, a charset
  * other than UTF-8 415 (RFC 8259 8.1); malformed JSON 400 invalid_json; an oversized body 413
  * payload_too_large; a Content-Encoding that does not match the bytes 400, an unknown one 415
- * (body-parser's errors are mapped in platform/errors.ts toAppError).
+ * (body-parser's errors are mapped in platform/infra/errors.ts toAppError).
  */
 export function jsonBody(limitBytes: number, routeLimits: readonly RouteBodyLimit[] = []): RequestHandler[] {
   const requireJson: RequestHandler = (req, _res, next) => {

@@ -1,10 +1,10 @@
 import type { RequestHandler } from 'express';
-import type { DatabaseHealth } from '../../platform/db-health';
-import { databaseUnavailable } from '../../platform/errors';
+import type { DatabaseHealth } from '../../platform/infra/db-health';
+import { databaseUnavailable } from '../../platform/infra/errors';
 import { locals } from '../http/context';
 
 /**
- * While this process knows its database is away (platform/db-health.ts), a request answers 503
+ * While this process knows its database is away (platform/infra/db-health.ts), a request answers 503
  * `service_unavailable` with Retry-After at once instead of waiting for the driver to give up on
  * each of its database calls (5 s each). The process probes the database twice a second and lets
  * requests through again as soon as a read succeeds.

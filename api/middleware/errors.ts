@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { AppError, boundedMessage, type ErrorCode } from '../../platform/errors';
+import { AppError, boundedMessage, type ErrorCode } from '../../platform/infra/errors';
 import { funnelError } from '../../platform/infra/error-funnel';
-import type { Logger } from '../../platform/log';
+import type { Logger } from '../../platform/infra/log';
 import { locals } from '../http/context';
 import { routeTemplate } from './http-access';
 import { recordRequestFailure } from './trace';
@@ -19,7 +19,7 @@ export const notFoundRoute: RequestHandler = (req, _res, next) => {
 /**
  * The error funnel for HTTP: every error answers the Error shape; unknown ones are logged.
  * Errors of other libraries that carry a 4xx status (body-parser, the router) keep it under a
- * stable code (platform/errors.ts toAppError); messages never quote more than ECHO_MAX
+ * stable code (platform/infra/errors.ts toAppError); messages never quote more than ECHO_MAX
  * characters of the request in one piece.
  */
 export function errorHandler(log: Logger): ErrorRequestHandler {
@@ -29,7 +29,7 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     if (appErr.status >= 500) recordRequestFailure(res, (appErr.cause as Error) ?? appErr);
     if (res.headersSent) return res.end();
     for (const [k, v] of Object.entries(appErr.headers)) res.setHeader(k, v);
-    // Every 503 and 504 says when to come back; the database's says 1 s (platform/errors.ts databaseUnavailable).
+    // Every 503 and 504 says when to come back; the database's says 1 s (platform/infra/errors.ts databaseUnavailable).
     if ((appErr.status === 503 || appErr.status === 504) && !res.hasHeader('retry-after')) res.setHeader('Retry-After', String(DEFAULT_RETRY_AFTER_SECONDS));
     // Every 401 names the scheme (RFC 6750 §3); a key that was sent but is not valid says so.
     if (appErr.status === 401) res.setHeader('WWW-Authenticate', wwwAuthenticate(req.get('authorization')));

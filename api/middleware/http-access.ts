@@ -1,6 +1,6 @@
 import type { Request, RequestHandler } from 'express';
 import { metrics } from '../../monitoring/metrics';
-import type { Logger } from '../../platform/log';
+import type { Logger } from '../../platform/infra/log';
 import { locals } from '../http/context';
 
 /** The route template ("/api/v1/jobs/:id"), never the raw path, so label sets stay bounded. */

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { metrics } from '../../monitoring/metrics';
-import { AppError } from '../../platform/errors';
-import type { Database } from '../../platform/mongo';
+import { AppError } from '../../platform/infra/errors';
+import type { Database } from '../../platform/infra/mongo';
 import { locals } from '../http/context';
 
 /** Options of the rate limit (config RATE_LIMIT_MAX, RATE_LIMIT_WINDOW_SECONDS). */

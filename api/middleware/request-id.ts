@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
-import { startContext } from '../../platform/context';
+import { startContext } from '../../platform/infra/context';
 import type { RequestLocals } from '../http/context';
 
 const SAFE = /^[A-Za-z0-9._:-]{1,128}$/;

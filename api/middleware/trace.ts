@@ -1,5 +1,5 @@
 import type { RequestHandler, Response } from 'express';
-import { ATTR, endSpan, incomingSpanOptions, runInSpan, startSpan, tracingOn } from '../../platform/tracing';
+import { ATTR, endSpan, incomingSpanOptions, runInSpan, startSpan, tracingOn } from '../../platform/infra/tracing';
 import type { Span } from '@opentelemetry/api';
 import { PROBES, routeTemplate } from './http-access';
 

@@ -1,8 +1,8 @@
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
-import { toUnits } from '../../platform/credits';
+import { toUnits } from '../../platform/credits/credits';
 import { createPersonasService } from '../../platform/personas/personas.service';
-import { pageWhole } from '../../platform/lists';
+import { pageWhole } from '../../platform/infra/lists';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
 

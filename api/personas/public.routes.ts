@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { AppError } from '../../platform/errors';
+import { AppError } from '../../platform/infra/errors';
 import { faceById, faceSvg } from '../../platform/personas/faces';
 import { EMBED_SCRIPT_PATH } from '../../platform/personas/personas.service';
 import { EMBED_SCRIPT } from './embed';

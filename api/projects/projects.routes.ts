@@ -3,7 +3,7 @@ import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
 import { createProjectsService } from '../../platform/projects/projects.service';
-import { createTemplatesService, listTemplates } from './templates.service';
+import { createTemplatesService, listTemplates } from '../../platform/templates/templates.service';
 
 /** Routes of projects (flowcharts, whiteboards, notes, templates, shares) (SPEC 4.3). */
 export function projectsRoutes(rt: Runtime, deps: RouteDeps) {

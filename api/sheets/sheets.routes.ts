@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
-import { toUnits } from '../../platform/credits';
+import { toUnits } from '../../platform/credits/credits';
 import type { Runtime } from '../../platform/runtime';
 import { mount, type RouteDeps } from '../http/route';
 import { createSheetsService, type Caller } from '../../platform/sheets/sheets.service';

@@ -5,7 +5,7 @@ import { createDeliveriesRepository } from '../../platform/webhooks/deliveries.r
 import { createSecretBox } from '../../platform/webhooks/secrets';
 import { createWebhooksRepository } from '../../platform/webhooks/webhooks.repository';
 import { mount, type RouteDeps } from '../http/route';
-import { createWebhooksService } from './webhooks.service';
+import { createWebhooksService } from '../../platform/webhooks/webhooks.service';
 
 export function webhooksRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();

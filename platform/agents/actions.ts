@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { line, text } from '../../contracts/common';
 import { ProjectListQuery } from '../../contracts/projects';
 import type { ToolDefinition } from '../assistant/tool';
-import { isDuplicateKey } from '../mongo';
+import { isDuplicateKey } from '../infra/mongo';
 import { createProjectsService } from '../projects/projects.service';
 import type { Runtime } from '../runtime';
 import { agentCollections, type OutboxDoc } from './agents.repository';

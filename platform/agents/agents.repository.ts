@@ -4,8 +4,8 @@ import { AGENT_LIMITS } from '../../contracts/agents';
 import type { ChatArtifact } from '../../contracts/conversations';
 import type { Scope } from '../../contracts/registry';
 import type { EngineMessage } from '../assistant/engine';
-import { newId } from '../ids';
-import { COLLECTIONS, isDuplicateKey, type Database } from '../mongo';
+import { newId } from '../infra/ids';
+import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
 
 /**
  * Agent definitions, runs, threads and the send_email outbox (issue 12). Every read and write

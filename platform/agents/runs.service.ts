@@ -3,18 +3,18 @@ import type { z } from 'zod';
 import type { AgentMessageAccepted, AgentRunApproveRequest, AgentRunResult, AgentRunStatus, AgentRunTrigger, AgentRunView, AgentUsage } from '../../contracts/agents';
 import { AGENT_LIMITS } from '../../contracts/agents';
 import type { Scope } from '../../contracts/registry';
-import { fromUnits, toUnits } from '../credits';
-import { AppError, notFound } from '../errors';
-import { emitEvent } from '../events';
-import { newId } from '../ids';
-import { keysetPage, mapPage } from '../lists';
-import { COLLECTIONS, isDuplicateKey } from '../mongo';
+import { fromUnits, toUnits } from '../credits/credits';
+import { AppError, notFound } from '../infra/errors';
+import { emitEvent } from '../events/events';
+import { newId } from '../infra/ids';
+import { keysetPage, mapPage } from '../infra/lists';
+import { COLLECTIONS, isDuplicateKey } from '../infra/mongo';
 import type { Runtime } from '../runtime';
 import { agentCollections, createAgentsRepository, ensureAgentIndexes, type RunDoc } from './agents.repository';
 
 /**
  * Agent runs as the API sees them (SPEC 2.18, 3.4, 4.9): accept (fee, run document, publish to
- * the agent pool), read, list, approve, usage. The agent pool (workers/agent) moves runs through
+ * the agent pool), read, list, approve, usage. The agent pool (workers/agents) moves runs through
  * queued → running → paused | completed | failed with conditional updates.
  */
 

@@ -1,4 +1,4 @@
-import type { Database } from '../mongo';
+import type { Database } from '../infra/mongo';
 import { createAgentsRepository, type AgentDefinition, type AgentDoc } from './agents.repository';
 
 /**

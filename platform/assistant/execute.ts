@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ChatArtifact } from '../../contracts/conversations';
-import { AppError } from '../errors';
-import { formatIssues } from '../validation';
+import { AppError } from '../infra/errors';
+import { formatIssues } from '../infra/validation';
 import type { ToolCall, ToolSpec } from './engine';
 import type { ToolContext, ToolDefinition } from './tool';
 

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { ChatArtifact } from '../../contracts/conversations';
-import type { AuthAccount } from '../accounts';
-import type { ApiKeyDoc } from '../mongo';
+import type { AuthAccount } from '../accounts/accounts';
+import type { ApiKeyDoc } from '../infra/mongo';
 
 /**
  * The scope a key needs to call a tool (SPEC §5): `read` for a tool that reads workspace data,

@@ -1,5 +1,5 @@
 import { CONVERSATION_LIMITS, type ChatArtifact, type ChatMode } from '../../contracts/conversations';
-import { stableId } from '../ids';
+import { stableId } from '../infra/ids';
 import { EngineError, type ChatEngine, type EngineMessage, type ToolCall } from './engine';
 import { errorArtifact, executeToolCall, toolSpecs, toolsFor } from './execute';
 import type { ToolContext, ToolDefinition } from './tool';

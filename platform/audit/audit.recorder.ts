@@ -1,9 +1,9 @@
 import { broker } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
-import type { AmqpClient } from '../amqp';
-import type { Logger } from '../log';
-import { onlyDuplicateKeys, type AuditDoc, type Database } from '../mongo';
-import { batchSpan, currentSpanContext } from '../tracing';
+import type { AmqpClient } from '../infra/amqp';
+import type { Logger } from '../infra/log';
+import { onlyDuplicateKeys, type AuditDoc, type Database } from '../infra/mongo';
+import { batchSpan, currentSpanContext } from '../infra/tracing';
 import type { SpanContext } from '@opentelemetry/api';
 
 export interface AuditRecorderDeps {
@@ -29,7 +29,7 @@ export interface AuditRecorderDeps {
  * group commit alone gives at 10 concurrent requests, cost several times batches of ten.)
  *
  * When the insert fails or does not answer within `insertTimeoutMs`, or the database is known to
- * be away (`db.health`, platform/db-health.ts: then no insert is tried), the entries are published
+ * be away (`db.health`, platform/infra/db-health.ts: then no insert is tried), the entries are published
  * to the audit queue instead (persistent, confirmed by the broker) and the audit queue's writer
  * (audit.writer.ts) stores them once the database answers; copies of entries the failed insert
  * did store are duplicate `_id`s and are dropped there. `record` resolves once the entry is safe

@@ -2,12 +2,12 @@ import { MongoBulkWriteError } from 'mongodb';
 import { z } from 'zod';
 import { broker } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
-import type { AmqpClient, Delivery } from '../amqp';
-import { isDatabaseUnavailable } from '../db-health';
+import type { AmqpClient, Delivery } from '../infra/amqp';
+import { isDatabaseUnavailable } from '../infra/db-health';
 import { parseOrDeadLetter } from '../infra/message';
-import type { Logger } from '../log';
-import { toUnits } from '../credits';
-import type { AuditDoc, Database } from '../mongo';
+import type { Logger } from '../infra/log';
+import { toUnits } from '../credits/credits';
+import type { AuditDoc, Database } from '../infra/mongo';
 
 /** An audit entry as published (JSON: `at` travels as an ISO string). Unknown fields are dropped. */
 const AuditMessage = z.object({
@@ -56,7 +56,7 @@ interface Held {
  * error) and a message that is not an entry are dead-lettered (parked by the scheduler).
  * When the write fails as a whole the batch is held, unacked, and written again after a backoff
  * (0.1 s doubling to `maxBackoffMs`; while the database is known to be away, as soon as it is
- * back: platform/db-health.ts) rather than requeued: requeues count towards
+ * back: platform/infra/db-health.ts) rather than requeued: requeues count towards
  * the quorum delivery limit and would dead-letter good entries during a long outage.
  * `stop()` cancels the consumer and writes what it holds; what it cannot write goes back to the
  * queue. It may be called twice.

@@ -1,8 +1,8 @@
 import type { Collection, Filter } from 'mongodb';
-import { AppError } from '../errors';
-import { decodeCursor, encodeCursor, keysetPage, type Page } from '../lists';
-import { COLLECTIONS, type Database } from '../mongo';
-import { updateVersioned } from '../versioned';
+import { AppError } from '../infra/errors';
+import { decodeCursor, encodeCursor, keysetPage, type Page } from '../infra/lists';
+import { COLLECTIONS, type Database } from '../infra/mongo';
+import { updateVersioned } from '../infra/versioned';
 
 /**
  * Boards and their cards (SPEC 4.5). Boards hold their ordered lanes; cards live in their own
@@ -23,7 +23,7 @@ export interface BoardDoc {
   /** Lanes in display order. */
   columns: BoardColumnDoc[];
   tags: string[];
-  /** Optimistic concurrency (platform/versioned.ts): 1 at creation, +1 per change of the board itself. */
+  /** Optimistic concurrency (platform/infra/versioned.ts): 1 at creation, +1 per change of the board itself. */
   version: number;
   /**
    * Lanes a PATCH is removing, with when it started: card writes into them are undone while the
@@ -152,7 +152,7 @@ export function createBoardsRepository(db: Database) {
       return cards.find(f, { projection: { position: 1 } }).sort({ position: -1, _id: -1 }).limit(1).next();
     },
 
-    /** Insert a card; a taken position throws a duplicate-key error (isDuplicateKey in platform/mongo.ts). */
+    /** Insert a card; a taken position throws a duplicate-key error (isDuplicateKey in platform/infra/mongo.ts). */
     async insertCard(doc: CardDoc): Promise<CardDoc> {
       await ensureIndexes();
       await cards.insertOne(doc);

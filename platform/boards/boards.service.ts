@@ -12,11 +12,11 @@ import {
 } from '../../contracts/boards';
 import { createBoardsRepository, isClosing, type BoardColumnDoc, type BoardDoc, type CardDoc } from './boards.repository';
 import { freshKeys, keyBetween, PLACE_RETRIES } from './order';
-import { AppError, clip, notFound } from '../errors';
-import { newId } from '../ids';
-import { mapPage } from '../lists';
-import { isDuplicateKey } from '../mongo';
-import { versionConflict } from '../versioned';
+import { AppError, clip, notFound } from '../infra/errors';
+import { newId } from '../infra/ids';
+import { mapPage } from '../infra/lists';
+import { isDuplicateKey } from '../infra/mongo';
+import { versionConflict } from '../infra/versioned';
 import type { Runtime } from '../runtime';
 
 export const BOARD_ID_PREFIX = 'brd';

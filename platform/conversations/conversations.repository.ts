@@ -1,11 +1,11 @@
-import { assertSafeKeys } from '../safe-keys';
+import { assertSafeKeys } from '../infra/safe-keys';
 import type { Collection, Filter } from 'mongodb';
 import { MessageInput, type ChatArtifact, type ChatMode, type MessageEngine, type MessageRole, type MessageUsage } from '../../contracts/conversations';
-import { AppError } from '../errors';
-import { newId } from '../ids';
-import { keysetPage, type Page } from '../lists';
-import { COLLECTIONS, type Database } from '../mongo';
-import { updateVersioned } from '../versioned';
+import { AppError } from '../infra/errors';
+import { newId } from '../infra/ids';
+import { keysetPage, type Page } from '../infra/lists';
+import { COLLECTIONS, type Database } from '../infra/mongo';
+import { updateVersioned } from '../infra/versioned';
 
 /**
  * Conversations and their messages (SPEC 2.8, 4.6). A conversation document carries its

@@ -1,6 +1,6 @@
 import type { DriveTeam } from '../../contracts/drive';
-import { AppError } from '../errors';
-import type { ApiKeyDoc, Database } from '../mongo';
+import { AppError } from '../infra/errors';
+import type { ApiKeyDoc, Database } from '../infra/mongo';
 import type { DriveFolderDoc } from './drive.types';
 import { createTeams, type TeamMembership } from './teams';
 import type { z } from 'zod';

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { GridFSBucket } from 'mongodb';
-import { newId } from '../ids';
-import { COLLECTIONS, type Database } from '../mongo';
+import { newId } from '../infra/ids';
+import { COLLECTIONS, type Database } from '../infra/mongo';
 
 /**
  * Drive bytes in the GridFS bucket `drive_blobs` (drive_blobs.files + drive_blobs.chunks).

@@ -1,7 +1,7 @@
-import type { Config } from '../config';
-import { AppError } from '../errors';
-import type { Logger } from '../log';
-import { COLLECTIONS, type ApiKeyDoc, type Database } from '../mongo';
+import type { Config } from '../infra/config';
+import { AppError } from '../infra/errors';
+import type { Logger } from '../infra/log';
+import { COLLECTIONS, type ApiKeyDoc, type Database } from '../infra/mongo';
 import { driveCallerOf } from './access';
 import { createDriveRepository } from './drive.repository';
 import type { DriveFileDoc } from './drive.types';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { AnyBulkWriteOperation, Filter } from 'mongodb';
 import type { DriveFile as DriveFileView, DriveFolder as DriveFolderView } from '../../contracts/drive';
-import { AppError } from '../errors';
-import { COLLECTIONS, isDuplicateKey, type Database } from '../mongo';
+import { AppError } from '../infra/errors';
+import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
 import { folderInsidePins, isPinned, usageIdOf, type DriveCaller, type DriveRole, type DriveScope } from './access';
 import type { DriveFileDoc, DriveFolderDoc, DriveUsageDoc } from './drive.types';
 import { createTeams } from './teams';

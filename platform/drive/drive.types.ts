@@ -3,7 +3,7 @@
  * pool (text extraction) and the scheduler (trash purge).
  * WARNING: collection and field names are persisted; add fields, never rename them.
  *
- * Collections (platform/mongo.ts COLLECTIONS): drive_files, drive_folders, drive_texts,
+ * Collections (platform/infra/mongo.ts COLLECTIONS): drive_files, drive_folders, drive_texts,
  * drive_search_tokens, drive_text_pages, drive_usage, drive_reservations, teams, team_members; bytes in the GridFS
  * bucket `drive_blobs` (never exposed: no GridFS id, bucket or chunk ever reaches a response).
  */

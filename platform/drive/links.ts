@@ -1,5 +1,5 @@
-import type { Config } from '../config';
-import { hmacSign, signatureMatches } from '../signing';
+import type { Config } from '../infra/config';
+import { hmacSign, signatureMatches } from '../infra/signing';
 
 type LinkConfig = Pick<Config, 'PUBLIC_BASE_URL' | 'ASSET_SIGNING_SECRET' | 'DRIVE_LINK_TTL_SECONDS'>;
 

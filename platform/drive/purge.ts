@@ -1,6 +1,6 @@
-import type { Config } from '../config';
-import type { Logger } from '../log';
-import { COLLECTIONS, type Database } from '../mongo';
+import type { Config } from '../infra/config';
+import type { Logger } from '../infra/log';
+import { COLLECTIONS, type Database } from '../infra/mongo';
 import { usageIdOf } from './access';
 import { deleteDriveBlob } from './blobs';
 import { removeDriveTextIndex } from './search-index';

@@ -1,5 +1,5 @@
-import type { Logger } from '../log';
-import { COLLECTIONS, type Database } from '../mongo';
+import type { Logger } from '../infra/log';
+import { COLLECTIONS, type Database } from '../infra/mongo';
 import { createDriveRepository } from './drive.repository';
 import type { DriveUsageDoc } from './drive.types';
 import { settleExpiredDriveReservations } from './reservations';

@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
-import { AppError } from '../errors';
-import { newId } from '../ids';
-import type { Logger } from '../log';
-import { COLLECTIONS, type Database } from '../mongo';
+import { AppError } from '../infra/errors';
+import { newId } from '../infra/ids';
+import type { Logger } from '../infra/log';
+import { COLLECTIONS, type Database } from '../infra/mongo';
 import { deleteDriveBlob, putDriveBlob, type StoredDriveBlob } from './blobs';
 import { createDriveRepository } from './drive.repository';
 import type { DriveFileDoc, DriveReservationDoc } from './drive.types';
@@ -27,7 +27,7 @@ export function newDriveReservation(input: { drive: string; accountId: string; b
 }
 
 /**
- * The steps of an upload around its storage meter, in order (api/drive/drive.service.ts
+ * The steps of an upload around its storage meter, in order (platform/drive/drive.service.ts
  * `create`). No transaction spans them, so the order leaves every crash repairable: the
  * reservation document is stored before the meter moves, the meter records the reservation in
  * the very update that reserves it (`reservedRefs`), the bytes go under a GridFS id known from

@@ -1,7 +1,7 @@
 import type { Filter } from 'mongodb';
 import { DRIVE_KINDS } from '../../contracts/drive';
-import { eachLimited } from '../concurrency';
-import { COLLECTIONS, isDuplicateKey, type Database } from '../mongo';
+import { eachLimited } from '../infra/concurrency';
+import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
 import type { DriveFileDoc, DriveKind } from './drive.types';
 
 /**

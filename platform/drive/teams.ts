@@ -1,5 +1,5 @@
-import { newId } from '../ids';
-import { COLLECTIONS, type Database } from '../mongo';
+import { newId } from '../infra/ids';
+import { COLLECTIONS, type Database } from '../infra/mongo';
 import type { TeamDoc, TeamMemberDoc } from './drive.types';
 
 /**

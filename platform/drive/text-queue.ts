@@ -1,8 +1,8 @@
 import type { Filter } from 'mongodb';
-import type { AmqpClient } from '../amqp';
-import type { Config } from '../config';
-import type { Logger } from '../log';
-import { COLLECTIONS, type Database } from '../mongo';
+import type { AmqpClient } from '../infra/amqp';
+import type { Config } from '../infra/config';
+import type { Logger } from '../infra/log';
+import { COLLECTIONS, type Database } from '../infra/mongo';
 import type { DriveFileDoc } from './drive.types';
 
 /**

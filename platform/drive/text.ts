@@ -1,4 +1,4 @@
-import { COLLECTIONS, type Database } from '../mongo';
+import { COLLECTIONS, type Database } from '../infra/mongo';
 import type { DriveFileDoc, DriveFolderDoc, DriveTextDoc } from './drive.types';
 import { FIELD_BITS, findCandidates, queryTerms, scopeOf } from './search-index';
 

@@ -1,7 +1,7 @@
 import type { AccountFeatures } from '../../contracts/account';
 import type { ImageEngineName } from '../../contracts/images';
 import type { Plan } from '../../contracts/registry';
-import { AppError } from '../errors';
+import { AppError } from '../infra/errors';
 
 export type ResolvedImageEngine = Exclude<ImageEngineName, 'auto'>;
 

@@ -10,12 +10,12 @@ import {
   type MoonlightResult,
 } from '../../contracts/images';
 import type { CreditOperation } from '../../contracts/registry';
-import { AppError } from '../errors';
-import type { AuthAccount } from '../accounts';
+import { AppError } from '../infra/errors';
+import type { AuthAccount } from '../accounts/accounts';
 import type { Runtime } from '../runtime';
-import { assertFetchable } from '../ssrf';
-import { fromUnits } from '../credits';
-import { paidCall } from '../paid-call';
+import { assertFetchable } from '../infra/ssrf';
+import { fromUnits } from '../credits/credits';
+import { paidCall } from '../credits/paid-call';
 import { resolveImageEngine } from './images.rules';
 
 /**

@@ -1,4 +1,4 @@
-import type { Logger } from '../log';
+import type { Logger } from './log';
 
 /** One piece of work a Drain tracks: its abort controller, and `end()` once it is over (twice is fine). */
 export interface DrainWork {

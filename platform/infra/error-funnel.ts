@@ -1,6 +1,6 @@
 import { type ErrorSource, metrics } from '../../monitoring/metrics';
-import { type AppError, toAppError } from '../errors';
-import type { Logger } from '../log';
+import { type AppError, toAppError } from './errors';
+import type { Logger } from './log';
 
 export interface FunnelOptions {
   /** Where the error was caught: the `source` label of app_errors_total. */

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { metrics } from '../../monitoring/metrics';
-import type { Logger } from '../log';
+import type { Logger } from './log';
 
 /**
  * Why a consumer dead-letters a message (the `reason` of messages_dead_lettered_total):
@@ -18,7 +18,7 @@ export interface DeadLetterOptions {
   onDeadLettered?: (reason: DeadLetterReason) => void;
 }
 
-/** What of an AMQP delivery (platform/amqp.ts `Delivery`) dead-lettering needs: its body, and the way off the queue. */
+/** What of an AMQP delivery (platform/infra/amqp.ts `Delivery`) dead-lettering needs: its body, and the way off the queue. */
 export interface Unreadable {
   msg: { content: Buffer };
   deadLetter(): void;

@@ -1,6 +1,6 @@
 import type { ChatEngine, EngineEvent, EngineMessage, StepInput, ToolCall } from '../assistant/engine';
 import { createChatEngine } from '../assistant/engines';
-import type { Config } from '../config';
+import type { Config } from '../infra/config';
 import { lineFor } from './tools';
 
 /** Live requests the offline planner does not know: memory, account, projects and the robot's own tools. */

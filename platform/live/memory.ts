@@ -1,4 +1,4 @@
-import { COLLECTIONS, type Database } from '../mongo';
+import { COLLECTIONS, type Database } from '../infra/mongo';
 
 export interface LiveMemoryDoc {
   _id: string;

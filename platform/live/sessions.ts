@@ -1,9 +1,9 @@
 import { LIVE_ACTIONS, TurnDetection, type LiveAction, type LiveCapabilities, type LiveClientTool, type LiveSessionRequest, type LiveSessionResponse } from '../../contracts/live';
-import type { AuthAccount } from '../accounts';
-import { fromUnits, type HoldDelivery } from '../credits';
-import { AppError } from '../errors';
-import { newId } from '../ids';
-import { COLLECTIONS, type ApiKeyDoc } from '../mongo';
+import type { AuthAccount } from '../accounts/accounts';
+import { fromUnits, type HoldDelivery } from '../credits/credits';
+import { AppError } from '../infra/errors';
+import { newId } from '../infra/ids';
+import { COLLECTIONS, type ApiKeyDoc } from '../infra/mongo';
 import type { Runtime } from '../runtime';
 import { voiceCatalogue } from '../speech/voices';
 import { signLiveToken, verifyLiveToken } from './tokens';

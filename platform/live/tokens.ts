@@ -1,4 +1,4 @@
-import { hmacSign, signatureMatches } from '../signing';
+import { hmacSign, signatureMatches } from '../infra/signing';
 
 /**
  * Session tokens and resumption handles: `<kind>1.<base64url JSON claims>.<HMAC-SHA256>`. The

@@ -7,13 +7,13 @@ import type { CreditOperation } from '../../contracts/registry';
 import { createAssistantTools } from '../assistant/tools';
 import { executeToolCall, mayCall, notAllowedMessage } from '../assistant/execute';
 import type { ToolContext, ToolDefinition } from '../assistant/tool';
-import { fromUnits } from '../credits';
-import { AppError } from '../errors';
-import { COLLECTIONS } from '../mongo';
-import { HOLD_GRACE_MS } from '../paid-call';
+import { fromUnits } from '../credits/credits';
+import { AppError } from '../infra/errors';
+import { COLLECTIONS } from '../infra/mongo';
+import { HOLD_GRACE_MS } from '../credits/paid-call';
 import { createProjectsService } from '../projects/projects.service';
 import type { Runtime } from '../runtime';
-import { formatIssues } from '../validation';
+import { formatIssues } from '../infra/validation';
 import { createLiveMemories } from './memory';
 
 /** Live action → the chat catalogue tool it runs (the same code as POST /chat's tools). */

@@ -1,5 +1,5 @@
 import { SPEECH_AUDIO } from '../../contracts/speech';
-import type { Config } from '../config';
+import type { Config } from '../infra/config';
 
 /** Speech recognition of one audio turn (24 kHz mono s16le PCM). */
 export interface TranscriptionEngine {

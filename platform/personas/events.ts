@@ -1,4 +1,4 @@
-import { stableId } from '../ids';
+import { stableId } from '../infra/ids';
 import type { LiveHistoryEntry, LiveToolCallEntry } from '../live/sessions';
 import type { Runtime } from '../runtime';
 import { createPersonasRepository, eventSeq, type PersonaConversationDoc, type PersonaEventDoc } from './personas.repository';

@@ -1,8 +1,8 @@
 import type { Collection, Filter } from 'mongodb';
 import type { PersonaChannel, PersonaEventType } from '../../contracts/personas';
-import { keysetPage, type Page } from '../lists';
-import { COLLECTIONS, isDuplicateKey, onlyDuplicateKeys, type Database } from '../mongo';
-import { updateVersioned } from '../versioned';
+import { keysetPage, type Page } from '../infra/lists';
+import { COLLECTIONS, isDuplicateKey, onlyDuplicateKeys, type Database } from '../infra/mongo';
+import { updateVersioned } from '../infra/versioned';
 
 /**
  * Personas and what hangs off them (SPEC 4.2). Every call takes the account id: another

@@ -9,17 +9,17 @@ import type {
   PersonaEvent,
   PersonaUpdate,
 } from '../../contracts/personas';
-import type { Authenticated } from '../accounts';
+import type { Authenticated } from '../accounts/accounts';
 import { ASSISTANT_TOOL_NAMES } from '../assistant/tools';
-import { fromUnits } from '../credits';
-import { AppError, notFound } from '../errors';
-import { newId, stableId } from '../ids';
-import { COLLECTIONS } from '../mongo';
-import { mapPage } from '../lists';
+import { fromUnits } from '../credits/credits';
+import { AppError, notFound } from '../infra/errors';
+import { newId, stableId } from '../infra/ids';
+import { COLLECTIONS } from '../infra/mongo';
+import { mapPage } from '../infra/lists';
 import { createLiveSessions } from '../live/sessions';
 import type { Runtime } from '../runtime';
 import { voiceCatalogue } from '../speech/voices';
-import { versionConflict } from '../versioned';
+import { versionConflict } from '../infra/versioned';
 import { toolCallEvent, turnEvent } from './events';
 import { FACES, faceById, facePreviewPath } from './faces';
 import {

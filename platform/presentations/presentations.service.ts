@@ -1,13 +1,13 @@
-import { emitEvent } from '../events';
+import { emitEvent } from '../events/events';
 import type { AccountFeatures } from '../../contracts/account';
 import type { DeckJobInput, PresentationCreated, PresentationRequest } from '../../contracts/presentations';
 import { JOB_ID_PREFIX } from '../../contracts/registry';
-import { toEnvelope } from '../jobs';
-import type { JobDoc } from '../mongo';
+import { toEnvelope } from '../jobs/jobs';
+import type { JobDoc } from '../infra/mongo';
 import { createProjects, type ProjectDoc } from '../projects/projects.repository';
 import { openUrlOf } from '../../contracts/projects';
 import type { Runtime } from '../runtime';
-import { assertFetchable } from '../ssrf';
+import { assertFetchable } from '../infra/ssrf';
 
 export const DEFAULT_SLIDE_COUNT = 8;
 export const DEFAULT_VISUAL_STYLE = 'illustration';

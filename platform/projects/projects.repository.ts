@@ -1,10 +1,10 @@
 import type { Collection, Filter, UpdateFilter } from 'mongodb';
 import type { DeckTheme, DeckSlide, OutlineItem, SlideMode } from '../../contracts/presentations';
 import { PROJECT_KINDS, PROJECT_TYPE_OF_KIND, type ProjectKind, type ProjectType, type ShareRole } from '../../contracts/projects';
-import { newId } from '../ids';
-import { decodeCursor, keysetPage, type Page } from '../lists';
-import { COLLECTIONS, type Database } from '../mongo';
-import { missOrConflict, updateVersioned } from '../versioned';
+import { newId } from '../infra/ids';
+import { decodeCursor, keysetPage, type Page } from '../infra/lists';
+import { COLLECTIONS, type Database } from '../infra/mongo';
+import { missOrConflict, updateVersioned } from '../infra/versioned';
 
 /**
  * Projects (SPEC 4.3): one collection for every kind. `content` holds what the project is made
@@ -22,7 +22,7 @@ export interface ProjectDoc {
   kind?: ProjectKind;
   /** SPEC 2.7 projectType (`chart` for flowcharts and whiteboards); older presentations store `presentation`. */
   projectType: ProjectType;
-  /** Optimistic concurrency (platform/versioned.ts): 1 at creation, +1 per change. */
+  /** Optimistic concurrency (platform/infra/versioned.ts): 1 at creation, +1 per change. */
   version?: number;
   /** The kind's content (FlowchartContent, whiteboard elements, notes Markdown); null for presentations and sheets. */
   content?: Record<string, unknown> | null;
@@ -116,7 +116,7 @@ export function createProjects(db: Database) {
       return r.matchedCount === 1;
     },
 
-    /** One keyset page of the account's projects, without content (platform/lists.ts). */
+    /** One keyset page of the account's projects, without content (platform/infra/lists.ts). */
     async list(accountId: string, f: ProjectListFilter, page: { field: 'updatedAt' | 'createdAt' | 'name'; direction: 1 | -1; limit: number; cursor?: string }): Promise<Page<ProjectDoc>> {
       await ensureIndex();
       const tag = `projects:${page.field}:${page.direction === 1 ? 'asc' : 'desc'}`;
@@ -172,3 +172,13 @@ export function createProjects(db: Database) {
   };
 }
 
+/**
+ * Everything of one sheet (head, commits, blocks; platform/sheets/ owns their shapes): what
+ * DELETE /projects/{id} removes. Here, not in the sheets repository, so that sheets depend on
+ * projects and never the other way.
+ */
+export async function deleteSheetData(db: Database, accountId: string, id: string): Promise<void> {
+  await db.db.collection(COLLECTIONS.sheets).deleteOne({ _id: id as never, accountId });
+  await db.db.collection(COLLECTIONS.sheetCommits).deleteMany({ sheetId: id, accountId });
+  await db.db.collection(COLLECTIONS.sheetBlocks).deleteMany({ sheetId: id, accountId });
+}

@@ -12,18 +12,17 @@ import {
   type ProjectShareRequest,
   type ProjectUpdate,
 } from '../../contracts/projects';
-import { createBlobStore } from '../blobs';
-import { AppError, notFound } from '../errors';
-import { emitEvent } from '../events';
-import { pollPath } from '../jobs';
-import { mapPage } from '../lists';
-import { COLLECTIONS, isDuplicateKey } from '../mongo';
+import { createBlobStore } from '../infra/media-blobs';
+import { AppError, notFound } from '../infra/errors';
+import { emitEvent } from '../events/events';
+import { pollPath } from '../jobs/jobs';
+import { mapPage } from '../infra/lists';
+import { COLLECTIONS, isDuplicateKey } from '../infra/mongo';
 import { normalizeContent } from './content';
-import { createProjects, kindOf, versionOf, type ProjectDoc, type ProjectShareDoc } from './projects.repository';
+import { createProjects, kindOf, versionOf, type ProjectDoc, type ProjectShareDoc, deleteSheetData } from './projects.repository';
 import type { Runtime } from '../runtime';
-import { versionConflict } from '../versioned';
-import { deleteSheetData } from '../sheets/sheets.repository';
-import { parseOrThrow } from '../validation';
+import { versionConflict } from '../infra/versioned';
+import { parseOrThrow } from '../infra/validation';
 
 /** What every project answers with (list items leave `content` and `shares` out). */
 export interface ProjectView {

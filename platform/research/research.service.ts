@@ -1,9 +1,9 @@
 import type { JobEnvelope } from '../../contracts/common';
 import { JOB_ID_PREFIX } from '../../contracts/registry';
 import type { ResearchJobInput, ResearchLegacy, ResearchRequest, ResearchSource } from '../../contracts/research';
-import { notFound } from '../errors';
-import { toEnvelope } from '../jobs';
-import type { ApiKeyDoc, JobDoc } from '../mongo';
+import { notFound } from '../infra/errors';
+import { toEnvelope } from '../jobs/jobs';
+import type { ApiKeyDoc, JobDoc } from '../infra/mongo';
 import type { Runtime } from '../runtime';
 
 const PREFIX = `${JOB_ID_PREFIX.research}_`;
@@ -33,7 +33,7 @@ export function toLegacy(job: JobDoc): ResearchLegacy {
 export function createResearchService(rt: Pick<Runtime, 'credits' | 'jobs'>) {
   return {
     /**
-     * POST /research: charge, record the job, publish it (platform/jobs.ts `accept`). Only the
+     * POST /research: charge, record the job, publish it (platform/jobs/jobs.ts `accept`). Only the
      * validated, known fields are stored: SPEC 2.16's additional members are dropped here.
      * `drive` records what Drive the key may read, for the worker (it runs without the key):
      * nothing without `drive:read`, else the key's folder pins (empty = the whole personal drive).

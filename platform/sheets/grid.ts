@@ -1,6 +1,6 @@
 import type { Cell, ColumnType } from '../../contracts/sheets';
 import { SHEET_LIMITS } from '../../contracts/sheets';
-import { newId } from '../ids';
+import { newId } from '../infra/ids';
 
 /**
  * A sheet's grid as stored: a small head ("tree") naming its columns and an ordered list of row

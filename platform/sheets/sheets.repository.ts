@@ -1,8 +1,8 @@
 import type { Collection, Filter } from 'mongodb';
 import { PROJECT_TYPE_OF_KIND } from '../../contracts/projects';
 import type { COMMIT_SOURCES, COMMIT_STATUSES } from '../../contracts/sheets';
-import { keysetPage, type Page } from '../lists';
-import { COLLECTIONS, isDuplicateKey, type Database } from '../mongo';
+import { keysetPage, type Page } from '../infra/lists';
+import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
 import type { ProjectDoc } from '../projects/projects.repository';
 import type { NewBlock, Tree } from './grid';
 
@@ -16,7 +16,7 @@ import type { NewBlock, Tree } from './grid';
  *   (their own collection: FerretDB decodes every document a filter visits, and blocks are the
  *   big ones). Blocks are read by `_id` one findOne each, in parallel: FerretDB 1.24 pushes
  *   `_id` equality down to PostgreSQL but not `$in`, which would scan the collection.
- * Deleting a sheet: deleteSheetData below (called by DELETE /projects/{id}).
+ * Deleting a sheet: deleteSheetData in platform/projects/projects.repository.ts (DELETE /projects/{id}).
  *
  * Concurrency: merged commits take a unique `slot` `<sheetId>#<seq>`; inserting it is the
  * compare-and-swap (unique inserts are race-free on FerretDB and MongoDB). The head follows with
@@ -232,11 +232,4 @@ export function createSheetsRepository(db: Database) {
       };
     },
   };
-}
-
-/** Everything of one sheet (head, commits, blocks): what DELETE /projects/{id} removes. */
-export async function deleteSheetData(db: Database, accountId: string, id: string): Promise<void> {
-  await db.db.collection(COLLECTIONS.sheets).deleteOne({ _id: id as never, accountId });
-  await db.db.collection(COLLECTIONS.sheetCommits).deleteMany({ sheetId: id, accountId });
-  await db.db.collection(COLLECTIONS.sheetBlocks).deleteMany({ sheetId: id, accountId });
 }

@@ -13,18 +13,18 @@ import {
   type SheetRpcRequest,
 } from '../../contracts/sheets';
 import { openUrlOf } from '../../contracts/projects';
-import { AppError, clip } from '../errors';
-import { newId } from '../ids';
-import { mapPage } from '../lists';
-import { COLLECTIONS } from '../mongo';
+import { AppError, clip } from '../infra/errors';
+import { newId } from '../infra/ids';
+import { mapPage } from '../infra/lists';
+import { COLLECTIONS } from '../infra/mongo';
 import type { Runtime } from '../runtime';
 import { a1, CellError, checkCell, parseRange } from './cells';
 import { emptyTree, GridLimitError, sameTree, WorkingGrid, type NewBlock, type Tree } from './grid';
 import { applyOps, conflictOf, describeOps, OpErrorAt, reapplyOps, type Applied, type DiffView, type ROp, type Touched } from './ops';
 import { createSheetsRepository, mergedSlot, proposalSlot, type CommitDoc, type SheetHeadDoc, type SheetProjectRow } from './sheets.repository';
-import { versionConflict } from '../versioned';
-import { fromUnits } from '../credits';
-import { paidCall } from '../paid-call';
+import { versionConflict } from '../infra/versioned';
+import { fromUnits } from '../credits/credits';
+import { paidCall } from '../credits/paid-call';
 import { createProjectsService } from '../projects/projects.service';
 
 export interface CreateSheetInput {
@@ -242,7 +242,7 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
     commitId?: string;
     /** The version the ops were made for (the edit's sample); by default the head's when the request arrived. */
     baseVersion?: number;
-    /** Runs right before the write that stores the commit (a paid edit's guard: see platform/paid-call.ts). */
+    /** Runs right before the write that stores the commit (a paid edit's guard: see platform/credits/paid-call.ts). */
     beforeWrite?: () => Promise<void>;
   }
 
@@ -587,7 +587,7 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
     },
 
     /**
-     * POST /sheets/{id}/edit: a paid call to the sheet pool (platform/paid-call.ts): hold the
+     * POST /sheets/{id}/edit: a paid call to the sheet pool (platform/credits/paid-call.ts): hold the
      * credits, ask the pool for ops (RabbitMQ request/reply with a deadline), validate them like
      * user ops, apply or propose them as a commit; capture only when the commit exists, release
      * on any failure (504 when the pool does not answer in time, 503 when it is unreachable, 400

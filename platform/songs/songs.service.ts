@@ -1,9 +1,9 @@
 import type { JobEnvelope } from '../../contracts/common';
 import type { SongRequest } from '../../contracts/songs';
-import { toEnvelope } from '../jobs';
+import { toEnvelope } from '../jobs/jobs';
 import type { Runtime } from '../runtime';
 
-/** POST /songs: charge, record the job, publish it (platform/jobs.ts `accept`). */
+/** POST /songs: charge, record the job, publish it (platform/jobs/jobs.ts `accept`). */
 export function createSongsService(rt: Pick<Runtime, 'jobs'>) {
   return {
     async dispatch(input: { accountId: string; requestId: string; jobId?: string; request: SongRequest }): Promise<{ envelope: JobEnvelope; charged: number }> {

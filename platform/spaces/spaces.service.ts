@@ -1,9 +1,9 @@
 import type { SpacePlan, SpaceRequest } from '../../contracts/spaces';
-import type { AuthAccount } from '../accounts';
-import { AppError } from '../errors';
-import { toEnvelope } from '../jobs';
+import type { AuthAccount } from '../accounts/accounts';
+import { AppError } from '../infra/errors';
+import { toEnvelope } from '../jobs/jobs';
 import type { Runtime } from '../runtime';
-import { assertFetchable } from '../ssrf';
+import { assertFetchable } from '../infra/ssrf';
 
 /**
  * POST /real-world/spaces: rooms (imageUrls, videoUrl) need the room engine; a deployment

@@ -1,8 +1,8 @@
 import { SPEECH_AUDIO, type SpeechRequest, type SpeechRpcReply, type SpeechRpcRequest, type Voice } from '../../contracts/speech';
 import { metrics } from '../../monitoring/metrics';
-import { RpcTimeoutError, type RpcReply } from '../amqp';
-import { AppError, ERROR_STATUS, type ErrorCode } from '../errors';
-import { HOLD_GRACE_MS } from '../paid-call';
+import { RpcTimeoutError, type RpcReply } from '../infra/amqp';
+import { AppError, ERROR_STATUS, type ErrorCode } from '../infra/errors';
+import { HOLD_GRACE_MS } from '../credits/paid-call';
 import type { Runtime } from '../runtime';
 import { voiceCatalogue, type VoiceEntry } from './voices';
 

@@ -1,5 +1,5 @@
 import { DEFAULT_VOICE, type Voice } from '../../contracts/speech';
-import { AppError } from '../errors';
+import { AppError } from '../infra/errors';
 
 /** Engine name of the local synthesiser (X-Speech-Engine, Voice.engine). WARNING: public contract. */
 export const ESPEAK_ENGINE_NAME = 'espeak-ng-local';

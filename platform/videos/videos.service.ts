@@ -1,8 +1,8 @@
 import type { VideoRequest } from '../../contracts/videos';
-import { toEnvelope } from '../jobs';
-import type { AuthAccount } from '../accounts';
+import { toEnvelope } from '../jobs/jobs';
+import type { AuthAccount } from '../accounts/accounts';
 import type { Runtime } from '../runtime';
-import { assertFetchable } from '../ssrf';
+import { assertFetchable } from '../infra/ssrf';
 import { resolveVideoPlan } from './videos.rules';
 
 /**

@@ -1,6 +1,6 @@
-import { keysetPage, type Page } from '../lists';
-import { newId } from '../ids';
-import { COLLECTIONS, type Database } from '../mongo';
+import { keysetPage, type Page } from '../infra/lists';
+import { newId } from '../infra/ids';
+import { COLLECTIONS, type Database } from '../infra/mongo';
 
 /** One delivery attempt (SPEC 6.4.5). WARNING: persisted; add fields, never rename them. */
 export interface DeliveryDoc {

@@ -1,9 +1,9 @@
 import type { LookupFunction } from 'node:net';
-import { AppError } from '../errors';
-import { guardedLookup as ssrfLookup, urlProblem } from '../ssrf';
+import { AppError } from '../infra/errors';
+import { guardedLookup as ssrfLookup, urlProblem } from '../infra/ssrf';
 
 /**
- * Webhook targets through the one SSRF guard of platform/ssrf.ts: https only (plain http only to a
+ * Webhook targets through the one SSRF guard of platform/infra/ssrf.ts: https only (plain http only to a
  * loopback address, and only when ALLOW_LOOPBACK_URLS is set, for development and tests), no
  * credentials in the URL, and every address the host resolves to outside private, loopback,
  * link-local, CGNAT and metadata ranges. Checked at creation, on every URL change, and again at

@@ -1,7 +1,7 @@
 import { WEBHOOK_LIMITS } from '../../contracts/webhooks';
-import { AppError } from '../errors';
-import { newId } from '../ids';
-import { COLLECTIONS, isDuplicateKey, type Database } from '../mongo';
+import { AppError } from '../infra/errors';
+import { newId } from '../infra/ids';
+import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
 import type { EncryptedSecret } from './secrets';
 
 /**

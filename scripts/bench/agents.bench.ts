@@ -17,10 +17,10 @@ import { DEV_AGENTS } from '../../platform/agents/seed';
 import type { EngineMessage, ToolCall } from '../../platform/assistant/engine';
 import { createChatEngine } from '../../platform/assistant/engines/index';
 import { executeToolCall, toolSpecs } from '../../platform/assistant/execute';
-import { stableId } from '../../platform/ids';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client } from '../../test/helpers/http';
-import { startStack } from '../../test/helpers/stack';
+import { stableId } from '../../platform/infra/ids';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client } from '../harness/http';
+import { startStack } from '../harness/stack';
 import { row, type Bench, type BenchRow } from './bench';
 import { percentile } from './load';
 

@@ -20,7 +20,7 @@ import { createLocalEngine } from '../../platform/assistant/engines/index';
 import { toolSpecs } from '../../platform/assistant/execute';
 import { createAssistantTools } from '../../platform/assistant/tools/index';
 import { runTurn } from '../../platform/assistant/turn';
-import { startStack } from '../../test/helpers/stack';
+import { startStack } from '../harness/stack';
 import { row, type Bench, type BenchRow } from './bench';
 import { benchAccount, percentile } from './load';
 import { startSupervisedApi, type SupervisedApi } from './processes';

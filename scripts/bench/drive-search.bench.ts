@@ -27,11 +27,11 @@
  */
 import type { DriveFileDoc, DriveTextDoc } from '../../platform/drive/drive.types';
 import { encodeEntry, FIELD_BITS, indexCollections, metaMasks, pageId, pageOf, postingsId, DRIVE_INDEX_LIMITS } from '../../platform/drive/search-index';
-import { COLLECTIONS, connectMongo } from '../../platform/mongo';
+import { COLLECTIONS, connectMongo } from '../../platform/infra/mongo';
 import { row, type Bench, type BenchRow } from './bench';
 import { benchAccount, compareRounds, type Figures, type Reader, type Target } from './load';
 import { forkBaseline, serveBaselineWhen, startSupervisedApi } from './processes';
-import { mulberry32 } from '../../workers/engines/song/local.engine';
+import { mulberry32 } from '../../workers/engines/songs/local.engine';
 
 const FILES = Number(process.env.DRIVE_SEARCH_BENCH_FILES ?? 10_000);
 const VOCABULARY = Number(process.env.DRIVE_SEARCH_BENCH_VOCABULARY ?? 3000);

@@ -29,8 +29,8 @@
  * afterwards.
  */
 import autocannon from 'autocannon';
-import { connectMongo, ensureIndexes } from '../../platform/mongo';
-import { startStack } from '../../test/helpers/stack';
+import { connectMongo, ensureIndexes } from '../../platform/infra/mongo';
+import { startStack } from '../harness/stack';
 import { row, type Bench, type BenchRow } from './bench';
 import { benchAccount } from './load';
 import { benchConfig, startBaseline, startSupervisedApi, type SupervisedApi } from './processes';

@@ -17,14 +17,14 @@
  * and queue prefix. Every render is a real 1-megapixel PNG.
  */
 import type { ChildProcess } from 'node:child_process';
-import { client } from '../../test/helpers/http';
-import { startStack } from '../../test/helpers/stack';
-import { loadConfig } from '../../platform/config';
-import { seedBytes } from '../../workers/engines/image/procedural';
-import { localMoonlight } from '../../workers/engines/image/moonlight.engine';
-import { renderScene } from '../../workers/engines/image/render';
-import type { Style } from '../../workers/engines/image/scene';
-import { createLocalImageEngine } from '../../workers/engines/image/local.engine';
+import { client } from '../harness/http';
+import { startStack } from '../harness/stack';
+import { loadConfig } from '../../platform/infra/config';
+import { seedBytes } from '../../workers/engines/images/procedural';
+import { localMoonlight } from '../../workers/engines/images/moonlight.engine';
+import { renderScene } from '../../workers/engines/images/render';
+import type { Style } from '../../workers/engines/images/scene';
+import { createLocalImageEngine } from '../../workers/engines/images/local.engine';
 import { createLocalImageEngineBaseline } from './baselines/image-local';
 import { renderMoonlightBaseline } from './baselines/image-moonlight';
 import { row, type Bench, type BenchRow } from './bench';

@@ -14,8 +14,8 @@
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
 import WebSocket from 'ws';
-import { client } from '../../test/helpers/http';
-import { startStack } from '../../test/helpers/stack';
+import { client } from '../harness/http';
+import { startStack } from '../harness/stack';
 import { row, type Bench, type BenchRow } from './bench';
 
 const SESSIONS = Number(process.env.BENCH_LIVE_SESSIONS ?? 1000);

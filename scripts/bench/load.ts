@@ -6,8 +6,8 @@
  * (The gateway bench runs autocannon for fixed durations instead.)
  */
 import { SCOPES, type Scope } from '../../contracts/registry';
-import { createAccountsRepository } from '../../platform/accounts';
-import { connectMongo, type Database } from '../../platform/mongo';
+import { createAccountsRepository } from '../../platform/accounts/accounts';
+import { connectMongo, type Database } from '../../platform/infra/mongo';
 
 /** One request to make. */
 export interface LoadRequest {

@@ -13,8 +13,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
-import { loadConfig, type Config } from '../../platform/config';
-import { dropEverything, freePort, recordQueuePrefix } from '../../test/helpers/stack';
+import { loadConfig, type Config } from '../../platform/infra/config';
+import { dropEverything, freePort, recordQueuePrefix } from '../harness/stack';
 import { ensureBuilt } from '../build-once';
 import { waitForApiProcesses } from '../supervisor/ready';
 

@@ -18,7 +18,7 @@
  * This module is also the baseline server: forked with BENCH_PROJECTS_BASELINE=find or
  * find+count, it serves `GET /projects` and reports `{ port }` over IPC.
  */
-import { connectMongo } from '../../platform/mongo';
+import { connectMongo } from '../../platform/infra/mongo';
 import { row, type Bench, type BenchRow } from './bench';
 import { benchAccount, compareRounds, type Figures } from './load';
 import { forkBaseline, serveBaselineWhen, startSupervisedApi } from './processes';

@@ -10,7 +10,7 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { brokerSnapshot, hygieneReport } from '../../test/helpers/broker-hygiene';
+import { brokerSnapshot, hygieneReport } from '../harness/broker-hygiene';
 import type { Bench, BenchRow } from './bench';
 
 const dir = path.dirname(fileURLToPath(import.meta.url));

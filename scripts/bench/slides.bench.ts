@@ -7,9 +7,9 @@
  * which keeps the ratio fair on a shared machine.
  */
 import type { OutlineItem } from '../../contracts/presentations';
-import { renderSlide } from '../../workers/deck/render';
-import { THEMES } from '../../workers/deck/theme';
-import { authorLocally } from '../../workers/engines/deck/local.engine';
+import { renderSlide } from '../../workers/presentations/render';
+import { THEMES } from '../../workers/presentations/theme';
+import { authorLocally } from '../../workers/engines/presentations/local.engine';
 import { row, type Bench, type BenchRow } from './bench';
 import { renderSlide as renderSlideBefore } from './baselines/slide-render';
 

@@ -13,14 +13,14 @@
 import { gzipSync } from 'node:zlib';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { client } from '../../test/helpers/http';
-import { startStack } from '../../test/helpers/stack';
+import { client } from '../harness/http';
+import { startStack } from '../harness/stack';
 import sharp from 'sharp';
-import { renderRoom, renderRoomViewImage } from '../../test/spaces/readers';
-import { createLogger } from '../../platform/log';
-import { boxSplats } from '../../workers/engines/space/photo.engine';
-import { createRoomSpaceEngine } from '../../workers/engines/space/room.engine';
-import { encodeSpz, packSpz } from '../../workers/engines/space/spz';
+import { renderRoom, renderRoomViewImage } from '../harness/space-readers';
+import { createLogger } from '../../platform/infra/log';
+import { boxSplats } from '../../workers/engines/spaces/photo.engine';
+import { createRoomSpaceEngine } from '../../workers/engines/spaces/room.engine';
+import { encodeSpz, packSpz } from '../../workers/engines/spaces/spz';
 import { row, type Bench, type BenchRow } from './bench';
 
 const RUNS = Number(process.env.BENCH_SPACE_RUNS ?? 3);

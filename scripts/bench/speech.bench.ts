@@ -11,7 +11,7 @@
  * in this process; the worker is a separate `tsx workers/main.ts` process with WORKER_POOLS=speech.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { startStack, type Stack } from '../../test/helpers/stack';
+import { startStack, type Stack } from '../harness/stack';
 import { percentile } from './load';
 import { row, type Bench, type BenchRow } from './bench';
 import { spawnResponderWorker } from './processes';

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { POOL_TYPES } from '../../contracts/registry';
 import { row, type Bench, type BenchRow } from './bench';
 import { benchConfig, ensureBuilt } from './processes';
-import { dropEverything } from '../../test/helpers/stack';
+import { dropEverything } from '../harness/stack';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ROUNDS = Number(process.env.STARTUP_ROUNDS ?? 7);

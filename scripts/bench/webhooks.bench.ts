@@ -18,8 +18,8 @@ import type { AddressInfo } from 'node:net';
 import { broker } from '../../contracts/registry';
 import type { BusEvent } from '../../contracts/events';
 import { createDeliveriesRepository, type DeliveryDoc } from '../../platform/webhooks/deliveries.repository';
-import { client, eventually } from '../../test/helpers/http';
-import { startStack, type Stack } from '../../test/helpers/stack';
+import { client, eventually } from '../harness/http';
+import { startStack, type Stack } from '../harness/stack';
 import { row, type Bench, type BenchRow } from './bench';
 
 const N = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 1000);

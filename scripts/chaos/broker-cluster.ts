@@ -24,11 +24,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { POOL_TYPES, broker } from '../../contracts/registry';
-import { AmqpClient, connectAny } from '../../platform/amqp';
-import { fromUnits } from '../../platform/credits';
-import { createLogger } from '../../platform/log';
-import { clusterLeftovers, clusterUp, releaseCluster, type Cluster, type NodeNumber } from '../../test/helpers/rabbitmq-cluster';
-import { freePort } from '../../test/helpers/stack';
+import { AmqpClient, connectAny } from '../../platform/infra/amqp';
+import { fromUnits } from '../../platform/credits/credits';
+import { createLogger } from '../../platform/infra/log';
+import { clusterLeftovers, clusterUp, releaseCluster, type Cluster, type NodeNumber } from '../harness/rabbitmq-cluster';
+import { freePort } from '../harness/stack';
 import { pct, postUntilAccepted, printFigures, sleep, startChaosRun, waitForQuiet, type Accepted, type ChaosRun } from './kit';
 
 export interface BrokerClusterOptions {

@@ -9,7 +9,7 @@
  * local fake provider that answers after CHAOS_JOB_MS (1 s), so jobs are in flight when the
  * worker dies. Exit status 1 when a job is duplicated or a credit is off.
  */
-import { fromUnits } from '../../platform/credits';
+import { fromUnits } from '../../platform/credits/credits';
 import { apiPid, pct, postUntilAccepted, printFigures, sleep, startChaosRun, waitForQuiet, type Accepted } from './kit';
 
 const LOGICAL = 60;

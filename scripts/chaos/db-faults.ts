@@ -27,9 +27,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { createAccountsRepository } from '../../platform/accounts';
-import { fromUnits } from '../../platform/credits';
-import { startDbFaults, type DbFaults } from '../../test/helpers/db-faults';
+import { createAccountsRepository } from '../../platform/accounts/accounts';
+import { fromUnits } from '../../platform/credits/credits';
+import { startDbFaults, type DbFaults } from '../harness/db-faults';
 import { apiPid, pct, printFigures, sleep, startChaosRun, type ChaosRun } from './kit';
 
 const JOBS = Number(process.env.CHAOS_DB_JOBS ?? 300);

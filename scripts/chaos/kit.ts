@@ -9,11 +9,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createAccountsRepository } from '../../platform/accounts';
-import { loadConfig, type Config } from '../../platform/config';
-import { connectMongo, ensureIndexes, type Database } from '../../platform/mongo';
-import { brokerSnapshot, hygieneReport } from '../../test/helpers/broker-hygiene';
-import { dropEverything, freePort, recordQueuePrefix } from '../../test/helpers/stack';
+import { createAccountsRepository } from '../../platform/accounts/accounts';
+import { loadConfig, type Config } from '../../platform/infra/config';
+import { connectMongo, ensureIndexes, type Database } from '../../platform/infra/mongo';
+import { brokerSnapshot, hygieneReport } from '../harness/broker-hygiene';
+import { dropEverything, freePort, recordQueuePrefix } from '../harness/stack';
 import { ensureBuilt } from '../build-once';
 import { waitForApiProcesses } from '../supervisor/ready';
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { Logger } from '../../platform/log';
-import type { ToApi } from '../../platform/supervision';
+import type { Logger } from '../../platform/infra/log';
+import type { ToApi } from '../../platform/infra/supervision';
 
 /** An API process that takes connections, over its IPC channel. */
 export interface Backend {

@@ -1,6 +1,6 @@
 import { AggregatorRegistry, Counter, type Registry } from 'prom-client';
-import type { Logger } from '../../platform/log';
-import type { Metrics, ToApi } from '../../platform/supervision';
+import type { Logger } from '../../platform/infra/log';
+import type { Metrics, ToApi } from '../../platform/infra/supervision';
 
 /** How long the supervisor waits for each API process's metrics. */
 const COLLECT_TIMEOUT_MS = 1500;

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { start as startApi, type ApiServer } from '../../api/app';
-import { fromUnits, migrateCreditUnits, toUnits } from '../../platform/credits';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { fromUnits, migrateCreditUnits, toUnits } from '../../platform/credits/credits';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 /** A seeded generator, so a failure can be replayed. */
 function mulberry32(seed: number) {

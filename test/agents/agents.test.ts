@@ -2,14 +2,14 @@ import { expect } from 'chai';
 import { createAgentsRepository } from '../../platform/agents/agents.repository';
 import { DEV_AGENTS } from '../../platform/agents/seed';
 import { createChatEngine } from '../../platform/assistant/engines/index';
-import { COLLECTIONS } from '../../platform/mongo';
-import { agentWorker } from '../../workers/agent/agent.worker';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { agentWorker } from '../../workers/agents/agent.worker';
 import { ConsumerPool } from '../../workers/pool/consumer';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { createWebhook, startReceiver, type Receiver } from '../webhooks/helpers';
 import { emailCall, script, scriptedOr, waitForRun } from './helpers';
-import { fromUnits } from '../../platform/credits';
+import { fromUnits } from '../../platform/credits/credits';
 
 /**
  * Agents over HTTP against the real services (SPEC 2.18, 3.4, 4.9): the agent pool runs in this

@@ -3,13 +3,13 @@ import OpenAI from 'openai';
 import { createAgentsRepository } from '../../platform/agents/agents.repository';
 import { DEV_AGENTS } from '../../platform/agents/seed';
 import { createChatEngine } from '../../platform/assistant/engines/index';
-import { COLLECTIONS } from '../../platform/mongo';
-import { agentWorker } from '../../workers/agent/agent.worker';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { agentWorker } from '../../workers/agents/agent.worker';
 import { ConsumerPool } from '../../workers/pool/consumer';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { scriptedOr, waitForRun } from './helpers';
-import { fromUnits } from '../../platform/credits';
+import { fromUnits } from '../../platform/credits/credits';
 
 /**
  * POST /chat/completions (SPEC 2.18) driven by the official `openai` npm client: baseURL is the

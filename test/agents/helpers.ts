@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { ChatEngine, EngineEvent, EngineMessage, StepInput } from '../../platform/assistant/engine';
-import { eventually, type Client } from '../helpers/http';
+import { eventually, type Client } from '../../scripts/harness/http';
 
 /**
  * The deployment's engine, except for instructions that start with `script:`, which the test

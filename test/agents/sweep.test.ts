@@ -3,10 +3,10 @@ import { createAgentsRepository, type RunDoc } from '../../platform/agents/agent
 import { createAgentRuns, AGENT_RUN_SWEEP_GRACE_MS } from '../../platform/agents/runs.service';
 import { DEV_AGENTS } from '../../platform/agents/seed';
 import { createChatEngine } from '../../platform/assistant/engines/index';
-import { COLLECTIONS } from '../../platform/mongo';
-import { handleRunMessage } from '../../workers/agent/agent.runner';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { handleRunMessage } from '../../workers/agents/agent.runner';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 /**
  * The agent run sweep and duplicate messages, with no agent pool consuming (the test hands

@@ -2,10 +2,10 @@ import type { ChildProcess } from 'node:child_process';
 import { expect } from 'chai';
 import { createAgentsRepository } from '../../platform/agents/agents.repository';
 import { DEV_AGENTS } from '../../platform/agents/seed';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client, eventually } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
-import { spawnWorkerProcess } from '../helpers/worker-process';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client, eventually } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
+import { spawnWorkerProcess } from '../../scripts/harness/worker-process';
 import { waitForRun } from './helpers';
 
 /**

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type http from 'node:http';
 import { EngineError, type EngineEvent, type EngineMessage, type StepInput } from '../../platform/assistant/engine';
 import { createChatEngine } from '../../platform/assistant/engines';
-import { loadConfig } from '../../platform/config';
+import { loadConfig } from '../../platform/infra/config';
 import { fakeServer, type Recorded } from '../helpers/fake-provider';
 
 const KEY = 'sk-test-secret-0123456789';

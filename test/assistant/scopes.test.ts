@@ -1,8 +1,8 @@
 import type { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'chai';
 import { fakeOpenAi } from '../chat/fake-openai';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { call, mcpClient, textOf } from '../mcp/helpers';
 
 /**

@@ -6,10 +6,10 @@ import { createLocalEngine } from '../../platform/assistant/engines/local';
 import { executeToolCall, toolSpecs } from '../../platform/assistant/execute';
 import type { ToolContext, ToolDefinition } from '../../platform/assistant/tool';
 import { ASSISTANT_TOOL_NAMES, createAssistantTools } from '../../platform/assistant/tools';
-import { stableId } from '../../platform/ids';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client, waitForJob, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { stableId } from '../../platform/infra/ids';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client, waitForJob, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 /**
  * The chat catalogue against the real stack: each tool makes the real thing (read back through

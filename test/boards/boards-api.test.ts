@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Board, Card } from '../../contracts/boards';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { allCards, boardsCol, cardsCol, createBoard, createCard, insertProject, lanes } from './helpers';
 
 describe('boards API: boards and cards', function () {

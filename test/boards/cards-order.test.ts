@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { allCards, cardsCol, createBoard, createCard, lanes } from './helpers';
 
 /** Card order: fractional keys, moves within and across lanes, concurrency (platform/boards/order.ts). */

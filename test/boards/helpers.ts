@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import type { Client } from '../helpers/http';
-import type { Stack } from '../helpers/stack';
-import { COLLECTIONS } from '../../platform/mongo';
-import { newId } from '../../platform/ids';
+import type { Client } from '../../scripts/harness/http';
+import type { Stack } from '../../scripts/harness/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { newId } from '../../platform/infra/ids';
 
 export const boardsCol = (stack: Stack) => stack.rt.db.db.collection<any>(COLLECTIONS.boards);
 export const cardsCol = (stack: Stack) => stack.rt.db.db.collection<any>(COLLECTIONS.cards);

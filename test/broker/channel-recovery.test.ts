@@ -4,12 +4,12 @@ import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqp
 import sinon from 'sinon';
 import { POOL_TYPES, broker } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
-import { AmqpClient, type TopologyOptions } from '../../platform/amqp';
-import { loadConfig } from '../../platform/config';
-import { recordQueuePrefix } from '../helpers/broker-hygiene';
-import { eventually } from '../helpers/http';
+import { AmqpClient, type TopologyOptions } from '../../platform/infra/amqp';
+import { loadConfig } from '../../platform/infra/config';
+import { recordQueuePrefix } from '../../scripts/harness/broker-hygiene';
+import { eventually } from '../../scripts/harness/http';
 import { recordingLogger } from '../helpers/recording-log';
-import { dropEverything } from '../helpers/stack';
+import { dropEverything } from '../../scripts/harness/stack';
 
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 const mongoBase = (process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '');

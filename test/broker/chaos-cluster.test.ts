@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { runBrokerClusterScenario } from '../../scripts/chaos/broker-cluster';
-import { clusterUp } from '../helpers/rabbitmq-cluster';
+import { clusterUp } from '../../scripts/harness/rabbitmq-cluster';
 
 /**
  * The broker-cluster chaos run (npm run chaos -- --broker-cluster) in a reduced form, so CI keeps

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { projectRoot } from '../helpers/worker-process';
+import { projectRoot } from '../../scripts/harness/worker-process';
 
 const run = promisify(execFile);
 const script = path.join(projectRoot, 'scripts/rabbitmq-cluster.sh');

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { POOL_TYPES, broker } from '../../contracts/registry';
-import { AmqpClient, amqpEndpoint, type TopologyOptions } from '../../platform/amqp';
-import { loadConfig } from '../../platform/config';
-import { recordQueuePrefix } from '../helpers/broker-hygiene';
-import { eventually } from '../helpers/http';
+import { AmqpClient, amqpEndpoint, type TopologyOptions } from '../../platform/infra/amqp';
+import { loadConfig } from '../../platform/infra/config';
+import { recordQueuePrefix } from '../../scripts/harness/broker-hygiene';
+import { eventually } from '../../scripts/harness/http';
 import { recordingLogger } from '../helpers/recording-log';
-import { dropEverything } from '../helpers/stack';
+import { dropEverything } from '../../scripts/harness/stack';
 import { startTcpProxy } from '../helpers/tcp-proxy';
 
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';

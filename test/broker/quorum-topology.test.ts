@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { POOL_TYPES, broker } from '../../contracts/registry';
-import { AmqpClient, amqpEndpoint, amqpUrls, poolQueueArgs } from '../../platform/amqp';
-import { loadConfig } from '../../platform/config';
-import { createLogger } from '../../platform/log';
-import { webhookQueueNames } from '../../platform/webhooks/topology';
-import { recordQueuePrefix } from '../helpers/broker-hygiene';
-import { clusterUp, type Cluster } from '../helpers/rabbitmq-cluster';
-import { dropEverything } from '../helpers/stack';
+import { AmqpClient, amqpEndpoint, amqpUrls, poolQueueArgs } from '../../platform/infra/amqp';
+import { loadConfig } from '../../platform/infra/config';
+import { createLogger } from '../../platform/infra/log';
+import { webhookQueueNames } from '../../platform/infra/webhook-topology';
+import { recordQueuePrefix } from '../../scripts/harness/broker-hygiene';
+import { clusterUp, type Cluster } from '../../scripts/harness/rabbitmq-cluster';
+import { dropEverything } from '../../scripts/harness/stack';
 
 const mongoBase = (process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '');
 

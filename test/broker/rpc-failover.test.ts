@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { POOL_TYPES, broker } from '../../contracts/registry';
-import { AmqpClient, RPC_CHUNK_TYPE, type TopologyOptions } from '../../platform/amqp';
-import { loadConfig } from '../../platform/config';
-import { createLogger } from '../../platform/log';
+import { AmqpClient, RPC_CHUNK_TYPE, type TopologyOptions } from '../../platform/infra/amqp';
+import { loadConfig } from '../../platform/infra/config';
+import { createLogger } from '../../platform/infra/log';
 import { useAmqpPair } from '../helpers/amqp-pair';
-import { recordQueuePrefix } from '../helpers/broker-hygiene';
-import { clusterUp, type Cluster } from '../helpers/rabbitmq-cluster';
-import { dropEverything } from '../helpers/stack';
+import { recordQueuePrefix } from '../../scripts/harness/broker-hygiene';
+import { clusterUp, type Cluster } from '../../scripts/harness/rabbitmq-cluster';
+import { dropEverything } from '../../scripts/harness/stack';
 
 const mongoBase = (process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

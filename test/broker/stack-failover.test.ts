@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { metrics } from '../../monitoring/metrics';
-import { client, waitForJob } from '../helpers/http';
-import { clusterUp, type Cluster } from '../helpers/rabbitmq-cluster';
-import { startStack, type Stack } from '../helpers/stack';
-import { fromUnits } from '../../platform/credits';
+import { client, waitForJob } from '../../scripts/harness/http';
+import { clusterUp, type Cluster } from '../../scripts/harness/rabbitmq-cluster';
+import { startStack, type Stack } from '../../scripts/harness/stack';
+import { fromUnits } from '../../platform/credits/credits';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;

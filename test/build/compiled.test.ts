@@ -4,9 +4,9 @@ import { expect } from 'chai';
 import sharp from 'sharp';
 import { ensureBuilt } from '../../scripts/build-once';
 import { spawnApiProcess, type ApiProcess } from '../helpers/api-process';
-import { client, waitForJob, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
-import { projectRoot, spawnWorkerProcess } from '../helpers/worker-process';
+import { client, waitForJob, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
+import { projectRoot, spawnWorkerProcess } from '../../scripts/harness/worker-process';
 
 /**
  * The service as `npm start` and the image run it: dist/ built by `npm run build` (esbuild),

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import { connect as tcpConnect } from 'node:net';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client, eventually, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client, eventually, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { fakeOpenAi } from './fake-openai';
 import { frames, streamChat } from './ui-client';
-import { fromUnits } from '../../platform/credits';
+import { fromUnits } from '../../platform/credits/credits';
 
 /**
  * POST /chat with CHAT_ENGINE=openai against a local fake provider that speaks the real

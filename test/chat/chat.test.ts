@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import { ChatJsonResponse } from '../../contracts/chat';
 import type { Message } from '../../contracts/conversations';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client, eventually, waitForJob, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client, eventually, waitForJob, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { frames, streamChat } from './ui-client';
-import { fromUnits } from '../../platform/credits';
+import { fromUnits } from '../../platform/credits/credits';
 
 /** Tool parts of an assembled UI message (type `tool-<name>`). */
 const toolParts = (m: { parts: unknown[] }) =>

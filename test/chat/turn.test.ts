@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { z } from 'zod';
-import type { AuthAccount } from '../../platform/accounts';
+import type { AuthAccount } from '../../platform/accounts/accounts';
 import { EngineError, type EngineEvent } from '../../platform/assistant/engine';
 import type { ToolContext, ToolDefinition } from '../../platform/assistant/tool';
 import { MAX_STEPS, runTurn } from '../../platform/assistant/turn';

@@ -1,5 +1,5 @@
 import { issueSignInLink } from '../../api/console/console.sessions';
-import type { Stack } from '../helpers/stack';
+import type { Stack } from '../../scripts/harness/stack';
 
 /** The console's origin of a stack (its API base URL without /api/v1). */
 export const origin = (stack: Pick<Stack, 'baseUrl'>) => stack.baseUrl.replace(/\/api\/v1$/, '');

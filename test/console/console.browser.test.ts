@@ -4,10 +4,10 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { issueSignInLink } from '../../api/console/console.sessions';
-import { COLLECTIONS } from '../../platform/mongo';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import { createDeliveriesRepository } from '../../platform/webhooks/deliveries.repository';
-import { client, waitForJob } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, waitForJob } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 const SHOTS = path.resolve('test-artifacts/console');
 

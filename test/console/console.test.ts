@@ -7,8 +7,8 @@ import { consoleRoutes } from '../../api/console/console.routes';
 import { issueSignInLink } from '../../api/console/console.sessions';
 import { requestId } from '../../api/middleware/request-id';
 import { createAuditRecorder } from '../../platform/audit/audit.recorder';
-import { COLLECTIONS } from '../../platform/mongo';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { csrfOf, get, origin, post, sessionCookie, signIn, tokenOf } from './console-client';
 
 describe('developer console over HTTP', function () {

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { Conversation, Message } from '../../contracts/conversations';
 import { createConversationsRepository, type ConversationsRepository } from '../../platform/conversations/conversations.repository';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 describe('conversations API and appendMessage', function () {
   this.timeout(60_000);

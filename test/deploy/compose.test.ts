@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { parse, parseAllDocuments } from 'yaml';
 import { POOL_TYPES } from '../../contracts/registry';
-import { ConfigSchema, loadConfig } from '../../platform/config';
+import { ConfigSchema, loadConfig } from '../../platform/infra/config';
 import { deployDir, run, tool } from './deploy-files';
 
 interface Service {
@@ -196,7 +196,7 @@ describe('image build context (.dockerignore)', () => {
     for (const file of ['node_modules/zod/package.json', '.git/HEAD', '.tools/bin/ferretdb', '.tmp/x', 'test-artifacts/a.png', '.env', '.env.production', 'deploy/.env', 'workers/node_modules/x']) {
       expect(ignored(file), file).to.equal(true);
     }
-    for (const file of ['package.json', 'package-lock.json', 'api/main.ts', 'workers/main.ts', 'scheduler/main.ts', 'platform/config.ts', 'contracts/registry.ts', 'monitoring/metrics.ts', 'deploy/Dockerfile']) {
+    for (const file of ['package.json', 'package-lock.json', 'api/main.ts', 'workers/main.ts', 'scheduler/main.ts', 'platform/infra/config.ts', 'contracts/registry.ts', 'monitoring/metrics.ts', 'deploy/Dockerfile']) {
       expect(ignored(file), file).to.equal(false);
     }
   });

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { projectRoot } from '../helpers/worker-process';
+import { projectRoot } from '../../scripts/harness/worker-process';
 
 /**
  * deploy/Dockerfile without a Docker engine (none runs here): what its stages say. The image

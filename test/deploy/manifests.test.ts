@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { parseAllDocuments } from 'yaml';
 import { POOL_TYPES, broker, type PoolType } from '../../contracts/registry';
-import { ConfigSchema, loadConfig } from '../../platform/config';
+import { ConfigSchema, loadConfig } from '../../platform/infra/config';
 import { deployDir } from './deploy-files';
 
 /** One parsed Kubernetes object, with the comment written above it in its file. */

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { stringify } from 'yaml';
 import { POOL_TYPES } from '../../contracts/registry';
-import { client, waitForJob, type Client } from '../helpers/http';
-import { freePort, startStack, type Stack } from '../helpers/stack';
+import { client, waitForJob, type Client } from '../../scripts/harness/http';
+import { freePort, startStack, type Stack } from '../../scripts/harness/stack';
 import { dashboardQueries } from './dashboard';
 import { deployDir, tool } from './deploy-files';
 

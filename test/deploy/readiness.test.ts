@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { startStack, type Stack } from '../helpers/stack';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 /** The ProcessNotReady alert reads process_ready: it must say what /readyz says. */
 describe('process_ready metric (ProcessNotReady alert)', () => {

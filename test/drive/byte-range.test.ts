@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import express from 'express';
 import { sendBytes } from '../../api/http/byte-range';
-import { eventually } from '../helpers/http';
+import { eventually } from '../../scripts/harness/http';
 
 describe('sendBytes (api/http/byte-range.ts)', () => {
   let server: Server;

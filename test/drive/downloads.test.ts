@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { CommandStartedEvent } from 'mongodb';
-import { COLLECTIONS } from '../../platform/mongo';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import { driveDownloadLink } from '../../platform/drive/links';
 import { createTeams } from '../../platform/drive/teams';
 import { putDriveBlob } from '../../platform/drive/blobs';
 import type { DriveFileDoc } from '../../platform/drive/drive.types';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 const DRIVE = ['drive:read', 'drive:write'] as const;
 

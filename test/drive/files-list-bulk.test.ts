@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 describe('Drive files: list and bulk', () => {
   let stack: Stack;

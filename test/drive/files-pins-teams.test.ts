@@ -5,10 +5,10 @@ import { SCOPES } from '../../contracts/registry';
 import { putDriveBlob } from '../../platform/drive/blobs';
 import type { DriveFileDoc, DriveFolderDoc } from '../../platform/drive/drive.types';
 import { createTeams } from '../../platform/drive/teams';
-import { newId } from '../../platform/ids';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { newId } from '../../platform/infra/ids';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 const ids = (r: { body: { data: { id: string }[] } }) => r.body.data.map((f) => f.id).sort();
 

@@ -5,9 +5,9 @@ import sharp from 'sharp';
 import sinon from 'sinon';
 import { createDriveRepository } from '../../platform/drive/drive.repository';
 import type { DriveUsageDoc } from '../../platform/drive/drive.types';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 const b64 = (b: Buffer | Uint8Array) => Buffer.from(b).toString('base64');
 const png = () => sharp({ create: { width: 8, height: 8, channels: 3, background: '#3366cc' } }).png().toBuffer();

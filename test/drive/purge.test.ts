@@ -2,13 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { Collection } from 'mongodb';
 import sinon from 'sinon';
-import { COLLECTIONS } from '../../platform/mongo';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import { driveBlobCollections } from '../../platform/drive/blobs';
 import type { DriveFileDoc, DriveUsageDoc } from '../../platform/drive/drive.types';
 import { PURGE_CLAIM_MS, purgeSteps, purgeTrashedDriveFiles } from '../../platform/drive/purge';
 import { allIndexDocuments, DRIVE_INDEX_LIMITS, indexDriveFile, forwardId, removeDriveTextIndex, tokenCollection } from '../../platform/drive/search-index';
-import { client, eventually, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, eventually, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 const DAY = 86_400_000;
 

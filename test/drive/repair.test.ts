@@ -3,13 +3,13 @@ import { expect } from 'chai';
 import { Collection } from 'mongodb';
 import sinon from 'sinon';
 import { SCOPES } from '../../contracts/registry';
-import { COLLECTIONS } from '../../platform/mongo';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import { driveBlobCollections } from '../../platform/drive/blobs';
 import type { DriveFileDoc, DriveFolderDoc, DriveReservationDoc, DriveUsageDoc } from '../../platform/drive/drive.types';
 import { DRIVE_PATHS_GRACE_MS } from '../../platform/drive/repair';
 import { DRIVE_RESERVATION_CLAIM_MS, DRIVE_RESERVATION_GRACE_MS, driveUploadSteps, settleDriveReservation } from '../../platform/drive/reservations';
-import { client, eventually, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, eventually, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 describe('Drive crash repair (drive.repair)', () => {
   let stack: Stack;

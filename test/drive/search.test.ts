@@ -4,9 +4,9 @@ import type { DriveFileDoc } from '../../platform/drive/drive.types';
 import { allIndexDocuments, forwardId, foldWord, indexCollections, pageId, postingsId, removeDriveTextIndex, snippetAround, words } from '../../platform/drive/search-index';
 import { createTeams } from '../../platform/drive/teams';
 import { requestDriveText } from '../../platform/drive/text-queue';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { b64, makeDocx, makePdf, makePptx, makeXlsx, upload, waitForText } from './text-documents';
 
 type Hit = { file: { id: string; name: string; kind: string; teamId: string | null }; score: number; matchField: string; snippet: string; highlights: { start: number; end: number }[] };

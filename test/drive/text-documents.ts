@@ -2,7 +2,7 @@ import { Document, Packer, Paragraph, TextRun } from 'docx';
 import JSZip from 'jszip';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import PptxGenJS from 'pptxgenjs';
-import type { Client } from '../helpers/http';
+import type { Client } from '../../scripts/harness/http';
 
 /** Documents the Drive text and search tests make themselves (nothing read from disk): with maintained libraries, XLSX by hand. */
 

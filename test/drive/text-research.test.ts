@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { SCOPES } from '../../contracts/registry';
 import { ResearchJobInput } from '../../contracts/research';
-import { client, waitForJob } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, waitForJob } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { b64, makeDocx, upload, waitForText } from './text-documents';
 
 describe('Drive text in research: the research engine reads Drive text through platform/drive/text.ts', function () {

@@ -8,13 +8,13 @@ import type { DriveFileDoc, DriveTextDoc } from '../../platform/drive/drive.type
 import { forwardId, indexCollections, postingsId } from '../../platform/drive/search-index';
 import { createTeams } from '../../platform/drive/teams';
 import { requestDriveText } from '../../platform/drive/text-queue';
-import { COLLECTIONS } from '../../platform/mongo';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import { createTasks } from '../../scheduler/tasks';
 import { extractDriveText } from '../../workers/drive/drive.worker';
 import { TooLargeError } from '../../workers/engines/drive/drive-text.engine';
 import { assertZipInflateWithin } from '../../workers/engines/drive/zip-guard';
-import { client, eventually, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, eventually, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { b64, makeDocx, makePdf, makePptx, makeXlsx, upload, waitForText } from './text-documents';
 
 /** Words separated by single spaces, `n` characters or a little more. */

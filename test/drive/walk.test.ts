@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { endpoints, type Endpoint } from '../../contracts/endpoints';
-import { client, eventually, type Client, type HttpResult } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, eventually, type Client, type HttpResult } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 /**
  * Tenant walk over every Drive route (issue 11 item 8): a second account's key, with every scope,

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { EXTRACT_MAX_BYTES } from '../../contracts/extract';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { b64, blankPng, elfBytes, makeImage, makePdf, makePptx, makeZip, PDF, PPTX } from './documents';
-import { fromUnits } from '../../platform/credits';
+import { fromUnits } from '../../platform/credits/credits';
 
 const PRICE = 3; // DEFAULT_CREDIT_PRICES.extract_flowchart
 

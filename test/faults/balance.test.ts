@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import { CHARGE_SETTLE_GRACE_MS, LEASE_VOUCH_MS } from '../../platform/credits';
-import { instanceId } from '../../platform/instance';
-import { COLLECTIONS } from '../../platform/mongo';
+import { CHARGE_SETTLE_GRACE_MS, LEASE_VOUCH_MS } from '../../platform/credits/credits';
+import { instanceId } from '../../platform/infra/instance';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import { createTasks } from '../../scheduler/tasks';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
-import { toUnits } from '../../platform/credits';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
+import { toUnits } from '../../platform/credits/credits';
 
 /**
  * What kept the balance read wrong for minutes after a crash or an outage, each in isolation:

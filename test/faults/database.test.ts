@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { startDbFaults, type DbFaults } from '../helpers/db-faults';
-import { client, eventually } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
-import { fromUnits } from '../../platform/credits';
+import { startDbFaults, type DbFaults } from '../../scripts/harness/db-faults';
+import { client, eventually } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
+import { fromUnits } from '../../platform/credits/credits';
 
 /**
  * The database goes away under load (issue 24 item 4), on a private PostgreSQL cluster and

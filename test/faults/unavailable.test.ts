@@ -4,14 +4,14 @@ import { expect } from 'chai';
 import express from 'express';
 import { MongoBulkWriteError, MongoNetworkError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError, type MongoClient } from 'mongodb';
 import { errorHandler } from '../../api/middleware/errors';
-import { DatabaseHealth, PROBE_EVERY_MS, isDatabaseUnavailable, isDatabaseUnreachable } from '../../platform/db-health';
-import { AppError, toAppError } from '../../platform/errors';
-import { createLogger } from '../../platform/log';
+import { DatabaseHealth, PROBE_EVERY_MS, isDatabaseUnavailable, isDatabaseUnreachable } from '../../platform/infra/db-health';
+import { AppError, toAppError } from '../../platform/infra/errors';
+import { createLogger } from '../../platform/infra/log';
 
 /**
  * How a database that is away reaches a client: which driver and FerretDB errors mean "retry
  * later" (503 service_unavailable with Retry-After) and which stay errors (500), and how a
- * process decides its database is down and up again (platform/db-health.ts).
+ * process decides its database is down and up again (platform/infra/db-health.ts).
  */
 const ferretdb = (message: string) => new MongoServerError({ code: 1, errmsg: message, ok: 0 });
 

@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { startStack, type Stack } from '../helpers/stack';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import {
   BAD_AUTHORIZATION,
   BAD_CONTENT_ENCODINGS,

@@ -1,6 +1,6 @@
 import { deflateSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
-import { startStack, type Stack } from '../helpers/stack';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { nestedJson } from './operations';
 import { expectSaneAnswer, rawClient, type RawClient, type RawRequest } from './raw-http';
 

@@ -57,7 +57,7 @@ export type RawClient = ReturnType<typeof rawClient>;
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Longest message any error may carry (platform/errors.ts: 1024 + "…"). */
+/** Longest message any error may carry (platform/infra/errors.ts: 1024 + "…"). */
 export const MESSAGE_LIMIT = 1025;
 
 /**

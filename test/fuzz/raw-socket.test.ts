@@ -1,8 +1,8 @@
 import net from 'node:net';
 import { expect } from 'chai';
 import { start as startApi, type ApiServer } from '../../api/app';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { parseRawAnswer, rawExchange } from './raw-http';
 
 /**

@@ -5,11 +5,11 @@ import sinon from 'sinon';
 import { broker } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import { createAuditWriter } from '../../platform/audit/audit.writer';
-import { poolQueueArgs } from '../../platform/amqp';
-import { COLLECTIONS, type AuditDoc } from '../../platform/mongo';
+import { poolQueueArgs } from '../../platform/infra/amqp';
+import { COLLECTIONS, type AuditDoc } from '../../platform/infra/mongo';
 import { spawnApiProcess, type ApiProcess } from '../helpers/api-process';
-import { client, eventually } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, eventually } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 const ENTRY_FIELDS = ['_id', 'accountId', 'at', 'durationMs', 'keyId', 'method', 'millicreditsCharged', 'requestId', 'route', 'status'];
 

@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import type { CommandStartedEvent } from 'mongodb';
 import { start as startApi, type ApiServer } from '../../api/app';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { startTcpProxy } from '../helpers/tcp-proxy';
 import { within } from '../helpers/within';
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 describe('authentication and scopes', () => {
   let stack: Stack;

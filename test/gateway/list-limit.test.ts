@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { endpoints, type Endpoint } from '../../contracts/endpoints';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 /** Every GET of the catalogue whose answer is a list (`data`: the list envelope, and the search hits). */
 const lists = (Object.entries(endpoints) as [string, Endpoint][]).filter(([, ep]) => {

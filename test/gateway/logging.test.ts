@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { client, waitForJob, type Client } from '../helpers/http';
+import { client, waitForJob, type Client } from '../../scripts/harness/http';
 import { findLeaks } from '../helpers/log-hygiene';
-import { startStack, type Stack } from '../helpers/stack';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 /**
  * What an SRE reads when something fails: one access line per request, an error logged once

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { endpoints, type Endpoint } from '../../contracts/endpoints';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 /** The OpenAPI document declares what the server does beyond JSON bodies: streams, redirects, empty bodies, cross-field rules. */
 describe('GET /openapi completeness', () => {

@@ -2,9 +2,9 @@ import { expect } from 'chai';
 import type { CommandStartedEvent } from 'mongodb';
 import { start as startApi, type ApiServer } from '../../api/app';
 import { metrics } from '../../monitoring/metrics';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client } from '../helpers/http';
-import { freePort, startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client } from '../../scripts/harness/http';
+import { freePort, startStack, type Stack } from '../../scripts/harness/stack';
 
 describe('rate limit', () => {
   let stack: Stack;

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { SCOPES, type Scope } from '../../contracts/registry';
 import { endpoints, type Endpoint } from '../../contracts/endpoints';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { example, fillPath, servedOperations } from '../fuzz/operations';
 
 /**

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { client, waitForJob, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, waitForJob, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { example, servedOperations, type Operation } from '../fuzz/operations';
 import { createAgentsRepository } from '../../platform/agents/agents.repository';
 

@@ -1,9 +1,9 @@
 import { POOL_TYPES } from '../../contracts/registry';
-import { AmqpClient } from '../../platform/amqp';
-import { loadConfig } from '../../platform/config';
-import { createLogger } from '../../platform/log';
-import { recordQueuePrefix } from './broker-hygiene';
-import { dropEverything } from './stack';
+import { AmqpClient } from '../../platform/infra/amqp';
+import { loadConfig } from '../../platform/infra/config';
+import { createLogger } from '../../platform/infra/log';
+import { recordQueuePrefix } from '../../scripts/harness/broker-hygiene';
+import { dropEverything } from '../../scripts/harness/stack';
 
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 

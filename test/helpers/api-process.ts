@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { Stack } from './stack';
-import { freePort } from './stack';
-import { projectRoot, stackEnv } from './worker-process';
+import type { Stack } from '../../scripts/harness/stack';
+import { freePort } from '../../scripts/harness/stack';
+import { projectRoot, stackEnv } from '../../scripts/harness/worker-process';
 
 export interface ApiProcess {
   child: ChildProcess;

@@ -1,6 +1,6 @@
 import amqplib from 'amqplib';
 import { broker } from '../../contracts/registry';
-import type { Config } from '../../platform/config';
+import type { Config } from '../../platform/infra/config';
 
 /** A real consumer bound to the events exchange: collects every event published during a test. */
 export async function listenToEvents(config: Config, pattern = '#') {

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { testLogFile } from './test-log';
+import { testLogFile } from '../../scripts/harness/test-log';
 
 /** What must never be in a log: an API key, a webhook signing secret, a bearer credential. */
 const LEAKS: [string, RegExp][] = [
@@ -17,7 +17,7 @@ export function findLeaks(text: string): string[] {
 
 /**
  * Mocha root hooks (.mocharc.json "require"): after the whole run, the run's log
- * (test/helpers/test-log.ts) must hold no secret. A leak fails the run, naming what leaked.
+ * (scripts/harness/test-log.ts) must hold no secret. A leak fails the run, naming what leaked.
  */
 export const mochaHooks = {
   afterAll(this: Mocha.Context) {

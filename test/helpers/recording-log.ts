@@ -1,4 +1,4 @@
-import type { Logger } from '../../platform/log';
+import type { Logger } from '../../platform/infra/log';
 
 export interface LogEntry {
   level: 'debug' | 'info' | 'warn' | 'error' | 'fatal';

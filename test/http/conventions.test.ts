@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { endpoints, type Endpoint } from '../../contracts/endpoints';
 import { locationOf } from '../../api/http/route';
-import { client, type Client, type HttpResult } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client, type HttpResult } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 /** A 1×1 PNG: bytes the extract endpoint sniffs as image/png. */
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { resolveImageEngine } from '../../platform/images/images.rules';
-import { AppError } from '../../platform/errors';
+import { AppError } from '../../platform/infra/errors';
 
 const off = { partnerImages: false };
 const on = { partnerImages: true };

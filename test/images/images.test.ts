@@ -2,10 +2,10 @@ import sinon from 'sinon';
 import { expect } from 'chai';
 import { IMAGE_SIZES } from '../../contracts/images';
 import { decodeImage } from '../../platform/media/codec';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { fakeServer, referenceImages, solidPng, type FakeServer } from './fakes';
-import { fromUnits } from '../../platform/credits';
+import { fromUnits } from '../../platform/credits/credits';
 
 const fetchBytes = async (url: string) => {
   const res = await fetch(url);

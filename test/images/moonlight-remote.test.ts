@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { ConfigError, loadConfig } from '../../platform/config';
+import { ConfigError, loadConfig } from '../../platform/infra/config';
 import { decodeImage } from '../../platform/media/codec';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { fakeServer, solidPng, type FakeServer } from './fakes';
 
 /** How the fake diffusion server answers the next request. */

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { MOONLIGHT_SIZES, type MoonlightAspectRatio } from '../../contracts/images';
 import { decodeImage } from '../../platform/media/codec';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
-import { fromUnits } from '../../platform/credits';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
+import { fromUnits } from '../../platform/credits/credits';
 
 const pngOf = (dataUrl: string) => {
   expect(dataUrl).to.match(/^data:image\/png;base64,/);

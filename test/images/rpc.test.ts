@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { broker } from '../../contracts/registry';
 import { useAmqpPair } from '../helpers/amqp-pair';
-import { type AmqpClient, RpcTimeoutError } from '../../platform/amqp';
+import { type AmqpClient, RpcTimeoutError } from '../../platform/infra/amqp';
 import { gate } from '../video/helpers';
 
 describe('platform: AmqpClient request/reply (direct reply-to)', () => {

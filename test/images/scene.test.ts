@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import { seedBytes } from '../../workers/engines/image/procedural';
-import { renderScene } from '../../workers/engines/image/render';
-import { localMoonlight } from '../../workers/engines/image/moonlight.engine';
-import { SUBJECTS, TIMES, WEATHERS, parsePrompt, type Style } from '../../workers/engines/image/scene';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { seedBytes } from '../../workers/engines/images/procedural';
+import { renderScene } from '../../workers/engines/images/render';
+import { localMoonlight } from '../../workers/engines/images/moonlight.engine';
+import { SUBJECTS, TIMES, WEATHERS, parsePrompt, type Style } from '../../workers/engines/images/scene';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { changedShare, colourCount, edgeDensity, hue, lumAt, meanRows, pixelsOf, tallestBrightColumn, type Pixels } from './pixels';
 
 const signal = new AbortController().signal;

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import type { CommandStartedEvent } from 'mongodb';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
-import { fromUnits } from '../../platform/credits';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
+import { fromUnits } from '../../platform/credits/credits';
 
 /**
  * The request hot path, counted with the driver's command monitoring: what a request costs in

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { client, waitForJob, type Client } from '../helpers/http';
+import { client, waitForJob, type Client } from '../../scripts/harness/http';
 import { listenToEvents } from '../helpers/events';
-import { startStack, type Stack } from '../helpers/stack';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 describe('POST /code-builds end to end', () => {
   let stack: Stack;

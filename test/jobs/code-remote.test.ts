@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { client, waitForJob, type Client } from '../helpers/http';
+import { client, waitForJob, type Client } from '../../scripts/harness/http';
 import { fakeServer } from '../helpers/fake-provider';
-import { startStack, type Stack } from '../helpers/stack';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 /** A local OpenAI-compatible chat-completions server: the protocol the openai code engine speaks. */
 const chatAnswer = (model: string, content: string) =>

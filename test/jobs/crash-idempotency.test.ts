@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { spawnApiProcess } from '../helpers/api-process';
-import { client, waitForJob } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
-import { fromUnits } from '../../platform/credits';
+import { client, waitForJob } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
+import { fromUnits } from '../../platform/credits/credits';
 
 /**
  * SPEC 4 rule 3, through a real crash: an API process killed with SIGKILL at a fixed point of

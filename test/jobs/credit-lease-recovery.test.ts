@@ -1,16 +1,16 @@
 import { expect } from 'chai';
 import { MongoWriteConcernError } from 'mongodb';
 import sinon from 'sinon';
-import { LEASE_SETTLE_MARGIN_MS } from '../../platform/credits';
-import { COLLECTIONS } from '../../platform/mongo';
+import { LEASE_SETTLE_MARGIN_MS } from '../../platform/credits/credits';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import { spawnApiProcess, type ApiProcess } from '../helpers/api-process';
-import { client, eventually, waitForJob } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, eventually, waitForJob } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { startTcpProxy } from '../helpers/tcp-proxy';
-import { toUnits } from '../../platform/credits';
+import { toUnits } from '../../platform/credits/credits';
 
 /**
- * Credit leases (platform/credits.ts) when things go wrong: a holder that dies with a job it never
+ * Credit leases (platform/credits/credits.ts) when things go wrong: a holder that dies with a job it never
  * published, a lease marker among many charge markers, an insert whose outcome is unknown, and a
  * scheduler whose clock runs ahead of the holder's.
  */

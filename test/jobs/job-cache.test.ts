@@ -3,9 +3,9 @@ import type { CommandStartedEvent, MongoClient } from 'mongodb';
 import sinon from 'sinon';
 import { registry } from '../../monitoring/metrics';
 import { start as startApi, type ApiServer } from '../../api/app';
-import { createJobCache, type CachedJob } from '../../platform/job-cache';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { createJobCache, type CachedJob } from '../../platform/jobs/job-cache';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { startTcpProxy } from '../helpers/tcp-proxy';
 import { within } from '../helpers/within';
 

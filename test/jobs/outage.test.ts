@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { expect } from 'chai';
-import { client, eventually, waitForJob } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, eventually, waitForJob } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { startTcpProxy } from '../helpers/tcp-proxy';
 import { listenToEvents } from '../helpers/events';
 import { CodeBuildRequest } from '../../contracts/code-builds';
-import { createLogger } from '../../platform/log';
+import { createLogger } from '../../platform/infra/log';
 import { createRuntime } from '../../platform/runtime';
 import { Pool } from '../../workers/pool/pool';
 

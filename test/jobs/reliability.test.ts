@@ -4,13 +4,13 @@ import amqplib from 'amqplib';
 import { CodeBuildRequest } from '../../contracts/code-builds';
 import { broker } from '../../contracts/registry';
 import { createRuntime, type Runtime } from '../../platform/runtime';
-import { createLogger } from '../../platform/log';
+import { createLogger } from '../../platform/infra/log';
 import { UnrecoverableError } from '../../workers/pool/errors';
 import { Pool, type PoolDefinition } from '../../workers/pool/pool';
-import { client, eventually, waitForJob, type Client } from '../helpers/http';
+import { client, eventually, waitForJob, type Client } from '../../scripts/harness/http';
 import { listenToEvents } from '../helpers/events';
-import { startStack, type Stack } from '../helpers/stack';
-import { fromUnits, toUnits } from '../../platform/credits';
+import { startStack, type Stack } from '../../scripts/harness/stack';
+import { fromUnits, toUnits } from '../../platform/credits/credits';
 
 const POOL_OPTS = { concurrency: 2, leaseMs: 1500, maxAttempts: 3, retryDelayMs: 100, shutdownGraceMs: 5000 };
 

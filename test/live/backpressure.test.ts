@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { liveConnect, type LiveClient } from './helpers';
 
 /** A slow client never makes the server buffer without bound; a newer connection takes a session over. */

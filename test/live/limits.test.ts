@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { start as startApi, type ApiServer } from '../../api/app';
-import { COLLECTIONS } from '../../platform/mongo';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import { until } from '../helpers/fake-provider';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { liveConnect, type LiveClient } from './helpers';
 
 /**

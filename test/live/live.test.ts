@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { signLiveToken } from '../../platform/live/tokens';
-import { COLLECTIONS } from '../../platform/mongo';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import { liveConnect, tone, type LiveClient } from './helpers';
 
 /**

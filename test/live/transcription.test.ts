@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { client } from '../helpers/http';
+import { client } from '../../scripts/harness/http';
 import { fakeServer } from '../helpers/fake-provider';
-import { startStack, type Stack } from '../helpers/stack';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { liveConnect, tone } from './helpers';
 
 /**

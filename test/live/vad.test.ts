@@ -4,7 +4,7 @@ import { EnergyVad, rmsOf } from '../../platform/live/vad';
 import { addresses, speakableSentences } from '../../api/live/realtime';
 import { tone } from './helpers';
 import { createLiveEngine } from '../../platform/live/engine';
-import { loadConfig } from '../../platform/config';
+import { loadConfig } from '../../platform/infra/config';
 
 describe('live: energy voice activity detection on synthetic PCM', () => {
   const defaults = TurnDetection.parse({});

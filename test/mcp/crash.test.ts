@@ -2,8 +2,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { expect } from 'chai';
 import { spawnApiProcess } from '../helpers/api-process';
-import { eventually } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { eventually } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { call, mcpClient } from './helpers';
 
 /**

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { startStack, type Stack } from '../helpers/stack';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { rawPost } from './helpers';
 
 const TOOL_NAMES = ['create_notes', 'create_flowchart', 'get_job', 'get_project', 'list_projects', 'start_song', 'generate_image', 'drive_search', 'nope'];

@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Stack } from '../helpers/stack';
+import type { Stack } from '../../scripts/harness/stack';
 
 /** The MCP endpoint of a test stack (outside /api/v1). */
 export const mcpUrl = (stack: Stack) => new URL(`${stack.config.PUBLIC_BASE_URL}/mcp`);

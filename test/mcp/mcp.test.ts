@@ -1,10 +1,10 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { expect } from 'chai';
-import { client as httpClient, eventually, type Client as Http } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client as httpClient, eventually, type Client as Http } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { call, mcpClient, mcpUrl, rawPost, textOf } from './helpers';
-import { fromUnits, toUnits } from '../../platform/credits';
+import { fromUnits, toUnits } from '../../platform/credits/credits';
 
 const ALL_TOOLS = [
   'create_flowchart', 'create_notes', 'create_whiteboard', 'create_presentation', 'generate_image', 'start_video', 'start_song',

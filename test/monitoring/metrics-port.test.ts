@@ -2,12 +2,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { expect } from 'chai';
-import { loadConfig } from '../../platform/config';
+import { loadConfig } from '../../platform/infra/config';
 import { waitForApiProcesses } from '../../scripts/supervisor/ready';
 import { spawnApiProcess, type ApiProcess } from '../helpers/api-process';
-import { client } from '../helpers/http';
-import { dropEverything, freePort, recordQueuePrefix, startStack, type Stack } from '../helpers/stack';
-import { projectRoot } from '../helpers/worker-process';
+import { client } from '../../scripts/harness/http';
+import { dropEverything, freePort, recordQueuePrefix, startStack, type Stack } from '../../scripts/harness/stack';
+import { projectRoot } from '../../scripts/harness/worker-process';
 
 /** A counter's value in Prometheus text, summed over the series whose labels include all of `labels`. */
 function sample(text: string, name: string, labels: Record<string, string>): number {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { client, waitForJob } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, waitForJob } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 describe('monitoring', () => {
   let stack: Stack;

@@ -17,8 +17,8 @@ export function initialize(data) { port = data.port; }
 export async function resolve(specifier, context, next) { const r = await next(specifier, context); port.postMessage(r.url); return r; }`;
 register(`data:text/javascript,${encodeURIComponent(hook)}`, { data: { port: port2 }, transferList: [port2] });
 
-const { initTracing, tracingOn } = await import('../../platform/tracing');
-const { loadConfig } = await import('../../platform/config');
+const { initTracing, tracingOn } = await import('../../platform/infra/tracing');
+const { loadConfig } = await import('../../platform/infra/config');
 const { start } = await import('../../api/app');
 const { SCOPES } = await import('../../contracts/registry');
 

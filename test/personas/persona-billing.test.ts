@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { Collection } from 'mongodb';
 import sinon from 'sinon';
 import { fakeOpenAi } from '../chat/fake-openai';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { liveConnect, type LiveClient } from '../live/helpers';
 
 const PERSONA = { name: 'Ada', instructions: 'You are Ada, a patient maths tutor.', greeting: 'Hi, I am Ada.', faceId: 'aurora', voice: 'en-gb-female', tools: ['create_notes'] };

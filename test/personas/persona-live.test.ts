@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { fakeOpenAi } from '../chat/fake-openai';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { liveConnect, type LiveClient } from '../live/helpers';
 
 const INSTRUCTIONS = 'You are Ada, a patient maths tutor. Never give the answer before the method.';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Persona, PersonaConversation, PersonaDeployment } from '../../contracts/personas';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { liveConnect } from '../live/helpers';
 
 const COMPLETE = { name: 'Ada', instructions: 'You are Ada, a patient maths tutor.', greeting: 'Hi, I am Ada.', faceId: 'aurora', voice: 'en-gb-female', tools: ['create_notes', 'web_search'] };

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { MongoClient, type Db } from 'mongodb';
-import { assertAtomicServer, UnsupportedServerError } from '../../platform/mongo';
+import { assertAtomicServer, UnsupportedServerError } from '../../platform/infra/mongo';
 
 /**
  * The database server itself applies read-modify-write commands atomically (MongoDB does; our

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { Drain } from '../../platform/infra/drain';
-import type { Logger } from '../../platform/log';
+import type { Logger } from '../../platform/infra/log';
 
 /**
  * The drain-on-close shared by the job, consumer, request/reply and webhook pools

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { ERROR_SOURCES, metrics } from '../../monitoring/metrics';
-import { AppError, databaseUnavailable } from '../../platform/errors';
+import { AppError, databaseUnavailable } from '../../platform/infra/errors';
 import { funnelError } from '../../platform/infra/error-funnel';
-import type { Logger } from '../../platform/log';
+import type { Logger } from '../../platform/infra/log';
 
 /**
  * The one error funnel (platform/infra/error-funnel.ts) behind the HTTP and MCP error handlers,

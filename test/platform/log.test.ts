@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { startContext, withContext } from '../../platform/context';
-import { createLogger } from '../../platform/log';
+import { startContext, withContext } from '../../platform/infra/context';
+import { createLogger } from '../../platform/infra/log';
 import { findLeaks } from '../helpers/log-hygiene';
 
 /** The logger writes one JSON object per line; these tests read the lines back from its file. */

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { z } from 'zod';
 import { metrics } from '../../monitoring/metrics';
-import type { Delivery } from '../../platform/amqp';
+import type { Delivery } from '../../platform/infra/amqp';
 import { deadLetter, parseOrDeadLetter } from '../../platform/infra/message';
-import type { Logger } from '../../platform/log';
+import type { Logger } from '../../platform/infra/log';
 
 /**
  * Parse-or-dead-letter, shared by every consumer that reads JSON messages (job, consumer and

@@ -4,7 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { projectRoot } from '../helpers/worker-process';
+import { projectRoot } from '../../scripts/harness/worker-process';
 
 /**
  * scripts/services.sh is a guest on a shared machine: a server it did not start that is slow or

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import net from 'node:net';
-import { addressProblem, assertFetchable, fetchInput, guardedFetch, InputFetchError } from '../../platform/ssrf';
+import { addressProblem, assertFetchable, fetchInput, guardedFetch, InputFetchError } from '../../platform/infra/ssrf';
 
 describe('SSRF guard', () => {
   afterEach(() => sinon.restore());

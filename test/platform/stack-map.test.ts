@@ -4,9 +4,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { transformSync } from 'esbuild';
-import { mapStack } from '../../platform/stack-map';
+import { mapStack } from '../../platform/infra/stack-map';
 
-/** Logged stacks of the compiled service name the TypeScript lines (platform/stack-map.ts). */
+/** Logged stacks of the compiled service name the TypeScript lines (platform/infra/stack-map.ts). */
 describe('stack traces mapped to the sources', () => {
   let dir: string;
   let file: string;

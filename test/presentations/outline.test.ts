@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { OutlineItem } from '../../contracts/presentations';
-import { authorLocally, briefSentences, createLocalDeckEngine, outlineLocally } from '../../workers/engines/deck/local.engine';
+import { authorLocally, briefSentences, createLocalDeckEngine, outlineLocally } from '../../workers/engines/presentations/local.engine';
 
 const SALES_BRIEF = `Q3 sales review for the EMEA team.
 We closed $4.2M in new bookings, 18% above plan. Win rate rose to 31% after the pricing change in July.

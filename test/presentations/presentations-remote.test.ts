@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { client, waitForJob, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, waitForJob, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { fakeServer, listenEvents, until } from '../helpers/fake-provider';
-import { toUnits } from '../../platform/credits';
+import { toUnits } from '../../platform/credits/credits';
 
 describe('POST /presentations (OpenAI-compatible outline author against a local fake)', () => {
   let stack: Stack;

@@ -2,10 +2,10 @@ import { expect } from 'chai';
 import sharp from 'sharp';
 import type { OutlineItem } from '../../contracts/presentations';
 import { decodeImage, encodePng } from '../../platform/media/codec';
-import { chooseLayout } from '../../workers/deck/layout';
-import { composeSlide, renderSlide, SLIDE_H, SLIDE_RENDERER, SLIDE_W, type SlideInput, type TextBox } from '../../workers/deck/render';
-import { THEMES } from '../../workers/deck/theme';
-import { fitBlock, fontMetrics, measure, type Weight } from '../../workers/deck/typeset';
+import { chooseLayout } from '../../workers/presentations/layout';
+import { composeSlide, renderSlide, SLIDE_H, SLIDE_RENDERER, SLIDE_W, type SlideInput, type TextBox } from '../../workers/presentations/render';
+import { THEMES } from '../../workers/presentations/theme';
+import { fitBlock, fontMetrics, measure, type Weight } from '../../workers/presentations/typeset';
 
 const input = (slide: OutlineItem, index = 1, over: Partial<SlideInput> = {}): SlideInput => ({
   slide,

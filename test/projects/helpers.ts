@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Client } from '../helpers/http';
+import type { Client } from '../../scripts/harness/http';
 
 /** A small flowchart body; `extra` overrides. */
 export const flowchartBody = (extra: Record<string, unknown> = {}) => ({

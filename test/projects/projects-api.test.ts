@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { createProjectsService } from '../../platform/projects/projects.service';
 import { PROJECT_LIMITS } from '../../contracts/projects';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { allPages, expect400, flowchartBody, make, whiteboardBody } from './helpers';
 
 describe('projects API', function () {

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { PROJECT_LIMITS } from '../../contracts/projects';
-import { COLLECTIONS } from '../../platform/mongo';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import { listenToEvents } from '../helpers/events';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { createWebhook, startReceiver, verifySignature, type Receiver } from '../webhooks/helpers';
 import { expect400, flowchartBody, make } from './helpers';
 

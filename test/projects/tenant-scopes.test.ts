@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { COLLECTIONS } from '../../platform/mongo';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import type { Scope } from '../../contracts/registry';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { flowchartBody, make, whiteboardBody } from './helpers';
 
 describe('projects: tenant isolation and scopes', function () {

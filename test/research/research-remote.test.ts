@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { client, waitForJob, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, waitForJob, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { fakeServer, until } from '../helpers/fake-provider';
-import { fromUnits } from '../../platform/credits';
+import { fromUnits } from '../../platform/credits/credits';
 
 describe('research (OpenAI-compatible writer against a local fake)', () => {
   let stack: Stack;

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { countTokens } from '../../workers/engines/research/research.engine';
-import { client, waitForJob, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, waitForJob, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { listenEvents } from '../helpers/fake-provider';
-import { toUnits } from '../../platform/credits';
+import { toUnits } from '../../platform/credits/credits';
 
 describe('research (local workspace engine)', () => {
   let stack: Stack;

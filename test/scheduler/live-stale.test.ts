@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { COLLECTIONS } from '../../platform/mongo';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import { until } from '../helpers/fake-provider';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { liveConnect } from '../live/helpers';
 
 /**

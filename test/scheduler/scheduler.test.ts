@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { client, eventually } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
-import { newId } from '../../platform/ids';
-import { COLLECTIONS } from '../../platform/mongo';
-import { toUnits } from '../../platform/credits';
+import { client, eventually } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
+import { newId } from '../../platform/infra/ids';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { toUnits } from '../../platform/credits/credits';
 
 describe('scheduler', () => {
   let stack: Stack;

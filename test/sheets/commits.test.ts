@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { start as startApi, type ApiServer } from '../../api/app';
-import { COLLECTIONS } from '../../platform/mongo';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { account, newSheet, ROWS } from './helpers';
 
 describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, concurrency)', () => {

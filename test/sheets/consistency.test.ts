@@ -2,9 +2,9 @@ import { expect } from 'chai';
 import { Collection } from 'mongodb';
 import sinon from 'sinon';
 import { createSheetsService } from '../../platform/sheets/sheets.service';
-import { COLLECTIONS } from '../../platform/mongo';
-import type { Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import type { Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { account, COLUMNS, newSheet, ROWS } from './helpers';
 
 describe('sheets: consistency (stale reads, queued requests, If-Match, retried creation, list totals)', () => {

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { COLLECTIONS } from '../../platform/mongo';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import { fakeServer } from '../helpers/fake-provider';
-import { startStack, type Stack } from '../helpers/stack';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { account, newSheet } from './helpers';
-import { fromUnits } from '../../platform/credits';
+import { fromUnits } from '../../platform/credits/credits';
 
 const balance = async (api: { get: (p: string) => Promise<{ body: { balance: number } }> }) => (await api.get('/account/credits')).body.balance;
 

@@ -2,9 +2,9 @@ import { expect } from 'chai';
 import { parseRange } from '../../platform/sheets/cells';
 import { BLOCK_ROWS, emptyTree, WorkingGrid, type Tree } from '../../platform/sheets/grid';
 import { applyOps, conflictOf, reapplyOps, type Touched } from '../../platform/sheets/ops';
-import { AppError } from '../../platform/errors';
-import { createLocalSheetEngine } from '../../workers/engines/sheet/local.engine';
-import type { SheetEditInput } from '../../workers/engines/sheet/sheet.engine';
+import { AppError } from '../../platform/infra/errors';
+import { createLocalSheetEngine } from '../../workers/engines/sheets/local.engine';
+import type { SheetEditInput } from '../../workers/engines/sheets/sheet.engine';
 import { SheetOps, type SheetOp } from '../../contracts/sheets';
 
 const INPUT: SheetEditInput = {

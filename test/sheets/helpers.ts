@@ -1,5 +1,5 @@
-import { client, type Client } from '../helpers/http';
-import type { Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import type { Stack } from '../../scripts/harness/stack';
 
 export const COLUMNS = [
   { name: 'Item', type: 'string' },

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { COLLECTIONS } from '../../platform/mongo';
-import type { Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import type { Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { account, newSheet } from './helpers';
 
 describe('sheets: POST /sheets/{id}/ops', () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { COLLECTIONS } from '../../platform/mongo';
-import { startStack, type Stack } from '../helpers/stack';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { account, COLUMNS, newSheet, ROWS } from './helpers';
 
 describe('sheets: create, list, read, range (SPEC 4.4)', () => {

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { mp3Info } from '../../workers/engines/song/elevenlabs.engine';
-import { client, waitForJob, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { mp3Info } from '../../workers/engines/songs/elevenlabs.engine';
+import { client, waitForJob, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { fakeServer, listenEvents, until } from '../helpers/fake-provider';
-import { toUnits } from '../../platform/credits';
+import { toUnits } from '../../platform/credits/credits';
 
 /** MPEG-1 Layer III frames, 128 kb/s, 44.1 kHz, silent payload: what the Music API streams. */
 function mp3Frames(seconds: number): Buffer {

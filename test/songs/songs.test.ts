@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { parseWav } from '../../platform/media/wav';
-import { planSong } from '../../workers/engines/song/song.engine';
-import { client, waitForJob, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { planSong } from '../../workers/engines/songs/song.engine';
+import { client, waitForJob, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { listenEvents } from '../helpers/fake-provider';
 
 const fetchBytes = async (url: string, headers: Record<string, string> = {}) => {

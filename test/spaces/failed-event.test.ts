@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { listenToEvents } from '../helpers/events';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 
 describe('space.failed carries what the job had published', function () {
   this.timeout(30_000);

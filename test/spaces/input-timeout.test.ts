@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { expect } from 'chai';
-import { waitForJob } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { waitForJob } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { spaceKit } from './kit';
 
 /**

@@ -1,6 +1,6 @@
-import { client, type Client } from '../helpers/http';
-import type { Stack } from '../helpers/stack';
-import { fromUnits } from '../../platform/credits';
+import { client, type Client } from '../../scripts/harness/http';
+import type { Stack } from '../../scripts/harness/stack';
+import { fromUnits } from '../../platform/credits/credits';
 
 /**
  * What the space suites ask of their stack: an account with 1,000 credits and its client, the

@@ -3,15 +3,15 @@ import { getEventListeners } from 'node:events';
 import { expect } from 'chai';
 import sharp from 'sharp';
 import type { SpacePlan } from '../../contracts/spaces';
-import { createLogger } from '../../platform/log';
-import { boxColliderGlb } from '../../workers/engines/space/collider';
-import { boxSplats } from '../../workers/engines/space/photo.engine';
-import { createRemoteSpaceEngine, type RemoteEngineOptions } from '../../workers/engines/space/remote.engine';
-import type { SpaceEngineContext } from '../../workers/engines/space/space.engine';
-import { encodeSpz } from '../../workers/engines/space/spz';
+import { createLogger } from '../../platform/infra/log';
+import { boxColliderGlb } from '../../workers/engines/spaces/collider';
+import { boxSplats } from '../../workers/engines/spaces/photo.engine';
+import { createRemoteSpaceEngine, type RemoteEngineOptions } from '../../workers/engines/spaces/remote.engine';
+import type { SpaceEngineContext } from '../../workers/engines/spaces/space.engine';
+import { encodeSpz } from '../../workers/engines/spaces/spz';
 import { UnrecoverableError } from '../../workers/pool/errors';
 import { fakeServer, type Recorded } from '../helpers/fake-provider';
-import { readSpz } from './readers';
+import { readSpz } from '../../scripts/harness/space-readers';
 
 const PLAN: SpacePlan = { source: 'photos', imageUrls: ['https://example.com/a.png', 'https://example.com/b.png'], quality: 'full', title: null } as SpacePlan;
 

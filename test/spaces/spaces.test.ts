@@ -1,15 +1,15 @@
 import { expect } from 'chai';
 import sharp from 'sharp';
 import { poolDefinitions } from '../../workers/pools';
-import { spaceWorker } from '../../workers/space/space.worker';
-import { fovFromFocal35 } from '../../workers/engines/space/photo.engine';
-import { SPZ_MAGIC } from '../../workers/engines/space/spz';
+import { spaceWorker } from '../../workers/spaces/space.worker';
+import { fovFromFocal35 } from '../../workers/engines/spaces/photo.engine';
+import { SPZ_MAGIC } from '../../workers/engines/spaces/spz';
 import { listenToEvents } from '../helpers/events';
-import { client, waitForJob } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, waitForJob } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { fakeServer, type FakeServer } from '../images/fakes';
 import { gate } from '../video/helpers';
-import { holdAfterPreview, readGreyPng, readSpz, renderRoom } from './readers';
+import { holdAfterPreview, readGreyPng, readSpz, renderRoom } from '../../scripts/harness/space-readers';
 import { spaceKit } from './kit';
 
 // The synthetic room: 4 m wide, far wall 4 m ahead, ceiling 2.6 m, camera 1.5 m up, 65° wide

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { probeVideo } from '../../workers/engines/video/ffmpeg';
+import { probeVideo } from '../../workers/engines/videos/ffmpeg';
 import { UnrecoverableError } from '../../workers/pool/errors';
-import { sampleVideoFrames } from '../../workers/space/video-frames';
+import { sampleVideoFrames } from '../../workers/spaces/video-frames';
 
 const run = promisify(execFile);
 const TOOLS = { ffmpeg: 'ffmpeg', ffprobe: 'ffprobe' };

@@ -1,12 +1,12 @@
 import type http from 'node:http';
 import { expect } from 'chai';
 import { fakeServer, type Recorded } from '../helpers/fake-provider';
-import { client, eventually, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, eventually, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { SPEECH_AUDIO_MAX_BYTES } from '../../platform/speech/limits';
 import { createSpeechService } from '../../platform/speech/speech.service';
 import { postSpeech, samplesOf, tone } from './helpers';
-import { fromUnits } from '../../platform/credits';
+import { fromUnits } from '../../platform/credits/credits';
 
 /**
  * SPEECH_ENGINE=openai: the remote adapter against a local fake of an OpenAI-compatible audio

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { client, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { correlation, espeakDirect, postSpeech, rms, run, samplesOf } from './helpers';
-import { fromUnits } from '../../platform/credits';
+import { fromUnits } from '../../platform/credits/credits';
 
 /**
  * POST /speech with the local engine (espeak-ng) through the real stack: API → RabbitMQ →

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { broker } from '../../contracts/registry';
-import { type AmqpClient, RpcTimeoutError } from '../../platform/amqp';
+import { type AmqpClient, RpcTimeoutError } from '../../platform/infra/amqp';
 import { useAmqpPair } from '../helpers/amqp-pair';
 
 /** The streamed request/reply of AmqpClient (rpcStream / respond's meta.send), with the real broker. */

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { listenToEvents } from '../helpers/events';
-import { client, eventually, waitForJob } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, eventually, waitForJob } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { fakeServer, type FakeServer } from '../images/fakes';
 import { gate, makeMp4, probeBytes } from './helpers';
-import { fromUnits } from '../../platform/credits';
+import { fromUnits } from '../../platform/credits/credits';
 
 /**
  * A fake speaking the OpenAI videos protocol: POST /v1/videos, GET /v1/videos/{id},

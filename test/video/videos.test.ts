@@ -2,11 +2,11 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import { decodeImage } from '../../platform/media/codec';
 import { listenToEvents } from '../helpers/events';
-import { client, eventually, waitForJob, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, eventually, waitForJob, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { fakeServer, solidPng, type FakeServer } from '../images/fakes';
 import { gate, probeBytes } from './helpers';
-import { fromUnits } from '../../platform/credits';
+import { fromUnits } from '../../platform/credits/credits';
 
 const SCALE = 0.05;
 
@@ -36,7 +36,7 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
     const a = await stack.createAccount({ credits: 1000, ...opts });
     return { ...a, api: client(stack.baseUrl, a.key) };
   };
-  // Charges are recorded in a batch right after the answer (platform/jobs.ts): write it first.
+  // Charges are recorded in a batch right after the answer (platform/jobs/jobs.ts): write it first.
   const ledger = async (accountId: string) => {
     await stack.rt.jobs.flushAccepted();
     return stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();

@@ -3,9 +3,9 @@ import { expect } from 'chai';
 import { broker } from '../../contracts/registry';
 import { DEAD_LETTERS_COLLECTION } from '../../scheduler/dead-letters';
 import { start as startWorkers, type WorkerProcess } from '../../workers/workers';
-import { client, eventually } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
-import { spawnWorkerProcess } from '../helpers/worker-process';
+import { client, eventually } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
+import { spawnWorkerProcess } from '../../scripts/harness/worker-process';
 import { allDeliveries, createWebhook, readDb, startReceiver, type Receiver } from './helpers';
 
 /** A real webhook worker process on the stack's database and broker. */

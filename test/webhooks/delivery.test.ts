@@ -4,13 +4,13 @@ import sinon from 'sinon';
 import { CodeBuildRequest } from '../../contracts/code-builds';
 import { EVENT_VERSION } from '../../contracts/events';
 import { registry } from '../../monitoring/metrics';
-import { emitEvent } from '../../platform/events';
+import { emitEvent } from '../../platform/events/events';
 import { createDeliveriesRepository } from '../../platform/webhooks/deliveries.repository';
 import { Pool } from '../../workers/pool/pool';
 import { UnrecoverableError } from '../../workers/pool/errors';
-import type { WebhookWorker } from '../../workers/webhook/webhook.worker';
-import { client, eventually, waitForJob, type Client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import type { WebhookWorker } from '../../workers/webhooks/webhook.worker';
+import { client, eventually, waitForJob, type Client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { allDeliveries, createWebhook, startReceiver, type Receiver, verifySignature } from './helpers';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -1,10 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MongoClient } from 'mongodb';
-import type { Config } from '../../platform/config';
-import { COLLECTIONS } from '../../platform/mongo';
-import type { Client } from '../helpers/http';
-import { eventually } from '../helpers/http';
+import type { Config } from '../../platform/infra/config';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import type { Client } from '../../scripts/harness/http';
+import { eventually } from '../../scripts/harness/http';
 
 export interface Received {
   headers: http.IncomingHttpHeaders;

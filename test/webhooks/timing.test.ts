@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { client, eventually } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client, eventually } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { allDeliveries, createWebhook, startReceiver, type Receiver, verifySignature } from './helpers';
 
 /**

@@ -3,11 +3,11 @@ import { start as startApi, type ApiServer } from '../../api/app';
 import { EVENT_NAMES, JOB_EVENTS_EMITTED, SUBSCRIBABLE_EVENT_NAMES } from '../../contracts/events';
 import { JOB_TYPES } from '../../contracts/registry';
 import { poolDefinitions } from '../../workers/pools';
-import { loadConfig } from '../../platform/config';
+import { loadConfig } from '../../platform/infra/config';
 import { createSecretBox } from '../../platform/webhooks/secrets';
 import type { WebhookDoc } from '../../platform/webhooks/webhooks.repository';
-import { client } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
+import { client } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
 import { createWebhook, readDb } from './helpers';
 
 /** SPEC 6.1, verbatim. */

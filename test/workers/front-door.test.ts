@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import { createLogger } from '../../platform/log';
+import { createLogger } from '../../platform/infra/log';
 import { FrontDoor, type Backend } from '../../scripts/supervisor/front-door';
 
 /** One GET over a new connection; the status, the body and how long it took. */

@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { client, eventually, waitForJob } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
-import { projectRoot, spawnWorkerProcess } from '../helpers/worker-process';
+import { client, eventually, waitForJob } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
+import { projectRoot, spawnWorkerProcess } from '../../scripts/harness/worker-process';
 
 describe('worker processes', () => {
   let stack: Stack;

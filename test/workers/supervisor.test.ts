@@ -5,11 +5,11 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { expect } from 'chai';
-import { loadConfig } from '../../platform/config';
-import { client, eventually } from '../helpers/http';
-import { dropEverything, freePort, recordQueuePrefix } from '../helpers/stack';
+import { loadConfig } from '../../platform/infra/config';
+import { client, eventually } from '../../scripts/harness/http';
+import { dropEverything, freePort, recordQueuePrefix } from '../../scripts/harness/stack';
 import { findLeaks } from '../helpers/log-hygiene';
-import { projectRoot } from '../helpers/worker-process';
+import { projectRoot } from '../../scripts/harness/worker-process';
 import { ensureBuilt } from '../../scripts/build-once';
 
 /** The parent process id of `pid`, from /proc (Linux). */

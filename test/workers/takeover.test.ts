@@ -1,9 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { expect } from 'chai';
 import { fakeServer } from '../helpers/fake-provider';
-import { client, waitForJob } from '../helpers/http';
-import { startStack, type Stack } from '../helpers/stack';
-import { spawnWorkerProcess } from '../helpers/worker-process';
+import { client, waitForJob } from '../../scripts/harness/http';
+import { startStack, type Stack } from '../../scripts/harness/stack';
+import { spawnWorkerProcess } from '../../scripts/harness/worker-process';
 
 const chatAnswer = (content: string) =>
   JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });

@@ -4,7 +4,7 @@ import type { DriveFileDoc, DriveTextDoc } from '../../platform/drive/drive.type
 import { indexDriveFile, removeDriveTextIndex } from '../../platform/drive/search-index';
 import { cutAtWord, driveTexts } from '../../platform/drive/text';
 import type { DriveTextRequest } from '../../platform/drive/text-queue';
-import { COLLECTIONS, type Database } from '../../platform/mongo';
+import { COLLECTIONS, type Database } from '../../platform/infra/mongo';
 import type { Runtime } from '../../platform/runtime';
 import { formatOf, NotTextError, TooLargeError, type DriveFormat, type DriveTextExtractor } from '../engines/drive/drive-text.engine';
 import { createDocxExtractor } from '../engines/drive/docx.extractor';

@@ -1,6 +1,6 @@
 import { ExtractRpcRequest, type ExtractMimeType, type ExtractRpcReply } from '../../contracts/extract';
-import type { Config } from '../../platform/config';
-import { AppError } from '../../platform/errors';
+import type { Config } from '../../platform/infra/config';
+import { AppError } from '../../platform/infra/errors';
 import type { Runtime } from '../../platform/runtime';
 import type { TextExtractor } from '../engines/extract/extract.engine';
 import { LAYOUT_NAME, textToFlowchart } from '../engines/extract/flowchart';

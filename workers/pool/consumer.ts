@@ -2,12 +2,12 @@ import { EventEmitter } from 'node:events';
 import type { z } from 'zod';
 import { broker, type PoolType } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
-import type { Delivery } from '../../platform/amqp';
-import type { Logger } from '../../platform/log';
+import type { Delivery } from '../../platform/infra/amqp';
+import type { Logger } from '../../platform/infra/log';
 import { Drain } from '../../platform/infra/drain';
 import { parseOrDeadLetter } from '../../platform/infra/message';
 import type { Runtime } from '../../platform/runtime';
-import { inSpan } from '../../platform/tracing';
+import { inSpan } from '../../platform/infra/tracing';
 
 export interface ConsumerContext {
   /** Aborted when the worker stops past its grace period. */

@@ -4,16 +4,16 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { JOB_TYPES, broker, type PoolType } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
-import type { Delivery } from '../../platform/amqp';
-import { isDatabaseUnavailable } from '../../platform/db-health';
-import { currentContext, withContext } from '../../platform/context';
-import type { JobMessage } from '../../platform/jobs';
-import type { Logger } from '../../platform/log';
-import type { JobDoc } from '../../platform/mongo';
+import type { Delivery } from '../../platform/infra/amqp';
+import { isDatabaseUnavailable } from '../../platform/infra/db-health';
+import { currentContext, withContext } from '../../platform/infra/context';
+import type { JobMessage } from '../../platform/jobs/jobs';
+import type { Logger } from '../../platform/infra/log';
+import type { JobDoc } from '../../platform/infra/mongo';
 import { Drain } from '../../platform/infra/drain';
 import { deadLetter, parseOrDeadLetter } from '../../platform/infra/message';
 import type { Runtime } from '../../platform/runtime';
-import { inSpan } from '../../platform/tracing';
+import { inSpan } from '../../platform/infra/tracing';
 import { RetryLaterError, UnrecoverableError } from './errors';
 
 export interface ProcessorContext {

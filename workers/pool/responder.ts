@@ -1,13 +1,13 @@
 import type { z } from 'zod';
 import { broker, type PoolType } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
-import type { RpcReply } from '../../platform/amqp';
-import { AppError, toAppError } from '../../platform/errors';
-import type { Logger } from '../../platform/log';
+import type { RpcReply } from '../../platform/infra/amqp';
+import { AppError, toAppError } from '../../platform/infra/errors';
+import type { Logger } from '../../platform/infra/log';
 import { Drain } from '../../platform/infra/drain';
 import { funnelError } from '../../platform/infra/error-funnel';
 import type { Runtime } from '../../platform/runtime';
-import { inSpan } from '../../platform/tracing';
+import { inSpan } from '../../platform/infra/tracing';
 
 export interface ResponderContext {
   /** Aborted at the caller's deadline (nobody waits for the answer any more) or when stopping past the grace period. */

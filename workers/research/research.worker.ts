@@ -1,5 +1,5 @@
 import { ResearchJobInput, type ResearchResult } from '../../contracts/research';
-import type { Config } from '../../platform/config';
+import type { Config } from '../../platform/infra/config';
 import type { Runtime } from '../../platform/runtime';
 import { createLocalResearchEngine } from '../engines/research/local.engine';
 import { createOpenAiResearchEngine } from '../engines/research/openai.engine';

@@ -1,7 +1,7 @@
 import type { ResearchDriveAccess } from '../../contracts/research';
-import type { BlobStore } from '../../platform/blobs';
+import type { BlobStore } from '../../platform/infra/media-blobs';
 import { findDriveTextsForResearch } from '../../platform/drive/text';
-import { COLLECTIONS, type Database } from '../../platform/mongo';
+import { COLLECTIONS, type Database } from '../../platform/infra/mongo';
 import { hits, queryTerms } from '../engines/research/research.engine';
 
 /**

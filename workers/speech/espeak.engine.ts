@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { SPEECH_AUDIO } from '../../contracts/speech';
-import { AppError } from '../../platform/errors';
+import { AppError } from '../../platform/infra/errors';
 import { ESPEAK_ENGINE_NAME } from '../../platform/speech/voices';
 import { PcmResampler, WavStreamReader } from './pcm';
 import type { SpeechEngine } from './speech.engine';

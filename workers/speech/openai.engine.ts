@@ -1,5 +1,5 @@
-import { AppError } from '../../platform/errors';
-import type { Logger } from '../../platform/log';
+import { AppError } from '../../platform/infra/errors';
+import type { Logger } from '../../platform/infra/log';
 import { openAiSpeechEngineName } from '../../platform/speech/voices';
 import type { SpeechEngine } from './speech.engine';
 

@@ -1,7 +1,7 @@
 import { SPEECH_AUDIO, SpeechRpcRequest, type SpeechRpcReply } from '../../contracts/speech';
-import type { Config } from '../../platform/config';
-import { AppError } from '../../platform/errors';
-import type { Logger } from '../../platform/log';
+import type { Config } from '../../platform/infra/config';
+import { AppError } from '../../platform/infra/errors';
+import type { Logger } from '../../platform/infra/log';
 import type { Runtime } from '../../platform/runtime';
 import { SPEECH_AUDIO_MAX_BYTES } from '../../platform/speech/limits';
 import { voiceCatalogue } from '../../platform/speech/voices';

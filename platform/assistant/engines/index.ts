@@ -1,4 +1,4 @@
-import type { Config } from '../../config';
+import type { Config } from '../../infra/config';
 import type { ChatEngine } from '../engine';
 import { createLocalEngine } from './local';
 import { createOpenAIEngine } from './openai';

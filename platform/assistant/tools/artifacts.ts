@@ -1,6 +1,6 @@
 import type { ChatArtifact } from '../../../contracts/conversations';
 import { openUrlOf, PROJECT_TYPE_OF_KIND, type ProjectKind } from '../../../contracts/projects';
-import { pollPath } from '../../jobs';
+import { pollPath } from '../../jobs/jobs';
 
 /** SPEC 2.7 artifacts of what the tools make. */
 

@@ -1,5 +1,5 @@
 import type { FlowchartContent, FlowchartEdge, FlowchartNode } from '../../../contracts/projects';
-import { AppError } from '../../errors';
+import { AppError } from '../../infra/errors';
 
 /**
  * Flowcharts from plain step lists, as the assistant writes them: steps in order, a step that

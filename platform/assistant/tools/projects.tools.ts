@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { line, text } from '../../../contracts/common';
 import { FlowchartContent, NotesContent, PROJECT_LIMITS, WhiteboardContent, type FlowchartContent as Flowchart } from '../../../contracts/projects';
-import { AppError, notFound } from '../../errors';
+import { AppError, notFound } from '../../infra/errors';
 import { createProjectsService } from '../../projects/projects.service';
 import { kindOf, versionOf } from '../../projects/projects.repository';
 import type { Runtime } from '../../runtime';
-import { parseOrThrow } from '../../validation';
+import { parseOrThrow } from '../../infra/validation';
 import type { ToolDefinition } from '../tool';
 import { projectArtifact } from './artifacts';
 import { flowchartFromSteps, insertSteps } from './flowchart';

@@ -4,12 +4,12 @@ import { line } from '../../../contracts/common';
 import { PresentationRequest } from '../../../contracts/presentations';
 import { SHEET_LIMITS, type ColumnType } from '../../../contracts/sheets';
 import { BOARD_ID_PREFIX, CARD_ID_PREFIX, createBoardsService } from '../../boards/boards.service';
-import { stableId } from '../../ids';
-import { isDuplicateKey } from '../../mongo';
+import { stableId } from '../../infra/ids';
+import { isDuplicateKey } from '../../infra/mongo';
 import { createPresentationsService } from '../../presentations/presentations.service';
 import type { Runtime } from '../../runtime';
 import { createSheetsService } from '../../sheets/sheets.service';
-import { parseOrThrow } from '../../validation';
+import { parseOrThrow } from '../../infra/validation';
 import type { ToolDefinition } from '../tool';
 import { jobData, projectArtifact } from './artifacts';
 

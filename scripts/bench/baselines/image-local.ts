@@ -1,10 +1,10 @@
 // BASELINE ONLY (issue 15 bench): local-procedural-v1, the /images local engine as it was before the
-// scene composer, copied from git (workers/engines/image/local.engine.ts at HEAD) with its imports
+// scene composer, copied from git (workers/engines/images/local.engine.ts at HEAD) with its imports
 // pointed at the baseline PNG codec and the procedural painter (unchanged; the video engine still uses it). Not used by the service.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { encodePng } from './png';
-import type { ImageEngine, ImageRenderInput, ImageRenderOutput } from '../../../workers/engines/image/image.engine';
-import { colourWordsIn, paint, paletteFor, prng, seedBytes, type PaintOptions } from '../../../workers/engines/image/procedural';
+import type { ImageEngine, ImageRenderInput, ImageRenderOutput } from '../../../workers/engines/images/image.engine';
+import { colourWordsIn, paint, paletteFor, prng, seedBytes, type PaintOptions } from '../../../workers/engines/images/procedural';
 
 /** How each public engine name looks when the local painter serves it. */
 const LOOKS: Record<ImageRenderInput['engine'], Omit<PaintOptions, 'width' | 'height' | 'seed' | 'palette' | 'cfg'>> = {

@@ -1,11 +1,11 @@
 // BASELINE ONLY (issue 15 bench): moonlight-procedural-v1 as it was before the scene composer,
-// copied from git (workers/engines/image/moonlight.engine.ts at HEAD) with its imports pointed at
+// copied from git (workers/engines/images/moonlight.engine.ts at HEAD) with its imports pointed at
 // the baseline PNG codec and the procedural painter (unchanged; the video engine still uses it). Not used by the service.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { MOONLIGHT_SIZES, type MoonlightAspectRatio } from '../../../contracts/images';
-import { skinToneShare } from '../../../workers/engines/image/safety';
+import { skinToneShare } from '../../../workers/engines/images/safety';
 import { encodePng } from './png';
-import { colourWordsIn, paint, paletteFor, prng, seedBytes } from '../../../workers/engines/image/procedural';
+import { colourWordsIn, paint, paletteFor, prng, seedBytes } from '../../../workers/engines/images/procedural';
 
 /** The old in-house model: value-noise octaves, glows and a palette, PNG by the hand-written encoder. */
 export async function renderMoonlightBaseline(input: { prompt: string; aspectRatio: MoonlightAspectRatio; seed: number; steps: number; cfg: number }, signal: AbortSignal) {

@@ -1,10 +1,10 @@
-// Baseline only, the renderer before issue 15: copied from git (HEAD:workers/deck/render.ts) for scripts/bench/slides.bench.ts. Not used by the service.
+// Baseline only, the renderer before issue 15: copied from git (HEAD:workers/presentations/render.ts) for scripts/bench/slides.bench.ts. Not used by the service.
 import { createHash } from 'node:crypto';
 import type { DeckTheme } from '../../../contracts/presentations';
-import type { SlideInput } from '../../../workers/deck/render';
+import type { SlideInput } from '../../../workers/presentations/render';
 import { createCanvas, drawText, fillCircle, fillRect, GLYPH_H, textWidth, wrapText, type Canvas } from './slide-font';
 import { encodePng } from './png';
-import { hexToRgb, mix } from '../../../workers/deck/theme';
+import { hexToRgb, mix } from '../../../workers/presentations/theme';
 
 export const SLIDE_W = 960;
 export const SLIDE_H = 540;

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import sharp from 'sharp';
-import { AppError } from '../../../platform/errors';
+import { AppError } from '../../../platform/infra/errors';
 import { linesToText, type ExtractedText, type SizedLine, type TextExtractor } from './extract.engine';
 
 /** Most pixels an image may decode to (a 10 MB PNG can claim gigapixels). */

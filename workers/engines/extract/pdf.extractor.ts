@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { getDocument, VerbosityLevel } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import type { PDFDocumentProxy, TextItem } from 'pdfjs-dist/types/src/display/api';
-import { AppError } from '../../../platform/errors';
+import { AppError } from '../../../platform/infra/errors';
 import { linesToText, type ExtractedText, type SizedLine, type TextExtractor } from './extract.engine';
 
 /** Pages read at most; the rest of a longer PDF is left out (with a note). */

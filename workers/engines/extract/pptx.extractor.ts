@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import JSZip from 'jszip';
-import { AppError } from '../../../platform/errors';
+import { AppError } from '../../../platform/infra/errors';
 import { attrs, child, findAll, kids, ooxmlParser, ownText, path, PartInflateError, readPart as inflatePart, tagOf, type XNode } from '../ooxml';
 import type { ExtractedText, TextExtractor } from './extract.engine';
 
