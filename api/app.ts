@@ -11,7 +11,12 @@ import { serviceLogger } from '../platform/infra/log';
 import { createRuntime, type Runtime } from '../platform/runtime';
 import { createAuditRecorder } from '../platform/audit/audit.recorder';
 import { createAuditWriter } from '../platform/audit/audit.writer';
-import { AuthInvalidationSchema, createAuthCache, type AuthCache, type AuthInvalidation } from '../platform/accounts/accounts';
+import {
+  AuthInvalidationSchema,
+  createAuthCache,
+  type AuthCache,
+  type AuthInvalidation,
+} from '../platform/accounts/accounts';
 import { broker } from '../contracts/registry';
 import { createJobCache, JobChangeSchema, type JobCache } from '../platform/jobs/job-cache';
 import { accountRoutes } from './account/account.routes';
@@ -65,9 +70,31 @@ export const BASE_PATH = '/api/v1';
 export const ownMetrics = async () => ({ text: await registry.metrics(), contentType: registry.contentType });
 
 /** Every capability's routes, mounted after authentication. Add a capability here. */
-const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRoutes, jobsRoutes, codeBuildsRoutes, imagesRoutes, videosRoutes, songsRoutes, researchRoutes, presentationsRoutes, webhooksRoutes,
-  projectsRoutes, sheetsRoutes, boardsRoutes, conversationsRoutes, extractRoutes,
-  driveRoutes, driveContentRoutes, driveSearchRoutes, chatRoutes, agentsRoutes, speechRoutes, liveRoutes, personasRoutes, spacesRoutes];
+const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [
+  accountRoutes,
+  jobsRoutes,
+  codeBuildsRoutes,
+  imagesRoutes,
+  videosRoutes,
+  songsRoutes,
+  researchRoutes,
+  presentationsRoutes,
+  webhooksRoutes,
+  projectsRoutes,
+  sheetsRoutes,
+  boardsRoutes,
+  conversationsRoutes,
+  extractRoutes,
+  driveRoutes,
+  driveContentRoutes,
+  driveSearchRoutes,
+  chatRoutes,
+  agentsRoutes,
+  speechRoutes,
+  liveRoutes,
+  personasRoutes,
+  spacesRoutes,
+];
 
 /**
  * The Express app. Order: trace span (when tracing is on) → request id → metrics timer → public routes →
@@ -75,7 +102,15 @@ const ROUTE_MODULES: ((rt: Runtime, deps: RouteDeps) => Router)[] = [accountRout
  * 501 for catalogue endpoints not served yet → 404 → error funnel. So 401 comes before 403, and
  * both before any 4xx about the body (SPEC §5.4).
  */
-export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotency: Idempotency; jobCache: JobCache; metrics?: () => Promise<{ text: string; contentType: string }> }) {
+export function createApp(
+  rt: Runtime,
+  parts: {
+    authCache: AuthCache;
+    idempotency: Idempotency;
+    jobCache: JobCache;
+    metrics?: () => Promise<{ text: string; contentType: string }>;
+  },
+) {
   const { authCache } = parts;
   const { config, log } = rt;
   const app = express();
@@ -91,7 +126,9 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
     const failures = await probeHandler(rt.probes);
-    res.status(failures.length ? 503 : 200).json(failures.length ? { status: 'unavailable', failures } : { status: 'ready' });
+    res
+      .status(failures.length ? 503 : 200)
+      .json(failures.length ? { status: 'unavailable', failures } : { status: 'ready' });
   });
   // Metrics are served on METRICS_PORT (api/main.ts, or the supervisor); on this port only when
   // METRICS_ON_API_PORT (the tests' stack): else GET /metrics is a 404 like any unknown path.
@@ -109,7 +146,9 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
     jobCache: parts.jobCache,
     implemented: new Set<string>(['getOpenapi']),
     // Read by each route after the scope check (api/http/route.ts mount), not before authentication.
-    readBody: lazyJsonBody(config.BODY_LIMIT_BYTES, [{ method: 'POST', path: '/drive/files', limitBytes: DRIVE_LIMITS.createBodyBytesMax }]),
+    readBody: lazyJsonBody(config.BODY_LIMIT_BYTES, [
+      { method: 'POST', path: '/drive/files', limitBytes: DRIVE_LIMITS.createBodyBytesMax },
+    ]),
   };
 
   // Audit before the rate limit, so refused (429) calls are recorded too; the entry is inserted
@@ -119,7 +158,11 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   const limiter = rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS });
 
   // Outside the versioned API: the MCP server (svc_ keys) and the developer console (its own sessions).
-  app.use('/mcp', databaseGate(rt.db.health), mcpRoutes(rt, { authCache, audit: auditRecorder, rateLimit: limiter, idempotency: parts.idempotency }));
+  app.use(
+    '/mcp',
+    databaseGate(rt.db.health),
+    mcpRoutes(rt, { authCache, audit: auditRecorder, rateLimit: limiter, idempotency: parts.idempotency }),
+  );
   app.use('/console', consoleRoutes(rt, { audit: auditRecorder }));
 
   const v1 = Router();
@@ -135,7 +178,10 @@ export function createApp(rt: Runtime, parts: { authCache: AuthCache; idempotenc
   for (const [id, ep] of Object.entries(endpoints) as [string, Endpoint][]) {
     if (deps.implemented.has(id)) continue;
     v1[ep.method](expressPath(ep.path), () => {
-      throw new AppError('not_implemented', `${ep.method.toUpperCase()} ${ep.path} is not available in this deployment yet`);
+      throw new AppError(
+        'not_implemented',
+        `${ep.method.toUpperCase()} ${ep.path} is not available in this deployment yet`,
+      );
     });
   }
   app.use(BASE_PATH, v1);
@@ -149,39 +195,68 @@ export async function start(config: Config = loadConfig()) {
   const log = serviceLogger(config, 'api');
   const rt = await createRuntime(config, log);
   // Every API process drains the audit queue into audit_log in batches.
-  const auditWriter = createAuditWriter({ db: rt.db, amqp: rt.amqp, log: log.child({ component: 'audit' }), prefix: config.QUEUE_PREFIX });
+  const auditWriter = createAuditWriter({
+    db: rt.db,
+    amqp: rt.amqp,
+    log: log.child({ component: 'audit' }),
+    prefix: config.QUEUE_PREFIX,
+  });
   // Keys and accounts cached per process, kept true by the invalidation fanout.
   // A key not in the cache while the database is away: 503 at once, not a wait for the driver.
-  const authCache = createAuthCache((presented) => (rt.db.health.up ? rt.accounts.authenticate(presented) : Promise.reject(databaseUnavailable())), { ttlMs: config.AUTH_CACHE_TTL_MS });
+  const authCache = createAuthCache(
+    (presented) => (rt.db.health.up ? rt.accounts.authenticate(presented) : Promise.reject(databaseUnavailable())),
+    { ttlMs: config.AUTH_CACHE_TTL_MS },
+  );
   // In-flight jobs cached for GET /jobs/{id}, kept true by the job-changes fanout (this process's
   // own changes come back over it too).
-  const jobCache = createJobCache({ maxEntries: config.JOB_CACHE_ENTRIES, ttlMs: config.JOB_CACHE_TTL_MS, finishedMaxBytes: config.JOB_CACHE_FINISHED_BYTES });
+  const jobCache = createJobCache({
+    maxEntries: config.JOB_CACHE_ENTRIES,
+    ttlMs: config.JOB_CACHE_TTL_MS,
+    finishedMaxBytes: config.JOB_CACHE_FINISHED_BYTES,
+  });
   // The three consumers side by side (each its own channel).
   const [, unsubscribe, unsubscribeJobs] = await startupStep('consumers', () =>
     Promise.all([
       auditWriter.start(),
-      rt.amqp.subscribe(broker.authExchange(config.QUEUE_PREFIX), (msg) => {
-        const parsed = AuthInvalidationSchema.safeParse(msg);
-        if (parsed.success) authCache.invalidate(parsed.data);
-        else authCache.ready(); // unreadable: forget everything, to be safe
-      }, { onReady: () => authCache.ready(), onLost: () => authCache.lost() }),
-      rt.amqp.subscribe(broker.jobChangesExchange(config.QUEUE_PREFIX), (msg) => {
-        const parsed = JobChangeSchema.safeParse(msg);
-        if (parsed.success) jobCache.invalidate(parsed.data);
-        else jobCache.clear(); // unreadable: it may have named any job
-      }, { onReady: () => jobCache.ready(), onLost: () => jobCache.lost() }),
+      rt.amqp.subscribe(
+        broker.authExchange(config.QUEUE_PREFIX),
+        (msg) => {
+          const parsed = AuthInvalidationSchema.safeParse(msg);
+          if (parsed.success) authCache.invalidate(parsed.data);
+          else authCache.ready(); // unreadable: forget everything, to be safe
+        },
+        { onReady: () => authCache.ready(), onLost: () => authCache.lost() },
+      ),
+      rt.amqp.subscribe(
+        broker.jobChangesExchange(config.QUEUE_PREFIX),
+        (msg) => {
+          const parsed = JobChangeSchema.safeParse(msg);
+          if (parsed.success) jobCache.invalidate(parsed.data);
+          else jobCache.clear(); // unreadable: it may have named any job
+        },
+        { onReady: () => jobCache.ready(), onLost: () => jobCache.lost() },
+      ),
     ]),
   );
   const onLocalChange = (msg: AuthInvalidation) => authCache.invalidate(msg);
   rt.authChanges.on('change', onLocalChange);
-  const idempotency = createIdempotency(rt.db, { ttlHours: config.IDEMPOTENCY_TTL_HOURS, leaseMs: config.IDEMPOTENCY_LEASE_MS });
+  const idempotency = createIdempotency(rt.db, {
+    ttlHours: config.IDEMPOTENCY_TTL_HOURS,
+    leaseMs: config.IDEMPOTENCY_LEASE_MS,
+  });
   let supervised: Supervised | undefined;
   const metrics = () => supervised!.metrics();
-  const app = await startupStep('routes', async () => createApp(rt, { authCache, idempotency, jobCache, metrics: joinsSupervisor() ? metrics : undefined }));
+  const app = await startupStep('routes', async () =>
+    createApp(rt, { authCache, idempotency, jobCache, metrics: joinsSupervisor() ? metrics : undefined }),
+  );
   // Slow or stalled requests are answered 408 (clientErrorHandler) and their sockets destroyed; the
   // timeouts are checked a few times per headers timeout.
   const server = http.createServer(
-    { headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeout: 300_000, connectionsCheckingInterval: Math.min(30_000, Math.ceil(config.HTTP_HEADERS_TIMEOUT_MS / 4)) },
+    {
+      headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeout: 300_000,
+      connectionsCheckingInterval: Math.min(30_000, Math.ceil(config.HTTP_HEADERS_TIMEOUT_MS / 4)),
+    },
     app,
   );
   server.keepAliveTimeout = 65_000;
@@ -191,7 +266,8 @@ export async function start(config: Config = loadConfig()) {
   const realtime = attachRealtime(server, rt);
   // Run by the supervisor: it owns the port and hands over the connections. Else listen.
   supervised = joinSupervisor(server, log);
-  if (!supervised) await startupStep('listen', () => new Promise<void>((resolve) => server.listen(config.PORT, resolve)));
+  if (!supervised)
+    await startupStep('listen', () => new Promise<void>((resolve) => server.listen(config.PORT, resolve)));
   const port = supervised ? config.PORT : (server.address() as AddressInfo).port;
   supervised?.ready();
   log.info('api ready', { port, handoff: !!supervised, startupMs: startupReport() });

@@ -17,7 +17,11 @@ runMain('api', async (config) => {
   // Run alone (a container, `node dist/api/main.js`), this process serves its own metrics on
   // METRICS_PORT; under the supervisor, the supervisor does, for every API process.
   if (joinsSupervisor() || config.METRICS_PORT === 0) return api;
-  const metrics = await startMetricsServer({ port: config.METRICS_PORT, host: config.METRICS_HOST, metrics: ownMetrics }).catch(async (err: unknown) => {
+  const metrics = await startMetricsServer({
+    port: config.METRICS_PORT,
+    host: config.METRICS_HOST,
+    metrics: ownMetrics,
+  }).catch(async (err: unknown) => {
     await api.stop();
     throw err;
   });

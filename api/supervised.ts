@@ -32,8 +32,15 @@ export function joinSupervisor(server: Server, log: Logger): Supervised | undefi
   const send = (m: FromApi) => {
     if (process.connected) process.send!(m, undefined, {}, () => {});
   };
-  const waiting = new Map<number, { resolve: (r: { text: string; contentType: string }) => void; timer: NodeJS.Timeout }>();
-  const own = () => registry.metrics().then((text) => ({ text, contentType: registry.contentType }), () => ({ text: '', contentType: registry.contentType }));
+  const waiting = new Map<
+    number,
+    { resolve: (r: { text: string; contentType: string }) => void; timer: NodeJS.Timeout }
+  >();
+  const own = () =>
+    registry.metrics().then(
+      (text) => ({ text, contentType: registry.contentType }),
+      () => ({ text: '', contentType: registry.contentType }),
+    );
   const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
@@ -78,7 +85,7 @@ export function joinSupervisor(server: Server, log: Logger): Supervised | undefi
         // The supervisor away or slow: this process's own metrics rather than nothing.
         const timer = setTimeout(() => {
           waiting.delete(id);
-          log.warn('the supervisor did not gather the metrics in time; answering with this process\'s own');
+          log.warn("the supervisor did not gather the metrics in time; answering with this process's own");
           void own().then(resolve);
         }, GATHER_TIMEOUT_MS);
         waiting.set(id, { resolve, timer });

@@ -37,6 +37,8 @@ export const CreditsResponse = z
   .object({
     plan: z.enum(PLANS),
     balance: z.number().describe('AI credits left.'),
-    prices: z.record(z.enum(CREDIT_OPERATIONS), z.number()).describe('Credits charged per operation (speech per character).'),
+    prices: z
+      .record(z.enum(CREDIT_OPERATIONS), z.number())
+      .describe('Credits charged per operation (speech per character).'),
   })
   .meta({ id: 'Credits' });

@@ -36,14 +36,18 @@ const THREAD_ID = new RegExp(AGENT_LIMITS.threadIdPattern);
 export const ThreadId = z
   .string({ error: 'must be a string' })
   .regex(THREAD_ID, { error: 'must be 1 to 64 letters, digits, _ . : or -' })
-  .describe('1 to 64 letters, digits, _ . : -; caller-chosen. Omit it to start a new thread (the answer carries the minted thr_ id).');
+  .describe(
+    '1 to 64 letters, digits, _ . : -; caller-chosen. Omit it to start a new thread (the answer carries the minted thr_ id).',
+  );
 
 const message = text(AGENT_LIMITS.messageMax).min(1, { error: 'must not be empty' });
 
 /** SPEC 2.18 AgentMessageRequest. */
 export const AgentMessageRequest = z
   .strictObject({
-    message: message.describe(`The user message, up to ${AGENT_LIMITS.messageMax} characters. Appended to the thread with the reply.`),
+    message: message.describe(
+      `The user message, up to ${AGENT_LIMITS.messageMax} characters. Appended to the thread with the reply.`,
+    ),
     threadId: ThreadId.optional(),
   })
   .meta({ id: 'AgentMessageRequest' });
@@ -55,8 +59,12 @@ export type AgentMessageRequest = z.output<typeof AgentMessageRequest>;
  */
 export const AgentRunRequest = z
   .strictObject({
-    instruction: message.describe(`What the agent should do, up to ${AGENT_LIMITS.messageMax} characters. Not appended to the thread as a user message; the reply is.`),
-    threadId: ThreadId.optional().describe('A thread whose conversation the run sees as history (and whose history gets the reply); omitted: a new thread is minted.'),
+    instruction: message.describe(
+      `What the agent should do, up to ${AGENT_LIMITS.messageMax} characters. Not appended to the thread as a user message; the reply is.`,
+    ),
+    threadId: ThreadId.optional().describe(
+      'A thread whose conversation the run sees as history (and whose history gets the reply); omitted: a new thread is minted.',
+    ),
   })
   .meta({ id: 'AgentRunRequest' });
 export type AgentRunRequest = z.output<typeof AgentRunRequest>;
@@ -92,9 +100,18 @@ export const AgentPendingApproval = z
     actionSlug: z.string().describe('The action waiting for the owner, e.g. send_email.'),
     actionArgs: z.record(z.string(), z.unknown()).describe('Its arguments as the agent planned them.'),
     plan: z.array(AgentPlanStep).describe('This action and the calls planned after it, in order.'),
-    reviewToken: z.string().regex(/^[a-f0-9]{64}$/).describe('64 hex characters; send it back unchanged with the decision.'),
-    availableScopes: z.array(z.enum(APPROVAL_SCOPES)).describe('once: this call only; task: this action for the rest of this run; always: this action in every later run of this agent.'),
-    decisionRecorded: z.boolean().describe('true once a decision for this review was recorded (the run is then resuming or done).'),
+    reviewToken: z
+      .string()
+      .regex(/^[a-f0-9]{64}$/)
+      .describe('64 hex characters; send it back unchanged with the decision.'),
+    availableScopes: z
+      .array(z.enum(APPROVAL_SCOPES))
+      .describe(
+        'once: this call only; task: this action for the rest of this run; always: this action in every later run of this agent.',
+      ),
+    decisionRecorded: z
+      .boolean()
+      .describe('true once a decision for this review was recorded (the run is then resuming or done).'),
     approveUrl: z.string().describe('Path of POST /api/v1/agents/{id}/runs/{runId}/approve.'),
   })
   .meta({ id: 'AgentPendingApproval' });
@@ -104,8 +121,12 @@ export const AgentRunStep = z
   .object({
     slug: z.string(),
     args: z.record(z.string(), z.unknown()),
-    status: z.enum(['done', 'rejected', 'failed']).describe('rejected: the owner declined it and it was not done; failed: it answered an error artifact.'),
-    artifact: z.record(z.string(), z.unknown()).describe('The ChatArtifact it produced (type error when it failed or was declined).'),
+    status: z
+      .enum(['done', 'rejected', 'failed'])
+      .describe('rejected: the owner declined it and it was not done; failed: it answered an error artifact.'),
+    artifact: z
+      .record(z.string(), z.unknown())
+      .describe('The ChatArtifact it produced (type error when it failed or was declined).'),
   })
   .meta({ id: 'AgentRunStep' });
 
@@ -118,7 +139,9 @@ export const AgentRunResult = z
     status: z.enum(AGENT_RUN_STATUSES),
     reply: z.string().nullable().describe('Markdown reply once completed.'),
     artifacts: z.array(AgentRunArtifact).describe('Projects the run made.'),
-    pendingApproval: AgentPendingApproval.nullable().describe('The latest review of the run: present while paused, and after its decision until the run ends; null otherwise.'),
+    pendingApproval: AgentPendingApproval.nullable().describe(
+      'The latest review of the run: present while paused, and after its decision until the run ends; null otherwise.',
+    ),
     error: z.string().nullable(),
     creditsUsed: z.number().int().describe('The run fee (unless refunded) plus what its paid tools charged.'),
     startedAt: z.string().nullable(),
@@ -152,7 +175,10 @@ export const AgentRunView = z
 
 export const AgentRunList = listEnvelope(AgentRunView).meta({ id: 'AgentRunList' });
 export const AgentRunListQuery = listQuery({
-  status: z.enum(AGENT_RUN_STATUSES, { error: `must be one of ${AGENT_RUN_STATUSES.join(', ')}` }).optional().describe('Only runs in this state.'),
+  status: z
+    .enum(AGENT_RUN_STATUSES, { error: `must be one of ${AGENT_RUN_STATUSES.join(', ')}` })
+    .optional()
+    .describe('Only runs in this state.'),
 });
 
 /** SPEC 2.18 AgentRunApproveRequest. */
@@ -163,10 +189,19 @@ export const AgentRunApproveRequest = z
       .string({ error: 'must be a string' })
       .regex(/^[a-f0-9]{64}$/, { error: 'must be 64 lowercase hex characters, as returned in pendingApproval' })
       .describe('pendingApproval.reviewToken, unchanged.'),
-    scope: z.enum(APPROVAL_SCOPES, { error: `must be one of ${APPROVAL_SCOPES.join(', ')}` }).default('once').describe('Default once; only a scope in availableScopes. A reject always uses once.'),
+    scope: z
+      .enum(APPROVAL_SCOPES, { error: `must be one of ${APPROVAL_SCOPES.join(', ')}` })
+      .default('once')
+      .describe('Default once; only a scope in availableScopes. A reject always uses once.'),
   })
-  .refine((b) => b.decision === 'approve' || b.scope === 'once', { error: 'scope: a reject always uses once', path: ['scope'] })
-  .meta({ id: 'AgentRunApproveRequest', ...whenField('decision', 'reject', { properties: { scope: { const: 'once' } } }) }); // the refinement above
+  .refine((b) => b.decision === 'approve' || b.scope === 'once', {
+    error: 'scope: a reject always uses once',
+    path: ['scope'],
+  })
+  .meta({
+    id: 'AgentRunApproveRequest',
+    ...whenField('decision', 'reject', { properties: { scope: { const: 'once' } } }),
+  }); // the refinement above
 export type AgentRunApproveRequest = z.output<typeof AgentRunApproveRequest>;
 
 /** SPEC 2.18 AgentRunApproveAccepted. */
@@ -199,7 +234,11 @@ export const AgentUsage = z
     creditsUsed: z.number().int(),
     byStatus: z.record(z.string(), z.number().int()),
     byTrigger: z.record(z.string(), z.number().int()),
-    avgDurationMs: z.number().int().nullable().describe('Mean of completedAt - startedAt over completed and failed runs; null when none.'),
+    avgDurationMs: z
+      .number()
+      .int()
+      .nullable()
+      .describe('Mean of completedAt - startedAt over completed and failed runs; null when none.'),
     lastRunAt: z.string().nullable().describe('createdAt of the newest run in the window.'),
     truncated: z.boolean().describe('true when the window holds more runs than the 10,000 aggregated.'),
   })
@@ -211,20 +250,36 @@ const TextPart = z.object({ type: z.literal('text', { error: 'must be text' }), 
 /** SPEC 2.18 AgentCompletionRequest. Extra OpenAI fields (temperature, …) are accepted and ignored. */
 export const AgentCompletionRequest = z
   .object({
-    model: z.string({ error: 'must be a string' }).regex(MODEL, { error: 'must be agent:<agentId> (letters, digits, _ and -, up to 64)' }).describe('agent:<agentId>.'),
+    model: z
+      .string({ error: 'must be a string' })
+      .regex(MODEL, { error: 'must be agent:<agentId> (letters, digits, _ and -, up to 64)' })
+      .describe('agent:<agentId>.'),
     messages: z
       .array(
         z.object({
           role: z.enum(['system', 'user', 'assistant'], { error: 'must be system, user or assistant' }),
-          content: z.union([text(AGENT_LIMITS.messageMax), z.array(TextPart).max(100)], { error: `must be a string or an array of text parts, up to ${AGENT_LIMITS.messageMax} characters` }),
+          content: z.union([text(AGENT_LIMITS.messageMax), z.array(TextPart).max(100)], {
+            error: `must be a string or an array of text parts, up to ${AGENT_LIMITS.messageMax} characters`,
+          }),
         }),
         { error: 'must be an array of messages' },
       )
       .min(1, { error: 'must hold at least one message' })
       .max(100, { error: 'must hold at most 100 messages' })
-      .describe('Only the last user message is sent to the agent; the agent remembers earlier turns through its thread.'),
-    stream: z.boolean({ error: 'must be a boolean' }).default(false).describe('true: SSE with `: keepalive` comments while the agent works, one chat.completion.chunk with the whole reply, then data: [DONE].'),
-    user: line(256).optional().describe('End-user id; doubles as the thread when metadata.thread_id is absent (used as is when it is a valid threadId, else as user_<hash>).'),
+      .describe(
+        'Only the last user message is sent to the agent; the agent remembers earlier turns through its thread.',
+      ),
+    stream: z
+      .boolean({ error: 'must be a boolean' })
+      .default(false)
+      .describe(
+        'true: SSE with `: keepalive` comments while the agent works, one chat.completion.chunk with the whole reply, then data: [DONE].',
+      ),
+    user: line(256)
+      .optional()
+      .describe(
+        'End-user id; doubles as the thread when metadata.thread_id is absent (used as is when it is a valid threadId, else as user_<hash>).',
+      ),
     metadata: z.looseObject({ thread_id: ThreadId.optional() }).optional(),
   })
   .meta({ id: 'AgentCompletionRequest' });
@@ -256,8 +311,16 @@ export const AgentCompletionResponse = z
     object: z.literal('chat.completion'),
     created: z.number().int(),
     model: z.string(),
-    choices: z.array(z.object({ index: z.number().int(), message: z.object({ role: z.literal('assistant'), content: z.string() }), finish_reason: z.literal('stop') })),
-    usage: z.object({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() }).describe('Raw engine tokens (0 with the local engine); credits are billed separately.'),
+    choices: z.array(
+      z.object({
+        index: z.number().int(),
+        message: z.object({ role: z.literal('assistant'), content: z.string() }),
+        finish_reason: z.literal('stop'),
+      }),
+    ),
+    usage: z
+      .object({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() })
+      .describe('Raw engine tokens (0 with the local engine); credits are billed separately.'),
     opencharts: AgentCompletionExtension,
   })
   .meta({ id: 'AgentCompletionResponse' });

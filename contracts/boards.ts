@@ -51,7 +51,9 @@ const cardRef = z
 /** A lane as sent: keep `id` to keep (rename, reorder) an existing lane; omit it for a new one. */
 export const BoardColumnInput = z
   .strictObject({
-    id: ColumnId.optional().describe('Omit for a new lane: the id is made from the name (e.g. "In review" → in-review).'),
+    id: ColumnId.optional().describe(
+      'Omit for a new lane: the id is made from the name (e.g. "In review" → in-review).',
+    ),
     name: line(BOARD_LIMITS.columnNameMax).trim().min(1, nonEmpty).describe('Lane title.'),
   })
   .meta({ id: 'BoardColumnInput' });
@@ -76,8 +78,14 @@ const boardDescription = text(BOARD_LIMITS.descriptionMax);
 export const BoardCreate = z
   .strictObject({
     name: boardName.describe(`Board name, 1 to ${BOARD_LIMITS.nameMax} characters.`),
-    description: boardDescription.optional().describe(`Up to ${BOARD_LIMITS.descriptionMax} characters; default empty.`),
-    columns: columnsInput.optional().describe(`Ordered lanes, ${BOARD_LIMITS.columnsMin} to ${BOARD_LIMITS.columnsMax}; default To do (todo), Doing (doing), Done (done).`),
+    description: boardDescription
+      .optional()
+      .describe(`Up to ${BOARD_LIMITS.descriptionMax} characters; default empty.`),
+    columns: columnsInput
+      .optional()
+      .describe(
+        `Ordered lanes, ${BOARD_LIMITS.columnsMin} to ${BOARD_LIMITS.columnsMax}; default To do (todo), Doing (doing), Done (done).`,
+      ),
     tags: Tags.optional().describe('At most 20 tags of at most 64 characters.'),
   })
   .meta({ id: 'BoardCreate' });
@@ -95,7 +103,9 @@ export const BoardUpdate = z
       ),
     tags: Tags.optional(),
   })
-  .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: name, description, columns or tags' })
+  .refine((b) => Object.values(b).some((v) => v !== undefined), {
+    error: 'body: name a field to change: name, description, columns or tags',
+  })
   .meta({ id: 'BoardUpdate', minProperties: 1 }); // the refinement above, as JSON Schema
 export type BoardUpdate = z.output<typeof BoardUpdate>;
 
@@ -110,7 +120,13 @@ export const BoardColumn = z
   .object({
     id: z.string().describe('Lane id, unique within the board; cards name it in `column`.'),
     name: z.string(),
-    cardCount: z.number().int().optional().describe('Cards in the lane: on GET /boards/{id} and on the answers of create, update and duplicate; list items leave it out.'),
+    cardCount: z
+      .number()
+      .int()
+      .optional()
+      .describe(
+        'Cards in the lane: on GET /boards/{id} and on the answers of create, update and duplicate; list items leave it out.',
+      ),
   })
   .meta({ id: 'BoardColumn' });
 
@@ -121,11 +137,17 @@ export const Board = z
     description: z.string(),
     columns: z.array(BoardColumn).describe('Lanes, in display order.'),
     tags: z.array(z.string()),
-    cardCount: z.number().int().optional().describe('Cards on the board (with the per-lane counts; not on list items).'),
+    cardCount: z
+      .number()
+      .int()
+      .optional()
+      .describe('Cards on the board (with the per-lane counts; not on list items).'),
     version: Version,
     openUrl: z.string().describe('Absolute editor link, /boards/{boardId}.'),
     createdAt: z.string(),
-    updatedAt: z.string().describe('Last change of the board itself (name, description, lanes, tags); card changes do not move it.'),
+    updatedAt: z
+      .string()
+      .describe('Last change of the board itself (name, description, lanes, tags); card changes do not move it.'),
   })
   .meta({ id: 'Board' });
 export type Board = z.infer<typeof Board>;
@@ -146,25 +168,42 @@ const labels = z
 const assignee = line(BOARD_LIMITS.assigneeMax).trim().min(1, nonEmpty).nullable();
 const dueDate = z.iso.date({ error: 'must be a date YYYY-MM-DD' }).nullable();
 const projectIds = z
-  .array(z.string({ error: 'must be a project id' }).min(1, nonEmpty).max(128, { error: 'must be at most 128 characters' }).regex(/^[A-Za-z0-9_-]+$/, { error: 'must be a project id' }), {
-    error: 'must be an array of project ids',
-  })
+  .array(
+    z
+      .string({ error: 'must be a project id' })
+      .min(1, nonEmpty)
+      .max(128, { error: 'must be at most 128 characters' })
+      .regex(/^[A-Za-z0-9_-]+$/, { error: 'must be a project id' }),
+    {
+      error: 'must be an array of project ids',
+    },
+  )
   .max(BOARD_LIMITS.projectLinksMax, { error: `must have at most ${BOARD_LIMITS.projectLinksMax} projects` });
 
 const placement = {
   before: cardRef
     .nullable()
     .optional()
-    .describe('Place the card immediately before this card (of the same board). null alone: at the bottom of the lane.'),
+    .describe(
+      'Place the card immediately before this card (of the same board). null alone: at the bottom of the lane.',
+    ),
   after: cardRef
     .nullable()
     .optional()
-    .describe('Place the card immediately after this card (of the same board). null alone: at the top of the lane. With before too: between the two, which must be in that order in one lane.'),
+    .describe(
+      'Place the card immediately after this card (of the same board). null alone: at the top of the lane. With before too: between the two, which must be in that order in one lane.',
+    ),
 };
 
 const PLACEMENT_RULE = (v: { before?: string | null; after?: string | null }, ctx: z.RefinementCtx) => {
-  if (v.before === null && v.after === null) ctx.addIssue({ code: 'custom', path: ['before'], message: 'before and after cannot both be null: give one of them' });
-  if (v.before && v.after && v.before === v.after) ctx.addIssue({ code: 'custom', path: ['before'], message: 'must differ from after' });
+  if (v.before === null && v.after === null)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['before'],
+      message: 'before and after cannot both be null: give one of them',
+    });
+  if (v.before && v.after && v.before === v.after)
+    ctx.addIssue({ code: 'custom', path: ['before'], message: 'must differ from after' });
 };
 
 export const CardCreate = z
@@ -173,13 +212,24 @@ export const CardCreate = z
     body: body.optional().describe(`Markdown, up to ${BOARD_LIMITS.cardBodyMax} characters; default empty.`),
     column: ColumnId.optional().describe('Lane id; default the lane of before/after, else the first lane.'),
     ...placement,
-    labels: labels.optional().describe(`At most ${BOARD_LIMITS.labelsMax} labels of at most ${BOARD_LIMITS.labelMax} characters; duplicates are dropped.`),
+    labels: labels
+      .optional()
+      .describe(
+        `At most ${BOARD_LIMITS.labelsMax} labels of at most ${BOARD_LIMITS.labelMax} characters; duplicates are dropped.`,
+      ),
     assignee: assignee.optional().describe('Free text (a name or an email); null for nobody.'),
     dueDate: dueDate.optional().describe('ISO date YYYY-MM-DD, or null.'),
-    projectIds: projectIds.optional().describe(`Projects of your account the card links to (at most ${BOARD_LIMITS.projectLinksMax}); an id that is not one of yours is 400 naming it.`),
+    projectIds: projectIds
+      .optional()
+      .describe(
+        `Projects of your account the card links to (at most ${BOARD_LIMITS.projectLinksMax}); an id that is not one of yours is 400 naming it.`,
+      ),
   })
   .superRefine(PLACEMENT_RULE)
-  .meta({ id: 'CardCreate', not: { required: ['before', 'after'], properties: { before: { const: null }, after: { const: null } } } }); // PLACEMENT_RULE's first half
+  .meta({
+    id: 'CardCreate',
+    not: { required: ['before', 'after'], properties: { before: { const: null }, after: { const: null } } },
+  }); // PLACEMENT_RULE's first half
 export type CardCreate = z.output<typeof CardCreate>;
 
 /** PATCH: only the fields passed change; column/before/after move the card (one write). */
@@ -194,9 +244,15 @@ export const CardUpdate = z
     dueDate: dueDate.optional(),
     projectIds: projectIds.optional(),
   })
-  .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: title, body, column, before, after, labels, assignee, dueDate or projectIds' })
+  .refine((b) => Object.values(b).some((v) => v !== undefined), {
+    error: 'body: name a field to change: title, body, column, before, after, labels, assignee, dueDate or projectIds',
+  })
   .superRefine(PLACEMENT_RULE)
-  .meta({ id: 'CardUpdate', minProperties: 1, not: { required: ['before', 'after'], properties: { before: { const: null }, after: { const: null } } } }); // the refinements above, as JSON Schema (PLACEMENT_RULE's first half)
+  .meta({
+    id: 'CardUpdate',
+    minProperties: 1,
+    not: { required: ['before', 'after'], properties: { before: { const: null }, after: { const: null } } },
+  }); // the refinements above, as JSON Schema (PLACEMENT_RULE's first half)
 export type CardUpdate = z.output<typeof CardUpdate>;
 
 export const Card = z
@@ -208,7 +264,9 @@ export const Card = z
     column: z.string().describe('Lane id.'),
     position: z
       .string()
-      .describe('Order key within the lane (fractional index): cards sort by lane order, then position, then id. Opaque; compare as plain strings (byte order). Move a card with before/after, not by writing it.'),
+      .describe(
+        'Order key within the lane (fractional index): cards sort by lane order, then position, then id. Opaque; compare as plain strings (byte order). Move a card with before/after, not by writing it.',
+      ),
     labels: z.array(z.string()),
     assignee: z.string().nullable(),
     dueDate: z.string().nullable().describe('YYYY-MM-DD.'),

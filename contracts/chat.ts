@@ -32,8 +32,14 @@ export const ChatRequest = z
       .regex(new RegExp(ID_RULE.pattern), { error: `must be 1 to ${ID_RULE.maxLength} letters, digits, _ and -` })
       .max(ID_RULE.maxLength, { error: `must be 1 to ${ID_RULE.maxLength} letters, digits, _ and -` })
       .optional()
-      .describe('Continue this conversation: its stored history is loaded server-side. Needs the read and write scopes besides ai (else 403 forbidden). Another account\'s or an unknown id is 404. Omitted: a new conversation is created, titled from the first user message (its id comes back in the X-Conversation-Id header, the stream\'s start metadata, or conversationId of the JSON answer).'),
-    message: content.optional().describe(`A single user message (at most ${CHAT_LIMITS.contentMax} characters). Send exactly one of message and messages.`),
+      .describe(
+        "Continue this conversation: its stored history is loaded server-side. Needs the read and write scopes besides ai (else 403 forbidden). Another account's or an unknown id is 404. Omitted: a new conversation is created, titled from the first user message (its id comes back in the X-Conversation-Id header, the stream's start metadata, or conversationId of the JSON answer).",
+      ),
+    message: content
+      .optional()
+      .describe(
+        `A single user message (at most ${CHAT_LIMITS.contentMax} characters). Send exactly one of message and messages.`,
+      ),
     messages: z
       .array(ChatInputMessage)
       .min(1, { error: 'must hold at least 1 item' })
@@ -43,16 +49,35 @@ export const ChatRequest = z
         `Up to ${CHAT_LIMITS.messagesMax} messages, oldest first, the last one from the user. Without conversationId they are the whole history and all of them are stored in the new conversation; ` +
           'with conversationId the stored history stands and only the last user message is added (clients that resend the whole history do not duplicate it).',
       ),
-    mode: z.enum(CHAT_MODES, { error: `must be one of ${CHAT_MODES.join(', ')}` }).optional().describe("fast (up to 3 engine steps) or think (up to 6: plans further and may chain tools). Default: the conversation's mode, else fast."),
-    stream: z.boolean({ error: 'must be a boolean' }).default(true).describe('true (default): an AI SDK v5 UI-message stream over SSE; false: ChatJsonResponse.'),
+    mode: z
+      .enum(CHAT_MODES, { error: `must be one of ${CHAT_MODES.join(', ')}` })
+      .optional()
+      .describe(
+        "fast (up to 3 engine steps) or think (up to 6: plans further and may chain tools). Default: the conversation's mode, else fast.",
+      ),
+    stream: z
+      .boolean({ error: 'must be a boolean' })
+      .default(true)
+      .describe('true (default): an AI SDK v5 UI-message stream over SSE; false: ChatJsonResponse.'),
   })
   .superRefine((b, ctx) => {
-    if (b.message !== undefined && b.messages !== undefined) ctx.addIssue({ code: 'custom', path: ['message'], message: 'send exactly one of message and messages, not both' });
-    else if (b.message === undefined && b.messages === undefined) ctx.addIssue({ code: 'custom', path: ['message'], message: 'is required (or messages)' });
+    if (b.message !== undefined && b.messages !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['message'],
+        message: 'send exactly one of message and messages, not both',
+      });
+    else if (b.message === undefined && b.messages === undefined)
+      ctx.addIssue({ code: 'custom', path: ['message'], message: 'is required (or messages)' });
     else {
       // Refinements run even when a member failed (zod 4): read defensively.
       const last = Array.isArray(b.messages) ? (b.messages.at(-1) as { role?: unknown } | undefined) : undefined;
-      if (last && typeof last === 'object' && last.role === 'assistant') ctx.addIssue({ code: 'custom', path: ['messages', b.messages!.length - 1, 'role'], message: 'the last message must be from the user' });
+      if (last && typeof last === 'object' && last.role === 'assistant')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['messages', b.messages!.length - 1, 'role'],
+          message: 'the last message must be from the user',
+        });
     }
   })
   .meta({ id: 'ChatRequest', oneOf: [{ required: ['message'] }, { required: ['messages'] }] }); // exactly one, as the refinement says
@@ -64,11 +89,17 @@ export const ChatJsonResponse = z
     conversationId: z.string(),
     mode: z.enum(CHAT_MODES),
     message: z.object({
-      id: z.string().describe('The stored message (GET /conversations/{id}/messages); the same id as messageId of a stream\'s start chunk.'),
+      id: z
+        .string()
+        .describe(
+          "The stored message (GET /conversations/{id}/messages); the same id as messageId of a stream's start chunk.",
+        ),
       role: z.literal('assistant'),
       content: z.string(),
       artifacts: z.array(ChatArtifact),
-      engine: MessageEngine.nullable().describe('The engine that answered; null for white-label accounts (account feature whiteLabel).'),
+      engine: MessageEngine.nullable().describe(
+        'The engine that answered; null for white-label accounts (account feature whiteLabel).',
+      ),
     }),
     usage: MessageUsage,
   })

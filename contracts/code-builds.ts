@@ -10,7 +10,10 @@ export const CodeBuildRequest = z
       .enum(['html', 'react', 'auto'], { error: 'must be one of html, react, auto' })
       .optional()
       .describe('Default auto: react when the prompt asks for React, else plain html.'),
-    planFirst: z.boolean({ error: 'must be a boolean' }).optional().describe('Write a plan before building; the plan is in the result.'),
+    planFirst: z
+      .boolean({ error: 'must be a boolean' })
+      .optional()
+      .describe('Write a plan before building; the plan is in the result.'),
   })
   .meta({ id: 'CodeBuildRequest' });
 export type CodeBuildRequest = z.infer<typeof CodeBuildRequest>;
@@ -23,7 +26,13 @@ export const CodeBuildResult = z
     engine: z.string().describe('Engine that built the app, e.g. local-template-v1.'),
     appUrl: z.string().describe('Absolute, public, signed URL of the runnable index.html.'),
     files: z.array(
-      z.object({ path: z.string(), url: z.string(), mimeType: z.string(), sizeBytes: z.number().int(), sha256: z.string() }),
+      z.object({
+        path: z.string(),
+        url: z.string(),
+        mimeType: z.string(),
+        sizeBytes: z.number().int(),
+        sha256: z.string(),
+      }),
     ),
     plan: z.string().nullable().describe('Markdown plan, when planFirst was set.'),
     summary: z.string(),

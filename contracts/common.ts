@@ -20,7 +20,9 @@ const NO_CONTROL = /^[^\u0000-\u001f\u007f-\u009f]*$/;
  */
 export const text = (max?: number) => {
   const s = z.string({ error: 'must be a string' });
-  return (max === undefined ? s : s.max(max, { error: `must be at most ${max} characters` })).regex(NO_NUL, { error: 'must not contain NUL characters' });
+  return (max === undefined ? s : s.max(max, { error: `must be at most ${max} characters` })).regex(NO_NUL, {
+    error: 'must not contain NUL characters',
+  });
 };
 
 /**
@@ -55,7 +57,9 @@ export const PathId = z
   .min(1)
   .max(ID_RULE.maxLength)
   .regex(new RegExp(ID_RULE.pattern))
-  .describe('1 to 128 letters, digits, _ and -; anything else is 400 validation_error, an id that names nothing of yours 404.');
+  .describe(
+    '1 to 128 letters, digits, _ and -; anything else is 400 validation_error, an id that names nothing of yours 404.',
+  );
 export const PATH_ID_RULE_TEXT = `must be 1 to ${ID_RULE.maxLength} letters, digits, _ and -`;
 
 /** SPEC 2.2. */
@@ -68,8 +72,12 @@ export const ErrorBody = z
       details: z
         .array(
           z.object({
-            path: z.string().describe('The field, dotted from the body or query root (ops.2.column); body or query for the whole.'),
-            code: z.string().describe("The rule that failed (zod's issue code: invalid_type, too_big, unrecognized_keys…)."),
+            path: z
+              .string()
+              .describe('The field, dotted from the body or query root (ops.2.column); body or query for the whole.'),
+            code: z
+              .string()
+              .describe("The rule that failed (zod's issue code: invalid_type, too_big, unrecognized_keys…)."),
             message: z.string().describe('Human text for this field alone.'),
           }),
         )
@@ -104,7 +112,11 @@ export const listLimit = (max: number = LIST_LIMIT_MAX) =>
     .min(1, { error: `must be between 1 and ${max}` })
     .max(max, { error: `must be between 1 and ${max}` });
 
-const listCursor = z.string().max(512, { error: 'must be at most 512 characters' }).optional().describe('Opaque: pass back the cursor of the previous page verbatim.');
+const listCursor = z
+  .string()
+  .max(512, { error: 'must be at most 512 characters' })
+  .optional()
+  .describe('Opaque: pass back the cursor of the previous page verbatim.');
 
 /**
  * The query of a list endpoint (SPEC 4 rule 2): `limit` (1 to 100, default 20; more is 400) and
@@ -112,7 +124,9 @@ const listCursor = z.string().max(512, { error: 'must be at most 512 characters'
  */
 export const listQuery = <S extends z.ZodRawShape>(filters: S) =>
   z.object({
-    limit: listLimit().default(LIST_LIMIT_DEFAULT).describe(`Page size, 1 to ${LIST_LIMIT_MAX}; default ${LIST_LIMIT_DEFAULT}.`),
+    limit: listLimit()
+      .default(LIST_LIMIT_DEFAULT)
+      .describe(`Page size, 1 to ${LIST_LIMIT_MAX}; default ${LIST_LIMIT_DEFAULT}.`),
     cursor: listCursor,
     ...filters,
   });
@@ -132,7 +146,12 @@ export const wholeListQuery = <S extends z.ZodRawShape>(filters: S) =>
 export const WholeListQuery = wholeListQuery({});
 
 /** `version` of a mutable resource: 1 at creation, +1 per change; also sent as `ETag: "<version>"`. */
-export const Version = z.number().int().describe('1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 412 precondition_failed).');
+export const Version = z
+  .number()
+  .int()
+  .describe(
+    '1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 412 precondition_failed).',
+  );
 
 export const JOB_STATUSES = ['queued', 'processing', 'complete', 'failed'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -141,7 +160,9 @@ export type JobStatus = (typeof JOB_STATUSES)[number];
  * A job's `result`, shaped per job type (CodeBuildResult, VideoResult, SongResult,
  * ResearchResult, DeckResult); the OpenAPI document lists those shapes (contracts/openapi.ts).
  */
-export const JobResult = z.record(z.string(), z.unknown()).describe('Present once the job is complete; shaped per job type.');
+export const JobResult = z
+  .record(z.string(), z.unknown())
+  .describe('Present once the job is complete; shaped per job type.');
 
 /** SPEC 2.4. `result` is shaped per job type. */
 export const JobEnvelope = z
@@ -169,17 +190,26 @@ export const JobAccepted = JobEnvelope.extend({
 export const OpenApiDocument = z
   .looseObject({
     openapi: z.string().describe('The OpenAPI version, 3.1.0.'),
-    info: z.looseObject({ title: z.string(), version: z.string() }).describe('Title, version and description of this API.'),
+    info: z
+      .looseObject({ title: z.string(), version: z.string() })
+      .describe('Title, version and description of this API.'),
     paths: z.record(z.string(), z.unknown()).describe('Every operation, by path relative to the server URL.'),
   })
-  .describe('An OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0); besides openapi, info and paths it has jsonSchemaDialect, servers, components and webhooks.')
+  .describe(
+    'An OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0); besides openapi, info and paths it has jsonSchemaDialect, servers, components and webhooks.',
+  )
   .meta({ id: 'OpenApiDocument' });
 
 /**
  * JSON Schema `if`/`then`/`else` for a zod meta: where `field` is `value`, `then` applies, else
  * `otherwise`. It states a rule a refinement checks, for /openapi; it changes no validation.
  */
-export const whenField = (field: string, value: string, then: Record<string, unknown>, otherwise?: Record<string, unknown>) => ({
+export const whenField = (
+  field: string,
+  value: string,
+  then: Record<string, unknown>,
+  otherwise?: Record<string, unknown>,
+) => ({
   if: { properties: { [field]: { const: value } }, required: [field] },
   then, // the JSON Schema keyword, not a thenable
   ...(otherwise ? { else: otherwise } : {}),

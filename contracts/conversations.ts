@@ -25,8 +25,22 @@ export type MessageRole = (typeof MESSAGE_ROLES)[number];
 
 /** SPEC 2.7 ChatArtifact.type. */
 export const ARTIFACT_TYPES = [
-  'flowchart', 'whiteboard', 'notes', 'presentation', 'document', 'table', 'sheet', 'social_board', 'image', 'video', 'song', 'podcast',
-  'web_search', 'brand_theme', 'platform_action', 'error',
+  'flowchart',
+  'whiteboard',
+  'notes',
+  'presentation',
+  'document',
+  'table',
+  'sheet',
+  'social_board',
+  'image',
+  'video',
+  'song',
+  'podcast',
+  'web_search',
+  'brand_theme',
+  'platform_action',
+  'error',
 ] as const;
 
 const mode = z.enum(CHAT_MODES, { error: `must be one of ${CHAT_MODES.join(', ')}` });
@@ -34,8 +48,12 @@ const title = line(CONVERSATION_LIMITS.titleMax).trim();
 
 export const ConversationCreate = z
   .strictObject({
-    title: title.optional().describe(`Up to ${CONVERSATION_LIMITS.titleMax} characters, one line; default null (untitled).`),
-    mode: mode.optional().describe('Chat mode preference: fast or think (the v1 modes); default null (the assistant uses fast).'),
+    title: title
+      .optional()
+      .describe(`Up to ${CONVERSATION_LIMITS.titleMax} characters, one line; default null (untitled).`),
+    mode: mode
+      .optional()
+      .describe('Chat mode preference: fast or think (the v1 modes); default null (the assistant uses fast).'),
   })
   .meta({ id: 'ConversationCreate' });
 export type ConversationCreate = z.output<typeof ConversationCreate>;
@@ -46,7 +64,9 @@ export const ConversationUpdate = z
     title: title.nullable().optional().describe(`Up to ${CONVERSATION_LIMITS.titleMax} characters; null clears it.`),
     mode: mode.nullable().optional().describe('fast or think; null clears the preference.'),
   })
-  .refine((b) => b.title !== undefined || b.mode !== undefined, { error: 'body: name a field to change: title or mode' })
+  .refine((b) => b.title !== undefined || b.mode !== undefined, {
+    error: 'body: name a field to change: title or mode',
+  })
   .meta({ id: 'ConversationUpdate', minProperties: 1 }); // the refinement above, as JSON Schema
 export type ConversationUpdate = z.output<typeof ConversationUpdate>;
 
@@ -57,7 +77,9 @@ export const Conversation = z
     mode: z.enum(CHAT_MODES).nullable(),
     messageCount: z.number().int().describe('Messages stored in the conversation.'),
     lastMessageAt: z.string().nullable().describe('When the newest message was added; null while there is none.'),
-    version: Version.describe('1 at creation, +1 on every change of title or mode (appended messages do not change it); also the ETag header. Send it back as If-Match: "<version>".'),
+    version: Version.describe(
+      '1 at creation, +1 on every change of title or mode (appended messages do not change it); also the ETag header. Send it back as If-Match: "<version>".',
+    ),
     createdAt: z.string(),
     updatedAt: z.string().describe('Last change of title or mode.'),
   })
@@ -74,8 +96,18 @@ export const ChatArtifact = z
     title: z.string(),
     projectId: z.string().optional().describe('On project-backed artifacts; for social_board the board id.'),
     projectType: z.enum(PROJECT_TYPES).optional().describe('Flowcharts and whiteboards are chart.'),
-    openUrl: z.string().optional().describe('Absolute editor link (/editor/{id}, /notes/{id}, /presentations/{id}, /sheets/{id}, /simulations/{id}, /code-editor/{id}, /boards/{boardId}).'),
-    data: z.record(z.string(), z.unknown()).optional().describe('Extra members allowed: apiJobId and pollUrl on async media, the image URL on images, boardId and card counts on boards.'),
+    openUrl: z
+      .string()
+      .optional()
+      .describe(
+        'Absolute editor link (/editor/{id}, /notes/{id}, /presentations/{id}, /sheets/{id}, /simulations/{id}, /code-editor/{id}, /boards/{boardId}).',
+      ),
+    data: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe(
+        'Extra members allowed: apiJobId and pollUrl on async media, the image URL on images, boardId and card counts on boards.',
+      ),
   })
   .meta({ id: 'ChatArtifact' });
 export type ChatArtifact = z.infer<typeof ChatArtifact>;
@@ -103,7 +135,12 @@ export const Message = z
   .object({
     id: z.string().describe('msg_ followed by a random part.'),
     conversationId: z.string(),
-    seq: z.number().int().describe('Position in the conversation: 1, 2, 3… in the order messages were added (gaps are possible, never duplicates); messages are listed by it.'),
+    seq: z
+      .number()
+      .int()
+      .describe(
+        'Position in the conversation: 1, 2, 3… in the order messages were added (gaps are possible, never duplicates); messages are listed by it.',
+      ),
     role: z.enum(MESSAGE_ROLES),
     content: z.string(),
     artifacts: z.array(ChatArtifact),

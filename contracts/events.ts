@@ -32,24 +32,65 @@ export const JOB_EVENTS_EMITTED = {
 
 /** Non-job events (SPEC 6.1), by group. Each is emitted through platform/events/events.ts `emitEvent`. */
 const OTHER_EVENTS = {
-  'project.created': { group: 'projects', emitted: true, description: 'A project of any kind was created (POST /flowcharts, /whiteboards, /notes, /presentations, /templates/{id}/use, and every other way a project is made). data: projectId, kind, projectType, name, openUrl (absolute).' },
-  'project.updated': { group: 'projects', emitted: true, description: "PATCH /projects/{id} changed a project, or a commit merged into a sheet's grid (POST /sheets/{id}/ops, /edit, a merged proposal, a rollback). data: projectId, kind, projectType, changedFields (names of the fields the PATCH set: name, description, tags, isStarred, content; ['content'] for a sheet commit), version (after the change: the project's, or for a sheet commit the sheet's), commitId (sheet commits only)." },
-  'project.shared': { group: 'projects', emitted: true, description: 'POST /projects/{id}/share shared a project with a person or changed their role. data: projectId, kind, projectType, email, role, previousRole (null when newly shared), version (after the change).' },
-  'project.deleted': { group: 'projects', emitted: true, description: 'DELETE /projects/{id} deleted a project. data: projectId, kind, projectType, name.' },
+  'project.created': {
+    group: 'projects',
+    emitted: true,
+    description:
+      'A project of any kind was created (POST /flowcharts, /whiteboards, /notes, /presentations, /templates/{id}/use, and every other way a project is made). data: projectId, kind, projectType, name, openUrl (absolute).',
+  },
+  'project.updated': {
+    group: 'projects',
+    emitted: true,
+    description:
+      "PATCH /projects/{id} changed a project, or a commit merged into a sheet's grid (POST /sheets/{id}/ops, /edit, a merged proposal, a rollback). data: projectId, kind, projectType, changedFields (names of the fields the PATCH set: name, description, tags, isStarred, content; ['content'] for a sheet commit), version (after the change: the project's, or for a sheet commit the sheet's), commitId (sheet commits only).",
+  },
+  'project.shared': {
+    group: 'projects',
+    emitted: true,
+    description:
+      'POST /projects/{id}/share shared a project with a person or changed their role. data: projectId, kind, projectType, email, role, previousRole (null when newly shared), version (after the change).',
+  },
+  'project.deleted': {
+    group: 'projects',
+    emitted: true,
+    description: 'DELETE /projects/{id} deleted a project. data: projectId, kind, projectType, name.',
+  },
   'notes_movie.completed': { group: 'projects', emitted: false, description: 'A video render of notes finished.' },
   'notes_movie.failed': { group: 'projects', emitted: false, description: 'A video render of notes failed.' },
   'team.member_added': { group: 'teams', emitted: false, description: 'A user was added to an organization.' },
   'team.member_removed': { group: 'teams', emitted: false, description: 'A user was removed from an organization.' },
   'export.completed': { group: 'exports', emitted: false, description: 'A file export finished.' },
   'meeting.completed': { group: 'meetings', emitted: false, description: 'A recording was transcribed and processed.' },
-  'code_canvas.iteration_complete': { group: 'code_canvas', emitted: false, description: 'A background iteration finished.' },
-  'code_canvas.iteration_failed': { group: 'code_canvas', emitted: false, description: 'A background iteration failed or timed out.' },
-  'code_canvas.published': { group: 'code_canvas', emitted: false, description: 'A code canvas was published to a public URL.' },
+  'code_canvas.iteration_complete': {
+    group: 'code_canvas',
+    emitted: false,
+    description: 'A background iteration finished.',
+  },
+  'code_canvas.iteration_failed': {
+    group: 'code_canvas',
+    emitted: false,
+    description: 'A background iteration failed or timed out.',
+  },
+  'code_canvas.published': {
+    group: 'code_canvas',
+    emitted: false,
+    description: 'A code canvas was published to a public URL.',
+  },
   'podcast.completed': { group: 'podcasts', emitted: false, description: 'A podcast episode finished.' },
   'podcast.failed': { group: 'podcasts', emitted: false, description: 'A podcast episode failed after retries.' },
   'skill.installed': { group: 'skills', emitted: false, description: 'A skill was installed.' },
-  'evi.run_completed': { group: 'flows', emitted: true, description: 'An agent run completed (flows of the editor use the same name). data: runId, agentId, threadId, status (completed), resultUrl (absolute), creditsUsed, error (null).' },
-  'evi.run_failed': { group: 'flows', emitted: true, description: 'An agent run failed (flows of the editor use the same name). data: runId, agentId, threadId, status (failed), resultUrl (absolute), creditsUsed (after the refund of the run fee), error.' },
+  'evi.run_completed': {
+    group: 'flows',
+    emitted: true,
+    description:
+      'An agent run completed (flows of the editor use the same name). data: runId, agentId, threadId, status (completed), resultUrl (absolute), creditsUsed, error (null).',
+  },
+  'evi.run_failed': {
+    group: 'flows',
+    emitted: true,
+    description:
+      'An agent run failed (flows of the editor use the same name). data: runId, agentId, threadId, status (failed), resultUrl (absolute), creditsUsed (after the refund of the run fee), error.',
+  },
   'email.received': { group: 'business', emitted: false, description: "A message arrived in an agent's own inbox." },
   'form.submitted': { group: 'business', emitted: false, description: 'A form was submitted.' },
 } as const;
@@ -117,13 +158,11 @@ export function subscriptionProblem(names: readonly string[]): string | null {
 }
 
 /** A subscribable event name; the enum in /openapi is generated from the registry. */
-export const SubscribableEventName = z
-  .string({ error: 'must be a string' })
-  .meta({
-    id: 'EventName',
-    enum: SUBSCRIBABLE_EVENT_NAMES,
-    description: `An event name a webhook may subscribe to (SPEC 6.1 names that this service emits). Upcoming names (${UPCOMING_EVENT_NAMES.join(', ')}) and names not emitted yet answer 400.`,
-  });
+export const SubscribableEventName = z.string({ error: 'must be a string' }).meta({
+  id: 'EventName',
+  enum: SUBSCRIBABLE_EVENT_NAMES,
+  description: `An event name a webhook may subscribe to (SPEC 6.1 names that this service emits). Upcoming names (${UPCOMING_EVENT_NAMES.join(', ')}) and names not emitted yet answer 400.`,
+});
 
 /**
  * The event as published on the events exchange (routing key = event name) by platform/jobs/jobs.ts

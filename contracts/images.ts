@@ -7,7 +7,18 @@ import { httpUrl, intBetween, text } from './common';
  */
 
 /** SPEC 2.10 engine names. WARNING: public contract. */
-export const IMAGE_ENGINES = ['auto', 'svc-creative', 'svc-imagine', 'svc-photo', 'svc-rapid', 'svc-design', 'svc-studio', 'svc-type', 'svc-ultra', 'partner-svc'] as const;
+export const IMAGE_ENGINES = [
+  'auto',
+  'svc-creative',
+  'svc-imagine',
+  'svc-photo',
+  'svc-rapid',
+  'svc-design',
+  'svc-studio',
+  'svc-type',
+  'svc-ultra',
+  'partner-svc',
+] as const;
 export type ImageEngineName = (typeof IMAGE_ENGINES)[number];
 
 /** SPEC 2.10 aspect ratios. */
@@ -47,8 +58,13 @@ export const ImageRequest = z
       .array(url('each item'), { error: 'must be an array of URLs' })
       .max(MAX_REFERENCE_IMAGES, { error: `at most ${MAX_REFERENCE_IMAGES} URLs` })
       .optional()
-      .describe('Up to 5 public http(s) images; their colours steer the palette. Each is fetched through the SSRF guard.'),
-    includeBase64: z.boolean({ error: 'must be a boolean' }).optional().describe('Also return the PNG inline as a data URL in `base64`.'),
+      .describe(
+        'Up to 5 public http(s) images; their colours steer the palette. Each is fetched through the SSRF guard.',
+      ),
+    includeBase64: z
+      .boolean({ error: 'must be a boolean' })
+      .optional()
+      .describe('Also return the PNG inline as a data URL in `base64`.'),
   })
   .meta({ id: 'ImageRequest' });
 export type ImageRequest = z.infer<typeof ImageRequest>;
@@ -61,10 +77,17 @@ export const ImageResult = z
     width: z.number().int().describe('Exact pixel width of the PNG.'),
     height: z.number().int().describe('Exact pixel height of the PNG.'),
     aspectRatio: z.enum(IMAGE_ASPECT_RATIOS),
-    engine: z.enum(IMAGE_ENGINES).describe('The engine that served the request after plan and workspace rules (never auto).'),
-    renderer: z.string().describe('What actually drew the pixels, e.g. local-scene-v2 or openai-compatible:gpt-image-1.'),
+    engine: z
+      .enum(IMAGE_ENGINES)
+      .describe('The engine that served the request after plan and workspace rules (never auto).'),
+    renderer: z
+      .string()
+      .describe('What actually drew the pixels, e.g. local-scene-v2 or openai-compatible:gpt-image-1.'),
     style: z.string().nullable(),
-    seed: z.number().int().describe('Seed of the render (the local renderer reproduces a render from prompt, engine, style and seed).'),
+    seed: z
+      .number()
+      .int()
+      .describe('Seed of the render (the local renderer reproduces a render from prompt, engine, style and seed).'),
     sizeBytes: z.number().int(),
     referenceImagesUsed: z.number().int().describe('Reference images fetched and used for the palette.'),
     notes: z.array(z.string()).describe('Plain-language notes: engine fallbacks, provider size changes.'),
@@ -100,7 +123,9 @@ export const MOONLIGHT_MAX_SEED = 999_999_999;
 /** SPEC 2.11 request of POST /images/moonlight. */
 export const MoonlightRequest = z
   .strictObject({
-    prompt: text(1500).min(1, { error: 'must not be empty' }).describe('Scene: subject, composition, lighting, style. Safe-for-work only: adult content is refused with 400.'),
+    prompt: text(1500)
+      .min(1, { error: 'must not be empty' })
+      .describe('Scene: subject, composition, lighting, style. Safe-for-work only: adult content is refused with 400.'),
     negativePrompt: text(1000)
       .refine((v) => v.trim() === '', { error: 'is not used by this model; omit it or send an empty string' })
       .meta({ pattern: '^\\s*$' }) // the refinement above (blank holds no NUL either)
@@ -109,8 +134,12 @@ export const MoonlightRequest = z
     aspectRatio: z
       .enum(MOONLIGHT_ASPECT_RATIOS, { error: `must be one of ${MOONLIGHT_ASPECT_RATIOS.join(', ')}` })
       .optional()
-      .describe('Default 1:1. Sizes: 1:1 1024x1024, 3:4 896x1152, 4:3 1152x896, 2:3 832x1248, 3:2 1248x832, 9:16 768x1344, 16:9 1344x768.'),
-    seed: intBetween(0, MOONLIGHT_MAX_SEED).optional().describe('0 to 999999999; omitted gives a random seed. The same seed and prompt give a byte-identical PNG.'),
+      .describe(
+        'Default 1:1. Sizes: 1:1 1024x1024, 3:4 896x1152, 4:3 1152x896, 2:3 832x1248, 3:2 1248x832, 9:16 768x1344, 16:9 1344x768.',
+      ),
+    seed: intBetween(0, MOONLIGHT_MAX_SEED)
+      .optional()
+      .describe('0 to 999999999; omitted gives a random seed. The same seed and prompt give a byte-identical PNG.'),
   })
   .meta({ id: 'MoonlightRequest' });
 export type MoonlightRequest = z.infer<typeof MoonlightRequest>;
@@ -118,7 +147,11 @@ export type MoonlightRequest = z.infer<typeof MoonlightRequest>;
 /** SPEC 2.11 result (every field required). */
 export const MoonlightResult = z
   .object({
-    engine: z.string().describe('Model that rendered, e.g. moonlight-scene-v2 (offline stand-in) or remote:<model> (MOONLIGHT_ENGINE=remote).'),
+    engine: z
+      .string()
+      .describe(
+        'Model that rendered, e.g. moonlight-scene-v2 (offline stand-in) or remote:<model> (MOONLIGHT_ENGINE=remote).',
+      ),
     base64: z.string().describe('The PNG as a data URL (data:image/png;base64,…). Nothing is stored.'),
     mimeType: z.literal('image/png'),
     width: z.number().int(),
@@ -167,11 +200,45 @@ export type ImageRpcRequest = z.infer<typeof ImageRpcRequest>;
  * workers/engines/images/safety.ts.
  */
 export const ADULT_TERMS = [
-  'nude', 'nudes', 'nudity', 'naked', 'nsfw', 'porn', 'porno', 'pornographic', 'pornography', 'xxx',
-  'erotic', 'erotica', 'sex', 'sexual', 'sexually', 'sexy', 'topless', 'bottomless', 'hentai', 'fetish',
-  'genital', 'genitals', 'orgasm', 'stripper', 'striptease', 'lewd', 'obscene', 'explicit', 'onlyfans', 'bdsm',
+  'nude',
+  'nudes',
+  'nudity',
+  'naked',
+  'nsfw',
+  'porn',
+  'porno',
+  'pornographic',
+  'pornography',
+  'xxx',
+  'erotic',
+  'erotica',
+  'sex',
+  'sexual',
+  'sexually',
+  'sexy',
+  'topless',
+  'bottomless',
+  'hentai',
+  'fetish',
+  'genital',
+  'genitals',
+  'orgasm',
+  'stripper',
+  'striptease',
+  'lewd',
+  'obscene',
+  'explicit',
+  'onlyfans',
+  'bdsm',
 ] as const;
-export const ADULT_PHRASES = ['adult content', 'adult film', 'adults only', 'without clothes', 'no clothes', 'fully undressed'] as const;
+export const ADULT_PHRASES = [
+  'adult content',
+  'adult film',
+  'adults only',
+  'without clothes',
+  'no clothes',
+  'fully undressed',
+] as const;
 
 const termSet = new Set<string>(ADULT_TERMS);
 
@@ -183,4 +250,3 @@ export function adultTermIn(prompt: string): string | null {
   for (const phrase of ADULT_PHRASES) if (squashed.includes(phrase)) return phrase;
   return null;
 }
-

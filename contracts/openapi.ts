@@ -47,7 +47,11 @@ const ref = (schema: z.ZodType) => {
  *   at its top level (clients refuse anyOf there).
  */
 const override = (ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown> }) => {
-  const js = ctx.jsonSchema as Record<string, unknown> & { propertyNames?: { enum?: string[] }; additionalProperties?: unknown; required?: string[] };
+  const js = ctx.jsonSchema as Record<string, unknown> & {
+    propertyNames?: { enum?: string[] };
+    additionalProperties?: unknown;
+    required?: string[];
+  };
   if (ctx.zodSchema === JobResult) {
     for (const k of Object.keys(js)) if (k !== 'description') delete js[k];
     js.anyOf = JOB_RESULTS.map(ref);
@@ -61,7 +65,13 @@ const override = (ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown>
     return;
   }
   const keys = js.propertyNames?.enum;
-  if (js.type === 'object' && Array.isArray(keys) && js.additionalProperties && typeof js.additionalProperties === 'object' && !js.properties) {
+  if (
+    js.type === 'object' &&
+    Array.isArray(keys) &&
+    js.additionalProperties &&
+    typeof js.additionalProperties === 'object' &&
+    !js.properties
+  ) {
     js.properties = Object.fromEntries(keys.map((k) => [k, js.additionalProperties]));
     js.required = [...keys];
     js.additionalProperties = false;
@@ -82,17 +92,37 @@ const toSchema = (schema: z.ZodType, io: 'input' | 'output'): unknown => {
 
 /** Response headers of this API, in components.headers. */
 const HEADERS: Record<string, { description: string; schema: Record<string, unknown> }> = {
-  Location: { description: 'Where the created resource (201) or the accepted job (202) lives: a path under /api/v1, e.g. /api/v1/projects/prj_… or /api/v1/jobs/vid_…; for a redirect (302), the absolute URL to follow with a plain GET.', schema: { type: 'string' } },
-  'WWW-Authenticate': { description: 'Bearer realm="api"; with error="invalid_token" when a key was sent but is not valid (RFC 6750).', schema: { type: 'string' } },
+  Location: {
+    description:
+      'Where the created resource (201) or the accepted job (202) lives: a path under /api/v1, e.g. /api/v1/projects/prj_… or /api/v1/jobs/vid_…; for a redirect (302), the absolute URL to follow with a plain GET.',
+    schema: { type: 'string' },
+  },
+  'WWW-Authenticate': {
+    description: 'Bearer realm="api"; with error="invalid_token" when a key was sent but is not valid (RFC 6750).',
+    schema: { type: 'string' },
+  },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
-  'X-RateLimit-Limit': { description: "Requests the key may make per window.", schema: { type: 'integer' } },
+  'X-RateLimit-Limit': { description: 'Requests the key may make per window.', schema: { type: 'integer' } },
   'X-RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
   'X-RateLimit-Reset': { description: 'Seconds until the window ends.', schema: { type: 'integer' } },
-  'RateLimit-Policy': { description: 'The limit as draft-ietf-httpapi-ratelimit-headers: "default";q=<requests>;w=<window seconds>.', schema: { type: 'string' } },
-  RateLimit: { description: 'The state as draft-ietf-httpapi-ratelimit-headers: "default";r=<remaining>;t=<seconds to reset>.', schema: { type: 'string' } },
+  'RateLimit-Policy': {
+    description: 'The limit as draft-ietf-httpapi-ratelimit-headers: "default";q=<requests>;w=<window seconds>.',
+    schema: { type: 'string' },
+  },
+  RateLimit: {
+    description: 'The state as draft-ietf-httpapi-ratelimit-headers: "default";r=<remaining>;t=<seconds to reset>.',
+    schema: { type: 'string' },
+  },
 };
-const headerRefs = (...names: string[]) => Object.fromEntries(names.map((n) => [n, { $ref: `#/components/headers/${n}` }]));
-const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'];
+const headerRefs = (...names: string[]) =>
+  Object.fromEntries(names.map((n) => [n, { $ref: `#/components/headers/${n}` }]));
+const RATE_LIMIT_HEADERS = [
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'RateLimit-Policy',
+  'RateLimit',
+];
 /** The headers of the shared error responses, by status. */
 const ERROR_HEADERS: Record<string, string[]> = {
   '401': ['WWW-Authenticate'],
@@ -126,7 +156,10 @@ const queryParameters = (schema: z.ZodType | undefined) => {
  * The body of a POST that reads none (api/http/route.ts: the body is parsed when sent, then not
  * read): no body, or a JSON object whose members are ignored, not refused.
  */
-const NO_FIELDS = { type: 'object', description: 'Nothing is read from the body: send none, or {} (any member is ignored).' };
+const NO_FIELDS = {
+  type: 'object',
+  description: 'Nothing is read from the body: send none, or {} (any member is ignored).',
+};
 
 const pathIdSchema = () => toSchema(PathId, 'input');
 
@@ -139,35 +172,74 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
   }));
   const headers = [
     ...(ep.idempotent
-      ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 }, description: 'A retry with the same key and body returns the original response and is not billed again; the same key with another body answers 422; while the first is in flight, 409. Kept 24 hours.' }]
+      ? [
+          {
+            name: 'Idempotency-Key',
+            in: 'header',
+            required: false,
+            schema: { type: 'string', maxLength: 255 },
+            description:
+              'A retry with the same key and body returns the original response and is not billed again; the same key with another body answers 422; while the first is in flight, 409. Kept 24 hours.',
+          },
+        ]
       : []),
     ...(ep.ifMatch
-      ? [{ name: 'If-Match', in: 'header', required: false, schema: { type: 'string', examples: ['"3"'] }, description: 'The ETag (version) as last read, e.g. "3": the request applies only while the resource is still at that version, else 412 precondition_failed and nothing changes. * or no header: no condition.' }]
+      ? [
+          {
+            name: 'If-Match',
+            in: 'header',
+            required: false,
+            schema: { type: 'string', examples: ['"3"'] },
+            description:
+              'The ETag (version) as last read, e.g. "3": the request applies only while the resource is still at that version, else 412 precondition_failed and nothing changes. * or no header: no condition.',
+          },
+        ]
       : []),
   ];
-  const success: Record<string, unknown> = { description: ep.stream ? `${ep.summary} ${ep.stream.description}` : ep.summary };
+  const success: Record<string, unknown> = {
+    description: ep.stream ? `${ep.summary} ${ep.stream.description}` : ep.summary,
+  };
   const content: Record<string, unknown> = {};
   if (ep.response) content['application/json'] = { schema: toSchema(ep.response, 'output') };
   if (ep.stream) content[ep.stream.mediaType] = { schema: { type: 'string', description: ep.stream.description } };
   if (Object.keys(content).length) success.content = content;
-  if (ep.stream?.headers) success.headers = Object.fromEntries(Object.entries(ep.stream.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }]));
-  if (ep.status === 201 || ep.status === 202 || ep.status === 302) success.headers = { ...((success.headers as object) ?? {}), ...headerRefs('Location') };
-  if (ep.scopes.length > 0) success.headers = { ...((success.headers as object) ?? {}), ...headerRefs(...RATE_LIMIT_HEADERS) };
+  if (ep.stream?.headers)
+    success.headers = Object.fromEntries(
+      Object.entries(ep.stream.headers).map(([name, description]) => [
+        name,
+        { description, schema: { type: 'string' } },
+      ]),
+    );
+  if (ep.status === 201 || ep.status === 202 || ep.status === 302)
+    success.headers = { ...((success.headers as object) ?? {}), ...headerRefs('Location') };
+  if (ep.scopes.length > 0)
+    success.headers = { ...((success.headers as object) ?? {}), ...headerRefs(...RATE_LIMIT_HEADERS) };
   const responses: Record<string, unknown> = { [String(ep.status)]: success };
   for (const [status, text] of Object.entries(REQUEST_ERRORS)) responses[status] = errorResponse(text);
   if (ep.scopes.length > 0) {
     for (const [status, text] of Object.entries(COMMON_ERRORS)) responses[status] = errorResponse(text, status);
-    if (ep.ifMatch) responses['412'] = errorResponse('If-Match names a version the resource has moved past (precondition_failed): nothing was changed; fetch it again and re-apply.');
+    if (ep.ifMatch)
+      responses['412'] = errorResponse(
+        'If-Match names a version the resource has moved past (precondition_failed): nothing was changed; fetch it again and re-apply.',
+      );
     if (ep.scopes.includes('ai')) responses['402'] = errorResponse('Not enough AI credits (insufficient_credits).');
     if (ep.idempotent) {
-      responses['409'] = errorResponse('A request with this Idempotency-Key is still in flight (idempotency_in_flight).');
+      responses['409'] = errorResponse(
+        'A request with this Idempotency-Key is still in flight (idempotency_in_flight).',
+      );
       responses['422'] = errorResponse('This Idempotency-Key was used with another body (idempotency_key_reused).');
     }
   }
   // An endpoint's own 503 (a pool or an engine away) comes besides the database's.
-  for (const [status, text] of Object.entries(ep.errors ?? {})) responses[status] = errorResponse(status === '503' && ep.scopes.length > 0 ? `${text} Or: ${COMMON_ERRORS['503']}` : text, status);
+  for (const [status, text] of Object.entries(ep.errors ?? {}))
+    responses[status] = errorResponse(
+      status === '503' && ep.scopes.length > 0 ? `${text} Or: ${COMMON_ERRORS['503']}` : text,
+      status,
+    );
   if (!implemented.has(id)) responses['501'] = errorResponse('Not available in this deployment yet (not_implemented).');
-  responses.default = errorResponse('Any other error, in the same Error shape (for example 503 service_unavailable, 504 timeout).');
+  responses.default = errorResponse(
+    'Any other error, in the same Error shape (for example 503 service_unavailable, 504 timeout).',
+  );
   return {
     operationId: id,
     summary: ep.summary,
@@ -190,15 +262,40 @@ const webhookDelivery = () => ({
   post: {
     operationId: 'webhookEvent',
     summary: 'An event delivered to a subscribed endpoint.',
-    description: 'Signed: X-Service-Signature is sha256=<hex HMAC-SHA256 of the raw body keyed with the webhook secret>. Any 2xx within 5 s delivers; otherwise retried after 1 s and 3 s. At least once: deduplicate on X-Service-Event-Id.',
+    description:
+      'Signed: X-Service-Signature is sha256=<hex HMAC-SHA256 of the raw body keyed with the webhook secret>. Any 2xx within 5 s delivers; otherwise retried after 1 s and 3 s. At least once: deduplicate on X-Service-Event-Id.',
     tags: ['webhooks'],
     // Authenticated by the signature, not by an API key.
     security: [],
     parameters: [
-      { name: 'X-Service-Event', in: 'header', required: true, schema: { type: 'string' }, description: 'The event name.' },
-      { name: 'X-Service-Event-Id', in: 'header', required: true, schema: { type: 'string' }, description: 'The same as eventId; repeated on retries.' },
-      { name: 'X-Service-Event-Version', in: 'header', required: true, schema: { type: 'string' }, description: 'Payload schema version.' },
-      { name: 'X-Service-Signature', in: 'header', required: true, schema: { type: 'string' }, description: 'sha256=<hex HMAC-SHA256 of the raw body>.' },
+      {
+        name: 'X-Service-Event',
+        in: 'header',
+        required: true,
+        schema: { type: 'string' },
+        description: 'The event name.',
+      },
+      {
+        name: 'X-Service-Event-Id',
+        in: 'header',
+        required: true,
+        schema: { type: 'string' },
+        description: 'The same as eventId; repeated on retries.',
+      },
+      {
+        name: 'X-Service-Event-Version',
+        in: 'header',
+        required: true,
+        schema: { type: 'string' },
+        description: 'Payload schema version.',
+      },
+      {
+        name: 'X-Service-Signature',
+        in: 'header',
+        required: true,
+        schema: { type: 'string' },
+        description: 'sha256=<hex HMAC-SHA256 of the raw body>.',
+      },
     ],
     requestBody: { required: true, content: { 'application/json': { schema: ref(WebhookEventPayload) } } },
     responses: {
@@ -210,7 +307,11 @@ const webhookDelivery = () => ({
 
 /** The registry's schemas as JSON Schema, for requests (`input`) or responses (`output`). */
 const registrySchemas = (io: 'input' | 'output') => {
-  const out = z.toJSONSchema(z.globalRegistry, { ...JSON_SCHEMA_OPTS, io, uri: (id) => `#/components/schemas/${id}` }) as { schemas: Record<string, Record<string, unknown>> };
+  const out = z.toJSONSchema(z.globalRegistry, {
+    ...JSON_SCHEMA_OPTS,
+    io,
+    uri: (id) => `#/components/schemas/${id}`,
+  }) as { schemas: Record<string, Record<string, unknown>> };
   for (const s of Object.values(out.schemas)) {
     delete s.$schema;
     delete s.$id;
@@ -227,7 +328,9 @@ const components = () => {
   const output = registrySchemas('output');
   const input = registrySchemas('input');
   const requestIds = new Set<string>();
-  const pending = (Object.values(endpoints) as Endpoint[]).flatMap((ep) => (ep.body ? [z.globalRegistry.get(ep.body)?.id] : [])).filter((id): id is string => !!id);
+  const pending = (Object.values(endpoints) as Endpoint[])
+    .flatMap((ep) => (ep.body ? [z.globalRegistry.get(ep.body)?.id] : []))
+    .filter((id): id is string => !!id);
   while (pending.length) {
     const id = pending.pop()!;
     if (requestIds.has(id)) continue;
@@ -269,7 +372,9 @@ export function buildOpenApi(opts: { serverUrl: string; implemented: ReadonlySet
     },
     servers: [{ url: opts.serverUrl }],
     components: {
-      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'API key: svc_ followed by a random part.' } },
+      securitySchemes: {
+        apiKey: { type: 'http', scheme: 'bearer', description: 'API key: svc_ followed by a random part.' },
+      },
       headers: HEADERS,
       schemas: components(),
     },

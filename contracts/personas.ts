@@ -38,12 +38,33 @@ const tools = z
   .max(PERSONA_LIMITS.toolsMax, { error: `must have at most ${PERSONA_LIMITS.toolsMax} tools` });
 
 const fields = {
-  description: description.optional().describe(`What the persona is for, up to ${PERSONA_LIMITS.descriptionMax} characters; default empty.`),
-  instructions: instructions.optional().describe(`The system instructions, up to ${PERSONA_LIMITS.instructionsMax} characters; required (non-empty) to publish.`),
-  voice: voice.optional().describe('A voice name from GET /speech/voices ("default" or omitted: the default voice, stored by its name). Unknown: 400 naming voice.'),
-  faceId: faceId.nullable().optional().describe('A face id from GET /personas/faces, or null; required to publish. Unknown: 400 naming faceId.'),
-  greeting: greeting.optional().describe(`The first line the persona says, up to ${PERSONA_LIMITS.greetingMax} characters; required (non-empty) to publish.`),
-  tools: tools.optional().describe('Names of assistant tools the persona may call (the chat tool catalogue: create_flowchart, create_notes, generate_image, web_search, …); duplicates are dropped; an unknown name is 400 naming tools.<i>. Default none. A conversation offers the live server tools these map to: web_search → search_web; create_presentation, create_notes, create_document, create_flowchart, add_flowchart_steps, create_whiteboard, generate_image under their own names; platform_action → list_projects and get_account; the others have no live action, and memory tools are never offered to a persona.'),
+  description: description
+    .optional()
+    .describe(`What the persona is for, up to ${PERSONA_LIMITS.descriptionMax} characters; default empty.`),
+  instructions: instructions
+    .optional()
+    .describe(
+      `The system instructions, up to ${PERSONA_LIMITS.instructionsMax} characters; required (non-empty) to publish.`,
+    ),
+  voice: voice
+    .optional()
+    .describe(
+      'A voice name from GET /speech/voices ("default" or omitted: the default voice, stored by its name). Unknown: 400 naming voice.',
+    ),
+  faceId: faceId
+    .nullable()
+    .optional()
+    .describe('A face id from GET /personas/faces, or null; required to publish. Unknown: 400 naming faceId.'),
+  greeting: greeting
+    .optional()
+    .describe(
+      `The first line the persona says, up to ${PERSONA_LIMITS.greetingMax} characters; required (non-empty) to publish.`,
+    ),
+  tools: tools
+    .optional()
+    .describe(
+      'Names of assistant tools the persona may call (the chat tool catalogue: create_flowchart, create_notes, generate_image, web_search, …); duplicates are dropped; an unknown name is 400 naming tools.<i>. Default none. A conversation offers the live server tools these map to: web_search → search_web; create_presentation, create_notes, create_document, create_flowchart, add_flowchart_steps, create_whiteboard, generate_image under their own names; platform_action → list_projects and get_account; the others have no live action, and memory tools are never offered to a persona.',
+    ),
 };
 
 export const PersonaCreate = z
@@ -57,21 +78,22 @@ export type PersonaCreate = z.output<typeof PersonaCreate>;
 /** PATCH: only the fields passed change; the working copy becomes a draft again. */
 export const PersonaUpdate = z
   .strictObject({ name: name.optional(), ...fields })
-  .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'body: name a field to change: name, description, instructions, voice, faceId, greeting or tools' })
+  .refine((b) => Object.values(b).some((v) => v !== undefined), {
+    error: 'body: name a field to change: name, description, instructions, voice, faceId, greeting or tools',
+  })
   .meta({ id: 'PersonaUpdate', minProperties: 1 }); // the refinement above, as JSON Schema
 export type PersonaUpdate = z.output<typeof PersonaUpdate>;
 
 /** What a version freezes (and what the working copy holds). */
-export const PersonaSnapshot = z
-  .object({
-    name: z.string(),
-    description: z.string(),
-    instructions: z.string(),
-    voice: z.string().describe('Catalogue voice name.'),
-    faceId: z.string().nullable(),
-    greeting: z.string(),
-    tools: z.array(z.string()),
-  });
+export const PersonaSnapshot = z.object({
+  name: z.string(),
+  description: z.string(),
+  instructions: z.string(),
+  voice: z.string().describe('Catalogue voice name.'),
+  faceId: z.string().nullable(),
+  greeting: z.string(),
+  tools: z.array(z.string()),
+});
 export type PersonaSnapshot = z.infer<typeof PersonaSnapshot>;
 
 export const PersonaPublished = PersonaSnapshot.extend({
@@ -81,9 +103,19 @@ export const PersonaPublished = PersonaSnapshot.extend({
 
 export const Persona = PersonaSnapshot.extend({
   id: z.string().describe('per_ followed by a random part.'),
-  status: z.enum(PERSONA_STATUSES).describe('draft: the working copy has changes no version holds (or was never published); published: the working copy is the latest published version.'),
-  publishedVersion: z.number().int().nullable().describe('The latest published version number; null before the first publish.'),
-  published: PersonaPublished.nullable().describe('The latest published version as frozen (what new deployments get by default); null before the first publish. PATCH never changes it.'),
+  status: z
+    .enum(PERSONA_STATUSES)
+    .describe(
+      'draft: the working copy has changes no version holds (or was never published); published: the working copy is the latest published version.',
+    ),
+  publishedVersion: z
+    .number()
+    .int()
+    .nullable()
+    .describe('The latest published version number; null before the first publish.'),
+  published: PersonaPublished.nullable().describe(
+    'The latest published version as frozen (what new deployments get by default); null before the first publish. PATCH never changes it.',
+  ),
   version: Version,
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -92,7 +124,10 @@ export type Persona = z.infer<typeof Persona>;
 
 export const PersonaList = listEnvelope(Persona).meta({ id: 'PersonaList' });
 export const PersonaListQuery = listQuery({
-  status: z.enum(PERSONA_STATUSES, { error: `must be one of ${PERSONA_STATUSES.join(', ')}` }).optional().describe('Only personas in this status.'),
+  status: z
+    .enum(PERSONA_STATUSES, { error: `must be one of ${PERSONA_STATUSES.join(', ')}` })
+    .optional()
+    .describe('Only personas in this status.'),
 });
 
 // ---- Faces -----------------------------------------------------------------------------
@@ -102,7 +137,9 @@ export const PersonaFace = z
     id: z.string().describe('Face id, used as faceId.'),
     name: z.string(),
     description: z.string(),
-    previewUrl: z.string().describe('Absolute URL of an SVG picture of the face, served by this service without a key.'),
+    previewUrl: z
+      .string()
+      .describe('Absolute URL of an SVG picture of the face, served by this service without a key.'),
   })
   .meta({ id: 'PersonaFace' });
 export const PersonaFaceList = listEnvelope(PersonaFace).meta({ id: 'PersonaFaceList' });
@@ -115,29 +152,65 @@ const origin = line(256)
 
 export const PersonaDeploymentCreate = z
   .strictObject({
-    channel: z.enum(PERSONA_CHANNELS, { error: `must be one of ${PERSONA_CHANNELS.join(', ')}` }).describe('web: an embed on your pages; voice: the realtime voice engine; api: conversations started by your own code.'),
-    version: z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }).min(1, { error: 'must be at least 1' }).optional().describe('A published version number; default the latest. A persona never published: 409 persona_not_published.'),
+    channel: z
+      .enum(PERSONA_CHANNELS, { error: `must be one of ${PERSONA_CHANNELS.join(', ')}` })
+      .describe(
+        'web: an embed on your pages; voice: the realtime voice engine; api: conversations started by your own code.',
+      ),
+    version: z
+      .number({ error: 'must be an integer' })
+      .int({ error: 'must be an integer' })
+      .min(1, { error: 'must be at least 1' })
+      .optional()
+      .describe(
+        'A published version number; default the latest. A persona never published: 409 persona_not_published.',
+      ),
     allowedOrigins: z
       .array(origin, { error: 'must be an array of https origins' })
       .min(PERSONA_LIMITS.originsMin, { error: `must have at least ${PERSONA_LIMITS.originsMin} origin` })
       .max(PERSONA_LIMITS.originsMax, { error: `must have at most ${PERSONA_LIMITS.originsMax} origins` })
       .optional()
-      .describe(`web only, and required there: ${PERSONA_LIMITS.originsMin} to ${PERSONA_LIMITS.originsMax} https origins (https://host[:port]) whose pages may embed the persona. Other channels: 400.`),
-    name: line(PERSONA_LIMITS.deploymentNameMax).trim().min(1, nonEmpty).optional().describe('A label; default "<channel> v<version>".'),
+      .describe(
+        `web only, and required there: ${PERSONA_LIMITS.originsMin} to ${PERSONA_LIMITS.originsMax} https origins (https://host[:port]) whose pages may embed the persona. Other channels: 400.`,
+      ),
+    name: line(PERSONA_LIMITS.deploymentNameMax)
+      .trim()
+      .min(1, nonEmpty)
+      .optional()
+      .describe('A label; default "<channel> v<version>".'),
   })
   .superRefine((b, ctx) => {
-    if (b.channel === 'web' && !b.allowedOrigins) ctx.addIssue({ code: 'custom', path: ['allowedOrigins'], message: 'is required for the web channel' });
-    if (b.channel !== 'web' && b.allowedOrigins) ctx.addIssue({ code: 'custom', path: ['allowedOrigins'], message: 'is only for the web channel' });
+    if (b.channel === 'web' && !b.allowedOrigins)
+      ctx.addIssue({ code: 'custom', path: ['allowedOrigins'], message: 'is required for the web channel' });
+    if (b.channel !== 'web' && b.allowedOrigins)
+      ctx.addIssue({ code: 'custom', path: ['allowedOrigins'], message: 'is only for the web channel' });
   })
-  .meta({ id: 'PersonaDeploymentCreate', ...whenField('channel', 'web', { required: ['allowedOrigins'], properties: { allowedOrigins: {} } }, { not: { required: ['allowedOrigins'], properties: { allowedOrigins: {} } } }) }); // the refinement above
+  .meta({
+    id: 'PersonaDeploymentCreate',
+    ...whenField(
+      'channel',
+      'web',
+      { required: ['allowedOrigins'], properties: { allowedOrigins: {} } },
+      { not: { required: ['allowedOrigins'], properties: { allowedOrigins: {} } } },
+    ),
+  }); // the refinement above
 export type PersonaDeploymentCreate = z.output<typeof PersonaDeploymentCreate>;
 
 export const PersonaDeploymentConnect = z
   .object({
-    conversationsUrl: z.string().describe('POST here (with your API key, write and ai scopes) with {deploymentId} to start a conversation; its answer carries the realtime token.'),
+    conversationsUrl: z
+      .string()
+      .describe(
+        'POST here (with your API key, write and ai scopes) with {deploymentId} to start a conversation; its answer carries the realtime token.',
+      ),
     realtimeUrl: z.string().describe('The realtime WebSocket every conversation connects to (protocol in the README).'),
     scriptUrl: z.string().optional().describe('web: the embed script, served without a key.'),
-    snippet: z.string().optional().describe('web: the HTML to put on a page of an allowed origin; fill data-token with the token of a conversation your server started.'),
+    snippet: z
+      .string()
+      .optional()
+      .describe(
+        'web: the HTML to put on a page of an allowed origin; fill data-token with the token of a conversation your server started.',
+      ),
     howTo: z.string().describe('How to start and connect on this channel.'),
   })
   .meta({ id: 'PersonaDeploymentConnect' });
@@ -162,7 +235,9 @@ export const PersonaDeploymentListQuery = listQuery({});
 
 export const PersonaConversationStart = z
   .strictObject({
-    deploymentId: line(128).min(1, nonEmpty).describe('A deployment of this persona (pdep_…); another persona\'s or account\'s: 404.'),
+    deploymentId: line(128)
+      .min(1, nonEmpty)
+      .describe("A deployment of this persona (pdep_…); another persona's or account's: 404."),
   })
   .meta({ id: 'PersonaConversationStart' });
 export type PersonaConversationStart = z.output<typeof PersonaConversationStart>;
@@ -173,7 +248,11 @@ export const PersonaConversationConnect = z
     token: z.string().describe('Signed, single-use realtime token; connect to realtimeUrl?token=… before expiresAt.'),
     expiresAt: z.string(),
     realtimeUrl: z.string(),
-    audio: z.boolean().describe('voice: true (stream PCM both ways); web and api: false (send input_text events, read assistant.text; PCM replies may be ignored).'),
+    audio: z
+      .boolean()
+      .describe(
+        'voice: true (stream PCM both ways); web and api: false (send input_text events, read assistant.text; PCM replies may be ignored).',
+      ),
   })
   .meta({ id: 'PersonaConversationConnect' });
 
@@ -188,8 +267,12 @@ export const PersonaConversation = z
     startedAt: z.string(),
     endedAt: z.string().nullable(),
     durationMs: z.number().int().nullable().describe('endedAt − startedAt, once ended.'),
-    creditsUsed: z.number().describe('Credits charged for the conversation: the live session, charged once when it starts.'),
-    connect: PersonaConversationConnect.nullable().describe('How to connect; on the start answer only (null once ended).'),
+    creditsUsed: z
+      .number()
+      .describe('Credits charged for the conversation: the live session, charged once when it starts.'),
+    connect: PersonaConversationConnect.nullable().describe(
+      'How to connect; on the start answer only (null once ended).',
+    ),
   })
   .meta({ id: 'PersonaConversation' });
 export type PersonaConversation = z.infer<typeof PersonaConversation>;
@@ -199,8 +282,17 @@ export const PersonaEvent = z
     id: z.string(),
     type: z.enum(PERSONA_EVENT_TYPES),
     at: z.string(),
-    text: z.string().nullable().describe('user_turn / assistant_turn: what was said (the greeting is the first assistant_turn); tool_call: the tool\'s name; null for the others.'),
-    data: z.record(z.string(), z.unknown()).describe('started: channel, version, sessionId, deploymentId; ended: durationMs, creditsUsed; tool_call: name, callId, artifactType, title, ok (false when the tool failed or was refused).'),
+    text: z
+      .string()
+      .nullable()
+      .describe(
+        "user_turn / assistant_turn: what was said (the greeting is the first assistant_turn); tool_call: the tool's name; null for the others.",
+      ),
+    data: z
+      .record(z.string(), z.unknown())
+      .describe(
+        'started: channel, version, sessionId, deploymentId; ended: durationMs, creditsUsed; tool_call: name, callId, artifactType, title, ok (false when the tool failed or was refused).',
+      ),
   })
   .meta({ id: 'PersonaEvent' });
 export type PersonaEvent = z.infer<typeof PersonaEvent>;

@@ -9,7 +9,9 @@ export const THEME_IDS = ['default', 'midnight', 'sunrise', 'forest', 'ocean', '
 
 export const OutlineItem = z.strictObject({
   title: text(200).trim().min(1, { error: 'must not be empty' }),
-  bullets: z.array(text(500), { error: 'must be an array of strings' }).max(12, { error: 'must have at most 12 bullets' }),
+  bullets: z
+    .array(text(500), { error: 'must be an array of strings' })
+    .max(12, { error: 'must have at most 12 bullets' }),
 });
 export type OutlineItem = z.infer<typeof OutlineItem>;
 
@@ -19,20 +21,41 @@ export const PresentationRequest = z
     name: line(255).trim().min(1, { error: 'must not be empty' }).describe('Deck title.'),
     description: text(2000).optional(),
     brief: text(20_000).optional().describe('Preferred. The outline is authored from it.'),
-    outline: z.array(OutlineItem, { error: 'must be an array of {title, bullets}' }).max(30, { error: 'must have at most 30 slides' }).optional().describe('Explicit slides used as written. Omit when brief is passed.'),
-    slideCount: intBetween(3, 30).optional().describe('Default 8. Applies to brief-authored outlines; ignored with outline.'),
-    themeId: z.enum(THEME_IDS, { error: `must be one of ${THEME_IDS.join(', ')}` }).optional().describe('Built-in theme id.'),
+    outline: z
+      .array(OutlineItem, { error: 'must be an array of {title, bullets}' })
+      .max(30, { error: 'must have at most 30 slides' })
+      .optional()
+      .describe('Explicit slides used as written. Omit when brief is passed.'),
+    slideCount: intBetween(3, 30)
+      .optional()
+      .describe('Default 8. Applies to brief-authored outlines; ignored with outline.'),
+    themeId: z
+      .enum(THEME_IDS, { error: `must be one of ${THEME_IDS.join(', ')}` })
+      .optional()
+      .describe('Built-in theme id.'),
     visualStyle: text(100).optional().describe('Image art style; default illustration.'),
-    slideMode: z.enum(SLIDE_MODES, { error: 'must be one of creator, content' }).optional().describe('creator (default): every slide is a designed image. content: editable text over image backgrounds.'),
-    brandUrl: line(2048).optional().describe('Brand homepage; the theme colours are extracted from it (fetched through the SSRF guard).'),
+    slideMode: z
+      .enum(SLIDE_MODES, { error: 'must be one of creator, content' })
+      .optional()
+      .describe('creator (default): every slide is a designed image. content: editable text over image backgrounds.'),
+    brandUrl: line(2048)
+      .optional()
+      .describe('Brand homepage; the theme colours are extracted from it (fetched through the SSRF guard).'),
     companyName: line(255).optional().describe('Brand display name, used with brandUrl.'),
-    tags: z.array(line(64), { error: 'must be an array of strings' }).max(20, { error: 'must have at most 20 tags' }).optional(),
+    tags: z
+      .array(line(64), { error: 'must be an array of strings' })
+      .max(20, { error: 'must have at most 20 tags' })
+      .optional(),
   })
   .superRefine((v, ctx) => {
     const hasBrief = typeof v.brief === 'string' && v.brief.trim().length > 0;
     const hasOutline = Array.isArray(v.outline) && v.outline.length > 0;
     if (!hasBrief && !hasOutline) {
-      ctx.addIssue({ code: 'custom', path: ['brief'], message: 'is required when outline is missing or empty: pass brief or a non-empty outline' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['brief'],
+        message: 'is required when outline is missing or empty: pass brief or a non-empty outline',
+      });
     }
   })
   .meta({ id: 'PresentationRequest' }); // the refinement is in /openapi as anyOf (contracts/openapi.ts override), not in the MCP tool's top level

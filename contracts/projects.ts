@@ -32,7 +32,8 @@ export const OPEN_PATH_OF_KIND = {
   code: '/code-editor/',
 } as const satisfies Record<ProjectKind, string>;
 
-export const openUrlOf = (publicBaseUrl: string, kind: ProjectKind, id: string) => `${publicBaseUrl}${OPEN_PATH_OF_KIND[kind]}${id}`;
+export const openUrlOf = (publicBaseUrl: string, kind: ProjectKind, id: string) =>
+  `${publicBaseUrl}${OPEN_PATH_OF_KIND[kind]}${id}`;
 
 // ---- Flowchart content -------------------------------------------------------------------
 
@@ -51,7 +52,11 @@ export const FlowchartNode = z
     id: NodeId,
     label: text(500).describe('What the step says.'),
     shape: z.enum(FLOWCHART_SHAPES, { error: `must be one of ${FLOWCHART_SHAPES.join(', ')}` }).default('process'),
-    x: z.number({ error: 'must be a number' }).finite().optional().describe('Canvas position, pixels; laid out top to bottom when omitted.'),
+    x: z
+      .number({ error: 'must be a number' })
+      .finite()
+      .optional()
+      .describe('Canvas position, pixels; laid out top to bottom when omitted.'),
     y: z.number({ error: 'must be a number' }).finite().optional(),
   })
   .meta({ id: 'FlowchartNode' });
@@ -72,18 +77,25 @@ export const FLOWCHART_MAX_NODES = 500;
 export const FLOWCHART_MAX_EDGES = 1000;
 
 /** Node ids are unique and every edge names existing nodes (issues at nodes.N.id, edges.N.from / .to). */
-export function checkFlowchart(v: { nodes: readonly { id: string }[]; edges: readonly { id?: string; from: string; to: string }[] }, ctx: z.RefinementCtx): void {
+export function checkFlowchart(
+  v: { nodes: readonly { id: string }[]; edges: readonly { id?: string; from: string; to: string }[] },
+  ctx: z.RefinementCtx,
+): void {
   const ids = new Set<string>();
   v.nodes.forEach((n, i) => {
-    if (ids.has(n.id)) ctx.addIssue({ code: 'custom', path: ['nodes', i, 'id'], message: `duplicate node id "${n.id}"` });
+    if (ids.has(n.id))
+      ctx.addIssue({ code: 'custom', path: ['nodes', i, 'id'], message: `duplicate node id "${n.id}"` });
     ids.add(n.id);
   });
   const edgeIds = new Set<string>();
   v.edges.forEach((e, i) => {
-    if (!ids.has(e.from)) ctx.addIssue({ code: 'custom', path: ['edges', i, 'from'], message: `names no node ("${e.from}")` });
-    if (!ids.has(e.to)) ctx.addIssue({ code: 'custom', path: ['edges', i, 'to'], message: `names no node ("${e.to}")` });
+    if (!ids.has(e.from))
+      ctx.addIssue({ code: 'custom', path: ['edges', i, 'from'], message: `names no node ("${e.from}")` });
+    if (!ids.has(e.to))
+      ctx.addIssue({ code: 'custom', path: ['edges', i, 'to'], message: `names no node ("${e.to}")` });
     if (e.id !== undefined) {
-      if (edgeIds.has(e.id)) ctx.addIssue({ code: 'custom', path: ['edges', i, 'id'], message: `duplicate edge id "${e.id}"` });
+      if (edgeIds.has(e.id))
+        ctx.addIssue({ code: 'custom', path: ['edges', i, 'id'], message: `duplicate edge id "${e.id}"` });
       edgeIds.add(e.id);
     }
   });
@@ -95,15 +107,22 @@ export function checkFlowchart(v: { nodes: readonly { id: string }[]; edges: rea
  */
 export const FlowchartContent = z
   .strictObject({
-    nodes: z.array(FlowchartNode, { error: 'must be an array of nodes' }).max(FLOWCHART_MAX_NODES, { error: `must have at most ${FLOWCHART_MAX_NODES} nodes` }),
-    edges: z.array(FlowchartEdge, { error: 'must be an array of edges' }).max(FLOWCHART_MAX_EDGES, { error: `must have at most ${FLOWCHART_MAX_EDGES} edges` }).default([]),
+    nodes: z
+      .array(FlowchartNode, { error: 'must be an array of nodes' })
+      .max(FLOWCHART_MAX_NODES, { error: `must have at most ${FLOWCHART_MAX_NODES} nodes` }),
+    edges: z
+      .array(FlowchartEdge, { error: 'must be an array of edges' })
+      .max(FLOWCHART_MAX_EDGES, { error: `must have at most ${FLOWCHART_MAX_EDGES} edges` })
+      .default([]),
   })
   .superRefine(checkFlowchart)
   .meta({ id: 'FlowchartContent' });
 export type FlowchartContent = z.infer<typeof FlowchartContent>;
 
 /** Tags of a project: at most 20, each one line of at most 64 characters. */
-export const Tags = z.array(line(64), { error: 'must be an array of strings' }).max(20, { error: 'must have at most 20 tags' });
+export const Tags = z
+  .array(line(64), { error: 'must be an array of strings' })
+  .max(20, { error: 'must have at most 20 tags' });
 
 // ---- Limits ------------------------------------------------------------------------------
 
@@ -127,9 +146,16 @@ export const PROJECT_LIMITS = {
   sharesMax: 50,
 } as const;
 
-const name = line(PROJECT_LIMITS.nameMax).trim().min(1, { error: 'must not be empty' }).describe(`The project's name, 1 to ${PROJECT_LIMITS.nameMax} characters on one line.`);
-const description = text(PROJECT_LIMITS.descriptionMax).describe(`Free text, at most ${PROJECT_LIMITS.descriptionMax} characters.`);
-const tags = Tags.describe(`At most ${PROJECT_LIMITS.tagsMax} tags of at most ${PROJECT_LIMITS.tagMax} characters each; duplicates are dropped.`);
+const name = line(PROJECT_LIMITS.nameMax)
+  .trim()
+  .min(1, { error: 'must not be empty' })
+  .describe(`The project's name, 1 to ${PROJECT_LIMITS.nameMax} characters on one line.`);
+const description = text(PROJECT_LIMITS.descriptionMax).describe(
+  `Free text, at most ${PROJECT_LIMITS.descriptionMax} characters.`,
+);
+const tags = Tags.describe(
+  `At most ${PROJECT_LIMITS.tagsMax} tags of at most ${PROJECT_LIMITS.tagMax} characters each; duplicates are dropped.`,
+);
 
 // ---- Whiteboard content ------------------------------------------------------------------
 
@@ -139,22 +165,53 @@ export const WHITEBOARD_ELEMENT_TYPES = ['shape', 'text', 'image', 'connector'] 
 export const WHITEBOARD_SHAPES = ['rectangle', 'rounded', 'ellipse', 'diamond', 'triangle', 'sticky'] as const;
 
 const COLOR = /^(#[0-9a-fA-F]{3}|#[0-9a-fA-F]{4}|#[0-9a-fA-F]{6}|#[0-9a-fA-F]{8}|transparent)$/;
-const Color = z.string({ error: 'must be a string' }).regex(COLOR, { error: 'must be a #rgb, #rgba, #rrggbb or #rrggbbaa colour, or transparent' });
-const coord = z.number({ error: 'must be a number' }).min(-1_000_000, { error: 'must be between -1000000 and 1000000' }).max(1_000_000, { error: 'must be between -1000000 and 1000000' });
-const size = z.number({ error: 'must be a number' }).min(1, { error: 'must be between 1 and 100000' }).max(100_000, { error: 'must be between 1 and 100000' });
+const Color = z
+  .string({ error: 'must be a string' })
+  .regex(COLOR, { error: 'must be a #rgb, #rgba, #rrggbb or #rrggbbaa colour, or transparent' });
+const coord = z
+  .number({ error: 'must be a number' })
+  .min(-1_000_000, { error: 'must be between -1000000 and 1000000' })
+  .max(1_000_000, { error: 'must be between -1000000 and 1000000' });
+const size = z
+  .number({ error: 'must be a number' })
+  .min(1, { error: 'must be between 1 and 100000' })
+  .max(100_000, { error: 'must be between 1 and 100000' });
 
 /** How an element is drawn; what is not sent takes the element type's default (stored filled in). */
 export const ElementStyle = z
   .strictObject({
-    fill: Color.optional().describe('Fill colour; default #ffffff for shapes, #fef08a for sticky notes, transparent for text, images and connectors.'),
+    fill: Color.optional().describe(
+      'Fill colour; default #ffffff for shapes, #fef08a for sticky notes, transparent for text, images and connectors.',
+    ),
     stroke: Color.optional().describe('Outline or line colour; default #1f2937.'),
-    strokeWidth: z.number({ error: 'must be a number' }).min(0, { error: 'must be between 0 and 50' }).max(50, { error: 'must be between 0 and 50' }).optional().describe('Pixels; default 2 (0 for text).'),
-    strokeStyle: z.enum(['solid', 'dashed', 'dotted'], { error: 'must be one of solid, dashed, dotted' }).optional().describe('Default solid.'),
-    opacity: z.number({ error: 'must be a number' }).min(0, { error: 'must be between 0 and 1' }).max(1, { error: 'must be between 0 and 1' }).optional().describe('0 to 1; default 1.'),
+    strokeWidth: z
+      .number({ error: 'must be a number' })
+      .min(0, { error: 'must be between 0 and 50' })
+      .max(50, { error: 'must be between 0 and 50' })
+      .optional()
+      .describe('Pixels; default 2 (0 for text).'),
+    strokeStyle: z
+      .enum(['solid', 'dashed', 'dotted'], { error: 'must be one of solid, dashed, dotted' })
+      .optional()
+      .describe('Default solid.'),
+    opacity: z
+      .number({ error: 'must be a number' })
+      .min(0, { error: 'must be between 0 and 1' })
+      .max(1, { error: 'must be between 0 and 1' })
+      .optional()
+      .describe('0 to 1; default 1.'),
     textColor: Color.optional().describe('Default #111827.'),
-    fontSize: z.number({ error: 'must be a number' }).min(6, { error: 'must be between 6 and 200' }).max(200, { error: 'must be between 6 and 200' }).optional().describe('Pixels; default 16.'),
+    fontSize: z
+      .number({ error: 'must be a number' })
+      .min(6, { error: 'must be between 6 and 200' })
+      .max(200, { error: 'must be between 6 and 200' })
+      .optional()
+      .describe('Pixels; default 16.'),
     fontWeight: z.enum(['normal', 'bold'], { error: 'must be normal or bold' }).optional().describe('Default normal.'),
-    textAlign: z.enum(['left', 'center', 'right'], { error: 'must be one of left, center, right' }).optional().describe('Default center (left for text).'),
+    textAlign: z
+      .enum(['left', 'center', 'right'], { error: 'must be one of left, center, right' })
+      .optional()
+      .describe('Default center (left for text).'),
   })
   .meta({ id: 'WhiteboardElementStyle' });
 export type ElementStyle = z.infer<typeof ElementStyle>;
@@ -164,9 +221,16 @@ const placed = {
   id: elementId,
   x: coord.describe('Left edge, canvas pixels (-1000000 to 1000000).'),
   y: coord.describe('Top edge, canvas pixels (-1000000 to 1000000).'),
-  width: size.optional().describe('Pixels, 1 to 100000; default per type (shape 160, sticky 160, text 240, image 320).'),
+  width: size
+    .optional()
+    .describe('Pixels, 1 to 100000; default per type (shape 160, sticky 160, text 240, image 320).'),
   height: size.optional().describe('Pixels, 1 to 100000; default per type (shape 80, sticky 160, text 40, image 240).'),
-  rotation: z.number({ error: 'must be a number' }).min(-360, { error: 'must be between -360 and 360' }).max(360, { error: 'must be between -360 and 360' }).optional().describe('Degrees clockwise; default 0.'),
+  rotation: z
+    .number({ error: 'must be a number' })
+    .min(-360, { error: 'must be between -360 and 360' })
+    .max(360, { error: 'must be between -360 and 360' })
+    .optional()
+    .describe('Degrees clockwise; default 0.'),
   style: ElementStyle.optional(),
 };
 const elementText = text(PROJECT_LIMITS.elementTextMax);
@@ -204,7 +268,10 @@ export const WhiteboardConnector = z
     from: elementId.describe('Id of the shape, text or image the connector starts at.'),
     to: elementId.describe('Id of another shape, text or image the connector ends at.'),
     label: line(200).optional().describe('Text on the line.'),
-    arrow: z.enum(['none', 'end', 'both'], { error: 'must be one of none, end, both' }).default('end').describe('Arrow heads; default end.'),
+    arrow: z
+      .enum(['none', 'end', 'both'], { error: 'must be one of none, end, both' })
+      .default('end')
+      .describe('Arrow heads; default end.'),
     style: ElementStyle.optional(),
     // Computed by the server; accepted so that content read with GET can be sent back as it is.
     x: coord.optional().describe('Computed: ignored when sent.'),
@@ -213,10 +280,16 @@ export const WhiteboardConnector = z
     height: size.optional().describe('Computed: ignored when sent.'),
     rotation: z.number({ error: 'must be a number' }).optional().describe('Always 0: ignored when sent.'),
   })
-  .meta({ id: 'WhiteboardConnector', description: 'A line between two elements. Its x, y, width and height are computed by the server (the box between the centres of the two ends) and returned; values sent for them are ignored.' });
+  .meta({
+    id: 'WhiteboardConnector',
+    description:
+      'A line between two elements. Its x, y, width and height are computed by the server (the box between the centres of the two ends) and returned; values sent for them are ignored.',
+  });
 
 export const WhiteboardElement = z
-  .discriminatedUnion('type', [WhiteboardShape, WhiteboardText, WhiteboardImage, WhiteboardConnector], { error: `must be one of ${WHITEBOARD_ELEMENT_TYPES.join(', ')}` })
+  .discriminatedUnion('type', [WhiteboardShape, WhiteboardText, WhiteboardImage, WhiteboardConnector], {
+    error: `must be one of ${WHITEBOARD_ELEMENT_TYPES.join(', ')}`,
+  })
   .meta({ id: 'WhiteboardElement' });
 export type WhiteboardElementInput = z.infer<typeof WhiteboardElement>;
 
@@ -224,15 +297,23 @@ const whiteboardShape = {
   background: Color.default('#ffffff').describe('Canvas colour; default #ffffff.'),
   elements: z
     .array(WhiteboardElement, { error: 'must be an array of elements' })
-    .max(PROJECT_LIMITS.whiteboardElementsMax, { error: `must have at most ${PROJECT_LIMITS.whiteboardElementsMax} elements` })
-    .describe(`Shapes, text, images and connectors, drawn in this order; at most ${PROJECT_LIMITS.whiteboardElementsMax}.`),
+    .max(PROJECT_LIMITS.whiteboardElementsMax, {
+      error: `must have at most ${PROJECT_LIMITS.whiteboardElementsMax} elements`,
+    })
+    .describe(
+      `Shapes, text, images and connectors, drawn in this order; at most ${PROJECT_LIMITS.whiteboardElementsMax}.`,
+    ),
 };
 
 /** Element ids are unique; a connector joins two other existing elements that are not connectors. */
-export function checkWhiteboard(v: { elements: readonly { id: string; type: string; from?: string; to?: string }[] }, ctx: z.RefinementCtx): void {
+export function checkWhiteboard(
+  v: { elements: readonly { id: string; type: string; from?: string; to?: string }[] },
+  ctx: z.RefinementCtx,
+): void {
   const kinds = new Map<string, string>();
   v.elements.forEach((el, i) => {
-    if (kinds.has(el.id)) ctx.addIssue({ code: 'custom', path: ['elements', i, 'id'], message: `duplicate element id "${el.id}"` });
+    if (kinds.has(el.id))
+      ctx.addIssue({ code: 'custom', path: ['elements', i, 'id'], message: `duplicate element id "${el.id}"` });
     else kinds.set(el.id, el.type);
   });
   v.elements.forEach((el, i) => {
@@ -240,20 +321,32 @@ export function checkWhiteboard(v: { elements: readonly { id: string; type: stri
     for (const end of ['from', 'to'] as const) {
       const target = el[end]!;
       const kind = kinds.get(target);
-      if (kind === undefined) ctx.addIssue({ code: 'custom', path: ['elements', i, end], message: `names no element ("${target}")` });
-      else if (kind === 'connector') ctx.addIssue({ code: 'custom', path: ['elements', i, end], message: `names a connector ("${target}"); connectors join shapes, text and images` });
+      if (kind === undefined)
+        ctx.addIssue({ code: 'custom', path: ['elements', i, end], message: `names no element ("${target}")` });
+      else if (kind === 'connector')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['elements', i, end],
+          message: `names a connector ("${target}"); connectors join shapes, text and images`,
+        });
     }
-    if (el.from === el.to) ctx.addIssue({ code: 'custom', path: ['elements', i, 'to'], message: 'must name another element than from' });
+    if (el.from === el.to)
+      ctx.addIssue({ code: 'custom', path: ['elements', i, 'to'], message: 'must name another element than from' });
   });
 }
 
 /** A whiteboard's content: the canvas colour and its elements. */
-export const WhiteboardContent = z.strictObject(whiteboardShape).superRefine(checkWhiteboard).meta({ id: 'WhiteboardContent' });
+export const WhiteboardContent = z
+  .strictObject(whiteboardShape)
+  .superRefine(checkWhiteboard)
+  .meta({ id: 'WhiteboardContent' });
 export type WhiteboardContent = z.infer<typeof WhiteboardContent>;
 
 // ---- Notes content -----------------------------------------------------------------------
 
-const markdown = text(PROJECT_LIMITS.notesMax).describe(`CommonMark Markdown, at most ${PROJECT_LIMITS.notesMax} characters.`);
+const markdown = text(PROJECT_LIMITS.notesMax).describe(
+  `CommonMark Markdown, at most ${PROJECT_LIMITS.notesMax} characters.`,
+);
 
 /** A notes project's content: Markdown. */
 export const NotesContent = z.strictObject({ markdown }).meta({ id: 'NotesContent' });
@@ -309,7 +402,11 @@ export const FlowchartCreate = z
     edges: FlowchartContent.shape.edges,
   })
   .superRefine(checkFlowchart)
-  .meta({ id: 'FlowchartCreate', description: 'A flowchart: nodes (ids unique) and edges between them. Nodes without x and y are laid out top to bottom; edges without id get e1, e2, …' });
+  .meta({
+    id: 'FlowchartCreate',
+    description:
+      'A flowchart: nodes (ids unique) and edges between them. Nodes without x and y are laid out top to bottom; edges without id get e1, e2, …',
+  });
 export type FlowchartCreate = z.output<typeof FlowchartCreate>;
 
 /** POST /whiteboards. */
@@ -339,7 +436,9 @@ export const ProjectUpdate = z
         "Replaces the whole content, validated for the project's kind: FlowchartContent (flowchart), WhiteboardContent (whiteboard), NotesContent (notes). A presentation's or sheet's content is not patchable (400).",
       ),
   })
-  .refine((b) => Object.values(b).some((v) => v !== undefined), { error: 'name a field to change: name, description, tags, isStarred or content' })
+  .refine((b) => Object.values(b).some((v) => v !== undefined), {
+    error: 'name a field to change: name, description, tags, isStarred or content',
+  })
   .meta({ id: 'ProjectUpdate', minProperties: 1 }); // the refinement above, as JSON Schema
 export type ProjectUpdate = z.output<typeof ProjectUpdate>;
 
@@ -355,7 +454,9 @@ export const ProjectShareRequest = z
       .max(254, { error: 'must be at most 254 characters' })
       .transform((s) => s.toLowerCase())
       .describe('Who to share with; compared case-insensitively and stored in lower case.'),
-    role: z.enum(SHARE_ROLES, { error: `must be one of ${SHARE_ROLES.join(', ')}` }).describe('viewer reads, commenter reads and comments, editor changes the project.'),
+    role: z
+      .enum(SHARE_ROLES, { error: `must be one of ${SHARE_ROLES.join(', ')}` })
+      .describe('viewer reads, commenter reads and comments, editor changes the project.'),
   })
   .meta({ id: 'ProjectShareRequest' });
 export type ProjectShareRequest = z.output<typeof ProjectShareRequest>;
@@ -382,7 +483,11 @@ export const ProjectSummary = z
     version: Version,
     createdAt: z.string(),
     updatedAt: z.string(),
-    openUrl: z.string().describe('Absolute editor link: /editor/{id} (flowchart, whiteboard), /notes/{id}, /presentations/{id}, /sheets/{id}, /code-editor/{id}.'),
+    openUrl: z
+      .string()
+      .describe(
+        'Absolute editor link: /editor/{id} (flowchart, whiteboard), /notes/{id}, /presentations/{id}, /sheets/{id}, /code-editor/{id}.',
+      ),
   })
   .meta({ id: 'ProjectSummary' });
 
@@ -390,7 +495,9 @@ export const Project = ProjectSummary.extend({
   content: z
     .union([FlowchartContent, WhiteboardContent, NotesContent, PresentationContent, z.record(z.string(), z.unknown())])
     .nullable()
-    .describe("The kind's content: FlowchartContent, WhiteboardContent (connector boxes and style defaults filled in), NotesContent, PresentationContent (read only); a sheet's grid is read at /sheets/{id}."),
+    .describe(
+      "The kind's content: FlowchartContent, WhiteboardContent (connector boxes and style defaults filled in), NotesContent, PresentationContent (read only); a sheet's grid is read at /sheets/{id}.",
+    ),
   shares: z.array(ProjectShare).describe('People the project is shared with (POST /projects/{id}/share).'),
 }).meta({ id: 'Project' });
 
@@ -400,12 +507,28 @@ export const PROJECT_SORTS = ['updatedAt', 'createdAt', 'name'] as const;
 
 /** GET /projects. */
 export const ProjectListQuery = listQuery({
-  projectType: z.enum(PROJECT_TYPES, { error: `must be one of ${PROJECT_TYPES.join(', ')}` }).optional().describe('SPEC 2.7 project type.'),
+  projectType: z
+    .enum(PROJECT_TYPES, { error: `must be one of ${PROJECT_TYPES.join(', ')}` })
+    .optional()
+    .describe('SPEC 2.7 project type.'),
   kind: z.enum(PROJECT_KINDS, { error: `must be one of ${PROJECT_KINDS.join(', ')}` }).optional(),
   tag: line(PROJECT_LIMITS.tagMax).optional().describe('Only projects carrying this tag (exact).'),
-  q: line(PROJECT_LIMITS.searchMax).optional().describe(`Case-insensitive substring of the name, at most ${PROJECT_LIMITS.searchMax} characters; blank is ignored.`),
-  starred: z.enum(['true', 'false'], { error: 'must be true or false' }).optional().describe('Only starred (true) or unstarred (false) projects.'),
-  sort: z.enum(PROJECT_SORTS, { error: `must be one of ${PROJECT_SORTS.join(', ')}` }).default('updatedAt').describe('Sort field; default updatedAt.'),
-  order: z.enum(['desc', 'asc'], { error: 'must be desc or asc' }).optional().describe('Default desc for updatedAt and createdAt (newest first), asc for name (A to Z, by code point).'),
+  q: line(PROJECT_LIMITS.searchMax)
+    .optional()
+    .describe(
+      `Case-insensitive substring of the name, at most ${PROJECT_LIMITS.searchMax} characters; blank is ignored.`,
+    ),
+  starred: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .optional()
+    .describe('Only starred (true) or unstarred (false) projects.'),
+  sort: z
+    .enum(PROJECT_SORTS, { error: `must be one of ${PROJECT_SORTS.join(', ')}` })
+    .default('updatedAt')
+    .describe('Sort field; default updatedAt.'),
+  order: z
+    .enum(['desc', 'asc'], { error: 'must be desc or asc' })
+    .optional()
+    .describe('Default desc for updatedAt and createdAt (newest first), asc for name (A to Z, by code point).'),
 });
 export type ProjectListQuery = z.output<typeof ProjectListQuery>;

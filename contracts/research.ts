@@ -32,11 +32,15 @@ export type ResearchDriveAccess = z.infer<typeof ResearchDriveAccess>;
  */
 export const ResearchJobInput = z.object({
   query: ResearchRequest.shape.query,
-  drive: ResearchDriveAccess.nullable().optional().transform((d) => d ?? null),
+  drive: ResearchDriveAccess.nullable()
+    .optional()
+    .transform((d) => d ?? null),
 });
 export type ResearchJobInput = z.infer<typeof ResearchJobInput>;
 
-export const ResearchSource = z.object({ url: z.string(), title: z.string(), domain: z.string() }).meta({ id: 'ResearchSource' });
+export const ResearchSource = z
+  .object({ url: z.string(), title: z.string(), domain: z.string() })
+  .meta({ id: 'ResearchSource' });
 export type ResearchSource = z.infer<typeof ResearchSource>;
 
 /** Result of a complete `research` job (job envelope `result`). */
@@ -58,7 +62,11 @@ export type ResearchResult = z.infer<typeof ResearchResult>;
 export const ResearchLegacy = z
   .object({
     jobId: z.string().describe('Raw pipeline id, without the res_ prefix.'),
-    status: z.string().describe('Raw token: queued, started, searching, reading, writing, complete, partial, failed…; complete, partial and failed are terminal.'),
+    status: z
+      .string()
+      .describe(
+        'Raw token: queued, started, searching, reading, writing, complete, partial, failed…; complete, partial and failed are terminal.',
+      ),
     isComplete: z.boolean().describe('True once terminal and not failed (complete or partial).'),
     content: z.string().nullable(),
     sources: z.array(ResearchSource),

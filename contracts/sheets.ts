@@ -49,9 +49,16 @@ export const ColumnTypeSchema = z.enum(COLUMN_TYPES, { error: `must be one of ${
 export type Cell = string | number | boolean | null;
 export const CellSchema = z
   .union([text(SHEET_LIMITS.cellChars), z.number().finite(), z.boolean(), z.null()], {
-    error: (iss) => (iss.input === undefined ? 'is required' : `must be a string (at most ${SHEET_LIMITS.cellChars} characters), a finite number, a boolean or null`),
+    error: (iss) =>
+      iss.input === undefined
+        ? 'is required'
+        : `must be a string (at most ${SHEET_LIMITS.cellChars} characters), a finite number, a boolean or null`,
   })
-  .meta({ id: 'SheetCell', description: 'A cell: string, number, boolean, date string YYYY-MM-DD (date columns) or null (empty). Its type must match the column.' });
+  .meta({
+    id: 'SheetCell',
+    description:
+      'A cell: string, number, boolean, date string YYYY-MM-DD (date columns) or null (empty). Its type must match the column.',
+  });
 
 /** A row given positionally: values in column order (fewer values leave the rest empty). */
 export const RowValues = z
@@ -69,20 +76,27 @@ export const ColumnDef = z
   .meta({ id: 'SheetColumnDef' });
 
 /** A column reference: its header name (matched exactly, then case-insensitively) or its letter (A, B, … AX). */
-const ColumnRef = line(SHEET_LIMITS.columnName).min(1, { error: 'must not be empty' }).describe('A column: its header name, or its letter (A, B, …) when no column has that name.');
+const ColumnRef = line(SHEET_LIMITS.columnName)
+  .min(1, { error: 'must not be empty' })
+  .describe('A column: its header name, or its letter (A, B, …) when no column has that name.');
 const RowNumber = intBetween(1, SHEET_LIMITS.rows + 1).describe('A data row number: 1 is the first data row.');
 const A1Cell = line(16)
   .regex(/^[A-Za-z]{1,3}[1-9][0-9]{0,5}$/, { error: 'must be a cell in A1 notation, e.g. B3' })
   .describe('A cell in A1 notation: column letter and data row number (A1 is the first data row of column A).');
 const Expression = line(SHEET_LIMITS.expression)
   .min(1, { error: 'must not be empty' })
-  .describe('Arithmetic over number columns of the same row: column names (wrap names with spaces or symbols in [brackets]), numbers, + - * / and parentheses, e.g. "Price * Qty". Evaluated once, when the op runs (values are stored, not a live formula); an empty operand or a division by zero gives an empty cell.');
+  .describe(
+    'Arithmetic over number columns of the same row: column names (wrap names with spaces or symbols in [brackets]), numbers, + - * / and parentheses, e.g. "Price * Qty". Evaluated once, when the op runs (values are stored, not a live formula); an empty operand or a division by zero gives an empty cell.',
+  );
 
 export const WHERE_COMPARATORS = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'contains', 'empty', 'notEmpty'] as const;
 export const SheetWhere = z
   .strictObject({
     column: ColumnRef,
-    cmp: z.enum(WHERE_COMPARATORS, { error: `must be one of ${WHERE_COMPARATORS.join(', ')}` }).default('eq').describe('eq (default), ne, lt, lte, gt, gte, contains, empty, notEmpty. Text comparisons ignore case.'),
+    cmp: z
+      .enum(WHERE_COMPARATORS, { error: `must be one of ${WHERE_COMPARATORS.join(', ')}` })
+      .default('eq')
+      .describe('eq (default), ne, lt, lte, gt, gte, contains, empty, notEmpty. Text comparisons ignore case.'),
     value: CellSchema.optional().describe('What to compare with (not used by empty / notEmpty).'),
   })
   .meta({ id: 'SheetWhere', description: 'Selects the data rows whose cell in `column` compares true with `value`.' });
@@ -106,7 +120,9 @@ export const UpdateOp = opBase(
   {
     where: SheetWhere.optional().describe('Rows to change; every row when omitted.'),
     set: z
-      .array(z.strictObject({ column: ColumnRef, value: CellSchema.optional(), expression: Expression.optional() }), { error: 'must be an array of { column, value | expression }' })
+      .array(z.strictObject({ column: ColumnRef, value: CellSchema.optional(), expression: Expression.optional() }), {
+        error: 'must be an array of { column, value | expression }',
+      })
       .min(1, { error: 'must name at least one column' })
       .max(SHEET_LIMITS.columns, { error: `must have at most ${SHEET_LIMITS.columns} entries` })
       .describe('For each column, a `value` or an `expression` computed per row.'),
@@ -116,8 +132,14 @@ export const UpdateOp = opBase(
 export const InsertRowsOp = opBase(
   'insertRows',
   {
-    at: RowNumber.describe('The row number the first new row gets; the rows from there move down. rowCount + 1 appends.'),
-    rows: z.array(RowValues, { error: 'must be an array of rows' }).max(SHEET_LIMITS.rowsPerOp, { error: `must have at most ${SHEET_LIMITS.rowsPerOp} rows` }).optional().describe('The new rows, values in column order.'),
+    at: RowNumber.describe(
+      'The row number the first new row gets; the rows from there move down. rowCount + 1 appends.',
+    ),
+    rows: z
+      .array(RowValues, { error: 'must be an array of rows' })
+      .max(SHEET_LIMITS.rowsPerOp, { error: `must have at most ${SHEET_LIMITS.rowsPerOp} rows` })
+      .optional()
+      .describe('The new rows, values in column order.'),
     count: intBetween(1, SHEET_LIMITS.rowsPerOp).optional().describe('Insert this many empty rows instead of `rows`.'),
   },
   'Insert rows before row `at`.',
@@ -125,14 +147,23 @@ export const InsertRowsOp = opBase(
 export const AppendRowsOp = opBase(
   'appendRows',
   {
-    rows: z.array(RowValues, { error: 'must be an array of rows' }).min(1, { error: 'must have at least one row' }).max(SHEET_LIMITS.rowsPerOp, { error: `must have at most ${SHEET_LIMITS.rowsPerOp} rows` }).describe('Rows, values in column order.'),
+    rows: z
+      .array(RowValues, { error: 'must be an array of rows' })
+      .min(1, { error: 'must have at least one row' })
+      .max(SHEET_LIMITS.rowsPerOp, { error: `must have at most ${SHEET_LIMITS.rowsPerOp} rows` })
+      .describe('Rows, values in column order.'),
   },
   'Append rows after the last row.',
 );
 export const DeleteRowsOp = opBase(
   'deleteRows',
   {
-    rows: z.array(RowNumber, { error: 'must be an array of row numbers' }).min(1, { error: 'must name at least one row' }).max(SHEET_LIMITS.rowsPerOp, { error: `must have at most ${SHEET_LIMITS.rowsPerOp} rows` }).optional().describe('Row numbers (as before this op).'),
+    rows: z
+      .array(RowNumber, { error: 'must be an array of row numbers' })
+      .min(1, { error: 'must name at least one row' })
+      .max(SHEET_LIMITS.rowsPerOp, { error: `must have at most ${SHEET_LIMITS.rowsPerOp} rows` })
+      .optional()
+      .describe('Row numbers (as before this op).'),
     where: SheetWhere.optional().describe('Or: delete every row matching.'),
   },
   'Delete rows by number or by condition (exactly one of `rows`, `where`).',
@@ -165,12 +196,39 @@ export const SortOp = opBase(
 );
 
 export const SheetOp = z
-  .discriminatedUnion('op', [SetOp, UpdateOp, InsertRowsOp, AppendRowsOp, DeleteRowsOp, InsertColumnOp, DeleteColumnOp, RenameColumnOp, RetypeColumnOp, SortOp], {
-    error: 'must be an op object whose `op` is one of set, update, insertRows, appendRows, deleteRows, insertColumn, deleteColumn, renameColumn, retypeColumn, sort',
-  })
+  .discriminatedUnion(
+    'op',
+    [
+      SetOp,
+      UpdateOp,
+      InsertRowsOp,
+      AppendRowsOp,
+      DeleteRowsOp,
+      InsertColumnOp,
+      DeleteColumnOp,
+      RenameColumnOp,
+      RetypeColumnOp,
+      SortOp,
+    ],
+    {
+      error:
+        'must be an op object whose `op` is one of set, update, insertRows, appendRows, deleteRows, insertColumn, deleteColumn, renameColumn, retypeColumn, sort',
+    },
+  )
   .meta({ id: 'SheetOp' });
 export type SheetOp = z.output<typeof SheetOp>;
-export const SHEET_OP_NAMES = ['set', 'update', 'insertRows', 'appendRows', 'deleteRows', 'insertColumn', 'deleteColumn', 'renameColumn', 'retypeColumn', 'sort'] as const;
+export const SHEET_OP_NAMES = [
+  'set',
+  'update',
+  'insertRows',
+  'appendRows',
+  'deleteRows',
+  'insertColumn',
+  'deleteColumn',
+  'renameColumn',
+  'retypeColumn',
+  'sort',
+] as const;
 
 export const SheetOps = z
   .array(SheetOp, { error: 'must be an array of ops' })
@@ -200,7 +258,10 @@ export type SheetCreate = z.output<typeof SheetCreate>;
 export const SheetOpsRequest = z
   .strictObject({
     ops: SheetOps.describe(`1 to ${SHEET_LIMITS.ops} ops, applied in order as one commit (all or none).`),
-    propose: z.boolean({ error: 'must be a boolean' }).optional().describe('true: record a proposed commit without changing the grid (merge or reject it later).'),
+    propose: z
+      .boolean({ error: 'must be a boolean' })
+      .optional()
+      .describe('true: record a proposed commit without changing the grid (merge or reject it later).'),
     summary: line(SHEET_LIMITS.summary).optional().describe('What the change does; a summary of the ops when omitted.'),
   })
   .meta({ id: 'SheetOpsRequest' });
@@ -208,43 +269,68 @@ export type SheetOpsRequest = z.output<typeof SheetOpsRequest>;
 
 export const SheetEditRequest = z
   .strictObject({
-    instruction: text(SHEET_LIMITS.instruction).trim().min(1, { error: 'must not be empty' }).describe('What to change, in plain words, e.g. "sort by Date descending".'),
-    propose: z.boolean({ error: 'must be a boolean' }).optional().describe('true: record the change as a proposed commit.'),
+    instruction: text(SHEET_LIMITS.instruction)
+      .trim()
+      .min(1, { error: 'must not be empty' })
+      .describe('What to change, in plain words, e.g. "sort by Date descending".'),
+    propose: z
+      .boolean({ error: 'must be a boolean' })
+      .optional()
+      .describe('true: record the change as a proposed commit.'),
   })
   .meta({ id: 'SheetEditRequest' });
 export type SheetEditRequest = z.output<typeof SheetEditRequest>;
 
 export const CommitResolveRequest = z
   .strictObject({
-    action: z.enum(['merge', 'reject'], { error: 'must be merge or reject' }).describe('merge applies the proposal (rebased onto later commits when they touched other cells); reject closes it.'),
+    action: z
+      .enum(['merge', 'reject'], { error: 'must be merge or reject' })
+      .describe(
+        'merge applies the proposal (rebased onto later commits when they touched other cells); reject closes it.',
+      ),
   })
   .meta({ id: 'SheetCommitResolveRequest' });
 
 export const SheetRollbackRequest = z
   .strictObject({
-    commitId: line(128).min(1, { error: 'must not be empty' }).describe('A merged commit of this sheet; the grid is restored to its state after that commit, as a new commit.'),
+    commitId: line(128)
+      .min(1, { error: 'must not be empty' })
+      .describe('A merged commit of this sheet; the grid is restored to its state after that commit, as a new commit.'),
     summary: line(SHEET_LIMITS.summary).optional(),
   })
   .meta({ id: 'SheetRollbackRequest' });
 
 export const SheetListQuery = listQuery({});
 export const SheetReadQuery = z.object({
-  startRow: z.coerce.number({ error: 'must be an integer of at least 1' }).int({ error: 'must be an integer of at least 1' }).min(1, { error: 'must be at least 1' }).max(SHEET_LIMITS.rows + 1, { error: `must be at most ${SHEET_LIMITS.rows + 1}` }).default(1).describe('First data row answered (1 is the first data row).'),
+  startRow: z.coerce
+    .number({ error: 'must be an integer of at least 1' })
+    .int({ error: 'must be an integer of at least 1' })
+    .min(1, { error: 'must be at least 1' })
+    .max(SHEET_LIMITS.rows + 1, { error: `must be at most ${SHEET_LIMITS.rows + 1}` })
+    .default(1)
+    .describe('First data row answered (1 is the first data row).'),
   rowLimit: z.coerce
     .number({ error: `must be an integer between 0 and ${SHEET_LIMITS.rowPageMax}` })
     .int({ error: `must be an integer between 0 and ${SHEET_LIMITS.rowPageMax}` })
     .min(0, { error: `must be between 0 and ${SHEET_LIMITS.rowPageMax}` })
     .max(SHEET_LIMITS.rowPageMax, { error: `must be between 0 and ${SHEET_LIMITS.rowPageMax}` })
     .default(SHEET_LIMITS.rowPageDefault)
-    .describe(`Data rows answered, 0 to ${SHEET_LIMITS.rowPageMax}; default ${SHEET_LIMITS.rowPageDefault}. Continue at nextStartRow.`),
+    .describe(
+      `Data rows answered, 0 to ${SHEET_LIMITS.rowPageMax}; default ${SHEET_LIMITS.rowPageDefault}. Continue at nextStartRow.`,
+    ),
 });
 export const SheetRangeQuery = z.object({
   range: line(32)
     .min(1, { error: 'must not be empty' })
-    .describe('A1 notation over data rows: A1:C10, A1 (one cell), B:B (whole columns), 2:5 (whole rows), B2:D (from B2 to the last row). Row 1 is the first data row.'),
+    .describe(
+      'A1 notation over data rows: A1:C10, A1 (one cell), B:B (whole columns), 2:5 (whole rows), B2:D (from B2 to the last row). Row 1 is the first data row.',
+    ),
 });
 export const CommitListQuery = listQuery({
-  status: z.enum(['proposed', 'merged', 'rejected'], { error: 'must be proposed, merged or rejected' }).optional().describe('Only commits with this status.'),
+  status: z
+    .enum(['proposed', 'merged', 'rejected'], { error: 'must be proposed, merged or rejected' })
+    .optional()
+    .describe('Only commits with this status.'),
 });
 
 // ---- Responses -----------------------------------------------------------------------------
@@ -266,7 +352,9 @@ const sheetFields = {
   columns: z.array(SheetColumn),
   rowCount: z.number().int().describe('Data rows (the header is not counted).'),
   columnCount: z.number().int(),
-  version: Version.describe('The grid version: 1 at creation, +1 per merged commit (also the ETag). Equals the head commit seq.'),
+  version: Version.describe(
+    'The grid version: 1 at creation, +1 per merged commit (also the ETag). Equals the head commit seq.',
+  ),
   headCommitId: z.string().describe('The merged commit the grid is at.'),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -286,13 +374,17 @@ export const Sheet = z
 
 export const SheetRange = z
   .object({
-    range: z.string().describe('The range answered (clamped to the grid), in A1 notation; empty rows part when no row is in it.'),
+    range: z
+      .string()
+      .describe('The range answered (clamped to the grid), in A1 notation; empty rows part when no row is in it.'),
     requested: z.string().describe('The range as asked (normalised).'),
     columns: z.array(SheetColumn).describe('The columns of the range.'),
     startRow: z.number().int(),
     rows: z.array(z.array(CellSchema)).describe('Values, one array per row.'),
     rowCount: z.number().int().describe('Data rows of the sheet.'),
-    truncated: z.boolean().describe(`true when the range held more than ${SHEET_LIMITS.rangeCells} cells: read on at nextRange.`),
+    truncated: z
+      .boolean()
+      .describe(`true when the range held more than ${SHEET_LIMITS.rangeCells} cells: read on at nextRange.`),
     nextRange: z.string().nullable(),
     version: Version,
   })
@@ -313,9 +405,16 @@ export const CellChange = z
 
 export const StructuralChange = z
   .object({
-    op: z.string().describe('insertRows, appendRows, deleteRows, insertColumn, deleteColumn, renameColumn, retypeColumn, sort, create, rollback.'),
+    op: z
+      .string()
+      .describe(
+        'insertRows, appendRows, deleteRows, insertColumn, deleteColumn, renameColumn, retypeColumn, sort, create, rollback.',
+      ),
     description: z.string(),
-    rows: z.array(z.object({ row: z.number().int(), values: z.array(CellSchema) })).optional().describe(`Inserted or deleted rows with their values (the first ${SHEET_LIMITS.diffRows}).`),
+    rows: z
+      .array(z.object({ row: z.number().int(), values: z.array(CellSchema) }))
+      .optional()
+      .describe(`Inserted or deleted rows with their values (the first ${SHEET_LIMITS.diffRows}).`),
   })
   .meta({ id: 'SheetStructuralChange' });
 
@@ -332,13 +431,27 @@ const commitFields = {
   id: z.string().describe('cmt_…'),
   sheetId: z.string(),
   status: z.enum(COMMIT_STATUSES).describe('proposed → merged | rejected; applied commits are merged at once.'),
-  seq: z.number().int().nullable().describe('Position in the merged history (1 is the creation); equals the sheet version it produced. null unless merged.'),
-  parentId: z.string().nullable().describe('The merged commit before this one (null for the creation); for a proposal, the commit it was proposed on.'),
+  seq: z
+    .number()
+    .int()
+    .nullable()
+    .describe(
+      'Position in the merged history (1 is the creation); equals the sheet version it produced. null unless merged.',
+    ),
+  parentId: z
+    .string()
+    .nullable()
+    .describe(
+      'The merged commit before this one (null for the creation); for a proposal, the commit it was proposed on.',
+    ),
   baseCommitId: z.string().nullable().describe('The head commit when the change was made or proposed.'),
   summary: z.string(),
   source: z.enum(COMMIT_SOURCES),
   author: z.object({ keyId: z.string().nullable().describe('The API key id (never the key) that made the commit.') }),
-  resolvedBy: z.object({ keyId: z.string().nullable() }).nullable().describe('The key that merged or rejected a proposal.'),
+  resolvedBy: z
+    .object({ keyId: z.string().nullable() })
+    .nullable()
+    .describe('The key that merged or rejected a proposal.'),
   rebased: z.boolean().describe('true when a proposal was merged onto later commits.'),
   rollbackOf: z.string().nullable().describe('For a rollback, the commit whose grid it restored.'),
   changedCells: z.number().int(),

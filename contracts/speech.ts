@@ -17,7 +17,31 @@ export const SPEECH_TEXT_MAX_CHARS = 300;
 export const DEFAULT_VOICE = 'default';
 
 /** Words that end with a full stop without ending a sentence ("Dr. Smith"). Compared lower-case. */
-const ABBREVIATIONS = new Set(['mr', 'mrs', 'ms', 'dr', 'prof', 'st', 'sr', 'jr', 'vs', 'etc', 'e.g', 'i.e', 'no', 'mt', 'approx', 'a.m', 'p.m', 'inc', 'ltd', 'co', 'fig', 'cf', 'ca']);
+const ABBREVIATIONS = new Set([
+  'mr',
+  'mrs',
+  'ms',
+  'dr',
+  'prof',
+  'st',
+  'sr',
+  'jr',
+  'vs',
+  'etc',
+  'e.g',
+  'i.e',
+  'no',
+  'mt',
+  'approx',
+  'a.m',
+  'p.m',
+  'inc',
+  'ltd',
+  'co',
+  'fig',
+  'cf',
+  'ca',
+]);
 
 /**
  * Where a second sentence starts, or -1. A sentence ends at `.`, `!`, `?` or `…` (runs of them,
@@ -49,11 +73,13 @@ export const SpeechRequest = z
         const t = s.trim();
         let problem: string | undefined;
         if (!t) problem = 'must not be empty';
-        else if ([...t].length > SPEECH_TEXT_MAX_CHARS) problem = `is ${[...t].length} characters long; ${SENTENCE_RULE}`;
+        else if ([...t].length > SPEECH_TEXT_MAX_CHARS)
+          problem = `is ${[...t].length} characters long; ${SENTENCE_RULE}`;
         else if (/[\r\n\u2028\u2029]/.test(t)) problem = `holds a line break; ${SENTENCE_RULE}`;
         else if (secondSentenceAt(t) >= 0) problem = `holds more than one sentence; ${SENTENCE_RULE}`;
         // eslint-disable-next-line no-control-regex
-        else if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(t)) problem = 'must not contain control characters';
+        else if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(t))
+          problem = 'must not contain control characters';
         if (problem) ctx.addIssue({ code: 'custom', message: problem, input: s });
       })
       // Part of the rule above as JSON Schema: not blank, no line break once trimmed.
@@ -65,7 +91,9 @@ export const SpeechRequest = z
       .string({ error: 'must be a string' })
       .max(64, { error: 'must be at most 64 characters' })
       .optional()
-      .describe('A voice name from GET /speech/voices; omit or send "default" for the default voice. An unknown name is 400 naming voice.'),
+      .describe(
+        'A voice name from GET /speech/voices; omit or send "default" for the default voice. An unknown name is 400 naming voice.',
+      ),
   })
   .meta({ id: 'SpeechRequest' });
 export type SpeechRequest = z.infer<typeof SpeechRequest>;
@@ -74,9 +102,17 @@ export type SpeechRequest = z.infer<typeof SpeechRequest>;
 export const Voice = z
   .object({
     name: z.string().describe('What POST /speech takes as `voice`.'),
-    language: z.string().describe('BCP 47 language tag the voice speaks (e.g. en-US); "mul" for a multilingual voice that follows the text.'),
+    language: z
+      .string()
+      .describe(
+        'BCP 47 language tag the voice speaks (e.g. en-US); "mul" for a multilingual voice that follows the text.',
+      ),
     gender: z.enum(['female', 'male']).nullable().describe('Where the engine states it; null when unknown.'),
-    engine: z.string().describe('The synthesiser that speaks it (X-Speech-Engine of POST /speech): espeak-ng-local or openai-compatible:<model>.'),
+    engine: z
+      .string()
+      .describe(
+        'The synthesiser that speaks it (X-Speech-Engine of POST /speech): espeak-ng-local or openai-compatible:<model>.',
+      ),
     default: z.boolean().describe('The voice used when `voice` is omitted or "default"; exactly one is.'),
     description: z.string().describe('What it sounds like.'),
   })

@@ -17,16 +17,66 @@ export type VideoResolution = (typeof VIDEO_RESOLUTIONS)[number];
  */
 export const VIDEO_TIER_LIMITS: Record<
   VideoTier,
-  { premium: boolean; aspectRatios: readonly VideoAspectRatio[]; maxResolution: VideoResolution; defaultResolution: VideoResolution; maxSeconds: number; defaultSeconds: number; referenceBudget: number; fps: number }
+  {
+    premium: boolean;
+    aspectRatios: readonly VideoAspectRatio[];
+    maxResolution: VideoResolution;
+    defaultResolution: VideoResolution;
+    maxSeconds: number;
+    defaultSeconds: number;
+    referenceBudget: number;
+    fps: number;
+  }
 > = {
-  fast: { premium: false, aspectRatios: ['16:9', '9:16'], maxResolution: '1080p', defaultResolution: '1080p', maxSeconds: 8, defaultSeconds: 8, referenceBudget: 1, fps: 24 },
-  max: { premium: false, aspectRatios: ['16:9', '9:16'], maxResolution: '1080p', defaultResolution: '1080p', maxSeconds: 8, defaultSeconds: 8, referenceBudget: 1, fps: 24 },
-  cinema: { premium: true, aspectRatios: VIDEO_ASPECT_RATIOS, maxResolution: '4k', defaultResolution: '1080p', maxSeconds: 15, defaultSeconds: 8, referenceBudget: 9, fps: 24 },
-  'cinema-ultra': { premium: true, aspectRatios: VIDEO_ASPECT_RATIOS, maxResolution: '720p', defaultResolution: '720p', maxSeconds: 30, defaultSeconds: 8, referenceBudget: 30, fps: 24 },
+  fast: {
+    premium: false,
+    aspectRatios: ['16:9', '9:16'],
+    maxResolution: '1080p',
+    defaultResolution: '1080p',
+    maxSeconds: 8,
+    defaultSeconds: 8,
+    referenceBudget: 1,
+    fps: 24,
+  },
+  max: {
+    premium: false,
+    aspectRatios: ['16:9', '9:16'],
+    maxResolution: '1080p',
+    defaultResolution: '1080p',
+    maxSeconds: 8,
+    defaultSeconds: 8,
+    referenceBudget: 1,
+    fps: 24,
+  },
+  cinema: {
+    premium: true,
+    aspectRatios: VIDEO_ASPECT_RATIOS,
+    maxResolution: '4k',
+    defaultResolution: '1080p',
+    maxSeconds: 15,
+    defaultSeconds: 8,
+    referenceBudget: 9,
+    fps: 24,
+  },
+  'cinema-ultra': {
+    premium: true,
+    aspectRatios: VIDEO_ASPECT_RATIOS,
+    maxResolution: '720p',
+    defaultResolution: '720p',
+    maxSeconds: 30,
+    defaultSeconds: 8,
+    referenceBudget: 30,
+    fps: 24,
+  },
 };
 
 /** Short side in pixels per resolution. */
-export const RESOLUTION_LINES: Record<VideoResolution, number> = { '480p': 480, '720p': 720, '1080p': 1080, '4k': 2160 };
+export const RESOLUTION_LINES: Record<VideoResolution, number> = {
+  '480p': 480,
+  '720p': 720,
+  '1080p': 1080,
+  '4k': 2160,
+};
 
 const uri = httpUrl();
 
@@ -37,24 +87,36 @@ export const VideoRequest = z
     aspectRatio: z
       .enum(VIDEO_ASPECT_RATIOS, { error: `must be one of ${VIDEO_ASPECT_RATIOS.join(', ')}` })
       .optional()
-      .describe('Default 16:9. Standard tiers render only 16:9 and 9:16; another shape resolves to the nearest of those (note).'),
+      .describe(
+        'Default 16:9. Standard tiers render only 16:9 and 9:16; another shape resolves to the nearest of those (note).',
+      ),
     modelTier: z
       .enum(VIDEO_TIERS, { error: `must be one of ${VIDEO_TIERS.join(', ')}` })
       .optional()
-      .describe('Default max. cinema and cinema-ultra need the workspace premium-video feature; elsewhere max, with a note.'),
+      .describe(
+        'Default max. cinema and cinema-ultra need the workspace premium-video feature; elsewhere max, with a note.',
+      ),
     resolution: z
       .enum(VIDEO_RESOLUTIONS, { error: `must be one of ${VIDEO_RESOLUTIONS.join(', ')}` })
       .optional()
-      .describe('Premium tiers only (standard tiers always render 1080p). cinema reaches 4k (default 1080p); cinema-ultra tops out at 720p.'),
+      .describe(
+        'Premium tiers only (standard tiers always render 1080p). cinema reaches 4k (default 1080p); cinema-ultra tops out at 720p.',
+      ),
     clipSeconds: intBetween(4, 30)
       .optional()
-      .describe('4 to 30. Premium tiers only (standard tiers render about 8 s). cinema reaches 15, cinema-ultra 30; above the ceiling it clamps (note). Default 8.'),
+      .describe(
+        '4 to 30. Premium tiers only (standard tiers render about 8 s). cinema reaches 15, cinema-ultra 30; above the ceiling it clamps (note). Default 8.',
+      ),
     referenceImageUrls: z
       .array(uri, { error: 'must be an array of URLs' })
       .max(30, { error: 'at most 30 URLs' })
       .optional()
-      .describe('One: the opening frame. Several: how the subject looks. Trimmed to the tier budget (1 / 9 / 30), with a note.'),
-    referenceImageUrl: uri.optional().describe('Single first-frame anchor (compatibility). When both are given, this one goes first.'),
+      .describe(
+        'One: the opening frame. Several: how the subject looks. Trimmed to the tier budget (1 / 9 / 30), with a note.',
+      ),
+    referenceImageUrl: uri
+      .optional()
+      .describe('Single first-frame anchor (compatibility). When both are given, this one goes first.'),
   })
   .meta({ id: 'VideoRequest' });
 export type VideoRequest = z.infer<typeof VideoRequest>;
@@ -80,7 +142,9 @@ export type VideoPlan = z.infer<typeof VideoPlan>;
 
 /** 202 answer of POST /videos: the job envelope plus the notes of stepped-down knobs. */
 export const VideoAccepted = JobAccepted.extend({
-  notes: z.array(z.string()).describe('Why a knob was stepped down (tier, shape, resolution, length, references). Empty when nothing was.'),
+  notes: z
+    .array(z.string())
+    .describe('Why a knob was stepped down (tier, shape, resolution, length, references). Empty when nothing was.'),
 }).meta({ id: 'VideoAccepted' });
 
 /** `result` of a complete `video` job. */

@@ -52,4 +52,5 @@ export async function startMetricsServer(opts: { port: number; host: string; met
   };
 }
 
-const errorBody = (code: string, message: string) => JSON.stringify({ error: { code, message, requestId: `req_${randomUUID().replaceAll('-', '')}` } });
+const errorBody = (code: string, message: string) =>
+  JSON.stringify({ error: { code, message, requestId: `req_${randomUUID().replaceAll('-', '')}` } });

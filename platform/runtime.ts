@@ -20,7 +20,13 @@ export async function createRuntime(config: Config, log: Logger) {
   armFaultPoint(config.FAULT_POINT);
   const amqp = new AmqpClient(
     config.AMQP_URL,
-    { prefix: config.QUEUE_PREFIX, queueType: config.QUEUE_TYPE, deliveryLimit: config.DELIVERY_LIMIT, pools: POOL_TYPES, webhookDelaysMs: config.WEBHOOK_RETRY_DELAYS_MS },
+    {
+      prefix: config.QUEUE_PREFIX,
+      queueType: config.QUEUE_TYPE,
+      deliveryLimit: config.DELIVERY_LIMIT,
+      pools: POOL_TYPES,
+      webhookDelaysMs: config.WEBHOOK_RETRY_DELAYS_MS,
+    },
     log.child({ component: 'amqp' }),
     config.PUBLISH_TIMEOUT_MS,
     { heartbeatS: config.AMQP_HEARTBEAT_S },
@@ -28,7 +34,9 @@ export async function createRuntime(config: Config, log: Logger) {
   // MongoDB (connect, indexes) and RabbitMQ (connect, topology) side by side: neither needs the other.
   const [mongo, broker_] = await Promise.allSettled([
     (async () => {
-      const db = await startupStep('mongodb', () => connectMongo(config.MONGODB_URL, { maxPoolSize: config.MONGODB_MAX_POOL_SIZE }));
+      const db = await startupStep('mongodb', () =>
+        connectMongo(config.MONGODB_URL, { maxPoolSize: config.MONGODB_MAX_POOL_SIZE }),
+      );
       try {
         await startupStep('indexes', () => ensureIndexes(db));
         await startupStep('credit-units', () => migrateCreditUnits(db, log));
@@ -43,25 +51,57 @@ export async function createRuntime(config: Config, log: Logger) {
   if (mongo.status === 'rejected' || broker_.status === 'rejected') {
     await Promise.allSettled([amqp.close(), mongo.status === 'fulfilled' ? mongo.value.close() : undefined]);
     // Both down: the first is thrown (and logged by the caller), the second said here.
-    if (mongo.status === 'rejected' && broker_.status === 'rejected') log.error('RabbitMQ did not connect either', { err: broker_.reason as Error });
+    if (mongo.status === 'rejected' && broker_.status === 'rejected')
+      log.error('RabbitMQ did not connect either', { err: broker_.reason as Error });
     throw mongo.status === 'rejected' ? mongo.reason : (broker_ as PromiseRejectedResult).reason;
   }
   const db = mongo.value;
   const credits = createCredits(db, config.CREDIT_PRICES);
-  const blobs = createBlobStore(db, { secret: config.ASSET_SIGNING_SECRET, publicBaseUrl: config.PUBLIC_BASE_URL, defaultTtlSeconds: config.ASSET_URL_TTL_SECONDS });
-  const jobs = createJobs({ db, amqp, credits, log: log.child({ component: 'jobs' }), publicBaseUrl: config.PUBLIC_BASE_URL, queuePrefix: config.QUEUE_PREFIX, settleLeaseMs: config.IDEMPOTENCY_LEASE_MS, creditLeases: { credits: config.CREDIT_LEASE_CREDITS, minBalance: config.CREDIT_LEASE_MIN_BALANCE, ttlMs: config.CREDIT_LEASE_MS } });
+  const blobs = createBlobStore(db, {
+    secret: config.ASSET_SIGNING_SECRET,
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    defaultTtlSeconds: config.ASSET_URL_TTL_SECONDS,
+  });
+  const jobs = createJobs({
+    db,
+    amqp,
+    credits,
+    log: log.child({ component: 'jobs' }),
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    queuePrefix: config.QUEUE_PREFIX,
+    settleLeaseMs: config.IDEMPOTENCY_LEASE_MS,
+    creditLeases: {
+      credits: config.CREDIT_LEASE_CREDITS,
+      minBalance: config.CREDIT_LEASE_MIN_BALANCE,
+      ttlMs: config.CREDIT_LEASE_MS,
+    },
+  });
   const invalidations = createAuthInvalidations({ db, amqp, exchange: broker.authExchange(config.QUEUE_PREFIX), log });
   const accounts = createAccountsRepository(db, { invalidate: invalidations.publish });
-  const queues = [...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)), broker.deadLetterQueue(config.QUEUE_PREFIX), broker.webhookDeliveryQueue(config.QUEUE_PREFIX)];
+  const queues = [
+    ...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)),
+    broker.deadLetterQueue(config.QUEUE_PREFIX),
+    broker.webhookDeliveryQueue(config.QUEUE_PREFIX),
+  ];
   const unreport = reportQueueDepth({ queues, depth: (q) => amqp.queueDepth(q) });
   // Once per outage, in every process: when this process saw its database go and come back.
-  db.health.on('down', ({ reason }) => log.warn('database unreachable; probing it every 0.5 s until it answers', { reason }));
+  db.health.on('down', ({ reason }) =>
+    log.warn('database unreachable; probing it every 0.5 s until it answers', { reason }),
+  );
   db.health.on('up', ({ downMs }) => log.info('database reachable again', { downMs }));
   const probes: Probe[] = [
     // A read that reaches the stored data (FerretDB answers ping while its PostgreSQL is away);
     // known down answers at once.
-    { name: 'mongodb', check: () => (db.health.up ? db.reachable() : Promise.reject(new Error(`unreachable: ${db.health.reason}`))) },
-    { name: 'rabbitmq', check: () => { if (!amqp.isReady()) throw new Error('not connected'); } },
+    {
+      name: 'mongodb',
+      check: () => (db.health.up ? db.reachable() : Promise.reject(new Error(`unreachable: ${db.health.reason}`))),
+    },
+    {
+      name: 'rabbitmq',
+      check: () => {
+        if (!amqp.isReady()) throw new Error('not connected');
+      },
+    },
   ];
   const unreportReady = reportReadiness(async () => (await probeHandler(probes)).length === 0);
   let closed: Promise<void> | undefined;
@@ -85,7 +125,8 @@ export async function createRuntime(config: Config, log: Logger) {
         unreportReady();
         await jobs.close().catch((err) => log.warn('job accept batch not written on close', { err: err as Error }));
         const results = await Promise.allSettled([amqp.close(), db.close()]);
-        for (const r of results) if (r.status === 'rejected') log.warn('runtime close step failed', { err: r.reason as Error });
+        for (const r of results)
+          if (r.status === 'rejected') log.warn('runtime close step failed', { err: r.reason as Error });
       })();
       return closed;
     },

@@ -29,7 +29,11 @@ export async function startDeadLetterHandler(rt: Runtime) {
       const r = JobMessage.safeParse(JSON.parse(d.msg.content.toString('utf8')));
       if (r.success) {
         jobId = r.data.jobId;
-        await rt.jobs.fail(r.data.jobId, `the job's message was dead-lettered (${reason}) after repeated delivery failures`, { reason: 'dead_letter' });
+        await rt.jobs.fail(
+          r.data.jobId,
+          `the job's message was dead-lettered (${reason}) after repeated delivery failures`,
+          { reason: 'dead_letter' },
+        );
       }
     } catch {
       // not JSON: parked below

@@ -33,7 +33,11 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   });
   // Agenda looks for due tasks every SCHEDULER_PROCESS_EVERY_MS: while the database is known to
   // be away each look fails, and the process already said so once.
-  agenda.on('error', (err: Error) => (isDatabaseUnavailable(err) && !rt.db.health.up ? log.debug('agenda error while the database is away', { err }) : log.error('agenda error', { err })));
+  agenda.on('error', (err: Error) =>
+    isDatabaseUnavailable(err) && !rt.db.health.up
+      ? log.debug('agenda error while the database is away', { err })
+      : log.error('agenda error', { err }),
+  );
 
   // Task runs in progress in this process, by name.
   const running = new Map<string, number>();
@@ -72,7 +76,9 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   define('agents.sweep', () => tasks.sweepAgentRuns());
   define('live.sessions.stale', () => tasks.dropStaleLiveSessions());
   const webhookDeliveries = createDeliveriesRepository(rt.db);
-  define('webhooks.deliveries.expire', () => webhookDeliveries.expire(new Date(Date.now() - config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000)));
+  define('webhooks.deliveries.expire', () =>
+    webhookDeliveries.expire(new Date(Date.now() - config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000)),
+  );
 
   const every: [string, string][] = [
     [config.SWEEP_INTERVAL, 'jobs.sweep'],
@@ -94,15 +100,23 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   try {
     [stopDeadLetters] = await startupStep('agenda', async () => {
       await agenda.start();
-      return Promise.all([startDeadLetterHandler(rt), ...every.map(([interval, name]) => agenda.every(interval, name))]);
+      return Promise.all([
+        startDeadLetterHandler(rt),
+        ...every.map(([interval, name]) => agenda.every(interval, name)),
+      ]);
     });
   } catch (err) {
     await agenda.stop().catch(() => {});
     await rt.close();
     throw err;
   }
-  const monitor = opts.monitoring === false ? undefined : await startMonitoringServer(config.SCHEDULER_METRICS_PORT, rt.probes);
-  log.info('scheduler started', { sweepInterval: config.SWEEP_INTERVAL, monitoringPort: monitor?.port, startupMs: startupReport() });
+  const monitor =
+    opts.monitoring === false ? undefined : await startMonitoringServer(config.SCHEDULER_METRICS_PORT, rt.probes);
+  log.info('scheduler started', {
+    sweepInterval: config.SWEEP_INTERVAL,
+    monitoringPort: monitor?.port,
+    startupMs: startupReport(),
+  });
 
   let stopped: Promise<void> | undefined;
   return {
@@ -113,7 +127,8 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
     stop(): Promise<void> {
       stopped ??= (async () => {
         const steps = await Promise.allSettled([agenda.stop(false), stopDeadLetters(), monitor?.close()]);
-        for (const s of steps) if (s.status === 'rejected') log.warn('scheduler stop step failed', { err: s.reason as Error });
+        for (const s of steps)
+          if (s.status === 'rejected') log.warn('scheduler stop step failed', { err: s.reason as Error });
         await rt.close();
       })();
       return stopped;
@@ -136,8 +151,12 @@ function releaseLocksAfterOutage(rt: Runtime, running: ReadonlyMap<string, numbe
     try {
       const r = await rt.db.db
         .collection(COLLECTIONS.agenda)
-        .updateMany({ lastModifiedBy: instanceId, lockedAt: { $ne: null, $lt: downSince }, name: { $nin: [...running.keys()] } }, { $unset: { lockedAt: true } });
-      if (r.modifiedCount) rt.log.info('released scheduler task locks left by the database outage', { tasks: r.modifiedCount });
+        .updateMany(
+          { lastModifiedBy: instanceId, lockedAt: { $ne: null, $lt: downSince }, name: { $nin: [...running.keys()] } },
+          { $unset: { lockedAt: true } },
+        );
+      if (r.modifiedCount)
+        rt.log.info('released scheduler task locks left by the database outage', { tasks: r.modifiedCount });
     } catch (err) {
       rt.log.warn('scheduler task locks not released; they expire by themselves within 60 s', { err: err as Error });
     }

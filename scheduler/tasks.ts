@@ -48,10 +48,18 @@ export function createTasks(rt: Runtime) {
       const leases = await rt.credits.settleExpiredLeases();
       // What a pending debit paid for: its hold (a fence is not one), or a job of an older debit.
       const isLive = async (ref: string) =>
-        (await db.jobs.countDocuments({ _id: ref })) > 0 || (await db.db.collection(COLLECTIONS.creditHolds).countDocuments({ _id: ref as never, fence: { $ne: true } })) > 0;
+        (await db.jobs.countDocuments({ _id: ref })) > 0 ||
+        (await db.db.collection(COLLECTIONS.creditHolds).countDocuments({ _id: ref as never, fence: { $ne: true } })) >
+          0;
       // Debits whose hold was never made are given back CHARGE_SETTLE_GRACE_MS (15 s) after them.
       const reconciled = await rt.credits.reconcile(isLive);
-      return { released, captured, leasesSettled: leases.settled, leaseCreditsReturned: leases.returned, ...reconciled };
+      return {
+        released,
+        captured,
+        leasesSettled: leases.settled,
+        leaseCreditsReturned: leases.returned,
+        ...reconciled,
+      };
     },
 
     /** Parked dead letters older than DEAD_LETTER_RETENTION_DAYS. */
@@ -82,7 +90,8 @@ export function createTasks(rt: Runtime) {
      * than LIVE_STALE_AFTER_MS: the process died without closing them) become `dropped`, so
      * their state is true and they resume by handle like any dropped session.
      */
-    dropStaleLiveSessions: (now = new Date()) => createLiveSessions(rt).dropStale(new Date(now.getTime() - config.LIVE_STALE_AFTER_MS)),
+    dropStaleLiveSessions: (now = new Date()) =>
+      createLiveSessions(rt).dropStale(new Date(now.getTime() - config.LIVE_STALE_AFTER_MS)),
 
     /** Agent runs left queued (a lost publish) or under an expired lease, and finished runs whose evi.* event was not emitted. */
     sweepAgentRuns: (now = new Date()) => createAgentRuns(rt).sweep(AGENT_RUN_SWEEP_GRACE_MS, now),

@@ -35,7 +35,11 @@ const { positionals, values } = parseArgs({
   },
 });
 
-const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
+const list = (s: string) =>
+  s
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
 const fail = (message: string): never => {
   console.error(`agents: ${message}`);
   process.exit(2);
@@ -54,12 +58,14 @@ try {
     const tools = list(values.tools!);
     const approvals = list(values.approve!);
     if (!tools.length) fail(`--tools is required; one or more of ${[...known].join(', ')}`);
-    for (const t of [...tools, ...approvals]) if (!known.has(t)) fail(`unknown tool ${t}; known: ${[...known].join(', ')}`);
+    for (const t of [...tools, ...approvals])
+      if (!known.has(t)) fail(`unknown tool ${t}; known: ${[...known].join(', ')}`);
     for (const a of approvals) if (!tools.includes(a)) fail(`--approve ${a}: not among --tools`);
     const budget = Number(values.budget);
     const fee = fromUnits(rt.credits.millicreditsFor('agent_run'));
     if (!Number.isInteger(budget) || budget < fee) fail(`--budget must be an integer of at least the run fee (${fee})`);
-    if (values.id !== undefined && !/^agt_[A-Za-z0-9_-]{1,60}$/.test(values.id)) fail('--id must be agt_ followed by letters, digits, _ or -');
+    if (values.id !== undefined && !/^agt_[A-Za-z0-9_-]{1,60}$/.test(values.id))
+      fail('--id must be agt_ followed by letters, digits, _ or -');
     const agent = await repo.upsert(accountId, {
       id: values.id,
       name: values.name!,
@@ -69,12 +75,26 @@ try {
       approvals,
       creditBudget: budget,
     });
-    console.log(JSON.stringify({ id: agent._id, name: agent.name, tools: agent.tools, approvals: agent.approvals, creditBudget: agent.creditBudget }, null, 2));
+    console.log(
+      JSON.stringify(
+        {
+          id: agent._id,
+          name: agent.name,
+          tools: agent.tools,
+          approvals: agent.approvals,
+          creditBudget: agent.creditBudget,
+        },
+        null,
+        2,
+      ),
+    );
   } else if (command === 'seed') {
     for (const a of await seedDevAgents(rt.db, accountId)) console.log(`${a._id}  ${a.name}`);
   } else if (command === 'list') {
     for (const a of await repo.list(accountId)) {
-      console.log(`${a._id}  ${a.name}  tools=${a.tools.join(',')}  approvals=${a.approvals.join(',') || '-'}  always=${a.alwaysAllowed.join(',') || '-'}  budget=${a.creditBudget}`);
+      console.log(
+        `${a._id}  ${a.name}  tools=${a.tools.join(',')}  approvals=${a.approvals.join(',') || '-'}  always=${a.alwaysAllowed.join(',') || '-'}  budget=${a.creditBudget}`,
+      );
     }
   } else {
     fail(`unknown command ${command}: list, create or seed`);

@@ -31,22 +31,53 @@ const DEV_ACCOUNT_ID = 'acct_development';
 const DEV_TEAM_ID = 'team_development';
 
 /** A root folder of a drive by name, made when missing. */
-async function ensureFolder(db: Database, owner: { accountId: string; teamId: string | null }, name: string): Promise<DriveFolderDoc> {
+async function ensureFolder(
+  db: Database,
+  owner: { accountId: string; teamId: string | null },
+  name: string,
+): Promise<DriveFolderDoc> {
   const folders = db.db.collection<DriveFolderDoc>(COLLECTIONS.driveFolders);
-  const found = await folders.findOne({ accountId: owner.accountId, teamId: owner.teamId, parentFolderId: null, nameKey: nameKeyOf(name) });
+  const found = await folders.findOne({
+    accountId: owner.accountId,
+    teamId: owner.teamId,
+    parentFolderId: null,
+    nameKey: nameKeyOf(name),
+  });
   if (found) return found;
   const now = new Date();
-  const doc: DriveFolderDoc = { _id: newId('dfo'), ...owner, name, nameKey: nameKeyOf(name), parentFolderId: null, path: [], color: null, sticker: null, version: 1, createdAt: now, updatedAt: now };
+  const doc: DriveFolderDoc = {
+    _id: newId('dfo'),
+    ...owner,
+    name,
+    nameKey: nameKeyOf(name),
+    parentFolderId: null,
+    path: [],
+    color: null,
+    sticker: null,
+    version: 1,
+    createdAt: now,
+    updatedAt: now,
+  };
   await folders.insertOne(doc);
   return doc;
 }
 
 /** The Drive development data above; returns the pinned key when it was made now. */
-async function ensureDriveDemo(db: Database, accounts: ReturnType<typeof createAccountsRepository>, accountId: string): Promise<string | null> {
+async function ensureDriveDemo(
+  db: Database,
+  accounts: ReturnType<typeof createAccountsRepository>,
+  accountId: string,
+): Promise<string | null> {
   const shared = await ensureFolder(db, { accountId, teamId: null }, 'Shared');
   let pinnedKey: string | null = null;
   if (!(await db.apiKeys.findOne({ accountId, folderPins: shared._id, revokedAt: null }))) {
-    pinnedKey = (await accounts.createKey(accountId, { name: 'development (Drive: Shared only)', scopes: ['drive:read', 'drive:write'], folderPins: [shared._id] })).key;
+    pinnedKey = (
+      await accounts.createKey(accountId, {
+        name: 'development (Drive: Shared only)',
+        scopes: ['drive:read', 'drive:write'],
+        folderPins: [shared._id],
+      })
+    ).key;
   }
 
   const teams = createTeams(db);
@@ -58,16 +89,43 @@ async function ensureDriveDemo(db: Database, accounts: ReturnType<typeof createA
   const files = db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
   if (!(await files.findOne({ ...owner, folderId: handbook._id, nameKey: 'welcome.md' }))) {
     const id = newId('dfl');
-    const bytes = Buffer.from('# Welcome to the demo team\n\nThis team drive is read-only over the API: browse it with `GET /drive/files?teamId=team_development`.\n', 'utf8');
-    const blob = await putDriveBlob(db, bytes, { accountId, contentType: 'text/markdown', filename: 'welcome.md', fileId: id });
+    const bytes = Buffer.from(
+      '# Welcome to the demo team\n\nThis team drive is read-only over the API: browse it with `GET /drive/files?teamId=team_development`.\n',
+      'utf8',
+    );
+    const blob = await putDriveBlob(db, bytes, {
+      accountId,
+      contentType: 'text/markdown',
+      filename: 'welcome.md',
+      fileId: id,
+    });
     const now = new Date();
     await files.insertOne({
-      _id: id, ...owner, name: 'welcome.md', nameKey: 'welcome.md', ext: 'md', kind: 'text', mimeType: 'text/markdown', sizeBytes: bytes.length, folderId: handbook._id,
-      isStarred: false, tags: ['demo'], description: 'Demo team-drive file', blobId: blob.blobId, sha256: blob.sha256, trashedAt: null, lastAccessedAt: null,
+      _id: id,
+      ...owner,
+      name: 'welcome.md',
+      nameKey: 'welcome.md',
+      ext: 'md',
+      kind: 'text',
+      mimeType: 'text/markdown',
+      sizeBytes: bytes.length,
+      folderId: handbook._id,
+      isStarred: false,
+      tags: ['demo'],
+      description: 'Demo team-drive file',
+      blobId: blob.blobId,
+      sha256: blob.sha256,
+      trashedAt: null,
+      lastAccessedAt: null,
       // pending: the scheduler's text sweep asks the drive pool for it.
-      text: { status: 'pending', chars: 0, truncated: false, engine: null, error: null, at: null }, version: 1, createdAt: now, updatedAt: now,
+      text: { status: 'pending', chars: 0, truncated: false, engine: null, error: null, at: null },
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
     });
-    await db.db.collection<DriveUsageDoc>(COLLECTIONS.driveUsage).updateOne({ _id: `team:${DEV_TEAM_ID}` }, { $inc: { bytesUsed: bytes.length, fileCount: 1 } }, { upsert: true });
+    await db.db
+      .collection<DriveUsageDoc>(COLLECTIONS.driveUsage)
+      .updateOne({ _id: `team:${DEV_TEAM_ID}` }, { $inc: { bytesUsed: bytes.length, fileCount: 1 } }, { upsert: true });
   }
   return pinnedKey;
 }
@@ -82,7 +140,12 @@ try {
   const newKey = process.argv.includes('--new-key');
   const created = !account;
   if (!account) {
-    account = await accounts.createAccount({ id: DEV_ACCOUNT_ID, name: 'Development', plan: 'pro', credits: config.DEV_ACCOUNT_CREDITS });
+    account = await accounts.createAccount({
+      id: DEV_ACCOUNT_ID,
+      name: 'Development',
+      plan: 'pro',
+      credits: config.DEV_ACCOUNT_CREDITS,
+    });
   }
   const pinnedKey = await ensureDriveDemo(db, accounts, account._id);
   // The two agents of the development account (agt_research, agt_outreach); idempotent.
@@ -100,7 +163,9 @@ try {
       `  Try: curl -H "Authorization: Bearer ${key}" ${config.PUBLIC_BASE_URL}/api/v1/account`,
     );
   } else {
-    console.error(`[bootstrap] development account ${DEV_ACCOUNT_ID} exists (key printed at first start; npm run key for a new one)`);
+    console.error(
+      `[bootstrap] development account ${DEV_ACCOUNT_ID} exists (key printed at first start; npm run key for a new one)`,
+    );
   }
   if (pinnedKey) {
     lines.push(

@@ -12,7 +12,10 @@ let built: Promise<void> | undefined;
  */
 export function ensureBuilt(): Promise<void> {
   built ??= (async () => {
-    const child = spawn(process.execPath, [path.join(root, 'scripts/build.ts')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, [path.join(root, 'scripts/build.ts')], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     const [code] = await once(child, 'exit');
     if (code !== 0) throw new Error(`the build failed (exit ${code})`);
   })();

@@ -19,16 +19,36 @@ import { build } from 'esbuild';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The processes an image runs, and the scripts the supervisor or an operator starts. */
-export const ENTRY_POINTS = ['api/main.ts', 'workers/main.ts', 'scheduler/main.ts', 'scripts/supervisor.ts', 'scripts/bootstrap.ts', 'scripts/console-link.ts'];
+export const ENTRY_POINTS = [
+  'api/main.ts',
+  'workers/main.ts',
+  'scheduler/main.ts',
+  'scripts/supervisor.ts',
+  'scripts/bootstrap.ts',
+  'scripts/console-link.ts',
+];
 
 /**
  * Dependencies the API bundle leaves in node_modules: native or optional modules, and the large
  * ones it loads only when first needed (the MCP SDK, file sniffing, ZIP, the OpenTelemetry SDK).
  */
 const API_EXTERNAL = [
-  'sharp', 'pdfjs-dist', 'bufferutil', 'utf-8-validate',
-  'kerberos', 'snappy', '@mongodb-js/zstd', 'mongodb-client-encryption', 'gcp-metadata', 'socks', 'aws4', '@aws-sdk/credential-providers',
-  '@modelcontextprotocol/*', 'file-type', 'jszip', '@opentelemetry/*',
+  'sharp',
+  'pdfjs-dist',
+  'bufferutil',
+  'utf-8-validate',
+  'kerberos',
+  'snappy',
+  '@mongodb-js/zstd',
+  'mongodb-client-encryption',
+  'gcp-metadata',
+  'socks',
+  'aws4',
+  '@aws-sdk/credential-providers',
+  '@modelcontextprotocol/*',
+  'file-type',
+  'jszip',
+  '@opentelemetry/*',
 ];
 
 /**
@@ -36,7 +56,9 @@ const API_EXTERNAL = [
  * is copied next to every output file that holds the module, so the same relative URL finds it
  * in dist/ (the image copies dist/ whole).
  */
-export const ASSET_DIRS = [{ module: 'workers/engines/code-builds/local.engine.ts', dir: 'workers/engines/code-builds/vendor' }];
+export const ASSET_DIRS = [
+  { module: 'workers/engines/code-builds/local.engine.ts', dir: 'workers/engines/code-builds/vendor' },
+];
 
 const started = performance.now();
 const outdir = path.join(root, 'dist');
@@ -61,7 +83,12 @@ const common = {
 const results = await Promise.all([
   // Every process but the API: dependencies stay in node_modules (`npm ci --omit=dev` installs
   // them in the image), code shared between entry points in dist/chunks/.
-  build({ ...common, entryPoints: ENTRY_POINTS.filter((e) => e !== 'api/main.ts'), packages: 'external', chunkNames: 'chunks/[name]-[hash]' }),
+  build({
+    ...common,
+    entryPoints: ENTRY_POINTS.filter((e) => e !== 'api/main.ts'),
+    packages: 'external',
+    chunkNames: 'chunks/[name]-[hash]',
+  }),
   // The API with its dependencies bundled in: Node resolves, reads and compiles one file instead
   // of hundreds (express, mongodb, zod …), a quarter of its cold start (npm run bench startup).
   // Bundled CommonJS dependencies call require() for Node's own modules: the banner provides it.
@@ -70,12 +97,16 @@ const results = await Promise.all([
     entryPoints: ['api/main.ts'],
     external: API_EXTERNAL,
     chunkNames: 'api/chunks/[name]-[hash]',
-    banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+    },
   }),
 ]);
 const files = results.flatMap((r) => Object.entries(r.metafile.outputs)).filter(([f]) => f.endsWith('.js'));
 for (const { module, dir } of ASSET_DIRS) {
-  const outputs = files.filter(([, o]) => module in o.inputs).map(([f]) => path.join(root, path.dirname(f), path.basename(dir)));
+  const outputs = files
+    .filter(([, o]) => module in o.inputs)
+    .map(([f]) => path.join(root, path.dirname(f), path.basename(dir)));
   if (!outputs.length) throw new Error(`[build] no output holds ${module}, whose ${dir} must be copied`);
   for (const to of new Set(outputs)) await cp(path.join(root, dir), to, { recursive: true });
 }
@@ -89,7 +120,9 @@ const outputs = results.flatMap((r) => Object.keys(r.metafile.outputs));
 for (const file of outputs.filter((f) => f.startsWith('dist/api/') && f.endsWith('.js.map'))) {
   const map = JSON.parse(await readFile(path.join(root, file), 'utf8')) as { sources: string[]; mappings: string };
   const dependency = new Set(map.sources.flatMap((src, i) => (src.includes('node_modules/') ? [i] : [])));
-  map.mappings = encode(decode(map.mappings).map((line) => line.filter((seg) => seg.length === 1 || !dependency.has(seg[1]!))));
+  map.mappings = encode(
+    decode(map.mappings).map((line) => line.filter((seg) => seg.length === 1 || !dependency.has(seg[1]!))),
+  );
   await writeFile(path.join(root, file), JSON.stringify(map));
 }
 
@@ -106,4 +139,6 @@ for (const entry of await readdir(outdir, { recursive: true, withFileTypes: true
 }
 
 const bytes = files.reduce((n, [, o]) => n + o.bytes, 0);
-console.log(`[build] ${files.length} files, ${(bytes / 1e6).toFixed(1)} MB of JavaScript in dist/ (${Math.round(performance.now() - started)} ms)`);
+console.log(
+  `[build] ${files.length} files, ${(bytes / 1e6).toFixed(1)} MB of JavaScript in dist/ (${Math.round(performance.now() - started)} ms)`,
+);

@@ -17,10 +17,17 @@ const scenarios: Record<string, () => Promise<boolean>> = {
   'db-faults': runDbFaults,
 };
 
-const asked = process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2));
+const asked = process.argv
+  .slice(2)
+  .filter((a) => a.startsWith('--'))
+  .map((a) => a.slice(2));
 const unknown = asked.filter((a) => !(a in scenarios));
 if (unknown.length) {
-  console.error(`unknown scenario ${unknown.join(', ')}; scenarios: ${Object.keys(scenarios).map((s) => `--${s}`).join(' ')}`);
+  console.error(
+    `unknown scenario ${unknown.join(', ')}; scenarios: ${Object.keys(scenarios)
+      .map((s) => `--${s}`)
+      .join(' ')}`,
+  );
   process.exit(2);
 }
 let ok = true;

@@ -42,5 +42,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const before = readFileSync(target, 'utf8');
   const after = withConfigTable(before, configTable());
   if (after !== before) writeFileSync(target, after);
-  console.log(`${path.relative(process.cwd(), target)}: configuration table ${after === before ? 'already current' : 'written'}`);
+  console.log(
+    `${path.relative(process.cwd(), target)}: configuration table ${after === before ? 'already current' : 'written'}`,
+  );
 }

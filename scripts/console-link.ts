@@ -16,11 +16,15 @@ try {
   await ensureIndexes(db);
   const accountId = values.account!;
   if (!(await db.accounts.findOne({ _id: accountId }, { projection: { _id: 1 } }))) {
-    console.error(`[console:link] no account ${accountId} (start the service once with npm start to create the development account)`);
+    console.error(
+      `[console:link] no account ${accountId} (start the service once with npm start to create the development account)`,
+    );
     process.exitCode = 1;
   } else {
     const { url, expiresAt } = await issueSignInLink(db, config, accountId);
-    console.log(`\n  Developer console sign-in link for ${accountId} (works once, until ${expiresAt.toISOString()}):\n\n    ${url}\n`);
+    console.log(
+      `\n  Developer console sign-in link for ${accountId} (works once, until ${expiresAt.toISOString()}):\n\n    ${url}\n`,
+    );
   }
 } finally {
   await db.close();

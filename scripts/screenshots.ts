@@ -17,8 +17,18 @@ const docs = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'docs
 
 /** What each picture shows (also printed, so the docs can quote the requests). */
 export const SHOTS = {
-  slide: { name: 'Quarterly review', brief: 'We grew revenue 40% in Q2, led by the new self-serve plan. Churn fell from 5% to 3% after the onboarding redesign. Next quarter we open two regional offices and hire twelve engineers.', slideCount: 5 },
-  image: { prompt: 'a cabin in a snowy pine forest at night under the stars, watercolour', engine: 'svc-ultra', aspectRatio: '16:9', includeBase64: true },
+  slide: {
+    name: 'Quarterly review',
+    brief:
+      'We grew revenue 40% in Q2, led by the new self-serve plan. Churn fell from 5% to 3% after the onboarding redesign. Next quarter we open two regional offices and hire twelve engineers.',
+    slideCount: 5,
+  },
+  image: {
+    prompt: 'a cabin in a snowy pine forest at night under the stars, watercolour',
+    engine: 'svc-ultra',
+    aspectRatio: '16:9',
+    includeBase64: true,
+  },
   moonlight: { prompt: 'a lighthouse on a cliff at sunset, oil painting', seed: 42 },
 } as const;
 
@@ -46,9 +56,15 @@ async function main() {
     if (moon.status !== 200) throw new Error(`POST /images/moonlight answered ${moon.status}: ${moon.text}`);
     writeFileSync(path.join(docs, 'moonlight.png'), fromDataUrl(moon.body.base64));
 
-    console.log(`docs/slide.png      ${job.result.engine}, first of ${job.result.slideCount} slides: POST /presentations ${JSON.stringify(SHOTS.slide)}`);
-    console.log(`docs/image.png      ${image.body.renderer} (${image.body.engine}) ${image.body.width}x${image.body.height}: POST /images ${JSON.stringify(SHOTS.image)}`);
-    console.log(`docs/moonlight.png  ${moon.body.engine} ${moon.body.width}x${moon.body.height}: POST /images/moonlight ${JSON.stringify(SHOTS.moonlight)}`);
+    console.log(
+      `docs/slide.png      ${job.result.engine}, first of ${job.result.slideCount} slides: POST /presentations ${JSON.stringify(SHOTS.slide)}`,
+    );
+    console.log(
+      `docs/image.png      ${image.body.renderer} (${image.body.engine}) ${image.body.width}x${image.body.height}: POST /images ${JSON.stringify(SHOTS.image)}`,
+    );
+    console.log(
+      `docs/moonlight.png  ${moon.body.engine} ${moon.body.width}x${moon.body.height}: POST /images/moonlight ${JSON.stringify(SHOTS.moonlight)}`,
+    );
   } finally {
     await stack.stop();
   }

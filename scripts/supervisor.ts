@@ -64,8 +64,15 @@ process.on('uncaughtException', (err) => {
 });
 
 const registry = new Registry();
-const restarts = new Counter({ name: 'supervisor_process_restarts_total', help: 'Child processes the supervisor started again after they exited, by kind (api, workers, scheduler).', labelNames: ['kind'], registers: [registry] });
-const door = kinds.includes('api') ? new FrontDoor({ holdMs: config.API_HOLD_MS, maxHeld: config.API_HOLD_CONNECTIONS, log, registry }) : undefined;
+const restarts = new Counter({
+  name: 'supervisor_process_restarts_total',
+  help: 'Child processes the supervisor started again after they exited, by kind (api, workers, scheduler).',
+  labelNames: ['kind'],
+  registers: [registry],
+});
+const door = kinds.includes('api')
+  ? new FrontDoor({ holdMs: config.API_HOLD_MS, maxHeld: config.API_HOLD_CONNECTIONS, log, registry })
+  : undefined;
 const gatherer = createGatherer({ registry, log });
 
 interface Child {
@@ -85,7 +92,12 @@ let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
  * child when the supervisor is gone (platform/infra/main.ts stops it then).
  */
 function spawnChild(name: string, file: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
-  const proc = spawn(process.execPath, [...runner, path.join(root, file)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], cwd: fromSource ? root : path.resolve(root, '..'), env, detached: true });
+  const proc = spawn(process.execPath, [...runner, path.join(root, file)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    cwd: fromSource ? root : path.resolve(root, '..'),
+    env,
+    detached: true,
+  });
   // A write to a child that just died fails with EPIPE: say so, never crash on it.
   proc.on('error', (err) => log.warn('child process error', { child: name, err }));
   return proc;
@@ -98,7 +110,11 @@ function tell(child: ChildProcess, m: ToApi): void {
 }
 
 function launch(name: string, kind: Kind, crashes = 0) {
-  const proc = spawnChild(name, KINDS[kind], kind === 'api' && door ? { ...process.env, [HANDOFF_ENV]: '1' } : process.env);
+  const proc = spawnChild(
+    name,
+    KINDS[kind],
+    kind === 'api' && door ? { ...process.env, [HANDOFF_ENV]: '1' } : process.env,
+  );
   const child: Child = { name, kind, process: proc };
   running.set(name, child);
   const startedAt = Date.now();
@@ -177,8 +193,15 @@ if (door) {
 }
 // Every API process's metrics, for Prometheus, on a port of their own (0: none).
 if (door && config.METRICS_PORT !== 0) {
-  metricsServer = await startMetricsServer({ port: config.METRICS_PORT, host: config.METRICS_HOST, metrics: () => gatherer.gather(door.backends()) }).catch((err: Error) => {
-    log.fatal(`the metrics port ${config.METRICS_HOST}:${config.METRICS_PORT} cannot be opened (METRICS_PORT; 0 turns it off)`, { err });
+  metricsServer = await startMetricsServer({
+    port: config.METRICS_PORT,
+    host: config.METRICS_HOST,
+    metrics: () => gatherer.gather(door.backends()),
+  }).catch((err: Error) => {
+    log.fatal(
+      `the metrics port ${config.METRICS_HOST}:${config.METRICS_PORT} cannot be opened (METRICS_PORT; 0 turns it off)`,
+      { err },
+    );
     process.exit(1);
   });
   log.info('metrics listening', { port: metricsServer.port, host: config.METRICS_HOST });

@@ -28,7 +28,9 @@ const modules = {
 
 /** Start loading the pools' modules (while the process connects); errors surface when a pool starts. */
 export const preloadPools = (pools: readonly PoolType[]): Promise<unknown> =>
-  Promise.all(pools.map((p) => (modules as Partial<Record<PoolType, () => Promise<unknown>>>)[p]?.().catch(() => undefined)));
+  Promise.all(
+    pools.map((p) => (modules as Partial<Record<PoolType, () => Promise<unknown>>>)[p]?.().catch(() => undefined)),
+  );
 
 /**
  * The pools this build can run, by type. A pool listed in WORKER_POOLS but absent here has no

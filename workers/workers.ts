@@ -31,7 +31,10 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
     const respond = responderDefinitions[name];
     if (respond) {
       // Request/reply pools (synchronous endpoints such as /images): their own consumer.
-      const responder = new Responder(rt, await respond(rt), { concurrency: config.concurrencyOf(name), shutdownGraceMs: config.SHUTDOWN_GRACE_MS });
+      const responder = new Responder(rt, await respond(rt), {
+        concurrency: config.concurrencyOf(name),
+        shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+      });
       responders.push(responder);
       await responder.start();
       return;
@@ -39,7 +42,10 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
     const consume = consumerDefinitions[name];
     if (consume) {
       // Plain consumer pools (drive text extraction): their own consumer, no job documents.
-      const pool = new ConsumerPool(rt, await consume(rt), { concurrency: config.concurrencyOf(name), shutdownGraceMs: config.SHUTDOWN_GRACE_MS });
+      const pool = new ConsumerPool(rt, await consume(rt), {
+        concurrency: config.concurrencyOf(name),
+        shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+      });
       consumers.push(pool);
       await pool.start();
       return;
@@ -63,11 +69,17 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   const started = await startupStep('pools', () => Promise.allSettled(config.WORKER_POOLS.map(startPool)));
   const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) {
-    await Promise.allSettled([...pools.map((p) => p.close()), ...responders.map((r) => r.close()), ...consumers.map((c) => c.close()), webhooks?.close()]);
+    await Promise.allSettled([
+      ...pools.map((p) => p.close()),
+      ...responders.map((r) => r.close()),
+      ...consumers.map((c) => c.close()),
+      webhooks?.close(),
+    ]);
     await rt.close();
     throw failed.reason;
   }
-  const monitor = opts.monitoring === false ? undefined : await startMonitoringServer(config.WORKER_METRICS_PORT, rt.probes);
+  const monitor =
+    opts.monitoring === false ? undefined : await startMonitoringServer(config.WORKER_METRICS_PORT, rt.probes);
   log.info('workers ready', { pools: config.WORKER_POOLS, monitoringPort: monitor?.port, startupMs: startupReport() });
   let stopped: Promise<void> | undefined;
   return {
@@ -78,8 +90,15 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
     monitoringPort: monitor?.port,
     stop(): Promise<void> {
       stopped ??= (async () => {
-        const steps = await Promise.allSettled([...pools.map((p) => p.close()), ...responders.map((r) => r.close()), ...consumers.map((c) => c.close()), webhooks?.close(), monitor?.close()]);
-        for (const s of steps) if (s.status === 'rejected') log.warn('worker stop step failed', { err: s.reason as Error });
+        const steps = await Promise.allSettled([
+          ...pools.map((p) => p.close()),
+          ...responders.map((r) => r.close()),
+          ...consumers.map((c) => c.close()),
+          webhooks?.close(),
+          monitor?.close(),
+        ]);
+        for (const s of steps)
+          if (s.status === 'rejected') log.warn('worker stop step failed', { err: s.reason as Error });
         await rt.close();
       })();
       return stopped;
@@ -87,4 +106,3 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   };
 }
 export type WorkerProcess = Awaited<ReturnType<typeof start>>;
-

@@ -27,8 +27,13 @@ export function lastUserMessage(body: AgentCompletionRequest): string {
     const m = body.messages[i]!;
     if (m.role !== 'user') continue;
     const content = typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('\n');
-    if (!content.trim()) throw new AppError('validation_error', `messages[${i}].content: the last user message is empty`);
-    if (content.length > AGENT_LIMITS.messageMax) throw new AppError('validation_error', `messages[${i}].content: must be at most ${AGENT_LIMITS.messageMax} characters`);
+    if (!content.trim())
+      throw new AppError('validation_error', `messages[${i}].content: the last user message is empty`);
+    if (content.length > AGENT_LIMITS.messageMax)
+      throw new AppError(
+        'validation_error',
+        `messages[${i}].content: must be at most ${AGENT_LIMITS.messageMax} characters`,
+      );
     return content;
   }
   throw new AppError('validation_error', 'messages: must hold a user message (only the last one is sent to the agent)');
@@ -45,7 +50,8 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
  */
 function completionKey(raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
-  if (!IDEMPOTENCY_KEY.test(raw)) throw new AppError('validation_error', 'Idempotency-Key: must be 1 to 255 visible ASCII characters');
+  if (!IDEMPOTENCY_KEY.test(raw))
+    throw new AppError('validation_error', 'Idempotency-Key: must be 1 to 255 visible ASCII characters');
   return raw;
 }
 
@@ -84,72 +90,163 @@ function completionOf(run: RunDoc, model: string) {
 const NO_RETRY = { 'x-should-retry': 'false' };
 // Ids as separate words: error messages clip any unbroken run of more than 64 characters.
 const failedRun = (run: RunDoc) =>
-  new AppError('agent_run_failed', `the agent run ${run._id} of agent ${run.agentId} failed: ${run.error ?? 'unknown error'}; ${run.feeRefunded ? 'its fee was refunded' : 'its fee stands (its tools had delivered work before it failed)'}`, { headers: NO_RETRY });
-const timedOut = (run: RunDoc, ms: number) => new AppError('timeout', `the agent run ${run._id} of agent ${run.agentId} did not complete or pause within ${ms} ms; it goes on: poll its result at GET /agents/{id}/runs/{runId}/result`, { headers: NO_RETRY });
+  new AppError(
+    'agent_run_failed',
+    `the agent run ${run._id} of agent ${run.agentId} failed: ${run.error ?? 'unknown error'}; ${run.feeRefunded ? 'its fee was refunded' : 'its fee stands (its tools had delivered work before it failed)'}`,
+    { headers: NO_RETRY },
+  );
+const timedOut = (run: RunDoc, ms: number) =>
+  new AppError(
+    'timeout',
+    `the agent run ${run._id} of agent ${run.agentId} did not complete or pause within ${ms} ms; it goes on: poll its result at GET /agents/{id}/runs/{runId}/result`,
+    { headers: NO_RETRY },
+  );
 
 /** Agents (SPEC 4.9, 2.18, 3.4): runs, messages, approvals, usage, and POST /chat/completions. */
 export function agentsRoutes(rt: Runtime, deps: RouteDeps): Router {
   const r = Router();
   const runs = createAgentRuns(rt);
   const account = (ctx: { auth: { account: { _id: string } } }) => ctx.auth.account._id;
-  const keyOf = (ctx: { auth: AuthContext }) => ({ scopes: ctx.auth.key.scopes, folderPins: ctx.auth.key.folderPins ?? [] });
+  const keyOf = (ctx: { auth: AuthContext }) => ({
+    scopes: ctx.auth.key.scopes,
+    folderPins: ctx.auth.key.folderPins ?? [],
+  });
 
   // Idempotency-Key (the route framework): the run id derives from the key's record, so a retry
   // after a lost answer or a crash finds the run the first attempt stored and is not billed again.
-  const repeatable = (ctx: { req: { get(h: string): string | undefined } }) => ctx.req.get('idempotency-key') !== undefined;
-  mount(r, endpoints.messageAgent, async (ctx) => {
-    const { run: _run, charged, ...accepted } = await runs.accept({ accountId: account(ctx), agentId: ctx.params.id!, trigger: 'message', instruction: ctx.body.message, threadId: ctx.body.threadId, requestId: ctx.requestId, key: keyOf(ctx), runId: ctx.idFor('run'), repeatable: repeatable(ctx) });
-    ctx.charged(charged);
-    return accepted;
-  }, deps);
+  const repeatable = (ctx: { req: { get(h: string): string | undefined } }) =>
+    ctx.req.get('idempotency-key') !== undefined;
+  mount(
+    r,
+    endpoints.messageAgent,
+    async (ctx) => {
+      const {
+        run: _run,
+        charged,
+        ...accepted
+      } = await runs.accept({
+        accountId: account(ctx),
+        agentId: ctx.params.id!,
+        trigger: 'message',
+        instruction: ctx.body.message,
+        threadId: ctx.body.threadId,
+        requestId: ctx.requestId,
+        key: keyOf(ctx),
+        runId: ctx.idFor('run'),
+        repeatable: repeatable(ctx),
+      });
+      ctx.charged(charged);
+      return accepted;
+    },
+    deps,
+  );
 
-  mount(r, endpoints.runAgent, async (ctx) => {
-    const { run: _run, charged, ...accepted } = await runs.accept({ accountId: account(ctx), agentId: ctx.params.id!, trigger: 'run', instruction: ctx.body.instruction, threadId: ctx.body.threadId, requestId: ctx.requestId, key: keyOf(ctx), runId: ctx.idFor('run'), repeatable: repeatable(ctx) });
-    ctx.charged(charged);
-    return accepted;
-  }, deps);
+  mount(
+    r,
+    endpoints.runAgent,
+    async (ctx) => {
+      const {
+        run: _run,
+        charged,
+        ...accepted
+      } = await runs.accept({
+        accountId: account(ctx),
+        agentId: ctx.params.id!,
+        trigger: 'run',
+        instruction: ctx.body.instruction,
+        threadId: ctx.body.threadId,
+        requestId: ctx.requestId,
+        key: keyOf(ctx),
+        runId: ctx.idFor('run'),
+        repeatable: repeatable(ctx),
+      });
+      ctx.charged(charged);
+      return accepted;
+    },
+    deps,
+  );
 
   mount(r, endpoints.listAgentRuns, (ctx) => runs.list(account(ctx), ctx.params.id!, ctx.query), deps);
-  mount(r, endpoints.getAgentRun, async (ctx) => toRunView(await runs.get(account(ctx), ctx.params.id!, ctx.params.runId!)), deps);
-  mount(r, endpoints.getAgentRunResult, async (ctx) => toRunResult(await runs.get(account(ctx), ctx.params.id!, ctx.params.runId!)), deps);
-  mount(r, endpoints.approveAgentRun, (ctx) => runs.approve(account(ctx), ctx.params.id!, ctx.params.runId!, ctx.body), deps);
+  mount(
+    r,
+    endpoints.getAgentRun,
+    async (ctx) => toRunView(await runs.get(account(ctx), ctx.params.id!, ctx.params.runId!)),
+    deps,
+  );
+  mount(
+    r,
+    endpoints.getAgentRunResult,
+    async (ctx) => toRunResult(await runs.get(account(ctx), ctx.params.id!, ctx.params.runId!)),
+    deps,
+  );
+  mount(
+    r,
+    endpoints.approveAgentRun,
+    (ctx) => runs.approve(account(ctx), ctx.params.id!, ctx.params.runId!, ctx.body),
+    deps,
+  );
   mount(r, endpoints.getAgentUsage, (ctx) => runs.usage(account(ctx), ctx.params.id!, ctx.query.days), deps);
 
-  mount(r, endpoints.chatCompletions, async (ctx) => {
-    const body = ctx.body;
-    const agentId = body.model.slice('agent:'.length);
-    const instruction = lastUserMessage(body);
-    const idem = completionKey(ctx.req.get('idempotency-key'));
-    const accountId = account(ctx);
-    const { run, charged } = await runs.accept({
-      accountId,
-      agentId,
-      trigger: 'completions',
-      instruction,
-      threadId: completionThread(body),
-      requestId: ctx.requestId,
-      key: keyOf(ctx),
-      ...(idem ? { runId: stableId('run', `completions\n${accountId}\n${idem}`), repeatable: true } : {}),
-    });
-    if (charged === 0 && (run.agentId !== agentId || run.instruction !== instruction || run.trigger !== 'completions')) {
-      throw new AppError('idempotency_key_reused', 'Idempotency-Key: already used with a different request (another agent or last user message)');
-    }
-    ctx.charged(charged);
-    const waitMs = rt.config.AGENT_RUN_WAIT_MS;
-    const done = ['completed', 'paused', 'failed'] as const;
+  mount(
+    r,
+    endpoints.chatCompletions,
+    async (ctx) => {
+      const body = ctx.body;
+      const agentId = body.model.slice('agent:'.length);
+      const instruction = lastUserMessage(body);
+      const idem = completionKey(ctx.req.get('idempotency-key'));
+      const accountId = account(ctx);
+      const { run, charged } = await runs.accept({
+        accountId,
+        agentId,
+        trigger: 'completions',
+        instruction,
+        threadId: completionThread(body),
+        requestId: ctx.requestId,
+        key: keyOf(ctx),
+        ...(idem ? { runId: stableId('run', `completions\n${accountId}\n${idem}`), repeatable: true } : {}),
+      });
+      if (
+        charged === 0 &&
+        (run.agentId !== agentId || run.instruction !== instruction || run.trigger !== 'completions')
+      ) {
+        throw new AppError(
+          'idempotency_key_reused',
+          'Idempotency-Key: already used with a different request (another agent or last user message)',
+        );
+      }
+      ctx.charged(charged);
+      const waitMs = rt.config.AGENT_RUN_WAIT_MS;
+      const done = ['completed', 'paused', 'failed'] as const;
 
-    if (!body.stream) {
-      const closed = new AbortController();
-      ctx.res.on('close', () => closed.abort());
-      const end = await runs.waitFor(run.accountId, run._id, done, waitMs, closed.signal);
-      if (!end) throw timedOut(run, waitMs);
-      if (end.status === 'failed') throw failedRun(end);
-      const c = completionOf(end, body.model);
-      return { id: c.id, object: 'chat.completion', created: c.created, model: c.model, choices: [{ index: 0, message: { role: 'assistant', content: c.content }, finish_reason: 'stop' }], usage: c.usage, opencharts: c.opencharts };
-    }
-    await streamCompletion(ctx.res, { waitMs, keepaliveMs: rt.config.CHAT_KEEPALIVE_MS, wait: (signal) => runs.waitFor(run.accountId, run._id, done, waitMs, signal), run, model: body.model });
-    return undefined;
-  }, deps);
+      if (!body.stream) {
+        const closed = new AbortController();
+        ctx.res.on('close', () => closed.abort());
+        const end = await runs.waitFor(run.accountId, run._id, done, waitMs, closed.signal);
+        if (!end) throw timedOut(run, waitMs);
+        if (end.status === 'failed') throw failedRun(end);
+        const c = completionOf(end, body.model);
+        return {
+          id: c.id,
+          object: 'chat.completion',
+          created: c.created,
+          model: c.model,
+          choices: [{ index: 0, message: { role: 'assistant', content: c.content }, finish_reason: 'stop' }],
+          usage: c.usage,
+          opencharts: c.opencharts,
+        };
+      }
+      await streamCompletion(ctx.res, {
+        waitMs,
+        keepaliveMs: rt.config.CHAT_KEEPALIVE_MS,
+        wait: (signal) => runs.waitFor(run.accountId, run._id, done, waitMs, signal),
+        run,
+        model: body.model,
+      });
+      return undefined;
+    },
+    deps,
+  );
   return r;
 }
 
@@ -159,8 +256,22 @@ export function agentsRoutes(rt: Runtime, deps: RouteDeps): Router {
  * A failed or timed-out run sends `data: {"error": {code, message}}` (what OpenAI clients raise),
  * then [DONE]. A client that goes away stops the wait; the run goes on.
  */
-async function streamCompletion(res: Response, o: { waitMs: number; keepaliveMs: number; wait: (signal: AbortSignal) => Promise<RunDoc | null>; run: RunDoc; model: string }) {
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+async function streamCompletion(
+  res: Response,
+  o: {
+    waitMs: number;
+    keepaliveMs: number;
+    wait: (signal: AbortSignal) => Promise<RunDoc | null>;
+    run: RunDoc;
+    model: string;
+  },
+) {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
   res.flushHeaders();
   const closed = new AbortController();
   res.on('close', () => closed.abort());
@@ -182,7 +293,15 @@ async function streamCompletion(res: Response, o: { waitMs: number; keepaliveMs:
     data({ error: { code: err.code, message: err.message, type: err.code } });
   } else {
     const c = completionOf(end, o.model);
-    data({ id: c.id, object: 'chat.completion.chunk', created: c.created, model: c.model, choices: [{ index: 0, delta: { role: 'assistant', content: c.content }, finish_reason: 'stop' }], usage: c.usage, opencharts: c.opencharts });
+    data({
+      id: c.id,
+      object: 'chat.completion.chunk',
+      created: c.created,
+      model: c.model,
+      choices: [{ index: 0, delta: { role: 'assistant', content: c.content }, finish_reason: 'stop' }],
+      usage: c.usage,
+      opencharts: c.opencharts,
+    });
   }
   res.write('data: [DONE]\n\n');
   res.end();

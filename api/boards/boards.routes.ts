@@ -14,18 +14,38 @@ export function boardsRoutes(rt: Runtime, deps: RouteDeps) {
   mount(r, endpoints.createBoard, (ctx) => service.create(account(ctx), ctx.body, ctx.idFor), deps);
   mount(r, endpoints.getBoard, (ctx) => service.get(account(ctx), ctx.params.id!), deps);
   mount(r, endpoints.updateBoard, (ctx) => service.update(account(ctx), ctx.params.id!, ctx.body, ctx.ifMatch), deps);
-  mount(r, endpoints.deleteBoard, async (ctx) => {
-    await service.remove(account(ctx), ctx.params.id!);
-    return undefined;
-  }, deps);
-  mount(r, endpoints.duplicateBoard, (ctx) => service.duplicate(account(ctx), ctx.params.id!, ctx.body, ctx.idFor), deps);
+  mount(
+    r,
+    endpoints.deleteBoard,
+    async (ctx) => {
+      await service.remove(account(ctx), ctx.params.id!);
+      return undefined;
+    },
+    deps,
+  );
+  mount(
+    r,
+    endpoints.duplicateBoard,
+    (ctx) => service.duplicate(account(ctx), ctx.params.id!, ctx.body, ctx.idFor),
+    deps,
+  );
 
   mount(r, endpoints.listCards, (ctx) => service.listCards(account(ctx), ctx.params.id!, ctx.query), deps);
   mount(r, endpoints.createCard, (ctx) => service.createCard(account(ctx), ctx.params.id!, ctx.body, ctx.idFor), deps);
-  mount(r, endpoints.updateCard, (ctx) => service.updateCard(account(ctx), ctx.params.id!, ctx.params.cardId!, ctx.body, ctx.ifMatch), deps);
-  mount(r, endpoints.deleteCard, async (ctx) => {
-    await service.deleteCard(account(ctx), ctx.params.id!, ctx.params.cardId!);
-    return undefined;
-  }, deps);
+  mount(
+    r,
+    endpoints.updateCard,
+    (ctx) => service.updateCard(account(ctx), ctx.params.id!, ctx.params.cardId!, ctx.body, ctx.ifMatch),
+    deps,
+  );
+  mount(
+    r,
+    endpoints.deleteCard,
+    async (ctx) => {
+      await service.deleteCard(account(ctx), ctx.params.id!, ctx.params.cardId!);
+      return undefined;
+    },
+    deps,
+  );
   return r;
 }

@@ -8,10 +8,20 @@ import { createCodeBuildsService } from '../../platform/code-builds/code-builds.
 export function codeBuildsRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
   const service = createCodeBuildsService(rt);
-  mount(r, endpoints.createCodeBuild, async ({ auth, body, requestId, charged, idFor }) => {
-    const { envelope, charged: amount } = await service.dispatch({ accountId: auth.account._id, requestId, request: body, jobId: idFor(JOB_ID_PREFIX.code) });
-    charged(amount);
-    return envelope;
-  }, deps);
+  mount(
+    r,
+    endpoints.createCodeBuild,
+    async ({ auth, body, requestId, charged, idFor }) => {
+      const { envelope, charged: amount } = await service.dispatch({
+        accountId: auth.account._id,
+        requestId,
+        request: body,
+        jobId: idFor(JOB_ID_PREFIX.code),
+      });
+      charged(amount);
+      return envelope;
+    },
+    deps,
+  );
   return r;
 }

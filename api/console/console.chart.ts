@@ -40,9 +40,18 @@ export function usageChart(days: DayUsage[]): Html {
     const top = y(d.requests, reqMax);
     return html`<rect class="bar" x="${x.toFixed(1)}" y="${top.toFixed(1)}" width="${barW.toFixed(1)}" height="${(PAD.top + plotH - top).toFixed(1)}"><title>${d.day}: ${d.requests} requests, ${d.credits} credits</title></rect>`;
   });
-  const points = days.map((d, i) => `${(PAD.left + i * step + step / 2).toFixed(1)},${y(d.credits, credMax).toFixed(1)}`);
-  const dots = days.map((d, i) => html`<circle class="dot" cx="${(PAD.left + i * step + step / 2).toFixed(1)}" cy="${y(d.credits, credMax).toFixed(1)}" r="3"><title>${d.day}: ${d.credits} credits</title></circle>`);
-  const labels = days.map((d, i) => (i % 5 === 0 || i === days.length - 1 ? html`<text class="axis" x="${(PAD.left + i * step + step / 2).toFixed(1)}" y="${H - PAD.bottom + 16}" text-anchor="middle">${d.day.slice(5)}</text>` : null));
+  const points = days.map(
+    (d, i) => `${(PAD.left + i * step + step / 2).toFixed(1)},${y(d.credits, credMax).toFixed(1)}`,
+  );
+  const dots = days.map(
+    (d, i) =>
+      html`<circle class="dot" cx="${(PAD.left + i * step + step / 2).toFixed(1)}" cy="${y(d.credits, credMax).toFixed(1)}" r="3"><title>${d.day}: ${d.credits} credits</title></circle>`,
+  );
+  const labels = days.map((d, i) =>
+    i % 5 === 0 || i === days.length - 1
+      ? html`<text class="axis" x="${(PAD.left + i * step + step / 2).toFixed(1)}" y="${H - PAD.bottom + 16}" text-anchor="middle">${d.day.slice(5)}</text>`
+      : null,
+  );
 
   return html`<figure class="chart">
 <svg viewBox="0 0 ${W} ${H}" role="img" aria-label="Requests and credits per day, last ${days.length} days" xmlns="http://www.w3.org/2000/svg">

@@ -13,7 +13,10 @@ export const CHART_DAYS = 30;
 const DAY_MS = 86_400_000;
 const PAGE_SIZE = 50;
 
-const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD').refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)), 'must be a real date');
+const day = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD')
+  .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)), 'must be a real date');
 const optional = <T extends z.ZodType>(t: T) => z.preprocess((v) => (v === '' ? undefined : v), t.optional());
 
 /** The audit page's filters, as the form sends them (empty fields mean "any"). */
@@ -32,7 +35,9 @@ export type AuditFilter = z.infer<typeof AuditFilterSchema>;
  * the Express path), for the route filter's suggestions. The base is spelled here because
  * importing it from api/app.ts would make an import cycle.
  */
-export const AUDIT_ROUTES: readonly string[] = [...new Set(Object.values(endpoints).map((ep) => `/api/v1${expressPath(ep.path)}`))].sort();
+export const AUDIT_ROUTES: readonly string[] = [
+  ...new Set(Object.values(endpoints).map((ep) => `/api/v1${expressPath(ep.path)}`)),
+].sort();
 
 /** A page of audit entries: no total (counting costs a scan of the account's entries on FerretDB). */
 export interface AuditPage {
@@ -84,7 +89,11 @@ export function createConsoleQueries(db: Database, opts: ConsoleQueryOptions = {
   const countDays = async (accountId: string, now: Date): Promise<Usage> => {
     const today = Math.floor(now.getTime() / DAY_MS);
     const first = today - CHART_DAYS + 1;
-    const days: DayUsage[] = Array.from({ length: CHART_DAYS }, (_, i) => ({ day: new Date((first + i) * DAY_MS).toISOString().slice(0, 10), requests: 0, credits: 0 }));
+    const days: DayUsage[] = Array.from({ length: CHART_DAYS }, (_, i) => ({
+      day: new Date((first + i) * DAY_MS).toISOString().slice(0, 10),
+      requests: 0,
+      credits: 0,
+    }));
     const slot = (at: Date) => days[Math.floor(at.getTime() / DAY_MS) - first];
     const since = new Date(first * DAY_MS);
     // Newest first, one past the cap: reading cap + 1 entries tells that there were more.
@@ -98,14 +107,26 @@ export function createConsoleQueries(db: Database, opts: ConsoleQueryOptions = {
     };
     const [requestsCappedAt, creditsCappedAt] = await Promise.all([
       // The console's own entries (sign-in, key changes) are not API calls.
-      scan(db.audit.find({ accountId, at: { $gte: since }, via: { $ne: 'console' } }, { projection: { at: 1 } }).sort({ at: -1 }).limit(cap + 1), (a) => {
-        const d = slot(a.at);
-        if (d) d.requests++;
-      }),
-      scan(db.ledger.find({ accountId, at: { $gte: since } }, { projection: { at: 1, kind: 1, millicredits: 1 } }).sort({ at: -1 }).limit(cap + 1), (l) => {
-        const d = slot(l.at);
-        if (d) d.credits += l.kind === 'refund' ? -l.millicredits : l.millicredits;
-      }),
+      scan(
+        db.audit
+          .find({ accountId, at: { $gte: since }, via: { $ne: 'console' } }, { projection: { at: 1 } })
+          .sort({ at: -1 })
+          .limit(cap + 1),
+        (a) => {
+          const d = slot(a.at);
+          if (d) d.requests++;
+        },
+      ),
+      scan(
+        db.ledger
+          .find({ accountId, at: { $gte: since } }, { projection: { at: 1, kind: 1, millicredits: 1 } })
+          .sort({ at: -1 })
+          .limit(cap + 1),
+        (l) => {
+          const d = slot(l.at);
+          if (d) d.credits += l.kind === 'refund' ? -l.millicredits : l.millicredits;
+        },
+      ),
     ]);
     // Summed in millicredits (exact), shown in credits.
     for (const d of days) d.credits = fromUnits(d.credits);
@@ -113,7 +134,8 @@ export function createConsoleQueries(db: Database, opts: ConsoleQueryOptions = {
   };
 
   return {
-    keys: (accountId: string): Promise<ApiKeyDoc[]> => db.apiKeys.find({ accountId }).sort({ createdAt: -1, _id: -1 }).limit(500).toArray(),
+    keys: (accountId: string): Promise<ApiKeyDoc[]> =>
+      db.apiKeys.find({ accountId }).sort({ createdAt: -1, _id: -1 }).limit(500).toArray(),
 
     key: (accountId: string, keyId: string) => db.apiKeys.findOne({ _id: keyId, accountId }),
 
@@ -134,9 +156,18 @@ export function createConsoleQueries(db: Database, opts: ConsoleQueryOptions = {
       let query: Filter<AuditDoc> = filter;
       if (f.cursor) {
         const after = decodeCursor(AUDIT_TAG, f.cursor);
-        query = { $and: [filter, { $or: [{ at: { $lt: after.value as Date } }, { at: after.value as Date, _id: { $lt: after.id } }] }] };
+        query = {
+          $and: [
+            filter,
+            { $or: [{ at: { $lt: after.value as Date } }, { at: after.value as Date, _id: { $lt: after.id } }] },
+          ],
+        };
       }
-      const rows = await db.audit.find(query).sort({ at: -1, _id: -1 }).limit(PAGE_SIZE + 1).toArray();
+      const rows = await db.audit
+        .find(query)
+        .sort({ at: -1, _id: -1 })
+        .limit(PAGE_SIZE + 1)
+        .toArray();
       const data = rows.slice(0, PAGE_SIZE);
       const last = data[data.length - 1];
       return { data, cursor: rows.length > PAGE_SIZE && last ? encodeCursor(AUDIT_TAG, last.at, last._id) : null };
@@ -144,11 +175,19 @@ export function createConsoleQueries(db: Database, opts: ConsoleQueryOptions = {
 
     /** A page of the credit ledger, newest first. */
     ledgerPage: (accountId: string, cursor?: string): Promise<Page<LedgerDoc>> =>
-      keysetPage(db.ledger, { accountId }, { tag: 'console:ledger:at:desc', field: 'at', direction: -1, limit: PAGE_SIZE, cursor }),
+      keysetPage(
+        db.ledger,
+        { accountId },
+        { tag: 'console:ledger:at:desc', field: 'at', direction: -1, limit: PAGE_SIZE, cursor },
+      ),
 
     /** The newest jobs, without their (possibly large) input. */
     recentJobs: (accountId: string, limit = PAGE_SIZE): Promise<Omit<JobDoc, 'input'>[]> =>
-      db.jobs.find({ accountId }, { projection: { input: 0 } }).sort({ createdAt: -1, _id: -1 }).limit(limit).toArray(),
+      db.jobs
+        .find({ accountId }, { projection: { input: 0 } })
+        .sort({ createdAt: -1, _id: -1 })
+        .limit(limit)
+        .toArray(),
 
     /**
      * Requests (audit log) and credits spent net of refunds (ledger) per UTC day for the last

@@ -15,7 +15,18 @@ import { createWebhooksService } from '../../platform/webhooks/webhooks.service'
 import { AuditFilterSchema, createConsoleQueries, type ConsoleQueryOptions } from './console.queries';
 import { createConsoleSessions, safeEqual, sessionSettings } from './console.sessions';
 import { CONSOLE_CSS } from './console.styles';
-import { auditPage, creditsPage, errorPage, jobsPage, keysPage, overviewPage, signInConfirm, signInHelp, webhooksPage, type Viewer } from './console.views';
+import {
+  auditPage,
+  creditsPage,
+  errorPage,
+  jobsPage,
+  keysPage,
+  overviewPage,
+  signInConfirm,
+  signInHelp,
+  webhooksPage,
+  type Viewer,
+} from './console.views';
 import type { Html } from './html';
 
 /** What the developer console shares with the REST API of this process. */
@@ -35,7 +46,8 @@ export const SESSION_COOKIE = 'console_session';
  */
 const SECURITY_HEADERS: Record<string, string> = {
   'Cache-Control': 'no-store',
-  'Content-Security-Policy': "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'Content-Security-Policy':
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'Referrer-Policy': 'same-origin',
   'X-Frame-Options': 'DENY',
   'X-Content-Type-Options': 'nosniff',
@@ -56,12 +68,19 @@ export function readCookie(header: string | undefined, name: string): string | u
 const KeyFormSchema = z.object({
   name: z.string().trim().min(1, 'Name: give the key a name').max(100, 'Name: at most 100 characters'),
   scopes: z
-    .preprocess((v) => (v === undefined ? [] : Array.isArray(v) ? v : [v]), z.array(z.enum(SCOPES, { error: 'Scopes: unknown scope' })).min(1, 'Scopes: choose at least one'))
+    .preprocess(
+      (v) => (v === undefined ? [] : Array.isArray(v) ? v : [v]),
+      z.array(z.enum(SCOPES, { error: 'Scopes: unknown scope' })).min(1, 'Scopes: choose at least one'),
+    )
     .transform((s) => [...new Set(s)]),
   folderPins: z
     .preprocess((v) => (v === undefined ? '' : v), z.string().max(2000))
     .transform((s) => s.split(/[\s,]+/).filter(Boolean))
-    .pipe(z.array(z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'Drive folder pins: folder ids such as dfo_…')).max(20, 'Drive folder pins: at most 20')),
+    .pipe(
+      z
+        .array(z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'Drive folder pins: folder ids such as dfo_…'))
+        .max(20, 'Drive folder pins: at most 20'),
+    ),
 });
 
 const render = (res: Response, page: Html, status = 200) => void res.status(status).type('html').send(page.value);
@@ -90,7 +109,9 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
     box: createSecretBox(rt.config.WEBHOOK_SECRET_KEY),
     allowLoopback: rt.config.ALLOW_LOOPBACK_URLS,
   });
-  const folders = rt.db.db.collection<{ _id: string; accountId: string; teamId: string | null }>(COLLECTIONS.driveFolders);
+  const folders = rt.db.db.collection<{ _id: string; accountId: string; teamId: string | null }>(
+    COLLECTIONS.driveFolders,
+  );
   const cookieOptions = {
     httpOnly: true,
     sameSite: 'lax' as const,
@@ -119,11 +140,25 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
     next();
   });
   r.use((req, res, next) => {
-    if (req.method !== 'POST' || sameOriginPost({ secFetchSite: req.get('sec-fetch-site'), origin: req.get('origin') }, publicOrigin)) return next();
-    render(res, errorPage(403, 'This form was sent from another site, so it was refused. Open the console at its own address and try again.'), 403);
+    if (
+      req.method !== 'POST' ||
+      sameOriginPost({ secFetchSite: req.get('sec-fetch-site'), origin: req.get('origin') }, publicOrigin)
+    )
+      return next();
+    render(
+      res,
+      errorPage(
+        403,
+        'This form was sent from another site, so it was refused. Open the console at its own address and try again.',
+      ),
+      403,
+    );
   });
   r.use(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }));
-  r.get('/assets/console.css', (_req, res) => void res.type('css').set('Cache-Control', 'public, max-age=3600').send(CONSOLE_CSS));
+  r.get(
+    '/assets/console.css',
+    (_req, res) => void res.type('css').set('Cache-Control', 'public, max-age=3600').send(CONSOLE_CSS),
+  );
 
   // Signing in: GET shows a button (a link scanner that only fetches cannot spend the link), the
   // POST spends it. It carries no CSRF token (there is no session yet): the Origin check above
@@ -135,7 +170,14 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
   r.post('/sign-in', async (req, res) => {
     const token = typeof req.body?.token === 'string' ? req.body.token : '';
     const signed = await sessions.signIn(token);
-    if (!signed) return render(res, signInHelp('This sign-in link is not valid: it was used already, it expired, or it was copied incompletely. Ask for a new one.'), 400);
+    if (!signed)
+      return render(
+        res,
+        signInHelp(
+          'This sign-in link is not valid: it was used already, it expired, or it was copied incompletely. Ask for a new one.',
+        ),
+        400,
+      );
     await trail(res, signed.session.accountId, '/console/sign-in', 303);
     res.cookie(SESSION_COOKIE, signed.sessionId, cookieOptions);
     res.redirect(303, '/console');
@@ -151,10 +193,23 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
       return res.redirect(303, '/console/sign-in');
     }
     if (resumed.extended) res.cookie(SESSION_COOKIE, id!, cookieOptions);
-    res.locals.viewer = { accountId: account._id, accountName: account.name, csrf: resumed.session.csrf } satisfies Viewer;
+    res.locals.viewer = {
+      accountId: account._id,
+      accountName: account.name,
+      csrf: resumed.session.csrf,
+    } satisfies Viewer;
     if (req.method === 'POST') {
       const sent = typeof req.body?._csrf === 'string' ? req.body._csrf : '';
-      if (!sent || !safeEqual(sent, resumed.session.csrf)) return render(res, errorPage(403, 'This form was not sent by a page of this console (missing or wrong CSRF token). Reload the page and try again.', res.locals.viewer as Viewer), 403);
+      if (!sent || !safeEqual(sent, resumed.session.csrf))
+        return render(
+          res,
+          errorPage(
+            403,
+            'This form was not sent by a page of this console (missing or wrong CSRF token). Reload the page and try again.',
+            res.locals.viewer as Viewer,
+          ),
+          403,
+        );
     }
     next();
   });
@@ -176,17 +231,40 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
       queries.dailyUsage(v.accountId),
       queries.recentJobs(v.accountId, 5),
     ]);
-    render(res, overviewPage(v, { plan: account?.plan ?? '', balance: fromUnits(balance), activeKeys: keys.filter((k) => !k.revokedAt).length, usage, jobs }));
+    render(
+      res,
+      overviewPage(v, {
+        plan: account?.plan ?? '',
+        balance: fromUnits(balance),
+        activeKeys: keys.filter((k) => !k.revokedAt).length,
+        usage,
+        jobs,
+      }),
+    );
   });
 
-  r.get('/keys', async (_req, res) => render(res, keysPage(viewer(res), { keys: await queries.keys(viewer(res).accountId) })));
+  r.get('/keys', async (_req, res) =>
+    render(res, keysPage(viewer(res), { keys: await queries.keys(viewer(res).accountId) })),
+  );
   r.post('/keys', async (req, res) => {
     const v = viewer(res);
     const parsed = KeyFormSchema.safeParse(req.body ?? {});
-    const form = { name: String(req.body?.name ?? ''), scopes: ([] as string[]).concat(req.body?.scopes ?? []), folderPins: String(req.body?.folderPins ?? '') };
+    const form = {
+      name: String(req.body?.name ?? ''),
+      scopes: ([] as string[]).concat(req.body?.scopes ?? []),
+      folderPins: String(req.body?.folderPins ?? ''),
+    };
     if (!parsed.success) {
       await trail(res, v.accountId, '/console/keys', 400);
-      return render(res, keysPage(v, { keys: await queries.keys(v.accountId), error: parsed.error.issues.map((i) => i.message).join('; '), form }), 400);
+      return render(
+        res,
+        keysPage(v, {
+          keys: await queries.keys(v.accountId),
+          error: parsed.error.issues.map((i) => i.message).join('; '),
+          form,
+        }),
+        400,
+      );
     }
     for (const pin of parsed.data.folderPins) {
       if (!(await folders.findOne({ _id: pin, accountId: v.accountId, teamId: null }, { projection: { _id: 1 } }))) {
@@ -224,17 +302,38 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
   r.get('/credits', async (req, res) => {
     const v = viewer(res);
     const cursor = typeof req.query.cursor === 'string' && req.query.cursor ? req.query.cursor : undefined;
-    const [account, balance, ledger] = await Promise.all([rt.accounts.getAccount(v.accountId), rt.credits.balance(v.accountId), queries.ledgerPage(v.accountId, cursor)]);
-    render(res, creditsPage(v, { plan: account?.plan ?? '', balance: fromUnits(balance), prices: rt.config.CREDIT_PRICES, ledger, cursor }));
+    const [account, balance, ledger] = await Promise.all([
+      rt.accounts.getAccount(v.accountId),
+      rt.credits.balance(v.accountId),
+      queries.ledgerPage(v.accountId, cursor),
+    ]);
+    render(
+      res,
+      creditsPage(v, {
+        plan: account?.plan ?? '',
+        balance: fromUnits(balance),
+        prices: rt.config.CREDIT_PRICES,
+        ledger,
+        cursor,
+      }),
+    );
   });
 
-  r.get('/webhooks', async (_req, res) => render(res, webhooksPage(viewer(res), { webhooks: (await webhooks.list(viewer(res).accountId)).data })));
+  r.get('/webhooks', async (_req, res) =>
+    render(res, webhooksPage(viewer(res), { webhooks: (await webhooks.list(viewer(res).accountId)).data })),
+  );
   r.get('/webhooks/:id', async (req, res) => {
     const v = viewer(res);
     const cursor = typeof req.query.cursor === 'string' && req.query.cursor ? req.query.cursor : undefined;
     const webhook = await webhooks.get(v.accountId, req.params.id!);
-    const [all, page] = await Promise.all([webhooks.list(v.accountId), webhooks.deliveries(v.accountId, webhook.id, { limit: 50, cursor })]);
-    render(res, webhooksPage(v, { webhooks: all.data, selected: { webhook, deliveries: page.data, cursor: page.cursor } }));
+    const [all, page] = await Promise.all([
+      webhooks.list(v.accountId),
+      webhooks.deliveries(v.accountId, webhook.id, { limit: 50, cursor }),
+    ]);
+    render(
+      res,
+      webhooksPage(v, { webhooks: all.data, selected: { webhook, deliveries: page.data, cursor: page.cursor } }),
+    );
   });
   // The same service call as PATCH /webhooks/{id} {"isActive": true}: re-enabled, failure count reset.
   r.post('/webhooks/:id/enable', async (req, res) => {
@@ -247,15 +346,21 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
     res.redirect(303, `/console/webhooks/${encodeURIComponent(w.id)}`);
   });
 
-  r.get('/jobs', async (_req, res) => render(res, jobsPage(viewer(res), await queries.recentJobs(viewer(res).accountId))));
+  r.get('/jobs', async (_req, res) =>
+    render(res, jobsPage(viewer(res), await queries.recentJobs(viewer(res).accountId))),
+  );
 
-  r.use((_req, res) => render(res, errorPage(404, 'There is no such page in the console.', res.locals.viewer as Viewer | undefined), 404));
+  r.use((_req, res) =>
+    render(res, errorPage(404, 'There is no such page in the console.', res.locals.viewer as Viewer | undefined), 404),
+  );
   r.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const v = res.locals.viewer as Viewer | undefined;
-    if (err instanceof AppError && err.status < 500) return render(res, errorPage(err.status, err.message, v), err.status);
+    if (err instanceof AppError && err.status < 500)
+      return render(res, errorPage(err.status, err.message, v), err.status);
     const status = (err as { status?: unknown }).status;
     // Body parser refusals (too large, malformed): the visitor's fault, said plainly.
-    if (typeof status === 'number' && status >= 400 && status < 500) return render(res, errorPage(status, 'The form could not be read.', v), status);
+    if (typeof status === 'number' && status >= 400 && status < 500)
+      return render(res, errorPage(status, 'The form could not be read.', v), status);
     rt.log.error('console page failed', { err: err as Error });
     render(res, errorPage(500, 'Something failed on our side; try again.', v), 500);
   });

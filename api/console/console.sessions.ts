@@ -26,7 +26,8 @@ const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex
 const secret = () => randomBytes(32).toString('base64url');
 
 /** Constant-time equality of two strings of any length (both hashed first, so lengths do not leak). */
-export const safeEqual = (a: string, b: string): boolean => timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
+export const safeEqual = (a: string, b: string): boolean =>
+  timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
 
 /** Session extension happens at most this often, so browsing costs one write a minute, not one per page. */
 const TOUCH_EVERY_MS = 60_000;
@@ -47,7 +48,10 @@ export function createConsoleSessions(db: Database, s: ConsoleSessionSettings) {
   const sessions: Collection<ConsoleSessionDoc> = db.db.collection<ConsoleSessionDoc>(COLLECTIONS.consoleSessions);
   const expireOld = async () => {
     const now = new Date();
-    await Promise.all([links.deleteMany({ expiresAt: { $lt: now } }), sessions.deleteMany({ expiresAt: { $lt: now } })]);
+    await Promise.all([
+      links.deleteMany({ expiresAt: { $lt: now } }),
+      sessions.deleteMany({ expiresAt: { $lt: now } }),
+    ]);
   };
   return {
     /** A new sign-in token for an account (the caller makes it a URL); expired links and sessions are cleared meanwhile. */
@@ -64,10 +68,21 @@ export function createConsoleSessions(db: Database, s: ConsoleSessionSettings) {
     async signIn(token: string): Promise<{ sessionId: string; session: ConsoleSessionDoc } | null> {
       if (!token || token.length > 200) return null;
       const now = new Date();
-      const link = await links.findOneAndUpdate({ _id: sha256(token), usedAt: null, expiresAt: { $gt: now } }, { $set: { usedAt: now } }, { returnDocument: 'after' });
+      const link = await links.findOneAndUpdate(
+        { _id: sha256(token), usedAt: null, expiresAt: { $gt: now } },
+        { $set: { usedAt: now } },
+        { returnDocument: 'after' },
+      );
       if (!link) return null;
       const sessionId = secret();
-      const session: ConsoleSessionDoc = { _id: sha256(sessionId), accountId: link.accountId, csrf: secret(), createdAt: now, lastSeenAt: now, expiresAt: new Date(now.getTime() + s.sessionTtlMs) };
+      const session: ConsoleSessionDoc = {
+        _id: sha256(sessionId),
+        accountId: link.accountId,
+        csrf: secret(),
+        createdAt: now,
+        lastSeenAt: now,
+        expiresAt: new Date(now.getTime() + s.sessionTtlMs),
+      };
       await sessions.insertOne(session);
       return { sessionId, session };
     },
@@ -92,13 +107,23 @@ export function createConsoleSessions(db: Database, s: ConsoleSessionSettings) {
 }
 
 /** Session settings from the configuration. */
-export const sessionSettings = (config: { CONSOLE_LINK_TTL_MINUTES: number; CONSOLE_SESSION_TTL_HOURS: number }): ConsoleSessionSettings => ({
+export const sessionSettings = (config: {
+  CONSOLE_LINK_TTL_MINUTES: number;
+  CONSOLE_SESSION_TTL_HOURS: number;
+}): ConsoleSessionSettings => ({
   linkTtlMs: config.CONSOLE_LINK_TTL_MINUTES * 60_000,
   sessionTtlMs: config.CONSOLE_SESSION_TTL_HOURS * 3_600_000,
 });
 
 /** The sign-in URL for an account: what `npm run console:link` prints and the tests open. */
-export async function issueSignInLink(db: Database, config: { PUBLIC_BASE_URL: string; CONSOLE_LINK_TTL_MINUTES: number; CONSOLE_SESSION_TTL_HOURS: number }, accountId: string): Promise<{ url: string; expiresAt: Date }> {
+export async function issueSignInLink(
+  db: Database,
+  config: { PUBLIC_BASE_URL: string; CONSOLE_LINK_TTL_MINUTES: number; CONSOLE_SESSION_TTL_HOURS: number },
+  accountId: string,
+): Promise<{ url: string; expiresAt: Date }> {
   const { token, expiresAt } = await createConsoleSessions(db, sessionSettings(config)).issueLink(accountId);
-  return { url: `${config.PUBLIC_BASE_URL.replace(/\/$/, '')}/console/sign-in?token=${encodeURIComponent(token)}`, expiresAt };
+  return {
+    url: `${config.PUBLIC_BASE_URL.replace(/\/$/, '')}/console/sign-in?token=${encodeURIComponent(token)}`,
+    expiresAt,
+  };
 }

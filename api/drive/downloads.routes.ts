@@ -17,7 +17,11 @@ import { sendBytes } from '../http/byte-range';
  */
 export function driveDownloadRoutes(rt: Runtime) {
   const r = Router();
-  const downloads = createDriveDownloads({ db: rt.db, log: rt.log.child({ component: 'drive-downloads' }), config: rt.config });
+  const downloads = createDriveDownloads({
+    db: rt.db,
+    log: rt.log.child({ component: 'drive-downloads' }),
+    config: rt.config,
+  });
   r.get(`${DRIVE_DOWNLOAD_PATH}/:fileId`, async (req, res) => {
     res.locals.route = `${req.baseUrl}${DRIVE_DOWNLOAD_PATH}/:fileId`;
     const fileId = req.params.fileId;

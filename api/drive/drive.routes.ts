@@ -8,7 +8,11 @@ import { createDriveService, type DriveActor } from '../../platform/drive/drive.
 import { createFoldersService } from '../../platform/drive/folders.service';
 
 /** The Drive caller of a request: account, key, pins, plan. */
-export const driveActorOf = (auth: AuthContext): DriveActor => ({ caller: driveCallerOf(auth.key), accountName: auth.account.name, plan: auth.account.plan });
+export const driveActorOf = (auth: AuthContext): DriveActor => ({
+  caller: driveCallerOf(auth.key),
+  accountName: auth.account.name,
+  plan: auth.account.plan,
+});
 
 /** Routes of Drive files, folders, bulk operations and team drives (SPEC 4.10). */
 export function driveRoutes(rt: Runtime, deps: RouteDeps) {
@@ -20,9 +24,19 @@ export function driveRoutes(rt: Runtime, deps: RouteDeps) {
   // Before /drive/files/{id}: "bulk" is a well-formed id too, but this is a POST, {id} has no POST.
   mount(r, endpoints.bulkDriveFiles, ({ auth, body }) => files.bulk(driveActorOf(auth), body), deps);
   mount(r, endpoints.getDriveFile, ({ auth, params }) => files.get(driveActorOf(auth), params.id!), deps);
-  mount(r, endpoints.updateDriveFile, ({ auth, params, body, ifMatch }) => files.update(driveActorOf(auth), params.id!, body, ifMatch), deps);
+  mount(
+    r,
+    endpoints.updateDriveFile,
+    ({ auth, params, body, ifMatch }) => files.update(driveActorOf(auth), params.id!, body, ifMatch),
+    deps,
+  );
   mount(r, endpoints.listDriveFolders, ({ auth, query }) => folders.tree(driveActorOf(auth), query), deps);
   mount(r, endpoints.createDriveFolder, ({ auth, body }) => folders.create(driveActorOf(auth), body), deps);
-  mount(r, endpoints.updateDriveFolder, ({ auth, params, body, ifMatch }) => folders.update(driveActorOf(auth), params.id!, body, ifMatch), deps);
+  mount(
+    r,
+    endpoints.updateDriveFolder,
+    ({ auth, params, body, ifMatch }) => folders.update(driveActorOf(auth), params.id!, body, ifMatch),
+    deps,
+  );
   return r;
 }

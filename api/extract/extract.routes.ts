@@ -9,10 +9,21 @@ import { createExtractService } from '../../platform/extract/extract.service';
 export function extractRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
   const service = createExtractService(rt);
-  mount(r, endpoints.extractFlowchart, async ({ auth, body, requestId, idFor, charged, req }) => {
-    const result = await service.extract({ accountId: auth.account._id, requestId, request: body, idFor, retry: req.get('idempotency-key') !== undefined });
-    charged(toUnits(result.charged));
-    return result;
-  }, deps);
+  mount(
+    r,
+    endpoints.extractFlowchart,
+    async ({ auth, body, requestId, idFor, charged, req }) => {
+      const result = await service.extract({
+        accountId: auth.account._id,
+        requestId,
+        request: body,
+        idFor,
+        retry: req.get('idempotency-key') !== undefined,
+      });
+      charged(toUnits(result.charged));
+      return result;
+    },
+    deps,
+  );
   return r;
 }

@@ -14,9 +14,13 @@ export function byteRange(header: string | undefined, size: number): { start: nu
   const unit = /^\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)\s*=/.exec(header)?.[1];
   if (unit !== undefined && unit.toLowerCase() !== 'bytes') return undefined;
   const unsatisfiable = () =>
-    new AppError('range_not_satisfiable', `Range: must be one satisfiable bytes range of a ${size}-byte file, e.g. bytes=0-1023`, {
-      headers: { 'Content-Range': `bytes */${size}` },
-    });
+    new AppError(
+      'range_not_satisfiable',
+      `Range: must be one satisfiable bytes range of a ${size}-byte file, e.g. bytes=0-1023`,
+      {
+        headers: { 'Content-Range': `bytes */${size}` },
+      },
+    );
   const m = /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(header);
   if (!m || (!m[1] && !m[2])) throw unsatisfiable();
   let start: number;
@@ -46,7 +50,12 @@ export function byteRange(header: string | undefined, size: number): { start: nu
 export function sendBytes(
   req: Request,
   res: Response,
-  file: { size: number; contentType: string; headers?: Record<string, string>; open(range?: { start: number; end: number }): Readable },
+  file: {
+    size: number;
+    contentType: string;
+    headers?: Record<string, string>;
+    open(range?: { start: number; end: number }): Readable;
+  },
 ): { start: number; end: number } | undefined {
   const range = byteRange(req.get('range'), file.size);
   res.setHeader('Content-Type', file.contentType);

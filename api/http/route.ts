@@ -93,10 +93,14 @@ export function locationOf(ep: Endpoint, created: unknown, params: Record<string
   if (ep.location) return ep.location(c, params);
   if (typeof c.jobId === 'string') return `/jobs/${encodeURIComponent(c.jobId)}`;
   if (typeof c.id !== 'string') return undefined;
-  const below = (Object.values(endpoints) as Endpoint[]).find((o) => o.path.startsWith(`${ep.path}/{`) && /^\/\{\w+\}$/.test(o.path.slice(ep.path.length)));
+  const below = (Object.values(endpoints) as Endpoint[]).find(
+    (o) => o.path.startsWith(`${ep.path}/{`) && /^\/\{\w+\}$/.test(o.path.slice(ep.path.length)),
+  );
   if (!below) return undefined;
   const id = c.id;
-  return below.path.replace(/\{(\w+)\}/g, (_m, name: string, offset: number) => encodeURIComponent(offset >= ep.path.length ? id : (params[name] ?? '')));
+  return below.path.replace(/\{(\w+)\}/g, (_m, name: string, offset: number) =>
+    encodeURIComponent(offset >= ep.path.length ? id : (params[name] ?? '')),
+  );
 }
 
 /**
@@ -104,7 +108,9 @@ export function locationOf(ep: Endpoint, created: unknown, params: Record<string
  * 409: the precondition it set is what failed (RFC 9110 §13.1.1). Without If-Match it stays 409.
  */
 const preconditionFailed = (err: unknown, ifMatch: number | undefined): unknown =>
-  ifMatch !== undefined && err instanceof AppError && err.code === 'version_conflict' ? new AppError('precondition_failed', err.message, { cause: err }) : err;
+  ifMatch !== undefined && err instanceof AppError && err.code === 'version_conflict'
+    ? new AppError('precondition_failed', err.message, { cause: err })
+    : err;
 
 export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handler<E>, deps: RouteDeps) {
   const id = Object.entries(endpoints).find(([, v]) => v === ep)?.[0];
@@ -116,11 +122,16 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
     const auth = l.auth;
     if (!auth) throw new AppError('unauthorized', 'missing API key');
     if (!ep.scopes.some((s) => auth.key.scopes.includes(s))) {
-      throw new AppError('forbidden', `this key lacks the scope for ${ep.method.toUpperCase()} ${ep.path}: needs ${ep.scopes.join(' or ')}`);
+      throw new AppError(
+        'forbidden',
+        `this key lacks the scope for ${ep.method.toUpperCase()} ${ep.path}: needs ${ep.scopes.join(' or ')}`,
+      );
     }
     for (const name of pathParams(ep.path)) {
       if (!PathId.safeParse(req.params[name]).success) {
-        throw new AppError('validation_error', `${name}: ${PATH_ID_RULE_TEXT}`, { details: [{ path: name, code: 'invalid_format', message: PATH_ID_RULE_TEXT }] });
+        throw new AppError('validation_error', `${name}: ${PATH_ID_RULE_TEXT}`, {
+          details: [{ path: name, code: 'invalid_format', message: PATH_ID_RULE_TEXT }],
+        });
       }
     }
     // Only now the body (415, 413, 400 invalid_json): after the key (401) and the scope (403).
@@ -129,7 +140,9 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
     // field is optional (POST /boards/{id}/duplicate, POST /templates/{id}/use); a JSON body that
     // is empty or not an object is still 400.
     const sentNothing = req.body === undefined && req.get('content-type') === undefined;
-    const body = ep.body ? parseOrThrow(ep.body, sentNothing && ep.body.safeParse({}).success ? {} : req.body, 'body') : undefined;
+    const body = ep.body
+      ? parseOrThrow(ep.body, sentNothing && ep.body.safeParse({}).success ? {} : req.body, 'body')
+      : undefined;
     const idemKey = ep.idempotent ? req.get('idempotency-key') : undefined;
     let idemSeed: string | undefined;
     if (idemKey !== undefined && !IDEMPOTENCY_KEY.test(idemKey)) {

@@ -8,15 +8,25 @@ import { createImagesService } from '../../platform/images/images.service';
 export function imagesRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
   const service = createImagesService(rt);
-  mount(r, endpoints.createImage, async ({ auth, body, requestId, charged }) => {
-    const result = await service.render({ account: auth.account, requestId, request: body });
-    charged(toUnits(result.charged));
-    return result;
-  }, deps);
-  mount(r, endpoints.createMoonlightImage, async ({ auth, body, requestId, charged }) => {
-    const out = await service.moonlight({ account: auth.account, requestId, request: body });
-    charged(out.charged);
-    return out.result;
-  }, deps);
+  mount(
+    r,
+    endpoints.createImage,
+    async ({ auth, body, requestId, charged }) => {
+      const result = await service.render({ account: auth.account, requestId, request: body });
+      charged(toUnits(result.charged));
+      return result;
+    },
+    deps,
+  );
+  mount(
+    r,
+    endpoints.createMoonlightImage,
+    async ({ auth, body, requestId, charged }) => {
+      const out = await service.moonlight({ account: auth.account, requestId, request: body });
+      charged(out.charged);
+      return out.result;
+    },
+    deps,
+  );
   return r;
 }

@@ -8,14 +8,19 @@ import { mount, type RouteDeps } from '../http/route';
 export function jobsRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
   // One read by _id, or none while the job is in flight and cached (platform/jobs/job-cache.ts).
-  mount(r, endpoints.getJob, async ({ auth, params }) => {
-    const id = params.id ?? '';
-    const envelope = await deps.jobCache.get(auth.account._id, id, async () => {
-      const job = await rt.jobs.findById(id);
-      return job && { accountId: job.accountId, envelope: toEnvelope(job) };
-    });
-    if (!envelope) throw notFound('job');
-    return envelope;
-  }, deps);
+  mount(
+    r,
+    endpoints.getJob,
+    async ({ auth, params }) => {
+      const id = params.id ?? '';
+      const envelope = await deps.jobCache.get(auth.account._id, id, async () => {
+        const job = await rt.jobs.findById(id);
+        return job && { accountId: job.accountId, envelope: toEnvelope(job) };
+      });
+      if (!envelope) throw notFound('job');
+      return envelope;
+    },
+    deps,
+  );
   return r;
 }

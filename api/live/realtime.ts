@@ -11,7 +11,14 @@ import { runTurn } from '../../platform/assistant/turn';
 import { newId } from '../../platform/infra/ids';
 import { createPersonaEventsHook } from '../../platform/personas/events';
 import { createLiveEngine } from '../../platform/live/engine';
-import { createLiveSessions, liveCapabilities, REALTIME_PATH, SESSION_LIMIT_CLOSE, type LiveHistoryEntry, type LiveSessionDoc } from '../../platform/live/sessions';
+import {
+  createLiveSessions,
+  liveCapabilities,
+  REALTIME_PATH,
+  SESSION_LIMIT_CLOSE,
+  type LiveHistoryEntry,
+  type LiveSessionDoc,
+} from '../../platform/live/sessions';
 import { API_PLANS } from '../../contracts/registry';
 import { CLIENT_TOOL_SPECS, createLiveTools, type LiveTools } from '../../platform/live/tools';
 import { createTranscriptionEngine, type TranscriptionEngine } from '../../platform/live/transcription';
@@ -68,11 +75,18 @@ export function speakableSentences(text: string): string[] {
 
 /** Whether an ambient turn addresses the device by its name (a whole-word match, any case). */
 export function addresses(text: string, deviceName: string): boolean {
-  const name = deviceName.trim().toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const name = deviceName
+    .trim()
+    .toLowerCase()
+    .replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   return new RegExp(`(^|[^\\p{L}\\p{N}])${name}($|[^\\p{L}\\p{N}])`, 'iu').test(text.toLowerCase());
 }
 
-type ClientEvent = { type: 'auth'; token: string } | { type: 'input_text'; text: string } | { type: 'tool_result'; callId: string; output: unknown } | { type: 'end' };
+type ClientEvent =
+  | { type: 'auth'; token: string }
+  | { type: 'input_text'; text: string }
+  | { type: 'tool_result'; callId: string; output: unknown }
+  | { type: 'end' };
 
 function parseEvent(raw: string): ClientEvent | { error: string } {
   let v: unknown;
@@ -82,16 +96,20 @@ function parseEvent(raw: string): ClientEvent | { error: string } {
     return { error: 'not JSON' };
   }
   const e = v as Record<string, unknown>;
-  if (!e || typeof e !== 'object' || typeof e.type !== 'string') return { error: 'an event must be a JSON object with a string type' };
+  if (!e || typeof e !== 'object' || typeof e.type !== 'string')
+    return { error: 'an event must be a JSON object with a string type' };
   switch (e.type) {
     case 'auth':
       return typeof e.token === 'string' ? { type: 'auth', token: e.token } : { error: 'auth: token must be a string' };
     case 'input_text':
       if (typeof e.text !== 'string' || !e.text.trim()) return { error: 'input_text: text must be a non-empty string' };
-      if ([...e.text].length > MAX_TEXT_CHARS) return { error: `input_text: text must be at most ${MAX_TEXT_CHARS} characters` };
+      if ([...e.text].length > MAX_TEXT_CHARS)
+        return { error: `input_text: text must be at most ${MAX_TEXT_CHARS} characters` };
       return { type: 'input_text', text: e.text.trim() };
     case 'tool_result':
-      return typeof e.callId === 'string' ? { type: 'tool_result', callId: e.callId, output: e.output ?? null } : { error: 'tool_result: callId must be a string' };
+      return typeof e.callId === 'string'
+        ? { type: 'tool_result', callId: e.callId, output: e.output ?? null }
+        : { error: 'tool_result: callId must be a string' };
     case 'end':
       return { type: 'end' };
     default:
@@ -110,12 +128,17 @@ export interface RealtimeServer {
  * /realtime. A connection is accepted only with a valid token from POST /live/session; it then
  * carries one live session (protocol in the README, "Realtime protocol").
  */
-export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcription?: TranscriptionEngine | null; fetch?: typeof fetch } = {}): RealtimeServer {
+export function attachRealtime(
+  server: http.Server,
+  rt: Runtime,
+  opts: { transcription?: TranscriptionEngine | null; fetch?: typeof fetch } = {},
+): RealtimeServer {
   const { config, log } = rt;
   const wss = new WebSocketServer({ noServer: true, maxPayload: REALTIME_MAX_MESSAGE_BYTES, perMessageDeflate: false });
   const sessions = createLiveSessions(rt);
   const engine = createLiveEngine(config, { fetch: opts.fetch });
-  const transcription = opts.transcription === undefined ? createTranscriptionEngine(config, { fetch: opts.fetch }) : opts.transcription;
+  const transcription =
+    opts.transcription === undefined ? createTranscriptionEngine(config, { fetch: opts.fetch }) : opts.transcription;
   const catalogue = voiceCatalogue(config);
   let liveTools: LiveTools | undefined;
   const personaEvents = createPersonaEventsHook(rt);
@@ -143,7 +166,9 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       const keyIds = [...new Set(due.map((c) => c.keyId))];
       const accountIds = [...new Set(due.map((c) => c.accountId))];
       const [keys, accounts] = await Promise.all([
-        rt.db.apiKeys.find({ _id: { $in: keyIds } }, { projection: { _id: 1, accountId: 1, revokedAt: 1, scopes: 1 } }).toArray(),
+        rt.db.apiKeys
+          .find({ _id: { $in: keyIds } }, { projection: { _id: 1, accountId: 1, revokedAt: 1, scopes: 1 } })
+          .toArray(),
         rt.db.accounts.find({ _id: { $in: accountIds } }, { projection: { _id: 1, plan: 1 } }).toArray(),
       ]);
       const plans = new Map(accounts.map((a) => [a._id, a.plan]));
@@ -171,7 +196,13 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
     if (beating || !owned.size) return;
     beating = true;
     const snapshot = [...owned];
-    Promise.all([sessions.heartbeat(instance, snapshot.map(([conn, o]) => ({ sessionId: o.sessionId, conn }))), refusedKeys(snapshot.map(([, o]) => o))])
+    Promise.all([
+      sessions.heartbeat(
+        instance,
+        snapshot.map(([conn, o]) => ({ sessionId: o.sessionId, conn })),
+      ),
+      refusedKeys(snapshot.map(([, o]) => o)),
+    ])
       .then(([{ lost, ended }, refused]) => {
         for (const conn of lost) {
           // A connection of another process took the session over: this one stops answering.
@@ -184,7 +215,10 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         }
         for (const [conn, o] of snapshot) {
           if (!refused.has(o.keyId) || !owned.has(conn)) continue;
-          o.ws.close(4403, 'the key that opened this session was revoked or lost the ai scope, or the account lost API access');
+          o.ws.close(
+            4403,
+            'the key that opened this session was revoked or lost the ai scope, or the account lost API access',
+          );
           owned.delete(conn);
         }
       })
@@ -233,7 +267,8 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
   const send = (ws: WebSocket, event: Record<string, unknown>) => {
     if (ws.readyState !== ws.OPEN) return;
     // A client that does not read: close it rather than buffer events without bound.
-    if (ws.bufferedAmount > config.LIVE_MAX_BUFFERED_BYTES + EVENT_HEADROOM_BYTES) return ws.close(1008, `the client is not reading (over ${config.LIVE_MAX_BUFFERED_BYTES} bytes unsent)`);
+    if (ws.bufferedAmount > config.LIVE_MAX_BUFFERED_BYTES + EVENT_HEADROOM_BYTES)
+      return ws.close(1008, `the client is not reading (over ${config.LIVE_MAX_BUFFERED_BYTES} bytes unsent)`);
     if (event.type === 'error') {
       const second = Math.floor(Date.now() / 1000);
       const e = errorsSent.get(ws);
@@ -287,10 +322,17 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
     }
     if (!claimed.ok) return refuse(ws, claimed.refusal.code, claimed.refusal.reason);
     const doc = claimed.doc;
-    const [account, key] = await Promise.all([rt.db.accounts.findOne({ _id: doc.accountId }), rt.db.apiKeys.findOne({ _id: doc.keyId, accountId: doc.accountId })]);
+    const [account, key] = await Promise.all([
+      rt.db.accounts.findOne({ _id: doc.accountId }),
+      rt.db.apiKeys.findOne({ _id: doc.keyId, accountId: doc.accountId }),
+    ]);
     if (!account || !key || key.revokedAt || !key.scopes.includes('ai') || !API_PLANS.includes(account.plan)) {
       await sessions.setStatus(doc._id, 'dropped');
-      return refuse(ws, 4403, 'the key that opened this session was revoked or lost the ai scope, or the account lost API access');
+      return refuse(
+        ws,
+        4403,
+        'the key that opened this session was revoked or lost the ai scope, or the account lost API access',
+      );
     }
     const { millicredits: _c, chargedRefs: _r, refundedJobs: _j, ...authAccount } = account;
     let handle: string;
@@ -301,7 +343,9 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       return ws.close(1011, 'server error');
     }
     if (ws.readyState !== ws.OPEN) {
-      void sessions.setStatus(doc._id, 'dropped').catch((err: unknown) => log.warn('live session not marked dropped', { err: err as Error }));
+      void sessions
+        .setStatus(doc._id, 'dropped')
+        .catch((err: unknown) => log.warn('live session not marked dropped', { err: err as Error }));
       return;
     }
     ws.off('message', collect);
@@ -312,7 +356,14 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
     runSession(ws, doc, authAccount, key, handle, early);
   }
 
-  function runSession(ws: WebSocket, doc: LiveSessionDoc, account: AuthAccount, key: ApiKeyDoc, handle: string, early: [RawData, boolean][]) {
+  function runSession(
+    ws: WebSocket,
+    doc: LiveSessionDoc,
+    account: AuthAccount,
+    key: ApiKeyDoc,
+    handle: string,
+    early: [RawData, boolean][],
+  ) {
     const slog = log.child({ component: 'realtime', sessionId: doc._id });
     liveTools ??= createLiveTools(rt);
     const tools = liveTools;
@@ -346,9 +397,18 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
           });
           send(ws, { type: 'tool.call', callId, name, args });
         });
-        if (output === undefined) return errorArtifact(`No answer from ${name}`, `the device did not answer ${name} within ${config.LIVE_CLIENT_TOOL_TIMEOUT_MS} ms`, { tool: name, code: 'client_tool_timeout' });
+        if (output === undefined)
+          return errorArtifact(
+            `No answer from ${name}`,
+            `the device did not answer ${name} within ${config.LIVE_CLIENT_TOOL_TIMEOUT_MS} ms`,
+            { tool: name, code: 'client_tool_timeout' },
+          );
         const said = typeof output === 'string' ? output : JSON.stringify(output).slice(0, 500);
-        return { type: 'platform_action', title: name, data: { action: name, output, line: `The device answered: ${said}.`, clientTool: true } };
+        return {
+          type: 'platform_action',
+          title: name,
+          data: { action: name, output, line: `The device answered: ${said}.`, clientTool: true },
+        };
       },
     }));
     // A persona session offers only the actions its persona's tools map to (doc.tools, locked at open),
@@ -366,26 +426,40 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         const stop = new AbortController();
         let skipped = false;
         try {
-          await rt.amqp.rpcStream<SpeechRpcReply>('speech', { text: sentence, voice: voice.name }, config.SPEECH_RPC_TIMEOUT_MS, (pcm) => {
-            if (skipped || ws.readyState !== ws.OPEN) return;
-            // A slow client: stop the audio of this reply instead of buffering it without bound.
-            if (ws.bufferedAmount > config.LIVE_MAX_BUFFERED_BYTES) {
-              skipped = true;
-              stop.abort(new Error('backpressure'));
-              return;
-            }
-            bytes += pcm.length;
-            ws.send(pcm, { binary: true });
-          }, { signal: AbortSignal.any([abort.signal, stop.signal]) });
+          await rt.amqp.rpcStream<SpeechRpcReply>(
+            'speech',
+            { text: sentence, voice: voice.name },
+            config.SPEECH_RPC_TIMEOUT_MS,
+            (pcm) => {
+              if (skipped || ws.readyState !== ws.OPEN) return;
+              // A slow client: stop the audio of this reply instead of buffering it without bound.
+              if (ws.bufferedAmount > config.LIVE_MAX_BUFFERED_BYTES) {
+                skipped = true;
+                stop.abort(new Error('backpressure'));
+                return;
+              }
+              bytes += pcm.length;
+              ws.send(pcm, { binary: true });
+            },
+            { signal: AbortSignal.any([abort.signal, stop.signal]) },
+          );
         } catch (err) {
           if (!skipped && !abort.signal.aborted) {
             slog.warn('live speech failed', { err: err as Error });
-            send(ws, { type: 'error', code: 'speech_unavailable', message: 'the speech pool did not answer; the rest of this reply is text only' });
+            send(ws, {
+              type: 'error',
+              code: 'speech_unavailable',
+              message: 'the speech pool did not answer; the rest of this reply is text only',
+            });
             break;
           }
         }
         if (skipped) {
-          send(ws, { type: 'error', code: 'backpressure', message: `the client is not reading fast enough (over ${config.LIVE_MAX_BUFFERED_BYTES} bytes unsent): the rest of this reply's audio was skipped` });
+          send(ws, {
+            type: 'error',
+            code: 'backpressure',
+            message: `the client is not reading fast enough (over ${config.LIVE_MAX_BUFFERED_BYTES} bytes unsent): the rest of this reply's audio was skipped`,
+          });
           break;
         }
       }
@@ -398,7 +472,11 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         return;
       }
       if (!takeTurn(doc.accountId)) {
-        send(ws, { type: 'error', code: 'rate_limited', message: `at most ${config.LIVE_TURNS_PER_MINUTE} turns a minute per account: this turn was not answered` });
+        send(ws, {
+          type: 'error',
+          code: 'rate_limited',
+          message: `at most ${config.LIVE_TURNS_PER_MINUTE} turns a minute per account: this turn was not answered`,
+        });
         return;
       }
       // The session may have been ended elsewhere, or used up its time or turns: no more turns.
@@ -414,22 +492,47 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       const system = doc.profile
         ? `${doc.profile.instructions}\n\nYou are ${doc.profile.name}, speaking aloud in a live conversation. ${spoken}`
         : `You are ${doc.deviceName ?? 'the desk robot'}, a voice assistant speaking through a desk robot. ${spoken}`;
-      const messages: EngineMessage[] = [{ role: 'system', content: system }, ...history.map((h) => ({ role: h.role, content: h.content }) as EngineMessage), { role: 'user', content: text }];
+      const messages: EngineMessage[] = [
+        { role: 'system', content: system },
+        ...history.map((h) => ({ role: h.role, content: h.content }) as EngineMessage),
+        { role: 'user', content: text },
+      ];
       const turnId = newId('lturn');
       // The user spoke before the tools ran: events list the turn, then its tool calls, then the reply.
       const userAt = new Date();
       let reply = '';
       let failed = false;
-      for await (const ev of runTurn({ engine, tools: allTools, messages, mode: 'fast', ctx: { account, key, requestId: turnId, turnId }, signal: abort.signal })) {
+      for await (const ev of runTurn({
+        engine,
+        tools: allTools,
+        messages,
+        mode: 'fast',
+        ctx: { account, key, requestId: turnId, turnId },
+        signal: abort.signal,
+      })) {
         if (ev.type === 'text-delta') send(ws, { type: 'assistant.text', delta: ev.delta });
         else if (ev.type === 'tool-output-available') {
-          if (!clientNames.has(ev.toolName)) send(ws, { type: 'tool.result', callId: ev.toolCallId, name: ev.toolName, artifact: ev.output });
-          const call = { name: ev.toolName, callId: ev.toolCallId, type: ev.output.type, title: ev.output.title, ok: ev.output.type !== 'error', at: new Date() };
-          await sessions.recordToolCall(doc, call).catch((err: unknown) => slog.warn('live tool call not recorded', { err: err as Error }));
-          await sessions.addSpent(doc._id, tools.chargedFor(ev.output)).catch((err: unknown) => slog.warn('live session spend not recorded', { err: err as Error }));
-          if (doc.profile) await personaEvents.toolCall(doc, call).catch((err: unknown) => slog.warn('persona tool_call event not written', { err: err as Error }));
-        }
-        else if (ev.type === 'error') {
+          if (!clientNames.has(ev.toolName))
+            send(ws, { type: 'tool.result', callId: ev.toolCallId, name: ev.toolName, artifact: ev.output });
+          const call = {
+            name: ev.toolName,
+            callId: ev.toolCallId,
+            type: ev.output.type,
+            title: ev.output.title,
+            ok: ev.output.type !== 'error',
+            at: new Date(),
+          };
+          await sessions
+            .recordToolCall(doc, call)
+            .catch((err: unknown) => slog.warn('live tool call not recorded', { err: err as Error }));
+          await sessions
+            .addSpent(doc._id, tools.chargedFor(ev.output))
+            .catch((err: unknown) => slog.warn('live session spend not recorded', { err: err as Error }));
+          if (doc.profile)
+            await personaEvents
+              .toolCall(doc, call)
+              .catch((err: unknown) => slog.warn('persona tool_call event not written', { err: err as Error }));
+        } else if (ev.type === 'error') {
           failed = true;
           send(ws, { type: 'error', code: ev.code, message: ev.errorText });
         } else if (ev.type === 'turn-finish') reply = ev.text;
@@ -442,7 +545,10 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         { role: 'assistant', content: reply, at: new Date() },
       ];
       const handle = await sessions.recordTurn(doc, entries);
-      if (doc.profile) await personaEvents.turns(doc, entries).catch((err: unknown) => slog.warn('persona turn events not written', { err: err as Error }));
+      if (doc.profile)
+        await personaEvents
+          .turns(doc, entries)
+          .catch((err: unknown) => slog.warn('persona turn events not written', { err: err as Error }));
       history.push(...entries);
       if (history.length > 40) history.splice(0, history.length - 40);
       send(ws, { type: 'resumption', handle, audioBytes });
@@ -456,20 +562,32 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       const audioBytes = await speak(greeting);
       const entry: LiveHistoryEntry = { role: 'assistant', content: greeting, at: new Date() };
       const handle = await sessions.recordTurn(doc, [entry]);
-      if (doc.profile) await personaEvents.turns(doc, [entry]).catch((err: unknown) => slog.warn('persona greeting event not written', { err: err as Error }));
+      if (doc.profile)
+        await personaEvents
+          .turns(doc, [entry])
+          .catch((err: unknown) => slog.warn('persona greeting event not written', { err: err as Error }));
       history.push(entry);
       send(ws, { type: 'resumption', handle, audioBytes });
     };
 
     const enqueue = (text: string) => {
-      if (queued >= MAX_QUEUED_TURNS) return send(ws, { type: 'error', code: 'busy', message: `at most ${MAX_QUEUED_TURNS} turns may wait behind the one being answered` });
+      if (queued >= MAX_QUEUED_TURNS)
+        return send(ws, {
+          type: 'error',
+          code: 'busy',
+          message: `at most ${MAX_QUEUED_TURNS} turns may wait behind the one being answered`,
+        });
       queued++;
       queue = queue
         .then(() => (abort.signal.aborted ? undefined : turn(text)))
         .catch((err: unknown) => {
           if (abort.signal.aborted) return;
           slog.error('live turn failed', { err: err as Error });
-          send(ws, { type: 'error', code: 'internal_error', message: 'the turn failed; nothing was charged for its tools that did not finish' });
+          send(ws, {
+            type: 'error',
+            code: 'internal_error',
+            message: 'the turn failed; nothing was charged for its tools that did not finish',
+          });
         })
         .finally(() => queued--);
     };
@@ -479,7 +597,12 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         const now = Date.now();
         if (now - lastAudioRefusal >= 1000) {
           lastAudioRefusal = now;
-          send(ws, { type: 'error', code: 'audio_not_supported', message: 'this deployment has no speech recognition (capabilities.audioIn is false): text turns only, send {"type":"input_text","text":…}' });
+          send(ws, {
+            type: 'error',
+            code: 'audio_not_supported',
+            message:
+              'this deployment has no speech recognition (capabilities.audioIn is false): text turns only, send {"type":"input_text","text":…}',
+          });
         }
         return;
       }
@@ -514,7 +637,11 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
         if (audioWaiting + buf.length > MAX_AUDIO_WAITING_BYTES) {
           if (Date.now() - lastDropNotice >= 1000) {
             lastDropNotice = Date.now();
-            send(ws, { type: 'error', code: 'audio_dropped', message: `over ${MAX_AUDIO_WAITING_BYTES} bytes of audio wait for the previous turn's transcription: frames are dropped until it is done` });
+            send(ws, {
+              type: 'error',
+              code: 'audio_dropped',
+              message: `over ${MAX_AUDIO_WAITING_BYTES} bytes of audio wait for the previous turn's transcription: frames are dropped until it is done`,
+            });
           }
           return;
         }
@@ -528,18 +655,33 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       else if (e.type === 'tool_result') {
         const resolve = pendingCalls.get(e.callId);
         if (resolve) resolve(e.output);
-        else send(ws, { type: 'error', code: 'unknown_call', message: `no tool call ${e.callId.slice(0, 64)} is waiting` });
+        else
+          send(ws, {
+            type: 'error',
+            code: 'unknown_call',
+            message: `no tool call ${e.callId.slice(0, 64)} is waiting`,
+          });
       } else if (e.type === 'end') {
         ended = true;
         abort.abort(new Error('ended'));
         void sessions.setStatus(doc._id, 'ended').finally(() => ws.close(1000, 'session ended'));
       }
     });
-    const limitTimer = setTimeout(() => {
-      ended = true;
-      abort.abort(new Error('ended'));
-      void sessions.endForLimit(doc._id).finally(() => ws.close(SESSION_LIMIT_CLOSE, `session limit reached: a session lasts ${Math.round(config.LIVE_SESSION_MAX_MS / 1000)} s; open a new one`));
-    }, Math.min(2 ** 31 - 1, Math.max(0, doc.createdAt.getTime() + config.LIVE_SESSION_MAX_MS - Date.now())));
+    const limitTimer = setTimeout(
+      () => {
+        ended = true;
+        abort.abort(new Error('ended'));
+        void sessions
+          .endForLimit(doc._id)
+          .finally(() =>
+            ws.close(
+              SESSION_LIMIT_CLOSE,
+              `session limit reached: a session lasts ${Math.round(config.LIVE_SESSION_MAX_MS / 1000)} s; open a new one`,
+            ),
+          );
+      },
+      Math.min(2 ** 31 - 1, Math.max(0, doc.createdAt.getTime() + config.LIVE_SESSION_MAX_MS - Date.now())),
+    );
     limitTimer.unref();
     ws.on('close', () => {
       clearTimeout(limitTimer);
@@ -547,12 +689,28 @@ export function attachRealtime(server: http.Server, rt: Runtime, opts: { transcr
       if (bySession.get(doc._id) === ws) bySession.delete(doc._id);
       for (const r of pendingCalls.values()) r(undefined);
       // Only while no newer connection took the session over (its claim moved `connections` on).
-      if (!ended) void sessions.setStatus(doc._id, 'dropped', { connections: doc.connections }).catch((err: unknown) => slog.warn('live session not marked dropped', { err: err as Error }));
+      if (!ended)
+        void sessions
+          .setStatus(doc._id, 'dropped', { connections: doc.connections })
+          .catch((err: unknown) => slog.warn('live session not marked dropped', { err: err as Error }));
     });
     ws.on('error', () => undefined);
 
     queue = queue.then(greet).catch((err: unknown) => slog.warn('persona greeting failed', { err: err as Error }));
-    send(ws, { type: 'session.started', sessionId: doc._id, persona: doc.persona, voice: doc.voice, deviceName: doc.deviceName, ambient: doc.ambient, tools: [...offered], clientTools: doc.clientTools, turnDetection: doc.turnDetection, capabilities, resumptionHandle: handle, historyTurns: Math.floor(history.length / 2) });
+    send(ws, {
+      type: 'session.started',
+      sessionId: doc._id,
+      persona: doc.persona,
+      voice: doc.voice,
+      deviceName: doc.deviceName,
+      ambient: doc.ambient,
+      tools: [...offered],
+      clientTools: doc.clientTools,
+      turnDetection: doc.turnDetection,
+      capabilities,
+      resumptionHandle: handle,
+      historyTurns: Math.floor(history.length / 2),
+    });
     for (const [data, isBinary] of early) ws.emit('message', data, isBinary);
   }
 

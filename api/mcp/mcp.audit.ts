@@ -11,4 +11,8 @@ const ARG_NAMES_MAX = 50;
  * argument names, never values). Bounded: names are caller input too.
  */
 export const argNamesOf = (args: unknown): string[] =>
-  args && typeof args === 'object' && !Array.isArray(args) ? Object.keys(args).slice(0, ARG_NAMES_MAX).map((n) => clip(n)) : [];
+  args && typeof args === 'object' && !Array.isArray(args)
+    ? Object.keys(args)
+        .slice(0, ARG_NAMES_MAX)
+        .map((n) => clip(n))
+    : [];

@@ -37,8 +37,11 @@ const INVALID_REQUEST = -32600;
  * The SDK (its zod protocol schemas, ajv) takes longer to load than the rest of the API: it is
  * loaded by the first MCP request, not at start.
  */
-let sdk: Promise<[typeof import('./mcp.server'), typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js')]> | undefined;
-const loadSdk = () => (sdk ??= Promise.all([import('./mcp.server'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]));
+let sdk:
+  | Promise<[typeof import('./mcp.server'), typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js')]>
+  | undefined;
+const loadSdk = () =>
+  (sdk ??= Promise.all([import('./mcp.server'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]));
 
 /**
  * Answer an HTTP-level refusal as a JSON-RPC error (what MCP clients parse), carrying the REST
@@ -50,10 +53,19 @@ function sendRefusal(res: Response, status: number, err: AppError, rpcCode: numb
   const message = boundedMessage(err.message);
   for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
   // Every 503 and 504 says when to come back, as on /api/v1 (api/middleware/errors.ts).
-  if ((status === 503 || status === 504) && !res.hasHeader('retry-after')) res.setHeader('Retry-After', String(DEFAULT_RETRY_AFTER_SECONDS));
+  if ((status === 503 || status === 504) && !res.hasHeader('retry-after'))
+    res.setHeader('Retry-After', String(DEFAULT_RETRY_AFTER_SECONDS));
   // RFC 6750 3.1: no error attribute when no credentials were sent.
-  if (status === 401) res.setHeader('WWW-Authenticate', err.message.startsWith('missing') ? 'Bearer realm="mcp"' : 'Bearer realm="mcp", error="invalid_token"');
-  res.status(status).json({ jsonrpc: '2.0', id: null, error: { code: rpcCode, message, data: { code: err.code, message, requestId } } });
+  if (status === 401)
+    res.setHeader(
+      'WWW-Authenticate',
+      err.message.startsWith('missing') ? 'Bearer realm="mcp"' : 'Bearer realm="mcp", error="invalid_token"',
+    );
+  res.status(status).json({
+    jsonrpc: '2.0',
+    id: null,
+    error: { code: rpcCode, message, data: { code: err.code, message, requestId } },
+  });
 }
 
 /** Thrown for a JSON array body: answered 400 with JSON-RPC Invalid Request (-32600). */
@@ -74,7 +86,9 @@ const refuseBatch: RequestHandler = (req, _res, next) => next(Array.isArray(req.
 /** The single tools/call of a body, if it is one: for the audit entry of a refused request. */
 const toolCallOf = (body: unknown): { name: string; args: unknown } | undefined => {
   const b = body as { method?: unknown; params?: { name?: unknown; arguments?: unknown } } | undefined;
-  return b?.method === 'tools/call' && typeof b.params?.name === 'string' ? { name: b.params.name, args: b.params.arguments } : undefined;
+  return b?.method === 'tools/call' && typeof b.params?.name === 'string'
+    ? { name: b.params.name, args: b.params.arguments }
+    : undefined;
 };
 
 /**
@@ -103,7 +117,14 @@ export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
   // GET (a server-to-client stream) and DELETE (end a session) have nothing to act on here.
   const notAllowed: RequestHandler = (_req, res) => {
     res.setHeader('Allow', 'POST');
-    sendRefusal(res, 405, new AppError('bad_request', 'this MCP server is stateless: it keeps no stream to open (GET) or session to end (DELETE); POST JSON-RPC messages'));
+    sendRefusal(
+      res,
+      405,
+      new AppError(
+        'bad_request',
+        'this MCP server is stateless: it keeps no stream to open (GET) or session to end (DELETE); POST JSON-RPC messages',
+      ),
+    );
   };
   r.get('/', notAllowed);
   r.delete('/', notAllowed);
@@ -117,7 +138,13 @@ export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
       if (req.body === undefined) throw new AppError('invalid_json', 'body: a JSON-RPC message is required');
       const l = locals(res);
       const [{ createMcpServer }, { StreamableHTTPServerTransport }] = await loadSdk();
-      const server = createMcpServer(tools, { auth: l.auth!, requestId: l.requestId, audit: parts.audit, idempotency: parts.idempotency, log });
+      const server = createMcpServer(tools, {
+        auth: l.auth!,
+        requestId: l.requestId,
+        audit: parts.audit,
+        idempotency: parts.idempotency,
+        log,
+      });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       res.on('close', () => {
         void transport.close();
@@ -130,7 +157,13 @@ export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
   r.all('/', notAllowed);
 
   const onError: ErrorRequestHandler = async (err, req, res, _next) => {
-    const appErr = funnelError(err, { source: 'mcp', log, msg: 'mcp request failed', request: true, fields: { requestId: locals(res).requestId } });
+    const appErr = funnelError(err, {
+      source: 'mcp',
+      log,
+      msg: 'mcp request failed',
+      request: true,
+      fields: { requestId: locals(res).requestId },
+    });
     if (res.headersSent) return res.end();
     const auth = locals(res).auth;
     // A refused tools/call (rate limit) is a call too: it goes in the audit log, names only. A refused
@@ -139,12 +172,23 @@ export function mcpRoutes(rt: Runtime, parts: McpParts): Router {
     const known = call && tools.some((t) => t.name === call.name);
     if (auth && call) {
       await parts.audit.record({
-        _id: newId('aud'), at: new Date(), accountId: auth.account._id, keyId: auth.key._id, method: 'POST', route: MCP_AUDIT_ROUTE,
-        status: appErr.status, durationMs: Number(process.hrtime.bigint() - locals(res).startedAt) / 1e6, millicreditsCharged: 0,
-        requestId: locals(res).requestId, via: 'mcp', ...(known ? { tool: call.name } : {}), argNames: argNamesOf(call.args),
+        _id: newId('aud'),
+        at: new Date(),
+        accountId: auth.account._id,
+        keyId: auth.key._id,
+        method: 'POST',
+        route: MCP_AUDIT_ROUTE,
+        status: appErr.status,
+        durationMs: Number(process.hrtime.bigint() - locals(res).startedAt) / 1e6,
+        millicreditsCharged: 0,
+        requestId: locals(res).requestId,
+        via: 'mcp',
+        ...(known ? { tool: call.name } : {}),
+        argNames: argNamesOf(call.args),
       });
     }
-    const rpcCode = appErr.code === 'invalid_json' ? PARSE_ERROR : err instanceof BatchRefused ? INVALID_REQUEST : HTTP_REFUSED;
+    const rpcCode =
+      appErr.code === 'invalid_json' ? PARSE_ERROR : err instanceof BatchRefused ? INVALID_REQUEST : HTTP_REFUSED;
     sendRefusal(res, appErr.status, appErr, rpcCode);
   };
   r.use(onError);

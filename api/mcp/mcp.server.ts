@@ -1,5 +1,12 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AppError, boundedMessage, clip } from '../../platform/infra/errors';
 import { funnelError } from '../../platform/infra/error-funnel';
@@ -23,7 +30,10 @@ export const MCP_SERVER_INFO = { name: 'svc-mcp', version: '1.0.0' } as const;
  * registry id is inlined, its other definitions kept beside it.
  */
 export function toolInputSchema(schema: z.ZodObject): Tool['inputSchema'] {
-  const json = z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any', io: 'input' }) as Record<string, unknown> & {
+  const json = z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any', io: 'input' }) as Record<
+    string,
+    unknown
+  > & {
     $ref?: string;
     $defs?: Record<string, Record<string, unknown>>;
   };
@@ -47,7 +57,7 @@ const IDEMPOTENCY_ARG_SCHEMA = {
   maxLength: 255,
   pattern: '^[\\x21-\\x7e]{1,255}$',
   description:
-    'Optional, like the REST API\'s Idempotency-Key header: 1 to 255 visible ASCII characters of your choice. A retry of this call with the same key and arguments answers what the first call made, charged once (kept for at least 24 hours); the same key with other arguments is refused (idempotency_key_reused).',
+    "Optional, like the REST API's Idempotency-Key header: 1 to 255 visible ASCII characters of your choice. A retry of this call with the same key and arguments answers what the first call made, charged once (kept for at least 24 hours); the same key with other arguments is refused (idempotency_key_reused).",
 } as const;
 
 const described = new WeakMap<McpTool, Tool>();
@@ -61,7 +71,12 @@ function describeTool(t: McpTool): Tool {
       description: `${t.endpoint.summary} Scope: ${t.endpoint.scopes.join(' or ')}.`,
       inputSchema: t.endpoint.idempotent ? withIdempotencyArg(toolInputSchema(t.input)) : toolInputSchema(t.input),
       // No tool deletes anything; every create makes something new.
-      annotations: { readOnlyHint: t.endpoint.method === 'get', destructiveHint: false, idempotentHint: t.endpoint.method === 'get', openWorldHint: false },
+      annotations: {
+        readOnlyHint: t.endpoint.method === 'get',
+        destructiveHint: false,
+        idempotentHint: t.endpoint.method === 'get',
+        openWorldHint: false,
+      },
     };
     described.set(t, d);
   }
@@ -77,7 +92,10 @@ function withIdempotencyArg(schema: Tool['inputSchema']): Tool['inputSchema'] {
  * Take the `idempotencyKey` argument out of a call's arguments: what is left is validated with the
  * endpoint's contract. A key that breaks the header's rule is a validation error naming it.
  */
-function splitIdempotencyKey(t: McpTool, args: Record<string, unknown>): { key?: string; rest: Record<string, unknown> } {
+function splitIdempotencyKey(
+  t: McpTool,
+  args: Record<string, unknown>,
+): { key?: string; rest: Record<string, unknown> } {
   if (!t.endpoint.idempotent || !(IDEMPOTENCY_ARG in args)) return { rest: args };
   const { [IDEMPOTENCY_ARG]: key, ...rest } = args;
   // Tool-calling models often fill an optional argument with null: that is no key.
@@ -152,7 +170,10 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
     if (!t) {
       // Audited like any call (a probe for tools is worth seeing), without `tool`: the name is caller input.
       await record({ args, status: 400, charged: 0, started });
-      throw new McpError(ErrorCode.InvalidParams, `unknown tool: ${clip(request.params.name)}; tools/list names the tools of this key`);
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `unknown tool: ${clip(request.params.name)}; tools/list names the tools of this key`,
+      );
     }
     let status = t.endpoint.status as number;
     let charged = 0;
@@ -160,7 +181,10 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
     let result: CallToolResult;
     try {
       if (!hasScopeFor(t, auth.key.scopes)) {
-        throw new AppError('forbidden', `this key lacks the scope for ${t.name}: needs ${t.endpoint.scopes.join(' or ')}`);
+        throw new AppError(
+          'forbidden',
+          `this key lacks the scope for ${t.name}: needs ${t.endpoint.scopes.join(' or ')}`,
+        );
       }
       const { key, rest } = splitIdempotencyKey(t, args);
       const parsed = t.input.safeParse(rest, { reportInput: true });
@@ -172,11 +196,14 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
         payload = out.payload as Record<string, unknown>;
       } else {
         // The REST route's record (api/http/route.ts mount): same route name, same validated body.
-        const start = await ctx.idempotency.start(auth.account._id, key, `${t.endpoint.method} ${t.endpoint.path}`, parsed.data).catch((err: unknown) => {
-          // The record's refusals name the REST header; here the key is an argument.
-          if (err instanceof AppError && err.message.startsWith('Idempotency-Key:')) throw new AppError(err.code, `${IDEMPOTENCY_ARG}:${err.message.slice('Idempotency-Key:'.length)}`);
-          throw err;
-        });
+        const start = await ctx.idempotency
+          .start(auth.account._id, key, `${t.endpoint.method} ${t.endpoint.path}`, parsed.data)
+          .catch((err: unknown) => {
+            // The record's refusals name the REST header; here the key is an argument.
+            if (err instanceof AppError && err.message.startsWith('Idempotency-Key:'))
+              throw new AppError(err.code, `${IDEMPOTENCY_ARG}:${err.message.slice('Idempotency-Key:'.length)}`);
+            throw err;
+          });
         if (start.kind === 'replay') {
           status = start.status;
           payload = start.body as Record<string, unknown>;
@@ -184,7 +211,10 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
         } else {
           let out: Awaited<ReturnType<typeof t.run>>;
           try {
-            out = await t.run({ auth, requestId, idFor: (prefix) => stableId(prefix, start.seed) }, parsed.data as never);
+            out = await t.run(
+              { auth, requestId, idFor: (prefix) => stableId(prefix, start.seed) },
+              parsed.data as never,
+            );
           } catch (err) {
             await ctx.idempotency.abort(start.id);
             throw err;
@@ -196,9 +226,18 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
         }
       }
       // A replay says so, as REST's Idempotent-Replayed header does.
-      result = { content: [{ type: 'text', text: JSON.stringify(payload) }], structuredContent: payload, ...(replayed ? { _meta: { idempotentReplayed: true } } : {}) };
+      result = {
+        content: [{ type: 'text', text: JSON.stringify(payload) }],
+        structuredContent: payload,
+        ...(replayed ? { _meta: { idempotentReplayed: true } } : {}),
+      };
     } catch (err) {
-      const appErr = funnelError(err, { source: 'mcp', log: ctx.log, msg: 'mcp tool failed', fields: { requestId, tool: t.name } });
+      const appErr = funnelError(err, {
+        source: 'mcp',
+        log: ctx.log,
+        msg: 'mcp tool failed',
+        fields: { requestId, tool: t.name },
+      });
       status = appErr.status;
       result = toolError(appErr, requestId);
     }

@@ -54,8 +54,9 @@ export interface McpTool {
 const ById = (what: string) => z.object({ id: PathId.describe(`Id of the ${what}.`) }).strict();
 
 /** Typed tool definition: `run` gets the contract's parsed output. */
-const tool = <S extends z.ZodObject>(t: Omit<McpTool, 'input' | 'run'> & { input: S; run(ctx: ToolContext, args: z.output<S>): Promise<ToolOutcome> }): McpTool =>
-  t as unknown as McpTool;
+const tool = <S extends z.ZodObject>(
+  t: Omit<McpTool, 'input' | 'run'> & { input: S; run(ctx: ToolContext, args: z.output<S>): Promise<ToolOutcome> },
+): McpTool => t as unknown as McpTool;
 
 const free = (payload: unknown): ToolOutcome => ({ payload, charged: 0 });
 
@@ -103,28 +104,64 @@ export function createMcpTools(rt: Runtime): McpTool[] {
       endpoint: endpoints.createFlowchart,
       input: endpoints.createFlowchart.body,
       run: ({ auth, idFor }, b) =>
-        view(projects.create({ accountId: auth.account._id, kind: 'flowchart', name: b.name, description: b.description, tags: b.tags, content: { nodes: b.nodes, edges: b.edges }, idFor })),
+        view(
+          projects.create({
+            accountId: auth.account._id,
+            kind: 'flowchart',
+            name: b.name,
+            description: b.description,
+            tags: b.tags,
+            content: { nodes: b.nodes, edges: b.edges },
+            idFor,
+          }),
+        ),
     }),
     tool({
       name: 'create_notes',
       endpoint: endpoints.createNotes,
       input: endpoints.createNotes.body,
       run: ({ auth, idFor }, b) =>
-        view(projects.create({ accountId: auth.account._id, kind: 'notes', name: b.name, description: b.description, tags: b.tags, content: { markdown: b.markdown }, idFor })),
+        view(
+          projects.create({
+            accountId: auth.account._id,
+            kind: 'notes',
+            name: b.name,
+            description: b.description,
+            tags: b.tags,
+            content: { markdown: b.markdown },
+            idFor,
+          }),
+        ),
     }),
     tool({
       name: 'create_whiteboard',
       endpoint: endpoints.createWhiteboard,
       input: endpoints.createWhiteboard.body,
       run: ({ auth, idFor }, b) =>
-        view(projects.create({ accountId: auth.account._id, kind: 'whiteboard', name: b.name, description: b.description, tags: b.tags, content: { background: b.background, elements: b.elements }, idFor })),
+        view(
+          projects.create({
+            accountId: auth.account._id,
+            kind: 'whiteboard',
+            name: b.name,
+            description: b.description,
+            tags: b.tags,
+            content: { background: b.background, elements: b.elements },
+            idFor,
+          }),
+        ),
     }),
     tool({
       name: 'create_presentation',
       endpoint: endpoints.createPresentation,
       input: endpoints.createPresentation.body,
       run: async ({ auth, requestId, idFor }, request) => {
-        const out = await presentations.create({ accountId: auth.account._id, features: auth.account.features, requestId, request, idFor });
+        const out = await presentations.create({
+          accountId: auth.account._id,
+          features: auth.account.features,
+          requestId,
+          request,
+          idFor,
+        });
         return { payload: out.body, charged: out.charged };
       },
     }),
@@ -137,13 +174,21 @@ export function createMcpTools(rt: Runtime): McpTool[] {
         return { payload: result, charged: toUnits(result.charged) };
       },
     }),
-    startJob('start_video', endpoints.createVideo, JOB_ID_PREFIX.video, ({ auth, requestId }, request, jobId) => videos.dispatch({ account: auth.account, requestId, request, jobId })),
-    startJob('start_song', endpoints.createSong, JOB_ID_PREFIX.song, ({ auth, requestId }, request, jobId) => songs.dispatch({ accountId: auth.account._id, requestId, request, jobId })),
+    startJob('start_video', endpoints.createVideo, JOB_ID_PREFIX.video, ({ auth, requestId }, request, jobId) =>
+      videos.dispatch({ account: auth.account, requestId, request, jobId }),
+    ),
+    startJob('start_song', endpoints.createSong, JOB_ID_PREFIX.song, ({ auth, requestId }, request, jobId) =>
+      songs.dispatch({ accountId: auth.account._id, requestId, request, jobId }),
+    ),
     startJob('start_code_build', endpoints.createCodeBuild, JOB_ID_PREFIX.code, ({ auth, requestId }, request, jobId) =>
       codeBuilds.dispatch({ accountId: auth.account._id, requestId, request, jobId }),
     ),
-    startJob('start_research', endpoints.createResearch, JOB_ID_PREFIX.research, ({ auth, requestId }, request, jobId) =>
-      research.dispatch({ accountId: auth.account._id, requestId, request, key: auth.key, jobId }),
+    startJob(
+      'start_research',
+      endpoints.createResearch,
+      JOB_ID_PREFIX.research,
+      ({ auth, requestId }, request, jobId) =>
+        research.dispatch({ accountId: auth.account._id, requestId, request, key: auth.key, jobId }),
     ),
     tool({
       name: 'get_job',

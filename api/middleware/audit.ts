@@ -65,17 +65,15 @@ export function audit(recorder: AuditRecorder): RequestHandler {
       state = 'recording';
       const status = res.statusCode;
       const headers = res.getHeaders();
-      void recorder
-        .record(entry(status))
-        .then(() => {
-          state = 'done';
-          if (late && !res.headersSent) {
-            for (const name of res.getHeaderNames()) if (!(name in headers)) res.removeHeader(name);
-            for (const [name, value] of Object.entries(headers)) if (value !== undefined) res.setHeader(name, value);
-            res.statusCode = status;
-          }
-          end(...args);
-        });
+      void recorder.record(entry(status)).then(() => {
+        state = 'done';
+        if (late && !res.headersSent) {
+          for (const name of res.getHeaderNames()) if (!(name in headers)) res.removeHeader(name);
+          for (const [name, value] of Object.entries(headers)) if (value !== undefined) res.setHeader(name, value);
+          res.statusCode = status;
+        }
+        end(...args);
+      });
       return res;
     }) as Response['end'];
     next();

@@ -24,11 +24,13 @@ export function assertJsonDepth(json: Uint8Array, max = MAX_JSON_DEPTH): void {
   for (let i = 0; i < json.length; i++) {
     const b = json[i]!;
     if (inString) {
-      if (b === 0x5c) i++; // backslash: skip the escaped byte
+      if (b === 0x5c)
+        i++; // backslash: skip the escaped byte
       else if (b === 0x22) inString = false;
     } else if (b === 0x22) inString = true;
     else if (b === 0x7b || b === 0x5b) {
-      if (++depth > max) throw new AppError('validation_error', `body: nested deeper than ${max} levels of objects and arrays`);
+      if (++depth > max)
+        throw new AppError('validation_error', `body: nested deeper than ${max} levels of objects and arrays`);
     } else if (b === 0x7d || b === 0x5d) depth--;
   }
 }
@@ -76,7 +78,11 @@ export function jsonBody(limitBytes: number, routeLimits: readonly RouteBodyLimi
   // Routes with a body limit of their own (POST /drive/files: a 4 MB file in base64, not 16 MiB):
   // an oversized body is refused from its Content-Length before a byte is read, or while reading.
   // A route limit only lowers the global one.
-  const routeParsers = routeLimits.map((l) => ({ ...l, method: l.method.toUpperCase(), parse: express.json({ limit: Math.min(limitBytes, l.limitBytes), strict: true, verify }) }));
+  const routeParsers = routeLimits.map((l) => ({
+    ...l,
+    method: l.method.toUpperCase(),
+    parse: express.json({ limit: Math.min(limitBytes, l.limitBytes), strict: true, verify }),
+  }));
   const parseJson: RequestHandler = (req, res, next) => {
     const own = routeParsers.find((l) => l.method === req.method && (req.path === l.path || req.path === `${l.path}/`));
     // body-parser calls next from the socket's 'end' event: keep the request's context (its id, its trace).
@@ -92,7 +98,10 @@ export function jsonBody(limitBytes: number, routeLimits: readonly RouteBodyLimi
  * invalid_json to a valid key carries the rate-limit headers. A body left unread is drained by
  * Node when the answer ends. Runs at most once per request.
  */
-export function lazyJsonBody(limitBytes: number, routeLimits: readonly RouteBodyLimit[] = []): (req: Request, res: Response) => Promise<void> {
+export function lazyJsonBody(
+  limitBytes: number,
+  routeLimits: readonly RouteBodyLimit[] = [],
+): (req: Request, res: Response) => Promise<void> {
   const chain = jsonBody(limitBytes, routeLimits);
   return (req, res) => {
     const state = req as { jsonBodyRead?: Promise<void> };

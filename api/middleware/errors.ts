@@ -25,16 +25,34 @@ export const notFoundRoute: RequestHandler = (req, _res, next) => {
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const { requestId } = locals(res);
-    const appErr = funnelError(err, { source: 'http', log, msg: 'request failed', request: true, fields: { requestId, method: req.method, route: routeTemplate(req) } });
+    const appErr = funnelError(err, {
+      source: 'http',
+      log,
+      msg: 'request failed',
+      request: true,
+      fields: { requestId, method: req.method, route: routeTemplate(req) },
+    });
     if (appErr.status >= 500) recordRequestFailure(res, (appErr.cause as Error) ?? appErr);
     if (res.headersSent) return res.end();
     for (const [k, v] of Object.entries(appErr.headers)) res.setHeader(k, v);
     // Every 503 and 504 says when to come back; the database's says 1 s (platform/infra/errors.ts databaseUnavailable).
-    if ((appErr.status === 503 || appErr.status === 504) && !res.hasHeader('retry-after')) res.setHeader('Retry-After', String(DEFAULT_RETRY_AFTER_SECONDS));
+    if ((appErr.status === 503 || appErr.status === 504) && !res.hasHeader('retry-after'))
+      res.setHeader('Retry-After', String(DEFAULT_RETRY_AFTER_SECONDS));
     // Every 401 names the scheme (RFC 6750 §3); a key that was sent but is not valid says so.
     if (appErr.status === 401) res.setHeader('WWW-Authenticate', wwwAuthenticate(req.get('authorization')));
-    const details = appErr.details?.map((d) => ({ path: boundedMessage(d.path), code: d.code, message: boundedMessage(d.message) }));
-    res.status(appErr.status).json({ error: { code: appErr.code, message: boundedMessage(appErr.message), requestId, ...(details ? { details } : {}) } });
+    const details = appErr.details?.map((d) => ({
+      path: boundedMessage(d.path),
+      code: d.code,
+      message: boundedMessage(d.message),
+    }));
+    res.status(appErr.status).json({
+      error: {
+        code: appErr.code,
+        message: boundedMessage(appErr.message),
+        requestId,
+        ...(details ? { details } : {}),
+      },
+    });
   };
 }
 
@@ -70,7 +88,10 @@ export function clientErrorHandler(log: Logger) {
       return;
     }
     const known = CLIENT_ERRORS[err.code ?? ''];
-    const appErr = new AppError(known?.code ?? 'bad_request', known?.message ?? 'the request could not be parsed as HTTP/1.1');
+    const appErr = new AppError(
+      known?.code ?? 'bad_request',
+      known?.message ?? 'the request could not be parsed as HTTP/1.1',
+    );
     const requestId = `req_${randomUUID().replaceAll('-', '')}`;
     // Counted only: the client's mistake, not ours.
     funnelError(appErr, { source: 'http', log, msg: 'client error', logWhen: 'never' });
@@ -93,4 +114,8 @@ export function clientErrorHandler(log: Logger) {
   };
 }
 
-const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
+};

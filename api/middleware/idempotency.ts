@@ -6,7 +6,10 @@ import type { Database, IdempotencyDoc } from '../../platform/infra/mongo';
 const stable = (v: unknown): string => {
   if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
   if (v && typeof v === 'object') {
-    return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${stable((v as Record<string, unknown>)[k])}`).join(',')}}`;
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stable((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(v) ?? 'null';
 };
@@ -15,7 +18,9 @@ const stable = (v: unknown): string => {
  * `seed` names this use of the key (the record and when it was made): a retry that takes the
  * record over gets the same seed, a new request after the record expired gets another.
  */
-export type IdempotencyStart = { kind: 'proceed'; id: string; seed: string } | { kind: 'replay'; status: number; body: unknown };
+export type IdempotencyStart =
+  | { kind: 'proceed'; id: string; seed: string }
+  | { kind: 'replay'; status: number; body: unknown };
 
 /**
  * Idempotency-Key (IETF draft, Stripe's behaviour): scoped to the account; the first request
@@ -34,14 +39,25 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
   const waitMs = opts.waitMs ?? 5000;
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const held = new Set<string>();
-  const heartbeat = setInterval(() => {
-    if (held.size === 0) return;
-    const until = new Date(Date.now() + opts.leaseMs);
-    // One command, one statement per record by _id (FerretDB 1.24 scans for `_id: { $in }`).
-    db.idempotency
-      .bulkWrite([...held].map((id) => ({ updateOne: { filter: { _id: id, state: 'in_flight' as const, owner }, update: { $set: { lockedUntil: until } } } })), { ordered: false })
-      .catch(() => {}); // a missed beat only shortens the lease; the next one retries
-  }, Math.max(200, Math.floor(opts.leaseMs / 3)));
+  const heartbeat = setInterval(
+    () => {
+      if (held.size === 0) return;
+      const until = new Date(Date.now() + opts.leaseMs);
+      // One command, one statement per record by _id (FerretDB 1.24 scans for `_id: { $in }`).
+      db.idempotency
+        .bulkWrite(
+          [...held].map((id) => ({
+            updateOne: {
+              filter: { _id: id, state: 'in_flight' as const, owner },
+              update: { $set: { lockedUntil: until } },
+            },
+          })),
+          { ordered: false },
+        )
+        .catch(() => {}); // a missed beat only shortens the lease; the next one retries
+    },
+    Math.max(200, Math.floor(opts.leaseMs / 3)),
+  );
   heartbeat.unref();
 
   /**
@@ -58,7 +74,16 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
       const ids = [...unreleased].filter((x) => !held.has(x));
       unreleased.clear();
       try {
-        if (ids.length) await db.idempotency.bulkWrite(ids.map((x) => ({ updateOne: { filter: { _id: x, state: 'in_flight' as const, owner }, update: { $set: { lockedUntil: new Date(0) } } } })), { ordered: false });
+        if (ids.length)
+          await db.idempotency.bulkWrite(
+            ids.map((x) => ({
+              updateOne: {
+                filter: { _id: x, state: 'in_flight' as const, owner },
+                update: { $set: { lockedUntil: new Date(0) } },
+              },
+            })),
+            { ordered: false },
+          );
       } catch {
         // their leases run out by themselves within leaseMs
       } finally {
@@ -74,9 +99,12 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
 
   return {
     async start(accountId: string, key: string, route: string, body: unknown): Promise<IdempotencyStart> {
-      if (key.length === 0 || key.length > 255) throw new AppError('validation_error', 'Idempotency-Key: must be 1 to 255 characters');
+      if (key.length === 0 || key.length > 255)
+        throw new AppError('validation_error', 'Idempotency-Key: must be 1 to 255 characters');
       const id = createHash('sha256').update(`${accountId}\n${key}`).digest('hex');
-      const bodyHash = createHash('sha256').update(stable(body ?? null)).digest('hex');
+      const bodyHash = createHash('sha256')
+        .update(stable(body ?? null))
+        .digest('hex');
       const now = new Date();
       const doc: IdempotencyDoc = {
         _id: id,
@@ -111,7 +139,10 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
         // Its owner stopped renewing the lease (it died), or it is this process and none of its
         // requests runs it any more (an attempt that failed while the database was away): take
         // the record over.
-        if (existing.lockedUntil.getTime() < Date.now() || (existing.state === 'in_flight' && existing.owner === owner && !held.has(id))) {
+        if (
+          existing.lockedUntil.getTime() < Date.now() ||
+          (existing.state === 'in_flight' && existing.owner === owner && !held.has(id))
+        ) {
           const taken = await db.idempotency.findOneAndUpdate(
             { _id: id, state: 'in_flight', lockedUntil: existing.lockedUntil },
             { $set: { owner, lockedUntil: new Date(Date.now() + opts.leaseMs) } },
@@ -119,7 +150,10 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
           if (taken) return proceed(id, taken.createdAt);
         }
         if (Date.now() > deadline) {
-          throw new AppError('idempotency_in_flight', 'Idempotency-Key: a request with this key is still in progress; retry later');
+          throw new AppError(
+            'idempotency_in_flight',
+            'Idempotency-Key: a request with this key is still in progress; retry later',
+          );
         }
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -158,7 +192,11 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
         return releaseLater(id);
       }
       try {
-        await db.idempotency.updateOne({ _id: id, state: 'in_flight', owner }, { $set: { lockedUntil: new Date(0) } }, { timeoutMS: 2000 });
+        await db.idempotency.updateOne(
+          { _id: id, state: 'in_flight', owner },
+          { $set: { lockedUntil: new Date(0) } },
+          { timeoutMS: 2000 },
+        );
         held.delete(id);
       } catch {
         held.delete(id);

@@ -65,7 +65,11 @@ export function rateLimit(db: Database, opts: RateLimitOptions): RequestHandler 
   const leaseUnits = async (id: string, s: WindowState): Promise<void> => {
     const expiresAt = new Date(s.windowStart + windowMs);
     const take = async (): Promise<boolean> => {
-      const before = await db.rateLimits.findOneAndUpdate({ _id: id, count: { $lt: max } }, { $inc: { count: lease } }, { returnDocument: 'before' });
+      const before = await db.rateLimits.findOneAndUpdate(
+        { _id: id, count: { $lt: max } },
+        { $inc: { count: lease } },
+        { returnDocument: 'before' },
+      );
       if (!before) return false;
       const granted = Math.min(lease, max - before.count);
       s.available += granted;
@@ -139,7 +143,13 @@ export function rateLimit(db: Database, opts: RateLimitOptions): RequestHandler 
       // First segment only (bounded labels, no ids); a router mounted outside /api/v1 (/mcp) names itself.
       const segment = req.path.split('/')[1] ?? '';
       metrics.rateLimited.inc({ route: segment ? `/${segment}` : req.baseUrl || '/' });
-      return next(new AppError('rate_limited', `rate limit of ${max} requests per ${opts.windowSeconds} s exceeded; retry after ${reset} s`, { headers: { 'Retry-After': String(reset) } }));
+      return next(
+        new AppError(
+          'rate_limited',
+          `rate limit of ${max} requests per ${opts.windowSeconds} s exceeded; retry after ${reset} s`,
+          { headers: { 'Retry-After': String(reset) } },
+        ),
+      );
     }
     next();
   };

@@ -3,7 +3,6 @@ import { ATTR, endSpan, incomingSpanOptions, runInSpan, startSpan, tracingOn } f
 import type { Span } from '@opentelemetry/api';
 import { PROBES, routeTemplate } from './http-access';
 
-
 /** The error that made a request's 5xx, for its span (set by the error funnel). */
 const failures = new WeakMap<Response, unknown>();
 
@@ -48,6 +47,10 @@ function end(span: Span, method: string, route: string, res: Response) {
     return;
   }
   span.setAttribute(ATTR.httpResponseStatusCode, res.statusCode);
-  if (res.statusCode >= 500) endSpan(span, failures.get(res) ?? new Error(`HTTP ${res.statusCode}`), { record: failures.has(res), errorType: failures.has(res) ? undefined : String(res.statusCode) });
+  if (res.statusCode >= 500)
+    endSpan(span, failures.get(res) ?? new Error(`HTTP ${res.statusCode}`), {
+      record: failures.has(res),
+      errorType: failures.has(res) ? undefined : String(res.statusCode),
+    });
   else endSpan(span);
 }

@@ -8,10 +8,20 @@ import { createSongsService } from '../../platform/songs/songs.service';
 export function songsRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
   const service = createSongsService(rt);
-  mount(r, endpoints.createSong, async ({ auth, body, requestId, charged, idFor }) => {
-    const { envelope, charged: amount } = await service.dispatch({ accountId: auth.account._id, requestId, request: body, jobId: idFor(JOB_ID_PREFIX.song) });
-    charged(amount);
-    return envelope;
-  }, deps);
+  mount(
+    r,
+    endpoints.createSong,
+    async ({ auth, body, requestId, charged, idFor }) => {
+      const { envelope, charged: amount } = await service.dispatch({
+        accountId: auth.account._id,
+        requestId,
+        request: body,
+        jobId: idFor(JOB_ID_PREFIX.song),
+      });
+      charged(amount);
+      return envelope;
+    },
+    deps,
+  );
   return r;
 }

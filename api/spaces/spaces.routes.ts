@@ -8,10 +8,20 @@ import { mount, type RouteDeps } from '../http/route';
 export function spacesRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
   const service = createSpacesService(rt);
-  mount(r, endpoints.createSpace, async ({ auth, body, requestId, charged, idFor }) => {
-    const { envelope, charged: amount } = await service.dispatch({ account: auth.account, requestId, request: body, jobId: idFor(JOB_ID_PREFIX.space) });
-    charged(amount);
-    return envelope;
-  }, deps);
+  mount(
+    r,
+    endpoints.createSpace,
+    async ({ auth, body, requestId, charged, idFor }) => {
+      const { envelope, charged: amount } = await service.dispatch({
+        account: auth.account,
+        requestId,
+        request: body,
+        jobId: idFor(JOB_ID_PREFIX.space),
+      });
+      charged(amount);
+      return envelope;
+    },
+    deps,
+  );
   return r;
 }

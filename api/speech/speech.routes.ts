@@ -25,44 +25,49 @@ export function speechRoutes(rt: Runtime, deps: RouteDeps, opts: { service?: Spe
 
   mount(r, endpoints.listVoices, async ({ query }) => pageWhole(get().voices(), query, 'voices'), deps);
 
-  mount(r, endpoints.createSpeech, async (ctx) => {
-    const { res } = ctx;
-    const abort = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort(new Error('the client left'));
-    });
-    try {
-      await get().speak(
-        { accountId: ctx.auth.account._id, requestId: ctx.requestId, request: ctx.body, signal: abort.signal },
-        {
-          start({ voice, engine, charged, characters }) {
-            res.status(200);
-            res.setHeader('Content-Type', SPEECH_MEDIA_TYPE);
-            res.setHeader('X-Audio-Sample-Rate', String(SPEECH_AUDIO.sampleRate));
-            res.setHeader('X-Audio-Channels', String(SPEECH_AUDIO.channels));
-            res.setHeader('X-Audio-Encoding', SPEECH_AUDIO.encoding);
-            res.setHeader('X-Speech-Voice', voice.name);
-            res.setHeader('X-Speech-Engine', engine);
-            res.setHeader('X-Speech-Characters', String(characters));
-            res.setHeader('X-Audio-Max-Seconds', String(SPEECH_AUDIO_MAX_SECONDS));
-            res.setHeader('X-Credits-Charged', String(fromUnits(charged)));
-            res.setHeader('Cache-Control', 'no-store');
-            ctx.charged(charged);
+  mount(
+    r,
+    endpoints.createSpeech,
+    async (ctx) => {
+      const { res } = ctx;
+      const abort = new AbortController();
+      res.on('close', () => {
+        if (!res.writableFinished) abort.abort(new Error('the client left'));
+      });
+      try {
+        await get().speak(
+          { accountId: ctx.auth.account._id, requestId: ctx.requestId, request: ctx.body, signal: abort.signal },
+          {
+            start({ voice, engine, charged, characters }) {
+              res.status(200);
+              res.setHeader('Content-Type', SPEECH_MEDIA_TYPE);
+              res.setHeader('X-Audio-Sample-Rate', String(SPEECH_AUDIO.sampleRate));
+              res.setHeader('X-Audio-Channels', String(SPEECH_AUDIO.channels));
+              res.setHeader('X-Audio-Encoding', SPEECH_AUDIO.encoding);
+              res.setHeader('X-Speech-Voice', voice.name);
+              res.setHeader('X-Speech-Engine', engine);
+              res.setHeader('X-Speech-Characters', String(characters));
+              res.setHeader('X-Audio-Max-Seconds', String(SPEECH_AUDIO_MAX_SECONDS));
+              res.setHeader('X-Credits-Charged', String(fromUnits(charged)));
+              res.setHeader('Cache-Control', 'no-store');
+              ctx.charged(charged);
+            },
+            chunk(pcm) {
+              writeAudio(res, pcm, abort);
+            },
           },
-          chunk(pcm) {
-            writeAudio(res, pcm, abort);
-          },
-        },
-      );
-    } catch (err) {
-      if (!(err instanceof SpeechStreamCut)) throw err;
-      rt.log.warn('speech stream cut after audio was sent', { requestId: ctx.requestId, bytes: err.bytes, err });
-      res.destroy();
+        );
+      } catch (err) {
+        if (!(err instanceof SpeechStreamCut)) throw err;
+        rt.log.warn('speech stream cut after audio was sent', { requestId: ctx.requestId, bytes: err.bytes, err });
+        res.destroy();
+        return undefined;
+      }
+      res.end();
       return undefined;
-    }
-    res.end();
-    return undefined;
-  }, deps);
+    },
+    deps,
+  );
   return r;
 }
 
@@ -72,7 +77,12 @@ export function speechRoutes(rt: Runtime, deps: RouteDeps, opts: { service?: Spe
  * once more than `limit` bytes wait unsent, `abort` fires (the service then ends the call as a
  * cut stream) and nothing more is written.
  */
-export function writeAudio(res: ServerResponse, pcm: Buffer, abort: AbortController, limit = SPEECH_UNREAD_MAX_BYTES): void {
+export function writeAudio(
+  res: ServerResponse,
+  pcm: Buffer,
+  abort: AbortController,
+  limit = SPEECH_UNREAD_MAX_BYTES,
+): void {
   if (res.destroyed || abort.signal.aborted) return;
   res.write(pcm);
   if (res.writableLength > limit) abort.abort(new Error(`the client left more than ${limit} bytes unread`));

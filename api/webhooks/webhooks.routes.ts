@@ -18,11 +18,26 @@ export function webhooksRoutes(rt: Runtime, deps: RouteDeps) {
   mount(r, endpoints.listWebhooks, ({ auth, query }) => service.list(auth.account._id, query), deps);
   mount(r, endpoints.createWebhook, ({ auth, body }) => service.create(auth.account._id, body), deps);
   mount(r, endpoints.getWebhook, ({ auth, params }) => service.get(auth.account._id, params.id!), deps);
-  mount(r, endpoints.updateWebhook, ({ auth, params, body }) => service.update(auth.account._id, params.id!, body), deps);
-  mount(r, endpoints.deleteWebhook, async ({ auth, params }) => {
-    await service.remove(auth.account._id, params.id!);
-    return undefined;
-  }, deps);
-  mount(r, endpoints.listWebhookDeliveries, ({ auth, params, query }) => service.deliveries(auth.account._id, params.id!, query), deps);
+  mount(
+    r,
+    endpoints.updateWebhook,
+    ({ auth, params, body }) => service.update(auth.account._id, params.id!, body),
+    deps,
+  );
+  mount(
+    r,
+    endpoints.deleteWebhook,
+    async ({ auth, params }) => {
+      await service.remove(auth.account._id, params.id!);
+      return undefined;
+    },
+    deps,
+  );
+  mount(
+    r,
+    endpoints.listWebhookDeliveries,
+    ({ auth, params, query }) => service.deliveries(auth.account._id, params.id!, query),
+    deps,
+  );
   return r;
 }

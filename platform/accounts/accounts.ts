@@ -44,10 +44,19 @@ export type AuthInvalidation = z.infer<typeof AuthInvalidationSchema>;
  * endpoint for these (SPEC 5.2: keys are managed in the developer console). Every change that
  * authentication caches is announced through `invalidate` after it is stored.
  */
-export function createAccountsRepository(db: Database, opts: { invalidate?: (msg: AuthInvalidation) => Promise<void> } = {}) {
+export function createAccountsRepository(
+  db: Database,
+  opts: { invalidate?: (msg: AuthInvalidation) => Promise<void> } = {},
+) {
   const invalidate = opts.invalidate ?? (async () => {});
   return {
-    async createAccount(input: { name: string; plan: Plan; credits: number; features?: Partial<AccountFeatures>; id?: string }): Promise<AccountDoc> {
+    async createAccount(input: {
+      name: string;
+      plan: Plan;
+      credits: number;
+      features?: Partial<AccountFeatures>;
+      id?: string;
+    }): Promise<AccountDoc> {
       const doc: AccountDoc = {
         _id: input.id ?? newId('acct'),
         name: input.name,
@@ -65,7 +74,10 @@ export function createAccountsRepository(db: Database, opts: { invalidate?: (msg
      * `folderPins`: Drive folder ids the key is confined to (it sees and changes only those
      * folders and their descendants; omitted or empty: the whole Drive).
      */
-    async createKey(accountId: string, opts: { name?: string; scopes?: Scope[]; folderPins?: string[] } = {}): Promise<{ key: string; doc: ApiKeyDoc }> {
+    async createKey(
+      accountId: string,
+      opts: { name?: string; scopes?: Scope[]; folderPins?: string[] } = {},
+    ): Promise<{ key: string; doc: ApiKeyDoc }> {
       const key = KEY_PREFIX + randomBytes(32).toString('base64url');
       const doc: ApiKeyDoc = {
         _id: newId('key'),
@@ -84,7 +96,10 @@ export function createAccountsRepository(db: Database, opts: { invalidate?: (msg
 
     /** Revoke a key; every API process refuses it once the invalidation arrives (milliseconds). */
     async revokeKey(accountId: string, keyId: string): Promise<boolean> {
-      const r = await db.apiKeys.updateOne({ _id: keyId, accountId, revokedAt: null }, { $set: { revokedAt: new Date() } });
+      const r = await db.apiKeys.updateOne(
+        { _id: keyId, accountId, revokedAt: null },
+        { $set: { revokedAt: new Date() } },
+      );
       await invalidate({ kind: 'key', keyId });
       return r.modifiedCount === 1;
     },
@@ -116,7 +131,10 @@ export function createAccountsRepository(db: Database, opts: { invalidate?: (msg
       if (!key || key.revokedAt) return null;
       // The index lookup already matched; compare again in constant time as defence in depth.
       if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) return null;
-      const account = await db.accounts.findOne({ _id: key.accountId }, { projection: { millicredits: 0, chargedRefs: 0, refundedJobs: 0 } });
+      const account = await db.accounts.findOne(
+        { _id: key.accountId },
+        { projection: { millicredits: 0, chargedRefs: 0, refundedJobs: 0 } },
+      );
       return account ? { key, account } : null;
     },
   };
@@ -153,7 +171,11 @@ export function createAuthInvalidations(deps: { db: Database; amqp: AmqpClient; 
     },
     /** Broadcast invalidations stored but never confirmed (older than `graceMs`). */
     async sweep(graceMs: number): Promise<number> {
-      const left = await outbox.find({ createdAt: { $lt: new Date(Date.now() - graceMs) } }).sort({ createdAt: 1 }).limit(500).toArray();
+      const left = await outbox
+        .find({ createdAt: { $lt: new Date(Date.now() - graceMs) } })
+        .sort({ createdAt: 1 })
+        .limit(500)
+        .toArray();
       let sent = 0;
       for (const doc of left) if (await broadcast(doc._id, doc.msg)) sent++;
       return sent;

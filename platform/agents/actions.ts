@@ -18,7 +18,8 @@ import { agentCollections, type OutboxDoc } from './agents.repository';
  */
 export const SEND_EMAIL_LIMITS = { subjectMax: 200, bodyMax: 5000 } as const;
 
-export const NO_TRANSPORT_NOTE = 'This deployment has no mail transport: the email was stored in the agent outbox (status queued_no_transport) and was not sent.';
+export const NO_TRANSPORT_NOTE =
+  'This deployment has no mail transport: the email was stored in the agent outbox (status queued_no_transport) and was not sent.';
 
 /** The run the actions serve: send_email records which agent and run wrote to the outbox. */
 export interface ActionScope {
@@ -32,7 +33,8 @@ export function createAgentActions(rt: Runtime, scope: ActionScope): ToolDefinit
 
   const listProjects: ToolDefinition<{ query?: string }> = {
     name: 'list_projects',
-    description: "List the account's projects, newest change first (up to 20), optionally those whose name contains `query`. Harmless: reads only.",
+    description:
+      "List the account's projects, newest change first (up to 20), optionally those whose name contains `query`. Harmless: reads only.",
     input: z.strictObject({ query: line(100).optional() }),
     scope: 'read',
     spends: [],
@@ -42,14 +44,25 @@ export function createAgentActions(rt: Runtime, scope: ActionScope): ToolDefinit
       return {
         type: 'table',
         title: args.query ? `Projects matching "${args.query}"` : 'Projects',
-        data: { total: page.total, projects: page.data.map((p) => ({ id: p.id, name: p.name, kind: p.kind, projectType: p.projectType, openUrl: p.openUrl, updatedAt: p.updatedAt })) },
+        data: {
+          total: page.total,
+          projects: page.data.map((p) => ({
+            id: p.id,
+            name: p.name,
+            kind: p.kind,
+            projectType: p.projectType,
+            openUrl: p.openUrl,
+            updatedAt: p.updatedAt,
+          })),
+        },
       };
     },
   };
 
   const sendEmail: ToolDefinition<{ to: string; subject: string; body: string }> = {
     name: 'send_email',
-    description: 'Send an email on behalf of the owner (to, subject, body). In this deployment it is stored in the agent outbox and not sent: there is no mail transport.',
+    description:
+      'Send an email on behalf of the owner (to, subject, body). In this deployment it is stored in the agent outbox and not sent: there is no mail transport.',
     input: z.strictObject({
       to: z.email({ error: 'must be an email address' }).max(254),
       subject: line(SEND_EMAIL_LIMITS.subjectMax),
@@ -59,7 +72,17 @@ export function createAgentActions(rt: Runtime, scope: ActionScope): ToolDefinit
     spends: [],
     async run(args, ctx) {
       // Deterministic per (run, call): a call repeated after a crash finds the stored email.
-      const doc: OutboxDoc = { _id: ctx.idFor('mail'), accountId: ctx.account._id, agentId: scope.agentId, runId: scope.runId, to: args.to, subject: args.subject, body: args.body, status: 'queued_no_transport', createdAt: new Date() };
+      const doc: OutboxDoc = {
+        _id: ctx.idFor('mail'),
+        accountId: ctx.account._id,
+        agentId: scope.agentId,
+        runId: scope.runId,
+        to: args.to,
+        subject: args.subject,
+        body: args.body,
+        status: 'queued_no_transport',
+        createdAt: new Date(),
+      };
       try {
         await outbox.insertOne(doc);
       } catch (err) {
@@ -68,7 +91,15 @@ export function createAgentActions(rt: Runtime, scope: ActionScope): ToolDefinit
       return {
         type: 'platform_action',
         title: `Email to ${args.to}: ${args.subject}`,
-        data: { action: 'send_email', outboxId: doc._id, to: args.to, subject: args.subject, status: 'queued_no_transport', sent: false, note: NO_TRANSPORT_NOTE },
+        data: {
+          action: 'send_email',
+          outboxId: doc._id,
+          to: args.to,
+          subject: args.subject,
+          status: 'queued_no_transport',
+          sent: false,
+          note: NO_TRANSPORT_NOTE,
+        },
       };
     },
   };

@@ -188,12 +188,31 @@ export function createAgentsRepository(db: Database) {
     async upsert(accountId: string, def: AgentDefinition): Promise<AgentDoc> {
       await ensureAgentIndexes(db);
       const now = new Date();
-      const fields = { name: def.name, description: def.description ?? '', instructions: def.instructions, tools: [...new Set(def.tools)], approvals: [...new Set(def.approvals ?? [])], creditBudget: def.creditBudget, engine: 'default' as const };
+      const fields = {
+        name: def.name,
+        description: def.description ?? '',
+        instructions: def.instructions,
+        tools: [...new Set(def.tools)],
+        approvals: [...new Set(def.approvals ?? [])],
+        creditBudget: def.creditBudget,
+        engine: 'default' as const,
+      };
       if (def.id) {
-        const found = await c.agents.findOneAndUpdate({ _id: def.id, accountId }, { $set: { ...fields, updatedAt: now } }, { returnDocument: 'after' });
+        const found = await c.agents.findOneAndUpdate(
+          { _id: def.id, accountId },
+          { $set: { ...fields, updatedAt: now } },
+          { returnDocument: 'after' },
+        );
         if (found) return found;
       }
-      const doc: AgentDoc = { _id: def.id ?? newId('agt'), accountId, ...fields, alwaysAllowed: [], createdAt: now, updatedAt: now };
+      const doc: AgentDoc = {
+        _id: def.id ?? newId('agt'),
+        accountId,
+        ...fields,
+        alwaysAllowed: [],
+        createdAt: now,
+        updatedAt: now,
+      };
       try {
         await c.agents.insertOne(doc);
       } catch (err) {
@@ -208,7 +227,10 @@ export function createAgentsRepository(db: Database) {
 
     /** Remember an action approved with scope `always`. */
     async allowAlways(accountId: string, id: string, action: string): Promise<void> {
-      await c.agents.updateOne({ _id: id, accountId }, { $addToSet: { alwaysAllowed: action }, $set: { updatedAt: new Date() } });
+      await c.agents.updateOne(
+        { _id: id, accountId },
+        { $addToSet: { alwaysAllowed: action }, $set: { updatedAt: new Date() } },
+      );
     },
   };
 }
@@ -223,13 +245,22 @@ export function createThreadsRepository(db: Database) {
     },
 
     /** Append a run's messages once (a repeat after a crash finds the run in appendedRuns). */
-    async append(accountId: string, agentId: string, threadId: string, runId: string, messages: { role: 'user' | 'assistant'; content: string }[]): Promise<void> {
+    async append(
+      accountId: string,
+      agentId: string,
+      threadId: string,
+      runId: string,
+      messages: { role: 'user' | 'assistant'; content: string }[],
+    ): Promise<void> {
       const at = new Date();
       try {
         await threads.updateOne(
           { _id: `${agentId}:${threadId}`, accountId, appendedRuns: { $ne: runId } },
           {
-            $push: { messages: { $each: messages.map((m) => ({ ...m, runId, at })), $slice: -AGENT_LIMITS.threadMessagesMax }, appendedRuns: { $each: [runId], $slice: -100 } },
+            $push: {
+              messages: { $each: messages.map((m) => ({ ...m, runId, at })), $slice: -AGENT_LIMITS.threadMessagesMax },
+              appendedRuns: { $each: [runId], $slice: -100 },
+            },
             $set: { updatedAt: at },
             $setOnInsert: { agentId, threadId, createdAt: at },
           },

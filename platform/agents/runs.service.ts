@@ -1,6 +1,14 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { z } from 'zod';
-import type { AgentMessageAccepted, AgentRunApproveRequest, AgentRunResult, AgentRunStatus, AgentRunTrigger, AgentRunView, AgentUsage } from '../../contracts/agents';
+import type {
+  AgentMessageAccepted,
+  AgentRunApproveRequest,
+  AgentRunResult,
+  AgentRunStatus,
+  AgentRunTrigger,
+  AgentRunView,
+  AgentUsage,
+} from '../../contracts/agents';
 import { AGENT_LIMITS } from '../../contracts/agents';
 import type { Scope } from '../../contracts/registry';
 import { fromUnits, toUnits } from '../credits/credits';
@@ -75,7 +83,9 @@ export function toRunView(run: RunDoc): z.infer<typeof AgentRunView> {
     trigger: run.trigger,
     status: run.status,
     creditsUsed: Math.round(run.creditsUsed),
-    pendingApproval: r ? { actionSlug: r.actionSlug, approveUrl: paths.approve, decisionRecorded: r.decision !== null } : null,
+    pendingApproval: r
+      ? { actionSlug: r.actionSlug, approveUrl: paths.approve, decisionRecorded: r.decision !== null }
+      : null,
     error: run.error,
     createdAt: run.createdAt.toISOString(),
     startedAt: run.startedAt?.toISOString() ?? null,
@@ -95,7 +105,16 @@ export function toRunResult(run: RunDoc): z.infer<typeof AgentRunResult> {
     reply: run.reply,
     artifacts: runArtifacts(run),
     pendingApproval: r
-      ? { runId: run._id, actionSlug: r.actionSlug, actionArgs: r.actionArgs, plan: r.plan, reviewToken: r.reviewToken, availableScopes: r.availableScopes, decisionRecorded: r.decision !== null, approveUrl: paths.approve }
+      ? {
+          runId: run._id,
+          actionSlug: r.actionSlug,
+          actionArgs: r.actionArgs,
+          plan: r.plan,
+          reviewToken: r.reviewToken,
+          availableScopes: r.availableScopes,
+          decisionRecorded: r.decision !== null,
+          approveUrl: paths.approve,
+        }
       : null,
     error: run.error,
     creditsUsed: Math.round(run.creditsUsed),
@@ -103,12 +122,18 @@ export function toRunResult(run: RunDoc): z.infer<typeof AgentRunResult> {
     completedAt: run.completedAt?.toISOString() ?? null,
     pollUrl: paths.result,
     trigger: run.trigger,
-    steps: run.steps.map((s) => ({ slug: s.slug, args: s.args, status: s.status, artifact: s.artifact as Record<string, unknown> })),
+    steps: run.steps.map((s) => ({
+      slug: s.slug,
+      args: s.args,
+      status: s.status,
+      artifact: s.artifact as Record<string, unknown>,
+    })),
   };
 }
 
 /** Constant-time comparison of two 64-hex tokens. */
-const sameToken = (a: string, b: string) => a.length === 64 && b.length === 64 && timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'));
+const sameToken = (a: string, b: string) =>
+  a.length === 64 && b.length === 64 && timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'));
 
 export function createAgentRuns(rt: Runtime) {
   const c = agentCollections(rt.db);
@@ -154,11 +179,29 @@ export function createAgentRuns(rt: Runtime) {
      * attempt stored and answers it, charging nothing (`charged` 0); a retry racing the first
      * attempt's insert gives its own hold back.
      */
-    async accept(input: { accountId: string; agentId: string; trigger: AgentRunTrigger; instruction: string; threadId?: string; requestId: string; key: { scopes: Scope[]; folderPins?: string[] }; runId?: string; repeatable?: boolean }): Promise<z.infer<typeof AgentMessageAccepted> & { run: RunDoc; charged: number }> {
+    async accept(input: {
+      accountId: string;
+      agentId: string;
+      trigger: AgentRunTrigger;
+      instruction: string;
+      threadId?: string;
+      requestId: string;
+      key: { scopes: Scope[]; folderPins?: string[] };
+      runId?: string;
+      repeatable?: boolean;
+    }): Promise<z.infer<typeof AgentMessageAccepted> & { run: RunDoc; charged: number }> {
       await ensureAgentIndexes(rt.db);
       const agent = await mustAgent(input.accountId, input.agentId);
       const runId = input.runId ?? newId('run');
-      const found = (r: RunDoc) => ({ runId: r._id, threadId: r.threadId, agentId: r.agentId, status: 'queued' as const, resultUrl: runPaths(r.agentId, r._id).result, run: r, charged: 0 });
+      const found = (r: RunDoc) => ({
+        runId: r._id,
+        threadId: r.threadId,
+        agentId: r.agentId,
+        status: 'queued' as const,
+        resultUrl: runPaths(r.agentId, r._id).result,
+        run: r,
+        charged: 0,
+      });
       if (input.repeatable) {
         const earlier = await c.runs.findOne({ _id: runId, accountId: input.accountId });
         if (earlier) return found(earlier);
@@ -167,7 +210,15 @@ export function createAgentRuns(rt: Runtime) {
       // The run keeps its figures in credits (AgentRunView.creditsUsed), the hold in millicredits.
       const feeUnits = rt.credits.millicreditsFor('agent_run');
       const fee = fromUnits(feeUnits);
-      const hold = await rt.credits.hold({ accountId: input.accountId, operation: 'agent_run', millicredits: feeUnits, requestId: input.requestId, ttlMs: FEE_HOLD_TTL_MS, id: runId, deliveredBy: { collection: COLLECTIONS.agentRuns, id: runId } });
+      const hold = await rt.credits.hold({
+        accountId: input.accountId,
+        operation: 'agent_run',
+        millicredits: feeUnits,
+        requestId: input.requestId,
+        ttlMs: FEE_HOLD_TTL_MS,
+        id: runId,
+        deliveredBy: { collection: COLLECTIONS.agentRuns, id: runId },
+      });
       const now = new Date();
       const run: RunDoc = {
         _id: runId,
@@ -205,17 +256,31 @@ export function createAgentRuns(rt: Runtime) {
         await c.runs.insertOne(run);
       } catch (err) {
         await rt.credits.release(hold);
-        const earlier = input.repeatable && isDuplicateKey(err) ? await c.runs.findOne({ _id: runId, accountId: input.accountId }) : null;
+        const earlier =
+          input.repeatable && isDuplicateKey(err)
+            ? await c.runs.findOne({ _id: runId, accountId: input.accountId })
+            : null;
         if (earlier) return found(earlier);
         throw err;
       }
       try {
         await rt.credits.capture(hold);
       } catch (err) {
-        rt.log.warn('agent run fee hold not captured; the scheduler captures it (the run exists)', { runId, err: err as Error });
+        rt.log.warn('agent run fee hold not captured; the scheduler captures it (the run exists)', {
+          runId,
+          err: err as Error,
+        });
       }
       await publish(run);
-      return { runId, threadId, agentId: agent._id, status: 'queued', resultUrl: runPaths(agent._id, runId).result, run, charged: feeUnits };
+      return {
+        runId,
+        threadId,
+        agentId: agent._id,
+        status: 'queued',
+        resultUrl: runPaths(agent._id, runId).result,
+        run,
+        charged: feeUnits,
+      };
     },
 
     async get(accountId: string, agentId: string, runId: string) {
@@ -225,7 +290,14 @@ export function createAgentRuns(rt: Runtime) {
     async list(accountId: string, agentId: string, q: { limit: number; cursor?: string; status?: AgentRunStatus }) {
       await mustAgent(accountId, agentId);
       const filter = { accountId, agentId, ...(q.status ? { status: q.status } : {}) };
-      const page = await keysetPage(c.runs, filter, { tag: `agent-runs:${q.status ?? 'all'}:createdAt:desc`, field: 'createdAt', direction: -1, limit: q.limit, cursor: q.cursor, projection: { transcript: 0, history: 0, steps: 0, instruction: 0 } });
+      const page = await keysetPage(c.runs, filter, {
+        tag: `agent-runs:${q.status ?? 'all'}:createdAt:desc`,
+        field: 'createdAt',
+        direction: -1,
+        limit: q.limit,
+        cursor: q.cursor,
+        projection: { transcript: 0, history: 0, steps: 0, instruction: 0 },
+      });
       return mapPage(page, toRunView);
     },
 
@@ -234,33 +306,66 @@ export function createAgentRuns(rt: Runtime) {
      * constant time with the current review's and the earlier decided ones'. One conditional
      * update moves paused → queued with the decision, so two racing decisions record one.
      */
-    async approve(accountId: string, agentId: string, runId: string, body: AgentRunApproveRequest, retried = false): Promise<ApproveAnswer> {
+    async approve(
+      accountId: string,
+      agentId: string,
+      runId: string,
+      body: AgentRunApproveRequest,
+      retried = false,
+    ): Promise<ApproveAnswer> {
       const run = await mustRun(accountId, agentId, runId);
       const review = run.review;
       const current = review && sameToken(review.reviewToken, body.reviewToken) ? review : null;
       const past = current ? undefined : run.pastReviews.find((p) => sameToken(p.reviewToken, body.reviewToken));
       if (!current && !past) {
-        if (!review) throw new AppError('run_not_paused', `the run is ${run.status} and has no action waiting for approval`);
-        throw new AppError('invalid_review_token', 'reviewToken: does not match the review of this run; send pendingApproval.reviewToken unchanged');
+        if (!review)
+          throw new AppError('run_not_paused', `the run is ${run.status} and has no action waiting for approval`);
+        throw new AppError(
+          'invalid_review_token',
+          'reviewToken: does not match the review of this run; send pendingApproval.reviewToken unchanged',
+        );
       }
       const recorded = current ? current.decision : past!;
       if (recorded) {
         if (recorded.decision === body.decision) return { runId, decision: body.decision, status: 'already_recorded' };
-        throw new AppError('run_not_paused', `a different decision (${recorded.decision}) was recorded for this review`);
+        throw new AppError(
+          'run_not_paused',
+          `a different decision (${recorded.decision}) was recorded for this review`,
+        );
       }
       if (run.status !== 'paused') throw new AppError('run_not_paused', `the run is ${run.status}, not paused`);
-      if (!current!.availableScopes.includes(body.scope)) throw new AppError('validation_error', `scope: must be one of ${current!.availableScopes.join(', ')} for this review`);
+      if (!current!.availableScopes.includes(body.scope))
+        throw new AppError(
+          'validation_error',
+          `scope: must be one of ${current!.availableScopes.join(', ')} for this review`,
+        );
       // The grant first (idempotent): a crash after the decision is stored cannot lose it. A
       // decision that then loses the race below leaves a grant its owner asked for anyway.
-      if (body.decision === 'approve' && body.scope === 'always') await agents.allowAlways(accountId, agentId, current!.actionSlug);
+      if (body.decision === 'approve' && body.scope === 'always')
+        await agents.allowAlways(accountId, agentId, current!.actionSlug);
       const at = new Date();
       // attempts: claims are counted per segment, so only crashes (not pauses) use them up.
       const moved = await c.runs.updateOne(
-        { _id: runId, accountId, status: 'paused', 'review.reviewToken': current!.reviewToken, 'review.decision': null },
         {
-          $set: { status: 'queued', 'review.decision': { decision: body.decision, scope: body.scope, at }, attempts: 0, publishedAt: at, republishes: 0, updatedAt: at },
+          _id: runId,
+          accountId,
+          status: 'paused',
+          'review.reviewToken': current!.reviewToken,
+          'review.decision': null,
+        },
+        {
+          $set: {
+            status: 'queued',
+            'review.decision': { decision: body.decision, scope: body.scope, at },
+            attempts: 0,
+            publishedAt: at,
+            republishes: 0,
+            updatedAt: at,
+          },
           $inc: { segment: 1 },
-          ...(body.decision === 'approve' && body.scope === 'task' ? { $addToSet: { taskGrants: current!.actionSlug } } : {}),
+          ...(body.decision === 'approve' && body.scope === 'task'
+            ? { $addToSet: { taskGrants: current!.actionSlug } }
+            : {}),
         },
       );
       if (moved.modifiedCount === 0) {
@@ -273,11 +378,19 @@ export function createAgentRuns(rt: Runtime) {
     },
 
     /** Runs of the agent created in the last `days` days (at most AGENT_LIMITS.usageRunsMax read). */
-    async usage(accountId: string, agentId: string, days: number, now = new Date()): Promise<z.infer<typeof AgentUsage>> {
+    async usage(
+      accountId: string,
+      agentId: string,
+      days: number,
+      now = new Date(),
+    ): Promise<z.infer<typeof AgentUsage>> {
       await mustAgent(accountId, agentId);
       const since = new Date(now.getTime() - days * 86_400_000);
       const rows = await c.runs
-        .find({ accountId, agentId, createdAt: { $gte: since } }, { projection: { status: 1, trigger: 1, creditsUsed: 1, startedAt: 1, completedAt: 1, createdAt: 1 } })
+        .find(
+          { accountId, agentId, createdAt: { $gte: since } },
+          { projection: { status: 1, trigger: 1, creditsUsed: 1, startedAt: 1, completedAt: 1, createdAt: 1 } },
+        )
         .sort({ createdAt: -1, _id: -1 })
         .limit(AGENT_LIMITS.usageRunsMax + 1)
         .toArray();
@@ -318,7 +431,13 @@ export function createAgentRuns(rt: Runtime) {
      * within 100 to 400 ms of its end). A run-state notification over the broker would answer
      * sooner, at the cost of an exchange and a consumer per API process; the poll was chosen.
      */
-    async waitFor(accountId: string, runId: string, statuses: readonly AgentRunStatus[], timeoutMs: number, signal?: AbortSignal): Promise<RunDoc | null> {
+    async waitFor(
+      accountId: string,
+      runId: string,
+      statuses: readonly AgentRunStatus[],
+      timeoutMs: number,
+      signal?: AbortSignal,
+    ): Promise<RunDoc | null> {
       const deadline = Date.now() + timeoutMs;
       let delay = WAIT_FIRST_MS;
       for (;;) {
@@ -346,7 +465,10 @@ export function createAgentRuns(rt: Runtime) {
      * doubling per republish, up to 16×); and emit the evi.* event of finished runs whose event
      * was not emitted (the worker died between the final update and the event).
      */
-    async sweep(graceMs = AGENT_RUN_SWEEP_GRACE_MS, now = new Date()): Promise<{ republished: number; events: number }> {
+    async sweep(
+      graceMs = AGENT_RUN_SWEEP_GRACE_MS,
+      now = new Date(),
+    ): Promise<{ republished: number; events: number }> {
       const before = new Date(now.getTime() - graceMs);
       const stuck = await c.runs
         .find(
@@ -367,10 +489,16 @@ export function createAgentRuns(rt: Runtime) {
         const wait = graceMs * 2 ** Math.min(r.republishes ?? 0, REPUBLISH_BACKOFF_MAX);
         if (now.getTime() - last.getTime() < wait) continue;
         // Stamped before the publish, as accept does; a failed publish clears it again.
-        await c.runs.updateOne({ _id: r._id, status: { $in: ['queued', 'running'] } }, { $set: { publishedAt: now }, $inc: { republishes: 1 } });
+        await c.runs.updateOne(
+          { _id: r._id, status: { $in: ['queued', 'running'] } },
+          { $set: { publishedAt: now }, $inc: { republishes: 1 } },
+        );
         if (await publish(r)) republished++;
       }
-      const unannounced = await c.runs.find({ status: { $in: ['completed', 'failed'] }, eventId: null, completedAt: { $lt: before } }).limit(200).toArray();
+      const unannounced = await c.runs
+        .find({ status: { $in: ['completed', 'failed'] }, eventId: null, completedAt: { $lt: before } })
+        .limit(200)
+        .toArray();
       for (const r of unannounced) await api.announce(r);
       return { republished, events: unannounced.length };
     },
@@ -378,15 +506,20 @@ export function createAgentRuns(rt: Runtime) {
     /** Emit evi.run_completed / evi.run_failed for a finished run, once it is stored as such. */
     async announce(run: RunDoc): Promise<void> {
       if (run.status !== 'completed' && run.status !== 'failed') return;
-      const { eventId } = await emitEvent(rt, run.accountId, run.status === 'completed' ? 'evi.run_completed' : 'evi.run_failed', {
-        runId: run._id,
-        agentId: run.agentId,
-        threadId: run.threadId,
-        status: run.status,
-        resultUrl: `${rt.config.PUBLIC_BASE_URL}${runPaths(run.agentId, run._id).result}`,
-        creditsUsed: Math.round(run.creditsUsed),
-        error: run.error,
-      });
+      const { eventId } = await emitEvent(
+        rt,
+        run.accountId,
+        run.status === 'completed' ? 'evi.run_completed' : 'evi.run_failed',
+        {
+          runId: run._id,
+          agentId: run.agentId,
+          threadId: run.threadId,
+          status: run.status,
+          resultUrl: `${rt.config.PUBLIC_BASE_URL}${runPaths(run.agentId, run._id).result}`,
+          creditsUsed: Math.round(run.creditsUsed),
+          error: run.error,
+        },
+      );
       await c.runs.updateOne({ _id: run._id, eventId: null }, { $set: { eventId } });
     },
   };

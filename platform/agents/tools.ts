@@ -6,7 +6,10 @@ import type { AgentDoc } from './agents.repository';
 
 /** Every tool name an agent definition may list: the chat catalogue and the agent actions. */
 export function agentToolNames(rt: Runtime): string[] {
-  return [...createAssistantTools(rt).map((t) => t.name), ...createAgentActions(rt, { agentId: '', runId: '' }).map((t) => t.name)];
+  return [
+    ...createAssistantTools(rt).map((t) => t.name),
+    ...createAgentActions(rt, { agentId: '', runId: '' }).map((t) => t.name),
+  ];
 }
 
 /**

@@ -40,7 +40,8 @@ export function titleFrom(content: string): string {
 /** The engine's view of a stored message (user and assistant turns; the rest are not replayed). */
 function toEngineMessage(m: Pick<MessageDoc, 'role' | 'content' | 'artifacts'>): EngineMessage | null {
   if (m.role === 'user') return { role: 'user', content: m.content };
-  if (m.role === 'assistant') return { role: 'assistant', content: m.content, ...(m.artifacts.length ? { artifacts: m.artifacts } : {}) };
+  if (m.role === 'assistant')
+    return { role: 'assistant', content: m.content, ...(m.artifacts.length ? { artifacts: m.artifacts } : {}) };
   return null;
 }
 
@@ -97,7 +98,11 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
     if (body.conversationId !== undefined) {
       // Continuing a conversation reads its messages and adds to them: read and write (SPEC §5), checked first.
       const missing = CONTINUE_SCOPES.filter((s) => !caller.key.scopes.includes(s));
-      if (missing.length) throw new AppError('forbidden', `conversationId: continuing a conversation reads its messages and adds to them, which needs the read and write scopes besides ai (SPEC §5); this key lacks ${missing.join(' and ')}. Nothing was stored or charged`);
+      if (missing.length)
+        throw new AppError(
+          'forbidden',
+          `conversationId: continuing a conversation reads its messages and adds to them, which needs the read and write scopes besides ai (SPEC §5); this key lacks ${missing.join(' and ')}. Nothing was stored or charged`,
+        );
     }
     const existing = body.conversationId !== undefined ? await repo.get(accountId, body.conversationId) : null;
     if (body.conversationId !== undefined && !existing) throw notFound('conversation');
@@ -129,8 +134,14 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
     const prepare = async (): Promise<EngineMessage[]> => {
       const past = existing ? await repo.recentMessages(accountId, conversationId, HISTORY_MAX) : [];
       stored = (async () => {
-        if (!existing) await repo.create(accountId, { id: conversationId, title: titleFrom(incoming.find((m) => m.role === 'user')!.content), mode: body.mode ?? null });
-        for (const m of toStore) await repo.appendMessage(accountId, conversationId, { role: m.role, content: m.content });
+        if (!existing)
+          await repo.create(accountId, {
+            id: conversationId,
+            title: titleFrom(incoming.find((m) => m.role === 'user')!.content),
+            mode: body.mode ?? null,
+          });
+        for (const m of toStore)
+          await repo.appendMessage(accountId, conversationId, { role: m.role, content: m.content });
         prepared = true;
       })();
       stored.catch(() => undefined);
@@ -157,12 +168,20 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
         messages: [{ role: 'system', content: SYSTEM_PROMPT }, ...history],
         ctx: { account: caller.account, key: caller.key, requestId: caller.requestId, turnId: messageId },
         signal,
-        onAbandonedTool: ({ artifact }) => abandoned.push(artifact.then((a) => (a.type === 'error' ? null : a), () => null)),
-        onUnexpectedError: (err) => log.error('chat engine failed unexpectedly', { requestId: caller.requestId, err: err as Error }),
+        onAbandonedTool: ({ artifact }) =>
+          abandoned.push(
+            artifact.then(
+              (a) => (a.type === 'error' ? null : a),
+              () => null,
+            ),
+          ),
+        onUnexpectedError: (err) =>
+          log.error('chat engine failed unexpectedly', { requestId: caller.requestId, err: err as Error }),
       });
       for await (const ev of turn) {
         if (ev.type === 'text-delta') texts.set(ev.id, (texts.get(ev.id) ?? '') + ev.delta);
-        else if (ev.type === 'tool-output-available' && artifacts.length < CONVERSATION_LIMITS.artifactsMax - 1) artifacts.push(ev.output);
+        else if (ev.type === 'tool-output-available' && artifacts.length < CONVERSATION_LIMITS.artifactsMax - 1)
+          artifacts.push(ev.output);
         else if (ev.type === 'turn-finish') finish = ev;
         else if (ev.type === 'error') failure = ev;
         yield ev;
@@ -172,34 +191,62 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
     }
 
     const store = async (content: string, arts: ChatArtifact[], usage: MessageUsage | null) => {
-      await repo.appendMessage(accountId, conversationId, { role: 'assistant', content, artifacts: arts, engine: whiteLabel ? null : engine.info, usage }, { id: messageId });
+      await repo.appendMessage(
+        accountId,
+        conversationId,
+        { role: 'assistant', content, artifacts: arts, engine: whiteLabel ? null : engine.info, usage },
+        { id: messageId },
+      );
     };
 
     let settled: Promise<TurnOutcome> | undefined;
     const settle = () =>
       (settled ??= (async (): Promise<TurnOutcome> => {
-        await stored?.catch((err) => log.error('chat user message not stored', { requestId: caller.requestId, err: err as Error }));
+        await stored?.catch((err) =>
+          log.error('chat user message not stored', { requestId: caller.requestId, err: err as Error }),
+        );
         try {
           if (finish && prepared) {
             // Stored first, then captured: a crash between leaves a hold whose message exists (captured by the scheduler).
-            if (!(await credits.extend(hold, 60_000))) log.warn('chat hold was settled before the turn ended; the turn goes unbilled', { requestId: caller.requestId });
+            if (!(await credits.extend(hold, 60_000)))
+              log.warn('chat hold was settled before the turn ended; the turn goes unbilled', {
+                requestId: caller.requestId,
+              });
             try {
               await store(finish.text, finish.artifacts, finish.usage);
             } catch (err) {
               // Not stored: the turn is not billed, at once (not when the hold expires), and the client is told.
-              log.error('chat answer not stored; its hold is released', { requestId: caller.requestId, err: err as Error });
+              log.error('chat answer not stored; its hold is released', {
+                requestId: caller.requestId,
+                err: err as Error,
+              });
               await credits.release(hold);
-              return { kind: 'failed', errorText: 'the answer could not be stored', code: 'internal_error', unreported: true };
+              return {
+                kind: 'failed',
+                errorText: 'the answer could not be stored',
+                code: 'internal_error',
+                unreported: true,
+              };
             }
             await credits.capture(hold);
-            return { kind: 'finished', text: finish.text, artifacts: finish.artifacts, usage: finish.usage, charged: amount };
+            return {
+              kind: 'finished',
+              text: finish.text,
+              artifacts: finish.artifacts,
+              usage: finish.usage,
+              charged: amount,
+            };
           }
           // Released first (the answer is not stored yet, so the hold cannot count as delivered), then what finished is kept.
           await credits.release(hold);
           if (!prepared) return { kind: 'aborted' };
           const partial = [...texts.values()].join('\n\n');
           if (failure) {
-            await store(partial, [...artifacts, errorArtifact('The assistant failed', failure.errorText, { code: failure.code })], null);
+            await store(
+              partial,
+              [...artifacts, errorArtifact('The assistant failed', failure.errorText, { code: failure.code })],
+              null,
+            );
             return { kind: 'failed', errorText: failure.errorText, code: failure.code };
           }
           // A tool that could not stop mid-call finishes and is paid by its own service: keep what it made.
@@ -207,8 +254,13 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
           if (partial || artifacts.length || late.length) await store(partial, [...artifacts, ...late], null);
           return { kind: 'aborted' };
         } catch (err) {
-          log.error('chat turn not settled; the scheduler settles its hold', { requestId: caller.requestId, err: err as Error });
-          return finish ? { kind: 'failed', errorText: 'the answer could not be stored', code: 'internal_error' } : { kind: 'aborted' };
+          log.error('chat turn not settled; the scheduler settles its hold', {
+            requestId: caller.requestId,
+            err: err as Error,
+          });
+          return finish
+            ? { kind: 'failed', errorText: 'the answer could not be stored', code: 'internal_error' }
+            : { kind: 'aborted' };
         }
       })());
 
@@ -216,7 +268,11 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
   }
 
   /** stream false: run the turn to its end and assemble ChatJsonResponse. */
-  async function complete(turn: ChatTurn, signal: AbortSignal, whiteLabel: boolean): Promise<ChatJsonResponse & { charged: number }> {
+  async function complete(
+    turn: ChatTurn,
+    signal: AbortSignal,
+    whiteLabel: boolean,
+  ): Promise<ChatJsonResponse & { charged: number }> {
     try {
       for await (const _ of turn.events(signal)) {
         // assembled by settle()
@@ -227,13 +283,30 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
     }
     const outcome = await turn.settle();
     if (outcome.kind === 'failed') {
-      throw new AppError(outcome.code === 'engine_timeout' ? 'timeout' : outcome.code === 'internal_error' ? 'internal_error' : 'service_unavailable', `${outcome.errorText}; nothing was charged for this turn`);
+      throw new AppError(
+        outcome.code === 'engine_timeout'
+          ? 'timeout'
+          : outcome.code === 'internal_error'
+            ? 'internal_error'
+            : 'service_unavailable',
+        `${outcome.errorText}; nothing was charged for this turn`,
+      );
     }
-    if (outcome.kind === 'aborted') throw new AppError('request_timeout', 'the client went away before the turn finished; nothing was charged for it');
+    if (outcome.kind === 'aborted')
+      throw new AppError(
+        'request_timeout',
+        'the client went away before the turn finished; nothing was charged for it',
+      );
     return {
       conversationId: turn.conversationId,
       mode: turn.mode,
-      message: { id: turn.messageId, role: 'assistant', content: outcome.text, artifacts: outcome.artifacts, engine: whiteLabel ? null : engine.info },
+      message: {
+        id: turn.messageId,
+        role: 'assistant',
+        content: outcome.text,
+        artifacts: outcome.artifacts,
+        engine: whiteLabel ? null : engine.info,
+      },
       usage: outcome.usage,
       charged: outcome.charged,
     };

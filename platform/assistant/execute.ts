@@ -6,10 +6,12 @@ import type { ToolCall, ToolSpec } from './engine';
 import type { ToolContext, ToolDefinition } from './tool';
 
 /** Whether a key with `scopes` may call the tool (SPEC §5: its scope is one of the key's). */
-export const mayCall = (def: Pick<ToolDefinition, 'scope'>, scopes: readonly string[]): boolean => scopes.includes(def.scope);
+export const mayCall = (def: Pick<ToolDefinition, 'scope'>, scopes: readonly string[]): boolean =>
+  scopes.includes(def.scope);
 
 /** The tools a key with `scopes` may call: what an engine is offered. */
-export const toolsFor = <T extends Pick<ToolDefinition, 'scope'>>(defs: readonly T[], scopes: readonly string[]): T[] => defs.filter((d) => mayCall(d, scopes));
+export const toolsFor = <T extends Pick<ToolDefinition, 'scope'>>(defs: readonly T[], scopes: readonly string[]): T[] =>
+  defs.filter((d) => mayCall(d, scopes));
 
 /** Why a key may not call a tool, for the `error` artifact (chat) or the 403 (POST /live/action). */
 export const notAllowedMessage = (def: Pick<ToolDefinition, 'name' | 'scope'>): string =>
@@ -22,7 +24,11 @@ export function errorArtifact(title: string, message: string, data: Record<strin
 
 /** The tools as offered to an engine: JSON Schema from each tool's zod schema. */
 export function toolSpecs(defs: readonly ToolDefinition[]): ToolSpec[] {
-  return defs.map((d) => ({ name: d.name, description: d.description, parameters: z.toJSONSchema(d.input, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown> }));
+  return defs.map((d) => ({
+    name: d.name,
+    description: d.description,
+    parameters: z.toJSONSchema(d.input, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>,
+  }));
 }
 
 /**
@@ -32,13 +38,30 @@ export function toolSpecs(defs: readonly ToolDefinition[]): ToolSpec[] {
  * code: `insufficient_credits` says the balance was short). The tool itself gives back what it
  * charged when it fails (its service does: paid calls release their hold, jobs refund).
  */
-export async function executeToolCall(defs: readonly ToolDefinition[], call: ToolCall, ctx: ToolContext): Promise<ChatArtifact> {
+export async function executeToolCall(
+  defs: readonly ToolDefinition[],
+  call: ToolCall,
+  ctx: ToolContext,
+): Promise<ChatArtifact> {
   const def = defs.find((d) => d.name === call.name);
-  if (!def) return errorArtifact(`Unknown tool ${call.name}`, `the tool ${call.name} is not available here`, { tool: call.name, code: 'unknown_tool' });
+  if (!def)
+    return errorArtifact(`Unknown tool ${call.name}`, `the tool ${call.name} is not available here`, {
+      tool: call.name,
+      code: 'unknown_tool',
+    });
   // Before validation: a call without the scope is told so whatever its arguments.
-  if (!mayCall(def, ctx.key.scopes)) return errorArtifact(`Not allowed: ${def.name}`, notAllowedMessage(def), { tool: def.name, code: 'forbidden', scope: def.scope });
+  if (!mayCall(def, ctx.key.scopes))
+    return errorArtifact(`Not allowed: ${def.name}`, notAllowedMessage(def), {
+      tool: def.name,
+      code: 'forbidden',
+      scope: def.scope,
+    });
   const parsed = def.input.safeParse(call.args ?? {});
-  if (!parsed.success) return errorArtifact(`Could not run ${def.name}`, `arguments: ${formatIssues(parsed.error.issues)}`, { tool: def.name, code: 'validation_error' });
+  if (!parsed.success)
+    return errorArtifact(`Could not run ${def.name}`, `arguments: ${formatIssues(parsed.error.issues)}`, {
+      tool: def.name,
+      code: 'validation_error',
+    });
   try {
     return await def.run(parsed.data, ctx);
   } catch (err) {

@@ -21,4 +21,11 @@ export type TurnEvent =
   /** The engine failed mid-turn (EngineError message); the turn ends after it. */
   | { type: 'error'; errorText: string; code: string }
   /** Last event of every turn that was not aborted. */
-  | { type: 'turn-finish'; text: string; artifacts: ChatArtifact[]; engine: EngineInfo; usage: { inputTokens: number | null; outputTokens: number | null }; steps: number };
+  | {
+      type: 'turn-finish';
+      text: string;
+      artifacts: ChatArtifact[];
+      engine: EngineInfo;
+      usage: { inputTokens: number | null; outputTokens: number | null };
+      steps: number;
+    };

@@ -142,12 +142,20 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void
             // The validated arguments when they pass (defaults filled in), else what the engine sent:
             // the tool's output then says what was wrong with them.
             const parsed = tools.find((t) => t.name === call.name)?.input.safeParse(call.args ?? {});
-            yield { type: 'tool-input-available', toolCallId: s.uiId, toolName: call.name, input: parsed?.success ? parsed.data : (call.args ?? {}) };
+            yield {
+              type: 'tool-input-available',
+              toolCallId: s.uiId,
+              toolName: call.name,
+              input: parsed?.success ? parsed.data : (call.args ?? {}),
+            };
             calls.push(call);
             break;
           }
           case 'usage':
-            usage = { inputTokens: sum(usage.inputTokens, ev.inputTokens), outputTokens: sum(usage.outputTokens, ev.outputTokens) };
+            usage = {
+              inputTokens: sum(usage.inputTokens, ev.inputTokens),
+              outputTokens: sum(usage.outputTokens, ev.outputTokens),
+            };
             break;
         }
       }
@@ -155,9 +163,13 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void
       if (signal.aborted) return;
       yield* closeText();
       if (!(err instanceof EngineError)) input.onUnexpectedError?.(err);
-      const e = err instanceof EngineError ? err : new EngineError('the assistant failed unexpectedly; nothing was charged for this turn', 'engine_error');
+      const e =
+        err instanceof EngineError
+          ? err
+          : new EngineError('the assistant failed unexpectedly; nothing was charged for this turn', 'engine_error');
       // Tool parts this step opened never run: close them, so no UI part stays in input-streaming.
-      for (const { uiId, toolName } of started.values()) yield { type: 'tool-output-error', toolCallId: uiId, toolName, errorText: `not run: ${e.message}` };
+      for (const { uiId, toolName } of started.values())
+        yield { type: 'tool-output-error', toolCallId: uiId, toolName, errorText: `not run: ${e.message}` };
       yield { type: 'error', errorText: e.message, code: e.code };
       return;
     }
@@ -174,8 +186,16 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void
         return { type: 'tool-output-available' as const, toolCallId: uiId, toolName: call.name, output: artifact };
       };
       if (i >= MAX_TOOL_CALLS_PER_STEP || ran >= MAX_TOOL_CALLS_PER_TURN) {
-        const why = i >= MAX_TOOL_CALLS_PER_STEP ? `at most ${MAX_TOOL_CALLS_PER_STEP} tool calls run per step` : `at most ${MAX_TOOL_CALLS_PER_TURN} tool calls run per turn`;
-        yield keep(errorArtifact(`Not run: ${call.name}`, `${why}; ${call.name} was not run and nothing was charged for it`, { tool: call.name, code: 'tool_call_limit' }));
+        const why =
+          i >= MAX_TOOL_CALLS_PER_STEP
+            ? `at most ${MAX_TOOL_CALLS_PER_STEP} tool calls run per step`
+            : `at most ${MAX_TOOL_CALLS_PER_TURN} tool calls run per turn`;
+        yield keep(
+          errorArtifact(`Not run: ${call.name}`, `${why}; ${call.name} was not run and nothing was charged for it`, {
+            tool: call.name,
+            code: 'tool_call_limit',
+          }),
+        );
         continue;
       }
       ran++;
@@ -191,7 +211,13 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void
       const running = executeToolCall(lastStep ? [] : tools, call, { ...toolCtx, signal, idFor });
       // On abort the turn ends at once; a tool that cannot stop mid-call finishes on its own and
       // its service settles what it charged.
-      const outcome = await Promise.race([running.then((artifact) => ({ artifact }), (err: unknown) => ({ err })), aborted]);
+      const outcome = await Promise.race([
+        running.then(
+          (artifact) => ({ artifact }),
+          (err: unknown) => ({ err }),
+        ),
+        aborted,
+      ]);
       if (signal.aborted || !outcome) {
         running.catch(() => undefined);
         input.onAbandonedTool?.({ toolCallId: uiId, toolName: call.name, artifact: running });
@@ -202,7 +228,14 @@ export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void
     }
     yield { type: 'step-finish' };
     if (!calls.length) {
-      yield { type: 'turn-finish', text: texts.join('\n\n'), artifacts, engine: engine.info, usage, steps: stepIndex + 1 };
+      yield {
+        type: 'turn-finish',
+        text: texts.join('\n\n'),
+        artifacts,
+        engine: engine.info,
+        usage,
+        steps: stepIndex + 1,
+      };
       return;
     }
   }

@@ -36,7 +36,14 @@ export interface AuditRecorderDeps {
  * (or, if the broker failed too, logged as lost); it never rejects, so an audit failure never
  * changes an answer.
  */
-export function createAuditRecorder({ db, amqp, log, prefix, insertTimeoutMs = 2000, lingerMs = 2 }: AuditRecorderDeps) {
+export function createAuditRecorder({
+  db,
+  amqp,
+  log,
+  prefix,
+  insertTimeoutMs = 2000,
+  lingerMs = 2,
+}: AuditRecorderDeps) {
   const queue = broker.auditQueue(prefix);
   const waiting: { entry: AuditDoc; done: () => void; from?: SpanContext }[] = [];
   let inFlight = false;
@@ -52,7 +59,10 @@ export function createAuditRecorder({ db, amqp, log, prefix, insertTimeoutMs = 2
         return;
       } catch (err) {
         if (onlyDuplicateKeys(err)) return;
-        log.warn('audit insert failed; publishing the entries to the audit queue', { entries: entries.length, err: err as Error });
+        log.warn('audit insert failed; publishing the entries to the audit queue', {
+          entries: entries.length,
+          err: err as Error,
+        });
       }
     }
     try {
@@ -68,11 +78,16 @@ export function createAuditRecorder({ db, amqp, log, prefix, insertTimeoutMs = 2
     inFlight = true;
     try {
       while (waiting.length) {
-        if (lingerMs > 0 && waiting.length < 50 && performance.now() - lastBatchAt < 10) await new Promise((r) => setTimeout(r, lingerMs));
+        if (lingerMs > 0 && waiting.length < 50 && performance.now() - lastBatchAt < 10)
+          await new Promise((r) => setTimeout(r, lingerMs));
         lastBatchAt = performance.now();
         const batch = waiting.splice(0, 500);
         // A group commit serves many requests: a trace of its own, linked to theirs.
-        await batchSpan('batch audit', batch.map((w) => w.from), () => store(batch.map((w) => w.entry)));
+        await batchSpan(
+          'batch audit',
+          batch.map((w) => w.from),
+          () => store(batch.map((w) => w.entry)),
+        );
         for (const w of batch) w.done();
       }
     } finally {

@@ -10,20 +10,25 @@ import { toUnits } from '../credits/credits';
 import type { AuditDoc, Database } from '../infra/mongo';
 
 /** An audit entry as published (JSON: `at` travels as an ISO string). Unknown fields are dropped. */
-const AuditMessage = z.object({
-  _id: z.string().min(1),
-  at: z.coerce.date(),
-  accountId: z.string(),
-  keyId: z.string(),
-  method: z.string(),
-  route: z.string(),
-  status: z.number().int(),
-  durationMs: z.number(),
-  millicreditsCharged: z.number().int().optional(),
-  /** Decimal credits, as published before millicredits: such an entry still queued is converted. */
-  creditsCharged: z.number().optional(),
-  requestId: z.string(),
-}).transform(({ creditsCharged, millicreditsCharged, ...m }) => ({ ...m, millicreditsCharged: millicreditsCharged ?? toUnits(creditsCharged ?? 0) }));
+const AuditMessage = z
+  .object({
+    _id: z.string().min(1),
+    at: z.coerce.date(),
+    accountId: z.string(),
+    keyId: z.string(),
+    method: z.string(),
+    route: z.string(),
+    status: z.number().int(),
+    durationMs: z.number(),
+    millicreditsCharged: z.number().int().optional(),
+    /** Decimal credits, as published before millicredits: such an entry still queued is converted. */
+    creditsCharged: z.number().optional(),
+    requestId: z.string(),
+  })
+  .transform(({ creditsCharged, millicreditsCharged, ...m }) => ({
+    ...m,
+    millicreditsCharged: millicreditsCharged ?? toUnits(creditsCharged ?? 0),
+  }));
 
 const AuditMessages = z.union([AuditMessage, z.array(AuditMessage).min(1).max(10_000)]);
 
@@ -101,7 +106,11 @@ export function createAuditWriter(o: AuditWriterOptions) {
       } catch (err) {
         if (err instanceof MongoBulkWriteError && !err.writeConcernError) {
           const raw = err.writeErrors as unknown;
-          const errors = (raw == null ? [] : Array.isArray(raw) ? raw : [raw]) as { index: number; code: number; errmsg?: string }[];
+          const errors = (raw == null ? [] : Array.isArray(raw) ? raw : [raw]) as {
+            index: number;
+            code: number;
+            errmsg?: string;
+          }[];
           const refused = new Set(errors.filter((e) => e.code !== 11000).map((e) => e.index));
           if (errors.length) {
             metrics.auditEntriesWritten.inc(err.result.insertedCount);
@@ -111,7 +120,10 @@ export function createAuditWriter(o: AuditWriterOptions) {
               const bad = h.entries.findIndex((_, j) => refused.has(first + j));
               if (bad < 0) h.d.ack();
               else {
-                log.error('audit entry refused by the database; its message is dead-lettered', { requestId: h.entries[bad]!.requestId, err: errors.find((e) => e.index === first + bad)?.errmsg });
+                log.error('audit entry refused by the database; its message is dead-lettered', {
+                  requestId: h.entries[bad]!.requestId,
+                  err: errors.find((e) => e.index === first + bad)?.errmsg,
+                });
                 h.d.deadLetter();
               }
               first += h.entries.length;
@@ -127,7 +139,12 @@ export function createAuditWriter(o: AuditWriterOptions) {
         const delay = Math.min(maxBackoffMs, 100 * 2 ** attempt);
         // While the database is known to be away: said once, then written as soon as it is back.
         const away = isDatabaseUnavailable(err) && !db.health.up;
-        if (attempt === 0 || !away) log.warn('audit batch write failed; trying again', { entries: batch.length, delayMs: away ? 'when the database is back' : delay, err: err as Error });
+        if (attempt === 0 || !away)
+          log.warn('audit batch write failed; trying again', {
+            entries: batch.length,
+            delayMs: away ? 'when the database is back' : delay,
+            err: err as Error,
+          });
         await (away ? Promise.race([db.health.whenUp(), sleep(60_000)]) : sleep(delay));
       }
     }
@@ -140,7 +157,8 @@ export function createAuditWriter(o: AuditWriterOptions) {
       // Whole messages, about batchSize entries at a time.
       let n = 0;
       let k = 0;
-      while (k < pending.length && (k === 0 || n + pending[k]!.entries.length <= batchSize)) n += pending[k++]!.entries.length;
+      while (k < pending.length && (k === 0 || n + pending[k]!.entries.length <= batchSize))
+        n += pending[k++]!.entries.length;
       const batch = pending.slice(0, k);
       pending = pending.slice(k);
       pendingEntries -= n;

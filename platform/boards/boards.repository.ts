@@ -102,17 +102,42 @@ export function createBoardsRepository(db: Database) {
 
     pageBoards(accountId: string, q: { tag?: string; limit: number; cursor?: string }): Promise<Page<BoardDoc>> {
       const filter: Filter<BoardDoc> = { accountId, ...(q.tag !== undefined ? { tags: q.tag } : {}) };
-      return keysetPage(boards, filter, { tag: 'boards:updatedAt:desc', field: 'updatedAt', direction: -1, limit: q.limit, cursor: q.cursor });
+      return keysetPage(boards, filter, {
+        tag: 'boards:updatedAt:desc',
+        field: 'updatedAt',
+        direction: -1,
+        limit: q.limit,
+        cursor: q.cursor,
+      });
     },
 
     /** $set `set` (+ version, updatedAt) and drop the `closing` marks of `clearClosing`; 404 / 409 version_conflict. */
-    updateBoard(accountId: string, id: string, set: Partial<Pick<BoardDoc, 'name' | 'description' | 'columns' | 'tags'>>, opts: { expectedVersion?: number; clearClosing?: string[] } = {}) {
-      const unset: Record<string, ''> = Object.fromEntries((opts.clearClosing ?? []).map((c) => [`closing.${c}`, '' as const]));
-      return updateVersioned(boards, accountId, id, { $set: set, ...(Object.keys(unset).length ? { $unset: unset } : {}) }, { expectedVersion: opts.expectedVersion, what: 'board' });
+    updateBoard(
+      accountId: string,
+      id: string,
+      set: Partial<Pick<BoardDoc, 'name' | 'description' | 'columns' | 'tags'>>,
+      opts: { expectedVersion?: number; clearClosing?: string[] } = {},
+    ) {
+      const unset: Record<string, ''> = Object.fromEntries(
+        (opts.clearClosing ?? []).map((c) => [`closing.${c}`, '' as const]),
+      );
+      return updateVersioned(
+        boards,
+        accountId,
+        id,
+        { $set: set, ...(Object.keys(unset).length ? { $unset: unset } : {}) },
+        { expectedVersion: opts.expectedVersion, what: 'board' },
+      );
     },
 
     /** Mark lanes as being removed, only while the board is still at `version`. False when it moved on (or is gone). */
-    async markClosing(accountId: string, id: string, version: number, columns: string[], at = new Date()): Promise<boolean> {
+    async markClosing(
+      accountId: string,
+      id: string,
+      version: number,
+      columns: string[],
+      at = new Date(),
+    ): Promise<boolean> {
       const set = Object.fromEntries(columns.map((c) => [`closing.${c}`, at]));
       const r = await boards.updateOne({ _id: id, accountId, version } as Filter<BoardDoc>, { $set: set });
       return r.matchedCount === 1;
@@ -120,7 +145,9 @@ export function createBoardsRepository(db: Database) {
 
     async clearClosing(accountId: string, id: string, columns: string[]): Promise<void> {
       if (!columns.length) return;
-      await boards.updateOne(boardFilter(accountId, id), { $unset: Object.fromEntries(columns.map((c) => [`closing.${c}`, '' as const])) as Record<string, ''> });
+      await boards.updateOne(boardFilter(accountId, id), {
+        $unset: Object.fromEntries(columns.map((c) => [`closing.${c}`, '' as const])) as Record<string, ''>,
+      });
     },
 
     async deleteBoard(accountId: string, id: string): Promise<boolean> {
@@ -131,25 +158,51 @@ export function createBoardsRepository(db: Database) {
 
     /** Cards per lane id (lanes without cards are absent). */
     async cardCounts(accountId: string, boardId: string): Promise<Map<string, number>> {
-      const rows = await cards.aggregate<{ _id: string; n: number }>([{ $match: { accountId, boardId } }, { $group: { _id: '$column', n: { $sum: 1 } } }]).toArray();
+      const rows = await cards
+        .aggregate<{ _id: string; n: number }>([
+          { $match: { accountId, boardId } },
+          { $group: { _id: '$column', n: { $sum: 1 } } },
+        ])
+        .toArray();
       return new Map(rows.map((r) => [r._id, r.n]));
     },
 
     /** Cards in any of `columns`. */
-    countInColumns: (accountId: string, boardId: string, columns: string[]) => cards.countDocuments({ accountId, boardId, column: { $in: columns } }),
+    countInColumns: (accountId: string, boardId: string, columns: string[]) =>
+      cards.countDocuments({ accountId, boardId, column: { $in: columns } }),
 
     getCard: (accountId: string, boardId: string, id: string) => cards.findOne({ _id: id, accountId, boardId }),
 
     /** The first card of a lane with a position above `above` (or the first of all), leaving out `exclude`. */
     firstAfter(accountId: string, boardId: string, column: string, above: string | null, exclude?: string) {
-      const f: Filter<CardDoc> = { accountId, boardId, column, ...(above !== null ? { position: { $gt: above } } : {}), ...(exclude ? { _id: { $ne: exclude } } : {}) };
-      return cards.find(f, { projection: { position: 1 } }).sort(CARD_SORT).limit(1).next();
+      const f: Filter<CardDoc> = {
+        accountId,
+        boardId,
+        column,
+        ...(above !== null ? { position: { $gt: above } } : {}),
+        ...(exclude ? { _id: { $ne: exclude } } : {}),
+      };
+      return cards
+        .find(f, { projection: { position: 1 } })
+        .sort(CARD_SORT)
+        .limit(1)
+        .next();
     },
 
     /** The last card of a lane with a position below `below` (or the last of all), leaving out `exclude`. */
     lastBefore(accountId: string, boardId: string, column: string, below: string | null, exclude?: string) {
-      const f: Filter<CardDoc> = { accountId, boardId, column, ...(below !== null ? { position: { $lt: below } } : {}), ...(exclude ? { _id: { $ne: exclude } } : {}) };
-      return cards.find(f, { projection: { position: 1 } }).sort({ position: -1, _id: -1 }).limit(1).next();
+      const f: Filter<CardDoc> = {
+        accountId,
+        boardId,
+        column,
+        ...(below !== null ? { position: { $lt: below } } : {}),
+        ...(exclude ? { _id: { $ne: exclude } } : {}),
+      };
+      return cards
+        .find(f, { projection: { position: 1 } })
+        .sort({ position: -1, _id: -1 })
+        .limit(1)
+        .next();
     },
 
     /** Insert a card; a taken position throws a duplicate-key error (isDuplicateKey in platform/infra/mongo.ts). */
@@ -160,14 +213,35 @@ export function createBoardsRepository(db: Database) {
     },
 
     /** One write of the card's passed fields (a move included); 404 / 409 version_conflict; a taken position throws a duplicate-key error. */
-    async updateCard(accountId: string, boardId: string, id: string, set: Partial<Omit<CardDoc, '_id' | 'accountId' | 'boardId' | 'version' | 'createdAt' | 'updatedAt'>>, expectedVersion?: number) {
+    async updateCard(
+      accountId: string,
+      boardId: string,
+      id: string,
+      set: Partial<Omit<CardDoc, '_id' | 'accountId' | 'boardId' | 'version' | 'createdAt' | 'updatedAt'>>,
+      expectedVersion?: number,
+    ) {
       await ensureIndexes();
-      return updateVersioned(cards, accountId, id, { $set: set }, { expectedVersion, extra: { boardId }, what: 'card' });
+      return updateVersioned(
+        cards,
+        accountId,
+        id,
+        { $set: set },
+        { expectedVersion, extra: { boardId }, what: 'card' },
+      );
     },
 
     /** Put a card back where it was (undoing a move into a lane being removed), if it is still where the move put it. */
-    async revertCard(accountId: string, boardId: string, id: string, from: { column: string; position: string }, to: { column: string; position: string }): Promise<boolean> {
-      const r = await cards.updateOne({ _id: id, accountId, boardId, column: from.column, position: from.position }, { $set: { column: to.column, position: to.position, updatedAt: new Date() }, $inc: { version: 1 } });
+    async revertCard(
+      accountId: string,
+      boardId: string,
+      id: string,
+      from: { column: string; position: string },
+      to: { column: string; position: string },
+    ): Promise<boolean> {
+      const r = await cards.updateOne(
+        { _id: id, accountId, boardId, column: from.column, position: from.position },
+        { $set: { column: to.column, position: to.position, updatedAt: new Date() }, $inc: { version: 1 } },
+      );
       return r.matchedCount === 1;
     },
 
@@ -180,11 +254,16 @@ export function createBoardsRepository(db: Database) {
     },
 
     /** Every card of a board, lane by lane in position order (for duplication). */
-    allCards: (accountId: string, boardId: string) => cards.find({ accountId, boardId }).sort({ column: 1, ...CARD_SORT }).toArray(),
+    allCards: (accountId: string, boardId: string) =>
+      cards
+        .find({ accountId, boardId })
+        .sort({ column: 1, ...CARD_SORT })
+        .toArray(),
 
     async insertCards(docs: CardDoc[]): Promise<void> {
       await ensureIndexes();
-      for (let i = 0; i < docs.length; i += COPY_BATCH) await cards.insertMany(docs.slice(i, i + COPY_BATCH), { ordered: true });
+      for (let i = 0; i < docs.length; i += COPY_BATCH)
+        await cards.insertMany(docs.slice(i, i + COPY_BATCH), { ordered: true });
     },
 
     /**
@@ -211,7 +290,11 @@ export function createBoardsRepository(db: Database) {
         const c = decodeCursor(tag, q.cursor);
         const [lane, position] = typeof c.value === 'string' ? c.value.split(' ') : [];
         start = lanes.indexOf(lane ?? '');
-        if (start < 0 || !position) throw new AppError('validation_error', 'cursor: its lane is no longer on this board (or is filtered out); start again without a cursor');
+        if (start < 0 || !position)
+          throw new AppError(
+            'validation_error',
+            'cursor: its lane is no longer on this board (or is filtered out); start again without a cursor',
+          );
         after = { position, id: c.id };
       }
       const rows: CardDoc[] = [];
@@ -219,20 +302,45 @@ export function createBoardsRepository(db: Database) {
         const lane = lanes[i]!;
         const f: Filter<CardDoc> =
           i === start && after
-            ? { ...base, column: lane, $or: [{ position: { $gt: after.position } }, { position: after.position, _id: { $gt: after.id } }] }
+            ? {
+                ...base,
+                column: lane,
+                $or: [{ position: { $gt: after.position } }, { position: after.position, _id: { $gt: after.id } }],
+              }
             : { ...base, column: lane };
-        rows.push(...(await cards.find(f).sort(CARD_SORT).limit(q.limit + 1 - rows.length).toArray()));
+        rows.push(
+          ...(await cards
+            .find(f)
+            .sort(CARD_SORT)
+            .limit(q.limit + 1 - rows.length)
+            .toArray()),
+        );
       }
       const total = await cards.countDocuments({ ...base, column: { $in: lanes } });
       const more = rows.length > q.limit;
       const data = rows.slice(0, q.limit);
       const last = data[data.length - 1];
-      return { data, total, cursor: more && last ? encodeCursor(tag, `${last.column} ${last.position}`, last._id) : null };
+      return {
+        data,
+        total,
+        cursor: more && last ? encodeCursor(tag, `${last.column} ${last.position}`, last._id) : null,
+      };
     },
 
     /** Which of `ids` are not live projects of the account (one lookup by id each). */
     async missingProjects(accountId: string, ids: string[]): Promise<string[]> {
-      const found = await Promise.all(ids.map((id) => projects.findOne({ _id: id, accountId, deletedAt: null } as Filter<{ _id: string; accountId: string; deletedAt?: Date | null }>, { projection: { _id: 1 } })));
+      const found = await Promise.all(
+        ids.map((id) =>
+          projects.findOne(
+            { _id: id, accountId, deletedAt: null } as Filter<{
+              _id: string;
+              accountId: string;
+              deletedAt?: Date | null;
+            }>,
+            { projection: { _id: 1 } },
+          ),
+        ),
+      );
       return ids.filter((_, i) => !found[i]);
     },
   };

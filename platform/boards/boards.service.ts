@@ -10,7 +10,13 @@ import {
   type CardCreate,
   type CardUpdate,
 } from '../../contracts/boards';
-import { createBoardsRepository, isClosing, type BoardColumnDoc, type BoardDoc, type CardDoc } from './boards.repository';
+import {
+  createBoardsRepository,
+  isClosing,
+  type BoardColumnDoc,
+  type BoardDoc,
+  type CardDoc,
+} from './boards.repository';
 import { freshKeys, keyBetween, PLACE_RETRIES } from './order';
 import { AppError, clip, notFound } from '../infra/errors';
 import { newId } from '../infra/ids';
@@ -68,7 +74,11 @@ function resolveColumns(input: BoardColumnInput[], taken: Iterable<string> = [])
 }
 
 const unique = (xs: string[]) => [...new Set(xs)];
-const placementConflict = (lane: string) => new AppError('conflict', `column: lane "${clip(lane)}" is being removed from the board; fetch the board and try again`);
+const placementConflict = (lane: string) =>
+  new AppError(
+    'conflict',
+    `column: lane "${clip(lane)}" is being removed from the board; fetch the board and try again`,
+  );
 
 type Placement = { column?: string; before?: string | null; after?: string | null };
 
@@ -89,7 +99,9 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
   const base = rt.config.PUBLIC_BASE_URL;
 
   const view = (b: BoardDoc, counts?: Map<string, number>): Board => {
-    const columns = b.columns.map((c) => (counts ? { id: c.id, name: c.name, cardCount: counts.get(c.id) ?? 0 } : { id: c.id, name: c.name }));
+    const columns = b.columns.map((c) =>
+      counts ? { id: c.id, name: c.name, cardCount: counts.get(c.id) ?? 0 } : { id: c.id, name: c.name },
+    );
     return {
       id: b._id,
       name: b.name,
@@ -130,25 +142,38 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
    * `self` is the card being moved (left out of the neighbours); when it already sits in the
    * requested spot its key is kept.
    */
-  async function place(accountId: string, board: BoardDoc, want: Placement, self?: CardDoc): Promise<{ column: string; position: string }> {
+  async function place(
+    accountId: string,
+    board: BoardDoc,
+    want: Placement,
+    self?: CardDoc,
+  ): Promise<{ column: string; position: string }> {
     const neighbour = async (field: 'before' | 'after', id: string | null | undefined) => {
       if (!id) return null;
-      if (self && id === self._id) throw new AppError('validation_error', `${field}: must name another card than the one moved`);
+      if (self && id === self._id)
+        throw new AppError('validation_error', `${field}: must name another card than the one moved`);
       const c = await repo.getCard(accountId, board._id, id);
       if (!c) throw new AppError('validation_error', `${field}: names no card of this board`);
       return c;
     };
     const [after, before] = await Promise.all([neighbour('after', want.after), neighbour('before', want.before)]);
     const column = want.column ?? after?.column ?? before?.column ?? self?.column ?? board.columns[0]!.id;
-    if (!hasLane(board, column)) throw new AppError('validation_error', `column: names no column of this board ("${clip(column)}")`);
-    if (after && after.column !== column) throw new AppError('validation_error', `after: that card is in column "${after.column}", not "${clip(column)}"`);
-    if (before && before.column !== column) throw new AppError('validation_error', `before: that card is in column "${before.column}", not "${clip(column)}"`);
+    if (!hasLane(board, column))
+      throw new AppError('validation_error', `column: names no column of this board ("${clip(column)}")`);
+    if (after && after.column !== column)
+      throw new AppError('validation_error', `after: that card is in column "${after.column}", not "${clip(column)}"`);
+    if (before && before.column !== column)
+      throw new AppError(
+        'validation_error',
+        `before: that card is in column "${before.column}", not "${clip(column)}"`,
+      );
 
     let prev: string | null;
     let next: string | null;
     const ex = self?._id;
     if (after && before) {
-      if (!(after.position < before.position)) throw new AppError('validation_error', 'before: must come after the card named by after in the lane');
+      if (!(after.position < before.position))
+        throw new AppError('validation_error', 'before: must come after the card named by after in the lane');
       [prev, next] = [after.position, before.position];
     } else if (after) {
       prev = after.position;
@@ -165,19 +190,34 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
       prev = (await repo.lastBefore(accountId, board._id, column, null, ex))?.position ?? null;
       next = null;
     }
-    if (self && self.column === column && (prev === null || prev < self.position) && (next === null || self.position < next)) return { column, position: self.position };
+    if (
+      self &&
+      self.column === column &&
+      (prev === null || prev < self.position) &&
+      (next === null || self.position < next)
+    )
+      return { column, position: self.position };
     return { column, position: keyBetween(prev, next) };
   }
 
   /** After a card write into `lane`: the board and lane must still be there (see the class comment). */
-  const laneStillOpen = async (accountId: string, boardId: string, lane: string): Promise<'ok' | 'board_gone' | 'lane_gone'> => {
+  const laneStillOpen = async (
+    accountId: string,
+    boardId: string,
+    lane: string,
+  ): Promise<'ok' | 'board_gone' | 'lane_gone'> => {
     const b = await repo.getBoard(accountId, boardId);
     if (!b) return 'board_gone';
     return hasLane(b, lane) && !isClosing(b, lane) ? 'ok' : 'lane_gone';
   };
 
   /** Undo a move into a lane that is being removed: back to its old slot, or the bottom of its old lane when that slot was taken. */
-  const putBack = async (accountId: string, boardId: string, card: CardDoc, to: { column: string; position: string }) => {
+  const putBack = async (
+    accountId: string,
+    boardId: string,
+    card: CardDoc,
+    to: { column: string; position: string },
+  ) => {
     let target = to;
     for (let attempt = 0; attempt < PLACE_RETRIES; attempt++) {
       try {
@@ -229,14 +269,18 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
       if (patch.name !== undefined) set.name = patch.name;
       if (patch.description !== undefined) set.description = patch.description;
       if (patch.tags !== undefined) set.tags = unique(patch.tags);
-      if (patch.columns === undefined) return viewWithCounts(await repo.updateBoard(accountId, id, set, { expectedVersion: ifMatch }));
+      if (patch.columns === undefined)
+        return viewWithCounts(await repo.updateBoard(accountId, id, set, { expectedVersion: ifMatch }));
 
       for (let attempt = 0; attempt < 8; attempt++) {
         const cur = await mustBoard(accountId, id);
         if (ifMatch !== undefined && cur.version !== ifMatch) {
           throw versionConflict('board', cur.version, ifMatch);
         }
-        set.columns = resolveColumns(patch.columns, cur.columns.map((c) => c.id));
+        set.columns = resolveColumns(
+          patch.columns,
+          cur.columns.map((c) => c.id),
+        );
         const kept = new Set(set.columns.map((c) => c.id));
         const removed = cur.columns.map((c) => c.id).filter((c) => !kept.has(c));
         if (removed.length && !(await repo.markClosing(accountId, id, cur.version, removed))) continue; // it moved on: read it again
@@ -244,9 +288,15 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
           if (removed.length && (await repo.countInColumns(accountId, id, removed)) > 0) {
             const counts = await repo.cardCounts(accountId, id);
             const full = removed.filter((c) => (counts.get(c) ?? 0) > 0).map((c) => `"${c}" (${counts.get(c)} cards)`);
-            throw new AppError('column_not_empty', `columns: lanes still holding cards cannot be removed: ${full.join(', ')}; move or delete their cards first`);
+            throw new AppError(
+              'column_not_empty',
+              `columns: lanes still holding cards cannot be removed: ${full.join(', ')}; move or delete their cards first`,
+            );
           }
-          const doc = await repo.updateBoard(accountId, id, set, { expectedVersion: cur.version, clearClosing: removed });
+          const doc = await repo.updateBoard(accountId, id, set, {
+            expectedVersion: cur.version,
+            clearClosing: removed,
+          });
           return viewWithCounts(doc);
         } catch (err) {
           await repo.clearClosing(accountId, id, removed);
@@ -279,21 +329,45 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
       for (const [lane, cards] of byLane) {
         cards.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : a._id < b._id ? -1 : 1));
         const keys = freshKeys(cards.length);
-        for (const [i, c] of cards.entries()) copies.push({ ...c, _id: newId(CARD_ID_PREFIX), boardId: copyId, position: keys[i]!, version: 1, createdAt: now, updatedAt: now });
+        for (const [i, c] of cards.entries())
+          copies.push({
+            ...c,
+            _id: newId(CARD_ID_PREFIX),
+            boardId: copyId,
+            position: keys[i]!,
+            version: 1,
+            createdAt: now,
+            updatedAt: now,
+          });
         counts.set(lane, cards.length);
       }
       await repo.insertCards(copies);
       const name = input.name ?? `${src.name.slice(0, BOARD_LIMITS.nameMax - ' (copy)'.length)} (copy)`;
-      const doc: BoardDoc = { _id: copyId, accountId, name, description: src.description, columns: src.columns.map((c) => ({ ...c })), tags: [...src.tags], version: 1, createdAt: now, updatedAt: now };
+      const doc: BoardDoc = {
+        _id: copyId,
+        accountId,
+        name,
+        description: src.description,
+        columns: src.columns.map((c) => ({ ...c })),
+        tags: [...src.tags],
+        version: 1,
+        createdAt: now,
+        updatedAt: now,
+      };
       await repo.insertBoard(doc);
       return view(doc, counts);
     },
 
     // ---- cards -------------------------------------------------------------------------
 
-    async listCards(accountId: string, boardId: string, q: { column?: string; label?: string; assignee?: string; limit: number; cursor?: string }) {
+    async listCards(
+      accountId: string,
+      boardId: string,
+      q: { column?: string; label?: string; assignee?: string; limit: number; cursor?: string },
+    ) {
       const board = await mustBoard(accountId, boardId);
-      if (q.column !== undefined && !hasLane(board, q.column)) throw new AppError('validation_error', `column: names no column of this board ("${clip(q.column)}")`);
+      if (q.column !== undefined && !hasLane(board, q.column))
+        throw new AppError('validation_error', `column: names no column of this board ("${clip(q.column)}")`);
       const page = await repo.pageCards(accountId, board, q);
       return mapPage(page, toCard);
     },
@@ -327,7 +401,10 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
           await repo.insertCard(doc);
           break;
         } catch (err) {
-          if (!isDuplicateKey(err) || attempt >= PLACE_RETRIES) throw isDuplicateKey(err) ? new AppError('conflict', 'too many cards were placed in the same spot at once; try again') : err;
+          if (!isDuplicateKey(err) || attempt >= PLACE_RETRIES)
+            throw isDuplicateKey(err)
+              ? new AppError('conflict', 'too many cards were placed in the same spot at once; try again')
+              : err;
           board = await mustBoard(accountId, boardId);
         }
       }
@@ -371,7 +448,10 @@ export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
           updated = await repo.updateCard(accountId, boardId, cardId, set, ifMatch);
           break;
         } catch (err) {
-          if (!isDuplicateKey(err) || attempt >= PLACE_RETRIES) throw isDuplicateKey(err) ? new AppError('conflict', 'too many cards were moved to the same spot at once; try again') : err;
+          if (!isDuplicateKey(err) || attempt >= PLACE_RETRIES)
+            throw isDuplicateKey(err)
+              ? new AppError('conflict', 'too many cards were moved to the same spot at once; try again')
+              : err;
           [board, card] = await Promise.all([mustBoard(accountId, boardId), mustCard(accountId, boardId, cardId)]);
         }
       }

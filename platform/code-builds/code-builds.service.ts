@@ -6,8 +6,20 @@ import type { Runtime } from '../runtime';
 /** POST /code-builds: charge, record the job, publish it (platform/jobs/jobs.ts `accept`). */
 export function createCodeBuildsService(rt: Pick<Runtime, 'jobs'>) {
   return {
-    async dispatch(input: { accountId: string; requestId: string; jobId?: string; request: CodeBuildRequest }): Promise<{ envelope: JobEnvelope; charged: number }> {
-      const { job, charged } = await rt.jobs.accept({ accountId: input.accountId, requestId: input.requestId, jobId: input.jobId, type: 'code', operation: 'code_build', input: input.request });
+    async dispatch(input: {
+      accountId: string;
+      requestId: string;
+      jobId?: string;
+      request: CodeBuildRequest;
+    }): Promise<{ envelope: JobEnvelope; charged: number }> {
+      const { job, charged } = await rt.jobs.accept({
+        accountId: input.accountId,
+        requestId: input.requestId,
+        jobId: input.jobId,
+        type: 'code',
+        operation: 'code_build',
+        input: input.request,
+      });
       return { envelope: toEnvelope(job), charged };
     },
   };

@@ -1,6 +1,13 @@
 import { assertSafeKeys } from '../infra/safe-keys';
 import type { Collection, Filter } from 'mongodb';
-import { MessageInput, type ChatArtifact, type ChatMode, type MessageEngine, type MessageRole, type MessageUsage } from '../../contracts/conversations';
+import {
+  MessageInput,
+  type ChatArtifact,
+  type ChatMode,
+  type MessageEngine,
+  type MessageRole,
+  type MessageUsage,
+} from '../../contracts/conversations';
 import { AppError } from '../infra/errors';
 import { newId } from '../infra/ids';
 import { keysetPage, type Page } from '../infra/lists';
@@ -45,7 +52,9 @@ export interface MessageDoc {
 }
 
 export function createConversationsRepository(db: Database) {
-  const conversations = db.db.collection<ConversationDoc>(COLLECTIONS.conversations) as unknown as Collection<ConversationDoc>;
+  const conversations = db.db.collection<ConversationDoc>(
+    COLLECTIONS.conversations,
+  ) as unknown as Collection<ConversationDoc>;
   const messages = db.db.collection<MessageDoc>(COLLECTIONS.messages) as unknown as Collection<MessageDoc>;
 
   // The unique (conversation, seq) index keeps sequence numbers unique even if counters were
@@ -66,7 +75,10 @@ export function createConversationsRepository(db: Database) {
   return {
     ensureIndexes,
 
-    async create(accountId: string, input: { id?: string; title?: string | null; mode?: ChatMode | null }): Promise<ConversationDoc> {
+    async create(
+      accountId: string,
+      input: { id?: string; title?: string | null; mode?: ChatMode | null },
+    ): Promise<ConversationDoc> {
       await ensureIndexes();
       const now = new Date();
       const doc: ConversationDoc = {
@@ -90,11 +102,19 @@ export function createConversationsRepository(db: Database) {
 
     /** Newest activity first (last message, else creation), keyset pages. */
     page: (accountId: string, q: { limit: number; cursor?: string }): Promise<Page<ConversationDoc>> =>
-      keysetPage(conversations, { accountId }, { tag: 'conversations:activityAt:desc', field: 'activityAt', direction: -1, limit: q.limit, cursor: q.cursor }),
+      keysetPage(
+        conversations,
+        { accountId },
+        { tag: 'conversations:activityAt:desc', field: 'activityAt', direction: -1, limit: q.limit, cursor: q.cursor },
+      ),
 
     /** Title and/or mode; 404 / 409 version_conflict (If-Match). */
-    update: (accountId: string, id: string, set: { title?: string | null; mode?: ChatMode | null }, expectedVersion?: number) =>
-      updateVersioned(conversations, accountId, id, { $set: set }, { expectedVersion, what: 'conversation' }),
+    update: (
+      accountId: string,
+      id: string,
+      set: { title?: string | null; mode?: ChatMode | null },
+      expectedVersion?: number,
+    ) => updateVersioned(conversations, accountId, id, { $set: set }, { expectedVersion, what: 'conversation' }),
 
     /** The conversation, then its messages (an append racing with it removes its own message). */
     async remove(accountId: string, id: string): Promise<boolean> {
@@ -104,8 +124,16 @@ export function createConversationsRepository(db: Database) {
     },
 
     /** Oldest first, by sequence number, keyset pages. */
-    pageMessages: (accountId: string, conversationId: string, q: { limit: number; cursor?: string }): Promise<Page<MessageDoc>> =>
-      keysetPage(messages, { accountId, conversationId }, { tag: `messages:${conversationId}`, field: 'seq', direction: 1, limit: q.limit, cursor: q.cursor }),
+    pageMessages: (
+      accountId: string,
+      conversationId: string,
+      q: { limit: number; cursor?: string },
+    ): Promise<Page<MessageDoc>> =>
+      keysetPage(
+        messages,
+        { accountId, conversationId },
+        { tag: `messages:${conversationId}`, field: 'seq', direction: 1, limit: q.limit, cursor: q.cursor },
+      ),
 
     /** The newest `limit` messages, oldest first (the history an assistant turn sees). */
     async recentMessages(accountId: string, conversationId: string, limit: number): Promise<MessageDoc[]> {
@@ -124,12 +152,20 @@ export function createConversationsRepository(db: Database) {
      * leaves a gap in the numbering and a count one too high (the order stays exact); a failed
      * insert gives the count back; a conversation deleted meanwhile takes the message with it.
      */
-    async appendMessage(accountId: string, conversationId: string, message: MessageInput, opts: { id?: string } = {}): Promise<MessageDoc> {
+    async appendMessage(
+      accountId: string,
+      conversationId: string,
+      message: MessageInput,
+      opts: { id?: string } = {},
+    ): Promise<MessageDoc> {
       const parsed = MessageInput.safeParse(message);
       if (!parsed.success) {
         const i = parsed.error.issues[0]!;
         const where = ['message', ...i.path.map(String)].join('.');
-        throw new AppError('validation_error', i.code === 'unrecognized_keys' ? `${where}: unknown field ${i.keys.join(', ')}` : `${where}: ${i.message}`);
+        throw new AppError(
+          'validation_error',
+          i.code === 'unrecognized_keys' ? `${where}: unknown field ${i.keys.join(', ')}` : `${where}: ${i.message}`,
+        );
       }
       // Artifacts carry open `data` objects: no field name may reach the database as an operator or path.
       assertSafeKeys({ message: { artifacts: parsed.data.artifacts } });
@@ -141,11 +177,20 @@ export function createConversationsRepository(db: Database) {
         { returnDocument: 'after' },
       );
       if (!conv) throw new AppError('not_found', 'conversation not found');
-      const doc: MessageDoc = { _id: opts.id ?? newId('msg'), accountId, conversationId, seq: conv.lastSeq, ...parsed.data, createdAt: now };
+      const doc: MessageDoc = {
+        _id: opts.id ?? newId('msg'),
+        accountId,
+        conversationId,
+        seq: conv.lastSeq,
+        ...parsed.data,
+        createdAt: now,
+      };
       try {
         await messages.insertOne(doc);
       } catch (err) {
-        await conversations.updateOne(byId(accountId, conversationId), { $inc: { messageCount: -1 } }).catch(() => undefined);
+        await conversations
+          .updateOne(byId(accountId, conversationId), { $inc: { messageCount: -1 } })
+          .catch(() => undefined);
         throw err;
       }
       // Deleted meanwhile (after its messages were removed): take this one away too.

@@ -138,15 +138,30 @@ const DECIMAL_CREDIT_FIELDS: readonly { collection: string; fields: readonly [st
   { collection: COLLECTIONS.accounts, fields: [['credits', 'millicredits']] },
   { collection: COLLECTIONS.ledger, fields: [['amount', 'millicredits']] },
   { collection: COLLECTIONS.creditHolds, fields: [['amount', 'millicredits']] },
-  { collection: COLLECTIONS.creditLeases, fields: [['amount', 'millicredits'], ['spent', 'spentMillicredits']] },
+  {
+    collection: COLLECTIONS.creditLeases,
+    fields: [
+      ['amount', 'millicredits'],
+      ['spent', 'spentMillicredits'],
+    ],
+  },
   { collection: COLLECTIONS.jobs, fields: [['credits.amount', 'credits.millicredits']] },
   { collection: COLLECTIONS.audit, fields: [['creditsCharged', 'millicreditsCharged']] },
-  { collection: COLLECTIONS.liveSessions, fields: [['charge.amount', 'charge.millicredits'], ['spent', 'spentMillicredits']] },
+  {
+    collection: COLLECTIONS.liveSessions,
+    fields: [
+      ['charge.amount', 'charge.millicredits'],
+      ['spent', 'spentMillicredits'],
+    ],
+  },
 ];
 
 const MIGRATION_ID = 'credit-units-millicredits';
 
-const valueAt = (doc: Record<string, unknown>, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), doc);
+const valueAt = (doc: Record<string, unknown>, path: string): unknown =>
+  path
+    .split('.')
+    .reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), doc);
 
 /**
  * Convert documents stored with decimal credits (before millicredits) at startup, before the
@@ -207,7 +222,10 @@ export interface HoldDelivery {
 }
 
 export function createCredits(db: Database, prices: Readonly<Record<CreditOperation, number>>) {
-  const unitPrices = Object.fromEntries(Object.entries(prices).map(([op, p]) => [op, toUnits(p)])) as Record<CreditOperation, number>;
+  const unitPrices = Object.fromEntries(Object.entries(prices).map(([op, p]) => [op, toUnits(p)])) as Record<
+    CreditOperation,
+    number
+  >;
   /** What `count` of `op` costs, in millicredits (speech: `count` characters). */
   const millicreditsFor = (op: CreditOperation, count = 1) => unitPrices[op] * count;
   const holds = db.db.collection<HoldDoc>(COLLECTIONS.creditHolds);
@@ -217,10 +235,24 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
    * Take `ref`'s hold id so the hold can never be made: true when it is fenced (now or by an
    * earlier run), false when a real hold holds it (the request made it after all).
    */
-  const fence = async (accountId: string, ref: string, operation: CreditOperation, millicredits: number): Promise<boolean> => {
+  const fence = async (
+    accountId: string,
+    ref: string,
+    operation: CreditOperation,
+    millicredits: number,
+  ): Promise<boolean> => {
     const now = new Date();
     try {
-      await holds.insertOne({ _id: ref, accountId, operation, millicredits, until: now, deliveredBy: null, settling: now, fence: true });
+      await holds.insertOne({
+        _id: ref,
+        accountId,
+        operation,
+        millicredits,
+        until: now,
+        deliveredBy: null,
+        settling: now,
+        fence: true,
+      });
       return true;
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
@@ -235,7 +267,10 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
    */
   const jobsOfLease = (l: Pick<LeaseDoc, '_id' | 'at' | 'accountId'>) =>
     db.jobs
-      .find({ accountId: l.accountId, createdAt: { $gte: l.at }, 'credits.lease': l._id }, { projection: { _id: 1, accountId: 1, createdAt: 1, credits: 1, status: 1, dispatchedAt: 1 } })
+      .find(
+        { accountId: l.accountId, createdAt: { $gte: l.at }, 'credits.lease': l._id },
+        { projection: { _id: 1, accountId: 1, createdAt: 1, credits: 1, status: 1, dispatchedAt: 1 } },
+      )
       .toArray() as Promise<Pick<JobDoc, '_id' | 'accountId' | 'createdAt' | 'credits' | 'status' | 'dispatchedAt'>[]>;
 
   /**
@@ -243,7 +278,14 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
    * covers it, `ref` not charged already). True when `ref` is paid for, now or before; false
    * when the balance is short.
    */
-  const charge = async (input: { accountId: string; ref: string; operation: CreditOperation; millicredits: number; timeoutMs?: number; onBalance?: (millicredits: number) => void }): Promise<boolean> => {
+  const charge = async (input: {
+    accountId: string;
+    ref: string;
+    operation: CreditOperation;
+    millicredits: number;
+    timeoutMs?: number;
+    onBalance?: (millicredits: number) => void;
+  }): Promise<boolean> => {
     // findOneAndUpdate rather than updateOne (the same work for the server): the balance after
     // the debit tells the caller whether a credit lease is worth taking for the next job.
     const after = await db.accounts.findOneAndUpdate(
@@ -285,8 +327,11 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
         ls.map(async (l) => {
           if (!l) return 0;
           // The holder's count while it vouches for it; else what the lease's jobs cost.
-          const vouched = !l.settling && now < l.until.getTime() && now - (l.spentAt ?? l.at).getTime() <= LEASE_VOUCH_MS;
-          const spent = vouched ? (l.spentMillicredits ?? 0) : (await jobsOfLease(l)).reduce((n, j) => n + j.credits.millicredits, 0);
+          const vouched =
+            !l.settling && now < l.until.getTime() && now - (l.spentAt ?? l.at).getTime() <= LEASE_VOUCH_MS;
+          const spent = vouched
+            ? (l.spentMillicredits ?? 0)
+            : (await jobsOfLease(l)).reduce((n, j) => n + j.credits.millicredits, 0);
           return Math.max(0, l.millicredits - spent);
         }),
       );
@@ -298,7 +343,12 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       if (!spends.size) return;
       const now = new Date();
       await leases.bulkWrite(
-        [...spends].map(([id, millicredits]) => ({ updateOne: { filter: { _id: id }, update: { $inc: { spentMillicredits: millicredits }, $set: { spentAt: now } } } })),
+        [...spends].map(([id, millicredits]) => ({
+          updateOne: {
+            filter: { _id: id },
+            update: { $inc: { spentMillicredits: millicredits }, $set: { spentAt: now } },
+          },
+        })),
         { ordered: false },
       );
     },
@@ -310,12 +360,32 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * (the lease is dropped again). A crash between the two leaves a lease the scheduler settles
      * after `until`: nothing to give back when the marker never reached the account.
      */
-    async takeLease(input: { accountId: string; millicredits: number; minBalance: number; ttlMs: number; owner: string; timeoutMs?: number }): Promise<LeaseDoc | null> {
+    async takeLease(input: {
+      accountId: string;
+      millicredits: number;
+      minBalance: number;
+      ttlMs: number;
+      owner: string;
+      timeoutMs?: number;
+    }): Promise<LeaseDoc | null> {
       const at = new Date();
-      const lease: LeaseDoc = { _id: newId('lse'), accountId: input.accountId, owner: input.owner, millicredits: input.millicredits, at, until: new Date(at.getTime() + input.ttlMs), settling: null, spentMillicredits: 0 };
+      const lease: LeaseDoc = {
+        _id: newId('lse'),
+        accountId: input.accountId,
+        owner: input.owner,
+        millicredits: input.millicredits,
+        at,
+        until: new Date(at.getTime() + input.ttlMs),
+        settling: null,
+        spentMillicredits: 0,
+      };
       await leases.insertOne(lease);
       const r = await db.accounts.updateOne(
-        { _id: input.accountId, millicredits: { $gte: input.millicredits + input.minBalance }, leaseRefs: { $ne: lease._id } },
+        {
+          _id: input.accountId,
+          millicredits: { $gte: input.millicredits + input.minBalance },
+          leaseRefs: { $ne: lease._id },
+        },
         { $inc: { millicredits: -input.millicredits }, $push: { leaseRefs: lease._id } },
         input.timeoutMs ? { timeoutMS: input.timeoutMs } : {},
       );
@@ -340,10 +410,17 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * a lease job's entry as its dispatch record, so a job still queued and undispatched keeps
      * none, and the sweep publishes it, then writes its entry.
      */
-    async settleLease(leaseId: string, opts: { spent?: number; expiredBefore?: Date } = {}): Promise<{ spent: number; returned: number } | null> {
+    async settleLease(
+      leaseId: string,
+      opts: { spent?: number; expiredBefore?: Date } = {},
+    ): Promise<{ spent: number; returned: number } | null> {
       const now = new Date();
       const l = await leases.findOneAndUpdate(
-        { _id: leaseId, ...(opts.expiredBefore ? { until: { $lt: opts.expiredBefore } } : {}), $or: [{ settling: null }, { settling: { $lt: new Date(now.getTime() - 60_000) } }] },
+        {
+          _id: leaseId,
+          ...(opts.expiredBefore ? { until: { $lt: opts.expiredBefore } } : {}),
+          $or: [{ settling: null }, { settling: { $lt: new Date(now.getTime() - 60_000) } }],
+        },
         { $set: { settling: now } },
         { returnDocument: 'after' },
       );
@@ -352,7 +429,16 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       if (spent === undefined) {
         const jobs = await jobsOfLease(l);
         const published = jobs.filter((j) => j.status !== 'queued' || j.dispatchedAt);
-        await api.recordCharges(published.map((j) => ({ accountId: j.accountId, jobId: j._id, operation: j.credits.operation, millicredits: j.credits.millicredits, requestId: null, at: j.createdAt })));
+        await api.recordCharges(
+          published.map((j) => ({
+            accountId: j.accountId,
+            jobId: j._id,
+            operation: j.credits.operation,
+            millicredits: j.credits.millicredits,
+            requestId: null,
+            at: j.createdAt,
+          })),
+        );
         spent = jobs.reduce((n, j) => n + j.credits.millicredits, 0);
       }
       const returned = Math.max(0, l.millicredits - spent);
@@ -371,7 +457,10 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      */
     async settleExpiredLeases(now = new Date()): Promise<{ settled: number; returned: number }> {
       const before = new Date(now.getTime() - LEASE_SETTLE_MARGIN_MS);
-      const expired = await leases.find({ until: { $lt: before } }, { projection: { _id: 1 } }).limit(200).toArray();
+      const expired = await leases
+        .find({ until: { $lt: before } }, { projection: { _id: 1 } })
+        .limit(200)
+        .toArray();
       const out = { settled: 0, returned: 0 };
       for (const l of expired) {
         const r = await api.settleLease(l._id, { expiredBefore: before });
@@ -388,7 +477,13 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * `pending` until the caller has created what was paid for and calls `confirm(ref)`; if the
      * process dies first, `reconcile` gives the credits back.
      */
-    async debit(input: { accountId: string; operation: CreditOperation; millicredits: number; jobId?: string; requestId?: string }): Promise<void> {
+    async debit(input: {
+      accountId: string;
+      operation: CreditOperation;
+      millicredits: number;
+      jobId?: string;
+      requestId?: string;
+    }): Promise<void> {
       const ref = input.jobId ?? newId('chg');
       const ledgerId = `led_charge_${ref}`;
       await db.ledger.insertOne({
@@ -402,9 +497,19 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
         requestId: input.requestId ?? null,
         at: new Date(),
       });
-      if (!(await charge({ accountId: input.accountId, ref, operation: input.operation, millicredits: input.millicredits }))) {
+      if (
+        !(await charge({
+          accountId: input.accountId,
+          ref,
+          operation: input.operation,
+          millicredits: input.millicredits,
+        }))
+      ) {
         await db.ledger.deleteOne({ _id: ledgerId, state: 'pending' });
-        throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${fromUnits(input.millicredits)}`);
+        throw new AppError(
+          'insufficient_credits',
+          `not enough AI credits: ${input.operation} costs ${fromUnits(input.millicredits)}`,
+        );
       }
     },
 
@@ -414,7 +519,14 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * written after (`recordCharges`, batched by the jobs module; the sweep writes any a crash
      * lost). True when the job is paid for (now or before), false when the balance is short.
      */
-    chargeJob: (input: { accountId: string; jobId: string; operation: CreditOperation; millicredits: number; timeoutMs?: number; onBalance?: (millicredits: number) => void }) => charge({ ...input, ref: input.jobId }),
+    chargeJob: (input: {
+      accountId: string;
+      jobId: string;
+      operation: CreditOperation;
+      millicredits: number;
+      timeoutMs?: number;
+      onBalance?: (millicredits: number) => void;
+    }) => charge({ ...input, ref: input.jobId }),
 
     /** Drop charge markers whose charge is recorded elsewhere now (see AccountDoc.chargedRefs). */
     async releaseMarkers(accountId: string, refs: string[]): Promise<void> {
@@ -422,9 +534,28 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
     },
 
     /** Ledger entries of charged jobs, idempotent (one id per job: a repeat is ignored). */
-    async recordCharges(entries: { accountId: string; jobId: string; operation: CreditOperation; millicredits: number; requestId: string | null; at: Date }[]): Promise<void> {
+    async recordCharges(
+      entries: {
+        accountId: string;
+        jobId: string;
+        operation: CreditOperation;
+        millicredits: number;
+        requestId: string | null;
+        at: Date;
+      }[],
+    ): Promise<void> {
       if (entries.length === 0) return;
-      const docs = entries.map((e) => ({ _id: `led_charge_${e.jobId}`, accountId: e.accountId, kind: 'charge' as const, state: 'applied' as const, operation: e.operation, millicredits: e.millicredits, jobId: e.jobId, requestId: e.requestId, at: e.at }));
+      const docs = entries.map((e) => ({
+        _id: `led_charge_${e.jobId}`,
+        accountId: e.accountId,
+        kind: 'charge' as const,
+        state: 'applied' as const,
+        operation: e.operation,
+        millicredits: e.millicredits,
+        jobId: e.jobId,
+        requestId: e.requestId,
+        at: e.at,
+      }));
       try {
         await db.ledger.insertMany(docs, { ordered: false });
       } catch (err) {
@@ -446,10 +577,17 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * fails on it instead of delivering) and the credits are given back. When the balance never
      * moved, nothing is owed; the entry goes after `dropGraceMs`.
      */
-    async reconcile(isLive: (ref: string) => Promise<boolean>, graceMs = CHARGE_SETTLE_GRACE_MS, dropGraceMs = CHARGE_DROP_GRACE_MS): Promise<{ dropped: number; applied: number; refunded: number }> {
+    async reconcile(
+      isLive: (ref: string) => Promise<boolean>,
+      graceMs = CHARGE_SETTLE_GRACE_MS,
+      dropGraceMs = CHARGE_DROP_GRACE_MS,
+    ): Promise<{ dropped: number; applied: number; refunded: number }> {
       const out = { dropped: 0, applied: 0, refunded: 0 };
       const now = Date.now();
-      const pending = await db.ledger.find({ kind: 'charge', state: 'pending', at: { $lt: new Date(now - graceMs) } }).limit(500).toArray();
+      const pending = await db.ledger
+        .find({ kind: 'charge', state: 'pending', at: { $lt: new Date(now - graceMs) } })
+        .limit(500)
+        .toArray();
       for (const e of pending) {
         const ref = e._id.replace(/^led_charge_/, '');
         const charged = await db.accounts.countDocuments({ _id: e.accountId, chargedRefs: ref });
@@ -464,7 +602,12 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
         } else {
           // Refund first (idempotent per ref), then mark: a crash between leaves it pending and
           // the next run refunds nothing twice.
-          await api.refund({ accountId: e.accountId, operation: e.operation, millicredits: e.millicredits, jobId: ref });
+          await api.refund({
+            accountId: e.accountId,
+            operation: e.operation,
+            millicredits: e.millicredits,
+            jobId: ref,
+          });
           await db.ledger.updateOne({ _id: e._id }, { $set: { state: 'applied' } });
           await api.releaseMarkers(e.accountId, [ref]);
           out.refunded++;
@@ -478,14 +621,22 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * refunded (the last 1000) in the same single-document update that adds the credits, and the
      * ledger entry has a unique id per job, so calling it again after a crash refunds nothing twice.
      */
-    async refund(input: { accountId: string; operation: CreditOperation; millicredits: number; jobId?: string }): Promise<void> {
+    async refund(input: {
+      accountId: string;
+      operation: CreditOperation;
+      millicredits: number;
+      jobId?: string;
+    }): Promise<void> {
       // Refunded before (its ledger entry exists): nothing to do, whatever the account remembers.
       if (input.jobId && (await db.ledger.countDocuments({ _id: `led_refund_${input.jobId}` }))) return;
       if (input.millicredits > 0) {
         if (input.jobId) {
           await db.accounts.updateOne(
             { _id: input.accountId, refundedJobs: { $ne: input.jobId } },
-            { $inc: { millicredits: input.millicredits }, $push: { refundedJobs: { $each: [input.jobId], $slice: -200 } } },
+            {
+              $inc: { millicredits: input.millicredits },
+              $push: { refundedJobs: { $each: [input.jobId], $slice: -200 } },
+            },
           );
         } else {
           await db.accounts.updateOne({ _id: input.accountId }, { $inc: { millicredits: input.millicredits } });
@@ -519,16 +670,42 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * `id` names the hold (e.g. derived from an Idempotency-Key, so a retry finds it); an id
      * whose debit exists already (the hold was settled) gets a fresh one instead.
      */
-    async hold(input: { accountId: string; operation: CreditOperation; millicredits: number; requestId: string; ttlMs: number; id?: string; deliveredBy?: HoldDelivery }): Promise<string> {
+    async hold(input: {
+      accountId: string;
+      operation: CreditOperation;
+      millicredits: number;
+      requestId: string;
+      ttlMs: number;
+      id?: string;
+      deliveredBy?: HoldDelivery;
+    }): Promise<string> {
       const used = input.id !== undefined && (await db.ledger.countDocuments({ _id: `led_charge_${input.id}` })) > 0;
       const id = input.id !== undefined && !used ? input.id : newId('hold');
-      await api.debit({ accountId: input.accountId, operation: input.operation, millicredits: input.millicredits, requestId: input.requestId, jobId: id });
+      await api.debit({
+        accountId: input.accountId,
+        operation: input.operation,
+        millicredits: input.millicredits,
+        requestId: input.requestId,
+        jobId: id,
+      });
       try {
-        await holds.insertOne({ _id: id, accountId: input.accountId, operation: input.operation, millicredits: input.millicredits, until: new Date(Date.now() + input.ttlMs), deliveredBy: input.deliveredBy ?? null });
+        await holds.insertOne({
+          _id: id,
+          accountId: input.accountId,
+          operation: input.operation,
+          millicredits: input.millicredits,
+          until: new Date(Date.now() + input.ttlMs),
+          deliveredBy: input.deliveredBy ?? null,
+        });
       } catch (err) {
         // Fenced: this request took longer than CHARGE_SETTLE_GRACE_MS between its debit and its
         // hold, and the scheduler gave the debit back. Nothing is delivered, nothing is charged.
-        if (isDuplicateKey(err)) throw new AppError('service_unavailable', 'the call could not be started in time and was not charged; retry it', { cause: err });
+        if (isDuplicateKey(err))
+          throw new AppError(
+            'service_unavailable',
+            'the call could not be started in time and was not charged; retry it',
+            { cause: err },
+          );
         throw err;
       }
       await api.confirm(id, input.accountId);
@@ -541,7 +718,10 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
      * then write nothing. One conditional update, so it and a settler's claim never both win.
      */
     async extend(holdId: string, ttlMs: number): Promise<boolean> {
-      const r = await holds.updateOne({ _id: holdId, settling: { $exists: false } }, { $set: { until: new Date(Date.now() + ttlMs) } });
+      const r = await holds.updateOne(
+        { _id: holdId, settling: { $exists: false } },
+        { $set: { until: new Date(Date.now() + ttlMs) } },
+      );
       return r.matchedCount === 1;
     },
 
@@ -566,7 +746,10 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
       const h = await holds.findOneAndUpdate(filter, { $set: { settling: new Date() } }, { returnDocument: 'after' });
       if (!h) return 'gone';
       const d = h.deliveredBy;
-      if (d && (await db.db.collection(d.collection).countDocuments({ _id: d.id as never, accountId: h.accountId })) > 0) {
+      if (
+        d &&
+        (await db.db.collection(d.collection).countDocuments({ _id: d.id as never, accountId: h.accountId })) > 0
+      ) {
         await holds.deleteOne({ _id: holdId });
         return 'captured';
       }
@@ -584,7 +767,10 @@ export function createCredits(db: Database, prices: Readonly<Record<CreditOperat
     /** Settle holds whose call outlived its deadline (the waiting process died): captured when delivered, else released. */
     async settleExpiredHolds(now = new Date()): Promise<{ released: number; captured: number }> {
       await holds.deleteMany({ fence: true, until: { $lt: new Date(now.getTime() - FENCE_KEEP_MS) } });
-      const expired = await holds.find({ until: { $lt: now }, fence: { $ne: true } }, { projection: { _id: 1 } }).limit(500).toArray();
+      const expired = await holds
+        .find({ until: { $lt: now }, fence: { $ne: true } }, { projection: { _id: 1 } })
+        .limit(500)
+        .toArray();
       const out = { released: 0, captured: 0 };
       for (const h of expired) {
         const r = await api.settle(h._id, { expiredBefore: now });
@@ -646,7 +832,10 @@ interface HeldLease {
  * shown counts their jobs meanwhile (LEASE_VOUCH_MS). Below `minBalance` no lease is taken and
  * `reserve` returns null: the caller charges the account per job, exactly.
  */
-export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { owner: string; log: Logger; beforeSettle: () => Promise<void> }) {
+export function createCreditLeases(
+  credits: Credits,
+  s: CreditLeaseSettings & { owner: string; log: Logger; beforeSettle: () => Promise<void> },
+) {
   const margin = Math.min(5000, s.ttlMs / 4);
   // Settings are in credits (config); everything the leases count is in millicredits.
   const leaseUnits = toUnits(s.credits);
@@ -675,7 +864,10 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
         if (!h.exact) return;
         await credits.settleLease(h.doc._id, { spent: h.spent });
       } catch (err) {
-        s.log.warn('credit lease not settled; the scheduler settles it after it expires', { leaseId: h.doc._id, err: err as Error });
+        s.log.warn('credit lease not settled; the scheduler settles it after it expires', {
+          leaseId: h.doc._id,
+          err: err as Error,
+        });
       } finally {
         byId.delete(h.doc._id);
       }
@@ -703,7 +895,14 @@ export function createCreditLeases(credits: Credits, s: CreditLeaseSettings & { 
   const take = async (accountId: string): Promise<HeldLease | null> => {
     let doc: LeaseDoc | null;
     try {
-      doc = await credits.takeLease({ accountId, millicredits: leaseUnits, minBalance: minUnits, ttlMs: s.ttlMs, owner: s.owner, timeoutMs: margin / 2 });
+      doc = await credits.takeLease({
+        accountId,
+        millicredits: leaseUnits,
+        minBalance: minUnits,
+        ttlMs: s.ttlMs,
+        owner: s.owner,
+        timeoutMs: margin / 2,
+      });
     } catch (err) {
       s.log.warn('credit lease not taken; charging per job', { accountId, err: err as Error });
       doc = null;

@@ -95,7 +95,10 @@ function nothingCharged(err: unknown): unknown {
  * however long the delivery waited (a queue, retries) the hold cannot be released under a write
  * that starts within that window.
  */
-export async function paidCall<R, T = R>(rt: Pick<Runtime, 'amqp' | 'credits' | 'log'>, call: PaidCall<R, T>): Promise<{ result: T; /** Millicredits. */ charged: number }> {
+export async function paidCall<R, T = R>(
+  rt: Pick<Runtime, 'amqp' | 'credits' | 'log'>,
+  call: PaidCall<R, T>,
+): Promise<{ result: T /** Millicredits. */; charged: number }> {
   const { credits } = rt;
   const amount = credits.millicreditsFor(call.charge);
   const ttlMs = call.timeoutMs + HOLD_GRACE_MS;
@@ -107,13 +110,22 @@ export async function paidCall<R, T = R>(rt: Pick<Runtime, 'amqp' | 'credits' | 
     else await credits.settle(call.holdId);
   }
   // A short balance refuses here (402), before any work.
-  hold ??= await credits.hold({ accountId: call.accountId, operation: call.charge, millicredits: amount, requestId: call.requestId, ttlMs, id: call.holdId, deliveredBy: call.deliveredBy });
+  hold ??= await credits.hold({
+    accountId: call.accountId,
+    operation: call.charge,
+    millicredits: amount,
+    requestId: call.requestId,
+    ttlMs,
+    id: call.holdId,
+    deliveredBy: call.deliveredBy,
+  });
 
   let result: T;
   try {
     const answer = await callPool<R>(rt, call);
     const guard = async () => {
-      if (!(await credits.extend(hold, DELIVERY_WINDOW_MS))) throw new AppError('timeout', `the ${call.pool} call outlived its deadline and its credits were given back`);
+      if (!(await credits.extend(hold, DELIVERY_WINDOW_MS)))
+        throw new AppError('timeout', `the ${call.pool} call outlived its deadline and its credits were given back`);
     };
     result = call.deliver ? await call.deliver(answer, guard) : (answer as unknown as T);
   } catch (err) {

@@ -50,25 +50,54 @@ export interface DriveScope {
   caller: DriveCaller;
 }
 
-export const usageIdOf = (owner: { accountId: string; teamId: string | null }) => (owner.teamId ? `team:${owner.teamId}` : owner.accountId);
+export const usageIdOf = (owner: { accountId: string; teamId: string | null }) =>
+  owner.teamId ? `team:${owner.teamId}` : owner.accountId;
 
-export const teamDriveReadOnly = () => new AppError('team_drive_read_only', 'team drives are read-only over the API: this file or folder is in a team drive');
+export const teamDriveReadOnly = () =>
+  new AppError(
+    'team_drive_read_only',
+    'team drives are read-only over the API: this file or folder is in a team drive',
+  );
 
 /** The personal drive of the caller. */
 export function personalScope(caller: DriveCaller, name = 'My Drive'): DriveScope {
-  return { type: 'personal', id: caller.accountId, name, role: 'owner', accountId: caller.accountId, teamId: null, readOnly: false, usageId: caller.accountId, caller };
+  return {
+    type: 'personal',
+    id: caller.accountId,
+    name,
+    role: 'owner',
+    accountId: caller.accountId,
+    teamId: null,
+    readOnly: false,
+    usageId: caller.accountId,
+    caller,
+  };
 }
 
 /** The scope of a team drive from a membership. */
 export function teamScope(caller: DriveCaller, m: TeamMembership): DriveScope {
-  return { type: 'team', id: m.team._id, name: m.team.name, role: m.role, accountId: m.team.ownerAccountId, teamId: m.team._id, readOnly: true, usageId: `team:${m.team._id}`, caller };
+  return {
+    type: 'team',
+    id: m.team._id,
+    name: m.team.name,
+    role: m.role,
+    accountId: m.team.ownerAccountId,
+    teamId: m.team._id,
+    readOnly: true,
+    usageId: `team:${m.team._id}`,
+    caller,
+  };
 }
 
 /**
  * The drive a Drive request works on: the caller's personal drive, or with `teamId` the team's
  * drive when the caller's account is a member (404 otherwise, like any resource not theirs).
  */
-export async function resolveDriveScope(db: Database, caller: DriveCaller, opts: { teamId?: string | null; accountName?: string } = {}): Promise<DriveScope> {
+export async function resolveDriveScope(
+  db: Database,
+  caller: DriveCaller,
+  opts: { teamId?: string | null; accountName?: string } = {},
+): Promise<DriveScope> {
   if (!opts.teamId) return personalScope(caller, opts.accountName);
   const m = await createTeams(db).membership(opts.teamId, caller.accountId);
   if (!m) throw new AppError('not_found', 'teamId: team not found');
@@ -77,5 +106,9 @@ export async function resolveDriveScope(db: Database, caller: DriveCaller, opts:
 
 /** The caller's teams as answered in DriveFileList.teams. */
 export async function listCallerTeams(db: Database, caller: DriveCaller): Promise<z.infer<typeof DriveTeam>[]> {
-  return (await createTeams(db).listForAccount(caller.accountId)).map((m) => ({ id: m.team._id, name: m.team.name, role: m.role }));
+  return (await createTeams(db).listForAccount(caller.accountId)).map((m) => ({
+    id: m.team._id,
+    name: m.team.name,
+    role: m.role,
+  }));
 }

@@ -71,7 +71,10 @@ export async function putDriveBlob(
 
 /** Bytes [start, end] inclusive of a blob, or all of them. */
 export function openDriveBlob(db: Database, blobId: string, range?: { start: number; end: number }): Readable {
-  return driveBucket(db).openDownloadStream(blobId as never, range ? { start: range.start, end: range.end + 1 } : undefined);
+  return driveBucket(db).openDownloadStream(
+    blobId as never,
+    range ? { start: range.start, end: range.end + 1 } : undefined,
+  );
 }
 
 /**

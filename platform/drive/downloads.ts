@@ -26,16 +26,36 @@ export function createDriveDownloads(deps: {
   findFile?(caller: LinkCaller, fileId: string): Promise<DriveFileDoc | null>;
 }) {
   const repo = createDriveRepository(deps.db);
-  const findFile = deps.findFile ?? (async (key: LinkCaller, fileId: string) => (await repo.findFileForCaller(driveCallerOf(key), fileId))?.file ?? null);
+  const findFile =
+    deps.findFile ??
+    (async (key: LinkCaller, fileId: string) =>
+      (await repo.findFileForCaller(driveCallerOf(key), fileId))?.file ?? null);
   const keys = deps.db.apiKeys;
   const touch = createAccessToucher(deps.db, deps.log);
   return {
     touch,
-    async resolve(input: { fileId: string; keyId: string | undefined; exp: string | undefined; sig: string | undefined; now?: Date }): Promise<DriveFileDoc> {
+    async resolve(input: {
+      fileId: string;
+      keyId: string | undefined;
+      exp: string | undefined;
+      sig: string | undefined;
+      now?: Date;
+    }): Promise<DriveFileDoc> {
       const check = verifyDriveDownloadLink(deps.config, input);
-      if (check === 'invalid') throw new AppError('link_invalid', 'download link: the signature does not match; ask GET /drive/files/{id} for a new link');
-      if (check === 'expired') throw new AppError('link_expired', 'download link: expired; ask GET /drive/files/{id} or …/content for a new one');
-      const key = await keys.findOne({ _id: input.keyId! }, { projection: { _id: 1, accountId: 1, scopes: 1, folderPins: 1, revokedAt: 1 } });
+      if (check === 'invalid')
+        throw new AppError(
+          'link_invalid',
+          'download link: the signature does not match; ask GET /drive/files/{id} for a new link',
+        );
+      if (check === 'expired')
+        throw new AppError(
+          'link_expired',
+          'download link: expired; ask GET /drive/files/{id} or …/content for a new one',
+        );
+      const key = await keys.findOne(
+        { _id: input.keyId! },
+        { projection: { _id: 1, accountId: 1, scopes: 1, folderPins: 1, revokedAt: 1 } },
+      );
       if (!key || key.revokedAt || !key.scopes.includes('drive:read')) {
         throw new AppError('link_revoked', 'download link: the API key that made it is revoked or lost drive:read');
       }
@@ -69,10 +89,14 @@ export function createAccessToucher(db: Database, log: Logger, opts: { intervalM
     recent.delete(file._id);
     recent.set(file._id, t);
     // Oldest first (insertion order): forget the oldest once the memory is full.
-    if (recent.size > TOUCH_MEMORY_MAX) for (const id of [...recent.keys()].slice(0, recent.size - TOUCH_MEMORY_MAX)) recent.delete(id);
+    if (recent.size > TOUCH_MEMORY_MAX)
+      for (const id of [...recent.keys()].slice(0, recent.size - TOUCH_MEMORY_MAX)) recent.delete(id);
     const stale = new Date(t - interval);
     return files
-      .updateOne({ _id: file._id, $or: [{ lastAccessedAt: null }, { lastAccessedAt: { $lt: stale } }] }, { $set: { lastAccessedAt: now } })
+      .updateOne(
+        { _id: file._id, $or: [{ lastAccessedAt: null }, { lastAccessedAt: { $lt: stale } }] },
+        { $set: { lastAccessedAt: now } },
+      )
       .then(
         () => undefined,
         (err: unknown) => log.warn('drive lastAccessedAt not written', { fileId: file._id, err: err as Error }),
@@ -85,7 +109,12 @@ export function createAccessToucher(db: Database, log: Logger, opts: { intervalM
  * ASCII fallback name for old clients and the exact name as RFC 5987 `filename*`.
  */
 export function contentDisposition(name: string): string {
-  const ascii = name.normalize('NFKD').replace(/\p{M}/gu, '').replace(/[^\x20-\x7e]/g, '_').replace(/["\\%]/g, '_') || 'download';
+  const ascii =
+    name
+      .normalize('NFKD')
+      .replace(/\p{M}/gu, '')
+      .replace(/[^\x20-\x7e]/g, '_')
+      .replace(/["\\%]/g, '_') || 'download';
   const exact = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `attachment; filename="${ascii}"; filename*=UTF-8''${exact}`;
 }

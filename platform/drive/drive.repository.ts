@@ -86,16 +86,26 @@ export function createDriveRepository(db: Database) {
   const ownerOf = (d: { accountId: string; teamId: string | null }) => ({ accountId: d.accountId, teamId: d.teamId });
 
   /** Can the caller's account reach documents of this owner? Returns the team role, 'owner' for the personal drive, or null. */
-  async function reach(caller: DriveCaller, owner: { accountId: string; teamId: string | null }): Promise<DriveRole | null> {
+  async function reach(
+    caller: DriveCaller,
+    owner: { accountId: string; teamId: string | null },
+  ): Promise<DriveRole | null> {
     if (owner.teamId === null) return owner.accountId === caller.accountId ? 'owner' : null;
     const m = await teams.membership(owner.teamId, caller.accountId);
     return m && m.team.ownerAccountId === owner.accountId ? m.role : null;
   }
 
-  async function folderVisible(caller: DriveCaller, folderId: string | null, owner: { accountId: string; teamId: string | null }): Promise<boolean> {
+  async function folderVisible(
+    caller: DriveCaller,
+    folderId: string | null,
+    owner: { accountId: string; teamId: string | null },
+  ): Promise<boolean> {
     if (!isPinned(caller)) return true;
     if (folderId === null) return false; // root files are outside every pin
-    const f = await folders.findOne({ _id: folderId, accountId: owner.accountId, teamId: owner.teamId }, { projection: { path: 1 } });
+    const f = await folders.findOne(
+      { _id: folderId, accountId: owner.accountId, teamId: owner.teamId },
+      { projection: { path: 1 } },
+    );
     return !!f && folderInsidePins(caller, { _id: folderId, path: f.path });
   }
 
@@ -110,7 +120,10 @@ export function createDriveRepository(db: Database) {
      * account belongs to, inside the key's pins. Null otherwise (answer 404). One to three reads.
      */
     async findFileForCaller(caller: DriveCaller, fileId: string): Promise<CallerFile | null> {
-      const file = await files.findOne({ _id: fileId, $or: [{ accountId: caller.accountId, teamId: null }, { teamId: { $ne: null } }] } as Filter<DriveFileDoc>);
+      const file = await files.findOne({
+        _id: fileId,
+        $or: [{ accountId: caller.accountId, teamId: null }, { teamId: { $ne: null } }],
+      } as Filter<DriveFileDoc>);
       if (!file) return null;
       const role = await reach(caller, ownerOf(file));
       if (!role) return null;
@@ -120,7 +133,10 @@ export function createDriveRepository(db: Database) {
 
     /** The folder `folderId` as `caller` may reach it (own or team, inside the pins), or null. */
     async findFolderForCaller(caller: DriveCaller, folderId: string): Promise<CallerFolder | null> {
-      const folder = await folders.findOne({ _id: folderId, $or: [{ accountId: caller.accountId, teamId: null }, { teamId: { $ne: null } }] } as Filter<DriveFolderDoc>);
+      const folder = await folders.findOne({
+        _id: folderId,
+        $or: [{ accountId: caller.accountId, teamId: null }, { teamId: { $ne: null } }],
+      } as Filter<DriveFolderDoc>);
       if (!folder) return null;
       if (!(await reach(caller, ownerOf(folder)))) return null;
       if (!folderInsidePins(caller, folder)) return null;
@@ -131,7 +147,12 @@ export function createDriveRepository(db: Database) {
     async visibleFolderIds(scope: DriveScope): Promise<string[] | null> {
       if (!isPinned(scope.caller)) return null;
       const pins = [...scope.caller.pins];
-      const docs = await folders.find({ accountId: scope.accountId, teamId: scope.teamId, $or: [{ _id: { $in: pins } }, { path: { $in: pins } }] }, { projection: { _id: 1 } }).toArray();
+      const docs = await folders
+        .find(
+          { accountId: scope.accountId, teamId: scope.teamId, $or: [{ _id: { $in: pins } }, { path: { $in: pins } }] },
+          { projection: { _id: 1 } },
+        )
+        .toArray();
       return docs.map((d) => d._id);
     },
 
@@ -146,7 +167,10 @@ export function createDriveRepository(db: Database) {
     /** Active files per folder (null = root) of the drive. One aggregation. */
     async activeFileCounts(scope: DriveScope): Promise<Map<string | null, number>> {
       const rows = await files
-        .aggregate<{ _id: string | null; n: number }>([{ $match: { accountId: scope.accountId, teamId: scope.teamId, trashedAt: null } }, { $group: { _id: '$folderId', n: { $sum: 1 } } }])
+        .aggregate<{ _id: string | null; n: number }>([
+          { $match: { accountId: scope.accountId, teamId: scope.teamId, trashedAt: null } },
+          { $group: { _id: '$folderId', n: { $sum: 1 } } },
+        ])
         .toArray();
       return new Map(rows.map((r) => [r._id ?? null, r.n]));
     },
@@ -170,10 +194,19 @@ export function createDriveRepository(db: Database) {
     async reserve(usageId: string, bytes: number, quota: number, ref?: string): Promise<void> {
       for (let attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
         const r = ref
-          ? await usage.updateOne({ _id: usageId, bytesUsed: { $lte: quota - bytes }, reservedRefs: { $ne: ref } }, { $inc: { bytesUsed: bytes, fileCount: 1 }, $push: { reservedRefs: ref } })
-          : await usage.updateOne({ _id: usageId, bytesUsed: { $lte: quota - bytes } }, { $inc: { bytesUsed: bytes, fileCount: 1 } });
+          ? await usage.updateOne(
+              { _id: usageId, bytesUsed: { $lte: quota - bytes }, reservedRefs: { $ne: ref } },
+              { $inc: { bytesUsed: bytes, fileCount: 1 }, $push: { reservedRefs: ref } },
+            )
+          : await usage.updateOne(
+              { _id: usageId, bytesUsed: { $lte: quota - bytes } },
+              { $inc: { bytesUsed: bytes, fileCount: 1 } },
+            );
         if (r.matchedCount === 1) return;
-        const u = await usage.findOne({ _id: usageId }, { projection: ref ? { bytesUsed: 1, reservedRefs: 1 } : { bytesUsed: 1 } });
+        const u = await usage.findOne(
+          { _id: usageId },
+          { projection: ref ? { bytesUsed: 1, reservedRefs: 1 } : { bytesUsed: 1 } },
+        );
         if (!u) {
           await usage.insertOne({ _id: usageId, bytesUsed: 0, fileCount: 0 }).catch((err: unknown) => {
             if (!isDuplicateKey(err)) throw err;
@@ -182,7 +215,10 @@ export function createDriveRepository(db: Database) {
         }
         if (ref && u.reservedRefs?.includes(ref)) return; // taken already (a retried command)
         if (u.bytesUsed + bytes > quota) {
-          throw new AppError('storage_quota_exceeded', `storage quota exceeded: ${u.bytesUsed} of ${quota} bytes used, this file needs ${bytes} more; free space (trashed files count until purged) or upgrade the plan`);
+          throw new AppError(
+            'storage_quota_exceeded',
+            `storage quota exceeded: ${u.bytesUsed} of ${quota} bytes used, this file needs ${bytes} more; free space (trashed files count until purged) or upgrade the plan`,
+          );
         }
       }
       throw new AppError('conflict', 'the storage meter kept changing during this upload; try again');
@@ -194,7 +230,10 @@ export function createDriveRepository(db: Database) {
      * True when this call gave it back.
      */
     async release(usageId: string, bytes: number, ref: string): Promise<boolean> {
-      const r = await usage.updateOne({ _id: usageId, reservedRefs: ref }, { $inc: { bytesUsed: -bytes, fileCount: -1 }, $pullAll: { reservedRefs: [ref] } });
+      const r = await usage.updateOne(
+        { _id: usageId, reservedRefs: ref },
+        { $inc: { bytesUsed: -bytes, fileCount: -1 }, $pullAll: { reservedRefs: [ref] } },
+      );
       return r.modifiedCount === 1;
     },
 
@@ -207,13 +246,25 @@ export function createDriveRepository(db: Database) {
      * The first free name for `name` in a folder: `name` itself, else "stem (n).ext" with the
      * lowest n not taken by an active file. One read.
      */
-    async freeName(owner: { accountId: string; teamId: string | null }, folderId: string | null, name: string): Promise<string> {
+    async freeName(
+      owner: { accountId: string; teamId: string | null },
+      folderId: string | null,
+      name: string,
+    ): Promise<string> {
       const dot = name.lastIndexOf('.');
       const stem = (dot > 0 ? name.slice(0, dot) : name).toLowerCase();
       const taken = new Set(
         (
           await files
-            .find({ accountId: owner.accountId, teamId: owner.teamId, folderId, nameKey: { $regex: `^${escapeRe(stem.slice(0, 200))}` } }, { projection: { nameKey: 1 } })
+            .find(
+              {
+                accountId: owner.accountId,
+                teamId: owner.teamId,
+                folderId,
+                nameKey: { $regex: `^${escapeRe(stem.slice(0, 200))}` },
+              },
+              { projection: { nameKey: 1 } },
+            )
             .toArray()
         ).map((d) => d.nameKey),
       );
@@ -229,7 +280,12 @@ export function createDriveRepository(db: Database) {
      * duplicate name in the folder with the next free suffix, until it lands. Race-safe: the
      * unique index decides, the suffix is only re-read after a loss.
      */
-    async withFreeName<T>(owner: { accountId: string; teamId: string | null }, folderId: string | null, name: string, write: (name: string) => Promise<T>): Promise<{ name: string; result: T }> {
+    async withFreeName<T>(
+      owner: { accountId: string; teamId: string | null },
+      folderId: string | null,
+      name: string,
+      write: (name: string) => Promise<T>,
+    ): Promise<{ name: string; result: T }> {
       await ensureIndexes();
       let candidate = name;
       for (let attempt = 0; attempt < NAME_ATTEMPTS; attempt++) {
@@ -264,10 +320,20 @@ export function createDriveRepository(db: Database) {
       let before: Pick<DriveUsageDoc, 'pathsDirtyAt'>;
       for (let attempt = 0; ; attempt++) {
         const now = new Date();
-        const set: Partial<DriveUsageDoc> = { folderLockUntil: new Date(now.getTime() + 15_000), folderLockToken: token };
+        const set: Partial<DriveUsageDoc> = {
+          folderLockUntil: new Date(now.getTime() + 15_000),
+          folderLockToken: token,
+        };
         if (opts.movesFolders) set.pathsDirtyAt = now;
         const r = await usage.findOneAndUpdate(
-          { _id: usageId, $or: [{ folderLockUntil: { $exists: false } }, { folderLockUntil: null }, { folderLockUntil: { $lt: now } }] } as Filter<DriveUsageDoc>,
+          {
+            _id: usageId,
+            $or: [
+              { folderLockUntil: { $exists: false } },
+              { folderLockUntil: null },
+              { folderLockUntil: { $lt: now } },
+            ],
+          } as Filter<DriveUsageDoc>,
           { $set: set },
           // No projection: FerretDB 1.24 does not implement one on findAndModify.
           { returnDocument: 'before' },
@@ -282,7 +348,8 @@ export function createDriveRepository(db: Database) {
           });
           continue;
         }
-        if (Date.now() > deadline) throw new AppError('conflict', 'the folder tree is being changed by another request; try again');
+        if (Date.now() > deadline)
+          throw new AppError('conflict', 'the folder tree is being changed by another request; try again');
         await new Promise((res) => setTimeout(res, Math.min(100, 5 + attempt * 5)));
       }
       // The mark goes once an earlier unfinished move is repaired and this one (if it moves) is done.
@@ -318,7 +385,9 @@ export function createDriveRepository(db: Database) {
      * parent is missing, or that sits in a parent cycle, is left as it is (counted in `unplaced`).
      */
     async recomputePaths(usageId: string): Promise<{ fixed: number; unplaced: number }> {
-      const owner: Filter<DriveFolderDoc> = usageId.startsWith('team:') ? { teamId: usageId.slice('team:'.length) } : { accountId: usageId, teamId: null };
+      const owner: Filter<DriveFolderDoc> = usageId.startsWith('team:')
+        ? { teamId: usageId.slice('team:'.length) }
+        : { accountId: usageId, teamId: null };
       const all = await folders.find(owner, { projection: { parentFolderId: 1, path: 1 } }).toArray();
       const byId = new Map(all.map((f) => [f._id, f]));
       const pathOf = (f: Pick<DriveFolderDoc, '_id' | 'parentFolderId'>): string[] | null => {
@@ -343,7 +412,12 @@ export function createDriveRepository(db: Database) {
           continue;
         }
         if (path.length === f.path.length && path.every((id, i) => f.path[i] === id)) continue;
-        ops.push({ updateOne: { filter: { _id: f._id, parentFolderId: f.parentFolderId }, update: { $set: { path, updatedAt: now }, $inc: { version: 1 } } } });
+        ops.push({
+          updateOne: {
+            filter: { _id: f._id, parentFolderId: f.parentFolderId },
+            update: { $set: { path, updatedAt: now }, $inc: { version: 1 } },
+          },
+        });
       }
       if (ops.length) await folders.bulkWrite(ops, { ordered: false });
       return { fixed: ops.length, unplaced };
@@ -365,7 +439,8 @@ export function orderTree(list: DriveFolderDoc[]): DriveFolderDoc[] {
     arr.push(f);
     byParent.set(parent, arr);
   }
-  const cmp = (a: DriveFolderDoc, b: DriveFolderDoc) => (a.nameKey < b.nameKey ? -1 : a.nameKey > b.nameKey ? 1 : a._id < b._id ? -1 : 1);
+  const cmp = (a: DriveFolderDoc, b: DriveFolderDoc) =>
+    a.nameKey < b.nameKey ? -1 : a.nameKey > b.nameKey ? 1 : a._id < b._id ? -1 : 1;
   const out: DriveFolderDoc[] = [];
   const walk = (parent: string | null) => {
     for (const f of (byParent.get(parent) ?? []).sort(cmp)) {

@@ -16,7 +16,16 @@ import { AppError } from '../infra/errors';
 import { newId } from '../infra/ids';
 import { keysetPage } from '../infra/lists';
 import { isDuplicateKey } from '../infra/mongo';
-import { folderInsidePins, isPinned, listCallerTeams, personalScope, resolveDriveScope, teamDriveReadOnly, type DriveCaller, type DriveScope } from './access';
+import {
+  folderInsidePins,
+  isPinned,
+  listCallerTeams,
+  personalScope,
+  resolveDriveScope,
+  teamDriveReadOnly,
+  type DriveCaller,
+  type DriveScope,
+} from './access';
 import { createDriveRepository, nameKeyOf, toDriveFile, toDriveFolder, trashedNameKey } from './drive.repository';
 import type { DriveFileDoc } from './drive.types';
 import { detectDriveType } from './kinds';
@@ -37,7 +46,8 @@ export interface DriveActor {
 /** `folderId` of a request: an id, or null for the root (`root`, null). */
 export const normFolderRef = (v: string | null | undefined): string | null | undefined => (v === 'root' ? null : v);
 
-const rootOutsidePins = (field: string) => new AppError('not_found', `${field}: the drive root is outside the folders this key is pinned to`);
+const rootOutsidePins = (field: string) =>
+  new AppError('not_found', `${field}: the drive root is outside the folders this key is pinned to`);
 
 /** Bulk per-file updates run this many at a time. */
 const BULK_CONCURRENCY = 8;
@@ -79,7 +89,9 @@ export function createDriveService(rt: Runtime) {
 
   /** Search sees the new name, tags and description (best effort: search re-checks them against the file). */
   const reindexMeta = (f: DriveFileDoc) =>
-    reindexDriveFileMeta(rt, f).catch((err: unknown) => rt.log.warn('drive search metadata not re-indexed', { fileId: f._id, err: err as Error }));
+    reindexDriveFileMeta(rt, f).catch((err: unknown) =>
+      rt.log.warn('drive search metadata not re-indexed', { fileId: f._id, err: err as Error }),
+    );
 
   const service = {
     view,
@@ -90,7 +102,11 @@ export function createDriveService(rt: Runtime) {
       // The tree is needed first only to check a folderId filter or to apply pins; otherwise every read runs at once.
       const pinned = isPinned(actor.caller);
       const treeP = repo.folderTree(scope);
-      const sideP = Promise.all([repo.activeFileCounts(scope), storageOf(scope, actor.plan), listCallerTeams(rt.db, actor.caller)]);
+      const sideP = Promise.all([
+        repo.activeFileCounts(scope),
+        storageOf(scope, actor.plan),
+        listCallerTeams(rt.db, actor.caller),
+      ]);
       // Awaited below; these only keep an early 404 from leaving a rejection unhandled.
       sideP.catch(() => {});
       treeP.catch(() => {});
@@ -111,7 +127,13 @@ export function createDriveService(rt: Runtime) {
       if (q.starred) filter.isStarred = q.starred === 'true';
       const field = trash ? 'trashedAt' : 'createdAt';
       const [page, [counts, storage, teams], folders] = await Promise.all([
-        keysetPage(files, filter, { tag: `drive-files:${field}`, field, direction: -1, limit: q.limit, cursor: q.cursor }),
+        keysetPage(files, filter, {
+          tag: `drive-files:${field}`,
+          field,
+          direction: -1,
+          limit: q.limit,
+          cursor: q.cursor,
+        }),
         sideP,
         treeP,
       ]);
@@ -140,14 +162,25 @@ export function createDriveService(rt: Runtime) {
       await repo.ensureIndexes();
       const folderId = await writableFolder(caller, normFolderRef(body.folderId) ?? null, 'folderId');
       const scope = personalScope(caller, actor.accountName);
-      const bytes = body.content !== undefined ? Buffer.from(body.content, 'utf8') : Buffer.from(body.contentBase64!, 'base64');
+      const bytes =
+        body.content !== undefined ? Buffer.from(body.content, 'utf8') : Buffer.from(body.contentBase64!, 'base64');
       const ext = extOf(body.name);
       const type = await detectDriveType(bytes, ext);
       const id = newId('dfl');
-      const res = newDriveReservation({ drive: scope.usageId, accountId: caller.accountId, bytes: bytes.length, fileId: id });
+      const res = newDriveReservation({
+        drive: scope.usageId,
+        accountId: caller.accountId,
+        bytes: bytes.length,
+        fileId: id,
+      });
       const steps = driveUploadSteps;
       const giveUp = (undo: Promise<void>) =>
-        undo.catch((e: unknown) => rt.log.warn('drive reservation not settled after a failed upload; drive.repair settles it', { reservationId: res._id, err: e as Error }));
+        undo.catch((e: unknown) =>
+          rt.log.warn('drive reservation not settled after a failed upload; drive.repair settles it', {
+            reservationId: res._id,
+            err: e as Error,
+          }),
+        );
       await steps.open(rt.db, res);
       try {
         await steps.reserve(rt.db, res, quotaOf(actor.plan));
@@ -194,7 +227,12 @@ export function createDriveService(rt: Runtime) {
         throw err;
       }
       // The file is stored: a failure here only leaves the reservation for drive.repair (which keeps the file).
-      await steps.close(rt.db, res).catch((e: unknown) => rt.log.warn('drive reservation not closed; drive.repair closes it', { reservationId: res._id, err: e as Error }));
+      await steps.close(rt.db, res).catch((e: unknown) =>
+        rt.log.warn('drive reservation not closed; drive.repair closes it', {
+          reservationId: res._id,
+          err: e as Error,
+        }),
+      );
       await requestDriveText(rt, { fileId: id, accountId: caller.accountId });
       return view(doc);
     },
@@ -203,11 +241,17 @@ export function createDriveService(rt: Runtime) {
      * The file as the caller reaches it (404 otherwise, and while it is being purged) with its
      * signed, time-limited download link: null while the file is in the trash.
      */
-    async link(caller: DriveCaller, id: string): Promise<{ file: DriveFileDoc; link: { url: string; expiresAt: Date } | null }> {
+    async link(
+      caller: DriveCaller,
+      id: string,
+    ): Promise<{ file: DriveFileDoc; link: { url: string; expiresAt: Date } | null }> {
       const cf = await repo.findFileForCaller(caller, id);
       if (!cf || cf.file.purgingAt) throw new AppError('not_found', 'file not found');
       const f = cf.file;
-      return { file: f, link: f.trashedAt ? null : driveDownloadLink(rt.config, { fileId: f._id, keyId: caller.keyId }) };
+      return {
+        file: f,
+        link: f.trashedAt ? null : driveDownloadLink(rt.config, { fileId: f._id, keyId: caller.keyId }),
+      };
     },
 
     async get(actor: DriveActor, id: string): Promise<DriveFileHandle> {
@@ -240,16 +284,26 @@ export function createDriveService(rt: Runtime) {
      * name or folder must leave the name free in the destination (409 conflict otherwise:
      * PATCH never renames behind the caller's back). kind and mimeType stay as the bytes said.
      */
-    async update(actor: DriveActor, id: string, body: DriveFileUpdate, ifMatch: number | undefined): Promise<DriveFile> {
+    async update(
+      actor: DriveActor,
+      id: string,
+      body: DriveFileUpdate,
+      ifMatch: number | undefined,
+    ): Promise<DriveFile> {
       const { caller } = actor;
       await repo.ensureIndexes();
       const cf = await repo.findFileForCaller(caller, id);
       if (!cf) throw new AppError('not_found', 'file not found');
       if (cf.readOnly) throw teamDriveReadOnly();
       const f = cf.file;
-      if (f.trashedAt) throw new AppError('conflict', 'the file is in the trash: restore it first (POST /drive/files/bulk with action restore)');
+      if (f.trashedAt)
+        throw new AppError(
+          'conflict',
+          'the file is in the trash: restore it first (POST /drive/files/bulk with action restore)',
+        );
       const set: Partial<DriveFileDoc> = {};
-      if (body.folderId !== undefined) set.folderId = await writableFolder(caller, normFolderRef(body.folderId) ?? null, 'folderId');
+      if (body.folderId !== undefined)
+        set.folderId = await writableFolder(caller, normFolderRef(body.folderId) ?? null, 'folderId');
       if (body.name !== undefined) {
         set.name = body.name;
         set.ext = extOf(body.name);
@@ -259,11 +313,22 @@ export function createDriveService(rt: Runtime) {
       if (body.tags !== undefined) set.tags = [...new Set(body.tags)];
       if (body.description !== undefined) set.description = body.description;
       try {
-        const after = await updateVersioned(files, caller.accountId, id, { $set: set }, { expectedVersion: ifMatch, extra: { teamId: null, trashedAt: null }, what: 'file' });
-        if (body.name !== undefined || body.tags !== undefined || body.description !== undefined) await reindexMeta(after);
+        const after = await updateVersioned(
+          files,
+          caller.accountId,
+          id,
+          { $set: set },
+          { expectedVersion: ifMatch, extra: { teamId: null, trashedAt: null }, what: 'file' },
+        );
+        if (body.name !== undefined || body.tags !== undefined || body.description !== undefined)
+          await reindexMeta(after);
         return view(after);
       } catch (err) {
-        if (isDuplicateKey(err)) throw new AppError('conflict', `name: a file named "${set.name ?? f.name}" already exists in that folder; choose another name`);
+        if (isDuplicateKey(err))
+          throw new AppError(
+            'conflict',
+            `name: a file named "${set.name ?? f.name}" already exists in that folder; choose another name`,
+          );
         throw err;
       }
     },
@@ -298,13 +363,19 @@ export function createDriveService(rt: Runtime) {
         const key = `${d.accountId}/${d.teamId ?? ''}/${folderId}`;
         let p = folderPaths.get(key);
         if (!p) {
-          p = repo.folders.findOne({ _id: folderId, accountId: d.accountId, teamId: d.teamId }, { projection: { path: 1 } });
+          p = repo.folders.findOne(
+            { _id: folderId, accountId: d.accountId, teamId: d.teamId },
+            { projection: { path: 1 } },
+          );
           folderPaths.set(key, p);
         }
         return p;
       };
       await eachLimited(ids, BULK_CONCURRENCY, async (id) => {
-        const d = await files.findOne({ _id: id, $or: [{ accountId: caller.accountId, teamId: null }, { teamId: { $ne: null } }] } as Filter<DriveFileDoc>);
+        const d = await files.findOne({
+          _id: id,
+          $or: [{ accountId: caller.accountId, teamId: null }, { teamId: { $ne: null } }],
+        } as Filter<DriveFileDoc>);
         if (!d) return;
         if (d.teamId === null ? d.accountId !== caller.accountId : !(await teamReached(d))) return;
         if (isPinned(caller)) {
@@ -333,7 +404,12 @@ export function createDriveService(rt: Runtime) {
       // A pinned caller's update also requires the file still in the folder read above: a file
       // moved out of the pins meanwhile is not changed (and fails as not_found).
       const mine = (id: string) =>
-        ({ _id: id, accountId: caller.accountId, teamId: null, ...(isPinned(caller) ? { folderId: reachable.get(id)!.folderId } : {}) }) as Filter<DriveFileDoc>;
+        ({
+          _id: id,
+          accountId: caller.accountId,
+          teamId: null,
+          ...(isPinned(caller) ? { folderId: reachable.get(id)!.folderId } : {}),
+        }) as Filter<DriveFileDoc>;
       const bump = { $inc: { version: 1 } } as const;
       const owner = { accountId: caller.accountId, teamId: null };
 
@@ -349,12 +425,16 @@ export function createDriveService(rt: Runtime) {
         const d = reachable.get(id);
         if (!d) return fail(id, 'not_found');
         if (d.teamId !== null) return fail(id, 'team_drive_read_only');
-        const reread = () => files.findOne(mine(id), { projection: { trashedAt: 1, isStarred: 1, folderId: 1, purgingAt: 1 } });
+        const reread = () =>
+          files.findOne(mine(id), { projection: { trashedAt: 1, isStarred: 1, folderId: 1, purgingAt: 1 } });
         switch (body.action) {
           case 'star':
           case 'unstar': {
             const v = body.action === 'star';
-            const r = await files.updateOne({ ...mine(id), trashedAt: null, isStarred: !v }, { $set: { isStarred: v, updatedAt: now }, ...bump });
+            const r = await files.updateOne(
+              { ...mine(id), trashedAt: null, isStarred: !v },
+              { $set: { isStarred: v, updatedAt: now }, ...bump },
+            );
             if (r.matchedCount === 1) return done(id);
             const cur = await reread();
             if (!cur) return fail(id, 'not_found');
@@ -362,7 +442,10 @@ export function createDriveService(rt: Runtime) {
             return done(id); // already in that state
           }
           case 'trash': {
-            const r = await files.updateOne({ ...mine(id), trashedAt: null }, { $set: { trashedAt: now, nameKey: trashedNameKey(id), updatedAt: now }, ...bump });
+            const r = await files.updateOne(
+              { ...mine(id), trashedAt: null },
+              { $set: { trashedAt: now, nameKey: trashedNameKey(id), updatedAt: now }, ...bump },
+            );
             if (r.matchedCount === 1) return done(id);
             const cur = await reread();
             return fail(id, !cur ? 'not_found' : 'already_trashed');
@@ -373,13 +456,25 @@ export function createDriveService(rt: Runtime) {
               if (!cur) return fail(id, 'not_found');
               if (!cur.trashedAt) return fail(id, 'not_trashed');
             }
-            const { name: restoredAs, result: matched } = await repo.withFreeName(owner, d.folderId, d.name, async (name) => {
-              const r = await files.updateOne(
-                { ...mine(id), trashedAt: { $ne: null, $gte: cutoff }, $or: [{ purgingAt: { $exists: false } }, { purgingAt: null }] } as Filter<DriveFileDoc>,
-                { $set: { trashedAt: null, name, ext: extOf(name), nameKey: nameKeyOf(name), updatedAt: now }, ...bump },
-              );
-              return r.matchedCount === 1;
-            });
+            const { name: restoredAs, result: matched } = await repo.withFreeName(
+              owner,
+              d.folderId,
+              d.name,
+              async (name) => {
+                const r = await files.updateOne(
+                  {
+                    ...mine(id),
+                    trashedAt: { $ne: null, $gte: cutoff },
+                    $or: [{ purgingAt: { $exists: false } }, { purgingAt: null }],
+                  } as Filter<DriveFileDoc>,
+                  {
+                    $set: { trashedAt: null, name, ext: extOf(name), nameKey: nameKeyOf(name), updatedAt: now },
+                    ...bump,
+                  },
+                );
+                return r.matchedCount === 1;
+              },
+            );
             if (matched) {
               if (restoredAs !== d.name) await reindexMeta({ ...d, name: restoredAs });
               return done(id);
@@ -394,7 +489,10 @@ export function createDriveService(rt: Runtime) {
             if (d.trashedAt) return fail(id, 'trashed');
             if (d.folderId === dest) return done(id);
             const { name: movedAs, result: matched } = await repo.withFreeName(owner, dest, d.name, async (name) => {
-              const r = await files.updateOne({ ...mine(id), trashedAt: null }, { $set: { folderId: dest, name, ext: extOf(name), nameKey: nameKeyOf(name), updatedAt: now }, ...bump });
+              const r = await files.updateOne(
+                { ...mine(id), trashedAt: null },
+                { $set: { folderId: dest, name, ext: extOf(name), nameKey: nameKeyOf(name), updatedAt: now }, ...bump },
+              );
               return r.matchedCount === 1;
             });
             if (matched) {

@@ -44,7 +44,14 @@ export interface DriveFileDoc {
   trashedAt: Date | null;
   lastAccessedAt: Date | null;
   /** Text extraction state: pending until the drive pool stored it (or found none). */
-  text: { status: 'pending' | 'ready' | 'none' | 'failed'; chars: number; truncated: boolean; engine: string | null; error: string | null; at: Date | null };
+  text: {
+    status: 'pending' | 'ready' | 'none' | 'failed';
+    chars: number;
+    truncated: boolean;
+    engine: string | null;
+    error: string | null;
+    at: Date | null;
+  };
   /** When the scheduler's sweep last republished the text extraction (platform/drive/text-queue.ts); absent until then. */
   textRequestedAt?: Date | null;
   /** Republishes of the text extraction by the sweep so far; absent until the first. */

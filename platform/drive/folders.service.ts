@@ -1,5 +1,12 @@
 import type { AnyBulkWriteOperation } from 'mongodb';
-import { DRIVE_LIMITS, type DriveFolder, type DriveFolderCreate, type DriveFolderListQuery, type DriveFolderTree, type DriveFolderUpdate } from '../../contracts/drive';
+import {
+  DRIVE_LIMITS,
+  type DriveFolder,
+  type DriveFolderCreate,
+  type DriveFolderListQuery,
+  type DriveFolderTree,
+  type DriveFolderUpdate,
+} from '../../contracts/drive';
 import { AppError } from '../infra/errors';
 import { pageWhole } from '../infra/lists';
 import { newId } from '../infra/ids';
@@ -12,9 +19,14 @@ import { updateVersioned } from '../infra/versioned';
 import { normFolderRef, type DriveActor } from './drive.service';
 
 /** #abc or #AABBCC → #aabbcc. */
-export const normColor = (c: string) => (c.length === 4 ? `#${[...c.slice(1)].map((x) => x + x).join('')}` : c).toLowerCase();
+export const normColor = (c: string) =>
+  (c.length === 4 ? `#${[...c.slice(1)].map((x) => x + x).join('')}` : c).toLowerCase();
 
-const nameTaken = (name: string) => new AppError('conflict', `name: a folder named "${name}" already exists here (folder names are unique among siblings, case-insensitive)`);
+const nameTaken = (name: string) =>
+  new AppError(
+    'conflict',
+    `name: a folder named "${name}" already exists here (folder names are unique among siblings, case-insensitive)`,
+  );
 
 /**
  * Drive folders: the tree (flat, parents first, with file counts), create, and update (rename,
@@ -30,7 +42,8 @@ export function createFoldersService(rt: Runtime) {
   /** The parent a folder write names, checked: null (root) or a folder of the personal drive inside the pins. */
   async function writableParent(actor: DriveActor, ref: string | null): Promise<DriveFolderDoc | null> {
     if (ref === null) {
-      if (isPinned(actor.caller)) throw new AppError('not_found', 'parentFolderId: the drive root is outside the folders this key is pinned to');
+      if (isPinned(actor.caller))
+        throw new AppError('not_found', 'parentFolderId: the drive root is outside the folders this key is pinned to');
       return null;
     }
     const f = await repo.findFolderForCaller(actor.caller, ref);
@@ -39,7 +52,8 @@ export function createFoldersService(rt: Runtime) {
     return f.folder;
   }
 
-  const countOf = async (accountId: string, folderId: string) => repo.files.countDocuments({ accountId, teamId: null, folderId, trashedAt: null });
+  const countOf = async (accountId: string, folderId: string) =>
+    repo.files.countDocuments({ accountId, teamId: null, folderId, trashedAt: null });
 
   return {
     async tree(actor: DriveActor, q: DriveFolderListQuery): Promise<DriveFolderTree> {
@@ -66,9 +80,14 @@ export function createFoldersService(rt: Runtime) {
         // Read the parent again under the lock: its path is final now.
         const parent = ref === null ? null : await writableParent(actor, ref);
         const path = parent ? [...parent.path, parent._id] : [];
-        if (path.length + 1 > DRIVE_LIMITS.folderDepthMax) throw new AppError('limit_exceeded', `parentFolderId: folders nest at most ${DRIVE_LIMITS.folderDepthMax} levels deep`);
+        if (path.length + 1 > DRIVE_LIMITS.folderDepthMax)
+          throw new AppError(
+            'limit_exceeded',
+            `parentFolderId: folders nest at most ${DRIVE_LIMITS.folderDepthMax} levels deep`,
+          );
         const count = await folders.countDocuments({ accountId: caller.accountId, teamId: null });
-        if (count >= DRIVE_LIMITS.foldersPerDrive) throw new AppError('limit_exceeded', `a drive holds at most ${DRIVE_LIMITS.foldersPerDrive} folders`);
+        if (count >= DRIVE_LIMITS.foldersPerDrive)
+          throw new AppError('limit_exceeded', `a drive holds at most ${DRIVE_LIMITS.foldersPerDrive} folders`);
         const now = new Date();
         const doc: DriveFolderDoc = {
           _id: newId('dfo'),
@@ -99,7 +118,12 @@ export function createFoldersService(rt: Runtime) {
      * the root). Moving into itself or its own subtree is 409 folder_cycle; a move rewrites the
      * `path` of the folder and of every folder under it.
      */
-    async update(actor: DriveActor, id: string, body: DriveFolderUpdate, ifMatch: number | undefined): Promise<DriveFolder> {
+    async update(
+      actor: DriveActor,
+      id: string,
+      body: DriveFolderUpdate,
+      ifMatch: number | undefined,
+    ): Promise<DriveFolder> {
       await repo.ensureIndexes();
       const { caller } = actor;
       const found = await repo.findFolderForCaller(caller, id);
@@ -115,7 +139,13 @@ export function createFoldersService(rt: Runtime) {
       const owner = { accountId: caller.accountId };
       const save = async (extraSet: Partial<DriveFolderDoc>) => {
         try {
-          return await updateVersioned(folders, owner.accountId, id, { $set: { ...set, ...extraSet } }, { expectedVersion: ifMatch, extra: { teamId: null }, what: 'folder' });
+          return await updateVersioned(
+            folders,
+            owner.accountId,
+            id,
+            { $set: { ...set, ...extraSet } },
+            { expectedVersion: ifMatch, extra: { teamId: null }, what: 'folder' },
+          );
         } catch (err) {
           if (isDuplicateKey(err)) throw nameTaken(set.name ?? found.folder.name);
           throw err;
@@ -129,33 +159,48 @@ export function createFoldersService(rt: Runtime) {
       await writableParent(actor, ref);
       // The lock marks the drive (pathsDirtyAt) and clears the mark only once the subtree is
       // rewritten: a crash or failure in between is repaired from parentFolderId (withFolderLock, drive.repair).
-      const after = await repo.withFolderLock(personalScope(caller).usageId, async () => {
-        const current = await repo.findFolderForCaller(caller, id);
-        if (!current) throw new AppError('not_found', 'folder not found');
-        const parent = await writableParent(actor, ref);
-        if (parent && (parent._id === id || parent.path.includes(id))) {
-          throw new AppError('folder_cycle', 'parentFolderId: a folder cannot move into itself or into a folder inside it');
-        }
-        const newPath = parent ? [...parent.path, parent._id] : [];
-        const oldDepth = current.folder.path.length;
-        const descendants = await folders.find({ accountId: caller.accountId, teamId: null, path: id }, { projection: { path: 1 } }).toArray();
-        const deepest = descendants.reduce((m, d) => Math.max(m, d.path.length - oldDepth), 0);
-        if (newPath.length + 1 + deepest > DRIVE_LIMITS.folderDepthMax) {
-          throw new AppError('limit_exceeded', `parentFolderId: folders nest at most ${DRIVE_LIMITS.folderDepthMax} levels deep (this subtree is ${deepest + 1} deep)`);
-        }
-        const moved = await save({ parentFolderId: parent?._id ?? null, path: newPath });
-        if (descendants.length) {
-          const now = new Date();
-          const ops: AnyBulkWriteOperation<DriveFolderDoc>[] = descendants.map((d) => ({
-            updateOne: {
-              filter: { _id: d._id, accountId: caller.accountId },
-              update: { $set: { path: [...newPath, id, ...d.path.slice(d.path.indexOf(id) + 1)], updatedAt: now }, $inc: { version: 1 } },
-            },
-          }));
-          await folders.bulkWrite(ops, { ordered: false });
-        }
-        return moved;
-      }, { movesFolders: true });
+      const after = await repo.withFolderLock(
+        personalScope(caller).usageId,
+        async () => {
+          const current = await repo.findFolderForCaller(caller, id);
+          if (!current) throw new AppError('not_found', 'folder not found');
+          const parent = await writableParent(actor, ref);
+          if (parent && (parent._id === id || parent.path.includes(id))) {
+            throw new AppError(
+              'folder_cycle',
+              'parentFolderId: a folder cannot move into itself or into a folder inside it',
+            );
+          }
+          const newPath = parent ? [...parent.path, parent._id] : [];
+          const oldDepth = current.folder.path.length;
+          const descendants = await folders
+            .find({ accountId: caller.accountId, teamId: null, path: id }, { projection: { path: 1 } })
+            .toArray();
+          const deepest = descendants.reduce((m, d) => Math.max(m, d.path.length - oldDepth), 0);
+          if (newPath.length + 1 + deepest > DRIVE_LIMITS.folderDepthMax) {
+            throw new AppError(
+              'limit_exceeded',
+              `parentFolderId: folders nest at most ${DRIVE_LIMITS.folderDepthMax} levels deep (this subtree is ${deepest + 1} deep)`,
+            );
+          }
+          const moved = await save({ parentFolderId: parent?._id ?? null, path: newPath });
+          if (descendants.length) {
+            const now = new Date();
+            const ops: AnyBulkWriteOperation<DriveFolderDoc>[] = descendants.map((d) => ({
+              updateOne: {
+                filter: { _id: d._id, accountId: caller.accountId },
+                update: {
+                  $set: { path: [...newPath, id, ...d.path.slice(d.path.indexOf(id) + 1)], updatedAt: now },
+                  $inc: { version: 1 },
+                },
+              },
+            }));
+            await folders.bulkWrite(ops, { ordered: false });
+          }
+          return moved;
+        },
+        { movesFolders: true },
+      );
       return toDriveFolder(after, await countOf(caller.accountId, id));
     },
   };

@@ -88,23 +88,56 @@ const CONTAINER_EXTS: Record<string, DetectedType> = {
 };
 
 const ARCHIVES = new Set([
-  'application/zip', 'application/gzip', 'application/x-tar', 'application/x-7z-compressed', 'application/x-rar-compressed', 'application/x-bzip2', 'application/x-xz',
-  'application/zstd', 'application/x-lzip', 'application/x-lz4', 'application/x-compress', 'application/x-cpio', 'application/x-arj', 'application/x-ace-compressed',
-  'application/x-lzh-compressed', 'application/vnd.ms-cab-compressed', 'application/java-archive', 'application/x-unix-archive', 'application/x-deb', 'application/x-rpm',
-  'application/x-apple-diskimage', 'application/x-asar',
+  'application/zip',
+  'application/gzip',
+  'application/x-tar',
+  'application/x-7z-compressed',
+  'application/x-rar-compressed',
+  'application/x-bzip2',
+  'application/x-xz',
+  'application/zstd',
+  'application/x-lzip',
+  'application/x-lz4',
+  'application/x-compress',
+  'application/x-cpio',
+  'application/x-arj',
+  'application/x-ace-compressed',
+  'application/x-lzh-compressed',
+  'application/vnd.ms-cab-compressed',
+  'application/java-archive',
+  'application/x-unix-archive',
+  'application/x-deb',
+  'application/x-rpm',
+  'application/x-apple-diskimage',
+  'application/x-asar',
 ]);
 
-const DOCUMENTS = new Set(['application/rtf', 'application/vnd.ms-word.document.macroenabled.12', 'application/vnd.ms-word.template.macroenabled.12', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', 'application/x-mobipocket-ebook', 'application/postscript', 'application/eps']);
-const SPREADSHEETS = new Set(['application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', 'application/vnd.ms-excel.sheet.macroenabled.12', 'application/vnd.ms-excel.template.macroenabled.12']);
+const DOCUMENTS = new Set([
+  'application/rtf',
+  'application/vnd.ms-word.document.macroenabled.12',
+  'application/vnd.ms-word.template.macroenabled.12',
+  'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  'application/x-mobipocket-ebook',
+  'application/postscript',
+  'application/eps',
+]);
+const SPREADSHEETS = new Set([
+  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  'application/vnd.ms-excel.sheet.macroenabled.12',
+  'application/vnd.ms-excel.template.macroenabled.12',
+]);
 const PRESENTATIONS = new Set([
-  'application/vnd.openxmlformats-officedocument.presentationml.presentation', 'application/vnd.ms-powerpoint.presentation.macroenabled.12',
-  'application/vnd.ms-powerpoint.slideshow.macroenabled.12', 'application/vnd.ms-powerpoint.template.macroenabled.12',
+  'application/vnd.openxmlformats-officedocument.presentationml.presentation',
+  'application/vnd.ms-powerpoint.presentation.macroenabled.12',
+  'application/vnd.ms-powerpoint.slideshow.macroenabled.12',
+  'application/vnd.ms-powerpoint.template.macroenabled.12',
 ]);
 
 function kindOfMime(mime: string): DriveKind {
   if (mime === 'application/pdf') return 'pdf';
   if (mime.startsWith('image/')) return 'image';
-  if (mime.startsWith('video/') || mime === 'application/mxf' || mime === 'application/vnd.rn-realmedia') return 'video';
+  if (mime.startsWith('video/') || mime === 'application/mxf' || mime === 'application/vnd.rn-realmedia')
+    return 'video';
   if (mime.startsWith('audio/') || mime === 'application/ogg') return 'audio';
   if (DOCUMENTS.has(mime)) return 'document';
   if (SPREADSHEETS.has(mime)) return 'spreadsheet';

@@ -20,12 +20,18 @@ const message = (fileId: string, keyId: string, exp: number) => `drive-download\
  *
  *   {PUBLIC_BASE_URL}/api/v1/drive/downloads/{fileId}?key={keyId}&exp={unixSeconds}&sig={base64url}
  */
-export function driveDownloadLink(config: LinkConfig, input: { fileId: string; keyId: string; now?: Date }): { url: string; expiresAt: Date } {
+export function driveDownloadLink(
+  config: LinkConfig,
+  input: { fileId: string; keyId: string; now?: Date },
+): { url: string; expiresAt: Date } {
   const now = input.now ?? new Date();
   const exp = Math.floor(now.getTime() / 1000) + config.DRIVE_LINK_TTL_SECONDS;
   const sig = hmacSign(config.ASSET_SIGNING_SECRET, message(input.fileId, input.keyId, exp));
   const q = new URLSearchParams({ key: input.keyId, exp: String(exp), sig });
-  return { url: `${config.PUBLIC_BASE_URL}/api/v1${DRIVE_DOWNLOAD_PATH}/${encodeURIComponent(input.fileId)}?${q}`, expiresAt: new Date(exp * 1000) };
+  return {
+    url: `${config.PUBLIC_BASE_URL}/api/v1${DRIVE_DOWNLOAD_PATH}/${encodeURIComponent(input.fileId)}?${q}`,
+    expiresAt: new Date(exp * 1000),
+  };
 }
 
 /**
@@ -39,6 +45,7 @@ export function verifyDriveDownloadLink(
 ): 'ok' | 'expired' | 'invalid' {
   const { fileId, keyId, exp, sig } = input;
   if (!keyId || !exp || !sig || !/^\d{1,12}$/.test(exp) || keyId.length > 64) return 'invalid';
-  if (!signatureMatches(hmacSign(config.ASSET_SIGNING_SECRET, message(fileId, keyId, Number(exp))), sig)) return 'invalid';
+  if (!signatureMatches(hmacSign(config.ASSET_SIGNING_SECRET, message(fileId, keyId, Number(exp))), sig))
+    return 'invalid';
   return Number(exp) * 1000 <= (input.now ?? new Date()).getTime() ? 'expired' : 'ok';
 }

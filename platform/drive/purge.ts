@@ -31,9 +31,16 @@ export const purgeSteps = {
    * holds it.
    */
   async mark(db: Database, file: PurgeFile, cutoff: Date, now: Date): Promise<boolean> {
-    const r = await db.db
-      .collection<DriveFileDoc>(COLLECTIONS.driveFiles)
-      .updateOne({ _id: file._id, $or: [{ trashedAt: { $ne: null, $lte: cutoff }, purgingAt: null }, { purgingAt: { $ne: null, $lt: new Date(now.getTime() - PURGE_CLAIM_MS) } }] }, { $set: { purgingAt: now } });
+    const r = await db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles).updateOne(
+      {
+        _id: file._id,
+        $or: [
+          { trashedAt: { $ne: null, $lte: cutoff }, purgingAt: null },
+          { purgingAt: { $ne: null, $lt: new Date(now.getTime() - PURGE_CLAIM_MS) } },
+        ],
+      },
+      { $set: { purgingAt: now } },
+    );
     return r.modifiedCount === 1;
   },
   /** 2. The extracted text. */
@@ -56,10 +63,18 @@ export const purgeSteps = {
    * claimed record and leaves the meter alone.
    */
   async meter(db: Database, file: PurgeFile): Promise<void> {
-    if (!(await db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles).findOne({ _id: file._id, purgingAt: { $ne: null } }, { projection: { _id: 1 } }))) return;
+    if (
+      !(await db.db
+        .collection<DriveFileDoc>(COLLECTIONS.driveFiles)
+        .findOne({ _id: file._id, purgingAt: { $ne: null } }, { projection: { _id: 1 } }))
+    )
+      return;
     await db.db
       .collection<DriveUsageDoc>(COLLECTIONS.driveUsage)
-      .updateOne({ _id: usageIdOf(file), purgedRefs: { $ne: file._id } }, { $inc: { bytesUsed: -file.sizeBytes, fileCount: -1 }, $push: { purgedRefs: file._id } });
+      .updateOne(
+        { _id: usageIdOf(file), purgedRefs: { $ne: file._id } },
+        { $inc: { bytesUsed: -file.sizeBytes, fileCount: -1 }, $push: { purgedRefs: file._id } },
+      );
   },
   /** 6. The record (only a claimed file). */
   async record(db: Database, file: PurgeFile): Promise<void> {
@@ -70,7 +85,9 @@ export const purgeSteps = {
    * file again; the marker list stays as short as the purges in flight. Only removes: safe to repeat.
    */
   async unmark(db: Database, file: PurgeFile): Promise<void> {
-    await db.db.collection<DriveUsageDoc>(COLLECTIONS.driveUsage).updateOne({ _id: usageIdOf(file) }, { $pullAll: { purgedRefs: [file._id] } });
+    await db.db
+      .collection<DriveUsageDoc>(COLLECTIONS.driveUsage)
+      .updateOne({ _id: usageIdOf(file) }, { $pullAll: { purgedRefs: [file._id] } });
   },
 };
 
@@ -94,7 +111,12 @@ export async function purgeTrashedDriveFiles(
   const files = rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
   const due = await files
     .find(
-      { $or: [{ trashedAt: { $ne: null, $lte: cutoff }, purgingAt: null }, { purgingAt: { $ne: null, $lt: new Date(now.getTime() - PURGE_CLAIM_MS) } }] },
+      {
+        $or: [
+          { trashedAt: { $ne: null, $lte: cutoff }, purgingAt: null },
+          { purgingAt: { $ne: null, $lt: new Date(now.getTime() - PURGE_CLAIM_MS) } },
+        ],
+      },
       { projection: { _id: 1, accountId: 1, teamId: 1, blobId: 1, sizeBytes: 1 } },
     )
     .limit(opts.limit ?? PURGE_BATCH)
@@ -111,7 +133,11 @@ export async function purgeTrashedDriveFiles(
       await purgeSteps.record(rt.db, file);
       purged++;
       // The file is gone for good; a marker left behind only costs a few bytes on the meter document.
-      await purgeSteps.unmark(rt.db, file).catch((err: unknown) => rt.log.warn('drive purge: meter marker not removed', { fileId: file._id, err: err as Error }));
+      await purgeSteps
+        .unmark(rt.db, file)
+        .catch((err: unknown) =>
+          rt.log.warn('drive purge: meter marker not removed', { fileId: file._id, err: err as Error }),
+        );
     } catch (err) {
       failed++;
       rt.log.warn('drive purge of a file failed; a later run resumes it', { fileId: file._id, err: err as Error });

@@ -17,7 +17,10 @@ export const PATHS_BATCH = 100;
  * the work when it finds the mark and clears the mark in the update that releases it (only its
  * own holder can clear it, so a move that marked it again meanwhile keeps its mark).
  */
-export async function repairDrivePaths(rt: { db: Database; log: Logger }, opts: { now?: Date; limit?: number } = {}): Promise<{ repaired: number; failed: number }> {
+export async function repairDrivePaths(
+  rt: { db: Database; log: Logger },
+  opts: { now?: Date; limit?: number } = {},
+): Promise<{ repaired: number; failed: number }> {
   const now = opts.now ?? new Date();
   const usage = rt.db.db.collection<DriveUsageDoc>(COLLECTIONS.driveUsage);
   const dirty = await usage

@@ -22,8 +22,18 @@ export const RESERVATION_BATCH = 200;
 const reservationsOf = (db: Database) => db.db.collection<DriveReservationDoc>(COLLECTIONS.driveReservations);
 
 /** A new reservation for an upload of `bytes` to the drive `drive` (not stored yet: see `driveUploadSteps.open`). */
-export function newDriveReservation(input: { drive: string; accountId: string; bytes: number; fileId: string }, now = new Date()): DriveReservationDoc {
-  return { _id: newId('drs'), ...input, blobId: newId('dbb'), createdAt: now, until: new Date(now.getTime() + DRIVE_RESERVATION_GRACE_MS), settlingAt: null };
+export function newDriveReservation(
+  input: { drive: string; accountId: string; bytes: number; fileId: string },
+  now = new Date(),
+): DriveReservationDoc {
+  return {
+    _id: newId('drs'),
+    ...input,
+    blobId: newId('dbb'),
+    createdAt: now,
+    until: new Date(now.getTime() + DRIVE_RESERVATION_GRACE_MS),
+    settlingAt: null,
+  };
 }
 
 /**
@@ -45,7 +55,12 @@ export const driveUploadSteps = {
     await createDriveRepository(db).reserve(r.drive, r.bytes, quota, r._id);
   },
   /** 3. The bytes, under the reservation's blob id. */
-  async bytes(db: Database, r: DriveReservationDoc, data: Buffer | Readable, meta: { contentType: string; filename: string }): Promise<StoredDriveBlob> {
+  async bytes(
+    db: Database,
+    r: DriveReservationDoc,
+    data: Buffer | Readable,
+    meta: { contentType: string; filename: string },
+  ): Promise<StoredDriveBlob> {
     return putDriveBlob(db, data, { ...meta, accountId: r.accountId, fileId: r.fileId, blobId: r.blobId });
   },
   /**
@@ -54,7 +69,10 @@ export const driveUploadSteps = {
    * insert its record (the settler is deleting its bytes) and fails with 409 conflict.
    */
   async commit(db: Database, r: DriveReservationDoc): Promise<void> {
-    const res = await reservationsOf(db).updateOne({ _id: r._id, settlingAt: null }, { $set: { until: new Date(Date.now() + DRIVE_RESERVATION_GRACE_MS) } });
+    const res = await reservationsOf(db).updateOne(
+      { _id: r._id, settlingAt: null },
+      { $set: { until: new Date(Date.now() + DRIVE_RESERVATION_GRACE_MS) } },
+    );
     if (res.matchedCount !== 1) throw new AppError('conflict', 'the upload took too long and was given up; try again');
   },
   /** 5. The record exists: the meter keeps the bytes, the marker and then the reservation go. */
@@ -84,7 +102,11 @@ export const driveUploadSteps = {
  * finished by the next. `expiredBefore` settles it only when its `until` is before then (the
  * scheduler). 'gone' when there was nothing to claim (settled, or another settler holds it).
  */
-export async function settleDriveReservation(db: Database, id: string, opts: { expiredBefore?: Date; now?: Date } = {}): Promise<'kept' | 'released' | 'gone'> {
+export async function settleDriveReservation(
+  db: Database,
+  id: string,
+  opts: { expiredBefore?: Date; now?: Date } = {},
+): Promise<'kept' | 'released' | 'gone'> {
   const now = opts.now ?? new Date();
   const reservations = reservationsOf(db);
   const r = await reservations.findOneAndUpdate(
@@ -98,7 +120,11 @@ export async function settleDriveReservation(db: Database, id: string, opts: { e
   );
   if (!r) return 'gone';
   const repo = createDriveRepository(db);
-  if ((await db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles).countDocuments({ _id: r.fileId, accountId: r.accountId })) > 0) {
+  if (
+    (await db.db
+      .collection<DriveFileDoc>(COLLECTIONS.driveFiles)
+      .countDocuments({ _id: r.fileId, accountId: r.accountId })) > 0
+  ) {
     await repo.keepReserved(r.drive, r._id);
     await reservations.deleteOne({ _id: r._id });
     return 'kept';

@@ -75,10 +75,18 @@ const JOINERS = /[.'’‘:_·‧]/;
  * removed (NFD, combining marks dropped, NFC again), ß → ss, final sigma → σ.
  */
 export function foldWord(w: string): string {
-  return w.normalize('NFKC').toLowerCase().normalize('NFD').replace(DIACRITICS, '').normalize('NFC').replace(/ß/g, 'ss').replace(/ς/g, 'σ');
+  return w
+    .normalize('NFKC')
+    .toLowerCase()
+    .normalize('NFD')
+    .replace(DIACRITICS, '')
+    .normalize('NFC')
+    .replace(/ß/g, 'ss')
+    .replace(/ς/g, 'σ');
 }
 
-const indexable = (t: string) => t.length > 0 && t.length <= DRIVE_INDEX_LIMITS.tokenCharsMax && (t.length >= 2 || SINGLE_CHAR_WORD.test(t));
+const indexable = (t: string) =>
+  t.length > 0 && t.length <= DRIVE_INDEX_LIMITS.tokenCharsMax && (t.length >= 2 || SINGLE_CHAR_WORD.test(t));
 
 export interface Word {
   token: string;
@@ -164,11 +172,15 @@ export const indexCollections = {
 } as const;
 
 /** The collection of posting lists and forward documents. */
-export const tokenCollection = (db: Database) => db.db.collection<{ _id: string } & Record<string, unknown>>(COLLECTIONS.driveTokens);
+export const tokenCollection = (db: Database) =>
+  db.db.collection<{ _id: string } & Record<string, unknown>>(COLLECTIONS.driveTokens);
 
 /** Every document of the index: postings, forward documents and text pages (tests and clean-up checks; reads everything). */
 export async function allIndexDocuments(db: Database): Promise<({ _id: string } & Record<string, unknown>)[]> {
-  const [tokens, textPages] = await Promise.all([tokenCollection(db).find({}).toArray(), db.db.collection<{ _id: string } & Record<string, unknown>>(indexCollections.pages).find({}).toArray()]);
+  const [tokens, textPages] = await Promise.all([
+    tokenCollection(db).find({}).toArray(),
+    db.db.collection<{ _id: string } & Record<string, unknown>>(indexCollections.pages).find({}).toArray(),
+  ]);
   return [...tokens, ...textPages];
 }
 
@@ -177,7 +189,8 @@ const forwards = (db: Database) => db.db.collection<ForwardDoc>(indexCollections
 const pages = (db: Database) => db.db.collection<PageDoc>(indexCollections.pages);
 
 /** The index scope of a drive: the accountId (personal) or `team:<teamId>`. */
-export const scopeOf = (f: { accountId: string; teamId: string | null }) => (f.teamId ? `team:${f.teamId}` : f.accountId);
+export const scopeOf = (f: { accountId: string; teamId: string | null }) =>
+  f.teamId ? `team:${f.teamId}` : f.accountId;
 export const postingsId = (scope: string, token: string) => `${scope}:${token}`;
 export const forwardId = (fileId: string) => `fwd:${fileId}`;
 export const pageId = (fileId: string, n: number) => `pg:${fileId}:${n}`;
@@ -208,7 +221,13 @@ export function decodeEntry(e: string): Posting | null {
   if (!Number.isFinite(packed)) return null;
   const mask = packed % 16;
   const rest = Math.floor(packed / 16);
-  return { fileId, mask, kind: DRIVE_KINDS[rest % 16] ?? 'other', createdSec: Math.floor(rest / 16), offset: offset36 ? parseInt(offset36, 36) : -1 };
+  return {
+    fileId,
+    mask,
+    kind: DRIVE_KINDS[rest % 16] ?? 'other',
+    createdSec: Math.floor(rest / 16),
+    offset: offset36 ? parseInt(offset36, 36) : -1,
+  };
 }
 
 /** `list` with the entry of `fileId` replaced by `entry` (appended when absent; removed when null). */
@@ -251,7 +270,10 @@ async function applyPosting(db: Database, id: string, fileId: string, entry: str
 // ---------------------------------------------------------------------------------------------
 // Indexing
 
-type IndexedFile = Pick<DriveFileDoc, '_id' | 'accountId' | 'teamId' | 'name' | 'tags' | 'description' | 'kind' | 'createdAt'>;
+type IndexedFile = Pick<
+  DriveFileDoc,
+  '_id' | 'accountId' | 'teamId' | 'name' | 'tags' | 'description' | 'kind' | 'createdAt'
+>;
 
 /** Field masks of the file's name, tags and description words. */
 export function metaMasks(f: Pick<DriveFileDoc, 'name' | 'tags' | 'description'>): Map<string, number> {
@@ -291,7 +313,12 @@ export function pageOf(text: string, n: number): { s: number; t: string } {
  * the old ones to remove as `stale`) before any posting changes, so a crash leaves what the next
  * run must clean up.
  */
-async function writeIndex(db: Database, file: IndexedFile, want: (old: ForwardDoc | null) => Promise<Map<string, string>>, text: string | null): Promise<void> {
+async function writeIndex(
+  db: Database,
+  file: IndexedFile,
+  want: (old: ForwardDoc | null) => Promise<Map<string, string>>,
+  text: string | null,
+): Promise<void> {
   const scope = scopeOf(file);
   const fwdCol = forwards(db);
   for (let attempt = 0; ; attempt++) {
@@ -310,11 +337,25 @@ async function writeIndex(db: Database, file: IndexedFile, want: (old: ForwardDo
     const newPages = text === null ? oldPages : Math.ceil(text.length / DRIVE_INDEX_LIMITS.pageChars);
     // The claim records every page that may exist until the final update (the old ones and the
     // new ones about to be written), so a crash in between leaves none the removal misses.
-    const record = { scope, fileId: file._id, tokens: [...wanted.keys()], entries: [...wanted.values()], pages: Math.max(oldPages, newPages), stale: removed, rev, at: new Date() };
+    const record = {
+      scope,
+      fileId: file._id,
+      tokens: [...wanted.keys()],
+      entries: [...wanted.values()],
+      pages: Math.max(oldPages, newPages),
+      stale: removed,
+      rev,
+      at: new Date(),
+    };
     let claimed: boolean;
     try {
       if (old) {
-        claimed = (await fwdCol.updateOne({ _id: forwardId(file._id), rev: old.rev ?? null } as Filter<ForwardDoc>, { $set: record })).matchedCount === 1;
+        claimed =
+          (
+            await fwdCol.updateOne({ _id: forwardId(file._id), rev: old.rev ?? null } as Filter<ForwardDoc>, {
+              $set: record,
+            })
+          ).matchedCount === 1;
       } else {
         await fwdCol.insertOne({ _id: forwardId(file._id), ...record });
         claimed = true;
@@ -331,7 +372,11 @@ async function writeIndex(db: Database, file: IndexedFile, want: (old: ForwardDo
     await eachLimited(changed, 4, ([t, e]) => applyPosting(db, postingsId(scope, t), file._id, e));
     if (text !== null) {
       const ps = Array.from({ length: newPages }, (_, i) => ({ _id: pageId(file._id, i), ...pageOf(text, i) }));
-      await eachLimited(ps, 4, (p) => pages(db).replaceOne({ _id: p._id }, p, { upsert: true }).then(() => undefined));
+      await eachLimited(ps, 4, (p) =>
+        pages(db)
+          .replaceOne({ _id: p._id }, p, { upsert: true })
+          .then(() => undefined),
+      );
       for (let i = newPages; i < oldPages; i++) await pages(db).deleteOne({ _id: pageId(file._id, i) });
     }
     await fwdCol.updateOne({ _id: forwardId(file._id), rev }, { $set: { stale: [], pages: newPages } });
@@ -364,13 +409,23 @@ function recordedText(old: ForwardDoc | null): Map<string, number> {
  * Index a file whole: its name, tags, description and (when it has one) its stored text. Safe to
  * repeat and to resume after a crash (entries already right are not written again).
  */
-export async function indexDriveFile(db: Database, file: IndexedFile, text: string | null, opts: { reload?: () => Promise<IndexedFile | null> } = {}): Promise<void> {
+export async function indexDriveFile(
+  db: Database,
+  file: IndexedFile,
+  text: string | null,
+  opts: { reload?: () => Promise<IndexedFile | null> } = {},
+): Promise<void> {
   const words = text ? textTokens(text) : new Map<string, number>();
   // `reload`: the name, tags and description as they are at each attempt (a rename may land meanwhile).
-  await writeIndex(db, file, async () => {
-    const now = (await opts.reload?.()) ?? file;
-    return entriesFor(now, metaMasks(now), words);
-  }, text ?? '');
+  await writeIndex(
+    db,
+    file,
+    async () => {
+      const now = (await opts.reload?.()) ?? file;
+      return entriesFor(now, metaMasks(now), words);
+    },
+    text ?? '',
+  );
 }
 
 /**
@@ -385,11 +440,16 @@ export async function reindexDriveFileMeta(rt: { db: Database }, file: IndexedFi
 }
 
 /** Remove everything the index holds for a file (postings, pages, forward document). Idempotent; for the purge. */
-export async function removeDriveTextIndex(db: Database, file: { _id: string; accountId: string; teamId: string | null }): Promise<void> {
+export async function removeDriveTextIndex(
+  db: Database,
+  file: { _id: string; accountId: string; teamId: string | null },
+): Promise<void> {
   const old = await forwards(db).findOne({ _id: forwardId(file._id) });
   if (!old) return;
   const scope = old.scope ?? scopeOf(file);
-  await eachLimited([...new Set([...old.tokens, ...(old.stale ?? [])])], 4, (t) => applyPosting(db, postingsId(scope, t), file._id, null));
+  await eachLimited([...new Set([...old.tokens, ...(old.stale ?? [])])], 4, (t) =>
+    applyPosting(db, postingsId(scope, t), file._id, null),
+  );
   for (let i = 0; i < (old.pages ?? 0); i++) await pages(db).deleteOne({ _id: pageId(file._id, i) });
   await forwards(db).deleteOne({ _id: forwardId(file._id) });
 }
@@ -414,7 +474,10 @@ const scoreOf = (mask: number) => SEARCH_FIELDS.reduce((s, f) => s + (mask & FIE
  * Candidates for `terms` in `scopes`: one findOne by `_id` per (scope, term). `mode: 'all'` keeps
  * files holding every term; `'any'`, files holding at least one. Best first (score, newest).
  */
-export async function findCandidates(db: Database, opts: { scopes: readonly string[]; terms: readonly string[]; mode: 'all' | 'any'; kind?: DriveKind | null }): Promise<Candidate[]> {
+export async function findCandidates(
+  db: Database,
+  opts: { scopes: readonly string[]; terms: readonly string[]; mode: 'all' | 'any'; kind?: DriveKind | null },
+): Promise<Candidate[]> {
   const { scopes, terms } = opts;
   if (!terms.length || !scopes.length) return [];
   const lists = await Promise.all(
@@ -528,9 +591,16 @@ export interface SearchHit {
 const strongest = (mask: number): SearchField | null => SEARCH_FIELDS.find((f) => mask & FIELD_BITS[f]) ?? null;
 
 /** The first tag holding a query word, or null. */
-const matchingTag = (tags: readonly string[], terms: ReadonlySet<string>) => tags.find((t) => firstMatch(t, terms) !== null) ?? null;
+const matchingTag = (tags: readonly string[], terms: ReadonlySet<string>) =>
+  tags.find((t) => firstMatch(t, terms) !== null) ?? null;
 
-async function snippetOf(db: Database, file: DriveFileDoc, field: SearchField, terms: ReadonlySet<string>, textOffset: number): Promise<Snippet> {
+async function snippetOf(
+  db: Database,
+  file: DriveFileDoc,
+  field: SearchField,
+  terms: ReadonlySet<string>,
+  textOffset: number,
+): Promise<Snippet> {
   const around = (s: string): Snippet => {
     const w = firstMatch(s, terms);
     return w ? snippetAround(s, w.index, w.length, terms) : snippetAround(s, 0, 0, terms);
@@ -585,11 +655,23 @@ export async function searchDrive(
       const meta = metaMasks(file);
       const masks = terms.map((t, ti) => (meta.get(t) ?? 0) | ((c.perTerm[ti]?.mask ?? 0) & FIELD_BITS.text));
       if (mode === 'all' ? masks.some((m) => m === 0) : masks.every((m) => m === 0)) return;
-      const offsets = c.perTerm.filter((p): p is Posting => !!p && (p.mask & FIELD_BITS.text) !== 0 && p.offset >= 0).map((p) => p.offset);
-      live.push({ file, score: masks.reduce((sum, m) => sum + scoreOf(m), 0), masks, textOffset: offsets.length ? Math.min(...offsets) : -1 });
+      const offsets = c.perTerm
+        .filter((p): p is Posting => !!p && (p.mask & FIELD_BITS.text) !== 0 && p.offset >= 0)
+        .map((p) => p.offset);
+      live.push({
+        file,
+        score: masks.reduce((sum, m) => sum + scoreOf(m), 0),
+        masks,
+        textOffset: offsets.length ? Math.min(...offsets) : -1,
+      });
     });
   }
-  live.sort((a, b) => b.score - a.score || b.file.createdAt.getTime() - a.file.createdAt.getTime() || (a.file._id < b.file._id ? -1 : 1));
+  live.sort(
+    (a, b) =>
+      b.score - a.score ||
+      b.file.createdAt.getTime() - a.file.createdAt.getTime() ||
+      (a.file._id < b.file._id ? -1 : 1),
+  );
   const page = live.slice(0, opts.limit);
   const hits = await Promise.all(
     page.map(async (h) => {
@@ -599,6 +681,7 @@ export async function searchDrive(
       return { file: h.file, score: h.score, matchField: field, snippet: s.snippet, highlights: s.matches };
     }),
   );
-  const hasMore = live.length > opts.limit || (examined < candidates.length && examined >= DRIVE_INDEX_LIMITS.examineMax);
+  const hasMore =
+    live.length > opts.limit || (examined < candidates.length && examined >= DRIVE_INDEX_LIMITS.examineMax);
   return { terms, hits, hasMore };
 }

@@ -45,7 +45,11 @@ export function createDriveSearchService(rt: Runtime) {
       const scopes: SearchScope[] = await Promise.all(
         drives.map(async (d) => {
           const visible = await repo.visibleFolderIds(d);
-          return { accountId: d.accountId, teamId: d.teamId, visibleFolderIds: visible === null ? null : new Set(visible) };
+          return {
+            accountId: d.accountId,
+            teamId: d.teamId,
+            visibleFolderIds: visible === null ? null : new Set(visible),
+          };
         }),
       );
       // A pinned key that sees no folder of a drive sees nothing there (root files are outside every pin).
@@ -54,7 +58,13 @@ export function createDriveSearchService(rt: Runtime) {
       return {
         query: q.q,
         terms: r.terms,
-        data: r.hits.map((h) => ({ file: toDriveFile(base, h.file), score: h.score, matchField: h.matchField, snippet: h.snippet, highlights: h.highlights })),
+        data: r.hits.map((h) => ({
+          file: toDriveFile(base, h.file),
+          score: h.score,
+          matchField: h.matchField,
+          snippet: h.snippet,
+          highlights: h.highlights,
+        })),
         hasMore: r.hasMore,
       };
     },

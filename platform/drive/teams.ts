@@ -40,7 +40,9 @@ export function createTeams(db: Database) {
           const team = byId.get(m.teamId);
           return team ? [{ team, role: m.role }] : [];
         })
-        .sort((a, b) => (a.team.name < b.team.name ? -1 : a.team.name > b.team.name ? 1 : a.team._id < b.team._id ? -1 : 1));
+        .sort((a, b) =>
+          a.team.name < b.team.name ? -1 : a.team.name > b.team.name ? 1 : a.team._id < b.team._id ? -1 : 1,
+        );
     },
 
     /** The caller's membership of `teamId`, or null (not a member, or no such team). */
@@ -54,7 +56,12 @@ export function createTeams(db: Database) {
     /** Create a team owned by `ownerAccountId` (its first member, role owner). */
     async createTeam(input: { name: string; ownerAccountId: string; id?: string }): Promise<TeamDoc> {
       await ensureIndexes();
-      const team: TeamDoc = { _id: input.id ?? newId('team'), name: input.name, ownerAccountId: input.ownerAccountId, createdAt: new Date() };
+      const team: TeamDoc = {
+        _id: input.id ?? newId('team'),
+        name: input.name,
+        ownerAccountId: input.ownerAccountId,
+        createdAt: new Date(),
+      };
       await teams.insertOne(team);
       await this.addMember(team._id, input.ownerAccountId, 'owner');
       return team;
@@ -63,7 +70,11 @@ export function createTeams(db: Database) {
     /** Add (or change the role of) a member. Idempotent. */
     async addMember(teamId: string, accountId: string, role: TeamMemberDoc['role']): Promise<void> {
       await ensureIndexes();
-      await members.updateOne({ _id: memberId(teamId, accountId) }, { $set: { teamId, accountId, role }, $setOnInsert: { createdAt: new Date() } }, { upsert: true });
+      await members.updateOne(
+        { _id: memberId(teamId, accountId) },
+        { $set: { teamId, accountId, role }, $setOnInsert: { createdAt: new Date() } },
+        { upsert: true },
+      );
     },
 
     async removeMember(teamId: string, accountId: string): Promise<void> {

@@ -21,7 +21,10 @@ export interface DriveTextRequest {
  * again after DRIVE_TEXT_GRACE_MS, so an upload never fails because the broker blinked.
  * Extraction is idempotent, so a duplicate request (sweep and original both delivered) is harmless.
  */
-export async function requestDriveText(rt: { amqp: AmqpClient; log: Logger; config: Config }, req: DriveTextRequest): Promise<void> {
+export async function requestDriveText(
+  rt: { amqp: AmqpClient; log: Logger; config: Config },
+  req: DriveTextRequest,
+): Promise<void> {
   try {
     await rt.amqp.publishToPool('drive', { fileId: req.fileId, accountId: req.accountId } satisfies DriveTextRequest);
   } catch (err) {
@@ -46,7 +49,10 @@ const SWEEP_BATCH = 500;
  * far); after DRIVE_TEXT_MAX_REQUESTS it is marked `failed` (no drive worker finished it). Returns
  * how many were republished and given up.
  */
-export async function sweepPendingDriveText(rt: { db: Database; amqp: AmqpClient; log: Logger; config: Config }, opts: { now?: Date; graceMs?: number } = {}): Promise<{ republished: number; failed: number }> {
+export async function sweepPendingDriveText(
+  rt: { db: Database; amqp: AmqpClient; log: Logger; config: Config },
+  opts: { now?: Date; graceMs?: number } = {},
+): Promise<{ republished: number; failed: number }> {
   const now = opts.now ?? new Date();
   const grace = opts.graceMs ?? DRIVE_TEXT_GRACE_MS;
   const files = rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
@@ -56,7 +62,15 @@ export async function sweepPendingDriveText(rt: { db: Database; amqp: AmqpClient
     sweepIndexed.add(rt.db);
   }
   const pending = await files
-    .find({ 'text.status': 'pending', trashedAt: null, purgingAt: null, createdAt: { $lt: new Date(now.getTime() - grace) } }, { projection: { _id: 1, accountId: 1, createdAt: 1, textRequestedAt: 1, textRequests: 1 } })
+    .find(
+      {
+        'text.status': 'pending',
+        trashedAt: null,
+        purgingAt: null,
+        createdAt: { $lt: new Date(now.getTime() - grace) },
+      },
+      { projection: { _id: 1, accountId: 1, createdAt: 1, textRequestedAt: 1, textRequests: 1 } },
+    )
     .limit(SWEEP_BATCH)
     .toArray();
   let republished = 0;
@@ -68,13 +82,27 @@ export async function sweepPendingDriveText(rt: { db: Database; amqp: AmqpClient
     if (n >= DRIVE_TEXT_MAX_REQUESTS) {
       const r = await files.updateOne(
         { _id: f._id, 'text.status': 'pending' },
-        { $set: { text: { status: 'failed', chars: 0, truncated: false, engine: null, error: `no drive worker finished the extraction after ${n + 1} requests`, at: now } } },
+        {
+          $set: {
+            text: {
+              status: 'failed',
+              chars: 0,
+              truncated: false,
+              engine: null,
+              error: `no drive worker finished the extraction after ${n + 1} requests`,
+              at: now,
+            },
+          },
+        },
       );
       failed += r.modifiedCount;
       continue;
     }
     // Claim this republish (guarded by the count read, so two sweeps never both publish it).
-    const claim = await files.updateOne({ _id: f._id, 'text.status': 'pending', textRequests: f.textRequests ?? null } as Filter<DriveFileDoc>, { $set: { textRequestedAt: now, textRequests: n + 1 } });
+    const claim = await files.updateOne(
+      { _id: f._id, 'text.status': 'pending', textRequests: f.textRequests ?? null } as Filter<DriveFileDoc>,
+      { $set: { textRequestedAt: now, textRequests: n + 1 } },
+    );
     if (claim.modifiedCount !== 1) continue;
     await requestDriveText(rt, { fileId: f._id, accountId: f.accountId });
     republished++;

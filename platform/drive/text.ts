@@ -38,14 +38,24 @@ export interface DriveTextRead {
  * The stored text of a file the caller already reached (tenant, team and pins checked by the
  * repository): '' until the text is `ready`. One findOne by `_id`.
  */
-export async function readDriveText(db: Database, file: Pick<DriveFileDoc, '_id' | 'accountId' | 'teamId' | 'text'>, opts: { maxChars?: number } = {}): Promise<DriveTextRead> {
+export async function readDriveText(
+  db: Database,
+  file: Pick<DriveFileDoc, '_id' | 'accountId' | 'teamId' | 'text'>,
+  opts: { maxChars?: number } = {},
+): Promise<DriveTextRead> {
   const status = file.text?.status ?? 'pending';
   const empty = { status, content: '', truncated: false, engine: file.text?.engine ?? null, storedChars: 0 };
   if (status !== 'ready') return empty;
   const doc = await driveTexts(db).findOne({ _id: file._id, accountId: file.accountId });
   if (!doc) return empty;
   const { text, cut } = cutAtWord(doc.content, opts.maxChars ?? Number.POSITIVE_INFINITY);
-  return { status, content: text, truncated: doc.truncated || cut, engine: doc.engine, storedChars: doc.content.length };
+  return {
+    status,
+    content: text,
+    truncated: doc.truncated || cut,
+    engine: doc.engine,
+    storedChars: doc.content.length,
+  };
 }
 
 /** A Drive file of the account matching a research query, with a way to read its text. */
@@ -65,7 +75,12 @@ export interface DriveResearchSource {
  * the whole drive) keeps only files whose folder or one of its ancestors is pinned: root files are
  * outside every pin (issue 11 item 4: pins apply everywhere).
  */
-export async function findDriveTextsForResearch(db: Database, accountId: string, query: string, opts: { limit: number; maxChars: number; pins: readonly string[] }): Promise<DriveResearchSource[]> {
+export async function findDriveTextsForResearch(
+  db: Database,
+  accountId: string,
+  query: string,
+  opts: { limit: number; maxChars: number; pins: readonly string[] },
+): Promise<DriveResearchSource[]> {
   const terms = queryTerms(query);
   const candidates = await findCandidates(db, { scopes: [scopeOf({ accountId, teamId: null })], terms, mode: 'any' });
   const files = db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);

@@ -23,7 +23,9 @@ const outbox = (db: Database) => db.db.collection<OutboxDoc>(COLLECTIONS.eventOu
 
 const send = async (deps: EmitDeps, event: BusEvent): Promise<boolean> => {
   try {
-    await deps.amqp.publish(broker.eventsExchange(deps.config.QUEUE_PREFIX), event.event, event, { messageId: event.eventId });
+    await deps.amqp.publish(broker.eventsExchange(deps.config.QUEUE_PREFIX), event.event, event, {
+      messageId: event.eventId,
+    });
   } catch (err) {
     deps.log.warn('event publish failed; the sweep will publish it', { event: event.event, err: err as Error });
     return false;
@@ -34,7 +36,10 @@ const send = async (deps: EmitDeps, event: BusEvent): Promise<boolean> => {
 
 /** Publish outbox events the broker never confirmed (older than `graceMs`); the scheduler calls it. */
 export async function sweepEventOutbox(deps: EmitDeps, graceMs: number, limit = 500): Promise<number> {
-  const pending = await outbox(deps.db).find({ publishedAt: null, createdAt: { $lt: new Date(Date.now() - graceMs) } }).limit(limit).toArray();
+  const pending = await outbox(deps.db)
+    .find({ publishedAt: null, createdAt: { $lt: new Date(Date.now() - graceMs) } })
+    .limit(limit)
+    .toArray();
   let sent = 0;
   for (const doc of pending) if (await send(deps, doc.event)) sent++;
   return sent;
@@ -64,8 +69,18 @@ export async function emitEvent(
   data: Record<string, unknown>,
   opts: { occurredAt?: Date } = {},
 ): Promise<{ eventId: string; published: boolean }> {
-  const event: BusEvent = { eventId: randomUUID(), event: name, accountId, occurredAt: (opts.occurredAt ?? new Date()).toISOString(), data };
-  if (!EVENTS[name].emitted) deps.log.warn('emitting an event marked not emitted in contracts/events.ts; flip its flag so customers can subscribe', { event: name });
+  const event: BusEvent = {
+    eventId: randomUUID(),
+    event: name,
+    accountId,
+    occurredAt: (opts.occurredAt ?? new Date()).toISOString(),
+    data,
+  };
+  if (!EVENTS[name].emitted)
+    deps.log.warn(
+      'emitting an event marked not emitted in contracts/events.ts; flip its flag so customers can subscribe',
+      { event: name },
+    );
   await outbox(deps.db).insertOne({ _id: event.eventId, event, createdAt: new Date(), publishedAt: null });
   return { eventId: event.eventId, published: await send(deps, event) };
 }

@@ -34,7 +34,11 @@ const SNIFF_CHARS = 5472;
  * and must hold ppt/presentation.xml.
  */
 export async function checkDocumentType(documentBase64: string, declared: ExtractMimeType): Promise<void> {
-  const wrong = (what: string) => new AppError('validation_error', `documentBase64: the bytes are ${what}, not ${KIND_NAME[declared]} as mimeType says`);
+  const wrong = (what: string) =>
+    new AppError(
+      'validation_error',
+      `documentBase64: the bytes are ${what}, not ${KIND_NAME[declared]} as mimeType says`,
+    );
   // Loaded by the first document rather than at the API's start.
   const { fileTypeFromBuffer } = await import('file-type');
   const found = await fileTypeFromBuffer(Buffer.from(documentBase64.slice(0, SNIFF_CHARS), 'base64'));
@@ -42,7 +46,8 @@ export async function checkDocumentType(documentBase64: string, declared: Extrac
     if (found?.mime !== declared) throw wrong(found ? `${found.mime} (.${found.ext})` : 'of no recognised type');
     return;
   }
-  if (!found || (found.ext !== 'zip' && found.mime !== PPTX_MIME)) throw wrong(found ? `${found.mime} (.${found.ext})` : 'of no recognised type');
+  if (!found || (found.ext !== 'zip' && found.mime !== PPTX_MIME))
+    throw wrong(found ? `${found.mime} (.${found.ext})` : 'of no recognised type');
   let zip: JSZip;
   try {
     const { default: Zip } = await import('jszip');
@@ -70,12 +75,18 @@ export async function checkDocumentType(documentBase64: string, declared: Extrac
 export function createExtractService(rt: Pick<Runtime, 'amqp' | 'credits' | 'config' | 'db' | 'log'>) {
   const { config, credits } = rt;
   const projects = createProjectsService(rt);
-  const pool = (payload: ExtractRpcRequest) => ({ pool: 'extract' as const, operation: 'extract_flowchart', payload, timeoutMs: config.EXTRACT_RPC_TIMEOUT_MS });
+  const pool = (payload: ExtractRpcRequest) => ({
+    pool: 'extract' as const,
+    operation: 'extract_flowchart',
+    payload,
+    timeoutMs: config.EXTRACT_RPC_TIMEOUT_MS,
+  });
 
   /** The pool's answer as a flowchart; 500 when it is not one (nothing is stored, nothing charged). */
   const flowchartOf = (raw: unknown): ExtractRpcReply => {
     const parsed = ExtractRpcReply.safeParse(raw);
-    if (!parsed.success) throw new AppError('internal_error', 'the extract pool answered with something that is not a flowchart');
+    if (!parsed.success)
+      throw new AppError('internal_error', 'the extract pool answered with something that is not a flowchart');
     return parsed.data;
   };
 
@@ -85,12 +96,23 @@ export function createExtractService(rt: Pick<Runtime, 'amqp' | 'credits' | 'con
     ({ ...projects.view(doc), extraction, charged: fromUnits(charged) }) as ExtractFlowchartResult;
 
   return {
-    async extract(input: { accountId: string; requestId: string; request: ExtractFlowchartRequest; idFor: (prefix: string) => string; retry: boolean }): Promise<ExtractFlowchartResult> {
+    async extract(input: {
+      accountId: string;
+      requestId: string;
+      request: ExtractFlowchartRequest;
+      idFor: (prefix: string) => string;
+      retry: boolean;
+    }): Promise<ExtractFlowchartResult> {
       const { accountId, request } = input;
       await checkDocumentType(request.documentBase64, request.mimeType);
       const projectId = input.idFor('prj');
       const holdId = input.idFor('hold');
-      const payload: ExtractRpcRequest = { accountId, documentBase64: request.documentBase64, mimeType: request.mimeType, fileName: request.fileName ?? null };
+      const payload: ExtractRpcRequest = {
+        accountId,
+        documentBase64: request.documentBase64,
+        mimeType: request.mimeType,
+        fileName: request.fileName ?? null,
+      };
 
       // A retry that took an Idempotency-Key over after a crash finds the project the first attempt
       // stored. Its hold is captured now if that attempt died before capturing it (charged here),
@@ -101,7 +123,11 @@ export function createExtractService(rt: Pick<Runtime, 'amqp' | 'credits' | 'con
         if (existing) {
           const settled = await credits.settle(holdId);
           const { extraction } = flowchartOf(await callPool(rt, pool(payload)));
-          return answer(existing, extraction, settled === 'captured' ? credits.millicreditsFor('extract_flowchart') : 0);
+          return answer(
+            existing,
+            extraction,
+            settled === 'captured' ? credits.millicreditsFor('extract_flowchart') : 0,
+          );
         }
       }
 
@@ -116,7 +142,14 @@ export function createExtractService(rt: Pick<Runtime, 'amqp' | 'credits' | 'con
           const reply = flowchartOf(raw);
           await guard();
           // Two takeovers of one Idempotency-Key racing both land here: create answers the stored project to the second.
-          const doc = await projects.create({ accountId, kind: 'flowchart', name: reply.title, description: describe(reply.extraction, request.fileName), content: reply.content, idFor: () => projectId });
+          const doc = await projects.create({
+            accountId,
+            kind: 'flowchart',
+            name: reply.title,
+            description: describe(reply.extraction, request.fileName),
+            content: reply.content,
+            idFor: () => projectId,
+          });
           return { doc, extraction: reply.extraction };
         },
       });

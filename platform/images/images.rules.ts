@@ -24,11 +24,15 @@ export function resolveImageEngine(input: {
   const freeNote = 'The Free plan renders with svc-creative; svc-ultra, the default on paid plans, needs Pro or Teams.';
   const requested = input.requested ?? 'auto';
   if (requested === 'auto') return { engine: fallback, notes: paid ? [] : [freeNote] };
-  if (requested === 'svc-ultra' && !paid) throw new AppError('plan_required', 'engine: svc-ultra needs a paid plan (Pro or Teams)');
+  if (requested === 'svc-ultra' && !paid)
+    throw new AppError('plan_required', 'engine: svc-ultra needs a paid plan (Pro or Teams)');
   if (requested === 'partner-svc' && !input.features.partnerImages) {
     return {
       engine: fallback,
-      notes: [`partner-svc is not enabled on this workspace; the image was rendered with ${fallback}, the default.`, ...(paid ? [] : [freeNote])],
+      notes: [
+        `partner-svc is not enabled on this workspace; the image was rendered with ${fallback}, the default.`,
+        ...(paid ? [] : [freeNote]),
+      ],
     };
   }
   return { engine: requested, notes: [] };

@@ -29,17 +29,35 @@ export function createImagesService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
   const { config } = rt;
 
   // A hold, not a plain debit: if this process dies while it waits, the scheduler gives it back.
-  const callPool = <T>(op: CreditOperation, accountId: string, requestId: string, payload: ImageRpcRequest): Promise<{ result: T; charged: number }> =>
-    paidCall<T>(rt, { pool: 'image', operation: payload.kind, payload, timeoutMs: config.IMAGE_RPC_TIMEOUT_MS, charge: op, accountId, requestId });
+  const callPool = <T>(
+    op: CreditOperation,
+    accountId: string,
+    requestId: string,
+    payload: ImageRpcRequest,
+  ): Promise<{ result: T; charged: number }> =>
+    paidCall<T>(rt, {
+      pool: 'image',
+      operation: payload.kind,
+      payload,
+      timeoutMs: config.IMAGE_RPC_TIMEOUT_MS,
+      charge: op,
+      accountId,
+      requestId,
+    });
 
   return {
     async render(input: { account: AuthAccount; requestId: string; request: ImageRequest }): Promise<ImageResult> {
       const { account, request } = input;
-      const { engine, notes } = resolveImageEngine({ plan: account.plan, features: account.features, requested: request.engine });
+      const { engine, notes } = resolveImageEngine({
+        plan: account.plan,
+        features: account.features,
+        requested: request.engine,
+      });
       const refs = request.referenceImageUrls ?? [];
       // Refuse private targets before charging; the worker checks again at every fetch.
       const loop = config.ALLOW_LOOPBACK_URLS;
-      for (const [i, url] of refs.entries()) await assertFetchable(url, `referenceImageUrls.${i}`, { allowLoopback: loop });
+      for (const [i, url] of refs.entries())
+        await assertFetchable(url, `referenceImageUrls.${i}`, { allowLoopback: loop });
       const aspectRatio = request.aspectRatio ?? '1:1';
       const { result, charged } = await callPool<Omit<ImageResult, 'charged'>>('image', account._id, input.requestId, {
         kind: 'image',
@@ -55,10 +73,18 @@ export function createImagesService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
       return { ...result, charged: fromUnits(charged) };
     },
 
-    async moonlight(input: { account: AuthAccount; requestId: string; request: MoonlightRequest }): Promise<{ result: MoonlightResult; charged: number }> {
+    async moonlight(input: {
+      account: AuthAccount;
+      requestId: string;
+      request: MoonlightRequest;
+    }): Promise<{ result: MoonlightResult; charged: number }> {
       const { request } = input;
       const term = adultTermIn(request.prompt);
-      if (term) throw new AppError('adult_content', `prompt: describes adult content ("${term}"); this model renders safe-for-work images only`);
+      if (term)
+        throw new AppError(
+          'adult_content',
+          `prompt: describes adult content ("${term}"); this model renders safe-for-work images only`,
+        );
       return callPool<MoonlightResult>('image_moonlight', input.account._id, input.requestId, {
         kind: 'moonlight',
         prompt: request.prompt,

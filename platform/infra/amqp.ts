@@ -90,12 +90,14 @@ export interface AmqpClientOptions {
  */
 export function contextHeaders(headers: Record<string, unknown> = {}, span?: Span): Record<string, unknown> {
   const { requestId } = currentContext();
-  const out = requestId && headers[REQUEST_ID_HEADER] === undefined ? { ...headers, [REQUEST_ID_HEADER]: requestId } : headers;
+  const out =
+    requestId && headers[REQUEST_ID_HEADER] === undefined ? { ...headers, [REQUEST_ID_HEADER]: requestId } : headers;
   return tracingOn ? injectTraceHeaders(out, span) : out;
 }
 
 /** RabbitMQ's direct reply-to queues have a random name per caller: one name for spans. */
-const spanDestination = (exchange: string, routingKey: string) => exchange || (routingKey.startsWith(RPC_REPLY_TO) ? RPC_REPLY_TO : routingKey);
+const spanDestination = (exchange: string, routingKey: string) =>
+  exchange || (routingKey.startsWith(RPC_REPLY_TO) ? RPC_REPLY_TO : routingKey);
 
 /** The producer span of one publish (semantic conventions for RabbitMQ): `publish <exchange, or queue>`. */
 function producerSpan(exchange: string, routingKey: string, opts: Options.Publish, bytes: number): Span | undefined {
@@ -127,7 +129,9 @@ function consumerSpan(queue: string, msg: ConsumeMessage): Span | undefined {
       [ATTR.messagingOperationType]: 'process',
       [ATTR.messagingOperationName]: 'process',
       [ATTR.messagingBodySize]: msg.content.length,
-      ...(msg.fields.routingKey && msg.fields.routingKey !== queue ? { [ATTR.rabbitmqRoutingKey]: msg.fields.routingKey } : {}),
+      ...(msg.fields.routingKey && msg.fields.routingKey !== queue
+        ? { [ATTR.rabbitmqRoutingKey]: msg.fields.routingKey }
+        : {}),
       ...(typeof messageId === 'string' ? { [ATTR.messagingMessageId]: messageId } : {}),
       ...(msg.fields.redelivered ? { 'svc.amqp.redelivered': true } : {}),
     },
@@ -184,7 +188,10 @@ export function withHeartbeat(url: string, seconds: number): string {
 }
 
 /** A connection to the first node of an AMQP_URL list that answers (tests and scripts; AmqpClient has its own failover). */
-export async function connectAny(value: string, opts: Options.Connect & { timeout?: number } = {}): Promise<ChannelModel> {
+export async function connectAny(
+  value: string,
+  opts: Options.Connect & { timeout?: number } = {},
+): Promise<ChannelModel> {
   const failures: string[] = [];
   for (const url of amqpUrls(value)) {
     try {
@@ -269,7 +276,8 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     this.heartbeatS = opts.heartbeatS ?? 5;
     this.urls = amqpUrls(url);
     if (this.urls.length === 0) throw new Error('AMQP_URL names no broker');
-    for (const [i, u] of this.urls.entries()) metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0);
+    for (const [i, u] of this.urls.entries())
+      metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0);
   }
 
   get connected(): boolean {
@@ -309,7 +317,9 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     }
     if (this.closing) throw new Error('amqp client is closed');
     if (this.lost) metrics.amqpReconnects.inc({ outcome: 'failed' });
-    throw this.urls.length === 1 ? last : new Error(`no RabbitMQ node answered (${failures.join('; ')})`, { cause: last });
+    throw this.urls.length === 1
+      ? last
+      : new Error(`no RabbitMQ node answered (${failures.join('; ')})`, { cause: last });
   }
 
   private async connectTo(index: number): Promise<void> {
@@ -318,13 +328,17 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     // noDelay: confirms and small messages must not wait for Nagle's algorithm (40 ms per round trip).
     const conn = await amqp.connect(withHeartbeat(url, this.heartbeatS), { timeout: 5000, noDelay: true });
     // The error comes with the close that follows it: the failover line carries it (one warning).
-    conn.on('error', outsideWork.bind((err: Error) => this.log.debug('amqp connection error', { node, err })));
+    conn.on(
+      'error',
+      outsideWork.bind((err: Error) => this.log.debug('amqp connection error', { node, err })),
+    );
     conn.on(
       'close',
       outsideWork.bind((err?: Error) => {
         // After a missed heartbeat amqplib only ends its side of the socket; the stalled peer
         // would keep it half-open indefinitely.
-        if (err?.message === 'Heartbeat timeout') (conn.connection as unknown as { stream?: { destroy?(): void } }).stream?.destroy?.();
+        if (err?.message === 'Heartbeat timeout')
+          (conn.connection as unknown as { stream?: { destroy?(): void } }).stream?.destroy?.();
         this.onLost(conn, err);
       }),
     );
@@ -364,12 +378,17 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     }
     this.attempt = 0;
     this.next = index;
-    for (const [i, u] of this.urls.entries()) metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, i === index ? 1 : 0);
+    for (const [i, u] of this.urls.entries())
+      metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, i === index ? 1 : 0);
     const lost = this.lost;
     this.lost = undefined;
     if (lost) {
       metrics.amqpReconnects.inc({ outcome: lost.index === index ? 'same_node' : 'failover' });
-      this.log.info('amqp connected', { node, lostNode: amqpEndpoint(this.urls[lost.index]!), downMs: Date.now() - lost.at });
+      this.log.info('amqp connected', {
+        node,
+        lostNode: amqpEndpoint(this.urls[lost.index]!),
+        downMs: Date.now() - lost.at,
+      });
     } else {
       this.log.info('amqp connected', { node });
     }
@@ -422,12 +441,19 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       (err) => {
         if (this.conn !== conn || this.closing || this.pub || this.pubRetry) return;
         if (failures + 1 >= 5) {
-          this.log.warn('amqp publish channel not reopened after 5 tries; replacing the connection', { node: this.node, err: err as Error });
+          this.log.warn('amqp publish channel not reopened after 5 tries; replacing the connection', {
+            node: this.node,
+            err: err as Error,
+          });
           void conn.close().catch(() => {});
           return;
         }
         const delay = Math.min(5000, 100 * 2 ** failures) * (0.8 + Math.random() * 0.4);
-        this.log.warn('amqp publish channel not reopened; trying again', { node: this.node, delayMs: Math.round(delay), err: err as Error });
+        this.log.warn('amqp publish channel not reopened; trying again', {
+          node: this.node,
+          delayMs: Math.round(delay),
+          err: err as Error,
+        });
         this.pubRetry = outsideWork.runInAsyncScope(() =>
           setTimeout(() => {
             this.pubRetry = undefined;
@@ -459,7 +485,8 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   }
 
   private onLost(conn: ChannelModel, err?: Error) {
-    if ((err as { code?: unknown } | undefined)?.code === INTERNAL_ERROR) for (const ch of this.publishChannels.get(conn) ?? []) this.crashed.add(ch);
+    if ((err as { code?: unknown } | undefined)?.code === INTERNAL_ERROR)
+      for (const ch of this.publishChannels.get(conn) ?? []) this.crashed.add(ch);
     if (this.conn !== conn) return;
     this.conn = undefined;
     this.pub = undefined;
@@ -475,7 +502,8 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     }
     const index = this.current;
     this.current = -1;
-    for (const [i, u] of this.urls.entries()) metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0);
+    for (const [i, u] of this.urls.entries())
+      metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0);
     this.emit('disconnected', err);
     if (this.closing) return;
     // The next round starts with the node after the one that died.
@@ -526,11 +554,19 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
 
   /** Publish a persistent message and wait for the broker's confirm. */
   publish(exchange: string, routingKey: string, body: unknown, opts: Options.Publish = {}): Promise<void> {
-    return this.publishContent(exchange, routingKey, Buffer.from(JSON.stringify(body)), { contentType: 'application/json', ...opts });
+    return this.publishContent(exchange, routingKey, Buffer.from(JSON.stringify(body)), {
+      contentType: 'application/json',
+      ...opts,
+    });
   }
 
   /** `publish` of bytes as they are (a streamed reply's audio chunk), with the same confirm and back-pressure. */
-  private async publishContent(exchange: string, routingKey: string, content: Buffer, opts: Options.Publish): Promise<void> {
+  private async publishContent(
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    opts: Options.Publish,
+  ): Promise<void> {
     if (!tracingOn) return this.publishConfirmed(exchange, routingKey, content, opts);
     // The producer span covers the wait for a connection and for 'drain', and the confirm.
     const span = producerSpan(exchange, routingKey, opts, content.length);
@@ -549,11 +585,21 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
    * on the publish channel of the next connection. The receivers absorb a message that arrives
    * twice (see the class comment).
    */
-  private async publishConfirmed(exchange: string, routingKey: string, content: Buffer, opts: Options.Publish, span?: Span): Promise<void> {
+  private async publishConfirmed(
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    opts: Options.Publish,
+    span?: Span,
+  ): Promise<void> {
     const deadline = Date.now() + this.publishTimeoutMs;
     const kind = this.exchangeKind(exchange, routingKey);
     const sentAt = process.hrtime.bigint();
-    const observe = (outcome: 'confirmed' | 'failed') => metrics.publishConfirmDuration.observe({ exchange: kind, outcome }, Number(process.hrtime.bigint() - sentAt) / 1e9);
+    const observe = (outcome: 'confirmed' | 'failed') =>
+      metrics.publishConfirmDuration.observe(
+        { exchange: kind, outcome },
+        Number(process.hrtime.bigint() - sentAt) / 1e9,
+      );
     opts = { persistent: true, ...opts, headers: contextHeaders(opts.headers, span) };
     for (;;) {
       let outcome: SendOutcome;
@@ -572,11 +618,18 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
         // The broker closed the connection with an internal error: the publish itself may be
         // what it choked on (see markCallerGone), so it is not sent again.
         observe('failed');
-        throw Object.assign(new Error('the broker closed the connection with an internal error (541) before the publish was confirmed'), { code: INTERNAL_ERROR });
+        throw Object.assign(
+          new Error('the broker closed the connection with an internal error (541) before the publish was confirmed'),
+          { code: INTERNAL_ERROR },
+        );
       }
       if (Date.now() >= deadline || this.closing) {
         observe('failed');
-        throw new Error(outcome === 'lost' ? 'channel closed before the publish was confirmed' : 'the broker refused the publish (nack)');
+        throw new Error(
+          outcome === 'lost'
+            ? 'channel closed before the publish was confirmed'
+            : 'the broker refused the publish (nack)',
+        );
       }
       metrics.amqpPublishesResent.inc({ exchange: kind, reason: outcome === 'lost' ? 'connection_lost' : 'nacked' });
       this.emit('resent', { exchange, routingKey, reason: outcome === 'lost' ? 'connection_lost' : 'nacked' });
@@ -592,7 +645,10 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   private async drained(deadline: number): Promise<void> {
     while (this.draining !== undefined) {
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`publish not confirmed within ${this.publishTimeoutMs} ms: the broker is not reading (flow control)`);
+      if (left <= 0)
+        throw new Error(
+          `publish not confirmed within ${this.publishTimeoutMs} ms: the broker is not reading (flow control)`,
+        );
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([this.draining, new Promise<void>((r) => (timer = setTimeout(r, left)))]);
       clearTimeout(timer);
@@ -604,7 +660,14 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
    * connection died (a channel the broker closed with an error rejects instead: sending again
    * would meet the same error). Rejects at the deadline.
    */
-  private sendOnce(ch: ConfirmChannel, exchange: string, routingKey: string, content: Buffer, opts: Options.Publish, deadline: number): Promise<SendOutcome> {
+  private sendOnce(
+    ch: ConfirmChannel,
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    opts: Options.Publish,
+    deadline: number,
+  ): Promise<SendOutcome> {
     return new Promise<SendOutcome>((resolve, reject) => {
       let settled = false;
       const finish = (outcome: SendOutcome | Error) => {
@@ -614,9 +677,15 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
         ch.off('close', onClose);
         outcome instanceof Error ? reject(outcome) : resolve(outcome);
       };
-      const lost = () => (this.failedChannels.has(ch) ? new Error('the broker closed the publish channel with an error before the publish was confirmed') : 'lost');
+      const lost = () =>
+        this.failedChannels.has(ch)
+          ? new Error('the broker closed the publish channel with an error before the publish was confirmed')
+          : 'lost';
       const onClose = () => finish(lost());
-      const timer = setTimeout(() => finish(new Error(`publish not confirmed within ${this.publishTimeoutMs} ms`)), Math.max(1, deadline - Date.now()));
+      const timer = setTimeout(
+        () => finish(new Error(`publish not confirmed within ${this.publishTimeoutMs} ms`)),
+        Math.max(1, deadline - Date.now()),
+      );
       ch.once('close', onClose);
       try {
         const ok = ch.publish(exchange, routingKey, content, opts, (err) => {
@@ -662,7 +731,11 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
   }
 
   /** Consume a queue with `prefetch` unacked messages at most; survives reconnects. */
-  async consume(queue: string, prefetch: number, handler: (d: Delivery) => Promise<void>): Promise<() => Promise<void>> {
+  async consume(
+    queue: string,
+    prefetch: number,
+    handler: (d: Delivery) => Promise<void>,
+  ): Promise<() => Promise<void>> {
     const c: Consumer = { queue, prefetch, handler };
     this.consumers.push(c);
     if (this.conn) await this.startConsumer(c);
@@ -681,7 +754,11 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
    * `onLost` when the connection drops: messages sent meanwhile never reach this process, so a
    * subscriber that caches must drop its cache there.
    */
-  async subscribe(exchange: string, handler: (body: unknown) => void, hooks: { onReady?: () => void; onLost?: () => void } = {}): Promise<() => Promise<void>> {
+  async subscribe(
+    exchange: string,
+    handler: (body: unknown) => void,
+    hooks: { onReady?: () => void; onLost?: () => void } = {},
+  ): Promise<() => Promise<void>> {
     const sub: Broadcast = { exchange, handler, hooks };
     this.broadcasts.push(sub);
     if (this.conn) await this.startBroadcast(sub);
@@ -722,7 +799,10 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
           sub.channel = undefined;
           sub.hooks.onLost?.();
           void ch.close().catch(() => {});
-          if (this.broadcasts.includes(sub)) this.startBroadcast(sub).catch((err) => this.log.warn('broadcast resubscribe failed', { exchange: sub.exchange, err: err as Error }));
+          if (this.broadcasts.includes(sub))
+            this.startBroadcast(sub).catch((err) =>
+              this.log.warn('broadcast resubscribe failed', { exchange: sub.exchange, err: err as Error }),
+            );
           return;
         }
         let body: unknown;
@@ -823,14 +903,22 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
         const requestId = headerString(msg, REQUEST_ID_HEADER);
         const span = tracingOn ? consumerSpan(c.queue, msg) : undefined;
         const handled = startContext(requestId ? { requestId } : {}, () => runInSpan(span, () => c.handler(d)));
-        if (span) handled.then(() => endSpan(span), (err) => endSpan(span, err));
+        if (span)
+          handled.then(
+            () => endSpan(span),
+            (err) => endSpan(span, err),
+          );
         handled.catch((err) => {
           // Usually the database or broker blinked. Requeueing at once would burn the quorum
           // delivery limit in milliseconds and dead-letter a good message; back off first
           // (0.5 s, 1 s, 2 s … capped at 30 s by delivery count), holding the message meanwhile.
           const count = Number(msg.properties.headers?.['x-delivery-count'] ?? (msg.fields.redelivered ? 1 : 0)) || 0;
           const delay = Math.min(30_000, 500 * 2 ** count);
-          this.log.error('consumer handler crashed; requeueing after a backoff', { queue: c.queue, delayMs: delay, err: err as Error });
+          this.log.error('consumer handler crashed; requeueing after a backoff', {
+            queue: c.queue,
+            delayMs: delay,
+            err: err as Error,
+          });
           setTimeout(() => d.requeue(), delay).unref?.();
         });
       });
@@ -858,11 +946,22 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     c.restartedAt = now;
     c.restartDelayMs = delayMs;
     metrics.amqpConsumerRestarts.inc({ queue: c.queue, reason });
-    this.log.warn('amqp consumer stopped by the broker; subscribing again', { queue: c.queue, reason, node: this.node, ...(delayMs ? { delayMs } : {}), ...(err ? { err } : {}) });
+    this.log.warn('amqp consumer stopped by the broker; subscribing again', {
+      queue: c.queue,
+      reason,
+      node: this.node,
+      ...(delayMs ? { delayMs } : {}),
+      ...(err ? { err } : {}),
+    });
     void outsideWork.runInAsyncScope(() => this.resubscribe(c, conn, reason, delayMs));
   }
 
-  private async resubscribe(c: Consumer, conn: ChannelModel, reason: ConsumerRestartReason, delayMs: number): Promise<void> {
+  private async resubscribe(
+    c: Consumer,
+    conn: ChannelModel,
+    reason: ConsumerRestartReason,
+    delayMs: number,
+  ): Promise<void> {
     const gone = () => this.closing || this.conn !== conn || !this.consumers.includes(c) || !!c.channel;
     for (let failures = 0; ; failures++) {
       if (delayMs > 0) await sleep(delayMs * (0.8 + Math.random() * 0.4));
@@ -882,7 +981,11 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       } catch (err) {
         delayMs = Math.min(5000, Math.max(100, delayMs * 2));
         const log = failures % 10 === 9 ? this.log.warn.bind(this.log) : this.log.debug.bind(this.log);
-        log('amqp consumer not subscribed again yet; trying again', { queue: c.queue, failures: failures + 1, err: err as Error });
+        log('amqp consumer not subscribed again yet; trying again', {
+          queue: c.queue,
+          failures: failures + 1,
+          err: err as Error,
+        });
       }
     }
   }
@@ -931,7 +1034,10 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
             // but a chunk the responder sent again after a failover may arrive twice.
             const seq = Number(msg.properties.headers?.['x-seq']);
             if (seq < p.stream.received) return;
-            if (seq !== p.stream.received) return finish({ err: new Error(`streamed reply chunk ${seq} arrived when ${p.stream.received} was due`) });
+            if (seq !== p.stream.received)
+              return finish({
+                err: new Error(`streamed reply chunk ${seq} arrived when ${p.stream.received} was due`),
+              });
             p.stream.received++;
             try {
               p.stream.onChunk(msg.content, seq);
@@ -947,7 +1053,8 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
             return finish({ err: new Error(`malformed reply: ${(err as Error).message}`) });
           }
           const sent = Number(msg.properties.headers?.['x-chunks'] ?? 0);
-          if (p.stream && sent !== p.stream.received) return finish({ err: new Error(`streamed reply ended after ${p.stream.received} of ${sent} chunks`) });
+          if (p.stream && sent !== p.stream.received)
+            return finish({ err: new Error(`streamed reply ended after ${p.stream.received} of ${sent} chunks`) });
           finish({ reply });
         },
         { noAck: true },
@@ -979,7 +1086,13 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
    * once; `signal` gives up (rejects with its reason). Chunks are not acknowledged one by one:
    * a caller that cannot keep up buffers them (a responder's stream must be bounded).
    */
-  rpcStream<T = unknown>(pool: PoolType, payload: unknown, timeoutMs: number, onChunk: (data: Buffer, seq: number) => void, opts: { signal?: AbortSignal } = {}): Promise<RpcReply<T>> {
+  rpcStream<T = unknown>(
+    pool: PoolType,
+    payload: unknown,
+    timeoutMs: number,
+    onChunk: (data: Buffer, seq: number) => void,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<RpcReply<T>> {
     return this.request<T>(pool, payload, timeoutMs, { onChunk, signal: opts.signal });
   }
 
@@ -991,7 +1104,12 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
    * The call fails at once instead ('the reply channel closed before the answer came': the API
    * answers 503 and the client retries), as it does while the broker is away.
    */
-  private async request<T>(pool: PoolType, payload: unknown, timeoutMs: number, stream?: { onChunk: (data: Buffer, seq: number) => void; signal?: AbortSignal }): Promise<RpcReply<T>> {
+  private async request<T>(
+    pool: PoolType,
+    payload: unknown,
+    timeoutMs: number,
+    stream?: { onChunk: (data: Buffer, seq: number) => void; signal?: AbortSignal },
+  ): Promise<RpcReply<T>> {
     stream?.signal?.throwIfAborted();
     const ch = await this.replyChannel();
     // The abort listener is added below; an abort while the channel opened would be lost.
@@ -1010,7 +1128,9 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
         }
         p?.unlink?.();
         this.rpcPending.delete(correlationId);
-        reject(new RpcTimeoutError(`no ${stream ? 'complete ' : ''}answer from the ${pool} pool within ${timeoutMs} ms`));
+        reject(
+          new RpcTimeoutError(`no ${stream ? 'complete ' : ''}answer from the ${pool} pool within ${timeoutMs} ms`),
+        );
       };
       const timer = setTimeout(expire, timeoutMs);
       const pending: PendingRpc = { resolve: resolve as (r: RpcReply) => void, reject, timer, channel: ch };
@@ -1033,7 +1153,9 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     });
     const content = Buffer.from(JSON.stringify(payload));
     // A request is not confirmed: its producer span ends once it is written.
-    const span = tracingOn ? producerSpan('', broker.poolQueue(this.topology.prefix, pool), {}, content.length) : undefined;
+    const span = tracingOn
+      ? producerSpan('', broker.poolQueue(this.topology.prefix, pool), {}, content.length)
+      : undefined;
     try {
       ch.publish('', broker.poolQueue(this.topology.prefix, pool), content, {
         correlationId,
@@ -1064,7 +1186,11 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
    * so chunks keep their order); the answer then says how many were sent. A request past its
    * deadline is acked unanswered (the caller already gave up); one without reply-to is dead-lettered.
    */
-  respond(queue: string, prefetch: number, handler: (payload: unknown, meta: RespondMeta) => Promise<RpcReply>): Promise<() => Promise<void>> {
+  respond(
+    queue: string,
+    prefetch: number,
+    handler: (payload: unknown, meta: RespondMeta) => Promise<RpcReply>,
+  ): Promise<() => Promise<void>> {
     return this.consume(queue, prefetch, async (d) => {
       const { replyTo, correlationId, headers } = d.msg.properties;
       // Nobody could read its answer: dead-lettered, and said (a publisher that is not an rpc caller).
@@ -1081,18 +1207,30 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
       let chunks = 0;
       const send = async (data: Buffer) => {
         const seq = chunks++;
-        await this.publishContent('', replyTo as string, data, { correlationId: correlationId as string, persistent: false, type: RPC_CHUNK_TYPE, contentType: 'application/octet-stream', headers: { 'x-seq': seq } }).catch((err: unknown) => {
+        await this.publishContent('', replyTo as string, data, {
+          correlationId: correlationId as string,
+          persistent: false,
+          type: RPC_CHUNK_TYPE,
+          contentType: 'application/octet-stream',
+          headers: { 'x-seq': seq },
+        }).catch((err: unknown) => {
           this.markCallerGone(replyTo as string, err);
           throw err;
         });
       };
       const reply: RpcReply =
-        payload === undefined ? { ok: false, error: { code: 'validation_error', message: 'request is not JSON' } } : await handler(payload, { deadline, redelivered: d.msg.fields.redelivered, send });
+        payload === undefined
+          ? { ok: false, error: { code: 'validation_error', message: 'request is not JSON' } }
+          : await handler(payload, { deadline, redelivered: d.msg.fields.redelivered, send });
       // Settled before the answer goes: an answer that cannot be delivered (or that takes the
       // connection down with it, below) must not make the request run again.
       d.ack();
       try {
-        await this.publish('', replyTo as string, reply, { correlationId: correlationId as string, persistent: false, headers: { 'x-chunks': chunks } });
+        await this.publish('', replyTo as string, reply, {
+          correlationId: correlationId as string,
+          persistent: false,
+          headers: { 'x-chunks': chunks },
+        });
       } catch (err) {
         // The caller is gone or the broker is away: the caller times out on its own.
         this.markCallerGone(replyTo as string, err);
@@ -1154,7 +1292,8 @@ export class AmqpClient extends EventEmitter<AmqpEvents> {
     this.conn = undefined;
     this.pub = undefined;
     this.current = -1;
-    for (const [i, u] of this.urls.entries()) metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0);
+    for (const [i, u] of this.urls.entries())
+      metrics.amqpConnectedNode.set({ node: amqpEndpoint(u), index: String(i) }, 0);
     await conn?.close().catch(() => {});
   }
 }
@@ -1195,7 +1334,12 @@ export async function declareTopology(raw: Channel, t: TopologyOptions): Promise
   for (const pool of t.pools) {
     await ch.assertQueue(broker.poolQueue(t.prefix, pool), { durable: true, arguments: poolQueueArgs(t) });
   }
-  await declareWebhookTopology(ch, { prefix: t.prefix, queueType: t.queueType, delaysMs: t.webhookDelaysMs ?? [1000, 3000], poolQueueArgs: poolQueueArgs(t) });
+  await declareWebhookTopology(ch, {
+    prefix: t.prefix,
+    queueType: t.queueType,
+    delaysMs: t.webhookDelaysMs ?? [1000, 3000],
+    poolQueueArgs: poolQueueArgs(t),
+  });
   await ch.assertQueue(broker.auditQueue(t.prefix), { durable: true, arguments: poolQueueArgs(t) }); // audit entries (platform/audit/)
 }
 
@@ -1206,7 +1350,8 @@ export const RPC_REPLY_TO = 'amq.rabbitmq.reply-to';
 const INTERNAL_ERROR = 541;
 
 /** The caller channel a direct reply-to address names (`amq.rabbitmq.reply-to.<channel>.<key>`), or ''. */
-const replyChannelOf = (replyTo: string) => (replyTo.startsWith(`${RPC_REPLY_TO}.`) ? (replyTo.slice(RPC_REPLY_TO.length + 1).split('.')[0] ?? '') : '');
+const replyChannelOf = (replyTo: string) =>
+  replyTo.startsWith(`${RPC_REPLY_TO}.`) ? (replyTo.slice(RPC_REPLY_TO.length + 1).split('.')[0] ?? '') : '';
 
 /** The AMQP `type` of a streamed reply's chunk (bytes, header `x-seq` from 0); the final reply has none. */
 export const RPC_CHUNK_TYPE = 'rpc.chunk';

@@ -46,7 +46,8 @@ const UNAVAILABLE_CODES = new Set([6, 7, 89, 91, 189, 9001, 10107, 11600, 11602,
  * PostgreSQL is stopped, SQLSTATE 57P01 (admin_shutdown) for a query cut by a fast stop, 57P03
  * (cannot_connect_now) while it starts, 08xxx for broken connections.
  */
-const BACKEND_UNAVAILABLE = /failed to connect to|SQLSTATE (08[0-9A-Z]{3}|57P0[1-3])|conn closed|connection reset by peer|unexpected EOF|broken pipe|database system is (starting up|shutting down|in recovery)/i;
+const BACKEND_UNAVAILABLE =
+  /failed to connect to|SQLSTATE (08[0-9A-Z]{3}|57P0[1-3])|conn closed|connection reset by peer|unexpected EOF|broken pipe|database system is (starting up|shutting down|in recovery)/i;
 
 /**
  * A network error the driver rewrapped as a bulk write error (MongoBulkWriteError keeps the
@@ -78,9 +79,16 @@ export function isDatabaseUnreachable(err: unknown): boolean {
 export function isDatabaseUnavailable(err: unknown): boolean {
   for (let e = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     if (isDatabaseUnreachable(e)) return true;
-    if (e instanceof MongoOperationTimeoutError || e instanceof MongoTopologyClosedError || e instanceof MongoNotConnectedError || isWaitQueueTimeout(e)) return true;
+    if (
+      e instanceof MongoOperationTimeoutError ||
+      e instanceof MongoTopologyClosedError ||
+      e instanceof MongoNotConnectedError ||
+      isWaitQueueTimeout(e)
+    )
+      return true;
     if (e instanceof MongoServerError && typeof e.code === 'number' && UNAVAILABLE_CODES.has(e.code)) return true;
-    if (e instanceof MongoError && (e.hasErrorLabel('RetryableWriteError') || e.hasErrorLabel('SystemOverloadedError'))) return true;
+    if (e instanceof MongoError && (e.hasErrorLabel('RetryableWriteError') || e.hasErrorLabel('SystemOverloadedError')))
+      return true;
   }
   return false;
 }
@@ -163,7 +171,8 @@ export class DatabaseHealth extends EventEmitter<DatabaseHealthEvents> {
   watch(client: MongoClient): void {
     client.on('topologyDescriptionChanged', (e) => {
       const w = writable(e.newDescription);
-      if (!w) this.markDown('topology', `no writable server: ${e.newDescription.error?.message ?? e.newDescription.type}`);
+      if (!w)
+        this.markDown('topology', `no writable server: ${e.newDescription.error?.message ?? e.newDescription.type}`);
       else this.clear(false);
     });
     client.on('connectionCheckOutFailed', (e) => {
@@ -173,7 +182,13 @@ export class DatabaseHealth extends EventEmitter<DatabaseHealthEvents> {
 
   /** A command failed (from the client's command monitoring). */
   commandFailed(failure: unknown): void {
-    if (isDatabaseUnreachable(failure)) this.markDown('ops', withoutFrames(String((failure as Error).message ?? failure)).replace(/\s*\n\s*/g, ' ').slice(0, 240));
+    if (isDatabaseUnreachable(failure))
+      this.markDown(
+        'ops',
+        withoutFrames(String((failure as Error).message ?? failure))
+          .replace(/\s*\n\s*/g, ' ')
+          .slice(0, 240),
+      );
   }
 
   /** Stop probing and release every `whenUp` waiter. */

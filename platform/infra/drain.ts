@@ -91,7 +91,8 @@ export class Drain {
   close(o: DrainCloseOptions): Promise<DrainReport> {
     this.closing ??= (async () => {
       const results = await Promise.allSettled((o.stop ?? []).map((stop) => stop?.()));
-      for (const r of results) if (r.status === 'rejected') o.log.warn('consumer cancel failed', { err: r.reason as Error });
+      for (const r of results)
+        if (r.status === 'rejected') o.log.warn('consumer cancel failed', { err: r.reason as Error });
       const drained = await this.whenIdle(o.graceMs);
       const left = [...this.entries.keys()];
       this.closed = true;

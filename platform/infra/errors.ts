@@ -125,13 +125,17 @@ export const notFound = (what = 'resource') => new AppError('not_found', `${what
  * Idempotency-Key finds what it made.
  */
 export const databaseUnavailable = (cause?: unknown) =>
-  new AppError('service_unavailable', `the database is not answering; retry after ${DATABASE_RETRY_AFTER_SECONDS} s (with the same Idempotency-Key, if any)`, {
-    cause,
-    headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
-    // Unreachable is logged once per outage by the process (platform/runtime.ts); a timeout or
-    // a primary stepping down is logged with each request, like any other failure.
-    quiet: cause === undefined || isDatabaseUnreachable(cause),
-  });
+  new AppError(
+    'service_unavailable',
+    `the database is not answering; retry after ${DATABASE_RETRY_AFTER_SECONDS} s (with the same Idempotency-Key, if any)`,
+    {
+      cause,
+      headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+      // Unreachable is logged once per outage by the process (platform/runtime.ts); a timeout or
+      // a primary stepping down is logged with each request, like any other failure.
+      quiet: cause === undefined || isDatabaseUnreachable(cause),
+    },
+  );
 
 /** Longest piece of caller input an error message repeats (a field name, a value, a path). */
 export const ECHO_MAX = 64;
@@ -191,7 +195,11 @@ function fromBodyParser(type: string, err: unknown): AppError | null {
     case 'entity.too.large':
       return new AppError('payload_too_large', 'body: larger than the accepted limit', { cause: err });
     case 'encoding.unsupported':
-      return new AppError('unsupported_media_type', 'Content-Encoding: unsupported; send identity, gzip, deflate or br', { cause: err });
+      return new AppError(
+        'unsupported_media_type',
+        'Content-Encoding: unsupported; send identity, gzip, deflate or br',
+        { cause: err },
+      );
     case 'charset.unsupported':
       return new AppError('unsupported_media_type', 'Content-Type: unsupported charset; JSON is UTF-8', { cause: err });
     case 'request.aborted':
@@ -225,9 +233,13 @@ export function toAppError(err: unknown, opts: { request?: boolean } = {}): AppE
       if (mapped) return mapped;
     }
     // The router could not percent-decode a path parameter (%ff, %, %C0%AF).
-    if (err instanceof URIError) return new AppError('validation_error', 'path: malformed percent-encoding', { cause: err });
+    if (err instanceof URIError)
+      return new AppError('validation_error', 'path: malformed percent-encoding', { cause: err });
     // A compressed body that does not decompress (gzip, deflate or br over plain bytes).
-    if (typeof e.code === 'string' && (e.code.startsWith('Z_') || e.code.startsWith('ERR_BROTLI') || e.code.startsWith('ERR__'))) {
+    if (
+      typeof e.code === 'string' &&
+      (e.code.startsWith('Z_') || e.code.startsWith('ERR_BROTLI') || e.code.startsWith('ERR__'))
+    ) {
       return new AppError('bad_request', 'body: does not match its Content-Encoding', { cause: err });
     }
     const code = STATUS_CODES[status] ?? 'bad_request';

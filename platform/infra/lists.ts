@@ -34,7 +34,7 @@ export interface Page<T> {
 
 type CursorValue = string | number | { d: number } | null;
 
-const wrap = (v: unknown): CursorValue => (v instanceof Date ? { d: v.getTime() } : (v as CursorValue) ?? null);
+const wrap = (v: unknown): CursorValue => (v instanceof Date ? { d: v.getTime() } : ((v as CursorValue) ?? null));
 const unwrap = (v: CursorValue): unknown => (v !== null && typeof v === 'object' ? new Date(v.d) : v);
 
 export function encodeCursor(tag: string, value: unknown, id: string): string {
@@ -49,7 +49,13 @@ export function decodeCursor(tag: string, raw: string): { value: unknown; id: st
     const parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown;
     if (Array.isArray(parsed) && parsed.length === 3 && parsed[0] === tag && typeof parsed[2] === 'string') {
       const v = parsed[1] as CursorValue;
-      const ok = v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v)) || (typeof v === 'object' && typeof (v as { d?: unknown }).d === 'number' && Number.isFinite((v as { d: number }).d));
+      const ok =
+        v === null ||
+        typeof v === 'string' ||
+        (typeof v === 'number' && Number.isFinite(v)) ||
+        (typeof v === 'object' &&
+          typeof (v as { d?: unknown }).d === 'number' &&
+          Number.isFinite((v as { d: number }).d));
       if (ok) return { value: unwrap(v), id: parsed[2] };
     }
   } catch {
@@ -64,11 +70,16 @@ export function decodeCursor(tag: string, raw: string): { value: unknown; id: st
  * cursor while more remain. The cursor holds a position, so an item added or removed between
  * pages shifts the rest by one; these lists are small and change rarely.
  */
-export function pageWhole<T>(items: readonly T[], q: { limit?: number; cursor?: string }, tag: string): { data: T[]; total: number; cursor?: string } {
+export function pageWhole<T>(
+  items: readonly T[],
+  q: { limit?: number; cursor?: string },
+  tag: string,
+): { data: T[]; total: number; cursor?: string } {
   let from = 0;
   if (q.cursor !== undefined) {
     const { value } = decodeCursor(tag, q.cursor);
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw new AppError('validation_error', BAD_CURSOR);
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
+      throw new AppError('validation_error', BAD_CURSOR);
     from = value;
   }
   const to = q.limit === undefined ? items.length : from + q.limit;
@@ -80,26 +91,53 @@ export function pageWhole<T>(items: readonly T[], q: { limit?: number; cursor?: 
  * The list envelope of a page (SPEC 2.3): its items mapped to their API shape, the total, and
  * `cursor` only when more pages exist (never `cursor: null`).
  */
-export function mapPage<T, U>(page: Pick<Page<T>, 'data' | 'total'> & { cursor?: string | null }, fn: (item: T) => U): { data: U[]; total: number; cursor?: string } {
-  return { data: page.data.map((item) => fn(item)), total: page.total, ...(page.cursor ? { cursor: page.cursor } : {}) };
+export function mapPage<T, U>(
+  page: Pick<Page<T>, 'data' | 'total'> & { cursor?: string | null },
+  fn: (item: T) => U,
+): { data: U[]; total: number; cursor?: string } {
+  return {
+    data: page.data.map((item) => fn(item)),
+    total: page.total,
+    ...(page.cursor ? { cursor: page.cursor } : {}),
+  };
 }
 
 /**
  * One page of `col` matching `filter` (which must hold the tenant filter), in keyset order.
  * Two commands: the page (limit + 1 rows, to know whether more exist) and the count.
  */
-export async function keysetPage<T extends Document & { _id: string }>(col: Collection<T>, filter: Filter<T>, opts: KeysetOptions): Promise<Page<T>> {
+export async function keysetPage<T extends Document & { _id: string }>(
+  col: Collection<T>,
+  filter: Filter<T>,
+  opts: KeysetOptions,
+): Promise<Page<T>> {
   const { field, direction } = opts;
   const cmp = direction === -1 ? '$lt' : '$gt';
   let pageFilter: Filter<T> = filter;
   if (opts.cursor) {
     const after = decodeCursor(opts.tag, opts.cursor);
-    pageFilter = { $and: [filter, { $or: [{ [field]: { [cmp]: after.value } }, { [field]: after.value, _id: { [cmp]: after.id } }] }] } as Filter<T>;
+    pageFilter = {
+      $and: [
+        filter,
+        { $or: [{ [field]: { [cmp]: after.value } }, { [field]: after.value, _id: { [cmp]: after.id } }] },
+      ],
+    } as Filter<T>;
   }
   const sort = { [field]: direction, _id: direction } as Sort;
-  const [rows, total] = await Promise.all([col.find(pageFilter, opts.projection ? { projection: opts.projection } : {}).sort(sort).limit(opts.limit + 1).toArray(), col.countDocuments(filter)]);
+  const [rows, total] = await Promise.all([
+    col
+      .find(pageFilter, opts.projection ? { projection: opts.projection } : {})
+      .sort(sort)
+      .limit(opts.limit + 1)
+      .toArray(),
+    col.countDocuments(filter),
+  ]);
   const more = rows.length > opts.limit;
   const data = rows.slice(0, opts.limit) as T[];
   const last = data[data.length - 1];
-  return { data, total, cursor: more && last ? encodeCursor(opts.tag, (last as Record<string, unknown>)[field], last._id) : null };
+  return {
+    data,
+    total,
+    cursor: more && last ? encodeCursor(opts.tag, (last as Record<string, unknown>)[field], last._id) : null,
+  };
 }

@@ -43,7 +43,8 @@ export const setTraceIdSource = (source: typeof traceIds) => {
  * and exactly `key` or `sig`. Names like keyId or maxTokens count… hold no secret but match
  * `token`: only string values are redacted, so counts and ids stay readable.
  */
-const SECRET_NAME = /secret|token|passw|passphrase|pwd|authorization|cookie|api[-_]?key|private[-_]?key|signature|credential|^key$|^sig$/i;
+const SECRET_NAME =
+  /secret|token|passw|passphrase|pwd|authorization|cookie|api[-_]?key|private[-_]?key|signature|credential|^key$|^sig$/i;
 /** What a secret looks like inside any string (a message, a URL, a stack). */
 const SECRET_PATTERNS: [RegExp, string][] = [
   [/\bsvc_[A-Za-z0-9_-]{6,}/g, 'svc_[redacted]'],
@@ -67,7 +68,10 @@ export function redactString(s: string): string {
 
 function serializeError(err: Error, seen: WeakSet<object>, depth: number): Record<string, unknown> {
   const e = err as Error & { code?: unknown; cause?: unknown; errors?: unknown };
-  const out: Record<string, unknown> = { type: e.constructor?.name ?? e.name, message: redactString(String(e.message)) };
+  const out: Record<string, unknown> = {
+    type: e.constructor?.name ?? e.name,
+    message: redactString(String(e.message)),
+  };
   if (e.stack) out.stack = redactString(mapStack(e.stack));
   if (e.code !== undefined) out.code = clean(e.code, seen, depth + 1);
   if (e.cause !== undefined) out.cause = clean(e.cause, seen, depth + 1);
@@ -110,7 +114,11 @@ function clean(v: unknown, seen: WeakSet<object>, depth: number): unknown {
 }
 
 /** Caller fields made safe, with names the logger owns (or a child bound) moved under `fields`. */
-function cleanFields(fields: Record<string, unknown> | undefined, bound: ReadonlySet<string>, binding = false): Record<string, unknown> | undefined {
+function cleanFields(
+  fields: Record<string, unknown> | undefined,
+  bound: ReadonlySet<string>,
+  binding = false,
+): Record<string, unknown> | undefined {
   if (!fields) return undefined;
   const out = clean(fields, new WeakSet(), 0) as Record<string, unknown>;
   let moved: Record<string, unknown> | undefined;
@@ -130,8 +138,7 @@ function cleanFields(fields: Record<string, unknown> | undefined, bound: Readonl
 
 function wrap(p: PinoLogger, bound: ReadonlySet<string>): Logger {
   const at =
-    (level: 'debug' | 'info' | 'warn' | 'error' | 'fatal') =>
-    (msg: string, fields?: Record<string, unknown>) => {
+    (level: 'debug' | 'info' | 'warn' | 'error' | 'fatal') => (msg: string, fields?: Record<string, unknown>) => {
       if (!p.isLevelEnabled(level)) return;
       p[level](cleanFields(fields, bound) ?? {}, redactString(msg));
     };
@@ -174,7 +181,11 @@ export function createLogger(level: LogLevel, base: Record<string, unknown> = {}
         const ctx = currentContext();
         const ids = traceIds();
         if (!ctx.requestId && !ctx.jobId && !ids) return {};
-        return { ...(ctx.requestId ? { requestId: ctx.requestId } : {}), ...(ctx.jobId ? { jobId: ctx.jobId } : {}), ...ids };
+        return {
+          ...(ctx.requestId ? { requestId: ctx.requestId } : {}),
+          ...(ctx.jobId ? { jobId: ctx.jobId } : {}),
+          ...ids,
+        };
       },
     },
     destination(opts.file),
@@ -184,4 +195,5 @@ export function createLogger(level: LogLevel, base: Record<string, unknown> = {}
 }
 
 /** The logger of a service process, as its configuration asks. */
-export const serviceLogger = (config: { LOG_LEVEL: LogLevel; LOG_FILE?: string }, service: string): Logger => createLogger(config.LOG_LEVEL, { service }, { file: config.LOG_FILE });
+export const serviceLogger = (config: { LOG_LEVEL: LogLevel; LOG_FILE?: string }, service: string): Logger =>
+  createLogger(config.LOG_LEVEL, { service }, { file: config.LOG_FILE });

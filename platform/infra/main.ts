@@ -38,7 +38,13 @@ export function runMain(name: string, start: (config: Config) => Promise<{ stop(
   const log = serviceLogger(config, name);
   let crashing = false;
   const crash = (source: string) => (err: unknown) => {
-    funnelError(err, { source: 'process', log, msg: `${source} in ${name}; exiting`, logWhen: 'always', level: 'fatal' });
+    funnelError(err, {
+      source: 'process',
+      log,
+      msg: `${source} in ${name}; exiting`,
+      logWhen: 'always',
+      level: 'fatal',
+    });
     if (!tracingOn) process.exit(EX_SOFTWARE);
     if (crashing) return; // a second error while the spans flush: the exit is on its way
     crashing = true;

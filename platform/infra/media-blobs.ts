@@ -18,7 +18,10 @@ export interface BlobInfo {
  * every machine reads what any other wrote. Public links are absolute and signed:
  * HMAC-SHA256(secret, "<id>.<exp>"), checked in constant time.
  */
-export function createBlobStore(db: Database, opts: { secret: string; publicBaseUrl: string; defaultTtlSeconds: number }) {
+export function createBlobStore(
+  db: Database,
+  opts: { secret: string; publicBaseUrl: string; defaultTtlSeconds: number },
+) {
   const bucket = new GridFSBucket(db.db, { bucketName: COLLECTIONS.blobBucket });
   const sign = (id: string, exp: number) => hmacSign(opts.secret, `${id}.${exp}`);
 
@@ -26,7 +29,9 @@ export function createBlobStore(db: Database, opts: { secret: string; publicBase
     async put(data: Buffer, meta: { contentType: string; filename: string; accountId: string }): Promise<BlobInfo> {
       const id = newId('blob');
       await new Promise<void>((resolve, reject) => {
-        const up = bucket.openUploadStreamWithId(id as never, meta.filename, { metadata: { contentType: meta.contentType, accountId: meta.accountId } });
+        const up = bucket.openUploadStreamWithId(id as never, meta.filename, {
+          metadata: { contentType: meta.contentType, accountId: meta.accountId },
+        });
         up.once('finish', () => resolve());
         up.once('error', reject);
         up.end(data);
@@ -35,18 +40,32 @@ export function createBlobStore(db: Database, opts: { secret: string; publicBase
     },
 
     /** Upload from a stream (large media: never the whole file in memory). */
-    async putStream(data: Readable, meta: { contentType: string; filename: string; accountId: string }): Promise<BlobInfo> {
+    async putStream(
+      data: Readable,
+      meta: { contentType: string; filename: string; accountId: string },
+    ): Promise<BlobInfo> {
       const id = newId('blob');
-      const up = bucket.openUploadStreamWithId(id as never, meta.filename, { metadata: { contentType: meta.contentType, accountId: meta.accountId } });
+      const up = bucket.openUploadStreamWithId(id as never, meta.filename, {
+        metadata: { contentType: meta.contentType, accountId: meta.accountId },
+      });
       await pipeline(data, up);
       return { id, length: up.length, ...meta };
     },
 
     async info(id: string): Promise<BlobInfo | null> {
-      const f = await bucket.find({ _id: id as never }).limit(1).next();
+      const f = await bucket
+        .find({ _id: id as never })
+        .limit(1)
+        .next();
       if (!f) return null;
       const md = (f.metadata ?? {}) as { contentType?: string; accountId?: string };
-      return { id, length: f.length, contentType: md.contentType ?? 'application/octet-stream', filename: f.filename, accountId: md.accountId ?? '' };
+      return {
+        id,
+        length: f.length,
+        contentType: md.contentType ?? 'application/octet-stream',
+        filename: f.filename,
+        accountId: md.accountId ?? '',
+      };
     },
 
     /** Bytes [start, end] inclusive, or the whole file. */

@@ -30,9 +30,18 @@ export interface Unreadable {
  * with its queue, reason and size (never its content: it may hold user data). The scheduler parks
  * it in the dead_letters collection (scheduler/dead-letters.ts).
  */
-export function deadLetter(d: Unreadable, reason: DeadLetterReason, o: DeadLetterOptions & { invalid?: string[] }): void {
+export function deadLetter(
+  d: Unreadable,
+  reason: DeadLetterReason,
+  o: DeadLetterOptions & { invalid?: string[] },
+): void {
   metrics.deadLettered.inc({ queue: o.queue, reason });
-  o.log.warn('dead-lettering a message', { queue: o.queue, reason, bytes: d.msg.content.length, ...(o.invalid ? { invalid: o.invalid } : {}) });
+  o.log.warn('dead-lettering a message', {
+    queue: o.queue,
+    reason,
+    bytes: d.msg.content.length,
+    ...(o.invalid ? { invalid: o.invalid } : {}),
+  });
   d.deadLetter();
   o.onDeadLettered?.(reason);
 }

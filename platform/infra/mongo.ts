@@ -267,8 +267,31 @@ export function onlyDuplicateKeys(err: unknown): boolean {
 }
 
 /** Collections whose names label metrics; others are reported as "other" (bounded labels). */
-const KNOWN_COLLECTIONS = new Set<string>([...Object.values(COLLECTIONS), ...[COLLECTIONS.blobBucket, COLLECTIONS.driveBlobBucket].flatMap((b) => [`${b}.files`, `${b}.chunks`])]);
-const MONITORED_COMMANDS = new Set(['find', 'insert', 'update', 'delete', 'findAndModify', 'aggregate', 'count', 'getMore', 'createIndexes', 'distinct', 'ping', 'buildInfo', 'hello', 'isMaster', 'killCursors', 'drop', 'dropDatabase', 'listCollections', 'listIndexes']);
+const KNOWN_COLLECTIONS = new Set<string>([
+  ...Object.values(COLLECTIONS),
+  ...[COLLECTIONS.blobBucket, COLLECTIONS.driveBlobBucket].flatMap((b) => [`${b}.files`, `${b}.chunks`]),
+]);
+const MONITORED_COMMANDS = new Set([
+  'find',
+  'insert',
+  'update',
+  'delete',
+  'findAndModify',
+  'aggregate',
+  'count',
+  'getMore',
+  'createIndexes',
+  'distinct',
+  'ping',
+  'buildInfo',
+  'hello',
+  'isMaster',
+  'killCursors',
+  'drop',
+  'dropDatabase',
+  'listCollections',
+  'listIndexes',
+]);
 
 /**
  * The client span of one command, `<command> <collection>` (semantic conventions for MongoDB):
@@ -281,7 +304,12 @@ function commandSpan(commandName: string, databaseName: string, command: Record<
   return startSpan(
     collection ? `${commandName} ${collection}` : commandName,
     'client',
-    { [ATTR.dbSystemName]: 'mongodb', [ATTR.dbOperationName]: commandName, [ATTR.dbNamespace]: databaseName, ...(collection ? { [ATTR.dbCollectionName]: collection } : {}) },
+    {
+      [ATTR.dbSystemName]: 'mongodb',
+      [ATTR.dbOperationName]: commandName,
+      [ATTR.dbNamespace]: databaseName,
+      ...(collection ? { [ATTR.dbCollectionName]: collection } : {}),
+    },
     { requireParent: true },
   );
 }
@@ -292,11 +320,16 @@ function commandSpan(commandName: string, databaseName: string, command: Record<
  * client's events (platform/infra/db-health.ts): the API answers 503 at once while it says down.
  */
 export async function connectMongo(url: string, opts: { maxPoolSize?: number } = {}) {
-  const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000, maxPoolSize: opts.maxPoolSize ?? 20, monitorCommands: true });
+  const client = new MongoClient(url, {
+    serverSelectionTimeoutMS: 5000,
+    maxPoolSize: opts.maxPoolSize ?? 20,
+    monitorCommands: true,
+  });
   const db = client.db();
   // A read by `_id` reaches the stored data (FerretDB answers ping without its PostgreSQL); one
   // index lookup on MongoDB, on FerretDB one PostgreSQL query on the _id index (svc.2 patch).
-  const probe = () => db.collection(COLLECTIONS.accounts).findOne({ _id: '' as never }, { projection: { _id: 1 }, timeoutMS: 2000 });
+  const probe = () =>
+    db.collection(COLLECTIONS.accounts).findOne({ _id: '' as never }, { projection: { _id: 1 }, timeoutMS: 2000 });
   const health = new DatabaseHealth(probe);
   // Command latency by collection and command (driver command monitoring), for every process,
   // and when tracing is on a client span per command. The driver emits commandStarted in the
@@ -316,7 +349,10 @@ export async function connectMongo(url: string, opts: { maxPoolSize?: number } =
     const s = started.get(e.requestId);
     if (!s) return;
     started.delete(e.requestId);
-    metrics.dbCommandDuration.observe({ command: s.command, collection: s.collection, outcome }, Number(process.hrtime.bigint() - s.at) / 1e9);
+    metrics.dbCommandDuration.observe(
+      { command: s.command, collection: s.collection, outcome },
+      Number(process.hrtime.bigint() - s.at) / 1e9,
+    );
     if (s.span) endSpan(s.span, outcome === 'error' ? (e.failure ?? new Error('command failed')) : undefined);
     if (outcome === 'error') health.commandFailed(e.failure);
   };

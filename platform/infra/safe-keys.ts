@@ -41,11 +41,13 @@ export function assertSafeKeys(body: unknown): void {
     for (const k of Object.keys(obj)) {
       if (UNSAFE_KEY.test(k)) {
         const path = pathOf(node);
-        throw new AppError('validation_error', `${path ? `${clip(path)}: ` : ''}${quoted(k)}: field names must not start with $ or contain . or NUL`);
+        throw new AppError(
+          'validation_error',
+          `${path ? `${clip(path)}: ` : ''}${quoted(k)}: field names must not start with $ or contain . or NUL`,
+        );
       }
       const v = obj[k];
       if (v !== null && typeof v === 'object') stack.push({ value: v, parent: node, key: clip(k) });
     }
   }
 }
-

@@ -5,7 +5,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  * HMAC-SHA256(secret, message). Each kind of link signs its own message layout, so a signature
  * made for one kind never verifies as another.
  */
-export const hmacSign = (secret: string, message: string): string => createHmac('sha256', secret).update(message).digest('base64url');
+export const hmacSign = (secret: string, message: string): string =>
+  createHmac('sha256', secret).update(message).digest('base64url');
 
 /** Whether `presented` is the expected signature, compared in constant time. */
 export function signatureMatches(expected: string, presented: string | undefined): boolean {

@@ -38,7 +38,8 @@ for (const [addr, prefix] of [
   ['203.0.113.0', 24],
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
-] as const) blockList.addSubnet(addr, prefix, 'ipv4');
+] as const)
+  blockList.addSubnet(addr, prefix, 'ipv4');
 for (const [addr, prefix] of [
   ['::', 128],
   ['fc00::', 7], // unique local
@@ -47,7 +48,8 @@ for (const [addr, prefix] of [
   ['fd00:ec2::', 32], // AWS metadata over IPv6
   ['2001:db8::', 32],
   ['::', 96], // IPv4-compatible (deprecated) addresses
-] as const) blockList.addSubnet(addr, prefix, 'ipv6');
+] as const)
+  blockList.addSubnet(addr, prefix, 'ipv6');
 /**
  * IPv6 transition forms carry (or reach) an IPv4 address the IPv4 rules above would judge, so they
  * are refused whole, whatever the address inside: a public IPv4 host is reachable by its IPv4
@@ -62,7 +64,8 @@ for (const [addr, prefix] of [
   ['2002::', 16], // 6to4
   ['2001::', 32], // Teredo
   ['100::', 64], // discard-only
-] as const) transition.addSubnet(addr, prefix, 'ipv6');
+] as const)
+  transition.addSubnet(addr, prefix, 'ipv6');
 const loopback = new net.BlockList();
 loopback.addSubnet('127.0.0.0', 8, 'ipv4');
 loopback.addAddress('::1', 'ipv6');
@@ -70,7 +73,8 @@ loopback.addAddress('::1', 'ipv6');
 /** Why an address may not be fetched, or null when it may. */
 export function addressProblem(address: string, opts: SsrfOptions = {}): string | null {
   const family: 'ipv4' | 'ipv6' = net.isIPv4(address) ? 'ipv4' : 'ipv6';
-  if (family === 'ipv6' && transition.check(address, 'ipv6')) return 'reserved IPv6 transition address (IPv4-mapped, IPv4-translated, NAT64, 6to4, Teredo or discard-only)';
+  if (family === 'ipv6' && transition.check(address, 'ipv6'))
+    return 'reserved IPv6 transition address (IPv4-mapped, IPv4-translated, NAT64, 6to4, Teredo or discard-only)';
   if (loopback.check(address, family)) return opts.allowLoopback ? null : 'loopback address';
   if (blockList.check(address, family)) return 'private, link-local or reserved address';
   return null;
@@ -135,7 +139,12 @@ export function guardedLookup(opts: SsrfOptions & { http?: boolean } = {}): Look
   return ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     dns.promises.lookup(hostname, { all: true, verbatim: true }).then(
       (found) => {
-        const problem = addressesProblem(hostname, found.map((a) => a.address), opts, opts.http ?? false);
+        const problem = addressesProblem(
+          hostname,
+          found.map((a) => a.address),
+          opts,
+          opts.http ?? false,
+        );
         if (problem) return callback(Object.assign(new Error(problem), { code: 'ETARGETBLOCKED' }));
         if (options?.all) return callback(null, found);
         return callback(null, found[0]!.address, found[0]!.family);
@@ -146,19 +155,41 @@ export function guardedLookup(opts: SsrfOptions & { http?: boolean } = {}): Look
 }
 
 /** One request whose socket connects only to addresses the guard accepts. */
-function guardedRequest(url: URL, field: string, init: { method?: string; headers?: Record<string, string>; body?: string | Buffer; signal?: AbortSignal }, opts: SsrfOptions): Promise<Response> {
+function guardedRequest(
+  url: URL,
+  field: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string | Buffer; signal?: AbortSignal },
+  opts: SsrfOptions,
+): Promise<Response> {
   const mod = url.protocol === 'https:' ? https : http;
   const method = init.method ?? 'GET';
   return new Promise((resolve, reject) => {
-    const req = mod.request(url, { method, headers: init.headers, signal: init.signal, lookup: guardedLookup({ ...opts, http: url.protocol === 'http:' }) }, (res) => {
-      const headers = new Headers();
-      for (const [k, v] of Object.entries(res.headers)) for (const x of Array.isArray(v) ? v : v === undefined ? [] : [v]) headers.append(k, x);
-      const status = res.statusCode ?? 502;
-      const noBody = method === 'HEAD' || [204, 205, 304].includes(status);
-      if (noBody) res.resume();
-      resolve(new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status: status < 200 ? 502 : status, headers }));
-    });
-    req.on('error', (err: Error & { code?: string }) => reject(err.code === 'ETARGETBLOCKED' ? new AppError('validation_error', `${field}: ${err.message}`) : err));
+    const req = mod.request(
+      url,
+      {
+        method,
+        headers: init.headers,
+        signal: init.signal,
+        lookup: guardedLookup({ ...opts, http: url.protocol === 'http:' }),
+      },
+      (res) => {
+        const headers = new Headers();
+        for (const [k, v] of Object.entries(res.headers))
+          for (const x of Array.isArray(v) ? v : v === undefined ? [] : [v]) headers.append(k, x);
+        const status = res.statusCode ?? 502;
+        const noBody = method === 'HEAD' || [204, 205, 304].includes(status);
+        if (noBody) res.resume();
+        resolve(
+          new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), {
+            status: status < 200 ? 502 : status,
+            headers,
+          }),
+        );
+      },
+    );
+    req.on('error', (err: Error & { code?: string }) =>
+      reject(err.code === 'ETARGETBLOCKED' ? new AppError('validation_error', `${field}: ${err.message}`) : err),
+    );
     req.end(init.body);
   });
 }
@@ -171,7 +202,13 @@ function guardedRequest(url: URL, field: string, init: { method?: string; header
 export async function guardedFetch(
   raw: string,
   field: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string | Buffer; signal?: AbortSignal; timeoutMs?: number } = {},
+  init: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    signal?: AbortSignal;
+    timeoutMs?: number;
+  } = {},
   opts: SsrfOptions = {},
 ): Promise<Response> {
   const signal = init.signal ?? AbortSignal.timeout(init.timeoutMs ?? 10_000);
@@ -199,7 +236,10 @@ export async function saveLimited(res: Response, file: string, maxBytes: number,
   const limit = new Transform({
     transform(chunk: Buffer, _enc, done) {
       total += chunk.length;
-      done(total > maxBytes ? new AppError('validation_error', `${field}: larger than ${maxBytes} bytes`) : null, chunk);
+      done(
+        total > maxBytes ? new AppError('validation_error', `${field}: larger than ${maxBytes} bytes`) : null,
+        chunk,
+      );
     },
   });
   await pipeline(Readable.fromWeb(res.body as never), limit, createWriteStream(file));
@@ -268,8 +308,16 @@ function networkCause(err: Error & { code?: string }): string {
  * the rest: never a bare "The operation was aborted".
  */
 export async function fetchInput(raw: string, field: string, opts: InputFetchOptions): Promise<Buffer>;
-export async function fetchInput(raw: string, field: string, opts: InputFetchOptions & { file: string }): Promise<number>;
-export async function fetchInput(raw: string, field: string, opts: InputFetchOptions & { file?: string }): Promise<Buffer | number> {
+export async function fetchInput(
+  raw: string,
+  field: string,
+  opts: InputFetchOptions & { file: string },
+): Promise<number>;
+export async function fetchInput(
+  raw: string,
+  field: string,
+  opts: InputFetchOptions & { file?: string },
+): Promise<Buffer | number> {
   const answered = new AbortController();
   const answerTimer = setTimeout(() => answered.abort(), opts.answerMs);
   const total = AbortSignal.timeout(opts.totalMs);
@@ -282,7 +330,9 @@ export async function fetchInput(raw: string, field: string, opts: InputFetchOpt
       await res.body?.cancel().catch(() => {});
       throw new AppError('validation_error', `${field}: could not be fetched (HTTP ${res.status})`);
     }
-    return opts.file === undefined ? await readLimited(res, opts.maxBytes, field) : await saveLimited(res, opts.file, opts.maxBytes, field);
+    return opts.file === undefined
+      ? await readLimited(res, opts.maxBytes, field)
+      : await saveLimited(res, opts.file, opts.maxBytes, field);
   } catch (err) {
     if (opts.signal.aborted || err instanceof AppError) throw err;
     if (answered.signal.aborted) throw new InputFetchError(`${field}: no answer within ${seconds(opts.answerMs)}`);

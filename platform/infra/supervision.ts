@@ -37,4 +37,5 @@ export type FromApi =
   /** My metrics, answering `collect` `id`. */
   | { t: 'collected'; id: number; metrics: Metrics };
 
-export const isMessage = <T extends { t: string }>(m: unknown): m is T => typeof m === 'object' && m !== null && typeof (m as { t?: unknown }).t === 'string';
+export const isMessage = <T extends { t: string }>(m: unknown): m is T =>
+  typeof m === 'object' && m !== null && typeof (m as { t?: unknown }).t === 'string';

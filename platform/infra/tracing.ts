@@ -60,9 +60,15 @@ export const ATTR = {
 export type SpanKindName = 'internal' | 'server' | 'client' | 'producer' | 'consumer';
 
 /** What the environment asks for: whether tracing is on, and why not when it is off. */
-export function tracingSettings(env: NodeJS.ProcessEnv = process.env): { on: true; url: string } | { on: false; why: string } {
-  if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return { on: false, why: 'OTEL_SDK_DISABLED=true' };
-  const exporters = (env.OTEL_TRACES_EXPORTER ?? 'otlp').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+export function tracingSettings(
+  env: NodeJS.ProcessEnv = process.env,
+): { on: true; url: string } | { on: false; why: string } {
+  if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true')
+    return { on: false, why: 'OTEL_SDK_DISABLED=true' };
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? 'otlp')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
   if (exporters.includes('none')) return { on: false, why: 'OTEL_TRACES_EXPORTER=none' };
   const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
@@ -114,7 +120,8 @@ async function setUp({ serviceName, env = process.env, log }: TracingOptions): P
   const settings = tracingSettings(env);
   if (!settings.on) return false;
   const mode = (env.TRACE_INCOMING ?? 'link').trim().toLowerCase();
-  if (mode !== 'link' && mode !== 'parent') log?.warn('TRACE_INCOMING must be link or parent; using link', { value: mode });
+  if (mode !== 'link' && mode !== 'parent')
+    log?.warn('TRACE_INCOMING must be link or parent; using link', { value: mode });
   incoming = mode === 'parent' ? 'parent' : 'link';
   const [otel, sdk, resources, core, asyncHooks] = await Promise.all([
     import('@opentelemetry/api'),
@@ -125,11 +132,18 @@ async function setUp({ serviceName, env = process.env, log }: TracingOptions): P
   ]);
 
   const sampler = buildSampler(sdk, env, log);
-  const exporters = (env.OTEL_TRACES_EXPORTER ?? 'otlp').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? 'otlp')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
   const spanProcessors: InstanceType<typeof sdk.BatchSpanProcessor | typeof sdk.SimpleSpanProcessor>[] = [];
   if (settings.url) {
     const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/json').trim();
-    if (protocol !== 'http/json') log?.warn(`OTEL_EXPORTER_OTLP_PROTOCOL ${protocol} is not supported: spans go as OTLP/HTTP with JSON bodies (http/json), which collectors accept on their OTLP/HTTP port`, { protocol });
+    if (protocol !== 'http/json')
+      log?.warn(
+        `OTEL_EXPORTER_OTLP_PROTOCOL ${protocol} is not supported: spans go as OTLP/HTTP with JSON bodies (http/json), which collectors accept on their OTLP/HTTP port`,
+        { protocol },
+      );
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
     spanProcessors.push(
       new sdk.BatchSpanProcessor({
@@ -137,11 +151,15 @@ async function setUp({ serviceName, env = process.env, log }: TracingOptions): P
         scheduledDelayMillis: envInt(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000, log),
         exportTimeoutMillis: envInt(env, 'OTEL_BSP_EXPORT_TIMEOUT', 30_000, log),
         maxQueueSize: envInt(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048, log),
-        maxExportBatchSize: Math.min(envInt(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, log), envInt(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048)),
+        maxExportBatchSize: Math.min(
+          envInt(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, log),
+          envInt(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048),
+        ),
       }),
     );
   }
-  if (exporters.includes('console')) spanProcessors.push(new sdk.SimpleSpanProcessor({ exporter: new sdk.ConsoleSpanExporter() }));
+  if (exporters.includes('console'))
+    spanProcessors.push(new sdk.SimpleSpanProcessor({ exporter: new sdk.ConsoleSpanExporter() }));
 
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over the defaults (read from `env`, so a
   // test's settings do not leak into process.env).
@@ -156,7 +174,14 @@ async function setUp({ serviceName, env = process.env, log }: TracingOptions): P
     }
   }
   const name = env.OTEL_SERVICE_NAME?.trim() || (fromEnv[ATTR.serviceName] as string | undefined) || serviceName;
-  const resource = resources.defaultResource().merge(resources.resourceFromAttributes({ 'host.name': hostname(), 'process.pid': process.pid, ...fromEnv, [ATTR.serviceName]: name }));
+  const resource = resources.defaultResource().merge(
+    resources.resourceFromAttributes({
+      'host.name': hostname(),
+      'process.pid': process.pid,
+      ...fromEnv,
+      [ATTR.serviceName]: name,
+    }),
+  );
 
   const p = new sdk.TracerProvider({ resource, sampler, spanProcessors });
   const cm = new asyncHooks.AsyncLocalStorageContextManager().enable();
@@ -168,7 +193,10 @@ async function setUp({ serviceName, env = process.env, log }: TracingOptions): P
   tracer = otel.trace.getTracer('svc');
   setTraceIdSource(traceIds);
   tracingOn = true;
-  log?.info('tracing on', { serviceName: name, endpoint: settings.url ? redactString(new URL(settings.url).origin) : 'console' });
+  log?.info('tracing on', {
+    serviceName: name,
+    endpoint: settings.url ? redactString(new URL(settings.url).origin) : 'console',
+  });
   return true;
 }
 
@@ -207,7 +235,10 @@ function buildSampler(sdk: Sdk, env: NodeJS.ProcessEnv, log?: Logger) {
 export async function flushTracing(timeoutMs = 2000): Promise<void> {
   if (!provider) return;
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([provider.forceFlush({ timeoutMillis: timeoutMs }).catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+  await Promise.race([
+    provider.forceFlush({ timeoutMillis: timeoutMs }).catch(() => undefined),
+    new Promise<void>((r) => (timer = setTimeout(r, timeoutMs))),
+  ]);
   clearTimeout(timer);
 }
 
@@ -222,7 +253,10 @@ export async function shutdownTracing(timeoutMs = 5000): Promise<void> {
   setTraceIdSource(() => undefined);
   await flushTracing(timeoutMs);
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p.shutdown().catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+  await Promise.race([
+    p.shutdown().catch(() => undefined),
+    new Promise<void>((r) => (timer = setTimeout(r, timeoutMs))),
+  ]);
   clearTimeout(timer);
   api.trace.disable();
   api.context.disable();
@@ -246,7 +280,12 @@ function traceIds(): { traceId: string; spanId: string } | undefined {
  * is off. With `requireParent`, undefined too when there is no active span to hang it under
  * (background commands do not each start a trace of their own).
  */
-export function startSpan(name: string, kind: SpanKindName, attributes?: Attributes, opts: { parent?: Context; requireParent?: boolean; links?: Link[] } = {}): Span | undefined {
+export function startSpan(
+  name: string,
+  kind: SpanKindName,
+  attributes?: Attributes,
+  opts: { parent?: Context; requireParent?: boolean; links?: Link[] } = {},
+): Span | undefined {
   if (!tracingOn) return undefined;
   const parent = opts.parent ?? api.context.active();
   if (opts.requireParent && !api.trace.getSpan(parent)) return undefined;
@@ -264,18 +303,33 @@ export function runInSpan<T>(span: Span | undefined, fn: () => T): T {
  * code); its message and stack are recorded (redacted) only when `record` says so: job errors may
  * quote user input, and that goes to the job, not to a trace.
  */
-export function endSpan(span: Span | undefined, err?: unknown, opts: { record?: boolean; errorType?: string } = {}): void {
+export function endSpan(
+  span: Span | undefined,
+  err?: unknown,
+  opts: { record?: boolean; errorType?: string } = {},
+): void {
   if (!span) return;
   if (err !== undefined || opts.errorType) {
     span.setAttribute(ATTR.errorType, opts.errorType ?? errorTypeOf(err));
     span.setStatus({ code: 2 as OtelApi.SpanStatusCode /* ERROR */ });
-    if (opts.record && err instanceof Error) span.recordException({ name: err.name, message: redactString(err.message), stack: err.stack ? redactString(err.stack) : undefined });
+    if (opts.record && err instanceof Error)
+      span.recordException({
+        name: err.name,
+        message: redactString(err.message),
+        stack: err.stack ? redactString(err.stack) : undefined,
+      });
   }
   span.end();
 }
 
 /** `fn` inside a span of its own (ended when it settles, ERROR when it throws); just `fn()` when off. */
-export async function inSpan<T>(name: string, kind: SpanKindName, attributes: Attributes | undefined, fn: (span: Span | undefined) => Promise<T>, opts: { record?: boolean } = {}): Promise<T> {
+export async function inSpan<T>(
+  name: string,
+  kind: SpanKindName,
+  attributes: Attributes | undefined,
+  fn: (span: Span | undefined) => Promise<T>,
+  opts: { record?: boolean } = {},
+): Promise<T> {
   if (!tracingOn) return fn(undefined);
   const span = startSpan(name, kind, attributes);
   try {
@@ -308,7 +362,10 @@ export function currentSpanContext(): SpanContext | undefined {
  */
 export function batchSpan<T>(name: string, links: (SpanContext | undefined)[], fn: () => Promise<T>): Promise<T> {
   if (!tracingOn) return fn();
-  const ls = links.filter((c): c is SpanContext => !!c && api.isSpanContextValid(c)).slice(0, 128).map((context) => ({ context }));
+  const ls = links
+    .filter((c): c is SpanContext => !!c && api.isSpanContextValid(c))
+    .slice(0, 128)
+    .map((context) => ({ context }));
   return inSpanFrom(api.ROOT_CONTEXT, name, ls, fn);
 }
 
@@ -343,7 +400,10 @@ export function incomingSpanOptions(headers: Record<string, unknown>): { parent?
   const remote = extractContext(headers);
   if (incoming === 'parent') return { parent: remote };
   const caller = remote && api.trace.getSpanContext(remote);
-  return { parent: api.ROOT_CONTEXT, ...(caller && api.isSpanContextValid(caller) ? { links: [{ context: caller }] } : {}) };
+  return {
+    parent: api.ROOT_CONTEXT,
+    ...(caller && api.isSpanContextValid(caller) ? { links: [{ context: caller }] } : {}),
+  };
 }
 
 /** The remote context carried by `headers` (HTTP or AMQP: `traceparent`, `tracestate`), or the root context. */

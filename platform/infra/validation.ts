@@ -26,7 +26,8 @@ export function issueDetails(issues: readonly z.core.$ZodIssue[], where: 'body' 
   return issues
     .slice(0, ISSUES_MAX)
     .flatMap((i): ErrorDetail[] => {
-      if (i.code === 'unrecognized_keys') return i.keys.map((k) => ({ path: dotted([...i.path, k]), code: i.code, message: 'unknown field' }));
+      if (i.code === 'unrecognized_keys')
+        return i.keys.map((k) => ({ path: dotted([...i.path, k]), code: i.code, message: 'unknown field' }));
       const required = i.code === 'invalid_type' && (i as { input?: unknown }).input === undefined;
       return [{ path: dotted(i.path), code: i.code, message: required ? 'is required' : i.message }];
     })
@@ -34,11 +35,23 @@ export function issueDetails(issues: readonly z.core.$ZodIssue[], where: 'body' 
 }
 
 /** Parse with a contract or throw a validation_error naming the field. */
-export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown, where: 'body' | 'query' = 'body'): z.output<T> {
-  if (where === 'body' && (value === undefined || value === null || typeof value !== 'object' || Array.isArray(value))) {
-    throw new AppError('validation_error', 'body: must be a JSON object', { details: [{ path: 'body', code: 'invalid_type', message: 'must be a JSON object' }] });
+export function parseOrThrow<T extends z.ZodType>(
+  schema: T,
+  value: unknown,
+  where: 'body' | 'query' = 'body',
+): z.output<T> {
+  if (
+    where === 'body' &&
+    (value === undefined || value === null || typeof value !== 'object' || Array.isArray(value))
+  ) {
+    throw new AppError('validation_error', 'body: must be a JSON object', {
+      details: [{ path: 'body', code: 'invalid_type', message: 'must be a JSON object' }],
+    });
   }
   const r = schema.safeParse(value ?? {}, { reportInput: true });
-  if (!r.success) throw new AppError('validation_error', formatIssues(r.error.issues), { details: issueDetails(r.error.issues, where) });
+  if (!r.success)
+    throw new AppError('validation_error', formatIssues(r.error.issues), {
+      details: issueDetails(r.error.issues, where),
+    });
   return r.data;
 }

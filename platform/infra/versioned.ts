@@ -44,11 +44,19 @@ export async function updateVersioned<T extends Versioned & Document>(
 
 /** 409 version_conflict: `what` is at version `current`, not the `expected` one If-Match named. The one wording every resource uses. */
 export function versionConflict(what: string, current: number, expected: number): AppError {
-  return new AppError('version_conflict', `${what} is at version ${current}, not ${expected} (If-Match): someone changed it since you read it; fetch it again and re-apply your change`);
+  return new AppError(
+    'version_conflict',
+    `${what} is at version ${current}, not ${expected} (If-Match): someone changed it since you read it; fetch it again and re-apply your change`,
+  );
 }
 
 /** Why a versioned write matched nothing: the document is not the caller's (404) or it moved on (409). */
-export async function missOrConflict<T extends Versioned & Document>(col: Collection<T>, base: Filter<T>, expectedVersion: number | undefined, what: string): Promise<AppError> {
+export async function missOrConflict<T extends Versioned & Document>(
+  col: Collection<T>,
+  base: Filter<T>,
+  expectedVersion: number | undefined,
+  what: string,
+): Promise<AppError> {
   const current = expectedVersion === undefined ? null : await col.findOne(base, { projection: { version: 1 } });
   if (!current) return new AppError('not_found', `${what} not found`);
   return versionConflict(what, current.version, expectedVersion!);

@@ -47,7 +47,13 @@ export function createWriteBehind<T>(flush: (items: T[]) => Promise<void>, opts:
     window = Math.min(maxDelayMs, opts.delayMs * batch.length);
     lastRunAt = Date.now();
     running = batchSpan(`batch ${opts.name}`, from, () => flush(batch))
-      .catch((err: unknown) => opts.log.warn('write-behind batch failed; the sweep repairs it', { batch: opts.name, items: batch.length, err: err as Error }))
+      .catch((err: unknown) =>
+        opts.log.warn('write-behind batch failed; the sweep repairs it', {
+          batch: opts.name,
+          items: batch.length,
+          err: err as Error,
+        }),
+      )
       .finally(() => {
         running = undefined;
       });

@@ -26,7 +26,8 @@ const FINISHED_STATUSES = new Set(['complete', 'failed']);
 /** Map entry, ids and object overhead per finished entry, on top of its JSON length. */
 const ENTRY_OVERHEAD_BYTES = 256;
 /** What a finished entry costs: its JSON length in UTF-16 code units (bytes for ASCII text) plus overhead. */
-const sizeOf = (value: CachedJob) => JSON.stringify(value.envelope).length + value.accountId.length + ENTRY_OVERHEAD_BYTES;
+const sizeOf = (value: CachedJob) =>
+  JSON.stringify(value.envelope).length + value.accountId.length + ENTRY_OVERHEAD_BYTES;
 
 /**
  * Jobs still in flight, cached in each API process for `GET /jobs/{id}`: pollers ask for the same

@@ -4,7 +4,13 @@ import { JOB_EVENT_NAME, JOB_ID_PREFIX, broker, type CreditOperation, type JobTy
 import { metrics } from '../../monitoring/metrics';
 import type { AmqpClient } from '../infra/amqp';
 import { REQUEST_ID_HEADER } from '../infra/context';
-import { createCreditLeases, fromUnits, type CreditLeaseSettings, type Credits, type LeaseSpend } from '../credits/credits';
+import {
+  createCreditLeases,
+  fromUnits,
+  type CreditLeaseSettings,
+  type Credits,
+  type LeaseSpend,
+} from '../credits/credits';
 import { AppError } from '../infra/errors';
 import { faultPoint } from '../infra/faults';
 import { newId } from '../infra/ids';
@@ -30,7 +36,6 @@ export interface JobMessage {
 const WRITE_BEHIND = { maxItems: 200, delayMs: 20, maxDelayMs: 100 };
 
 export const pollPath = (jobId: string) => `/api/v1/jobs/${jobId}`;
-
 
 /** SPEC 2.4 envelope of a stored job. */
 export function toEnvelope(job: JobDoc): JobEnvelope {
@@ -80,7 +85,11 @@ export function createJobs(deps: JobsDeps) {
    * confirmed it, and the sweep publishes any that were not: at least once, consumers dedupe on
    * eventId.
    */
-  const buildEvent = (job: Pick<JobDoc, '_id' | 'type' | 'accountId'>, status: 'complete' | 'failed', extras: Record<string, unknown>): JobEvent => ({
+  const buildEvent = (
+    job: Pick<JobDoc, '_id' | 'type' | 'accountId'>,
+    status: 'complete' | 'failed',
+    extras: Record<string, unknown>,
+  ): JobEvent => ({
     eventId: randomUUID(),
     event: `${JOB_EVENT_NAME[job.type]}.${status === 'complete' ? 'completed' : 'failed'}`,
     accountId: job.accountId,
@@ -89,7 +98,8 @@ export function createJobs(deps: JobsDeps) {
   });
 
   /** Who the job belongs to and its type: what an event needs before the job is finished. */
-  const identity = (jobId: string) => db.jobs.findOne({ _id: jobId }, { projection: { _id: 1, type: 1, accountId: 1 } });
+  const identity = (jobId: string) =>
+    db.jobs.findOne({ _id: jobId }, { projection: { _id: 1, type: 1, accountId: 1 } });
 
   /**
    * What a failing space job had already published (its stage-preview result: SPEC 3.1, 6.1),
@@ -142,7 +152,12 @@ export function createJobs(deps: JobsDeps) {
    */
   const refundOnce = async (job: Pick<JobDoc, '_id' | 'accountId' | 'credits'>) => {
     if (job.credits.refunded) return;
-    await credits.refund({ accountId: job.accountId, operation: job.credits.operation, millicredits: job.credits.millicredits, jobId: job._id });
+    await credits.refund({
+      accountId: job.accountId,
+      operation: job.credits.operation,
+      millicredits: job.credits.millicredits,
+      jobId: job._id,
+    });
     await db.jobs.updateOne({ _id: job._id }, { $set: { 'credits.refunded': true } });
   };
 
@@ -155,7 +170,16 @@ export function createJobs(deps: JobsDeps) {
    */
   const settled = createWriteBehind<{ job: JobDoc; requestId: string | null; dispatched: boolean }>(
     async (items) => {
-      await credits.recordCharges(items.map(({ job, requestId }) => ({ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, millicredits: job.credits.millicredits, requestId, at: job.createdAt })));
+      await credits.recordCharges(
+        items.map(({ job, requestId }) => ({
+          accountId: job.accountId,
+          jobId: job._id,
+          operation: job.credits.operation,
+          millicredits: job.credits.millicredits,
+          requestId,
+          at: job.createdAt,
+        })),
+      );
       const now = new Date();
       // One command, one statement per job by _id (FerretDB 1.24 scans the whole collection for
       // `_id: { $in: [...] }`, so an updateMany would cost O(jobs stored)).
@@ -164,7 +188,11 @@ export function createJobs(deps: JobsDeps) {
         items.map(({ job, dispatched }) => ({
           updateOne: {
             filter: { _id: job._id, 'credits.settling.owner': instanceId },
-            update: { $set: dispatched ? { 'credits.charged': true, 'credits.settling': null, dispatchedAt: now } : { 'credits.charged': true, 'credits.settling': null } },
+            update: {
+              $set: dispatched
+                ? { 'credits.charged': true, 'credits.settling': null, dispatchedAt: now }
+                : { 'credits.charged': true, 'credits.settling': null },
+            },
           },
         })),
         { ordered: false },
@@ -188,7 +216,10 @@ export function createJobs(deps: JobsDeps) {
    * the marker, and publish it if it never was. Returns 'charged', 'unpaid', or 'busy' when
    * another process holds the claim.
    */
-  const settleOne = async (jobId: string, opts: { requestId: string | null; waitMs?: number }): Promise<'charged' | 'unpaid' | 'busy'> => {
+  const settleOne = async (
+    jobId: string,
+    opts: { requestId: string | null; waitMs?: number },
+  ): Promise<'charged' | 'unpaid' | 'busy'> => {
     claiming.set(jobId, (claiming.get(jobId) ?? 0) + 1);
     try {
       return await settleClaimed(jobId, opts);
@@ -197,7 +228,10 @@ export function createJobs(deps: JobsDeps) {
       else claiming.set(jobId, claiming.get(jobId)! - 1);
     }
   };
-  const settleClaimed = async (jobId: string, opts: { requestId: string | null; waitMs?: number }): Promise<'charged' | 'unpaid' | 'busy'> => {
+  const settleClaimed = async (
+    jobId: string,
+    opts: { requestId: string | null; waitMs?: number },
+  ): Promise<'charged' | 'unpaid' | 'busy'> => {
     let job: JobDoc | null = null;
     let claimStartedAt = 0;
     for (const deadline = Date.now() + (opts.waitMs ?? 0); ; ) {
@@ -206,7 +240,11 @@ export function createJobs(deps: JobsDeps) {
       // while the database was away) need not be waited out.
       const stale = (claiming.get(jobId) ?? 0) <= 1 ? [{ 'credits.settling.owner': instanceId }] : [];
       job = await db.jobs.findOneAndUpdate(
-        { _id: jobId, 'credits.charged': false, $or: [{ 'credits.settling': null }, { 'credits.settling.until': { $lt: new Date() } }, ...stale] },
+        {
+          _id: jobId,
+          'credits.charged': false,
+          $or: [{ 'credits.settling': null }, { 'credits.settling.until': { $lt: new Date() } }, ...stale],
+        },
         { $set: { 'credits.settling': { owner: instanceId, until: new Date(claimStartedAt + settleLeaseMs) } } },
         { returnDocument: 'after' },
       );
@@ -221,12 +259,32 @@ export function createJobs(deps: JobsDeps) {
     const { operation, millicredits } = job.credits;
     // A process that stalled past half its claim must not charge: another may hold it by now.
     if (Date.now() - claimStartedAt > settleLeaseMs / 2) return 'busy';
-    if (!(await credits.chargeJob({ accountId: job.accountId, jobId, operation, millicredits, timeoutMs: settleLeaseMs / 4 }))) {
+    if (
+      !(await credits.chargeJob({
+        accountId: job.accountId,
+        jobId,
+        operation,
+        millicredits,
+        timeoutMs: settleLeaseMs / 4,
+      }))
+    ) {
       const now = new Date();
       // Failed unpaid: `credits.charged: null` says it was never charged, and nothing settles it again.
       const failed = await db.jobs.updateOne(
         { _id: jobId, 'credits.charged': false, 'credits.settling.owner': instanceId, status: 'queued' },
-        { $set: { status: 'failed', error: 'not accepted: the account did not have enough credits when the request was completed', 'credits.charged': null, 'credits.refunded': true, 'credits.settling': null, completedAt: now, updatedAt: now, rawStatus: 'failed', progressMessage: 'Failed' } },
+        {
+          $set: {
+            status: 'failed',
+            error: 'not accepted: the account did not have enough credits when the request was completed',
+            'credits.charged': null,
+            'credits.refunded': true,
+            'credits.settling': null,
+            completedAt: now,
+            updatedAt: now,
+            rawStatus: 'failed',
+            progressMessage: 'Failed',
+          },
+        },
       );
       // A job that already ran was published, so it was charged: its marker must have gone
       // astray. Leave it for a person to look at rather than fail finished work.
@@ -237,8 +295,13 @@ export function createJobs(deps: JobsDeps) {
       await announce(jobId);
       return 'unpaid';
     }
-    await credits.recordCharges([{ accountId: job.accountId, jobId, operation, millicredits, requestId: opts.requestId, at: job.createdAt }]);
-    const marked = await db.jobs.updateOne({ _id: jobId, 'credits.settling.owner': instanceId }, { $set: { 'credits.charged': true, 'credits.settling': null } });
+    await credits.recordCharges([
+      { accountId: job.accountId, jobId, operation, millicredits, requestId: opts.requestId, at: job.createdAt },
+    ]);
+    const marked = await db.jobs.updateOne(
+      { _id: jobId, 'credits.settling.owner': instanceId },
+      { $set: { 'credits.charged': true, 'credits.settling': null } },
+    );
     // Release the marker only if the claim was still ours (else releaseSettledMarkers does, later).
     if (marked.modifiedCount === 1) await credits.releaseMarkers(job.accountId, [jobId]);
     if (job.status === 'queued' && !job.dispatchedAt) await api.dispatch(job, 'undispatched');
@@ -256,10 +319,21 @@ export function createJobs(deps: JobsDeps) {
     async (items) => {
       try {
         const spends = new Map<string, number>();
-        for (const { job } of items) if (job.credits.lease) spends.set(job.credits.lease, (spends.get(job.credits.lease) ?? 0) + job.credits.millicredits);
+        for (const { job } of items)
+          if (job.credits.lease)
+            spends.set(job.credits.lease, (spends.get(job.credits.lease) ?? 0) + job.credits.millicredits);
         await credits.addLeaseSpend(spends);
         await credits.recordCharges(
-          items.filter((i) => i.dispatched).map(({ job, requestId }) => ({ accountId: job.accountId, jobId: job._id, operation: job.credits.operation, millicredits: job.credits.millicredits, requestId, at: job.createdAt })),
+          items
+            .filter((i) => i.dispatched)
+            .map(({ job, requestId }) => ({
+              accountId: job.accountId,
+              jobId: job._id,
+              operation: job.credits.operation,
+              millicredits: job.credits.millicredits,
+              requestId,
+              at: job.createdAt,
+            })),
         );
       } catch (err) {
         // Their leases settle from their jobs, which writes the entries (or the sweep does).
@@ -286,7 +360,15 @@ export function createJobs(deps: JobsDeps) {
   const claiming = new Map<string, number>();
 
   /** A job as it was when accepted (the 202 body a retry of the same request gets again). */
-  const asAccepted = (job: JobDoc): JobDoc => ({ ...job, status: 'queued', rawStatus: 'queued', progressMessage: 'Waiting for a worker', result: null, error: null, updatedAt: job.createdAt });
+  const asAccepted = (job: JobDoc): JobDoc => ({
+    ...job,
+    status: 'queued',
+    rawStatus: 'queued',
+    progressMessage: 'Waiting for a worker',
+    result: null,
+    error: null,
+    updatedAt: job.createdAt,
+  });
 
   const api = {
     /** Insert a queued, not yet dispatched job. */
@@ -368,7 +450,12 @@ export function createJobs(deps: JobsDeps) {
           accountId: input.accountId,
           type: input.type,
           input: input.input,
-          credits: { operation: input.operation, millicredits: amount, charged: false, settling: { owner: instanceId, until: new Date(insertedAt + settleLeaseMs) } },
+          credits: {
+            operation: input.operation,
+            millicredits: amount,
+            charged: false,
+            settling: { owner: instanceId, until: new Date(insertedAt + settleLeaseMs) },
+          },
           notes: input.notes,
           requestId: input.requestId,
         });
@@ -387,7 +474,14 @@ export function createJobs(deps: JobsDeps) {
 
     /** accept() after its insert: the charge, the publish, the batch (under the insert's claim). */
     async chargeAndPublish(
-      input: { accountId: string; requestId: string; operation: CreditOperation; amount: number; jobId: string; undo?: (jobId: string) => Promise<void> },
+      input: {
+        accountId: string;
+        requestId: string;
+        operation: CreditOperation;
+        amount: number;
+        jobId: string;
+        undo?: (jobId: string) => Promise<void>;
+      },
       job: JobDoc,
       insertedAt: number,
     ): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
@@ -397,11 +491,27 @@ export function createJobs(deps: JobsDeps) {
       // charge while another process may be settling it. The charge itself gives up after a
       // quarter of the claim (the driver closes the connection, which cancels it in the server),
       // so it cannot reach the database after the claim ran out.
-      if (Date.now() - insertedAt > settleLeaseMs / 2) throw new AppError('service_unavailable', 'the request took too long to be accepted; retry it with the same Idempotency-Key');
-      if (!(await credits.chargeJob({ accountId: input.accountId, jobId, operation: input.operation, millicredits: amount, timeoutMs: settleLeaseMs / 4, onBalance: (left) => leases.saw(input.accountId, left) }))) {
+      if (Date.now() - insertedAt > settleLeaseMs / 2)
+        throw new AppError(
+          'service_unavailable',
+          'the request took too long to be accepted; retry it with the same Idempotency-Key',
+        );
+      if (
+        !(await credits.chargeJob({
+          accountId: input.accountId,
+          jobId,
+          operation: input.operation,
+          millicredits: amount,
+          timeoutMs: settleLeaseMs / 4,
+          onBalance: (left) => leases.saw(input.accountId, left),
+        }))
+      ) {
         await db.jobs.deleteOne({ _id: jobId, 'credits.charged': false });
         await input.undo?.(jobId);
-        throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${fromUnits(amount)}`);
+        throw new AppError(
+          'insufficient_credits',
+          `not enough AI credits: ${input.operation} costs ${fromUnits(amount)}`,
+        );
       }
       faultPoint('accept.after-charge');
       const dispatched = await api.publish(job);
@@ -419,7 +529,17 @@ export function createJobs(deps: JobsDeps) {
      * and a lease the scheduler settles from its jobs.
      */
     async acceptFromLease(
-      input: { accountId: string; requestId: string; type: JobType; operation: CreditOperation; input: Record<string, unknown>; notes?: string[]; amount: number; jobId: string; undo?: (jobId: string) => Promise<void> },
+      input: {
+        accountId: string;
+        requestId: string;
+        type: JobType;
+        operation: CreditOperation;
+        input: Record<string, unknown>;
+        notes?: string[];
+        amount: number;
+        jobId: string;
+        undo?: (jobId: string) => Promise<void>;
+      },
       spend: LeaseSpend,
     ): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
       let job: JobDoc;
@@ -429,7 +549,13 @@ export function createJobs(deps: JobsDeps) {
           accountId: input.accountId,
           type: input.type,
           input: input.input,
-          credits: { operation: input.operation, millicredits: input.amount, charged: true, settling: null, lease: spend.leaseId },
+          credits: {
+            operation: input.operation,
+            millicredits: input.amount,
+            charged: true,
+            settling: null,
+            lease: spend.leaseId,
+          },
           notes: input.notes,
           requestId: input.requestId,
           timeoutMs: spend.timeoutMs,
@@ -458,10 +584,22 @@ export function createJobs(deps: JobsDeps) {
      * process died or is still finishing): settle its charge if a crash left it half-done, and
      * answer with the job as it was accepted.
      */
-    async acceptAgain(input: { accountId: string; requestId: string; type: JobType; jobId: string; amount: number; operation: CreditOperation }): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
+    async acceptAgain(input: {
+      accountId: string;
+      requestId: string;
+      type: JobType;
+      jobId: string;
+      amount: number;
+      operation: CreditOperation;
+    }): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
       const existing = await db.jobs.findOne({ _id: input.jobId, accountId: input.accountId });
-      if (!existing || existing.type !== input.type) throw new AppError('conflict', 'Idempotency-Key: this key already named another job');
-      const unpaid = () => new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${fromUnits(input.amount)}`);
+      if (!existing || existing.type !== input.type)
+        throw new AppError('conflict', 'Idempotency-Key: this key already named another job');
+      const unpaid = () =>
+        new AppError(
+          'insufficient_credits',
+          `not enough AI credits: ${input.operation} costs ${fromUnits(input.amount)}`,
+        );
       if (existing.credits.charged === null) throw unpaid(); // failed unpaid by the sweep
       if (existing.credits.charged === false) {
         // Wait out the dead attempt's claim (it is never longer than the Idempotency-Key lease
@@ -477,7 +615,10 @@ export function createJobs(deps: JobsDeps) {
       const msg: JobMessage = { jobId: job._id, accountId: job.accountId, type: job.type };
       try {
         // The sweep republishes outside any request: the job's own request id goes with it.
-        await amqp.publishToPool(poolOf(job.type), msg, { messageId: job._id, ...(job.requestId ? { headers: { [REQUEST_ID_HEADER]: job.requestId } } : {}) });
+        await amqp.publishToPool(poolOf(job.type), msg, {
+          messageId: job._id,
+          ...(job.requestId ? { headers: { [REQUEST_ID_HEADER]: job.requestId } } : {}),
+        });
         return true;
       } catch (err) {
         log.warn('job publish failed; the sweep will publish it', { jobId: job._id, err: err as Error });
@@ -486,7 +627,10 @@ export function createJobs(deps: JobsDeps) {
     },
 
     /** Publish a job to its pool and mark it dispatched. False leaves it to the sweep. */
-    async dispatch(job: Pick<JobDoc, '_id' | 'accountId' | 'type' | 'requestId'>, reason: 'undispatched' | 'stalled'): Promise<boolean> {
+    async dispatch(
+      job: Pick<JobDoc, '_id' | 'accountId' | 'type' | 'requestId'>,
+      reason: 'undispatched' | 'stalled',
+    ): Promise<boolean> {
       if (!(await api.publish(job))) return false;
       await db.jobs.updateOne({ _id: job._id, dispatchedAt: null }, { $set: { dispatchedAt: new Date() } });
       metrics.jobsRepublished.inc({ type: job.type, reason });
@@ -501,7 +645,14 @@ export function createJobs(deps: JobsDeps) {
       const out = { charged: 0, unpaid: 0 };
       const now = new Date();
       const jobs = await db.jobs
-        .find({ 'credits.charged': false, createdAt: { $lt: new Date(now.getTime() - graceMs) }, $or: [{ 'credits.settling': null }, { 'credits.settling.until': { $lt: now } }] }, { projection: { _id: 1 } })
+        .find(
+          {
+            'credits.charged': false,
+            createdAt: { $lt: new Date(now.getTime() - graceMs) },
+            $or: [{ 'credits.settling': null }, { 'credits.settling.until': { $lt: now } }],
+          },
+          { projection: { _id: 1 } },
+        )
         .limit(limit)
         .toArray();
       for (const { _id } of jobs) {
@@ -520,7 +671,11 @@ export function createJobs(deps: JobsDeps) {
       let released = 0;
       // Page by _id from where the last run stopped, so accounts whose markers must stay cannot
       // keep the others from being looked at.
-      const accounts = await db.accounts.find({ _id: { $gt: markerCursor }, 'chargedRefs.0': { $exists: true } }, { projection: { chargedRefs: 1 } }).sort({ _id: 1 }).limit(limit).toArray();
+      const accounts = await db.accounts
+        .find({ _id: { $gt: markerCursor }, 'chargedRefs.0': { $exists: true } }, { projection: { chargedRefs: 1 } })
+        .sort({ _id: 1 })
+        .limit(limit)
+        .toArray();
       markerCursor = accounts.length < limit ? '' : accounts[accounts.length - 1]!._id;
       for (const a of accounts) {
         const done: string[] = [];
@@ -576,7 +731,14 @@ export function createJobs(deps: JobsDeps) {
       const job = await db.jobs.findOneAndUpdate(
         { _id: jobId, $or: [{ status: 'queued' }, { status: 'processing', 'lease.until': { $lt: now } }, ...mine] },
         {
-          $set: { status: 'processing', lease: { owner, until: new Date(now.getTime() + leaseMs) }, startedAt: now, updatedAt: now, rawStatus: 'started', progressMessage: 'Started' },
+          $set: {
+            status: 'processing',
+            lease: { owner, until: new Date(now.getTime() + leaseMs) },
+            startedAt: now,
+            updatedAt: now,
+            rawStatus: 'started',
+            progressMessage: 'Started',
+          },
           $inc: { attempts: 1 },
         },
         { returnDocument: 'after' },
@@ -600,8 +762,16 @@ export function createJobs(deps: JobsDeps) {
       return r.matchedCount === 1;
     },
 
-    async progress(jobId: string, owner: string, p: { rawStatus: string; progressMessage: string; result?: Record<string, unknown> }): Promise<boolean> {
-      const set: Record<string, unknown> = { rawStatus: p.rawStatus, progressMessage: p.progressMessage, updatedAt: new Date() };
+    async progress(
+      jobId: string,
+      owner: string,
+      p: { rawStatus: string; progressMessage: string; result?: Record<string, unknown> },
+    ): Promise<boolean> {
+      const set: Record<string, unknown> = {
+        rawStatus: p.rawStatus,
+        progressMessage: p.progressMessage,
+        updatedAt: new Date(),
+      };
       if (p.result) set.result = p.result;
       const r = await db.jobs.updateOne({ _id: jobId, status: 'processing', 'lease.owner': owner }, { $set: set });
       if (r.matchedCount === 1) await announce(jobId);
@@ -609,20 +779,42 @@ export function createJobs(deps: JobsDeps) {
     },
 
     /** processing → complete, once. Publishes `<name>.completed`. */
-    async complete(jobId: string, owner: string, result: Record<string, unknown>, extras: Record<string, unknown> = {}): Promise<JobDoc | null> {
+    async complete(
+      jobId: string,
+      owner: string,
+      result: Record<string, unknown>,
+      extras: Record<string, unknown> = {},
+    ): Promise<JobDoc | null> {
       const now = new Date();
       const who = await identity(jobId);
       if (!who) return null;
       const event = buildEvent(who, 'complete', extras);
       const job = await db.jobs.findOneAndUpdate(
         { _id: jobId, status: 'processing', 'lease.owner': owner },
-        { $set: { status: 'complete', result, lease: null, completedAt: now, updatedAt: now, rawStatus: 'complete', progressMessage: 'Done', error: null, event, eventPublishedAt: null } },
+        {
+          $set: {
+            status: 'complete',
+            result,
+            lease: null,
+            completedAt: now,
+            updatedAt: now,
+            rawStatus: 'complete',
+            progressMessage: 'Done',
+            error: null,
+            event,
+            eventPublishedAt: null,
+          },
+        },
         { returnDocument: 'after' },
       );
       if (!job) return null;
       await announce(jobId);
       metrics.jobsCompleted.inc({ type: job.type });
-      if (job.startedAt) metrics.jobDuration.observe({ type: job.type, status: 'complete' }, (now.getTime() - job.startedAt.getTime()) / 1000);
+      if (job.startedAt)
+        metrics.jobDuration.observe(
+          { type: job.type, status: 'complete' },
+          (now.getTime() - job.startedAt.getTime()) / 1000,
+        );
       await sendEvent(job._id, event);
       return job;
     },
@@ -641,13 +833,29 @@ export function createJobs(deps: JobsDeps) {
       if (opts.owner) filter['lease.owner'] = opts.owner;
       const job = await db.jobs.findOneAndUpdate(
         filter,
-        { $set: { status: 'failed', error, lease: null, completedAt: now, updatedAt: now, rawStatus: 'failed', progressMessage: 'Failed', event, eventPublishedAt: null } },
+        {
+          $set: {
+            status: 'failed',
+            error,
+            lease: null,
+            completedAt: now,
+            updatedAt: now,
+            rawStatus: 'failed',
+            progressMessage: 'Failed',
+            event,
+            eventPublishedAt: null,
+          },
+        },
         { returnDocument: 'after' },
       );
       if (!job) return null;
       await announce(jobId);
       metrics.jobsFailed.inc({ type: job.type, reason: opts.reason ?? 'error' });
-      if (job.startedAt) metrics.jobDuration.observe({ type: job.type, status: 'failed' }, (now.getTime() - job.startedAt.getTime()) / 1000);
+      if (job.startedAt)
+        metrics.jobDuration.observe(
+          { type: job.type, status: 'failed' },
+          (now.getTime() - job.startedAt.getTime()) / 1000,
+        );
       await refundOnce(job);
       await sendEvent(job._id, event);
       return job;
@@ -658,11 +866,22 @@ export function createJobs(deps: JobsDeps) {
      * it. `uncounted`: the attempt does not count towards JOB_MAX_ATTEMPTS (the database went away
      * under it: nothing was wrong with the job).
      */
-    async scheduleRetry(jobId: string, owner: string, delayMs: number, error: string, opts: { uncounted?: boolean } = {}): Promise<boolean> {
+    async scheduleRetry(
+      jobId: string,
+      owner: string,
+      delayMs: number,
+      error: string,
+      opts: { uncounted?: boolean } = {},
+    ): Promise<boolean> {
       const r = await db.jobs.updateOne(
         { _id: jobId, status: 'processing', 'lease.owner': owner },
         {
-          $set: { lease: { owner: 'retry', until: new Date(Date.now() + delayMs) }, rawStatus: 'retry_scheduled', progressMessage: `Retrying after a transient error: ${error}`, updatedAt: new Date() },
+          $set: {
+            lease: { owner: 'retry', until: new Date(Date.now() + delayMs) },
+            rawStatus: 'retry_scheduled',
+            progressMessage: `Retrying after a transient error: ${error}`,
+            updatedAt: new Date(),
+          },
           ...(opts.uncounted ? { $inc: { attempts: -1 } } : {}),
         },
       );
@@ -674,17 +893,33 @@ export function createJobs(deps: JobsDeps) {
      * The sweep: publish jobs that never reached the broker (older than `graceMs`) and jobs
      * whose lease expired (worker died, or a retry is due). Returns how many it published.
      */
-    async sweep(graceMs: number, sweepBackoffMs: number, limit = 500): Promise<{ undispatched: number; stalled: number; events: number; refunds: number; settled: number }> {
+    async sweep(
+      graceMs: number,
+      sweepBackoffMs: number,
+      limit = 500,
+    ): Promise<{ undispatched: number; stalled: number; events: number; refunds: number; settled: number }> {
       const { charged, unpaid } = await api.settleUnpaid(graceMs, limit);
       await api.releaseSettledMarkers();
       const now = Date.now();
       const undispatched = await db.jobs
-        .find({ status: 'queued', dispatchedAt: null, 'credits.charged': { $ne: false }, createdAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, accountId: 1, type: 1, credits: 1, createdAt: 1, requestId: 1 } })
+        .find(
+          {
+            status: 'queued',
+            dispatchedAt: null,
+            'credits.charged': { $ne: false },
+            createdAt: { $lt: new Date(now - graceMs) },
+          },
+          { projection: { _id: 1, accountId: 1, type: 1, credits: 1, createdAt: 1, requestId: 1 } },
+        )
         .limit(limit)
         .toArray();
       const stalled = await db.jobs
         .find(
-          { status: 'processing', 'lease.until': { $lt: new Date(now) }, $or: [{ sweptAt: null }, { sweptAt: { $lt: new Date(now - sweepBackoffMs) } }] },
+          {
+            status: 'processing',
+            'lease.until': { $lt: new Date(now) },
+            $or: [{ sweptAt: null }, { sweptAt: { $lt: new Date(now - sweepBackoffMs) } }],
+          },
           { projection: { _id: 1, accountId: 1, type: 1, requestId: 1 } },
         )
         .limit(limit)
@@ -703,7 +938,16 @@ export function createJobs(deps: JobsDeps) {
             continue;
           }
           if (!(await api.publish(j))) continue;
-          await credits.recordCharges([{ accountId: j.accountId, jobId: j._id, operation: j.credits.operation, millicredits: j.credits.millicredits, requestId: null, at: j.createdAt }]);
+          await credits.recordCharges([
+            {
+              accountId: j.accountId,
+              jobId: j._id,
+              operation: j.credits.operation,
+              millicredits: j.credits.millicredits,
+              requestId: null,
+              at: j.createdAt,
+            },
+          ]);
           await db.jobs.updateOne({ _id: j._id, dispatchedAt: null }, { $set: { dispatchedAt: new Date() } });
           metrics.jobsRepublished.inc({ type: j.type, reason: 'undispatched' });
           u++;
@@ -716,14 +960,30 @@ export function createJobs(deps: JobsDeps) {
       }
       // Events of finished jobs that never reached the broker.
       const unsent = await db.jobs
-        .find({ status: { $in: ['complete', 'failed'] }, event: { $exists: true }, eventPublishedAt: null, completedAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, event: 1 } })
+        .find(
+          {
+            status: { $in: ['complete', 'failed'] },
+            event: { $exists: true },
+            eventPublishedAt: null,
+            completedAt: { $lt: new Date(now - graceMs) },
+          },
+          { projection: { _id: 1, event: 1 } },
+        )
         .limit(limit)
         .toArray();
       let e = 0;
       for (const j of unsent) if (j.event && (await sendEvent(j._id, j.event))) e++;
       // Refunds a crash interrupted.
       const unrefunded = await db.jobs
-        .find({ status: 'failed', 'credits.refunded': false, 'credits.millicredits': { $gt: 0 }, completedAt: { $lt: new Date(now - graceMs) } }, { projection: { _id: 1, accountId: 1, credits: 1 } })
+        .find(
+          {
+            status: 'failed',
+            'credits.refunded': false,
+            'credits.millicredits': { $gt: 0 },
+            completedAt: { $lt: new Date(now - graceMs) },
+          },
+          { projection: { _id: 1, accountId: 1, credits: 1 } },
+        )
         .limit(limit)
         .toArray();
       for (const j of unrefunded) await refundOnce(j);

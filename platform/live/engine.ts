@@ -5,10 +5,29 @@ import { lineFor } from './tools';
 
 /** Live requests the offline planner does not know: memory, account, projects and the robot's own tools. */
 const LIVE_INTENTS: { tool: string; re: RegExp; args: (m: RegExpExecArray) => Record<string, unknown> }[] = [
-  { tool: 'get_device_status', re: /\b(device|robot)('s)? status\b|\bbattery\b|\bhow are you (doing|running)\b/i, args: () => ({}) },
-  { tool: 'set_volume', re: /\b(?:set|turn)\b.*\bvolume\b\D*(\d{1,3})\b/i, args: (m) => ({ level: Math.min(100, Number(m[1])) }) },
-  { tool: 'recall', re: /\bwhat do you (?:remember|know)(?: about (.+?))?[?.!]*$|^(?:\p{L}+,\s*)?recall\b(?: (.+?))?[?.!]*$/iu, args: (m) => { const q = (m[1] ?? m[2])?.trim(); return q ? { query: q } : {}; } },
-  { tool: 'remember', re: /\bremember that (.+)|^(?:\p{L}+,\s*)?(?:please )?remember (.+)/iu, args: (m) => ({ text: (m[1] ?? m[2])!.trim().replace(/[.!?]+$/, '') }) },
+  {
+    tool: 'get_device_status',
+    re: /\b(device|robot)('s)? status\b|\bbattery\b|\bhow are you (doing|running)\b/i,
+    args: () => ({}),
+  },
+  {
+    tool: 'set_volume',
+    re: /\b(?:set|turn)\b.*\bvolume\b\D*(\d{1,3})\b/i,
+    args: (m) => ({ level: Math.min(100, Number(m[1])) }),
+  },
+  {
+    tool: 'recall',
+    re: /\bwhat do you (?:remember|know)(?: about (.+?))?[?.!]*$|^(?:\p{L}+,\s*)?recall\b(?: (.+?))?[?.!]*$/iu,
+    args: (m) => {
+      const q = (m[1] ?? m[2])?.trim();
+      return q ? { query: q } : {};
+    },
+  },
+  {
+    tool: 'remember',
+    re: /\bremember that (.+)|^(?:\p{L}+,\s*)?(?:please )?remember (.+)/iu,
+    args: (m) => ({ text: (m[1] ?? m[2])!.trim().replace(/[.!?]+$/, '') }),
+  },
   { tool: 'get_account', re: /\bmy (?:credits?|balance|plan)\b|\bhow many credits\b/i, args: () => ({}) },
   { tool: 'list_projects', re: /\b(?:list|show|what are) (?:me )?my projects\b/i, args: () => ({}) },
 ];
@@ -28,7 +47,11 @@ export function createLiveEngine(config: Config, opts: { fetch?: typeof fetch } 
     async *step(input: StepInput): AsyncGenerator<EngineEvent> {
       const { messages } = input;
       let lastUser = -1;
-      for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === 'user') { lastUser = i; break; }
+      for (let i = messages.length - 1; i >= 0; i--)
+        if (messages[i]!.role === 'user') {
+          lastUser = i;
+          break;
+        }
       const thisTurn = messages.slice(lastUser + 1);
       const results = thisTurn.filter((m): m is Extract<EngineMessage, { role: 'tool' }> => m.role === 'tool');
       if (results.length) {

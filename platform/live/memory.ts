@@ -24,14 +24,24 @@ export function createLiveMemories(db: Database) {
       } catch (err) {
         if ((err as { code?: number }).code !== 11000) throw err; // the same call repeated
       }
-      const extra = await col.find({ accountId }).sort({ createdAt: -1 }).skip(LIVE_MEMORIES_MAX).project<{ _id: string }>({ _id: 1 }).toArray();
+      const extra = await col
+        .find({ accountId })
+        .sort({ createdAt: -1 })
+        .skip(LIVE_MEMORIES_MAX)
+        .project<{ _id: string }>({ _id: 1 })
+        .toArray();
       if (extra.length) await col.deleteMany({ accountId, _id: { $in: extra.map((e) => e._id) } });
       return view(doc);
     },
     /** Newest first; with a query, the memories holding any of its words (3+ letters). */
     async recall(accountId: string, query?: string, limit = 10) {
-      const words = (query ?? '').toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length >= 3 && !['what', 'the', 'about', 'you', 'remember', 'did', 'tell'].includes(w));
-      const filter = words.length ? { accountId, $or: words.map((w) => ({ text: { $regex: escapeRegex(w), $options: 'i' } })) } : { accountId };
+      const words = (query ?? '')
+        .toLowerCase()
+        .split(/[^\p{L}\p{N}]+/u)
+        .filter((w) => w.length >= 3 && !['what', 'the', 'about', 'you', 'remember', 'did', 'tell'].includes(w));
+      const filter = words.length
+        ? { accountId, $or: words.map((w) => ({ text: { $regex: escapeRegex(w), $options: 'i' } })) }
+        : { accountId };
       return (await col.find(filter).sort({ createdAt: -1 }).limit(limit).toArray()).map(view);
     },
     async forget(accountId: string, id: string): Promise<boolean> {

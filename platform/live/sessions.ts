@@ -1,4 +1,12 @@
-import { LIVE_ACTIONS, TurnDetection, type LiveAction, type LiveCapabilities, type LiveClientTool, type LiveSessionRequest, type LiveSessionResponse } from '../../contracts/live';
+import {
+  LIVE_ACTIONS,
+  TurnDetection,
+  type LiveAction,
+  type LiveCapabilities,
+  type LiveClientTool,
+  type LiveSessionRequest,
+  type LiveSessionResponse,
+} from '../../contracts/live';
 import type { AuthAccount } from '../accounts/accounts';
 import { fromUnits, type HoldDelivery } from '../credits/credits';
 import { AppError } from '../infra/errors';
@@ -109,9 +117,15 @@ export type ConnectRefusal = { code: 4401 | 4403 | 4429; reason: string };
 export const SESSION_LIMIT_CLOSE = 4429;
 
 /** Whether a session has used up its time or its turns (it is then ended, and cannot be resumed). */
-export function sessionLimit(config: Pick<Runtime['config'], 'LIVE_SESSION_MAX_MS' | 'LIVE_SESSION_MAX_TURNS'>, doc: Pick<LiveSessionDoc, 'createdAt' | 'turns'>, now = Date.now()): string | null {
-  if (doc.createdAt.getTime() + config.LIVE_SESSION_MAX_MS <= now) return `session limit reached: a session lasts ${Math.round(config.LIVE_SESSION_MAX_MS / 1000)} s; open a new one`;
-  if ((doc.turns ?? 0) >= config.LIVE_SESSION_MAX_TURNS) return `session limit reached: a session takes ${config.LIVE_SESSION_MAX_TURNS} turns; open a new one`;
+export function sessionLimit(
+  config: Pick<Runtime['config'], 'LIVE_SESSION_MAX_MS' | 'LIVE_SESSION_MAX_TURNS'>,
+  doc: Pick<LiveSessionDoc, 'createdAt' | 'turns'>,
+  now = Date.now(),
+): string | null {
+  if (doc.createdAt.getTime() + config.LIVE_SESSION_MAX_MS <= now)
+    return `session limit reached: a session lasts ${Math.round(config.LIVE_SESSION_MAX_MS / 1000)} s; open a new one`;
+  if ((doc.turns ?? 0) >= config.LIVE_SESSION_MAX_TURNS)
+    return `session limit reached: a session takes ${config.LIVE_SESSION_MAX_TURNS} turns; open a new one`;
   return null;
 }
 
@@ -163,10 +177,19 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
   const newToken = async (doc: Pick<LiveSessionDoc, '_id' | 'accountId'>) => {
     const tokenId = newId('ltk');
     const expiresAt = new Date(Date.now() + config.LIVE_TOKEN_TTL_SECONDS * 1000);
-    return { tokenId, expiresAt, token: signLiveToken(secret, 'lt', { sid: doc._id, acc: doc.accountId, exp: expiresAt.getTime(), n: tokenId }) };
+    return {
+      tokenId,
+      expiresAt,
+      token: signLiveToken(secret, 'lt', { sid: doc._id, acc: doc.accountId, exp: expiresAt.getTime(), n: tokenId }),
+    };
   };
 
-  const response = (doc: LiveSessionDoc, t: { token: string; expiresAt: Date }, resumed: boolean, charged: number): LiveSessionResponse => ({
+  const response = (
+    doc: LiveSessionDoc,
+    t: { token: string; expiresAt: Date },
+    resumed: boolean,
+    charged: number,
+  ): LiveSessionResponse => ({
     sessionId: doc._id,
     token: t.token,
     expiresAt: t.expiresAt.toISOString(),
@@ -185,26 +208,57 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
 
   const endForLimit = async (id: string) => {
     const now = new Date();
-    await col.updateOne({ _id: id, status: { $ne: 'ended' } }, { $set: { status: 'ended', endedReason: 'limit', endedAt: now, updatedAt: now, tokenId: null } });
+    await col.updateOne(
+      { _id: id, status: { $ne: 'ended' } },
+      { $set: { status: 'ended', endedReason: 'limit', endedAt: now, updatedAt: now, tokenId: null } },
+    );
   };
 
-  async function resume(caller: { account: AuthAccount; key: ApiKeyDoc }, body: LiveSessionRequest, handle: string): Promise<LiveSessionResponse> {
+  async function resume(
+    caller: { account: AuthAccount; key: ApiKeyDoc },
+    body: LiveSessionRequest,
+    handle: string,
+  ): Promise<LiveSessionResponse> {
     const v = verifyLiveToken(secret, 'lh', handle);
-    if (!v.ok && v.reason !== 'expired') throw new AppError('invalid_resumption_handle', 'resumptionHandle: not a resumption handle of this service (forged or altered); open a new session without it');
+    if (!v.ok && v.reason !== 'expired')
+      throw new AppError(
+        'invalid_resumption_handle',
+        'resumptionHandle: not a resumption handle of this service (forged or altered); open a new session without it',
+      );
     // An expired handle still names its session: another account's answers 404 before 400.
     const claims = v.ok ? v.claims : JSON.parse(Buffer.from(handle.split('.')[1]!, 'base64url').toString('utf8'));
-    const doc = claims.acc === caller.account._id ? await col.findOne({ _id: String(claims.sid), accountId: caller.account._id }) : null;
+    const doc =
+      claims.acc === caller.account._id
+        ? await col.findOne({ _id: String(claims.sid), accountId: caller.account._id })
+        : null;
     if (!doc) throw new AppError('not_found', 'resumptionHandle: no session of yours has that handle');
-    if (!v.ok) throw new AppError('resumption_handle_expired', 'resumptionHandle: expired; open a new session without it');
-    if (doc.status === 'ended') throw new AppError('session_ended', doc.endedReason === 'limit' ? 'resumptionHandle: that session reached its time or turn limit; open a new session without it' : 'resumptionHandle: that session was ended; open a new session without it');
+    if (!v.ok)
+      throw new AppError('resumption_handle_expired', 'resumptionHandle: expired; open a new session without it');
+    if (doc.status === 'ended')
+      throw new AppError(
+        'session_ended',
+        doc.endedReason === 'limit'
+          ? 'resumptionHandle: that session reached its time or turn limit; open a new session without it'
+          : 'resumptionHandle: that session was ended; open a new session without it',
+      );
     if (sessionLimit(config, doc)) {
       await endForLimit(doc._id);
-      throw new AppError('session_ended', 'resumptionHandle: that session reached its time or turn limit; open a new session without it');
+      throw new AppError(
+        'session_ended',
+        'resumptionHandle: that session reached its time or turn limit; open a new session without it',
+      );
     }
-    if (v.claims.n !== doc.handleGen) throw new AppError('resumption_handle_expired', 'resumptionHandle: superseded by a newer handle of that session; send the newest one');
+    if (v.claims.n !== doc.handleGen)
+      throw new AppError(
+        'resumption_handle_expired',
+        'resumptionHandle: superseded by a newer handle of that session; send the newest one',
+      );
     const t = await newToken(doc);
     // Free: the session was paid when it was opened. Only the newest token connects.
-    await col.updateOne({ _id: doc._id }, { $set: { tokenId: t.tokenId, tokenExpiresAt: t.expiresAt, keyId: caller.key._id, updatedAt: new Date() } });
+    await col.updateOne(
+      { _id: doc._id },
+      { $set: { tokenId: t.tokenId, tokenExpiresAt: t.expiresAt, keyId: caller.key._id, updatedAt: new Date() } },
+    );
     void body;
     return response(doc, t, true, 0);
   }
@@ -217,12 +271,29 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
      * `persona`: a persona conversation (platform/personas) locks the version's profile in the
      * row: its instructions, greeting and tools; `allowedOrigins`: a web deployment's origins.
      */
-    async open(caller: { account: AuthAccount; key: ApiKeyDoc; requestId: string }, body: LiveSessionRequest, opts: { persona?: LivePersonaProfile; allowedOrigins?: string[]; deliveredBy?: HoldDelivery; allowedTools?: readonly LiveAction[] } = {}): Promise<LiveSessionResponse> {
+    async open(
+      caller: { account: AuthAccount; key: ApiKeyDoc; requestId: string },
+      body: LiveSessionRequest,
+      opts: {
+        persona?: LivePersonaProfile;
+        allowedOrigins?: string[];
+        deliveredBy?: HoldDelivery;
+        allowedTools?: readonly LiveAction[];
+      } = {},
+    ): Promise<LiveSessionResponse> {
       if (body.resumptionHandle !== undefined) return resume(caller, body, body.resumptionHandle);
       const voice = catalogue.resolve(body.voice);
       const ambient = body.ambient ?? false;
-      if (ambient && !caller.account.features.proactiveAudio) throw new AppError('ambient_not_available', 'ambient: always-listening sessions need the account feature proactiveAudio, which is off for this account');
-      if (ambient && !body.deviceName) throw new AppError('validation_error', 'deviceName: required with ambient (the assistant answers only turns that name it)');
+      if (ambient && !caller.account.features.proactiveAudio)
+        throw new AppError(
+          'ambient_not_available',
+          'ambient: always-listening sessions need the account feature proactiveAudio, which is off for this account',
+        );
+      if (ambient && !body.deviceName)
+        throw new AppError(
+          'validation_error',
+          'deviceName: required with ambient (the assistant answers only turns that name it)',
+        );
       const now = new Date();
       const _id = newId('live');
       const amount = rt.credits.millicreditsFor('live_session');
@@ -230,7 +301,14 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
       // as delivered by the scheduler, and a session that never got its row is refunded.
       // `deliveredBy`: what the caller makes of the session (a persona conversation) is what was
       // sold; the caller captures (captureCharge) or settles (settleCharge) once it wrote it.
-      const holdId = await rt.credits.hold({ accountId: caller.account._id, operation: 'live_session', millicredits: amount, requestId: caller.requestId, ttlMs: 60_000, deliveredBy: opts.deliveredBy ?? { collection: COLLECTIONS.liveSessions, id: _id } });
+      const holdId = await rt.credits.hold({
+        accountId: caller.account._id,
+        operation: 'live_session',
+        millicredits: amount,
+        requestId: caller.requestId,
+        ttlMs: 60_000,
+        deliveredBy: opts.deliveredBy ?? { collection: COLLECTIONS.liveSessions, id: _id },
+      });
       const doc: LiveSessionDoc = {
         _id,
         accountId: caller.account._id,
@@ -246,7 +324,12 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
         deviceName: body.deviceName ?? null,
         ambient,
         // `allowedTools`: what the opening key's scopes let it call (SPEC §5); the realtime engine checks again on connect.
-        tools: (opts.persona ? personaLiveTools(opts.persona.tools) : body.tools ? LIVE_ACTIONS.filter((a) => body.tools!.includes(a)) : [...LIVE_ACTIONS]).filter((a) => !opts.allowedTools || opts.allowedTools.includes(a)),
+        tools: (opts.persona
+          ? personaLiveTools(opts.persona.tools)
+          : body.tools
+            ? LIVE_ACTIONS.filter((a) => body.tools!.includes(a))
+            : [...LIVE_ACTIONS]
+        ).filter((a) => !opts.allowedTools || opts.allowedTools.includes(a)),
         clientTools: [...new Set(body.clientTools ?? [])],
         turnDetection: TurnDetection.parse(body.turnDetection ?? {}),
         status: 'issued',
@@ -282,7 +365,11 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
       const doc = await col.findOne({ _id: id }, { projection: { charge: 1 } });
       if (!doc?.charge.holdId) return;
       const holdId = doc.charge.holdId;
-      await rt.credits.capture(holdId).catch((err: unknown) => rt.log.warn('live session hold not captured; the scheduler will', { holdId, err: err as Error }));
+      await rt.credits
+        .capture(holdId)
+        .catch((err: unknown) =>
+          rt.log.warn('live session hold not captured; the scheduler will', { holdId, err: err as Error }),
+        );
       await col.updateOne({ _id: id }, { $set: { 'charge.capturedAt': new Date() } });
     },
 
@@ -297,7 +384,10 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
       const doc = await col.findOne({ _id: id });
       if (!doc || doc.status === 'ended') return null;
       const t = await newToken(doc);
-      await col.updateOne({ _id: id }, { $set: { tokenId: t.tokenId, tokenExpiresAt: t.expiresAt, updatedAt: new Date() } });
+      await col.updateOne(
+        { _id: id },
+        { $set: { tokenId: t.tokenId, tokenExpiresAt: t.expiresAt, updatedAt: new Date() } },
+      );
       return response(doc, t, false, doc.charge.millicredits);
     },
 
@@ -308,13 +398,32 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
      * page elsewhere does not use the token up. The claim records `owner`: a connection of
      * another process that carried the session sees it on its next heartbeat and closes (4409).
      */
-    async connect(token: string, at: { origin?: string; owner?: LiveSessionOwner } = {}): Promise<{ ok: true; doc: LiveSessionDoc } | { ok: false; refusal: ConnectRefusal }> {
+    async connect(
+      token: string,
+      at: { origin?: string; owner?: LiveSessionOwner } = {},
+    ): Promise<{ ok: true; doc: LiveSessionDoc } | { ok: false; refusal: ConnectRefusal }> {
       const v = verifyLiveToken(secret, 'lt', token);
-      if (!v.ok) return { ok: false, refusal: { code: 4401, reason: v.reason === 'expired' ? 'token expired' : 'token invalid' } };
-      const known = await col.findOne({ _id: v.claims.sid, accountId: v.claims.acc }, { projection: { status: 1, allowedOrigins: 1, createdAt: 1, turns: 1 } });
+      if (!v.ok)
+        return {
+          ok: false,
+          refusal: { code: 4401, reason: v.reason === 'expired' ? 'token expired' : 'token invalid' },
+        };
+      const known = await col.findOne(
+        { _id: v.claims.sid, accountId: v.claims.acc },
+        { projection: { status: 1, allowedOrigins: 1, createdAt: 1, turns: 1 } },
+      );
       if (known?.allowedOrigins?.length) {
         const origin = normalOrigin(at.origin);
-        if (!origin || !known.allowedOrigins.includes(origin)) return { ok: false, refusal: { code: 4403, reason: origin ? 'origin not allowed for this deployment' : 'a web deployment connects only from a page of an allowed origin (Origin header missing)' } };
+        if (!origin || !known.allowedOrigins.includes(origin))
+          return {
+            ok: false,
+            refusal: {
+              code: 4403,
+              reason: origin
+                ? 'origin not allowed for this deployment'
+                : 'a web deployment connects only from a page of an allowed origin (Origin header missing)',
+            },
+          };
       }
       const limit = known && known.status !== 'ended' ? sessionLimit(config, known) : null;
       if (limit) {
@@ -324,11 +433,20 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
       const now = new Date();
       const doc = await col.findOneAndUpdate(
         { _id: v.claims.sid, accountId: v.claims.acc, tokenId: String(v.claims.n), status: { $ne: 'ended' } },
-        { $set: { status: 'connected', tokenId: null, updatedAt: now, lastSeenAt: now, owner: at.owner ?? null }, $inc: { connections: 1 } },
+        {
+          $set: { status: 'connected', tokenId: null, updatedAt: now, lastSeenAt: now, owner: at.owner ?? null },
+          $inc: { connections: 1 },
+        },
         { returnDocument: 'after' },
       );
       if (doc) return { ok: true, doc };
-      return { ok: false, refusal: { code: 4403, reason: known?.status === 'ended' ? 'session ended' : 'token already used or superseded' } };
+      return {
+        ok: false,
+        refusal: {
+          code: 4403,
+          reason: known?.status === 'ended' ? 'session ended' : 'token already used or superseded',
+        },
+      };
     },
 
     /**
@@ -336,9 +454,14 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
      * still own moves on; the connection ids another connection took over are answered (their
      * process closes them with 4409).
      */
-    async heartbeat(instance: string, conns: { sessionId: string; conn: string }[]): Promise<{ lost: string[]; ended: string[] }> {
+    async heartbeat(
+      instance: string,
+      conns: { sessionId: string; conn: string }[],
+    ): Promise<{ lost: string[]; ended: string[] }> {
       if (!conns.length) return { lost: [], ended: [] };
-      const rows = await col.find({ _id: { $in: conns.map((c) => c.sessionId) } }, { projection: { owner: 1, status: 1 } }).toArray();
+      const rows = await col
+        .find({ _id: { $in: conns.map((c) => c.sessionId) } }, { projection: { owner: 1, status: 1 } })
+        .toArray();
       const byId = new Map(rows.map((r) => [r._id, r]));
       const lost: string[] = [];
       const ended: string[] = [];
@@ -351,7 +474,8 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
         else if (r.owner && (r.owner.instance !== instance || r.owner.conn !== c.conn)) lost.push(c.conn);
         else mine.push(c.sessionId);
       }
-      if (mine.length) await col.updateMany({ _id: { $in: mine }, status: 'connected' }, { $set: { lastSeenAt: new Date() } });
+      if (mine.length)
+        await col.updateMany({ _id: { $in: mine }, status: 'connected' }, { $set: { lastSeenAt: new Date() } });
       return { lost, ended };
     },
 
@@ -362,7 +486,12 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
     async claimTurn(id: string): Promise<{ ok: true } | { ok: false; ended: true } | { ok: false; limit: string }> {
       const since = new Date(Date.now() - config.LIVE_SESSION_MAX_MS);
       const r = await col.findOneAndUpdate(
-        { _id: id, status: { $ne: 'ended' }, createdAt: { $gt: since }, $or: [{ turns: { $exists: false } }, { turns: { $lt: config.LIVE_SESSION_MAX_TURNS } }] },
+        {
+          _id: id,
+          status: { $ne: 'ended' },
+          createdAt: { $gt: since },
+          $or: [{ turns: { $exists: false } }, { turns: { $lt: config.LIVE_SESSION_MAX_TURNS } }],
+        },
         { $inc: { turns: 1 } },
         { returnDocument: 'after' },
       );
@@ -378,7 +507,10 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
     /** Sessions `connected` whose process stopped heart-beating before `cutoff` become `dropped` (the scheduler). */
     async dropStale(cutoff: Date): Promise<number> {
       const r = await col.updateMany(
-        { status: 'connected', $or: [{ lastSeenAt: { $lt: cutoff } }, { lastSeenAt: null, updatedAt: { $lt: cutoff } }] },
+        {
+          status: 'connected',
+          $or: [{ lastSeenAt: { $lt: cutoff } }, { lastSeenAt: null, updatedAt: { $lt: cutoff } }],
+        },
         { $set: { status: 'dropped', owner: null, updatedAt: new Date() } },
       );
       return r.modifiedCount;
@@ -386,7 +518,10 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
 
     /** A tool call of the session (persona `tool_call` events read them). */
     async recordToolCall(doc: Pick<LiveSessionDoc, '_id' | 'accountId'>, entry: LiveToolCallEntry): Promise<void> {
-      await col.updateOne({ _id: doc._id, accountId: doc.accountId }, { $push: { toolCalls: { $each: [entry], $slice: -LIVE_TOOL_CALLS_MAX } } });
+      await col.updateOne(
+        { _id: doc._id, accountId: doc.accountId },
+        { $push: { toolCalls: { $each: [entry], $slice: -LIVE_TOOL_CALLS_MAX } } },
+      );
     },
 
     /** Millicredits a server tool of the session kept (the running `spentMillicredits`). */
@@ -405,10 +540,19 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
       const expiresAt = new Date(Date.now() + config.LIVE_RESUME_TTL_SECONDS * 1000);
       const after = await col.findOneAndUpdate(
         { _id: doc._id, accountId: doc.accountId },
-        { $push: { history: { $each: entries, $slice: -LIVE_HISTORY_MAX } }, $inc: { handleGen: 1 }, $set: { handleExpiresAt: expiresAt, updatedAt: new Date() } },
+        {
+          $push: { history: { $each: entries, $slice: -LIVE_HISTORY_MAX } },
+          $inc: { handleGen: 1 },
+          $set: { handleExpiresAt: expiresAt, updatedAt: new Date() },
+        },
         { returnDocument: 'after' },
       );
-      return signLiveToken(secret, 'lh', { sid: doc._id, acc: doc.accountId, exp: expiresAt.getTime(), n: after?.handleGen ?? 0 });
+      return signLiveToken(secret, 'lh', {
+        sid: doc._id,
+        acc: doc.accountId,
+        exp: expiresAt.getTime(),
+        n: after?.handleGen ?? 0,
+      });
     },
 
     /** A handle for the session as it stands (sent at session.started). */
@@ -418,7 +562,20 @@ export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits'
 
     /** `connections`: only if no later connection claimed the session meanwhile. */
     async setStatus(id: string, status: 'dropped' | 'ended', only: { connections?: number } = {}) {
-      await col.updateOne({ _id: id, status: { $ne: 'ended' }, ...(only.connections !== undefined ? { connections: only.connections } : {}) }, { $set: { status, updatedAt: new Date(), ...(status === 'ended' ? { endedAt: new Date(), tokenId: null } : {}) } });
+      await col.updateOne(
+        {
+          _id: id,
+          status: { $ne: 'ended' },
+          ...(only.connections !== undefined ? { connections: only.connections } : {}),
+        },
+        {
+          $set: {
+            status,
+            updatedAt: new Date(),
+            ...(status === 'ended' ? { endedAt: new Date(), tokenId: null } : {}),
+          },
+        },
+      );
     },
   };
 }

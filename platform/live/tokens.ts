@@ -18,7 +18,9 @@ export interface TokenClaims {
   n: string | number;
 }
 
-export type Verified = { ok: true; claims: TokenClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
+export type Verified =
+  | { ok: true; claims: TokenClaims }
+  | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 
 const message = (kind: LiveTokenKind, body: string) => `live-${kind}\n${body}`;
 
@@ -30,15 +32,18 @@ export function signLiveToken(secret: string, kind: LiveTokenKind, claims: Token
 /** Signature first (constant time), then the claims' shape and expiry. */
 export function verifyLiveToken(secret: string, kind: LiveTokenKind, presented: string, now = Date.now()): Verified {
   const parts = presented.split('.');
-  if (parts.length !== 3 || parts[0] !== `${kind}1` || !parts[1] || !parts[2]) return { ok: false, reason: 'malformed' };
-  if (!signatureMatches(hmacSign(secret, message(kind, parts[1])), parts[2])) return { ok: false, reason: 'bad_signature' };
+  if (parts.length !== 3 || parts[0] !== `${kind}1` || !parts[1] || !parts[2])
+    return { ok: false, reason: 'malformed' };
+  if (!signatureMatches(hmacSign(secret, message(kind, parts[1])), parts[2]))
+    return { ok: false, reason: 'bad_signature' };
   let claims: TokenClaims;
   try {
     claims = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8')) as TokenClaims;
   } catch {
     return { ok: false, reason: 'malformed' };
   }
-  if (typeof claims?.sid !== 'string' || typeof claims.acc !== 'string' || typeof claims.exp !== 'number') return { ok: false, reason: 'malformed' };
+  if (typeof claims?.sid !== 'string' || typeof claims.acc !== 'string' || typeof claims.exp !== 'number')
+    return { ok: false, reason: 'malformed' };
   if (claims.exp <= now) return { ok: false, reason: 'expired' };
   return { ok: true, claims };
 }

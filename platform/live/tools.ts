@@ -68,7 +68,8 @@ const ACTION_HOLD_MS = 120_000 + HOLD_GRACE_MS;
 
 /** The sentence to speak for a tool's artifact. */
 export function lineFor(_action: string, a: ChatArtifact): string {
-  if (a.type === 'error') return `Sorry, I could not do that: ${String(a.data?.message ?? a.title)}.`.replace(/\.\.$/, '.');
+  if (a.type === 'error')
+    return `Sorry, I could not do that: ${String(a.data?.message ?? a.title)}.`.replace(/\.\.$/, '.');
   const said = a.data?.line;
   if (typeof said === 'string') return said;
   const kind = a.type === 'presentation' ? 'deck' : a.type === 'notes' ? 'notes' : a.type.replace(/_/g, ' ');
@@ -79,31 +80,49 @@ export function lineFor(_action: string, a: ChatArtifact): string {
 function liveOnlyTools(rt: Runtime): ToolDefinition[] {
   const projects = createProjectsService(rt);
   const memories = createLiveMemories(rt.db);
-  const art = (action: string, title: string, lineText: string, data: Record<string, unknown>): ChatArtifact => ({ type: 'platform_action', title, data: { action, line: lineText, ...data } });
+  const art = (action: string, title: string, lineText: string, data: Record<string, unknown>): ChatArtifact => ({
+    type: 'platform_action',
+    title,
+    data: { action, line: lineText, ...data },
+  });
   return [
     {
       name: 'list_projects',
-      description: 'List the user\'s most recently changed projects (name, type, link).',
-      input: z.strictObject({ limit: z.number({ error: 'must be a number' }).int({ error: 'must be an integer' }).min(1, { error: 'must be at least 1' }).max(20, { error: 'must be at most 20' }).optional() }),
+      description: "List the user's most recently changed projects (name, type, link).",
+      input: z.strictObject({
+        limit: z
+          .number({ error: 'must be a number' })
+          .int({ error: 'must be an integer' })
+          .min(1, { error: 'must be at least 1' })
+          .max(20, { error: 'must be at most 20' })
+          .optional(),
+      }),
       scope: 'read',
       spends: [],
       async run(args: { limit?: number }, ctx) {
         const page = await projects.list(ctx.account._id, ProjectListQuery.parse({ limit: String(args.limit ?? 5) }));
         const items = page.data.map((p) => ({ id: p.id, name: p.name, type: p.projectType, openUrl: p.openUrl }));
         const names = items.map((p) => p.name);
-        const said = items.length ? `You have ${page.total} project${page.total === 1 ? '' : 's'}; the latest ${names.length === 1 ? 'is' : 'are'} ${names.join(', ')}.` : 'You have no projects yet.';
+        const said = items.length
+          ? `You have ${page.total} project${page.total === 1 ? '' : 's'}; the latest ${names.length === 1 ? 'is' : 'are'} ${names.join(', ')}.`
+          : 'You have no projects yet.';
         return art('list_projects', 'Your projects', said, { projects: items, total: page.total });
       },
     },
     {
       name: 'get_account',
-      description: 'The user\'s plan and credit balance.',
+      description: "The user's plan and credit balance.",
       input: z.strictObject({}),
       scope: 'read',
       spends: [],
       async run(_args, ctx) {
         const balance = fromUnits(await rt.credits.balance(ctx.account._id));
-        return art('get_account', 'Your account', `You are on the ${ctx.account.plan} plan with ${Math.floor(balance * 100) / 100} credits.`, { plan: ctx.account.plan, balance });
+        return art(
+          'get_account',
+          'Your account',
+          `You are on the ${ctx.account.plan} plan with ${Math.floor(balance * 100) / 100} credits.`,
+          { plan: ctx.account.plan, balance },
+        );
       },
     },
     {
@@ -114,7 +133,10 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
       spends: [],
       async run(args: { text: string }, ctx) {
         const m = await memories.remember(ctx.account._id, args.text, ctx.idFor('mem'));
-        return art('remember', 'Remembered', `I will remember that ${args.text.replace(/[.!]+$/, '')}.`, { memoryId: m.id, text: m.text });
+        return art('remember', 'Remembered', `I will remember that ${args.text.replace(/[.!]+$/, '')}.`, {
+          memoryId: m.id,
+          text: m.text,
+        });
       },
     },
     {
@@ -125,7 +147,11 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
       spends: [],
       async run(args: { query?: string }, ctx) {
         const found = await memories.recall(ctx.account._id, args.query);
-        const said = found.length ? `I remember: ${found.map((m) => m.text.replace(/[.!]+$/, '')).join('; ')}.` : args.query ? `I have nothing remembered about ${args.query}.` : 'I have nothing remembered yet.';
+        const said = found.length
+          ? `I remember: ${found.map((m) => m.text.replace(/[.!]+$/, '')).join('; ')}.`
+          : args.query
+            ? `I have nothing remembered about ${args.query}.`
+            : 'I have nothing remembered yet.';
         return art('recall', 'Memories', said, { memories: found });
       },
     },
@@ -136,7 +162,8 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
       scope: 'write',
       spends: [],
       async run(args: { memoryId: string }, ctx) {
-        if (!(await memories.forget(ctx.account._id, args.memoryId))) throw new AppError('not_found', `memoryId: no memory ${args.memoryId.slice(0, 64)}`);
+        if (!(await memories.forget(ctx.account._id, args.memoryId)))
+          throw new AppError('not_found', `memoryId: no memory ${args.memoryId.slice(0, 64)}`);
         return art('forget', 'Forgotten', 'Done, I have forgotten it.', { memoryId: args.memoryId });
       },
     },
@@ -150,7 +177,11 @@ export interface LiveTools {
    * One action for POST /live/action: a key whose scopes do not cover the action's tool is refused
    * (403 forbidden, SPEC §5) before its params are read, nothing run or charged.
    */
-  run(action: LiveAction, params: unknown, ctx: ToolContext): Promise<{ ok: boolean; line: string; artifacts: ChatArtifact[]; charged: number; code?: string }>;
+  run(
+    action: LiveAction,
+    params: unknown,
+    ctx: ToolContext,
+  ): Promise<{ ok: boolean; line: string; artifacts: ChatArtifact[]; charged: number; code?: string }>;
   /** The actions a key with `scopes` may run, in LIVE_ACTIONS order (what a session offers its assistant). */
   allowed(scopes: readonly string[]): LiveAction[];
   /** Credits the call that answered this artifact kept (live_action plus a media tool's own price); 0 when refunded. */
@@ -172,33 +203,42 @@ export function createLiveTools(rt: Runtime): LiveTools {
     return { ...d, name: action };
   });
   const charged = new WeakMap<ChatArtifact, number>();
-  const defs = base.map((d): ToolDefinition => ({
-    ...d,
-    async run(args, callCtx) {
-      const amount = rt.credits.millicreditsFor('live_action');
-      const made = DELIVERED_BY[d.name as LiveAction];
-      const predicted = made ? predictingIds(callCtx, made.prefix) : null;
-      const ctx = predicted?.ctx ?? callCtx;
-      const deliveredBy = made && predicted ? { collection: made.collection, id: predicted.id } : undefined;
-      const hold = await rt.credits.hold({ accountId: ctx.account._id, operation: 'live_action', millicredits: amount, requestId: ctx.requestId, ttlMs: ACTION_HOLD_MS, deliveredBy });
-      let artifact: ChatArtifact;
-      try {
-        artifact = await d.run(args, ctx);
-      } catch (err) {
-        await rt.credits.settle(hold);
-        throw err;
-      }
-      if (artifact.type === 'error') {
-        // Settled like a crash: kept only if the tool made its document before it failed.
-        if ((await rt.credits.settle(hold)) === 'captured') charged.set(artifact, amount);
+  const defs = base.map(
+    (d): ToolDefinition => ({
+      ...d,
+      async run(args, callCtx) {
+        const amount = rt.credits.millicreditsFor('live_action');
+        const made = DELIVERED_BY[d.name as LiveAction];
+        const predicted = made ? predictingIds(callCtx, made.prefix) : null;
+        const ctx = predicted?.ctx ?? callCtx;
+        const deliveredBy = made && predicted ? { collection: made.collection, id: predicted.id } : undefined;
+        const hold = await rt.credits.hold({
+          accountId: ctx.account._id,
+          operation: 'live_action',
+          millicredits: amount,
+          requestId: ctx.requestId,
+          ttlMs: ACTION_HOLD_MS,
+          deliveredBy,
+        });
+        let artifact: ChatArtifact;
+        try {
+          artifact = await d.run(args, ctx);
+        } catch (err) {
+          await rt.credits.settle(hold);
+          throw err;
+        }
+        if (artifact.type === 'error') {
+          // Settled like a crash: kept only if the tool made its document before it failed.
+          if ((await rt.credits.settle(hold)) === 'captured') charged.set(artifact, amount);
+          return artifact;
+        }
+        await rt.credits.capture(hold);
+        const own = d.spends.reduce((n, op) => n + rt.credits.millicreditsFor(op as CreditOperation), 0);
+        charged.set(artifact, amount + own);
         return artifact;
-      }
-      await rt.credits.capture(hold);
-      const own = d.spends.reduce((n, op) => n + rt.credits.millicreditsFor(op as CreditOperation), 0);
-      charged.set(artifact, amount + own);
-      return artifact;
-    },
-  }));
+      },
+    }),
+  );
 
   return {
     defs,
@@ -208,17 +248,37 @@ export function createLiveTools(rt: Runtime): LiveTools {
       const def = defs.find((d) => d.name === action)!;
       if (!mayCall(def, ctx.key.scopes)) throw new AppError('forbidden', `action: ${notAllowedMessage(def)}`);
       const parsed = def.input.safeParse(params ?? {});
-      if (!parsed.success) throw new AppError('validation_error', formatIssues(parsed.error.issues.map((i) => ({ ...i, path: ['params', ...i.path] }))));
+      if (!parsed.success)
+        throw new AppError(
+          'validation_error',
+          formatIssues(parsed.error.issues.map((i) => ({ ...i, path: ['params', ...i.path] }))),
+        );
       const artifact = await executeToolCall(defs, { id: 'action', name: action, args: parsed.data }, ctx);
       const code = artifact.type === 'error' ? String(artifact.data?.code ?? 'tool_failed') : undefined;
-      if (code === 'insufficient_credits') throw new AppError('insufficient_credits', String(artifact.data?.message ?? 'the balance cannot cover this action; nothing was run'));
-      return { ok: artifact.type !== 'error', line: lineFor(action, artifact), artifacts: [artifact], charged: charged.get(artifact) ?? 0, ...(code ? { code } : {}) };
+      if (code === 'insufficient_credits')
+        throw new AppError(
+          'insufficient_credits',
+          String(artifact.data?.message ?? 'the balance cannot cover this action; nothing was run'),
+        );
+      return {
+        ok: artifact.type !== 'error',
+        line: lineFor(action, artifact),
+        artifacts: [artifact],
+        charged: charged.get(artifact) ?? 0,
+        ...(code ? { code } : {}),
+      };
     },
   };
 }
 
 /** Client-run tools: what the assistant is told about each (the client answers tool_result). */
 export const CLIENT_TOOL_SPECS: Record<LiveClientTool, { description: string; input: z.ZodType }> = {
-  get_device_status: { description: 'Ask the robot for its own status (battery, volume, connectivity); the robot answers.', input: z.strictObject({}) },
-  set_volume: { description: 'Set the robot\'s speaker volume (0 to 100).', input: z.strictObject({ level: z.number().int().min(0).max(100) }) },
+  get_device_status: {
+    description: 'Ask the robot for its own status (battery, volume, connectivity); the robot answers.',
+    input: z.strictObject({}),
+  },
+  set_volume: {
+    description: "Set the robot's speaker volume (0 to 100).",
+    input: z.strictObject({ level: z.number().int().min(0).max(100) }),
+  },
 };

@@ -34,7 +34,13 @@ export function wavOf(pcm: Buffer, sampleRate: number = SPEECH_AUDIO.sampleRate)
  * An OpenAI-compatible /audio/transcriptions API: multipart upload of the turn as WAV, JSON
  * answer `{ text }`. Errors say what failed without the provider's body (it may echo the key).
  */
-export function createOpenAITranscription(opts: { baseUrl: string; apiKey?: string; model: string; timeoutMs: number; fetch?: typeof fetch }): TranscriptionEngine {
+export function createOpenAITranscription(opts: {
+  baseUrl: string;
+  apiKey?: string;
+  model: string;
+  timeoutMs: number;
+  fetch?: typeof fetch;
+}): TranscriptionEngine {
   const doFetch = opts.fetch ?? fetch;
   const url = `${opts.baseUrl.replace(/\/+$/, '')}/audio/transcriptions`;
   return {
@@ -46,24 +52,41 @@ export function createOpenAITranscription(opts: { baseUrl: string; apiKey?: stri
       form.append('response_format', 'json');
       let res: Response;
       try {
-        res = await doFetch(url, { method: 'POST', body: form, headers: opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}, signal: AbortSignal.any([signal, AbortSignal.timeout(opts.timeoutMs)]) });
+        res = await doFetch(url, {
+          method: 'POST',
+          body: form,
+          headers: opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {},
+          signal: AbortSignal.any([signal, AbortSignal.timeout(opts.timeoutMs)]),
+        });
       } catch (err) {
         if (signal.aborted) throw err;
-        throw new TranscriptionError(`the transcription provider could not be reached or did not answer within ${opts.timeoutMs} ms`);
+        throw new TranscriptionError(
+          `the transcription provider could not be reached or did not answer within ${opts.timeoutMs} ms`,
+        );
       }
       if (!res.ok) {
         await res.body?.cancel().catch(() => undefined);
         throw new TranscriptionError(`the transcription provider answered HTTP ${res.status}`);
       }
       const body = (await res.json().catch(() => null)) as { text?: unknown } | null;
-      if (typeof body?.text !== 'string') throw new TranscriptionError('the transcription provider answered without a text');
+      if (typeof body?.text !== 'string')
+        throw new TranscriptionError('the transcription provider answered without a text');
       return body.text.trim();
     },
   };
 }
 
 /** The configured engine, or null offline (LIVE_TRANSCRIPTION_ENGINE=none: text turns only). */
-export function createTranscriptionEngine(config: Config, opts: { fetch?: typeof fetch } = {}): TranscriptionEngine | null {
+export function createTranscriptionEngine(
+  config: Config,
+  opts: { fetch?: typeof fetch } = {},
+): TranscriptionEngine | null {
   if (config.LIVE_TRANSCRIPTION_ENGINE === 'none') return null;
-  return createOpenAITranscription({ baseUrl: config.LIVE_TRANSCRIPTION_BASE_URL ?? config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.LIVE_TRANSCRIPTION_MODEL, timeoutMs: config.LIVE_TRANSCRIPTION_TIMEOUT_MS, fetch: opts.fetch });
+  return createOpenAITranscription({
+    baseUrl: config.LIVE_TRANSCRIPTION_BASE_URL ?? config.OPENAI_BASE_URL,
+    apiKey: config.OPENAI_API_KEY,
+    model: config.LIVE_TRANSCRIPTION_MODEL,
+    timeoutMs: config.LIVE_TRANSCRIPTION_TIMEOUT_MS,
+    fetch: opts.fetch,
+  });
 }

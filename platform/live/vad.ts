@@ -17,7 +17,9 @@ export function rmsOf(pcm: Buffer, from = 0, to = pcm.length): number {
   return n ? Math.sqrt(acc / n) : 0;
 }
 
-export type VadEvent = { type: 'speech-start' } | { type: 'turn-end'; audio: Buffer; speechMs: number; reason: 'silence' | 'max_length' };
+export type VadEvent =
+  | { type: 'speech-start' }
+  | { type: 'turn-end'; audio: Buffer; speechMs: number; reason: 'silence' | 'max_length' };
 
 /**
  * Energy-based voice activity detection: each 20 ms frame is speech when its RMS reaches

@@ -16,7 +16,8 @@ export interface DecodedImage extends RawImage {
 }
 
 const rawInput = (img: RawImage) => {
-  if (img.data.length !== img.width * img.height * img.channels) throw new Error(`expected ${img.width * img.height * img.channels} bytes, got ${img.data.length}`);
+  if (img.data.length !== img.width * img.height * img.channels)
+    throw new Error(`expected ${img.width * img.height * img.channels} bytes, got ${img.data.length}`);
   return sharp(img.data, { raw: { width: img.width, height: img.height, channels: img.channels } });
 };
 
@@ -25,8 +26,13 @@ const rawInput = (img: RawImage) => {
  * stamp (Software, Seed, ...) are inserted after IHDR by hand: a chunk is length, type, data and
  * a CRC-32 (PNG spec 5.3), which is all this does. Deterministic: same pixels, same bytes.
  */
-export async function encodePng(img: RawImage, opts: { text?: Record<string, string>; compressionLevel?: number } = {}): Promise<Buffer> {
-  const png = await rawInput(img).png({ compressionLevel: opts.compressionLevel ?? 6, adaptiveFiltering: false }).toBuffer();
+export async function encodePng(
+  img: RawImage,
+  opts: { text?: Record<string, string>; compressionLevel?: number } = {},
+): Promise<Buffer> {
+  const png = await rawInput(img)
+    .png({ compressionLevel: opts.compressionLevel ?? 6, adaptiveFiltering: false })
+    .toBuffer();
   return withText(png, opts.text);
 }
 
@@ -34,8 +40,13 @@ export async function encodePng(img: RawImage, opts: { text?: Record<string, str
  * Rasterise an SVG document (librsvg inside sharp: anti-aliased shapes, text shaped by pango with
  * fontconfig's fonts) to PNG at 1 px per SVG unit. Slides are drawn this way. Deterministic.
  */
-export async function renderSvgPng(svg: string, opts: { text?: Record<string, string>; compressionLevel?: number } = {}): Promise<Buffer> {
-  const png = await sharp(Buffer.from(svg), { density: 72, failOn: 'error' }).png({ compressionLevel: opts.compressionLevel ?? 6, adaptiveFiltering: false }).toBuffer();
+export async function renderSvgPng(
+  svg: string,
+  opts: { text?: Record<string, string>; compressionLevel?: number } = {},
+): Promise<Buffer> {
+  const png = await sharp(Buffer.from(svg), { density: 72, failOn: 'error' })
+    .png({ compressionLevel: opts.compressionLevel ?? 6, adaptiveFiltering: false })
+    .toBuffer();
   return withText(png, opts.text);
 }
 
@@ -53,7 +64,9 @@ function withText(png: Buffer, text: Record<string, string> = {}): Buffer {
 const latin1 = (s: string, part: 'keyword' | 'text') =>
   Array.from(s.normalize('NFC'), (ch) => {
     const c = ch.codePointAt(0)!;
-    return (c >= 0x20 && c <= 0x7e) || (c >= 0xa1 && c <= 0xff) || (part === 'text' && (c === 0xa0 || c === 0x0a)) ? ch : '?';
+    return (c >= 0x20 && c <= 0x7e) || (c >= 0xa1 && c <= 0xff) || (part === 'text' && (c === 0xa0 || c === 0x0a))
+      ? ch
+      : '?';
   }).join('');
 
 /**
@@ -82,9 +95,21 @@ export async function decodeImage(bytes: Buffer, opts: { channels?: 3 | 4 } = {}
   const img = sharp(bytes, { failOn: 'error' });
   const meta = await img.metadata();
   const wantAlpha = opts.channels ? opts.channels === 4 : Boolean(meta.hasAlpha);
-  const { data, info } = await (wantAlpha ? img.ensureAlpha() : img.removeAlpha()).raw().toBuffer({ resolveWithObject: true });
-  const text = { ...Object.fromEntries((meta.comments ?? []).map((c) => [c.keyword, c.text])), ...(meta.format === 'png' ? pngText(bytes) : {}) };
-  return { width: info.width, height: info.height, channels: info.channels as 3 | 4, data, format: meta.format ?? 'unknown', text };
+  const { data, info } = await (wantAlpha ? img.ensureAlpha() : img.removeAlpha())
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  const text = {
+    ...Object.fromEntries((meta.comments ?? []).map((c) => [c.keyword, c.text])),
+    ...(meta.format === 'png' ? pngText(bytes) : {}),
+  };
+  return {
+    width: info.width,
+    height: info.height,
+    channels: info.channels as 3 | 4,
+    data,
+    format: meta.format ?? 'unknown',
+    text,
+  };
 }
 
 /**

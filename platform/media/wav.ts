@@ -45,14 +45,20 @@ export interface WavInfo {
 
 /** Read a WAV header (walks the chunks, so extra chunks such as LIST are fine). */
 export function parseWav(buf: Buffer): WavInfo {
-  if (buf.length < 12 || buf.toString('ascii', 0, 4) !== 'RIFF' || buf.toString('ascii', 8, 12) !== 'WAVE') throw new Error('not a RIFF/WAVE file');
+  if (buf.length < 12 || buf.toString('ascii', 0, 4) !== 'RIFF' || buf.toString('ascii', 8, 12) !== 'WAVE')
+    throw new Error('not a RIFF/WAVE file');
   let off = 12;
   let fmt: Omit<WavInfo, 'dataOffset' | 'dataBytes' | 'frames' | 'durationSeconds'> | undefined;
   while (off + 8 <= buf.length) {
     const id = buf.toString('ascii', off, off + 4);
     const size = buf.readUInt32LE(off + 4);
     if (id === 'fmt ') {
-      fmt = { format: buf.readUInt16LE(off + 8), channels: buf.readUInt16LE(off + 10), sampleRate: buf.readUInt32LE(off + 12), bitsPerSample: buf.readUInt16LE(off + 22) };
+      fmt = {
+        format: buf.readUInt16LE(off + 8),
+        channels: buf.readUInt16LE(off + 10),
+        sampleRate: buf.readUInt32LE(off + 12),
+        bitsPerSample: buf.readUInt16LE(off + 22),
+      };
     } else if (id === 'data') {
       if (!fmt) throw new Error('data chunk before fmt chunk');
       const frames = size / (fmt.channels * (fmt.bitsPerSample / 8));

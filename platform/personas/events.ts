@@ -1,7 +1,12 @@
 import { stableId } from '../infra/ids';
 import type { LiveHistoryEntry, LiveToolCallEntry } from '../live/sessions';
 import type { Runtime } from '../runtime';
-import { createPersonasRepository, eventSeq, type PersonaConversationDoc, type PersonaEventDoc } from './personas.repository';
+import {
+  createPersonasRepository,
+  eventSeq,
+  type PersonaConversationDoc,
+  type PersonaEventDoc,
+} from './personas.repository';
 
 type Conv = Pick<PersonaConversationDoc, '_id' | 'accountId'>;
 
@@ -9,13 +14,31 @@ type Conv = Pick<PersonaConversationDoc, '_id' | 'accountId'>;
 export function turnEvent(c: Conv, h: LiveHistoryEntry): PersonaEventDoc {
   const type = h.role === 'user' ? 'user_turn' : 'assistant_turn';
   const at = new Date(h.at);
-  return { _id: stableId('pev', `${c._id}\n${type}\n${at.getTime()}\n${h.content}`), accountId: c.accountId, conversationId: c._id, type, at, seq: eventSeq(type, at), text: h.content, data: {} };
+  return {
+    _id: stableId('pev', `${c._id}\n${type}\n${at.getTime()}\n${h.content}`),
+    accountId: c.accountId,
+    conversationId: c._id,
+    type,
+    at,
+    seq: eventSeq(type, at),
+    text: h.content,
+    data: {},
+  };
 }
 
 /** A tool call of the live session as a persona event (same id rule). */
 export function toolCallEvent(c: Conv, t: LiveToolCallEntry): PersonaEventDoc {
   const at = new Date(t.at);
-  return { _id: stableId('pev', `${c._id}\ntool_call\n${t.callId}\n${at.getTime()}`), accountId: c.accountId, conversationId: c._id, type: 'tool_call', at, seq: eventSeq('tool_call', at), text: t.name, data: { name: t.name, callId: t.callId, artifactType: t.type, title: t.title, ok: t.ok } };
+  return {
+    _id: stableId('pev', `${c._id}\ntool_call\n${t.callId}\n${at.getTime()}`),
+    accountId: c.accountId,
+    conversationId: c._id,
+    type: 'tool_call',
+    at,
+    seq: eventSeq('tool_call', at),
+    text: t.name,
+    data: { name: t.name, callId: t.callId, artifactType: t.type, title: t.title, ok: t.ok },
+  };
 }
 
 /**
@@ -30,7 +53,9 @@ export function createPersonaEventsHook(rt: Pick<Runtime, 'db'>) {
   const conv = (s: { _id: string; accountId: string }) => {
     let p = convOf.get(s._id);
     if (!p) {
-      p = repo.getConversationBySession(s.accountId, s._id).then((c) => (c ? { _id: c._id, accountId: c.accountId } : null));
+      p = repo
+        .getConversationBySession(s.accountId, s._id)
+        .then((c) => (c ? { _id: c._id, accountId: c.accountId } : null));
       p.catch(() => convOf.delete(s._id));
       convOf.set(s._id, p);
       if (convOf.size > 10_000) convOf.delete(convOf.keys().next().value!);

@@ -16,12 +16,72 @@ export interface FaceDef {
 }
 
 export const FACES: readonly FaceDef[] = [
-  { id: 'aurora', name: 'Aurora', description: 'Warm and friendly, long auburn hair.', skin: '#f2c9a0', hair: '#8b3a1e', background: '#fde68a', eyes: 'round', mouth: 'smile', hairStyle: 'long' },
-  { id: 'basil', name: 'Basil', description: 'Calm and precise, short dark hair.', skin: '#c68642', hair: '#1f2937', background: '#bbf7d0', eyes: 'round', mouth: 'flat', hairStyle: 'short' },
-  { id: 'cleo', name: 'Cleo', description: 'Cheerful, with a top bun.', skin: '#8d5524', hair: '#111827', background: '#fbcfe8', eyes: 'happy', mouth: 'grin', hairStyle: 'bun' },
-  { id: 'dex', name: 'Dex', description: 'A friendly robot with a visor.', skin: '#cbd5e1', hair: '#64748b', background: '#bfdbfe', eyes: 'visor', mouth: 'flat', hairStyle: 'antenna' },
-  { id: 'elio', name: 'Elio', description: 'Relaxed and thoughtful, no hair.', skin: '#e0ac69', hair: '#e0ac69', background: '#ddd6fe', eyes: 'sleepy', mouth: 'smile', hairStyle: 'none' },
-  { id: 'fern', name: 'Fern', description: 'Curious, always ready with a question.', skin: '#ffdbac', hair: '#d97706', background: '#a5f3fc', eyes: 'round', mouth: 'o', hairStyle: 'short' },
+  {
+    id: 'aurora',
+    name: 'Aurora',
+    description: 'Warm and friendly, long auburn hair.',
+    skin: '#f2c9a0',
+    hair: '#8b3a1e',
+    background: '#fde68a',
+    eyes: 'round',
+    mouth: 'smile',
+    hairStyle: 'long',
+  },
+  {
+    id: 'basil',
+    name: 'Basil',
+    description: 'Calm and precise, short dark hair.',
+    skin: '#c68642',
+    hair: '#1f2937',
+    background: '#bbf7d0',
+    eyes: 'round',
+    mouth: 'flat',
+    hairStyle: 'short',
+  },
+  {
+    id: 'cleo',
+    name: 'Cleo',
+    description: 'Cheerful, with a top bun.',
+    skin: '#8d5524',
+    hair: '#111827',
+    background: '#fbcfe8',
+    eyes: 'happy',
+    mouth: 'grin',
+    hairStyle: 'bun',
+  },
+  {
+    id: 'dex',
+    name: 'Dex',
+    description: 'A friendly robot with a visor.',
+    skin: '#cbd5e1',
+    hair: '#64748b',
+    background: '#bfdbfe',
+    eyes: 'visor',
+    mouth: 'flat',
+    hairStyle: 'antenna',
+  },
+  {
+    id: 'elio',
+    name: 'Elio',
+    description: 'Relaxed and thoughtful, no hair.',
+    skin: '#e0ac69',
+    hair: '#e0ac69',
+    background: '#ddd6fe',
+    eyes: 'sleepy',
+    mouth: 'smile',
+    hairStyle: 'none',
+  },
+  {
+    id: 'fern',
+    name: 'Fern',
+    description: 'Curious, always ready with a question.',
+    skin: '#ffdbac',
+    hair: '#d97706',
+    background: '#a5f3fc',
+    eyes: 'round',
+    mouth: 'o',
+    hairStyle: 'short',
+  },
 ];
 
 const byId = new Map(FACES.map((f) => [f.id, f]));
@@ -59,11 +119,20 @@ function mouth(f: FaceDef): string {
 function hair(f: FaceDef): { back: string; front: string } {
   switch (f.hairStyle) {
     case 'long':
-      return { back: `<rect x="42" y="60" width="116" height="120" rx="50" fill="${f.hair}"/>`, front: `<path d="M48 92 q52 -70 104 0 q-20 -28 -52 -30 q-32 2 -52 30z" fill="${f.hair}"/>` };
+      return {
+        back: `<rect x="42" y="60" width="116" height="120" rx="50" fill="${f.hair}"/>`,
+        front: `<path d="M48 92 q52 -70 104 0 q-20 -28 -52 -30 q-32 2 -52 30z" fill="${f.hair}"/>`,
+      };
     case 'bun':
-      return { back: `<circle cx="100" cy="34" r="20" fill="${f.hair}"/>`, front: `<path d="M50 88 q50 -64 100 0 q-50 -30 -100 0z" fill="${f.hair}"/>` };
+      return {
+        back: `<circle cx="100" cy="34" r="20" fill="${f.hair}"/>`,
+        front: `<path d="M50 88 q50 -64 100 0 q-50 -30 -100 0z" fill="${f.hair}"/>`,
+      };
     case 'antenna':
-      return { back: '', front: `<line x1="100" y1="46" x2="100" y2="22" stroke="${f.hair}" stroke-width="4"/><circle cx="100" cy="20" r="7" fill="#ef4444"/>` };
+      return {
+        back: '',
+        front: `<line x1="100" y1="46" x2="100" y2="22" stroke="${f.hair}" stroke-width="4"/><circle cx="100" cy="20" r="7" fill="#ef4444"/>`,
+      };
     case 'none':
       return { back: '', front: '' };
     default:
@@ -74,7 +143,10 @@ function hair(f: FaceDef): { back: string; front: string } {
 /** A 200×200 SVG of the face: background, head, hair, eyes, mouth. */
 export function faceSvg(f: FaceDef): string {
   const h = hair(f);
-  const head = f.hairStyle === 'antenna' ? `<rect x="50" y="46" width="100" height="110" rx="18" fill="${f.skin}"/>` : `<ellipse cx="100" cy="104" rx="52" ry="60" fill="${f.skin}"/>`;
+  const head =
+    f.hairStyle === 'antenna'
+      ? `<rect x="50" y="46" width="100" height="110" rx="18" fill="${f.skin}"/>`
+      : `<ellipse cx="100" cy="104" rx="52" ry="60" fill="${f.skin}"/>`;
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="200" viewBox="0 0 200 200" role="img" aria-label="${f.name}">` +
     `<title>${f.name}</title><rect width="200" height="200" rx="24" fill="${f.background}"/>${h.back}${head}${h.front}${eyes(f)}${mouth(f)}</svg>`

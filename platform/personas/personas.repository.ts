@@ -115,9 +115,18 @@ export function createPersonasRepository(db: Database) {
       return doc;
     },
     getPersona: (accountId: string, id: string) => personas.findOne({ _id: id, accountId }),
-    pagePersonas(accountId: string, q: { status?: 'draft' | 'published'; limit: number; cursor?: string }): Promise<Page<PersonaDoc>> {
+    pagePersonas(
+      accountId: string,
+      q: { status?: 'draft' | 'published'; limit: number; cursor?: string },
+    ): Promise<Page<PersonaDoc>> {
       const filter: Filter<PersonaDoc> = { accountId, ...(q.status ? { status: q.status } : {}) };
-      return keysetPage(personas, filter, { tag: 'personas:createdAt:desc', field: 'createdAt', direction: -1, limit: q.limit, cursor: q.cursor });
+      return keysetPage(personas, filter, {
+        tag: 'personas:createdAt:desc',
+        field: 'createdAt',
+        direction: -1,
+        limit: q.limit,
+        cursor: q.cursor,
+      });
     },
     updatePersona(accountId: string, id: string, set: Partial<PersonaDoc>, expectedVersion?: number) {
       return updateVersioned(personas, accountId, id, { $set: set }, { expectedVersion, what: 'persona' });
@@ -134,16 +143,23 @@ export function createPersonasRepository(db: Database) {
       }
     },
     deleteVersion: (id: string) => versions.deleteOne({ _id: id }),
-    getVersion: (accountId: string, personaId: string, version: number) => versions.findOne({ accountId, personaId, version }),
+    getVersion: (accountId: string, personaId: string, version: number) =>
+      versions.findOne({ accountId, personaId, version }),
 
     /** The persona first (so nothing new starts on it), then everything that hangs off it. */
     async deletePersona(accountId: string, id: string): Promise<{ deleted: boolean; activeSessions: string[] }> {
       const r = await personas.deleteOne({ _id: id, accountId });
       if (r.deletedCount !== 1) return { deleted: false, activeSessions: [] };
-      const convs = await conversations.find({ accountId, personaId: id }, { projection: { _id: 1, sessionId: 1, status: 1 } }).toArray();
+      const convs = await conversations
+        .find({ accountId, personaId: id }, { projection: { _id: 1, sessionId: 1, status: 1 } })
+        .toArray();
       const convIds = convs.map((c) => c._id);
       if (convIds.length) await events.deleteMany({ accountId, conversationId: { $in: convIds } });
-      await Promise.all([conversations.deleteMany({ accountId, personaId: id }), deployments.deleteMany({ accountId, personaId: id }), versions.deleteMany({ accountId, personaId: id })]);
+      await Promise.all([
+        conversations.deleteMany({ accountId, personaId: id }),
+        deployments.deleteMany({ accountId, personaId: id }),
+        versions.deleteMany({ accountId, personaId: id }),
+      ]);
       return { deleted: true, activeSessions: convs.filter((c) => c.status === 'active').map((c) => c.sessionId) };
     },
 
@@ -152,27 +168,45 @@ export function createPersonasRepository(db: Database) {
       await deployments.insertOne(doc);
       return doc;
     },
-    getDeployment: (accountId: string, personaId: string, id: string) => deployments.findOne({ _id: id, accountId, personaId }),
+    getDeployment: (accountId: string, personaId: string, id: string) =>
+      deployments.findOne({ _id: id, accountId, personaId }),
     pageDeployments: (accountId: string, personaId: string, q: { limit: number; cursor?: string }) =>
-      keysetPage(deployments, { accountId, personaId }, { tag: `pdep:${personaId}`, field: 'createdAt', direction: -1, limit: q.limit, cursor: q.cursor }),
+      keysetPage(
+        deployments,
+        { accountId, personaId },
+        { tag: `pdep:${personaId}`, field: 'createdAt', direction: -1, limit: q.limit, cursor: q.cursor },
+      ),
 
     async insertConversation(doc: PersonaConversationDoc) {
       await ensureIndexes();
       await conversations.insertOne(doc);
       return doc;
     },
-    getConversation: (accountId: string, personaId: string, id: string) => conversations.findOne({ _id: id, accountId, personaId }),
+    getConversation: (accountId: string, personaId: string, id: string) =>
+      conversations.findOne({ _id: id, accountId, personaId }),
     /** The conversation a live session belongs to (the realtime engine writes its events as they happen). */
     getConversationBySession: (accountId: string, sessionId: string) => conversations.findOne({ accountId, sessionId }),
     /** active → ended, once; null when it was ended already (the caller reads the stored end). */
-    endConversation: (accountId: string, id: string, set: Pick<PersonaConversationDoc, 'endedAt' | 'durationMs' | 'creditsUsed'>) =>
-      conversations.findOneAndUpdate({ _id: id, accountId, status: 'active' }, { $set: { ...set, status: 'ended' } }, { returnDocument: 'after' }),
+    endConversation: (
+      accountId: string,
+      id: string,
+      set: Pick<PersonaConversationDoc, 'endedAt' | 'durationMs' | 'creditsUsed'>,
+    ) =>
+      conversations.findOneAndUpdate(
+        { _id: id, accountId, status: 'active' },
+        { $set: { ...set, status: 'ended' } },
+        { returnDocument: 'after' },
+      ),
 
     /** Insert events whose ids are not stored yet (ids are derived from content, so a repeat is a no-op). */
     async addEvents(docs: PersonaEventDoc[]): Promise<void> {
       if (!docs.length) return;
       await ensureIndexes();
-      const have = new Set((await events.find({ _id: { $in: docs.map((d) => d._id) } }, { projection: { _id: 1 } }).toArray()).map((d) => d._id));
+      const have = new Set(
+        (await events.find({ _id: { $in: docs.map((d) => d._id) } }, { projection: { _id: 1 } }).toArray()).map(
+          (d) => d._id,
+        ),
+      );
       const fresh = docs.filter((d) => !have.has(d._id));
       if (!fresh.length) return;
       try {
@@ -182,6 +216,10 @@ export function createPersonasRepository(db: Database) {
       }
     },
     pageEvents: (accountId: string, conversationId: string, q: { limit: number; cursor?: string }) =>
-      keysetPage(events, { accountId, conversationId }, { tag: `pev:${conversationId}`, field: 'seq', direction: 1, limit: q.limit, cursor: q.cursor }),
+      keysetPage(
+        events,
+        { accountId, conversationId },
+        { tag: `pev:${conversationId}`, field: 'seq', direction: 1, limit: q.limit, cursor: q.cursor },
+      ),
   };
 }

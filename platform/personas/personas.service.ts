@@ -37,7 +37,8 @@ export const EMBED_SCRIPT_PATH = '/persona-embed.js';
 
 const TOOL_NAMES = new Set<string>(ASSISTANT_TOOL_NAMES);
 const SNAPSHOT_FIELDS = ['name', 'description', 'instructions', 'voice', 'faceId', 'greeting', 'tools'] as const;
-const snapshotOf = (p: PersonaSnapshotDoc): PersonaSnapshotDoc => Object.fromEntries(SNAPSHOT_FIELDS.map((k) => [k, p[k]])) as unknown as PersonaSnapshotDoc;
+const snapshotOf = (p: PersonaSnapshotDoc): PersonaSnapshotDoc =>
+  Object.fromEntries(SNAPSHOT_FIELDS.map((k) => [k, p[k]])) as unknown as PersonaSnapshotDoc;
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /**
@@ -60,14 +61,19 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
     ...snapshotOf(p),
     status: p.status,
     publishedVersion: p.publishedVersion,
-    published: p.published ? { ...snapshotOf(p.published), version: p.published.version, publishedAt: p.published.publishedAt.toISOString() } : null,
+    published: p.published
+      ? { ...snapshotOf(p.published), version: p.published.version, publishedAt: p.published.publishedAt.toISOString() }
+      : null,
     version: p.version,
     createdAt: p.createdAt.toISOString(),
     updatedAt: p.updatedAt.toISOString(),
   });
 
   const connectOf = (d: Pick<PersonaDeploymentDoc, '_id' | 'personaId' | 'channel'>): PersonaDeployment['connect'] => {
-    const base = { conversationsUrl: `${api}/personas/${d.personaId}/conversations`, realtimeUrl: sessions.realtimeUrl };
+    const base = {
+      conversationsUrl: `${api}/personas/${d.personaId}/conversations`,
+      realtimeUrl: sessions.realtimeUrl,
+    };
     if (d.channel === 'web') {
       const scriptUrl = `${api}${EMBED_SCRIPT_PATH}`;
       return {
@@ -78,9 +84,15 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
       };
     }
     if (d.channel === 'voice') {
-      return { ...base, howTo: `POST {"deploymentId":"${d._id}"} to conversationsUrl, then open connect.realtimeUrl?token=<connect.token> and stream 24 kHz mono s16le PCM (or input_text events); replies come as transcripts, assistant.text and PCM frames.` };
+      return {
+        ...base,
+        howTo: `POST {"deploymentId":"${d._id}"} to conversationsUrl, then open connect.realtimeUrl?token=<connect.token> and stream 24 kHz mono s16le PCM (or input_text events); replies come as transcripts, assistant.text and PCM frames.`,
+      };
     }
-    return { ...base, howTo: `POST {"deploymentId":"${d._id}"} to conversationsUrl, then open connect.realtimeUrl?token=<connect.token> and send {"type":"input_text","text":…}; read assistant.text events. End with POST …/conversations/{cid}/end.` };
+    return {
+      ...base,
+      howTo: `POST {"deploymentId":"${d._id}"} to conversationsUrl, then open connect.realtimeUrl?token=<connect.token> and send {"type":"input_text","text":…}; read assistant.text events. End with POST …/conversations/{cid}/end.`,
+    };
   };
 
   const deploymentView = (d: PersonaDeploymentDoc): PersonaDeployment => ({
@@ -94,7 +106,10 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
     createdAt: d.createdAt.toISOString(),
   });
 
-  const conversationView = (c: PersonaConversationDoc, connect: PersonaConversation['connect'] = null): PersonaConversation => ({
+  const conversationView = (
+    c: PersonaConversationDoc,
+    connect: PersonaConversation['connect'] = null,
+  ): PersonaConversation => ({
     id: c._id,
     personaId: c.personaId,
     deploymentId: c.deploymentId,
@@ -108,7 +123,13 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
     connect,
   });
 
-  const eventView = (e: PersonaEventDoc): PersonaEvent => ({ id: e._id, type: e.type, at: e.at.toISOString(), text: e.text, data: e.data });
+  const eventView = (e: PersonaEventDoc): PersonaEvent => ({
+    id: e._id,
+    type: e.type,
+    at: e.at.toISOString(),
+    text: e.text,
+    data: e.data,
+  });
 
   const mustPersona = async (accountId: string, id: string) => {
     const p = await repo.getPersona(accountId, id);
@@ -125,22 +146,42 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
   /** 400 naming each field that is not acceptable on the working copy (create and PATCH). */
   const checkFields = (b: Partial<PersonaSnapshotDoc>) => {
     const bad: string[] = [];
-    if (b.faceId != null && !faceById(b.faceId)) bad.push(`faceId: unknown face "${b.faceId.slice(0, 64)}"; GET /personas/faces lists the ${FACES.length} faces`);
+    if (b.faceId != null && !faceById(b.faceId))
+      bad.push(`faceId: unknown face "${b.faceId.slice(0, 64)}"; GET /personas/faces lists the ${FACES.length} faces`);
     (b.tools ?? []).forEach((t, i) => {
-      if (!TOOL_NAMES.has(t)) bad.push(`tools.${i}: unknown tool "${t.slice(0, 64)}"; one of ${ASSISTANT_TOOL_NAMES.join(', ')}`);
+      if (!TOOL_NAMES.has(t))
+        bad.push(`tools.${i}: unknown tool "${t.slice(0, 64)}"; one of ${ASSISTANT_TOOL_NAMES.join(', ')}`);
     });
     if (bad.length) throw new AppError('validation_error', bad.slice(0, 10).join('; '));
   };
 
   /** The turns and tool calls the live session recorded, as events (ids derived from content: importing twice adds nothing). */
   async function importTurns(c: PersonaConversationDoc): Promise<void> {
-    const s = await sessions.col.findOne({ _id: c.sessionId, accountId: c.accountId }, { projection: { history: 1, toolCalls: 1 } });
-    const docs: PersonaEventDoc[] = [startedEvent(c), ...(s?.history ?? []).map((h) => turnEvent(c, h)), ...(s?.toolCalls ?? []).map((t) => toolCallEvent(c, t))];
+    const s = await sessions.col.findOne(
+      { _id: c.sessionId, accountId: c.accountId },
+      { projection: { history: 1, toolCalls: 1 } },
+    );
+    const docs: PersonaEventDoc[] = [
+      startedEvent(c),
+      ...(s?.history ?? []).map((h) => turnEvent(c, h)),
+      ...(s?.toolCalls ?? []).map((t) => toolCallEvent(c, t)),
+    ];
     await repo.addEvents(docs);
   }
 
-  const startedEvent = (c: PersonaConversationDoc) => event(c, 'started', c.startedAt, { channel: c.channel, version: c.version, sessionId: c.sessionId, deploymentId: c.deploymentId });
-  const event = (c: Pick<PersonaConversationDoc, '_id' | 'accountId'>, type: 'started' | 'ended', at: Date, data: Record<string, unknown>): PersonaEventDoc => ({
+  const startedEvent = (c: PersonaConversationDoc) =>
+    event(c, 'started', c.startedAt, {
+      channel: c.channel,
+      version: c.version,
+      sessionId: c.sessionId,
+      deploymentId: c.deploymentId,
+    });
+  const event = (
+    c: Pick<PersonaConversationDoc, '_id' | 'accountId'>,
+    type: 'started' | 'ended',
+    at: Date,
+    data: Record<string, unknown>,
+  ): PersonaEventDoc => ({
     _id: stableId('pev', `${c._id}\n${type}`),
     accountId: c.accountId,
     conversationId: c._id,
@@ -153,11 +194,17 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
 
   return {
     faces: () => {
-      const data = FACES.map((f) => ({ id: f.id, name: f.name, description: f.description, previewUrl: `${api}${facePreviewPath(f.id)}` }));
+      const data = FACES.map((f) => ({
+        id: f.id,
+        name: f.name,
+        description: f.description,
+        previewUrl: `${api}${facePreviewPath(f.id)}`,
+      }));
       return { data, total: data.length };
     },
 
-    list: async (accountId: string, q: { status?: 'draft' | 'published'; limit: number; cursor?: string }) => mapPage(await repo.pagePersonas(accountId, q), view),
+    list: async (accountId: string, q: { status?: 'draft' | 'published'; limit: number; cursor?: string }) =>
+      mapPage(await repo.pagePersonas(accountId, q), view),
 
     get: async (accountId: string, id: string) => view(await mustPersona(accountId, id)),
 
@@ -174,7 +221,17 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
       };
       checkFields(fields);
       const now = new Date();
-      const doc: PersonaDoc = { _id: idFor('per'), accountId, ...fields, status: 'draft', publishedVersion: null, published: null, version: 1, createdAt: now, updatedAt: now };
+      const doc: PersonaDoc = {
+        _id: idFor('per'),
+        accountId,
+        ...fields,
+        status: 'draft',
+        publishedVersion: null,
+        published: null,
+        version: 1,
+        createdAt: now,
+        updatedAt: now,
+      };
       return view(await repo.insertPersona(doc));
     },
 
@@ -205,7 +262,8 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
       if (!p.greeting.trim()) missing.push('greeting: required to publish');
       if (p.faceId === null) missing.push('faceId: required to publish (GET /personas/faces)');
       else if (!faceById(p.faceId)) missing.push(`faceId: unknown face "${p.faceId}"`);
-      if (!catalogue.voices.some((v) => v.name === p.voice)) missing.push(`voice: "${p.voice}" is not a voice of this deployment (GET /speech/voices)`);
+      if (!catalogue.voices.some((v) => v.name === p.voice))
+        missing.push(`voice: "${p.voice}" is not a voice of this deployment (GET /speech/voices)`);
       p.tools.forEach((t, i) => {
         if (!TOOL_NAMES.has(t)) missing.push(`tools.${i}: unknown tool "${t}"`);
       });
@@ -217,12 +275,21 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
       const snapshot = snapshotOf(p);
       const publishedAt = new Date();
       const versionId = newId('pver');
-      if (!(await repo.insertVersion({ _id: versionId, accountId, personaId: id, version: n, snapshot, publishedAt }))) {
+      if (
+        !(await repo.insertVersion({ _id: versionId, accountId, personaId: id, version: n, snapshot, publishedAt }))
+      ) {
         throw new AppError('conflict', 'persona: another publish of it ran at the same time; fetch it again');
       }
       try {
         // Only while the working copy is still the one frozen: a PATCH in between wins (409).
-        return view(await repo.updatePersona(accountId, id, { status: 'published', publishedVersion: n, published: { ...snapshot, version: n, publishedAt } }, p.version));
+        return view(
+          await repo.updatePersona(
+            accountId,
+            id,
+            { status: 'published', publishedVersion: n, published: { ...snapshot, version: n, publishedAt } },
+            p.version,
+          ),
+        );
       } catch (err) {
         await repo.deleteVersion(versionId);
         throw err;
@@ -234,29 +301,68 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
       return mapPage(await repo.pageDeployments(accountId, personaId, q), deploymentView);
     },
 
-    async createDeployment(accountId: string, personaId: string, body: PersonaDeploymentCreate, idFor: (prefix: string) => string): Promise<PersonaDeployment> {
+    async createDeployment(
+      accountId: string,
+      personaId: string,
+      body: PersonaDeploymentCreate,
+      idFor: (prefix: string) => string,
+    ): Promise<PersonaDeployment> {
       const p = await mustPersona(accountId, personaId);
-      if (p.publishedVersion === null) throw new AppError('persona_not_published', 'persona: it has no published version yet; POST /personas/{id}/publish first');
+      if (p.publishedVersion === null)
+        throw new AppError(
+          'persona_not_published',
+          'persona: it has no published version yet; POST /personas/{id}/publish first',
+        );
       const version = body.version ?? p.publishedVersion;
-      if (version > p.publishedVersion) throw new AppError('validation_error', `version: the persona has published versions 1 to ${p.publishedVersion}`);
+      if (version > p.publishedVersion)
+        throw new AppError(
+          'validation_error',
+          `version: the persona has published versions 1 to ${p.publishedVersion}`,
+        );
       const allowedOrigins = body.channel === 'web' ? [...new Set(body.allowedOrigins ?? [])] : [];
-      const doc: PersonaDeploymentDoc = { _id: idFor('pdep'), accountId, personaId, channel: body.channel, version, name: body.name ?? `${body.channel} v${version}`, allowedOrigins, createdAt: new Date() };
+      const doc: PersonaDeploymentDoc = {
+        _id: idFor('pdep'),
+        accountId,
+        personaId,
+        channel: body.channel,
+        version,
+        name: body.name ?? `${body.channel} v${version}`,
+        allowedOrigins,
+        createdAt: new Date(),
+      };
       return deploymentView(await repo.insertDeployment(doc));
     },
 
-    async startConversation(caller: Authenticated & { requestId: string }, personaId: string, body: PersonaConversationStart, idFor: (prefix: string) => string): Promise<PersonaConversation> {
+    async startConversation(
+      caller: Authenticated & { requestId: string },
+      personaId: string,
+      body: PersonaConversationStart,
+      idFor: (prefix: string) => string,
+    ): Promise<PersonaConversation> {
       const accountId = caller.account._id;
       await mustPersona(accountId, personaId);
       const d = await repo.getDeployment(accountId, personaId, body.deploymentId);
       if (!d) throw new AppError('not_found', 'deploymentId: no deployment of this persona has that id');
       // The realtime engine admits only keys with the ai scope: a token it would refuse is not sold.
-      if (!caller.key.scopes.includes('ai')) throw new AppError('forbidden', 'a persona conversation is a live session: this key needs the ai scope as well as write');
+      if (!caller.key.scopes.includes('ai'))
+        throw new AppError(
+          'forbidden',
+          'a persona conversation is a live session: this key needs the ai scope as well as write',
+        );
       const frozen = await repo.getVersion(accountId, personaId, d.version);
       if (!frozen) throw notFound('persona version');
-      const voice = catalogue.voices.some((v) => v.name === frozen.snapshot.voice) ? frozen.snapshot.voice : catalogue.default.name;
+      const voice = catalogue.voices.some((v) => v.name === frozen.snapshot.voice)
+        ? frozen.snapshot.voice
+        : catalogue.default.name;
       const f = frozen.snapshot;
       const convId = idFor('pconv');
-      const connectOfLive = (live: { sessionId: string; token: string; expiresAt: string; realtimeUrl: string }) => ({ sessionId: live.sessionId, token: live.token, expiresAt: live.expiresAt, realtimeUrl: live.realtimeUrl, audio: d.channel === 'voice' });
+      const connectOfLive = (live: { sessionId: string; token: string; expiresAt: string; realtimeUrl: string }) => ({
+        sessionId: live.sessionId,
+        token: live.token,
+        expiresAt: live.expiresAt,
+        realtimeUrl: live.realtimeUrl,
+        audio: d.channel === 'voice',
+      });
       // A retry under the same Idempotency-Key whose first attempt wrote the conversation: the
       // same conversation with a fresh token, charged once.
       const earlier = await repo.getConversation(accountId, personaId, convId);
@@ -268,7 +374,18 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
       const live = await sessions.open(
         { account: caller.account, key: caller.key, requestId: caller.requestId },
         { persona: 'robot', voice },
-        { persona: { personaId, version: d.version, name: f.name, instructions: f.instructions, greeting: f.greeting, tools: f.tools }, allowedOrigins: d.channel === 'web' ? d.allowedOrigins : undefined, deliveredBy: { collection: COLLECTIONS.personaConversations, id: convId } },
+        {
+          persona: {
+            personaId,
+            version: d.version,
+            name: f.name,
+            instructions: f.instructions,
+            greeting: f.greeting,
+            tools: f.tools,
+          },
+          allowedOrigins: d.channel === 'web' ? d.allowedOrigins : undefined,
+          deliveredBy: { collection: COLLECTIONS.personaConversations, id: convId },
+        },
       );
       const startedAt = new Date();
       const conv: PersonaConversationDoc = {
@@ -289,12 +406,20 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
         await repo.insertConversation(conv);
       } catch (err) {
         await sessions.setStatus(live.sessionId, 'ended');
-        await sessions.settleCharge(live.sessionId).catch((e: unknown) => rt.log.warn('persona session hold not settled; the scheduler will', { err: e as Error }));
+        await sessions
+          .settleCharge(live.sessionId)
+          .catch((e: unknown) =>
+            rt.log.warn('persona session hold not settled; the scheduler will', { err: e as Error }),
+          );
         throw err;
       }
       await sessions.captureCharge(live.sessionId);
       // The conversation exists: a lost `started` event is written again on the next read.
-      await repo.addEvents([startedEvent(conv)]).catch((err: unknown) => rt.log.warn('persona started event not written; added on read', { err: err as Error }));
+      await repo
+        .addEvents([startedEvent(conv)])
+        .catch((err: unknown) =>
+          rt.log.warn('persona started event not written; added on read', { err: err as Error }),
+        );
       return conversationView(conv, connectOfLive(live));
     },
 
@@ -303,7 +428,10 @@ export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credi
       if (c.status === 'ended') return conversationView(c);
       await importTurns(c);
       await sessions.setStatus(c.sessionId, 'ended');
-      const s = await sessions.col.findOne({ _id: c.sessionId, accountId }, { projection: { charge: 1, spentMillicredits: 1 } });
+      const s = await sessions.col.findOne(
+        { _id: c.sessionId, accountId },
+        { projection: { charge: 1, spentMillicredits: 1 } },
+      );
       const endedAt = new Date();
       const durationMs = endedAt.getTime() - c.startedAt.getTime();
       // The session's charge and what its tools kept (live_action, media prices), counted as they ran.

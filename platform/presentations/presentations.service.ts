@@ -38,7 +38,13 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
   });
 
   return {
-    async create(input: { accountId: string; features: AccountFeatures; requestId: string; request: PresentationRequest; idFor?: (prefix: string) => string }): Promise<{ body: PresentationCreated; charged: number }> {
+    async create(input: {
+      accountId: string;
+      features: AccountFeatures;
+      requestId: string;
+      request: PresentationRequest;
+      idFor?: (prefix: string) => string;
+    }): Promise<{ body: PresentationCreated; charged: number }> {
       const req = input.request;
       if (req.brandUrl) await assertFetchable(req.brandUrl, 'brandUrl', ssrf);
       const outline = req.outline?.length ? req.outline : null;
@@ -81,16 +87,23 @@ export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' 
       // After the charge and the job, a failure to announce must not fail the request (a retry
       // would build a second deck): it is logged, and the outbox covers broker outages.
       const announce = () =>
-        emitEvent(rt, input.accountId, 'project.created', { projectId, kind: 'presentation', projectType: 'presentation', name: project.name, openUrl: openUrlOf(rt.config.PUBLIC_BASE_URL, 'presentation', projectId) }).catch((err) =>
-          rt.log.error('project.created not recorded', { projectId, err: err as Error }),
-        );
+        emitEvent(rt, input.accountId, 'project.created', {
+          projectId,
+          kind: 'presentation',
+          projectType: 'presentation',
+          name: project.name,
+          openUrl: openUrlOf(rt.config.PUBLIC_BASE_URL, 'presentation', projectId),
+        }).catch((err) => rt.log.error('project.created not recorded', { projectId, err: err as Error }));
 
       if (!background) {
         try {
           await projects.insert(project);
         } catch (err) {
           // A retry (same Idempotency-Key) of a request that stored it before a crash.
-          const existing = (err as { code?: number }).code === 11000 ? await projects.findForAccount(input.accountId, projectId) : null;
+          const existing =
+            (err as { code?: number }).code === 11000
+              ? await projects.findForAccount(input.accountId, projectId)
+              : null;
           if (!existing) throw err;
           return { body: present(existing, null), charged: 0 };
         }

@@ -1,4 +1,10 @@
-import type { ElementStyle, FlowchartContent, ProjectKind, WhiteboardContent, WhiteboardElementInput } from '../../contracts/projects';
+import type {
+  ElementStyle,
+  FlowchartContent,
+  ProjectKind,
+  WhiteboardContent,
+  WhiteboardElementInput,
+} from '../../contracts/projects';
 
 /**
  * Content as stored: what the contracts accepted, completed by the server so every reader (the
@@ -81,12 +87,16 @@ export function layoutFlowchart(content: FlowchartContent): FlowchartContent {
   const pos = new Map<number, { x: number; y: number }>();
   layers.forEach((members, depth) => {
     if (!members) return;
-    const key = (i: number) => (parents[i]!.length ? parents[i]!.reduce((s, p) => s + column[p]!, 0) / parents[i]!.length : i);
+    const key = (i: number) =>
+      parents[i]!.length ? parents[i]!.reduce((s, p) => s + column[p]!, 0) / parents[i]!.length : i;
     const ordered = depth === 0 ? members : [...members].sort((a, b) => key(a) - key(b) || a - b);
     const offset = (widest - ordered.length) / 2;
     ordered.forEach((i, k) => {
       column[i] = k + offset;
-      pos.set(i, { x: FLOWCHART_NODE.margin + Math.round((k + offset) * stepX), y: FLOWCHART_NODE.margin + depth * stepY });
+      pos.set(i, {
+        x: FLOWCHART_NODE.margin + Math.round((k + offset) * stepX),
+        y: FLOWCHART_NODE.margin + depth * stepY,
+      });
     });
   });
   return { nodes: nodes.map((n, i) => ({ ...n, x: n.x ?? pos.get(i)!.x, y: n.y ?? pos.get(i)!.y })), edges };
@@ -110,7 +120,10 @@ export function nameEdges(content: FlowchartContent): FlowchartContent {
 export const normalizeFlowchart = (content: FlowchartContent): FlowchartContent => nameEdges(layoutFlowchart(content));
 
 /** A whiteboard element as stored: every member filled in. */
-export type StoredElement = (Exclude<WhiteboardElementInput, { type: 'connector' }> | Extract<WhiteboardElementInput, { type: 'connector' }>) & {
+export type StoredElement = (
+  | Exclude<WhiteboardElementInput, { type: 'connector' }>
+  | Extract<WhiteboardElementInput, { type: 'connector' }>
+) & {
   x: number;
   y: number;
   width: number;
@@ -147,7 +160,13 @@ export function normalizeWhiteboard(content: WhiteboardContent): StoredWhiteboar
     const style = { ...defaultStyle(el.type, el.type === 'shape' ? el.shape : undefined), ...(el.style ?? {}) };
     if (el.type === 'connector') return { ...el, x: 0, y: 0, width: 1, height: 1, rotation: 0, style } as StoredElement;
     const [w, h] = el.type === 'shape' ? SIZE[el.shape === 'sticky' ? 'sticky' : 'shape'] : SIZE[el.type];
-    const full = { ...el, width: el.width ?? w, height: el.height ?? h, rotation: el.rotation ?? 0, style } as StoredElement;
+    const full = {
+      ...el,
+      width: el.width ?? w,
+      height: el.height ?? h,
+      rotation: el.rotation ?? 0,
+      style,
+    } as StoredElement;
     placed.set(el.id, full);
     return full;
   });
@@ -157,15 +176,25 @@ export function normalizeWhiteboard(content: WhiteboardContent): StoredWhiteboar
     const b = placed.get(el.to);
     if (!a || !b) continue; // the contract refuses these; kept as is if an old document holds one
     const [ax, ay, bx, by] = [a.x + a.width / 2, a.y + a.height / 2, b.x + b.width / 2, b.y + b.height / 2];
-    Object.assign(el, { x: Math.min(ax, bx), y: Math.min(ay, by), width: Math.max(1, Math.abs(bx - ax)), height: Math.max(1, Math.abs(by - ay)) });
+    Object.assign(el, {
+      x: Math.min(ax, bx),
+      y: Math.min(ay, by),
+      width: Math.max(1, Math.abs(bx - ax)),
+      height: Math.max(1, Math.abs(by - ay)),
+    });
   }
   return { background: content.background, elements };
 }
 
 /** The stored form of a kind's validated content (other kinds pass through). */
-export function normalizeContent(kind: ProjectKind, content: Record<string, unknown> | null): Record<string, unknown> | null {
+export function normalizeContent(
+  kind: ProjectKind,
+  content: Record<string, unknown> | null,
+): Record<string, unknown> | null {
   if (!content) return content;
-  if (kind === 'flowchart') return normalizeFlowchart(content as FlowchartContent) as unknown as Record<string, unknown>;
-  if (kind === 'whiteboard') return normalizeWhiteboard(content as WhiteboardContent) as unknown as Record<string, unknown>;
+  if (kind === 'flowchart')
+    return normalizeFlowchart(content as FlowchartContent) as unknown as Record<string, unknown>;
+  if (kind === 'whiteboard')
+    return normalizeWhiteboard(content as WhiteboardContent) as unknown as Record<string, unknown>;
   return content;
 }

@@ -1,6 +1,12 @@
 import type { Collection, Filter, UpdateFilter } from 'mongodb';
 import type { DeckTheme, DeckSlide, OutlineItem, SlideMode } from '../../contracts/presentations';
-import { PROJECT_KINDS, PROJECT_TYPE_OF_KIND, type ProjectKind, type ProjectType, type ShareRole } from '../../contracts/projects';
+import {
+  PROJECT_KINDS,
+  PROJECT_TYPE_OF_KIND,
+  type ProjectKind,
+  type ProjectType,
+  type ShareRole,
+} from '../../contracts/projects';
 import { newId } from '../infra/ids';
 import { decodeCursor, keysetPage, type Page } from '../infra/lists';
 import { COLLECTIONS, type Database } from '../infra/mongo';
@@ -52,11 +58,18 @@ export interface PresentationSettings {
   /** The deck_ job building the slides; null when pending_editor_open. */
   jobId: string | null;
   /** Filled in by the deck pool. */
-  build: { status: 'built' | 'partial'; theme: DeckTheme; slides: DeckSlide[]; manifestUrl: string; builtAt: Date } | null;
+  build: {
+    status: 'built' | 'partial';
+    theme: DeckTheme;
+    slides: DeckSlide[];
+    manifestUrl: string;
+    builtAt: Date;
+  } | null;
 }
 
 /** The kind of a stored project (documents older than `kind` are presentations). */
-export const kindOf = (p: Pick<ProjectDoc, 'kind' | 'projectType'>): ProjectKind => p.kind ?? (p.projectType as ProjectKind);
+export const kindOf = (p: Pick<ProjectDoc, 'kind' | 'projectType'>): ProjectKind =>
+  p.kind ?? (p.projectType as ProjectKind);
 export const versionOf = (p: Pick<ProjectDoc, 'version'>): number => p.version ?? 1;
 
 /** One person a project is shared with. WARNING: persisted. */
@@ -78,7 +91,11 @@ export interface ProjectListFilter {
 }
 
 /** Kinds whose project type no other kind has: filtering by kind is filtering by projectType, which documents older than `kind` carry too. */
-const UNIQUE_TYPE = new Set<ProjectKind>(PROJECT_KINDS.filter((k) => PROJECT_KINDS.filter((o) => PROJECT_TYPE_OF_KIND[o] === PROJECT_TYPE_OF_KIND[k]).length === 1));
+const UNIQUE_TYPE = new Set<ProjectKind>(
+  PROJECT_KINDS.filter(
+    (k) => PROJECT_KINDS.filter((o) => PROJECT_TYPE_OF_KIND[o] === PROJECT_TYPE_OF_KIND[k]).length === 1,
+  ),
+);
 
 /** The fields list items leave out (content can be large). */
 const LIST_PROJECTION = { content: 0, presentation: 0, shares: 0 } as const;
@@ -111,13 +128,24 @@ export function createProjects(db: Database) {
     },
 
     /** Record a finished build on the presentation. */
-    async saveBuild(accountId: string, id: string, build: NonNullable<PresentationSettings['build']>): Promise<boolean> {
-      const r = await col.updateOne({ _id: id, accountId }, { $set: { 'presentation.build': build, updatedAt: new Date() } });
+    async saveBuild(
+      accountId: string,
+      id: string,
+      build: NonNullable<PresentationSettings['build']>,
+    ): Promise<boolean> {
+      const r = await col.updateOne(
+        { _id: id, accountId },
+        { $set: { 'presentation.build': build, updatedAt: new Date() } },
+      );
       return r.matchedCount === 1;
     },
 
     /** One keyset page of the account's projects, without content (platform/infra/lists.ts). */
-    async list(accountId: string, f: ProjectListFilter, page: { field: 'updatedAt' | 'createdAt' | 'name'; direction: 1 | -1; limit: number; cursor?: string }): Promise<Page<ProjectDoc>> {
+    async list(
+      accountId: string,
+      f: ProjectListFilter,
+      page: { field: 'updatedAt' | 'createdAt' | 'name'; direction: 1 | -1; limit: number; cursor?: string },
+    ): Promise<Page<ProjectDoc>> {
       await ensureIndex();
       const tag = `projects:${page.field}:${page.direction === 1 ? 'asc' : 'desc'}`;
       if (page.cursor) decodeCursor(tag, page.cursor); // 400 for a bad cursor, whatever the filters
@@ -134,7 +162,14 @@ export function createProjects(db: Database) {
       if (f.tag !== undefined) filter.tags = f.tag;
       if (f.isStarred !== undefined) filter.isStarred = f.isStarred;
       if (f.nameRegex !== undefined) filter.name = { $regex: f.nameRegex, $options: 'i' };
-      return keysetPage(col, filter, { tag, field: page.field, direction: page.direction, limit: page.limit, cursor: page.cursor, projection: LIST_PROJECTION });
+      return keysetPage(col, filter, {
+        tag,
+        field: page.field,
+        direction: page.direction,
+        limit: page.limit,
+        cursor: page.cursor,
+        projection: LIST_PROJECTION,
+      });
     },
 
     /**
@@ -152,11 +187,17 @@ export function createProjects(db: Database) {
      * 404 not_found, or 409 version_conflict when `expectedVersion` is given and differs.
      */
     update: (accountId: string, id: string, set: Partial<ProjectDoc>, expectedVersion?: number) =>
-      updateVersioned(col as unknown as Collection<ProjectDoc & { version: number }>, accountId, id, { $set: set } as UpdateFilter<ProjectDoc & { version: number }>, {
-        expectedVersion,
-        extra: { deletedAt: null },
-        what: 'project',
-      }) as Promise<ProjectDoc>,
+      updateVersioned(
+        col as unknown as Collection<ProjectDoc & { version: number }>,
+        accountId,
+        id,
+        { $set: set } as UpdateFilter<ProjectDoc & { version: number }>,
+        {
+          expectedVersion,
+          extra: { deletedAt: null },
+          what: 'project',
+        },
+      ) as Promise<ProjectDoc>,
 
     /**
      * Delete the account's project (only at `expectedVersion` when given) and return what was
@@ -164,11 +205,17 @@ export function createProjects(db: Database) {
      */
     async remove(accountId: string, id: string, expectedVersion?: number): Promise<ProjectDoc> {
       const base = mine(accountId, id);
-      const gone = await col.findOneAndDelete(expectedVersion === undefined ? base : { ...base, version: expectedVersion });
+      const gone = await col.findOneAndDelete(
+        expectedVersion === undefined ? base : { ...base, version: expectedVersion },
+      );
       if (gone) return gone;
-      throw await missOrConflict(col as unknown as Collection<ProjectDoc & { version: number }>, base as Filter<ProjectDoc & { version: number }>, expectedVersion, 'project');
+      throw await missOrConflict(
+        col as unknown as Collection<ProjectDoc & { version: number }>,
+        base as Filter<ProjectDoc & { version: number }>,
+        expectedVersion,
+        'project',
+      );
     },
-
   };
 }
 

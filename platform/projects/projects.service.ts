@@ -19,7 +19,14 @@ import { pollPath } from '../jobs/jobs';
 import { mapPage } from '../infra/lists';
 import { COLLECTIONS, isDuplicateKey } from '../infra/mongo';
 import { normalizeContent } from './content';
-import { createProjects, kindOf, versionOf, type ProjectDoc, type ProjectShareDoc, deleteSheetData } from './projects.repository';
+import {
+  createProjects,
+  kindOf,
+  versionOf,
+  type ProjectDoc,
+  type ProjectShareDoc,
+  deleteSheetData,
+} from './projects.repository';
 import type { Runtime } from '../runtime';
 import { versionConflict } from '../infra/versioned';
 import { parseOrThrow } from '../infra/validation';
@@ -75,7 +82,11 @@ function presentationContent(p: ProjectDoc, resign: (url: string) => string): Pr
   };
 }
 
-export function toProjectView(p: ProjectDoc, publicBaseUrl: string, opts: { content: boolean; resign?: (url: string) => string }): ProjectView {
+export function toProjectView(
+  p: ProjectDoc,
+  publicBaseUrl: string,
+  opts: { content: boolean; resign?: (url: string) => string },
+): ProjectView {
   const kind = kindOf(p);
   const view: ProjectView = {
     id: p._id,
@@ -91,8 +102,15 @@ export function toProjectView(p: ProjectDoc, publicBaseUrl: string, opts: { cont
     openUrl: openUrlOf(publicBaseUrl, kind, p._id),
   };
   if (opts.content) {
-    view.content = kind === 'presentation' && p.presentation ? (presentationContent(p, opts.resign ?? ((u) => u)) as unknown as Record<string, unknown>) : (p.content ?? null);
-    view.shares = (p.shares ?? []).map((s) => ({ email: s.email, role: s.role, sharedAt: new Date(s.sharedAt).toISOString() }));
+    view.content =
+      kind === 'presentation' && p.presentation
+        ? (presentationContent(p, opts.resign ?? ((u) => u)) as unknown as Record<string, unknown>)
+        : (p.content ?? null);
+    view.shares = (p.shares ?? []).map((s) => ({
+      email: s.email,
+      role: s.role,
+      sharedAt: new Date(s.sharedAt).toISOString(),
+    }));
   }
   return view;
 }
@@ -138,7 +156,11 @@ const pause = (attempt: number) => new Promise((r) => setTimeout(r, Math.random(
 export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' | 'log'>) {
   const projects = createProjects(rt.db);
   const base = rt.config.PUBLIC_BASE_URL;
-  const blobs = createBlobStore(rt.db, { secret: rt.config.ASSET_SIGNING_SECRET, publicBaseUrl: base, defaultTtlSeconds: rt.config.ASSET_URL_TTL_SECONDS });
+  const blobs = createBlobStore(rt.db, {
+    secret: rt.config.ASSET_SIGNING_SECRET,
+    publicBaseUrl: base,
+    defaultTtlSeconds: rt.config.ASSET_URL_TTL_SECONDS,
+  });
   /** A stored signed asset link, signed again from now (a deck read weeks later still opens). */
   const resign = (url: string) => {
     const m = /\/api\/v1\/assets\/([A-Za-z0-9_-]{1,128})\/([^/?#]+)\?/.exec(url);
@@ -151,7 +173,11 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
   };
   const view = (p: ProjectDoc, content = true) => toProjectView(p, base, { content, resign });
 
-  const announce = (accountId: string, name: 'project.created' | 'project.updated' | 'project.deleted' | 'project.shared', data: Record<string, unknown>) =>
+  const announce = (
+    accountId: string,
+    name: 'project.created' | 'project.updated' | 'project.deleted' | 'project.shared',
+    data: Record<string, unknown>,
+  ) =>
     // Stored first; the outbox covers a broker outage, so a failure to announce is only logged.
     emitEvent(rt, accountId, name, data).then(
       () => undefined,
@@ -187,11 +213,18 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
       await projects.insert(doc);
     } catch (err) {
       // An Idempotency-Key retry of a request that stored the project before it died: answer that one.
-      const existing = isDuplicateKey(err) && input.idFor ? await projects.findForAccount(input.accountId, doc._id) : null;
+      const existing =
+        isDuplicateKey(err) && input.idFor ? await projects.findForAccount(input.accountId, doc._id) : null;
       if (!existing) throw err;
       return existing;
     }
-    await announce(input.accountId, 'project.created', { projectId: doc._id, kind: input.kind, projectType: doc.projectType, name: doc.name, openUrl: openUrlOf(base, input.kind, doc._id) });
+    await announce(input.accountId, 'project.created', {
+      projectId: doc._id,
+      kind: input.kind,
+      projectType: doc.projectType,
+      name: doc.name,
+      openUrl: openUrlOf(base, input.kind, doc._id),
+    });
     return doc;
   }
 
@@ -206,7 +239,13 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
       const direction = q.order ? (q.order === 'asc' ? 1 : -1) : q.sort === 'name' ? 1 : -1;
       const page = await projects.list(
         accountId,
-        { projectType: q.projectType, kind: q.kind, tag: q.tag, isStarred: q.starred === undefined ? undefined : q.starred === 'true', nameRegex: search ? escapeRegex(search) : undefined },
+        {
+          projectType: q.projectType,
+          kind: q.kind,
+          tag: q.tag,
+          isStarred: q.starred === undefined ? undefined : q.starred === 'true',
+          nameRegex: search ? escapeRegex(search) : undefined,
+        },
         { field: q.sort, direction, limit: q.limit, cursor: q.cursor },
       );
       return mapPage(page, (p) => view(p, false));
@@ -222,8 +261,16 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
       if (patch.content !== undefined) {
         const schema = PATCHABLE_CONTENT[kind];
         if (!schema) {
-          const where = kind === 'presentation' ? 'slides are built by its deck job' : kind === 'sheet' ? 'change the grid through /sheets/{id}' : 'it has no editable content';
-          throw new AppError('validation_error', `content: the content of a ${kind} project cannot be changed here (${where})`);
+          const where =
+            kind === 'presentation'
+              ? 'slides are built by its deck job'
+              : kind === 'sheet'
+                ? 'change the grid through /sheets/{id}'
+                : 'it has no editable content';
+          throw new AppError(
+            'validation_error',
+            `content: the content of a ${kind} project cannot be changed here (${where})`,
+          );
         }
         const parsed = parseOrThrow(schema, { content: patch.content }) as { content: Record<string, unknown> };
         set.content = normalizeContent(kind, parsed.content);
@@ -234,7 +281,13 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
       if (patch.isStarred !== undefined) set.isStarred = patch.isStarred;
       await projects.ensureVersion(accountId, doc);
       const after = await projects.update(accountId, id, set, ifMatch);
-      await announce(accountId, 'project.updated', { projectId: id, kind, projectType: PROJECT_TYPE_OF_KIND[kind], changedFields: Object.keys(set), version: versionOf(after) });
+      await announce(accountId, 'project.updated', {
+        projectId: id,
+        kind,
+        projectType: PROJECT_TYPE_OF_KIND[kind],
+        changedFields: Object.keys(set),
+        version: versionOf(after),
+      });
       return view(after);
     },
 
@@ -247,11 +300,20 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
      */
     async sheetChanged(accountId: string, id: string, change: { version: number; commitId: string; at: Date }) {
       try {
-        await rt.db.db.collection<ProjectDoc>(COLLECTIONS.projects).updateOne({ _id: id, accountId, updatedAt: { $lt: change.at } }, { $set: { updatedAt: change.at } });
+        await rt.db.db
+          .collection<ProjectDoc>(COLLECTIONS.projects)
+          .updateOne({ _id: id, accountId, updatedAt: { $lt: change.at } }, { $set: { updatedAt: change.at } });
       } catch (err) {
         rt.log.error('sheet project updatedAt not moved', { projectId: id, err: err as Error });
       }
-      await announce(accountId, 'project.updated', { projectId: id, kind: 'sheet', projectType: PROJECT_TYPE_OF_KIND.sheet, changedFields: ['content'], version: change.version, commitId: change.commitId });
+      await announce(accountId, 'project.updated', {
+        projectId: id,
+        kind: 'sheet',
+        projectType: PROJECT_TYPE_OF_KIND.sheet,
+        changedFields: ['content'],
+        version: change.version,
+        commitId: change.commitId,
+      });
     },
 
     /** DELETE /projects/{id}; a sheet's grid and commits go with it, a presentation's deck job stays. */
@@ -260,7 +322,12 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
       const gone = await projects.remove(accountId, id, ifMatch);
       const kind = kindOf(gone);
       if (kind === 'sheet') await deleteSheetData(rt.db, accountId, id);
-      await announce(accountId, 'project.deleted', { projectId: id, kind, projectType: PROJECT_TYPE_OF_KIND[kind], name: gone.name });
+      await announce(accountId, 'project.deleted', {
+        projectId: id,
+        kind,
+        projectType: PROJECT_TYPE_OF_KIND[kind],
+        name: gone.name,
+      });
     },
 
     /**
@@ -279,22 +346,40 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
         const existing = shares.find((s) => s.email === req.email);
         if (existing?.role === req.role) return view(doc);
         if (!existing && shares.length >= PROJECT_LIMITS.sharesMax) {
-          throw new AppError('limit_exceeded', `project is already shared with ${PROJECT_LIMITS.sharesMax} people, the most a project can be shared with`);
+          throw new AppError(
+            'limit_exceeded',
+            `project is already shared with ${PROJECT_LIMITS.sharesMax} people, the most a project can be shared with`,
+          );
         }
-        const next = existing ? shares.map((s) => (s.email === req.email ? { ...s, role: req.role } : s)) : [...shares, { email: req.email, role: req.role, sharedAt: new Date() }];
+        const next = existing
+          ? shares.map((s) => (s.email === req.email ? { ...s, role: req.role } : s))
+          : [...shares, { email: req.email, role: req.role, sharedAt: new Date() }];
         let after: ProjectDoc;
         try {
           // Conditional on the version read, so a concurrent share is never overwritten.
           after = await projects.update(accountId, id, { shares: next }, versionOf(doc));
         } catch (err) {
-          if (ifMatch === undefined && err instanceof AppError && err.code === 'version_conflict' && attempt < SHARE_TRIES) {
+          if (
+            ifMatch === undefined &&
+            err instanceof AppError &&
+            err.code === 'version_conflict' &&
+            attempt < SHARE_TRIES
+          ) {
             await pause(attempt);
             continue;
           }
           throw err;
         }
         const kind = kindOf(after);
-        await announce(accountId, 'project.shared', { projectId: id, kind, projectType: PROJECT_TYPE_OF_KIND[kind], email: req.email, role: req.role, previousRole: existing?.role ?? null, version: versionOf(after) });
+        await announce(accountId, 'project.shared', {
+          projectId: id,
+          kind,
+          projectType: PROJECT_TYPE_OF_KIND[kind],
+          email: req.email,
+          role: req.role,
+          previousRole: existing?.role ?? null,
+          version: versionOf(after),
+        });
         return view(after);
       }
     },

@@ -13,7 +13,8 @@ export function toLegacy(job: JobDoc): ResearchLegacy {
   const r = (job.status === 'complete' ? job.result : null) as Record<string, unknown> | null;
   const partial = r?.partial === true;
   // The raw token: the pipeline's own status, with `partial` for a report that missed sources.
-  const status = job.status === 'failed' ? 'failed' : job.status === 'complete' ? (partial ? 'partial' : 'complete') : job.rawStatus;
+  const status =
+    job.status === 'failed' ? 'failed' : job.status === 'complete' ? (partial ? 'partial' : 'complete') : job.rawStatus;
   const int = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) ? v : 0);
   return {
     jobId: job._id.startsWith(PREFIX) ? job._id.slice(PREFIX.length) : job._id,
@@ -38,12 +39,25 @@ export function createResearchService(rt: Pick<Runtime, 'credits' | 'jobs'>) {
      * `drive` records what Drive the key may read, for the worker (it runs without the key):
      * nothing without `drive:read`, else the key's folder pins (empty = the whole personal drive).
      */
-    async dispatch(input: { accountId: string; requestId: string; jobId?: string; request: ResearchRequest; key: Pick<ApiKeyDoc, 'scopes' | 'folderPins'> }): Promise<{ envelope: JobEnvelope; charged: number }> {
+    async dispatch(input: {
+      accountId: string;
+      requestId: string;
+      jobId?: string;
+      request: ResearchRequest;
+      key: Pick<ApiKeyDoc, 'scopes' | 'folderPins'>;
+    }): Promise<{ envelope: JobEnvelope; charged: number }> {
       const stored: ResearchJobInput = {
         query: input.request.query,
         drive: input.key.scopes.includes('drive:read') ? { pins: [...(input.key.folderPins ?? [])] } : null,
       };
-      const { job, charged } = await rt.jobs.accept({ accountId: input.accountId, requestId: input.requestId, jobId: input.jobId, type: 'research', operation: 'research', input: stored });
+      const { job, charged } = await rt.jobs.accept({
+        accountId: input.accountId,
+        requestId: input.requestId,
+        jobId: input.jobId,
+        type: 'research',
+        operation: 'research',
+        input: stored,
+      });
       return { envelope: toEnvelope(job), charged };
     },
 

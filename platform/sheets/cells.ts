@@ -22,11 +22,13 @@ export function checkCell(value: unknown, col: ColumnMeta): Cell {
   switch (col.type) {
     case 'string':
       if (typeof value !== 'string') throw new CellError(`must be a string (${where})`);
-      if (value.length > SHEET_LIMITS.cellChars) throw new CellError(`must be at most ${SHEET_LIMITS.cellChars} characters`);
+      if (value.length > SHEET_LIMITS.cellChars)
+        throw new CellError(`must be at most ${SHEET_LIMITS.cellChars} characters`);
       if (value.includes('\u0000')) throw new CellError('must not contain NUL characters');
       return value;
     case 'number':
-      if (typeof value !== 'number' || !Number.isFinite(value)) throw new CellError(`must be a finite number (${where})`);
+      if (typeof value !== 'number' || !Number.isFinite(value))
+        throw new CellError(`must be a finite number (${where})`);
       return value;
     case 'boolean':
       if (typeof value !== 'boolean') throw new CellError(`must be a boolean (${where})`);
@@ -66,7 +68,8 @@ export function convertCell(value: Cell, type: ColumnType): Cell | undefined {
       const t = value.trim();
       if (t === '') return null;
       if (isDate(t)) return t;
-      if (/^\d{4}-\d{2}-\d{2}T/.test(t) && !Number.isNaN(Date.parse(t)) && isDate(t.slice(0, 10))) return t.slice(0, 10);
+      if (/^\d{4}-\d{2}-\d{2}T/.test(t) && !Number.isNaN(Date.parse(t)) && isDate(t.slice(0, 10)))
+        return t.slice(0, 10);
       return undefined;
     }
   }

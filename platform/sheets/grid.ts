@@ -258,7 +258,7 @@ export class WorkingGrid {
       seg.dirty = true;
       this.total--;
       this.starts = null;
-    this.ids = null;
+      this.ids = null;
     }
     return removed.reverse();
   }
@@ -314,7 +314,13 @@ export class WorkingGrid {
       if (s.count > 0) blocks.push(s.ref!);
     }
     flush();
-    const tree: Tree = { columns: this.columns.map((c) => ({ ...c })), blocks, rowCount: this.total, nextRowId: this.nextRowId, nextColId: this.nextColId };
+    const tree: Tree = {
+      columns: this.columns.map((c) => ({ ...c })),
+      blocks,
+      rowCount: this.total,
+      nextRowId: this.nextRowId,
+      nextColId: this.nextColId,
+    };
     checkTreeLimits(tree);
     return { tree, newBlocks };
   }
@@ -323,9 +329,17 @@ export class WorkingGrid {
 /** Refuse a grid beyond the documented limits (GridLimitError names the limit). */
 export function checkTreeLimits(tree: Tree): void {
   const cols = tree.columns.length;
-  if (cols > SHEET_LIMITS.columns) throw new GridLimitError(`the sheet would have ${cols} columns; at most ${SHEET_LIMITS.columns}`);
-  if (tree.rowCount > SHEET_LIMITS.rows) throw new GridLimitError(`the sheet would have ${tree.rowCount} rows; at most ${SHEET_LIMITS.rows}`);
-  if (tree.rowCount * cols > SHEET_LIMITS.cells) throw new GridLimitError(`the sheet would have ${tree.rowCount * cols} cells; at most ${SHEET_LIMITS.cells} (rows × columns)`);
+  if (cols > SHEET_LIMITS.columns)
+    throw new GridLimitError(`the sheet would have ${cols} columns; at most ${SHEET_LIMITS.columns}`);
+  if (tree.rowCount > SHEET_LIMITS.rows)
+    throw new GridLimitError(`the sheet would have ${tree.rowCount} rows; at most ${SHEET_LIMITS.rows}`);
+  if (tree.rowCount * cols > SHEET_LIMITS.cells)
+    throw new GridLimitError(
+      `the sheet would have ${tree.rowCount * cols} cells; at most ${SHEET_LIMITS.cells} (rows × columns)`,
+    );
   const bytes = treeBytes(tree);
-  if (bytes > GRID_MAX_BYTES) throw new GridLimitError(`the sheet would hold ${(bytes / 1048576).toFixed(1)} MiB of cell data; at most ${GRID_MAX_BYTES / 1048576} MiB`);
+  if (bytes > GRID_MAX_BYTES)
+    throw new GridLimitError(
+      `the sheet would hold ${(bytes / 1048576).toFixed(1)} MiB of cell data; at most ${GRID_MAX_BYTES / 1048576} MiB`,
+    );
 }

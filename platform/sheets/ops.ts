@@ -1,4 +1,12 @@
-import { columnLetter, columnIndexOf, SHEET_LIMITS, type Cell, type ColumnType, type SheetOp, type SheetWhere } from '../../contracts/sheets';
+import {
+  columnLetter,
+  columnIndexOf,
+  SHEET_LIMITS,
+  type Cell,
+  type ColumnType,
+  type SheetOp,
+  type SheetWhere,
+} from '../../contracts/sheets';
 import { a1, CellError, checkCell, convertCell, findColumn, showCell } from './cells';
 import type { ColumnMeta, GridRow, WorkingGrid } from './grid';
 
@@ -20,7 +28,11 @@ export class OpError extends Error {
   }
 }
 
-type Expr = { k: 'num'; v: number } | { k: 'col'; c: number } | { k: 'neg'; a: Expr } | { k: 'bin'; op: '+' | '-' | '*' | '/'; a: Expr; b: Expr };
+type Expr =
+  | { k: 'num'; v: number }
+  | { k: 'col'; c: number }
+  | { k: 'neg'; a: Expr }
+  | { k: 'bin'; op: '+' | '-' | '*' | '/'; a: Expr; b: Expr };
 
 /** Id-based ops, as stored with a commit. WARNING: persisted (commits). */
 export type ROp =
@@ -99,7 +111,15 @@ class Recorder {
       seen.after = after;
       return;
     }
-    this.cells.set(key, { cell: a1(colIdx, index + 1), row: index + 1, column: col.name, before, after, r: row.id, c: col.id });
+    this.cells.set(key, {
+      cell: a1(colIdx, index + 1),
+      row: index + 1,
+      column: col.name,
+      before,
+      after,
+      r: row.id,
+      c: col.id,
+    });
   }
 
   rowsGone(ids: number[]) {
@@ -120,7 +140,9 @@ class Recorder {
   }
 
   result(): { diff: DiffView; touched: Touched } {
-    const changed = [...this.cells.values()].filter((c) => c.before !== c.after && !this.goneRows.has(c.r) && !this.goneCols.has(c.c));
+    const changed = [...this.cells.values()].filter(
+      (c) => c.before !== c.after && !this.goneRows.has(c.r) && !this.goneCols.has(c.c),
+    );
     let cellKeys = changed.map((c) => `${c.r}:${c.c}`);
     const cols = new Set(this.tCols);
     if (cellKeys.length > TOUCHED_CELLS_MAX) {
@@ -129,12 +151,22 @@ class Recorder {
     }
     return {
       diff: {
-        cells: changed.slice(0, SHEET_LIMITS.diffCells).map(({ cell, row, column, before, after }) => ({ cell, row, column, before, after })),
+        cells: changed
+          .slice(0, SHEET_LIMITS.diffCells)
+          .map(({ cell, row, column, before, after }) => ({ cell, row, column, before, after })),
         changedCells: changed.length,
         truncated: changed.length > SHEET_LIMITS.diffCells,
         structure: this.structure,
       },
-      touched: { cells: cellKeys, rows: [...this.tRows], cols: [...cols], names: [...this.tNames], order: this.order, colOrder: this.colOrder, all: this.all },
+      touched: {
+        cells: cellKeys,
+        rows: [...this.tRows],
+        cols: [...cols],
+        names: [...this.tNames],
+        order: this.order,
+        colOrder: this.colOrder,
+        all: this.all,
+      },
     };
   }
 }
@@ -148,7 +180,8 @@ interface Ctx {
   colIds: Map<number, number>;
 }
 
-const rowsView = (rows: GridRow[], firstRow: (i: number) => number) => rows.slice(0, SHEET_LIMITS.diffRows).map((r, i) => ({ row: firstRow(i), values: [...r.v] }));
+const rowsView = (rows: GridRow[], firstRow: (i: number) => number) =>
+  rows.slice(0, SHEET_LIMITS.diffRows).map((r, i) => ({ row: firstRow(i), values: [...r.v] }));
 const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`;
 
 function colIndexById(grid: WorkingGrid, id: number): number {
@@ -158,7 +191,8 @@ function colIndexById(grid: WorkingGrid, id: number): number {
 function requireColumn(grid: WorkingGrid, ref: string, field: string): number {
   const i = findColumn(grid.columns, ref);
   if (i < 0) {
-    const letters = columnIndexOf(ref.trim()) >= 0 ? ` (the last column is ${columnLetter(grid.columns.length - 1)})` : '';
+    const letters =
+      columnIndexOf(ref.trim()) >= 0 ? ` (the last column is ${columnLetter(grid.columns.length - 1)})` : '';
     throw new OpError(field, `names no column "${ref.length > 40 ? `${ref.slice(0, 40)}…` : ref}"${letters}`);
   }
   return i;
@@ -166,7 +200,8 @@ function requireColumn(grid: WorkingGrid, ref: string, field: string): number {
 
 function requireFreshName(grid: WorkingGrid, name: string, field: string, except?: number) {
   const lower = name.toLowerCase();
-  if (grid.columns.some((c) => c.id !== except && c.name.toLowerCase() === lower)) throw new OpError(field, `a column named "${name}" exists already`);
+  if (grid.columns.some((c) => c.id !== except && c.name.toLowerCase() === lower))
+    throw new OpError(field, `a column named "${name}" exists already`);
 }
 
 function checkIn(value: unknown, col: ColumnMeta, field: string): Cell {
@@ -189,7 +224,11 @@ export function parseExpression(src: string, grid: WorkingGrid, field: string): 
     if (/^\s*$/.test(src.slice(pos))) break;
     re.lastIndex = pos;
     const m = re.exec(src);
-    if (!m) throw new OpError(field, `cannot read "${src.slice(pos, pos + 20)}": use column names, numbers, + - * / and parentheses`);
+    if (!m)
+      throw new OpError(
+        field,
+        `cannot read "${src.slice(pos, pos + 20)}": use column names, numbers, + - * / and parentheses`,
+      );
     tokens.push(m[1]!);
     pos = re.lastIndex;
   }
@@ -209,7 +248,8 @@ export function parseExpression(src: string, grid: WorkingGrid, field: string): 
       const name = t.startsWith('[') ? t.slice(1, -1) : t;
       const ci = requireColumn(grid, name, field);
       const col = grid.columns[ci]!;
-      if (col.type !== 'number') throw new OpError(field, `column "${col.name}" is ${col.type}; expressions use number columns`);
+      if (col.type !== 'number')
+        throw new OpError(field, `column "${col.name}" is ${col.type}; expressions use number columns`);
       return { k: 'col', c: col.id };
     }
     throw new OpError(field, `unexpected "${t}"`);
@@ -269,7 +309,13 @@ const exprColumns = (e: Expr, out: number[] = []): number[] => {
   return out;
 };
 const remapExpr = (e: Expr, ids: Map<number, number>): Expr =>
-  e.k === 'col' ? { k: 'col', c: ids.get(e.c) ?? e.c } : e.k === 'neg' ? { k: 'neg', a: remapExpr(e.a, ids) } : e.k === 'bin' ? { ...e, a: remapExpr(e.a, ids), b: remapExpr(e.b, ids) } : e;
+  e.k === 'col'
+    ? { k: 'col', c: ids.get(e.c) ?? e.c }
+    : e.k === 'neg'
+      ? { k: 'neg', a: remapExpr(e.a, ids) }
+      : e.k === 'bin'
+        ? { ...e, a: remapExpr(e.a, ids), b: remapExpr(e.b, ids) }
+        : e;
 
 const colPositions = (grid: WorkingGrid) => new Map(grid.columns.map((c, i) => [c.id, i]));
 
@@ -298,11 +344,14 @@ function resolveWhere(grid: WorkingGrid, w: SheetWhere, field: string): Resolved
   if (needsValue && w.value === undefined) throw new OpError(`${field}.value`, `is required for ${w.cmp}`);
   let value: Cell = w.value ?? null;
   if (w.cmp === 'contains') {
-    if (value === null || typeof value === 'boolean') throw new OpError(`${field}.value`, 'must be text or a number for contains');
+    if (value === null || typeof value === 'boolean')
+      throw new OpError(`${field}.value`, 'must be text or a number for contains');
   } else if (needsValue) {
-    if (value === null && w.cmp !== 'eq' && w.cmp !== 'ne') throw new OpError(`${field}.value`, `must not be null for ${w.cmp}`);
+    if (value === null && w.cmp !== 'eq' && w.cmp !== 'ne')
+      throw new OpError(`${field}.value`, `must not be null for ${w.cmp}`);
     value = checkIn(value, col, `${field}.value`);
-    if (typeof value === 'boolean' && !['eq', 'ne'].includes(w.cmp)) throw new OpError(`${field}.cmp`, `must be eq or ne for a boolean column`);
+    if (typeof value === 'boolean' && !['eq', 'ne'].includes(w.cmp))
+      throw new OpError(`${field}.cmp`, `must be eq or ne for a boolean column`);
   }
   return { ci, cmp: w.cmp, value };
 }
@@ -332,8 +381,13 @@ function matches(row: GridRow, w: ResolvedWhere): boolean {
 
 function checkRowLimit(grid: WorkingGrid, adding: number, field: string) {
   const rows = grid.rowCount + adding;
-  if (rows > SHEET_LIMITS.rows) throw new OpError(field, `the sheet would have ${rows} rows; at most ${SHEET_LIMITS.rows}`);
-  if (rows * grid.columns.length > SHEET_LIMITS.cells) throw new OpError(field, `the sheet would have ${rows * grid.columns.length} cells; at most ${SHEET_LIMITS.cells} (rows × columns)`);
+  if (rows > SHEET_LIMITS.rows)
+    throw new OpError(field, `the sheet would have ${rows} rows; at most ${SHEET_LIMITS.rows}`);
+  if (rows * grid.columns.length > SHEET_LIMITS.cells)
+    throw new OpError(
+      field,
+      `the sheet would have ${rows * grid.columns.length} cells; at most ${SHEET_LIMITS.cells} (rows × columns)`,
+    );
 }
 
 function buildRows(ctx: Ctx, rows: { id?: number; v: [number, Cell][] }[], field: string): GridRow[] {
@@ -388,7 +442,10 @@ async function applyR(ctx: Ctx, op: ROp): Promise<void> {
       if (op.k === 'ins' && at < grid.rowCount - rows.length) rec.order = true;
       rec.structure.push({
         op: op.k === 'app' ? 'appendRows' : 'insertRows',
-        description: op.k === 'app' ? `appended ${plural(rows.length, 'row')} (rows ${at + 1} to ${at + rows.length})` : `inserted ${plural(rows.length, 'row')} at row ${at + 1}`,
+        description:
+          op.k === 'app'
+            ? `appended ${plural(rows.length, 'row')} (rows ${at + 1} to ${at + rows.length})`
+            : `inserted ${plural(rows.length, 'row')} at row ${at + 1}`,
         rows: rowsView(rows, (i) => at + i + 1),
       });
       return;
@@ -405,17 +462,36 @@ async function applyR(ctx: Ctx, op: ROp): Promise<void> {
       const removed = grid.deleteAt(found);
       rec.rowsGone(removed.map((r) => r.id));
       if (removed.length) rec.order = true;
-      const shown = order.slice(0, 10).map((i) => i + 1).join(', ');
-      rec.structure.push({ op: 'deleteRows', description: removed.length ? `deleted ${plural(removed.length, 'row')} (${shown}${order.length > 10 ? ', …' : ''})` : 'deleted no row (none matched)', rows: views });
+      const shown = order
+        .slice(0, 10)
+        .map((i) => i + 1)
+        .join(', ');
+      rec.structure.push({
+        op: 'deleteRows',
+        description: removed.length
+          ? `deleted ${plural(removed.length, 'row')} (${shown}${order.length > 10 ? ', …' : ''})`
+          : 'deleted no row (none matched)',
+        rows: views,
+      });
       return;
     }
     case 'icol': {
-      if (grid.columns.length + 1 > SHEET_LIMITS.columns) throw new OpError('name', `the sheet would have ${grid.columns.length + 1} columns; at most ${SHEET_LIMITS.columns}`);
-      if (grid.rowCount * (grid.columns.length + 1) > SHEET_LIMITS.cells) throw new OpError('name', `the sheet would have ${grid.rowCount * (grid.columns.length + 1)} cells; at most ${SHEET_LIMITS.cells} (rows × columns)`);
+      if (grid.columns.length + 1 > SHEET_LIMITS.columns)
+        throw new OpError(
+          'name',
+          `the sheet would have ${grid.columns.length + 1} columns; at most ${SHEET_LIMITS.columns}`,
+        );
+      if (grid.rowCount * (grid.columns.length + 1) > SHEET_LIMITS.cells)
+        throw new OpError(
+          'name',
+          `the sheet would have ${grid.rowCount * (grid.columns.length + 1)} cells; at most ${SHEET_LIMITS.cells} (rows × columns)`,
+        );
       requireFreshName(grid, op.col.name, 'name');
       const at = Math.min(op.at, grid.columns.length);
       const expr = op.expr && remapExpr(op.expr, ctx.colIds);
-      if (expr) for (const c of exprColumns(expr)) if (colIndexById(grid, c) < 0) throw new OpError('expression', 'uses a column that no longer exists');
+      if (expr)
+        for (const c of exprColumns(expr))
+          if (colIndexById(grid, c) < 0) throw new OpError('expression', 'uses a column that no longer exists');
       const id = grid.nextColId++;
       if (op.col.id !== undefined && op.col.id !== id) ctx.colIds.set(op.col.id, id);
       op.col.id ??= id;
@@ -432,7 +508,10 @@ async function applyR(ctx: Ctx, op: ROp): Promise<void> {
       });
       grid.touchAll();
       if (at < grid.columns.length - 1) rec.colOrder = true;
-      rec.structure.push({ op: 'insertColumn', description: `inserted column ${columnLetter(at)} "${col.name}" (${col.type})${expr ? ' with computed values' : ''}` });
+      rec.structure.push({
+        op: 'insertColumn',
+        description: `inserted column ${columnLetter(at)} "${col.name}" (${col.type})${expr ? ' with computed values' : ''}`,
+      });
       return;
     }
     case 'dcol': {
@@ -457,7 +536,10 @@ async function applyR(ctx: Ctx, op: ROp): Promise<void> {
       const old = col.name;
       col.name = op.name;
       rec.colRenamed(col.id);
-      rec.structure.push({ op: 'renameColumn', description: `renamed column ${columnLetter(ci)} "${old}" to "${op.name}"` });
+      rec.structure.push({
+        op: 'renameColumn',
+        description: `renamed column ${columnLetter(ci)} "${old}" to "${op.name}"`,
+      });
       return;
     }
     case 'typ': {
@@ -469,7 +551,11 @@ async function applyR(ctx: Ctx, op: ROp): Promise<void> {
       const rows = grid.all();
       const next = rows.map((r, i) => {
         const v = convertCell(r.v[ci] ?? null, op.type);
-        if (v === undefined) throw new OpError('type', `cell ${a1(ci, i + 1)} (${showCell(r.v[ci] ?? null)}) does not convert to ${op.type}`);
+        if (v === undefined)
+          throw new OpError(
+            'type',
+            `cell ${a1(ci, i + 1)} (${showCell(r.v[ci] ?? null)}) does not convert to ${op.type}`,
+          );
         return v;
       });
       col.type = op.type;
@@ -482,7 +568,10 @@ async function applyR(ctx: Ctx, op: ROp): Promise<void> {
       });
       grid.touchAll();
       rec.colTouched(col.id);
-      rec.structure.push({ op: 'retypeColumn', description: `changed column ${columnLetter(ci)} "${col.name}" from ${from} to ${op.type}` });
+      rec.structure.push({
+        op: 'retypeColumn',
+        description: `changed column ${columnLetter(ci)} "${col.name}" from ${from} to ${op.type}`,
+      });
       return;
     }
     case 'sort': {
@@ -507,7 +596,10 @@ async function applyR(ctx: Ctx, op: ROp): Promise<void> {
         grid.replaceAll(sorted);
         rec.order = true;
       }
-      rec.structure.push({ op: 'sort', description: `sorted ${plural(rows.length, 'row')} by ${columnLetter(ci)} "${grid.columns[ci]!.name}" ${op.dir === 'desc' ? 'descending' : 'ascending'}${moved ? '' : ' (already in order)'}` });
+      rec.structure.push({
+        op: 'sort',
+        description: `sorted ${plural(rows.length, 'row')} by ${columnLetter(ci)} "${grid.columns[ci]!.name}" ${op.dir === 'desc' ? 'descending' : 'ascending'}${moved ? '' : ' (already in order)'}`,
+      });
       return;
     }
   }
@@ -517,7 +609,8 @@ async function applyR(ctx: Ctx, op: ROp): Promise<void> {
 
 function rowValues(grid: WorkingGrid, rows: Cell[][], field: string): { v: [number, Cell][] }[] {
   return rows.map((values, ri) => {
-    if (values.length > grid.columns.length) throw new OpError(`${field}.${ri}`, `has ${values.length} values; the sheet has ${grid.columns.length} columns`);
+    if (values.length > grid.columns.length)
+      throw new OpError(`${field}.${ri}`, `has ${values.length} values; the sheet has ${grid.columns.length} columns`);
     const v: [number, Cell][] = [];
     values.forEach((value, ci) => {
       const cell = checkIn(value, grid.columns[ci]!, `${field}.${ri}.${ci}`);
@@ -528,7 +621,11 @@ function rowValues(grid: WorkingGrid, rows: Cell[][], field: string): { v: [numb
 }
 
 function rowIndex(grid: WorkingGrid, n: number, field: string): number {
-  if (n > grid.rowCount) throw new OpError(field, grid.rowCount === 0 ? `row ${n}: the sheet has no rows` : `row ${n} is beyond the last row (${grid.rowCount})`);
+  if (n > grid.rowCount)
+    throw new OpError(
+      field,
+      grid.rowCount === 0 ? `row ${n}: the sheet has no rows` : `row ${n} is beyond the last row (${grid.rowCount})`,
+    );
   return n - 1;
 }
 
@@ -542,13 +639,19 @@ async function resolve(grid: WorkingGrid, op: SheetOp, reads: Set<number>): Prom
       let ci: number;
       let ri: number;
       if (op.cell !== undefined) {
-        if (op.row !== undefined || op.column !== undefined) throw new OpError('cell', 'give either cell, or row and column, not both');
+        if (op.row !== undefined || op.column !== undefined)
+          throw new OpError('cell', 'give either cell, or row and column, not both');
         const m = /^([A-Za-z]{1,3})(\d+)$/.exec(op.cell)!;
         ci = columnIndexOf(m[1]!);
-        if (ci >= grid.columns.length) throw new OpError('cell', `column ${m[1]!.toUpperCase()} is beyond the last column (${columnLetter(grid.columns.length - 1)})`);
+        if (ci >= grid.columns.length)
+          throw new OpError(
+            'cell',
+            `column ${m[1]!.toUpperCase()} is beyond the last column (${columnLetter(grid.columns.length - 1)})`,
+          );
         ri = rowIndex(grid, Number(m[2]), 'cell');
       } else {
-        if (op.row === undefined || op.column === undefined) throw new OpError(op.row === undefined ? 'row' : 'column', 'is required (or give cell, e.g. B3)');
+        if (op.row === undefined || op.column === undefined)
+          throw new OpError(op.row === undefined ? 'row' : 'column', 'is required (or give cell, e.g. B3)');
         ci = requireColumn(grid, op.column, 'column');
         ri = rowIndex(grid, op.row, 'row');
       }
@@ -561,9 +664,11 @@ async function resolve(grid: WorkingGrid, op: SheetOp, reads: Set<number>): Prom
       const sets = op.set.map((s, j) => {
         const ci = requireColumn(grid, s.column, `set.${j}.column`);
         const col = grid.columns[ci]!;
-        if ((s.value === undefined) === (s.expression === undefined)) throw new OpError(`set.${j}`, 'give value or expression (one of them)');
+        if ((s.value === undefined) === (s.expression === undefined))
+          throw new OpError(`set.${j}`, 'give value or expression (one of them)');
         if (s.expression !== undefined) {
-          if (col.type !== 'number') throw new OpError(`set.${j}.expression`, `column "${col.name}" is ${col.type}; expressions give numbers`);
+          if (col.type !== 'number')
+            throw new OpError(`set.${j}.expression`, `column "${col.name}" is ${col.type}; expressions give numbers`);
           return { ci, col, expr: parseExpression(s.expression, grid, `set.${j}.expression`) };
         }
         return { ci, col, value: checkIn(s.value, col, `set.${j}.value`) };
@@ -580,9 +685,12 @@ async function resolve(grid: WorkingGrid, op: SheetOp, reads: Set<number>): Prom
       return { k: 'set', cells };
     }
     case 'insertRows': {
-      if ((op.rows === undefined) === (op.count === undefined)) throw new OpError('rows', 'give rows or count (one of them)');
+      if ((op.rows === undefined) === (op.count === undefined))
+        throw new OpError('rows', 'give rows or count (one of them)');
       if (op.at > grid.rowCount + 1) throw new OpError('at', `must be at most ${grid.rowCount + 1} (rowCount + 1)`);
-      const rows = op.rows ? rowValues(grid, op.rows, 'rows') : Array.from({ length: op.count! }, () => ({ v: [] as [number, Cell][] }));
+      const rows = op.rows
+        ? rowValues(grid, op.rows, 'rows')
+        : Array.from({ length: op.count! }, () => ({ v: [] as [number, Cell][] }));
       checkRowLimit(grid, rows.length, op.rows ? 'rows' : 'count');
       return { k: 'ins', at: op.at - 1, rows };
     }
@@ -592,7 +700,8 @@ async function resolve(grid: WorkingGrid, op: SheetOp, reads: Set<number>): Prom
       return { k: 'app', rows };
     }
     case 'deleteRows': {
-      if ((op.rows === undefined) === (op.where === undefined)) throw new OpError('rows', 'give rows or where (one of them)');
+      if ((op.rows === undefined) === (op.where === undefined))
+        throw new OpError('rows', 'give rows or where (one of them)');
       if (op.rows) {
         const idx = [...new Set(op.rows.map((n, j) => rowIndex(grid, n, `rows.${j}`)))];
         for (const i of idx) await grid.ensure(i, i + 1);
@@ -610,7 +719,8 @@ async function resolve(grid: WorkingGrid, op: SheetOp, reads: Set<number>): Prom
     case 'insertColumn': {
       requireFreshName(grid, op.name, 'name');
       const at = op.before === undefined ? grid.columns.length : requireColumn(grid, op.before, 'before');
-      if (op.expression !== undefined && op.value !== undefined) throw new OpError('expression', 'give value or expression, not both');
+      if (op.expression !== undefined && op.value !== undefined)
+        throw new OpError('expression', 'give value or expression, not both');
       let expr: Expr | undefined;
       if (op.expression !== undefined) {
         if (op.type !== 'number') throw new OpError('type', 'must be number when an expression computes the values');
@@ -722,7 +832,8 @@ export function conflictOf(p: Touched, later: { id: string; touched: Touched }[]
   const pCellRows = new Set(p.cells.map((k) => Number(k.split(':')[0])));
   const pCellCols = new Set(p.cells.map((k) => Number(k.split(':')[1])));
   const pReads = new Set(p.reads ?? []);
-  const readStale = (id: string) => `commit ${id} changed values this proposal computed from or selected rows by (a column of its expression or where)`;
+  const readStale = (id: string) =>
+    `commit ${id} changed values this proposal computed from or selected rows by (a column of its expression or where)`;
   for (const l of later) {
     const t = l.touched;
     if (t.all || p.all) return `commit ${l.id} replaced the whole grid`;
@@ -734,10 +845,15 @@ export function conflictOf(p: Touched, later: { id: string; touched: Touched }[]
       if (pReads.has(c)) return readStale(l.id);
     }
     for (const c of t.cols) if (pReads.has(c)) return readStale(l.id);
-    for (const r of t.rows) if (pCellRows.has(r) || pRows.has(r)) return `commit ${l.id} deleted a row this proposal changes`;
-    for (const c of t.cols) if (pCellCols.has(c) || pCols.has(c) || pNames.has(c)) return `commit ${l.id} changed a column this proposal changes`;
-    for (const c of t.names ?? []) if (pCols.has(c) || pNames.has(c)) return `commit ${l.id} renamed a column this proposal changes`;
-    if (t.order && p.order) return `commit ${l.id} changed the row order (rows inserted, deleted or sorted) and so does this proposal`;
+    for (const r of t.rows)
+      if (pCellRows.has(r) || pRows.has(r)) return `commit ${l.id} deleted a row this proposal changes`;
+    for (const c of t.cols)
+      if (pCellCols.has(c) || pCols.has(c) || pNames.has(c))
+        return `commit ${l.id} changed a column this proposal changes`;
+    for (const c of t.names ?? [])
+      if (pCols.has(c) || pNames.has(c)) return `commit ${l.id} renamed a column this proposal changes`;
+    if (t.order && p.order)
+      return `commit ${l.id} changed the row order (rows inserted, deleted or sorted) and so does this proposal`;
     if (t.colOrder && p.colOrder) return `commit ${l.id} changed the column order and so does this proposal`;
   }
   return null;

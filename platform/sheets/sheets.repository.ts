@@ -74,7 +74,10 @@ export interface CommitDoc {
 }
 
 /** A sheet's project as GET /sheets lists it (the project fields a sheet shows). */
-export type SheetProjectRow = Pick<ProjectDoc, '_id' | 'accountId' | 'name' | 'description' | 'tags' | 'createdAt' | 'updatedAt'>;
+export type SheetProjectRow = Pick<
+  ProjectDoc,
+  '_id' | 'accountId' | 'name' | 'description' | 'tags' | 'createdAt' | 'updatedAt'
+>;
 
 export const mergedSlot = (sheetId: string, seq: number) => `${sheetId}#${seq}`;
 export const proposalSlot = (sheetId: string, commitId: string) => `${sheetId}#p#${commitId}`;
@@ -87,12 +90,18 @@ const SUMMARY_PROJECTION = { tree: 0, ops: 0, resolved: 0, diff: 0, touched: 0 }
  * FerretDB would decode on every read of the head and of every listed commit).
  */
 type Stored<T extends { tree: unknown }> = Omit<T, 'tree'> & { tree: string | null };
-const toStored = <T extends { tree?: Tree | null }>(d: T) => ('tree' in d ? { ...d, tree: d.tree ? JSON.stringify(d.tree) : null } : d) as unknown as Record<string, unknown>;
-const fromStored = <T>(d: (Record<string, unknown> & { tree?: string | null }) | null): T | null => (d ? ({ ...d, tree: typeof d.tree === 'string' ? (JSON.parse(d.tree) as Tree) : null } as T) : null);
+const toStored = <T extends { tree?: Tree | null }>(d: T) =>
+  ('tree' in d ? { ...d, tree: d.tree ? JSON.stringify(d.tree) : null } : d) as unknown as Record<string, unknown>;
+const fromStored = <T>(d: (Record<string, unknown> & { tree?: string | null }) | null): T | null =>
+  d ? ({ ...d, tree: typeof d.tree === 'string' ? (JSON.parse(d.tree) as Tree) : null } as T) : null;
 
 export function createSheetsRepository(db: Database) {
-  const heads = db.db.collection<Stored<SheetHeadDoc>>(COLLECTIONS.sheets) as unknown as Collection<Stored<SheetHeadDoc>>;
-  const commits = db.db.collection<Stored<CommitDoc>>(COLLECTIONS.sheetCommits) as unknown as Collection<Stored<CommitDoc>>;
+  const heads = db.db.collection<Stored<SheetHeadDoc>>(COLLECTIONS.sheets) as unknown as Collection<
+    Stored<SheetHeadDoc>
+  >;
+  const commits = db.db.collection<Stored<CommitDoc>>(COLLECTIONS.sheetCommits) as unknown as Collection<
+    Stored<CommitDoc>
+  >;
   const head = (d: unknown) => fromStored<SheetHeadDoc>(d as Stored<SheetHeadDoc>);
   const commit = (d: unknown) => fromStored<CommitDoc>(d as Stored<CommitDoc>);
   const blocks = db.db.collection<BlockDoc>(COLLECTIONS.sheetBlocks) as unknown as Collection<BlockDoc>;
@@ -136,8 +145,14 @@ export function createSheetsRepository(db: Database) {
         },
 
         /** Move the head from `fromVersion` to a commit; false when it had moved already. */
-        async moveHead(id: string, fromVersion: number, to: { version: number; headCommitId: string; tree: Tree; updatedAt: Date }): Promise<boolean> {
-          const r = await heads.updateOne(mine<Stored<SheetHeadDoc>>({ _id: id, version: fromVersion }), { $set: toStored(to) });
+        async moveHead(
+          id: string,
+          fromVersion: number,
+          to: { version: number; headCommitId: string; tree: Tree; updatedAt: Date },
+        ): Promise<boolean> {
+          const r = await heads.updateOne(mine<Stored<SheetHeadDoc>>({ _id: id, version: fromVersion }), {
+            $set: toStored(to),
+          });
           return r.matchedCount === 1;
         },
 
@@ -148,19 +163,25 @@ export function createSheetsRepository(db: Database) {
          * is neither listed nor counted (`total` and `data` agree).
          */
         pageSheets(q: { limit: number; cursor?: string }): Promise<Page<SheetProjectRow>> {
-          return keysetPage(projects, { accountId, deletedAt: null, projectType: PROJECT_TYPE_OF_KIND.sheet } as Filter<SheetProjectRow>, {
-            tag: 'sheets:createdAt:desc',
-            field: 'createdAt',
-            direction: -1,
-            limit: q.limit,
-            cursor: q.cursor,
-            projection: { content: 0, presentation: 0, shares: 0 },
-          });
+          return keysetPage(
+            projects,
+            { accountId, deletedAt: null, projectType: PROJECT_TYPE_OF_KIND.sheet } as Filter<SheetProjectRow>,
+            {
+              tag: 'sheets:createdAt:desc',
+              field: 'createdAt',
+              direction: -1,
+              limit: q.limit,
+              cursor: q.cursor,
+              projection: { content: 0, presentation: 0, shares: 0 },
+            },
+          );
         },
 
         /** Block JSON by id (only this account's and sheet's): one findOne by _id each, in parallel. */
         async blocks(sheetId: string, ids: string[]): Promise<Map<string, string>> {
-          const docs = await Promise.all([...new Set(ids)].map((id) => blocks.findOne(mine<BlockDoc>({ _id: id, sheetId }))));
+          const docs = await Promise.all(
+            [...new Set(ids)].map((id) => blocks.findOne(mine<BlockDoc>({ _id: id, sheetId }))),
+          );
           return new Map(docs.flatMap((d) => (d ? [[d._id, d.data] as [string, string]] : [])));
         },
 
@@ -189,16 +210,31 @@ export function createSheetsRepository(db: Database) {
           }
         },
 
-        commit: async (sheetId: string, id: string) => commit(await commits.findOne(mine<Stored<CommitDoc>>({ _id: id, sheetId, kind: 'commit' }))),
+        commit: async (sheetId: string, id: string) =>
+          commit(await commits.findOne(mine<Stored<CommitDoc>>({ _id: id, sheetId, kind: 'commit' }))),
 
-        commitAt: async (sheetId: string, seq: number) => commit(await commits.findOne(mine<Stored<CommitDoc>>({ slot: mergedSlot(sheetId, seq), sheetId, kind: 'commit' }))),
+        commitAt: async (sheetId: string, seq: number) =>
+          commit(
+            await commits.findOne(mine<Stored<CommitDoc>>({ slot: mergedSlot(sheetId, seq), sheetId, kind: 'commit' })),
+          ),
 
         /** Merged commits after `seq` (their touched sets), oldest first. */
         mergedAfter: (sheetId: string, seq: number) =>
-          commits.find(mine<Stored<CommitDoc>>({ sheetId, kind: 'commit', status: 'merged', seq: { $gt: seq } }), { projection: { _id: 1, seq: 1, touched: 1 } }).sort({ seq: 1 }).toArray() as Promise<Pick<CommitDoc, '_id' | 'seq' | 'touched'>[]>,
+          commits
+            .find(mine<Stored<CommitDoc>>({ sheetId, kind: 'commit', status: 'merged', seq: { $gt: seq } }), {
+              projection: { _id: 1, seq: 1, touched: 1 },
+            })
+            .sort({ seq: 1 })
+            .toArray() as Promise<Pick<CommitDoc, '_id' | 'seq' | 'touched'>[]>,
 
         /** Merged commits, oldest first (tests and audits). */
-        mergedChain: (sheetId: string) => commits.find(mine<Stored<CommitDoc>>({ sheetId, kind: 'commit', status: 'merged' }), { projection: SUMMARY_PROJECTION }).sort({ seq: 1 }).toArray(),
+        mergedChain: (sheetId: string) =>
+          commits
+            .find(mine<Stored<CommitDoc>>({ sheetId, kind: 'commit', status: 'merged' }), {
+              projection: SUMMARY_PROJECTION,
+            })
+            .sort({ seq: 1 })
+            .toArray(),
 
         /**
          * Turn a proposal into a merged commit: only while it is still proposed, and only if its
@@ -207,7 +243,10 @@ export function createSheetsRepository(db: Database) {
         async mergeProposal(sheetId: string, id: string, set: Partial<CommitDoc>): Promise<'ok' | 'taken' | 'gone'> {
           await ensureIndexes();
           try {
-            const r = await commits.updateOne(mine<Stored<CommitDoc>>({ _id: id, sheetId, kind: 'commit', status: 'proposed' }), { $set: toStored(set) });
+            const r = await commits.updateOne(
+              mine<Stored<CommitDoc>>({ _id: id, sheetId, kind: 'commit', status: 'proposed' }),
+              { $set: toStored(set) },
+            );
             return r.matchedCount === 1 ? 'ok' : 'gone';
           } catch (err) {
             if (isDuplicateKey(err)) return 'taken';
@@ -216,17 +255,30 @@ export function createSheetsRepository(db: Database) {
         },
 
         async rejectProposal(sheetId: string, id: string, set: Partial<CommitDoc>): Promise<CommitDoc | null> {
-          return commit(await commits.findOneAndUpdate(mine<Stored<CommitDoc>>({ _id: id, sheetId, kind: 'commit', status: 'proposed' }), { $set: toStored(set) }, { returnDocument: 'after' }));
+          return commit(
+            await commits.findOneAndUpdate(
+              mine<Stored<CommitDoc>>({ _id: id, sheetId, kind: 'commit', status: 'proposed' }),
+              { $set: toStored(set) },
+              { returnDocument: 'after' },
+            ),
+          );
         },
 
-        async pageCommits(sheetId: string, q: { limit: number; cursor?: string; status?: CommitDoc['status'] }): Promise<Page<CommitDoc>> {
-          const page = await keysetPage(commits, mine<Stored<CommitDoc>>({ sheetId, kind: 'commit', ...(q.status ? { status: q.status } : {}) }), {
-            tag: `sheet-commits:${q.status ?? 'all'}:createdAt:desc`,
-            field: 'createdAt',
-            direction: -1,
-            limit: q.limit,
-            cursor: q.cursor,
-          });
+        async pageCommits(
+          sheetId: string,
+          q: { limit: number; cursor?: string; status?: CommitDoc['status'] },
+        ): Promise<Page<CommitDoc>> {
+          const page = await keysetPage(
+            commits,
+            mine<Stored<CommitDoc>>({ sheetId, kind: 'commit', ...(q.status ? { status: q.status } : {}) }),
+            {
+              tag: `sheet-commits:${q.status ?? 'all'}:createdAt:desc`,
+              field: 'createdAt',
+              direction: -1,
+              limit: q.limit,
+              cursor: q.cursor,
+            },
+          );
           return { ...page, data: page.data.map((d) => commit(d)!) };
         },
       };

@@ -20,8 +20,25 @@ import { COLLECTIONS } from '../infra/mongo';
 import type { Runtime } from '../runtime';
 import { a1, CellError, checkCell, parseRange } from './cells';
 import { emptyTree, GridLimitError, sameTree, WorkingGrid, type NewBlock, type Tree } from './grid';
-import { applyOps, conflictOf, describeOps, OpErrorAt, reapplyOps, type Applied, type DiffView, type ROp, type Touched } from './ops';
-import { createSheetsRepository, mergedSlot, proposalSlot, type CommitDoc, type SheetHeadDoc, type SheetProjectRow } from './sheets.repository';
+import {
+  applyOps,
+  conflictOf,
+  describeOps,
+  OpErrorAt,
+  reapplyOps,
+  type Applied,
+  type DiffView,
+  type ROp,
+  type Touched,
+} from './ops';
+import {
+  createSheetsRepository,
+  mergedSlot,
+  proposalSlot,
+  type CommitDoc,
+  type SheetHeadDoc,
+  type SheetProjectRow,
+} from './sheets.repository';
 import { versionConflict } from '../infra/versioned';
 import { fromUnits } from '../credits/credits';
 import { paidCall } from '../credits/paid-call';
@@ -48,7 +65,8 @@ export interface Caller {
 /** Tries of a merge that lost its race to concurrent merges before answering 409 conflict. */
 export const MERGE_TRIES = 12;
 
-const columnsView = (tree: Tree) => tree.columns.map((c, i) => ({ letter: columnLetter(i), name: c.name, type: c.type }));
+const columnsView = (tree: Tree) =>
+  tree.columns.map((c, i) => ({ letter: columnLetter(i), name: c.name, type: c.type }));
 
 const validation = (message: string) => new AppError('validation_error', message);
 
@@ -58,7 +76,8 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
   const repo = createSheetsRepository(rt.db);
   const base = rt.config.PUBLIC_BASE_URL;
 
-  const gridOf = (accountId: string, sheetId: string, tree: Tree) => new WorkingGrid(tree, (ids) => repo.forAccount(accountId).blocks(sheetId, ids));
+  const gridOf = (accountId: string, sheetId: string, tree: Tree) =>
+    new WorkingGrid(tree, (ids) => repo.forAccount(accountId).blocks(sheetId, ids));
 
   const mustHead = async (accountId: string, id: string): Promise<SheetHeadDoc> => {
     const head = await repo.forAccount(accountId).head(id);
@@ -117,14 +136,29 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
     createdAt: c.createdAt.toISOString(),
     resolvedAt: c.resolvedAt?.toISOString() ?? null,
   });
-  const commitView = (c: CommitDoc) => ({ ...commitSummary(c), ops: JSON.parse(c.ops) as Record<string, unknown>[], diff: JSON.parse(c.diff) as DiffView });
-  const changeView = (c: CommitDoc, tree: Tree, version: number) => ({ commit: commitView(c), version, rowCount: tree.rowCount, columns: columnsView(tree) });
+  const commitView = (c: CommitDoc) => ({
+    ...commitSummary(c),
+    ops: JSON.parse(c.ops) as Record<string, unknown>[],
+    diff: JSON.parse(c.diff) as DiffView,
+  });
+  const changeView = (c: CommitDoc, tree: Tree, version: number) => ({
+    commit: commitView(c),
+    version,
+    rowCount: tree.rowCount,
+    columns: columnsView(tree),
+  });
 
   /** A merged commit whose writer died before moving the head: move the head onto it. */
   const rollForward = async (caller: Caller, sheetId: string, head: SheetHeadDoc) => {
     const r = repo.forAccount(caller.accountId);
     const next = await r.commitAt(sheetId, head.version + 1);
-    if (next?.tree && next.seq) await r.moveHead(sheetId, head.version, { version: next.seq, headCommitId: next._id, tree: next.tree, updatedAt: next.resolvedAt ?? next.createdAt });
+    if (next?.tree && next.seq)
+      await r.moveHead(sheetId, head.version, {
+        version: next.seq,
+        headCommitId: next._id,
+        tree: next.tree,
+        updatedAt: next.resolvedAt ?? next.createdAt,
+      });
   };
 
   /** Back off a little after a lost race, more on each try, with jitter. */
@@ -143,7 +177,16 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
     caller: Caller,
     sheetId: string,
     head: SheetHeadDoc,
-    fields: { status: CommitDoc['status']; summary: string; source: CommitDoc['source']; ops: unknown[]; applied: Pick<Applied, 'diff' | 'touched' | 'resolved'>; tree: Tree | null; rollbackOf?: string; id?: string },
+    fields: {
+      status: CommitDoc['status'];
+      summary: string;
+      source: CommitDoc['source'];
+      ops: unknown[];
+      applied: Pick<Applied, 'diff' | 'touched' | 'resolved'>;
+      tree: Tree | null;
+      rollbackOf?: string;
+      id?: string;
+    },
   ): Omit<CommitDoc, 'accountId'> => {
     const id = fields.id ?? newId('cmt');
     const merged = fields.status === 'merged';
@@ -179,15 +222,29 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
    * Publish a merged commit: its blocks, then the commit in its slot (the compare-and-swap),
    * then the head. false when another commit took the slot (the caller re-reads and retries).
    */
-  const publish = async (caller: Caller, sheetId: string, head: SheetHeadDoc, commit: Omit<CommitDoc, 'accountId'>, blocks: NewBlock[]): Promise<boolean> => {
+  const publish = async (
+    caller: Caller,
+    sheetId: string,
+    head: SheetHeadDoc,
+    commit: Omit<CommitDoc, 'accountId'>,
+    blocks: NewBlock[],
+  ): Promise<boolean> => {
     const r = repo.forAccount(caller.accountId);
     await r.insertBlocks(sheetId, blocks);
     if (!(await r.insertCommit(commit))) {
-      await r.deleteBlocks(sheetId, blocks.map((b) => b.id));
+      await r.deleteBlocks(
+        sheetId,
+        blocks.map((b) => b.id),
+      );
       await rollForward(caller, sheetId, head);
       return false;
     }
-    await r.moveHead(sheetId, head.version, { version: commit.seq!, headCommitId: commit._id, tree: commit.tree!, updatedAt: commit.createdAt });
+    await r.moveHead(sheetId, head.version, {
+      version: commit.seq!,
+      headCommitId: commit._id,
+      tree: commit.tree!,
+      updatedAt: commit.createdAt,
+    });
     return true;
   };
 
@@ -212,14 +269,19 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
     }
   };
 
-  const busy = (what: string) => new AppError('conflict', `${what}: the sheet kept changing under concurrent requests (${MERGE_TRIES} tries); send it again`);
+  const busy = (what: string) =>
+    new AppError(
+      'conflict',
+      `${what}: the sheet kept changing under concurrent requests (${MERGE_TRIES} tries); send it again`,
+    );
 
   const checkIfMatch = (head: SheetHeadDoc, expected: number | undefined) => {
     if (expected !== undefined && head.version !== expected) throw versionConflict('sheet', head.version, expected);
   };
 
   /** A merged commit moved the grid: the project's updatedAt follows, project.updated is announced. */
-  const announceMerge = (caller: Caller, sheetId: string, version: number, commitId: string, at: Date) => projects.sheetChanged(caller.accountId, sheetId, { version, commitId, at });
+  const announceMerge = (caller: Caller, sheetId: string, version: number, commitId: string, at: Date) =>
+    projects.sheetChanged(caller.accountId, sheetId, { version, commitId, at });
 
   const applyOrThrow = async (grid: WorkingGrid, ops: SheetOp[], prefix: string) => {
     try {
@@ -249,7 +311,10 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
   /** Ops that were valid for version `before` and do not apply to the head: 409 conflict when the head moved since, else the 400 as is. */
   const movedUnder = (err: unknown, before: number, now: number, waited: boolean) =>
     (waited || now !== before) && err instanceof AppError && err.code === 'validation_error'
-      ? new AppError('conflict', `the sheet changed while this request waited (version ${before}, now ${now}) and the ops no longer apply: ${err.message}`)
+      ? new AppError(
+          'conflict',
+          `the sheet changed while this request waited (version ${before}, now ${now}) and the ops no longer apply: ${err.message}`,
+        )
       : err;
 
   /** Ops as a commit: proposed (grid unchanged), or merged with compare-and-swap and bounded retries. */
@@ -264,7 +329,15 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
       } catch (err) {
         throw movedUnder(err, input.baseVersion ?? head.version, head.version, false);
       }
-      const commit = newCommit(caller, sheetId, head, { status: 'proposed', summary: input.summary, source: input.source, ops: input.rawOps, applied, tree: null, id: input.commitId });
+      const commit = newCommit(caller, sheetId, head, {
+        status: 'proposed',
+        summary: input.summary,
+        source: input.source,
+        ops: input.rawOps,
+        applied,
+        tree: null,
+        id: input.commitId,
+      });
       await input.beforeWrite?.();
       await repo.forAccount(caller.accountId).insertCommit(commit);
       return changeView({ ...commit, accountId: caller.accountId }, head.tree, head.version);
@@ -289,7 +362,15 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
         throw movedUnder(err, before, head.version, attempt > 1);
       }
       const { tree, newBlocks } = await finalize(grid, `${prefix}ops`);
-      const commit = newCommit(caller, sheetId, head, { status: 'merged', summary: input.summary, source: input.source, ops: input.rawOps, applied, tree, id: input.commitId });
+      const commit = newCommit(caller, sheetId, head, {
+        status: 'merged',
+        summary: input.summary,
+        source: input.source,
+        ops: input.rawOps,
+        applied,
+        tree,
+        id: input.commitId,
+      });
       await input.beforeWrite?.();
       if (await publish(caller, sheetId, head, commit, newBlocks)) {
         await announceMerge(caller, sheetId, commit.seq!, commit._id, commit.createdAt);
@@ -308,7 +389,10 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
 
   /** The cell diff between two grids (rollback): rows and columns matched by their stable ids. */
   const diffTrees = async (caller: Caller, sheetId: string, from: Tree, to: Tree): Promise<DiffView> => {
-    const [a, b] = await Promise.all([readRows(caller.accountId, sheetId, from), readRows(caller.accountId, sheetId, to)]);
+    const [a, b] = await Promise.all([
+      readRows(caller.accountId, sheetId, from),
+      readRows(caller.accountId, sheetId, to),
+    ]);
     const aIdx = new Map(a.map((r, i) => [r.id, i]));
     const bIds = new Set(b.map((r) => r.id));
     const aCols = new Map(from.columns.map((c, i) => [c.id, i]));
@@ -325,20 +409,42 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
         const after = row.v[ci] ?? null;
         if (before === after) return;
         changed++;
-        if (cells.length < SHEET_LIMITS.diffCells) cells.push({ cell: a1(ci, bi + 1), row: bi + 1, column: col.name, before, after });
+        if (cells.length < SHEET_LIMITS.diffCells)
+          cells.push({ cell: a1(ci, bi + 1), row: bi + 1, column: col.name, before, after });
       });
     });
     const structure: DiffView['structure'] = [];
     const removed = a.flatMap((r, i) => (bIds.has(r.id) ? [] : [{ row: i + 1, values: r.v }]));
     const restored = b.flatMap((r, i) => (aIdx.has(r.id) ? [] : [{ row: i + 1, values: r.v }]));
-    if (removed.length) structure.push({ op: 'deleteRows', description: `removed ${removed.length} row(s) made after that commit`, rows: removed.slice(0, SHEET_LIMITS.diffRows) });
-    if (restored.length) structure.push({ op: 'insertRows', description: `restored ${restored.length} row(s) deleted after that commit`, rows: restored.slice(0, SHEET_LIMITS.diffRows) });
-    for (const c of from.columns) if (!bColIds.has(c.id)) structure.push({ op: 'deleteColumn', description: `removed column "${c.name}" made after that commit` });
+    if (removed.length)
+      structure.push({
+        op: 'deleteRows',
+        description: `removed ${removed.length} row(s) made after that commit`,
+        rows: removed.slice(0, SHEET_LIMITS.diffRows),
+      });
+    if (restored.length)
+      structure.push({
+        op: 'insertRows',
+        description: `restored ${restored.length} row(s) deleted after that commit`,
+        rows: restored.slice(0, SHEET_LIMITS.diffRows),
+      });
+    for (const c of from.columns)
+      if (!bColIds.has(c.id))
+        structure.push({ op: 'deleteColumn', description: `removed column "${c.name}" made after that commit` });
     for (const [i, c] of to.columns.entries()) {
       const ai = aCols.get(c.id);
-      if (ai === undefined) structure.push({ op: 'insertColumn', description: `restored column ${columnLetter(i)} "${c.name}" (${c.type})` });
-      else if (from.columns[ai]!.name !== c.name) structure.push({ op: 'renameColumn', description: `renamed column "${from.columns[ai]!.name}" back to "${c.name}"` });
-      else if (from.columns[ai]!.type !== c.type) structure.push({ op: 'retypeColumn', description: `changed column "${c.name}" back to ${c.type}` });
+      if (ai === undefined)
+        structure.push({
+          op: 'insertColumn',
+          description: `restored column ${columnLetter(i)} "${c.name}" (${c.type})`,
+        });
+      else if (from.columns[ai]!.name !== c.name)
+        structure.push({
+          op: 'renameColumn',
+          description: `renamed column "${from.columns[ai]!.name}" back to "${c.name}"`,
+        });
+      else if (from.columns[ai]!.type !== c.type)
+        structure.push({ op: 'retypeColumn', description: `changed column "${c.name}" back to ${c.type}` });
     }
     const common = b.filter((r) => aIdx.has(r.id)).map((r) => r.id);
     const before = a.filter((r) => bIds.has(r.id)).map((r) => r.id);
@@ -362,7 +468,8 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
       const seen = new Set<string>();
       cols.data.forEach((c, i) => {
         const k = c.name.toLowerCase();
-        if (seen.has(k)) throw validation(`columns.${i}.name: duplicates column "${clip(c.name)}" (names are unique, ignoring case)`);
+        if (seen.has(k))
+          throw validation(`columns.${i}.name: duplicates column "${clip(c.name)}" (names are unique, ignoring case)`);
         seen.add(k);
       });
       if (input.rows.length > SHEET_LIMITS.rows) throw validation(`rows: must have at most ${SHEET_LIMITS.rows} rows`);
@@ -370,7 +477,8 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
       const grid = new WorkingGrid(tree, async () => new Map());
       const rows = input.rows.map((values, ri) => {
         if (!Array.isArray(values)) throw validation(`rows.${ri}: must be an array of cell values in column order`);
-        if (values.length > tree.columns.length) throw validation(`rows.${ri}: has ${values.length} values; the sheet has ${tree.columns.length} columns`);
+        if (values.length > tree.columns.length)
+          throw validation(`rows.${ri}: has ${values.length} values; the sheet has ${tree.columns.length} columns`);
         const v: Cell[] = tree.columns.map((col, ci) => {
           try {
             return checkCell(values[ci] ?? null, col);
@@ -387,13 +495,35 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
       const id = input.idFor ? input.idFor('prj') : newId('prj');
       const r = repo.forAccount(input.accountId);
       const caller: Caller = { accountId: input.accountId, keyId: input.authorKeyId ?? null };
-      const head0: SheetHeadDoc = { _id: id, accountId: input.accountId, version: 0, headCommitId: null as unknown as string, tree: done, createdAt: new Date(), updatedAt: new Date() };
+      const head0: SheetHeadDoc = {
+        _id: id,
+        accountId: input.accountId,
+        version: 0,
+        headCommitId: null as unknown as string,
+        tree: done,
+        createdAt: new Date(),
+        updatedAt: new Date(),
+      };
       const commit = newCommit(caller, id, head0, {
         status: 'merged',
         summary: `Created with ${done.columns.length} column(s) and ${done.rowCount} row(s)`,
         source: 'create',
         ops: [],
-        applied: { resolved: [], touched: ALL_TOUCHED, diff: { cells: [], changedCells: 0, truncated: false, structure: [{ op: 'create', description: `created with columns ${done.columns.map((c) => `"${c.name}" (${c.type})`).join(', ')} and ${done.rowCount} row(s)` }] } },
+        applied: {
+          resolved: [],
+          touched: ALL_TOUCHED,
+          diff: {
+            cells: [],
+            changedCells: 0,
+            truncated: false,
+            structure: [
+              {
+                op: 'create',
+                description: `created with columns ${done.columns.map((c) => `"${c.name}" (${c.type})`).join(', ')} and ${done.rowCount} row(s)`,
+              },
+            ],
+          },
+        },
         tree: done,
       });
       commit.parentId = null;
@@ -406,14 +536,32 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
         // POST /templates/{id}/use names the same project) whose first attempt stored the
         // creation commit and maybe died before the head or the project. Complete that sheet
         // with its own commit (the retry's body is the same: the key guarantees it).
-        await r.deleteBlocks(id, newBlocks.map((b) => b.id));
+        await r.deleteBlocks(
+          id,
+          newBlocks.map((b) => b.id),
+        );
         const stored = input.idFor ? await r.commitAt(id, 1) : null;
         if (!stored?.tree) throw new AppError('conflict', 'a sheet with this id exists already');
         first = stored;
       }
-      const fresh: SheetHeadDoc = { ...head0, tree: first.tree!, version: 1, headCommitId: first._id, updatedAt: first.createdAt, createdAt: first.createdAt };
+      const fresh: SheetHeadDoc = {
+        ...head0,
+        tree: first.tree!,
+        version: 1,
+        headCommitId: first._id,
+        updatedAt: first.createdAt,
+        createdAt: first.createdAt,
+      };
       const head = (await r.insertHead(fresh)) ? fresh : await mustHead(input.accountId, id);
-      const project = await projects.create({ accountId: input.accountId, kind: 'sheet', name: input.name, description: input.description, tags: input.tags, content: null, idFor: () => id });
+      const project = await projects.create({
+        accountId: input.accountId,
+        kind: 'sheet',
+        name: input.name,
+        description: input.description,
+        tags: input.tags,
+        content: null,
+        idFor: () => id,
+      });
       return sheetView(head, project, 1, SHEET_LIMITS.rowPageDefault);
     },
 
@@ -422,8 +570,12 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
       // Paged over the sheet projects (see pageSheets): total and data count the same sheets.
       const page = await r.pageSheets(q);
       // One findOne by _id each (FerretDB pushes _id equality down, not $in).
-      const heads = new Map((await Promise.all(page.data.map((p) => r.head(p._id)))).flatMap((h) => (h ? [[h._id, h] as const] : [])));
-      return mapPage({ ...page, data: page.data.filter((p) => heads.has(p._id)) }, (p) => summaryView(heads.get(p._id)!, p));
+      const heads = new Map(
+        (await Promise.all(page.data.map((p) => r.head(p._id)))).flatMap((h) => (h ? [[h._id, h] as const] : [])),
+      );
+      return mapPage({ ...page, data: page.data.filter((p) => heads.has(p._id)) }, (p) =>
+        summaryView(heads.get(p._id)!, p),
+      );
     },
 
     async get(accountId: string, id: string, q: { startRow: number; rowLimit: number }) {
@@ -438,10 +590,17 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
       const head = await mustHead(accountId, id);
       const tree = head.tree;
       const lastCol = tree.columns.length - 1;
-      if (parsed.c1 > lastCol) throw validation(`range: column ${columnLetter(parsed.c1)} is beyond the last column (${columnLetter(lastCol)})`);
+      if (parsed.c1 > lastCol)
+        throw validation(
+          `range: column ${columnLetter(parsed.c1)} is beyond the last column (${columnLetter(lastCol)})`,
+        );
       const wholeColumns = parsed.r2 === null && parsed.r1 === 1;
       if (parsed.r1 > tree.rowCount && !(wholeColumns && tree.rowCount === 0)) {
-        throw validation(tree.rowCount === 0 ? 'range: the sheet has no rows (row 1 is the first data row)' : `range: row ${parsed.r1} is beyond the last row (${tree.rowCount}; row 1 is the first data row)`);
+        throw validation(
+          tree.rowCount === 0
+            ? 'range: the sheet has no rows (row 1 is the first data row)'
+            : `range: row ${parsed.r1} is beyond the last row (${tree.rowCount}; row 1 is the first data row)`,
+        );
       }
       const c2 = Math.min(parsed.c2 ?? lastCol, lastCol);
       const r2 = Math.min(parsed.r2 ?? tree.rowCount, tree.rowCount);
@@ -469,10 +628,27 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
     },
 
     /** POST /sheets/{id}/ops. */
-    applyOps: (caller: Caller, id: string, body: { ops: SheetOp[]; propose?: boolean; summary?: string }, rawOps: unknown[], expectedVersion?: number) =>
-      change(caller, id, { ops: body.ops, rawOps, propose: body.propose ?? false, summary: body.summary?.trim() || describeOps(body.ops), source: 'ops', expectedVersion }),
+    applyOps: (
+      caller: Caller,
+      id: string,
+      body: { ops: SheetOp[]; propose?: boolean; summary?: string },
+      rawOps: unknown[],
+      expectedVersion?: number,
+    ) =>
+      change(caller, id, {
+        ops: body.ops,
+        rawOps,
+        propose: body.propose ?? false,
+        summary: body.summary?.trim() || describeOps(body.ops),
+        source: 'ops',
+        expectedVersion,
+      }),
 
-    async listCommits(accountId: string, id: string, q: { limit: number; cursor?: string; status?: CommitDoc['status'] }) {
+    async listCommits(
+      accountId: string,
+      id: string,
+      q: { limit: number; cursor?: string; status?: CommitDoc['status'] },
+    ) {
       await mustHead(accountId, id);
       const page = await repo.forAccount(accountId).pageCommits(id, q);
       return mapPage(page, commitSummary);
@@ -492,14 +668,22 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
      */
     async resolve(caller: Caller, id: string, commitId: string, action: 'merge' | 'reject', expectedVersion?: number) {
       const r = repo.forAccount(caller.accountId);
-      const notProposed = (c: CommitDoc) => new AppError('conflict', `commit ${c._id} is ${c.status}, not proposed: only proposed commits can be merged or rejected`);
+      const notProposed = (c: CommitDoc) =>
+        new AppError(
+          'conflict',
+          `commit ${c._id} is ${c.status}, not proposed: only proposed commits can be merged or rejected`,
+        );
       if (action === 'reject') {
         const head = await mustHead(caller.accountId, id);
         checkIfMatch(head, expectedVersion);
         const c = await r.commit(id, commitId);
         if (!c) throw new AppError('not_found', 'commit not found');
         if (c.status !== 'proposed') throw notProposed(c);
-        const done = await r.rejectProposal(id, commitId, { status: 'rejected', resolvedAt: new Date(), resolvedByKeyId: caller.keyId });
+        const done = await r.rejectProposal(id, commitId, {
+          status: 'rejected',
+          resolvedAt: new Date(),
+          resolvedByKeyId: caller.keyId,
+        });
         if (!done) throw notProposed((await r.commit(id, commitId)) ?? c);
         return changeView(done, head.tree, head.version);
       }
@@ -511,14 +695,25 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
           if (!p) throw new AppError('not_found', 'commit not found');
           if (p.status !== 'proposed') throw notProposed(p);
           const later = (await r.mergedAfter(id, p.baseSeq)).filter((c) => (c.seq ?? 0) <= head.version);
-          const why = conflictOf(JSON.parse(p.touched) as Touched, later.map((c) => ({ id: c._id, touched: JSON.parse(c.touched) as Touched })));
-          if (why) throw new AppError('stale_commit', `commit ${p._id} is stale: ${why} after it was proposed (at version ${p.baseSeq}); make the change again on the current sheet (version ${head.version})`);
+          const why = conflictOf(
+            JSON.parse(p.touched) as Touched,
+            later.map((c) => ({ id: c._id, touched: JSON.parse(c.touched) as Touched })),
+          );
+          if (why)
+            throw new AppError(
+              'stale_commit',
+              `commit ${p._id} is stale: ${why} after it was proposed (at version ${p.baseSeq}); make the change again on the current sheet (version ${head.version})`,
+            );
           const grid = gridOf(caller.accountId, id, head.tree);
           let applied: Applied;
           try {
             applied = await reapplyOps(grid, JSON.parse(p.resolved) as ROp[]);
           } catch (err) {
-            if (err instanceof OpErrorAt) throw new AppError('stale_commit', `commit ${p._id} is stale: it no longer applies to version ${head.version} (${err.message})`);
+            if (err instanceof OpErrorAt)
+              throw new AppError(
+                'stale_commit',
+                `commit ${p._id} is stale: it no longer applies to version ${head.version} (${err.message})`,
+              );
             throw err;
           }
           const { tree, newBlocks } = await finalize(grid, 'commit');
@@ -539,12 +734,20 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
             touched: JSON.stringify(applied.touched),
           });
           if (outcome === 'ok') {
-            await r.moveHead(id, head.version, { version: head.version + 1, headCommitId: commitId, tree, updatedAt: now });
+            await r.moveHead(id, head.version, {
+              version: head.version + 1,
+              headCommitId: commitId,
+              tree,
+              updatedAt: now,
+            });
             const merged = await r.commit(id, commitId);
             await announceMerge(caller, id, head.version + 1, commitId, now);
             return changeView(merged!, tree, head.version + 1);
           }
-          await r.deleteBlocks(id, newBlocks.map((b) => b.id));
+          await r.deleteBlocks(
+            id,
+            newBlocks.map((b) => b.id),
+          );
           if (outcome === 'gone') throw notProposed((await r.commit(id, commitId)) ?? p);
           await rollForward(caller, id, head);
           await backoff(attempt);
@@ -562,11 +765,26 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
           checkIfMatch(head, expectedVersion);
           const target = await r.commit(id, body.commitId);
           if (!target) throw new AppError('not_found', 'commit not found');
-          if (target.status !== 'merged' || !target.tree) throw new AppError('conflict', `commit ${target._id} is ${target.status}: only merged commits can be rolled back to`);
-          if (sameTree(head.tree, target.tree)) throw new AppError('conflict', `the grid already is as it was at commit ${target._id}; nothing to roll back`);
+          if (target.status !== 'merged' || !target.tree)
+            throw new AppError(
+              'conflict',
+              `commit ${target._id} is ${target.status}: only merged commits can be rolled back to`,
+            );
+          if (sameTree(head.tree, target.tree))
+            throw new AppError(
+              'conflict',
+              `the grid already is as it was at commit ${target._id}; nothing to roll back`,
+            );
           const diff = await diffTrees(caller, id, head.tree, target.tree);
-          const tree: Tree = { ...target.tree, nextRowId: Math.max(head.tree.nextRowId, target.tree.nextRowId), nextColId: Math.max(head.tree.nextColId, target.tree.nextColId) };
-          diff.structure.unshift({ op: 'rollback', description: `restored the grid of commit ${target._id} (version ${target.seq})` });
+          const tree: Tree = {
+            ...target.tree,
+            nextRowId: Math.max(head.tree.nextRowId, target.tree.nextRowId),
+            nextColId: Math.max(head.tree.nextColId, target.tree.nextColId),
+          };
+          diff.structure.unshift({
+            op: 'rollback',
+            description: `restored the grid of commit ${target._id} (version ${target.seq})`,
+          });
           const commit = newCommit(caller, id, head, {
             status: 'merged',
             summary: body.summary?.trim() || `Roll back to version ${target.seq} (${target._id})`,
@@ -596,45 +814,62 @@ export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' |
      * commit was stored is captured by the scheduler, never refunded: no edit is free, and the
      * answer is a success once the commit exists (a retry would apply it twice).
      */
-    async edit(caller: Caller, id: string, requestId: string, body: { instruction: string; propose?: boolean }, expectedVersion?: number) {
+    async edit(
+      caller: Caller,
+      id: string,
+      requestId: string,
+      body: { instruction: string; propose?: boolean },
+      expectedVersion?: number,
+    ) {
       const head = await mustHead(caller.accountId, id);
       checkIfMatch(head, expectedVersion);
       const grid = gridOf(caller.accountId, id, head.tree);
       const sampleEnd = Math.min(SHEET_EDIT_SAMPLE_ROWS, grid.rowCount);
       await grid.ensure(0, sampleEnd);
-      const payload: SheetRpcRequest = { kind: 'edit', instruction: body.instruction, columns: columnsView(head.tree), sample: grid.slice(0, sampleEnd).map((r) => r.v), rowCount: grid.rowCount };
+      const payload: SheetRpcRequest = {
+        kind: 'edit',
+        instruction: body.instruction,
+        columns: columnsView(head.tree),
+        sample: grid.slice(0, sampleEnd).map((r) => r.v),
+        rowCount: grid.rowCount,
+      };
       const commitId = newId('cmt');
-      const { result, charged } = await paidCall<SheetRpcReply, ReturnType<typeof changeView> & { engine: string }>(rt, {
-        pool: 'sheet',
-        operation: 'edit',
-        payload,
-        timeoutMs: rt.config.SHEET_RPC_TIMEOUT_MS,
-        charge: 'sheet_edit',
-        accountId: caller.accountId,
-        requestId,
-        deliveredBy: { collection: COLLECTIONS.sheetCommits, id: commitId },
-        deliver: async (reply, guard) => {
-          const engine = reply.engine;
-          const parsed = SheetOps.safeParse(reply.ops, { reportInput: true });
-          if (!parsed.success) {
-            const first = parsed.error.issues[0]!;
-            throw validation(`the ${engine} engine wrote ops that are not valid (ops.${first.path.map(String).join('.')}: ${first.message})`);
-          }
-          const out = await change(caller, id, {
-            ops: parsed.data,
-            rawOps: reply.ops,
-            propose: body.propose ?? false,
-            summary: body.instruction,
-            source: 'edit',
-            expectedVersion,
-            errorPrefix: `instruction: the ${engine} engine's ops do not apply to this sheet: `,
-            commitId,
-            baseVersion: head.version,
-            beforeWrite: guard,
-          });
-          return { ...out, engine };
+      const { result, charged } = await paidCall<SheetRpcReply, ReturnType<typeof changeView> & { engine: string }>(
+        rt,
+        {
+          pool: 'sheet',
+          operation: 'edit',
+          payload,
+          timeoutMs: rt.config.SHEET_RPC_TIMEOUT_MS,
+          charge: 'sheet_edit',
+          accountId: caller.accountId,
+          requestId,
+          deliveredBy: { collection: COLLECTIONS.sheetCommits, id: commitId },
+          deliver: async (reply, guard) => {
+            const engine = reply.engine;
+            const parsed = SheetOps.safeParse(reply.ops, { reportInput: true });
+            if (!parsed.success) {
+              const first = parsed.error.issues[0]!;
+              throw validation(
+                `the ${engine} engine wrote ops that are not valid (ops.${first.path.map(String).join('.')}: ${first.message})`,
+              );
+            }
+            const out = await change(caller, id, {
+              ops: parsed.data,
+              rawOps: reply.ops,
+              propose: body.propose ?? false,
+              summary: body.instruction,
+              source: 'edit',
+              expectedVersion,
+              errorPrefix: `instruction: the ${engine} engine's ops do not apply to this sheet: `,
+              commitId,
+              baseVersion: head.version,
+              beforeWrite: guard,
+            });
+            return { ...out, engine };
+          },
         },
-      });
+      );
       return { ...result, charged: fromUnits(charged) };
     },
   };

@@ -22,9 +22,15 @@ export function createSpacesService(rt: Pick<Runtime, 'jobs' | 'config'>) {
       let plan: SpacePlan;
       if (request.imageUrls !== undefined || request.videoUrl !== undefined) {
         // remote without a provider URL has no room engine either: refuse before the charge, not in the job.
-        if (rt.config.SPACE_ROOM_ENGINE === 'none' || (rt.config.SPACE_ROOM_ENGINE === 'remote' && !rt.config.SPACE_PROVIDER_BASE_URL)) {
+        if (
+          rt.config.SPACE_ROOM_ENGINE === 'none' ||
+          (rt.config.SPACE_ROOM_ENGINE === 'remote' && !rt.config.SPACE_PROVIDER_BASE_URL)
+        ) {
           const field = request.imageUrls !== undefined ? 'imageUrls' : 'videoUrl';
-          throw new AppError('room_engine_unavailable', `${field}: rooms from several photos or a video need the room engine, which this deployment does not have; send one imageUrl for a one-photo space (nothing was charged)`);
+          throw new AppError(
+            'room_engine_unavailable',
+            `${field}: rooms from several photos or a video need the room engine, which this deployment does not have; send one imageUrl for a one-photo space (nothing was charged)`,
+          );
         }
         if (request.imageUrls !== undefined) {
           for (const [i, u] of request.imageUrls.entries()) await assertFetchable(u, `imageUrls[${i}]`, ssrf);

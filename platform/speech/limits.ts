@@ -7,7 +7,8 @@ import { SPEECH_AUDIO } from '../../contracts/speech';
  * exactly this length; the X-Audio-Max-Seconds header tells the client.
  */
 export const SPEECH_AUDIO_MAX_SECONDS = 30;
-export const SPEECH_AUDIO_MAX_BYTES = SPEECH_AUDIO_MAX_SECONDS * SPEECH_AUDIO.sampleRate * SPEECH_AUDIO.bytesPerSample * SPEECH_AUDIO.channels;
+export const SPEECH_AUDIO_MAX_BYTES =
+  SPEECH_AUDIO_MAX_SECONDS * SPEECH_AUDIO.sampleRate * SPEECH_AUDIO.bytesPerSample * SPEECH_AUDIO.channels;
 
 /**
  * Audio the API holds for a client that does not read (the response's unsent bytes). The pool

@@ -1,4 +1,10 @@
-import { SPEECH_AUDIO, type SpeechRequest, type SpeechRpcReply, type SpeechRpcRequest, type Voice } from '../../contracts/speech';
+import {
+  SPEECH_AUDIO,
+  type SpeechRequest,
+  type SpeechRpcReply,
+  type SpeechRpcRequest,
+  type Voice,
+} from '../../contracts/speech';
 import { metrics } from '../../monitoring/metrics';
 import { RpcTimeoutError, type RpcReply } from '../infra/amqp';
 import { AppError, ERROR_STATUS, type ErrorCode } from '../infra/errors';
@@ -38,7 +44,8 @@ export class SpeechStreamCut extends Error {
   }
 }
 
-const abortReason = (signal?: AbortSignal) => (signal?.reason instanceof Error ? signal.reason.message : 'the client left');
+const abortReason = (signal?: AbortSignal) =>
+  signal?.reason instanceof Error ? signal.reason.message : 'the client left';
 
 /** Characters charged for a text: Unicode code points of the trimmed text. */
 export const chargedCharacters = (text: string) => [...text.trim()].length;
@@ -64,7 +71,10 @@ export function createSpeechService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
       return catalogue.list();
     },
 
-    async speak(input: { accountId: string; requestId: string; request: SpeechRequest; signal?: AbortSignal }, sink: SpeechSink): Promise<SpeechOutcome> {
+    async speak(
+      input: { accountId: string; requestId: string; request: SpeechRequest; signal?: AbortSignal },
+      sink: SpeechSink,
+    ): Promise<SpeechOutcome> {
       const voice = catalogue.resolve(input.request.voice);
       const text = input.request.text.trim();
       const characters = chargedCharacters(text);
@@ -90,13 +100,27 @@ export function createSpeechService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
               ? Promise.resolve()
               : credits.capture(hold).catch((err: unknown) => {
                   // Left pending, the scheduler settles it after its deadline: released (no delivery record).
-                  rt.log.warn('speech credit hold not captured', { requestId: input.requestId, holdId: hold, err: err as Error });
+                  rt.log.warn('speech credit hold not captured', {
+                    requestId: input.requestId,
+                    holdId: hold,
+                    err: err as Error,
+                  });
                 });
         }
         bytes += pcm.length;
         sink.chunk(pcm);
       };
-      const holding = (amount > 0 ? credits.hold({ accountId: input.accountId, operation: 'speech_char', millicredits: amount, requestId: input.requestId, ttlMs: timeoutMs + HOLD_GRACE_MS }) : Promise.resolve(undefined)).then(
+      const holding = (
+        amount > 0
+          ? credits.hold({
+              accountId: input.accountId,
+              operation: 'speech_char',
+              millicredits: amount,
+              requestId: input.requestId,
+              ttlMs: timeoutMs + HOLD_GRACE_MS,
+            })
+          : Promise.resolve(undefined)
+      ).then(
         (id) => {
           hold = id;
           // The client may have left while the hold was being made: then nothing is delivered
@@ -118,7 +142,13 @@ export function createSpeechService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
       let failure: AppError | undefined;
       let callError: unknown;
       try {
-        reply = await rt.amqp.rpcStream<SpeechRpcReply>('speech', payload, timeoutMs, (pcm) => (held && !signal.aborted ? deliver(pcm) : early.push(pcm)), { signal });
+        reply = await rt.amqp.rpcStream<SpeechRpcReply>(
+          'speech',
+          payload,
+          timeoutMs,
+          (pcm) => (held && !signal.aborted ? deliver(pcm) : early.push(pcm)),
+          { signal },
+        );
       } catch (err) {
         callError = err;
       }
@@ -126,13 +156,20 @@ export function createSpeechService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
       const got = bytes + early.reduce((n, b) => n + b.length, 0);
       if (callError !== undefined) {
         const err = callError;
-        const outcome = err instanceof RpcTimeoutError ? 'timeout' : input.signal?.aborted ? 'abandoned' : 'unavailable';
+        const outcome =
+          err instanceof RpcTimeoutError ? 'timeout' : input.signal?.aborted ? 'abandoned' : 'unavailable';
         metrics.rpcCalls.inc({ ...labels, outcome: got > 0 ? 'cut' : outcome });
         failure =
           outcome === 'timeout'
-            ? new AppError('timeout', `the speech pool did not ${got > 0 ? 'finish' : 'answer'} within ${timeoutMs} ms`, { cause: err })
+            ? new AppError(
+                'timeout',
+                `the speech pool did not ${got > 0 ? 'finish' : 'answer'} within ${timeoutMs} ms`,
+                { cause: err },
+              )
             : outcome === 'abandoned'
-              ? new AppError('bad_request', `${abortReason(input.signal)} before the audio was complete`, { cause: err })
+              ? new AppError('bad_request', `${abortReason(input.signal)} before the audio was complete`, {
+                  cause: err,
+                })
               : new AppError('service_unavailable', 'the speech pool is unreachable', { cause: err });
       }
       if (reply) {
@@ -160,7 +197,14 @@ export function createSpeechService(rt: Pick<Runtime, 'amqp' | 'credits' | 'conf
         throw new AppError(failure.code, `${failure.message}; nothing was charged`, { cause: failure.cause });
       }
       await captured;
-      return { voice: voice.name, engine: catalogue.engine, characters, charged: amount, bytes, audioSeconds: bytes / SPEECH_AUDIO.bytesPerSample / SPEECH_AUDIO.sampleRate };
+      return {
+        voice: voice.name,
+        engine: catalogue.engine,
+        characters,
+        charged: amount,
+        bytes,
+        audioSeconds: bytes / SPEECH_AUDIO.bytesPerSample / SPEECH_AUDIO.sampleRate,
+      };
     },
   };
 }

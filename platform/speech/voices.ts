@@ -16,7 +16,13 @@ export interface VoiceEntry extends Voice {
  * and its default male one, plus the robot variant for the desk-robot persona. Names are
  * `<language>-<gender>`. WARNING: names are public (clients store them); add, never rename.
  */
-const ESPEAK: readonly [name: string, language: string, gender: 'female' | 'male' | null, engineVoice: string, description: string][] = [
+const ESPEAK: readonly [
+  name: string,
+  language: string,
+  gender: 'female' | 'male' | null,
+  engineVoice: string,
+  description: string,
+][] = [
   ['en-us-female', 'en-US', 'female', 'en-us+f3', 'American English, female variant.'],
   ['en-us-male', 'en-US', 'male', 'en-us', 'American English, male.'],
   ['en-gb-female', 'en-GB', 'female', 'en-gb+f3', 'British English, female variant.'],
@@ -38,7 +44,19 @@ const ESPEAK: readonly [name: string, language: string, gender: 'female' | 'male
 const ESPEAK_DEFAULT = 'en-us-female';
 
 /** The voices of OpenAI's speech API; they follow the language of the text. Gender is not stated by the provider. */
-const OPENAI = ['alloy', 'ash', 'ballad', 'coral', 'echo', 'fable', 'nova', 'onyx', 'sage', 'shimmer', 'verse'] as const;
+const OPENAI = [
+  'alloy',
+  'ash',
+  'ballad',
+  'coral',
+  'echo',
+  'fable',
+  'nova',
+  'onyx',
+  'sage',
+  'shimmer',
+  'verse',
+] as const;
 const OPENAI_DEFAULT = 'alloy';
 
 export interface VoiceCatalogue {
@@ -58,8 +76,24 @@ export interface VoiceCatalogue {
 export function voiceCatalogue(config: { SPEECH_ENGINE: 'local' | 'openai'; SPEECH_MODEL: string }): VoiceCatalogue {
   const voices: VoiceEntry[] =
     config.SPEECH_ENGINE === 'openai'
-      ? OPENAI.map((v) => ({ name: v, language: 'mul', gender: null, engine: openAiSpeechEngineName(config.SPEECH_MODEL), default: v === OPENAI_DEFAULT, description: `The provider's "${v}" voice; speaks the language of the text.`, engineVoice: v }))
-      : ESPEAK.map(([name, language, gender, engineVoice, description]) => ({ name, language, gender, engine: ESPEAK_ENGINE_NAME, default: name === ESPEAK_DEFAULT, description, engineVoice }));
+      ? OPENAI.map((v) => ({
+          name: v,
+          language: 'mul',
+          gender: null,
+          engine: openAiSpeechEngineName(config.SPEECH_MODEL),
+          default: v === OPENAI_DEFAULT,
+          description: `The provider's "${v}" voice; speaks the language of the text.`,
+          engineVoice: v,
+        }))
+      : ESPEAK.map(([name, language, gender, engineVoice, description]) => ({
+          name,
+          language,
+          gender,
+          engine: ESPEAK_ENGINE_NAME,
+          default: name === ESPEAK_DEFAULT,
+          description,
+          engineVoice,
+        }));
   const byName = new Map(voices.map((v) => [v.name, v]));
   const def = voices.find((v) => v.default)!;
   return {
@@ -69,7 +103,11 @@ export function voiceCatalogue(config: { SPEECH_ENGINE: 'local' | 'openai'; SPEE
     resolve(name) {
       if (name === undefined || name === DEFAULT_VOICE) return def;
       const v = byName.get(name);
-      if (!v) throw new AppError('validation_error', `voice: unknown voice "${name.slice(0, 64)}"; GET /speech/voices lists the ${voices.length} voices (or send "default")`);
+      if (!v)
+        throw new AppError(
+          'validation_error',
+          `voice: unknown voice "${name.slice(0, 64)}"; GET /speech/voices lists the ${voices.length} voices (or send "default")`,
+        );
       return v;
     },
     list: () => voices.map(({ engineVoice: _, ...v }) => v),

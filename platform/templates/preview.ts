@@ -8,7 +8,8 @@ import { FLOWCHART_NODE, normalizeFlowchart, type StoredWhiteboard } from '../pr
  */
 
 const PREVIEW_WIDTH = 480;
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const esc = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 const svgUrl = (svg: string) => `data:image/svg+xml;base64,${Buffer.from(svg).toString('base64')}`;
 
@@ -28,7 +29,12 @@ const bounds = (boxes: { x: number; y: number; width: number; height: number }[]
   if (!boxes.length) return { x: 0, y: 0, w: 200, h: 100 };
   const x = Math.min(...boxes.map((b) => b.x));
   const y = Math.min(...boxes.map((b) => b.y));
-  return { x, y, w: Math.max(...boxes.map((b) => b.x + b.width)) - x, h: Math.max(...boxes.map((b) => b.y + b.height)) - y };
+  return {
+    x,
+    y,
+    w: Math.max(...boxes.map((b) => b.x + b.width)) - x,
+    h: Math.max(...boxes.map((b) => b.y + b.height)) - y,
+  };
 };
 
 const label = (x: number, y: number, s: string, size = 14, color = '#111827', weight = 'normal', anchor = 'middle') =>
@@ -79,7 +85,9 @@ export function flowchartPreview(input: FlowchartContent): TemplatePreview {
       if (down > 0 && down <= stepY + 1) {
         // The next layer down: a straight arrow from bottom to top.
         const [x1, y1, x2, y2] = [a.x + W / 2, a.y + H, b.x + W / 2, b.y];
-        const mid = e.label ? label((x1 + x2) / 2 + 6, (y1 + y2) / 2, clip(e.label, 12), 12, '#374151', 'normal', 'start') : '';
+        const mid = e.label
+          ? label((x1 + x2) / 2 + 6, (y1 + y2) / 2, clip(e.label, 12), 12, '#374151', 'normal', 'start')
+          : '';
         return `<line x1="${x1}" y1="${y1}" x2="${x2}" y2="${y2}" stroke="#374151" stroke-width="2" marker-end="url(#arrow)"/>${mid}`;
       }
       // Skips layers, goes back up, or stays level: along its own lane right of the chart.
@@ -92,13 +100,18 @@ export function flowchartPreview(input: FlowchartContent): TemplatePreview {
   const nodes = c.nodes
     .map((n) => {
       const { x, y } = at.get(n.id)!;
-      const fill = { start: '#dcfce7', end: '#fee2e2', decision: '#fef9c3', note: '#f3f4f6' }[n.shape as string] ?? '#dbeafe';
+      const fill =
+        { start: '#dcfce7', end: '#fee2e2', decision: '#fef9c3', note: '#f3f4f6' }[n.shape as string] ?? '#dbeafe';
       const attrs = `fill="${fill}" stroke="#1f2937" stroke-width="2"`;
       let shape: string;
-      if (n.shape === 'decision') shape = `<polygon points="${x + W / 2},${y} ${x + W},${y + H / 2} ${x + W / 2},${y + H} ${x},${y + H / 2}" ${attrs}/>`;
-      else if (n.shape === 'start' || n.shape === 'end') shape = `<rect x="${x}" y="${y}" width="${W}" height="${H}" rx="${H / 2}" ${attrs}/>`;
-      else if (n.shape === 'input' || n.shape === 'output') shape = `<polygon points="${x + 20},${y} ${x + W},${y} ${x + W - 20},${y + H} ${x},${y + H}" ${attrs}/>`;
-      else if (n.shape === 'document') shape = `<path d="M${x},${y} H${x + W} V${y + H - 10} Q${x + (3 * W) / 4},${y + H - 25} ${x + W / 2},${y + H - 10} T${x},${y + H - 10} Z" ${attrs}/>`;
+      if (n.shape === 'decision')
+        shape = `<polygon points="${x + W / 2},${y} ${x + W},${y + H / 2} ${x + W / 2},${y + H} ${x},${y + H / 2}" ${attrs}/>`;
+      else if (n.shape === 'start' || n.shape === 'end')
+        shape = `<rect x="${x}" y="${y}" width="${W}" height="${H}" rx="${H / 2}" ${attrs}/>`;
+      else if (n.shape === 'input' || n.shape === 'output')
+        shape = `<polygon points="${x + 20},${y} ${x + W},${y} ${x + W - 20},${y + H} ${x},${y + H}" ${attrs}/>`;
+      else if (n.shape === 'document')
+        shape = `<path d="M${x},${y} H${x + W} V${y + H - 10} Q${x + (3 * W) / 4},${y + H - 25} ${x + W / 2},${y + H - 10} T${x},${y + H - 10} Z" ${attrs}/>`;
       else shape = `<rect x="${x}" y="${y}" width="${W}" height="${H}" rx="6" ${attrs}/>`;
       return shape + block(x + W / 2, y + H / 2, wrap(n.label, W - 24, 13, 2), 13, '#111827', 'normal', 'middle');
     })
@@ -147,18 +160,30 @@ export function whiteboardPreview(c: StoredWhiteboard): TemplatePreview {
     const anchor = s.textAlign === 'left' ? 'start' : s.textAlign === 'right' ? 'end' : 'middle';
     const tx = anchor === 'start' ? e.x + 8 : anchor === 'end' ? e.x + e.width - 8 : cx;
     const maxLines = Math.max(1, Math.floor((e.height - 8) / (s.fontSize * 1.25)));
-    const text = words.trim() ? block(tx, cy, wrap(words, e.width - 16, s.fontSize, maxLines), s.fontSize, s.textColor, s.fontWeight, anchor) : '';
+    const text = words.trim()
+      ? block(tx, cy, wrap(words, e.width - 16, s.fontSize, maxLines), s.fontSize, s.textColor, s.fontWeight, anchor)
+      : '';
     if (e.type === 'text') return `<g${rot}>${text}</g>`;
     let shape: string;
-    if (e.shape === 'ellipse') shape = `<ellipse cx="${cx}" cy="${cy}" rx="${e.width / 2}" ry="${e.height / 2}" ${paint}/>`;
-    else if (e.shape === 'diamond') shape = `<polygon points="${cx},${e.y} ${e.x + e.width},${cy} ${cx},${e.y + e.height} ${e.x},${cy}" ${paint}/>`;
-    else if (e.shape === 'triangle') shape = `<polygon points="${cx},${e.y} ${e.x + e.width},${e.y + e.height} ${e.x},${e.y + e.height}" ${paint}/>`;
-    else shape = `<rect x="${e.x}" y="${e.y}" width="${e.width}" height="${e.height}" rx="${e.shape === 'rounded' ? 12 : e.shape === 'sticky' ? 2 : 0}" ${paint}/>`;
+    if (e.shape === 'ellipse')
+      shape = `<ellipse cx="${cx}" cy="${cy}" rx="${e.width / 2}" ry="${e.height / 2}" ${paint}/>`;
+    else if (e.shape === 'diamond')
+      shape = `<polygon points="${cx},${e.y} ${e.x + e.width},${cy} ${cx},${e.y + e.height} ${e.x},${cy}" ${paint}/>`;
+    else if (e.shape === 'triangle')
+      shape = `<polygon points="${cx},${e.y} ${e.x + e.width},${e.y + e.height} ${e.x},${e.y + e.height}" ${paint}/>`;
+    else
+      shape = `<rect x="${e.x}" y="${e.y}" width="${e.width}" height="${e.height}" rx="${e.shape === 'rounded' ? 12 : e.shape === 'sticky' ? 2 : 0}" ${paint}/>`;
     return `<g${rot}>${shape}${text}</g>`;
   });
   const count = (t: string) => c.elements.filter((e) => e.type === t).length;
   const texts = c.elements.flatMap((e) => ('text' in e && e.text ? [e.text.split('\n')[0]!] : []));
-  const counts = { elements: c.elements.length, shapes: count('shape'), text: count('text'), images: count('image'), connectors: count('connector') };
+  const counts = {
+    elements: c.elements.length,
+    shapes: count('shape'),
+    text: count('text'),
+    images: count('image'),
+    connectors: count('connector'),
+  };
   return {
     summary: `${counts.elements} elements: ${counts.shapes} shapes, ${counts.text} text, ${counts.images} images, ${counts.connectors} connectors`,
     counts,
@@ -178,8 +203,25 @@ export function notesPreview(c: NotesContent): TemplatePreview {
       y += size + 10;
       const bullet = /^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$/.exec(l);
       const cells = /^\s*\|(.*)\|\s*$/.exec(l);
-      const textOf = h ? h[2]! : bullet ? `• ${bullet[1]!}` : cells ? cells[1]!.split('|').map((x) => x.trim() || '·').join('   ') : l.trim();
-      return label(h || !bullet ? 0 : 12, y, clip(textOf.replace(/[*_`]/g, ''), 60), size, h ? '#111827' : '#374151', h ? 'bold' : 'normal', 'start');
+      const textOf = h
+        ? h[2]!
+        : bullet
+          ? `• ${bullet[1]!}`
+          : cells
+            ? cells[1]!
+                .split('|')
+                .map((x) => x.trim() || '·')
+                .join('   ')
+            : l.trim();
+      return label(
+        h || !bullet ? 0 : 12,
+        y,
+        clip(textOf.replace(/[*_`]/g, ''), 60),
+        size,
+        h ? '#111827' : '#374151',
+        h ? 'bold' : 'normal',
+        'start',
+      );
     })
     .join('');
   const words = c.markdown.split(/\s+/).filter((w) => /[\p{L}\p{N}]/u.test(w)).length;
@@ -192,11 +234,15 @@ export function notesPreview(c: NotesContent): TemplatePreview {
   };
 }
 
-export function sheetPreview(c: { columns: { name: string; type: string }[]; rows: (string | number | boolean | null)[][] }): TemplatePreview {
+export function sheetPreview(c: {
+  columns: { name: string; type: string }[];
+  rows: (string | number | boolean | null)[][];
+}): TemplatePreview {
   const colW = 110;
   const rowH = 26;
   const shown = c.rows.slice(0, 8);
-  const cell = (v: string | number | boolean | null) => (v === null ? '' : typeof v === 'boolean' ? (v ? '✓' : '✗') : String(v));
+  const cell = (v: string | number | boolean | null) =>
+    v === null ? '' : typeof v === 'boolean' ? (v ? '✓' : '✗') : String(v);
   const parts: string[] = [];
   c.columns.forEach((col, i) => {
     const x = i * colW;
@@ -205,15 +251,30 @@ export function sheetPreview(c: { columns: { name: string; type: string }[]; row
     shown.forEach((r, j) => {
       const y = (j + 1) * rowH;
       const v = r[i] ?? null;
-      parts.push(`<rect x="${x}" y="${y}" width="${colW}" height="${rowH}" fill="${j % 2 ? '#f9fafb' : '#ffffff'}" stroke="#d1d5db"/>`);
+      parts.push(
+        `<rect x="${x}" y="${y}" width="${colW}" height="${rowH}" fill="${j % 2 ? '#f9fafb' : '#ffffff'}" stroke="#d1d5db"/>`,
+      );
       const right = col.type === 'number';
-      parts.push(label(right ? x + colW - 6 : x + 6, y + rowH / 2, clip(cell(v), 15), 12, '#374151', 'normal', right ? 'end' : 'start'));
+      parts.push(
+        label(
+          right ? x + colW - 6 : x + 6,
+          y + rowH / 2,
+          clip(cell(v), 15),
+          12,
+          '#374151',
+          'normal',
+          right ? 'end' : 'start',
+        ),
+      );
     });
   });
   return {
     summary: `${c.columns.length} columns, ${c.rows.length} rows`,
     counts: { columns: c.columns.length, rows: c.rows.length },
-    firstLines: [c.columns.map((col) => col.name).join(' | '), ...shown.slice(0, 2).map((r) => r.map(cell).join(' | '))],
+    firstLines: [
+      c.columns.map((col) => col.name).join(' | '),
+      ...shown.slice(0, 2).map((r) => r.map(cell).join(' | ')),
+    ],
     previewSvg: svgUrl(frame({ x: 0, y: 0, w: c.columns.length * colW, h: (shown.length + 1) * rowH }, parts.join(''))),
   };
 }

@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { FlowchartContent, NotesContent, PROJECT_TYPE_OF_KIND, WhiteboardContent, type ProjectKind } from '../../contracts/projects';
+import {
+  FlowchartContent,
+  NotesContent,
+  PROJECT_TYPE_OF_KIND,
+  WhiteboardContent,
+  type ProjectKind,
+} from '../../contracts/projects';
 import { ColumnDef } from '../../contracts/sheets';
 import type { Template } from '../../contracts/templates';
 import { normalizeFlowchart, normalizeWhiteboard } from '../projects/content';
@@ -108,7 +114,15 @@ const SOURCES: Source[] = [
         node('checkin', 'Check-in and unblock'),
         node('value', 'First value reached', 'end'),
       ],
-      edges: [edge('signed', 'kickoff'), edge('kickoff', 'setup'), edge('setup', 'train'), edge('train', 'live'), edge('live', 'value', 'yes'), edge('live', 'checkin', 'no'), edge('checkin', 'live')],
+      edges: [
+        edge('signed', 'kickoff'),
+        edge('kickoff', 'setup'),
+        edge('setup', 'train'),
+        edge('train', 'live'),
+        edge('live', 'value', 'yes'),
+        edge('live', 'checkin', 'no'),
+        edge('checkin', 'live'),
+      ],
     },
   },
   {
@@ -120,13 +134,80 @@ const SOURCES: Source[] = [
     content: {
       background: '#f8fafc',
       elements: [
-        { id: 'title', type: 'text', text: 'Sprint retrospective', x: 40, y: 20, width: 600, height: 48, style: { fontSize: 32, fontWeight: 'bold' } },
-        { id: 'col_well', type: 'shape', shape: 'rounded', text: 'What went well', x: 40, y: 90, width: 280, height: 60, style: { fill: '#dcfce7', fontWeight: 'bold' } },
-        { id: 'col_improve', type: 'shape', shape: 'rounded', text: 'What to improve', x: 360, y: 90, width: 280, height: 60, style: { fill: '#fee2e2', fontWeight: 'bold' } },
-        { id: 'col_actions', type: 'shape', shape: 'rounded', text: 'Action items', x: 680, y: 90, width: 280, height: 60, style: { fill: '#dbeafe', fontWeight: 'bold' } },
-        { id: 'n1', type: 'shape', shape: 'sticky', text: 'Shipped the release on time', x: 60, y: 180, width: 240, height: 120 },
-        { id: 'n2', type: 'shape', shape: 'sticky', text: 'Too many meetings', x: 380, y: 180, width: 240, height: 120 },
-        { id: 'n3', type: 'shape', shape: 'sticky', text: 'Owner: one focus day a week', x: 700, y: 180, width: 240, height: 120, style: { fill: '#bfdbfe' } },
+        {
+          id: 'title',
+          type: 'text',
+          text: 'Sprint retrospective',
+          x: 40,
+          y: 20,
+          width: 600,
+          height: 48,
+          style: { fontSize: 32, fontWeight: 'bold' },
+        },
+        {
+          id: 'col_well',
+          type: 'shape',
+          shape: 'rounded',
+          text: 'What went well',
+          x: 40,
+          y: 90,
+          width: 280,
+          height: 60,
+          style: { fill: '#dcfce7', fontWeight: 'bold' },
+        },
+        {
+          id: 'col_improve',
+          type: 'shape',
+          shape: 'rounded',
+          text: 'What to improve',
+          x: 360,
+          y: 90,
+          width: 280,
+          height: 60,
+          style: { fill: '#fee2e2', fontWeight: 'bold' },
+        },
+        {
+          id: 'col_actions',
+          type: 'shape',
+          shape: 'rounded',
+          text: 'Action items',
+          x: 680,
+          y: 90,
+          width: 280,
+          height: 60,
+          style: { fill: '#dbeafe', fontWeight: 'bold' },
+        },
+        {
+          id: 'n1',
+          type: 'shape',
+          shape: 'sticky',
+          text: 'Shipped the release on time',
+          x: 60,
+          y: 180,
+          width: 240,
+          height: 120,
+        },
+        {
+          id: 'n2',
+          type: 'shape',
+          shape: 'sticky',
+          text: 'Too many meetings',
+          x: 380,
+          y: 180,
+          width: 240,
+          height: 120,
+        },
+        {
+          id: 'n3',
+          type: 'shape',
+          shape: 'sticky',
+          text: 'Owner: one focus day a week',
+          x: 700,
+          y: 180,
+          width: 240,
+          height: 120,
+          style: { fill: '#bfdbfe' },
+        },
         { id: 'c1', type: 'connector', from: 'n2', to: 'n3', label: 'becomes', style: { strokeStyle: 'dashed' } },
       ],
     },
@@ -140,13 +221,80 @@ const SOURCES: Source[] = [
     content: {
       background: '#ffffff',
       elements: [
-        { id: 'title', type: 'text', text: 'SWOT analysis', x: 40, y: 10, width: 560, height: 48, style: { fontSize: 32, fontWeight: 'bold' } },
-        { id: 'strengths', type: 'shape', shape: 'rectangle', text: 'Strengths', x: 40, y: 70, width: 360, height: 240, style: { fill: '#dcfce7', fontSize: 22, fontWeight: 'bold' } },
-        { id: 'weaknesses', type: 'shape', shape: 'rectangle', text: 'Weaknesses', x: 420, y: 70, width: 360, height: 240, style: { fill: '#fef9c3', fontSize: 22, fontWeight: 'bold' } },
-        { id: 'opportunities', type: 'shape', shape: 'rectangle', text: 'Opportunities', x: 40, y: 330, width: 360, height: 240, style: { fill: '#dbeafe', fontSize: 22, fontWeight: 'bold' } },
-        { id: 'threats', type: 'shape', shape: 'rectangle', text: 'Threats', x: 420, y: 330, width: 360, height: 240, style: { fill: '#fee2e2', fontSize: 22, fontWeight: 'bold' } },
-        { id: 'internal', type: 'text', text: 'internal', x: 800, y: 170, width: 120, height: 40, style: { textColor: '#6b7280' } },
-        { id: 'external', type: 'text', text: 'external', x: 800, y: 430, width: 120, height: 40, style: { textColor: '#6b7280' } },
+        {
+          id: 'title',
+          type: 'text',
+          text: 'SWOT analysis',
+          x: 40,
+          y: 10,
+          width: 560,
+          height: 48,
+          style: { fontSize: 32, fontWeight: 'bold' },
+        },
+        {
+          id: 'strengths',
+          type: 'shape',
+          shape: 'rectangle',
+          text: 'Strengths',
+          x: 40,
+          y: 70,
+          width: 360,
+          height: 240,
+          style: { fill: '#dcfce7', fontSize: 22, fontWeight: 'bold' },
+        },
+        {
+          id: 'weaknesses',
+          type: 'shape',
+          shape: 'rectangle',
+          text: 'Weaknesses',
+          x: 420,
+          y: 70,
+          width: 360,
+          height: 240,
+          style: { fill: '#fef9c3', fontSize: 22, fontWeight: 'bold' },
+        },
+        {
+          id: 'opportunities',
+          type: 'shape',
+          shape: 'rectangle',
+          text: 'Opportunities',
+          x: 40,
+          y: 330,
+          width: 360,
+          height: 240,
+          style: { fill: '#dbeafe', fontSize: 22, fontWeight: 'bold' },
+        },
+        {
+          id: 'threats',
+          type: 'shape',
+          shape: 'rectangle',
+          text: 'Threats',
+          x: 420,
+          y: 330,
+          width: 360,
+          height: 240,
+          style: { fill: '#fee2e2', fontSize: 22, fontWeight: 'bold' },
+        },
+        {
+          id: 'internal',
+          type: 'text',
+          text: 'internal',
+          x: 800,
+          y: 170,
+          width: 120,
+          height: 40,
+          style: { textColor: '#6b7280' },
+        },
+        {
+          id: 'external',
+          type: 'text',
+          text: 'external',
+          x: 800,
+          y: 430,
+          width: 120,
+          height: 40,
+          style: { textColor: '#6b7280' },
+        },
       ],
     },
   },
@@ -159,12 +307,49 @@ const SOURCES: Source[] = [
     content: {
       background: '#ffffff',
       elements: [
-        { id: 'core', type: 'shape', shape: 'ellipse', text: 'Central idea', x: 380, y: 260, width: 200, height: 100, style: { fill: '#ede9fe', fontWeight: 'bold', fontSize: 20 } },
+        {
+          id: 'core',
+          type: 'shape',
+          shape: 'ellipse',
+          text: 'Central idea',
+          x: 380,
+          y: 260,
+          width: 200,
+          height: 100,
+          style: { fill: '#ede9fe', fontWeight: 'bold', fontSize: 20 },
+        },
         { id: 'b1', type: 'shape', shape: 'rounded', text: 'Who is it for?', x: 100, y: 80, width: 180, height: 64 },
         { id: 'b2', type: 'shape', shape: 'rounded', text: 'What problem?', x: 680, y: 80, width: 180, height: 64 },
-        { id: 'b3', type: 'shape', shape: 'rounded', text: 'How will it work?', x: 100, y: 480, width: 180, height: 64 },
-        { id: 'b4', type: 'shape', shape: 'rounded', text: 'How do we know it works?', x: 680, y: 480, width: 200, height: 64 },
-        { id: 'ref', type: 'image', url: 'https://placehold.co/320x240.png?text=Reference', alt: 'Reference image (replace me)', x: 400, y: 460, width: 160, height: 120 },
+        {
+          id: 'b3',
+          type: 'shape',
+          shape: 'rounded',
+          text: 'How will it work?',
+          x: 100,
+          y: 480,
+          width: 180,
+          height: 64,
+        },
+        {
+          id: 'b4',
+          type: 'shape',
+          shape: 'rounded',
+          text: 'How do we know it works?',
+          x: 680,
+          y: 480,
+          width: 200,
+          height: 64,
+        },
+        {
+          id: 'ref',
+          type: 'image',
+          url: 'https://placehold.co/320x240.png?text=Reference',
+          alt: 'Reference image (replace me)',
+          x: 400,
+          y: 460,
+          width: 160,
+          height: 120,
+        },
         { id: 'l1', type: 'connector', from: 'core', to: 'b1', arrow: 'none' },
         { id: 'l2', type: 'connector', from: 'core', to: 'b2', arrow: 'none' },
         { id: 'l3', type: 'connector', from: 'core', to: 'b3', arrow: 'none' },
@@ -310,19 +495,28 @@ const SOURCES: Source[] = [
 ];
 
 /** What a sheet template holds: typed columns and rows of cells in column order. */
-const SheetTemplateContent = z.strictObject({ columns: z.array(ColumnDef).min(1), rows: z.array(z.array(z.union([z.string(), z.number(), z.boolean(), z.null()]))) });
+const SheetTemplateContent = z.strictObject({
+  columns: z.array(ColumnDef).min(1),
+  rows: z.array(z.array(z.union([z.string(), z.number(), z.boolean(), z.null()]))),
+});
 export type SheetTemplateContent = z.infer<typeof SheetTemplateContent>;
 
 /** The stored form of a template's content (the same as a project made from it). */
 function contentOf(s: Source): Record<string, unknown> {
   const where = `template ${s.id}`;
-  if (s.kind === 'flowchart') return normalizeFlowchart(check(FlowchartContent, s.content, where)) as unknown as Record<string, unknown>;
-  if (s.kind === 'whiteboard') return normalizeWhiteboard(check(WhiteboardContent, s.content, where)) as unknown as Record<string, unknown>;
+  if (s.kind === 'flowchart')
+    return normalizeFlowchart(check(FlowchartContent, s.content, where)) as unknown as Record<string, unknown>;
+  if (s.kind === 'whiteboard')
+    return normalizeWhiteboard(check(WhiteboardContent, s.content, where)) as unknown as Record<string, unknown>;
   if (s.kind === 'sheet') return check(SheetTemplateContent, s.content, where);
   return check(NotesContent, s.content, where);
 }
 
-function check<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Error } }, value: unknown, where: string): T {
+function check<T>(
+  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Error } },
+  value: unknown,
+  where: string,
+): T {
   const r = schema.safeParse(value);
   if (!r.success) throw new Error(`${where}: ${r.error.message}`);
   return r.data;
@@ -330,8 +524,22 @@ function check<T>(schema: { safeParse(v: unknown): { success: true; data: T } | 
 
 export const TEMPLATES: readonly Template[] = SOURCES.map((s) => {
   const content = contentOf(s);
-  const preview = { flowchart: flowchartPreview, whiteboard: whiteboardPreview, notes: notesPreview, sheet: sheetPreview }[s.kind](content as never);
-  return { id: s.id, name: s.name, description: s.description, kind: s.kind, projectType: PROJECT_TYPE_OF_KIND[s.kind], tags: s.tags, preview, content };
+  const preview = {
+    flowchart: flowchartPreview,
+    whiteboard: whiteboardPreview,
+    notes: notesPreview,
+    sheet: sheetPreview,
+  }[s.kind](content as never);
+  return {
+    id: s.id,
+    name: s.name,
+    description: s.description,
+    kind: s.kind,
+    projectType: PROJECT_TYPE_OF_KIND[s.kind],
+    tags: s.tags,
+    preview,
+    content,
+  };
 });
 
 export const templateById = (id: string) => TEMPLATES.find((t) => t.id === id);

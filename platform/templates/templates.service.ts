@@ -13,7 +13,9 @@ const CURSOR_TAG = 'templates';
  * cursor as every list (the cursor names the last template of the page).
  */
 export function listTemplates(q: TemplateListQuery): { data: Template[]; total: number; cursor?: string } {
-  const all = TEMPLATES.filter((t) => (!q.kind || t.kind === q.kind) && (!q.projectType || t.projectType === q.projectType));
+  const all = TEMPLATES.filter(
+    (t) => (!q.kind || t.kind === q.kind) && (!q.projectType || t.projectType === q.projectType),
+  );
   let start = 0;
   if (q.cursor) {
     const after = decodeCursor(CURSOR_TAG, q.cursor);
@@ -25,7 +27,10 @@ export function listTemplates(q: TemplateListQuery): { data: Template[]; total: 
   }
   const data = all.slice(start, start + q.limit);
   const more = start + q.limit < all.length;
-  return mapPage({ data, total: all.length, cursor: more ? encodeCursor(CURSOR_TAG, null, data[data.length - 1]!.id) : null }, (t) => t);
+  return mapPage(
+    { data, total: all.length, cursor: more ? encodeCursor(CURSOR_TAG, null, data[data.length - 1]!.id) : null },
+    (t) => t,
+  );
 }
 
 /**
@@ -40,14 +45,21 @@ export function createTemplatesService(rt: Runtime) {
     async use(accountId: string, templateId: string, body: TemplateUse, idFor?: (prefix: string) => string) {
       const t = templateById(templateId);
       if (!t) throw notFound('template');
-      const meta = { accountId, name: body.name ?? t.name, description: body.description ?? t.description, tags: body.tags ?? t.tags };
+      const meta = {
+        accountId,
+        name: body.name ?? t.name,
+        description: body.description ?? t.description,
+        tags: body.tags ?? t.tags,
+      };
       if (t.kind === 'sheet') {
         const id = idFor ? idFor('prj') : projects.repository.newId();
         const c = structuredClone(t.content) as SheetTemplateContent;
         await sheets.create({ ...meta, columns: c.columns, rows: c.rows, idFor: () => id });
         return projects.get(accountId, id);
       }
-      return projects.view(await projects.create({ ...meta, kind: t.kind, content: structuredClone(t.content), idFor }));
+      return projects.view(
+        await projects.create({ ...meta, kind: t.kind, content: structuredClone(t.content), idFor }),
+      );
     },
   };
 }

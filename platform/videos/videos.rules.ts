@@ -46,7 +46,10 @@ const rank = (r: VideoResolution) => VIDEO_RESOLUTIONS.indexOf(r);
  * length and references the render will use, and a plain-language note for every knob that was
  * stepped down. Nothing is refused for asking too much and nothing is dropped without a note.
  */
-export function resolveVideoPlan(req: VideoRequest, features: Pick<AccountFeatures, 'premiumVideo'>): VideoPlan & { creditOperation: CreditOperation } {
+export function resolveVideoPlan(
+  req: VideoRequest,
+  features: Pick<AccountFeatures, 'premiumVideo'>,
+): VideoPlan & { creditOperation: CreditOperation } {
   const notes: string[] = [];
   let tier: VideoTier = req.modelTier ?? 'max';
   if (VIDEO_TIER_LIMITS[tier].premium && !features.premiumVideo) {
@@ -59,27 +62,37 @@ export function resolveVideoPlan(req: VideoRequest, features: Pick<AccountFeatur
   let aspectRatio = asked;
   if (!lim.aspectRatios.includes(asked)) {
     aspectRatio = nearestShape(asked, lim.aspectRatios);
-    notes.push(`aspectRatio ${asked} is not offered on the ${tier} tier (only ${lim.aspectRatios.join(' and ')}); it renders at ${aspectRatio}, the nearest.`);
+    notes.push(
+      `aspectRatio ${asked} is not offered on the ${tier} tier (only ${lim.aspectRatios.join(' and ')}); it renders at ${aspectRatio}, the nearest.`,
+    );
   }
 
   let resolution: VideoResolution = lim.defaultResolution;
   let clipSeconds = lim.defaultSeconds;
   if (!lim.premium) {
     if (req.resolution !== undefined && req.resolution !== lim.maxResolution) {
-      notes.push(`resolution ${req.resolution} applies to premium tiers only; the ${tier} tier always renders ${lim.maxResolution}.`);
+      notes.push(
+        `resolution ${req.resolution} applies to premium tiers only; the ${tier} tier always renders ${lim.maxResolution}.`,
+      );
     }
     if (req.clipSeconds !== undefined && req.clipSeconds !== lim.defaultSeconds) {
-      notes.push(`clipSeconds ${req.clipSeconds} applies to premium tiers only; the ${tier} tier renders a fixed clip of about ${lim.defaultSeconds} seconds.`);
+      notes.push(
+        `clipSeconds ${req.clipSeconds} applies to premium tiers only; the ${tier} tier renders a fixed clip of about ${lim.defaultSeconds} seconds.`,
+      );
     }
   } else {
     resolution = req.resolution ?? lim.defaultResolution;
     if (rank(resolution) > rank(lim.maxResolution)) {
-      notes.push(`resolution ${resolution} is above what ${tier} reaches; it renders at ${lim.maxResolution}, the tier's ceiling.`);
+      notes.push(
+        `resolution ${resolution} is above what ${tier} reaches; it renders at ${lim.maxResolution}, the tier's ceiling.`,
+      );
       resolution = lim.maxResolution;
     }
     clipSeconds = req.clipSeconds ?? lim.defaultSeconds;
     if (clipSeconds > lim.maxSeconds) {
-      notes.push(`clipSeconds ${clipSeconds} is above what ${tier} reaches; it is clamped to ${lim.maxSeconds}, the tier's longest.`);
+      notes.push(
+        `clipSeconds ${clipSeconds} is above what ${tier} reaches; it is clamped to ${lim.maxSeconds}, the tier's longest.`,
+      );
       clipSeconds = lim.maxSeconds;
     }
   }

@@ -23,7 +23,15 @@ export function createVideosService(rt: Pick<Runtime, 'jobs' | 'config'>) {
       };
       for (const u of urls) await assertFetchable(u, field(u), { allowLoopback: loop });
 
-      const { job, charged } = await rt.jobs.accept({ accountId: account._id, requestId: input.requestId, jobId: input.jobId, type: 'video', operation: creditOperation, input: plan, notes: plan.notes });
+      const { job, charged } = await rt.jobs.accept({
+        accountId: account._id,
+        requestId: input.requestId,
+        jobId: input.jobId,
+        type: 'video',
+        operation: creditOperation,
+        input: plan,
+        notes: plan.notes,
+      });
       return { envelope: { ...toEnvelope(job), notes: plan.notes }, charged };
     },
   };

@@ -31,7 +31,13 @@ export function createSecretBox(configKey: string) {
       const cipher = createCipheriv('aes-256-gcm', key, iv);
       cipher.setAAD(Buffer.from(webhookId, 'utf8'));
       const data = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-      return { alg: 'aes-256-gcm', keyId, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') };
+      return {
+        alg: 'aes-256-gcm',
+        keyId,
+        iv: iv.toString('base64'),
+        tag: cipher.getAuthTag().toString('base64'),
+        data: data.toString('base64'),
+      };
     },
     /** Throws when the key is not the one that sealed it or the record was tampered with. */
     open(box: EncryptedSecret, webhookId: string): string {

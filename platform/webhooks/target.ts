@@ -14,11 +14,19 @@ export interface TargetOptions {
   allowLoopback: boolean;
 }
 
-const rules = (opts: TargetOptions) => ({ allowLoopback: opts.allowLoopback, allowHttp: opts.allowLoopback ? ('loopback' as const) : false });
+const rules = (opts: TargetOptions) => ({
+  allowLoopback: opts.allowLoopback,
+  allowHttp: opts.allowLoopback ? ('loopback' as const) : false,
+});
 
 /** Why `raw` cannot be a webhook target right now, or null when it can. */
 export async function targetProblem(raw: string, opts: TargetOptions): Promise<string | null> {
-  return (await urlProblem(raw, rules(opts))).problem?.replace('which the server will not fetch', 'which the service does not deliver to') ?? null;
+  return (
+    (await urlProblem(raw, rules(opts))).problem?.replace(
+      'which the server will not fetch',
+      'which the service does not deliver to',
+    ) ?? null
+  );
 }
 
 /** Throw validation_error `url: …` unless `raw` is an acceptable target. */

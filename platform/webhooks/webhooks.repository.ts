@@ -46,14 +46,23 @@ export function createWebhooksRepository(db: Database) {
      * Insert in the lowest free slot; the 11th answers limit_exceeded. Two creates racing for
      * one slot: the unique index refuses one, which takes the next free slot.
      */
-    async create(input: { id?: string; name: string; url: string; events: string[]; seal: (id: string) => EncryptedSecret }): Promise<WebhookDoc> {
+    async create(input: {
+      id?: string;
+      name: string;
+      url: string;
+      events: string[];
+      seal: (id: string) => EncryptedSecret;
+    }): Promise<WebhookDoc> {
       const id = input.id ?? newId(WEBHOOK_ID_PREFIX);
       const secret = input.seal(id);
       for (let tries = 0; tries < WEBHOOK_LIMITS.perAccount + 1; tries++) {
         const used = new Set((await col.find({ accountId }, { projection: { slot: 1 } }).toArray()).map((d) => d.slot));
         const slot = [...Array(WEBHOOK_LIMITS.perAccount).keys()].find((s) => !used.has(s));
         if (slot === undefined) {
-          throw new AppError('limit_exceeded', `an account may have at most ${WEBHOOK_LIMITS.perAccount} webhooks; delete one before creating another`);
+          throw new AppError(
+            'limit_exceeded',
+            `an account may have at most ${WEBHOOK_LIMITS.perAccount} webhooks; delete one before creating another`,
+          );
         }
         const now = new Date();
         const doc: WebhookDoc = {
@@ -84,13 +93,17 @@ export function createWebhooksRepository(db: Database) {
     },
 
     /** Apply a PATCH. `isActive: true` re-enables and resets the failure count (SPEC 3.6). */
-    async update(id: string, patch: { name?: string; url?: string; events?: string[]; isActive?: boolean }): Promise<WebhookDoc | null> {
+    async update(
+      id: string,
+      patch: { name?: string; url?: string; events?: string[]; isActive?: boolean },
+    ): Promise<WebhookDoc | null> {
       const now = new Date();
       const set: Partial<WebhookDoc> = { updatedAt: now };
       if (patch.name !== undefined) set.name = patch.name;
       if (patch.url !== undefined) set.url = patch.url;
       if (patch.events !== undefined) set.events = patch.events;
-      if (patch.isActive === true) Object.assign(set, { isActive: true, consecutiveFailures: 0, disabledAt: null, disabledReason: null });
+      if (patch.isActive === true)
+        Object.assign(set, { isActive: true, consecutiveFailures: 0, disabledAt: null, disabledReason: null });
       if (patch.isActive === false) {
         // Keep the time and reason of an earlier automatic disable.
         const current = await col.findOne({ _id: id, accountId }, { projection: { isActive: 1 } });
@@ -109,7 +122,10 @@ export function createWebhooksRepository(db: Database) {
 
     /** A delivery succeeded: the failure streak ends. */
     async markDelivered(id: string): Promise<void> {
-      await col.updateOne({ _id: id, accountId }, { $set: { consecutiveFailures: 0, lastDeliveryAt: new Date(), lastDeliveryStatus: 'delivered' } });
+      await col.updateOne(
+        { _id: id, accountId },
+        { $set: { consecutiveFailures: 0, lastDeliveryAt: new Date(), lastDeliveryStatus: 'delivered' } },
+      );
     },
 
     /**
@@ -123,7 +139,8 @@ export function createWebhooksRepository(db: Database) {
         { $inc: { consecutiveFailures: 1 }, $set: { lastDeliveryAt: now, lastDeliveryStatus: 'failed' } },
         { returnDocument: 'after' },
       );
-      if (!after || after.consecutiveFailures < disableAfter) return { disabled: false, consecutiveFailures: after?.consecutiveFailures ?? 0 };
+      if (!after || after.consecutiveFailures < disableAfter)
+        return { disabled: false, consecutiveFailures: after?.consecutiveFailures ?? 0 };
       const r = await col.updateOne(
         { _id: id, accountId, isActive: true },
         { $set: { isActive: false, disabledAt: now, disabledReason: 'consecutive_failures', updatedAt: now } },

@@ -80,7 +80,9 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
     async update(accountId: string, id: string, patch: WebhookUpdate) {
       await mustGet(accountId, id);
       if (patch.url !== undefined) await assertWebhookTarget(patch.url, target);
-      const doc = await webhooks.forAccount(accountId).update(id, { ...patch, events: patch.events && [...new Set(patch.events)] });
+      const doc = await webhooks
+        .forAccount(accountId)
+        .update(id, { ...patch, events: patch.events && [...new Set(patch.events)] });
       if (!doc) throw notFound('webhook');
       return toWebhook(doc);
     },

@@ -31,19 +31,24 @@ const MESSAGE = 'list my projects';
 async function pool<T>(n: number, concurrency: number, one: (i: number) => Promise<T>): Promise<T[]> {
   const out: T[] = [];
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < n) {
-      const i = next++;
-      out[i] = await one(i);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        const i = next++;
+        out[i] = await one(i);
+      }
+    }),
+  );
   return out;
 }
 
 export const bench: Bench = {
   name: 'agents (issue 12)',
   async run(): Promise<BenchRow[]> {
-    const stack = await startStack({ scheduler: false, env: { WORKER_POOLS: 'agent', POOL_CONCURRENCY: `agent=${C}`, RATE_LIMIT_MAX: '1000000', LOG_LEVEL: 'warn' } });
+    const stack = await startStack({
+      scheduler: false,
+      env: { WORKER_POOLS: 'agent', POOL_CONCURRENCY: `agent=${C}`, RATE_LIMIT_MAX: '1000000', LOG_LEVEL: 'warn' },
+    });
     try {
       const { accountId, key } = await stack.createAccount({ credits: 1_000_000 });
       const { id: _id, ...def } = DEV_AGENTS[0]!;
@@ -57,13 +62,23 @@ export const bench: Bench = {
       const tools = createAgentActions(stack.rt, { agentId: agent._id, runId: 'bench' });
       const specs = toolSpecs(tools);
       const bare = async (i: number) => {
-        const messages: EngineMessage[] = [{ role: 'system', content: agent.instructions }, { role: 'user', content: MESSAGE }];
+        const messages: EngineMessage[] = [
+          { role: 'system', content: agent.instructions },
+          { role: 'user', content: MESSAGE },
+        ];
         const signal = new AbortController().signal;
         const calls: ToolCall[] = [];
-        for await (const ev of engine.step({ messages, tools: specs, mode: 'fast', stepIndex: 0, signal })) if (ev.type === 'tool-call') calls.push(ev.call);
+        for await (const ev of engine.step({ messages, tools: specs, mode: 'fast', stepIndex: 0, signal }))
+          if (ev.type === 'tool-call') calls.push(ev.call);
         messages.push({ role: 'assistant', content: '', toolCalls: calls });
         for (const call of calls) {
-          const artifact = await executeToolCall(tools, call, { account, key: { scopes: ['read', 'write', 'ai'], folderPins: [] }, requestId: 'bench', signal, idFor: (p) => stableId(p, `bench${i}`) });
+          const artifact = await executeToolCall(tools, call, {
+            account,
+            key: { scopes: ['read', 'write', 'ai'], folderPins: [] },
+            requestId: 'bench',
+            signal,
+            idFor: (p) => stableId(p, `bench${i}`),
+          });
           messages.push({ role: 'tool', toolCallId: call.id, name: call.name, artifact });
         }
         for await (const _ of engine.step({ messages, tools: specs, mode: 'fast', stepIndex: 1, signal })) void _;
@@ -95,11 +110,19 @@ export const bench: Bench = {
       await settled(warm.length + accepted.length);
       if (process.env.BENCH_AGENT_DEBUG) console.log(`accepted ${RUNS} in ${Math.round(acceptedIn)} ms`);
       const agentRps = RUNS / ((performance.now() - t0) / 1000);
-      const done = await runs.find({ accountId, createdAt: { $gte: started } }, { projection: { status: 1, createdAt: 1, completedAt: 1 } }).toArray();
+      const done = await runs
+        .find({ accountId, createdAt: { $gte: started } }, { projection: { status: 1, createdAt: 1, completedAt: 1 } })
+        .toArray();
       const failed = done.filter((r) => r.status !== 'completed').length;
       const latencies = done.map((r) => r.completedAt.getTime() - r.createdAt.getTime());
       return [
-        row('agent runs completed per second (local engine, list_projects)', agentRps, 'runs/s', bareRps, `${RUNS} runs, ${C} clients, agent pool concurrency ${C}, ${failed} not completed; baseline: the same engine steps and action in-process, no queue or run document`),
+        row(
+          'agent runs completed per second (local engine, list_projects)',
+          agentRps,
+          'runs/s',
+          bareRps,
+          `${RUNS} runs, ${C} clients, agent pool concurrency ${C}, ${failed} not completed; baseline: the same engine steps and action in-process, no queue or run document`,
+        ),
         row('agent run latency p50 (accepted → completed)', percentile(latencies, 50), 'ms'),
         row('agent run latency p95 (accepted → completed)', percentile(latencies, 95), 'ms'),
       ];

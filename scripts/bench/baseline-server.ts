@@ -38,7 +38,9 @@ if (mode === 'hello-http') {
   app.get('/hello', (_req, res) => void res.json({ hello: 'world' }));
   handler = app;
 } else if (mode === 'find' || mode === 'insert') {
-  mongo = await new MongoClient(process.env.MONGODB_URL!, { maxPoolSize: Number(process.env.MONGODB_MAX_POOL_SIZE ?? 20) }).connect();
+  mongo = await new MongoClient(process.env.MONGODB_URL!, {
+    maxPoolSize: Number(process.env.MONGODB_MAX_POOL_SIZE ?? 20),
+  }).connect();
   const jobs = mongo.db().collection<Record<string, unknown> & { _id: string }>('jobs');
   const accountId = process.env.BASELINE_ACCOUNT_ID ?? 'acct_bench';
   handler =
@@ -54,7 +56,17 @@ if (mode === 'hello-http') {
             .then(async (text) => {
               const now = new Date();
               const _id = `code_${randomBytes(12).toString('base64url')}`;
-              await jobs.insertOne({ _id, accountId, type: 'code', status: 'queued', input: JSON.parse(text), dispatchedAt: null, attempts: 0, createdAt: now, updatedAt: now });
+              await jobs.insertOne({
+                _id,
+                accountId,
+                type: 'code',
+                status: 'queued',
+                input: JSON.parse(text),
+                dispatchedAt: null,
+                attempts: 0,
+                createdAt: now,
+                updatedAt: now,
+              });
               json(res, 202, { jobId: _id, status: 'queued' });
             })
             .catch((err) => json(res, 500, { error: String(err) }));

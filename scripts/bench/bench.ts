@@ -18,11 +18,20 @@ export interface Bench {
   run(): Promise<BenchRow[]>;
 }
 
-export const row = (name: string, value: number, unit: string, baseline?: number, note?: string, target?: number): BenchRow => ({
+export const row = (
+  name: string,
+  value: number,
+  unit: string,
+  baseline?: number,
+  note?: string,
+  target?: number,
+): BenchRow => ({
   name,
   value: Math.round(value * 100) / 100,
   unit,
-  ...(baseline !== undefined ? { baseline: Math.round(baseline * 100) / 100, ratio: Math.round((value / baseline) * 1000) / 1000 } : {}),
+  ...(baseline !== undefined
+    ? { baseline: Math.round(baseline * 100) / 100, ratio: Math.round((value / baseline) * 1000) / 1000 }
+    : {}),
   ...(target !== undefined ? { target } : {}),
   ...(note ? { note } : {}),
 });

@@ -44,18 +44,22 @@ function timedChat(url: string, key: string, message: string): Promise<Timed> {
     let firstByteMs = NaN;
     let firstTextMs = NaN;
     let body = '';
-    const req = http.request(`${url}/chat`, { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }, (res) => {
-      if (res.statusCode !== 200) reject(new Error(`POST /chat answered ${res.statusCode}`));
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => {
-        const now = performance.now() - t0;
-        if (Number.isNaN(firstByteMs)) firstByteMs = now;
-        body += d;
-        if (Number.isNaN(firstTextMs) && body.includes('"type":"text-delta"')) firstTextMs = now;
-      });
-      res.on('end', () => resolve({ firstByteMs, firstTextMs, body }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      `${url}/chat`,
+      { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } },
+      (res) => {
+        if (res.statusCode !== 200) reject(new Error(`POST /chat answered ${res.statusCode}`));
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          const now = performance.now() - t0;
+          if (Number.isNaN(firstByteMs)) firstByteMs = now;
+          body += d;
+          if (Number.isNaN(firstTextMs) && body.includes('"type":"text-delta"')) firstTextMs = now;
+        });
+        res.on('end', () => resolve({ firstByteMs, firstTextMs, body }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify({ message }));
   });
@@ -77,7 +81,13 @@ async function latency(rows: BenchRow[]) {
     const specs = toolSpecs(tools);
     const bareFirstText = async (message: string) => {
       const t0 = performance.now();
-      for await (const ev of engine.step({ messages: [{ role: 'user', content: message }], tools: specs, mode: 'fast', stepIndex: 0, signal })) {
+      for await (const ev of engine.step({
+        messages: [{ role: 'user', content: message }],
+        tools: specs,
+        mode: 'fast',
+        stepIndex: 0,
+        signal,
+      })) {
         if (ev.type === 'text-delta') return performance.now() - t0;
       }
       throw new Error('the engine wrote no text');
@@ -87,7 +97,14 @@ async function latency(rows: BenchRow[]) {
     let turnNo = 0;
     const inProcessFirstText = async (message: string) => {
       const t0 = performance.now();
-      for await (const ev of runTurn({ engine, tools, mode: 'fast', messages: [{ role: 'user', content: message }], ctx: { account, key: { scopes: ['ai', 'write', 'read'] }, requestId: 'bench', turnId: `msg_bench${turnNo++}` }, signal })) {
+      for await (const ev of runTurn({
+        engine,
+        tools,
+        mode: 'fast',
+        messages: [{ role: 'user', content: message }],
+        ctx: { account, key: { scopes: ['ai', 'write', 'read'] }, requestId: 'bench', turnId: `msg_bench${turnNo++}` },
+        signal,
+      })) {
         if (ev.type === 'text-delta') return performance.now() - t0;
       }
       throw new Error('the turn wrote no text');
@@ -114,13 +131,31 @@ async function latency(rows: BenchRow[]) {
       const over: Timed[] = [];
       for (let i = 0; i < N; i++) over.push(await timedChat(api.url, key, message));
       const base: number[] = [];
-      for (let i = 0; i < N; i++) base.push(withTool ? await inProcessFirstText(message) : await bareFirstText(message));
-      if (!over.every((t) => t.body.endsWith('data: [DONE]\n\n'))) throw new Error(`${label}: a stream did not end with [DONE]`);
+      for (let i = 0; i < N; i++)
+        base.push(withTool ? await inProcessFirstText(message) : await bareFirstText(message));
+      if (!over.every((t) => t.body.endsWith('data: [DONE]\n\n')))
+        throw new Error(`${label}: a stream did not end with [DONE]`);
       const fb = over.map((t) => t.firstByteMs);
       const ft = over.map((t) => t.firstTextMs);
       const baseName = withTool ? 'runTurn in-process with the same tools' : 'bare engine call (local, step 0)';
-      rows.push(row(`(a) ${label}: first streamed byte p50`, p(fb, 50), 'ms', p(floor, 50), `${N} turns one at a time; p95 ${p(fb, 95).toFixed(1)} ms; baseline: GET /account on the same API process (p50), the difference is mostly the credit hold`));
-      rows.push(row(`(a) ${label}: first text-delta p50`, p(ft, 50), 'ms', p(base, 50), `baseline: ${baseName} to its first text-delta (p50); p95 ${p(ft, 95).toFixed(1)} ms vs ${p(base, 95).toFixed(2)} ms`));
+      rows.push(
+        row(
+          `(a) ${label}: first streamed byte p50`,
+          p(fb, 50),
+          'ms',
+          p(floor, 50),
+          `${N} turns one at a time; p95 ${p(fb, 95).toFixed(1)} ms; baseline: GET /account on the same API process (p50), the difference is mostly the credit hold`,
+        ),
+      );
+      rows.push(
+        row(
+          `(a) ${label}: first text-delta p50`,
+          p(ft, 50),
+          'ms',
+          p(base, 50),
+          `baseline: ${baseName} to its first text-delta (p50); p95 ${p(ft, 95).toFixed(1)} ms vs ${p(base, 95).toFixed(2)} ms`,
+        ),
+      );
     }
   } finally {
     await stack.stop();
@@ -134,7 +169,9 @@ async function heldProvider() {
   let holding = false;
   const base = { id: 'chatcmpl-b', object: 'chat.completion.chunk', created: 1, model: 'held-1' };
   const finish = (res: http.ServerResponse) => {
-    res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { content: 'Done.' }, finish_reason: null }] })}\n\n`);
+    res.write(
+      `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { content: 'Done.' }, finish_reason: null }] })}\n\n`,
+    );
     res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
     res.end('data: [DONE]\n\n');
   };
@@ -142,7 +179,9 @@ async function heldProvider() {
     req.resume();
     req.on('end', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })}\n\n`,
+      );
       if (holding) held.push(res);
       else finish(res);
     });
@@ -190,21 +229,29 @@ function openStream(url: string, key: string, streamAgent: http.Agent): OpenStre
   s.started = new Promise<void>((r) => (onStart = r));
   s.done = new Promise((resolve, reject) => {
     let body = '';
-    const req = http.request(`${url}/chat`, { method: 'POST', agent: streamAgent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }, (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`POST /chat answered ${res.statusCode}`));
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => {
-        body += d;
-        if (body.includes('"type":"start"')) onStart();
-        // Only the tail is kept: counting happens on complete frames.
-        const frames = body.split('\n\n');
-        body = frames.pop()!;
-        for (const f of frames) if (f === ': keepalive') s.keepalives++;
-        if (frames.includes('data: [DONE]')) resolve({ ok: true, at: performance.now() });
-      });
-      res.on('end', () => resolve({ ok: false, at: performance.now() }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      `${url}/chat`,
+      {
+        method: 'POST',
+        agent: streamAgent,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      },
+      (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`POST /chat answered ${res.statusCode}`));
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          body += d;
+          if (body.includes('"type":"start"')) onStart();
+          // Only the tail is kept: counting happens on complete frames.
+          const frames = body.split('\n\n');
+          body = frames.pop()!;
+          for (const f of frames) if (f === ': keepalive') s.keepalives++;
+          if (frames.includes('data: [DONE]')) resolve({ ok: true, at: performance.now() });
+        });
+        res.on('end', () => resolve({ ok: false, at: performance.now() }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify({ message: 'tell me something slowly' }));
   });
@@ -214,7 +261,15 @@ function openStream(url: string, key: string, streamAgent: http.Agent): OpenStre
 /** (b) S idle streams on one API process. */
 async function idleStreams(rows: BenchRow[]) {
   const provider = await heldProvider();
-  const api = await startSupervisedApi(1, { ...API_ENV, CHAT_ENGINE: 'openai', OPENAI_BASE_URL: provider.url, OPENAI_API_KEY: 'sk-bench', CHAT_MODEL: 'held-1', CHAT_TIMEOUT_MS: '600000', CHAT_KEEPALIVE_MS: '1000' });
+  const api = await startSupervisedApi(1, {
+    ...API_ENV,
+    CHAT_ENGINE: 'openai',
+    OPENAI_BASE_URL: provider.url,
+    OPENAI_API_KEY: 'sk-bench',
+    CHAT_MODEL: 'held-1',
+    CHAT_TIMEOUT_MS: '600000',
+    CHAT_KEEPALIVE_MS: '1000',
+  });
   const streamAgent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
   try {
     const { key } = await benchAccount(api.config.MONGODB_URL, { credits: 1e9 });
@@ -245,10 +300,42 @@ async function idleStreams(rows: BenchRow[]) {
     const ok = ends.filter((e) => e.ok).length;
     const perStreamRss = (held.rss - idle.rss) / STREAMS;
     const perStreamHeap = (held.heap - idle.heap) / STREAMS;
-    rows.push(row(`(b) idle streams held by one API process`, ok, 'streams', STREAMS, `opened in ${(openMs / 1000).toFixed(1)} s; every one ended with finish + [DONE] after release: ${ok === STREAMS}`));
-    rows.push(row(`(b) RSS per held stream`, perStreamRss / 1024, 'KiB', undefined, `API process RSS ${(idle.rss / 2 ** 20).toFixed(0)} MiB idle (after warm-up) → ${(held.rss / 2 ** 20).toFixed(0)} MiB with ${STREAMS} streams; heap +${(perStreamHeap / 1024).toFixed(1)} KiB per stream (each holds its client socket, its turn and its upstream provider request)`));
-    rows.push(row(`(b) keepalives per stream in ${HOLD_SECONDS} s (CHAT_KEEPALIVE_MS 1000)`, p(during, 50), 'comments', undefined, `min ${Math.min(...during)}, max ${Math.max(...during)} over ${STREAMS} streams`));
-    rows.push(row(`(b) all ${STREAMS} turns finished after release`, finishMs, 'ms', undefined, 'provider answers, stored answers, captured holds, finish + [DONE] on every stream'));
+    rows.push(
+      row(
+        `(b) idle streams held by one API process`,
+        ok,
+        'streams',
+        STREAMS,
+        `opened in ${(openMs / 1000).toFixed(1)} s; every one ended with finish + [DONE] after release: ${ok === STREAMS}`,
+      ),
+    );
+    rows.push(
+      row(
+        `(b) RSS per held stream`,
+        perStreamRss / 1024,
+        'KiB',
+        undefined,
+        `API process RSS ${(idle.rss / 2 ** 20).toFixed(0)} MiB idle (after warm-up) → ${(held.rss / 2 ** 20).toFixed(0)} MiB with ${STREAMS} streams; heap +${(perStreamHeap / 1024).toFixed(1)} KiB per stream (each holds its client socket, its turn and its upstream provider request)`,
+      ),
+    );
+    rows.push(
+      row(
+        `(b) keepalives per stream in ${HOLD_SECONDS} s (CHAT_KEEPALIVE_MS 1000)`,
+        p(during, 50),
+        'comments',
+        undefined,
+        `min ${Math.min(...during)}, max ${Math.max(...during)} over ${STREAMS} streams`,
+      ),
+    );
+    rows.push(
+      row(
+        `(b) all ${STREAMS} turns finished after release`,
+        finishMs,
+        'ms',
+        undefined,
+        'provider answers, stored answers, captured holds, finish + [DONE] on every stream',
+      ),
+    );
   } finally {
     provider.release();
     streamAgent.destroy();

@@ -26,7 +26,16 @@
  * `GET /?q=…` and reports `{ port }` over IPC.
  */
 import type { DriveFileDoc, DriveTextDoc } from '../../platform/drive/drive.types';
-import { encodeEntry, FIELD_BITS, indexCollections, metaMasks, pageId, pageOf, postingsId, DRIVE_INDEX_LIMITS } from '../../platform/drive/search-index';
+import {
+  encodeEntry,
+  FIELD_BITS,
+  indexCollections,
+  metaMasks,
+  pageId,
+  pageOf,
+  postingsId,
+  DRIVE_INDEX_LIMITS,
+} from '../../platform/drive/search-index';
 import { COLLECTIONS, connectMongo } from '../../platform/infra/mongo';
 import { row, type Bench, type BenchRow } from './bench';
 import { benchAccount, compareRounds, type Figures, type Reader, type Target } from './load';
@@ -42,7 +51,6 @@ const WARMUP = 10;
 const LIMIT = 20;
 
 // ---- data ----------------------------------------------------------------------------------
-
 
 /** VOCABULARY distinct made-up words of two to four syllables. */
 function vocabulary(n: number): string[] {
@@ -87,9 +95,11 @@ function queries(words: string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < 50; i++) {
     const k = i % 5;
-    if (k === 0) out.push(pick(0, 10)); // a very common word: long posting lists
+    if (k === 0)
+      out.push(pick(0, 10)); // a very common word: long posting lists
     else if (k === 1) out.push(pick(10, 200));
-    else if (k === 2) out.push(pick(200, words.length)); // rare
+    else if (k === 2)
+      out.push(pick(200, words.length)); // rare
     else if (k === 3) out.push(`${pick(10, 200)} ${pick(10, 200)}`);
     else out.push(`${pick(0, 50)} ${pick(200, words.length)}`);
   }
@@ -110,14 +120,19 @@ export async function prepare(mongoUrl: string) {
     const texts = db.db.collection<DriveTextDoc>(COLLECTIONS.driveTexts);
     /** Documents inserted in bulk, 500 a command. */
     const insertAll = async (docs: { _id: string }[], name: string) => {
-      for (let i = 0; i < docs.length; i += 500) await db.db.collection<{ _id: string }>(name).insertMany(docs.slice(i, i + 500), { ordered: false });
+      for (let i = 0; i < docs.length; i += 500)
+        await db.db.collection<{ _id: string }>(name).insertMany(docs.slice(i, i + 500), { ordered: false });
     };
     const t0 = Date.now() - FILES * 1000;
     let fileBatch: DriveFileDoc[] = [];
     let textBatch: DriveTextDoc[] = [];
     let pageBatch: { _id: string; s: number; t: string }[] = [];
     const flush = async () => {
-      await Promise.all([files.insertMany(fileBatch, { ordered: false }), texts.insertMany(textBatch, { ordered: false }), insertAll(pageBatch, indexCollections.pages)]);
+      await Promise.all([
+        files.insertMany(fileBatch, { ordered: false }),
+        texts.insertMany(textBatch, { ordered: false }),
+        insertAll(pageBatch, indexCollections.pages),
+      ]);
       fileBatch = [];
       textBatch = [];
       pageBatch = [];
@@ -129,9 +144,27 @@ export async function prepare(mongoUrl: string) {
       const body = Array.from({ length: n }, () => words[draw()]!).join(' ');
       const name = `${words[draw()]} ${words[draw()]} ${i}.txt`;
       const file: DriveFileDoc = {
-        _id: id, accountId, teamId: null, name, nameKey: name.toLowerCase(), ext: 'txt', kind: 'text', mimeType: 'text/plain', sizeBytes: body.length, folderId: null,
-        isStarred: false, tags: [words[draw()]!], description: '', blobId: `dbb_bench${i}`, sha256: '', trashedAt: null, lastAccessedAt: null,
-        text: { status: 'ready', chars: body.length, truncated: false, engine: 'utf8-text-v1', error: null, at }, version: 1, createdAt: at, updatedAt: at,
+        _id: id,
+        accountId,
+        teamId: null,
+        name,
+        nameKey: name.toLowerCase(),
+        ext: 'txt',
+        kind: 'text',
+        mimeType: 'text/plain',
+        sizeBytes: body.length,
+        folderId: null,
+        isStarred: false,
+        tags: [words[draw()]!],
+        description: '',
+        blobId: `dbb_bench${i}`,
+        sha256: '',
+        trashedAt: null,
+        lastAccessedAt: null,
+        text: { status: 'ready', chars: body.length, truncated: false, engine: 'utf8-text-v1', error: null, at },
+        version: 1,
+        createdAt: at,
+        updatedAt: at,
       };
       fileBatch.push(file);
       textBatch.push({ _id: id, accountId, teamId: null, content: body, truncated: false, engine: 'utf8-text-v1', at });
@@ -146,7 +179,13 @@ export async function prepare(mongoUrl: string) {
       }
       for (const t of new Set([...meta.keys(), ...offsets.keys()])) {
         const offset = offsets.get(t) ?? -1;
-        const e = encodeEntry({ fileId: id, mask: (meta.get(t) ?? 0) | (offset >= 0 ? FIELD_BITS.text : 0), kind: 'text', createdSec: Math.floor(at.getTime() / 1000), offset });
+        const e = encodeEntry({
+          fileId: id,
+          mask: (meta.get(t) ?? 0) | (offset >= 0 ? FIELD_BITS.text : 0),
+          kind: 'text',
+          createdSec: Math.floor(at.getTime() / 1000),
+          offset,
+        });
         const list = postings.get(t);
         if (list) list.push(e);
         else postings.set(t, [e]);
@@ -188,7 +227,11 @@ await serveBaselineWhen(BASELINE, (_mode, mongo) => {
           if (scores && !scores.has(id)) continue;
           const mask = parseInt(packed, 36) % 16;
           const prev = scores?.get(id);
-          next.set(id, { score: (prev?.score ?? 0) + (mask & 1 ? 16 : 0) + (mask & 2 ? 8 : 0) + (mask & 4 ? 3 : 0) + (mask & 8 ? 1 : 0), offset: off ? parseInt(off, 36) : (prev?.offset ?? -1) });
+          next.set(id, {
+            score:
+              (prev?.score ?? 0) + (mask & 1 ? 16 : 0) + (mask & 2 ? 8 : 0) + (mask & 4 ? 3 : 0) + (mask & 8 ? 1 : 0),
+            offset: off ? parseInt(off, 36) : (prev?.offset ?? -1),
+          });
         }
         scores = next;
       }
@@ -203,7 +246,11 @@ await serveBaselineWhen(BASELINE, (_mode, mongo) => {
         }),
       );
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ data: docs.slice(0, LIMIT).map((d, i) => ({ file: d, page: pages[i]?.t?.slice(0, 160) ?? '' })) }));
+      res.end(
+        JSON.stringify({
+          data: docs.slice(0, LIMIT).map((d, i) => ({ file: d, page: pages[i]?.t?.slice(0, 160) ?? '' })),
+        }),
+      );
     })().catch((err) => {
       res.writeHead(500);
       res.end(String(err));
@@ -228,17 +275,36 @@ export const bench: Bench = {
       const qs = queries(words);
       const first = await fetch(`${api.url}/drive/search?q=${encodeURIComponent(qs[1]!)}`, { headers: auth });
       const firstBody = (await first.json()) as { data?: unknown[] };
-      if (first.status !== 200 || !firstBody.data?.length) throw new Error(`GET /drive/search answered ${first.status} with ${firstBody.data?.length ?? 0} hits`);
-      const base = await forkBaseline(import.meta.url, BASELINE, '1', { MONGODB_URL: api.config.MONGODB_URL, BASELINE_ACCOUNT_ID: accountId });
+      if (first.status !== 200 || !firstBody.data?.length)
+        throw new Error(`GET /drive/search answered ${first.status} with ${firstBody.data?.length ?? 0} hits`);
+      const base = await forkBaseline(import.meta.url, BASELINE, '1', {
+        MONGODB_URL: api.config.MONGODB_URL,
+        BASELINE_ACCOUNT_ID: accountId,
+      });
       try {
         // The queries in turn, the same for both (request i asks qs[i % qs.length]).
-        const subject: Target = (i) => ({ url: `${api.url}/drive/search?q=${encodeURIComponent(qs[i % qs.length]!)}&limit=${LIMIT}`, headers: auth });
+        const subject: Target = (i) => ({
+          url: `${api.url}/drive/search?q=${encodeURIComponent(qs[i % qs.length]!)}&limit=${LIMIT}`,
+          headers: auth,
+        });
         const bare: Target = (i) => ({ url: `${base.url}/?q=${encodeURIComponent(qs[i % qs.length]!)}` });
-        const [v, b] = (await compareRounds([subject, bare], { rounds: ROUNDS, requests: REQUESTS, connections: CONNECTIONS, warmup: { requests: WARMUP }, read: hits })) as [Figures<number>, Figures<number>];
+        const [v, b] = (await compareRounds([subject, bare], {
+          rounds: ROUNDS,
+          requests: REQUESTS,
+          connections: CONNECTIONS,
+          warmup: { requests: WARMUP },
+          read: hits,
+        })) as [Figures<number>, Figures<number>];
         const avgHits = (f: Figures<number>) => (f.values.reduce((a, n) => a + n, 0) / Math.max(1, f.n)).toFixed(1);
         const note = `${FILES} files with text (50-100 words each from ${VOCABULARY} Zipf-distributed words; ${lists} posting lists, the longest ${longest} files; inserted in ${insertSeconds.toFixed(1)} s), ${qs.length} one- and two-word queries, limit ${LIMIT}; ${ROUNDS} rounds x ${REQUESTS} requests over ${CONNECTIONS} connections; avg hits ${avgHits(v)} / ${avgHits(b)}${v.errors + b.errors ? `; failed: ${v.errors + b.errors}` : ''}`;
         return [
-          row('(s) GET /drive/search, 10,000 files, p50', v.p50, 'ms', b.p50, `baseline: node:http + the index's own reads (posting lists by _id, ${LIMIT + 1} files and ${LIMIT} text pages by _id); ${note}`),
+          row(
+            '(s) GET /drive/search, 10,000 files, p50',
+            v.p50,
+            'ms',
+            b.p50,
+            `baseline: node:http + the index's own reads (posting lists by _id, ${LIMIT + 1} files and ${LIMIT} text pages by _id); ${note}`,
+          ),
           row('(s) GET /drive/search, 10,000 files, p99', v.p99, 'ms', b.p99, `n = ${v.n} / ${b.n}`),
           row('(s) GET /drive/search, 10,000 files, req/s', v.rps, 'req/s', b.rps, 'the same runs'),
         ];

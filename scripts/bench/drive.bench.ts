@@ -47,7 +47,11 @@ await serveBaselineWhen(BASELINE, (_mode, mongo) => {
           const bytes = Buffer.from(body.contentBase64, 'base64');
           const id = `bbb_${randomBytes(12).toString('hex')}`;
           const up = bucket.openUploadStreamWithId(id as never, body.name);
-          up.once('finish', () => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id, sizeBytes: bytes.length })));
+          up.once('finish', () =>
+            res
+              .writeHead(201, { 'content-type': 'application/json' })
+              .end(JSON.stringify({ id, sizeBytes: bytes.length })),
+          );
           up.once('error', fail);
           up.end(bytes);
         } catch (err) {
@@ -75,35 +79,60 @@ const answer =
   (expect: number, json: boolean): Reader<Buffer> =>
   async (r, q) => {
     const buf = Buffer.from(await r.arrayBuffer());
-    if (r.status !== expect) return { ok: false, why: `${q.method ?? 'GET'} answered ${r.status}: ${buf.toString('utf8').slice(0, 300)}` };
+    if (r.status !== expect)
+      return { ok: false, why: `${q.method ?? 'GET'} answered ${r.status}: ${buf.toString('utf8').slice(0, 300)}` };
     if (!json && buf.length !== SIZE) return { ok: false };
     return { ok: true, value: json ? buf : undefined };
   };
 
 /** Both targets in turn, ROUNDS rounds of FILES requests over CONNECTIONS connections, rotating which goes first. */
 const compare = (targets: [Target, Target], expect: number, json: boolean, warmup?: { requests: number }) =>
-  compareRounds(targets, { rounds: ROUNDS, connections: CONNECTIONS, requests: FILES, read: answer(expect, json), warn: true, warmup }) as Promise<[Figures<Buffer>, Figures<Buffer>]>;
+  compareRounds(targets, {
+    rounds: ROUNDS,
+    connections: CONNECTIONS,
+    requests: FILES,
+    read: answer(expect, json),
+    warn: true,
+    warmup,
+  }) as Promise<[Figures<Buffer>, Figures<Buffer>]>;
 
 const mbPerSec = (f: Figures<Buffer>) => f.rps * MB;
 /** The ids the answers of a run of uploads gave. */
 const ids = (f: Figures<Buffer>) => f.values.map((b) => (JSON.parse(b.toString('utf8')) as { id: string }).id);
 
-const desc = (f: Figures<Buffer>) => `${f.rps.toFixed(1)} files/s, ${mbPerSec(f).toFixed(1)} MB/s, p50 ${f.p50.toFixed(0)} ms (n = ${f.n}${f.errors ? `, ${f.errors} failed` : ''})`;
+const desc = (f: Figures<Buffer>) =>
+  `${f.rps.toFixed(1)} files/s, ${mbPerSec(f).toFixed(1)} MB/s, p50 ${f.p50.toFixed(0)} ms (n = ${f.n}${f.errors ? `, ${f.errors} failed` : ''})`;
 
 export const bench: Bench = {
   name: 'drive uploads and downloads (issue 11)',
   async run(): Promise<BenchRow[]> {
-    const api = await startSupervisedApi(1, { LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000', DRIVE_QUOTA_BYTES: JSON.stringify({ free: 1e12, pro: 1e12, teams: 1e12 }) });
+    const api = await startSupervisedApi(1, {
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_MAX: '1000000000',
+      DRIVE_QUOTA_BYTES: JSON.stringify({ free: 1e12, pro: 1e12, teams: 1e12 }),
+    });
     try {
       const auth = { ...(await benchAccount(api.config.MONGODB_URL)).auth, 'content-type': 'application/json' };
       // Random bytes (nothing to sniff, nothing to compress): one 1 MB file, sent under new names.
-      const body = (i: number) => JSON.stringify({ name: `bench-${i}-${randomBytes(4).toString('hex')}.bin`, contentBase64: randomBytes(SIZE).toString('base64') });
+      const body = (i: number) =>
+        JSON.stringify({
+          name: `bench-${i}-${randomBytes(4).toString('hex')}.bin`,
+          contentBase64: randomBytes(SIZE).toString('base64'),
+        });
       const payloads = Array.from({ length: 8 }, (_, i) => body(i));
       const base = await forkBaseline(import.meta.url, BASELINE, '1', { MONGODB_URL: api.config.MONGODB_URL });
       try {
         // After a warm-up of one of each (payloads[0]).
         const [up, upBase] = await compare(
-          [(i) => ({ url: `${api.url}/drive/files`, method: 'POST', headers: auth, body: payloads[i % payloads.length] }), (i) => ({ url: base.url, method: 'POST', body: payloads[i % payloads.length] })],
+          [
+            (i) => ({
+              url: `${api.url}/drive/files`,
+              method: 'POST',
+              headers: auth,
+              body: payloads[i % payloads.length],
+            }),
+            (i) => ({ url: base.url, method: 'POST', body: payloads[i % payloads.length] }),
+          ],
           201,
           true,
           { requests: 1 },
@@ -113,17 +142,35 @@ export const bench: Bench = {
         const fileIds = ids(up);
         const links: string[] = [];
         for (const id of fileIds) {
-          const h = (await (await fetch(`${api.url}/drive/files/${id}`, { headers: auth })).json()) as { downloadUrl: string };
+          const h = (await (await fetch(`${api.url}/drive/files/${id}`, { headers: auth })).json()) as {
+            downloadUrl: string;
+          };
           links.push(h.downloadUrl);
         }
         const blobIds = ids(upBase);
-        const [down, downBase] = await compare([(i) => ({ url: links[i % links.length]! }), (i) => ({ url: `${base.url}/${blobIds[i % blobIds.length]}` })], 200, false);
+        const [down, downBase] = await compare(
+          [(i) => ({ url: links[i % links.length]! }), (i) => ({ url: `${base.url}/${blobIds[i % blobIds.length]}` })],
+          200,
+          false,
+        );
 
         const note = `1 MB (1,048,576 random bytes) per file, ${FILES} files per round, ${ROUNDS} rounds, ${CONNECTIONS} connections, one API process`;
         return [
-          row('(u) Drive upload of 1 MB files (POST /drive/files, base64), files/s', up.rps, 'files/s', upBase.rps, `${desc(up)}; baseline: bare node:http reading the same JSON, decoding the base64, GridFS upload on the same server: ${desc(upBase)}; ${note}`),
+          row(
+            '(u) Drive upload of 1 MB files (POST /drive/files, base64), files/s',
+            up.rps,
+            'files/s',
+            upBase.rps,
+            `${desc(up)}; baseline: bare node:http reading the same JSON, decoding the base64, GridFS upload on the same server: ${desc(upBase)}; ${note}`,
+          ),
           row('(u) Drive upload of 1 MB files, MB/s', mbPerSec(up), 'MB/s', mbPerSec(upBase)),
-          row('(d) Drive download of 1 MB files (signed link), files/s', down.rps, 'files/s', downBase.rps, `${desc(down)}; every fetch re-checks the signature, the key (read fresh) and the file; baseline: bare node:http streaming the same GridFS file by id: ${desc(downBase)}`),
+          row(
+            '(d) Drive download of 1 MB files (signed link), files/s',
+            down.rps,
+            'files/s',
+            downBase.rps,
+            `${desc(down)}; every fetch re-checks the signature, the key (read fresh) and the file; baseline: bare node:http streaming the same GridFS file by id: ${desc(downBase)}`,
+          ),
           row('(d) Drive download of 1 MB files, MB/s', mbPerSec(down), 'MB/s', mbPerSec(downBase)),
         ];
       } finally {

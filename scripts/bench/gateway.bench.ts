@@ -57,12 +57,24 @@ interface Load {
 }
 
 export async function load(t: Target, seconds: number): Promise<Load> {
-  const r = await autocannon({ url: t.url, method: t.method ?? 'GET', headers: t.headers, body: t.body, connections: CONNECTIONS, pipelining: 1, duration: seconds });
+  const r = await autocannon({
+    url: t.url,
+    method: t.method ?? 'GET',
+    headers: t.headers,
+    body: t.body,
+    connections: CONNECTIONS,
+    pipelining: 1,
+    duration: seconds,
+  });
   return { rps: r['2xx'] / r.duration, p99: r.latency.p99, errors: r.non2xx + r.errors + r.timeouts };
 }
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const meanLoad = (ls: Load[]): Load => ({ rps: mean(ls.map((l) => l.rps)), p99: Math.round(mean(ls.map((l) => l.p99))), errors: ls.reduce((a, l) => a + l.errors, 0) });
+const meanLoad = (ls: Load[]): Load => ({
+  rps: mean(ls.map((l) => l.rps)),
+  p99: Math.round(mean(ls.map((l) => l.p99))),
+  errors: ls.reduce((a, l) => a + l.errors, 0),
+});
 
 /** A figure and its baseline measured in turn, ROUNDS rounds, alternating which goes first (the tracing bench uses it too). */
 export async function compare(baseline: Target, subject: Target) {
@@ -82,7 +94,11 @@ export async function compare(baseline: Target, subject: Target) {
     }
   }
   const ratios = v.map((x, i) => x.rps / b[i]!.rps);
-  return { base: meanLoad(b), value: meanLoad(v), spread: `round ratios ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}` };
+  return {
+    base: meanLoad(b),
+    value: meanLoad(v),
+    spread: `round ratios ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}`,
+  };
 }
 export type Compared = Awaited<ReturnType<typeof compare>>;
 
@@ -95,17 +111,41 @@ async function prepare(api: SupervisedApi) {
   const db = await connectMongo(api.config.MONGODB_URL);
   try {
     const { accountId, auth } = await benchAccount(db, { credits: 1e12 });
-    const res = await fetch(`${api.url}/code-builds`, { method: 'POST', headers: { ...auth, ...JSON_BODY }, body: BODY });
+    const res = await fetch(`${api.url}/code-builds`, {
+      method: 'POST',
+      headers: { ...auth, ...JSON_BODY },
+      body: BODY,
+    });
     if (res.status !== 202) throw new Error(`POST /code-builds answered ${res.status}: ${await res.text()}`);
     const { jobId } = (await res.json()) as { jobId: string };
     const job = await db.jobs.findOne({ _id: jobId });
     // A second build, completed as a worker would leave it (no GET saw it before: no cache entry).
-    const res2 = await fetch(`${api.url}/code-builds`, { method: 'POST', headers: { ...auth, ...JSON_BODY }, body: BODY });
+    const res2 = await fetch(`${api.url}/code-builds`, {
+      method: 'POST',
+      headers: { ...auth, ...JSON_BODY },
+      body: BODY,
+    });
     if (res2.status !== 202) throw new Error(`POST /code-builds answered ${res2.status}: ${await res2.text()}`);
     const doneId = ((await res2.json()) as { jobId: string }).jobId;
     const now = new Date();
-    const result = { appUrl: `https://example.test/apps/${doneId}`, files: [{ path: 'index.html', bytes: 2048 }], summary: 'A small app.' };
-    await db.jobs.updateOne({ _id: doneId }, { $set: { status: 'complete', rawStatus: 'complete', progressMessage: 'Done', result, completedAt: now, updatedAt: now } });
+    const result = {
+      appUrl: `https://example.test/apps/${doneId}`,
+      files: [{ path: 'index.html', bytes: 2048 }],
+      summary: 'A small app.',
+    };
+    await db.jobs.updateOne(
+      { _id: doneId },
+      {
+        $set: {
+          status: 'complete',
+          rawStatus: 'complete',
+          progressMessage: 'Done',
+          result,
+          completedAt: now,
+          updatedAt: now,
+        },
+      },
+    );
     const done = await db.jobs.findOne({ _id: doneId });
     return { accountId, auth, job: job!, done: done! };
   } finally {
@@ -131,7 +171,10 @@ async function measureApi(api: SupervisedApi) {
       return {
         account: await compare(findOne, { url: `${api.url}/account`, headers: auth }),
         job: await compare(findOne, { url: `${api.url}/jobs/${job._id}`, headers: auth }),
-        finished: await compare({ url: `${find.url}/jobs/${done._id}` }, { url: `${api.url}/jobs/${done._id}`, headers: auth }),
+        finished: await compare(
+          { url: `${find.url}/jobs/${done._id}` },
+          { url: `${api.url}/jobs/${done._id}`, headers: auth },
+        ),
         post: await compare(
           { url: `${insert.url}/code-builds`, method: 'POST', headers: JSON_BODY, body: BODY },
           { url: `${api.url}/code-builds`, method: 'POST', headers: { ...auth, ...JSON_BODY }, body: BODY },
@@ -152,7 +195,9 @@ const percentile = (xs: number[], p: number) => {
 };
 
 async function latencyAtSteadyRate(queueType: 'quorum' | 'classic'): Promise<{ p50: number; p99: number; n: number }> {
-  const stack = await startStack({ env: { QUEUE_TYPE: queueType, RATE_LIMIT_MAX: '1000000', LOG_LEVEL: 'silent', POOL_CONCURRENCY: 'code=4' } });
+  const stack = await startStack({
+    env: { QUEUE_TYPE: queueType, RATE_LIMIT_MAX: '1000000', LOG_LEVEL: 'silent', POOL_CONCURRENCY: 'code=4' },
+  });
   try {
     const { key, accountId } = await stack.createAccount({ credits: 1e9 });
     const url = `${stack.baseUrl}/code-builds`;
@@ -163,11 +208,20 @@ async function latencyAtSteadyRate(queueType: 'quorum' | 'classic'): Promise<{ p
     for (let i = 0; i < rate * seconds; i++) {
       const due = t0 + (i * 1000) / rate;
       await new Promise((r) => setTimeout(r, Math.max(0, due - Date.now())));
-      posts.push(fetch(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: `counter ${i}` }) }));
+      posts.push(
+        fetch(url, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ prompt: `counter ${i}` }),
+        }),
+      );
     }
     await Promise.all(posts);
     const deadline = Date.now() + 60_000;
-    while ((await stack.rt.db.jobs.countDocuments({ accountId, status: { $in: ['queued', 'processing'] } })) > 0 && Date.now() < deadline) {
+    while (
+      (await stack.rt.db.jobs.countDocuments({ accountId, status: { $in: ['queued', 'processing'] } })) > 0 &&
+      Date.now() < deadline
+    ) {
       await new Promise((r) => setTimeout(r, 200));
     }
     const jobs = await stack.rt.db.jobs.find({ accountId, status: 'complete' }).toArray();
@@ -187,7 +241,15 @@ export const bench: Bench = {
     const [bare, ex] = await Promise.all([startBaseline('hello-http'), startBaseline('hello-express')]);
     try {
       const a = await compare({ url: `${bare.url}/hello` }, { url: `${ex.url}/hello` });
-      rows.push(row('(a) bare Express hello, req/s', a.value.rps, 'req/s', a.base.rps, `baseline: bare node:http hello; ${a.spread}`));
+      rows.push(
+        row(
+          '(a) bare Express hello, req/s',
+          a.value.rps,
+          'req/s',
+          a.base.rps,
+          `baseline: bare node:http hello; ${a.spread}`,
+        ),
+      );
     } finally {
       await Promise.all([bare.stop(), ex.stop()]);
     }
@@ -217,30 +279,99 @@ export const bench: Bench = {
       // Scaling as the ratio of the two ratios: each against the baseline measured beside it, so
       // load from elsewhere that differs between the two runs cancels out.
       const ratio = (c: Compared) => c.value.rps / c.base.rps;
-      const scale = (k: 'account' | 'job' | 'finished' | 'post') => (processes === 1 ? '' : `; x${(ratio(figures[k]) / ratio(one[k])).toFixed(2)} the ratio of 1 process`);
+      const scale = (k: 'account' | 'job' | 'finished' | 'post') =>
+        processes === 1 ? '' : `; x${(ratio(figures[k]) / ratio(one[k])).toFixed(2)} the ratio of 1 process`;
       const find = 'node:http + findOne by _id, 1 process';
       const { account, job, finished, post } = figures;
-      rows.push(row(`(b${tag}) GET /account, ${label}, req/s`, account.value.rps, 'req/s', account.base.rps, detail(account, find) + scale('account'), 0.6));
-      rows.push(row(`(c${tag}) GET /jobs/{id}, ${label}, req/s`, job.value.rps, 'req/s', job.base.rps, detail(job, find) + scale('job'), 0.7));
-      rows.push(row(`(c${tag}) GET /jobs/{id} of a completed job, ${label}, req/s`, finished.value.rps, 'req/s', finished.base.rps, detail(finished, find) + scale('finished'), 0.7));
-      rows.push(row(`(d${tag}) POST /code-builds accepted, ${label}, req/s`, post.value.rps, 'req/s', post.base.rps, detail(post, 'node:http + insertOne, 1 process') + scale('post'), 0.3));
+      rows.push(
+        row(
+          `(b${tag}) GET /account, ${label}, req/s`,
+          account.value.rps,
+          'req/s',
+          account.base.rps,
+          detail(account, find) + scale('account'),
+          0.6,
+        ),
+      );
+      rows.push(
+        row(
+          `(c${tag}) GET /jobs/{id}, ${label}, req/s`,
+          job.value.rps,
+          'req/s',
+          job.base.rps,
+          detail(job, find) + scale('job'),
+          0.7,
+        ),
+      );
+      rows.push(
+        row(
+          `(c${tag}) GET /jobs/{id} of a completed job, ${label}, req/s`,
+          finished.value.rps,
+          'req/s',
+          finished.base.rps,
+          detail(finished, find) + scale('finished'),
+          0.7,
+        ),
+      );
+      rows.push(
+        row(
+          `(d${tag}) POST /code-builds accepted, ${label}, req/s`,
+          post.value.rps,
+          'req/s',
+          post.base.rps,
+          detail(post, 'node:http + insertOne, 1 process') + scale('post'),
+          0.3,
+        ),
+      );
     }
 
     {
       const find = 'node:http + findOne by _id, 1 process';
       const { job, finished, post } = service;
-      rows.push(row('(c3) GET /jobs/{id}, whole service, req/s', job.value.rps, 'req/s', job.base.rps, detail(job, find), 0.7));
-      rows.push(row('(c3) GET /jobs/{id} of a completed job, whole service, req/s', finished.value.rps, 'req/s', finished.base.rps, detail(finished, find), 0.7));
-      rows.push(row('(d3) POST /code-builds accepted, whole service (code pool completing them), req/s', post.value.rps, 'req/s', post.base.rps, detail(post, 'node:http + insertOne, 1 process'), 0.3));
+      rows.push(
+        row('(c3) GET /jobs/{id}, whole service, req/s', job.value.rps, 'req/s', job.base.rps, detail(job, find), 0.7),
+      );
+      rows.push(
+        row(
+          '(c3) GET /jobs/{id} of a completed job, whole service, req/s',
+          finished.value.rps,
+          'req/s',
+          finished.base.rps,
+          detail(finished, find),
+          0.7,
+        ),
+      );
+      rows.push(
+        row(
+          '(d3) POST /code-builds accepted, whole service (code pool completing them), req/s',
+          post.value.rps,
+          'req/s',
+          post.base.rps,
+          detail(post, 'node:http + insertOne, 1 process'),
+          0.3,
+        ),
+      );
     }
 
     // (e) steady-rate latency, quorum vs classic
     const classic = await latencyAtSteadyRate('classic');
     const quorum = await latencyAtSteadyRate('quorum');
-    rows.push(row('(e) dispatch→complete p50 at 20 jobs/s, classic', classic.p50, 'ms', undefined, `${classic.n} jobs`));
+    rows.push(
+      row('(e) dispatch→complete p50 at 20 jobs/s, classic', classic.p50, 'ms', undefined, `${classic.n} jobs`),
+    );
     rows.push(row('(e) dispatch→complete p99 at 20 jobs/s, classic', classic.p99, 'ms'));
-    rows.push(row('(e) dispatch→complete p50 at 20 jobs/s, quorum', quorum.p50, 'ms', classic.p50, `${quorum.n} jobs; baseline: classic`));
-    rows.push(row('(e) dispatch→complete p99 at 20 jobs/s, quorum', quorum.p99, 'ms', classic.p99, 'baseline: classic'));
+    rows.push(
+      row(
+        '(e) dispatch→complete p50 at 20 jobs/s, quorum',
+        quorum.p50,
+        'ms',
+        classic.p50,
+        `${quorum.n} jobs; baseline: classic`,
+      ),
+    );
+    rows.push(
+      row('(e) dispatch→complete p99 at 20 jobs/s, quorum', quorum.p99, 'ms', classic.p99, 'baseline: classic'),
+    );
     return rows;
   },
 };

@@ -51,27 +51,31 @@ const opened = (ws: WebSocket, first?: (m: string) => boolean) =>
 async function pool<T>(n: number, width: number, fn: (i: number) => Promise<T>): Promise<T[]> {
   const out: T[] = [];
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < n) {
-      const i = next++;
-      out[i] = await fn(i);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < n) {
+        const i = next++;
+        out[i] = await fn(i);
+      }
+    }),
+  );
   return out;
 }
 
 /** Send FRAMES binary frames on each socket, then `end`; resolve when every socket saw its answer. */
 async function relay(sockets: WebSocket[], end: string, answered: (m: string) => boolean): Promise<number> {
   const t0 = performance.now();
-  await Promise.all(sockets.map(async (ws) => {
-    const done = opened(ws, answered);
-    for (let i = 0; i < FRAMES; i++) {
-      ws.send(FRAME);
-      if (ws.bufferedAmount > 1 << 20) await new Promise((r) => setTimeout(r, 1));
-    }
-    ws.send(end);
-    await done;
-  }));
+  await Promise.all(
+    sockets.map(async (ws) => {
+      const done = opened(ws, answered);
+      for (let i = 0; i < FRAMES; i++) {
+        ws.send(FRAME);
+        if (ws.bufferedAmount > 1 << 20) await new Promise((r) => setTimeout(r, 1));
+      }
+      ws.send(end);
+      await done;
+    }),
+  );
   return (sockets.length * FRAMES) / ((performance.now() - t0) / 1000);
 }
 
@@ -81,11 +85,24 @@ export const bench: Bench = {
     const rows: BenchRow[] = [];
     // A bare WebSocket server: the baseline of both figures.
     const bare = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false });
-    bare.on('connection', (ws) => ws.on('message', (_d, bin) => { if (!bin) ws.send('{"type":"ok"}'); }));
+    bare.on('connection', (ws) =>
+      ws.on('message', (_d, bin) => {
+        if (!bin) ws.send('{"type":"ok"}');
+      }),
+    );
     await new Promise((r) => bare.once('listening', r));
     const bareUrl = `ws://127.0.0.1:${(bare.address() as AddressInfo).port}`;
 
-    const stack = await startStack({ workers: false, scheduler: false, env: { RATE_LIMIT_MAX: '100000000', LIVE_TRANSCRIPTION_ENGINE: 'openai', LIVE_TRANSCRIPTION_BASE_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'error' } });
+    const stack = await startStack({
+      workers: false,
+      scheduler: false,
+      env: {
+        RATE_LIMIT_MAX: '100000000',
+        LIVE_TRANSCRIPTION_ENGINE: 'openai',
+        LIVE_TRANSCRIPTION_BASE_URL: 'http://127.0.0.1:9',
+        LOG_LEVEL: 'error',
+      },
+    });
     const held: WebSocket[] = [];
     try {
       const { key } = await stack.createAccount({ credits: 1_000_000 });
@@ -108,18 +125,38 @@ export const bench: Bench = {
 
       const m2 = await mem();
       const t0 = performance.now();
-      held.push(...(await pool(SESSIONS, 32, async (i) => {
-        const ws = new WebSocket(`${tokens[i]!.realtimeUrl}?token=${encodeURIComponent(tokens[i]!.token)}`, { perMessageDeflate: false });
-        await opened(ws, (m) => m.includes('"session.started"'));
-        return ws;
-      })));
+      held.push(
+        ...(await pool(SESSIONS, 32, async (i) => {
+          const ws = new WebSocket(`${tokens[i]!.realtimeUrl}?token=${encodeURIComponent(tokens[i]!.token)}`, {
+            perMessageDeflate: false,
+          });
+          await opened(ws, (m) => m.includes('"session.started"'));
+          return ws;
+        })),
+      );
       const connectMs = performance.now() - t0;
       const m3 = await mem();
       const open = stack.api!.realtime.connections;
       const perSession = (m3.heap - m2.heap) / SESSIONS / 1024;
       const perBare = (m1.heap - m0.heap) / SESSIONS / 1024;
-      rows.push(row(`live sessions held at once by one API process`, open, 'sessions', SESSIONS, `all ${SESSIONS} opened and connected (${(connectMs / SESSIONS).toFixed(1)} ms each, 32 at a time); none refused`));
-      rows.push(row(`heap per live session (client and server side)`, perSession, 'KiB', perBare, `baseline = a bare ws connection, both ends in this process; RSS +${((m3.rss - m2.rss) / SESSIONS / 1024).toFixed(0)} KiB per session vs +${((m1.rss - m0.rss) / SESSIONS / 1024).toFixed(0)} KiB${(globalThis as { gc?: unknown }).gc ? '' : '; run with --expose-gc for steadier heap figures'}`));
+      rows.push(
+        row(
+          `live sessions held at once by one API process`,
+          open,
+          'sessions',
+          SESSIONS,
+          `all ${SESSIONS} opened and connected (${(connectMs / SESSIONS).toFixed(1)} ms each, 32 at a time); none refused`,
+        ),
+      );
+      rows.push(
+        row(
+          `heap per live session (client and server side)`,
+          perSession,
+          'KiB',
+          perBare,
+          `baseline = a bare ws connection, both ends in this process; RSS +${((m3.rss - m2.rss) / SESSIONS / 1024).toFixed(0)} KiB per session vs +${((m1.rss - m0.rss) / SESSIONS / 1024).toFixed(0)} KiB${(globalThis as { gc?: unknown }).gc ? '' : '; run with --expose-gc for steadier heap figures'}`,
+        ),
+      );
 
       const relaySockets = held.slice(0, RELAY_SESSIONS);
       const live = await relay(relaySockets, '{"type":"bench.end"}', (m) => m.includes('"invalid_event"'));
@@ -130,7 +167,15 @@ export const bench: Bench = {
       });
       const base = await relay(bareSockets, '{"type":"end"}', (m) => m.includes('"ok"'));
       for (const ws of bareSockets) ws.close();
-      rows.push(row(`audio frames relayed per second (20 ms, ${RELAY_SESSIONS} sessions)`, live, 'frames/s', base, `${FRAMES} frames of silence per session through turn detection; baseline = a bare ws server reading the same frames; ${(live / 50).toFixed(0)} real-time streams' worth`));
+      rows.push(
+        row(
+          `audio frames relayed per second (20 ms, ${RELAY_SESSIONS} sessions)`,
+          live,
+          'frames/s',
+          base,
+          `${FRAMES} frames of silence per session through turn detection; baseline = a bare ws server reading the same frames; ${(live / 50).toFixed(0)} real-time streams' worth`,
+        ),
+      );
     } finally {
       for (const ws of held) ws.terminate();
       await stack.stop();

@@ -48,7 +48,10 @@ export interface Load<T = never> {
 }
 
 /** `requests` requests over `connections` concurrent connections, each issued when one answered. */
-export async function loadRun<T = never>(target: Target, { requests, connections, read = status200, warn = false }: LoadOptions<T>): Promise<Load<T>> {
+export async function loadRun<T = never>(
+  target: Target,
+  { requests, connections, read = status200, warn = false }: LoadOptions<T>,
+): Promise<Load<T>> {
   const latencies: number[] = [];
   const values: T[] = [];
   let errors = 0;
@@ -120,8 +123,10 @@ export interface CompareOptions<T> {
 
 /** Each target in turn, `rounds` rounds, rotating which goes first; the figures of each, in order. */
 export async function compareRounds<T = never>(targets: Target[], o: CompareOptions<T>): Promise<Figures<T>[]> {
-  const run = (j: number, requests: number, connections = o.connections) => loadRun(targets[j]!, { requests, connections, read: o.read, warn: o.warn });
-  if (o.warmup && o.warmup.requests > 0) for (let j = 0; j < targets.length; j++) await run(j, o.warmup.requests, o.warmup.connections);
+  const run = (j: number, requests: number, connections = o.connections) =>
+    loadRun(targets[j]!, { requests, connections, read: o.read, warn: o.warn });
+  if (o.warmup && o.warmup.requests > 0)
+    for (let j = 0; j < targets.length; j++) await run(j, o.warmup.requests, o.warmup.connections);
   const results: Load<T>[][] = targets.map(() => []);
   for (let i = 0; i < o.rounds; i++) {
     for (let k = 0; k < targets.length; k++) {
@@ -136,7 +141,10 @@ export async function compareRounds<T = never>(targets: Target[], o: CompareOpti
  * The bench account (plan pro, `credits`, default 0) and a key of `scopes` (default every scope),
  * straight into the API's database: an open one, or a URL to connect to for this alone.
  */
-export async function benchAccount(db: Database | string, { scopes = SCOPES, credits = 0 }: { scopes?: readonly Scope[]; credits?: number } = {}) {
+export async function benchAccount(
+  db: Database | string,
+  { scopes = SCOPES, credits = 0 }: { scopes?: readonly Scope[]; credits?: number } = {},
+) {
   const m = typeof db === 'string' ? await connectMongo(db) : db;
   try {
     const accounts = createAccountsRepository(m);

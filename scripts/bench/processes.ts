@@ -26,7 +26,12 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export function benchConfig(env: Record<string, string> = {}): Config {
   const id = randomBytes(4).toString('hex');
   const server = (process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '');
-  return loadConfig({ ...process.env, MONGODB_URL: `${server}/bench_${id}`, QUEUE_PREFIX: recordQueuePrefix(`bench${id}.`), ...env });
+  return loadConfig({
+    ...process.env,
+    MONGODB_URL: `${server}/bench_${id}`,
+    QUEUE_PREFIX: recordQueuePrefix(`bench${id}.`),
+    ...env,
+  });
 }
 
 /** SIGTERM, then SIGKILL if the process has not left after `graceMs`. */
@@ -51,13 +56,35 @@ export interface SupervisedApi {
  * The supervisor on a fresh database and queue prefix: `'api'` runs API processes only; `'all'`
  * runs the whole service as `npm start` does (API, every pool, the scheduler on the same cores).
  */
-export async function startSupervisedApi(processes: number, env: Record<string, string>, kinds: 'api' | 'all' = 'api'): Promise<SupervisedApi> {
+export async function startSupervisedApi(
+  processes: number,
+  env: Record<string, string>,
+  kinds: 'api' | 'all' = 'api',
+): Promise<SupervisedApi> {
   await ensureBuilt();
   const port = await freePort();
   const metricsPort = await freePort();
-  const config = benchConfig({ ...env, PORT: String(port), API_PROCESSES: String(processes), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
-  const childEnv = { ...process.env, ...env, PORT: String(port), METRICS_PORT: String(metricsPort), API_PROCESSES: String(processes), PUBLIC_BASE_URL: config.PUBLIC_BASE_URL, MONGODB_URL: config.MONGODB_URL, QUEUE_PREFIX: config.QUEUE_PREFIX };
-  const child = spawn(process.execPath, ['dist/scripts/supervisor.js', ...(kinds === 'api' ? ['api'] : [])], { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const config = benchConfig({
+    ...env,
+    PORT: String(port),
+    API_PROCESSES: String(processes),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+  });
+  const childEnv = {
+    ...process.env,
+    ...env,
+    PORT: String(port),
+    METRICS_PORT: String(metricsPort),
+    API_PROCESSES: String(processes),
+    PUBLIC_BASE_URL: config.PUBLIC_BASE_URL,
+    MONGODB_URL: config.MONGODB_URL,
+    QUEUE_PREFIX: config.QUEUE_PREFIX,
+  };
+  const child = spawn(process.execPath, ['dist/scripts/supervisor.js', ...(kinds === 'api' ? ['api'] : [])], {
+    cwd: root,
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const keep = (d: Buffer) => (output = (output + d.toString()).slice(-20_000));
   child.stdout!.on('data', keep);
@@ -81,19 +108,29 @@ export interface BaselineServer {
 }
 
 /** `tsx file ...args` forked with an IPC channel; resolves once it reports `{ port }` (see serveBaselineWhen). */
-async function forkServer(file: string, name: string, opts: { args?: string[]; cwd?: string; env: Record<string, string> }): Promise<BaselineServer> {
+async function forkServer(
+  file: string,
+  name: string,
+  opts: { args?: string[]; cwd?: string; env: Record<string, string> },
+): Promise<BaselineServer> {
   const child = fork(file, opts.args ?? [], {
     ...(opts.cwd ? { cwd: opts.cwd } : {}),
     execArgv: ['--import', 'tsx'],
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const [message] = (await Promise.race([once(child, 'message'), once(child, 'exit').then(() => Promise.reject(new Error(`baseline ${name} exited`)))])) as [{ port: number }];
+  const [message] = (await Promise.race([
+    once(child, 'message'),
+    once(child, 'exit').then(() => Promise.reject(new Error(`baseline ${name} exited`))),
+  ])) as [{ port: number }];
   return { url: `http://127.0.0.1:${message.port}`, stop: () => terminate(child, 5_000) };
 }
 
 /** One bare baseline server (see baseline-server.ts for the modes) in its own process. */
-export function startBaseline(mode: 'hello-http' | 'hello-express' | 'find' | 'insert', env: Record<string, string> = {}): Promise<BaselineServer> {
+export function startBaseline(
+  mode: 'hello-http' | 'hello-express' | 'find' | 'insert',
+  env: Record<string, string> = {},
+): Promise<BaselineServer> {
   return forkServer(path.join(root, 'scripts/bench/baseline-server.ts'), mode, { args: [mode], cwd: root, env });
 }
 
@@ -101,7 +138,12 @@ export function startBaseline(mode: 'hello-http' | 'hello-express' | 'find' | 'i
  * A bench module's own baseline server: the module (`import.meta.url`) forked with `flag=mode`
  * in its environment, where its top-level serveBaselineWhen(flag, …) serves. `url` has no path.
  */
-export function forkBaseline(moduleUrl: string, flag: string, mode: string, env: Record<string, string>): Promise<BaselineServer> {
+export function forkBaseline(
+  moduleUrl: string,
+  flag: string,
+  mode: string,
+  env: Record<string, string>,
+): Promise<BaselineServer> {
   return forkServer(fileURLToPath(moduleUrl), `${flag}=${mode}`, { env: { ...env, [flag]: mode } });
 }
 
@@ -111,7 +153,11 @@ export function forkBaseline(moduleUrl: string, flag: string, mode: string, env:
  * handler is served by node:http on a free port of 127.0.0.1 (keep-alive 65 s); the port goes to
  * the parent over IPC. SIGTERM closes the connections, the server and the client, and exits.
  */
-export async function serveBaselineWhen(flag: string, serve: (mode: string, mongo: MongoClient) => http.RequestListener | Promise<http.RequestListener>, { maxPoolSize = 20 } = {}) {
+export async function serveBaselineWhen(
+  flag: string,
+  serve: (mode: string, mongo: MongoClient) => http.RequestListener | Promise<http.RequestListener>,
+  { maxPoolSize = 20 } = {},
+) {
   const mode = process.env[flag];
   if (!mode) return;
   const mongo = await new MongoClient(process.env.MONGODB_URL!, { maxPoolSize }).connect();
@@ -128,12 +174,28 @@ export async function serveBaselineWhen(flag: string, serve: (mode: string, mong
  * Start one compiled worker process running only the request/reply pool `pool` (concurrency
  * `concurrency`) on `config`'s database and queue prefix; resolves once its responder serves.
  */
-export async function spawnResponderWorker(config: Config, pool: 'image' | 'speech', concurrency: number): Promise<ChildProcess> {
+export async function spawnResponderWorker(
+  config: Config,
+  pool: 'image' | 'speech',
+  concurrency: number,
+): Promise<ChildProcess> {
   await ensureBuilt();
   const c = config;
   const child = spawn(process.execPath, [path.join(root, 'dist/workers/main.js')], {
     cwd: root,
-    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', MONGODB_URL: c.MONGODB_URL, AMQP_URL: c.AMQP_URL, QUEUE_PREFIX: c.QUEUE_PREFIX, QUEUE_TYPE: c.QUEUE_TYPE, PUBLIC_BASE_URL: c.PUBLIC_BASE_URL, WORKER_POOLS: pool, POOL_CONCURRENCY: `${pool}=${concurrency}`, WORKER_METRICS_PORT: '0' },
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'info',
+      MONGODB_URL: c.MONGODB_URL,
+      AMQP_URL: c.AMQP_URL,
+      QUEUE_PREFIX: c.QUEUE_PREFIX,
+      QUEUE_TYPE: c.QUEUE_TYPE,
+      PUBLIC_BASE_URL: c.PUBLIC_BASE_URL,
+      WORKER_POOLS: pool,
+      POOL_CONCURRENCY: `${pool}=${concurrency}`,
+      WORKER_METRICS_PORT: '0',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   return await new Promise((resolve, reject) => {

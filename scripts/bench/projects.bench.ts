@@ -48,7 +48,11 @@ await serveBaselineWhen(
     const col = mongo.db().collection<Record<string, unknown> & { _id: string }>('projects');
     const filter = listFilter(process.env.BASELINE_ACCOUNT_ID!);
     return (_req, res) => {
-      const page = col.find(filter, { projection: LIST_PROJECTION }).sort(LIST_SORT).limit(PAGE + 1).toArray();
+      const page = col
+        .find(filter, { projection: LIST_PROJECTION })
+        .sort(LIST_SORT)
+        .limit(PAGE + 1)
+        .toArray();
       const total = mode === 'find+count' ? col.countDocuments(filter) : Promise.resolve(-1);
       Promise.all([page, total]).then(
         ([rows, n]) => {
@@ -73,9 +77,23 @@ async function prepare(mongoUrl: string) {
     const col = db.db.collection<Record<string, unknown> & { _id: string }>('projects');
     const t0 = Date.now() - PROJECTS * 1000;
     const kinds = [
-      { kind: 'flowchart', projectType: 'chart', content: { nodes: [{ id: 'a', label: 'Start', shape: 'start', x: 40, y: 40 }, { id: 'b', label: 'Do the thing', shape: 'process', x: 40, y: 184 }], edges: [{ id: 'e1', from: 'a', to: 'b' }] } },
+      {
+        kind: 'flowchart',
+        projectType: 'chart',
+        content: {
+          nodes: [
+            { id: 'a', label: 'Start', shape: 'start', x: 40, y: 40 },
+            { id: 'b', label: 'Do the thing', shape: 'process', x: 40, y: 184 },
+          ],
+          edges: [{ id: 'e1', from: 'a', to: 'b' }],
+        },
+      },
       { kind: 'whiteboard', projectType: 'chart', content: { background: '#ffffff', elements: [] } },
-      { kind: 'notes', projectType: 'notes', content: { markdown: `# Notes\n\n${'Some words of a note. '.repeat(15)}` } },
+      {
+        kind: 'notes',
+        projectType: 'notes',
+        content: { markdown: `# Notes\n\n${'Some words of a note. '.repeat(15)}` },
+      },
     ];
     const started = Date.now();
     for (let from = 0; from < PROJECTS; from += 1000) {
@@ -120,23 +138,53 @@ export const bench: Bench = {
       const first = await fetch(`${api.url}/projects`, { headers: auth });
       const firstMs = performance.now() - t0;
       const body = (await first.json()) as { data: unknown[]; total: number };
-      if (first.status !== 200 || body.total !== PROJECTS || body.data.length !== PAGE) throw new Error(`GET /projects answered ${first.status}, total ${body.total}, ${body.data?.length} items`);
+      if (first.status !== 200 || body.total !== PROJECTS || body.data.length !== PAGE)
+        throw new Error(`GET /projects answered ${first.status}, total ${body.total}, ${body.data?.length} items`);
       const env = { MONGODB_URL: api.config.MONGODB_URL, BASELINE_ACCOUNT_ID: accountId };
-      const [find, findCount] = await Promise.all([forkBaseline(import.meta.url, BASELINE, 'find', env), forkBaseline(import.meta.url, BASELINE, 'find+count', env)]);
+      const [find, findCount] = await Promise.all([
+        forkBaseline(import.meta.url, BASELINE, 'find', env),
+        forkBaseline(import.meta.url, BASELINE, 'find+count', env),
+      ]);
       try {
-        const [value, base, base2] = await compareRounds([() => ({ url: `${api.url}/projects`, headers: auth }), () => ({ url: `${find.url}/projects` }), () => ({ url: `${findCount.url}/projects` })], {
-          rounds: ROUNDS,
-          requests: REQUESTS,
-          connections: CONNECTIONS,
-          warmup: { requests: WARMUP },
-        });
+        const [value, base, base2] = await compareRounds(
+          [
+            () => ({ url: `${api.url}/projects`, headers: auth }),
+            () => ({ url: `${find.url}/projects` }),
+            () => ({ url: `${findCount.url}/projects` }),
+          ],
+          {
+            rounds: ROUNDS,
+            requests: REQUESTS,
+            connections: CONNECTIONS,
+            warmup: { requests: WARMUP },
+          },
+        );
         const errs = value!.errors + base!.errors + base2!.errors;
         const note = `${PROJECTS} projects in the account (inserted in ${insertSeconds.toFixed(1)} s), first page of ${PAGE}; ${ROUNDS} rounds x ${REQUESTS} requests over ${CONNECTIONS} connections each; first request alone ${firstMs.toFixed(0)} ms${errs ? `; not 200 or failed: ${errs}` : ''}`;
-        const ms = (f: Figures) => `p50 ${f.p50.toFixed(0)} ms, p99 ${f.p99.toFixed(0)} ms, ${f.rps.toFixed(2)} req/s (n = ${f.n})`;
+        const ms = (f: Figures) =>
+          `p50 ${f.p50.toFixed(0)} ms, p99 ${f.p99.toFixed(0)} ms, ${f.rps.toFixed(2)} req/s (n = ${f.n})`;
         return [
-          row('(f) GET /projects, 10,000 projects, req/s', value!.rps, 'req/s', base!.rps, `baseline: node:http + the same find (filter, sort, limit ${PAGE + 1}, projection); ${note}`),
-          row('(f) GET /projects, 10,000 projects, req/s vs find + count', value!.rps, 'req/s', base2!.rps, `baseline: node:http + the same find and countDocuments side by side, as the API page does (total): ${ms(base2!)}`),
-          row('(f) GET /projects, 10,000 projects, p50', value!.p50, 'ms', base!.p50, `baseline: the bare find; n = ${value!.n} / ${base!.n}`),
+          row(
+            '(f) GET /projects, 10,000 projects, req/s',
+            value!.rps,
+            'req/s',
+            base!.rps,
+            `baseline: node:http + the same find (filter, sort, limit ${PAGE + 1}, projection); ${note}`,
+          ),
+          row(
+            '(f) GET /projects, 10,000 projects, req/s vs find + count',
+            value!.rps,
+            'req/s',
+            base2!.rps,
+            `baseline: node:http + the same find and countDocuments side by side, as the API page does (total): ${ms(base2!)}`,
+          ),
+          row(
+            '(f) GET /projects, 10,000 projects, p50',
+            value!.p50,
+            'ms',
+            base!.p50,
+            `baseline: the bare find; n = ${value!.n} / ${base!.n}`,
+          ),
           row('(f) GET /projects, 10,000 projects, p99', value!.p99, 'ms', base!.p99, 'baseline: the bare find'),
         ];
       } finally {

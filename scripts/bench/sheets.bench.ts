@@ -80,7 +80,9 @@ await serveBaselineWhen(BASELINE, (mode, mongo) => {
         }
         const docs = await Promise.all(need.map((n) => blocks.findOne({ _id: n.id })));
         const byId = new Map(docs.map((d) => [d!._id, JSON.parse(d!.data as string) as unknown[][]]));
-        const rows = need.flatMap((n) => byId.get(n.id)!.map((r, i) => ({ i: n.from + i, v: r.slice(1) }))).filter((r) => r.i >= start && r.i < start + RANGE_ROWS);
+        const rows = need
+          .flatMap((n) => byId.get(n.id)!.map((r, i) => ({ i: n.from + i, v: r.slice(1) })))
+          .filter((r) => r.i >= start && r.i < start + RANGE_ROWS);
         return { rows: rows.map((r) => r.v) };
       })(),
     );
@@ -90,9 +92,16 @@ await serveBaselineWhen(BASELINE, (mode, mongo) => {
 // ---- measuring -----------------------------------------------------------------------------
 
 /** Each target in turn, ROUNDS rounds over CONNECTIONS connections, rotating which goes first, after one request each alone; `counts` requests per round each. */
-const compare = (targets: Target[], counts: number[]) => compareRounds(targets, { rounds: ROUNDS, connections: CONNECTIONS, requests: counts, warmup: { requests: 1, connections: 1 } });
+const compare = (targets: Target[], counts: number[]) =>
+  compareRounds(targets, {
+    rounds: ROUNDS,
+    connections: CONNECTIONS,
+    requests: counts,
+    warmup: { requests: 1, connections: 1 },
+  });
 
-const ms = (f: Figures) => `p50 ${f.p50.toFixed(0)} ms, p99 ${f.p99.toFixed(0)} ms, ${f.rps.toFixed(1)} req/s (n = ${f.n}${f.errors ? `, ${f.errors} failed` : ''})`;
+const ms = (f: Figures) =>
+  `p50 ${f.p50.toFixed(0)} ms, p99 ${f.p99.toFixed(0)} ms, ${f.rps.toFixed(1)} req/s (n = ${f.n}${f.errors ? `, ${f.errors} failed` : ''})`;
 
 export const bench: Bench = {
   name: 'sheets ops and ranges (issue 10)',
@@ -100,10 +109,19 @@ export const bench: Bench = {
     const api = await startSupervisedApi(1, { LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000' });
     try {
       const auth = { ...(await benchAccount(api.config.MONGODB_URL)).auth, 'content-type': 'application/json' };
-      const columns = Array.from({ length: COLS }, (_, c) => ({ name: `c${c}`, type: c === 0 ? 'string' : c === COLS - 1 ? 'date' : 'number' }));
-      const rows = Array.from({ length: ROWS }, (_, r) => Array.from({ length: COLS }, (_, c) => (c === 0 ? `item ${r}` : c === COLS - 1 ? '2024-05-01' : r * c)));
+      const columns = Array.from({ length: COLS }, (_, c) => ({
+        name: `c${c}`,
+        type: c === 0 ? 'string' : c === COLS - 1 ? 'date' : 'number',
+      }));
+      const rows = Array.from({ length: ROWS }, (_, r) =>
+        Array.from({ length: COLS }, (_, c) => (c === 0 ? `item ${r}` : c === COLS - 1 ? '2024-05-01' : r * c)),
+      );
       const t0 = performance.now();
-      const created = await fetch(`${api.url}/sheets`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'bench', columns, rows }) });
+      const created = await fetch(`${api.url}/sheets`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ name: 'bench', columns, rows }),
+      });
       const createMs = performance.now() - t0;
       if (created.status !== 201) throw new Error(`POST /sheets answered ${created.status}: ${await created.text()}`);
       const sheet = (await created.json()) as { id: string };
@@ -124,10 +142,25 @@ export const bench: Bench = {
       const baseline = (mode: 'cas' | 'naive' | 'range') => forkBaseline(import.meta.url, BASELINE, mode, env);
       const [cas, naive, range] = await Promise.all([baseline('cas'), baseline('naive'), baseline('range')]);
       try {
-        const opTarget: Target = () => ({ url: `${api.url}/sheets/${sheet.id}/ops`, method: 'POST', headers: auth, body: JSON.stringify({ ops: [{ op: 'set', cell: `B${randomRow()}`, value: Math.random() }] }) });
-        const [op, base, naiveBase] = await compare([opTarget, () => ({ url: cas.url, method: 'POST' }), () => ({ url: naive.url, method: 'POST' })], [OPS, OPS, NAIVE_OPS]);
+        const opTarget: Target = () => ({
+          url: `${api.url}/sheets/${sheet.id}/ops`,
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({ ops: [{ op: 'set', cell: `B${randomRow()}`, value: Math.random() }] }),
+        });
+        const [op, base, naiveBase] = await compare(
+          [opTarget, () => ({ url: cas.url, method: 'POST' }), () => ({ url: naive.url, method: 'POST' })],
+          [OPS, OPS, NAIVE_OPS],
+        );
 
-        const sortTarget: Target = () => ({ url: `${api.url}/sheets/${sheet.id}/ops`, method: 'POST', headers: auth, body: JSON.stringify({ ops: [{ op: 'sort', column: 'c1', direction: Math.random() < 0.5 ? 'asc' : 'desc' }] }) });
+        const sortTarget: Target = () => ({
+          url: `${api.url}/sheets/${sheet.id}/ops`,
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({
+            ops: [{ op: 'sort', column: 'c1', direction: Math.random() < 0.5 ? 'asc' : 'desc' }],
+          }),
+        });
         const sorts = await loadRun(sortTarget, { requests: SORTS, connections: 1 });
         const sortP50 = percentile(sorts.latencies, 50);
 
@@ -135,16 +168,51 @@ export const bench: Bench = {
           const r = randomRow();
           return { url: `${api.url}/sheets/${sheet.id}/range?range=A${r}:J${r + RANGE_ROWS - 1}`, headers: auth };
         };
-        const [rg, rgBase] = await compare([rangeTarget, () => ({ url: `${range.url}/?row=${randomRow()}` })], [RANGES, RANGES]);
+        const [rg, rgBase] = await compare(
+          [rangeTarget, () => ({ url: `${range.url}/?row=${randomRow()}` })],
+          [RANGES, RANGES],
+        );
 
-        const versions = (await (await fetch(`${api.url}/sheets/${sheet.id}`, { headers: auth })).json()) as { version: number };
+        const versions = (await (await fetch(`${api.url}/sheets/${sheet.id}`, { headers: auth })).json()) as {
+          version: number;
+        };
         const note = `${ROWS} rows x ${COLS} columns (created in ${createMs.toFixed(0)} ms through POST /sheets); ${ROUNDS} rounds, ${CONNECTIONS} connections; sheet at version ${versions.version} after the run`;
         return [
-          row('(g) sheet ops (set one cell), 10,000-row sheet, ops/s', op!.rps, 'ops/s', base!.rps, `each a merged commit; ${ms(op!)}; baseline: node:http + findOne + conditional updateOne of one small document, ${ms(base!)}; ${note}`),
-          row('(g) sheet ops, 10,000-row sheet, ops/s vs whole grid as one document', op!.rps, 'ops/s', naiveBase!.rps, `baseline: node:http + findOne + conditional updateOne of the same 10,000 rows held as one document (the layout not chosen): ${ms(naiveBase!)}`),
-          row('(g) sheet ops, 10,000-row sheet, p50', op!.p50, 'ms', base!.p50, `p99 ${op!.p99.toFixed(0)} ms vs ${base!.p99.toFixed(0)} ms`),
-          row('(g) whole-grid op (sort 10,000 rows), p50', sortP50, 'ms', undefined, `${sorts.latencies.length} sorts, one at a time${sorts.errors ? `, ${sorts.errors} failed` : ''}`),
-          row('(h) range read of 1,000 cells, req/s', rg!.rps, 'req/s', rgBase!.rps, `100 rows x 10 columns at a random place; ${ms(rg!)}; baseline: node:http + the same two reads (head, covering blocks) and the slice, ${ms(rgBase!)}`),
+          row(
+            '(g) sheet ops (set one cell), 10,000-row sheet, ops/s',
+            op!.rps,
+            'ops/s',
+            base!.rps,
+            `each a merged commit; ${ms(op!)}; baseline: node:http + findOne + conditional updateOne of one small document, ${ms(base!)}; ${note}`,
+          ),
+          row(
+            '(g) sheet ops, 10,000-row sheet, ops/s vs whole grid as one document',
+            op!.rps,
+            'ops/s',
+            naiveBase!.rps,
+            `baseline: node:http + findOne + conditional updateOne of the same 10,000 rows held as one document (the layout not chosen): ${ms(naiveBase!)}`,
+          ),
+          row(
+            '(g) sheet ops, 10,000-row sheet, p50',
+            op!.p50,
+            'ms',
+            base!.p50,
+            `p99 ${op!.p99.toFixed(0)} ms vs ${base!.p99.toFixed(0)} ms`,
+          ),
+          row(
+            '(g) whole-grid op (sort 10,000 rows), p50',
+            sortP50,
+            'ms',
+            undefined,
+            `${sorts.latencies.length} sorts, one at a time${sorts.errors ? `, ${sorts.errors} failed` : ''}`,
+          ),
+          row(
+            '(h) range read of 1,000 cells, req/s',
+            rg!.rps,
+            'req/s',
+            rgBase!.rps,
+            `100 rows x 10 columns at a random place; ${ms(rg!)}; baseline: node:http + the same two reads (head, covering blocks) and the slice, ${ms(rgBase!)}`,
+          ),
           row('(h) range read of 1,000 cells, p50', rg!.p50, 'ms', rgBase!.p50),
           row('(h) range read of 1,000 cells, p99', rg!.p99, 'ms', rgBase!.p99),
         ];

@@ -26,13 +26,34 @@ export const BENCH_BRIEF =
 
 function deck(): OutlineItem[] {
   return [
-    ...authorLocally({ name: 'Quarterly review', brief: BENCH_BRIEF, slideCount: 8, companyName: 'Acme', visualStyle: 'illustration' }),
-    { title: 'What customers say', bullets: ['"The onboarding was the smoothest we have had with any vendor this year."', '— Head of Sales Ops, Northwind'] },
-    { title: 'A long title that has to shrink and wrap before it fits the box at the top of the slide', bullets: Array.from({ length: 10 }, (_, i) => `Point ${i + 1}: ${'a reasonably long bullet that wraps onto a second line '.repeat(2)}`) },
+    ...authorLocally({
+      name: 'Quarterly review',
+      brief: BENCH_BRIEF,
+      slideCount: 8,
+      companyName: 'Acme',
+      visualStyle: 'illustration',
+    }),
+    {
+      title: 'What customers say',
+      bullets: [
+        '"The onboarding was the smoothest we have had with any vendor this year."',
+        '— Head of Sales Ops, Northwind',
+      ],
+    },
+    {
+      title: 'A long title that has to shrink and wrap before it fits the box at the top of the slide',
+      bullets: Array.from(
+        { length: 10 },
+        (_, i) => `Point ${i + 1}: ${'a reasonably long bullet that wraps onto a second line '.repeat(2)}`,
+      ),
+    },
   ];
 }
 
-async function perSecond(render: (slide: OutlineItem, index: number, total: number) => Promise<unknown> | unknown, slides: OutlineItem[]) {
+async function perSecond(
+  render: (slide: OutlineItem, index: number, total: number) => Promise<unknown> | unknown,
+  slides: OutlineItem[],
+) {
   const t0 = performance.now();
   for (const [i, s] of slides.entries()) await render(s, i, slides.length);
   return slides.length / ((performance.now() - t0) / 1000);
@@ -42,8 +63,15 @@ export const bench: Bench = {
   name: 'slides (renderer: SVG + Inter + sharp vs the bitmap renderer before issue 15)',
   async run(): Promise<BenchRow[]> {
     const slides = deck();
-    const common = { deckName: 'Quarterly review', companyName: 'Acme', theme: THEMES.default!, visualStyle: 'illustration', mode: 'creator' as const };
-    const before = (slide: OutlineItem, index: number, total: number) => renderSlideBefore({ slide, index, total, ...common });
+    const common = {
+      deckName: 'Quarterly review',
+      companyName: 'Acme',
+      theme: THEMES.default!,
+      visualStyle: 'illustration',
+      mode: 'creator' as const,
+    };
+    const before = (slide: OutlineItem, index: number, total: number) =>
+      renderSlideBefore({ slide, index, total, ...common });
     const after = (slide: OutlineItem, index: number, total: number) => renderSlide({ slide, index, total, ...common });
     await perSecond(before, slides.slice(0, 2));
     await perSecond(after, slides.slice(0, 2));
@@ -54,8 +82,21 @@ export const bench: Bench = {
       now = Math.max(now, await perSecond(after, slides));
     }
     return [
-      row('slides/s, bitmap renderer before issue 15 (960x540)', old, 'slides/s', undefined, `${slides.length}-slide deck, best of ${ROUNDS} rounds`),
-      row('slides/s, SVG renderer (1920x1080, Inter, sharp)', now, 'slides/s', old, `baseline = the renderer before issue 15 in the same run; ${slides.length}-slide deck, best of ${ROUNDS} rounds`, 0.5),
+      row(
+        'slides/s, bitmap renderer before issue 15 (960x540)',
+        old,
+        'slides/s',
+        undefined,
+        `${slides.length}-slide deck, best of ${ROUNDS} rounds`,
+      ),
+      row(
+        'slides/s, SVG renderer (1920x1080, Inter, sharp)',
+        now,
+        'slides/s',
+        old,
+        `baseline = the renderer before issue 15 in the same run; ${slides.length}-slide deck, best of ${ROUNDS} rounds`,
+        0.5,
+      ),
     ];
   },
 };

@@ -26,7 +26,16 @@ import { row, type Bench, type BenchRow } from './bench';
 const RUNS = Number(process.env.BENCH_SPACE_RUNS ?? 3);
 
 async function endToEnd(): Promise<BenchRow[]> {
-  const photo = await renderRoom({ width: 4000, height: 3000, fovX: 65, cam: 1.5, halfWidth: 2, far: 4, ceiling: 2.6, format: 'jpeg' });
+  const photo = await renderRoom({
+    width: 4000,
+    height: 3000,
+    fovX: 65,
+    cam: 1.5,
+    halfWidth: 2,
+    far: 4,
+    ceiling: 2.6,
+    format: 'jpeg',
+  });
   const server = createServer((_req, res) => {
     res.setHeader('content-type', 'image/jpeg');
     res.end(photo);
@@ -56,7 +65,13 @@ async function endToEnd(): Promise<BenchRow[]> {
     }
     const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
     return [
-      row('one-photo space, 12 MP: dispatch to preview (median)', med(previews), 'ms', undefined, `${RUNS} runs, polled every 20 ms`),
+      row(
+        'one-photo space, 12 MP: dispatch to preview (median)',
+        med(previews),
+        'ms',
+        undefined,
+        `${RUNS} runs, polled every 20 ms`,
+      ),
       row('one-photo space, 12 MP: dispatch to complete (median)', med(completes), 'ms', undefined, `${RUNS} runs`),
     ];
   } finally {
@@ -67,25 +82,51 @@ async function endToEnd(): Promise<BenchRow[]> {
 
 function encodeThroughput(): BenchRow[] {
   const box = { left: -2.5, right: 2.5, far: 4, back: -1, ceiling: 2.6, cameraHeight: 1.5 };
-  const splats = boxSplats(box, (dx, dy, dz, out, o) => { out[o] = 128 + 100 * dx; out[o + 1] = 128 + 100 * dy; out[o + 2] = 128 + 100 * dz; });
+  const splats = boxSplats(box, (dx, dy, dz, out, o) => {
+    out[o] = 128 + 100 * dx;
+    out[o + 1] = 128 + 100 * dy;
+    out[o + 2] = 128 + 100 * dz;
+  });
   const raw = packSpz(splats);
   const time = (fn: () => void) => {
     fn();
     const t0 = performance.now();
     let n = 0;
-    while (performance.now() - t0 < 2000) { fn(); n++; }
+    while (performance.now() - t0 < 2000) {
+      fn();
+      n++;
+    }
     return (performance.now() - t0) / n / 1000;
   };
   const encodeS = time(() => encodeSpz(splats));
   const gzipS = time(() => gzipSync(raw, { level: 6 }));
-  return [row('SPZ encode (pack + gzip), Gaussians per second', splats.count / encodeS, 'Gaussians/s', splats.count / gzipS, `${splats.count} Gaussians, ${raw.length} bytes before gzip; baseline: bare gzip of the same bytes`)];
+  return [
+    row(
+      'SPZ encode (pack + gzip), Gaussians per second',
+      splats.count / encodeS,
+      'Gaussians/s',
+      splats.count / gzipS,
+      `${splats.count} Gaussians, ${raw.length} bytes before gzip; baseline: bare gzip of the same bytes`,
+    ),
+  ];
 }
 
 async function roomPerFrame(): Promise<BenchRow[]> {
   const room = { half: 4, ceiling: 2.6, cam: 1.5 };
-  const frames = await Promise.all([0, 40, 80, 120].map((yawDeg) => renderRoomViewImage({ width: 640, height: 480, fovX: 65, yawDeg, room })));
+  const frames = await Promise.all(
+    [0, 40, 80, 120].map((yawDeg) => renderRoomViewImage({ width: 640, height: 480, fovX: 65, yawDeg, room })),
+  );
   const engine = createRoomSpaceEngine({ defaultFovDeg: 65, cameraHeightM: 1.5 });
-  const ctx = { signal: new AbortController().signal, progress: async () => {}, store: async (_b: Buffer, _t: string, name: string) => `mem:${name}`, publishPreview: async () => {}, jobId: 'bench', log: createLogger('silent'), recall: () => undefined, remember: async () => {} };
+  const ctx = {
+    signal: new AbortController().signal,
+    progress: async () => {},
+    store: async (_b: Buffer, _t: string, name: string) => `mem:${name}`,
+    publishPreview: async () => {},
+    jobId: 'bench',
+    log: createLogger('silent'),
+    recall: () => undefined,
+    remember: async () => {},
+  };
   const plan = { source: 'photos' as const, imageUrls: [], quality: 'full' as const, title: null };
   const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
   const builds: number[] = [];
@@ -97,9 +138,20 @@ async function roomPerFrame(): Promise<BenchRow[]> {
     t0 = performance.now();
     for (const f of frames) await sharp(f).resize({ width: 640 }).removeAlpha().raw().toBuffer();
     const decode = performance.now() - t0;
-    if (i > 0) { builds.push(build / frames.length); decodes.push(decode / frames.length); } // run 0 warms up
+    if (i > 0) {
+      builds.push(build / frames.length);
+      decodes.push(decode / frames.length);
+    } // run 0 warms up
   }
-  return [row('room engine (local-room-v1), time per input frame (median)', med(builds), 'ms', med(decodes), `4 views 640x480, full quality (quick + full splat, PNG panorama, GLB), ${RUNS} runs; baseline: bare sharp decode + resize of the same frames`)];
+  return [
+    row(
+      'room engine (local-room-v1), time per input frame (median)',
+      med(builds),
+      'ms',
+      med(decodes),
+      `4 views 640x480, full quality (quick + full splat, PNG panorama, GLB), ${RUNS} runs; baseline: bare sharp decode + resize of the same frames`,
+    ),
+  ];
 }
 
 export const bench: Bench = {

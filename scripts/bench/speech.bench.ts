@@ -42,14 +42,22 @@ function espeakDirect(text: string): Promise<Timing> {
       bytes += d.length;
     });
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve({ ttfbMs: first, wallMs: performance.now() - t0, audioSeconds: (bytes - 44) / 2 / 22_050 }) : reject(new Error(`espeak-ng exited ${code}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve({ ttfbMs: first, wallMs: performance.now() - t0, audioSeconds: (bytes - 44) / 2 / 22_050 })
+        : reject(new Error(`espeak-ng exited ${code}`)),
+    );
     child.stdin.end(text);
   });
 }
 
 async function overHttp(stack: Stack, key: string, text: string): Promise<Timing> {
   const t0 = performance.now();
-  const res = await fetch(`${stack.baseUrl}/speech`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
+  const res = await fetch(`${stack.baseUrl}/speech`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ text }),
+  });
   if (res.status !== 200) throw new Error(`POST /speech answered ${res.status}: ${await res.text()}`);
   let first = 0;
   let bytes = 0;
@@ -59,7 +67,6 @@ async function overHttp(stack: Stack, key: string, text: string): Promise<Timing
   }
   return { ttfbMs: first, wallMs: performance.now() - t0, audioSeconds: bytes / 2 / 24_000 };
 }
-
 
 const median = (xs: number[]) => percentile(xs, 50);
 const rtf = (ts: Timing[]) => median(ts.map((t) => t.audioSeconds / (t.wallMs / 1000)));
@@ -86,8 +93,29 @@ export const bench: Bench = {
         }
         const audio = http[0]!.audioSeconds.toFixed(1);
         const base = median(direct.map((t) => t.ttfbMs));
-        rows.push(row(`/speech time to first byte, ${label} (${text.length} chars, ${audio} s audio), median`, median(http.map((t) => t.ttfbMs)), 'ms', base, `baseline = espeak-ng's first stdout byte; p99 ${percentile(http.map((t) => t.ttfbMs), 99).toFixed(1)} ms; total ${median(http.map((t) => t.wallMs)).toFixed(1)} ms vs ${median(direct.map((t) => t.wallMs)).toFixed(1)} ms`));
-        rows.push(row(`/speech real-time factor, ${label}, one client, median`, rtf(http), '× real time', rtf(direct), 'audio seconds / wall seconds; baseline = espeak-ng directly'));
+        rows.push(
+          row(
+            `/speech time to first byte, ${label} (${text.length} chars, ${audio} s audio), median`,
+            median(http.map((t) => t.ttfbMs)),
+            'ms',
+            base,
+            `baseline = espeak-ng's first stdout byte; p99 ${percentile(
+              http.map((t) => t.ttfbMs),
+              99,
+            ).toFixed(
+              1,
+            )} ms; total ${median(http.map((t) => t.wallMs)).toFixed(1)} ms vs ${median(direct.map((t) => t.wallMs)).toFixed(1)} ms`,
+          ),
+        );
+        rows.push(
+          row(
+            `/speech real-time factor, ${label}, one client, median`,
+            rtf(http),
+            '× real time',
+            rtf(direct),
+            'audio seconds / wall seconds; baseline = espeak-ng directly',
+          ),
+        );
       }
       // Several clients at once: audio delivered per wall second, against as many espeak-ng at once.
       const many = async (fn: () => Promise<Timing>) => {
@@ -106,7 +134,15 @@ export const bench: Bench = {
       };
       const directMany = await many(() => espeakDirect(TEXTS.long));
       const httpMany = await many(() => overHttp(stack, key, TEXTS.long));
-      rows.push(row(`/speech aggregate real-time factor, ${CONCURRENCY} clients (long text)`, httpMany, '× real time', directMany, `baseline = ${CONCURRENCY} espeak-ng at once; one worker process, concurrency ${CONCURRENCY}`));
+      rows.push(
+        row(
+          `/speech aggregate real-time factor, ${CONCURRENCY} clients (long text)`,
+          httpMany,
+          '× real time',
+          directMany,
+          `baseline = ${CONCURRENCY} espeak-ng at once; one worker process, concurrency ${CONCURRENCY}`,
+        ),
+      );
     } finally {
       if (worker && worker.exitCode === null) {
         const exited = new Promise((r) => worker!.once('exit', r));

@@ -23,10 +23,12 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const ROUNDS = Number(process.env.STARTUP_ROUNDS ?? 7);
 const IDLE_MS = 2000;
 
-const HELLO_CJS = "require('node:http').createServer((q, s) => s.end('ok')).listen(0, () => console.log(JSON.stringify({ msg: 'hello ready' })));";
+const HELLO_CJS =
+  "require('node:http').createServer((q, s) => s.end('ok')).listen(0, () => console.log(JSON.stringify({ msg: 'hello ready' })));";
 
 /** The bare baseline: an ES module, as the service's entry points are, that listens and says so. */
-const HELLO = "import http from 'node:http';\nhttp.createServer((q, s) => s.end('ok')).listen(0, () => console.log(JSON.stringify({ msg: 'hello ready' })));\n";
+const HELLO =
+  "import http from 'node:http';\nhttp.createServer((q, s) => s.end('ok')).listen(0, () => console.log(JSON.stringify({ msg: 'hello ready' })));\n";
 
 interface Kind {
   name: string;
@@ -36,17 +38,30 @@ interface Kind {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+const rssMb = (pid: number) =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
 
 /** Spawn, wait for the ready line, read the memory after IDLE_MS, stop. */
-async function once_(kind: Kind, env: NodeJS.ProcessEnv): Promise<{ ms: number; rss: number; phases: Record<string, number> }> {
+async function once_(
+  kind: Kind,
+  env: NodeJS.ProcessEnv,
+): Promise<{ ms: number; rss: number; phases: Record<string, number> }> {
   const started = performance.now();
-  const child = spawn(process.execPath, kind.args, { cwd: root, env: { ...env, ...kind.env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, kind.args, {
+    cwd: root,
+    env: { ...env, ...kind.env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let buf = '';
   const line = await new Promise<Record<string, any>>((resolve, reject) => {
     child.once('error', reject);
-    const timer = setTimeout(() => reject(new Error(`${kind.name}: not ready after 60 s:\n${buf.slice(-2000)}`)), 60_000);
-    child.once('exit', (code) => reject(new Error(`${kind.name} exited (${code}) before it was ready:\n${buf.slice(-2000)}`)));
+    const timer = setTimeout(
+      () => reject(new Error(`${kind.name}: not ready after 60 s:\n${buf.slice(-2000)}`)),
+      60_000,
+    );
+    child.once('exit', (code) =>
+      reject(new Error(`${kind.name} exited (${code}) before it was ready:\n${buf.slice(-2000)}`)),
+    );
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
       for (const l of buf.split('\n')) {
@@ -98,12 +113,28 @@ export const bench: Bench = {
       // For reference: the same as a CommonJS script, which skips the ES module loader's start.
       { name: 'bare node:http hello, CommonJS (node -e)', args: ['-e', HELLO_CJS], ready: 'hello ready' },
       { name: 'API', args: ['dist/api/main.js'], ready: '"msg":"api ready"' },
-      { name: 'worker process, every pool', args: ['dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: 'all' } },
-      { name: 'worker process, code pool only', args: ['dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: 'code' } },
+      {
+        name: 'worker process, every pool',
+        args: ['dist/workers/main.js'],
+        ready: '"msg":"workers ready"',
+        env: { WORKER_POOLS: 'all' },
+      },
+      {
+        name: 'worker process, code pool only',
+        args: ['dist/workers/main.js'],
+        ready: '"msg":"workers ready"',
+        env: { WORKER_POOLS: 'code' },
+      },
       { name: 'scheduler', args: ['dist/scheduler/main.js'], ready: '"msg":"scheduler started"' },
-      { name: 'API from source (tsx, development)', args: ['--import', 'tsx', 'api/main.ts'], ready: '"msg":"api ready"' },
+      {
+        name: 'API from source (tsx, development)',
+        args: ['--import', 'tsx', 'api/main.ts'],
+        ready: '"msg":"api ready"',
+      },
     ];
-    const results = new Map<string, { ms: number; rss: number; phases: Record<string, number> }[]>(kinds.map((k) => [k.name, []]));
+    const results = new Map<string, { ms: number; rss: number; phases: Record<string, number> }[]>(
+      kinds.map((k) => [k.name, []]),
+    );
     // Memory of a worker process running one pool, as the Kubernetes manifests deploy them.
     const perPool = new Map<string, number>();
     let supervisorRss = NaN;
@@ -111,8 +142,28 @@ export const bench: Bench = {
       for (const k of kinds) await once_(k, env); // warm-up: the page cache, the topology declared once
       for (let r = 0; r < ROUNDS; r++) for (const k of kinds) results.get(k.name)!.push(await once_(k, env));
       // The supervisor's own memory (its API child runs beside it; only the supervisor is read).
-      supervisorRss = (await once_({ name: 'supervisor', args: ['dist/scripts/supervisor.js', 'api'], ready: '"msg":"api process ready"' }, env)).rss;
-      if (process.env.STARTUP_POOLS !== '0') for (const pool of POOL_TYPES) perPool.set(pool, (await once_({ name: `worker ${pool}`, args: ['dist/workers/main.js'], ready: '"msg":"workers ready"', env: { WORKER_POOLS: pool } }, env)).rss);
+      supervisorRss = (
+        await once_(
+          { name: 'supervisor', args: ['dist/scripts/supervisor.js', 'api'], ready: '"msg":"api process ready"' },
+          env,
+        )
+      ).rss;
+      if (process.env.STARTUP_POOLS !== '0')
+        for (const pool of POOL_TYPES)
+          perPool.set(
+            pool,
+            (
+              await once_(
+                {
+                  name: `worker ${pool}`,
+                  args: ['dist/workers/main.js'],
+                  ready: '"msg":"workers ready"',
+                  env: { WORKER_POOLS: pool },
+                },
+                env,
+              )
+            ).rss,
+          );
     } finally {
       await dropEverything(config);
       rmSync(helloDir, { recursive: true, force: true });
@@ -126,11 +177,23 @@ export const bench: Bench = {
       const isBare = k === kinds[0];
       const ms = rs.map((x) => x.ms).sort((a, b) => a - b);
       const spread = `min ${Math.round(ms[0]!)}, max ${Math.round(ms.at(-1)!)} of ${ms.length}`;
-      rows.push({ ...row(`${k.name}: spawn → ready`, median(ms), 'ms', isBare ? undefined : bare, `${spread}${phases ? `; median phases ms: ${phases}` : ''}`, k.name === 'API' ? 3 : undefined), ...(isBare ? {} : { better: 'lower' as const }) });
+      rows.push({
+        ...row(
+          `${k.name}: spawn → ready`,
+          median(ms),
+          'ms',
+          isBare ? undefined : bare,
+          `${spread}${phases ? `; median phases ms: ${phases}` : ''}`,
+          k.name === 'API' ? 3 : undefined,
+        ),
+        ...(isBare ? {} : { better: 'lower' as const }),
+      });
     }
-    for (const k of kinds) rows.push(row(`${k.name}: resident memory at idle`, median(results.get(k.name)!.map((x) => x.rss)), 'MB'));
+    for (const k of kinds)
+      rows.push(row(`${k.name}: resident memory at idle`, median(results.get(k.name)!.map((x) => x.rss)), 'MB'));
     rows.push(row('supervisor (npm start): resident memory at idle', supervisorRss, 'MB', undefined, 'one run'));
-    for (const [pool, rss] of perPool) rows.push(row(`worker process, ${pool} pool alone: resident memory at idle`, rss, 'MB', undefined, 'one run'));
+    for (const [pool, rss] of perPool)
+      rows.push(row(`worker process, ${pool} pool alone: resident memory at idle`, rss, 'MB', undefined, 'one run'));
     return rows;
   },
 };

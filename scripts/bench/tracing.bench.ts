@@ -47,7 +47,16 @@ async function startApi(env: Record<string, string>): Promise<Api> {
   const config = benchConfig({ ...env, PORT: String(port), PUBLIC_BASE_URL: base });
   const child = spawn(process.execPath, ['dist/api/main.js'], {
     cwd: root,
-    env: { ...process.env, ...env, PORT: String(port), METRICS_PORT: '0', METRICS_ON_API_PORT: 'true', PUBLIC_BASE_URL: base, MONGODB_URL: config.MONGODB_URL, QUEUE_PREFIX: config.QUEUE_PREFIX },
+    env: {
+      ...process.env,
+      ...env,
+      PORT: String(port),
+      METRICS_PORT: '0',
+      METRICS_ON_API_PORT: 'true',
+      PUBLIC_BASE_URL: base,
+      MONGODB_URL: config.MONGODB_URL,
+      QUEUE_PREFIX: config.QUEUE_PREFIX,
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = once(child, 'exit');
@@ -61,7 +70,10 @@ async function startApi(env: Record<string, string>): Promise<Api> {
     await dropEverything(config);
   };
   for (const deadline = Date.now() + 120_000; ; ) {
-    const up = await fetch(`${base}/healthz`).then((r) => r.ok, () => false);
+    const up = await fetch(`${base}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (up) break;
     if (child.exitCode !== null || Date.now() > deadline) {
       await stop();
@@ -75,7 +87,8 @@ async function startApi(env: Record<string, string>): Promise<Api> {
     let requests = 0;
     for (const line of text.split('\n')) {
       if (line.startsWith('process_cpu_seconds_total ')) cpu = Number(line.split(' ')[1]);
-      else if (line.startsWith('http_request_duration_seconds_count{') && !line.includes('route="/metrics"')) requests += Number(line.split(' ').pop());
+      else if (line.startsWith('http_request_duration_seconds_count{') && !line.includes('route="/metrics"'))
+        requests += Number(line.split(' ').pop());
     }
     return { cpu, requests };
   };
@@ -83,11 +96,18 @@ async function startApi(env: Record<string, string>): Promise<Api> {
 }
 
 /** `fn`'s CPU milliseconds per request answered, for each API (the /metrics reads themselves are left out). */
-async function cpuPerRequest<T>(apis: Api[], fn: () => Promise<T>): Promise<{ result: T; ms: number[]; requestsBefore: number[] }> {
+async function cpuPerRequest<T>(
+  apis: Api[],
+  fn: () => Promise<T>,
+): Promise<{ result: T; ms: number[]; requestsBefore: number[] }> {
   const before = await Promise.all(apis.map((a) => a.usage()));
   const result = await fn();
   const after = await Promise.all(apis.map((a) => a.usage()));
-  return { result, ms: after.map((u, i) => ((u.cpu - before[i]!.cpu) * 1000) / Math.max(1, u.requests - before[i]!.requests)), requestsBefore: before.map((u) => u.requests) };
+  return {
+    result,
+    ms: after.map((u, i) => ((u.cpu - before[i]!.cpu) * 1000) / Math.max(1, u.requests - before[i]!.requests)),
+    requestsBefore: before.map((u) => u.requests),
+  };
 }
 
 const API_ENV = { LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000' };
@@ -99,10 +119,17 @@ async function prepare(api: Api): Promise<{ get: Target; post: Target }> {
   const db = await connectMongo(api.config.MONGODB_URL);
   try {
     const { auth } = await benchAccount(db, { credits: 1e12 });
-    const res = await fetch(`${api.url}/code-builds`, { method: 'POST', headers: { ...auth, ...JSON_BODY }, body: BODY });
+    const res = await fetch(`${api.url}/code-builds`, {
+      method: 'POST',
+      headers: { ...auth, ...JSON_BODY },
+      body: BODY,
+    });
     if (res.status !== 202) throw new Error(`POST /code-builds answered ${res.status}: ${await res.text()}`);
     const { jobId } = (await res.json()) as { jobId: string };
-    return { get: { url: `${api.url}/jobs/${jobId}`, headers: auth }, post: { url: `${api.url}/code-builds`, method: 'POST', headers: { ...auth, ...JSON_BODY }, body: BODY } };
+    return {
+      get: { url: `${api.url}/jobs/${jobId}`, headers: auth },
+      post: { url: `${api.url}/code-builds`, method: 'POST', headers: { ...auth, ...JSON_BODY }, body: BODY },
+    };
   } finally {
     await db.close();
   }
@@ -131,7 +158,12 @@ async function pair(tracing: Record<string, string>, otlp: OtlpReceiver) {
     // Let the last batch go out, then count what the traced API exported per request it answered.
     await new Promise((r) => setTimeout(r, Number(tracing.OTEL_BSP_SCHEDULE_DELAY ?? 5000) + 1000));
     const answered = (await on.usage()).requests;
-    return { get, post, spans: otlp.received - spansBefore, perRequest: (otlp.received - spansBefore) / Math.max(1, answered - get.requestsBefore[1]!) };
+    return {
+      get,
+      post,
+      spans: otlp.received - spansBefore,
+      perRequest: (otlp.received - spansBefore) / Math.max(1, answered - get.requestsBefore[1]!),
+    };
   } finally {
     await Promise.allSettled([off.stop(), on?.stop()]);
   }
@@ -144,16 +176,50 @@ export const bench: Bench = {
     try {
       // The SDK's defaults otherwise: batches of 512 spans, at least every 5 s, a queue of 2048.
       const all = await pair({ OTEL_TRACES_SAMPLER: 'always_on', OTEL_BSP_SCHEDULE_DELAY: '5000' }, otlp);
-      const tenth = await pair({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1', OTEL_BSP_SCHEDULE_DELAY: '5000' }, otlp);
+      const tenth = await pair(
+        {
+          OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+          OTEL_TRACES_SAMPLER_ARG: '0.1',
+          OTEL_BSP_SCHEDULE_DELAY: '5000',
+        },
+        otlp,
+      );
       const off = 'same API, tracing off';
-      const cpu = (name: string, ms: number[]) => ({ ...row(name, ms[1]! * 1000, 'µs', ms[0]! * 1000), note: 'baseline: tracing off (process_cpu_seconds_total per request, span export included)' });
+      const cpu = (name: string, ms: number[]) => ({
+        ...row(name, ms[1]! * 1000, 'µs', ms[0]! * 1000),
+        note: 'baseline: tracing off (process_cpu_seconds_total per request, span export included)',
+      });
       return [
-        row('(a) GET /jobs/{id}, tracing on (100% sampled), req/s', all.get.result.value.rps, 'req/s', all.get.result.base.rps, detail(all.get.result, off)),
-        row('(b) POST /code-builds accepted, tracing on (100% sampled), req/s', all.post.result.value.rps, 'req/s', all.post.result.base.rps, `${detail(all.post.result, off)}; ${all.spans} spans exported, ${all.perRequest.toFixed(1)} per request`),
+        row(
+          '(a) GET /jobs/{id}, tracing on (100% sampled), req/s',
+          all.get.result.value.rps,
+          'req/s',
+          all.get.result.base.rps,
+          detail(all.get.result, off),
+        ),
+        row(
+          '(b) POST /code-builds accepted, tracing on (100% sampled), req/s',
+          all.post.result.value.rps,
+          'req/s',
+          all.post.result.base.rps,
+          `${detail(all.post.result, off)}; ${all.spans} spans exported, ${all.perRequest.toFixed(1)} per request`,
+        ),
         cpu('(c) GET /jobs/{id}, API CPU per request, tracing on (100%)', all.get.ms),
         cpu('(d) POST /code-builds, API CPU per request, tracing on (100%)', all.post.ms),
-        row('(e) GET /jobs/{id}, tracing on (10% sampled), req/s', tenth.get.result.value.rps, 'req/s', tenth.get.result.base.rps, detail(tenth.get.result, off)),
-        row('(f) POST /code-builds accepted, tracing on (10% sampled), req/s', tenth.post.result.value.rps, 'req/s', tenth.post.result.base.rps, `${detail(tenth.post.result, off)}; ${tenth.spans} spans exported, ${tenth.perRequest.toFixed(2)} per request`),
+        row(
+          '(e) GET /jobs/{id}, tracing on (10% sampled), req/s',
+          tenth.get.result.value.rps,
+          'req/s',
+          tenth.get.result.base.rps,
+          detail(tenth.get.result, off),
+        ),
+        row(
+          '(f) POST /code-builds accepted, tracing on (10% sampled), req/s',
+          tenth.post.result.value.rps,
+          'req/s',
+          tenth.post.result.base.rps,
+          `${detail(tenth.post.result, off)}; ${tenth.spans} spans exported, ${tenth.perRequest.toFixed(2)} per request`,
+        ),
         cpu('(g) GET /jobs/{id}, API CPU per request, tracing on (10%)', tenth.get.ms),
         cpu('(h) POST /code-builds, API CPU per request, tracing on (10%)', tenth.post.ms),
       ];

@@ -59,7 +59,11 @@ async function receiver(answer: (seen: number) => number | 'hang') {
     get ok() {
       return ok;
     },
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -69,7 +73,17 @@ const publishEvents = async (stack: Stack, accountId: string, n: number) => {
   for (let i = 0; i < n; i += batch) {
     await Promise.all(
       [...Array(Math.min(batch, n - i)).keys()].map(() => {
-        const ev: BusEvent = { eventId: randomUUID(), event: 'code_build.completed', accountId, occurredAt: new Date().toISOString(), data: { jobId: 'code_bench', status: 'complete', pollUrl: `${stack.config.PUBLIC_BASE_URL}/api/v1/jobs/code_bench` } };
+        const ev: BusEvent = {
+          eventId: randomUUID(),
+          event: 'code_build.completed',
+          accountId,
+          occurredAt: new Date().toISOString(),
+          data: {
+            jobId: 'code_bench',
+            status: 'complete',
+            pollUrl: `${stack.config.PUBLIC_BASE_URL}/api/v1/jobs/code_bench`,
+          },
+        };
         return stack.rt.amqp.publish(exchange, ev.event, ev);
       }),
     );
@@ -88,21 +102,50 @@ async function throughput(stack: Stack): Promise<BenchRow[]> {
     const seconds = (performance.now() - t0) / 1000;
 
     // Baseline: the same receiver, plain POSTs of a same-size body from this process.
-    const body = JSON.stringify({ eventId: randomUUID(), eventVersion: '2026-11-01', event: 'code_build.completed', occurredAt: new Date().toISOString(), timestamp: new Date().toISOString(), data: { jobId: 'code_bench', status: 'complete', pollUrl: 'http://x/api/v1/jobs/code_bench' } });
-    const agent = new http.Agent({ keepAlive: true, maxSockets: stack.config.WEBHOOK_DELIVERY_CONCURRENCY });
-    const post = () => new Promise<void>((resolve, reject) => {
-      const req = http.request(rcv.url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'x-service-event-id': randomUUID() } }, (res) => { res.resume(); res.on('end', () => resolve()); });
-      req.on('error', reject);
-      req.end(body);
+    const body = JSON.stringify({
+      eventId: randomUUID(),
+      eventVersion: '2026-11-01',
+      event: 'code_build.completed',
+      occurredAt: new Date().toISOString(),
+      timestamp: new Date().toISOString(),
+      data: { jobId: 'code_bench', status: 'complete', pollUrl: 'http://x/api/v1/jobs/code_bench' },
     });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: stack.config.WEBHOOK_DELIVERY_CONCURRENCY });
+    const post = () =>
+      new Promise<void>((resolve, reject) => {
+        const req = http.request(
+          rcv.url,
+          {
+            method: 'POST',
+            agent,
+            headers: { 'content-type': 'application/json', 'x-service-event-id': randomUUID() },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve());
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
     const b0 = performance.now();
     let next = 0;
-    await Promise.all([...Array(stack.config.WEBHOOK_DELIVERY_CONCURRENCY).keys()].map(async () => {
-      while (next++ < N) await post();
-    }));
+    await Promise.all(
+      [...Array(stack.config.WEBHOOK_DELIVERY_CONCURRENCY).keys()].map(async () => {
+        while (next++ < N) await post();
+      }),
+    );
     const baseline = N / ((performance.now() - b0) / 1000);
     agent.destroy();
-    return [row(`deliveries per second (${N} events, 1 webhook, concurrency ${stack.config.WEBHOOK_DELIVERY_CONCURRENCY})`, N / seconds, 'deliveries/s', baseline, 'baseline: bare keep-alive POSTs to the same receiver')];
+    return [
+      row(
+        `deliveries per second (${N} events, 1 webhook, concurrency ${stack.config.WEBHOOK_DELIVERY_CONCURRENCY})`,
+        N / seconds,
+        'deliveries/s',
+        baseline,
+        'baseline: bare keep-alive POSTs to the same receiver',
+      ),
+    ];
   } finally {
     await rcv.close();
   }
@@ -117,13 +160,22 @@ async function throughputBesideDeadEndpoint(stack: Stack, alone: number): Promis
     const { key, accountId } = await stack.createAccount();
     const api = client(stack.baseUrl, key);
     await api.post('/webhooks', { name: 'healthy', url: healthy.url, events: ['code_build.completed'] });
-    const deadHook = (await api.post('/webhooks', { name: 'dead', url: dead.url, events: ['code_build.completed'] })).body;
+    const deadHook = (await api.post('/webhooks', { name: 'dead', url: dead.url, events: ['code_build.completed'] }))
+      .body;
     const t0 = performance.now();
     await publishEvents(stack, accountId, n);
     await eventually(async () => healthy.ok >= n, 300_000, `${n} deliveries beside a dead endpoint`);
     const rate = n / ((performance.now() - t0) / 1000);
     await api.delete(`/webhooks/${deadHook.id}`); // its pending retries are skipped
-    return [row(`deliveries per second to a healthy webhook beside a dead one (${n} events each)`, rate, 'deliveries/s', alone, 'baseline: the healthy webhook alone, row above')];
+    return [
+      row(
+        `deliveries per second to a healthy webhook beside a dead one (${n} events each)`,
+        rate,
+        'deliveries/s',
+        alone,
+        'baseline: the healthy webhook alone, row above',
+      ),
+    ];
   } finally {
     await Promise.all([healthy.close(), dead.close()]);
   }
@@ -134,7 +186,8 @@ async function retryDelays(stack: Stack): Promise<BenchRow[]> {
   try {
     const { key, accountId } = await stack.createAccount();
     const api = client(stack.baseUrl, key);
-    const hook = (await api.post('/webhooks', { name: 'retries', url: rcv.url, events: ['code_build.completed'] })).body;
+    const hook = (await api.post('/webhooks', { name: 'retries', url: rcv.url, events: ['code_build.completed'] }))
+      .body;
     await publishEvents(stack, accountId, RETRY_SAMPLES);
     await eventually(async () => rcv.ok >= RETRY_SAMPLES, 60_000, 'retried deliveries');
     const docs = await eventually(async () => {
@@ -152,8 +205,20 @@ async function retryDelays(stack: Stack): Promise<BenchRow[]> {
       gap2.push(a3.at.getTime() - (a2.at.getTime() + a2.durationMs));
     }
     return [
-      row(`first retry delay, mean of ${gap1.length}`, mean(gap1), 'ms', 1000, `p95 ${percentile(gap1, 95)} ms, min ${Math.min(...gap1)} ms`),
-      row(`second retry delay, mean of ${gap2.length}`, mean(gap2), 'ms', 3000, `p95 ${percentile(gap2, 95)} ms, min ${Math.min(...gap2)} ms`),
+      row(
+        `first retry delay, mean of ${gap1.length}`,
+        mean(gap1),
+        'ms',
+        1000,
+        `p95 ${percentile(gap1, 95)} ms, min ${Math.min(...gap1)} ms`,
+      ),
+      row(
+        `second retry delay, mean of ${gap2.length}`,
+        mean(gap2),
+        'ms',
+        3000,
+        `p95 ${percentile(gap2, 95)} ms, min ${Math.min(...gap2)} ms`,
+      ),
     ];
   } finally {
     await rcv.close();
@@ -168,12 +233,22 @@ async function attemptTimeout(stack: Stack): Promise<BenchRow[]> {
     const hook = (await api.post('/webhooks', { name: 'hangs', url: rcv.url, events: ['code_build.completed'] })).body;
     await publishEvents(stack, accountId, 4);
     const docs = await eventually(async () => {
-      const d = await createDeliveriesRepository(stack.rt.db).collection.find({ webhookId: hook.id, attempt: 1 }).toArray();
+      const d = await createDeliveriesRepository(stack.rt.db)
+        .collection.find({ webhookId: hook.id, attempt: 1 })
+        .toArray();
       return d.length >= 4 ? d : undefined;
     }, 30_000);
     const ms = docs.map((d) => d.durationMs);
     await api.delete(`/webhooks/${hook.id}`); // the retries are skipped
-    return [row('attempt timeout against a receiver that never answers (4 attempts)', mean(ms), 'ms', 5000, `max ${Math.max(...ms)} ms`)];
+    return [
+      row(
+        'attempt timeout against a receiver that never answers (4 attempts)',
+        mean(ms),
+        'ms',
+        5000,
+        `max ${Math.max(...ms)} ms`,
+      ),
+    ];
   } finally {
     await rcv.close();
   }
@@ -182,10 +257,23 @@ async function attemptTimeout(stack: Stack): Promise<BenchRow[]> {
 export const bench: Bench = {
   name: 'webhooks (issue 3)',
   async run() {
-    const stack = await startStack({ env: { ALLOW_LOOPBACK_URLS: 'true', LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '1000000', ...(process.env.BENCH_WEBHOOK_ENV ? JSON.parse(process.env.BENCH_WEBHOOK_ENV) : {}) }, scheduler: false });
+    const stack = await startStack({
+      env: {
+        ALLOW_LOOPBACK_URLS: 'true',
+        LOG_LEVEL: 'silent',
+        RATE_LIMIT_MAX: '1000000',
+        ...(process.env.BENCH_WEBHOOK_ENV ? JSON.parse(process.env.BENCH_WEBHOOK_ENV) : {}),
+      },
+      scheduler: false,
+    });
     try {
       const tp = await throughput(stack);
-      return [...tp, ...(await throughputBesideDeadEndpoint(stack, tp[0]!.value)), ...(await retryDelays(stack)), ...(await attemptTimeout(stack))];
+      return [
+        ...tp,
+        ...(await throughputBesideDeadEndpoint(stack, tp[0]!.value)),
+        ...(await retryDelays(stack)),
+        ...(await attemptTimeout(stack)),
+      ];
     } finally {
       await stack.stop();
     }

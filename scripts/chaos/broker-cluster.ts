@@ -27,9 +27,24 @@ import { POOL_TYPES, broker } from '../../contracts/registry';
 import { AmqpClient, connectAny } from '../../platform/infra/amqp';
 import { fromUnits } from '../../platform/credits/credits';
 import { createLogger } from '../../platform/infra/log';
-import { clusterLeftovers, clusterUp, releaseCluster, type Cluster, type NodeNumber } from '../harness/rabbitmq-cluster';
+import {
+  clusterLeftovers,
+  clusterUp,
+  releaseCluster,
+  type Cluster,
+  type NodeNumber,
+} from '../harness/rabbitmq-cluster';
 import { freePort } from '../harness/stack';
-import { pct, postUntilAccepted, printFigures, sleep, startChaosRun, waitForQuiet, type Accepted, type ChaosRun } from './kit';
+import {
+  pct,
+  postUntilAccepted,
+  printFigures,
+  sleep,
+  startChaosRun,
+  waitForQuiet,
+  type Accepted,
+  type ChaosRun,
+} from './kit';
 
 export interface BrokerClusterOptions {
   /** Code builds posted (default 500). */
@@ -77,7 +92,11 @@ async function startReceiver() {
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    got,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 /** A publisher beside the service: one confirmed publish every 20 ms; when each confirm came. */
@@ -90,7 +109,18 @@ async function startProbe(run: ChaosRun, url: string) {
   } finally {
     await conn.close();
   }
-  const client = new AmqpClient(url, { prefix: run.config.QUEUE_PREFIX, queueType: 'quorum', deliveryLimit: run.config.DELIVERY_LIMIT, pools: POOL_TYPES, webhookDelaysMs: run.config.WEBHOOK_RETRY_DELAYS_MS }, createLogger('silent'), run.config.PUBLISH_TIMEOUT_MS);
+  const client = new AmqpClient(
+    url,
+    {
+      prefix: run.config.QUEUE_PREFIX,
+      queueType: 'quorum',
+      deliveryLimit: run.config.DELIVERY_LIMIT,
+      pools: POOL_TYPES,
+      webhookDelaysMs: run.config.WEBHOOK_RETRY_DELAYS_MS,
+    },
+    createLogger('silent'),
+    run.config.PUBLISH_TIMEOUT_MS,
+  );
   await client.start();
   const confirms: number[] = [];
   let failed = 0;
@@ -141,7 +171,10 @@ function metricSum(text: string, name: string, labels: Record<string, string> = 
   return sum;
 }
 
-const latency = (xs: number[]) => (xs.length ? `${Math.round(pct(xs, 50))} / ${Math.round(pct(xs, 99))} / ${Math.round(Math.max(...xs))} ms (n=${xs.length})` : 'n/a (no request in this phase)');
+const latency = (xs: number[]) =>
+  xs.length
+    ? `${Math.round(pct(xs, 50))} / ${Math.round(pct(xs, 99))} / ${Math.round(Math.max(...xs))} ms (n=${xs.length})`
+    : 'n/a (no request in this phase)';
 
 export async function runBrokerClusterScenario(opts: BrokerClusterOptions = {}): Promise<BrokerClusterResult> {
   const N = opts.jobs ?? 500;
@@ -166,7 +199,11 @@ export async function runBrokerClusterScenario(opts: BrokerClusterOptions = {}):
   const receiver = await startReceiver();
   let probe: Awaited<ReturnType<typeof startProbe>> | undefined;
   try {
-    const hook = await fetch(`${run.base}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${run.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'chaos', url: receiver.url, events: ['code_build.completed'] }) });
+    const hook = await fetch(`${run.base}/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${run.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'chaos', url: receiver.url, events: ['code_build.completed'] }),
+    });
     if (hook.status !== 201) throw new Error(`webhook create answered ${hook.status}: ${await hook.text()}`);
     probe = await startProbe(run, cluster.url);
     const codeQueue = broker.poolQueue(run.config.QUEUE_PREFIX, 'code');
@@ -202,7 +239,11 @@ export async function runBrokerClusterScenario(opts: BrokerClusterOptions = {}):
     for (let i = 0; i < N; i++) {
       const due = t0 + (i * 1000) / rate;
       if (due > Date.now()) await sleep(due - Date.now());
-      posts.push(postUntilAccepted(run, `broker-${run.id}-${i}`, { prompt: `cluster app ${i}` }).then((a) => void answers.push(a)));
+      posts.push(
+        postUntilAccepted(run, `broker-${run.id}-${i}`, { prompt: `cluster app ${i}` }).then(
+          (a) => void answers.push(a),
+        ),
+      );
     }
     await Promise.all(posts);
     const postedFor = Date.now() - t0;
@@ -213,17 +254,31 @@ export async function runBrokerClusterScenario(opts: BrokerClusterOptions = {}):
     const jobs = await run.db.jobs.find({ accountId: run.accountId }).toArray();
     const complete = jobs.filter((j) => j.status === 'complete');
     const idsOf = (jobId: string) => new Set(receiver.got.filter((g) => g.jobId === jobId).map((g) => g.eventId));
-    for (const deadline = Date.now() + 120_000; complete.some((j) => idsOf(j._id).size === 0) && Date.now() < deadline; ) await sleep(250);
+    for (
+      const deadline = Date.now() + 120_000;
+      complete.some((j) => idsOf(j._id).size === 0) && Date.now() < deadline;
+    )
+      await sleep(250);
     await sleep(2000); // a late repeat, if any, arrives now
     await probe.close();
     const probeFailed = probe.failed();
 
     // --- figures ----------------------------------------------------------------------
-    const scrape = async (url: string) => (await fetch(url).then((r) => r.text()).catch(() => ''));
-    const texts = await Promise.all([scrape(`http://127.0.0.1:${run.metricsPort}/metrics`), scrape(`http://127.0.0.1:${ports.worker}/metrics`), scrape(`http://127.0.0.1:${ports.scheduler}/metrics`)]);
-    const sum = (name: string, labels: Record<string, string> = {}) => texts.reduce((n, t) => n + metricSum(t, name, labels), 0);
+    const scrape = async (url: string) =>
+      await fetch(url)
+        .then((r) => r.text())
+        .catch(() => '');
+    const texts = await Promise.all([
+      scrape(`http://127.0.0.1:${run.metricsPort}/metrics`),
+      scrape(`http://127.0.0.1:${ports.worker}/metrics`),
+      scrape(`http://127.0.0.1:${ports.scheduler}/metrics`),
+    ]);
+    const sum = (name: string, labels: Record<string, string> = {}) =>
+      texts.reduce((n, t) => n + metricSum(t, name, labels), 0);
     const confirmDuration = 'amqp_publish_confirm_duration_seconds';
-    const slowConfirms = sum(`${confirmDuration}_count`, { outcome: 'confirmed' }) - sum(`${confirmDuration}_bucket`, { outcome: 'confirmed', le: '1' });
+    const slowConfirms =
+      sum(`${confirmDuration}_count`, { outcome: 'confirmed' }) -
+      sum(`${confirmDuration}_bucket`, { outcome: 'confirmed', le: '1' });
 
     const logical = new Set(answers.map((a) => a.key)).size;
     const byKey = new Map(answers.map((a) => [a.key, a]));
@@ -244,17 +299,31 @@ export async function runBrokerClusterScenario(opts: BrokerClusterOptions = {}):
     // Phases by the time a request was first sent.
     const at = (name: string) => marks.find((m) => m.name.startsWith(name))?.at;
     const bounds = [t0, ...marks.map((m) => m.at), Infinity];
-    const phaseNames = ['before the kill', `node ${killed} killed → answering again`, ...(graceful ? [`after node ${killed} came back`, `node ${stopped} stopped gracefully → answering again`] : []), 'after the faults'];
+    const phaseNames = [
+      'before the kill',
+      `node ${killed} killed → answering again`,
+      ...(graceful ? [`after node ${killed} came back`, `node ${stopped} stopped gracefully → answering again`] : []),
+      'after the faults',
+    ];
     const phases = phaseNames.map((name, i) => ({ name, from: bounds[i]!, to: bounds[i + 1]! }));
-    const latencyRows: [string, string][] = phases.map((p) => [`accept latency p50 / p99 / max, ${p.name}`, latency(answers.filter((a) => a.sentAt >= p.from && a.sentAt < p.to).map((a) => a.acceptedAt - a.sentAt))]);
+    const latencyRows: [string, string][] = phases.map((p) => [
+      `accept latency p50 / p99 / max, ${p.name}`,
+      latency(answers.filter((a) => a.sentAt >= p.from && a.sentAt < p.to).map((a) => a.acceptedAt - a.sentAt)),
+    ]);
     const killAt = at(`node ${killed} (leader`)!;
     const backAt = at(`node ${killed} answers`)!;
     const stopAt = stopped ? at(`node ${stopped} stopped`) : undefined;
     const longest = probe.gap();
     const failoverLines = run.lines().filter((l) => l.msg === 'amqp connection lost; failing over');
-    const downMs = run.lines().filter((l) => l.msg === 'amqp connected' && typeof l.downMs === 'number').map((l) => l.downMs as number);
+    const downMs = run
+      .lines()
+      .filter((l) => l.msg === 'amqp connected' && typeof l.downMs === 'number')
+      .map((l) => l.downMs as number);
     const figures: [string, string | number][] = [
-      ['code builds posted (each its own Idempotency-Key), steady rate', `${N} at ${rate}/s (${(postedFor / 1000).toFixed(1)} s)`],
+      [
+        'code builds posted (each its own Idempotency-Key), steady rate',
+        `${N} at ${rate}/s (${(postedFor / 1000).toFixed(1)} s)`,
+      ],
       ['accepted (202)', `${logical} (${answers.filter((a) => a.tries > 1).length} after a retry)`],
       ['jobs created', jobs.length],
       ['complete / failed', `${complete.length} / ${jobs.filter((j) => j.status === 'failed').length}`],
@@ -262,28 +331,85 @@ export async function runBrokerClusterScenario(opts: BrokerClusterOptions = {}):
       ['duplicated (two jobs for one key)', duplicated],
       ['jobs started more than once (redelivered, taken over)', jobs.filter((j) => (j.attempts ?? 0) > 1).length],
       ['credits spent / expected (5 a build)', `${spent} / ${expected}`],
-      ['webhook code_build.completed: builds delivered under exactly one event id', `${webhooks.jobsWithOneEventId} / ${complete.length}`],
+      [
+        'webhook code_build.completed: builds delivered under exactly one event id',
+        `${webhooks.jobsWithOneEventId} / ${complete.length}`,
+      ],
       ['webhook: builds under two event ids / missing', `${webhooks.jobsWithSeveralEventIds} / ${webhooks.missing}`],
-      ['webhook requests received (a repeat carries the same event id)', `${webhooks.receipts} (${distinctEventIds} event ids)`],
-      [`fault 1: node ${killed}, leader of the code queue, SIGKILL → it answers AMQP again`, `${backAt - killAt} ms (start: ${fault.restartMs} ms)`],
-      ...(graceful ? ([[`fault 2: node ${stopped} stopped gracefully (stop took) → started again`, `${fault.stopMs} ms → ${fault.startAgainMs} ms`]] as [string, string][]) : []),
+      [
+        'webhook requests received (a repeat carries the same event id)',
+        `${webhooks.receipts} (${distinctEventIds} event ids)`,
+      ],
+      [
+        `fault 1: node ${killed}, leader of the code queue, SIGKILL → it answers AMQP again`,
+        `${backAt - killAt} ms (start: ${fault.restartMs} ms)`,
+      ],
+      ...(graceful
+        ? ([
+            [
+              `fault 2: node ${stopped} stopped gracefully (stop took) → started again`,
+              `${fault.stopMs} ms → ${fault.startAgainMs} ms`,
+            ],
+          ] as [string, string][])
+        : []),
       ['longest time without a publisher confirm (probe, 20 ms cadence), whole run', `${longest} ms`],
       [`… around the kill of node ${killed}`, `${probe.gap(killAt - 1000, backAt)} ms`],
-      ...(stopAt ? ([[`… around the graceful stop of node ${stopped}`, `${probe.gap(stopAt - 1000, at(`node ${stopped} answers`) ?? Infinity)} ms`]] as [string, string][]) : []),
+      ...(stopAt
+        ? ([
+            [
+              `… around the graceful stop of node ${stopped}`,
+              `${probe.gap(stopAt - 1000, at(`node ${stopped} answers`) ?? Infinity)} ms`,
+            ],
+          ] as [string, string][])
+        : []),
       ['probe publishes failed (not confirmed within PUBLISH_TIMEOUT_MS)', probeFailed],
       ...latencyRows,
-      ['service: failovers (amqp_reconnects_total, API + worker + scheduler)', `${sum('amqp_reconnects_total', { outcome: 'failover' })} to another node, ${sum('amqp_reconnects_total', { outcome: 'same_node' })} to the same, ${sum('amqp_reconnects_total', { outcome: 'failed' })} rounds with no node`],
-      ['service: failover warnings logged / connection lost → connected to another node, max', `${failoverLines.length} / ${downMs.length ? `${Math.max(...downMs)} ms (p50 ${pct(downMs, 50)} ms)` : 'n/a'}`],
-      ['service: publishes sent again (connection lost / nacked)', `${sum('amqp_publishes_resent_total', { reason: 'connection_lost' })} / ${sum('amqp_publishes_resent_total', { reason: 'nacked' })}`],
-      ['service: publishes failed / confirmed after more than 1 s', `${sum(`${confirmDuration}_count`, { outcome: 'failed' })} / ${slowConfirms}`],
+      [
+        'service: failovers (amqp_reconnects_total, API + worker + scheduler)',
+        `${sum('amqp_reconnects_total', { outcome: 'failover' })} to another node, ${sum('amqp_reconnects_total', { outcome: 'same_node' })} to the same, ${sum('amqp_reconnects_total', { outcome: 'failed' })} rounds with no node`,
+      ],
+      [
+        'service: failover warnings logged / connection lost → connected to another node, max',
+        `${failoverLines.length} / ${downMs.length ? `${Math.max(...downMs)} ms (p50 ${pct(downMs, 50)} ms)` : 'n/a'}`,
+      ],
+      [
+        'service: publishes sent again (connection lost / nacked)',
+        `${sum('amqp_publishes_resent_total', { reason: 'connection_lost' })} / ${sum('amqp_publishes_resent_total', { reason: 'nacked' })}`,
+      ],
+      [
+        'service: publishes failed / confirmed after more than 1 s',
+        `${sum(`${confirmDuration}_count`, { outcome: 'failed' })} / ${slowConfirms}`,
+      ],
       ['queue type, nodes', `quorum, 3 (RabbitMQ ${'3.10'}; PUBLISH_TIMEOUT_MS ${run.config.PUBLISH_TIMEOUT_MS})`],
     ];
     const creditsExact = spent === expected;
-    const ok = lost === 0 && duplicated === 0 && creditsExact && webhooks.missing === 0 && webhooks.jobsWithSeveralEventIds === 0 && logical === N;
-    if (opts.print ?? true) printFigures(`chaos run (broker cluster: SIGKILL of the code queue's leader${graceful ? ', then a graceful stop of another node' : ''})`, figures);
+    const ok =
+      lost === 0 &&
+      duplicated === 0 &&
+      creditsExact &&
+      webhooks.missing === 0 &&
+      webhooks.jobsWithSeveralEventIds === 0 &&
+      logical === N;
+    if (opts.print ?? true)
+      printFigures(
+        `chaos run (broker cluster: SIGKILL of the code queue's leader${graceful ? ', then a graceful stop of another node' : ''})`,
+        figures,
+      );
     await run.close();
     const leaks = await clusterLeftovers().catch((err: Error) => [`(could not list the cluster: ${err.message})`]);
-    return { ok: ok && leaks.length === 0, posted: N, accepted: logical, completed: complete.length, lost, duplicated, creditsExact, webhooks, longestConfirmGapMs: longest, leaks, figures };
+    return {
+      ok: ok && leaks.length === 0,
+      posted: N,
+      accepted: logical,
+      completed: complete.length,
+      lost,
+      duplicated,
+      creditsExact,
+      webhooks,
+      longestConfirmGapMs: longest,
+      leaks,
+      figures,
+    };
   } catch (err) {
     await probe?.close().catch(() => {});
     await run.close().catch(() => {});

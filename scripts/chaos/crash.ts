@@ -24,7 +24,9 @@ export async function runCrash(): Promise<boolean> {
     let apiBackAt = 0;
     const inFlight: Promise<void>[] = [];
     for (let i = 0; i < LOGICAL; i++) {
-      inFlight.push(postUntilAccepted(run, `chaos-${run.id}-${i}`, { prompt: `chaos app ${i}` }).then((a) => void answers.push(a)));
+      inFlight.push(
+        postUntilAccepted(run, `chaos-${run.id}-${i}`, { prompt: `chaos app ${i}` }).then((a) => void answers.push(a)),
+      );
       if (i === LOGICAL / 3) {
         const killed = await apiPid(run);
         process.kill(killed, 'SIGKILL');
@@ -44,11 +46,20 @@ export async function runCrash(): Promise<boolean> {
     const takeovers: number[] = [];
     for (let round = 0; round < 3; round++) {
       // Give it work, wait until it holds some, kill the holder.
-      const extra = await Promise.all(Array.from({ length: 4 }, (_, j) => postUntilAccepted(run, `chaos-${run.id}-w${round}-${j}`, { prompt: `worker kill ${round}.${j}` })));
+      const extra = await Promise.all(
+        Array.from({ length: 4 }, (_, j) =>
+          postUntilAccepted(run, `chaos-${run.id}-w${round}-${j}`, { prompt: `worker kill ${round}.${j}` }),
+        ),
+      );
       answers.push(...extra);
       let held: { _id: string; lease: { owner: string } | null }[] = [];
       for (const deadline = Date.now() + 30_000; held.length === 0 && Date.now() < deadline; await sleep(50)) {
-        held = await db.jobs.find({ _id: { $in: extra.map((e) => e.jobId) }, status: 'processing', 'lease.owner': { $not: /^retry$/ } }, { projection: { lease: 1 } }).toArray();
+        held = await db.jobs
+          .find(
+            { _id: { $in: extra.map((e) => e.jobId) }, status: 'processing', 'lease.owner': { $not: /^retry$/ } },
+            { projection: { lease: 1 } },
+          )
+          .toArray();
       }
       if (!held.length) throw new Error('no job was taken by a worker');
       const pid = Number(held[0]!.lease!.owner.split(':')[1]);
@@ -79,11 +90,17 @@ export async function runCrash(): Promise<boolean> {
       ['requests retried after the API kill', retried.length],
       ['jobs created', jobs.length],
       ['duplicate jobs', jobs.length - logical],
-      ['jobs complete / failed', `${jobs.filter((j) => j.status === 'complete').length} / ${jobs.filter((j) => j.status === 'failed').length}`],
+      [
+        'jobs complete / failed',
+        `${jobs.filter((j) => j.status === 'complete').length} / ${jobs.filter((j) => j.status === 'failed').length}`,
+      ],
       ['credits spent / expected (5 a build)', `${10_000 - balance} / ${expectedSpend}`],
       ['extra credits', 10_000 - balance - expectedSpend],
       ['API killed → a new API process ready', apiBackAt ? `${apiBackAt - killedApiAt} ms` : 'n/a'],
-      ['API kill → last retried request accepted (its key held by the dead process until IDEMPOTENCY_LEASE_MS ran out)', retried.length ? `${Math.max(...retried.map((a) => a.acceptedAt)) - killedApiAt} ms` : 'n/a'],
+      [
+        'API kill → last retried request accepted (its key held by the dead process until IDEMPOTENCY_LEASE_MS ran out)',
+        retried.length ? `${Math.max(...retried.map((a) => a.acceptedAt)) - killedApiAt} ms` : 'n/a',
+      ],
       ['worker kill → killed job complete elsewhere, p50', `${pct(takeovers, 50)} ms (n=${takeovers.length})`],
       ['worker kill → killed job complete elsewhere, max', `${Math.max(...takeovers)} ms`],
       ['lease (JOB_LEASE_MS)', `${run.config.JOB_LEASE_MS} ms`],

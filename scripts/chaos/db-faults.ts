@@ -77,15 +77,29 @@ async function postTracked(run: ChaosRun, l: Logical, body: Record<string, unkno
     const t = performance.now();
     const r = await fetch(`${run.base}/code-builds`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${l.account.key}`, 'content-type': 'application/json', 'idempotency-key': l.key },
+      headers: {
+        authorization: `Bearer ${l.account.key}`,
+        'content-type': 'application/json',
+        'idempotency-key': l.key,
+      },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(30_000),
     }).then(
-      async (res) => ({ status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json().catch(() => null)) as Record<string, any> | null }),
+      async (res) => ({
+        status: res.status,
+        retryAfter: res.headers.get('retry-after'),
+        body: (await res.json().catch(() => null)) as Record<string, any> | null,
+      }),
       () => ({ status: 0, retryAfter: null, body: null }),
     );
     const e = r.body?.error;
-    l.tries.push({ at, ms: performance.now() - t, status: r.status, shaped: typeof e?.code === 'string' && typeof e?.message === 'string' && typeof e?.requestId === 'string', retryAfter: r.retryAfter });
+    l.tries.push({
+      at,
+      ms: performance.now() - t,
+      status: r.status,
+      shaped: typeof e?.code === 'string' && typeof e?.message === 'string' && typeof e?.requestId === 'string',
+      retryAfter: r.retryAfter,
+    });
     if (r.status === 202 && typeof r.body?.jobId === 'string') {
       l.jobId = r.body.jobId;
       return;
@@ -97,13 +111,18 @@ async function postTracked(run: ChaosRun, l: Logical, body: Record<string, unkno
 
 /** What the account should read now: its credits less every job it pays for, from the job documents. */
 async function truth(run: ChaosRun, a: Account): Promise<number> {
-  const jobs = await run.db.jobs.find({ accountId: a.id }, { projection: { status: 1, credits: 1 }, timeoutMS: 2000 }).toArray();
+  const jobs = await run.db.jobs
+    .find({ accountId: a.id }, { projection: { status: 1, credits: 1 }, timeoutMS: 2000 })
+    .toArray();
   const paid = jobs.filter((j) => j.credits.charged !== null && !(j.status === 'failed' && j.credits.refunded));
   return a.credits - fromUnits(paid.reduce((n, j) => n + j.credits.millicredits, 0));
 }
 
 async function readBalance(run: ChaosRun, a: Account): Promise<number | null> {
-  const r = await fetch(`${run.base}/account/credits`, { headers: { authorization: `Bearer ${a.key}` }, signal: AbortSignal.timeout(10_000) }).catch(() => null);
+  const r = await fetch(`${run.base}/account/credits`, {
+    headers: { authorization: `Bearer ${a.key}` },
+    signal: AbortSignal.timeout(10_000),
+  }).catch(() => null);
   if (r?.status !== 200) return null;
   return ((await r.json()) as { balance: number }).balance;
 }
@@ -130,7 +149,9 @@ function startWatchers(run: ChaosRun, accounts: Account[]) {
   })();
   const readiness = (async () => {
     while (!stop) {
-      const r = await fetch(`http://127.0.0.1:${run.port}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => null);
+      const r = await fetch(`http://127.0.0.1:${run.port}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(
+        () => null,
+      );
       ready.push({ at: Date.now(), ok: r?.status === 200 });
       await sleep(200);
     }
@@ -193,7 +214,9 @@ async function burst(run: ChaosRun, faults: DbFaults, accounts: Account[], fault
   await watch.stop();
 
   // --- figures ---------------------------------------------------------------------------------
-  const jobs = await run.db.jobs.find({ accountId: { $in: accounts.map((a) => a.id) }, _id: { $regex: /^code_/ } }).toArray();
+  const jobs = await run.db.jobs
+    .find({ accountId: { $in: accounts.map((a) => a.id) }, _id: { $regex: /^code_/ } })
+    .toArray();
   const ours = new Set(logical.map((l) => l.key));
   // This burst's jobs, by their prompt (the request's key): a job made by an attempt that never got
   // its 202 counts too (as a duplicate when another attempt made a second one).
@@ -218,34 +241,97 @@ async function burst(run: ChaosRun, faults: DbFaults, accounts: Account[], fault
   const clear = watch.ticks.filter((t) => t.before === t.after);
   const wrong = clear.filter((t) => t.read !== t.before);
   const wrongAfter = wrong.filter((t) => t.at >= mendedAt);
-  const exactAt = wrongAfter.length ? (clear.find((t) => t.at > wrongAfter[wrongAfter.length - 1]!.at)?.at ?? Infinity) : mendedAt;
+  const exactAt = wrongAfter.length
+    ? (clear.find((t) => t.at > wrongAfter[wrongAfter.length - 1]!.at)?.at ?? Infinity)
+    : mendedAt;
   const dev = (xs: BalanceTick[]) =>
-    xs.length ? accounts.filter((a) => xs.some((t) => t.account === a)).map((a) => { const d = xs.filter((t) => t.account === a).map((t) => t.read - t.before); return `${a.label} ${Math.min(...d)} … ${Math.max(...d)}`; }).join('; ') : '0';
-  const finals = await Promise.all(accounts.map(async (a) => ({ a, read: await readBalance(run, a), expected: a.credits - PRICE * jobs.filter((j) => j.accountId === a.id && j.status === 'complete').length })));
+    xs.length
+      ? accounts
+          .filter((a) => xs.some((t) => t.account === a))
+          .map((a) => {
+            const d = xs.filter((t) => t.account === a).map((t) => t.read - t.before);
+            return `${a.label} ${Math.min(...d)} … ${Math.max(...d)}`;
+          })
+          .join('; ')
+      : '0';
+  const finals = await Promise.all(
+    accounts.map(async (a) => ({
+      a,
+      read: await readBalance(run, a),
+      expected: a.credits - PRICE * jobs.filter((j) => j.accountId === a.id && j.status === 'complete').length,
+    })),
+  );
   const creditsExact = finals.every((f) => f.read === f.expected);
   const figures: [string, string | number][] = [
-    ['logical requests (each its own Idempotency-Key) / accepted', `${logical.length} / ${logical.filter((l) => l.jobId).length}`],
+    [
+      'logical requests (each its own Idempotency-Key) / accepted',
+      `${logical.length} / ${logical.filter((l) => l.jobId).length}`,
+    ],
     ['jobs created / duplicated', `${mine.length} / ${mine.length - logical.length}`],
-    ['jobs complete / failed / lost', `${mine.filter((j) => j.status === 'complete').length} / ${mine.filter((j) => j.status === 'failed').length} / ${lost.length}`],
-    ['credits: final read = expected (both accounts)', finals.map((f) => `${f.a.label} ${f.read} = ${f.expected}`).join('; ') + (creditsExact ? '' : ' MISMATCH')],
+    [
+      'jobs complete / failed / lost',
+      `${mine.filter((j) => j.status === 'complete').length} / ${mine.filter((j) => j.status === 'failed').length} / ${lost.length}`,
+    ],
+    [
+      'credits: final read = expected (both accounts)',
+      finals.map((f) => `${f.a.label} ${f.read} = ${f.expected}`).join('; ') + (creditsExact ? '' : ' MISMATCH'),
+    ],
     ['balance read exact after recovery', exactAt === Infinity ? 'never' : fmt(Math.max(0, exactAt - mendedAt))],
-    ['balance read − truth during the outage / after recovery (credits)', `${dev(wrong.filter((t) => t.at < mendedAt))} / ${dev(wrongAfter)}`],
+    [
+      'balance read − truth during the outage / after recovery (credits)',
+      `${dev(wrong.filter((t) => t.at < mendedAt))} / ${dev(wrongAfter)}`,
+    ],
     ['outage (fault → database answering again)', fmt(mendedAt - brokeAt)],
-    ['answers during the outage: 503 / other non-202 / 202', `${tries.filter(during).filter((t) => t.status === 503).length} / ${tries.filter(during).filter((t) => t.status !== 503 && t.status !== 202).length} / ${tries.filter(during).filter((t) => t.status === 202).length}`],
-    ['503 latency p50 / max (all 503s)', `${msf(pct(in503.map((t) => t.ms), 50))} / ${msf(in503.length ? Math.max(...in503.map((t) => t.ms)) : NaN)}`],
-    ['non-202 answers without the Error shape / 503s without Retry-After', `${unshaped.length} / ${no503RetryAfter.length}`],
-    ['other failures (status: count)', [...new Set(others.map((t) => t.status))].map((s) => `${s}: ${others.filter((t) => t.status === s).length}`).join(', ') || 'none'],
-    ['/readyz false after the fault / true after recovery', `${notReady ? msf(notReady.at - brokeAt) : 'never false'} / ${readyAgain ? msf(readyAgain.at - mendedAt) : 'n/a'}`],
+    [
+      'answers during the outage: 503 / other non-202 / 202',
+      `${tries.filter(during).filter((t) => t.status === 503).length} / ${tries.filter(during).filter((t) => t.status !== 503 && t.status !== 202).length} / ${tries.filter(during).filter((t) => t.status === 202).length}`,
+    ],
+    [
+      '503 latency p50 / max (all 503s)',
+      `${msf(
+        pct(
+          in503.map((t) => t.ms),
+          50,
+        ),
+      )} / ${msf(in503.length ? Math.max(...in503.map((t) => t.ms)) : NaN)}`,
+    ],
+    [
+      'non-202 answers without the Error shape / 503s without Retry-After',
+      `${unshaped.length} / ${no503RetryAfter.length}`,
+    ],
+    [
+      'other failures (status: count)',
+      [...new Set(others.map((t) => t.status))]
+        .map((s) => `${s}: ${others.filter((t) => t.status === s).length}`)
+        .join(', ') || 'none',
+    ],
+    [
+      '/readyz false after the fault / true after recovery',
+      `${notReady ? msf(notReady.at - brokeAt) : 'never false'} / ${readyAgain ? msf(readyAgain.at - mendedAt) : 'n/a'}`,
+    ],
     ['accept latency p50 / p99 before', `${msf(pct(before, 50))} / ${msf(pct(before, 99))}`],
     ['accept latency p50 / p99 during (202s)', `${msf(pct(dur, 50))} / ${msf(pct(dur, 99))} (n=${dur.length})`],
     ['accept latency p50 / p99 after', `${msf(pct(after, 50))} / ${msf(pct(after, 99))}`],
-    ['last request accepted after recovery / every job finished', `${fmt(acceptedAt - mendedAt)} / ${fmt(quietAt - mendedAt)}`],
+    [
+      'last request accepted after recovery / every job finished',
+      `${fmt(acceptedAt - mendedAt)} / ${fmt(quietAt - mendedAt)}`,
+    ],
   ];
-  printFigures(`chaos run (database fault: ${fault.name}; ${JOBS} code builds at ${RATE}/s, outage ${OUTAGE_MS} ms)`, figures);
+  printFigures(
+    `chaos run (database fault: ${fault.name}; ${JOBS} code builds at ${RATE}/s, outage ${OUTAGE_MS} ms)`,
+    figures,
+  );
   // With the API process killed on purpose, its requests in flight lose their connection and the
   // supervisor holds new ones until a process is up: the answers' rules are the database faults'.
-  const answersOk = fault.killsApi || (unshaped.length === 0 && no503RetryAfter.length === 0 && !others.some((t) => t.status >= 500 || t.status === 0));
-  const ok = lost.length === 0 && mine.length === logical.length && creditsExact && answersOk && exactAt - mendedAt <= EXACT_WITHIN_MS;
+  const answersOk =
+    fault.killsApi ||
+    (unshaped.length === 0 && no503RetryAfter.length === 0 && !others.some((t) => t.status >= 500 || t.status === 0));
+  const ok =
+    lost.length === 0 &&
+    mine.length === logical.length &&
+    creditsExact &&
+    answersOk &&
+    exactAt - mendedAt <= EXACT_WITHIN_MS;
   if (!ok) console.log(`FAILED: ${fault.name}`);
   return ok;
 }
@@ -253,7 +339,9 @@ async function burst(run: ChaosRun, faults: DbFaults, accounts: Account[], fault
 /** Until no job of the accounts is queued or processing (5 minutes at most). */
 async function quiet(run: ChaosRun, accounts: Account[]): Promise<void> {
   for (const deadline = Date.now() + 300_000; ; await sleep(250)) {
-    const open = await run.db.jobs.countDocuments({ accountId: { $in: accounts.map((a) => a.id) }, status: { $in: ['queued', 'processing'] } }).catch(() => -1);
+    const open = await run.db.jobs
+      .countDocuments({ accountId: { $in: accounts.map((a) => a.id) }, status: { $in: ['queued', 'processing'] } })
+      .catch(() => -1);
     if (open === 0) return;
     if (Date.now() > deadline) throw new Error(`${open} jobs still open`);
   }
@@ -278,7 +366,11 @@ export async function runDbFaults(): Promise<boolean> {
       name: 'dbfaults',
       jobMs: Number(process.env.CHAOS_JOB_MS ?? 250),
       credits: 100_000,
-      env: { MONGODB_URL: faults.url, POOL_CONCURRENCY: 'code=8', ...(process.env.CHAOS_LOG_LEVEL ? { LOG_LEVEL: process.env.CHAOS_LOG_LEVEL } : {}) },
+      env: {
+        MONGODB_URL: faults.url,
+        POOL_CONCURRENCY: 'code=8',
+        ...(process.env.CHAOS_LOG_LEVEL ? { LOG_LEVEL: process.env.CHAOS_LOG_LEVEL } : {}),
+      },
     });
     try {
       const accounts = createAccountsRepository(run.db);
@@ -291,10 +383,40 @@ export async function runDbFaults(): Promise<boolean> {
       // Every collection the burst writes exists before the first kill: FerretDB 1.24 creates a
       // collection in two steps, and a SIGKILL between them leaves it unusable (docs/operations.md,
       // "Database outages").
-      await Promise.all(list.flatMap((a) => [0, 1].map((i) => postTracked(run, { key: `dbf-${run.id}-warm-${a.label}-${i}`, account: a, tries: [] }, { prompt: `warm ${a.label} ${i}` }))));
+      await Promise.all(
+        list.flatMap((a) =>
+          [0, 1].map((i) =>
+            postTracked(
+              run,
+              { key: `dbf-${run.id}-warm-${a.label}-${i}`, account: a, tries: [] },
+              { prompt: `warm ${a.label} ${i}` },
+            ),
+          ),
+        ),
+      );
       await quiet(run, list);
-      const a = await burst(run, faults, list, { name: 'FerretDB killed (SIGKILL) and started again', break: (f) => f.killFerretDb(), mend: (f) => f.startFerretDb() }, 'a');
-      const b = await burst(run, faults, list, { name: 'PostgreSQL stopped (fast) and started again', break: (f) => f.stopPostgres(), mend: (f) => f.startPostgres() }, 'b');
+      const a = await burst(
+        run,
+        faults,
+        list,
+        {
+          name: 'FerretDB killed (SIGKILL) and started again',
+          break: (f) => f.killFerretDb(),
+          mend: (f) => f.startFerretDb(),
+        },
+        'a',
+      );
+      const b = await burst(
+        run,
+        faults,
+        list,
+        {
+          name: 'PostgreSQL stopped (fast) and started again',
+          break: (f) => f.stopPostgres(),
+          mend: (f) => f.startPostgres(),
+        },
+        'b',
+      );
       // The crash run of the issue: the API process, the worker process holding jobs and FerretDB
       // killed at once; the supervisor restarts the processes, which start once FerretDB is back.
       const crash: Fault = {
@@ -302,7 +424,10 @@ export async function runDbFaults(): Promise<boolean> {
         killsApi: true,
         async break(f) {
           const api = await apiPid(run);
-          const held = await run.db.jobs.findOne({ status: 'processing', 'lease.owner': { $not: /^retry$/ } }, { projection: { lease: 1 } });
+          const held = await run.db.jobs.findOne(
+            { status: 'processing', 'lease.owner': { $not: /^retry$/ } },
+            { projection: { lease: 1 } },
+          );
           const worker = Number(held?.lease?.owner.split(':')[1] ?? 0);
           for (const pid of [api, worker]) if (pid) process.kill(pid, 'SIGKILL');
           await f.killFerretDb();

@@ -18,7 +18,8 @@ import { ensureBuilt } from '../build-once';
 import { waitForApiProcesses } from '../supervisor/ready';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-export const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
+export const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
 
 /** A fake OpenAI-compatible provider: answers every chat completion with a tiny app after `jobMs`. */
 export async function startFakeProvider(jobMs: number): Promise<{ url: string; close(): void }> {
@@ -28,7 +29,16 @@ export async function startFakeProvider(jobMs: number): Promise<{ url: string; c
     req.on('end', () =>
       setTimeout(() => {
         res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ id: 'c', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: APP }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+        res.end(
+          JSON.stringify({
+            id: 'c',
+            object: 'chat.completion',
+            created: 1,
+            model: 'm',
+            choices: [{ index: 0, message: { role: 'assistant', content: APP }, finish_reason: 'stop' }],
+            usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+          }),
+        );
       }, jobMs),
     );
   });
@@ -63,14 +73,22 @@ export interface ChaosRun {
  * provider behind the code engine and an account holding `credits`. `env` adds or overrides
  * configuration (AMQP_URL of a cluster, MONGODB_URL of a private server, …).
  */
-export async function startChaosRun(opts: { name: string; jobMs?: number; credits?: number; env?: Record<string, string> }): Promise<ChaosRun> {
+export async function startChaosRun(opts: {
+  name: string;
+  jobMs?: number;
+  credits?: number;
+  env?: Record<string, string>;
+}): Promise<ChaosRun> {
   await ensureBuilt();
   const id = randomBytes(4).toString('hex');
   const brokerBefore = await brokerSnapshot();
   const provider = await startFakeProvider(opts.jobMs ?? Number(process.env.CHAOS_JOB_MS ?? 1000));
   const port = await freePort();
   const metricsPort = await freePort();
-  const mongoServer = (opts.env?.MONGODB_URL ?? process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '');
+  const mongoServer = (opts.env?.MONGODB_URL ?? process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(
+    /\/[^/?]*(\?.*)?$/,
+    '',
+  );
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     NODE_ENV: 'development',
@@ -92,21 +110,30 @@ export async function startChaosRun(opts: { name: string; jobMs?: number; credit
   };
   delete env.LOG_FILE;
   const config = loadConfig(env);
-  const supervisor = spawn(process.execPath, ['dist/scripts/supervisor.js'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const supervisor = spawn(process.execPath, ['dist/scripts/supervisor.js'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   supervisor.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   supervisor.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  const lines = () => output.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>);
+  const lines = () =>
+    output
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, any>);
   let db: Database | undefined;
   const close = async () => {
     supervisor.kill('SIGTERM');
-    if (supervisor.exitCode === null && supervisor.signalCode === null) await new Promise((r) => supervisor.once('exit', r));
+    if (supervisor.exitCode === null && supervisor.signalCode === null)
+      await new Promise((r) => supervisor.once('exit', r));
     await db?.close().catch(() => {});
     await dropEverything(config).catch(() => {});
     provider.close();
     const hygiene = await hygieneReport(brokerBefore);
     console.log(hygiene.summary);
-    if (hygiene.leaks.length > 0) console.log(`WARNING: the chaos run left these on the broker: ${hygiene.leaks.join(', ')}`);
+    if (hygiene.leaks.length > 0)
+      console.log(`WARNING: the chaos run left these on the broker: ${hygiene.leaks.join(', ')}`);
   };
   try {
     db = await connectMongo(config.MONGODB_URL);
@@ -117,7 +144,22 @@ export async function startChaosRun(opts: { name: string; jobMs?: number; credit
     const accounts = createAccountsRepository(db);
     const account = await accounts.createAccount({ name: opts.name, plan: 'pro', credits: opts.credits ?? 10_000 });
     const { key } = await accounts.createKey(account._id);
-    return { id, env, config, base: `http://127.0.0.1:${port}/api/v1`, port, metricsPort, supervisor, output: () => output, lines, db, accountId: account._id, key, provider, close };
+    return {
+      id,
+      env,
+      config,
+      base: `http://127.0.0.1:${port}/api/v1`,
+      port,
+      metricsPort,
+      supervisor,
+      output: () => output,
+      lines,
+      db,
+      accountId: account._id,
+      key,
+      provider,
+      close,
+    };
   } catch (err) {
     await close();
     throw err;
@@ -126,7 +168,9 @@ export async function startChaosRun(opts: { name: string; jobMs?: number; credit
 
 /** The pid of the API process that answers now (X-Served-By), or 0. */
 export async function apiPid(run: ChaosRun): Promise<number> {
-  const r = await fetch(`${run.base}/account`, { headers: { authorization: `Bearer ${run.key}`, connection: 'close' } }).catch(() => null);
+  const r = await fetch(`${run.base}/account`, {
+    headers: { authorization: `Bearer ${run.key}`, connection: 'close' },
+  }).catch(() => null);
   return Number(r?.headers.get('x-served-by') ?? 0);
 }
 
@@ -146,17 +190,29 @@ export interface Accepted {
  * POST /code-builds with Idempotency-Key `key`, retried every `retryMs` (any status but 202, or
  * no answer) until it is accepted; what a careful client does.
  */
-export async function postUntilAccepted(run: ChaosRun, key: string, body: Record<string, unknown>, retryMs = 250, maxTries = 400): Promise<Accepted> {
+export async function postUntilAccepted(
+  run: ChaosRun,
+  key: string,
+  body: Record<string, unknown>,
+  retryMs = 250,
+  maxTries = 400,
+): Promise<Accepted> {
   const statuses: number[] = [];
   const sentAt = Date.now();
   for (let tries = 1; tries <= maxTries; tries++) {
     const t = performance.now();
-    const r = await fetch(`${run.base}/code-builds`, { method: 'POST', headers: { authorization: `Bearer ${run.key}`, 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) }).then(
+    const r = await fetch(`${run.base}/code-builds`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${run.key}`, 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    }).then(
       async (res) => ({ status: res.status, body: (await res.json().catch(() => null)) as { jobId?: string } | null }),
       () => ({ status: 0, body: null }),
     );
     statuses.push(r.status);
-    if (r.status === 202 && r.body?.jobId) return { key, jobId: r.body.jobId, tries, statuses, sentAt, acceptedAt: Date.now(), ms: performance.now() - t };
+    if (r.status === 202 && r.body?.jobId)
+      return { key, jobId: r.body.jobId, tries, statuses, sentAt, acceptedAt: Date.now(), ms: performance.now() - t };
     await sleep(retryMs);
   }
   throw new Error(`${key} never got a 202: ${statuses.join(',')}`);
@@ -165,7 +221,10 @@ export async function postUntilAccepted(run: ChaosRun, key: string, body: Record
 /** Wait until no job of the run's account is queued or processing. */
 export async function waitForQuiet(run: ChaosRun, timeoutMs = 120_000): Promise<void> {
   for (const deadline = Date.now() + timeoutMs; ; await sleep(250)) {
-    const open = await run.db.jobs.countDocuments({ accountId: run.accountId, status: { $in: ['queued', 'processing'] } });
+    const open = await run.db.jobs.countDocuments({
+      accountId: run.accountId,
+      status: { $in: ['queued', 'processing'] },
+    });
     if (open === 0) return;
     if (Date.now() > deadline) throw new Error(`${open} jobs still open`);
   }

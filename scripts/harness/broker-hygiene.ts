@@ -32,17 +32,25 @@ export interface BrokerNames {
 const rabbitmqctl = (args: string[]) =>
   new Promise<string[]>((resolve, reject) =>
     execFile('rabbitmqctl', ['-s', ...args], { timeout: 30_000 }, (err, stdout, stderr) =>
-      err ? reject(new Error(`rabbitmqctl ${args[0]}: ${(stderr || err.message).trim().split('\n')[0]}`)) : resolve(stdout.split('\n').filter((n) => n !== '')),
+      err
+        ? reject(new Error(`rabbitmqctl ${args[0]}: ${(stderr || err.message).trim().split('\n')[0]}`))
+        : resolve(stdout.split('\n').filter((n) => n !== '')),
     ),
   );
 
 /** The broker's queue and exchange names, or why they cannot be listed. */
-export async function brokerSnapshot(amqpUrl = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672'): Promise<BrokerNames | string> {
+export async function brokerSnapshot(
+  amqpUrl = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
+): Promise<BrokerNames | string> {
   const url = new URL(amqpUrl);
-  if (!['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) return `the broker (${url.host}) is not local, rabbitmqctl cannot list it`;
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname))
+    return `the broker (${url.host}) is not local, rabbitmqctl cannot list it`;
   const vhost = url.pathname.length > 1 ? decodeURIComponent(url.pathname.slice(1)) : '/';
   try {
-    const [queues, exchanges] = await Promise.all([rabbitmqctl(['list_queues', '-p', vhost, 'name']), rabbitmqctl(['list_exchanges', '-p', vhost, 'name'])]);
+    const [queues, exchanges] = await Promise.all([
+      rabbitmqctl(['list_queues', '-p', vhost, 'name']),
+      rabbitmqctl(['list_exchanges', '-p', vhost, 'name']),
+    ]);
     return { queues: new Set(queues), exchanges: new Set(exchanges) };
   } catch (err) {
     return (err as Error).message;
@@ -52,7 +60,8 @@ export async function brokerSnapshot(amqpUrl = process.env.AMQP_URL ?? 'amqp://g
 /** Names in `after` that were not in `before` and start with one of `prefixes`. */
 export function leftovers(before: BrokerNames, after: BrokerNames, prefixes: Iterable<string> = queuePrefixes) {
   const ours = [...prefixes];
-  const fresh = (now: Set<string>, then: Set<string>) => [...now].filter((n) => !then.has(n) && ours.some((p) => n.startsWith(p))).sort();
+  const fresh = (now: Set<string>, then: Set<string>) =>
+    [...now].filter((n) => !then.has(n) && ours.some((p) => n.startsWith(p))).sort();
   return { queues: fresh(after.queues, before.queues), exchanges: fresh(after.exchanges, before.exchanges) };
 }
 
@@ -62,7 +71,8 @@ export function leftovers(before: BrokerNames, after: BrokerNames, prefixes: Ite
  */
 export async function hygieneReport(before: BrokerNames | string): Promise<{ summary: string; leaks: string[] }> {
   const after = typeof before === 'string' ? before : await brokerSnapshot();
-  if (typeof before === 'string' || typeof after === 'string') return { summary: `broker hygiene: not checked (${typeof after === 'string' ? after : before})`, leaks: [] };
+  if (typeof before === 'string' || typeof after === 'string')
+    return { summary: `broker hygiene: not checked (${typeof after === 'string' ? after : before})`, leaks: [] };
   const left = leftovers(before, after);
   return {
     summary: `broker hygiene: ${before.queues.size} queues before the run, ${after.queues.size} after (other runs on this machine count too); ${queuePrefixes.size} queue prefixes used by this run`,
@@ -80,7 +90,9 @@ export const mochaHooks = {
     const { summary, leaks } = await hygieneReport(before);
     console.log(`\n  ${summary}`);
     if (leaks.length > 0) {
-      throw new Error(`this run left ${leaks.length} queues and exchanges on the broker under its own prefixes (a suite declared them and did not delete them):\n${leaks.map((l) => `  ${l}`).join('\n')}`);
+      throw new Error(
+        `this run left ${leaks.length} queues and exchanges on the broker under its own prefixes (a suite declared them and did not delete them):\n${leaks.map((l) => `  ${l}`).join('\n')}`,
+      );
     }
   },
 };

@@ -30,7 +30,8 @@ export interface DbFaults {
  * PostgreSQL or FerretDB.
  */
 export async function startDbFaults(name = `t${randomBytes(3).toString('hex')}`): Promise<DbFaults> {
-  const sh = async (...args: string[]) => (await run('bash', [path.join(root, 'scripts/db-faults.sh'), ...args], { cwd: root, timeout: 120_000 })).stdout;
+  const sh = async (...args: string[]) =>
+    (await run('bash', [path.join(root, 'scripts/db-faults.sh'), ...args], { cwd: root, timeout: 120_000 })).stdout;
   let downed: Promise<void> | undefined;
   const down = () => (downed ??= sh('down', name).then(() => undefined));
   let out: string;

@@ -22,8 +22,10 @@ export interface ReceivedSpan {
 export const SPAN_KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
 
 type OtlpValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number };
-const value = (v: OtlpValue): string | number | boolean => v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : undefined) ?? v.boolValue ?? v.doubleValue ?? '';
-const attrs = (list: { key: string; value: OtlpValue }[] | undefined) => Object.fromEntries((list ?? []).map((a) => [a.key, value(a.value)]));
+const value = (v: OtlpValue): string | number | boolean =>
+  v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : undefined) ?? v.boolValue ?? v.doubleValue ?? '';
+const attrs = (list: { key: string; value: OtlpValue }[] | undefined) =>
+  Object.fromEntries((list ?? []).map((a) => [a.key, value(a.value)]));
 
 /**
  * A local OTLP/HTTP receiver (POST /v1/traces, JSON bodies as OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
@@ -46,36 +48,36 @@ export async function startOtlpReceiver(opts: { keep?: boolean } = {}) {
         res.writeHead(404).end();
         return;
       }
-        try {
-          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans?: any[] };
-          for (const rs of body.resourceSpans ?? []) {
-            const service = String(attrs(rs.resource?.attributes)['service.name'] ?? '');
-            for (const ss of rs.scopeSpans ?? []) {
-              received += ss.spans?.length ?? 0;
-              if (!keep) continue;
-              for (const s of ss.spans ?? []) {
-                spans.push({
-                  service,
-                  traceId: s.traceId,
-                  spanId: s.spanId,
-                  parentSpanId: s.parentSpanId ?? '',
-                  name: s.name,
-                  kind: s.kind,
-                  attributes: attrs(s.attributes),
-                  status: s.status ?? {},
-                  events: (s.events ?? []).map((e: any) => ({ name: e.name, attributes: attrs(e.attributes) })),
-                  links: (s.links ?? []).map((l: any) => ({ traceId: l.traceId, spanId: l.spanId })),
-                  startNs: BigInt(s.startTimeUnixNano),
-                  endNs: BigInt(s.endTimeUnixNano),
-                });
-              }
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans?: any[] };
+        for (const rs of body.resourceSpans ?? []) {
+          const service = String(attrs(rs.resource?.attributes)['service.name'] ?? '');
+          for (const ss of rs.scopeSpans ?? []) {
+            received += ss.spans?.length ?? 0;
+            if (!keep) continue;
+            for (const s of ss.spans ?? []) {
+              spans.push({
+                service,
+                traceId: s.traceId,
+                spanId: s.spanId,
+                parentSpanId: s.parentSpanId ?? '',
+                name: s.name,
+                kind: s.kind,
+                attributes: attrs(s.attributes),
+                status: s.status ?? {},
+                events: (s.events ?? []).map((e: any) => ({ name: e.name, attributes: attrs(e.attributes) })),
+                links: (s.links ?? []).map((l: any) => ({ traceId: l.traceId, spanId: l.spanId })),
+                startNs: BigInt(s.startTimeUnixNano),
+                endNs: BigInt(s.endTimeUnixNano),
+              });
             }
           }
-        } catch {
-          badRequests++;
-          res.writeHead(400).end();
-          return;
         }
+      } catch {
+        badRequests++;
+        res.writeHead(400).end();
+        return;
+      }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });

@@ -61,7 +61,9 @@ const sh = async (args: string[], timeoutMs = 180_000) => {
     return stdout;
   } catch (err) {
     const e = err as Error & { stderr?: string };
-    throw new Error(`scripts/rabbitmq-cluster.sh ${args.join(' ')} failed: ${(e.stderr || e.message).trim().split('\n').slice(-8).join('\n')}`);
+    throw new Error(
+      `scripts/rabbitmq-cluster.sh ${args.join(' ')} failed: ${(e.stderr || e.message).trim().split('\n').slice(-8).join('\n')}`,
+    );
   }
 };
 
@@ -99,8 +101,24 @@ function handle(url: string, bootMs: number): Cluster {
     ctl: (n, ...args) => sh(['ctl', String(n), ...args], 60_000),
     running: async (n) => (await status())[n],
     async queues(prefix) {
-      const out = await ctlAny('list_queues', '-q', 'name', 'type', 'leader', 'members', 'arguments', '--formatter', 'json');
-      const rows = JSON.parse(out.slice(out.indexOf('['))) as { name: string; type: string; leader?: string; members?: string[] | string; arguments?: unknown }[];
+      const out = await ctlAny(
+        'list_queues',
+        '-q',
+        'name',
+        'type',
+        'leader',
+        'members',
+        'arguments',
+        '--formatter',
+        'json',
+      );
+      const rows = JSON.parse(out.slice(out.indexOf('['))) as {
+        name: string;
+        type: string;
+        leader?: string;
+        members?: string[] | string;
+        arguments?: unknown;
+      }[];
       return rows
         .filter((r) => r.name.startsWith(prefix))
         .map((r) => ({
@@ -122,7 +140,9 @@ function handle(url: string, bootMs: number): Cluster {
 /** rabbitmqctl (3.10, --formatter json) prints arguments as [name, AMQP type, value] triples. */
 function argumentsOf(raw: unknown): Record<string, unknown> {
   if (!Array.isArray(raw)) return raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
-  return Object.fromEntries(raw.filter((t): t is unknown[] => Array.isArray(t) && t.length >= 2).map((t) => [String(t[0]), t.at(-1)]));
+  return Object.fromEntries(
+    raw.filter((t): t is unknown[] => Array.isArray(t) && t.length >= 2).map((t) => [String(t[0]), t.at(-1)]),
+  );
 }
 
 let up: Promise<Cluster> | undefined;
@@ -133,7 +153,8 @@ export function clusterUp(): Promise<Cluster> {
     const t = performance.now();
     const out = await sh(['up', '--lease', String(process.pid)]);
     const url = out.trim().split('\n').at(-1) ?? '';
-    if (amqpUrls(url).length !== 3) throw new Error(`scripts/rabbitmq-cluster.sh up printed no AMQP_URL of three nodes:\n${out}`);
+    if (amqpUrls(url).length !== 3)
+      throw new Error(`scripts/rabbitmq-cluster.sh up printed no AMQP_URL of three nodes:\n${out}`);
     return handle(url, Math.round(performance.now() - t));
   })();
   up.catch(() => (up = undefined));
@@ -143,8 +164,15 @@ export function clusterUp(): Promise<Cluster> {
 /** Queues and exchanges under this process's queue prefixes still on the cluster. */
 export async function clusterLeftovers(): Promise<string[]> {
   const ours = [...queuePrefixes];
-  const listed = async (what: 'list_queues' | 'list_exchanges') => (await ctlAny(what, '-q', 'name')).split('\n').map((l) => l.trim()).filter((n) => ours.some((p) => n.startsWith(p)));
-  return [...(await listed('list_queues')).map((q) => `queue ${q}`), ...(await listed('list_exchanges')).map((x) => `exchange ${x}`)];
+  const listed = async (what: 'list_queues' | 'list_exchanges') =>
+    (await ctlAny(what, '-q', 'name'))
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((n) => ours.some((p) => n.startsWith(p)));
+  return [
+    ...(await listed('list_queues')).map((q) => `queue ${q}`),
+    ...(await listed('list_exchanges')).map((x) => `exchange ${x}`),
+  ];
 }
 
 /** Give this process's lease back (the script stops the cluster if this was the last user of one a lease started). */
@@ -167,6 +195,9 @@ if (typeof after === 'function') {
     } finally {
       await releaseCluster();
     }
-    if (leaks.length) throw new Error(`this run left ${leaks.length} queues and exchanges on the RabbitMQ cluster under its own prefixes:\n${leaks.map((l) => `  ${l}`).join('\n')}`);
+    if (leaks.length)
+      throw new Error(
+        `this run left ${leaks.length} queues and exchanges on the RabbitMQ cluster under its own prefixes:\n${leaks.map((l) => `  ${l}`).join('\n')}`,
+      );
   });
 }

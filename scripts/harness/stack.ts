@@ -39,7 +39,12 @@ export interface Stack {
   scheduler?: SchedulerProcess;
   /** The API's runtime (or the workers'/scheduler's when there is no API). */
   rt: NonNullable<ApiServer['runtime']>;
-  createAccount(opts?: { plan?: Plan; credits?: number; scopes?: Scope[]; features?: Partial<AccountFeatures> }): Promise<{ accountId: string; key: string; keyId: string }>;
+  createAccount(opts?: {
+    plan?: Plan;
+    credits?: number;
+    scopes?: Scope[];
+    features?: Partial<AccountFeatures>;
+  }): Promise<{ accountId: string; key: string; keyId: string }>;
   /** Another process of the same kind on the same database and broker. */
   config2(env?: Record<string, string>): Config;
   stop(): Promise<void>;
@@ -93,7 +98,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     rt,
     config2: (extra) => env({ PORT: '0', ...extra }),
     async createAccount(o = {}) {
-      const account = await rt.accounts.createAccount({ name: `test ${id}`, plan: o.plan ?? 'pro', credits: o.credits ?? 1000, features: o.features });
+      const account = await rt.accounts.createAccount({
+        name: `test ${id}`,
+        plan: o.plan ?? 'pro',
+        credits: o.credits ?? 1000,
+        features: o.features,
+      });
       const { key, doc } = await rt.accounts.createKey(account._id, { scopes: o.scopes ?? [...SCOPES] });
       return { accountId: account._id, key, keyId: doc._id };
     },

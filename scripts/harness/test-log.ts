@@ -12,11 +12,17 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
  */
 const dir = path.join(root, 'test-artifacts', 'logs');
 if (!process.env.TEST_LOG_FILE) {
-  process.env.TEST_LOG_FILE = path.join(dir, `run-${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}.log`);
+  process.env.TEST_LOG_FILE = path.join(
+    dir,
+    `run-${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}.log`,
+  );
   // The logs of the last runs stay for reading; older ones go.
   try {
-    const runs = readdirSync(dir).filter((f) => f.startsWith('run-') && f.endsWith('.log')).map((f) => path.join(dir, f));
-    for (const f of runs.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs).slice(10)) rmSync(f, { force: true });
+    const runs = readdirSync(dir)
+      .filter((f) => f.startsWith('run-') && f.endsWith('.log'))
+      .map((f) => path.join(dir, f));
+    for (const f of runs.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs).slice(10))
+      rmSync(f, { force: true });
   } catch {
     // no folder yet
   }
@@ -25,4 +31,7 @@ if (!process.env.TEST_LOG_FILE) {
 export const testLogFile = (): string => process.env.TEST_LOG_FILE!;
 
 /** LOG_LEVEL and LOG_FILE for a stack or a process of the test run. */
-export const testLogEnv = (): { LOG_LEVEL: string; LOG_FILE: string } => ({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'info', LOG_FILE: testLogFile() });
+export const testLogEnv = (): { LOG_LEVEL: string; LOG_FILE: string } => ({
+  LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'info',
+  LOG_FILE: testLogFile(),
+});

@@ -23,6 +23,14 @@ export function stackEnv(stack: Stack, env: Record<string, string> = {}): NodeJS
 }
 
 /** A real worker process (`tsx workers/main.ts`) on the stack's database and broker. */
-export function spawnWorkerProcess(stack: Stack, env: Record<string, string>, opts: { compiled?: boolean } = {}): ChildProcess {
-  return spawn(process.execPath, opts.compiled ? ['dist/workers/main.js'] : ['--import', 'tsx', 'workers/main.ts'], { cwd: projectRoot, stdio: 'ignore', env: stackEnv(stack, { WORKER_METRICS_PORT: '0', ...env }) });
+export function spawnWorkerProcess(
+  stack: Stack,
+  env: Record<string, string>,
+  opts: { compiled?: boolean } = {},
+): ChildProcess {
+  return spawn(process.execPath, opts.compiled ? ['dist/workers/main.js'] : ['--import', 'tsx', 'workers/main.ts'], {
+    cwd: projectRoot,
+    stdio: 'ignore',
+    env: stackEnv(stack, { WORKER_METRICS_PORT: '0', ...env }),
+  });
 }

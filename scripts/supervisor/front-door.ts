@@ -67,12 +67,36 @@ export class FrontDoor {
 
   constructor(private readonly opts: FrontDoorOptions) {
     const registers = [opts.registry];
-    this.connections = new Counter({ name: 'supervisor_connections_total', help: 'Connections the supervisor accepted on the API port, by outcome: handed (to a ready API process at once), held_then_handed (held while no API process was ready), refused_timeout / refused_full (held too long, or too many held: answered 503), closed (the supervisor stopped).', labelNames: ['outcome'], registers });
-    this.holdSeconds = new Histogram({ name: 'supervisor_connection_hold_seconds', help: 'How long connections waited in the supervisor for a ready API process (held connections only).', buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers });
+    this.connections = new Counter({
+      name: 'supervisor_connections_total',
+      help: 'Connections the supervisor accepted on the API port, by outcome: handed (to a ready API process at once), held_then_handed (held while no API process was ready), refused_timeout / refused_full (held too long, or too many held: answered 503), closed (the supervisor stopped).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.holdSeconds = new Histogram({
+      name: 'supervisor_connection_hold_seconds',
+      help: 'How long connections waited in the supervisor for a ready API process (held connections only).',
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
     const held = () => this.held.length;
     const ready = () => this.serving().length;
-    new Gauge({ name: 'supervisor_connections_held', help: 'Connections waiting in the supervisor for a ready API process.', registers, collect() { this.set(held()); } });
-    new Gauge({ name: 'supervisor_api_processes_ready', help: 'API processes taking connections.', registers, collect() { this.set(ready()); } });
+    new Gauge({
+      name: 'supervisor_connections_held',
+      help: 'Connections waiting in the supervisor for a ready API process.',
+      registers,
+      collect() {
+        this.set(held());
+      },
+    });
+    new Gauge({
+      name: 'supervisor_api_processes_ready',
+      help: 'API processes taking connections.',
+      registers,
+      collect() {
+        this.set(ready());
+      },
+    });
   }
 
   listen(port: number): Promise<number> {
@@ -122,7 +146,8 @@ export class FrontDoor {
   /** The API process has connection `seq`: close our copy (its own descriptor stays open). */
   took(seq: number, from: Backend): void {
     // It answers again: back in turn if it had been skipped.
-    if (this.suspended.delete(from)) this.opts.log.info('api process acknowledges connections again', { backend: from.name });
+    if (this.suspended.delete(from))
+      this.opts.log.info('api process acknowledges connections again', { backend: from.name });
     const t = this.inTransit.get(seq);
     if (!t) return;
     this.inTransit.delete(seq);
@@ -158,7 +183,8 @@ export class FrontDoor {
   }
 
   private hold(socket: net.Socket) {
-    if (this.held.length >= this.opts.maxHeld) return this.refuse(socket, 'refused_full', 'no API process is ready and too many connections are waiting');
+    if (this.held.length >= this.opts.maxHeld)
+      return this.refuse(socket, 'refused_full', 'no API process is ready and too many connections are waiting');
     const h: Held = {
       socket,
       since: process.hrtime.bigint(),
@@ -178,7 +204,10 @@ export class FrontDoor {
     const timer = setTimeout(() => {
       if (!this.inTransit.has(seq) || this.suspended.has(backend) || !this.ready.includes(backend)) return;
       this.suspended.add(backend);
-      this.opts.log.warn('api process did not acknowledge a connection in time; it gets no new ones until it does', { backend: backend.name, ackMs: this.opts.ackMs ?? 5000 });
+      this.opts.log.warn('api process did not acknowledge a connection in time; it gets no new ones until it does', {
+        backend: backend.name,
+        ackMs: this.opts.ackMs ?? 5000,
+      });
     }, this.opts.ackMs ?? 5000);
     this.inTransit.set(seq, { socket, backend, outcome, timer });
     backend.send({ t: 'conn', seq }, socket, (err) => {
@@ -193,10 +222,14 @@ export class FrontDoor {
   /** Answer 503 in the Error shape, without having read the request, and close. */
   private refuse(socket: net.Socket, outcome: string, message: string) {
     this.connections.inc({ outcome });
-    const body = JSON.stringify({ error: { code: 'service_unavailable', message, requestId: `req_${randomUUID().replaceAll('-', '')}` } });
+    const body = JSON.stringify({
+      error: { code: 'service_unavailable', message, requestId: `req_${randomUUID().replaceAll('-', '')}` },
+    });
     // Read (and drop) what the client sent: closing a socket with unread data resets it, and the
     // client would see a reset instead of the answer.
     socket.resume();
-    socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 5\r\nConnection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 5\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
 }

@@ -23,7 +23,11 @@ export function createGatherer(opts: { registry: Registry; log: Logger }) {
   let seq = 0;
   const pending = new Map<number, { replies: Map<string, Metrics>; expected: number; finish: () => void }>();
   const last = new Map<string, Metrics>();
-  const missing = new Counter({ name: 'supervisor_metrics_gather_missing_total', help: 'API processes whose metrics did not come in time for a GET /metrics answer (their previous answer was used).', registers: [opts.registry] });
+  const missing = new Counter({
+    name: 'supervisor_metrics_gather_missing_total',
+    help: 'API processes whose metrics did not come in time for a GET /metrics answer (their previous answer was used).',
+    registers: [opts.registry],
+  });
 
   return {
     /** A member's answer to `collect`. */
@@ -47,7 +51,9 @@ export function createGatherer(opts: { registry: Registry; log: Logger }) {
         const timer = setTimeout(() => {
           const late = members.filter((m) => !replies.has(m.name));
           missing.inc(late.length);
-          opts.log.warn('some API processes did not send their metrics in time; their previous figures are used', { late: late.map((m) => m.name) });
+          opts.log.warn('some API processes did not send their metrics in time; their previous figures are used', {
+            late: late.map((m) => m.name),
+          });
           for (const m of late) {
             const previous = last.get(m.name);
             if (previous) replies.set(m.name, previous);

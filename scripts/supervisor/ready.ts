@@ -3,7 +3,12 @@
  * connections, read from the supervisor's own gauge on GET /metrics of its metrics listener
  * (`metricsPort`: METRICS_PORT, which it opens together with the API port, from the first moment).
  */
-export async function waitForApiProcesses(metricsPort: number, n: number, timeoutMs: number, alive: () => boolean = () => true): Promise<void> {
+export async function waitForApiProcesses(
+  metricsPort: number,
+  n: number,
+  timeoutMs: number,
+  alive: () => boolean = () => true,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { signal: AbortSignal.timeout(5000) }).then(

@@ -6,7 +6,11 @@ describe('credits', () => {
   let stack: Stack;
   before(async () => {
     // No workers: the jobs stay queued, so only the debits are under test here.
-    stack = await startStack({ workers: false, scheduler: false, env: { CREDIT_PRICES: '{"code_build":3}', RATE_LIMIT_MAX: '1000' } });
+    stack = await startStack({
+      workers: false,
+      scheduler: false,
+      env: { CREDIT_PRICES: '{"code_build":3}', RATE_LIMIT_MAX: '1000' },
+    });
   });
   after(() => stack.stop());
 
@@ -22,7 +26,9 @@ describe('credits', () => {
   it('when 50 dispatches race against a balance that covers 10, then exactly 10 are accepted and the balance ends at 0', async () => {
     const { key, accountId } = await stack.createAccount({ credits: 30 });
     const api = client(stack.baseUrl, key);
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => api.post('/code-builds', { prompt: `app ${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => api.post('/code-builds', { prompt: `app ${i}` })),
+    );
     const accepted = results.filter((r) => r.status === 202);
     const refused = results.filter((r) => r.status === 402);
     expect(accepted).to.have.length(10);

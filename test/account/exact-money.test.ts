@@ -44,7 +44,12 @@ describe('exact money (credits kept in integer millicredits)', () => {
     stack = await startStack({
       workers: false,
       scheduler: false,
-      env: { CREDIT_PRICES: '{"speech_char":0.003,"code_build":0.007,"song":1.333,"research":2.101}', RATE_LIMIT_MAX: '100000', CREDIT_LEASE_CREDITS: '50', CREDIT_LEASE_MIN_BALANCE: '100' },
+      env: {
+        CREDIT_PRICES: '{"speech_char":0.003,"code_build":0.007,"song":1.333,"research":2.101}',
+        RATE_LIMIT_MAX: '100000',
+        CREDIT_LEASE_CREDITS: '50',
+        CREDIT_LEASE_MIN_BALANCE: '100',
+      },
     });
   });
   after(() => stack.stop());
@@ -86,28 +91,60 @@ describe('exact money (credits kept in integer millicredits)', () => {
       const ref = `exact_${o.i}`;
       switch (o.op) {
         case 'debit': {
-          await rt.credits.debit({ accountId, operation: 'image', millicredits: toUnits(o.amount), jobId: ref, requestId: 'req_exact' });
+          await rt.credits.debit({
+            accountId,
+            operation: 'image',
+            millicredits: toUnits(o.amount),
+            jobId: ref,
+            requestId: 'req_exact',
+          });
           await rt.credits.confirm(ref, accountId);
           return -BigInt(Math.round(o.amount * 1000));
         }
         case 'speech': {
           const units = rt.credits.millicreditsFor('speech_char', o.chars);
-          await rt.credits.debit({ accountId, operation: 'speech_char', millicredits: units, jobId: ref, requestId: 'req_exact' });
+          await rt.credits.debit({
+            accountId,
+            operation: 'speech_char',
+            millicredits: units,
+            jobId: ref,
+            requestId: 'req_exact',
+          });
           await rt.credits.confirm(ref, accountId);
           return -BigInt(o.chars) * 3n;
         }
         case 'hold-capture': {
-          const hold = await rt.credits.hold({ accountId, operation: 'sheet_edit', millicredits: toUnits(o.amount), requestId: 'req_exact', ttlMs: 600_000, id: `hold_${ref}` });
+          const hold = await rt.credits.hold({
+            accountId,
+            operation: 'sheet_edit',
+            millicredits: toUnits(o.amount),
+            requestId: 'req_exact',
+            ttlMs: 600_000,
+            id: `hold_${ref}`,
+          });
           await rt.credits.capture(hold);
           return -BigInt(Math.round(o.amount * 1000));
         }
         case 'hold-release': {
-          const hold = await rt.credits.hold({ accountId, operation: 'speech_char', millicredits: rt.credits.millicreditsFor('speech_char', o.chars), requestId: 'req_exact', ttlMs: 600_000, id: `hold_${ref}` });
+          const hold = await rt.credits.hold({
+            accountId,
+            operation: 'speech_char',
+            millicredits: rt.credits.millicreditsFor('speech_char', o.chars),
+            requestId: 'req_exact',
+            ttlMs: 600_000,
+            id: `hold_${ref}`,
+          });
           expect(await rt.credits.release(hold)).to.equal(true);
           return 0n;
         }
         case 'debit-refund': {
-          await rt.credits.debit({ accountId, operation: 'research', millicredits: toUnits(o.amount), jobId: ref, requestId: 'req_exact' });
+          await rt.credits.debit({
+            accountId,
+            operation: 'research',
+            millicredits: toUnits(o.amount),
+            jobId: ref,
+            requestId: 'req_exact',
+          });
           await rt.credits.confirm(ref, accountId);
           await rt.credits.refund({ accountId, operation: 'research', millicredits: toUnits(o.amount), jobId: ref });
           return 0n;
@@ -136,7 +173,11 @@ describe('exact money (credits kept in integer millicredits)', () => {
   it('when fractional jobs are posted concurrently over HTTP (per job and from credit leases), then the balance shown is the initial one less their prices, exactly', async function () {
     this.timeout(300_000);
     const prices = { '/code-builds': 7n, '/songs': 1333n, '/research': 2101n } as const;
-    const bodies = { '/code-builds': { prompt: 'a tiny app' }, '/songs': { style: 'upbeat synth pop', tier: 'fast' }, '/research': { query: 'exact sums' } } as const;
+    const bodies = {
+      '/code-builds': { prompt: 'a tiny app' },
+      '/songs': { style: 'upbeat synth pop', tier: 'fast' },
+      '/research': { query: 'exact sums' },
+    } as const;
     // One account under the lease threshold (every job its own update), one over it (leases).
     for (const initial of [97_777n, 713_250n]) {
       const { key, accountId } = await stack.createAccount({ credits: Number(decimal(initial)) });
@@ -164,16 +205,81 @@ describe('exact money (credits kept in integer millicredits)', () => {
     await raw(COLLECTIONS.migrations).deleteMany({});
     const accountId = 'acct_decimalera';
     const at = new Date();
-    await raw(COLLECTIONS.accounts).insertOne({ _id: accountId as never, name: 'old', plan: 'pro', credits: 713.2500000000001, features: {}, createdAt: at });
+    await raw(COLLECTIONS.accounts).insertOne({
+      _id: accountId as never,
+      name: 'old',
+      plan: 'pro',
+      credits: 713.2500000000001,
+      features: {},
+      createdAt: at,
+    });
     await raw(COLLECTIONS.ledger).insertMany([
-      { _id: 'led_charge_old1' as never, accountId, kind: 'charge', state: 'applied', operation: 'speech_char', amount: 0.1, jobId: 'old1', requestId: null, at },
-      { _id: 'led_charge_old2' as never, accountId, kind: 'charge', state: 'applied', operation: 'speech_char', amount: 0.2, jobId: 'old2', requestId: null, at },
+      {
+        _id: 'led_charge_old1' as never,
+        accountId,
+        kind: 'charge',
+        state: 'applied',
+        operation: 'speech_char',
+        amount: 0.1,
+        jobId: 'old1',
+        requestId: null,
+        at,
+      },
+      {
+        _id: 'led_charge_old2' as never,
+        accountId,
+        kind: 'charge',
+        state: 'applied',
+        operation: 'speech_char',
+        amount: 0.2,
+        jobId: 'old2',
+        requestId: null,
+        at,
+      },
     ]);
-    await raw(COLLECTIONS.jobs).insertOne({ _id: 'code_decimalera' as never, accountId, type: 'code', status: 'complete', credits: { operation: 'code_build', amount: 5.125, refunded: false, charged: true } });
-    await raw(COLLECTIONS.creditHolds).insertOne({ _id: 'hold_decimalera' as never, accountId: 'acct_other', operation: 'image', amount: 2.5, until: new Date(Date.now() + 3_600_000), deliveredBy: null });
-    await raw(COLLECTIONS.creditLeases).insertOne({ _id: 'lse_decimalera' as never, accountId: 'acct_other', owner: 'gone', amount: 100, spent: 12.345, at, until: new Date(Date.now() + 3_600_000), settling: null });
-    await raw(COLLECTIONS.audit).insertOne({ _id: 'aud_decimalera' as never, at, accountId, keyId: 'key_x', method: 'POST', route: '/api/v1/speech', status: 200, durationMs: 1, creditsCharged: 0.33, requestId: 'r' });
-    await raw(COLLECTIONS.liveSessions).insertOne({ _id: 'live_decimalera' as never, accountId, charge: { operation: 'live_session', amount: 5, holdId: null, capturedAt: null }, spent: 6.5 });
+    await raw(COLLECTIONS.jobs).insertOne({
+      _id: 'code_decimalera' as never,
+      accountId,
+      type: 'code',
+      status: 'complete',
+      credits: { operation: 'code_build', amount: 5.125, refunded: false, charged: true },
+    });
+    await raw(COLLECTIONS.creditHolds).insertOne({
+      _id: 'hold_decimalera' as never,
+      accountId: 'acct_other',
+      operation: 'image',
+      amount: 2.5,
+      until: new Date(Date.now() + 3_600_000),
+      deliveredBy: null,
+    });
+    await raw(COLLECTIONS.creditLeases).insertOne({
+      _id: 'lse_decimalera' as never,
+      accountId: 'acct_other',
+      owner: 'gone',
+      amount: 100,
+      spent: 12.345,
+      at,
+      until: new Date(Date.now() + 3_600_000),
+      settling: null,
+    });
+    await raw(COLLECTIONS.audit).insertOne({
+      _id: 'aud_decimalera' as never,
+      at,
+      accountId,
+      keyId: 'key_x',
+      method: 'POST',
+      route: '/api/v1/speech',
+      status: 200,
+      durationMs: 1,
+      creditsCharged: 0.33,
+      requestId: 'r',
+    });
+    await raw(COLLECTIONS.liveSessions).insertOne({
+      _id: 'live_decimalera' as never,
+      accountId,
+      charge: { operation: 'live_session', amount: 5, holdId: null, capturedAt: null },
+      spent: 6.5,
+    });
 
     // Two more API processes start (each migrates at startup) while this one migrates too.
     const started: ApiServer[] = [];
@@ -186,13 +292,32 @@ describe('exact money (credits kept in integer millicredits)', () => {
       expect(mine.converted).to.be.at.most(8);
       const account = await raw(COLLECTIONS.accounts).findOne({ _id: accountId as never });
       expect(account).to.include({ millicredits: 713_250 }).and.not.have.property('credits');
-      expect((await db.ledger.find({ accountId }).sort({ _id: 1 }).toArray()).map((e) => [e.millicredits, (e as { amount?: number }).amount])).to.deep.equal([[100, undefined], [200, undefined]]);
-      expect((await db.jobs.findOne({ _id: 'code_decimalera' }))?.credits).to.deep.include({ millicredits: 5125 }).and.not.have.property('amount');
-      expect(await raw(COLLECTIONS.creditHolds).findOne({ _id: 'hold_decimalera' as never })).to.include({ millicredits: 2500 }).and.not.have.property('amount');
-      expect(await raw(COLLECTIONS.creditLeases).findOne({ _id: 'lse_decimalera' as never })).to.include({ millicredits: 100_000, spentMillicredits: 12_345 }).and.not.have.property('spent');
-      expect(await raw(COLLECTIONS.audit).findOne({ _id: 'aud_decimalera' as never })).to.include({ millicreditsCharged: 330 }).and.not.have.property('creditsCharged');
+      expect(
+        (await db.ledger.find({ accountId }).sort({ _id: 1 }).toArray()).map((e) => [
+          e.millicredits,
+          (e as { amount?: number }).amount,
+        ]),
+      ).to.deep.equal([
+        [100, undefined],
+        [200, undefined],
+      ]);
+      expect((await db.jobs.findOne({ _id: 'code_decimalera' }))?.credits)
+        .to.deep.include({ millicredits: 5125 })
+        .and.not.have.property('amount');
+      expect(await raw(COLLECTIONS.creditHolds).findOne({ _id: 'hold_decimalera' as never }))
+        .to.include({ millicredits: 2500 })
+        .and.not.have.property('amount');
+      expect(await raw(COLLECTIONS.creditLeases).findOne({ _id: 'lse_decimalera' as never }))
+        .to.include({ millicredits: 100_000, spentMillicredits: 12_345 })
+        .and.not.have.property('spent');
+      expect(await raw(COLLECTIONS.audit).findOne({ _id: 'aud_decimalera' as never }))
+        .to.include({ millicreditsCharged: 330 })
+        .and.not.have.property('creditsCharged');
       const live = await raw(COLLECTIONS.liveSessions).findOne({ _id: 'live_decimalera' as never });
-      expect(live).to.deep.include({ charge: { operation: 'live_session', millicredits: 5000, holdId: null, capturedAt: null }, spentMillicredits: 6500 });
+      expect(live).to.deep.include({
+        charge: { operation: 'live_session', millicredits: 5000, holdId: null, capturedAt: null },
+        spentMillicredits: 6500,
+      });
       expect(await raw(COLLECTIONS.migrations).countDocuments({})).to.equal(1);
       // A later start finds the migration recorded and converts nothing.
       expect(await migrateCreditUnits(db)).to.deep.equal({ converted: 0 });

@@ -29,17 +29,25 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
   let rcv: Receiver;
 
   const outbox = () => stack.rt.db.db.collection<any>(COLLECTIONS.agentOutbox).find({ accountId }).toArray();
-  const send = (agentId: string, message: string, threadId?: string) => api.post(`/agents/${agentId}/messages`, { message, ...(threadId ? { threadId } : {}) });
+  const send = (agentId: string, message: string, threadId?: string) =>
+    api.post(`/agents/${agentId}/messages`, { message, ...(threadId ? { threadId } : {}) });
   const accepted = async (agentId: string, message: string, threadId?: string) => {
     const r = await send(agentId, message, threadId);
     expect(r.status, r.text).to.equal(202);
     return r.body as { runId: string; threadId: string; agentId: string; status: string; resultUrl: string };
   };
-  const approve = (agentId: string, runId: string, body: Record<string, unknown>) => api.post(`/agents/${agentId}/runs/${runId}/approve`, body);
+  const approve = (agentId: string, runId: string, body: Record<string, unknown>) =>
+    api.post(`/agents/${agentId}/runs/${runId}/approve`, body);
 
   before(async () => {
-    stack = await startStack({ scheduler: false, env: { WORKER_POOLS: 'research,webhook', ALLOW_LOOPBACK_URLS: 'true', RATE_LIMIT_MAX: '100000' } });
-    pool = new ConsumerPool(stack.rt, agentWorker(stack.rt, { engine: scriptedOr(createChatEngine(stack.config)) }), { concurrency: 4, shutdownGraceMs: 2000 }) as ConsumerPool<unknown>;
+    stack = await startStack({
+      scheduler: false,
+      env: { WORKER_POOLS: 'research,webhook', ALLOW_LOOPBACK_URLS: 'true', RATE_LIMIT_MAX: '100000' },
+    });
+    pool = new ConsumerPool(stack.rt, agentWorker(stack.rt, { engine: scriptedOr(createChatEngine(stack.config)) }), {
+      concurrency: 4,
+      shutdownGraceMs: 2000,
+    }) as ConsumerPool<unknown>;
     await pool.start();
     const a = await stack.createAccount({ credits: 1000 });
     accountId = a.accountId;
@@ -70,7 +78,16 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
 
     const result = await waitForRun(api, research, acc.runId, ['completed', 'failed']);
     expect(result.status, JSON.stringify(result)).to.equal('completed');
-    expect(result).to.include({ runId: acc.runId, agentId: research, threadId: acc.threadId, error: null, pendingApproval: null, creditsUsed: 5, trigger: 'message', pollUrl: acc.resultUrl });
+    expect(result).to.include({
+      runId: acc.runId,
+      agentId: research,
+      threadId: acc.threadId,
+      error: null,
+      pendingApproval: null,
+      creditsUsed: 5,
+      trigger: 'message',
+      pollUrl: acc.resultUrl,
+    });
     expect(result.reply).to.be.a('string').and.not.empty;
     expect(result.startedAt).to.be.a('string');
     expect(result.completedAt).to.be.a('string');
@@ -84,7 +101,14 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     expect(project.body.kind).to.equal('notes');
 
     const status = await api.get(`/agents/${research}/runs/${acc.runId}`);
-    expect(status.body).to.include({ runId: acc.runId, status: 'completed', trigger: 'message', creditsUsed: 5, pendingApproval: null, resultUrl: acc.resultUrl });
+    expect(status.body).to.include({
+      runId: acc.runId,
+      status: 'completed',
+      trigger: 'message',
+      creditsUsed: 5,
+      pendingApproval: null,
+      resultUrl: acc.resultUrl,
+    });
     const list = await api.get(`/agents/${research}/runs?limit=1`);
     expect(list.status).to.equal(200);
     expect(list.body.data[0].runId).to.equal(acc.runId);
@@ -107,9 +131,17 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     const taskResult = await waitForRun(api, research, task.body.runId);
     expect(taskResult.trigger).to.equal('run');
     expect(taskResult.reply).to.include('hello there').and.include('script:recall');
-    const thread1 = await stack.rt.db.db.collection<any>(COLLECTIONS.agentThreads).findOne({ _id: `${research}:${thread}` });
+    const thread1 = await stack.rt.db.db
+      .collection<any>(COLLECTIONS.agentThreads)
+      .findOne({ _id: `${research}:${thread}` });
     // message, reply, message, reply, and the run's reply only.
-    expect(thread1.messages.map((m: any) => m.role)).to.deep.equal(['user', 'assistant', 'user', 'assistant', 'assistant']);
+    expect(thread1.messages.map((m: any) => m.role)).to.deep.equal([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'assistant',
+    ]);
   });
 
   it('when the outreach agent plans send_email, then the run pauses holding no worker; a wrong token is 400 and it stays paused; approve once completes it (stored, not sent); a repeat is already_recorded; the next run asks again', async () => {
@@ -117,7 +149,12 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     const paused = await waitForRun(api, outreach, acc.runId);
     expect(paused.status).to.equal('paused');
     const pa = paused.pendingApproval;
-    expect(pa).to.include({ runId: acc.runId, actionSlug: 'send_email', decisionRecorded: false, approveUrl: `/api/v1/agents/${outreach}/runs/${acc.runId}/approve` });
+    expect(pa).to.include({
+      runId: acc.runId,
+      actionSlug: 'send_email',
+      decisionRecorded: false,
+      approveUrl: `/api/v1/agents/${outreach}/runs/${acc.runId}/approve`,
+    });
     expect(pa.reviewToken).to.match(/^[a-f0-9]{64}$/);
     expect(pa.availableScopes).to.deep.equal(['once', 'task', 'always']);
     expect(pa.actionArgs.to).to.equal('alice@example.com');
@@ -126,14 +163,22 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     expect(stored.lease).to.equal(null);
     expect(await outbox()).to.deep.equal([]);
     const status = await api.get(`/agents/${outreach}/runs/${acc.runId}`);
-    expect(status.body.pendingApproval).to.deep.equal({ actionSlug: 'send_email', approveUrl: pa.approveUrl, decisionRecorded: false });
+    expect(status.body.pendingApproval).to.deep.equal({
+      actionSlug: 'send_email',
+      approveUrl: pa.approveUrl,
+      decisionRecorded: false,
+    });
 
     const wrong = await approve(outreach, acc.runId, { decision: 'approve', reviewToken: 'a'.repeat(64) });
     expect(wrong.status).to.equal(400);
     expect(wrong.body.error.code).to.equal('invalid_review_token');
     expect(wrong.text).to.not.include(pa.reviewToken);
     expect((await api.get(`/agents/${outreach}/runs/${acc.runId}`)).body.status).to.equal('paused');
-    const badScope = await approve(outreach, acc.runId, { decision: 'approve', reviewToken: pa.reviewToken, scope: 'forever' });
+    const badScope = await approve(outreach, acc.runId, {
+      decision: 'approve',
+      reviewToken: pa.reviewToken,
+      scope: 'forever',
+    });
     expect(badScope.status).to.equal(400);
     expect(badScope.body.error.message).to.include('scope');
 
@@ -146,7 +191,12 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     expect(done.steps.map((s: any) => [s.slug, s.status])).to.deep.equal([['send_email', 'done']]);
     const mails = await outbox();
     expect(mails).to.have.length(1);
-    expect(mails[0]).to.include({ to: 'alice@example.com', status: 'queued_no_transport', runId: acc.runId, agentId: outreach });
+    expect(mails[0]).to.include({
+      to: 'alice@example.com',
+      status: 'queued_no_transport',
+      runId: acc.runId,
+      agentId: outreach,
+    });
 
     const again = await approve(outreach, acc.runId, { decision: 'approve', reviewToken: pa.reviewToken });
     expect(again.status).to.equal(202);
@@ -163,8 +213,15 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     const acc = await accepted(outreach, script([emailCall('carol@example.com'), emailCall('dave@example.com')]));
     const paused = await waitForRun(api, outreach, acc.runId);
     expect(paused.status).to.equal('paused');
-    expect(paused.pendingApproval.plan.map((p: any) => p.args.to)).to.deep.equal(['carol@example.com', 'dave@example.com']);
-    const ok = await approve(outreach, acc.runId, { decision: 'approve', reviewToken: paused.pendingApproval.reviewToken, scope: 'task' });
+    expect(paused.pendingApproval.plan.map((p: any) => p.args.to)).to.deep.equal([
+      'carol@example.com',
+      'dave@example.com',
+    ]);
+    const ok = await approve(outreach, acc.runId, {
+      decision: 'approve',
+      reviewToken: paused.pendingApproval.reviewToken,
+      scope: 'task',
+    });
     expect(ok.status, ok.text).to.equal(202);
     const done = await waitForRun(api, outreach, acc.runId, ['completed', 'failed']);
     expect(done.status, JSON.stringify(done)).to.equal('completed');
@@ -175,14 +232,21 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     // once: the same two calls ask twice.
     const once = await accepted(outreach, script([emailCall('erin@example.com'), emailCall('frank@example.com')]));
     const p1 = await waitForRun(api, outreach, once.runId);
-    await approve(outreach, once.runId, { decision: 'approve', reviewToken: p1.pendingApproval.reviewToken, scope: 'once' });
+    await approve(outreach, once.runId, {
+      decision: 'approve',
+      reviewToken: p1.pendingApproval.reviewToken,
+      scope: 'once',
+    });
     // The approve moved the run to queued before answering: the next pause is the second call's.
     const p2 = await waitForRun(api, outreach, once.runId);
     expect(p2.status).to.equal('paused');
     expect(p2.pendingApproval.actionArgs.to).to.equal('frank@example.com');
     expect(p2.pendingApproval.reviewToken).to.not.equal(p1.pendingApproval.reviewToken);
     // The first review's decision still answers already_recorded.
-    const repeat = await approve(outreach, once.runId, { decision: 'approve', reviewToken: p1.pendingApproval.reviewToken });
+    const repeat = await approve(outreach, once.runId, {
+      decision: 'approve',
+      reviewToken: p1.pendingApproval.reviewToken,
+    });
     expect(repeat.body.status).to.equal('already_recorded');
     await approve(outreach, once.runId, { decision: 'approve', reviewToken: p2.pendingApproval.reviewToken });
     expect((await waitForRun(api, outreach, once.runId, ['completed', 'failed'])).status).to.equal('completed');
@@ -203,13 +267,19 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     expect(done.steps.map((s: any) => [s.slug, s.status])).to.deep.equal([['send_email', 'rejected']]);
     expect(done.reply).to.match(/declined send_email to grace@example\.com, so that action was not taken/);
     expect((await outbox()).filter((m) => m.runId === acc.runId)).to.deep.equal([]);
-    expect((await approve(outreach, acc.runId, { decision: 'reject', reviewToken: token })).body.status).to.equal('already_recorded');
+    expect((await approve(outreach, acc.runId, { decision: 'reject', reviewToken: token })).body.status).to.equal(
+      'already_recorded',
+    );
   });
 
   it('when a run is approved with scope always, then later runs of the agent do not ask', async () => {
     const acc = await accepted(outreach, 'email heidi@example.com about the launch');
     const paused = await waitForRun(api, outreach, acc.runId);
-    const r = await approve(outreach, acc.runId, { decision: 'approve', reviewToken: paused.pendingApproval.reviewToken, scope: 'always' });
+    const r = await approve(outreach, acc.runId, {
+      decision: 'approve',
+      reviewToken: paused.pendingApproval.reviewToken,
+      scope: 'always',
+    });
     expect(r.status, r.text).to.equal(202);
     expect((await waitForRun(api, outreach, acc.runId, ['completed', 'failed'])).status).to.equal('completed');
     const later = await accepted(outreach, 'email ivan@example.com about the launch');
@@ -230,7 +300,11 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
       const paused = await waitForRun(api, mailer, acc.runId);
       expect(paused.status, JSON.stringify(paused)).to.equal('paused');
       expect(paused.pendingApproval.actionArgs.to).to.equal(who);
-      const ok = await approve(mailer, acc.runId, { decision: 'approve', reviewToken: paused.pendingApproval.reviewToken, scope: 'once' });
+      const ok = await approve(mailer, acc.runId, {
+        decision: 'approve',
+        reviewToken: paused.pendingApproval.reviewToken,
+        scope: 'once',
+      });
       expect(ok.status, ok.text).to.equal(202);
     }
     const done = await waitForRun(api, mailer, acc.runId, ['completed', 'failed']);
@@ -241,41 +315,85 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
   it('when a message or run POST is retried with the same Idempotency-Key, then the same run answers, it runs once and is billed once; another body with the key is 422', async () => {
     // An agent of its own, so the usage test's counts stay those of the research agent.
     const { id: _rid, ...rdef } = DEV_AGENTS[0]!;
-    const research = (await createAgentsRepository(stack.rt.db).upsert(accountId, { ...rdef, name: 'researcher two' }))._id;
+    const research = (await createAgentsRepository(stack.rt.db).upsert(accountId, { ...rdef, name: 'researcher two' }))
+      ._id;
     const before = (await api.get('/account/credits')).body.balance as number;
     const key = `msg-${Date.now()}`;
-    const first = await api.post(`/agents/${research}/messages`, { message: 'write notes about retries' }, { 'Idempotency-Key': key });
+    const first = await api.post(
+      `/agents/${research}/messages`,
+      { message: 'write notes about retries' },
+      { 'Idempotency-Key': key },
+    );
     expect(first.status, first.text).to.equal(202);
-    const again = await api.post(`/agents/${research}/messages`, { message: 'write notes about retries' }, { 'Idempotency-Key': key });
+    const again = await api.post(
+      `/agents/${research}/messages`,
+      { message: 'write notes about retries' },
+      { 'Idempotency-Key': key },
+    );
     expect(again.status, again.text).to.equal(202);
     expect(again.body).to.deep.equal(first.body);
     expect(again.headers.get('idempotent-replayed')).to.equal('true');
-    const other = await api.post(`/agents/${research}/messages`, { message: 'something else' }, { 'Idempotency-Key': key });
+    const other = await api.post(
+      `/agents/${research}/messages`,
+      { message: 'something else' },
+      { 'Idempotency-Key': key },
+    );
     expect(other.status).to.equal(422);
     const runKey = `run-${Date.now()}`;
-    const r1 = await api.post(`/agents/${research}/run`, { instruction: 'write notes about the run route' }, { 'Idempotency-Key': runKey });
-    const r2 = await api.post(`/agents/${research}/run`, { instruction: 'write notes about the run route' }, { 'Idempotency-Key': runKey });
+    const r1 = await api.post(
+      `/agents/${research}/run`,
+      { instruction: 'write notes about the run route' },
+      { 'Idempotency-Key': runKey },
+    );
+    const r2 = await api.post(
+      `/agents/${research}/run`,
+      { instruction: 'write notes about the run route' },
+      { 'Idempotency-Key': runKey },
+    );
     expect(r1.status, r1.text).to.equal(202);
     expect(r2.body.runId).to.equal(r1.body.runId);
     await waitForRun(api, research, first.body.runId, ['completed']);
     await waitForRun(api, research, r1.body.runId, ['completed']);
     const runs = stack.rt.db.db.collection<any>(COLLECTIONS.agentRuns);
-    expect(await runs.countDocuments({ accountId, instruction: { $in: ['write notes about retries', 'write notes about the run route'] } })).to.equal(2);
-    expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(2 * fromUnits(stack.rt.credits.millicreditsFor('agent_run')));
+    expect(
+      await runs.countDocuments({
+        accountId,
+        instruction: { $in: ['write notes about retries', 'write notes about the run route'] },
+      }),
+    ).to.equal(2);
+    expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(
+      2 * fromUnits(stack.rt.credits.millicreditsFor('agent_run')),
+    );
   });
 
   it('when a run fails after a tool delivered work, then its fee stands (not refunded)', async () => {
     const repo = createAgentsRepository(stack.rt.db);
-    const mixed = await repo.upsert(accountId, { name: 'mixed', instructions: 'notes then research', tools: ['create_notes', 'start_research'], creditBudget: 10 });
+    const mixed = await repo.upsert(accountId, {
+      name: 'mixed',
+      instructions: 'notes then research',
+      tools: ['create_notes', 'start_research'],
+      creditBudget: 10,
+    });
     const before = (await api.get('/account/credits')).body.balance as number;
-    const acc = await accepted(mixed._id, script([{ name: 'create_notes', args: { title: 'Made first', markdown: '# kept' } }, { name: 'start_research', args: { query: 'too dear' } }]));
+    const acc = await accepted(
+      mixed._id,
+      script([
+        { name: 'create_notes', args: { title: 'Made first', markdown: '# kept' } },
+        { name: 'start_research', args: { query: 'too dear' } },
+      ]),
+    );
     const failed = await waitForRun(api, mixed._id, acc.runId, ['completed', 'failed']);
     expect(failed.status).to.equal('failed');
     expect(failed.error).to.equal('credit budget of 10 credits reached');
-    expect(failed.steps.map((s: any) => [s.slug, s.status])).to.deep.equal([['create_notes', 'done'], ['start_research', 'failed']]);
+    expect(failed.steps.map((s: any) => [s.slug, s.status])).to.deep.equal([
+      ['create_notes', 'done'],
+      ['start_research', 'failed'],
+    ]);
     expect(failed.creditsUsed).to.equal(fromUnits(stack.rt.credits.millicreditsFor('agent_run')));
     expect(await stack.rt.db.ledger.countDocuments({ _id: `led_refund_${acc.runId}` })).to.equal(0);
-    expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(fromUnits(stack.rt.credits.millicreditsFor('agent_run')));
+    expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(
+      fromUnits(stack.rt.credits.millicreditsFor('agent_run')),
+    );
   });
 
   it("when another account names this account's agent or run, then every agent route answers 404 not_found", async () => {
@@ -331,15 +449,24 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     const poor = await stack.createAccount({ credits: 2 });
     const repo = createAgentsRepository(stack.rt.db);
     const agent = await repo.upsert(poor.accountId, { ...DEV_AGENTS[0]!, id: undefined });
-    const r = await client(stack.baseUrl, poor.key).post(`/agents/${agent._id}/messages`, { message: 'write notes about money' });
+    const r = await client(stack.baseUrl, poor.key).post(`/agents/${agent._id}/messages`, {
+      message: 'write notes about money',
+    });
     expect(r.status).to.equal(402);
     expect(r.body.error.code).to.equal('insufficient_credits');
-    expect(await stack.rt.db.db.collection(COLLECTIONS.agentRuns).countDocuments({ accountId: poor.accountId })).to.equal(0);
+    expect(
+      await stack.rt.db.db.collection(COLLECTIONS.agentRuns).countDocuments({ accountId: poor.accountId }),
+    ).to.equal(0);
   });
 
   it('when a paid tool would pass the credit budget, then the run fails with the budget error, its fee is refunded once, and evi.run_failed reaches the webhook; completed runs send evi.run_completed', async () => {
     const repo = createAgentsRepository(stack.rt.db);
-    const tight = await repo.upsert(accountId, { name: 'tight', instructions: 'research things', tools: ['start_research'], creditBudget: 10 });
+    const tight = await repo.upsert(accountId, {
+      name: 'tight',
+      instructions: 'research things',
+      tools: ['start_research'],
+      creditBudget: 10,
+    });
     const before = (await api.get('/account/credits')).body;
     const acc = await accepted(tight._id, 'research the history of lighthouses');
     const failed = await waitForRun(api, tight._id, acc.runId, ['completed', 'failed']);
@@ -353,7 +480,15 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     expect(refunds).to.equal(1);
 
     const [hook] = await rcv.waitFor(1, (x) => x.body?.event === 'evi.run_failed' && x.body.data.runId === acc.runId);
-    expect(hook!.body.data).to.deep.equal({ runId: acc.runId, agentId: tight._id, threadId: acc.threadId, status: 'failed', resultUrl: `${stack.config.PUBLIC_BASE_URL}${acc.resultUrl}`, creditsUsed: 0, error: 'credit budget of 10 credits reached' });
+    expect(hook!.body.data).to.deep.equal({
+      runId: acc.runId,
+      agentId: tight._id,
+      threadId: acc.threadId,
+      status: 'failed',
+      resultUrl: `${stack.config.PUBLIC_BASE_URL}${acc.resultUrl}`,
+      creditsUsed: 0,
+      error: 'credit budget of 10 credits reached',
+    });
     expect(hook!.headers['x-service-event']).to.equal('evi.run_failed');
 
     const ok = await accepted(research, 'write notes about the webhook');
@@ -368,7 +503,10 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
       expect(r.status, days).to.equal(400);
       expect(r.body.error.message).to.match(/^days/);
     }
-    const runs = await stack.rt.db.db.collection<any>(COLLECTIONS.agentRuns).find({ accountId, agentId: research }).toArray();
+    const runs = await stack.rt.db.db
+      .collection<any>(COLLECTIONS.agentRuns)
+      .find({ accountId, agentId: research })
+      .toArray();
     const u = await api.get(`/agents/${research}/usage?days=1`);
     expect(u.status, u.text).to.equal(200);
     expect(u.body).to.include({ agentId: research, days: 1, runs: runs.length, truncated: false });
@@ -382,7 +520,12 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     expect(u.body.byTrigger.run).to.equal(1);
     expect(u.body.creditsUsed).to.equal(runs.reduce((n: number, r: any) => n + r.creditsUsed, 0));
     expect(u.body.avgDurationMs).to.be.a('number').and.at.least(0);
-    expect(u.body.lastRunAt).to.equal(runs.map((r: any) => r.createdAt).sort((a: Date, b: Date) => b.getTime() - a.getTime())[0].toISOString());
+    expect(u.body.lastRunAt).to.equal(
+      runs
+        .map((r: any) => r.createdAt)
+        .sort((a: Date, b: Date) => b.getTime() - a.getTime())[0]
+        .toISOString(),
+    );
     const def = await api.get(`/agents/${research}/usage`);
     expect(def.body.days).to.equal(7);
     const filtered = await api.get(`/agents/${research}/runs?status=completed&limit=100`);

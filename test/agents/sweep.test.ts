@@ -61,8 +61,15 @@ describe('agents: sweep republishes and duplicate messages', function () {
   it('when a message arrives for a run another worker holds and renews, then it is acked at once; once that worker stops renewing, a message claims the run after the lease and completes it', async () => {
     const runId = await post('write notes about duplicates');
     const until = () => new Date(Date.now() + LEASE_MS);
-    await runs().updateOne({ _id: runId }, { $set: { status: 'running', lease: { owner: 'another-worker', until: until() } } });
-    const renew = setInterval(() => void runs().updateOne({ _id: runId, 'lease.owner': 'another-worker' }, { $set: { 'lease.until': until() } }), LEASE_MS / 3);
+    await runs().updateOne(
+      { _id: runId },
+      { $set: { status: 'running', lease: { owner: 'another-worker', until: until() } } },
+    );
+    const renew = setInterval(
+      () =>
+        void runs().updateOne({ _id: runId, 'lease.owner': 'another-worker' }, { $set: { 'lease.until': until() } }),
+      LEASE_MS / 3,
+    );
     const deps = { rt: stack.rt, engine: createChatEngine(stack.config), log: stack.rt.log, active: new Set<string>() };
     const signal = new AbortController().signal;
     try {

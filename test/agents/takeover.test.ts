@@ -33,9 +33,15 @@ describe('agents: a worker process killed mid-run (real processes, SIGKILL)', fu
     const api = client(stack.baseUrl, key);
     const { id: _id, ...def } = DEV_AGENTS[0]!;
     const agent = await createAgentsRepository(stack.rt.db).upsert(accountId, def);
-    const doomed = spawnWorkerProcess(stack, { WORKER_POOLS: 'agent', FAULT_POINT: 'agent.after-tool', JOB_LEASE_MS: String(LEASE_MS) });
+    const doomed = spawnWorkerProcess(stack, {
+      WORKER_POOLS: 'agent',
+      FAULT_POINT: 'agent.after-tool',
+      JOB_LEASE_MS: String(LEASE_MS),
+    });
     workers.push(doomed);
-    const died = new Promise<string | null>((resolve) => doomed.once('exit', (code, signal) => resolve(signal ?? `code ${code}`)));
+    const died = new Promise<string | null>((resolve) =>
+      doomed.once('exit', (code, signal) => resolve(signal ?? `code ${code}`)),
+    );
 
     const posted = await api.post(`/agents/${agent._id}/messages`, { message: 'write notes about surviving a crash' });
     expect(posted.status, posted.text).to.equal(202);
@@ -61,6 +67,10 @@ describe('agents: a worker process killed mid-run (real processes, SIGKILL)', fu
     const project = await projects.findOne({ accountId, kind: 'notes' });
     expect(done.artifacts.map((a: any) => a.projectId)).to.deep.equal([project._id]);
     expect(done.creditsUsed).to.equal(5);
-    await eventually(async () => (await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge' })) === 1, 5000, 'one charge');
+    await eventually(
+      async () => (await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge' })) === 1,
+      5000,
+      'one charge',
+    );
   });
 });

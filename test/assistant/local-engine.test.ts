@@ -9,10 +9,20 @@ const spec = (name: string): ToolSpec => ({ name, description: name, parameters:
 const CHAT_TOOLS = ASSISTANT_TOOL_NAMES.map(spec);
 const AGENT_TOOLS = [...CHAT_TOOLS, spec('send_email'), spec('list_projects')];
 
-async function step(messages: EngineMessage[], opts: { tools?: ToolSpec[]; mode?: 'fast' | 'think'; stepIndex?: number } = {}): Promise<EngineEvent[]> {
+async function step(
+  messages: EngineMessage[],
+  opts: { tools?: ToolSpec[]; mode?: 'fast' | 'think'; stepIndex?: number } = {},
+): Promise<EngineEvent[]> {
   const engine = createLocalEngine({ publicBaseUrl: BASE });
   const out: EngineEvent[] = [];
-  for await (const ev of engine.step({ messages, tools: opts.tools ?? CHAT_TOOLS, mode: opts.mode ?? 'fast', stepIndex: opts.stepIndex ?? 0, signal: new AbortController().signal })) out.push(ev);
+  for await (const ev of engine.step({
+    messages,
+    tools: opts.tools ?? CHAT_TOOLS,
+    mode: opts.mode ?? 'fast',
+    stepIndex: opts.stepIndex ?? 0,
+    signal: new AbortController().signal,
+  }))
+    out.push(ev);
   return out;
 }
 
@@ -22,51 +32,99 @@ const ask = (content: string): EngineMessage[] => [{ role: 'user', content }];
 
 describe('assistant: the local engine', () => {
   const cases: [string, string, (args: any) => void][] = [
-    ['make a flowchart of our hiring process', 'create_flowchart', (a) => {
-      expect(a.title).to.equal('Hiring process');
-      expect(a.steps).to.include('Interview candidates').and.to.include('Make an offer');
-      expect(a.steps.some((s: string) => s.endsWith('?'))).to.equal(true);
-    }],
-    ['write notes about the Q3 roadmap', 'create_notes', (a) => {
-      expect(a.title).to.equal('Q3 roadmap');
-      expect(a.markdown).to.match(/^# Q3 roadmap\n/);
-      const bullets = (a.markdown as string).split('\n').filter((l) => l.startsWith('- '));
-      expect(bullets.length).to.be.at.least(5);
-      expect(new Set(bullets).size).to.equal(bullets.length);
-      expect(bullets.every((b) => b.includes('Q3 roadmap') || b.includes('[ ]'))).to.equal(true);
-    }],
-    ['draw an image of a lighthouse at dusk', 'generate_image', (a) => expect(a).to.deep.equal({ prompt: 'lighthouse at dusk' })],
-    ['make a 5-slide deck about our product launch', 'create_presentation', (a) => {
-      expect(a.title).to.equal('Product launch');
-      expect(a.slideCount).to.equal(5);
-      expect(a.brief).to.include('product launch');
-    }],
+    [
+      'make a flowchart of our hiring process',
+      'create_flowchart',
+      (a) => {
+        expect(a.title).to.equal('Hiring process');
+        expect(a.steps).to.include('Interview candidates').and.to.include('Make an offer');
+        expect(a.steps.some((s: string) => s.endsWith('?'))).to.equal(true);
+      },
+    ],
+    [
+      'write notes about the Q3 roadmap',
+      'create_notes',
+      (a) => {
+        expect(a.title).to.equal('Q3 roadmap');
+        expect(a.markdown).to.match(/^# Q3 roadmap\n/);
+        const bullets = (a.markdown as string).split('\n').filter((l) => l.startsWith('- '));
+        expect(bullets.length).to.be.at.least(5);
+        expect(new Set(bullets).size).to.equal(bullets.length);
+        expect(bullets.every((b) => b.includes('Q3 roadmap') || b.includes('[ ]'))).to.equal(true);
+      },
+    ],
+    [
+      'draw an image of a lighthouse at dusk',
+      'generate_image',
+      (a) => expect(a).to.deep.equal({ prompt: 'lighthouse at dusk' }),
+    ],
+    [
+      'make a 5-slide deck about our product launch',
+      'create_presentation',
+      (a) => {
+        expect(a.title).to.equal('Product launch');
+        expect(a.slideCount).to.equal(5);
+        expect(a.brief).to.include('product launch');
+      },
+    ],
     ['compose a song in the style of sea shanties', 'compose_song', (a) => expect(a.style).to.equal('sea shanties')],
     ['build me a todo app', 'build_code', (a) => expect(a).to.deep.equal({ prompt: 'Todo app' })],
-    ['research remote onboarding practices', 'start_research', (a) => expect(a).to.deep.equal({ query: 'Remote onboarding practices' })],
-    ['make a board for the launch', 'create_board', (a) => {
-      expect(a.columns).to.deep.equal(['To do', 'Doing', 'Done']);
-      expect(a.cards.length).to.be.at.least(4);
-      expect(a.cards.map((c: any) => c.title)).to.include('Write the announcement');
-    }],
-    ['a sheet of monthly costs', 'create_sheet', (a) => {
-      expect(a.columns).to.deep.equal(['Month', 'Category', 'Amount']);
-      expect(a.rows).to.have.length(12);
-      expect(a.rows[0][0]).to.equal('January');
-      expect(a.rows[11][0]).to.equal('December');
-    }],
-    ['make a video of waves on a beach', 'generate_video', (a) => expect(a).to.deep.equal({ prompt: 'waves on a beach' })],
+    [
+      'research remote onboarding practices',
+      'start_research',
+      (a) => expect(a).to.deep.equal({ query: 'Remote onboarding practices' }),
+    ],
+    [
+      'make a board for the launch',
+      'create_board',
+      (a) => {
+        expect(a.columns).to.deep.equal(['To do', 'Doing', 'Done']);
+        expect(a.cards.length).to.be.at.least(4);
+        expect(a.cards.map((c: any) => c.title)).to.include('Write the announcement');
+      },
+    ],
+    [
+      'a sheet of monthly costs',
+      'create_sheet',
+      (a) => {
+        expect(a.columns).to.deep.equal(['Month', 'Category', 'Amount']);
+        expect(a.rows).to.have.length(12);
+        expect(a.rows[0][0]).to.equal('January');
+        expect(a.rows[11][0]).to.equal('December');
+      },
+    ],
+    [
+      'make a video of waves on a beach',
+      'generate_video',
+      (a) => expect(a).to.deep.equal({ prompt: 'waves on a beach' }),
+    ],
     ['make a whiteboard for the offsite', 'create_whiteboard', (a) => expect(a.notes.length).to.be.greaterThan(2)],
-    ['write a document about our security policy', 'create_document', (a) => expect(a.title).to.equal('Security policy')],
+    [
+      'write a document about our security policy',
+      'create_document',
+      (a) => expect(a.title).to.equal('Security policy'),
+    ],
     ['search the web for vegan recipes', 'web_search', (a) => expect(a).to.deep.equal({ query: 'vegan recipes' })],
-    ['make a brand palette for Acme with #ff0000', 'brand_theme', (a) => expect(a).to.deep.equal({ brand: 'Acme', colors: ['#ff0000'] })],
+    [
+      'make a brand palette for Acme with #ff0000',
+      'brand_theme',
+      (a) => expect(a).to.deep.equal({ brand: 'Acme', colors: ['#ff0000'] }),
+    ],
     ['open my billing', 'platform_action', (a) => expect(a).to.deep.equal({ action: 'open_billing' })],
     ['make a flowchart of our onboarding', 'create_flowchart', (a) => expect(a.steps).to.include('Meet the team')],
-    ['make a flowchart: wake up, make coffee, then read the news', 'create_flowchart', (a) => expect(a.steps).to.deep.equal(['Wake up', 'Make coffee', 'Read the news'])],
-    ['make a flowchart of garden watering', 'create_flowchart', (a) => {
-      expect(a.steps.length).to.be.within(4, 6);
-      expect(a.steps.filter((s: string) => s.includes('garden watering')).length).to.be.at.least(3);
-    }],
+    [
+      'make a flowchart: wake up, make coffee, then read the news',
+      'create_flowchart',
+      (a) => expect(a.steps).to.deep.equal(['Wake up', 'Make coffee', 'Read the news']),
+    ],
+    [
+      'make a flowchart of garden watering',
+      'create_flowchart',
+      (a) => {
+        expect(a.steps.length).to.be.within(4, 6);
+        expect(a.steps.filter((s: string) => s.includes('garden watering')).length).to.be.at.least(3);
+      },
+    ],
   ];
   for (const [request, tool, check] of cases) {
     it(`when asked "${request}", then it calls ${tool} with arguments taken from the request`, async () => {
@@ -82,14 +140,30 @@ describe('assistant: the local engine', () => {
   }
 
   it('when the same request is planned twice, then the events are identical (deterministic)', async () => {
-    for (const request of ['make a flowchart of our hiring process', 'a sheet of monthly costs', 'compose a song about rain in the style of jazz']) {
+    for (const request of [
+      'make a flowchart of our hiring process',
+      'a sheet of monthly costs',
+      'compose a song about rain in the style of jazz',
+    ]) {
       expect(await step(ask(request))).to.deep.equal(await step(ask(request)));
     }
   });
 
   it('when "add a step … to that flowchart" follows a flowchart, then it adds to the newest flowchart of the history', async () => {
-    const older: ChatArtifact = { type: 'flowchart', title: 'Old', projectId: 'prj_old', projectType: 'chart', openUrl: `${BASE}/editor/prj_old` };
-    const newer: ChatArtifact = { type: 'flowchart', title: 'Hiring process', projectId: 'prj_new', projectType: 'chart', openUrl: `${BASE}/editor/prj_new` };
+    const older: ChatArtifact = {
+      type: 'flowchart',
+      title: 'Old',
+      projectId: 'prj_old',
+      projectType: 'chart',
+      openUrl: `${BASE}/editor/prj_old`,
+    };
+    const newer: ChatArtifact = {
+      type: 'flowchart',
+      title: 'Hiring process',
+      projectId: 'prj_new',
+      projectType: 'chart',
+      openUrl: `${BASE}/editor/prj_new`,
+    };
     const history: EngineMessage[] = [
       { role: 'user', content: 'make a flowchart of x' },
       { role: 'assistant', content: 'done', artifacts: [older] },
@@ -98,7 +172,10 @@ describe('assistant: the local engine', () => {
       { role: 'user', content: 'add a step for reference checks after interviews to that flowchart' },
     ];
     const [call] = callsIn(await step(history));
-    expect(call).to.deep.include({ name: 'add_flowchart_steps', args: { projectId: 'prj_new', steps: ['Reference checks'], after: 'Interviews' } });
+    expect(call).to.deep.include({
+      name: 'add_flowchart_steps',
+      args: { projectId: 'prj_new', steps: ['Reference checks'], after: 'Interviews' },
+    });
   });
 
   it('when "that flowchart" names nothing, then it answers in text and calls no tool', async () => {
@@ -125,12 +202,34 @@ describe('assistant: the local engine', () => {
   });
 
   it('when the tools have answered, then the reply names each artifact by title with its link, and what failed', async () => {
-    const flow: ChatArtifact = { type: 'flowchart', title: 'Hiring process', projectId: 'prj_a', projectType: 'chart', openUrl: `${BASE}/editor/prj_a` };
-    const song: ChatArtifact = { type: 'song', title: 'Rain', data: { apiJobId: 'song_x', pollUrl: '/api/v1/jobs/song_x' } };
-    const failed: ChatArtifact = { type: 'error', title: 'Could not run generate_image', data: { message: 'not enough AI credits: image costs 2', tool: 'generate_image', code: 'insufficient_credits' } };
+    const flow: ChatArtifact = {
+      type: 'flowchart',
+      title: 'Hiring process',
+      projectId: 'prj_a',
+      projectType: 'chart',
+      openUrl: `${BASE}/editor/prj_a`,
+    };
+    const song: ChatArtifact = {
+      type: 'song',
+      title: 'Rain',
+      data: { apiJobId: 'song_x', pollUrl: '/api/v1/jobs/song_x' },
+    };
+    const failed: ChatArtifact = {
+      type: 'error',
+      title: 'Could not run generate_image',
+      data: { message: 'not enough AI credits: image costs 2', tool: 'generate_image', code: 'insufficient_credits' },
+    };
     const messages: EngineMessage[] = [
       ...ask('do three things'),
-      { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'create_flowchart', args: {} }, { id: 'c2', name: 'compose_song', args: {} }, { id: 'c3', name: 'generate_image', args: {} }] },
+      {
+        role: 'assistant',
+        content: '',
+        toolCalls: [
+          { id: 'c1', name: 'create_flowchart', args: {} },
+          { id: 'c2', name: 'compose_song', args: {} },
+          { id: 'c3', name: 'generate_image', args: {} },
+        ],
+      },
       { role: 'tool', toolCallId: 'c1', name: 'create_flowchart', artifact: flow },
       { role: 'tool', toolCallId: 'c2', name: 'compose_song', artifact: song },
       { role: 'tool', toolCallId: 'c3', name: 'generate_image', artifact: failed },
@@ -145,10 +244,18 @@ describe('assistant: the local engine', () => {
   });
 
   it('when in think mode a research job started, then it chains a notes plan before replying; fast mode replies at once', async () => {
-    const research: ChatArtifact = { type: 'document', title: 'Research: Remote onboarding', data: { apiJobId: 'res_1', pollUrl: '/api/v1/jobs/res_1', kind: 'research' } };
+    const research: ChatArtifact = {
+      type: 'document',
+      title: 'Research: Remote onboarding',
+      data: { apiJobId: 'res_1', pollUrl: '/api/v1/jobs/res_1', kind: 'research' },
+    };
     const turn: EngineMessage[] = [
       ...ask('research remote onboarding'),
-      { role: 'assistant', content: '', toolCalls: [{ id: 'call_0_1', name: 'start_research', args: { query: 'Remote onboarding' } }] },
+      {
+        role: 'assistant',
+        content: '',
+        toolCalls: [{ id: 'call_0_1', name: 'start_research', args: { query: 'Remote onboarding' } }],
+      },
       { role: 'tool', toolCallId: 'call_0_1', name: 'start_research', artifact: research },
     ];
     const [notes] = callsIn(await step(turn, { mode: 'think', stepIndex: 1 }));
@@ -160,7 +267,18 @@ describe('assistant: the local engine', () => {
     const after: EngineMessage[] = [
       ...turn,
       { role: 'assistant', content: '', toolCalls: [notes!] },
-      { role: 'tool', toolCallId: notes!.id, name: 'create_notes', artifact: { type: 'notes', title: 'Research plan: Remote onboarding', projectId: 'prj_n', projectType: 'notes', openUrl: `${BASE}/notes/prj_n` } },
+      {
+        role: 'tool',
+        toolCallId: notes!.id,
+        name: 'create_notes',
+        artifact: {
+          type: 'notes',
+          title: 'Research plan: Remote onboarding',
+          projectId: 'prj_n',
+          projectType: 'notes',
+          openUrl: `${BASE}/notes/prj_n`,
+        },
+      },
     ];
     const final = await step(after, { mode: 'think', stepIndex: 2 });
     expect(callsIn(final)).to.deep.equal([]);
@@ -171,7 +289,9 @@ describe('assistant: the local engine', () => {
     const engine = createLocalEngine({ publicBaseUrl: BASE });
     const ctrl = new AbortController();
     ctrl.abort();
-    const it = engine.step({ messages: ask('hello'), tools: CHAT_TOOLS, mode: 'fast', stepIndex: 0, signal: ctrl.signal })[Symbol.asyncIterator]();
+    const it = engine
+      .step({ messages: ask('hello'), tools: CHAT_TOOLS, mode: 'fast', stepIndex: 0, signal: ctrl.signal })
+      [Symbol.asyncIterator]();
     let failed = false;
     try {
       await it.next();

@@ -6,12 +6,38 @@ import { loadConfig } from '../../platform/infra/config';
 import { fakeServer, type Recorded } from '../helpers/fake-provider';
 
 const KEY = 'sk-test-secret-0123456789';
-const TOOLS = [{ name: 'create_flowchart', description: 'Create a flowchart', parameters: { type: 'object', properties: { title: { type: 'string' }, steps: { type: 'array', items: { type: 'string' } } } } }];
+const TOOLS = [
+  {
+    name: 'create_flowchart',
+    description: 'Create a flowchart',
+    parameters: {
+      type: 'object',
+      properties: { title: { type: 'string' }, steps: { type: 'array', items: { type: 'string' } } },
+    },
+  },
+];
 
 const engineFor = (baseUrl: string, env: Record<string, string> = {}) =>
-  createChatEngine(loadConfig({ NODE_ENV: 'test', CHAT_ENGINE: 'openai', OPENAI_BASE_URL: `${baseUrl}/v1`, OPENAI_API_KEY: KEY, CHAT_MODEL: 'gpt-test', CHAT_TIMEOUT_MS: '2000', ...env }));
+  createChatEngine(
+    loadConfig({
+      NODE_ENV: 'test',
+      CHAT_ENGINE: 'openai',
+      OPENAI_BASE_URL: `${baseUrl}/v1`,
+      OPENAI_API_KEY: KEY,
+      CHAT_MODEL: 'gpt-test',
+      CHAT_TIMEOUT_MS: '2000',
+      ...env,
+    }),
+  );
 
-const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'gpt-test', choices: [{ index: 0, delta, finish_reason: null }], ...extra });
+const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  id: 'chatcmpl-1',
+  object: 'chat.completion.chunk',
+  created: 1_700_000_000,
+  model: 'gpt-test',
+  choices: [{ index: 0, delta, finish_reason: null }],
+  ...extra,
+});
 
 /** Writes SSE events one by one with a pause, as a provider streams them. */
 async function stream(res: http.ServerResponse, events: unknown[], pauseMs = 5) {
@@ -38,7 +64,14 @@ async function failure(p: Promise<unknown>): Promise<unknown> {
   throw new Error('expected a failure');
 }
 
-const input = (over: Partial<StepInput> = {}): StepInput => ({ messages: [{ role: 'user', content: 'make a flowchart of our hiring process' }], tools: TOOLS, mode: 'fast', stepIndex: 0, signal: new AbortController().signal, ...over });
+const input = (over: Partial<StepInput> = {}): StepInput => ({
+  messages: [{ role: 'user', content: 'make a flowchart of our hiring process' }],
+  tools: TOOLS,
+  mode: 'fast',
+  stepIndex: 0,
+  signal: new AbortController().signal,
+  ...over,
+});
 
 describe('assistant: the OpenAI-compatible engine against a fake provider', () => {
   let provider: Awaited<ReturnType<typeof fakeServer>> | undefined;
@@ -53,40 +86,79 @@ describe('assistant: the OpenAI-compatible engine against a fake provider', () =
         chunk({ role: 'assistant', content: '' }),
         chunk({ content: 'Making ' }),
         chunk({ content: 'your flowchart.' }),
-        chunk({ tool_calls: [{ index: 0, id: 'call_abc', type: 'function', function: { name: 'create_', arguments: '' } }] }),
+        chunk({
+          tool_calls: [{ index: 0, id: 'call_abc', type: 'function', function: { name: 'create_', arguments: '' } }],
+        }),
         chunk({ tool_calls: [{ index: 0, function: { name: 'flowchart' } }] }),
         chunk({ tool_calls: [{ index: 0, function: { arguments: '{"title":"Hir' } }] }),
         chunk({ tool_calls: [{ index: 0, function: { arguments: 'ing process","steps":["Open the role",' } }] }),
         chunk({ tool_calls: [{ index: 0, function: { arguments: '"Make an offer"]}' } }] }),
         ': keepalive\n\n',
         { ...chunk({}), choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
-        { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'gpt-test', choices: [], usage: { prompt_tokens: 42, completion_tokens: 17, total_tokens: 59 } },
+        {
+          id: 'chatcmpl-1',
+          object: 'chat.completion.chunk',
+          created: 1_700_000_000,
+          model: 'gpt-test',
+          choices: [],
+          usage: { prompt_tokens: 42, completion_tokens: 17, total_tokens: 59 },
+        },
         'data: [DONE]\n\n',
       ]),
     );
     const engine = engineFor(provider.url);
-    expect(engine.info).to.deep.equal({ assistantName: 'svc assistant', lab: 'openai-compatible', labName: new URL(provider.url).host, model: 'gpt-test' });
+    expect(engine.info).to.deep.equal({
+      assistantName: 'svc assistant',
+      lab: 'openai-compatible',
+      labName: new URL(provider.url).host,
+      model: 'gpt-test',
+    });
     const events = await collect(engine.step(input()));
     expect(events).to.deep.equal([
       { type: 'text-delta', delta: 'Making ' },
       { type: 'text-delta', delta: 'your flowchart.' },
       { type: 'tool-call-start', id: 'call_abc', name: 'create_flowchart' },
-      { type: 'tool-call', call: { id: 'call_abc', name: 'create_flowchart', args: { title: 'Hiring process', steps: ['Open the role', 'Make an offer'] } } },
+      {
+        type: 'tool-call',
+        call: {
+          id: 'call_abc',
+          name: 'create_flowchart',
+          args: { title: 'Hiring process', steps: ['Open the role', 'Make an offer'] },
+        },
+      },
       { type: 'usage', inputTokens: 42, outputTokens: 17 },
     ]);
 
     const sent = JSON.parse(provider.requests[0]!.body);
     expect(provider.requests[0]!.url).to.equal('/v1/chat/completions');
     expect(provider.requests[0]!.headers.authorization).to.equal(`Bearer ${KEY}`);
-    expect(sent).to.deep.include({ model: 'gpt-test', stream: true, stream_options: { include_usage: true }, tool_choice: 'auto' });
+    expect(sent).to.deep.include({
+      model: 'gpt-test',
+      stream: true,
+      stream_options: { include_usage: true },
+      tool_choice: 'auto',
+    });
     expect(sent.tools).to.deep.equal([{ type: 'function', function: TOOLS[0] }]);
   });
 
   it('when two tool calls stream interleaved, one with bad JSON arguments, then each starts once its arguments flow and bad JSON goes on raw', async () => {
     provider = await fakeServer((_req, res) =>
       stream(res, [
-        chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'create_flowchart', arguments: '{"title":' } }] }),
-        chunk({ tool_calls: [{ index: 1, id: 'call_2', type: 'function', function: { name: 'create_flowchart', arguments: '' } }] }),
+        chunk({
+          tool_calls: [
+            {
+              index: 0,
+              id: 'call_1',
+              type: 'function',
+              function: { name: 'create_flowchart', arguments: '{"title":' },
+            },
+          ],
+        }),
+        chunk({
+          tool_calls: [
+            { index: 1, id: 'call_2', type: 'function', function: { name: 'create_flowchart', arguments: '' } },
+          ],
+        }),
         chunk({ tool_calls: [{ index: 0, function: { arguments: '"A"}' } }] }),
         chunk({ tool_calls: [{ index: 1, function: { arguments: '{"title": "B", oops' } }] }),
         { ...chunk({}), choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
@@ -106,21 +178,49 @@ describe('assistant: the OpenAI-compatible engine against a fake provider', () =
   });
 
   it('when the history holds tool calls, results and earlier artifacts, then they are sent in the chat-completions shape', async () => {
-    provider = await fakeServer((_req, res) => stream(res, [chunk({ content: 'Done.' }), { ...chunk({}), choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }, 'data: [DONE]\n\n']));
-    const flow = { type: 'flowchart' as const, title: 'Hiring process', projectId: 'prj_1', projectType: 'chart' as const, openUrl: 'http://x/editor/prj_1' };
+    provider = await fakeServer((_req, res) =>
+      stream(res, [
+        chunk({ content: 'Done.' }),
+        { ...chunk({}), choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+        'data: [DONE]\n\n',
+      ]),
+    );
+    const flow = {
+      type: 'flowchart' as const,
+      title: 'Hiring process',
+      projectId: 'prj_1',
+      projectType: 'chart' as const,
+      openUrl: 'http://x/editor/prj_1',
+    };
     const messages: EngineMessage[] = [
       { role: 'system', content: 'be brief' },
       { role: 'user', content: 'make a flowchart of hiring' },
       { role: 'assistant', content: 'Here it is.', artifacts: [flow] },
       { role: 'user', content: 'add a step' },
-      { role: 'assistant', content: '', toolCalls: [{ id: 'call_9', name: 'add_flowchart_steps', args: { projectId: 'prj_1', steps: ['Reference checks'] } }] },
+      {
+        role: 'assistant',
+        content: '',
+        toolCalls: [
+          { id: 'call_9', name: 'add_flowchart_steps', args: { projectId: 'prj_1', steps: ['Reference checks'] } },
+        ],
+      },
       { role: 'tool', toolCallId: 'call_9', name: 'add_flowchart_steps', artifact: flow },
     ];
     await collect(engineFor(provider.url).step(input({ messages, stepIndex: 1 })));
     const sent = JSON.parse(provider.requests[0]!.body).messages;
     expect(sent[0]).to.deep.equal({ role: 'system', content: 'be brief' });
     expect(sent[2].content).to.include('Here it is.').and.to.include('projectId prj_1');
-    expect(sent[4]).to.deep.equal({ role: 'assistant', content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'add_flowchart_steps', arguments: '{"projectId":"prj_1","steps":["Reference checks"]}' } }] });
+    expect(sent[4]).to.deep.equal({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id: 'call_9',
+          type: 'function',
+          function: { name: 'add_flowchart_steps', arguments: '{"projectId":"prj_1","steps":["Reference checks"]}' },
+        },
+      ],
+    });
     expect(sent[5]).to.deep.equal({ role: 'tool', tool_call_id: 'call_9', content: JSON.stringify(flow) });
   });
 
@@ -150,9 +250,11 @@ describe('assistant: the OpenAI-compatible engine against a fake provider', () =
     });
     const started = Date.now();
     const seen: EngineEvent[] = [];
-    const err = await failure((async () => {
-      for await (const ev of engineFor(provider!.url, { CHAT_TIMEOUT_MS: '400' }).step(input())) seen.push(ev);
-    })());
+    const err = await failure(
+      (async () => {
+        for await (const ev of engineFor(provider!.url, { CHAT_TIMEOUT_MS: '400' }).step(input())) seen.push(ev);
+      })(),
+    );
     const took = Date.now() - started;
     expect(seen).to.deep.equal([{ type: 'text-delta', delta: 'Thinking' }]);
     expect((err as EngineError).code).to.equal('engine_timeout');
@@ -176,12 +278,16 @@ describe('assistant: the OpenAI-compatible engine against a fake provider', () =
     const ctrl = new AbortController();
     const seen: EngineEvent[] = [];
     const started = Date.now();
-    const err = await failure((async () => {
-      for await (const ev of engineFor(provider!.url, { CHAT_TIMEOUT_MS: '10000' }).step(input({ signal: ctrl.signal }))) {
-        seen.push(ev);
-        setTimeout(() => ctrl.abort(new Error('client went away')), 20);
-      }
-    })());
+    const err = await failure(
+      (async () => {
+        for await (const ev of engineFor(provider!.url, { CHAT_TIMEOUT_MS: '10000' }).step(
+          input({ signal: ctrl.signal }),
+        )) {
+          seen.push(ev);
+          setTimeout(() => ctrl.abort(new Error('client went away')), 20);
+        }
+      })(),
+    );
     expect(Date.now() - started).to.be.lessThan(1000);
     expect((err as Error).message).to.equal('client went away');
     expect(seen).to.have.length(1);

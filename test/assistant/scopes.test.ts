@@ -28,16 +28,31 @@ describe('tool scopes: /live/action, /chat and MCP refuse what the key may not d
     provider = await fakeOpenAi();
     stack = await startStack({
       scheduler: false,
-      env: { CHAT_ENGINE: 'openai', CHAT_MODEL: 'fake-chat-1', OPENAI_BASE_URL: provider.url, OPENAI_API_KEY: 'sk-test', CHAT_TIMEOUT_MS: '5000' },
+      env: {
+        CHAT_ENGINE: 'openai',
+        CHAT_MODEL: 'fake-chat-1',
+        OPENAI_BASE_URL: provider.url,
+        OPENAI_API_KEY: 'sk-test',
+        CHAT_TIMEOUT_MS: '5000',
+      },
     });
     const acct = await stack.createAccount({ credits: 500 });
     owner = client(stack.baseUrl, acct.key);
     aiOnlyKey = (await stack.rt.accounts.createKey(acct.accountId, { name: 'ai only', scopes: ['ai'] })).key;
     aiOnly = client(stack.baseUrl, aiOnlyKey);
-    fullKey = (await stack.rt.accounts.createKey(acct.accountId, { name: 'ai read write', scopes: ['ai', 'read', 'write'] })).key;
+    fullKey = (
+      await stack.rt.accounts.createKey(acct.accountId, { name: 'ai read write', scopes: ['ai', 'read', 'write'] })
+    ).key;
     full = client(stack.baseUrl, fullKey);
 
-    const flow = await owner.post('/flowcharts', { name: 'Secret launch plan', nodes: [{ id: 'a', label: 'Draft' }, { id: 'b', label: 'Ship' }], edges: [{ from: 'a', to: 'b' }] });
+    const flow = await owner.post('/flowcharts', {
+      name: 'Secret launch plan',
+      nodes: [
+        { id: 'a', label: 'Draft' },
+        { id: 'b', label: 'Ship' },
+      ],
+      edges: [{ from: 'a', to: 'b' }],
+    });
     expect(flow.status, flow.text).to.equal(201);
     flowId = flow.body.id;
     provider.script(() => ({ text: 'Hello.' }));
@@ -51,8 +66,10 @@ describe('tool scopes: /live/action, /chat and MCP refuse what the key may not d
     await provider?.close();
   });
 
-  const steps = async () => ((await owner.get(`/projects/${flowId}`)).body.content.nodes as { label: string }[]).map((n) => n.label);
-  const messages = async () => (await owner.get(`/conversations/${conversationId}/messages`)).body.data as { role: string; content: string }[];
+  const steps = async () =>
+    ((await owner.get(`/projects/${flowId}`)).body.content.nodes as { label: string }[]).map((n) => n.label);
+  const messages = async () =>
+    (await owner.get(`/conversations/${conversationId}/messages`)).body.data as { role: string; content: string }[];
   const balance = async () => (await owner.get('/account/credits')).body.balance as number;
   const mcp = async (key: string) => {
     const c = await mcpClient(stack, key);
@@ -79,13 +96,18 @@ describe('tool scopes: /live/action, /chat and MCP refuse what the key may not d
         expect(r.text, action).to.not.include('Secret launch plan');
       }
       // Scope before validation: bad params without the scope still answer the scope.
-      expect((await aiOnly.post('/live/action', { action: 'list_projects', params: { limit: 'many' } })).status).to.equal(403);
+      expect(
+        (await aiOnly.post('/live/action', { action: 'list_projects', params: { limit: 'many' } })).status,
+      ).to.equal(403);
       expect(await steps()).to.deep.equal(before.steps);
       expect(await balance()).to.equal(before.balance);
     });
 
     it('when an ai-only key makes something new, then it is made as before', async () => {
-      const r = await aiOnly.post('/live/action', { action: 'create_notes', params: { title: 'Fresh notes', markdown: '# Fresh' } });
+      const r = await aiOnly.post('/live/action', {
+        action: 'create_notes',
+        params: { title: 'Fresh notes', markdown: '# Fresh' },
+      });
       expect(r.status, r.text).to.equal(200);
       expect(r.body.ok).to.equal(true);
       expect(r.body.artifacts[0]).to.include({ type: 'notes', title: 'Fresh notes' });
@@ -94,11 +116,16 @@ describe('tool scopes: /live/action, /chat and MCP refuse what the key may not d
     it('when a key with ai, read and write asks for the same actions, then it gets the projects, the balance and the new step', async () => {
       const listed = await full.post('/live/action', { action: 'list_projects', params: { limit: 20 } });
       expect(listed.status, listed.text).to.equal(200);
-      expect(listed.body.artifacts[0].data.projects.map((p: { name: string }) => p.name)).to.include('Secret launch plan');
+      expect(listed.body.artifacts[0].data.projects.map((p: { name: string }) => p.name)).to.include(
+        'Secret launch plan',
+      );
       const account = await full.post('/live/action', { action: 'get_account', params: {} });
       expect(account.status, account.text).to.equal(200);
       expect(account.body.artifacts[0].data.balance).to.be.a('number');
-      const added = await full.post('/live/action', { action: 'add_flowchart_steps', params: { projectId: flowId, steps: ['Review'], after: 'Draft' } });
+      const added = await full.post('/live/action', {
+        action: 'add_flowchart_steps',
+        params: { projectId: flowId, steps: ['Review'], after: 'Draft' },
+      });
       expect(added.status, added.text).to.equal(200);
       expect(added.body.ok).to.equal(true);
       expect(await steps()).to.include('Review');
@@ -108,9 +135,17 @@ describe('tool scopes: /live/action, /chat and MCP refuse what the key may not d
       const r = await aiOnly.post('/live/session', {});
       expect(r.status, r.text).to.equal(200);
       expect(r.body.tools).to.include.members(['create_flowchart', 'create_notes', 'generate_image', 'search_web']);
-      for (const t of ['list_projects', 'get_account', 'add_flowchart_steps', 'remember', 'recall', 'forget']) expect(r.body.tools).to.not.include(t);
+      for (const t of ['list_projects', 'get_account', 'add_flowchart_steps', 'remember', 'recall', 'forget'])
+        expect(r.body.tools).to.not.include(t);
       const all = await full.post('/live/session', {});
-      expect(all.body.tools).to.include.members(['list_projects', 'get_account', 'add_flowchart_steps', 'remember', 'recall', 'forget']);
+      expect(all.body.tools).to.include.members([
+        'list_projects',
+        'get_account',
+        'add_flowchart_steps',
+        'remember',
+        'recall',
+        'forget',
+      ]);
     });
   });
 
@@ -124,18 +159,28 @@ describe('tool scopes: /live/action, /chat and MCP refuse what the key may not d
       expect(await messages()).to.deep.equal(before);
     });
 
-    it('when the model of an ai-only key\'s turn asks to change the flowchart or list projects, then it was not offered those tools, gets tool errors, says it may not, the turn succeeds and nothing changed', async () => {
+    it("when the model of an ai-only key's turn asks to change the flowchart or list projects, then it was not offered those tools, gets tool errors, says it may not, the turn succeeds and nothing changed", async () => {
       const before = await steps();
       let offered: string[] = [];
       provider.script((body, n) => {
         if (n === 0) {
           offered = (body.tools ?? []).map((t) => t.function.name);
-          return { toolCalls: [{ name: 'add_flowchart_steps', args: { projectId: flowId, steps: ['Leak the plan'] } }, { name: 'list_projects', args: {} }] };
+          return {
+            toolCalls: [
+              { name: 'add_flowchart_steps', args: { projectId: flowId, steps: ['Leak the plan'] } },
+              { name: 'list_projects', args: {} },
+            ],
+          };
         }
-        const errors = body.messages.filter((m) => m.role === 'tool').map((m) => JSON.parse(String(m.content)) as { type: string; data: { message: string } });
+        const errors = body.messages
+          .filter((m) => m.role === 'tool')
+          .map((m) => JSON.parse(String(m.content)) as { type: string; data: { message: string } });
         return { text: `I may not: ${errors.map((e) => e.data.message).join(' / ')}` };
       });
-      const r = await aiOnly.post('/chat', { message: `add a step "Leak the plan" to ${flowId} and list my projects`, stream: false });
+      const r = await aiOnly.post('/chat', {
+        message: `add a step "Leak the plan" to ${flowId} and list my projects`,
+        stream: false,
+      });
       expect(r.status, r.text).to.equal(200);
       expect(offered).to.include('create_flowchart');
       expect(offered).to.not.include('add_flowchart_steps');
@@ -174,7 +219,8 @@ describe('tool scopes: /live/action, /chat and MCP refuse what the key may not d
       const c = await mcp(aiOnlyKey);
       const names = (await c.listTools()).tools.map((t) => t.name);
       expect(names).to.include.members(['generate_image', 'start_research', 'get_job']);
-      for (const t of ['list_projects', 'get_project', 'create_flowchart', 'create_notes', 'drive_search']) expect(names).to.not.include(t);
+      for (const t of ['list_projects', 'get_project', 'create_flowchart', 'create_notes', 'drive_search'])
+        expect(names).to.not.include(t);
       const listed = await call(c, 'list_projects', {});
       expect(listed.isError).to.equal(true);
       expect(textOf(listed)).to.match(/^forbidden: .*needs read/);

@@ -24,7 +24,9 @@ describe('assistant: the chat tools against the real stack', function () {
   let key: string;
 
   before(async () => {
-    stack = await startStack({ env: { WORKER_POOLS: 'image,deck,song,code,research,video', DEFAULT_POOL_CONCURRENCY: '2' } });
+    stack = await startStack({
+      env: { WORKER_POOLS: 'image,deck,song,code,research,video', DEFAULT_POOL_CONCURRENCY: '2' },
+    });
     tools = createAssistantTools(stack.rt);
     ({ key } = await stack.createAccount({ credits: 1000 }));
     api = client(stack.baseUrl, key);
@@ -36,20 +38,50 @@ describe('assistant: the chat tools against the real stack', function () {
   /** A tool context for `key` whose ids are derived from `seed` (the same seed: the same call repeated). */
   async function ctxFor(apiKey: string, seed = randomBytes(6).toString('hex')): Promise<ToolContext> {
     const auth = (await stack.rt.accounts.authenticate(apiKey))!;
-    return { account: auth.account, key: auth.key, requestId: `req_${seed}`, signal: new AbortController().signal, idFor: (prefix) => stableId(prefix, `test\n${seed}`) };
+    return {
+      account: auth.account,
+      key: auth.key,
+      requestId: `req_${seed}`,
+      signal: new AbortController().signal,
+      idFor: (prefix) => stableId(prefix, `test\n${seed}`),
+    };
   }
-  const run = (name: string, args: unknown, ctx: ToolContext): Promise<ChatArtifact> => executeToolCall(tools, { id: 'call_1', name, args }, ctx);
+  const run = (name: string, args: unknown, ctx: ToolContext): Promise<ChatArtifact> =>
+    executeToolCall(tools, { id: 'call_1', name, args }, ctx);
   const balance = async (c: Client = api) => (await c.get('/account/credits')).body.balance as number;
   const base = () => stack.config.PUBLIC_BASE_URL;
 
-  it('when the local engine plans the demo requests, then every planned call passes its tool\'s validation', async () => {
+  it("when the local engine plans the demo requests, then every planned call passes its tool's validation", async () => {
     expect(tools.map((t) => t.name)).to.deep.equal([...ASSISTANT_TOOL_NAMES]);
     const engine = createLocalEngine({ publicBaseUrl: base() });
     const specs = toolSpecs(tools);
-    const requests = ['make a flowchart of our hiring process', 'write notes about X', 'draw an image of a red fox', 'make a 5-slide deck about our roadmap', 'compose a song in the style of sea shanties', 'build me a todo app', 'research remote work', 'make a board for the launch', 'a sheet of monthly costs', 'make a video of waves', 'make a whiteboard for the offsite', 'write a document about security', 'open my drive', 'make a brand palette for Acme', 'search the web for cats'];
+    const requests = [
+      'make a flowchart of our hiring process',
+      'write notes about X',
+      'draw an image of a red fox',
+      'make a 5-slide deck about our roadmap',
+      'compose a song in the style of sea shanties',
+      'build me a todo app',
+      'research remote work',
+      'make a board for the launch',
+      'a sheet of monthly costs',
+      'make a video of waves',
+      'make a whiteboard for the offsite',
+      'write a document about security',
+      'open my drive',
+      'make a brand palette for Acme',
+      'search the web for cats',
+    ];
     for (const content of requests) {
       const events: EngineEvent[] = [];
-      for await (const ev of engine.step({ messages: [{ role: 'user', content }], tools: specs, mode: 'fast', stepIndex: 0, signal: new AbortController().signal })) events.push(ev);
+      for await (const ev of engine.step({
+        messages: [{ role: 'user', content }],
+        tools: specs,
+        mode: 'fast',
+        stepIndex: 0,
+        signal: new AbortController().signal,
+      }))
+        events.push(ev);
       const [call] = events.flatMap((e) => (e.type === 'tool-call' ? [e.call] : [])) as ToolCall[];
       const def = tools.find((t) => t.name === call!.name)!;
       const parsed = def.input.safeParse(call!.args);
@@ -61,13 +93,21 @@ describe('assistant: the chat tools against the real stack', function () {
     const ctx = await ctxFor(key);
     const steps = ['Open the role', 'Interview candidates', 'Strong candidate?', 'Make an offer'];
     const a = await run('create_flowchart', { title: 'Hiring process', steps }, ctx);
-    expect(a).to.deep.include({ type: 'flowchart', title: 'Hiring process', projectType: 'chart', openUrl: `${base()}/editor/${a.projectId}` });
+    expect(a).to.deep.include({
+      type: 'flowchart',
+      title: 'Hiring process',
+      projectType: 'chart',
+      openUrl: `${base()}/editor/${a.projectId}`,
+    });
     const p = await api.get(`/projects/${a.projectId}`);
     expect(p.status).to.equal(200);
     expect(p.body.kind).to.equal('flowchart');
     expect(p.body.content.nodes.map((n: any) => n.label)).to.deep.equal(steps);
     expect(p.body.content.nodes.map((n: any) => n.shape)).to.deep.equal(['start', 'process', 'decision', 'end']);
-    expect(p.body.content.edges.filter((e: any) => e.from === 'n3').map((e: any) => [e.to, e.label])).to.deep.equal([['n4', 'yes'], ['n2', 'no']]);
+    expect(p.body.content.edges.filter((e: any) => e.from === 'n3').map((e: any) => [e.to, e.label])).to.deep.equal([
+      ['n4', 'yes'],
+      ['n2', 'no'],
+    ]);
 
     const again = await run('create_flowchart', { title: 'Hiring process', steps }, ctx);
     expect(again.projectId).to.equal(a.projectId);
@@ -76,9 +116,17 @@ describe('assistant: the chat tools against the real stack', function () {
   });
 
   it('when add_flowchart_steps runs after a named step, then the step is wired in there; repeated, it is not added twice', async () => {
-    const made = await run('create_flowchart', { title: 'Hiring', steps: ['Open the role', 'Interview candidates', 'Make an offer'] }, await ctxFor(key));
+    const made = await run(
+      'create_flowchart',
+      { title: 'Hiring', steps: ['Open the role', 'Interview candidates', 'Make an offer'] },
+      await ctxFor(key),
+    );
     const ctx = await ctxFor(key);
-    const a = await run('add_flowchart_steps', { projectId: made.projectId, steps: ['Reference checks'], after: 'interviews' }, ctx);
+    const a = await run(
+      'add_flowchart_steps',
+      { projectId: made.projectId, steps: ['Reference checks'], after: 'interviews' },
+      ctx,
+    );
     expect(a).to.deep.include({ type: 'flowchart', projectId: made.projectId });
     const read = async () => (await api.get(`/projects/${made.projectId}`)).body.content;
     let c = await read();
@@ -86,11 +134,16 @@ describe('assistant: the chat tools against the real stack', function () {
     expect(c.nodes.map((n: any) => n.label)).to.include('Reference checks');
     const chain = (from: string): string[] => {
       const out = [label(from)];
-      for (let e = c.edges.find((x: any) => x.from === from); e; e = c.edges.find((x: any) => x.from === e.to)) out.push(label(e.to));
+      for (let e = c.edges.find((x: any) => x.from === from); e; e = c.edges.find((x: any) => x.from === e.to))
+        out.push(label(e.to));
       return out;
     };
     expect(chain('n1')).to.deep.equal(['Open the role', 'Interview candidates', 'Reference checks', 'Make an offer']);
-    await run('add_flowchart_steps', { projectId: made.projectId, steps: ['Reference checks'], after: 'interviews' }, ctx);
+    await run(
+      'add_flowchart_steps',
+      { projectId: made.projectId, steps: ['Reference checks'], after: 'interviews' },
+      ctx,
+    );
     c = await read();
     expect(c.nodes.filter((n: any) => n.label === 'Reference checks')).to.have.length(1);
 
@@ -100,50 +153,119 @@ describe('assistant: the chat tools against the real stack', function () {
     expect(chain('n1').at(-1)).to.equal('Welcome lunch');
     expect(c.nodes.find((n: any) => n.label === 'Welcome lunch').shape).to.equal('end');
 
-    const bad = await run('add_flowchart_steps', { projectId: made.projectId, steps: ['X'], after: 'no such step' }, await ctxFor(key));
+    const bad = await run(
+      'add_flowchart_steps',
+      { projectId: made.projectId, steps: ['X'], after: 'no such step' },
+      await ctxFor(key),
+    );
     expect(bad.type).to.equal('error');
     expect(bad.data!.code).to.equal('validation_error');
     const other = await stack.createAccount();
-    const foreign = await run('add_flowchart_steps', { projectId: made.projectId, steps: ['X'] }, await ctxFor(other.key));
+    const foreign = await run(
+      'add_flowchart_steps',
+      { projectId: made.projectId, steps: ['X'] },
+      await ctxFor(other.key),
+    );
     expect(foreign.data).to.deep.include({ code: 'not_found' });
   });
 
   it('when whiteboard, notes and document tools run, then the projects exist with their content', async () => {
-    const wb = await run('create_whiteboard', { title: 'Offsite', notes: ['Goals', 'Ideas', 'Risks'] }, await ctxFor(key));
-    expect(wb).to.deep.include({ type: 'whiteboard', projectType: 'chart', openUrl: `${base()}/editor/${wb.projectId}` });
+    const wb = await run(
+      'create_whiteboard',
+      { title: 'Offsite', notes: ['Goals', 'Ideas', 'Risks'] },
+      await ctxFor(key),
+    );
+    expect(wb).to.deep.include({
+      type: 'whiteboard',
+      projectType: 'chart',
+      openUrl: `${base()}/editor/${wb.projectId}`,
+    });
     const w = (await api.get(`/projects/${wb.projectId}`)).body;
-    expect(w.content.elements.filter((e: any) => e.shape === 'sticky').map((e: any) => e.text)).to.deep.equal(['Goals', 'Ideas', 'Risks']);
+    expect(w.content.elements.filter((e: any) => e.shape === 'sticky').map((e: any) => e.text)).to.deep.equal([
+      'Goals',
+      'Ideas',
+      'Risks',
+    ]);
 
-    const notes = await run('create_notes', { title: 'Q3 plan', markdown: '# Q3 plan\n\n- one\n- two\n' }, await ctxFor(key));
-    expect(notes).to.deep.include({ type: 'notes', projectType: 'notes', openUrl: `${base()}/notes/${notes.projectId}` });
-    expect((await api.get(`/projects/${notes.projectId}`)).body.content.markdown).to.equal('# Q3 plan\n\n- one\n- two\n');
+    const notes = await run(
+      'create_notes',
+      { title: 'Q3 plan', markdown: '# Q3 plan\n\n- one\n- two\n' },
+      await ctxFor(key),
+    );
+    expect(notes).to.deep.include({
+      type: 'notes',
+      projectType: 'notes',
+      openUrl: `${base()}/notes/${notes.projectId}`,
+    });
+    expect((await api.get(`/projects/${notes.projectId}`)).body.content.markdown).to.equal(
+      '# Q3 plan\n\n- one\n- two\n',
+    );
 
-    const doc = await run('create_document', { title: 'Security policy', markdown: '# Security policy\n' }, await ctxFor(key));
-    expect(doc).to.deep.include({ type: 'document', projectType: 'notes', openUrl: `${base()}/notes/${doc.projectId}` });
+    const doc = await run(
+      'create_document',
+      { title: 'Security policy', markdown: '# Security policy\n' },
+      await ctxFor(key),
+    );
+    expect(doc).to.deep.include({
+      type: 'document',
+      projectType: 'notes',
+      openUrl: `${base()}/notes/${doc.projectId}`,
+    });
     expect((await api.get(`/projects/${doc.projectId}`)).body.kind).to.equal('notes');
   });
 
   it('when create_sheet and create_board run, then the sheet and the board exist with their rows and cards, once', async () => {
     const ctx = await ctxFor(key);
     const months = ['January', 'February', 'March'];
-    const args = { title: 'Monthly costs', columns: ['Month', 'Category', 'Amount'], rows: months.map((m, i) => [m, 'Operating costs', 100 * (i + 1)]) };
+    const args = {
+      title: 'Monthly costs',
+      columns: ['Month', 'Category', 'Amount'],
+      rows: months.map((m, i) => [m, 'Operating costs', 100 * (i + 1)]),
+    };
     const sheet = await run('create_sheet', args, ctx);
-    expect(sheet).to.deep.include({ type: 'sheet', projectType: 'sheet', openUrl: `${base()}/sheets/${sheet.projectId}` });
+    expect(sheet).to.deep.include({
+      type: 'sheet',
+      projectType: 'sheet',
+      openUrl: `${base()}/sheets/${sheet.projectId}`,
+    });
     const s = (await api.get(`/sheets/${sheet.projectId}`)).body;
-    expect(s.columns.map((c: any) => [c.name, c.type])).to.deep.equal([['Month', 'string'], ['Category', 'string'], ['Amount', 'number']]);
-    expect(s.rows).to.deep.equal([['January', 'Operating costs', 100], ['February', 'Operating costs', 200], ['March', 'Operating costs', 300]]);
+    expect(s.columns.map((c: any) => [c.name, c.type])).to.deep.equal([
+      ['Month', 'string'],
+      ['Category', 'string'],
+      ['Amount', 'number'],
+    ]);
+    expect(s.rows).to.deep.equal([
+      ['January', 'Operating costs', 100],
+      ['February', 'Operating costs', 200],
+      ['March', 'Operating costs', 300],
+    ]);
     expect((await run('create_sheet', args, ctx)).projectId).to.equal(sheet.projectId);
 
     const bctx = await ctxFor(key);
-    const bargs = { title: 'Launch board', cards: [{ title: 'Write the announcement' }, { title: 'Landing page', column: 'Doing' }, { title: 'Brief support' }] };
+    const bargs = {
+      title: 'Launch board',
+      cards: [
+        { title: 'Write the announcement' },
+        { title: 'Landing page', column: 'Doing' },
+        { title: 'Brief support' },
+      ],
+    };
     const board = await run('create_board', bargs, bctx);
-    expect(board).to.deep.include({ type: 'social_board', title: 'Launch board', openUrl: `${base()}/boards/${board.projectId}` });
+    expect(board).to.deep.include({
+      type: 'social_board',
+      title: 'Launch board',
+      openUrl: `${base()}/boards/${board.projectId}`,
+    });
     expect(board.data).to.deep.include({ boardId: board.projectId, cardCount: 3, columnCount: 3 });
     const again = await run('create_board', bargs, bctx);
     expect(again.data).to.deep.include({ boardId: board.projectId, cardCount: 3 });
     const b = (await api.get(`/boards/${board.projectId}`)).body;
     expect(b.cardCount).to.equal(3);
-    expect(b.columns.map((c: any) => [c.name, c.cardCount])).to.deep.equal([['To do', 2], ['Doing', 1], ['Done', 0]]);
+    expect(b.columns.map((c: any) => [c.name, c.cardCount])).to.deep.equal([
+      ['To do', 2],
+      ['Doing', 1],
+      ['Done', 0],
+    ]);
   });
 
   it('when generate_image runs, then the image URL serves the PNG and 2 credits are charged; repeated, the same image and no second charge', async () => {
@@ -167,7 +289,12 @@ describe('assistant: the chat tools against the real stack', function () {
       ['compose_song', { prompt: 'rain on the roof', style: 'jazz' }, 'song', 'song_'],
       ['build_code', { prompt: 'a todo app' }, 'document', 'code_'],
       ['start_research', { query: 'remote onboarding' }, 'document', 'res_'],
-      ['create_presentation', { title: 'Roadmap', brief: 'Our roadmap for next year', slideCount: 3 }, 'presentation', 'deck_'],
+      [
+        'create_presentation',
+        { title: 'Roadmap', brief: 'Our roadmap for next year', slideCount: 3 },
+        'presentation',
+        'deck_',
+      ],
       ['generate_video', { prompt: 'waves on a beach' }, 'video', 'vid_'],
     ];
     const made = [];
@@ -201,7 +328,14 @@ describe('assistant: the chat tools against the real stack', function () {
   it('when the balance is short, then paid tools answer an insufficient_credits error artifact and nothing is charged or left behind', async () => {
     const poor = await stack.createAccount({ credits: 1 });
     const poorApi = client(stack.baseUrl, poor.key);
-    for (const [name, args] of [['generate_image', { prompt: 'a fox' }], ['compose_song', { prompt: 'rain' }], ['build_code', { prompt: 'a todo app' }], ['start_research', { query: 'x' }], ['create_presentation', { title: 'Deck', brief: 'b' }], ['generate_video', { prompt: 'waves' }]] as const) {
+    for (const [name, args] of [
+      ['generate_image', { prompt: 'a fox' }],
+      ['compose_song', { prompt: 'rain' }],
+      ['build_code', { prompt: 'a todo app' }],
+      ['start_research', { query: 'x' }],
+      ['create_presentation', { title: 'Deck', brief: 'b' }],
+      ['generate_video', { prompt: 'waves' }],
+    ] as const) {
       const a = await run(name, args, await ctxFor(poor.key));
       expect(a.type, name).to.equal('error');
       expect(a.data, name).to.deep.include({ tool: name, code: 'insufficient_credits' });
@@ -215,7 +349,14 @@ describe('assistant: the chat tools against the real stack', function () {
     const ctx = await ctxFor(key, seed);
     // The id this call would give its project is taken (by another account's project): the insert fails.
     const taken = ctx.idFor('prj');
-    await stack.rt.db.db.collection<any>(COLLECTIONS.projects).insertOne({ _id: taken, accountId: 'acct_someone_else', name: 'taken', kind: 'notes', createdAt: new Date(), updatedAt: new Date() });
+    await stack.rt.db.db.collection<any>(COLLECTIONS.projects).insertOne({
+      _id: taken,
+      accountId: 'acct_someone_else',
+      name: 'taken',
+      kind: 'notes',
+      createdAt: new Date(),
+      updatedAt: new Date(),
+    });
     const before = await balance();
     const a = await run('build_code', { prompt: 'a todo app that cannot be stored' }, ctx);
     expect(a.type).to.equal('error');

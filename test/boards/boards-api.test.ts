@@ -31,7 +31,13 @@ describe('boards API: boards and cards', function () {
       expect(r.status).to.equal(201);
       expect(() => Board.parse(r.body)).to.not.throw();
       expect(r.body.id).to.match(/^brd_[0-9a-z]{20}$/);
-      expect(r.body).to.include({ name: 'Launch', description: 'Q3 launch', version: 1, cardCount: 0, openUrl: `${stack.config.PUBLIC_BASE_URL}/boards/${r.body.id}` });
+      expect(r.body).to.include({
+        name: 'Launch',
+        description: 'Q3 launch',
+        version: 1,
+        cardCount: 0,
+        openUrl: `${stack.config.PUBLIC_BASE_URL}/boards/${r.body.id}`,
+      });
       expect(r.body.columns).to.deep.equal([
         { id: 'todo', name: 'To do', cardCount: 0 },
         { id: 'doing', name: 'Doing', cardCount: 0 },
@@ -45,9 +51,32 @@ describe('boards API: boards and cards', function () {
     });
 
     it('when lanes are given, then given ids are kept and the others are made from the names, never twice', async () => {
-      const b = await createBoard(api, { columns: [{ name: 'Backlog' }, { id: 'wip', name: 'In progress' }, { name: 'In review' }, { name: 'In review' }, { name: '✓ Shipped!' }, { name: '🚀' }] });
-      expect(b.columns.map((c: any) => c.id)).to.deep.equal(['backlog', 'wip', 'in-review', 'in-review-2', 'shipped', 'column']);
-      expect(b.columns.map((c: any) => c.name)).to.deep.equal(['Backlog', 'In progress', 'In review', 'In review', '✓ Shipped!', '🚀']);
+      const b = await createBoard(api, {
+        columns: [
+          { name: 'Backlog' },
+          { id: 'wip', name: 'In progress' },
+          { name: 'In review' },
+          { name: 'In review' },
+          { name: '✓ Shipped!' },
+          { name: '🚀' },
+        ],
+      });
+      expect(b.columns.map((c: any) => c.id)).to.deep.equal([
+        'backlog',
+        'wip',
+        'in-review',
+        'in-review-2',
+        'shipped',
+        'column',
+      ]);
+      expect(b.columns.map((c: any) => c.name)).to.deep.equal([
+        'Backlog',
+        'In progress',
+        'In review',
+        'In review',
+        '✓ Shipped!',
+        '🚀',
+      ]);
     });
 
     it('when a board body breaks a rule, then 400 names the field', async () => {
@@ -58,10 +87,22 @@ describe('boards API: boards and cards', function () {
         [{ name: 'a\nb' }, /^name: must not contain control characters/],
         [{ name: 'x', description: 'd'.repeat(5001) }, /^description: must be at most 5000 characters/],
         [{ name: 'x', columns: [] }, /^columns: must have at least 1 column/],
-        [{ name: 'x', columns: Array.from({ length: 21 }, (_, i) => ({ name: `c${i}` })) }, /^columns: must have at most 20 columns/],
+        [
+          { name: 'x', columns: Array.from({ length: 21 }, (_, i) => ({ name: `c${i}` })) },
+          /^columns: must have at most 20 columns/,
+        ],
         [{ name: 'x', columns: [{ name: '' }] }, /^columns\.0\.name: must not be empty/],
         [{ name: 'x', columns: [{ id: 'a b', name: 'A' }] }, /^columns\.0\.id: must be letters, digits, _ and -/],
-        [{ name: 'x', columns: [{ id: 'a', name: 'A' }, { id: 'a', name: 'B' }] }, /^columns\.1\.id: duplicate column id "a"/],
+        [
+          {
+            name: 'x',
+            columns: [
+              { id: 'a', name: 'A' },
+              { id: 'a', name: 'B' },
+            ],
+          },
+          /^columns\.1\.id: duplicate column id "a"/,
+        ],
         [{ name: 'x', columns: [{ name: 'A', color: 'red' }] }, /color: unknown field/],
         [{ name: 'x', tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }, /^tags: must have at most 20 tags/],
         [{ name: 'x', owner: 'me' }, /owner: unknown field/],
@@ -126,7 +167,9 @@ describe('boards API: boards and cards', function () {
       const b = await createBoard(api);
       await createCard(api, b.id, { title: 'T1', column: 'todo' });
       await createCard(api, b.id, { title: 'D1', column: 'done' });
-      const r = await api.patch(`/boards/${b.id}`, { columns: [{ id: 'done', name: 'Shipped' }, { id: 'todo', name: 'Backlog' }, { name: 'Review' }] });
+      const r = await api.patch(`/boards/${b.id}`, {
+        columns: [{ id: 'done', name: 'Shipped' }, { id: 'todo', name: 'Backlog' }, { name: 'Review' }],
+      });
       expect(r.status, r.text).to.equal(200);
       expect(r.body.columns).to.deep.equal([
         { id: 'done', name: 'Shipped', cardCount: 1 },
@@ -136,7 +179,10 @@ describe('boards API: boards and cards', function () {
       expect(lanes(await allCards(api, b.id))).to.deep.equal({ done: ['D1'], todo: ['T1'] });
       expect((await allCards(api, b.id)).map((c) => c.title)).to.deep.equal(['D1', 'T1']); // lane order follows the board
 
-      const refused = await api.patch(`/boards/${b.id}`, { name: 'renamed too', columns: [{ id: 'done', name: 'Shipped' }] });
+      const refused = await api.patch(`/boards/${b.id}`, {
+        name: 'renamed too',
+        columns: [{ id: 'done', name: 'Shipped' }],
+      });
       expect(refused.status).to.equal(409);
       expect(refused.body.error.code).to.equal('column_not_empty');
       expect(refused.body.error.message).to.include('"todo" (1 cards)');
@@ -145,7 +191,12 @@ describe('boards API: boards and cards', function () {
       expect(doc.columns.map((c: any) => c.id)).to.deep.equal(['done', 'todo', 'review']);
       expect(doc.closing ?? {}).to.deep.equal({});
 
-      const removed = await api.patch(`/boards/${b.id}`, { columns: [{ id: 'todo', name: 'Backlog' }, { id: 'done', name: 'Shipped' }] });
+      const removed = await api.patch(`/boards/${b.id}`, {
+        columns: [
+          { id: 'todo', name: 'Backlog' },
+          { id: 'done', name: 'Shipped' },
+        ],
+      });
       expect(removed.status).to.equal(200);
       expect(removed.body.columns.map((c: any) => c.id)).to.deep.equal(['todo', 'done']);
       expect(removed.body.version).to.equal(3);
@@ -182,9 +233,28 @@ describe('boards API: boards and cards', function () {
 
     it('when a board is duplicated, then 201 is a deep copy with new ids, the same lanes, cards and order, and the source is untouched', async () => {
       const projectId = await insertProject(stack, accountId);
-      const b = await createBoard(api, { name: 'Source', description: 'desc', tags: ['t'], columns: [{ id: 'a', name: 'A' }, { id: 'b', name: 'B' }] });
+      const b = await createBoard(api, {
+        name: 'Source',
+        description: 'desc',
+        tags: ['t'],
+        columns: [
+          { id: 'a', name: 'A' },
+          { id: 'b', name: 'B' },
+        ],
+      });
       const made = [];
-      for (const [i, col] of ['a', 'a', 'b', 'a'].entries()) made.push(await createCard(api, b.id, { title: `C${i}`, column: col, body: `body ${i}`, labels: ['x'], assignee: 'ann', dueDate: '2026-12-31', projectIds: [projectId] }));
+      for (const [i, col] of ['a', 'a', 'b', 'a'].entries())
+        made.push(
+          await createCard(api, b.id, {
+            title: `C${i}`,
+            column: col,
+            body: `body ${i}`,
+            labels: ['x'],
+            assignee: 'ann',
+            dueDate: '2026-12-31',
+            projectIds: [projectId],
+          }),
+        );
       // Reorder so the copy must follow positions, not creation order.
       await api.patch(`/boards/${b.id}/cards/${made[3].id}`, { after: null });
       const before = await allCards(api, b.id);
@@ -193,12 +263,15 @@ describe('boards API: boards and cards', function () {
       expect(r.status, r.text).to.equal(201);
       expect(r.body.id).to.match(/^brd_/).and.not.equal(b.id);
       expect(r.body).to.include({ name: 'Source (copy)', description: 'desc', version: 1, cardCount: 4 });
-      expect(r.body.columns).to.deep.equal([{ id: 'a', name: 'A', cardCount: 3 }, { id: 'b', name: 'B', cardCount: 1 }]);
+      expect(r.body.columns).to.deep.equal([
+        { id: 'a', name: 'A', cardCount: 3 },
+        { id: 'b', name: 'B', cardCount: 1 },
+      ]);
       expect(r.body.tags).to.deep.equal(['t']);
       const copy = await allCards(api, r.body.id);
-      expect(copy.map((c) => [c.title, c.column, c.body, c.labels, c.assignee, c.dueDate, c.projectIds, c.version])).to.deep.equal(
-        before.map((c) => [c.title, c.column, c.body, c.labels, c.assignee, c.dueDate, c.projectIds, 1]),
-      );
+      expect(
+        copy.map((c) => [c.title, c.column, c.body, c.labels, c.assignee, c.dueDate, c.projectIds, c.version]),
+      ).to.deep.equal(before.map((c) => [c.title, c.column, c.body, c.labels, c.assignee, c.dueDate, c.projectIds, 1]));
       const sourceIds = new Set(before.map((c) => c.id));
       for (const c of copy) {
         expect(sourceIds.has(c.id)).to.equal(false);
@@ -212,7 +285,9 @@ describe('boards API: boards and cards', function () {
       expect(named.body.name).to.equal('Mine');
       const long = await createBoard(api, { name: 'n'.repeat(255) });
       const longCopy = await api.post(`/boards/${long.id}/duplicate`, {});
-      expect(longCopy.body.name).to.have.length(255).and.match(/ \(copy\)$/);
+      expect(longCopy.body.name)
+        .to.have.length(255)
+        .and.match(/ \(copy\)$/);
       await expect400(api.post(`/boards/${b.id}/duplicate`, { name: '' }), /^name: must not be empty/);
       await expect400(api.post(`/boards/${b.id}/duplicate`, { deep: true }), /deep: unknown field/);
       expect((await api.post('/boards/brd_00000000000000000000/duplicate', {})).status).to.equal(404);
@@ -220,7 +295,9 @@ describe('boards API: boards and cards', function () {
       const bare = await api.post(`/boards/${b.id}/duplicate`);
       expect(bare.status, bare.text).to.equal(201);
       expect(bare.body.name).to.equal(`${b.name} (copy)`);
-      expect((await api.post(`/boards/${b.id}/duplicate`, '', { 'content-type': 'application/json' })).status).to.equal(400);
+      expect((await api.post(`/boards/${b.id}/duplicate`, '', { 'content-type': 'application/json' })).status).to.equal(
+        400,
+      );
     });
   });
 
@@ -228,11 +305,25 @@ describe('boards API: boards and cards', function () {
     it('when a card is created, then 201 puts it at the bottom of the first lane with every field, and it is stored', async () => {
       const b = await createBoard(api);
       const first = await createCard(api, b.id, { title: 'First' });
-      const r = await api.post(`/boards/${b.id}/cards`, { title: '  Second  ', body: '# Notes\n\n- a', labels: ['bug', 'bug', 'ui'], assignee: 'ann@example.com', dueDate: '2028-02-29' });
+      const r = await api.post(`/boards/${b.id}/cards`, {
+        title: '  Second  ',
+        body: '# Notes\n\n- a',
+        labels: ['bug', 'bug', 'ui'],
+        assignee: 'ann@example.com',
+        dueDate: '2028-02-29',
+      });
       expect(r.status, r.text).to.equal(201);
       expect(() => Card.parse(r.body)).to.not.throw();
       expect(r.body.id).to.match(/^crd_[0-9a-z]{20}$/);
-      expect(r.body).to.include({ boardId: b.id, title: 'Second', body: '# Notes\n\n- a', column: 'todo', assignee: 'ann@example.com', dueDate: '2028-02-29', version: 1 });
+      expect(r.body).to.include({
+        boardId: b.id,
+        title: 'Second',
+        body: '# Notes\n\n- a',
+        column: 'todo',
+        assignee: 'ann@example.com',
+        dueDate: '2028-02-29',
+        version: 1,
+      });
       expect(r.body.labels).to.deep.equal(['bug', 'ui']);
       expect(r.body.projectIds).to.deep.equal([]);
       expect(r.body.position > first.position).to.equal(true);
@@ -260,7 +351,10 @@ describe('boards API: boards and cards', function () {
         [{ title: 'x', labels: ['ok', ''] }, /^labels\.1: must not be empty/],
         [{ title: 'x', assignee: 'a'.repeat(257) }, /^assignee: must be at most 256 characters/],
         [{ title: 'x', projectIds: 'prj_1' }, /^projectIds: must be an array of project ids/],
-        [{ title: 'x', projectIds: Array.from({ length: 21 }, (_, i) => `prj_${i}`) }, /^projectIds: must have at most 20 projects/],
+        [
+          { title: 'x', projectIds: Array.from({ length: 21 }, (_, i) => `prj_${i}`) },
+          /^projectIds: must have at most 20 projects/,
+        ],
         [{ title: 'x', projectIds: ['prj_00000000000000000000'] }, /^projectIds\.0: names no project of yours/],
         [{ title: 'x', before: 'crd_00000000000000000000' }, /^before: names no card of this board/],
         [{ title: 'x', after: 'crd_00000000000000000000' }, /^after: names no card of this board/],
@@ -282,7 +376,10 @@ describe('boards API: boards and cards', function () {
       expect(ok.status).to.equal(201);
       expect(ok.body.projectIds).to.deep.equal([mine]);
       const foreign = await api.post(`/boards/${b.id}/cards`, { title: 'x', projectIds: [mine, theirs] });
-      const unknown = await api.post(`/boards/${b.id}/cards`, { title: 'x', projectIds: [mine, 'prj_00000000000000000000'] });
+      const unknown = await api.post(`/boards/${b.id}/cards`, {
+        title: 'x',
+        projectIds: [mine, 'prj_00000000000000000000'],
+      });
       expect(foreign.status).to.equal(400);
       expect(foreign.body.error.message).to.equal('projectIds.1: names no project of yours');
       expect(unknown.body.error.message).to.equal(foreign.body.error.message);
@@ -327,7 +424,14 @@ describe('boards API: boards and cards', function () {
       const c = await createCard(api, b.id, { title: 'T', labels: ['a'], assignee: 'ann', dueDate: '2027-01-01' });
       const r = await api.patch(`/boards/${b.id}/cards/${c.id}`, { title: 'Renamed', assignee: null });
       expect(r.status, r.text).to.equal(200);
-      expect(r.body).to.include({ title: 'Renamed', assignee: null, dueDate: '2027-01-01', column: 'todo', position: c.position, version: 2 });
+      expect(r.body).to.include({
+        title: 'Renamed',
+        assignee: null,
+        dueDate: '2027-01-01',
+        column: 'todo',
+        position: c.position,
+        version: 2,
+      });
       expect(r.body.labels).to.deep.equal(['a']);
       expect(r.headers.get('etag')).to.equal('"2"');
       const stale = await api.patch(`/boards/${b.id}/cards/${c.id}`, { title: 'lost' }, { 'if-match': '"1"' });

@@ -28,7 +28,13 @@ describe('boards API: card order and moves', function () {
     return r.body;
   };
   /** Positions as stored, by card id, with versions. */
-  const stored = async (boardId: string) => new Map((await cardsCol(stack).find({ boardId }).toArray()).map((d: any) => [d._id, { position: d.position, column: d.column, version: d.version }]));
+  const stored = async (boardId: string) =>
+    new Map(
+      (await cardsCol(stack).find({ boardId }).toArray()).map((d: any) => [
+        d._id,
+        { position: d.position, column: d.column, version: d.version },
+      ]),
+    );
 
   it('when cards are created, then each lands at the bottom of its lane with a strictly larger key', async () => {
     const { b, c } = await seed();
@@ -93,7 +99,9 @@ describe('boards API: card order and moves', function () {
     await createCard(api, b.id, { title: 'tail' });
     const movers = [];
     for (let i = 0; i < 10; i++) movers.push(await createCard(api, b.id, { title: `m${i}`, column: 'done' }));
-    const results = await Promise.all(movers.map((m) => api.patch(`/boards/${b.id}/cards/${m.id}`, { after: anchor.id })));
+    const results = await Promise.all(
+      movers.map((m) => api.patch(`/boards/${b.id}/cards/${m.id}`, { after: anchor.id })),
+    );
     for (const r of results) expect(r.status, r.text).to.equal(200);
 
     const docs = await cardsCol(stack).find({ boardId: b.id }).toArray();
@@ -105,15 +113,22 @@ describe('boards API: card order and moves', function () {
     expect([...todo.slice(1, 11)].sort()).to.deep.equal(movers.map((m) => m.title).sort());
     // Stable: reading again gives the same order, and it is the stored key order.
     expect(lanes(await allCards(api, b.id)).todo).to.deep.equal(todo);
-    const byKey = docs.filter((d: any) => d.column === 'todo').sort((x: any, y: any) => (x.position < y.position ? -1 : 1)).map((d: any) => d.title);
+    const byKey = docs
+      .filter((d: any) => d.column === 'todo')
+      .sort((x: any, y: any) => (x.position < y.position ? -1 : 1))
+      .map((d: any) => d.title);
     expect(byKey).to.deep.equal(todo);
   });
 
   it('when 10 cards are created at once at the bottom of a lane, and moved at once to the top, then keys stay unique and nothing is lost', async () => {
     const b = await createBoard(api);
-    const made = await Promise.all(Array.from({ length: 10 }, (_, i) => api.post(`/boards/${b.id}/cards`, { title: `n${i}` })));
+    const made = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => api.post(`/boards/${b.id}/cards`, { title: `n${i}` })),
+    );
     for (const r of made) expect(r.status, r.text).to.equal(201);
-    const tops = await Promise.all(made.map((r) => api.patch(`/boards/${b.id}/cards/${r.body.id}`, { column: 'doing', after: null })));
+    const tops = await Promise.all(
+      made.map((r) => api.patch(`/boards/${b.id}/cards/${r.body.id}`, { column: 'doing', after: null })),
+    );
     for (const r of tops) expect(r.status, r.text).to.equal(200);
     const docs = await cardsCol(stack).find({ boardId: b.id }).toArray();
     expect(docs).to.have.length(10);
@@ -126,7 +141,12 @@ describe('boards API: card order and moves', function () {
     for (let round = 0; round < 4; round++) {
       const b = await createBoard(api);
       const src = await createCard(api, b.id, { title: 'mover', column: 'todo' });
-      const removal = api.patch(`/boards/${b.id}`, { columns: [{ id: 'todo', name: 'To do' }, { id: 'done', name: 'Done' }] });
+      const removal = api.patch(`/boards/${b.id}`, {
+        columns: [
+          { id: 'todo', name: 'To do' },
+          { id: 'done', name: 'Done' },
+        ],
+      });
       const writes = [
         api.post(`/boards/${b.id}/cards`, { title: 'new', column: 'doing' }),
         api.patch(`/boards/${b.id}/cards/${src.id}`, { column: 'doing' }),
@@ -136,11 +156,17 @@ describe('boards API: card order and moves', function () {
       expect([200, 409], r!.text).to.include(r!.status);
       // 400: the lane was already gone when the write read the board; 409: it was being removed.
       for (const x of w) expect([200, 201, 400, 409], x.text).to.include(x.status);
-      if (process.env.BOARDS_VERBOSE) console.log(round, r!.status, w.map((x) => x.status));
+      if (process.env.BOARDS_VERBOSE)
+        console.log(
+          round,
+          r!.status,
+          w.map((x) => x.status),
+        );
       const board = (await api.get(`/boards/${b.id}`)).body;
       const laneIds = new Set(board.columns.map((c: any) => c.id));
       const docs = await cardsCol(stack).find({ boardId: b.id }).toArray();
-      for (const d of docs) expect(laneIds.has(d.column), `round ${round}: card in ${d.column}, lanes ${[...laneIds]}`).to.equal(true);
+      for (const d of docs)
+        expect(laneIds.has(d.column), `round ${round}: card in ${d.column}, lanes ${[...laneIds]}`).to.equal(true);
       expect(board.cardCount).to.equal(docs.length);
       if (r!.status === 200) expect(laneIds.has('doing')).to.equal(false);
       else expect(r!.body.error.code).to.equal('column_not_empty');

@@ -24,7 +24,9 @@ export async function allCards(api: Client, boardId: string, query = '', limit =
   const out: any[] = [];
   let cursor: string | undefined;
   do {
-    const r = await api.get(`/boards/${boardId}/cards?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const r = await api.get(
+      `/boards/${boardId}/cards?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
     expect(r.status, r.text).to.equal(200);
     out.push(...r.body.data);
     cursor = r.body.cursor ?? undefined;
@@ -47,7 +49,21 @@ export async function insertProject(stack: Stack, accountId: string) {
   const now = new Date();
   const id = newId('prj');
   await stack.rt.db.db.collection<any>(COLLECTIONS.projects).insertOne({
-    _id: id, accountId, name: 'Linked', description: '', kind: 'notes', projectType: 'notes', version: 1, content: { markdown: '' }, shares: [], canvasMode: 'notes', tags: [], isStarred: false, createdAt: now, updatedAt: now, deletedAt: null,
+    _id: id,
+    accountId,
+    name: 'Linked',
+    description: '',
+    kind: 'notes',
+    projectType: 'notes',
+    version: 1,
+    content: { markdown: '' },
+    shares: [],
+    canvasMode: 'notes',
+    tags: [],
+    isStarred: false,
+    createdAt: now,
+    updatedAt: now,
+    deletedAt: null,
   });
   return id;
 }

@@ -46,7 +46,9 @@ describe('AmqpClient recovers consumers and its publish channel while the connec
   });
   after(async () => {
     await outside.close();
-    await dropEverything(loadConfig({ AMQP_URL, QUEUE_PREFIX: prefix, MONGODB_URL: `${mongoBase}/${prefix.replace('.', '')}` }));
+    await dropEverything(
+      loadConfig({ AMQP_URL, QUEUE_PREFIX: prefix, MONGODB_URL: `${mongoBase}/${prefix.replace('.', '')}` }),
+    );
   });
 
   const consumeIds = async () => {
@@ -73,7 +75,10 @@ describe('AmqpClient recovers consumers and its publish channel while the connec
       await ch.close().catch(() => {});
     }
   };
-  const restarts = async (reason: string) => (await metrics.amqpConsumerRestarts.get()).values.find((v) => v.labels.queue === queue && v.labels.reason === reason)?.value ?? 0;
+  const restarts = async (reason: string) =>
+    (await metrics.amqpConsumerRestarts.get()).values.find(
+      (v) => v.labels.queue === queue && v.labels.reason === reason,
+    )?.value ?? 0;
   const warnings = () => log.entries.filter((e) => e.level === 'warn' || e.level === 'error');
 
   it('when the consumed queue is deleted from outside, then the client declares it again and consumes what is published after', async () => {
@@ -89,13 +94,23 @@ describe('AmqpClient recovers consumers and its publish channel while the connec
     await sendAndReceive(ids, 'after');
 
     expect(await restarts('cancelled')).to.equal(before + 1);
-    expect(warnings().map((e) => [e.msg, e.fields.queue, e.fields.reason])).to.deep.equal([['amqp consumer stopped by the broker; subscribing again', queue, 'cancelled']]);
+    expect(warnings().map((e) => [e.msg, e.fields.queue, e.fields.reason])).to.deep.equal([
+      ['amqp consumer stopped by the broker; subscribing again', queue, 'cancelled'],
+    ]);
     expect(client.connected).to.equal(true);
   });
 
   for (const { what, reason, provoke } of [
-    { what: 'an ack of an unknown delivery tag (406)', reason: 'precondition_failed', provoke: (ch: Channel) => ch.ack({ fields: { deliveryTag: 999_999 } } as ConsumeMessage) },
-    { what: 'a declaration check of a queue that does not exist (404)', reason: 'not_found', provoke: (ch: Channel) => void ch.checkQueue(`${prefix}no-such-queue`).catch(() => {}) },
+    {
+      what: 'an ack of an unknown delivery tag (406)',
+      reason: 'precondition_failed',
+      provoke: (ch: Channel) => ch.ack({ fields: { deliveryTag: 999_999 } } as ConsumeMessage),
+    },
+    {
+      what: 'a declaration check of a queue that does not exist (404)',
+      reason: 'not_found',
+      provoke: (ch: Channel) => void ch.checkQueue(`${prefix}no-such-queue`).catch(() => {}),
+    },
   ]) {
     it(`when the broker closes the consumer's channel after ${what}, then the consumer consumes again`, async () => {
       const ids = await consumeIds();
@@ -118,8 +133,12 @@ describe('AmqpClient recovers consumers and its publish channel while the connec
 
       expect(await restarts(reason)).to.equal(before + 1);
       const lines = warnings();
-      expect(lines.map((e) => [e.msg, e.fields.reason])).to.deep.equal([['amqp consumer stopped by the broker; subscribing again', reason]]);
-      expect(String((lines[0]!.fields.err as Error).message)).to.match(reason === 'precondition_failed' ? /PRECONDITION_FAILED/ : /NOT_FOUND/);
+      expect(lines.map((e) => [e.msg, e.fields.reason])).to.deep.equal([
+        ['amqp consumer stopped by the broker; subscribing again', reason],
+      ]);
+      expect(String((lines[0]!.fields.err as Error).message)).to.match(
+        reason === 'precondition_failed' ? /PRECONDITION_FAILED/ : /NOT_FOUND/,
+      );
       expect(client.connected).to.equal(true);
     });
   }
@@ -150,8 +169,14 @@ describe('AmqpClient recovers consumers and its publish channel while the connec
     sinon.stub(conn, 'createConfirmChannel').rejects(new Error('injected: no channel'));
 
     await client.publish(`${prefix}no-such-exchange`, '', { x: 1 }).catch(() => {});
-    await eventually(async () => insides(client).conn !== undefined && insides(client).conn !== conn, 20_000, 'a new connection');
+    await eventually(
+      async () => insides(client).conn !== undefined && insides(client).conn !== conn,
+      20_000,
+      'a new connection',
+    );
     await sendAndReceive(ids, 'after-replace');
-    expect(warnings().map((e) => e.msg)).to.include('amqp publish channel not reopened after 5 tries; replacing the connection');
+    expect(warnings().map((e) => e.msg)).to.include(
+      'amqp publish channel not reopened after 5 tries; replacing the connection',
+    );
   });
 });

@@ -12,7 +12,13 @@ describe('chaos: a RabbitMQ node killed under load (reduced run)', function () {
 
   it('when the node leading the code queue is killed and restarted during 100 code builds, then none is lost or duplicated, credits are exact and every webhook comes once by event id', async () => {
     const cluster = await clusterUp();
-    const r = await runBrokerClusterScenario({ cluster, jobs: 100, ratePerSecond: 10, gracefulStop: false, print: process.env.CHAOS_PRINT === '1' });
+    const r = await runBrokerClusterScenario({
+      cluster,
+      jobs: 100,
+      ratePerSecond: 10,
+      gracefulStop: false,
+      print: process.env.CHAOS_PRINT === '1',
+    });
     const figures = Object.fromEntries(r.figures);
     expect(r.accepted, 'accepted').to.equal(100);
     expect(r.completed, 'completed').to.equal(100);
@@ -23,6 +29,8 @@ describe('chaos: a RabbitMQ node killed under load (reduced run)', function () {
     expect(r.leaks).to.deep.equal([]);
     // A failover is a fraction of a second here; the publish deadline (3 s) is the bound.
     expect(r.longestConfirmGapMs).to.be.below(3000);
-    console.log(`      longest time without a confirm: ${r.longestConfirmGapMs} ms; ${figures['accept latency p50 / p99 / max, node 1 killed → answering again'] ?? ''}`);
+    console.log(
+      `      longest time without a confirm: ${r.longestConfirmGapMs} ms; ${figures['accept latency p50 / p99 / max, node 1 killed → answering again'] ?? ''}`,
+    );
   });
 });

@@ -12,7 +12,12 @@ const script = path.join(projectRoot, 'scripts/rabbitmq-cluster.sh');
 
 /** scripts/rabbitmq-cluster.sh in a directory and port range of its own, with what it printed and its exit status. */
 async function cluster(dir: string, basePort: number, ...args: string[]) {
-  const env = { ...process.env, RMQ_CLUSTER_DIR: dir, RMQ_CLUSTER_BASE_PORT: String(basePort), RMQ_CLUSTER_LOCK_FILE: path.join(dir, 'lock') };
+  const env = {
+    ...process.env,
+    RMQ_CLUSTER_DIR: dir,
+    RMQ_CLUSTER_BASE_PORT: String(basePort),
+    RMQ_CLUSTER_LOCK_FILE: path.join(dir, 'lock'),
+  };
   try {
     const { stdout, stderr } = await run('bash', [script, ...args], { env, timeout: 30_000 });
     return { code: 0, stdout, stderr };
@@ -50,8 +55,16 @@ describe('scripts/rabbitmq-cluster.sh (without starting RabbitMQ)', () => {
   it('when nothing runs, then status lists three stopped nodes and the AMQP_URL, and kill refuses (it kills only what it started)', async () => {
     const s = await cluster(dir, base, 'status');
     expect(s.code).to.equal(0);
-    for (const n of [1, 2, 3]) expect(s.stdout).to.match(new RegExp(`^svc-rmq${n}@localhost\\t-\\t127\\.0\\.0\\.1:${base + n} \\(dist ${base + 10 + n}\\)\\tstopped$`, 'm'));
-    expect(s.stdout.trim().split('\n').at(-1)).to.equal([1, 2, 3].map((n) => `amqp://guest:guest@127.0.0.1:${base + n}`).join(','));
+    for (const n of [1, 2, 3])
+      expect(s.stdout).to.match(
+        new RegExp(
+          `^svc-rmq${n}@localhost\\t-\\t127\\.0\\.0\\.1:${base + n} \\(dist ${base + 10 + n}\\)\\tstopped$`,
+          'm',
+        ),
+      );
+    expect(s.stdout.trim().split('\n').at(-1)).to.equal(
+      [1, 2, 3].map((n) => `amqp://guest:guest@127.0.0.1:${base + n}`).join(','),
+    );
     const k = await cluster(dir, base, 'kill', '2');
     expect(k.code).to.equal(1);
     expect(k.stderr).to.include('node 2 is not running');

@@ -52,7 +52,14 @@ describe('failover on the three-node cluster (a node killed with SIGKILL)', func
     if (cluster && !(await cluster.running(1))) await cluster.start(1);
   });
   after(async () => {
-    for (const prefix of prefixes) await dropEverything(loadConfig({ AMQP_URL: cluster.url, QUEUE_PREFIX: prefix, MONGODB_URL: `${mongoBase}/${prefix.replace('.', '')}` }));
+    for (const prefix of prefixes)
+      await dropEverything(
+        loadConfig({
+          AMQP_URL: cluster.url,
+          QUEUE_PREFIX: prefix,
+          MONGODB_URL: `${mongoBase}/${prefix.replace('.', '')}`,
+        }),
+      );
   });
 
   it('when the node of a publisher with outstanding confirms is killed, then every publish is confirmed through another node within PUBLISH_TIMEOUT_MS and none is lost', async () => {
@@ -91,7 +98,12 @@ describe('failover on the three-node cluster (a node killed with SIGKILL)', func
     await eventually(async () => confirmedAt.length >= 400, 30_000, '400 confirms before the kill');
     killedAt = Date.now();
     await cluster.kill(1);
-    await eventually(async () => client.node !== undefined && client.node !== NODE1 && confirmedAt.filter((c) => c > killedAt).length >= 400, 30_000, '400 confirms after the failover').catch((err) => {
+    await eventually(
+      async () =>
+        client.node !== undefined && client.node !== NODE1 && confirmedAt.filter((c) => c > killedAt).length >= 400,
+      30_000,
+      '400 confirms after the failover',
+    ).catch((err) => {
       for (const e of log.entries) console.log(e.level, e.msg, entryText(e).slice(0, 300));
       console.log(client.node, confirmedAt.filter((c) => c > killedAt).length, failures.slice(0, 5));
       throw err;
@@ -102,10 +114,14 @@ describe('failover on the three-node cluster (a node killed with SIGKILL)', func
 
     expect(failures, failures.slice(0, 3).join('; ')).to.deep.equal([]);
     expect(resent.length, 'publishes sent again after the failover').to.be.greaterThan(0);
-    expect((await metrics.amqpPublishesResent.get()).values.reduce((n, v) => n + v.value, 0) - resentBefore).to.equal(resent.length);
+    expect((await metrics.amqpPublishesResent.get()).values.reduce((n, v) => n + v.value, 0) - resentBefore).to.equal(
+      resent.length,
+    );
     const sorted = [...confirmedAt].sort((a, b) => a - b);
     const gap = Math.max(...sorted.slice(1).map((c, i) => c - sorted[i]!));
-    console.log(`      longest time without a confirm: ${gap} ms; longest publish wait: ${Math.max(...waits)} ms; ${resent.length} publishes sent again`);
+    console.log(
+      `      longest time without a confirm: ${gap} ms; longest publish wait: ${Math.max(...waits)} ms; ${resent.length} publishes sent again`,
+    );
     expect(Math.max(...waits)).to.be.below(5000);
 
     // One warning for the failover, naming the lost node by host and port; no password anywhere.
@@ -113,7 +129,11 @@ describe('failover on the three-node cluster (a node killed with SIGKILL)', func
     expect(failovers.map((e) => e.msg)).to.deep.equal(['amqp connection lost; failing over']);
     expect(failovers[0]!.fields.node).to.equal(NODE1);
     for (const e of log.entries) expect(entryText(e)).not.to.match(/guest:guest|:guest@/);
-    expect(log.entries.some((e) => e.msg === 'amqp connected' && e.fields.lostNode === NODE1 && typeof e.fields.downMs === 'number')).to.equal(true);
+    expect(
+      log.entries.some(
+        (e) => e.msg === 'amqp connected' && e.fields.lostNode === NODE1 && typeof e.fields.downMs === 'number',
+      ),
+    ).to.equal(true);
 
     // Every message is in the queue; a re-sent one may be there twice (same message id).
     const ids = await drain(cluster.url, queue, sent.length);
@@ -158,6 +178,8 @@ describe('failover on the three-node cluster (a node killed with SIGKILL)', func
     const dupes = [...seen.entries()].filter(([, s]) => s.copies > 1);
     // A copy seen twice is a redelivery of a message the dead node's channel held unacked.
     for (const [id, s] of dupes) expect(s.redelivered, id).to.be.greaterThan(0);
-    console.log(`      kill → all ${N} processed: ${doneMs} ms; new leader node ${leader}; ${dupes.length} messages processed twice (redelivered, recognised by id)`);
+    console.log(
+      `      kill → all ${N} processed: ${doneMs} ms; new leader node ${leader}; ${dupes.length} messages processed twice (redelivered, recognised by id)`,
+    );
   });
 });

@@ -42,7 +42,9 @@ describe('AMQP heartbeat: a broker that stops answering with the connection open
     await proxy.close();
   });
   after(async () => {
-    await dropEverything(loadConfig({ AMQP_URL, QUEUE_PREFIX: prefix, MONGODB_URL: `${mongoBase}/${prefix.replace('.', '')}` }));
+    await dropEverything(
+      loadConfig({ AMQP_URL, QUEUE_PREFIX: prefix, MONGODB_URL: `${mongoBase}/${prefix.replace('.', '')}` }),
+    );
   });
 
   /** Consume `queue` on `c`, recording message ids. */

@@ -13,7 +13,8 @@ const mongoBase = (process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').r
 
 describe('AMQP_URL lists', () => {
   it('when AMQP_URL lists the nodes of a cluster, then each is a broker and is named by host and port only', () => {
-    const list = ' amqp://svc:s3cret@10.0.0.1:5672, amqps://svc:s3cret@rabbit-2.internal ,amqp://svc:s3cret@[::1]:25701 ';
+    const list =
+      ' amqp://svc:s3cret@10.0.0.1:5672, amqps://svc:s3cret@rabbit-2.internal ,amqp://svc:s3cret@[::1]:25701 ';
     expect(amqpUrls(list)).to.have.length(3);
     expect(amqpUrls(list).map(amqpEndpoint)).to.deep.equal(['10.0.0.1:5672', 'rabbit-2.internal:5671', '[::1]:25701']);
     expect(loadConfig({ AMQP_URL: list }).AMQP_URL).to.equal(list);
@@ -30,7 +31,13 @@ describe('quorum queues on the three-node cluster', function () {
   this.timeout(180_000);
   let cluster: Cluster;
   const prefix = recordQueuePrefix(`tq${randomBytes(3).toString('hex')}.`);
-  const config = () => loadConfig({ AMQP_URL: cluster.url, QUEUE_PREFIX: prefix, QUEUE_TYPE: 'quorum', MONGODB_URL: `${mongoBase}/${prefix.replace('.', '')}` });
+  const config = () =>
+    loadConfig({
+      AMQP_URL: cluster.url,
+      QUEUE_PREFIX: prefix,
+      QUEUE_TYPE: 'quorum',
+      MONGODB_URL: `${mongoBase}/${prefix.replace('.', '')}`,
+    });
 
   before(async () => {
     cluster = await clusterUp();
@@ -46,7 +53,12 @@ describe('quorum queues on the three-node cluster', function () {
     await client.close();
 
     const queues = await cluster.queues(prefix);
-    const expected = [...POOL_TYPES.map((p) => broker.poolQueue(prefix, p)), ...webhookQueueNames(prefix, [1000, 3000]), broker.auditQueue(prefix), broker.deadLetterQueue(prefix)];
+    const expected = [
+      ...POOL_TYPES.map((p) => broker.poolQueue(prefix, p)),
+      ...webhookQueueNames(prefix, [1000, 3000]),
+      broker.auditQueue(prefix),
+      broker.deadLetterQueue(prefix),
+    ];
     expect(queues.map((q) => q.name)).to.have.members(expected);
     for (const q of queues) {
       expect(q.type, q.name).to.equal('quorum');

@@ -24,7 +24,13 @@ describe('request/reply through a failover', function () {
   after(async () => {
     if (!cluster) return;
     if (!(await cluster.running(1))) await cluster.start(1);
-    await dropEverything(loadConfig({ AMQP_URL: cluster.url, QUEUE_PREFIX: prefix, MONGODB_URL: `${mongoBase}/${prefix.replace('.', '')}` }));
+    await dropEverything(
+      loadConfig({
+        AMQP_URL: cluster.url,
+        QUEUE_PREFIX: prefix,
+        MONGODB_URL: `${mongoBase}/${prefix.replace('.', '')}`,
+      }),
+    );
   });
 
   it("when the caller's node dies while a worker runs its request, then the call fails at once (not sent again, the work runs once) and the next call goes through another node", async () => {
@@ -72,16 +78,29 @@ describe('streamed replies sent again', () => {
     // it died before the broker's confirm.
     const stop = await pair.worker.consume(queue, 1, async (d) => {
       const { replyTo, correlationId } = d.msg.properties;
-      const chunk = (seq: number, text: string) => pair.worker.publish('', replyTo as string, text, { correlationId, persistent: false, type: RPC_CHUNK_TYPE, headers: { 'x-seq': seq } });
+      const chunk = (seq: number, text: string) =>
+        pair.worker.publish('', replyTo as string, text, {
+          correlationId,
+          persistent: false,
+          type: RPC_CHUNK_TYPE,
+          headers: { 'x-seq': seq },
+        });
       await chunk(0, 'a');
       await chunk(0, 'a');
       await chunk(1, 'b');
-      await pair.worker.publish('', replyTo as string, { ok: true, result: 'done' }, { correlationId, persistent: false, headers: { 'x-chunks': 2 } });
+      await pair.worker.publish(
+        '',
+        replyTo as string,
+        { ok: true, result: 'done' },
+        { correlationId, persistent: false, headers: { 'x-chunks': 2 } },
+      );
       d.ack();
     });
     try {
       const got: string[] = [];
-      const reply = await pair.caller.rpcStream('speech', {}, 5000, (data, seq) => got.push(`${seq}:${JSON.parse(data.toString())}`));
+      const reply = await pair.caller.rpcStream('speech', {}, 5000, (data, seq) =>
+        got.push(`${seq}:${JSON.parse(data.toString())}`),
+      );
       expect(reply).to.deep.equal({ ok: true, result: 'done' });
       expect(got).to.deep.equal(['0:a', '1:b']);
     } finally {

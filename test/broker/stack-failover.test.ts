@@ -6,7 +6,8 @@ import { startStack, type Stack } from '../../scripts/harness/stack';
 import { fromUnits } from '../../platform/credits/credits';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
 
 describe('the API and workers on the three-node cluster', function () {
   this.timeout(240_000);
@@ -27,7 +28,8 @@ describe('the API and workers on the three-node cluster', function () {
     for (const rt of runtimes) expect(rt.amqp.node).to.equal('127.0.0.1:25701');
     const { key, accountId } = await stack.createAccount({ credits: 10_000 });
     const api = client(stack.baseUrl, key);
-    const failoversBefore = (await metrics.amqpReconnects.get()).values.find((v) => v.labels.outcome === 'failover')?.value ?? 0;
+    const failoversBefore =
+      (await metrics.amqpReconnects.get()).values.find((v) => v.labels.outcome === 'failover')?.value ?? 0;
 
     // 10 a second for 14 s; node 1 killed after 3 s, started again at once (it takes a few seconds).
     const answers: Promise<{ status: number; jobId?: string; ms: number; at: number }>[] = [];
@@ -48,9 +50,12 @@ describe('the API and workers on the three-node cluster', function () {
     const nodeBackMs = await restarted!;
 
     expect(done.filter((a) => a.status !== 202).map((a) => a.status)).to.deep.equal([]);
-    for (const a of done) expect((await waitForJob(api, a.jobId!, ['complete', 'failed'], 60_000)).status).to.equal('complete');
+    for (const a of done)
+      expect((await waitForJob(api, a.jobId!, ['complete', 'failed'], 60_000)).status).to.equal('complete');
     for (const rt of runtimes) expect(rt.amqp.node).to.be.oneOf(['127.0.0.1:25702', '127.0.0.1:25703']);
-    const failovers = ((await metrics.amqpReconnects.get()).values.find((v) => v.labels.outcome === 'failover')?.value ?? 0) - failoversBefore;
+    const failovers =
+      ((await metrics.amqpReconnects.get()).values.find((v) => v.labels.outcome === 'failover')?.value ?? 0) -
+      failoversBefore;
     expect(failovers).to.equal(runtimes.length);
 
     const jobs = await stack.rt.db.jobs.find({ accountId }).toArray();
@@ -58,6 +63,13 @@ describe('the API and workers on the three-node cluster', function () {
     const balance = fromUnits((await stack.rt.db.accounts.findOne({ _id: accountId }))!.millicredits);
     expect(10_000 - balance).to.equal(5 * done.length);
     const during = done.filter((a) => a.at >= 3000 && a.at < 5000).map((a) => a.ms);
-    console.log(`      accept latency p50/max: ${Math.round(pct(done.map((a) => a.ms), 50))}/${Math.round(Math.max(...done.map((a) => a.ms)))} ms overall, ${Math.round(pct(during, 50))}/${Math.round(Math.max(...during))} ms in the 2 s after the kill; node 1 back after ${nodeBackMs} ms`);
+    console.log(
+      `      accept latency p50/max: ${Math.round(
+        pct(
+          done.map((a) => a.ms),
+          50,
+        ),
+      )}/${Math.round(Math.max(...done.map((a) => a.ms)))} ms overall, ${Math.round(pct(during, 50))}/${Math.round(Math.max(...during))} ms in the 2 s after the kill; node 1 back after ${nodeBackMs} ms`,
+    );
   });
 });

@@ -48,7 +48,10 @@ describe('the compiled service (dist/)', function () {
     // The worker signs asset URLs with the stack's public base URL; the compiled API serves them here.
     const app = new URL(job.result.appUrl);
     const html = await (await fetch(new URL(app.pathname + app.search, api.baseUrl))).text();
-    expect(html).to.include('@license React').and.to.include('react-dom.production.min.js').and.to.include('ReactDOM.createRoot');
+    expect(html)
+      .to.include('@license React')
+      .and.to.include('react-dom.production.min.js')
+      .and.to.include('ReactDOM.createRoot');
   });
 
   it('when the OpenAPI document and the MCP server are asked, then the bundle serves both', async () => {
@@ -58,15 +61,30 @@ describe('the compiled service (dist/)', function () {
     expect(Object.keys(doc.body.paths).length).to.be.greaterThan(50);
     const init = await fetch(api.baseUrl.replace('/api/v1', '/mcp'), {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${(await stack.createAccount()).key}` },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'compiled-test', version: '1' } } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${(await stack.createAccount()).key}`,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'compiled-test', version: '1' },
+        },
+      }),
     });
     expect(init.status).to.equal(200);
     expect(await init.text()).to.include('serverInfo');
   });
 
   it('when a PNG is uploaded to Drive under a .txt name, then the compiled API sniffs it as an image', async () => {
-    const png = await sharp({ create: { width: 4, height: 4, channels: 3, background: '#336699' } }).png().toBuffer();
+    const png = await sharp({ create: { width: 4, height: 4, channels: 3, background: '#336699' } })
+      .png()
+      .toBuffer();
     const r = await http.post('/drive/files', { name: 'not-really.txt', contentBase64: png.toString('base64') });
     expect(r.status, r.text).to.equal(201);
     expect(r.body).to.include({ kind: 'image', mimeType: 'image/png' });
@@ -75,14 +93,28 @@ describe('the compiled service (dist/)', function () {
   it('when a compiled process fails to start, then its log line carries a stack that names the TypeScript sources', async () => {
     const child = spawn(process.execPath, ['dist/api/main.js'], {
       cwd: projectRoot,
-      env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', LOG_FILE: '', PORT: '0', MONGODB_URL: 'mongodb://127.0.0.1:1/nothing?serverSelectionTimeoutMS=500', AMQP_URL: stack.config.AMQP_URL, QUEUE_PREFIX: stack.config.QUEUE_PREFIX, QUEUE_TYPE: stack.config.QUEUE_TYPE },
+      env: {
+        ...process.env,
+        NODE_ENV: 'test',
+        LOG_LEVEL: 'info',
+        LOG_FILE: '',
+        PORT: '0',
+        MONGODB_URL: 'mongodb://127.0.0.1:1/nothing?serverSelectionTimeoutMS=500',
+        AMQP_URL: stack.config.AMQP_URL,
+        QUEUE_PREFIX: stack.config.QUEUE_PREFIX,
+        QUEUE_TYPE: stack.config.QUEUE_TYPE,
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
     const [code] = await once(child, 'exit');
     expect(code).to.equal(1);
-    const line = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => l.msg === 'failed to start');
+    const line = out
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'failed to start');
     expect(line, out).to.not.equal(undefined);
     expect(line.level).to.equal('error');
     expect(line.err.stack).to.match(/platform\/\w+\.ts:\d+/);

@@ -43,7 +43,12 @@ export function tinyPng(): Buffer {
   ihdr[8] = 8;
   ihdr[9] = 2;
   const raw = Buffer.from([0, 255, 0, 0, 0, 255, 0, 0, 0, 0, 255, 255, 255, 255]);
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(raw)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 const sse = (res: http.ServerResponse, obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
@@ -55,7 +60,10 @@ const sse = (res: http.ServerResponse, obj: unknown) => res.write(`data: ${JSON.
  * held (`holdImages`) so that a tool "works" while the test watches the chat stream.
  */
 export async function fakeOpenAi() {
-  let script: (body: { messages: { role: string; content?: unknown }[]; tools?: { function: { name: string } }[] }, n: number) => ChatReply = () => ({ text: 'Hello.' });
+  let script: (
+    body: { messages: { role: string; content?: unknown }[]; tools?: { function: { name: string } }[] },
+    n: number,
+  ) => ChatReply = () => ({ text: 'Hello.' });
   let chatCalls = 0;
   let imageGate: Promise<void> | null = null;
   let releaseImages = () => {};
@@ -79,16 +87,27 @@ export async function fakeOpenAi() {
     if ('status' in reply) {
       res.statusCode = reply.status;
       res.setHeader('content-type', 'application/json');
-      res.end(reply.body ?? JSON.stringify({ error: { message: 'The server had an error while processing your request.', type: 'server_error' } }));
+      res.end(
+        reply.body ??
+          JSON.stringify({
+            error: { message: 'The server had an error while processing your request.', type: 'server_error' },
+          }),
+      );
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    const base = { id: `chatcmpl-${chatCalls}`, object: 'chat.completion.chunk', created: 1_700_000_000, model: 'fake-chat-1' };
+    const base = {
+      id: `chatcmpl-${chatCalls}`,
+      object: 'chat.completion.chunk',
+      created: 1_700_000_000,
+      model: 'fake-chat-1',
+    };
     sse(res, { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
     if (reply.text) {
       // Two pieces: the client must join deltas.
       const half = Math.ceil(reply.text.length / 2);
-      for (const piece of [reply.text.slice(0, half), reply.text.slice(half)]) if (piece) sse(res, { ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
+      for (const piece of [reply.text.slice(0, half), reply.text.slice(half)])
+        if (piece) sse(res, { ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
     }
     if ('cut' in reply) {
       await new Promise((r) => setTimeout(r, 20));
@@ -99,8 +118,28 @@ export async function fakeOpenAi() {
     const idOf = (index: number) => (reply.reuseIds ? `call_${index}` : `call_${chatCalls}_${index}`);
     if (reply.cutAfterCallStart) {
       calls.forEach((c, index) => {
-        sse(res, { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, id: idOf(index), type: 'function', function: { name: c.name, arguments: '' } }] }, finish_reason: null }] });
-        sse(res, { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, function: { arguments: JSON.stringify(c.args).slice(0, 3) } }] }, finish_reason: null }] });
+        sse(res, {
+          ...base,
+          choices: [
+            {
+              index: 0,
+              delta: {
+                tool_calls: [{ index, id: idOf(index), type: 'function', function: { name: c.name, arguments: '' } }],
+              },
+              finish_reason: null,
+            },
+          ],
+        });
+        sse(res, {
+          ...base,
+          choices: [
+            {
+              index: 0,
+              delta: { tool_calls: [{ index, function: { arguments: JSON.stringify(c.args).slice(0, 3) } }] },
+              finish_reason: null,
+            },
+          ],
+        });
       });
       await new Promise((r) => setTimeout(r, 20));
       res.socket?.destroy();
@@ -109,8 +148,29 @@ export async function fakeOpenAi() {
     calls.forEach((c, index) => {
       const args = JSON.stringify(c.args);
       const third = Math.ceil(args.length / 3);
-      sse(res, { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, id: idOf(index), type: 'function', function: { name: c.name, arguments: '' } }] }, finish_reason: null }] });
-      for (let i = 0; i < args.length; i += third) sse(res, { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, function: { arguments: args.slice(i, i + third) } }] }, finish_reason: null }] });
+      sse(res, {
+        ...base,
+        choices: [
+          {
+            index: 0,
+            delta: {
+              tool_calls: [{ index, id: idOf(index), type: 'function', function: { name: c.name, arguments: '' } }],
+            },
+            finish_reason: null,
+          },
+        ],
+      });
+      for (let i = 0; i < args.length; i += third)
+        sse(res, {
+          ...base,
+          choices: [
+            {
+              index: 0,
+              delta: { tool_calls: [{ index, function: { arguments: args.slice(i, i + third) } }] },
+              finish_reason: null,
+            },
+          ],
+        });
     });
     sse(res, { ...base, choices: [{ index: 0, delta: {}, finish_reason: calls.length ? 'tool_calls' : 'stop' }] });
     sse(res, { ...base, choices: [], usage: { prompt_tokens: 42, completion_tokens: 7, total_tokens: 49 } });

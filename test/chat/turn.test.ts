@@ -7,11 +7,20 @@ import { MAX_STEPS, runTurn } from '../../platform/assistant/turn';
 import type { TurnEvent } from '../../platform/assistant/turn-events';
 import { scriptedEngine } from './scripted-engine';
 
-const account = { _id: 'acc_test', name: 't', plan: 'pro', features: { whiteLabel: false }, createdAt: new Date() } as unknown as AuthAccount;
+const account = {
+  _id: 'acc_test',
+  name: 't',
+  plan: 'pro',
+  features: { whiteLabel: false },
+  createdAt: new Date(),
+} as unknown as AuthAccount;
 const baseCtx = { account, key: { scopes: ['ai' as const] }, requestId: 'req_1', turnId: 'msg_turn1' };
 
 /** A tool that records its calls and the ids it was handed. */
-function recordingTool(name = 'make_note', opts: { wait?: (ctx: ToolContext) => Promise<void>; scope?: ToolDefinition['scope'] } = {}) {
+function recordingTool(
+  name = 'make_note',
+  opts: { wait?: (ctx: ToolContext) => Promise<void>; scope?: ToolDefinition['scope'] } = {},
+) {
   const calls: { args: { title: string; words: number }; ids: string[]; signal: AbortSignal }[] = [];
   const def: ToolDefinition<{ title: string; words: number }> = {
     name,
@@ -23,7 +32,13 @@ function recordingTool(name = 'make_note', opts: { wait?: (ctx: ToolContext) => 
       const ids = [ctx.idFor('prj'), ctx.idFor('prj'), ctx.idFor('card')];
       calls.push({ args, ids, signal: ctx.signal });
       await opts.wait?.(ctx);
-      return { type: 'notes', title: args.title, projectId: ids[0], projectType: 'notes', openUrl: `http://x/notes/${ids[0]}` };
+      return {
+        type: 'notes',
+        title: args.title,
+        projectId: ids[0],
+        projectType: 'notes',
+        openUrl: `http://x/notes/${ids[0]}`,
+      };
     },
   };
   return { def, calls };
@@ -35,26 +50,63 @@ async function collect(gen: AsyncIterable<TurnEvent>) {
   return out;
 }
 
-const call = (id: string, name: string, args: unknown): EngineEvent => ({ type: 'tool-call', call: { id, name, args } });
+const call = (id: string, name: string, args: unknown): EngineEvent => ({
+  type: 'tool-call',
+  call: { id, name, args },
+});
 
 describe('runTurn (platform/assistant/turn.ts) with a scripted engine', () => {
   it('when a step asks for a tool, then the events come in stream order, the artifact feeds the next step, and the turn ends when a step asks for none', async () => {
     const tool = recordingTool();
     const { engine, seen } = scriptedEngine([
-      [{ type: 'text-delta', delta: 'On it. ' }, { type: 'tool-call-start', id: 'c1', name: 'make_note' }, call('c1', 'make_note', { title: 'Hiring' }), { type: 'usage', inputTokens: 10, outputTokens: 5 }],
-      [{ type: 'text-delta', delta: 'Made ' }, { type: 'text-delta', delta: 'Hiring.' }, { type: 'usage', inputTokens: 20, outputTokens: null }],
+      [
+        { type: 'text-delta', delta: 'On it. ' },
+        { type: 'tool-call-start', id: 'c1', name: 'make_note' },
+        call('c1', 'make_note', { title: 'Hiring' }),
+        { type: 'usage', inputTokens: 10, outputTokens: 5 },
+      ],
+      [
+        { type: 'text-delta', delta: 'Made ' },
+        { type: 'text-delta', delta: 'Hiring.' },
+        { type: 'usage', inputTokens: 20, outputTokens: null },
+      ],
     ]);
-    const events = await collect(runTurn({ engine, tools: [tool.def], messages: [{ role: 'user', content: 'note please' }], mode: 'fast', ctx: baseCtx }));
+    const events = await collect(
+      runTurn({
+        engine,
+        tools: [tool.def],
+        messages: [{ role: 'user', content: 'note please' }],
+        mode: 'fast',
+        ctx: baseCtx,
+      }),
+    );
     expect(events.map((e) => e.type)).to.deep.equal([
-      'step-start', 'text-start', 'text-delta', 'text-end', 'tool-input-start', 'tool-input-available', 'tool-output-available', 'step-finish',
-      'step-start', 'text-start', 'text-delta', 'text-delta', 'text-end', 'step-finish', 'turn-finish',
+      'step-start',
+      'text-start',
+      'text-delta',
+      'text-end',
+      'tool-input-start',
+      'tool-input-available',
+      'tool-output-available',
+      'step-finish',
+      'step-start',
+      'text-start',
+      'text-delta',
+      'text-delta',
+      'text-end',
+      'step-finish',
+      'turn-finish',
     ]);
     const textIds = events.filter((e) => e.type.startsWith('text-')).map((e) => (e as { id: string }).id);
     expect(new Set(textIds.slice(0, 3)).size).to.equal(1);
     expect(new Set(textIds.slice(3)).size).to.equal(1);
     expect(textIds[0]).to.not.equal(textIds[3]);
     // Validated input, default filled in; the tool-input-start is sent once although the engine announced it.
-    expect(events.find((e) => e.type === 'tool-input-available')).to.deep.include({ toolCallId: 'c1', toolName: 'make_note', input: { title: 'Hiring', words: 10 } });
+    expect(events.find((e) => e.type === 'tool-input-available')).to.deep.include({
+      toolCallId: 'c1',
+      toolName: 'make_note',
+      input: { title: 'Hiring', words: 10 },
+    });
     const fin = events.at(-1) as Extract<TurnEvent, { type: 'turn-finish' }>;
     expect(fin.text).to.equal('On it. \n\nMade Hiring.');
     expect(fin.steps).to.equal(2);
@@ -69,21 +121,46 @@ describe('runTurn (platform/assistant/turn.ts) with a scripted engine', () => {
     expect(seen[0]!.tools.map((t) => t.name)).to.deep.equal(['make_note']);
   });
 
-  it('when the key lacks a tool\'s scope, then the engine is not offered it, a call of it anyway runs nothing and answers a forbidden error artifact, and the turn finishes', async () => {
+  it("when the key lacks a tool's scope, then the engine is not offered it, a call of it anyway runs nothing and answers a forbidden error artifact, and the turn finishes", async () => {
     const made = recordingTool('make_note');
     const edit = recordingTool('edit_note', { scope: 'write' });
-    const { engine, seen } = scriptedEngine([[call('c1', 'edit_note', { title: 'x' })], [{ type: 'text-delta', delta: 'I may not.' }]]);
-    const events = await collect(runTurn({ engine, tools: [made.def, edit.def], messages: [{ role: 'user', content: 'edit it' }], mode: 'fast', ctx: baseCtx }));
+    const { engine, seen } = scriptedEngine([
+      [call('c1', 'edit_note', { title: 'x' })],
+      [{ type: 'text-delta', delta: 'I may not.' }],
+    ]);
+    const events = await collect(
+      runTurn({
+        engine,
+        tools: [made.def, edit.def],
+        messages: [{ role: 'user', content: 'edit it' }],
+        mode: 'fast',
+        ctx: baseCtx,
+      }),
+    );
     expect(seen[0]!.tools.map((t) => t.name)).to.deep.equal(['make_note']);
     expect(edit.calls).to.have.length(0);
-    const out = events.find((e) => e.type === 'tool-output-available') as Extract<TurnEvent, { type: 'tool-output-available' }>;
+    const out = events.find((e) => e.type === 'tool-output-available') as Extract<
+      TurnEvent,
+      { type: 'tool-output-available' }
+    >;
     expect(out.output.type).to.equal('error');
     expect(out.output.data).to.include({ code: 'forbidden', tool: 'edit_note', scope: 'write' });
     expect(String(out.output.data?.message)).to.match(/needs the write scope/);
     expect(events.at(-1)!.type).to.equal('turn-finish');
     // With the scope it is offered and runs.
-    const { engine: e2, seen: s2 } = scriptedEngine([[call('c1', 'edit_note', { title: 'x' })], [{ type: 'text-delta', delta: 'Done.' }]]);
-    await collect(runTurn({ engine: e2, tools: [made.def, edit.def], messages: [{ role: 'user', content: 'edit it' }], mode: 'fast', ctx: { ...baseCtx, key: { scopes: ['ai', 'write'] } } }));
+    const { engine: e2, seen: s2 } = scriptedEngine([
+      [call('c1', 'edit_note', { title: 'x' })],
+      [{ type: 'text-delta', delta: 'Done.' }],
+    ]);
+    await collect(
+      runTurn({
+        engine: e2,
+        tools: [made.def, edit.def],
+        messages: [{ role: 'user', content: 'edit it' }],
+        mode: 'fast',
+        ctx: { ...baseCtx, key: { scopes: ['ai', 'write'] } },
+      }),
+    );
     expect(s2[0]!.tools.map((t) => t.name)).to.deep.equal(['make_note', 'edit_note']);
     expect(edit.calls).to.have.length(1);
   });
@@ -91,7 +168,10 @@ describe('runTurn (platform/assistant/turn.ts) with a scripted engine', () => {
   it('when the same turn and call run again (a replay), then the tool gets the same ids; another call or turn gets others; repeated prefixes differ', async () => {
     const runOnce = async (turnId: string, callId: string) => {
       const tool = recordingTool();
-      const { engine } = scriptedEngine([[call(callId, 'make_note', { title: 'x' })], [{ type: 'text-delta', delta: 'ok' }]]);
+      const { engine } = scriptedEngine([
+        [call(callId, 'make_note', { title: 'x' })],
+        [{ type: 'text-delta', delta: 'ok' }],
+      ]);
       await collect(runTurn({ engine, tools: [tool.def], messages: [], mode: 'fast', ctx: { ...baseCtx, turnId } }));
       return tool.calls[0]!.ids;
     };
@@ -115,7 +195,10 @@ describe('runTurn (platform/assistant/turn.ts) with a scripted engine', () => {
       expect(seen.slice(0, -1).every((s) => s.tools.length === 1)).to.equal(true);
       // A call made on the last step anyway is answered as an unknown tool, not run.
       expect(tool.calls).to.have.length(MAX_STEPS[mode] - 1);
-      const outputs = events.filter((e) => e.type === 'tool-output-available') as Extract<TurnEvent, { type: 'tool-output-available' }>[];
+      const outputs = events.filter((e) => e.type === 'tool-output-available') as Extract<
+        TurnEvent,
+        { type: 'tool-output-available' }
+      >[];
       expect(outputs.at(-1)!.output.type).to.equal('error');
       expect((events.at(-1) as { steps: number }).steps).to.equal(MAX_STEPS[mode]);
     }
@@ -123,15 +206,23 @@ describe('runTurn (platform/assistant/turn.ts) with a scripted engine', () => {
 
   it('when a tool is unknown or its arguments are wrong, then its output is an error artifact naming the problem and the turn goes on', async () => {
     const tool = recordingTool();
-    const { engine } = scriptedEngine([[call('c1', 'nope', {}), call('c2', 'make_note', { title: '' })], [{ type: 'text-delta', delta: 'sorry' }]]);
+    const { engine } = scriptedEngine([
+      [call('c1', 'nope', {}), call('c2', 'make_note', { title: '' })],
+      [{ type: 'text-delta', delta: 'sorry' }],
+    ]);
     const events = await collect(runTurn({ engine, tools: [tool.def], messages: [], mode: 'fast', ctx: baseCtx }));
-    const outs = events.filter((e) => e.type === 'tool-output-available') as Extract<TurnEvent, { type: 'tool-output-available' }>[];
+    const outs = events.filter((e) => e.type === 'tool-output-available') as Extract<
+      TurnEvent,
+      { type: 'tool-output-available' }
+    >[];
     expect(outs.map((o) => o.output.type)).to.deep.equal(['error', 'error']);
     expect(outs[0]!.output.data).to.include({ code: 'unknown_tool' });
     expect(outs[1]!.output.data).to.include({ code: 'validation_error' });
     expect(String(outs[1]!.output.data!.message)).to.match(/title/);
     // The raw arguments are shown when they fail validation.
-    expect(events.filter((e) => e.type === 'tool-input-available').map((e) => (e as { input: unknown }).input)).to.deep.equal([{}, { title: '' }]);
+    expect(
+      events.filter((e) => e.type === 'tool-input-available').map((e) => (e as { input: unknown }).input),
+    ).to.deep.equal([{}, { title: '' }]);
     expect(tool.calls).to.have.length(0);
     expect(events.at(-1)!.type).to.equal('turn-finish');
   });
@@ -154,7 +245,16 @@ describe('runTurn (platform/assistant/turn.ts) with a scripted engine', () => {
         throw new TypeError('secret detail');
       },
     ]);
-    const ev2 = await collect(runTurn({ engine: broken.engine, tools: [], messages: [], mode: 'fast', ctx: baseCtx, onUnexpectedError: (e) => unexpected.push(e) }));
+    const ev2 = await collect(
+      runTurn({
+        engine: broken.engine,
+        tools: [],
+        messages: [],
+        mode: 'fast',
+        ctx: baseCtx,
+        onUnexpectedError: (e) => unexpected.push(e),
+      }),
+    );
     expect(ev2.at(-1)).to.deep.include({ type: 'error', code: 'engine_error' });
     expect((ev2.at(-1) as { errorText: string }).errorText).to.not.match(/secret/);
     expect(unexpected).to.have.length(1);
@@ -172,17 +272,34 @@ describe('runTurn (platform/assistant/turn.ts) with a scripted engine', () => {
         }),
     });
     const later = recordingTool('make_note');
-    const { engine, seen } = scriptedEngine([[call('c1', 'slow_tool', { title: 'a' }), call('c2', 'make_note', { title: 'b' })], [{ type: 'text-delta', delta: 'done' }]]);
+    const { engine, seen } = scriptedEngine([
+      [call('c1', 'slow_tool', { title: 'a' }), call('c2', 'make_note', { title: 'b' })],
+      [{ type: 'text-delta', delta: 'done' }],
+    ]);
     const events: TurnEvent[] = [];
     const done = (async () => {
-      for await (const ev of runTurn({ engine, tools: [slow.def, later.def], messages: [], mode: 'think', ctx: baseCtx, signal: abort.signal })) events.push(ev);
+      for await (const ev of runTurn({
+        engine,
+        tools: [slow.def, later.def],
+        messages: [],
+        mode: 'think',
+        ctx: baseCtx,
+        signal: abort.signal,
+      }))
+        events.push(ev);
     })();
     await running;
     abort.abort();
     await done;
     expect(slow.calls[0]!.signal.aborted).to.equal(true);
     expect(later.calls).to.have.length(0);
-    expect(events.map((e) => e.type)).to.deep.equal(['step-start', 'tool-input-start', 'tool-input-available', 'tool-input-start', 'tool-input-available']);
+    expect(events.map((e) => e.type)).to.deep.equal([
+      'step-start',
+      'tool-input-start',
+      'tool-input-available',
+      'tool-input-start',
+      'tool-input-available',
+    ]);
     expect(seen).to.have.length(1);
   });
 });

@@ -6,7 +6,11 @@ export interface StreamedTurn {
   /** Every chunk, as the ai package parsed it (strictly: an unknown member fails the read). */
   chunks: UIMessageChunk[];
   /** The assistant message readUIMessageStream assembled. */
-  message: UIMessage<{ conversationId?: string; mode?: string; usage?: { inputTokens: number | null; outputTokens: number | null } }>;
+  message: UIMessage<{
+    conversationId?: string;
+    mode?: string;
+    usage?: { inputTokens: number | null; outputTokens: number | null };
+  }>;
   /** The bytes on the wire. */
   raw: string;
   /** `: …` comment lines seen (keepalives). */
@@ -19,7 +23,12 @@ export interface StreamedTurn {
  * readUIMessageStream assembles the message. The body is ours (prepareSendMessagesRequest), the
  * raw bytes are kept for the wire checks.
  */
-export async function streamChat(baseUrl: string, key: string, body: Record<string, unknown>, opts: { signal?: AbortSignal; onChunk?: (c: UIMessageChunk, raw: string) => void } = {}): Promise<StreamedTurn> {
+export async function streamChat(
+  baseUrl: string,
+  key: string,
+  body: Record<string, unknown>,
+  opts: { signal?: AbortSignal; onChunk?: (c: UIMessageChunk, raw: string) => void } = {},
+): Promise<StreamedTurn> {
   let status = 0;
   let headers = new Headers();
   let rawP: Promise<string> = Promise.resolve('');
@@ -51,7 +60,13 @@ export async function streamChat(baseUrl: string, key: string, body: Record<stri
       return new Response(b, { status: res.status, headers: res.headers });
     }) as typeof fetch,
   });
-  const stream = await transport.sendMessages({ chatId: 'c', messages: [], trigger: 'submit-message', messageId: undefined, abortSignal: opts.signal });
+  const stream = await transport.sendMessages({
+    chatId: 'c',
+    messages: [],
+    trigger: 'submit-message',
+    messageId: undefined,
+    abortSignal: opts.signal,
+  });
   const [forChunks, forMessage] = stream.tee();
   const chunks: UIMessageChunk[] = [];
   const chunksDone = (async () => {
@@ -67,7 +82,14 @@ export async function streamChat(baseUrl: string, key: string, body: Record<stri
   for await (const m of readUIMessageStream<StreamedTurn['message']>({ stream: forMessage })) message = m;
   await chunksDone;
   const raw = await rawP;
-  return { status, headers, chunks, message: message!, raw, comments: raw.split('\n').filter((l) => l.startsWith(':')).length };
+  return {
+    status,
+    headers,
+    chunks,
+    message: message!,
+    raw,
+    comments: raw.split('\n').filter((l) => l.startsWith(':')).length,
+  };
 }
 
 /** The SSE frames of a raw body: every frame is one `data:` line or one comment, never `event:`. */

@@ -23,17 +23,31 @@ export const get = async (stack: Stack, path: string, cookie?: string) =>
   read(await fetch(origin(stack) + path, { redirect: 'manual', headers: cookie ? { cookie } : {} }));
 
 /** POST a form to a console path without following redirects, with an optional Cookie header and others (Origin, Sec-Fetch-Site). */
-export const post = async (stack: Stack, path: string, form: Record<string, string | string[]>, cookie?: string, headers: Record<string, string> = {}) => {
+export const post = async (
+  stack: Stack,
+  path: string,
+  form: Record<string, string | string[]>,
+  cookie?: string,
+  headers: Record<string, string> = {},
+) => {
   const body = new URLSearchParams();
   for (const [k, v] of Object.entries(form)) for (const x of ([] as string[]).concat(v)) body.append(k, x);
-  return read(await fetch(origin(stack) + path, { method: 'POST', redirect: 'manual', body, headers: { ...headers, ...(cookie ? { cookie } : {}) } }));
+  return read(
+    await fetch(origin(stack) + path, {
+      method: 'POST',
+      redirect: 'manual',
+      body,
+      headers: { ...headers, ...(cookie ? { cookie } : {}) },
+    }),
+  );
 };
 
 /** The token of a sign-in URL. */
 export const tokenOf = (url: string) => new URL(url).searchParams.get('token')!;
 
 /** The `name=value` part of the session cookie a response set. */
-export const sessionCookie = (r: ConsoleResponse) => r.setCookie.find((c) => c.startsWith('console_session='))!.split(';')[0]!;
+export const sessionCookie = (r: ConsoleResponse) =>
+  r.setCookie.find((c) => c.startsWith('console_session='))!.split(';')[0]!;
 
 /** The CSRF token a signed-in page carries in its forms. */
 export const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;

@@ -50,9 +50,39 @@ describe('developer console in headless Chromium', function () {
   it('when an owner signs in, creates a key, uses it, finds the call in the audit log and revokes it, then the next call is refused with 401', async () => {
     const { accountId, key: firstKey } = await stack.createAccount();
     // A webhook that was disabled after failed deliveries, for the webhooks page.
-    const hook = (await client(stack.baseUrl, firstKey).post('/webhooks', { name: 'build notifier', url: 'http://127.0.0.1:9/hook', events: ['song.completed'] })).body as { id: string };
-    await stack.rt.db.db.collection(COLLECTIONS.webhooks).updateOne({ _id: hook.id as never }, { $set: { isActive: false, consecutiveFailures: 20, disabledAt: new Date(), disabledReason: 'consecutive_failures' } });
-    await createDeliveriesRepository(stack.rt.db).record({ accountId, webhookId: hook.id, eventId: 'whd_demo', event: 'song.completed', attempt: 1, outcome: 'failed', statusCode: null, durationMs: 3, responseExcerpt: null, error: 'connect ECONNREFUSED', nextAttemptAt: null, redelivered: false, at: new Date() });
+    const hook = (
+      await client(stack.baseUrl, firstKey).post('/webhooks', {
+        name: 'build notifier',
+        url: 'http://127.0.0.1:9/hook',
+        events: ['song.completed'],
+      })
+    ).body as { id: string };
+    await stack.rt.db.db.collection(COLLECTIONS.webhooks).updateOne(
+      { _id: hook.id as never },
+      {
+        $set: {
+          isActive: false,
+          consecutiveFailures: 20,
+          disabledAt: new Date(),
+          disabledReason: 'consecutive_failures',
+        },
+      },
+    );
+    await createDeliveriesRepository(stack.rt.db).record({
+      accountId,
+      webhookId: hook.id,
+      eventId: 'whd_demo',
+      event: 'song.completed',
+      attempt: 1,
+      outcome: 'failed',
+      statusCode: null,
+      durationMs: 3,
+      responseExcerpt: null,
+      error: 'connect ECONNREFUSED',
+      nextAttemptAt: null,
+      redelivered: false,
+      at: new Date(),
+    });
 
     // Sign in with the link the script prints.
     const { url } = await issueSignInLink(stack.rt.db, stack.config, accountId);
@@ -61,7 +91,11 @@ describe('developer console in headless Chromium', function () {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(/\/console$/);
     const cookies = await page.context().cookies();
-    expect(cookies.find((c) => c.name === 'console_session')).to.include({ httpOnly: true, sameSite: 'Lax', path: '/console' });
+    expect(cookies.find((c) => c.name === 'console_session')).to.include({
+      httpOnly: true,
+      sameSite: 'Lax',
+      path: '/console',
+    });
 
     // Create a key: the full key is on the page once, and nowhere in the browser's storage.
     await page.goto(`${new URL(url).origin}/console/keys`);
@@ -71,7 +105,9 @@ describe('developer console in headless Chromium', function () {
     expect(key).to.match(/^svc_/);
     await shot('keys-created');
     expect(JSON.stringify(await page.context().cookies())).not.to.contain(key);
-    expect(await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }))).not.to.contain('svc_');
+    expect(
+      await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage })),
+    ).not.to.contain('svc_');
 
     // Use it against the API.
     const api = client(stack.baseUrl, key);
@@ -85,7 +121,9 @@ describe('developer console in headless Chromium', function () {
     await page.selectOption('#keyId', { label: `browser test (${key.slice(0, 10)}…)` });
     await page.getByRole('button', { name: 'Filter' }).click();
     const rows = page.locator('#audit tbody tr');
-    expect(await rows.allTextContents()).to.satisfy((t: string[]) => t.some((r) => r.includes('/api/v1/account') && r.includes('200')));
+    expect(await rows.allTextContents()).to.satisfy((t: string[]) =>
+      t.some((r) => r.includes('/api/v1/account') && r.includes('200')),
+    );
     expect((await rows.allTextContents()).some((r) => r.includes('/api/v1/songs') && r.includes('202'))).to.equal(true);
     await shot('audit');
 

@@ -40,11 +40,17 @@ describe('developer console over HTTP', function () {
       const { url } = await issueSignInLink(stack.rt.db, stack.config, a.accountId);
       const r = await post(stack, '/console/sign-in', { token: tokenOf(url) });
       const c = r.setCookie.find((x) => x.startsWith('console_session='))!;
-      expect(c).to.match(/; HttpOnly/i).and.match(/; SameSite=Lax/i).and.match(/; Path=\/console/i).and.match(/; Max-Age=43200/i);
+      expect(c)
+        .to.match(/; HttpOnly/i)
+        .and.match(/; SameSite=Lax/i)
+        .and.match(/; Path=\/console/i)
+        .and.match(/; Max-Age=43200/i);
       expect(c).not.to.match(/; Secure/i);
       // Only the hash of the session id is stored.
       const value = c.split(';')[0]!.split('=')[1]!;
-      expect(await stack.rt.db.db.collection(COLLECTIONS.consoleSessions).countDocuments({ _id: value as never })).to.equal(0);
+      expect(
+        await stack.rt.db.db.collection(COLLECTIONS.consoleSessions).countDocuments({ _id: value as never }),
+      ).to.equal(0);
     });
 
     it('when a link is used a second time, then it is refused with 400 and no cookie', async () => {
@@ -58,7 +64,9 @@ describe('developer console over HTTP', function () {
 
     it('when a link has expired, then it is refused with 400', async () => {
       const { url } = await issueSignInLink(stack.rt.db, stack.config, a.accountId);
-      await stack.rt.db.db.collection(COLLECTIONS.consoleLinks).updateMany({ accountId: a.accountId, usedAt: null }, { $set: { expiresAt: new Date(Date.now() - 1000) } });
+      await stack.rt.db.db
+        .collection(COLLECTIONS.consoleLinks)
+        .updateMany({ accountId: a.accountId, usedAt: null }, { $set: { expiresAt: new Date(Date.now() - 1000) } });
       const r = await post(stack, '/console/sign-in', { token: tokenOf(url) });
       expect(r.status).to.equal(400);
       expect(r.setCookie).to.be.empty;
@@ -70,7 +78,14 @@ describe('developer console over HTTP', function () {
     });
 
     it('when a page is asked without a session, then it redirects to the sign-in explanation', async () => {
-      for (const path of ['/console', '/console/keys', '/console/audit', '/console/credits', '/console/webhooks', '/console/jobs']) {
+      for (const path of [
+        '/console',
+        '/console/keys',
+        '/console/audit',
+        '/console/credits',
+        '/console/webhooks',
+        '/console/jobs',
+      ]) {
         const r = await get(stack, path);
         expect(r.status, path).to.equal(303);
         expect(r.location, path).to.equal('/console/sign-in');
@@ -85,13 +100,17 @@ describe('developer console over HTTP', function () {
       const s = await signIn(stack, a.accountId);
       const sessions = stack.rt.db.db.collection<{ lastSeenAt: Date; expiresAt: Date }>(COLLECTIONS.consoleSessions);
       const old = new Date(Date.now() - 2 * 3_600_000);
-      await sessions.updateMany({ accountId: a.accountId } as never, { $set: { lastSeenAt: old, expiresAt: new Date(Date.now() + 600_000) } });
+      await sessions.updateMany({ accountId: a.accountId } as never, {
+        $set: { lastSeenAt: old, expiresAt: new Date(Date.now() + 600_000) },
+      });
       const r = await get(stack, '/console/keys', s.cookie);
       expect(r.status).to.equal(200);
       expect(r.setCookie.join()).to.contain('console_session=');
       const docs = await sessions.find({ accountId: a.accountId } as never).toArray();
       expect(Math.max(...docs.map((d) => d.expiresAt.getTime()))).to.be.greaterThan(Date.now() + 11 * 3_600_000);
-      await sessions.updateMany({ accountId: a.accountId } as never, { $set: { expiresAt: new Date(Date.now() - 1000) } });
+      await sessions.updateMany({ accountId: a.accountId } as never, {
+        $set: { expiresAt: new Date(Date.now() - 1000) },
+      });
       expect((await get(stack, '/console/keys', s.cookie)).location).to.equal('/console/sign-in');
     });
 
@@ -100,7 +119,14 @@ describe('developer console over HTTP', function () {
       const out = await post(stack, '/console/sign-out', { _csrf: s.csrf }, s.cookie);
       expect(out.status).to.equal(303);
       expect((await get(stack, '/console/keys', s.cookie)).status).to.equal(303);
-      expect(await stack.rt.db.audit.countDocuments({ accountId: a.accountId, via: 'console', route: '/console/sign-out', status: 303 })).to.be.greaterThan(0);
+      expect(
+        await stack.rt.db.audit.countDocuments({
+          accountId: a.accountId,
+          via: 'console',
+          route: '/console/sign-out',
+          status: 303,
+        }),
+      ).to.be.greaterThan(0);
     });
   });
 
@@ -109,10 +135,15 @@ describe('developer console over HTTP', function () {
       const s = await signIn(stack, a.accountId);
       const before = await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId });
       expect((await post(stack, '/console/keys', { name: 'no csrf', scopes: 'read' }, s.cookie)).status).to.equal(403);
-      expect((await post(stack, '/console/keys', { name: 'bad csrf', scopes: 'read', _csrf: `${s.csrf}x` }, s.cookie)).status).to.equal(403);
+      expect(
+        (await post(stack, '/console/keys', { name: 'bad csrf', scopes: 'read', _csrf: `${s.csrf}x` }, s.cookie))
+          .status,
+      ).to.equal(403);
       expect((await post(stack, `/console/keys/${a.keyId}/revoke`, {}, s.cookie)).status).to.equal(403);
       expect(await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId })).to.equal(before);
-      expect((await fetch(`${stack.baseUrl}/account`, { headers: { authorization: `Bearer ${a.key}` } })).status).to.equal(200);
+      expect(
+        (await fetch(`${stack.baseUrl}/account`, { headers: { authorization: `Bearer ${a.key}` } })).status,
+      ).to.equal(200);
     });
 
     it('when a key is created, then the full key is shown once, works on the API, and the list shows only its prefix', async () => {
@@ -143,16 +174,33 @@ describe('developer console over HTTP', function () {
       const noScope = await post(stack, '/console/keys', { name: 'x', _csrf: s.csrf }, s.cookie);
       expect(noScope.status).to.equal(400);
       expect(noScope.text).to.contain('choose at least one');
-      const badScope = await post(stack, '/console/keys', { name: 'kept name', scopes: 'admin', _csrf: s.csrf }, s.cookie);
+      const badScope = await post(
+        stack,
+        '/console/keys',
+        { name: 'kept name', scopes: 'admin', _csrf: s.csrf },
+        s.cookie,
+      );
       expect(badScope.status).to.equal(400);
       expect(badScope.text).to.contain('value="kept name"');
     });
 
     it("when a key is pinned to another account's Drive folder, then it answers 404 and creates nothing", async () => {
       const s = await signIn(stack, a.accountId);
-      await stack.rt.db.db.collection(COLLECTIONS.driveFolders).insertOne({ _id: 'dfo_console_b' as never, accountId: b.accountId, teamId: null, name: 'B', parentFolderId: null, path: [] });
+      await stack.rt.db.db.collection(COLLECTIONS.driveFolders).insertOne({
+        _id: 'dfo_console_b' as never,
+        accountId: b.accountId,
+        teamId: null,
+        name: 'B',
+        parentFolderId: null,
+        path: [],
+      });
       const before = await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId });
-      const r = await post(stack, '/console/keys', { name: 'pinned', scopes: 'drive:read', folderPins: 'dfo_console_b', _csrf: s.csrf }, s.cookie);
+      const r = await post(
+        stack,
+        '/console/keys',
+        { name: 'pinned', scopes: 'drive:read', folderPins: 'dfo_console_b', _csrf: s.csrf },
+        s.cookie,
+      );
       expect(r.status).to.equal(404);
       expect(await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId })).to.equal(before);
     });
@@ -162,16 +210,22 @@ describe('developer console over HTTP', function () {
       const r = await post(stack, `/console/keys/${b.keyId}/revoke`, { _csrf: s.csrf }, s.cookie);
       expect(r.status).to.equal(404);
       expect(r.text).to.contain('Not found');
-      expect((await fetch(`${stack.baseUrl}/account`, { headers: { authorization: `Bearer ${b.key}` } })).status).to.equal(200);
+      expect(
+        (await fetch(`${stack.baseUrl}/account`, { headers: { authorization: `Bearer ${b.key}` } })).status,
+      ).to.equal(200);
     });
 
     it('when a key is revoked, then the next API call with it answers 401', async () => {
       const own = await stack.rt.accounts.createKey(a.accountId, { name: 'to revoke' });
       const s = await signIn(stack, a.accountId);
-      expect((await fetch(`${stack.baseUrl}/account`, { headers: { authorization: `Bearer ${own.key}` } })).status).to.equal(200);
+      expect(
+        (await fetch(`${stack.baseUrl}/account`, { headers: { authorization: `Bearer ${own.key}` } })).status,
+      ).to.equal(200);
       const r = await post(stack, `/console/keys/${own.doc._id}/revoke`, { _csrf: s.csrf }, s.cookie);
       expect(r.status).to.equal(303);
-      expect((await fetch(`${stack.baseUrl}/account`, { headers: { authorization: `Bearer ${own.key}` } })).status).to.equal(401);
+      expect(
+        (await fetch(`${stack.baseUrl}/account`, { headers: { authorization: `Bearer ${own.key}` } })).status,
+      ).to.equal(401);
       expect((await get(stack, '/console/keys', s.cookie)).text).to.contain('revoked');
     });
   });
@@ -199,7 +253,20 @@ describe('developer console over HTTP', function () {
     it('when the audit log has more than a page, then the Older link pages on without repeats or gaps', async () => {
       const c = await stack.createAccount();
       const now = Date.now();
-      await stack.rt.db.audit.insertMany(Array.from({ length: 60 }, (_, i) => ({ _id: `aud_page${String(i).padStart(2, '0')}`, at: new Date(now - (i % 7) * 1000), accountId: c.accountId, keyId: c.keyId, method: 'GET', route: '/api/v1/account', status: 200, durationMs: 1, millicreditsCharged: 0, requestId: `req_page${i}` })));
+      await stack.rt.db.audit.insertMany(
+        Array.from({ length: 60 }, (_, i) => ({
+          _id: `aud_page${String(i).padStart(2, '0')}`,
+          at: new Date(now - (i % 7) * 1000),
+          accountId: c.accountId,
+          keyId: c.keyId,
+          method: 'GET',
+          route: '/api/v1/account',
+          status: 200,
+          durationMs: 1,
+          millicreditsCharged: 0,
+          requestId: `req_page${i}`,
+        })),
+      );
       const s = await signIn(stack, c.accountId);
       const ids = (text: string) => [...text.matchAll(/req_page\d+/g)].map((m) => m[0]);
       const first = await get(stack, '/console/audit?route=%2Fapi%2Fv1%2Faccount', s.cookie);
@@ -232,24 +299,43 @@ describe('developer console over HTTP', function () {
       });
       expect(created.status).to.equal(201);
       const hook = (await created.json()) as { id: string };
-      await stack.rt.db.db.collection(COLLECTIONS.webhooks).updateOne({ _id: hook.id as never }, { $set: { isActive: false, consecutiveFailures: 20, disabledAt: new Date(), disabledReason: 'consecutive_failures' } });
+      await stack.rt.db.db.collection(COLLECTIONS.webhooks).updateOne(
+        { _id: hook.id as never },
+        {
+          $set: {
+            isActive: false,
+            consecutiveFailures: 20,
+            disabledAt: new Date(),
+            disabledReason: 'consecutive_failures',
+          },
+        },
+      );
       const s = await signIn(stack, a.accountId);
       const page = await get(stack, `/console/webhooks/${hook.id}`, s.cookie);
       expect(page.text).to.contain('disabled').and.contain('Re-enable');
       const r = await post(stack, `/console/webhooks/${hook.id}/enable`, { _csrf: csrfOf(page.text) }, s.cookie);
       expect(r.status).to.equal(303);
-      const after = await (await fetch(`${stack.baseUrl}/webhooks/${hook.id}`, { headers: { authorization: `Bearer ${a.key}` } })).json() as { isActive: boolean; consecutiveFailures: number };
+      const after = (await (
+        await fetch(`${stack.baseUrl}/webhooks/${hook.id}`, { headers: { authorization: `Bearer ${a.key}` } })
+      ).json()) as { isActive: boolean; consecutiveFailures: number };
       expect(after).to.include({ isActive: true, consecutiveFailures: 0 });
       const sb = await signIn(stack, b.accountId);
       expect((await get(stack, `/console/webhooks/${hook.id}`, sb.cookie)).status).to.equal(404);
-      expect((await post(stack, `/console/webhooks/${hook.id}/enable`, { _csrf: sb.csrf }, sb.cookie)).status).to.equal(404);
+      expect((await post(stack, `/console/webhooks/${hook.id}/enable`, { _csrf: sb.csrf }, sb.cookie)).status).to.equal(
+        404,
+      );
       const trail = await stack.rt.db.audit.find({ route: '/console/webhooks/:id/enable' }).toArray();
-      expect(trail.map((e) => [e.accountId, e.status, e.keyId])).to.have.deep.members([[a.accountId, 303, ''], [b.accountId, 404, '']]);
+      expect(trail.map((e) => [e.accountId, e.status, e.keyId])).to.have.deep.members([
+        [a.accountId, 303, ''],
+        [b.accountId, 404, ''],
+      ]);
     });
 
     it('when a page is served, then it forbids framing, caching and cross-site referrers and has a strict CSP', async () => {
       const s = await signIn(stack, a.accountId);
-      const res = await fetch(`${stack.baseUrl.replace(/\/api\/v1$/, '')}/console/keys`, { headers: { cookie: s.cookie } });
+      const res = await fetch(`${stack.baseUrl.replace(/\/api\/v1$/, '')}/console/keys`, {
+        headers: { cookie: s.cookie },
+      });
       expect(res.headers.get('cache-control')).to.equal('no-store');
       expect(res.headers.get('x-frame-options')).to.equal('DENY');
       expect(res.headers.get('referrer-policy')).to.equal('same-origin');
@@ -261,7 +347,12 @@ describe('developer console over HTTP', function () {
     it('when a key is created and revoked in the console, then the audit log has two console entries naming the key id and no secret', async () => {
       const c = await stack.createAccount();
       const s = await signIn(stack, c.accountId);
-      const created = await post(stack, '/console/keys', { name: 'audited', scopes: ['read'], _csrf: s.csrf }, s.cookie);
+      const created = await post(
+        stack,
+        '/console/keys',
+        { name: 'audited', scopes: ['read'], _csrf: s.csrf },
+        s.cookie,
+      );
       expect(created.status).to.equal(201);
       const key = /id="new-key-value">(svc_[^<]+)</.exec(created.text)![1]!;
       const keyId = (await stack.rt.db.apiKeys.findOne({ accountId: c.accountId, name: 'audited' }))!._id;
@@ -271,7 +362,14 @@ describe('developer console over HTTP', function () {
         ['POST', '/console/keys', 201, 0],
         ['POST', '/console/keys/:id/revoke', 303, 0],
       ]);
-      expect(await stack.rt.db.audit.countDocuments({ accountId: c.accountId, via: 'console', route: '/console/sign-in', status: 303 })).to.equal(1);
+      expect(
+        await stack.rt.db.audit.countDocuments({
+          accountId: c.accountId,
+          via: 'console',
+          route: '/console/sign-in',
+          status: 303,
+        }),
+      ).to.equal(1);
       const stored = JSON.stringify(await stack.rt.db.audit.find({ accountId: c.accountId }).toArray());
       for (const secret of [key, s.cookie.split('=')[1]!, s.csrf]) expect(stored).not.to.contain(secret);
       const page = await get(stack, `/console/audit?keyId=${keyId}`, s.cookie);
@@ -287,13 +385,22 @@ describe('developer console over HTTP', function () {
 
     it('when a sign-in POST comes from another site, then it answers 403, sets no cookie and leaves the link unspent', async () => {
       const { url } = await issueSignInLink(stack.rt.db, stack.config, a.accountId);
-      const crossSite = await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, { 'sec-fetch-site': 'cross-site' });
+      const crossSite = await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, {
+        'sec-fetch-site': 'cross-site',
+      });
       expect(crossSite.status).to.equal(403);
       expect(crossSite.setCookie).to.be.empty;
-      const otherOrigin = await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, { origin: 'https://attacker.example' });
+      const otherOrigin = await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, {
+        origin: 'https://attacker.example',
+      });
       expect(otherOrigin.status).to.equal(403);
-      expect((await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, { origin: 'null' })).status).to.equal(403);
-      const same = await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, { 'sec-fetch-site': 'same-origin', origin: origin(stack) });
+      expect(
+        (await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, { origin: 'null' })).status,
+      ).to.equal(403);
+      const same = await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, {
+        'sec-fetch-site': 'same-origin',
+        origin: origin(stack),
+      });
       expect(same.status).to.equal(303);
       expect(same.setCookie.join()).to.contain('console_session=');
     });
@@ -302,16 +409,37 @@ describe('developer console over HTTP', function () {
       const s = await signIn(stack, a.accountId);
       const before = await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId });
       const form = { name: 'cross', scopes: 'read', _csrf: s.csrf };
-      expect((await post(stack, '/console/keys', form, s.cookie, { origin: 'http://evil.example' })).status).to.equal(403);
-      expect((await post(stack, '/console/keys', form, s.cookie, { 'sec-fetch-site': 'same-site' })).status).to.equal(403);
+      expect((await post(stack, '/console/keys', form, s.cookie, { origin: 'http://evil.example' })).status).to.equal(
+        403,
+      );
+      expect((await post(stack, '/console/keys', form, s.cookie, { 'sec-fetch-site': 'same-site' })).status).to.equal(
+        403,
+      );
       expect(await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId })).to.equal(before);
-      expect((await post(stack, '/console/keys', form, s.cookie, { origin: origin(stack), 'sec-fetch-site': 'same-origin' })).status).to.equal(201);
+      expect(
+        (await post(stack, '/console/keys', form, s.cookie, { origin: origin(stack), 'sec-fetch-site': 'same-origin' }))
+          .status,
+      ).to.equal(201);
     });
 
     it('when an account has more calls than the usage cap, then the overview counts the newest ones exactly and says so under the chart', async () => {
       const app = express();
       app.use(requestId);
-      app.use('/console', consoleRoutes(stack.rt, { audit: createAuditRecorder({ db: stack.rt.db, amqp: stack.rt.amqp, log: stack.rt.log, prefix: stack.config.QUEUE_PREFIX }) }, { usageScanCap: 5 }));
+      app.use(
+        '/console',
+        consoleRoutes(
+          stack.rt,
+          {
+            audit: createAuditRecorder({
+              db: stack.rt.db,
+              amqp: stack.rt.amqp,
+              log: stack.rt.log,
+              prefix: stack.config.QUEUE_PREFIX,
+            }),
+          },
+          { usageScanCap: 5 },
+        ),
+      );
       const server = app.listen(0, '127.0.0.1');
       await once(server, 'listening');
       try {
@@ -320,12 +448,27 @@ describe('developer console over HTTP', function () {
         const now = Date.now();
         const day = (t: number) => new Date(t).toISOString().slice(0, 10);
         // 3 calls today, 3 two days ago: the newest 5 are today's 3 and 2 of the older day.
-        await stack.rt.db.audit.insertMany([0, 1, 2, 2 * 86_400_000, 2 * 86_400_000 + 1, 2 * 86_400_000 + 2].map((ago, i) => ({ _id: `aud_cap${i}`, at: new Date(now - ago), accountId: c.accountId, keyId: c.keyId, method: 'GET', route: '/api/v1/account', status: 200, durationMs: 1, millicreditsCharged: 0, requestId: `req_cap${i}` })));
+        await stack.rt.db.audit.insertMany(
+          [0, 1, 2, 2 * 86_400_000, 2 * 86_400_000 + 1, 2 * 86_400_000 + 2].map((ago, i) => ({
+            _id: `aud_cap${i}`,
+            at: new Date(now - ago),
+            accountId: c.accountId,
+            keyId: c.keyId,
+            method: 'GET',
+            route: '/api/v1/account',
+            status: 200,
+            durationMs: 1,
+            millicreditsCharged: 0,
+            requestId: `req_cap${i}`,
+          })),
+        );
         const s = await signIn(capped, c.accountId);
         const page = await get(capped, '/console', s.cookie);
         expect(page.status).to.equal(200);
         expect(page.text).to.contain('Request counts cover the newest 5 calls').and.contain('<b>5+</b>');
-        expect(page.text).to.contain(`${day(now)}: 3 requests`).and.contain(`${day(now - 2 * 86_400_000)}: 2 requests`);
+        expect(page.text)
+          .to.contain(`${day(now)}: 3 requests`)
+          .and.contain(`${day(now - 2 * 86_400_000)}: 2 requests`);
         const uncapped = await get(stack, '/console', (await signIn(stack, c.accountId)).cookie);
         expect(uncapped.text).not.to.contain('usage-capped');
         expect(uncapped.text).to.contain(`${day(now - 2 * 86_400_000)}: 3 requests`);
@@ -340,9 +483,23 @@ describe('developer console over HTTP', function () {
       const first = queries.dailyUsage(c.accountId);
       expect(queries.dailyUsage(c.accountId)).to.equal(first);
       const usage = await first;
-      await stack.rt.db.audit.insertOne({ _id: 'aud_cache0', at: new Date(), accountId: c.accountId, keyId: c.keyId, method: 'GET', route: '/api/v1/account', status: 200, durationMs: 1, millicreditsCharged: 0, requestId: 'req_cache0' });
+      await stack.rt.db.audit.insertOne({
+        _id: 'aud_cache0',
+        at: new Date(),
+        accountId: c.accountId,
+        keyId: c.keyId,
+        method: 'GET',
+        route: '/api/v1/account',
+        status: 200,
+        durationMs: 1,
+        millicreditsCharged: 0,
+        requestId: 'req_cache0',
+      });
       expect(await queries.dailyUsage(c.accountId)).to.equal(usage);
-      expect(await createConsoleQueries(stack.rt.db).dailyUsage(c.accountId)).to.have.nested.property('days[29].requests', 1);
+      expect(await createConsoleQueries(stack.rt.db).dailyUsage(c.accountId)).to.have.nested.property(
+        'days[29].requests',
+        1,
+      );
     });
   });
 });
@@ -351,7 +508,11 @@ describe('developer console behind https', function () {
   this.timeout(60_000);
   let stack: Stack;
   before(async () => {
-    stack = await startStack({ workers: false, scheduler: false, env: { PUBLIC_BASE_URL: 'https://console.example.test' } });
+    stack = await startStack({
+      workers: false,
+      scheduler: false,
+      env: { PUBLIC_BASE_URL: 'https://console.example.test' },
+    });
   });
   after(async () => stack?.stop());
 

@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import { Conversation, Message } from '../../contracts/conversations';
-import { createConversationsRepository, type ConversationsRepository } from '../../platform/conversations/conversations.repository';
+import {
+  createConversationsRepository,
+  type ConversationsRepository,
+} from '../../platform/conversations/conversations.repository';
 import { COLLECTIONS } from '../../platform/infra/mongo';
 import { client, type Client } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
@@ -73,7 +76,10 @@ describe('conversations API and appendMessage', function () {
     for (const [body, message] of cases) await expect400(api.post('/conversations', body), message);
     expect(await convCol().countDocuments({ accountId })).to.equal(before); // none of them was stored
     const c = await create();
-    await expect400(api.patch(`/conversations/${c.id}`, { title: 't'.repeat(257) }), /^title: must be at most 256 characters/);
+    await expect400(
+      api.patch(`/conversations/${c.id}`, { title: 't'.repeat(257) }),
+      /^title: must be at most 256 characters/,
+    );
     await expect400(api.patch(`/conversations/${c.id}`, { mode: 'turbo' }), /^mode: must be one of fast, think/);
     await expect400(api.patch(`/conversations/${c.id}`, {}), /name a field to change: title or mode/);
     await expect400(api.patch(`/conversations/${c.id}`, { messageCount: 3 }), /messageCount: unknown field/);
@@ -102,7 +108,14 @@ describe('conversations API and appendMessage', function () {
 
   it('when appendMessage is called, then messages get sequence numbers 1, 2, 3…, the conversation counts them atomically, and GET …/messages lists them', async () => {
     const c = await create({ title: 'Chat' });
-    const artifact = { type: 'flowchart' as const, title: 'Onboarding', projectId: 'prj_1', projectType: 'chart' as const, openUrl: 'http://localhost/editor/prj_1', data: { nodes: 4 } };
+    const artifact = {
+      type: 'flowchart' as const,
+      title: 'Onboarding',
+      projectId: 'prj_1',
+      projectType: 'chart' as const,
+      openUrl: 'http://localhost/editor/prj_1',
+      data: { nodes: 4 },
+    };
     const m1 = await repo.appendMessage(accountId, c.id, { role: 'user', content: 'Draw the onboarding flow' });
     const m2 = await repo.appendMessage(accountId, c.id, {
       role: 'assistant',
@@ -121,16 +134,32 @@ describe('conversations API and appendMessage', function () {
     expect(list.status).to.equal(200);
     expect(list.body.total).to.equal(2);
     for (const m of list.body.data) expect(() => Message.parse(m)).to.not.throw();
-    expect(list.body.data[0]).to.deep.equal({ id: m1._id, conversationId: c.id, seq: 1, role: 'user', content: 'Draw the onboarding flow', artifacts: [], engine: null, usage: null, createdAt: m1.createdAt.toISOString() });
+    expect(list.body.data[0]).to.deep.equal({
+      id: m1._id,
+      conversationId: c.id,
+      seq: 1,
+      role: 'user',
+      content: 'Draw the onboarding flow',
+      artifacts: [],
+      engine: null,
+      usage: null,
+      createdAt: m1.createdAt.toISOString(),
+    });
     expect(list.body.data[1]).to.include({ id: m2._id, seq: 2, role: 'assistant' });
     expect(list.body.data[1].artifacts).to.deep.equal([artifact]);
     expect(list.body.data[1].usage).to.deep.equal({ inputTokens: 12, outputTokens: 30 });
     expect(list.body.data[1].id).to.match(/^msg_/);
 
     // Twenty at once: every one numbered once, none lost.
-    await Promise.all(Array.from({ length: 20 }, (_, i) => repo.appendMessage(accountId, c.id, { role: i % 2 ? 'assistant' : 'user', content: `n${i}` })));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        repo.appendMessage(accountId, c.id, { role: i % 2 ? 'assistant' : 'user', content: `n${i}` }),
+      ),
+    );
     const docs = await msgCol().find({ conversationId: c.id }).toArray();
-    expect(docs.map((d: any) => d.seq).sort((a: number, b: number) => a - b)).to.deep.equal(Array.from({ length: 22 }, (_, i) => i + 1));
+    expect(docs.map((d: any) => d.seq).sort((a: number, b: number) => a - b)).to.deep.equal(
+      Array.from({ length: 22 }, (_, i) => i + 1),
+    );
     expect(await convCol().findOne({ _id: c.id })).to.include({ messageCount: 22, lastSeq: 22 });
   });
 
@@ -141,18 +170,36 @@ describe('conversations API and appendMessage', function () {
       [{ role: 'robot', content: 'x' }, /^message\.role: /],
       [{ role: 'user' }, /^message\.content: /],
       [{ role: 'user', content: 'a\u0000b' }, /^message\.content: must not contain NUL/],
-      [{ role: 'assistant', content: 'x', artifacts: [{ type: 'hologram', title: 't' }] }, /^message\.artifacts\.0\.type: /],
-      [{ role: 'assistant', content: 'x', artifacts: [{ type: 'image', title: 't', data: { $where: 1 } }] }, /^message\.artifacts\.0\.data: "\$where": field names must not start with \$/],
-      [{ role: 'assistant', content: 'x', usage: { inputTokens: -1, outputTokens: 0 } }, /^message\.usage\.inputTokens: /],
+      [
+        { role: 'assistant', content: 'x', artifacts: [{ type: 'hologram', title: 't' }] },
+        /^message\.artifacts\.0\.type: /,
+      ],
+      [
+        { role: 'assistant', content: 'x', artifacts: [{ type: 'image', title: 't', data: { $where: 1 } }] },
+        /^message\.artifacts\.0\.data: "\$where": field names must not start with \$/,
+      ],
+      [
+        { role: 'assistant', content: 'x', usage: { inputTokens: -1, outputTokens: 0 } },
+        /^message\.usage\.inputTokens: /,
+      ],
       [{ role: 'user', content: 'x', extra: 1 }, /^message: unknown field extra/],
     ];
     for (const [m, message] of bad) {
-      const err = await repo.appendMessage(accountId, c.id, m as never).then(() => null, (e) => e);
+      const err = await repo.appendMessage(accountId, c.id, m as never).then(
+        () => null,
+        (e) => e,
+      );
       expect(err, JSON.stringify(m)).to.have.property('code', 'validation_error');
       expect(err.message).to.match(message);
     }
-    for (const [acc, id] of [[accountId, 'conv_00000000000000000000'], [other.accountId, c.id]] as const) {
-      const err = await repo.appendMessage(acc, id, { role: 'user', content: 'x' }).then(() => null, (e) => e);
+    for (const [acc, id] of [
+      [accountId, 'conv_00000000000000000000'],
+      [other.accountId, c.id],
+    ] as const) {
+      const err = await repo.appendMessage(acc, id, { role: 'user', content: 'x' }).then(
+        () => null,
+        (e) => e,
+      );
       expect(err).to.have.property('code', 'not_found');
     }
     expect(await msgCol().countDocuments({ conversationId: c.id })).to.equal(0);
@@ -161,7 +208,8 @@ describe('conversations API and appendMessage', function () {
 
   it('when messages are read page by page, then they come oldest first, each once, and ones appended while paging come at the end', async () => {
     const c = await create();
-    for (let i = 1; i <= 7; i++) await repo.appendMessage(accountId, c.id, { role: i % 2 ? 'user' : 'assistant', content: `m${i}` });
+    for (let i = 1; i <= 7; i++)
+      await repo.appendMessage(accountId, c.id, { role: i % 2 ? 'user' : 'assistant', content: `m${i}` });
     const first = await api.get(`/conversations/${c.id}/messages?limit=3`);
     expect(first.body.data.map((m: any) => m.content)).to.deep.equal(['m1', 'm2', 'm3']);
     expect(first.body.total).to.equal(7);
@@ -223,7 +271,10 @@ describe('conversations API and appendMessage', function () {
     expect((await api.get(`/conversations/${c.id}`)).status).to.equal(404);
     expect((await api.get(`/conversations/${c.id}/messages`)).status).to.equal(404);
     expect((await api.delete(`/conversations/${c.id}`)).status).to.equal(404);
-    const late = await repo.appendMessage(accountId, c.id, { role: 'user', content: 'late' }).then(() => null, (e) => e);
+    const late = await repo.appendMessage(accountId, c.id, { role: 'user', content: 'late' }).then(
+      () => null,
+      (e) => e,
+    );
     expect(late).to.have.property('code', 'not_found');
   });
 
@@ -254,10 +305,19 @@ describe('conversations API and appendMessage', function () {
     const writer = client(stack.baseUrl, (await stack.createAccount({ scopes: ['write'] })).key);
     const ai = client(stack.baseUrl, (await stack.createAccount({ scopes: ['ai'] })).key);
     for (const k of [writer, ai]) {
-      for (const r of await Promise.all([k.get('/conversations'), k.get(`/conversations/${c.id}`), k.get(`/conversations/${c.id}/messages`)])) expect(r.status).to.equal(403);
+      for (const r of await Promise.all([
+        k.get('/conversations'),
+        k.get(`/conversations/${c.id}`),
+        k.get(`/conversations/${c.id}/messages`),
+      ]))
+        expect(r.status).to.equal(403);
     }
     for (const k of [reader, ai]) {
-      for (const r of await Promise.all([k.post('/conversations', {}), k.patch(`/conversations/${c.id}`, { title: 'x' }), k.delete(`/conversations/${c.id}`)])) {
+      for (const r of await Promise.all([
+        k.post('/conversations', {}),
+        k.patch(`/conversations/${c.id}`, { title: 'x' }),
+        k.delete(`/conversations/${c.id}`),
+      ])) {
         expect(r.status).to.equal(403);
         expect(r.body.error.code).to.equal('forbidden');
       }

@@ -17,6 +17,8 @@ export function dashboardQueries(): { dashboard: string; panel: string; expr: st
     .flatMap((file) => {
       const walk = (panels: Panel[]): Panel[] => panels.flatMap((p) => [p, ...walk(p.panels ?? [])]);
       const dashboard = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as { panels: Panel[] };
-      return walk(dashboard.panels).flatMap((p) => (p.targets ?? []).map((t) => ({ dashboard: file, panel: p.title, expr: t.expr })));
+      return walk(dashboard.panels).flatMap((p) =>
+        (p.targets ?? []).map((t) => ({ dashboard: file, panel: p.title, expr: t.expr })),
+      );
     });
 }

@@ -22,7 +22,12 @@ export function tool(name: string): string | null {
 /** Run a tool and return its output; a non-zero exit throws with its output in the message. */
 export function run(file: string, args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): string {
   try {
-    return execFileSync(file, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    return execFileSync(file, args, {
+      cwd: opts.cwd,
+      env: { ...process.env, ...opts.env },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; message: string };
     throw new Error(`${path.basename(file)} ${args.join(' ')} failed:\n${e.stdout ?? ''}${e.stderr ?? e.message}`);

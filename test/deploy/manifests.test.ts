@@ -24,13 +24,20 @@ function readManifests(file: string): Manifest[] {
   return parseAllDocuments(readFileSync(path.join(k8sDir, file), 'utf8')).map((doc) => {
     expect(doc.errors, file).to.deep.equal([]);
     // The yaml parser hangs a comment above an object on the document, the map or its first key.
-    const contents = doc.contents as { commentBefore?: string | null; items?: { key?: { commentBefore?: string | null } }[] } | null;
-    const comment = [doc.commentBefore, contents?.commentBefore, contents?.items?.[0]?.key?.commentBefore].filter(Boolean).join('\n');
+    const contents = doc.contents as {
+      commentBefore?: string | null;
+      items?: { key?: { commentBefore?: string | null } }[];
+    } | null;
+    const comment = [doc.commentBefore, contents?.commentBefore, contents?.items?.[0]?.key?.commentBefore]
+      .filter(Boolean)
+      .join('\n');
     return { ...(doc.toJS() as Omit<Manifest, 'file' | 'comment'>), file, comment };
   });
 }
 
-const kustomization = parseAllDocuments(readFileSync(path.join(k8sDir, 'kustomization.yaml'), 'utf8'))[0]!.toJS() as { resources: string[] };
+const kustomization = parseAllDocuments(readFileSync(path.join(k8sDir, 'kustomization.yaml'), 'utf8'))[0]!.toJS() as {
+  resources: string[];
+};
 const manifests = kustomization.resources.flatMap(readManifests);
 const ofKind = (kind: string) => manifests.filter((m) => m.kind === kind);
 const named = (kind: string, name: string) => {
@@ -42,7 +49,11 @@ const named = (kind: string, name: string) => {
 const configMap = named('ConfigMap', 'svc-config');
 const [exampleSecret, exampleKedaSecret] = readManifests('secret.example.yaml') as [Manifest, Manifest];
 /** The configuration a pod gets: the ConfigMap, and secrets good enough to pass validation. */
-const podConfig = loadConfig({ ...configMap.data, ASSET_SIGNING_SECRET: 'a'.repeat(32), WEBHOOK_SECRET_KEY: 'w'.repeat(32) });
+const podConfig = loadConfig({
+  ...configMap.data,
+  ASSET_SIGNING_SECRET: 'a'.repeat(32),
+  WEBHOOK_SECRET_KEY: 'w'.repeat(32),
+});
 const defaults = loadConfig({});
 const prefix = podConfig.QUEUE_PREFIX;
 
@@ -50,8 +61,15 @@ const expectedDeployments = ['api', 'scheduler', ...POOL_TYPES.map((p) => `worke
 const container = (d: Manifest) => d.spec.template.spec.containers[0];
 /** SHUTDOWN_GRACE_MS as a Deployment's pods get it: its own `env` over the ConfigMap. */
 const shutdownGraceOf = (d: Manifest) => {
-  const own = ((container(d).env ?? []) as { name: string; value: string }[]).find((e) => e.name === 'SHUTDOWN_GRACE_MS')?.value;
-  return loadConfig({ ...configMap.data, ASSET_SIGNING_SECRET: 'a'.repeat(32), WEBHOOK_SECRET_KEY: 'w'.repeat(32), ...(own ? { SHUTDOWN_GRACE_MS: own } : {}) }).SHUTDOWN_GRACE_MS;
+  const own = ((container(d).env ?? []) as { name: string; value: string }[]).find(
+    (e) => e.name === 'SHUTDOWN_GRACE_MS',
+  )?.value;
+  return loadConfig({
+    ...configMap.data,
+    ASSET_SIGNING_SECRET: 'a'.repeat(32),
+    WEBHOOK_SECRET_KEY: 'w'.repeat(32),
+    ...(own ? { SHUTDOWN_GRACE_MS: own } : {}),
+  }).SHUTDOWN_GRACE_MS;
 };
 /**
  * The longest a piece of work of each pool may run, from the time limits in the code: a stopping
@@ -74,7 +92,9 @@ const longestWorkMs: Record<PoolType, number> = {
 };
 /** Whether a Kubernetes Ingress path (Exact or Prefix, matched by path element) routes `url`. */
 const routes = (p: { path: string; pathType: string }, url: string) =>
-  p.pathType === 'Exact' ? url === p.path : url === p.path.replace(/\/$/, '') || url.startsWith(`${p.path.replace(/\/$/, '')}/`);
+  p.pathType === 'Exact'
+    ? url === p.path
+    : url === p.path.replace(/\/$/, '') || url.startsWith(`${p.path.replace(/\/$/, '')}/`);
 /** The container port a probe names (by name or number). */
 const probePort = (d: Manifest, probe: { httpGet: { port: string | number } }) => {
   const port = probe.httpGet.port;
@@ -106,7 +126,11 @@ describe('deploy/k8s manifests', () => {
   });
 
   it('when the Deployments are listed, then there is the API, the scheduler and exactly one per pool in POOL_TYPES, each running its pool alone', () => {
-    expect(ofKind('Deployment').map((d) => d.metadata.name).sort()).to.deep.equal([...expectedDeployments].sort());
+    expect(
+      ofKind('Deployment')
+        .map((d) => d.metadata.name)
+        .sort(),
+    ).to.deep.equal([...expectedDeployments].sort());
     for (const pool of POOL_TYPES) {
       const env = container(named('Deployment', `worker-${pool}`)).env as { name: string; value: string }[];
       const pools = env.find((e) => e.name === 'WORKER_POOLS')?.value;
@@ -118,7 +142,12 @@ describe('deploy/k8s manifests', () => {
   });
 
   it('when the probes are read, then readiness is /readyz and liveness /healthz on the port each process serves them by default', () => {
-    const portOf = (name: string) => (name === 'api' ? defaults.PORT : name === 'scheduler' ? defaults.SCHEDULER_METRICS_PORT : defaults.WORKER_METRICS_PORT);
+    const portOf = (name: string) =>
+      name === 'api'
+        ? defaults.PORT
+        : name === 'scheduler'
+          ? defaults.SCHEDULER_METRICS_PORT
+          : defaults.WORKER_METRICS_PORT;
     for (const name of expectedDeployments) {
       const d = named('Deployment', name);
       const c = container(d);
@@ -128,10 +157,19 @@ describe('deploy/k8s manifests', () => {
       expect(probePort(d, c.livenessProbe), name).to.equal(portOf(name));
       // The ConfigMap keeps the defaults, and the scrape annotation points at the process's metrics
       // port: the same as its probes, but the API's metrics are on METRICS_PORT (PORT answers 404).
-      expect(name === 'api' ? podConfig.PORT : name === 'scheduler' ? podConfig.SCHEDULER_METRICS_PORT : podConfig.WORKER_METRICS_PORT).to.equal(portOf(name));
+      expect(
+        name === 'api'
+          ? podConfig.PORT
+          : name === 'scheduler'
+            ? podConfig.SCHEDULER_METRICS_PORT
+            : podConfig.WORKER_METRICS_PORT,
+      ).to.equal(portOf(name));
       const metricsPort = name === 'api' ? defaults.METRICS_PORT : portOf(name);
       expect(Number(d.spec.template.metadata.annotations['prometheus.io/port']), name).to.equal(metricsPort);
-      expect((c.ports as { containerPort: number }[]).map((p) => p.containerPort), name).to.include(metricsPort);
+      expect(
+        (c.ports as { containerPort: number }[]).map((p) => p.containerPort),
+        name,
+      ).to.include(metricsPort);
     }
     expect(podConfig.METRICS_PORT).to.equal(defaults.METRICS_PORT);
   });
@@ -175,9 +213,19 @@ describe('deploy/k8s manifests', () => {
       expect(s.spec.scaleTargetRef.name).to.equal(`worker-${pool}`);
       expect(s.spec.minReplicaCount, pool).to.be.at.least(1);
       expect(s.spec.maxReplicaCount, pool).to.be.greaterThan(s.spec.minReplicaCount);
-      const triggers = s.spec.triggers as { type: string; metadata: { queueName: string; mode: string; value: string; protocol: string; vhostName: string }; authenticationRef: { name: string } }[];
-      const expected = [broker.poolQueue(prefix, pool), ...(pool === 'webhook' ? [broker.webhookDeliveryQueue(prefix)] : [])];
-      expect(triggers.map((t) => t.metadata.queueName), pool).to.deep.equal(expected);
+      const triggers = s.spec.triggers as {
+        type: string;
+        metadata: { queueName: string; mode: string; value: string; protocol: string; vhostName: string };
+        authenticationRef: { name: string };
+      }[];
+      const expected = [
+        broker.poolQueue(prefix, pool),
+        ...(pool === 'webhook' ? [broker.webhookDeliveryQueue(prefix)] : []),
+      ];
+      expect(
+        triggers.map((t) => t.metadata.queueName),
+        pool,
+      ).to.deep.equal(expected);
       for (const t of triggers) {
         expect(t.type).to.equal('rabbitmq');
         expect(t.metadata.mode).to.equal('QueueLength');
@@ -207,11 +255,19 @@ describe('deploy/k8s manifests', () => {
 
   it('when clients reach the API, then the Ingress routes only the public paths to it and never /metrics or /readyz', () => {
     const ingress = named('Ingress', 'api');
-    const paths = (ingress.spec.rules as { http: { paths: { path: string; pathType: string; backend: { service: { name: string; port: { name: string } } } }[] } }[]).flatMap((r) => r.http.paths);
+    const paths = (
+      ingress.spec.rules as {
+        http: {
+          paths: { path: string; pathType: string; backend: { service: { name: string; port: { name: string } } } }[];
+        };
+      }[]
+    ).flatMap((r) => r.http.paths);
     for (const p of paths) expect(p.backend.service).to.deep.equal({ name: 'api', port: { name: 'http' } });
     const routed = (url: string) => paths.some((p) => routes(p, url));
-    for (const url of ['/api/v1/account', '/api/v1/openapi', '/mcp', '/console/login', '/realtime', '/healthz']) expect(routed(url), url).to.equal(true);
-    for (const url of ['/metrics', '/metrics/', '/readyz', '/', '/api', '/apiv1/x']) expect(routed(url), url).to.equal(false);
+    for (const url of ['/api/v1/account', '/api/v1/openapi', '/mcp', '/console/login', '/realtime', '/healthz'])
+      expect(routed(url), url).to.equal(true);
+    for (const url of ['/metrics', '/metrics/', '/readyz', '/', '/api', '/apiv1/x'])
+      expect(routed(url), url).to.equal(false);
     // The Service stays inside the cluster; no Service is published on the nodes or a cloud load balancer.
     for (const s of ofKind('Service')) expect(s.spec.type ?? 'ClusterIP', s.metadata.name).to.equal('ClusterIP');
   });
@@ -219,11 +275,21 @@ describe('deploy/k8s manifests', () => {
   it('when anything in the cluster connects to a pod, then only the ingress controller (API port) and Prometheus (metrics ports) are let in', () => {
     const policies = ofKind('NetworkPolicy');
     const selects = (policy: Manifest, labels: Record<string, string>) => {
-      const sel = policy.spec.podSelector as { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values: string[] }[] };
-      return Object.entries(sel.matchLabels ?? {}).every(([k, v]) => labels[k] === v) && (sel.matchExpressions ?? []).every((e) => e.operator === 'In' && e.values.includes(labels[e.key]!));
+      const sel = policy.spec.podSelector as {
+        matchLabels?: Record<string, string>;
+        matchExpressions?: { key: string; operator: string; values: string[] }[];
+      };
+      return (
+        Object.entries(sel.matchLabels ?? {}).every(([k, v]) => labels[k] === v) &&
+        (sel.matchExpressions ?? []).every((e) => e.operator === 'In' && e.values.includes(labels[e.key]!))
+      );
     };
-    const namespacesOf = (policy: Manifest) => (policy.spec.ingress as { from: { namespaceSelector: { matchLabels: Record<string, string> } }[] }[]).flatMap((r) => r.from.map((f) => f.namespaceSelector.matchLabels['kubernetes.io/metadata.name']));
-    const portsOf = (policy: Manifest) => (policy.spec.ingress as { ports: { port: number }[] }[]).flatMap((r) => r.ports.map((p) => p.port)).sort();
+    const namespacesOf = (policy: Manifest) =>
+      (policy.spec.ingress as { from: { namespaceSelector: { matchLabels: Record<string, string> } }[] }[]).flatMap(
+        (r) => r.from.map((f) => f.namespaceSelector.matchLabels['kubernetes.io/metadata.name']),
+      );
+    const portsOf = (policy: Manifest) =>
+      (policy.spec.ingress as { ports: { port: number }[] }[]).flatMap((r) => r.ports.map((p) => p.port)).sort();
     for (const d of ofKind('Deployment')) {
       const mine = policies.filter((p) => selects(p, d.spec.template.metadata.labels));
       expect(mine.length, d.metadata.name).to.equal(1);
@@ -231,7 +297,12 @@ describe('deploy/k8s manifests', () => {
       expect(policy.spec.policyTypes).to.deep.equal(['Ingress']);
       if (d.metadata.name === 'api') {
         // The API port from the ingress controller only; the metrics port from Prometheus only.
-        const rules = (policy.spec.ingress as { from: { namespaceSelector: { matchLabels: Record<string, string> } }[]; ports: { port: number }[] }[]).map((r) => ({
+        const rules = (
+          policy.spec.ingress as {
+            from: { namespaceSelector: { matchLabels: Record<string, string> } }[];
+            ports: { port: number }[];
+          }[]
+        ).map((r) => ({
           from: r.from.map((f) => f.namespaceSelector.matchLabels['kubernetes.io/metadata.name']).sort(),
           ports: r.ports.map((p) => p.port).sort(),
         }));
@@ -241,37 +312,50 @@ describe('deploy/k8s manifests', () => {
         ]);
       } else {
         expect(namespacesOf(policy), d.metadata.name).to.deep.equal(['monitoring']);
-        expect(portsOf(policy)).to.include(d.metadata.name === 'scheduler' ? defaults.SCHEDULER_METRICS_PORT : defaults.WORKER_METRICS_PORT);
+        expect(portsOf(policy)).to.include(
+          d.metadata.name === 'scheduler' ? defaults.SCHEDULER_METRICS_PORT : defaults.WORKER_METRICS_PORT,
+        );
         expect(portsOf(policy)).to.not.include(defaults.PORT);
       }
     }
   });
 
   it('when a node is drained, then every Deployment has a PodDisruptionBudget selecting exactly its pods', () => {
-    expect(ofKind('PodDisruptionBudget').map((p) => p.metadata.name).sort()).to.deep.equal([...expectedDeployments].sort());
+    expect(
+      ofKind('PodDisruptionBudget')
+        .map((p) => p.metadata.name)
+        .sort(),
+    ).to.deep.equal([...expectedDeployments].sort());
     for (const d of ofKind('Deployment')) {
       const pdb = named('PodDisruptionBudget', d.metadata.name);
       expect(pdb.spec.selector.matchLabels).to.deep.equal(d.spec.selector.matchLabels);
       expect(d.spec.template.metadata.labels).to.include(d.spec.selector.matchLabels);
       expect(pdb.spec.minAvailable ?? pdb.spec.maxUnavailable).to.equal(1);
     }
-    for (const s of ofKind('Service')) expect(s.spec.selector).to.deep.equal(named('Deployment', s.metadata.name).spec.selector.matchLabels);
+    for (const s of ofKind('Service'))
+      expect(s.spec.selector).to.deep.equal(named('Deployment', s.metadata.name).spec.selector.matchLabels);
   });
 
   it('when configuration reaches the pods, then it comes from the ConfigMap and the Secret, and names only real config keys', () => {
     const keys = new Set(Object.keys(ConfigSchema.shape));
-    for (const k of [...Object.keys(configMap.data!), ...Object.keys(exampleSecret.stringData!)]) expect(keys.has(k), k).to.equal(true);
+    for (const k of [...Object.keys(configMap.data!), ...Object.keys(exampleSecret.stringData!)])
+      expect(keys.has(k), k).to.equal(true);
     expect(exampleSecret.kind).to.equal('Secret');
     // The example's placeholders must not start a process.
     expect(() => loadConfig({ ...configMap.data, ...exampleSecret.stringData })).to.throw(/ASSET_SIGNING_SECRET/);
     for (const d of ofKind('Deployment')) {
       const c = container(d);
-      expect(c.envFrom).to.deep.equal([{ configMapRef: { name: 'svc-config' } }, { secretRef: { name: exampleSecret.metadata.name } }]);
+      expect(c.envFrom).to.deep.equal([
+        { configMapRef: { name: 'svc-config' } },
+        { secretRef: { name: exampleSecret.metadata.name } },
+      ]);
       for (const e of (c.env ?? []) as { name: string }[]) expect(keys.has(e.name), e.name).to.equal(true);
     }
     // KEDA's own Secret (the management API, never mounted in a pod).
     const auth = named('TriggerAuthentication', 'svc-rabbitmq-management');
-    expect(auth.spec.secretTargetRef).to.deep.equal([{ parameter: 'host', name: exampleKedaSecret.metadata.name, key: 'host' }]);
+    expect(auth.spec.secretTargetRef).to.deep.equal([
+      { parameter: 'host', name: exampleKedaSecret.metadata.name, key: 'host' },
+    ]);
     expect(exampleKedaSecret.kind).to.equal('Secret');
     const host = new URL(exampleKedaSecret.stringData!.host!);
     expect([host.protocol, host.port]).to.deep.equal(['http:', '15672']);

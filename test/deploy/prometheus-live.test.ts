@@ -45,10 +45,15 @@ describe('deploy/grafana dashboard against a live Prometheus scraping the runnin
     return (await res.json()) as QueryAnswer;
   };
   /** Poll until `check` passes; the deadline only bounds a broken run, nothing here is timed. */
-  const until = async (what: string, check: () => Promise<boolean>, whileWaiting: () => Promise<unknown> = async () => {}) => {
+  const until = async (
+    what: string,
+    check: () => Promise<boolean>,
+    whileWaiting: () => Promise<unknown> = async () => {},
+  ) => {
     const deadline = Date.now() + 60_000;
     while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}; prometheus said:\n${prometheusLog.slice(-2000)}`);
+      if (Date.now() > deadline)
+        throw new Error(`gave up waiting for ${what}; prometheus said:\n${prometheusLog.slice(-2000)}`);
       await whileWaiting();
       await sleep(500);
     }
@@ -65,26 +70,43 @@ describe('deploy/grafana dashboard against a live Prometheus scraping the runnin
     dir = mkdtempSync(path.join(tmpdir(), 'svc-prometheus-'));
     // The rules under test, and a scrape config like deploy/prometheus/prometheus.yml with the
     // stack's ports as static targets (the same job names) and a 1 s interval.
-    for (const f of ['recording.yml', 'alerts.yml']) copyFileSync(path.join(deployDir, 'prometheus', f), path.join(dir, f));
-    const target = (job: string, port: number | string) => ({ job_name: job, static_configs: [{ targets: [`127.0.0.1:${port}`] }] });
+    for (const f of ['recording.yml', 'alerts.yml'])
+      copyFileSync(path.join(deployDir, 'prometheus', f), path.join(dir, f));
+    const target = (job: string, port: number | string) => ({
+      job_name: job,
+      static_configs: [{ targets: [`127.0.0.1:${port}`] }],
+    });
     writeFileSync(
       path.join(dir, 'prometheus.yml'),
       stringify({
         global: { scrape_interval: '1s', evaluation_interval: '1s' },
         rule_files: [path.join(dir, 'recording.yml'), path.join(dir, 'alerts.yml')],
-        scrape_configs: [target('svc-api', apiPort), target('svc-worker', stack.workers!.monitoringPort!), target('svc-scheduler', stack.scheduler!.monitoringPort!)],
+        scrape_configs: [
+          target('svc-api', apiPort),
+          target('svc-worker', stack.workers!.monitoringPort!),
+          target('svc-scheduler', stack.scheduler!.monitoringPort!),
+        ],
       }),
     );
     const port = await freePort();
     promUrl = `http://127.0.0.1:${port}`;
-    prometheus = spawn(bin, [
-      `--config.file=${path.join(dir, 'prometheus.yml')}`,
-      `--storage.tsdb.path=${path.join(dir, 'data')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      '--log.level=warn',
-    ], { stdio: ['ignore', 'ignore', 'pipe'] });
+    prometheus = spawn(
+      bin,
+      [
+        `--config.file=${path.join(dir, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${path.join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--log.level=warn',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     prometheus.stderr!.on('data', (chunk: Buffer) => (prometheusLog = (prometheusLog + chunk.toString()).slice(-8000)));
-    await until('Prometheus to be ready', () => fetch(`${promUrl}/-/ready`).then((r) => r.ok, () => false));
+    await until('Prometheus to be ready', () =>
+      fetch(`${promUrl}/-/ready`).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    );
   });
 
   after(async () => {
@@ -120,7 +142,11 @@ describe('deploy/grafana dashboard against a live Prometheus scraping the runnin
       const a = await query(expr);
       return a.status === 'success' && (a.data?.result.length ?? 0) > 0;
     };
-    await until('every scrape target up', async () => (await query('sum(up{job=~"svc-.*"})')).data?.result[0]?.value[1] === '3', traffic);
+    await until(
+      'every scrape target up',
+      async () => (await query('sum(up{job=~"svc-.*"})')).data?.result[0]?.value[1] === '3',
+      traffic,
+    );
     // The recording rules have data once two scrapes after a change were evaluated.
     await until(
       'the recorded job and request rates',
@@ -142,14 +168,19 @@ describe('deploy/grafana dashboard against a live Prometheus scraping the runnin
       if (!a.data!.result.length) empty.push(q.panel);
     }
     for (const panel of CORE_PANELS) {
-      expect(queries.some((q) => q.panel === panel), panel).to.equal(true);
+      expect(
+        queries.some((q) => q.panel === panel),
+        panel,
+      ).to.equal(true);
       expect(empty, `core panel "${panel}" has no data`).to.not.include(panel);
     }
 
     // What the core panels say is what happened.
     const value = async (expr: string) => Number((await query(expr)).data!.result[0]?.value[1]);
     expect(await value('route:http_requests:rate5m{route="/api/v1/code-builds"}')).to.be.greaterThan(0);
-    expect(await value('sum(route_status:http_requests:rate5m{route="/api/v1/jobs/:id", status="404"})')).to.be.greaterThan(0);
+    expect(
+      await value('sum(route_status:http_requests:rate5m{route="/api/v1/jobs/:id", status="404"})'),
+    ).to.be.greaterThan(0);
     expect(await value('route:http_request_duration_seconds:p99_5m{route="/api/v1/account"}')).to.be.within(0, 10);
     expect(await value('operation:credits_charged:rate5m{operation="code_build"}')).to.be.greaterThan(0);
     // This stack's queues (the process registry also keeps those of stacks earlier suites ran).
@@ -160,10 +191,14 @@ describe('deploy/grafana dashboard against a live Prometheus scraping the runnin
     expect(await value('count(process_ready)')).to.equal(3);
 
     // Every alert and recording rule evaluated against real series without an error.
-    const rules = (await (await fetch(`${promUrl}/api/v1/rules`)).json()) as { data: { groups: { rules: { name: string; health: string; lastError?: string }[] }[] } };
+    const rules = (await (await fetch(`${promUrl}/api/v1/rules`)).json()) as {
+      data: { groups: { rules: { name: string; health: string; lastError?: string }[] }[] };
+    };
     const all = rules.data.groups.flatMap((g) => g.rules);
     expect(all.length).to.be.greaterThan(25);
     for (const r of all) expect(r.health, `${r.name}: ${r.lastError ?? ''}`).to.equal('ok');
-    console.log(`      ${queries.length} dashboard queries ran; without data in this short run: ${empty.length ? [...new Set(empty)].join('; ') : 'none'}`);
+    console.log(
+      `      ${queries.length} dashboard queries ran; without data in this short run: ${empty.length ? [...new Set(empty)].join('; ') : 'none'}`,
+    );
   });
 });

@@ -13,7 +13,9 @@ const ruleFiles = ['recording.yml', 'alerts.yml'];
 interface RuleFile {
   groups: { name: string; rules: { record?: string; alert?: string; expr: string }[] }[];
 }
-const rules = ruleFiles.flatMap((f) => (parse(readFileSync(path.join(promDir, f), 'utf8')) as RuleFile).groups.flatMap((g) => g.rules));
+const rules = ruleFiles.flatMap((f) =>
+  (parse(readFileSync(path.join(promDir, f), 'utf8')) as RuleFile).groups.flatMap((g) => g.rules),
+);
 
 /** Skip a test, saying why, when this machine lacks promtool. */
 function promtool(ctx: Mocha.Context): string {
@@ -25,7 +27,19 @@ function promtool(ctx: Mocha.Context): string {
   return found;
 }
 
-const KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset']);
+const KEYWORDS = new Set([
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'and',
+  'or',
+  'unless',
+  'bool',
+  'offset',
+]);
 
 /**
  * The metric names a PromQL expression reads. Hand-written because no maintained JavaScript
@@ -55,7 +69,8 @@ describe('deploy/prometheus rules', () => {
 
   it('when promtool runs the rule unit tests, then every alert fires on its case and stays quiet on the look-alikes', function () {
     const bin = promtool(this);
-    for (const file of ['recording.test.yml', 'alerts.test.yml']) expect(run(bin, ['test', 'rules', file], { cwd: promDir })).to.include('SUCCESS');
+    for (const file of ['recording.test.yml', 'alerts.test.yml'])
+      expect(run(bin, ['test', 'rules', file], { cwd: promDir })).to.include('SUCCESS');
   });
 
   it('when promtool checks the compose Prometheus config, then it is valid with the rule files in place', function () {
@@ -63,7 +78,10 @@ describe('deploy/prometheus rules', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-prom-'));
     try {
       for (const f of ruleFiles) writeFileSync(path.join(dir, f), readFileSync(path.join(promDir, f)));
-      const config = readFileSync(path.join(promDir, 'prometheus.yml'), 'utf8').replaceAll('/etc/prometheus/', `${dir}/`);
+      const config = readFileSync(path.join(promDir, 'prometheus.yml'), 'utf8').replaceAll(
+        '/etc/prometheus/',
+        `${dir}/`,
+      );
       writeFileSync(path.join(dir, 'prometheus.yml'), config);
       expect(run(bin, ['check', 'config', path.join(dir, 'prometheus.yml')])).to.include('SUCCESS');
     } finally {
@@ -73,8 +91,14 @@ describe('deploy/prometheus rules', () => {
 
   it('when the issue list of alerts is read, then every one of them exists', () => {
     expect(rules.filter((r) => r.alert).map((r) => r.alert)).to.include.members([
-      'QueueBacklogGrowing', 'JobFailureRatioHigh', 'MessagesDeadLettered', 'WebhookEndpointsDisabled',
-      'Http5xxRatioHigh', 'RouteLatencyP99High', 'SchedulerTaskFailing', 'ProcessNotReady',
+      'QueueBacklogGrowing',
+      'JobFailureRatioHigh',
+      'MessagesDeadLettered',
+      'WebhookEndpointsDisabled',
+      'Http5xxRatioHigh',
+      'RouteLatencyP99High',
+      'SchedulerTaskFailing',
+      'ProcessNotReady',
     ]);
   });
 
@@ -86,9 +110,14 @@ describe('deploy/prometheus rules', () => {
     }
     for (const r of rules) if (r.record) exported.add(r.record);
     // The name extraction itself: functions, keywords, groupings, matchers and strings are not names.
-    expect(metricNames('sum by (a) (rate(x_total{q=~"y\\\\.z"}[5m])) / on (a) group_left label_replace(up, "b", "$1", "a", "(.+)") > 1e3')).to.deep.equal(['x_total', 'up']);
+    expect(
+      metricNames(
+        'sum by (a) (rate(x_total{q=~"y\\\\.z"}[5m])) / on (a) group_left label_replace(up, "b", "$1", "a", "(.+)") > 1e3',
+      ),
+    ).to.deep.equal(['x_total', 'up']);
     const used = [...rules.map((r) => r.expr), ...dashboardQueries().map((q) => q.expr)];
     expect(used.length).to.be.greaterThan(40);
-    for (const expr of used) for (const name of metricNames(expr)) expect(exported.has(name), `${name} in ${expr}`).to.equal(true);
+    for (const expr of used)
+      for (const name of metricNames(expr)) expect(exported.has(name), `${name} in ${expr}`).to.equal(true);
   });
 });

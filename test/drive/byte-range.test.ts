@@ -34,7 +34,9 @@ describe('sendBytes (api/http/byte-range.ts)', () => {
         },
       });
     });
-    app.get('/small', (req, res) => sendBytes(req, res, { size: 5, contentType: 'text/plain', open: () => Readable.from([Buffer.from('hello')]) }));
+    app.get('/small', (req, res) =>
+      sendBytes(req, res, { size: 5, contentType: 'text/plain', open: () => Readable.from([Buffer.from('hello')]) }),
+    );
     server = app.listen(0);
     await new Promise((r) => server.once('listening', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

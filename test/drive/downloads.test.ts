@@ -31,7 +31,8 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
     return r.headers.get('location')!;
   };
   /** A plain GET, no headers but the ones given. */
-  const plain = (url: string, headers: Record<string, string> = {}, method = 'GET') => fetch(url, { method, headers, redirect: 'manual' });
+  const plain = (url: string, headers: Record<string, string> = {}, method = 'GET') =>
+    fetch(url, { method, headers, redirect: 'manual' });
   const errorCode = async (r: Response) => ((await r.json()) as { error: { code: string } }).error.code;
 
   before(async () => {
@@ -63,11 +64,15 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
     expect(res.headers.get('accept-ranges')).to.equal('bytes');
     expect(res.headers.get('cache-control')).to.equal('no-store');
     expect(res.headers.get('x-content-type-options')).to.equal('nosniff');
-    expect(res.headers.get('content-disposition')).to.equal(`attachment; filename="data.bin"; filename*=UTF-8''data.bin`);
+    expect(res.headers.get('content-disposition')).to.equal(
+      `attachment; filename="data.bin"; filename*=UTF-8''data.bin`,
+    );
   });
 
   it('when a client follows the redirect, then it gets the bytes; downloadUrl of GET /drive/files/{id} works the same', async () => {
-    const followed = await fetch(`${stack.baseUrl}/drive/files/${binId}/content`, { headers: { authorization: `Bearer ${owner.key}` } });
+    const followed = await fetch(`${stack.baseUrl}/drive/files/${binId}/content`, {
+      headers: { authorization: `Bearer ${owner.key}` },
+    });
     expect(followed.status).to.equal(200);
     expect(Buffer.from(await followed.arrayBuffer()).equals(bytes)).to.equal(true);
     const handle = await api.get(`/drive/files/${binId}`);
@@ -83,7 +88,9 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
     expect(await res.text()).to.equal('hello there');
     expect(res.headers.get('content-type')).to.match(/^text\/plain/);
     const cd = res.headers.get('content-disposition')!;
-    expect(cd).to.equal(`attachment; filename="Resume _final_ __.txt"; filename*=UTF-8''${encodeURIComponent('Résumé "final" 報告.txt')}`);
+    expect(cd).to.equal(
+      `attachment; filename="Resume _final_ __.txt"; filename*=UTF-8''${encodeURIComponent('Résumé "final" 報告.txt')}`,
+    );
   });
 
   it('when a Range is asked, then 206 with Content-Range and those bytes; a suffix range works; HEAD answers the headers only', async () => {
@@ -132,7 +139,11 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
       u.searchParams.delete(drop);
       expect((await plain(u.href)).status, drop).to.equal(403);
     }
-    const old = driveDownloadLink(stack.config, { fileId: binId, keyId: owner.keyId, now: new Date(Date.now() - 901_000) });
+    const old = driveDownloadLink(stack.config, {
+      fileId: binId,
+      keyId: owner.keyId,
+      now: new Date(Date.now() - 901_000),
+    });
     const expired = await plain(old.url);
     expect(expired.status).to.equal(410);
     expect(await errorCode(expired)).to.equal('link_expired');
@@ -184,7 +195,9 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
     expect((await pc.get(`/drive/files/${outFile}/content`)).status).to.equal(404);
     expect((await pc.get(`/drive/files/${binId}/content`)).status).to.equal(404); // root files are outside every pin
     // A link the pinned key never got, forged with the right secret, is still refused by the pins.
-    expect((await plain(driveDownloadLink(stack.config, { fileId: outFile, keyId: pinned.doc._id }).url)).status).to.equal(404);
+    expect(
+      (await plain(driveDownloadLink(stack.config, { fileId: outFile, keyId: pinned.doc._id }).url)).status,
+    ).to.equal(404);
     const url = await linkOf(pc, inFile);
     expect(await (await plain(url)).text()).to.equal('in');
     await api.post('/drive/files/bulk', { fileIds: [inFile], action: 'move', folderId: outside });
@@ -221,12 +234,35 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
     await teams.addMember(team._id, member.accountId, 'viewer');
     const data = Buffer.from('team bytes');
     const fileId = `dfl_team${randomBytes(8).toString('hex').slice(0, 16)}`;
-    const blob = await putDriveBlob(stack.rt.db, data, { accountId: owner.accountId, contentType: 'text/plain', filename: 'team.txt', fileId });
+    const blob = await putDriveBlob(stack.rt.db, data, {
+      accountId: owner.accountId,
+      contentType: 'text/plain',
+      filename: 'team.txt',
+      fileId,
+    });
     const now = new Date();
     await files().insertOne({
-      _id: fileId, accountId: owner.accountId, teamId: team._id, name: 'team.txt', nameKey: 'team.txt', ext: 'txt', kind: 'text', mimeType: 'text/plain', sizeBytes: data.length, folderId: null,
-      isStarred: false, tags: [], description: '', blobId: blob.blobId, sha256: blob.sha256, trashedAt: null, lastAccessedAt: null,
-      text: { status: 'none', chars: 0, truncated: false, engine: null, error: null, at: null }, version: 1, createdAt: now, updatedAt: now,
+      _id: fileId,
+      accountId: owner.accountId,
+      teamId: team._id,
+      name: 'team.txt',
+      nameKey: 'team.txt',
+      ext: 'txt',
+      kind: 'text',
+      mimeType: 'text/plain',
+      sizeBytes: data.length,
+      folderId: null,
+      isStarred: false,
+      tags: [],
+      description: '',
+      blobId: blob.blobId,
+      sha256: blob.sha256,
+      trashedAt: null,
+      lastAccessedAt: null,
+      text: { status: 'none', chars: 0, truncated: false, engine: null, error: null, at: null },
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
     } as DriveFileDoc);
     const mc = client(stack.baseUrl, member.key);
     const url = await linkOf(mc, fileId);
@@ -241,7 +277,12 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
     const url = await linkOf(api, id);
     const writes: CommandStartedEvent[] = [];
     const watch = (e: CommandStartedEvent) => {
-      if (e.commandName === 'update' && e.command.update === COLLECTIONS.driveFiles && JSON.stringify(e.command.updates).includes('lastAccessedAt')) writes.push(e);
+      if (
+        e.commandName === 'update' &&
+        e.command.update === COLLECTIONS.driveFiles &&
+        JSON.stringify(e.command.updates).includes('lastAccessedAt')
+      )
+        writes.push(e);
     };
     stack.rt.db.client.on('commandStarted', watch);
     try {
@@ -260,6 +301,8 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
     expect(Date.now() - doc!.lastAccessedAt!.getTime()).to.be.lessThan(10_000);
     expect((await api.get(`/drive/files/${id}`)).body.id).to.equal(id);
     const list = await api.get('/drive/files?limit=100');
-    expect(list.body.data.find((f: { id: string }) => f.id === id).lastAccessedAt).to.equal(doc!.lastAccessedAt!.toISOString());
+    expect(list.body.data.find((f: { id: string }) => f.id === id).lastAccessedAt).to.equal(
+      doc!.lastAccessedAt!.toISOString(),
+    );
   });
 });

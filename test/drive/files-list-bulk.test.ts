@@ -36,10 +36,21 @@ describe('Drive files: list and bulk', () => {
       expect(all.status).to.equal(200);
       expect(all.body.data.map((f: { id: string }) => f.id)).to.deep.equal([c.id, b.id, a.id]); // newest first, trashed left out
       expect(all.body).to.include({ total: 3, hasMore: false, cursor: null });
-      expect(all.body.scope).to.deep.equal({ type: 'personal', id: accountId, name: all.body.scope.name, role: 'owner' });
+      expect(all.body.scope).to.deep.equal({
+        type: 'personal',
+        id: accountId,
+        name: all.body.scope.name,
+        role: 'owner',
+      });
       expect(all.body.teams).to.deep.equal([]);
       expect(all.body.storage).to.deep.include({ fileCount: 4 });
-      expect(all.body.folders.map((f: { id: string; fileCount: number; parentFolderId: string | null }) => [f.id, f.fileCount, f.parentFolderId])).to.deep.equal([
+      expect(
+        all.body.folders.map((f: { id: string; fileCount: number; parentFolderId: string | null }) => [
+          f.id,
+          f.fileCount,
+          f.parentFolderId,
+        ]),
+      ).to.deep.equal([
         [docs.id, 2, null],
         [sub.id, 1, docs.id],
       ]);
@@ -63,7 +74,10 @@ describe('Drive files: list and bulk', () => {
       let cursor: string | null = null;
       let pages = 0;
       do {
-        const r: { status: number; body: { total: number; hasMore: boolean; cursor: string | null; data: { id: string }[] } } = await api.get(`/drive/files?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        const r: {
+          status: number;
+          body: { total: number; hasMore: boolean; cursor: string | null; data: { id: string }[] };
+        } = await api.get(`/drive/files?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
         expect(r.status).to.equal(200);
         expect(r.body.total).to.equal(5);
         expect(r.body.hasMore).to.equal(r.body.cursor !== null);
@@ -77,7 +91,16 @@ describe('Drive files: list and bulk', () => {
 
     it('when a query breaks a rule, then 400 names it; an unknown folder or team is 404', async () => {
       const { api } = await fresh();
-      for (const [q, field] of [['limit=0', 'limit'], ['limit=101', 'limit'], ['kind=movie', 'kind'], ['starred=yes', 'starred'], ['trash=1', 'trash'], ['folderId=a/b', 'folderId'], ['cursor=nonsense', 'cursor'], ['teamId=%00', 'teamId']]) {
+      for (const [q, field] of [
+        ['limit=0', 'limit'],
+        ['limit=101', 'limit'],
+        ['kind=movie', 'kind'],
+        ['starred=yes', 'starred'],
+        ['trash=1', 'trash'],
+        ['folderId=a/b', 'folderId'],
+        ['cursor=nonsense', 'cursor'],
+        ['teamId=%00', 'teamId'],
+      ]) {
         const r = await api.get(`/drive/files?${q}`);
         expect(r.status, q).to.equal(400);
         expect(r.body.error.message, q).to.match(new RegExp(`^${field}: `));
@@ -88,7 +111,7 @@ describe('Drive files: list and bulk', () => {
   });
 
   describe('POST /drive/files/bulk', () => {
-    it('when 100 files are bulk-trashed with some already trashed, unknown or another account\'s, then each is reported and the rest are trashed', async () => {
+    it("when 100 files are bulk-trashed with some already trashed, unknown or another account's, then each is reported and the rest are trashed", async () => {
       const { api } = await fresh();
       const other = await fresh();
       const theirs = await upload(other.api, 'theirs.txt');
@@ -100,7 +123,10 @@ describe('Drive files: list and bulk', () => {
       const tooMany = await api.post('/drive/files/bulk', { fileIds, action: 'trash' });
       expect(tooMany.status).to.equal(400);
       expect(tooMany.body.error.message).to.match(/^fileIds: /);
-      const r = await api.post('/drive/files/bulk', { fileIds: fileIds.slice(0, 100).concat(mine[10]!), action: 'trash' });
+      const r = await api.post('/drive/files/bulk', {
+        fileIds: fileIds.slice(0, 100).concat(mine[10]!),
+        action: 'trash',
+      });
       // 101 ids with a duplicate: still refused (the limit counts what is sent)
       expect(r.status).to.equal(400);
       const ok = await api.post('/drive/files/bulk', { fileIds: fileIds.slice(0, 100), action: 'trash' });
@@ -116,10 +142,15 @@ describe('Drive files: list and bulk', () => {
         { fileId: 'dfl_unknown4', reason: 'not_found' },
       ]);
       expect((await other.api.get(`/drive/files/${theirs.id}`)).body.trashedAt).to.equal(null);
-      const trashed = await stack.rt.db.db.collection(COLLECTIONS.driveFiles).countDocuments({ _id: { $in: mine as never[] }, trashedAt: { $ne: null } });
+      const trashed = await stack.rt.db.db
+        .collection(COLLECTIONS.driveFiles)
+        .countDocuments({ _id: { $in: mine as never[] }, trashedAt: { $ne: null } });
       expect(trashed).to.equal(95);
       // A trashed file has no download link.
-      expect((await api.get(`/drive/files/${mine[50]}`)).body).to.include({ downloadUrl: null, downloadExpiresAt: null });
+      expect((await api.get(`/drive/files/${mine[50]}`)).body).to.include({
+        downloadUrl: null,
+        downloadExpiresAt: null,
+      });
     });
 
     it('when files are restored, then only trashed ones within the window come back, under a free name when theirs was taken', async () => {
@@ -130,7 +161,9 @@ describe('Drive files: list and bulk', () => {
       await api.post('/drive/files/bulk', { fileIds: [a.id, old.id], action: 'trash' });
       const b = await upload(api, 'same.txt'); // the name is free again while a is trashed
       expect(b.name).to.equal('same.txt');
-      await stack.rt.db.db.collection(COLLECTIONS.driveFiles).updateOne({ _id: old.id as never }, { $set: { trashedAt: new Date(Date.now() - 31 * 86_400_000) } });
+      await stack.rt.db.db
+        .collection(COLLECTIONS.driveFiles)
+        .updateOne({ _id: old.id as never }, { $set: { trashedAt: new Date(Date.now() - 31 * 86_400_000) } });
       const r = await api.post('/drive/files/bulk', { fileIds: [a.id, old.id, active.id, a.id], action: 'restore' });
       expect(r.status).to.equal(200);
       expect(r.body.succeeded).to.deep.equal([a.id]);
@@ -154,13 +187,28 @@ describe('Drive files: list and bulk', () => {
       const z = await upload(api, 'z.txt');
       await api.post('/drive/files/bulk', { fileIds: [z.id], action: 'trash' });
 
-      const cross = await api.post('/drive/files/bulk', { fileIds: [x.id, y.id], action: 'move', folderId: theirFolder.id });
-      expect(cross.body).to.deep.equal({ action: 'move', succeeded: [], failed: [{ fileId: x.id, reason: 'folder_not_found' }, { fileId: y.id, reason: 'folder_not_found' }] });
+      const cross = await api.post('/drive/files/bulk', {
+        fileIds: [x.id, y.id],
+        action: 'move',
+        folderId: theirFolder.id,
+      });
+      expect(cross.body).to.deep.equal({
+        action: 'move',
+        succeeded: [],
+        failed: [
+          { fileId: x.id, reason: 'folder_not_found' },
+          { fileId: y.id, reason: 'folder_not_found' },
+        ],
+      });
       const missing = await api.post('/drive/files/bulk', { fileIds: [x.id], action: 'move', folderId: 'dfo_nothing' });
       expect(missing.body.failed).to.deep.equal([{ fileId: x.id, reason: 'folder_not_found' }]);
       expect((await other.api.get(`/drive/files?folderId=${theirFolder.id}`)).body.total).to.equal(0);
 
-      const moved = await api.post('/drive/files/bulk', { fileIds: [x.id, y.id, z.id], action: 'move', folderId: dest.id });
+      const moved = await api.post('/drive/files/bulk', {
+        fileIds: [x.id, y.id, z.id],
+        action: 'move',
+        folderId: dest.id,
+      });
       expect(moved.body.succeeded).to.deep.equal([x.id, y.id]);
       expect(moved.body.failed).to.deep.equal([{ fileId: z.id, reason: 'trashed' }]);
       expect((await api.get(`/drive/files/${x.id}`)).body).to.include({ folderId: dest.id, name: 'clash (1).txt' });
@@ -171,7 +219,11 @@ describe('Drive files: list and bulk', () => {
       expect((await api.get(`/drive/files/${y.id}`)).body.folderId).to.equal(null);
 
       const star = await api.post('/drive/files/bulk', { fileIds: [x.id, y.id, z.id], action: 'star' });
-      expect(star.body).to.deep.equal({ action: 'star', succeeded: [x.id, y.id], failed: [{ fileId: z.id, reason: 'trashed' }] });
+      expect(star.body).to.deep.equal({
+        action: 'star',
+        succeeded: [x.id, y.id],
+        failed: [{ fileId: z.id, reason: 'trashed' }],
+      });
       const v = (await api.get(`/drive/files/${x.id}`)).body.version;
       const starAgain = await api.post('/drive/files/bulk', { fileIds: [x.id], action: 'star' });
       expect(starAgain.body.succeeded).to.deep.equal([x.id]);

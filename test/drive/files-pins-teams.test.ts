@@ -26,16 +26,22 @@ describe('Drive pinned keys and team drives', () => {
     before(async () => {
       const a = await stack.createAccount();
       full = client(stack.baseUrl, a.key);
-      const mk = async (name: string, parentFolderId?: string) => (await full.post('/drive/folders', { name, ...(parentFolderId ? { parentFolderId } : {}) })).body.id as string;
+      const mk = async (name: string, parentFolderId?: string) =>
+        (await full.post('/drive/folders', { name, ...(parentFolderId ? { parentFolderId } : {}) })).body.id as string;
       f.shared = await mk('Shared');
       f.inner = await mk('Inner', f.shared);
       f.private = await mk('Private');
-      const up = async (name: string, folderId?: string) => (await full.post('/drive/files', { name, content: name, ...(folderId ? { folderId } : {}) })).body.id as string;
+      const up = async (name: string, folderId?: string) =>
+        (await full.post('/drive/files', { name, content: name, ...(folderId ? { folderId } : {}) })).body.id as string;
       f.inShared = await up('in-shared.txt', f.shared);
       f.inInner = await up('in-inner.txt', f.inner);
       f.inPrivate = await up('in-private.txt', f.private);
       f.atRoot = await up('at-root.txt');
-      const { key } = await stack.rt.accounts.createKey(a.accountId, { name: 'pinned', scopes: [...SCOPES], folderPins: [f.shared] });
+      const { key } = await stack.rt.accounts.createKey(a.accountId, {
+        name: 'pinned',
+        scopes: [...SCOPES],
+        folderPins: [f.shared],
+      });
       pinned = client(stack.baseUrl, key);
     });
 
@@ -68,32 +74,59 @@ describe('Drive pinned keys and team drives', () => {
       expect((await pinned.patch(`/drive/folders/${f.inner}`, { parentFolderId: 'root' })).status).to.equal(404);
       expect((await pinned.post('/drive/folders', { name: 'top' })).status).to.equal(404);
       expect((await pinned.post('/drive/files', { name: 'root.txt', content: 'x' })).status).to.equal(404);
-      expect((await pinned.post('/drive/files', { name: 'p.txt', content: 'x', folderId: f.private })).status).to.equal(404);
+      expect((await pinned.post('/drive/files', { name: 'p.txt', content: 'x', folderId: f.private })).status).to.equal(
+        404,
+      );
 
-      const star = await pinned.post('/drive/files/bulk', { fileIds: [f.inShared, f.inPrivate, f.atRoot, f.inInner], action: 'star' });
+      const star = await pinned.post('/drive/files/bulk', {
+        fileIds: [f.inShared, f.inPrivate, f.atRoot, f.inInner],
+        action: 'star',
+      });
       expect(star.body.succeeded).to.deep.equal([f.inShared, f.inInner]);
-      expect(star.body.failed).to.deep.equal([{ fileId: f.inPrivate, reason: 'not_found' }, { fileId: f.atRoot, reason: 'not_found' }]);
-      const move = await pinned.post('/drive/files/bulk', { fileIds: [f.inShared], action: 'move', folderId: f.private });
+      expect(star.body.failed).to.deep.equal([
+        { fileId: f.inPrivate, reason: 'not_found' },
+        { fileId: f.atRoot, reason: 'not_found' },
+      ]);
+      const move = await pinned.post('/drive/files/bulk', {
+        fileIds: [f.inShared],
+        action: 'move',
+        folderId: f.private,
+      });
       expect(move.body.failed).to.deep.equal([{ fileId: f.inShared, reason: 'folder_not_found' }]);
-      const toRoot = await pinned.post('/drive/files/bulk', { fileIds: [f.inShared], action: 'move', folderId: 'root' });
+      const toRoot = await pinned.post('/drive/files/bulk', {
+        fileIds: [f.inShared],
+        action: 'move',
+        folderId: 'root',
+      });
       expect(toRoot.body.failed).to.deep.equal([{ fileId: f.inShared, reason: 'folder_not_found' }]);
 
       const sub = await pinned.post('/drive/folders', { name: 'Made by pinned', parentFolderId: f.inner });
       expect(sub.status).to.equal(201);
       const up = await pinned.post('/drive/files', { name: 'new.txt', content: 'x', folderId: sub.body.id });
       expect(up.status).to.equal(201);
-      const inward = await pinned.post('/drive/files/bulk', { fileIds: [f.inShared], action: 'move', folderId: f.inner });
+      const inward = await pinned.post('/drive/files/bulk', {
+        fileIds: [f.inShared],
+        action: 'move',
+        folderId: f.inner,
+      });
       expect(inward.body.succeeded).to.deep.equal([f.inShared]);
       expect((await full.get(`/drive/files/${f.inPrivate}`)).body.isStarred).to.equal(false);
     });
 
     it('when a file leaves the pins between the bulk read and its update, then it is not changed and fails as not_found', async () => {
-      const moving = (await full.post('/drive/files', { name: 'moving.txt', content: 'm', folderId: f.shared })).body.id as string;
-      const staying = (await full.post('/drive/files', { name: 'staying.txt', content: 's', folderId: f.shared })).body.id as string;
+      const moving = (await full.post('/drive/files', { name: 'moving.txt', content: 'm', folderId: f.shared })).body
+        .id as string;
+      const staying = (await full.post('/drive/files', { name: 'staying.txt', content: 's', folderId: f.shared })).body
+        .id as string;
       const files = stack.rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
       const original = Collection.prototype.updateOne;
       let moved = false;
-      const stub = sinon.stub(Collection.prototype, 'updateOne').callsFake(async function (this: Collection, filter, update, opts) {
+      const stub = sinon.stub(Collection.prototype, 'updateOne').callsFake(async function (
+        this: Collection,
+        filter,
+        update,
+        opts,
+      ) {
         if (!moved && this.collectionName === COLLECTIONS.driveFiles && (filter as { _id?: string })._id === moving) {
           moved = true; // the full key moves it to a folder outside the pins, right before the bulk's update
           await original.call(files, { _id: moving }, { $set: { folderId: f.private } });
@@ -114,11 +147,18 @@ describe('Drive pinned keys and team drives', () => {
 
     it('when one file of a bulk fails unexpectedly, then it is reported as internal_error and the others still change', async () => {
       const ids = [];
-      for (let i = 0; i < 5; i++) ids.push((await full.post('/drive/files', { name: `err-${i}.txt`, content: 'e' })).body.id as string);
+      for (let i = 0; i < 5; i++)
+        ids.push((await full.post('/drive/files', { name: `err-${i}.txt`, content: 'e' })).body.id as string);
       const victim = ids[2]!;
       const original = Collection.prototype.updateOne;
-      const stub = sinon.stub(Collection.prototype, 'updateOne').callsFake(async function (this: Collection, filter, update, opts) {
-        if (this.collectionName === COLLECTIONS.driveFiles && (filter as { _id?: string })._id === victim) throw new Error('connection reset');
+      const stub = sinon.stub(Collection.prototype, 'updateOne').callsFake(async function (
+        this: Collection,
+        filter,
+        update,
+        opts,
+      ) {
+        if (this.collectionName === COLLECTIONS.driveFiles && (filter as { _id?: string })._id === victim)
+          throw new Error('connection reset');
         return original.call(this, filter, update, opts);
       });
       try {
@@ -154,15 +194,49 @@ describe('Drive pinned keys and team drives', () => {
       const now = new Date();
       teamFolder = newId('dfo');
       await stack.rt.db.db.collection<DriveFolderDoc>(COLLECTIONS.driveFolders).insertOne({
-        _id: teamFolder, accountId: owner.accountId, teamId, name: 'Brand', nameKey: 'brand', parentFolderId: null, path: [], color: null, sticker: null, version: 1, createdAt: now, updatedAt: now,
+        _id: teamFolder,
+        accountId: owner.accountId,
+        teamId,
+        name: 'Brand',
+        nameKey: 'brand',
+        parentFolderId: null,
+        path: [],
+        color: null,
+        sticker: null,
+        version: 1,
+        createdAt: now,
+        updatedAt: now,
       });
       teamFile = newId('dfl');
       const bytes = Buffer.from('team guidelines');
-      const blob = await putDriveBlob(stack.rt.db, bytes, { accountId: owner.accountId, contentType: 'text/plain', filename: 'guide.txt', fileId: teamFile });
+      const blob = await putDriveBlob(stack.rt.db, bytes, {
+        accountId: owner.accountId,
+        contentType: 'text/plain',
+        filename: 'guide.txt',
+        fileId: teamFile,
+      });
       await stack.rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles).insertOne({
-        _id: teamFile, accountId: owner.accountId, teamId, name: 'guide.txt', nameKey: 'guide.txt', ext: 'txt', kind: 'text', mimeType: 'text/plain', sizeBytes: bytes.length, folderId: teamFolder,
-        isStarred: false, tags: [], description: '', blobId: blob.blobId, sha256: blob.sha256, trashedAt: null, lastAccessedAt: null,
-        text: { status: 'pending', chars: 0, truncated: false, engine: null, error: null, at: null }, version: 1, createdAt: now, updatedAt: now,
+        _id: teamFile,
+        accountId: owner.accountId,
+        teamId,
+        name: 'guide.txt',
+        nameKey: 'guide.txt',
+        ext: 'txt',
+        kind: 'text',
+        mimeType: 'text/plain',
+        sizeBytes: bytes.length,
+        folderId: teamFolder,
+        isStarred: false,
+        tags: [],
+        description: '',
+        blobId: blob.blobId,
+        sha256: blob.sha256,
+        trashedAt: null,
+        lastAccessedAt: null,
+        text: { status: 'pending', chars: 0, truncated: false, engine: null, error: null, at: null },
+        version: 1,
+        createdAt: now,
+        updatedAt: now,
       });
     });
 
@@ -174,14 +248,18 @@ describe('Drive pinned keys and team drives', () => {
       expect(team.status).to.equal(200);
       expect(ids(team)).to.deep.equal([teamFile]);
       expect(team.body.scope).to.deep.equal({ type: 'team', id: teamId, name: 'Design', role: 'editor' });
-      expect(team.body.folders.map((x: { id: string; fileCount: number }) => [x.id, x.fileCount])).to.deep.equal([[teamFolder, 1]]);
+      expect(team.body.folders.map((x: { id: string; fileCount: number }) => [x.id, x.fileCount])).to.deep.equal([
+        [teamFolder, 1],
+      ]);
       expect(team.body.data[0]).to.include({ teamId, folderId: teamFolder });
       const tree = await member.api.get(`/drive/folders?teamId=${teamId}`);
       expect(tree.body.data.map((x: { id: string }) => x.id)).to.deep.equal([teamFolder]);
       const handle = await member.api.get(`/drive/files/${teamFile}`);
       expect(handle.status).to.equal(200);
       expect(handle.body.downloadUrl).to.be.a('string');
-      expect((await owner.api.get('/drive/files')).body.teams).to.deep.equal([{ id: teamId, name: 'Design', role: 'owner' }]);
+      expect((await owner.api.get('/drive/files')).body.teams).to.deep.equal([
+        { id: teamId, name: 'Design', role: 'owner' },
+      ]);
       expect((await owner.api.get('/drive/files')).body.total).to.equal(0); // team files are not in the personal drive
     });
 
@@ -214,7 +292,9 @@ describe('Drive pinned keys and team drives', () => {
       expect((await outsider.get(`/drive/files/${teamFile}`)).status).to.equal(404);
       expect((await outsider.patch(`/drive/files/${teamFile}`, { isStarred: true })).status).to.equal(404);
       expect((await outsider.patch(`/drive/folders/${teamFolder}`, { name: 'x' })).status).to.equal(404);
-      expect((await outsider.post('/drive/files/bulk', { fileIds: [teamFile], action: 'star' })).body.failed).to.deep.equal([{ fileId: teamFile, reason: 'not_found' }]);
+      expect(
+        (await outsider.post('/drive/files/bulk', { fileIds: [teamFile], action: 'star' })).body.failed,
+      ).to.deep.equal([{ fileId: teamFile, reason: 'not_found' }]);
       expect((await outsider.get('/drive/files')).body.teams).to.deep.equal([]);
     });
   });

@@ -10,7 +10,10 @@ import { client, type Client } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
 
 const b64 = (b: Buffer | Uint8Array) => Buffer.from(b).toString('base64');
-const png = () => sharp({ create: { width: 8, height: 8, channels: 3, background: '#3366cc' } }).png().toBuffer();
+const png = () =>
+  sharp({ create: { width: 8, height: 8, channels: 3, background: '#3366cc' } })
+    .png()
+    .toBuffer();
 async function pdf(text = 'Quarterly report') {
   const doc = await PDFDocument.create();
   const page = doc.addPage([300, 200]);
@@ -44,9 +47,27 @@ describe('Drive files: upload, read, update', () => {
 
   describe('POST /drive/files', () => {
     it('when a Markdown file is sent as content, then 201 answers a DriveFile typed text/markdown and the bytes are in GridFS with their sha256, never in the answer', async () => {
-      const r = await api.post('/drive/files', { name: 'Notes.md', content: '# Hello\n\nWorld ✓', tags: ['a', 'a', 'b'], description: 'first' });
+      const r = await api.post('/drive/files', {
+        name: 'Notes.md',
+        content: '# Hello\n\nWorld ✓',
+        tags: ['a', 'a', 'b'],
+        description: 'first',
+      });
       expect(r.status).to.equal(201);
-      expect(r.body).to.include({ name: 'Notes.md', kind: 'text', mimeType: 'text/markdown', ext: 'md', folderId: null, teamId: null, isStarred: false, description: 'first', trashedAt: null, lastAccessedAt: null, version: 1, textStatus: 'pending' });
+      expect(r.body).to.include({
+        name: 'Notes.md',
+        kind: 'text',
+        mimeType: 'text/markdown',
+        ext: 'md',
+        folderId: null,
+        teamId: null,
+        isStarred: false,
+        description: 'first',
+        trashedAt: null,
+        lastAccessedAt: null,
+        version: 1,
+        textStatus: 'pending',
+      });
       expect(r.body.id).to.match(/^dfl_/);
       expect(r.body.sizeBytes).to.equal(Buffer.byteLength('# Hello\n\nWorld ✓'));
       expect(r.body.tags).to.deep.equal(['a', 'b']);
@@ -56,8 +77,13 @@ describe('Drive files: upload, read, update', () => {
       const doc = await files().findOne({ _id: r.body.id });
       expect(doc).to.include({ accountId, nameKey: 'notes.md' });
       expect(doc!.sha256).to.equal(createHash('sha256').update('# Hello\n\nWorld ✓').digest('hex'));
-      const chunks = await stack.rt.db.db.collection(`${COLLECTIONS.driveBlobBucket}.chunks`).find({ files_id: doc!.blobId }).toArray();
-      expect(Buffer.concat(chunks.map((c) => Buffer.from(c.data.buffer))).toString('utf8')).to.equal('# Hello\n\nWorld ✓');
+      const chunks = await stack.rt.db.db
+        .collection(`${COLLECTIONS.driveBlobBucket}.chunks`)
+        .find({ files_id: doc!.blobId })
+        .toArray();
+      expect(Buffer.concat(chunks.map((c) => Buffer.from(c.data.buffer))).toString('utf8')).to.equal(
+        '# Hello\n\nWorld ✓',
+      );
       const usage = await stack.rt.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
       expect(usage).to.include({ fileCount: 1, bytesUsed: r.body.sizeBytes });
     });
@@ -72,7 +98,10 @@ describe('Drive files: upload, read, update', () => {
       expect(exe.body.mimeType).to.not.equal('application/pdf');
       const win = await api.post('/drive/files', { name: 'invoice2.pdf', contentBase64: b64(pe()) });
       expect(win.body).to.include({ kind: 'other', mimeType: 'application/x-msdownload' });
-      const junk = await api.post('/drive/files', { name: 'random.pdf', contentBase64: b64(Buffer.from([0x00, 0x01, 0x02, 0x03, 0x9f, 0x80, 0x00])) });
+      const junk = await api.post('/drive/files', {
+        name: 'random.pdf',
+        contentBase64: b64(Buffer.from([0x00, 0x01, 0x02, 0x03, 0x9f, 0x80, 0x00])),
+      });
       expect(junk.body).to.include({ kind: 'other', mimeType: 'application/octet-stream' });
     });
 
@@ -105,7 +134,10 @@ describe('Drive files: upload, read, update', () => {
         [{ name: 'a.png', content: 'x' }, /^content: .*text files/],
         [{ name: 'a.txt', content: big }, /^content: .*2097152 bytes/],
         [{ name: 'a.txt', content: 'é'.repeat(1024 * 1024 + 1) }, /^content: .*bytes/],
-        [{ name: 'a.bin', contentBase64: 'data:application/octet-stream;base64,eA==' }, /^contentBase64: .*data: prefix/],
+        [
+          { name: 'a.bin', contentBase64: 'data:application/octet-stream;base64,eA==' },
+          /^contentBase64: .*data: prefix/,
+        ],
         [{ name: 'a.bin', contentBase64: 'eA=' }, /^contentBase64: .*canonical/],
         [{ name: 'a.bin', contentBase64: 'eB==' }, /^contentBase64: .*canonical/],
         [{ name: 'a.bin', contentBase64: 'e A==' }, /^contentBase64: .*canonical/],
@@ -127,10 +159,16 @@ describe('Drive files: upload, read, update', () => {
       const ok = await api.post('/drive/files', { name: 'big.bin', contentBase64: b64(four) });
       expect(ok.status).to.equal(201);
       expect(ok.body).to.include({ sizeBytes: four.length, kind: 'other', mimeType: 'application/octet-stream' });
-      const over = await api.post('/drive/files', { name: 'big2.bin', contentBase64: b64(Buffer.alloc(4 * 1024 * 1024 + 1, 7)) });
+      const over = await api.post('/drive/files', {
+        name: 'big2.bin',
+        contentBase64: b64(Buffer.alloc(4 * 1024 * 1024 + 1, 7)),
+      });
       expect(over.status).to.equal(400);
       expect(over.body.error.message).to.match(/^contentBase64: .*4194304/);
-      const huge = await api.post('/drive/files', JSON.stringify({ name: 'huge.bin', contentBase64: 'A'.repeat(6 * 1024 * 1024 + 8) }));
+      const huge = await api.post(
+        '/drive/files',
+        JSON.stringify({ name: 'huge.bin', contentBase64: 'A'.repeat(6 * 1024 * 1024 + 8) }),
+      );
       expect(huge.status).to.equal(413);
       expect(huge.body.error.code).to.equal('payload_too_large');
     });
@@ -145,16 +183,33 @@ describe('Drive files: upload, read, update', () => {
       }
       expect(names).to.deep.equal(['report.pdf', 'Report (1).pdf', 'report (2).pdf']);
       const elsewhere = await api.post('/drive/folders', { name: 'Elsewhere' });
-      const other = await api.post('/drive/files', { name: 'report.pdf', folderId: elsewhere.body.id, contentBase64: b64(await pdf()) });
+      const other = await api.post('/drive/files', {
+        name: 'report.pdf',
+        folderId: elsewhere.body.id,
+        contentBase64: b64(await pdf()),
+      });
       expect(other.body.name).to.equal('report.pdf'); // another folder: no suffix
     });
 
     it('when eight uploads of one name race, then all succeed with eight distinct names', async () => {
       const folder = await api.post('/drive/folders', { name: 'Race' });
-      const rs = await Promise.all(Array.from({ length: 8 }, () => api.post('/drive/files', { name: 'notes.txt', folderId: folder.body.id, content: 'same' })));
+      const rs = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          api.post('/drive/files', { name: 'notes.txt', folderId: folder.body.id, content: 'same' }),
+        ),
+      );
       expect(rs.map((r) => r.status)).to.deep.equal(Array(8).fill(201));
       const names = rs.map((r) => r.body.name).sort();
-      expect(names).to.deep.equal(['notes (1).txt', 'notes (2).txt', 'notes (3).txt', 'notes (4).txt', 'notes (5).txt', 'notes (6).txt', 'notes (7).txt', 'notes.txt']);
+      expect(names).to.deep.equal([
+        'notes (1).txt',
+        'notes (2).txt',
+        'notes (3).txt',
+        'notes (4).txt',
+        'notes (5).txt',
+        'notes (6).txt',
+        'notes (7).txt',
+        'notes.txt',
+      ]);
     });
 
     it('when folderId names a missing folder, then 404 and nothing is stored or counted', async () => {
@@ -170,8 +225,15 @@ describe('Drive files: upload, read, update', () => {
       const { key, accountId } = await stack.createAccount(); // a fresh drive, 10 GiB (pro)
       const api = client(stack.baseUrl, key);
       const sizes = Array.from({ length: 12 }, (_, i) => 100 + i);
-      const rs = await Promise.all(sizes.map((n, i) => api.post('/drive/files', { name: `first-${i}.bin`, contentBase64: b64(Buffer.alloc(n, i + 1)) })));
-      expect(rs.map((r) => r.status), rs.map((r) => r.text).join('\n')).to.deep.equal(sizes.map(() => 201));
+      const rs = await Promise.all(
+        sizes.map((n, i) =>
+          api.post('/drive/files', { name: `first-${i}.bin`, contentBase64: b64(Buffer.alloc(n, i + 1)) }),
+        ),
+      );
+      expect(
+        rs.map((r) => r.status),
+        rs.map((r) => r.text).join('\n'),
+      ).to.deep.equal(sizes.map(() => 201));
       const usage = await stack.rt.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
       expect(usage).to.include({ bytesUsed: sizes.reduce((a, b) => a + b, 0), fileCount: sizes.length });
     });
@@ -183,8 +245,18 @@ describe('Drive files: upload, read, update', () => {
       const r = await api.get(`/drive/files/${f.body.id}`);
       expect(r.status).to.equal(200);
       expect(r.headers.get('etag')).to.equal('"1"');
-      expect(r.body).to.include({ id: f.body.id, name: 'handle.txt', kind: 'text', mimeType: 'text/plain', sizeBytes: 5, folderId: null, trashedAt: null });
-      expect(r.body.downloadUrl).to.match(new RegExp(`^${stack.config.PUBLIC_BASE_URL}/api/v1/drive/downloads/${f.body.id}\\?`));
+      expect(r.body).to.include({
+        id: f.body.id,
+        name: 'handle.txt',
+        kind: 'text',
+        mimeType: 'text/plain',
+        sizeBytes: 5,
+        folderId: null,
+        trashedAt: null,
+      });
+      expect(r.body.downloadUrl).to.match(
+        new RegExp(`^${stack.config.PUBLIC_BASE_URL}/api/v1/drive/downloads/${f.body.id}\\?`),
+      );
       const ttl = (Date.parse(r.body.downloadExpiresAt) - Date.now()) / 1000;
       expect(ttl).to.be.within(850, 901);
       expect(r.text).to.not.match(/blobId|sha256/);
@@ -192,14 +264,32 @@ describe('Drive files: upload, read, update', () => {
 
     it('when a file is patched, then only the fields sent change, version moves on, and If-Match guards it', async () => {
       const folder = await api.post('/drive/folders', { name: 'Patch target' });
-      const f = await api.post('/drive/files', { name: 'patch.txt', content: 'x', tags: ['keep'], description: 'keep me' });
+      const f = await api.post('/drive/files', {
+        name: 'patch.txt',
+        content: 'x',
+        tags: ['keep'],
+        description: 'keep me',
+      });
       const star = await api.patch(`/drive/files/${f.body.id}`, { isStarred: true });
       expect(star.status).to.equal(200);
       expect(star.body).to.include({ isStarred: true, name: 'patch.txt', description: 'keep me', version: 2 });
       expect(star.body.tags).to.deep.equal(['keep']);
-      const moved = await api.patch(`/drive/files/${f.body.id}`, { folderId: folder.body.id, name: 'renamed.md', tags: ['x', 'y'] }, { 'if-match': '"2"' });
+      const moved = await api.patch(
+        `/drive/files/${f.body.id}`,
+        { folderId: folder.body.id, name: 'renamed.md', tags: ['x', 'y'] },
+        { 'if-match': '"2"' },
+      );
       expect(moved.status).to.equal(200);
-      expect(moved.body).to.include({ folderId: folder.body.id, name: 'renamed.md', ext: 'md', isStarred: true, description: 'keep me', version: 3, kind: 'text', mimeType: 'text/plain' });
+      expect(moved.body).to.include({
+        folderId: folder.body.id,
+        name: 'renamed.md',
+        ext: 'md',
+        isStarred: true,
+        description: 'keep me',
+        version: 3,
+        kind: 'text',
+        mimeType: 'text/plain',
+      });
       const stale = await api.patch(`/drive/files/${f.body.id}`, { description: 'lost' }, { 'if-match': '"2"' });
       expect(stale.status).to.equal(412);
       expect(stale.body.error.code).to.equal('precondition_failed');
@@ -256,7 +346,11 @@ describe('Drive files: upload, read, update', () => {
         ['POST', '/drive/folders', { name: 'x' }],
         ['PATCH', '/drive/folders/dfo_x', { name: 'y' }],
       ];
-      const reads: [string, string, number][] = [['GET', '/drive/files', 200], ['GET', '/drive/files/dfl_x', 404], ['GET', '/drive/folders', 200]];
+      const reads: [string, string, number][] = [
+        ['GET', '/drive/files', 200],
+        ['GET', '/drive/files/dfl_x', 404],
+        ['GET', '/drive/folders', 200],
+      ];
       for (const [m, p, b] of writes) {
         expect((await plain.call(m, p, b)).status, `${m} ${p}`).to.equal(403);
         expect((await readOnly.call(m, p, b)).status, `${m} ${p} with drive:read`).to.equal(403);
@@ -272,7 +366,11 @@ describe('Drive files: upload, read, update', () => {
 describe('Drive storage quota', () => {
   let stack: Stack;
   before(async () => {
-    stack = await startStack({ workers: false, scheduler: false, env: { DRIVE_QUOTA_BYTES: '{"free":0,"pro":10000,"teams":20000}' } });
+    stack = await startStack({
+      workers: false,
+      scheduler: false,
+      env: { DRIVE_QUOTA_BYTES: '{"free":0,"pro":10000,"teams":20000}' },
+    });
   });
   after(() => stack.stop());
 
@@ -298,21 +396,30 @@ describe('Drive storage quota', () => {
   it('when ten uploads race for room for six, then exactly six are stored and the meter equals the stored bytes', async () => {
     const { key, accountId } = await stack.createAccount();
     const api = client(stack.baseUrl, key);
-    const rs = await Promise.all(Array.from({ length: 10 }, (_, i) => api.post('/drive/files', { name: `r${i}.bin`, contentBase64: b64(Buffer.alloc(1500, i + 1)) })));
+    const rs = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        api.post('/drive/files', { name: `r${i}.bin`, contentBase64: b64(Buffer.alloc(1500, i + 1)) }),
+      ),
+    );
     expect(rs.filter((r) => r.status === 201)).to.have.length(6);
     expect(rs.filter((r) => r.status === 413)).to.have.length(4);
     const usage = await stack.rt.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
     expect(usage).to.include({ bytesUsed: 9000, fileCount: 6 });
-    const blobs = await stack.rt.db.db.collection(`${COLLECTIONS.driveBlobBucket}.files`).countDocuments({ 'metadata.accountId': accountId });
+    const blobs = await stack.rt.db.db
+      .collection(`${COLLECTIONS.driveBlobBucket}.files`)
+      .countDocuments({ 'metadata.accountId': accountId });
     expect(blobs).to.equal(6);
   });
 
-  it('when the meter of a new drive appears between a reservation\'s $inc and its read (another first upload created it), then the reservation retries and succeeds', async () => {
+  it("when the meter of a new drive appears between a reservation's $inc and its read (another first upload created it), then the reservation retries and succeeds", async () => {
     const { accountId } = await stack.createAccount();
     const repo = createDriveRepository(stack.rt.db);
     const findOne = repo.usage.findOne.bind(repo.usage) as (...a: unknown[]) => Promise<unknown>;
     const stub = sinon.stub(repo.usage, 'findOne').callsFake((async (...args: unknown[]) => {
-      if (stub.callCount === 1) await stack.rt.db.db.collection<DriveUsageDoc>(COLLECTIONS.driveUsage).insertOne({ _id: accountId, bytesUsed: 0, fileCount: 0 });
+      if (stub.callCount === 1)
+        await stack.rt.db.db
+          .collection<DriveUsageDoc>(COLLECTIONS.driveUsage)
+          .insertOne({ _id: accountId, bytesUsed: 0, fileCount: 0 });
       return findOne(...args);
     }) as never);
     try {
@@ -322,7 +429,10 @@ describe('Drive storage quota', () => {
     }
     expect(await repo.usageOf(accountId)).to.deep.equal({ bytesUsed: 5000, fileCount: 1 });
     // Past the quota it is still refused, and the meter does not move.
-    const err = await repo.reserve(accountId, 5001, 10_000).then(() => null, (e: unknown) => e);
+    const err = await repo.reserve(accountId, 5001, 10_000).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect((err as { code?: string }).code).to.equal('storage_quota_exceeded');
     expect(await repo.usageOf(accountId)).to.deep.equal({ bytesUsed: 5000, fileCount: 1 });
   });

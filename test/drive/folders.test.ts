@@ -23,7 +23,15 @@ describe('Drive folders', () => {
   it('when folders are created, then 201 answers id, parent, path, colour (normalised) and sticker; the tree lists parents first with file counts', async () => {
     const c = client(stack.baseUrl, (await stack.createAccount()).key);
     const work = await folder('Work', { color: '#3A7', sticker: '📁' }, c);
-    expect(work).to.include({ name: 'Work', parentFolderId: null, color: '#33aa77', sticker: '📁', fileCount: 0, version: 1, teamId: null });
+    expect(work).to.include({
+      name: 'Work',
+      parentFolderId: null,
+      color: '#33aa77',
+      sticker: '📁',
+      fileCount: 0,
+      version: 1,
+      teamId: null,
+    });
     expect(work.id).to.match(/^dfo_/);
     expect(work.path).to.deep.equal([]);
     const zeta = await folder('zeta', { parentFolderId: work.id, color: '#AABBCC' }, c);
@@ -37,7 +45,13 @@ describe('Drive folders', () => {
     await c.post('/drive/files', { name: 'c.txt', content: 'c' });
     const t = await c.get('/drive/folders');
     expect(t.status).to.equal(200);
-    expect(t.body.data.map((f: { name: string; fileCount: number }) => `${f.name}:${f.fileCount}`)).to.deep.equal(['Home:0', 'Work:0', 'alpha:2', 'deep:0', 'zeta:0']);
+    expect(t.body.data.map((f: { name: string; fileCount: number }) => `${f.name}:${f.fileCount}`)).to.deep.equal([
+      'Home:0',
+      'Work:0',
+      'alpha:2',
+      'deep:0',
+      'zeta:0',
+    ]);
     expect(t.body).to.include({ total: 5, rootFileCount: 1 });
     expect(t.body.scope.type).to.equal('personal');
     expect(zeta).to.include({ color: '#aabbcc' });
@@ -125,7 +139,10 @@ describe('Drive folders', () => {
   it('when two moves race to put two folders under each other, then one wins and no cycle is stored', async () => {
     const p = await folder('P');
     const q = await folder('Q');
-    const [r1, r2] = await Promise.all([api.patch(`/drive/folders/${p.id}`, { parentFolderId: q.id }), api.patch(`/drive/folders/${q.id}`, { parentFolderId: p.id })]);
+    const [r1, r2] = await Promise.all([
+      api.patch(`/drive/folders/${p.id}`, { parentFolderId: q.id }),
+      api.patch(`/drive/folders/${q.id}`, { parentFolderId: p.id }),
+    ]);
     expect([r1.status, r2.status].sort()).to.deep.equal([200, 409]);
     const sp = (await stored(p.id))!;
     const sq = (await stored(q.id))!;

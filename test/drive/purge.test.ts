@@ -6,7 +6,14 @@ import { COLLECTIONS } from '../../platform/infra/mongo';
 import { driveBlobCollections } from '../../platform/drive/blobs';
 import type { DriveFileDoc, DriveUsageDoc } from '../../platform/drive/drive.types';
 import { PURGE_CLAIM_MS, purgeSteps, purgeTrashedDriveFiles } from '../../platform/drive/purge';
-import { allIndexDocuments, DRIVE_INDEX_LIMITS, indexDriveFile, forwardId, removeDriveTextIndex, tokenCollection } from '../../platform/drive/search-index';
+import {
+  allIndexDocuments,
+  DRIVE_INDEX_LIMITS,
+  indexDriveFile,
+  forwardId,
+  removeDriveTextIndex,
+  tokenCollection,
+} from '../../platform/drive/search-index';
 import { client, eventually, type Client } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
 
@@ -19,11 +26,13 @@ describe('Drive trash purge (drive.purge)', () => {
 
   const db = () => stack.rt.db;
   const files = () => db().db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
-  const usage = async () => (await db().db.collection<DriveUsageDoc>(COLLECTIONS.driveUsage).findOne({ _id: accountId }))!;
+  const usage = async () =>
+    (await db().db.collection<DriveUsageDoc>(COLLECTIONS.driveUsage).findOne({ _id: accountId }))!;
   const purge = (now = new Date()) => purgeTrashedDriveFiles(stack.rt, { now });
 
   /** Documents of the search index that name the file (postings, pages, forward document). */
-  const indexMentions = async (fileId: string) => (await allIndexDocuments(db())).filter((d) => JSON.stringify(d).includes(fileId)).length;
+  const indexMentions = async (fileId: string) =>
+    (await allIndexDocuments(db())).filter((d) => JSON.stringify(d).includes(fileId)).length;
 
   /** Upload, index its text (as the drive pool would), trash it and age the trash by `days`. */
   const trashed = async (name: string, days: number, size = 600_000) => {
@@ -31,7 +40,22 @@ describe('Drive trash purge (drive.purge)', () => {
     expect(r.status, r.text).to.equal(201);
     const id = r.body.id as string;
     const doc = (await files().findOne({ _id: id }))!;
-    await db().db.collection(COLLECTIONS.driveTexts).updateOne({ _id: id as never }, { $set: { accountId, teamId: null, content: 'quarterly zebra figures', truncated: false, engine: 'test', at: new Date() } }, { upsert: true });
+    await db()
+      .db.collection(COLLECTIONS.driveTexts)
+      .updateOne(
+        { _id: id as never },
+        {
+          $set: {
+            accountId,
+            teamId: null,
+            content: 'quarterly zebra figures',
+            truncated: false,
+            engine: 'test',
+            at: new Date(),
+          },
+        },
+        { upsert: true },
+      );
     await indexDriveFile(db(), doc, 'quarterly zebra figures');
     expect(await indexMentions(id), 'indexed').to.be.greaterThan(1);
     const t = await api.post('/drive/files/bulk', { fileIds: [id], action: 'trash' });
@@ -44,7 +68,12 @@ describe('Drive trash purge (drive.purge)', () => {
   const expectPurged = async (f: DriveFileDoc) => {
     const blobs = driveBlobCollections(db());
     expect(await files().countDocuments({ _id: f._id }), 'record').to.equal(0);
-    expect(await db().db.collection(COLLECTIONS.driveTexts).countDocuments({ _id: f._id as never }), 'text').to.equal(0);
+    expect(
+      await db()
+        .db.collection(COLLECTIONS.driveTexts)
+        .countDocuments({ _id: f._id as never }),
+      'text',
+    ).to.equal(0);
     expect(await tokenCollection(db()).countDocuments({ _id: forwardId(f._id) } as never), 'forward index').to.equal(0);
     expect(await indexMentions(f._id), 'search postings').to.equal(0);
     expect(await blobs.files.countDocuments({ _id: f.blobId }), 'GridFS files doc').to.equal(0);
@@ -53,14 +82,22 @@ describe('Drive trash purge (drive.purge)', () => {
   const orphanChunks = async () => {
     const blobs = driveBlobCollections(db());
     const ids = new Set((await blobs.files.find({}, { projection: { _id: 1 } }).toArray()).map((d) => d._id));
-    return (await blobs.chunks.find({}, { projection: { files_id: 1 } }).toArray()).filter((c) => !ids.has(c.files_id)).length;
+    return (await blobs.chunks.find({}, { projection: { files_id: 1 } }).toArray()).filter((c) => !ids.has(c.files_id))
+      .length;
   };
 
   before(async () => {
     stack = await startStack({ workers: false });
     // Agenda runs drive.purge once at start, then every 15 minutes: let that first run pass so
     // the runs below are the only ones.
-    await eventually(async () => (await db().db.collection('scheduler_jobs').findOne({ name: 'drive.purge', lastFinishedAt: { $ne: null } })) ?? null, 15_000, 'the first drive.purge run');
+    await eventually(
+      async () =>
+        (await db()
+          .db.collection('scheduler_jobs')
+          .findOne({ name: 'drive.purge', lastFinishedAt: { $ne: null } })) ?? null,
+      15_000,
+      'the first drive.purge run',
+    );
     const acc = await stack.createAccount({ scopes: ['drive:read', 'drive:write'] });
     accountId = acc.accountId;
     api = client(stack.baseUrl, acc.key);
@@ -87,7 +124,11 @@ describe('Drive trash purge (drive.purge)', () => {
     const restore = await api.post('/drive/files/bulk', { fileIds: [old._id, young._id], action: 'restore' });
     expect(restore.body.failed).to.deep.equal([{ fileId: old._id, reason: 'not_found' }]);
     expect(restore.body.succeeded).to.deep.equal([young._id]);
-    expect((await api.get('/drive/files?limit=100')).body.storage).to.deep.equal({ bytesUsed: after.bytesUsed, quotaBytes: (await api.get('/drive/files')).body.storage.quotaBytes, fileCount: after.fileCount });
+    expect((await api.get('/drive/files?limit=100')).body.storage).to.deep.equal({
+      bytesUsed: after.bytesUsed,
+      quotaBytes: (await api.get('/drive/files')).body.storage.quotaBytes,
+      fileCount: after.fileCount,
+    });
   });
 
   it('when the purge runs twice, then the second run finds nothing and changes nothing', async () => {
@@ -103,7 +144,11 @@ describe('Drive trash purge (drive.purge)', () => {
     it(`when a purge fails once at step "${step}", then the next run finishes it (claimed meanwhile: no restore): meter moved once, no orphan chunks`, async () => {
       const f = await trashed(`crash-${step}.bin`, 31, 300_000);
       const before = await usage();
-      sinon.stub(purgeSteps, step).callThrough().onFirstCall().rejects(new Error(`crash at ${step}`));
+      sinon
+        .stub(purgeSteps, step)
+        .callThrough()
+        .onFirstCall()
+        .rejects(new Error(`crash at ${step}`));
       expect(await purge()).to.include({ purged: 0, failed: 1 });
       const mid = await files().findOne({ _id: f._id });
       expect(mid!.purgingAt).to.be.instanceOf(Date);
@@ -135,7 +180,11 @@ describe('Drive trash purge (drive.purge)', () => {
   });
 
   it('when two runs purge at once (two schedulers), then each file is purged once and the meter moves once per file', async () => {
-    const list = [await trashed('race-1.bin', 35, 2000), await trashed('race-2.bin', 35, 3000), await trashed('race-3.bin', 35, 4000)];
+    const list = [
+      await trashed('race-1.bin', 35, 2000),
+      await trashed('race-2.bin', 35, 3000),
+      await trashed('race-3.bin', 35, 4000),
+    ];
     const before = await usage();
     const runs = await Promise.all([purge(), purge(), purge()]);
     expect(runs.reduce((n, r) => n + r.purged, 0)).to.equal(3);
@@ -179,12 +228,20 @@ describe('Drive trash purge (drive.purge)', () => {
     const r = await api.post('/drive/files', { name: 'pages.txt', content: 'pages' });
     const doc = (await files().findOne({ _id: r.body.id }))!;
     await indexDriveFile(db(), doc, 'short zebra text');
-    const long = Array.from({ length: 3 * DRIVE_INDEX_LIMITS.pageChars }, (_, i) => (i % 7 === 6 ? ' ' : 'abcdefghij'[i % 10])).join('');
+    const long = Array.from({ length: 3 * DRIVE_INDEX_LIMITS.pageChars }, (_, i) =>
+      i % 7 === 6 ? ' ' : 'abcdefghij'[i % 10],
+    ).join('');
     // The crash: the claim and the pages are written, the final update of the forward document is not.
     const original = Collection.prototype.updateOne;
-    const stub = sinon.stub(Collection.prototype, 'updateOne').callsFake(function (this: Collection, filter, update, opts) {
+    const stub = sinon.stub(Collection.prototype, 'updateOne').callsFake(function (
+      this: Collection,
+      filter,
+      update,
+      opts,
+    ) {
       const set = (update as { $set?: Record<string, unknown> }).$set;
-      if ((filter as { _id?: string })._id === forwardId(doc._id) && set && !('tokens' in set)) return Promise.reject(new Error('crash before the final update'));
+      if ((filter as { _id?: string })._id === forwardId(doc._id) && set && !('tokens' in set))
+        return Promise.reject(new Error('crash before the final update'));
       return original.call(this, filter, update, opts);
     });
     try {
@@ -195,7 +252,8 @@ describe('Drive trash purge (drive.purge)', () => {
     } finally {
       stub.restore();
     }
-    const pagesOf = async () => (await allIndexDocuments(db())).filter((d) => d._id.startsWith(`pg:${doc._id}:`)).length;
+    const pagesOf = async () =>
+      (await allIndexDocuments(db())).filter((d) => d._id.startsWith(`pg:${doc._id}:`)).length;
     expect(await pagesOf()).to.be.greaterThan(1);
     await removeDriveTextIndex(db(), doc);
     expect(await pagesOf()).to.equal(0);
@@ -209,7 +267,8 @@ describe('Drive trash purge (drive.purge)', () => {
     const meter = await usage();
     expect(meter.bytesUsed).to.equal(before.bytesUsed - 5000);
     // The stalled run wakes up and goes on from where it was.
-    for (const step of ['text', 'tokens', 'bytes', 'meter', 'record', 'unmark'] as const) await purgeSteps[step](db(), f);
+    for (const step of ['text', 'tokens', 'bytes', 'meter', 'record', 'unmark'] as const)
+      await purgeSteps[step](db(), f);
     expect(await usage()).to.deep.equal(meter);
     await expectPurged(f);
   });

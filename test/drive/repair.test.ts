@@ -5,9 +5,19 @@ import sinon from 'sinon';
 import { SCOPES } from '../../contracts/registry';
 import { COLLECTIONS } from '../../platform/infra/mongo';
 import { driveBlobCollections } from '../../platform/drive/blobs';
-import type { DriveFileDoc, DriveFolderDoc, DriveReservationDoc, DriveUsageDoc } from '../../platform/drive/drive.types';
+import type {
+  DriveFileDoc,
+  DriveFolderDoc,
+  DriveReservationDoc,
+  DriveUsageDoc,
+} from '../../platform/drive/drive.types';
 import { DRIVE_PATHS_GRACE_MS } from '../../platform/drive/repair';
-import { DRIVE_RESERVATION_CLAIM_MS, DRIVE_RESERVATION_GRACE_MS, driveUploadSteps, settleDriveReservation } from '../../platform/drive/reservations';
+import {
+  DRIVE_RESERVATION_CLAIM_MS,
+  DRIVE_RESERVATION_GRACE_MS,
+  driveUploadSteps,
+  settleDriveReservation,
+} from '../../platform/drive/reservations';
 import { client, eventually, type Client } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
 
@@ -27,16 +37,30 @@ describe('Drive crash repair (drive.repair)', () => {
   const later = () => new Date(Date.now() + DRIVE_RESERVATION_GRACE_MS + 1000);
 
   const blobs = () => driveBlobCollections(db());
-  const blobState = async (blobId: string) => ({ files: await blobs().files.countDocuments({ _id: blobId }), chunks: await blobs().chunks.countDocuments({ files_id: blobId }) });
+  const blobState = async (blobId: string) => ({
+    files: await blobs().files.countDocuments({ _id: blobId }),
+    chunks: await blobs().chunks.countDocuments({ files_id: blobId }),
+  });
   const orphanChunks = async () => {
-    const ids = new Set((await blobs().files.find({}, { projection: { _id: 1 } }).toArray()).map((d) => d._id));
-    return (await blobs().chunks.find({}, { projection: { files_id: 1 } }).toArray()).filter((c) => !ids.has(c.files_id)).length;
+    const ids = new Set(
+      (
+        await blobs()
+          .files.find({}, { projection: { _id: 1 } })
+          .toArray()
+      ).map((d) => d._id),
+    );
+    return (
+      await blobs()
+        .chunks.find({}, { projection: { files_id: 1 } })
+        .toArray()
+    ).filter((c) => !ids.has(c.files_id)).length;
   };
   const meter = async () => {
     const u = await usage();
     return { bytesUsed: u.bytesUsed, fileCount: u.fileCount, reservedRefs: u.reservedRefs ?? [] };
   };
-  const upload = (name: string, size: number, c = api) => c.post('/drive/files', { name, contentBase64: randomBytes(size).toString('base64') });
+  const upload = (name: string, size: number, c = api) =>
+    c.post('/drive/files', { name, contentBase64: randomBytes(size).toString('base64') });
 
   /**
    * An upload whose process "dies" when `step` is reached: the step throws and the upload's own
@@ -54,7 +78,10 @@ describe('Drive crash repair (drive.repair)', () => {
   };
 
   before(async () => {
-    stack = await startStack({ workers: false, env: { DRIVE_QUOTA_BYTES: '{"free":0,"pro":4000000,"teams":20000000}' } });
+    stack = await startStack({
+      workers: false,
+      env: { DRIVE_QUOTA_BYTES: '{"free":0,"pro":4000000,"teams":20000000}' },
+    });
     const acc = await stack.createAccount({ scopes: ['drive:read', 'drive:write'] });
     accountId = acc.accountId;
     api = client(stack.baseUrl, acc.key);
@@ -70,7 +97,11 @@ describe('Drive crash repair (drive.repair)', () => {
       const r = await upload('ok.bin', 4000);
       expect(r.status, r.text).to.equal(201);
       expect(await reservations().countDocuments({ accountId })).to.equal(0);
-      expect(await meter()).to.deep.equal({ bytesUsed: before.bytesUsed + 4000, fileCount: before.fileCount + 1, reservedRefs: [] });
+      expect(await meter()).to.deep.equal({
+        bytesUsed: before.bytesUsed + 4000,
+        fileCount: before.fileCount + 1,
+        reservedRefs: [],
+      });
       const f = (await files().findOne({ _id: r.body.id }))!;
       expect(await blobState(f.blobId)).to.deep.equal({ files: 1, chunks: 1 });
     });
@@ -87,7 +118,9 @@ describe('Drive crash repair (drive.repair)', () => {
       expect(r.status).to.equal(500);
       expect(await reservations().countDocuments({ accountId })).to.equal(0);
       expect(await meter()).to.deep.equal(before);
-      expect(await blobs().files.countDocuments({ 'metadata.accountId': accountId, filename: 'fails.bin' } as never)).to.equal(0);
+      expect(
+        await blobs().files.countDocuments({ 'metadata.accountId': accountId, filename: 'fails.bin' } as never),
+      ).to.equal(0);
       expect(await orphanChunks()).to.equal(0);
     });
 
@@ -111,7 +144,11 @@ describe('Drive crash repair (drive.repair)', () => {
     it('when the process dies after the reservation (meter moved, no bytes yet), then the repair gives the meter back once after the grace period; a second run changes nothing', async () => {
       const before = await meter();
       const res = await crashAt('bytes', 'reserved.bin', 7000);
-      expect(await meter()).to.deep.equal({ bytesUsed: before.bytesUsed + 7000, fileCount: before.fileCount + 1, reservedRefs: [res._id] });
+      expect(await meter()).to.deep.equal({
+        bytesUsed: before.bytesUsed + 7000,
+        fileCount: before.fileCount + 1,
+        reservedRefs: [res._id],
+      });
       expect(await blobState(res.blobId)).to.deep.equal({ files: 0, chunks: 0 });
       // Within its grace the upload may still be running: left alone.
       expect(await repair()).to.deep.include({ reservations: { kept: 0, released: 0, failed: 0 } });
@@ -159,7 +196,11 @@ describe('Drive crash repair (drive.repair)', () => {
 
     it('when two repairs run at once (two schedulers), then each reservation is settled once and the meter moves back once', async () => {
       const before = await meter();
-      const left = [await crashAt('commit', 'race-1.bin', 1000), await crashAt('commit', 'race-2.bin', 2000), await crashAt('bytes', 'race-3.bin', 3000)];
+      const left = [
+        await crashAt('commit', 'race-1.bin', 1000),
+        await crashAt('commit', 'race-2.bin', 2000),
+        await crashAt('bytes', 'race-3.bin', 3000),
+      ];
       expect((await meter()).bytesUsed).to.equal(before.bytesUsed + 6000);
       const now = later();
       const runs = await Promise.all([repair(now), repair(now)]);
@@ -179,7 +220,9 @@ describe('Drive crash repair (drive.repair)', () => {
       expect(await meter()).to.deep.equal(before);
       await reservations().insertOne({ ...res, settlingAt: t });
       expect(await repair(t)).to.deep.include({ reservations: { kept: 0, released: 0, failed: 0 } }); // claimed: left to its settler
-      expect(await repair(new Date(t.getTime() + DRIVE_RESERVATION_CLAIM_MS + 1000))).to.deep.include({ reservations: { kept: 0, released: 1, failed: 0 } });
+      expect(await repair(new Date(t.getTime() + DRIVE_RESERVATION_CLAIM_MS + 1000))).to.deep.include({
+        reservations: { kept: 0, released: 1, failed: 0 },
+      });
       expect(await meter()).to.deep.equal(before);
       expect(await reservations().countDocuments({ _id: res._id })).to.equal(0);
     });
@@ -211,7 +254,10 @@ describe('Drive crash repair (drive.repair)', () => {
     /** A move whose rewrite of the descendants' paths throws (after the folder itself moved). */
     const failingMove = async (id: string, parentFolderId: string) => {
       const bulkWrite = Collection.prototype.bulkWrite;
-      const stub = sinon.stub(Collection.prototype, 'bulkWrite').callsFake(function (this: Collection, ...args: unknown[]) {
+      const stub = sinon.stub(Collection.prototype, 'bulkWrite').callsFake(function (
+        this: Collection,
+        ...args: unknown[]
+      ) {
         if (this.collectionName === COLLECTIONS.driveFolders) return Promise.reject(new Error('connection reset'));
         return (bulkWrite as (...a: unknown[]) => unknown).apply(this, args);
       } as never);
@@ -235,7 +281,11 @@ describe('Drive crash repair (drive.repair)', () => {
       const b = await folder('New home');
       const inDeep = await api.post('/drive/files', { name: 'deep.txt', content: 'deep down', folderId: d });
       expect(inDeep.status).to.equal(201);
-      const { key } = await stack.rt.accounts.createKey(accountId, { name: 'pinned to new home', scopes: [...SCOPES], folderPins: [b] });
+      const { key } = await stack.rt.accounts.createKey(accountId, {
+        name: 'pinned to new home',
+        scopes: [...SCOPES],
+        folderPins: [b],
+      });
       const pinned = client(stack.baseUrl, key);
 
       const r = await failingMove(c, b);
@@ -251,7 +301,9 @@ describe('Drive crash repair (drive.repair)', () => {
       expect(await repair()).to.deep.include({ paths: { repaired: 0, failed: 0 } });
       expect(await pathOf(d)).to.deep.equal([a, c]);
 
-      expect(await repair(new Date(Date.now() + DRIVE_PATHS_GRACE_MS + 1000))).to.deep.include({ paths: { repaired: 1, failed: 0 } });
+      expect(await repair(new Date(Date.now() + DRIVE_PATHS_GRACE_MS + 1000))).to.deep.include({
+        paths: { repaired: 1, failed: 0 },
+      });
       expect(await pathOf(d)).to.deep.equal([b, c]);
       expect((await usage()).pathsDirtyAt).to.equal(null);
       expect(await seen()).to.deep.equal([b, c, d]);
@@ -260,7 +312,9 @@ describe('Drive crash repair (drive.repair)', () => {
       expect(list.body.data.map((f: { id: string }) => f.id)).to.deep.equal([inDeep.body.id]);
 
       const version = (await folders().findOne({ _id: d }))!.version;
-      expect(await repair(new Date(Date.now() + DRIVE_PATHS_GRACE_MS + 1000))).to.deep.include({ paths: { repaired: 0, failed: 0 } });
+      expect(await repair(new Date(Date.now() + DRIVE_PATHS_GRACE_MS + 1000))).to.deep.include({
+        paths: { repaired: 0, failed: 0 },
+      });
       expect((await folders().findOne({ _id: d }))!.version).to.equal(version);
     });
 
@@ -290,14 +344,20 @@ describe('Drive crash repair (drive.repair)', () => {
       sinon.stub(Collection.prototype, 'bulkWrite').callsFake(async function (this: Collection, ...args: unknown[]) {
         const out = await (bulkWrite as (...a: unknown[]) => Promise<unknown>).apply(this, args);
         // Meanwhile another process takes the (expired) lock and marks the drive for its own move.
-        if (this.collectionName === COLLECTIONS.driveFolders) await usageDocs().updateOne({ _id: accountId }, { $set: { folderLockToken: 'another', pathsDirtyAt: remark } });
+        if (this.collectionName === COLLECTIONS.driveFolders)
+          await usageDocs().updateOne(
+            { _id: accountId },
+            { $set: { folderLockToken: 'another', pathsDirtyAt: remark } },
+          );
         return out;
       } as never);
       await repair(new Date(Date.now() + DRIVE_PATHS_GRACE_MS + 1000));
       sinon.restore();
       expect((await usage()).pathsDirtyAt).to.deep.equal(remark);
       await usageDocs().updateOne({ _id: accountId }, { $set: { folderLockToken: null, folderLockUntil: null } });
-      expect(await repair(new Date(Date.now() + DRIVE_PATHS_GRACE_MS + 1000))).to.deep.include({ paths: { repaired: 1, failed: 0 } });
+      expect(await repair(new Date(Date.now() + DRIVE_PATHS_GRACE_MS + 1000))).to.deep.include({
+        paths: { repaired: 1, failed: 0 },
+      });
       expect((await usage()).pathsDirtyAt).to.equal(null);
     });
   });

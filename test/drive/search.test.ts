@@ -1,7 +1,17 @@
 import { expect } from 'chai';
 import { putDriveBlob } from '../../platform/drive/blobs';
 import type { DriveFileDoc } from '../../platform/drive/drive.types';
-import { allIndexDocuments, forwardId, foldWord, indexCollections, pageId, postingsId, removeDriveTextIndex, snippetAround, words } from '../../platform/drive/search-index';
+import {
+  allIndexDocuments,
+  forwardId,
+  foldWord,
+  indexCollections,
+  pageId,
+  postingsId,
+  removeDriveTextIndex,
+  snippetAround,
+  words,
+} from '../../platform/drive/search-index';
 import { createTeams } from '../../platform/drive/teams';
 import { requestDriveText } from '../../platform/drive/text-queue';
 import { COLLECTIONS } from '../../platform/infra/mongo';
@@ -9,7 +19,13 @@ import { client, type Client } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
 import { b64, makeDocx, makePdf, makePptx, makeXlsx, upload, waitForText } from './text-documents';
 
-type Hit = { file: { id: string; name: string; kind: string; teamId: string | null }; score: number; matchField: string; snippet: string; highlights: { start: number; end: number }[] };
+type Hit = {
+  file: { id: string; name: string; kind: string; teamId: string | null };
+  score: number;
+  matchField: string;
+  snippet: string;
+  highlights: { start: number; end: number }[];
+};
 
 describe('Drive search: GET /drive/search', function () {
   this.timeout(60_000);
@@ -18,7 +34,8 @@ describe('Drive search: GET /drive/search', function () {
   let accountId: string;
   const files = () => stack.rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
   /** An index document by `_id`. */
-  const indexDoc = (kind: keyof typeof indexCollections, id: string) => stack.rt.db.db.collection<{ _id: string }>(indexCollections[kind]).findOne({ _id: id });
+  const indexDoc = (kind: keyof typeof indexCollections, id: string) =>
+    stack.rt.db.db.collection<{ _id: string }>(indexCollections[kind]).findOne({ _id: id });
   /** Upload and wait until its text is extracted and indexed. */
   const put = async (c: Client, body: Record<string, unknown>) => {
     const id = await upload(c, body);
@@ -34,20 +51,60 @@ describe('Drive search: GET /drive/search', function () {
   const marked = (h: Hit) => h.highlights.map((m) => h.snippet.slice(m.start, m.end));
 
   // One account with a small drive, made once (each upload waits for its text).
-  let nameHit: string, bodyHit: string, tagHit: string, descHit: string, pdf: string, docx: string, xlsx: string, pptx: string;
+  let nameHit: string,
+    bodyHit: string,
+    tagHit: string,
+    descHit: string,
+    pdf: string,
+    docx: string,
+    xlsx: string,
+    pptx: string;
   before(async () => {
     stack = await startStack({ env: { WORKER_POOLS: 'drive' }, scheduler: false });
     const a = await stack.createAccount({ scopes: ['drive:read', 'drive:write'] });
     api = client(stack.baseUrl, a.key);
     accountId = a.accountId;
-    bodyHit = await put(api, { name: 'minutes.md', content: `Attendees discussed many things. ${'Filler words go here. '.repeat(20)}Then the zeppelin hangar lease came up, and everyone agreed.` });
+    bodyHit = await put(api, {
+      name: 'minutes.md',
+      content: `Attendees discussed many things. ${'Filler words go here. '.repeat(20)}Then the zeppelin hangar lease came up, and everyone agreed.`,
+    });
     nameHit = await put(api, { name: 'Zeppelin history.txt', content: 'Airships of the early century.' });
-    tagHit = await put(api, { name: 'photo-notes.txt', content: 'Nothing relevant here.', tags: ['zeppelin', 'archive'] });
-    descHit = await put(api, { name: 'scan-notes.txt', content: 'Nothing relevant either.', description: 'Notes about the zeppelin museum visit.' });
-    pdf = await put(api, { name: 'harbour.pdf', contentBase64: b64(await makePdf([['Harbour authority report'], ['The lighthouse tender arrives weekly']])) });
-    docx = await put(api, { name: 'proposal.docx', contentBase64: b64(await makeDocx(['Proposal for the lighthouse restoration', 'Budget follows.'])) });
-    xlsx = await put(api, { name: 'costs.xlsx', contentBase64: b64(await makeXlsx([{ name: 'Lighthouse', rows: [['Paint', 300], ['Lamp', 1200]] }])) });
-    pptx = await put(api, { name: 'pitch.pptx', contentBase64: b64(await makePptx([{ title: 'Lighthouse tours', lines: ['Summer season', 'Guided visits'] }])) });
+    tagHit = await put(api, {
+      name: 'photo-notes.txt',
+      content: 'Nothing relevant here.',
+      tags: ['zeppelin', 'archive'],
+    });
+    descHit = await put(api, {
+      name: 'scan-notes.txt',
+      content: 'Nothing relevant either.',
+      description: 'Notes about the zeppelin museum visit.',
+    });
+    pdf = await put(api, {
+      name: 'harbour.pdf',
+      contentBase64: b64(await makePdf([['Harbour authority report'], ['The lighthouse tender arrives weekly']])),
+    });
+    docx = await put(api, {
+      name: 'proposal.docx',
+      contentBase64: b64(await makeDocx(['Proposal for the lighthouse restoration', 'Budget follows.'])),
+    });
+    xlsx = await put(api, {
+      name: 'costs.xlsx',
+      contentBase64: b64(
+        await makeXlsx([
+          {
+            name: 'Lighthouse',
+            rows: [
+              ['Paint', 300],
+              ['Lamp', 1200],
+            ],
+          },
+        ]),
+      ),
+    });
+    pptx = await put(api, {
+      name: 'pitch.pptx',
+      contentBase64: b64(await makePptx([{ title: 'Lighthouse tours', lines: ['Summer season', 'Guided visits'] }])),
+    });
   });
   after(() => stack.stop());
 
@@ -118,13 +175,17 @@ describe('Drive search: GET /drive/search', function () {
     expect(marked(tokyo.data[0]!)).to.include('東京');
     expect(ids((await search(api, `q=${encodeURIComponent('北京')}`)).data)).to.deep.equal([zh]);
     expect(ids((await search(api, `q=${encodeURIComponent('中文')}`)).data)).to.deep.equal([zh]);
-    expect(ids((await search(api, `q=${encodeURIComponent('ＣＡＦＥ')}`)).data), 'full-width letters').to.deep.equal([fr]);
+    expect(ids((await search(api, `q=${encodeURIComponent('ＣＡＦＥ')}`)).data), 'full-width letters').to.deep.equal([
+      fr,
+    ]);
   });
 
   it('when a file is trashed, then it is no hit; restored, it is one again', async () => {
     const id = await put(api, { name: 'ephemeral.md', content: 'quixotic plans' });
     expect(ids((await search(api, 'q=quixotic')).data)).to.deep.equal([id]);
-    expect((await api.post('/drive/files/bulk', { fileIds: [id], action: 'trash' })).body.succeeded).to.deep.equal([id]);
+    expect((await api.post('/drive/files/bulk', { fileIds: [id], action: 'trash' })).body.succeeded).to.deep.equal([
+      id,
+    ]);
     expect((await search(api, 'q=quixotic')).data).to.deep.equal([]);
     await api.post('/drive/files/bulk', { fileIds: [id], action: 'restore' });
     expect(ids((await search(api, 'q=quixotic')).data)).to.deep.equal([id]);
@@ -163,7 +224,10 @@ describe('Drive search: GET /drive/search', function () {
     const pinned = await stack.rt.accounts.createKey(accountId, { scopes: ['drive:read'], folderPins: [inside] });
     const pc = client(stack.baseUrl, pinned.key);
     expect(ids((await search(pc, 'q=marmalade')).data)).to.deep.equal([a]);
-    const nowhere = await stack.rt.accounts.createKey(accountId, { scopes: ['drive:read'], folderPins: ['dfo_nosuchfolder00000000'] });
+    const nowhere = await stack.rt.accounts.createKey(accountId, {
+      scopes: ['drive:read'],
+      folderPins: ['dfo_nosuchfolder00000000'],
+    });
     expect((await search(client(stack.baseUrl, nowhere.key), 'q=marmalade')).data).to.deep.equal([]);
   });
 
@@ -174,12 +238,35 @@ describe('Drive search: GET /drive/search', function () {
     await teams.addMember(team._id, accountId, 'viewer');
     const data = Buffer.from('Field notes about the zeppelin mooring mast.');
     const fileId = `dfl_teamsearch${Date.now().toString(36)}`;
-    const blob = await putDriveBlob(stack.rt.db, data, { accountId: owner.accountId, contentType: 'text/markdown', filename: 'mast.md', fileId });
+    const blob = await putDriveBlob(stack.rt.db, data, {
+      accountId: owner.accountId,
+      contentType: 'text/markdown',
+      filename: 'mast.md',
+      fileId,
+    });
     const now = new Date();
     await files().insertOne({
-      _id: fileId, accountId: owner.accountId, teamId: team._id, name: 'mast.md', nameKey: 'mast.md', ext: 'md', kind: 'text', mimeType: 'text/markdown', sizeBytes: data.length, folderId: null,
-      isStarred: false, tags: [], description: '', blobId: blob.blobId, sha256: blob.sha256, trashedAt: null, lastAccessedAt: null,
-      text: { status: 'pending', chars: 0, truncated: false, engine: null, error: null, at: null }, version: 1, createdAt: now, updatedAt: now,
+      _id: fileId,
+      accountId: owner.accountId,
+      teamId: team._id,
+      name: 'mast.md',
+      nameKey: 'mast.md',
+      ext: 'md',
+      kind: 'text',
+      mimeType: 'text/markdown',
+      sizeBytes: data.length,
+      folderId: null,
+      isStarred: false,
+      tags: [],
+      description: '',
+      blobId: blob.blobId,
+      sha256: blob.sha256,
+      trashedAt: null,
+      lastAccessedAt: null,
+      text: { status: 'pending', chars: 0, truncated: false, engine: null, error: null, at: null },
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
     });
     await requestDriveText(stack.rt, { fileId, accountId: owner.accountId });
     await waitForText(api, fileId);
@@ -253,7 +340,14 @@ describe('Drive search: GET /drive/search', function () {
       expect([...words('a I x2 東 の 3.14')].map((w) => w.token)).to.deep.equal(['x2', '東', '3.14', '14']);
       // Words Unicode keeps whole are split once more: a file name by its stem, French elision, snake_case.
       expect([...words("Report.PDF l'état snake_case")].map((w) => [w.token, w.index, w.length])).to.deep.equal([
-        ['report.pdf', 0, 10], ['report', 0, 6], ['pdf', 7, 3], ["l'etat", 11, 6], ['etat', 13, 4], ['snake_case', 18, 10], ['snake', 18, 5], ['case', 24, 4],
+        ['report.pdf', 0, 10],
+        ['report', 0, 6],
+        ['pdf', 7, 3],
+        ["l'etat", 11, 6],
+        ['etat', 13, 4],
+        ['snake_case', 18, 10],
+        ['snake', 18, 5],
+        ['case', 24, 4],
       ]);
     });
 

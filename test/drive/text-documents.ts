@@ -21,7 +21,9 @@ export async function makePdf(pages: string[][]): Promise<Buffer> {
 
 /** A Word document: one paragraph per string. */
 export async function makeDocx(paragraphs: string[]): Promise<Buffer> {
-  const doc = new Document({ sections: [{ children: paragraphs.map((p) => new Paragraph({ children: [new TextRun(p)] })) }] });
+  const doc = new Document({
+    sections: [{ children: paragraphs.map((p) => new Paragraph({ children: [new TextRun(p)] })) }],
+  });
   return Buffer.from(await Packer.toBuffer(doc));
 }
 
@@ -49,9 +51,11 @@ export interface XlsxSheet {
   rows: XlsxCell[][];
 }
 
-const xmlEscape = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+const xmlEscape = (s: string) =>
+  s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 const tText = (s: string) => `<t xml:space="preserve">${xmlEscape(s)}</t>`;
-const colName = (n: number): string => (n > 26 ? colName(Math.floor((n - 1) / 26)) : '') + String.fromCharCode(65 + ((n - 1) % 26));
+const colName = (n: number): string =>
+  (n > 26 ? colName(Math.floor((n - 1) / 26)) : '') + String.fromCharCode(65 + ((n - 1) % 26));
 const NS = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
 const REL = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
 
@@ -61,7 +65,10 @@ const REL = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships
  * `reversedParts` numbers the sheet parts backwards (the first sheet in sheetN.xml), as a workbook
  * whose sheets were reordered in Excel does, so a reader must follow the workbook's order.
  */
-export async function makeXlsx(sheets: XlsxSheet[], opts: { date1904?: boolean; reversedParts?: boolean } = {}): Promise<Buffer> {
+export async function makeXlsx(
+  sheets: XlsxSheet[],
+  opts: { date1904?: boolean; reversedParts?: boolean } = {},
+): Promise<Buffer> {
   const shared: string[] = [];
   const sharedIndex = new Map<string, number>();
   const share = (item: string) => {
@@ -69,7 +76,8 @@ export async function makeXlsx(sheets: XlsxSheet[], opts: { date1904?: boolean; 
     return sharedIndex.get(item)!;
   };
   const formats: (number | string)[] = [0];
-  const styleOf = (format: number | string) => (formats.includes(format) ? formats.indexOf(format) : formats.push(format) - 1);
+  const styleOf = (format: number | string) =>
+    formats.includes(format) ? formats.indexOf(format) : formats.push(format) - 1;
   const epoch = opts.date1904 ? Date.UTC(1904, 0, 1) : Date.UTC(1899, 11, 30);
   // Excel's 1900 system counts a 29 February 1900: serials before 1 March 1900 are one less.
   const serialOf = (d: Date) => {
@@ -81,13 +89,15 @@ export async function makeXlsx(sheets: XlsxSheet[], opts: { date1904?: boolean; 
     if (typeof cell === 'number') return `<c r="${ref}"><v>${cell}</v></c>`;
     if (typeof cell === 'boolean') return `<c r="${ref}" t="b"><v>${cell ? 1 : 0}</v></c>`;
     if ('inline' in cell) return `<c r="${ref}" t="inlineStr"><is>${tText(cell.inline)}</is></c>`;
-    if ('rich' in cell) return `<c r="${ref}" t="s"><v>${share(`<si>${cell.rich.map((run, i) => `<r>${i % 2 ? '<rPr><b/></rPr>' : ''}${tText(run)}</r>`).join('')}</si>`)}</v></c>`;
+    if ('rich' in cell)
+      return `<c r="${ref}" t="s"><v>${share(`<si>${cell.rich.map((run, i) => `<r>${i % 2 ? '<rPr><b/></rPr>' : ''}${tText(run)}</r>`).join('')}</si>`)}</v></c>`;
     if ('date' in cell) return `<c r="${ref}" s="${styleOf(cell.format ?? 14)}"><v>${serialOf(cell.date)}</v></c>`;
     if ('number' in cell) return `<c r="${ref}" s="${styleOf(cell.format)}"><v>${cell.number}</v></c>`;
     if ('error' in cell) return `<c r="${ref}" t="e"><v>${xmlEscape(cell.error)}</v></c>`;
     const { value } = cell;
     const t = typeof value === 'string' ? ' t="str"' : typeof value === 'boolean' ? ' t="b"' : '';
-    const v = value === undefined ? '' : `<v>${typeof value === 'boolean' ? Number(value) : xmlEscape(String(value))}</v>`;
+    const v =
+      value === undefined ? '' : `<v>${typeof value === 'boolean' ? Number(value) : xmlEscape(String(value))}</v>`;
     return `<c r="${ref}"${t}><f>${xmlEscape(cell.formula)}</f>${v}</c>`;
   };
   const sheetXml = (s: XlsxSheet) => {
@@ -106,7 +116,10 @@ export async function makeXlsx(sheets: XlsxSheet[], opts: { date1904?: boolean; 
     '[Content_Types].xml',
     `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>${sheets.map((_, i) => `<Override PartName="/xl/${partOf(i)}" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>`).join('')}<Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/><Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/></Types>`,
   );
-  zip.file('_rels/.rels', `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="${REL}/officeDocument" Target="xl/workbook.xml"/></Relationships>`);
+  zip.file(
+    '_rels/.rels',
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="${REL}/officeDocument" Target="xl/workbook.xml"/></Relationships>`,
+  );
   zip.file(
     'xl/workbook.xml',
     `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<workbook xmlns="${NS}" xmlns:r="${REL}"><workbookPr${opts.date1904 ? ' date1904="1"' : ''}/><sheets>${sheets.map((s, i) => `<sheet name="${xmlEscape(s.name)}" sheetId="${i + 1}" r:id="rId${i + 3}"/>`).join('')}</sheets></workbook>`,
@@ -116,14 +129,22 @@ export async function makeXlsx(sheets: XlsxSheet[], opts: { date1904?: boolean; 
     `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="${REL}/sharedStrings" Target="sharedStrings.xml"/><Relationship Id="rId2" Type="${REL}/styles" Target="styles.xml"/>${sheets.map((_, i) => `<Relationship Id="rId${i + 3}" Type="${REL}/worksheet" Target="${partOf(i)}"/>`).join('')}</Relationships>`,
   );
   // Written after the sheets: writing them fills the shared strings and the formats.
-  zip.file('xl/sharedStrings.xml', `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<sst xmlns="${NS}" count="${shared.length}" uniqueCount="${shared.length}">${shared.join('')}</sst>`);
+  zip.file(
+    'xl/sharedStrings.xml',
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<sst xmlns="${NS}" count="${shared.length}" uniqueCount="${shared.length}">${shared.join('')}</sst>`,
+  );
   zip.file(
     'xl/styles.xml',
     `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<styleSheet xmlns="${NS}"><numFmts count="${custom.filter((c) => typeof c.f === 'string').length}">${custom
       .filter((c) => typeof c.f === 'string')
       .map((c) => `<numFmt numFmtId="${c.id}" formatCode="${xmlEscape(c.f as string)}"/>`)
-      .join('')}</numFmts><fonts count="2"><font><sz val="11"/><name val="Calibri"/></font><font><b/><sz val="11"/><name val="Calibri"/></font></fonts><fills count="2"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill></fills><borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders><cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs><cellXfs count="${custom.length}">${custom
-      .map((c) => `<xf numFmtId="${c.id}" fontId="0" fillId="0" borderId="0" xfId="0"${c.id ? ' applyNumberFormat="1"' : ''}/>`)
+      .join(
+        '',
+      )}</numFmts><fonts count="2"><font><sz val="11"/><name val="Calibri"/></font><font><b/><sz val="11"/><name val="Calibri"/></font></fonts><fills count="2"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill></fills><borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders><cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs><cellXfs count="${custom.length}">${custom
+      .map(
+        (c) =>
+          `<xf numFmtId="${c.id}" fontId="0" fillId="0" borderId="0" xfId="0"${c.id ? ' applyNumberFormat="1"' : ''}/>`,
+      )
       .join('')}</cellXfs></styleSheet>`,
   );
   return zip.generateAsync({ type: 'nodebuffer', compression: 'DEFLATE' });

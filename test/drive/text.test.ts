@@ -44,10 +44,18 @@ function lieAboutSizes(zip: Buffer, entry: string, size: number): Buffer {
   let patched = 0;
   for (let i = 0; i + 46 <= out.length; i++) {
     const sig = out.readUInt32LE(i);
-    if (sig === 0x04034b50 && out.readUInt16LE(i + 26) === name.length && out.subarray(i + 30, i + 30 + name.length).equals(name)) {
+    if (
+      sig === 0x04034b50 &&
+      out.readUInt16LE(i + 26) === name.length &&
+      out.subarray(i + 30, i + 30 + name.length).equals(name)
+    ) {
       out.writeUInt32LE(size, i + 22); // local file header: uncompressed size
       patched++;
-    } else if (sig === 0x02014b50 && out.readUInt16LE(i + 28) === name.length && out.subarray(i + 46, i + 46 + name.length).equals(name)) {
+    } else if (
+      sig === 0x02014b50 &&
+      out.readUInt16LE(i + 28) === name.length &&
+      out.subarray(i + 46, i + 46 + name.length).equals(name)
+    ) {
       out.writeUInt32LE(size, i + 24); // central directory: uncompressed size
       patched++;
     }
@@ -67,11 +75,22 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
   /** Make the API's publishes to the drive pool fail (the extraction request is lost). */
   const losePublishes = () => {
     const original = stack.rt.amqp.publishToPool.bind(stack.rt.amqp);
-    return sinon.stub(stack.rt.amqp, 'publishToPool').callsFake((pool, body, opts) => (pool === 'drive' ? Promise.reject(new Error('broker away')) : original(pool, body, opts)));
+    return sinon
+      .stub(stack.rt.amqp, 'publishToPool')
+      .callsFake((pool, body, opts) =>
+        pool === 'drive' ? Promise.reject(new Error('broker away')) : original(pool, body, opts),
+      );
   };
 
   before(async () => {
-    stack = await startStack({ env: { WORKER_POOLS: 'drive', DRIVE_TEXT_STORED_CHARS: '20000', DRIVE_TEXT_INFLATED_MAX_BYTES: String(1024 * 1024) }, scheduler: false });
+    stack = await startStack({
+      env: {
+        WORKER_POOLS: 'drive',
+        DRIVE_TEXT_STORED_CHARS: '20000',
+        DRIVE_TEXT_INFLATED_MAX_BYTES: String(1024 * 1024),
+      },
+      scheduler: false,
+    });
     const a = await stack.createAccount({ scopes: ['drive:read', 'drive:write'] });
     api = client(stack.baseUrl, a.key);
     accountId = a.accountId;
@@ -81,12 +100,67 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
 
   it('when a PDF, a DOCX, an XLSX, a PPTX, a Markdown and a TypeScript file are uploaded, then each text follows: ready, read by its engine, stored and answered', async () => {
     const cases: { name: string; body: Record<string, unknown>; engine: string; has: string[] }[] = [
-      { name: 'report.pdf', body: { contentBase64: b64(await makePdf([['Quarterly revenue grew', 'in the northern region'], ['Second page mentions the harbour']])) }, engine: 'pdfjs-text-v1', has: ['Quarterly revenue grew\nin the northern region', 'Second page mentions the harbour'] },
-      { name: 'letter.docx', body: { contentBase64: b64(await makeDocx(['Dear committee,', 'The proposal covers solar panels.'])) }, engine: 'mammoth-docx-v1', has: ['Dear committee,', 'The proposal covers solar panels.'] },
-      { name: 'budget.xlsx', body: { contentBase64: b64(await makeXlsx([{ name: 'Costs', rows: [['Item', 'Amount'], ['Rent', 1200], ['Coffee beans', 35.5]] }, { name: 'Notes', rows: [['approved by finance']] }])) }, engine: 'ooxml-xlsx-v1', has: ['# Costs\nItem\tAmount\nRent\t1200\nCoffee beans\t35.5\n# Notes\napproved by finance'] },
-      { name: 'deck.pptx', body: { contentBase64: b64(await makePptx([{ title: 'Roadmap', lines: ['Launch in spring', 'Hire two engineers'] }, { title: 'Risks', lines: ['Supply chain'] }])) }, engine: 'pptx-xml-v1', has: ['Roadmap', 'Launch in spring', 'Hire two engineers', 'Risks', 'Supply chain'] },
-      { name: 'notes.md', body: { content: '# Meeting\n\nWe agreed on the **timeline**.\n' }, engine: 'utf8-text-v1', has: ['# Meeting\n\nWe agreed on the **timeline**.'] },
-      { name: 'util.ts', body: { contentBase64: b64(Buffer.from('export function add(a: number, b: number) {\n  return a + b;\n}\n')) }, engine: 'utf8-text-v1', has: ['export function add(a: number, b: number) {\n  return a + b;\n}'] },
+      {
+        name: 'report.pdf',
+        body: {
+          contentBase64: b64(
+            await makePdf([['Quarterly revenue grew', 'in the northern region'], ['Second page mentions the harbour']]),
+          ),
+        },
+        engine: 'pdfjs-text-v1',
+        has: ['Quarterly revenue grew\nin the northern region', 'Second page mentions the harbour'],
+      },
+      {
+        name: 'letter.docx',
+        body: { contentBase64: b64(await makeDocx(['Dear committee,', 'The proposal covers solar panels.'])) },
+        engine: 'mammoth-docx-v1',
+        has: ['Dear committee,', 'The proposal covers solar panels.'],
+      },
+      {
+        name: 'budget.xlsx',
+        body: {
+          contentBase64: b64(
+            await makeXlsx([
+              {
+                name: 'Costs',
+                rows: [
+                  ['Item', 'Amount'],
+                  ['Rent', 1200],
+                  ['Coffee beans', 35.5],
+                ],
+              },
+              { name: 'Notes', rows: [['approved by finance']] },
+            ]),
+          ),
+        },
+        engine: 'ooxml-xlsx-v1',
+        has: ['# Costs\nItem\tAmount\nRent\t1200\nCoffee beans\t35.5\n# Notes\napproved by finance'],
+      },
+      {
+        name: 'deck.pptx',
+        body: {
+          contentBase64: b64(
+            await makePptx([
+              { title: 'Roadmap', lines: ['Launch in spring', 'Hire two engineers'] },
+              { title: 'Risks', lines: ['Supply chain'] },
+            ]),
+          ),
+        },
+        engine: 'pptx-xml-v1',
+        has: ['Roadmap', 'Launch in spring', 'Hire two engineers', 'Risks', 'Supply chain'],
+      },
+      {
+        name: 'notes.md',
+        body: { content: '# Meeting\n\nWe agreed on the **timeline**.\n' },
+        engine: 'utf8-text-v1',
+        has: ['# Meeting\n\nWe agreed on the **timeline**.'],
+      },
+      {
+        name: 'util.ts',
+        body: { contentBase64: b64(Buffer.from('export function add(a: number, b: number) {\n  return a + b;\n}\n')) },
+        engine: 'utf8-text-v1',
+        has: ['export function add(a: number, b: number) {\n  return a + b;\n}'],
+      },
     ];
     const ids: string[] = [];
     for (const c of cases) ids.push(await upload(api, { name: c.name, ...c.body }));
@@ -96,15 +170,29 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
       expect(r.body.file).to.include({ id: ids[i], name: c.name, textStatus: 'ready' });
       for (const h of c.has) expect(r.body.content, c.name).to.contain(h);
       const doc = await texts().findOne({ _id: ids[i]! });
-      expect(doc, c.name).to.include({ accountId, teamId: null, engine: c.engine, truncated: false, content: r.body.content });
+      expect(doc, c.name).to.include({
+        accountId,
+        teamId: null,
+        engine: c.engine,
+        truncated: false,
+        content: r.body.content,
+      });
       const file = await files().findOne({ _id: ids[i]! });
-      expect(file!.text).to.include({ status: 'ready', chars: r.body.content.length, truncated: false, engine: c.engine, error: null });
+      expect(file!.text).to.include({
+        status: 'ready',
+        chars: r.body.content.length,
+        truncated: false,
+        engine: c.engine,
+        error: null,
+      });
       expect(file!.version, 'extraction is not a change of the file').to.equal(1);
     }
   });
 
   it('when a file holds no text we read, then textStatus is none and content empty: an image, bytes that are not UTF-8, and a text file whose bytes are not UTF-8', async () => {
-    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#ff0000' } }).png().toBuffer();
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#ff0000' } })
+      .png()
+      .toBuffer();
     const latin1 = Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x20, 0x6e, 0x6f, 0xc3, 0x28]);
     const img = await upload(api, { name: 'photo.png', contentBase64: b64(png) });
     const bad = await upload(api, { name: 'latin1.txt', contentBase64: b64(latin1) });
@@ -115,13 +203,35 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     expect(await texts().countDocuments({ _id: { $in: [img, bad] } })).to.equal(0);
     // A file stored as text whose bytes are not UTF-8 (the upload types such bytes as `other`, but
     // the extractor checks on its own): refused as none by utf8-text-v1.
-    const blob = await putDriveBlob(stack.rt.db, latin1, { accountId, contentType: 'text/plain', filename: 'legacy.txt' });
+    const blob = await putDriveBlob(stack.rt.db, latin1, {
+      accountId,
+      contentType: 'text/plain',
+      filename: 'legacy.txt',
+    });
     const now = new Date();
     const id = `dfl_latin${Date.now().toString(36)}`;
     await files().insertOne({
-      _id: id, accountId, teamId: null, name: 'legacy.txt', nameKey: 'legacy.txt', ext: 'txt', kind: 'text', mimeType: 'text/plain', sizeBytes: latin1.length, folderId: null,
-      isStarred: false, tags: [], description: '', blobId: blob.blobId, sha256: blob.sha256, trashedAt: null, lastAccessedAt: null,
-      text: { status: 'pending', chars: 0, truncated: false, engine: null, error: null, at: null }, version: 1, createdAt: now, updatedAt: now,
+      _id: id,
+      accountId,
+      teamId: null,
+      name: 'legacy.txt',
+      nameKey: 'legacy.txt',
+      ext: 'txt',
+      kind: 'text',
+      mimeType: 'text/plain',
+      sizeBytes: latin1.length,
+      folderId: null,
+      isStarred: false,
+      tags: [],
+      description: '',
+      blobId: blob.blobId,
+      sha256: blob.sha256,
+      trashedAt: null,
+      lastAccessedAt: null,
+      text: { status: 'pending', chars: 0, truncated: false, engine: null, error: null, at: null },
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
     });
     expect(await extractDriveText(stack.workers!.runtime, { fileId: id, accountId }, ctx())).to.equal('none');
     const r3 = await api.get(`/drive/files/${id}/text`);
@@ -139,25 +249,36 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
 
   it('when a DOCX or XLSX lies in its ZIP headers (small declared sizes, inflating far past the limit), then it is refused after counting the bytes really inflated, and the worker goes on', async () => {
     // The stack runs with DRIVE_TEXT_INFLATED_MAX_BYTES = 1 MB; the padding entry inflates to 8 MB but declares 100 bytes.
-    const bomb = async (office: Buffer) => lieAboutSizes(await padOffice(office, 'word/padding.xml', 8 * 1024 * 1024), 'word/padding.xml', 100);
+    const bomb = async (office: Buffer) =>
+      lieAboutSizes(await padOffice(office, 'word/padding.xml', 8 * 1024 * 1024), 'word/padding.xml', 100);
     const docx = await bomb(await makeDocx(['Nothing to see.']));
     const xlsx = await bomb(await makeXlsx([{ name: 'S', rows: [['nothing']] }]));
     // The headers really lie: the declared-size check alone lets them through.
     const declared = await JSZip.loadAsync(docx);
-    expect((declared.files['word/padding.xml'] as unknown as { _data: { uncompressedSize: number } })._data.uncompressedSize).to.equal(100);
+    expect(
+      (declared.files['word/padding.xml'] as unknown as { _data: { uncompressedSize: number } })._data.uncompressedSize,
+    ).to.equal(100);
     let refused: unknown;
-    await assertZipInflateWithin(docx, new AbortController().signal, 1024 * 1024).catch((err: unknown) => (refused = err));
+    await assertZipInflateWithin(docx, new AbortController().signal, 1024 * 1024).catch(
+      (err: unknown) => (refused = err),
+    );
     expect(refused).to.be.instanceOf(TooLargeError);
     await assertZipInflateWithin(await makeDocx(['A small document.']), new AbortController().signal, 1024 * 1024); // an honest file passes
 
-    for (const [name, bytes, engine] of [['bomb.docx', docx, 'mammoth-docx-v1'], ['bomb.xlsx', xlsx, 'ooxml-xlsx-v1']] as const) {
+    for (const [name, bytes, engine] of [
+      ['bomb.docx', docx, 'mammoth-docx-v1'],
+      ['bomb.xlsx', xlsx, 'ooxml-xlsx-v1'],
+    ] as const) {
       const id = await upload(api, { name, contentBase64: b64(bytes) });
       const r = await waitForText(api, id);
       expect(r.body, name).to.include({ textStatus: 'failed', content: '', engine });
       expect(r.body.textError, name).to.equal('the document inflates to more than 1 MB');
     }
     // The worker is still there: a normal document after them is extracted.
-    const ok = await upload(api, { name: 'after.docx', contentBase64: b64(await makeDocx(['Still extracting after the bombs.'])) });
+    const ok = await upload(api, {
+      name: 'after.docx',
+      contentBase64: b64(await makeDocx(['Still extracting after the bombs.'])),
+    });
     const r = await waitForText(api, ok);
     expect(r.body).to.include({ textStatus: 'ready', content: 'Still extracting after the bombs.' });
   });
@@ -207,7 +328,10 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     const sweepAt = (ms: number) => tasks.sweepDriveText(new Date(ms));
     for (let n = 0; n < 6; n++) {
       expect(await sweepAt(at), `republish ${n + 1}`).to.deep.equal({ republished: 1, failed: 0 });
-      expect(await sweepAt(at + 30_000 * 2 ** (n + 1) - 1000), `too early after ${n + 1}`).to.deep.equal({ republished: 0, failed: 0 });
+      expect(await sweepAt(at + 30_000 * 2 ** (n + 1) - 1000), `too early after ${n + 1}`).to.deep.equal({
+        republished: 0,
+        failed: 0,
+      });
       at += 30_000 * 2 ** (n + 1) + 1000;
     }
     expect(await sweepAt(at)).to.deep.equal({ republished: 0, failed: 1 });
@@ -220,7 +344,9 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     const lose = losePublishes();
     const id = await upload(api, { name: 'trashed.md', content: 'meanwhile trashed' });
     lose.restore();
-    expect((await api.post('/drive/files/bulk', { fileIds: [id], action: 'trash' })).body.succeeded).to.deep.equal([id]);
+    expect((await api.post('/drive/files/bulk', { fileIds: [id], action: 'trash' })).body.succeeded).to.deep.equal([
+      id,
+    ]);
     const wrt = stack.workers!.runtime;
     expect(await extractDriveText(wrt, { fileId: id, accountId }, ctx())).to.equal('skipped');
     expect((await files().findOne({ _id: id }))!.text.status).to.equal('pending');
@@ -234,16 +360,22 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     expect(await extractDriveText(wrt, { fileId: id, accountId }, ctx())).to.equal('ready');
     expect((await texts().findOne({ _id: id }))!.content).to.equal('meanwhile trashed');
     const pid = postingsId(accountId, 'meanwhile');
-    const posting = await stack.rt.db.db.collection<{ _id: string; p: string }>(indexCollections.postings).findOne({ _id: pid });
+    const posting = await stack.rt.db.db
+      .collection<{ _id: string; p: string }>(indexCollections.postings)
+      .findOne({ _id: pid });
     expect(posting!.p.split(' ').filter((e) => e.startsWith(`${id}:`))).to.have.length(1);
-    expect(await stack.rt.db.db.collection<{ _id: string }>(indexCollections.forward).findOne({ _id: forwardId(id) })).to.include({ fileId: id, scope: accountId });
+    expect(
+      await stack.rt.db.db.collection<{ _id: string }>(indexCollections.forward).findOne({ _id: forwardId(id) }),
+    ).to.include({ fileId: id, scope: accountId });
   });
 
   it('when a message was delivered 3 times without an ack (the extraction kept stopping the worker), then it is given up as failed', async () => {
     const lose = losePublishes();
     const id = await upload(api, { name: 'poison.md', content: 'crashes every time' });
     lose.restore();
-    expect(await extractDriveText(stack.workers!.runtime, { fileId: id, accountId }, { ...ctx(), priorDeliveries: 3 })).to.equal('failed');
+    expect(
+      await extractDriveText(stack.workers!.runtime, { fileId: id, accountId }, { ...ctx(), priorDeliveries: 3 }),
+    ).to.equal('failed');
     const r = await api.get(`/drive/files/${id}/text`);
     expect(r.body).to.include({ textStatus: 'failed', content: '' });
     expect(r.body.textError).to.match(/given up/);
@@ -295,12 +427,35 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     await createTeams(stack.rt.db).addMember(team._id, member.accountId, 'viewer');
     const data = Buffer.from('Runbook: restart the queue first.');
     const fileId = `dfl_teamtext${Date.now().toString(36)}`;
-    const blob = await putDriveBlob(stack.rt.db, data, { accountId, contentType: 'text/plain', filename: 'runbook.txt', fileId });
+    const blob = await putDriveBlob(stack.rt.db, data, {
+      accountId,
+      contentType: 'text/plain',
+      filename: 'runbook.txt',
+      fileId,
+    });
     const now = new Date();
     await files().insertOne({
-      _id: fileId, accountId, teamId: team._id, name: 'runbook.txt', nameKey: 'runbook.txt', ext: 'txt', kind: 'text', mimeType: 'text/plain', sizeBytes: data.length, folderId: null,
-      isStarred: false, tags: [], description: '', blobId: blob.blobId, sha256: blob.sha256, trashedAt: null, lastAccessedAt: null,
-      text: { status: 'pending', chars: 0, truncated: false, engine: null, error: null, at: null }, version: 1, createdAt: now, updatedAt: now,
+      _id: fileId,
+      accountId,
+      teamId: team._id,
+      name: 'runbook.txt',
+      nameKey: 'runbook.txt',
+      ext: 'txt',
+      kind: 'text',
+      mimeType: 'text/plain',
+      sizeBytes: data.length,
+      folderId: null,
+      isStarred: false,
+      tags: [],
+      description: '',
+      blobId: blob.blobId,
+      sha256: blob.sha256,
+      trashedAt: null,
+      lastAccessedAt: null,
+      text: { status: 'pending', chars: 0, truncated: false, engine: null, error: null, at: null },
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
     });
     await requestDriveText(stack.rt, { fileId, accountId });
     const mc = client(stack.baseUrl, member.key);

@@ -25,7 +25,14 @@ describe('Drive tenant walk: a second account against every Drive route', () => 
     b = client(stack.baseUrl, (await stack.createAccount()).key);
     A.folder = (await a.post('/drive/folders', { name: `Folder ${secret}` })).body.id;
     A.sub = (await a.post('/drive/folders', { name: 'Sub', parentFolderId: A.folder })).body.id;
-    A.file = (await a.post('/drive/files', { name: `${secret}.md`, content: `# Plans\n\nThe ${secret} budget.`, folderId: A.folder, tags: [secret] })).body.id;
+    A.file = (
+      await a.post('/drive/files', {
+        name: `${secret}.md`,
+        content: `# Plans\n\nThe ${secret} budget.`,
+        folderId: A.folder,
+        tags: [secret],
+      })
+    ).body.id;
     A.rootFile = (await a.post('/drive/files', { name: 'root.txt', content: `root ${secret}` })).body.id;
     A.trashed = (await a.post('/drive/files', { name: 'trashed.txt', content: `gone ${secret}` })).body.id;
     await a.post('/drive/files/bulk', { fileIds: [A.trashed], action: 'trash' });
@@ -33,7 +40,14 @@ describe('Drive tenant walk: a second account against every Drive route', () => 
     aDownloadUrl = (await a.get(`/drive/files/${A.file}`)).body.downloadUrl;
     bDownloadUrl = (await b.get(`/drive/files/${bFile}`)).body.downloadUrl;
     // The first account finds its file (text extracted by the drive pool), so "none" below means something.
-    await eventually(async () => (await a.get(`/drive/search?q=${secret}`)).body?.data?.some((h: { file: { id: string } }) => h.file.id === A.file), 20_000, 'the owner to find its file');
+    await eventually(
+      async () =>
+        (await a.get(`/drive/search?q=${secret}`)).body?.data?.some(
+          (h: { file: { id: string } }) => h.file.id === A.file,
+        ),
+      20_000,
+      'the owner to find its file',
+    );
     expect((await a.get(`/drive/files/${A.file}/text`)).body.content).to.include(secret);
   });
   after(() => stack?.stop());
@@ -94,13 +108,20 @@ describe('Drive tenant walk: a second account against every Drive route', () => 
       const mv = await b.post('/drive/files/bulk', { fileIds: [id], action: 'move', folderId: 'root' });
       expect(mv.body.failed).to.deep.equal([{ fileId: id, reason: 'not_found' }]);
       const into = await b.post('/drive/files/bulk', { fileIds: [bFile], action: 'move', folderId: id });
-      expect(into.body).to.deep.equal({ action: 'move', succeeded: [], failed: [{ fileId: bFile, reason: 'folder_not_found' }] });
+      expect(into.body).to.deep.equal({
+        action: 'move',
+        succeeded: [],
+        failed: [{ fileId: bFile, reason: 'folder_not_found' }],
+      });
     },
     searchDrive: async () => {
       for (const q of [secret, 'plans budget', 'root', 'trashed']) {
         const r = await b.get(`/drive/search?q=${encodeURIComponent(q)}`);
         expect(r.status).to.equal(200);
-        expect(r.body.data.map((h: { file: { id: string } }) => h.file.id).filter((x: string) => x !== bFile), q).to.deep.equal([]);
+        expect(
+          r.body.data.map((h: { file: { id: string } }) => h.file.id).filter((x: string) => x !== bFile),
+          q,
+        ).to.deep.equal([]);
         // The answer echoes the query itself; nothing else of the first account may appear.
         clean({ ...r, text: JSON.stringify(r.body.data) }, `search ${q}`);
       }
@@ -127,11 +148,13 @@ describe('Drive tenant walk: a second account against every Drive route', () => 
   };
 
   it('when the catalogue is read, then every Drive operation has a probe in this walk', () => {
-    const drive = (Object.entries(endpoints) as [string, Endpoint][]).filter(([, e]) => e.tag === 'drive').map(([id]) => id);
+    const drive = (Object.entries(endpoints) as [string, Endpoint][])
+      .filter(([, e]) => e.tag === 'drive')
+      .map(([id]) => id);
     expect(drive.sort()).to.deep.equal(Object.keys(probes).sort());
   });
 
-  it('when the second account calls every Drive route with the first account\'s file and folder ids, then each answers 404 / not_found and leaks nothing', async function () {
+  it("when the second account calls every Drive route with the first account's file and folder ids, then each answers 404 / not_found and leaks nothing", async function () {
     this.timeout(60_000);
     for (const [op, probe] of Object.entries(probes)) {
       for (const id of Object.values(A)) {
@@ -159,10 +182,19 @@ describe('Drive tenant walk: a second account against every Drive route', () => 
 
   it('when the first account looks afterwards, then nothing of it changed', async () => {
     const f = await a.get(`/drive/files/${A.file}`);
-    expect(f.body).to.include({ isStarred: false, trashedAt: null, folderId: A.folder, name: `${secret}.md`, version: 1 });
+    expect(f.body).to.include({
+      isStarred: false,
+      trashedAt: null,
+      folderId: A.folder,
+      name: `${secret}.md`,
+      version: 1,
+    });
     const t = await a.get(`/drive/files/${A.trashed}`);
     expect(t.body.trashedAt).to.be.a('string');
     const tree = await a.get('/drive/folders');
-    expect(tree.body.data.map((x: { id: string; name: string }) => [x.id, x.name])).to.deep.equal([[A.folder, `Folder ${secret}`], [A.sub, 'Sub']]);
+    expect(tree.body.data.map((x: { id: string; name: string }) => [x.id, x.name])).to.deep.equal([
+      [A.folder, `Folder ${secret}`],
+      [A.sub, 'Sub'],
+    ]);
   });
 });

@@ -23,18 +23,24 @@ describe('extract: POST /extract-flowchart', function () {
   };
   const balance = async (api: Client) => (await api.get('/account/credits')).body.balance as number;
   const ledger = (accountId: string) => stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
-  const projectsOf = (accountId: string) => stack.rt.db.db.collection<any>(COLLECTIONS.projects).find({ accountId }).toArray();
-  const labels = (body: any, shape?: string) => (body.content.nodes as any[]).filter((n) => !shape || n.shape === shape).map((n) => n.label as string);
+  const projectsOf = (accountId: string) =>
+    stack.rt.db.db.collection<any>(COLLECTIONS.projects).find({ accountId }).toArray();
+  const labels = (body: any, shape?: string) =>
+    (body.content.nodes as any[]).filter((n) => !shape || n.shape === shape).map((n) => n.label as string);
   /** Charged exactly once for one extraction. */
   const expectChargedOnce = async (a: { api: Client; accountId: string }) => {
     expect(await balance(a.api)).to.equal(100 - PRICE);
-    expect((await ledger(a.accountId)).map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'extract_flowchart', PRICE]]);
+    expect((await ledger(a.accountId)).map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([
+      ['charge', 'extract_flowchart', PRICE],
+    ]);
   };
   /** Nothing charged and no project made. */
   const expectNothing = async (a: { api: Client; accountId: string }) => {
     expect(await balance(a.api)).to.equal(100);
     const l = await ledger(a.accountId);
-    expect(l.filter((e) => e.kind === 'charge').length, 'charges').to.equal(l.filter((e) => e.kind === 'refund').length);
+    expect(l.filter((e) => e.kind === 'charge').length, 'charges').to.equal(
+      l.filter((e) => e.kind === 'refund').length,
+    );
     expect(await projectsOf(a.accountId)).to.have.length(0);
   };
 
@@ -42,19 +48,56 @@ describe('extract: POST /extract-flowchart', function () {
     it('when a PDF with a title, numbered steps and a decision is sent, then 201 with a flowchart project titled by its heading, charged once, and GET /projects/{id} shows it', async () => {
       const a = await account();
       const pdf = await makePdf(
-        [{ text: 'Hiring process', big: true }, { text: '1. Receive application' }, { text: '2. Screen the CV' }, { text: 'Passes screening?' }, { text: 'yes: Interview' }, { text: 'no: Reject' }, { text: '3. Make an offer' }],
+        [
+          { text: 'Hiring process', big: true },
+          { text: '1. Receive application' },
+          { text: '2. Screen the CV' },
+          { text: 'Passes screening?' },
+          { text: 'yes: Interview' },
+          { text: 'no: Reject' },
+          { text: '3. Make an offer' },
+        ],
         { title: 'Recruiting handbook' },
       );
-      const r = await a.api.post('/extract-flowchart', { documentBase64: b64(pdf), mimeType: PDF, fileName: 'hiring.pdf' });
+      const r = await a.api.post('/extract-flowchart', {
+        documentBase64: b64(pdf),
+        mimeType: PDF,
+        fileName: 'hiring.pdf',
+      });
       expect(r.status, r.text).to.equal(201);
       expect(r.body.id).to.match(/^prj_[a-z0-9]{20}$/);
-      expect(r.body).to.include({ name: 'Hiring process', kind: 'flowchart', projectType: 'chart', version: 1, charged: PRICE });
+      expect(r.body).to.include({
+        name: 'Hiring process',
+        kind: 'flowchart',
+        projectType: 'chart',
+        version: 1,
+        charged: PRICE,
+      });
       expect(r.body.openUrl).to.equal(`${stack.config.PUBLIC_BASE_URL}/editor/${r.body.id}`);
       expect(r.headers.get('etag')).to.equal('"1"');
       expect(r.body.description).to.equal('Extracted from "hiring.pdf" by pdfjs-text-v1 (1 page).');
-      expect(r.body.extraction).to.deep.include({ engine: 'pdfjs-text-v1', layout: 'text-structure-v1', mimeType: PDF, pages: 1, ocr: false, titleSource: 'heading', steps: 5, decisions: 1, truncated: false });
+      expect(r.body.extraction).to.deep.include({
+        engine: 'pdfjs-text-v1',
+        layout: 'text-structure-v1',
+        mimeType: PDF,
+        pages: 1,
+        ocr: false,
+        titleSource: 'heading',
+        steps: 5,
+        decisions: 1,
+        truncated: false,
+      });
       expect(r.body.extraction.characters).to.be.greaterThan(60);
-      expect(labels(r.body)).to.deep.equal(['Start', 'Receive application', 'Screen the CV', 'Passes screening?', 'Interview', 'Reject', 'Make an offer', 'End']);
+      expect(labels(r.body)).to.deep.equal([
+        'Start',
+        'Receive application',
+        'Screen the CV',
+        'Passes screening?',
+        'Interview',
+        'Reject',
+        'Make an offer',
+        'End',
+      ]);
       const id = new Map((r.body.content.nodes as any[]).map((n) => [n.label, n.id]));
       const edges = (r.body.content.edges as any[]).map((e) => [e.from, e.to, e.label ?? null]);
       expect(edges).to.deep.include.members([
@@ -74,11 +117,20 @@ describe('extract: POST /extract-flowchart', function () {
 
     it('when a PPTX with a title slide and a bulleted process slide is sent, then the title placeholder names the flowchart and the bullets are its steps in order', async () => {
       const a = await account();
-      const pptx = await makePptx([{ title: 'Customer onboarding' }, { title: 'Process', bullets: ['Create account', 'Verify email', 'Choose a plan'] }]);
+      const pptx = await makePptx([
+        { title: 'Customer onboarding' },
+        { title: 'Process', bullets: ['Create account', 'Verify email', 'Choose a plan'] },
+      ]);
       const r = await a.api.post('/extract-flowchart', { documentBase64: b64(pptx), mimeType: PPTX });
       expect(r.status, r.text).to.equal(201);
       expect(r.body.name).to.equal('Customer onboarding');
-      expect(r.body.extraction).to.deep.include({ engine: 'pptx-xml-v1', pages: 2, ocr: false, titleSource: 'heading', steps: 3 });
+      expect(r.body.extraction).to.deep.include({
+        engine: 'pptx-xml-v1',
+        pages: 2,
+        ocr: false,
+        titleSource: 'heading',
+        steps: 3,
+      });
       expect(labels(r.body, 'process')).to.deep.equal(['Create account', 'Verify email', 'Choose a plan']);
       expect(labels(r.body, 'note')).to.deep.equal(['Process']);
       await expectChargedOnce(a);
@@ -87,10 +139,24 @@ describe('extract: POST /extract-flowchart', function () {
 
     it('when a PNG of rendered text is sent, then OCR reads its steps in order and the large first line titles it', async () => {
       const a = await account();
-      const png = await makeImage([{ text: 'Expense approval', big: true }, { text: '1. Submit the receipt' }, { text: '2. Manager reviews the claim' }, { text: '3. Finance pays the money' }]);
-      const r = await a.api.post('/extract-flowchart', { documentBase64: b64(png), mimeType: 'image/png', fileName: 'scan.png' });
+      const png = await makeImage([
+        { text: 'Expense approval', big: true },
+        { text: '1. Submit the receipt' },
+        { text: '2. Manager reviews the claim' },
+        { text: '3. Finance pays the money' },
+      ]);
+      const r = await a.api.post('/extract-flowchart', {
+        documentBase64: b64(png),
+        mimeType: 'image/png',
+        fileName: 'scan.png',
+      });
       expect(r.status, r.text).to.equal(201);
-      expect(r.body.extraction).to.deep.include({ engine: 'tesseract-ocr-v1', pages: 1, ocr: true, titleSource: 'heading' });
+      expect(r.body.extraction).to.deep.include({
+        engine: 'tesseract-ocr-v1',
+        pages: 1,
+        ocr: true,
+        titleSource: 'heading',
+      });
       // OCR may misread a character: compare by key words, case-insensitively.
       expect(r.body.name.toLowerCase()).to.match(/expense\s+approv/);
       const steps = labels(r.body, 'process').map((l) => l.toLowerCase());
@@ -107,7 +173,12 @@ describe('extract: POST /extract-flowchart', function () {
         const img = await makeImage([{ text: '1. Pack the parcel' }, { text: '2. Ship the parcel' }], format);
         const r = await a.api.post('/extract-flowchart', { documentBase64: b64(img), mimeType: `image/${format}` });
         expect(r.status, `${format}: ${r.text}`).to.equal(201);
-        expect(labels(r.body, 'process').map((l) => l.toLowerCase()).join(' | '), format).to.match(/pack.*parcel \| ship.*parcel/);
+        expect(
+          labels(r.body, 'process')
+            .map((l) => l.toLowerCase())
+            .join(' | '),
+          format,
+        ).to.match(/pack.*parcel \| ship.*parcel/);
         expect(r.body.name, format).to.equal('Extracted flowchart');
       }
     });
@@ -130,9 +201,15 @@ describe('extract: POST /extract-flowchart', function () {
       expect(r.body.error.message).to.match(pattern);
     };
 
-    it('when documentBase64 carries a data: prefix, then 400 saying to strip it', () => expect400({ documentBase64: `data:application/pdf;base64,${pdf}`, mimeType: PDF }, 'documentBase64', /data: prefix; strip/));
+    it('when documentBase64 carries a data: prefix, then 400 saying to strip it', () =>
+      expect400(
+        { documentBase64: `data:application/pdf;base64,${pdf}`, mimeType: PDF },
+        'documentBase64',
+        /data: prefix; strip/,
+      ));
     it('when documentBase64 is not canonical base64, then 400', async () => {
-      for (const bad of ['abc$', 'abc', `${pdf.slice(0, 40)}\n${pdf.slice(40, 80)}`, 'ab-_', 'QQ=A', 'QR==']) await expect400({ documentBase64: bad, mimeType: PDF }, 'documentBase64', /canonical base64/);
+      for (const bad of ['abc$', 'abc', `${pdf.slice(0, 40)}\n${pdf.slice(40, 80)}`, 'ab-_', 'QQ=A', 'QR=='])
+        await expect400({ documentBase64: bad, mimeType: PDF }, 'documentBase64', /canonical base64/);
     });
     it('when documentBase64 is empty or missing, then 400', async () => {
       await expect400({ documentBase64: '', mimeType: PDF }, 'documentBase64', /must not be empty/);
@@ -141,27 +218,59 @@ describe('extract: POST /extract-flowchart', function () {
     it('when the document decodes to 10 MB + 1 byte, then 400 naming the limit', async () => {
       const big = Buffer.alloc(EXTRACT_MAX_BYTES + 1, 0x41);
       big.write('%PDF-1.7\n');
-      await expect400({ documentBase64: b64(big), mimeType: PDF }, 'documentBase64', /at most 10485760 bytes .* decodes to 10485761 bytes/);
+      await expect400(
+        { documentBase64: b64(big), mimeType: PDF },
+        'documentBase64',
+        /at most 10485760 bytes .* decodes to 10485761 bytes/,
+      );
     });
     it('when mimeType is outside the enum or missing, then 400 naming mimeType', async () => {
       await expect400({ documentBase64: pdf, mimeType: 'text/plain' }, 'mimeType', /must be one of application\/pdf/);
       await expect400({ documentBase64: pdf }, 'mimeType', /is required/);
     });
     it('when the bytes are another type than mimeType says (a PNG sent as a PDF), then 400 naming documentBase64 and both types', async () => {
-      await expect400({ documentBase64: b64(await blankPng()), mimeType: PDF }, 'documentBase64', /image\/png .* not a PDF/);
-      await expect400({ documentBase64: pdf, mimeType: 'image/jpeg' }, 'documentBase64', /application\/pdf .* not a JPEG/);
+      await expect400(
+        { documentBase64: b64(await blankPng()), mimeType: PDF },
+        'documentBase64',
+        /image\/png .* not a PDF/,
+      );
+      await expect400(
+        { documentBase64: pdf, mimeType: 'image/jpeg' },
+        'documentBase64',
+        /application\/pdf .* not a JPEG/,
+      );
     });
     it('when an executable is sent as an image or a presentation, then 400', async () => {
-      await expect400({ documentBase64: b64(elfBytes()), mimeType: 'image/png' }, 'documentBase64', /application\/x-elf/);
-      await expect400({ documentBase64: b64(Buffer.concat([Buffer.from('MZ'), Buffer.alloc(300)])), mimeType: PPTX }, 'documentBase64', /x-msdownload/);
+      await expect400(
+        { documentBase64: b64(elfBytes()), mimeType: 'image/png' },
+        'documentBase64',
+        /application\/x-elf/,
+      );
+      await expect400(
+        { documentBase64: b64(Buffer.concat([Buffer.from('MZ'), Buffer.alloc(300)])), mimeType: PPTX },
+        'documentBase64',
+        /x-msdownload/,
+      );
     });
     it('when a ZIP that is not a presentation, or text, is sent as a PPTX, then 400', async () => {
-      await expect400({ documentBase64: b64(await makeZip()), mimeType: PPTX }, 'documentBase64', /without ppt\/presentation\.xml/);
-      await expect400({ documentBase64: b64(Buffer.from('hello, not a document')), mimeType: PPTX }, 'documentBase64', /no recognised type/);
+      await expect400(
+        { documentBase64: b64(await makeZip()), mimeType: PPTX },
+        'documentBase64',
+        /without ppt\/presentation\.xml/,
+      );
+      await expect400(
+        { documentBase64: b64(Buffer.from('hello, not a document')), mimeType: PPTX },
+        'documentBase64',
+        /no recognised type/,
+      );
     });
     it('when fileName is not one line of at most 255 characters, or an unknown field is sent, then 400 naming it', async () => {
       await expect400({ documentBase64: pdf, mimeType: PDF, fileName: 'a\nb.pdf' }, 'fileName', /control characters/);
-      await expect400({ documentBase64: pdf, mimeType: PDF, fileName: `${'a'.repeat(256)}.pdf` }, 'fileName', /at most 255/);
+      await expect400(
+        { documentBase64: pdf, mimeType: PDF, fileName: `${'a'.repeat(256)}.pdf` },
+        'fileName',
+        /at most 255/,
+      );
       const r = await a.api.post('/extract-flowchart', { documentBase64: pdf, mimeType: PDF, pages: 2 });
       expect(r.status).to.equal(400);
       expect(r.body.error.message).to.match(/pages: unknown field/);
@@ -171,7 +280,10 @@ describe('extract: POST /extract-flowchart', function () {
   describe('documents without text, damaged ones (422, nothing charged)', () => {
     it('when a PDF has no text layer, then 422 no_text_found', async () => {
       const a = await account();
-      const r = await a.api.post('/extract-flowchart', { documentBase64: b64(await makePdf([], { pages: 2 })), mimeType: PDF });
+      const r = await a.api.post('/extract-flowchart', {
+        documentBase64: b64(await makePdf([], { pages: 2 })),
+        mimeType: PDF,
+      });
       expect(r.status, r.text).to.equal(422);
       expect(r.body.error.code).to.equal('no_text_found');
       expect(r.body.error.message).to.match(/^documentBase64: the PDF has no text layer/);
@@ -180,7 +292,10 @@ describe('extract: POST /extract-flowchart', function () {
 
     it('when an image shows no text, then 422 no_text_found', async () => {
       const a = await account();
-      const r = await a.api.post('/extract-flowchart', { documentBase64: b64(await blankPng()), mimeType: 'image/png' });
+      const r = await a.api.post('/extract-flowchart', {
+        documentBase64: b64(await blankPng()),
+        mimeType: 'image/png',
+      });
       expect(r.status, r.text).to.equal(422);
       expect(r.body.error.code).to.equal('no_text_found');
       await expectNothing(a);
@@ -199,7 +314,10 @@ describe('extract: POST /extract-flowchart', function () {
     it('when a PNG is cut short, then 422 unreadable_document', async () => {
       const a = await account();
       const png = await makeImage([{ text: '1. A step' }]);
-      const r = await a.api.post('/extract-flowchart', { documentBase64: b64(png.subarray(0, 200)), mimeType: 'image/png' });
+      const r = await a.api.post('/extract-flowchart', {
+        documentBase64: b64(png.subarray(0, 200)),
+        mimeType: 'image/png',
+      });
       expect(r.status, r.text).to.equal(422);
       expect(r.body.error.code).to.equal('unreadable_document');
       await expectNothing(a);
@@ -209,7 +327,14 @@ describe('extract: POST /extract-flowchart', function () {
   describe('credits, idempotency, scope and tenancy', () => {
     let pdf: string;
     before(async () => {
-      pdf = b64(await makePdf([{ text: 'Release', big: true }, { text: '1. Tag' }, { text: '2. Build' }, { text: '3. Publish' }]));
+      pdf = b64(
+        await makePdf([
+          { text: 'Release', big: true },
+          { text: '1. Tag' },
+          { text: '2. Build' },
+          { text: '3. Publish' },
+        ]),
+      );
     });
 
     it('when a request is retried with the same Idempotency-Key, then the same project is answered, one project is stored and it is charged once', async () => {
@@ -224,7 +349,11 @@ describe('extract: POST /extract-flowchart', function () {
       expect(await projectsOf(a.accountId)).to.have.length(1);
       await expectChargedOnce(a);
       // Another body with the same key is refused.
-      const other = await a.api.post('/extract-flowchart', { documentBase64: pdf, mimeType: PDF, fileName: 'x.pdf' }, headers);
+      const other = await a.api.post(
+        '/extract-flowchart',
+        { documentBase64: pdf, mimeType: PDF, fileName: 'x.pdf' },
+        headers,
+      );
       expect(other.status).to.equal(422);
       expect(other.body.error.code).to.equal('idempotency_key_reused');
     });
@@ -235,7 +364,10 @@ describe('extract: POST /extract-flowchart', function () {
       const first = await a.api.post('/extract-flowchart', { documentBase64: pdf, mimeType: PDF }, headers);
       expect(first.status).to.equal(201);
       // As if the process had died before recording the answer: the key's record is in flight with its lease run out.
-      const rec = await stack.rt.db.idempotency.updateOne({ accountId: a.accountId, key: 'extract-crash-1' }, { $set: { state: 'in_flight', response: null, lockedUntil: new Date(0) } });
+      const rec = await stack.rt.db.idempotency.updateOne(
+        { accountId: a.accountId, key: 'extract-crash-1' },
+        { $set: { state: 'in_flight', response: null, lockedUntil: new Date(0) } },
+      );
       expect(rec.modifiedCount).to.equal(1);
       const retry = await a.api.post('/extract-flowchart', { documentBase64: pdf, mimeType: PDF }, headers);
       expect(retry.status, retry.text).to.equal(201);
@@ -258,7 +390,10 @@ describe('extract: POST /extract-flowchart', function () {
       expect(first.status, first.text).to.equal(201);
       const holds = stack.rt.db.db.collection<any>(COLLECTIONS.creditHolds);
       expect(await holds.countDocuments({ accountId: a.accountId })).to.equal(1);
-      await stack.rt.db.idempotency.updateOne({ accountId: a.accountId, key: 'extract-crash-2' }, { $set: { state: 'in_flight', response: null, lockedUntil: new Date(0) } });
+      await stack.rt.db.idempotency.updateOne(
+        { accountId: a.accountId, key: 'extract-crash-2' },
+        { $set: { state: 'in_flight', response: null, lockedUntil: new Date(0) } },
+      );
 
       const retry = await a.api.post('/extract-flowchart', { documentBase64: pdf, mimeType: PDF }, headers);
       expect(retry.status, retry.text).to.equal(201);
@@ -340,6 +475,8 @@ describe('extract: POST /extract-flowchart without an extract pool', function ()
     expect((await api.get('/account/credits')).body.balance).to.equal(100);
     const l = await stack.rt.db.ledger.find({ accountId: a.accountId }).toArray();
     expect(l.map((e) => e.kind).sort()).to.deep.equal(['charge', 'refund']);
-    expect(await stack.rt.db.db.collection(COLLECTIONS.projects).countDocuments({ accountId: a.accountId })).to.equal(0);
+    expect(await stack.rt.db.db.collection(COLLECTIONS.projects).countDocuments({ accountId: a.accountId })).to.equal(
+      0,
+    );
   });
 });

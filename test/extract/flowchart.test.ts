@@ -1,6 +1,11 @@
 import { expect } from 'chai';
 import { FLOWCHART_MAX_EDGES, FLOWCHART_MAX_NODES, FlowchartContent } from '../../contracts/projects';
-import { DEFAULT_TITLE, GRID, textToFlowchart, type TextToFlowchartResult } from '../../workers/engines/extract/flowchart';
+import {
+  DEFAULT_TITLE,
+  GRID,
+  textToFlowchart,
+  type TextToFlowchartResult,
+} from '../../workers/engines/extract/flowchart';
 import { linesToText } from '../../workers/engines/extract/extract.engine';
 import { tsvLines } from '../../workers/engines/extract/ocr.extractor';
 
@@ -9,16 +14,32 @@ const edgesOf = (r: TextToFlowchartResult) => {
   const label = new Map(r.content.nodes.map((n) => [n.id, n.label]));
   return r.content.edges.map((e) => `${label.get(e.from)}->${label.get(e.to)}${e.label ? `(${e.label})` : ''}`);
 };
-const labelsOf = (r: TextToFlowchartResult, shape?: string) => r.content.nodes.filter((n) => !shape || n.shape === shape).map((n) => n.label);
+const labelsOf = (r: TextToFlowchartResult, shape?: string) =>
+  r.content.nodes.filter((n) => !shape || n.shape === shape).map((n) => n.label);
 
 describe('extract: text to flowchart (text-structure-v1)', () => {
   it('when the text has a heading and numbered steps, then the heading titles a start → steps → end chain laid out top to bottom', () => {
-    const r = textToFlowchart({ text: '# Hiring process\n1. Receive application\n2) Screen the CV\nStep 3: Interview\n(4) Offer' });
+    const r = textToFlowchart({
+      text: '# Hiring process\n1. Receive application\n2) Screen the CV\nStep 3: Interview\n(4) Offer',
+    });
     expect(r.title).to.equal('Hiring process');
     expect(r.titleSource).to.equal('heading');
     expect(labelsOf(r)).to.deep.equal(['Start', 'Receive application', 'Screen the CV', 'Interview', 'Offer', 'End']);
-    expect(r.content.nodes.map((n) => n.shape)).to.deep.equal(['start', 'process', 'process', 'process', 'process', 'end']);
-    expect(edgesOf(r)).to.deep.equal(['Start->Receive application', 'Receive application->Screen the CV', 'Screen the CV->Interview', 'Interview->Offer', 'Offer->End']);
+    expect(r.content.nodes.map((n) => n.shape)).to.deep.equal([
+      'start',
+      'process',
+      'process',
+      'process',
+      'process',
+      'end',
+    ]);
+    expect(edgesOf(r)).to.deep.equal([
+      'Start->Receive application',
+      'Receive application->Screen the CV',
+      'Screen the CV->Interview',
+      'Interview->Offer',
+      'Offer->End',
+    ]);
     const ys = r.content.nodes.map((n) => n.y!);
     expect(ys).to.deep.equal([...ys].sort((a, b) => a - b));
     expect(new Set(ys).size).to.equal(ys.length);
@@ -29,7 +50,10 @@ describe('extract: text to flowchart (text-structure-v1)', () => {
   });
 
   it('when the text has bullets, then each bullet is a step in order', () => {
-    const r = textToFlowchart({ text: '- Create account\n• Verify email\n* Choose plan\n+ Pay', fileName: 'onboarding.pptx' });
+    const r = textToFlowchart({
+      text: '- Create account\n• Verify email\n* Choose plan\n+ Pay',
+      fileName: 'onboarding.pptx',
+    });
     expect(labelsOf(r, 'process')).to.deep.equal(['Create account', 'Verify email', 'Choose plan', 'Pay']);
     expect(r.title).to.equal('onboarding');
     expect(r.titleSource).to.equal('fileName');
@@ -37,13 +61,21 @@ describe('extract: text to flowchart (text-structure-v1)', () => {
 
   it('when a line chains steps with arrows, then each part is a node of the chain', () => {
     const r = textToFlowchart({ text: 'Apply -> Interview → Offer => Start work' });
-    expect(edgesOf(r)).to.deep.equal(['Start->Apply', 'Apply->Interview', 'Interview->Offer', 'Offer->Start work', 'Start work->End']);
+    expect(edgesOf(r)).to.deep.equal([
+      'Start->Apply',
+      'Apply->Interview',
+      'Interview->Offer',
+      'Offer->Start work',
+      'Start work->End',
+    ]);
     expect(r.title).to.equal(DEFAULT_TITLE);
     expect(r.titleSource).to.equal('default');
   });
 
   it('when a question is followed by yes: and no: lines, then a decision with labelled edges; a rejecting branch ends the flow, the yes branch goes on', () => {
-    const r = textToFlowchart({ text: '1. Screen the CV\nPasses screening?\nyes: Interview\nno: Reject\n2. Make an offer' });
+    const r = textToFlowchart({
+      text: '1. Screen the CV\nPasses screening?\nyes: Interview\nno: Reject\n2. Make an offer',
+    });
     expect(labelsOf(r, 'decision')).to.deep.equal(['Passes screening?']);
     expect(edgesOf(r)).to.have.members([
       'Start->Screen the CV',
@@ -63,11 +95,18 @@ describe('extract: text to flowchart (text-structure-v1)', () => {
 
   it('when a question has no branches, then yes leads to the next step and no to the end', () => {
     const r = textToFlowchart({ text: 'Is the form complete?\nSend it' });
-    expect(edgesOf(r)).to.have.members(['Start->Is the form complete?', 'Is the form complete?->Send it(yes)', 'Is the form complete?->End(no)', 'Send it->End']);
+    expect(edgesOf(r)).to.have.members([
+      'Start->Is the form complete?',
+      'Is the form complete?->Send it(yes)',
+      'Is the form complete?->End(no)',
+      'Send it->End',
+    ]);
   });
 
   it('when a line says "if … then …, otherwise …", then a decision on the condition with both branches joining the next step', () => {
-    const r = textToFlowchart({ text: 'If the invoice is approved then pay it, otherwise ask for changes\nArchive the invoice' });
+    const r = textToFlowchart({
+      text: 'If the invoice is approved then pay it, otherwise ask for changes\nArchive the invoice',
+    });
     expect(labelsOf(r, 'decision')).to.deep.equal(['The invoice is approved?']);
     expect(edgesOf(r)).to.have.members([
       'Start->The invoice is approved?',
@@ -81,7 +120,11 @@ describe('extract: text to flowchart (text-structure-v1)', () => {
 
   it('when "if … then" has no else, then no skips ahead to the next step', () => {
     const r = textToFlowchart({ text: 'If the order is large, then call the customer\nShip the order' });
-    expect(edgesOf(r)).to.include.members(['The order is large?->Call the customer(yes)', 'The order is large?->Ship the order(no)', 'Call the customer->Ship the order']);
+    expect(edgesOf(r)).to.include.members([
+      'The order is large?->Call the customer(yes)',
+      'The order is large?->Ship the order(no)',
+      'Call the customer->Ship the order',
+    ]);
   });
 
   it('when a branch says "go back to step N", then it links back to that step', () => {
@@ -90,7 +133,9 @@ describe('extract: text to flowchart (text-structure-v1)', () => {
   });
 
   it('when headings split the text into sections, then the first titles the flowchart and later ones are notes beside their section', () => {
-    const r = textToFlowchart({ text: '# Onboarding\n## Account\n- Sign up\n- Verify email\n## Billing\n- Add a card' });
+    const r = textToFlowchart({
+      text: '# Onboarding\n## Account\n- Sign up\n- Verify email\n## Billing\n- Add a card',
+    });
     expect(r.title).to.equal('Onboarding');
     const notes = r.content.nodes.filter((n) => n.shape === 'note');
     expect(notes.map((n) => n.label)).to.deep.equal(['Account', 'Billing']);
@@ -130,7 +175,10 @@ describe('extract: text to flowchart (text-structure-v1)', () => {
   });
 
   it('when the text holds more steps than a flowchart may, then it is cut at the limits and says so', () => {
-    const text = Array.from({ length: 800 }, (_, i) => `${(i % 900) + 1}. Step ${i}\nDone ${i}?\nyes: Go ${i}\nno: Retry ${i}`).join('\n');
+    const text = Array.from(
+      { length: 800 },
+      (_, i) => `${(i % 900) + 1}. Step ${i}\nDone ${i}?\nyes: Go ${i}\nno: Retry ${i}`,
+    ).join('\n');
     const r = textToFlowchart({ text });
     expect(r.truncated).to.equal(true);
     expect(r.notes.join(' ')).to.match(/left out/);
@@ -148,15 +196,39 @@ describe('extract: text to flowchart (text-structure-v1)', () => {
   });
 
   it('when lines carry type sizes, then clearly larger lines become headings', () => {
-    expect(linesToText([{ text: 'Title', size: 24 }, { text: '1. step one', size: 12 }, { text: '2. step two', size: 12 }])).to.equal('# Title\n1. step one\n2. step two');
-    expect(linesToText([{ text: 'a', size: 12 }, { text: 'b', size: 12 }])).to.equal('a\nb');
+    expect(
+      linesToText([
+        { text: 'Title', size: 24 },
+        { text: '1. step one', size: 12 },
+        { text: '2. step two', size: 12 },
+      ]),
+    ).to.equal('# Title\n1. step one\n2. step two');
+    expect(
+      linesToText([
+        { text: 'a', size: 12 },
+        { text: 'b', size: 12 },
+      ]),
+    ).to.equal('a\nb');
   });
 
   it('when tesseract TSV is read, then words join into lines with their height, and a misread bullet glyph becomes a bullet', () => {
     const head = 'level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext';
-    const row = (line: number, word: number, h: number, conf: number, text: string) => `5\t1\t1\t1\t${line}\t${word}\t0\t0\t10\t${h}\t${conf}\t${text}`;
-    const { lines, confidence } = tsvLines([head, row(1, 1, 50, 96, 'Big'), row(1, 2, 50, 96, 'title'), row(2, 1, 11, 12, '¢'), row(2, 2, 28, 95, 'Make'), row(2, 3, 28, 95, 'offer')].join('\n'));
-    expect(lines).to.deep.equal([{ text: 'Big title', size: 50 }, { text: '- Make offer', size: 28 }]);
+    const row = (line: number, word: number, h: number, conf: number, text: string) =>
+      `5\t1\t1\t1\t${line}\t${word}\t0\t0\t10\t${h}\t${conf}\t${text}`;
+    const { lines, confidence } = tsvLines(
+      [
+        head,
+        row(1, 1, 50, 96, 'Big'),
+        row(1, 2, 50, 96, 'title'),
+        row(2, 1, 11, 12, '¢'),
+        row(2, 2, 28, 95, 'Make'),
+        row(2, 3, 28, 95, 'offer'),
+      ].join('\n'),
+    );
+    expect(lines).to.deep.equal([
+      { text: 'Big title', size: 50 },
+      { text: '- Make offer', size: 28 },
+    ]);
     expect(confidence).to.be.closeTo(78.8, 0.1);
   });
 });

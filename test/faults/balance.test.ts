@@ -21,15 +21,27 @@ describe('balance after faults', function () {
   });
   after(() => stack.stop());
 
-  const balance = async (key: string) => (await client(stack.baseUrl, key).get('/account/credits')).body.balance as number;
+  const balance = async (key: string) =>
+    (await client(stack.baseUrl, key).get('/account/credits')).body.balance as number;
 
   it('when the process holding a credit lease dies before writing down its last jobs, then the balance read counts the lease from its jobs within LEASE_VOUCH_MS, not when the scheduler settles it', async () => {
     const { key, accountId } = await stack.createAccount({ credits: 5000 });
     // As a holder leaves it when killed: a lease of 100, three jobs charged from it, the batch
     // with the spend of the last two never written.
-    const lease = (await stack.rt.credits.takeLease({ accountId, millicredits: toUnits(100), minBalance: 0, ttlMs: 60_000, owner: 'host:1:dead' }))!;
+    const lease = (await stack.rt.credits.takeLease({
+      accountId,
+      millicredits: toUnits(100),
+      minBalance: 0,
+      ttlMs: 60_000,
+      owner: 'host:1:dead',
+    }))!;
     for (const prompt of ['one', 'two', 'three']) {
-      await stack.rt.jobs.create({ accountId, type: 'code', input: { prompt }, credits: { operation: 'code_build', millicredits: toUnits(5), charged: true, settling: null, lease: lease._id } });
+      await stack.rt.jobs.create({
+        accountId,
+        type: 'code',
+        input: { prompt },
+        credits: { operation: 'code_build', millicredits: toUnits(5), charged: true, settling: null, lease: lease._id },
+      });
     }
     await stack.rt.credits.addLeaseSpend(new Map([[lease._id, toUnits(5)]]));
     // While the holder's count is fresh it is trusted (one read per lease, no scan of the jobs).
@@ -46,11 +58,22 @@ describe('balance after faults', function () {
     const { key, accountId } = await stack.createAccount({ credits: 100 });
     const tasks = createTasks(stack.rt);
     const holds = stack.rt.db.db.collection<Record<string, unknown>>(COLLECTIONS.creditHolds);
-    const backdate = (id: string) => stack.rt.db.ledger.updateOne({ _id: `led_charge_${id}` }, { $set: { at: new Date(Date.now() - CHARGE_SETTLE_GRACE_MS - 1000) } });
+    const backdate = (id: string) =>
+      stack.rt.db.ledger.updateOne(
+        { _id: `led_charge_${id}` },
+        { $set: { at: new Date(Date.now() - CHARGE_SETTLE_GRACE_MS - 1000) } },
+      );
     // Lost: debited, no hold. Made after all: debited, the hold there. Young: still in its request.
     await stack.rt.credits.debit({ accountId, operation: 'image', millicredits: toUnits(2), jobId: 'hold_lost' });
     await stack.rt.credits.debit({ accountId, operation: 'image', millicredits: toUnits(2), jobId: 'hold_made' });
-    await holds.insertOne({ _id: 'hold_made' as never, accountId, operation: 'image', millicredits: 2000, until: new Date(Date.now() + 60_000), deliveredBy: null });
+    await holds.insertOne({
+      _id: 'hold_made' as never,
+      accountId,
+      operation: 'image',
+      millicredits: 2000,
+      until: new Date(Date.now() + 60_000),
+      deliveredBy: null,
+    });
     await stack.rt.credits.debit({ accountId, operation: 'image', millicredits: toUnits(2), jobId: 'hold_young' });
     await backdate('hold_lost');
     await backdate('hold_made');
@@ -59,10 +82,19 @@ describe('balance after faults', function () {
     expect(await tasks.settleCredits()).to.include({ refunded: 1, applied: 1 });
     expect(await balance(key)).to.equal(96);
     // The request that stalled comes back: its hold cannot be made, so nothing is delivered free.
-    const late = await holds.insertOne({ _id: 'hold_lost' as never, accountId, operation: 'image', millicredits: 2000, until: new Date(), deliveredBy: null }).then(
-      () => 'inserted',
-      (err: { code?: number }) => err.code,
-    );
+    const late = await holds
+      .insertOne({
+        _id: 'hold_lost' as never,
+        accountId,
+        operation: 'image',
+        millicredits: 2000,
+        until: new Date(),
+        deliveredBy: null,
+      })
+      .then(
+        () => 'inserted',
+        (err: { code?: number }) => err.code,
+      );
     expect(late).to.equal(11000);
     // Settling again gives nothing twice, and the fence is not taken for a hold.
     expect(await tasks.settleCredits()).to.include({ refunded: 0, released: 0, captured: 0 });
@@ -71,10 +103,16 @@ describe('balance after faults', function () {
     expect((await stack.rt.db.ledger.findOne({ _id: 'led_charge_hold_young' }))?.state).to.equal('pending');
   });
 
-  it('when a scheduler task run held its lock as the database went away, then the scheduler releases its own stale locks once the database is back, and leaves another scheduler\'s', async () => {
+  it("when a scheduler task run held its lock as the database went away, then the scheduler releases its own stale locks once the database is back, and leaves another scheduler's", async () => {
     const agenda = stack.rt.db.db.collection<Record<string, unknown>>(COLLECTIONS.agenda);
-    await agenda.updateOne({ name: 'dead-letters.expire' }, { $set: { lockedAt: new Date(Date.now() - 20_000), lastModifiedBy: instanceId } });
-    await agenda.updateOne({ name: 'audit.expire' }, { $set: { lockedAt: new Date(Date.now() - 20_000), lastModifiedBy: 'another-scheduler' } });
+    await agenda.updateOne(
+      { name: 'dead-letters.expire' },
+      { $set: { lockedAt: new Date(Date.now() - 20_000), lastModifiedBy: instanceId } },
+    );
+    await agenda.updateOne(
+      { name: 'audit.expire' },
+      { $set: { lockedAt: new Date(Date.now() - 20_000), lastModifiedBy: 'another-scheduler' } },
+    );
     // This process saw its database go 10 s ago and come back now.
     stack.scheduler!.runtime.db.health.emit('up', { downMs: 10_000 });
     const lockOf = async (name: string) => (await agenda.findOne({ name }))?.lockedAt ?? null;

@@ -24,7 +24,13 @@ interface Answer {
   body: any;
 }
 
-async function call(url: string, key: string, method = 'GET', body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+async function call(
+  url: string,
+  key: string,
+  method = 'GET',
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   const t = performance.now();
   const r = await fetch(url, {
     method,
@@ -52,12 +58,21 @@ function expectUnavailable(a: Answer, what: string) {
   expect(a.ms, `${what}: answered in ${Math.round(a.ms)} ms`).to.be.below(FAST_MS);
 }
 
-const readyz = (stack: Stack) => fetch(stack.baseUrl.replace('/api/v1', '/readyz'), { signal: AbortSignal.timeout(15_000) }).then((r) => r.status, () => 0);
+const readyz = (stack: Stack) =>
+  fetch(stack.baseUrl.replace('/api/v1', '/readyz'), { signal: AbortSignal.timeout(15_000) }).then(
+    (r) => r.status,
+    () => 0,
+  );
 
 /** What the account should read: its credits less the price of every job it pays for. */
 async function truth(stack: Stack, accountId: string, credits: number) {
   const jobs = await stack.rt.db.jobs.find({ accountId }, { projection: { status: 1, credits: 1 } }).toArray();
-  return credits - jobs.filter((j) => j.credits.charged !== null && !(j.status === 'failed' && j.credits.refunded)).reduce((n, j) => n + fromUnits(j.credits.millicredits), 0);
+  return (
+    credits -
+    jobs
+      .filter((j) => j.credits.charged !== null && !(j.status === 'failed' && j.credits.refunded))
+      .reduce((n, j) => n + fromUnits(j.credits.millicredits), 0)
+  );
 }
 
 /**
@@ -65,16 +80,30 @@ async function truth(stack: Stack, accountId: string, credits: number) {
  * the accounts; each retried after its Retry-After until it is accepted. `fault` runs after a
  * third of them and resolves once the database answers again.
  */
-async function burst(stack: Stack, accounts: { key: string }[], n: number, perSecond: number, tag: string, fault: () => Promise<void>) {
+async function burst(
+  stack: Stack,
+  accounts: { key: string }[],
+  n: number,
+  perSecond: number,
+  tag: string,
+  fault: () => Promise<void>,
+) {
   const keys = Array.from({ length: n }, (_, i) => `${tag}-${i}`);
   const statuses: number[] = [];
   const unshaped: Answer[] = [];
   const post = async (i: number): Promise<string> => {
     for (let tries = 0; tries < 200; tries++) {
-      const a = await call(`${stack.baseUrl}/code-builds`, accounts[i % accounts.length]!.key, 'POST', { prompt: keys[i] }, { 'idempotency-key': keys[i]! }).catch(() => null);
+      const a = await call(
+        `${stack.baseUrl}/code-builds`,
+        accounts[i % accounts.length]!.key,
+        'POST',
+        { prompt: keys[i] },
+        { 'idempotency-key': keys[i]! },
+      ).catch(() => null);
       statuses.push(a?.status ?? 0);
       if (a?.status === 202) return a.body.jobId as string;
-      if (a && a.status >= 500 && (a.status !== 503 || !a.retryAfter || a.body?.error?.code !== 'service_unavailable')) unshaped.push(a);
+      if (a && a.status >= 500 && (a.status !== 503 || !a.retryAfter || a.body?.error?.code !== 'service_unavailable'))
+        unshaped.push(a);
       await new Promise((r) => setTimeout(r, a?.retryAfter ? Number(a.retryAfter) * 1000 : 250));
     }
     throw new Error(`${keys[i]} never accepted: ${statuses.join(',')}`);
@@ -98,7 +127,9 @@ describe('database faults', function () {
 
   before(async () => {
     faults = await startDbFaults();
-    stack = await startStack({ env: { MONGODB_URL: faults.url.replace(/\/svc$/, '/faults'), RATE_LIMIT_MAX: '100000' } });
+    stack = await startStack({
+      env: { MONGODB_URL: faults.url.replace(/\/svc$/, '/faults'), RATE_LIMIT_MAX: '100000' },
+    });
     // Every collection the runs below write made before the first kill: FerretDB 1.24 creates a
     // collection in two steps (its PostgreSQL table, then its metadata), and a SIGKILL between
     // them leaves a table it can no longer use ("relation … already exists", SQLSTATE 42P07).
@@ -107,7 +138,11 @@ describe('database faults', function () {
     for (const prompt of ['warm per job', 'warm from a lease']) {
       const r = await warm.post('/code-builds', { prompt });
       expect(r.status).to.equal(202);
-      await eventually(async () => (await warm.get(`/jobs/${r.body.jobId}`)).body.status === 'complete', 30_000, 'the warm-up job');
+      await eventually(
+        async () => (await warm.get(`/jobs/${r.body.jobId}`)).body.status === 'complete',
+        30_000,
+        'the warm-up job',
+      );
     }
   });
   after(async () => {
@@ -128,7 +163,16 @@ describe('database faults', function () {
     try {
       // The first request may be the one that finds it gone; every one is a 503 in time.
       for (let round = 0; round < 3; round++) {
-        expectUnavailable(await call(`${stack.baseUrl}/code-builds`, key, 'POST', { prompt: `during ${round}` }, { 'idempotency-key': `k-${round}` }), `POST /code-builds #${round}`);
+        expectUnavailable(
+          await call(
+            `${stack.baseUrl}/code-builds`,
+            key,
+            'POST',
+            { prompt: `during ${round}` },
+            { 'idempotency-key': `k-${round}` },
+          ),
+          `POST /code-builds #${round}`,
+        );
         expectUnavailable(await call(`${stack.baseUrl}/account/credits`, key), `GET /account/credits #${round}`);
         expectUnavailable(await call(`${stack.baseUrl}/jobs/code_doesnotexist`, key), `GET /jobs/{id} #${round}`);
       }
@@ -142,7 +186,11 @@ describe('database faults', function () {
     }
     const back = Date.now();
     await eventually(async () => (await readyz(stack)) === 200, 15_000, '/readyz 200 again');
-    await eventually(async () => (await api.post('/code-builds', { prompt: 'after' })).status === 202, 15_000, 'a 202 again');
+    await eventually(
+      async () => (await api.post('/code-builds', { prompt: 'after' })).status === 202,
+      15_000,
+      'a 202 again',
+    );
     expect(Date.now() - back).to.be.below(15_000);
   });
 
@@ -155,14 +203,35 @@ describe('database faults', function () {
       const tag = `b${Date.now().toString(36)}`;
       const r = await burst(stack, accounts, 45, 15, tag, fault);
 
-      expect(r.unshaped.map((a) => `${a.status} ${JSON.stringify(a.body)}`), 'a 5xx that is not a 503 with the shape and Retry-After').to.deep.equal([]);
-      expect(r.statuses.filter((s) => s === 0), 'no answer at all').to.deep.equal([]);
-      expect(r.statuses.some((s) => s === 503), 'the burst met the outage').to.equal(true);
+      expect(
+        r.unshaped.map((a) => `${a.status} ${JSON.stringify(a.body)}`),
+        'a 5xx that is not a 503 with the shape and Retry-After',
+      ).to.deep.equal([]);
+      expect(
+        r.statuses.filter((s) => s === 0),
+        'no answer at all',
+      ).to.deep.equal([]);
+      expect(
+        r.statuses.some((s) => s === 503),
+        'the burst met the outage',
+      ).to.equal(true);
       expect(new Set(r.jobIds).size).to.equal(r.keys.length);
-      const jobs = await stack.rt.db.jobs.find({ accountId: { $in: accounts.map((a) => a.accountId) }, 'input.prompt': { $regex: `^${tag}-` } }).toArray();
+      const jobs = await stack.rt.db.jobs
+        .find({ accountId: { $in: accounts.map((a) => a.accountId) }, 'input.prompt': { $regex: `^${tag}-` } })
+        .toArray();
       expect(jobs.map((j) => j.input.prompt).sort(), 'one job per key').to.deep.equal([...r.keys].sort());
-      await eventually(async () => (await stack.rt.db.jobs.countDocuments({ _id: { $in: r.jobIds }, status: 'complete' })) === r.jobIds.length, 60_000, 'every job complete').catch(async (err) => {
-        const open = await stack.rt.db.jobs.find({ _id: { $in: r.jobIds }, status: { $ne: 'complete' } }, { projection: { status: 1, error: 1, attempts: 1, rawStatus: 1 } }).toArray();
+      await eventually(
+        async () =>
+          (await stack.rt.db.jobs.countDocuments({ _id: { $in: r.jobIds }, status: 'complete' })) === r.jobIds.length,
+        60_000,
+        'every job complete',
+      ).catch(async (err) => {
+        const open = await stack.rt.db.jobs
+          .find(
+            { _id: { $in: r.jobIds }, status: { $ne: 'complete' } },
+            { projection: { status: 1, error: 1, attempts: 1, rawStatus: 1 } },
+          )
+          .toArray();
         throw new Error(`${(err as Error).message}: ${JSON.stringify(open.slice(0, 5))}`);
       });
 
@@ -170,7 +239,11 @@ describe('database faults', function () {
       for (const a of accounts) {
         const expected = a.credits - PRICE * (await stack.rt.db.jobs.countDocuments({ accountId: a.accountId }));
         expect(await truth(stack, a.accountId, a.credits)).to.equal(expected);
-        await eventually(async () => (await client(stack.baseUrl, a.key).get('/account/credits')).body.balance === expected, Math.max(1000, r.recoveredAt + 30_000 - Date.now()), `balance ${expected}`);
+        await eventually(
+          async () => (await client(stack.baseUrl, a.key).get('/account/credits')).body.balance === expected,
+          Math.max(1000, r.recoveredAt + 30_000 - Date.now()),
+          `balance ${expected}`,
+        );
       }
     });
 

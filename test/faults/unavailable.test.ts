@@ -2,9 +2,21 @@ import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import express from 'express';
-import { MongoBulkWriteError, MongoNetworkError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError, type MongoClient } from 'mongodb';
+import {
+  MongoBulkWriteError,
+  MongoNetworkError,
+  MongoOperationTimeoutError,
+  MongoServerError,
+  MongoServerSelectionError,
+  type MongoClient,
+} from 'mongodb';
 import { errorHandler } from '../../api/middleware/errors';
-import { DatabaseHealth, PROBE_EVERY_MS, isDatabaseUnavailable, isDatabaseUnreachable } from '../../platform/infra/db-health';
+import {
+  DatabaseHealth,
+  PROBE_EVERY_MS,
+  isDatabaseUnavailable,
+  isDatabaseUnreachable,
+} from '../../platform/infra/db-health';
 import { AppError, toAppError } from '../../platform/infra/errors';
 import { createLogger } from '../../platform/infra/log';
 
@@ -19,30 +31,53 @@ describe('database unavailable: errors and health', () => {
   it('when the driver cannot reach the server, or FerretDB cannot reach PostgreSQL, then the error is a 503 service_unavailable with Retry-After', () => {
     const unreachable = [
       new MongoNetworkError('connect ECONNREFUSED 127.0.0.1:27017'),
-      new MongoServerSelectionError('Server selection timed out after 5000 ms', { type: 'Unknown', servers: new Map() } as never),
-      ferretdb('[msg_find.go:344 handler.handleMaxTimeMSError] failed to connect to `user=postgres database=ferretdb`: dial error: connect: connection refused'),
-      ferretdb('[msg_insert.go:168 handler.(*Handler).MsgInsert] FATAL: terminating connection due to administrator command (SQLSTATE 57P01)'),
-      ferretdb('failed to connect to `user=postgres database=ferretdb`: server error: FATAL: the database system is starting up (SQLSTATE 57P03)'),
+      new MongoServerSelectionError('Server selection timed out after 5000 ms', {
+        type: 'Unknown',
+        servers: new Map(),
+      } as never),
+      ferretdb(
+        '[msg_find.go:344 handler.handleMaxTimeMSError] failed to connect to `user=postgres database=ferretdb`: dial error: connect: connection refused',
+      ),
+      ferretdb(
+        '[msg_insert.go:168 handler.(*Handler).MsgInsert] FATAL: terminating connection due to administrator command (SQLSTATE 57P01)',
+      ),
+      ferretdb(
+        'failed to connect to `user=postgres database=ferretdb`: server error: FATAL: the database system is starting up (SQLSTATE 57P03)',
+      ),
       // insertMany / bulkWrite rewrap a network error: the message and labels stay, the class goes.
       new MongoBulkWriteError(new MongoNetworkError('connect ECONNREFUSED 127.0.0.1:27017'), {} as never),
     ];
     for (const err of unreachable) {
       expect(isDatabaseUnreachable(err), err.message).to.equal(true);
       const e = toAppError(err, { request: true });
-      expect([e.code, e.status, e.headers['Retry-After'], e.quiet], err.message).to.deep.equal(['service_unavailable', 503, '1', true]);
+      expect([e.code, e.status, e.headers['Retry-After'], e.quiet], err.message).to.deep.equal([
+        'service_unavailable',
+        503,
+        '1',
+        true,
+      ]);
     }
     // A timeout of the operation's own, a primary stepping down: retry later too, but not "down",
     // and logged with the request.
-    for (const err of [new MongoOperationTimeoutError('Timed out after 2000 ms'), new MongoServerError({ code: 10107, errmsg: 'not primary', ok: 0 })]) {
+    for (const err of [
+      new MongoOperationTimeoutError('Timed out after 2000 ms'),
+      new MongoServerError({ code: 10107, errmsg: 'not primary', ok: 0 }),
+    ]) {
       expect([isDatabaseUnreachable(err), isDatabaseUnavailable(err)]).to.deep.equal([false, true]);
       expect([toAppError(err).status, toAppError(err).quiet]).to.deep.equal([503, false]);
     }
     // Wrapped one level down, still the database.
-    expect(toAppError(new Error('settling failed', { cause: new MongoNetworkError('socket closed') })).status).to.equal(503);
+    expect(toAppError(new Error('settling failed', { cause: new MongoNetworkError('socket closed') })).status).to.equal(
+      503,
+    );
   });
 
   it('when the server refuses a command for itself (a duplicate key, a FerretDB error of its own), then it stays a 500 internal_error', () => {
-    for (const err of [new MongoServerError({ code: 11000, errmsg: 'E11000 duplicate key', ok: 0 }), ferretdb('ERROR: relation "c___b4e61f13" already exists (SQLSTATE 42P07)'), new Error('boom')]) {
+    for (const err of [
+      new MongoServerError({ code: 11000, errmsg: 'E11000 duplicate key', ok: 0 }),
+      ferretdb('ERROR: relation "c___b4e61f13" already exists (SQLSTATE 42P07)'),
+      new Error('boom'),
+    ]) {
       expect(isDatabaseUnavailable(err), err.message).to.equal(false);
       expect(toAppError(err).code).to.equal('internal_error');
     }
@@ -60,7 +95,10 @@ describe('database unavailable: errors and health', () => {
     const server = app.listen(0);
     try {
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      for (const [path, retryAfter] of [['/engine', '5'], ['/database', '1']] as const) {
+      for (const [path, retryAfter] of [
+        ['/engine', '5'],
+        ['/database', '1'],
+      ] as const) {
         const r = await fetch(base + path);
         expect(r.status).to.equal(503);
         expect(r.headers.get('retry-after')).to.equal(retryAfter);
@@ -84,8 +122,14 @@ describe('database unavailable: errors and health', () => {
     health.on('down', ({ reason }) => events.push(`down: ${reason}`));
     health.on('up', () => events.push('up'));
     try {
-      health.commandFailed(ferretdb('[msg_find.go:344 handler.handleMaxTimeMSError] [values.go:74 iterator.ConsumeValuesN[...]] FATAL: terminating connection due to administrator command (SQLSTATE 57P01)'));
-      expect(health.reason, 'without the Go frames').to.equal('FATAL: terminating connection due to administrator command (SQLSTATE 57P01)');
+      health.commandFailed(
+        ferretdb(
+          '[msg_find.go:344 handler.handleMaxTimeMSError] [values.go:74 iterator.ConsumeValuesN[...]] FATAL: terminating connection due to administrator command (SQLSTATE 57P01)',
+        ),
+      );
+      expect(health.reason, 'without the Go frames').to.equal(
+        'FATAL: terminating connection due to administrator command (SQLSTATE 57P01)',
+      );
       answer = true;
       await health.whenUp();
       answer = false;
@@ -99,7 +143,9 @@ describe('database unavailable: errors and health', () => {
       expect(health.reason).to.equal('cannot open a connection to 127.0.0.1:27017');
       // The driver seeing its server again is not enough after commands failed: FerretDB answers
       // hello (and a find on a collection it does not know) without its PostgreSQL.
-      client.emit('topologyDescriptionChanged', { newDescription: { type: 'Single', servers: new Map([['a', { type: 'Standalone' }]]), error: null } });
+      client.emit('topologyDescriptionChanged', {
+        newDescription: { type: 'Single', servers: new Map([['a', { type: 'Standalone' }]]), error: null },
+      });
       expect(health.up).to.equal(false);
       const waiting = health.whenUp();
       await new Promise((r) => setTimeout(r, PROBE_EVERY_MS * 2.5));
@@ -114,7 +160,9 @@ describe('database unavailable: errors and health', () => {
 
       // The driver's own view: no writable server is down too, until it sees one again.
       answer = false;
-      const topology = (type: string) => ({ newDescription: { type: 'Single', servers: new Map([['a', { type }]]), error: null } });
+      const topology = (type: string) => ({
+        newDescription: { type: 'Single', servers: new Map([['a', { type }]]), error: null },
+      });
       client.emit('topologyDescriptionChanged', topology('Unknown'));
       expect(health.up).to.equal(false);
       client.emit('topologyDescriptionChanged', topology('Standalone'));

@@ -25,8 +25,14 @@ describe('input rules: no 5xx on bad input, one Error shape, one rule for unknow
     expectSaneAnswer(res, `${req.method} ${req.path}`);
     return res;
   };
-  const post = (path: string, body: string | Buffer, headers: Record<string, string> = {}) => send({ method: 'POST', path, headers: { 'content-type': 'application/json', ...headers }, body });
-  const expectError = (res: { status: number; body: any; text: string }, status: number, code: string, message?: RegExp) => {
+  const post = (path: string, body: string | Buffer, headers: Record<string, string> = {}) =>
+    send({ method: 'POST', path, headers: { 'content-type': 'application/json', ...headers }, body });
+  const expectError = (
+    res: { status: number; body: any; text: string },
+    status: number,
+    code: string,
+    message?: RegExp,
+  ) => {
     expect(res.status, res.text).to.equal(status);
     expect(res.body.error.code, res.text).to.equal(code);
     if (message) expect(res.body.error.message).to.match(message);
@@ -35,16 +41,38 @@ describe('input rules: no 5xx on bad input, one Error shape, one rule for unknow
   it('when a Content-Encoding does not match the body, then 400 bad_request; an unknown one 415', async () => {
     const body = JSON.stringify({ prompt: 'a counter' });
     for (const enc of ['gzip', 'deflate', 'br']) {
-      expectError(await post('/code-builds', body, { 'content-encoding': enc }), 400, 'bad_request', /Content-Encoding/);
+      expectError(
+        await post('/code-builds', body, { 'content-encoding': enc }),
+        400,
+        'bad_request',
+        /Content-Encoding/,
+      );
     }
-    expectError(await post('/code-builds', body, { 'content-encoding': 'x-unknown' }), 415, 'unsupported_media_type', /Content-Encoding/);
+    expectError(
+      await post('/code-builds', body, { 'content-encoding': 'x-unknown' }),
+      415,
+      'unsupported_media_type',
+      /Content-Encoding/,
+    );
     // A real deflate of a good body is read as usual (and fails validation for the right reason).
-    expectError(await post('/code-builds', deflateSync(JSON.stringify({ prompt: 'x', extra: 1 })), { 'content-encoding': 'deflate' }), 400, 'validation_error', /extra: unknown field/);
+    expectError(
+      await post('/code-builds', deflateSync(JSON.stringify({ prompt: 'x', extra: 1 })), {
+        'content-encoding': 'deflate',
+      }),
+      400,
+      'validation_error',
+      /extra: unknown field/,
+    );
   });
 
   it('when a path id has a bad percent-escape (%ff, %, %C0%AF), on /jobs and on /assets too, then 400', async () => {
     for (const id of ['%ff', '%', '%C0%AF', 'a%zz']) {
-      expectError(await send({ method: 'GET', path: `/jobs/${id}` }), 400, 'validation_error', /^path: malformed percent-encoding$/);
+      expectError(
+        await send({ method: 'GET', path: `/jobs/${id}` }),
+        400,
+        'validation_error',
+        /^path: malformed percent-encoding$/,
+      );
       expectError(await send({ method: 'GET', path: `/assets/${id}/x.png?exp=1&sig=x` }), 400, 'validation_error');
       expectError(await send({ method: 'GET', path: `/webhooks/${id}/deliveries` }), 400, 'validation_error');
     }
@@ -52,7 +80,12 @@ describe('input rules: no 5xx on bad input, one Error shape, one rule for unknow
 
   it('when a path id is malformed (NUL, control characters, ../, 300 characters, non-ASCII), then 400 naming the parameter; a well-formed unknown id 404', async () => {
     for (const id of ['%00', 'code_%00', '%1b', '..', 'x'.repeat(129), '%C3%A9', 'a.b', '%24where']) {
-      expectError(await send({ method: 'GET', path: `/jobs/${id}` }), 400, 'validation_error', /^id: must be 1 to 128 letters, digits, _ and -$/);
+      expectError(
+        await send({ method: 'GET', path: `/jobs/${id}` }),
+        400,
+        'validation_error',
+        /^id: must be 1 to 128 letters, digits, _ and -$/,
+      );
     }
     expectError(await send({ method: 'GET', path: '/research/%00' }), 400, 'validation_error', /^jobId: /);
     expectError(await send({ method: 'GET', path: `/jobs/code_${'x'.repeat(123)}` }), 404, 'not_found');
@@ -60,12 +93,45 @@ describe('input rules: no 5xx on bad input, one Error shape, one rule for unknow
   });
 
   it('when a string field holds NUL, then 400 naming it; names refuse control characters', async () => {
-    expectError(await post('/code-builds', JSON.stringify({ prompt: 'a\u0000b' })), 400, 'validation_error', /^prompt: must not contain NUL characters$/);
-    expectError(await post('/research', JSON.stringify({ query: 'q\u0000' })), 400, 'validation_error', /^query: must not contain NUL/);
-    expectError(await post('/songs', JSON.stringify({ style: 'pop', title: 'a\u001bb' })), 400, 'validation_error', /^title: must not contain control characters$/);
-    expectError(await post('/presentations', JSON.stringify({ name: 'deck', brief: 'b', tags: ['ok', 'x\u0000'] })), 400, 'validation_error', /^tags\.1: must not contain control characters$/);
-    expectError(await post('/webhooks', JSON.stringify({ name: 'n\nm', url: 'https://example.org/h', events: ['code_build.completed'] })), 400, 'validation_error', /name: must not contain control characters/);
-    expectError(await post('/videos', JSON.stringify({ prompt: 'p', referenceImageUrl: 'https://example.org/a\u0000.png' })), 400, 'validation_error', /^referenceImageUrl: /);
+    expectError(
+      await post('/code-builds', JSON.stringify({ prompt: 'a\u0000b' })),
+      400,
+      'validation_error',
+      /^prompt: must not contain NUL characters$/,
+    );
+    expectError(
+      await post('/research', JSON.stringify({ query: 'q\u0000' })),
+      400,
+      'validation_error',
+      /^query: must not contain NUL/,
+    );
+    expectError(
+      await post('/songs', JSON.stringify({ style: 'pop', title: 'a\u001bb' })),
+      400,
+      'validation_error',
+      /^title: must not contain control characters$/,
+    );
+    expectError(
+      await post('/presentations', JSON.stringify({ name: 'deck', brief: 'b', tags: ['ok', 'x\u0000'] })),
+      400,
+      'validation_error',
+      /^tags\.1: must not contain control characters$/,
+    );
+    expectError(
+      await post(
+        '/webhooks',
+        JSON.stringify({ name: 'n\nm', url: 'https://example.org/h', events: ['code_build.completed'] }),
+      ),
+      400,
+      'validation_error',
+      /name: must not contain control characters/,
+    );
+    expectError(
+      await post('/videos', JSON.stringify({ prompt: 'p', referenceImageUrl: 'https://example.org/a\u0000.png' })),
+      400,
+      'validation_error',
+      /^referenceImageUrl: /,
+    );
     // Free text keeps its newlines.
     expect((await post('/code-builds', JSON.stringify({ prompt: 'line one\nline two\ttabbed' }))).status).to.equal(202);
   });
@@ -78,26 +144,66 @@ describe('input rules: no 5xx on bad input, one Error shape, one rule for unknow
     expectError(at33, 400, 'validation_error', /^body: nested deeper than 32 levels of objects and arrays$/);
     // Brackets inside strings do not count.
     expect((await post('/code-builds', JSON.stringify({ prompt: '[[[[{{{{\\"'.repeat(100) }))).status).to.equal(202);
-    expectError(await post('/research', nestedJson(50_000, 'object').slice(0, 60_000)), 400, 'validation_error', /nested deeper than 32/);
-    expectError(await post('/research', gzipSync(nestedJson(30_000, 'array')), { 'content-encoding': 'gzip' }), 400, 'validation_error', /nested deeper than 32/);
+    expectError(
+      await post('/research', nestedJson(50_000, 'object').slice(0, 60_000)),
+      400,
+      'validation_error',
+      /nested deeper than 32/,
+    );
+    expectError(
+      await post('/research', gzipSync(nestedJson(30_000, 'array')), { 'content-encoding': 'gzip' }),
+      400,
+      'validation_error',
+      /nested deeper than 32/,
+    );
   });
 
   it('when a body has unknown fields, then 400 validation_error naming them (every body but research)', async () => {
-    expectError(await post('/code-builds', JSON.stringify({ prompt: 'x', colour: 'red', size: 2 })), 400, 'validation_error', /^colour, size: unknown field$/);
-    expectError(await post('/presentations', JSON.stringify({ name: 'd', outline: [{ title: 't', bullets: [], notes: 'n' }] })), 400, 'validation_error', /notes: unknown field/);
-    expectError(await post('/images/moonlight', JSON.stringify({ prompt: 'a lake', steps: 8 })), 400, 'validation_error', /^steps: unknown field$/);
+    expectError(
+      await post('/code-builds', JSON.stringify({ prompt: 'x', colour: 'red', size: 2 })),
+      400,
+      'validation_error',
+      /^colour, size: unknown field$/,
+    );
+    expectError(
+      await post('/presentations', JSON.stringify({ name: 'd', outline: [{ title: 't', bullets: [], notes: 'n' }] })),
+      400,
+      'validation_error',
+      /notes: unknown field/,
+    );
+    expectError(
+      await post('/images/moonlight', JSON.stringify({ prompt: 'a lake', steps: 8 })),
+      400,
+      'validation_error',
+      /^steps: unknown field$/,
+    );
   });
 
   it('when research gets additional members, then 202 and only the validated query is stored; $, . and NUL names are 400 everywhere', async () => {
-    const ok = await post('/research', JSON.stringify({ query: ' market size ', depth: 'deep', options: { region: 'EU' } }));
+    const ok = await post(
+      '/research',
+      JSON.stringify({ query: ' market size ', depth: 'deep', options: { region: 'EU' } }),
+    );
     expect(ok.status, ok.text).to.equal(202);
     const doc = await stack.rt.db.jobs.findOne({ _id: ok.body.jobId, accountId });
     // The extra members are dropped; the stored input is the query plus the Drive the key may read (all scopes, no pins).
     expect(doc?.input).to.deep.equal({ query: 'market size', drive: { pins: [] } });
-    for (const body of ['{"query":"q","$where":"1"}', '{"query":"q","$set":{"credits":1e9}}', '{"query":"q","a.b":1}', '{"query":"q","x\\u0000":1}', '{"query":"q","options":{"$gt":""}}', '{"query":{"$ne":null}}']) {
+    for (const body of [
+      '{"query":"q","$where":"1"}',
+      '{"query":"q","$set":{"credits":1e9}}',
+      '{"query":"q","a.b":1}',
+      '{"query":"q","x\\u0000":1}',
+      '{"query":"q","options":{"$gt":""}}',
+      '{"query":{"$ne":null}}',
+    ]) {
       expectError(await post('/research', body), 400, 'validation_error');
     }
-    expectError(await post('/code-builds', '{"prompt":"x","$where":"1"}'), 400, 'validation_error', /^"\$where": field names must not start with \$ or contain \. or NUL$/);
+    expectError(
+      await post('/code-builds', '{"prompt":"x","$where":"1"}'),
+      400,
+      'validation_error',
+      /^"\$where": field names must not start with \$ or contain \. or NUL$/,
+    );
     expect(await stack.rt.db.jobs.countDocuments({ accountId, type: 'research' })).to.equal(1); // the one accepted above
   });
 
@@ -107,16 +213,30 @@ describe('input rules: no 5xx on bad input, one Error shape, one rule for unknow
     expectError(res, 400, 'validation_error');
     expect(res.body.error.message).to.equal(`${'n'.repeat(64)}…: unknown field`);
     const dollar = await post('/code-builds', JSON.stringify({ prompt: 'x', [`$${long}`]: 1 }));
-    expect(dollar.body.error.message).to.equal(`"$${'n'.repeat(60)}…": field names must not start with $ or contain . or NUL`);
+    expect(dollar.body.error.message).to.equal(
+      `"$${'n'.repeat(60)}…": field names must not start with $ or contain . or NUL`,
+    );
     const path = await send({ method: 'GET', path: `/no-such/${'p'.repeat(10_000)}` });
     expectError(path, 404, 'not_found');
     expect(path.body.error.message.length).to.be.below(200);
   });
 
   it('when a Range header is bad, then 416 in the Error shape with Content-Range: bytes */size; a good one 206; another unit is ignored', async () => {
-    const blob = await stack.rt.blobs.put(Buffer.from('0123456789'), { contentType: 'video/mp4', filename: 'clip.mp4', accountId });
+    const blob = await stack.rt.blobs.put(Buffer.from('0123456789'), {
+      contentType: 'video/mp4',
+      filename: 'clip.mp4',
+      accountId,
+    });
     const url = stack.rt.blobs.url(blob.id, 'clip.mp4');
-    for (const range of ['bytes=20-30', 'bytes=5-2', 'bytes=-0', 'bytes=abc', 'bytes=0-1,3-4', 'bytes=', 'bytes=99999999999999999999-']) {
+    for (const range of [
+      'bytes=20-30',
+      'bytes=5-2',
+      'bytes=-0',
+      'bytes=abc',
+      'bytes=0-1,3-4',
+      'bytes=',
+      'bytes=99999999999999999999-',
+    ]) {
       const r = await fetch(url, { headers: { range } });
       const body = (await r.json()) as any;
       expect(r.status, range).to.equal(416);

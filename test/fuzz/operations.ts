@@ -45,7 +45,11 @@ export function servedOperations(doc: any): Operation[] {
 export function resolve(doc: any, s: Schema | undefined): Schema {
   let cur = s ?? {};
   for (let i = 0; i < 10 && typeof cur.$ref === 'string'; i++) {
-    cur = cur.$ref.replace(/^#\//, '').split('/').reduce((o: any, k: string) => o?.[k], doc) ?? {};
+    cur =
+      cur.$ref
+        .replace(/^#\//, '')
+        .split('/')
+        .reduce((o: any, k: string) => o?.[k], doc) ?? {};
   }
   return cur;
 }
@@ -74,7 +78,17 @@ export function example(doc: any, s: Schema, depth = 0): unknown {
   if (r.const !== undefined) return r.const;
   const alt = r.anyOf?.[0] ?? r.oneOf?.[0];
   // An object whose alternatives only add required members (exactly one of content, contentBase64): the first one's.
-  if (alt && r.type === 'object') return example(doc, { ...r, anyOf: undefined, oneOf: undefined, required: [...(r.required ?? []), ...(resolve(doc, alt).required ?? [])] }, depth);
+  if (alt && r.type === 'object')
+    return example(
+      doc,
+      {
+        ...r,
+        anyOf: undefined,
+        oneOf: undefined,
+        required: [...(r.required ?? []), ...(resolve(doc, alt).required ?? [])],
+      },
+      depth,
+    );
   if (alt) return example(doc, alt, depth + 1);
   switch (Array.isArray(r.type) ? r.type[0] : r.type) {
     case 'string':
@@ -112,7 +126,9 @@ export function wrongType(allowed: Set<string>): fc.Arbitrary<unknown> {
 
 /** `[[[…]]]` or `{"a":{"a":…}}` nested `levels` deep, as JSON text (never built as an object). */
 export const nestedJson = (levels: number, kind: 'array' | 'object') =>
-  kind === 'array' ? '['.repeat(levels) + ']'.repeat(levels) : `${'{"a":'.repeat(levels - 1)}{}${'}'.repeat(levels - 1)}`;
+  kind === 'array'
+    ? '['.repeat(levels) + ']'.repeat(levels)
+    : `${'{"a":'.repeat(levels - 1)}{}${'}'.repeat(levels - 1)}`;
 
 /** Ids no route should ever take for a real one (sent as written: percent-escapes stay escapes). */
 export const ODD_IDS = [
@@ -160,7 +176,18 @@ export const BAD_AUTHORIZATION = [
 ];
 
 /** Content-Encodings over plain (not encoded) JSON bytes. */
-export const BAD_CONTENT_ENCODINGS = ['gzip', 'deflate', 'br', 'zstd', 'compress', 'x-unknown', 'gzip, br', 'GZIP', 'identity, gzip', '*'];
+export const BAD_CONTENT_ENCODINGS = [
+  'gzip',
+  'deflate',
+  'br',
+  'zstd',
+  'compress',
+  'x-unknown',
+  'gzip, br',
+  'GZIP',
+  'identity, gzip',
+  '*',
+];
 
 /** Content-Types the JSON body parser must refuse. */
 export const BAD_CONTENT_TYPES = [

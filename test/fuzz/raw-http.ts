@@ -31,23 +31,27 @@ export function rawClient(baseUrl: string) {
       const started = Date.now();
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers ?? {})) if (v !== undefined) headers[k] = v;
-      const payload = req.body === undefined ? undefined : Buffer.isBuffer(req.body) ? req.body : Buffer.from(req.body, 'utf8');
+      const payload =
+        req.body === undefined ? undefined : Buffer.isBuffer(req.body) ? req.body : Buffer.from(req.body, 'utf8');
       if (payload) headers['content-length'] = String(payload.length);
-      const r = http.request({ host: base.hostname, port: base.port, method: req.method, path: base.pathname + req.path, headers, agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: unknown;
-          try {
-            body = text ? JSON.parse(text) : undefined;
-          } catch {
-            body = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body, ms: Date.now() - started });
-        });
-        res.on('error', reject);
-      });
+      const r = http.request(
+        { host: base.hostname, port: base.port, method: req.method, path: base.pathname + req.path, headers, agent },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let body: unknown;
+            try {
+              body = text ? JSON.parse(text) : undefined;
+            } catch {
+              body = undefined;
+            }
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body, ms: Date.now() - started });
+          });
+          res.on('error', reject);
+        },
+      );
       r.on('error', reject);
       r.end(payload);
     });
@@ -76,13 +80,18 @@ export function expectSaneAnswer(res: RawResponse, what: string, maxMs = 3000) {
     expect(Object.keys(res.body), ctx).to.deep.equal(['error']);
     const e = res.body.error;
     // validation_error alone adds details: one { path, code, message } per failed rule, bounded too.
-    const keys = e.code === 'validation_error' && 'details' in e ? ['code', 'details', 'message', 'requestId'] : ['code', 'message', 'requestId'];
+    const keys =
+      e.code === 'validation_error' && 'details' in e
+        ? ['code', 'details', 'message', 'requestId']
+        : ['code', 'message', 'requestId'];
     expect(Object.keys(e).sort(), ctx).to.deep.equal(keys);
     for (const d of e.details ?? []) {
       expect(Object.keys(d).sort(), ctx).to.deep.equal(['code', 'message', 'path']);
       expect(d.path.length + d.message.length, `bounded details: ${ctx}`).to.be.at.most(2 * MESSAGE_LIMIT);
     }
-    expect(e.code, ctx).to.be.a('string').and.match(/^[a-z_]+$/);
+    expect(e.code, ctx)
+      .to.be.a('string')
+      .and.match(/^[a-z_]+$/);
     expect(e.message, ctx).to.be.a('string').and.not.equal('');
     expect(e.message.length, `bounded message: ${ctx}`).to.be.at.most(MESSAGE_LIMIT);
     expect(e.requestId, ctx).to.equal(rid);
@@ -96,7 +105,9 @@ export function rawExchange(port: number, bytes: Buffer, timeoutMs = 5000): Prom
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => {
       s.destroy();
-      reject(new Error(`no close within ${timeoutMs} ms; got ${Buffer.concat(chunks).toString('latin1').slice(0, 200)}`));
+      reject(
+        new Error(`no close within ${timeoutMs} ms; got ${Buffer.concat(chunks).toString('latin1').slice(0, 200)}`),
+      );
     }, timeoutMs);
     s.on('connect', () => s.write(bytes));
     s.on('data', (c) => chunks.push(c));

@@ -21,13 +21,49 @@ describe("raw sockets: what Node's HTTP parser refuses still gets the Error shap
   after(() => stack.stop());
 
   const cases: [string, Buffer, number, string][] = [
-    ['a raw non-ASCII byte in the path', Buffer.concat([Buffer.from('GET /api/v1/jobs/'), Buffer.from([0xff, 0xfe]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]), 400, 'bad_request'],
-    ['a control byte in the path', Buffer.from('GET /api/v1/jobs/\x01 HTTP/1.1\r\nHost: x\r\n\r\n', 'latin1'), 400, 'bad_request'],
-    ['headers over 16 KiB', Buffer.from(`GET /api/v1/account HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 431, 'headers_too_large'],
-    ['a header name with a space', Buffer.from('GET /api/v1/account HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n'), 400, 'bad_request'],
+    [
+      'a raw non-ASCII byte in the path',
+      Buffer.concat([
+        Buffer.from('GET /api/v1/jobs/'),
+        Buffer.from([0xff, 0xfe]),
+        Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n'),
+      ]),
+      400,
+      'bad_request',
+    ],
+    [
+      'a control byte in the path',
+      Buffer.from('GET /api/v1/jobs/\x01 HTTP/1.1\r\nHost: x\r\n\r\n', 'latin1'),
+      400,
+      'bad_request',
+    ],
+    [
+      'headers over 16 KiB',
+      Buffer.from(`GET /api/v1/account HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+      431,
+      'headers_too_large',
+    ],
+    [
+      'a header name with a space',
+      Buffer.from('GET /api/v1/account HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n'),
+      400,
+      'bad_request',
+    ],
     ['a request line that is not HTTP', Buffer.from('HELLO\r\n\r\n'), 400, 'bad_request'],
-    ['a Content-Length that is not a number', Buffer.from('POST /api/v1/code-builds HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}'), 400, 'bad_request'],
-    ['both Content-Length and chunked', Buffer.from('POST /api/v1/code-builds HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}'), 400, 'bad_request'],
+    [
+      'a Content-Length that is not a number',
+      Buffer.from('POST /api/v1/code-builds HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}'),
+      400,
+      'bad_request',
+    ],
+    [
+      'both Content-Length and chunked',
+      Buffer.from(
+        'POST /api/v1/code-builds HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}',
+      ),
+      400,
+      'bad_request',
+    ],
   ];
 
   for (const [what, bytes, status, code] of cases) {
@@ -36,22 +72,31 @@ describe("raw sockets: what Node's HTTP parser refuses still gets the Error shap
       expect(answer.status, answer.text).to.equal(status);
       expect(answer.headers['content-type']).to.match(/^application\/json/);
       expect(answer.headers['x-request-id']).to.match(/^req_[0-9a-f]{32}$/);
-      expect(answer.body).to.deep.equal({ error: { code, message: answer.body.error.message, requestId: answer.headers['x-request-id'] } });
+      expect(answer.body).to.deep.equal({
+        error: { code, message: answer.body.error.message, requestId: answer.headers['x-request-id'] },
+      });
       expect(answer.body.error.message).to.be.a('string').and.not.equal('');
     });
   }
 
   it('when a client keeps its side open and trickles bytes after a malformed request, then the server still closes the connection', async () => {
-    const { answer, closed } = await trickleAfter(port, Buffer.from('GET /api/v1/jobs/\x01 HTTP/1.1\r\nHost: x\r\n', 'latin1'));
+    const { answer, closed } = await trickleAfter(
+      port,
+      Buffer.from('GET /api/v1/jobs/\x01 HTTP/1.1\r\nHost: x\r\n', 'latin1'),
+    );
     expect(parseRawAnswer(answer).status, answer).to.equal(400);
     expect(closed).to.equal(true);
   });
 
-  it('when a request\'s headers never finish, then 408 request_timeout and the connection is closed although the client keeps trickling', async () => {
+  it("when a request's headers never finish, then 408 request_timeout and the connection is closed although the client keeps trickling", async () => {
     let api: ApiServer | undefined;
     try {
       api = await startApi(stack.config2({ HTTP_HEADERS_TIMEOUT_MS: '400' }));
-      const { answer, closed } = await trickleAfter(api.port, Buffer.from('GET /api/v1/account HTTP/1.1\r\nHost: x\r\n'), 'X-Slow: 1\r\n');
+      const { answer, closed } = await trickleAfter(
+        api.port,
+        Buffer.from('GET /api/v1/account HTTP/1.1\r\nHost: x\r\n'),
+        'X-Slow: 1\r\n',
+      );
       const parsed = parseRawAnswer(answer);
       expect(parsed.status, answer).to.equal(408);
       expect(parsed.body.error.code).to.equal('request_timeout');

@@ -11,7 +11,18 @@ import { spawnApiProcess, type ApiProcess } from '../helpers/api-process';
 import { client, eventually } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
 
-const ENTRY_FIELDS = ['_id', 'accountId', 'at', 'durationMs', 'keyId', 'method', 'millicreditsCharged', 'requestId', 'route', 'status'];
+const ENTRY_FIELDS = [
+  '_id',
+  'accountId',
+  'at',
+  'durationMs',
+  'keyId',
+  'method',
+  'millicreditsCharged',
+  'requestId',
+  'route',
+  'status',
+];
 
 describe('audit log', () => {
   let stack: Stack;
@@ -26,8 +37,10 @@ describe('audit log', () => {
 
   let seq = 0;
   const rid = (what: string) => `audit-${what}-${Date.now()}-${seq++}`;
-  const entryOf = (requestId: string) => eventually(() => stack.rt.db.audit.findOne({ requestId }), 10_000, `audit entry ${requestId}`);
-  const counter = async (c: { get(): Promise<{ values: { value: number }[] }> }) => (await c.get()).values.reduce((n, v) => n + v.value, 0);
+  const entryOf = (requestId: string) =>
+    eventually(() => stack.rt.db.audit.findOne({ requestId }), 10_000, `audit entry ${requestId}`);
+  const counter = async (c: { get(): Promise<{ values: { value: number }[] }> }) =>
+    (await c.get()).values.reduce((n, v) => n + v.value, 0);
   const entry = (over: Partial<AuditDoc> = {}) => ({
     _id: `aud_test${seq++}`,
     at: new Date().toISOString(),
@@ -45,12 +58,24 @@ describe('audit log', () => {
   it('when authenticated calls are answered (200, 404, 400, 429), then each has one entry without argument values, and a 401 has none', async () => {
     const { key, accountId, keyId } = await stack.createAccount();
     const api = client(stack.baseUrl, key);
-    const ids = { unauthorized: rid('401'), ok: rid('200'), missing: rid('404'), invalid: rid('400'), limited: rid('429') };
+    const ids = {
+      unauthorized: rid('401'),
+      ok: rid('200'),
+      missing: rid('404'),
+      invalid: rid('400'),
+      limited: rid('429'),
+    };
 
-    expect((await client(stack.baseUrl, 'svc_wrong').get('/account', { 'x-request-id': ids.unauthorized })).status).to.equal(401);
+    expect(
+      (await client(stack.baseUrl, 'svc_wrong').get('/account', { 'x-request-id': ids.unauthorized })).status,
+    ).to.equal(401);
     expect((await api.get('/account', { 'x-request-id': ids.ok })).status).to.equal(200);
-    expect((await api.get('/jobs/code_SECRETID?token=SECRET-QUERY', { 'x-request-id': ids.missing })).status).to.equal(404);
-    expect((await api.post('/code-builds', { prompt: 42, extra: 'SECRET-BODY' }, { 'x-request-id': ids.invalid })).status).to.equal(400);
+    expect((await api.get('/jobs/code_SECRETID?token=SECRET-QUERY', { 'x-request-id': ids.missing })).status).to.equal(
+      404,
+    );
+    expect(
+      (await api.post('/code-builds', { prompt: 42, extra: 'SECRET-BODY' }, { 'x-request-id': ids.invalid })).status,
+    ).to.equal(400);
     expect((await api.get('/account', { 'x-request-id': ids.limited })).status).to.equal(429);
 
     const expected: [string, string, string, number][] = [
@@ -77,12 +102,17 @@ describe('audit log', () => {
     const api = client(stack.baseUrl, key);
     const written = await counter(metrics.auditEntriesWritten);
     const inserts: CommandStartedEvent[] = [];
-    const listener = (e: CommandStartedEvent) => void ((e.commandName === 'insert' && e.command.insert === COLLECTIONS.audit && inserts.push(e)));
+    const listener = (e: CommandStartedEvent) =>
+      void (e.commandName === 'insert' && e.command.insert === COLLECTIONS.audit && inserts.push(e));
     stack.rt.db.client.on('commandStarted', listener);
     try {
       const statuses = (await Promise.all(Array.from({ length: 60 }, () => api.get('/account')))).map((r) => r.status);
       expect(statuses.filter((s) => s === 200)).to.have.length(3); // the rest are 429, audited too
-      await eventually(async () => (await stack.rt.db.audit.countDocuments({ accountId })) === 60, 10_000, '60 entries');
+      await eventually(
+        async () => (await stack.rt.db.audit.countDocuments({ accountId })) === 60,
+        10_000,
+        '60 entries',
+      );
     } finally {
       stack.rt.db.client.off('commandStarted', listener);
     }
@@ -119,7 +149,7 @@ describe('audit log', () => {
     expect(await entryOf(requestId)).to.include({ status: 200, route: '/api/v1/account' });
   });
 
-  it('when the database fails both the direct insert and the writer\'s batch, then the writer holds the entry and writes it once the database answers', async () => {
+  it("when the database fails both the direct insert and the writer's batch, then the writer holds the entry and writes it once the database answers", async () => {
     const { key } = await stack.createAccount();
     const insertMany = sinon.stub(stack.rt.db.audit, 'insertMany');
     insertMany.onFirstCall().rejects(new Error('database away'));
@@ -159,7 +189,11 @@ describe('audit log', () => {
     } finally {
       stack.rt.amqp.off('deadLetter', onDead);
     }
-    await eventually(() => stack.rt.db.db.collection(COLLECTIONS.deadLetters).findOne({ queue: auditQueue }), 10_000, 'parked message');
+    await eventually(
+      () => stack.rt.db.db.collection(COLLECTIONS.deadLetters).findOne({ queue: auditQueue }),
+      10_000,
+      'parked message',
+    );
     const good = entry();
     await stack.rt.amqp.publish('', auditQueue, good);
     await eventually(() => stack.rt.db.audit.findOne({ _id: good._id }), 10_000, 'next entry');
@@ -172,8 +206,22 @@ describe('audit log', () => {
     const conn = await amqplib.connect(stack.config.AMQP_URL);
     const ch = await conn.createConfirmChannel();
     try {
-      await ch.assertQueue(queue, { durable: true, arguments: poolQueueArgs({ prefix: stack.config.QUEUE_PREFIX, queueType: stack.config.QUEUE_TYPE, deliveryLimit: stack.config.DELIVERY_LIMIT, pools: [] }) });
-      const writer = createAuditWriter({ db: stack.rt.db, amqp: stack.rt.amqp, log: stack.rt.log, prefix, flushMs: 60_000 });
+      await ch.assertQueue(queue, {
+        durable: true,
+        arguments: poolQueueArgs({
+          prefix: stack.config.QUEUE_PREFIX,
+          queueType: stack.config.QUEUE_TYPE,
+          deliveryLimit: stack.config.DELIVERY_LIMIT,
+          pools: [],
+        }),
+      });
+      const writer = createAuditWriter({
+        db: stack.rt.db,
+        amqp: stack.rt.amqp,
+        log: stack.rt.log,
+        prefix,
+        flushMs: 60_000,
+      });
       await writer.start();
       const entries = Array.from({ length: 5 }, () => entry());
       let acks = 0;

@@ -7,7 +7,6 @@ import { startStack, type Stack } from '../../scripts/harness/stack';
 import { startTcpProxy } from '../helpers/tcp-proxy';
 import { within } from '../helpers/within';
 
-
 describe('authentication cache (keys and accounts cached per API process, invalidated over a fanout)', function () {
   this.timeout(60_000);
   let stack: Stack;
@@ -28,7 +27,8 @@ describe('authentication cache (keys and accounts cached per API process, invali
     const api = client(stack.baseUrl, key);
     expect((await api.get('/account')).status).to.equal(200);
     const seen: string[] = [];
-    const onStart = (e: CommandStartedEvent) => seen.push(`${e.commandName}:${String((e.command as Record<string, unknown>)[e.commandName])}`);
+    const onStart = (e: CommandStartedEvent) =>
+      seen.push(`${e.commandName}:${String((e.command as Record<string, unknown>)[e.commandName])}`);
     stack.rt.db.client.on('commandStarted', onStart);
     try {
       expect((await api.get('/account')).status).to.equal(200);

@@ -48,7 +48,11 @@ describe('gateway', () => {
   });
 
   it('when the content type is not JSON, then 415 unsupported_media_type', async () => {
-    expectError(await api.post('/code-builds', 'prompt=x', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'unsupported_media_type');
+    expectError(
+      await api.post('/code-builds', 'prompt=x', { 'content-type': 'application/x-www-form-urlencoded' }),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('when the body is larger than the limit, then 413 payload_too_large', async () => {
@@ -79,9 +83,15 @@ describe('gateway', () => {
   it('when /openapi is read, then every operation of the catalogue is served (none answers 501 not_implemented)', async () => {
     // Every SPEC endpoint is served since issue 14; the 501 fallback in api/app.ts stays for
     // catalogue entries added before their route.
-    const doc = (await client(stack.baseUrl).get('/openapi')).body as { paths: Record<string, Record<string, { 'x-implemented'?: boolean; responses: Record<string, unknown> }>> };
-    const ops = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ at: `${method.toUpperCase()} ${path}`, op })));
+    const doc = (await client(stack.baseUrl).get('/openapi')).body as {
+      paths: Record<string, Record<string, { 'x-implemented'?: boolean; responses: Record<string, unknown> }>>;
+    };
+    const ops = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => ({ at: `${method.toUpperCase()} ${path}`, op })),
+    );
     expect(ops.length).to.be.greaterThan(90);
-    expect(ops.filter((o) => o.op['x-implemented'] !== true || '501' in o.op.responses).map((o) => o.at)).to.deep.equal([]);
+    expect(ops.filter((o) => o.op['x-implemented'] !== true || '501' in o.op.responses).map((o) => o.at)).to.deep.equal(
+      [],
+    );
   });
 });

@@ -26,7 +26,9 @@ describe('lists: one rule for limit on every list of the catalogue', function ()
 
   it('when the catalogue is read, then every list takes limit in its query', () => {
     expect(lists.length).to.be.at.least(19);
-    const without = lists.filter(([, ep]) => !('limit' in ((ep.query as { shape?: object } | undefined)?.shape ?? {}))).map(([id]) => id);
+    const without = lists
+      .filter(([, ep]) => !('limit' in ((ep.query as { shape?: object } | undefined)?.shape ?? {})))
+      .map(([id]) => id);
     expect(without).to.deep.equal([]);
   });
 

@@ -42,7 +42,15 @@ describe('logs through the API', () => {
     expect(r.status).to.equal(404);
     const access = lines().filter((l) => l.msg === 'request' && l.requestId === 'req-access-1');
     expect(access).to.have.length(1);
-    expect(access[0]).to.include({ level: 'info', service: 'api', method: 'GET', route: '/api/v1/jobs/:id', status: 404, accountId, keyId });
+    expect(access[0]).to.include({
+      level: 'info',
+      service: 'api',
+      method: 'GET',
+      route: '/api/v1/jobs/:id',
+      status: 404,
+      accountId,
+      keyId,
+    });
     expect(access[0]!.durationMs).to.be.a('number').at.least(0);
     expect(JSON.stringify(access[0])).not.to.include('doesnotexist'); // the template, not the path
     expect(findLeaks(readFileSync(path.join(dir, 'run.log'), 'utf8'))).to.deep.equal([]);

@@ -19,7 +19,10 @@ describe('GET /openapi completeness', () => {
     expect(completions).to.have.keys('application/json', 'text/event-stream');
     expect(completions['application/json'].schema.$ref).to.equal('#/components/schemas/AgentCompletionResponse');
     expect(completions['text/event-stream'].schema.type).to.equal('string');
-    expect(completions['text/event-stream'].schema.description).to.include('chat.completion.chunk').and.include('data: [DONE]').and.include(': keepalive');
+    expect(completions['text/event-stream'].schema.description)
+      .to.include('chat.completion.chunk')
+      .and.include('data: [DONE]')
+      .and.include(': keepalive');
     expect(op('post', '/chat').responses['200'].content).to.have.keys('application/json', 'text/event-stream');
     const speech = op('post', '/speech').responses['200'];
     expect(Object.keys(speech.content)).to.have.length(1);
@@ -34,22 +37,31 @@ describe('GET /openapi completeness', () => {
       const r302 = op(ep.method, ep.path).responses['302'];
       expect(r302.headers?.Location, id).to.deep.equal({ $ref: '#/components/headers/Location' });
     }
-    expect(op('get', '/drive/files/{id}/content').responses['302'].content['application/json'].schema.$ref).to.equal('#/components/schemas/DriveDownloadLink');
+    expect(op('get', '/drive/files/{id}/content').responses['302'].content['application/json'].schema.$ref).to.equal(
+      '#/components/schemas/DriveDownloadLink',
+    );
     expect(doc.components.headers.Location.description).to.include('302');
   });
 
   it('when the document is read, then it is 3.1 with the base dialect and GET /openapi declares its own shape', () => {
     expect(doc.openapi).to.equal('3.1.0');
     expect(doc.jsonSchemaDialect).to.equal('https://spec.openapis.org/oas/3.1/dialect/base');
-    expect(op('get', '/openapi').responses['200'].content['application/json'].schema.$ref).to.equal('#/components/schemas/OpenApiDocument');
+    expect(op('get', '/openapi').responses['200'].content['application/json'].schema.$ref).to.equal(
+      '#/components/schemas/OpenApiDocument',
+    );
     const s = doc.components.schemas.OpenApiDocument;
     expect(s.type).to.equal('object');
     expect(s.required).to.deep.equal(['openapi', 'info', 'paths']);
   });
 
   it('when a POST reads no body, then it declares an optional {} body, and the server ignores any member sent', async () => {
-    const noBody = Object.values(endpoints as Record<string, Endpoint>).filter((ep) => ep.method === 'post' && !ep.body);
-    expect(noBody.map((ep) => ep.path)).to.include.members(['/personas/{id}/publish', '/personas/{id}/conversations/{cid}/end']);
+    const noBody = Object.values(endpoints as Record<string, Endpoint>).filter(
+      (ep) => ep.method === 'post' && !ep.body,
+    );
+    expect(noBody.map((ep) => ep.path)).to.include.members([
+      '/personas/{id}/publish',
+      '/personas/{id}/conversations/{cid}/end',
+    ]);
     for (const ep of noBody) {
       const rb = op(ep.method, ep.path).requestBody;
       expect(rb?.required, ep.path).to.equal(false);
@@ -69,11 +81,27 @@ describe('GET /openapi completeness', () => {
   it('when a body rule spans fields, then the schema says it, and the server answers as the schema says', async () => {
     const s = doc.components.schemas;
     expect(s.DriveFileCreate.oneOf).to.deep.equal([{ required: ['content'] }, { required: ['contentBase64'] }]);
-    expect(s.SpaceRequest.oneOf).to.deep.equal([{ required: ['imageUrl'] }, { required: ['imageUrls'] }, { required: ['videoUrl'] }]);
-    for (const id of ['PersonaUpdate', 'ProjectUpdate', 'ConversationUpdate', 'BoardUpdate', 'CardUpdate', 'WebhookUpdate', 'DriveFileUpdate', 'DriveFolderUpdate']) {
+    expect(s.SpaceRequest.oneOf).to.deep.equal([
+      { required: ['imageUrl'] },
+      { required: ['imageUrls'] },
+      { required: ['videoUrl'] },
+    ]);
+    for (const id of [
+      'PersonaUpdate',
+      'ProjectUpdate',
+      'ConversationUpdate',
+      'BoardUpdate',
+      'CardUpdate',
+      'WebhookUpdate',
+      'DriveFileUpdate',
+      'DriveFolderUpdate',
+    ]) {
       expect(s[id].minProperties, id).to.equal(1);
     }
-    expect(s.AgentRunApproveRequest.if).to.deep.equal({ properties: { decision: { const: 'reject' } }, required: ['decision'] });
+    expect(s.AgentRunApproveRequest.if).to.deep.equal({
+      properties: { decision: { const: 'reject' } },
+      required: ['decision'],
+    });
     expect(s.AgentRunApproveRequest.then).to.deep.equal({ properties: { scope: { const: 'once' } } });
     const q = op('get', '/drive/search').parameters.find((p: { name: string }) => p.name === 'q');
     expect(q.schema.minLength).to.equal(1);
@@ -91,10 +119,19 @@ describe('GET /openapi completeness', () => {
     expect(new RegExp(s.SpeechRequest.properties.text.pattern).test('Hello there.')).to.equal(true);
     expect(new RegExp(s.SpeechRequest.properties.text.pattern).test('one\ntwo')).to.equal(false);
     expect(new RegExp(s.MoonlightRequest.properties.negativePrompt.pattern).test('blurry')).to.equal(false);
-    const fileNameRules = s.DriveFileCreate.properties.name.allOf.map((r: { pattern: string }) => new RegExp(r.pattern));
+    const fileNameRules = s.DriveFileCreate.properties.name.allOf.map(
+      (r: { pattern: string }) => new RegExp(r.pattern),
+    );
     const fileNameOk = (n: string) => fileNameRules.every((re: RegExp) => re.test(n));
     expect(['report.pdf', ' a b.tar.gz ', 'x.MD'].map(fileNameOk)).to.deep.equal([true, true, true]);
-    expect(['report', '.pdf', 'a/b.pdf', 'a\\b.pdf', 'a.p-f', '   '].map(fileNameOk)).to.deep.equal([false, false, false, false, false, false]);
+    expect(['report', '.pdf', 'a/b.pdf', 'a\\b.pdf', 'a.p-f', '   '].map(fileNameOk)).to.deep.equal([
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
 
     const { key } = await stack.createAccount({ scopes: ['read', 'write', 'drive:read', 'drive:write'] });
     const api = client(stack.baseUrl, key);
@@ -118,7 +155,10 @@ describe('GET /openapi completeness', () => {
     };
     await refused(api.post(`/boards/${board.body.id}/cards`, { title: 'T', before: null, after: null }), 'before');
     await refused(api.post('/personas/per_nobody/deployments', { channel: 'web' }), 'allowedOrigins');
-    await refused(api.post('/personas/per_nobody/deployments', { channel: 'api', allowedOrigins: ['https://a.test'] }), 'allowedOrigins');
+    await refused(
+      api.post('/personas/per_nobody/deployments', { channel: 'api', allowedOrigins: ['https://a.test'] }),
+      'allowedOrigins',
+    );
     expect((await api.post('/personas/per_nobody/deployments', { channel: 'api' })).status).to.equal(404);
     await refused(api.post('/drive/files/bulk', { fileIds: ['dfl_x'], action: 'move' }), 'folderId');
     await refused(api.post('/drive/files/bulk', { fileIds: ['dfl_x'], action: 'trash', folderId: 'root' }), 'folderId');

@@ -45,7 +45,16 @@ describe('GET /openapi', () => {
   it('when a request schema refuses unknown fields, NUL and malformed ids, then the document says so', async () => {
     const r = await client(stack.baseUrl).get('/openapi');
     const s = r.body.components.schemas;
-    for (const id of ['CodeBuildRequest', 'SongRequest', 'VideoRequest', 'ImageRequest', 'MoonlightRequest', 'PresentationRequest', 'WebhookCreate', 'WebhookUpdate']) {
+    for (const id of [
+      'CodeBuildRequest',
+      'SongRequest',
+      'VideoRequest',
+      'ImageRequest',
+      'MoonlightRequest',
+      'PresentationRequest',
+      'WebhookCreate',
+      'WebhookUpdate',
+    ]) {
       expect(s[id].additionalProperties, id).to.equal(false);
     }
     // SPEC 2.16: additional members are allowed on research (and ignored).
@@ -69,13 +78,20 @@ describe('GET /openapi', () => {
       await writeFile(file, JSON.stringify(doc));
       await writeFile(path.join(dir, 'redocly.yaml'), 'extends:\n  - recommended\ntelemetry: off\n');
       const bin = path.resolve('node_modules/@redocly/cli/bin/cli.js');
-      const { stdout } = await promisify(execFile)(process.execPath, [bin, 'lint', file, '--config', path.join(dir, 'redocly.yaml'), '--format', 'json'], {
-        cwd: dir,
-        // No telemetry, no update check against the registry: the lint runs without network.
-        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
-        maxBuffer: 16 * 1024 * 1024,
-      }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
-      const report = JSON.parse(stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string }[] };
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [bin, 'lint', file, '--config', path.join(dir, 'redocly.yaml'), '--format', 'json'],
+        {
+          cwd: dir,
+          // No telemetry, no update check against the registry: the lint runs without network.
+          env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
+          maxBuffer: 16 * 1024 * 1024,
+        },
+      ).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+      const report = JSON.parse(stdout) as {
+        totals: { errors: number; warnings: number };
+        problems: { ruleId: string; message: string }[];
+      };
       const problems = report.problems.map((p) => `${p.ruleId}: ${p.message}`);
       expect(problems).to.deep.equal([]);
       expect(report.totals).to.include({ errors: 0, warnings: 0 });

@@ -9,7 +9,11 @@ import { freePort, startStack, type Stack } from '../../scripts/harness/stack';
 describe('rate limit', () => {
   let stack: Stack;
   before(async () => {
-    stack = await startStack({ workers: false, scheduler: false, env: { RATE_LIMIT_MAX: '5', RATE_LIMIT_WINDOW_SECONDS: '3600' } });
+    stack = await startStack({
+      workers: false,
+      scheduler: false,
+      env: { RATE_LIMIT_MAX: '5', RATE_LIMIT_WINDOW_SECONDS: '3600' },
+    });
   });
   after(() => stack.stop());
 
@@ -83,7 +87,9 @@ describe('rate limit', () => {
     expect(r.headers.get('x-ratelimit-remaining')).to.equal('0');
     expect(commands.filter((e) => collectionOf(e) === COLLECTIONS.rateLimits)).to.deep.equal([]);
     // The audit writer's batch inserts run beside requests, off their path; nothing else writes.
-    const writes = commands.filter((e) => WRITES.has(e.commandName) && !(e.commandName === 'insert' && collectionOf(e) === COLLECTIONS.audit));
+    const writes = commands.filter(
+      (e) => WRITES.has(e.commandName) && !(e.commandName === 'insert' && collectionOf(e) === COLLECTIONS.audit),
+    );
     expect(writes.map((e) => `${e.commandName} ${String(collectionOf(e))}`)).to.deep.equal([]);
     const after = (await metrics.rateLimited.get()).values.find((v) => v.labels.route === '/account')?.value ?? 0;
     expect(after - before).to.equal(1);

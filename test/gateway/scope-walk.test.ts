@@ -27,7 +27,8 @@ describe('scopes: every served operation refuses a key without its scope', funct
     for (const [id, ep] of Object.entries(endpoints) as [string, Endpoint][]) {
       if (!workspaceTags.has(ep.tag) && id !== 'extractFlowchart') continue;
       const want: Scope[] = ai.has(id) ? ['ai'] : ep.method === 'get' ? ['read'] : ['write'];
-      if (JSON.stringify([...ep.scopes]) !== JSON.stringify(want)) wrong.push(`${id}: ${ep.scopes.join('|')} (want ${want.join('|')})`);
+      if (JSON.stringify([...ep.scopes]) !== JSON.stringify(want))
+        wrong.push(`${id}: ${ep.scopes.join('|')} (want ${want.join('|')})`);
     }
     expect(wrong).to.deep.equal([]);
   });
@@ -48,7 +49,11 @@ describe('scopes: every served operation refuses a key without its scope', funct
       expect(ep, `${op.id} is in the catalogue`).to.not.equal(undefined);
       const api = client(stack.baseUrl, await keyWithout(ep!.scopes));
       const r = await api.call(op.method, fillPath(op), op.body ? example(doc, op.body) : undefined);
-      if (r.status !== 403 || r.body?.error?.code !== 'forbidden' || !String(r.body.error.message).includes(`needs ${ep!.scopes.join(' or ')}`)) {
+      if (
+        r.status !== 403 ||
+        r.body?.error?.code !== 'forbidden' ||
+        !String(r.body.error.message).includes(`needs ${ep!.scopes.join(' or ')}`)
+      ) {
         refused.push(`${op.method} ${op.path} → ${r.status} ${r.text.slice(0, 120)}`);
       }
     }

@@ -102,7 +102,9 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
   let ops: Operation[];
 
   before(async () => {
-    stack = await startStack({ env: { WORKER_POOLS: 'code,research,sheet', ALLOW_LOOPBACK_URLS: 'true', RATE_LIMIT_MAX: '100000' } });
+    stack = await startStack({
+      env: { WORKER_POOLS: 'code,research,sheet', ALLOW_LOOPBACK_URLS: 'true', RATE_LIMIT_MAX: '100000' },
+    });
     const accA = await stack.createAccount({ credits: 1000 });
     const accountA = accA.accountId;
     a = client(stack.baseUrl, accA.key);
@@ -114,24 +116,79 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
       expect(r.status, `${what}: ${r.text.slice(0, 300)}`).to.be.oneOf([200, 201, 202]);
       return r.body as any;
     };
-    const project = ok(await a.post('/flowcharts', { name: `${SECRET} flow`, nodes: [{ id: 'a', label: SECRET }, { id: 'b', label: 'Done' }], edges: [{ from: 'a', to: 'b' }] }), 'flowchart');
-    const sheet = ok(await a.post('/sheets', { name: `${SECRET} sheet`, columns: [{ name: 'Name', type: 'string' }], rows: [[SECRET], ['other']] }), 'sheet');
-    const commit = ok(await a.post(`/sheets/${sheet.id}/ops`, { ops: [{ op: 'set', cell: 'A2', value: `${SECRET} 2` }], propose: true }), 'sheet ops');
+    const project = ok(
+      await a.post('/flowcharts', {
+        name: `${SECRET} flow`,
+        nodes: [
+          { id: 'a', label: SECRET },
+          { id: 'b', label: 'Done' },
+        ],
+        edges: [{ from: 'a', to: 'b' }],
+      }),
+      'flowchart',
+    );
+    const sheet = ok(
+      await a.post('/sheets', {
+        name: `${SECRET} sheet`,
+        columns: [{ name: 'Name', type: 'string' }],
+        rows: [[SECRET], ['other']],
+      }),
+      'sheet',
+    );
+    const commit = ok(
+      await a.post(`/sheets/${sheet.id}/ops`, {
+        ops: [{ op: 'set', cell: 'A2', value: `${SECRET} 2` }],
+        propose: true,
+      }),
+      'sheet ops',
+    );
     const board = ok(await a.post('/boards', { name: `${SECRET} board` }), 'board');
     const card = ok(await a.post(`/boards/${board.id}/cards`, { title: `${SECRET} card` }), 'card');
     const conversation = ok(await a.post('/conversations', { title: `${SECRET} chat` }), 'conversation');
-    const webhook = ok(await a.post('/webhooks', { name: `${SECRET} hook`, url: 'https://127.0.0.1:9/hook', events: ['code_build.completed'] }), 'webhook');
+    const webhook = ok(
+      await a.post('/webhooks', {
+        name: `${SECRET} hook`,
+        url: 'https://127.0.0.1:9/hook',
+        events: ['code_build.completed'],
+      }),
+      'webhook',
+    );
     const job = ok(await a.post('/code-builds', { prompt: `${SECRET} todo app` }), 'code build');
     const research = ok(await a.post('/research', { query: `${SECRET} findings` }), 'research');
     const driveFolder = ok(await a.post('/drive/folders', { name: `${SECRET} folder` }), 'drive folder');
-    const driveFile = ok(await a.post('/drive/files', { name: `${SECRET}.md`, content: `# ${SECRET}`, folderId: driveFolder.id }), 'drive file');
+    const driveFile = ok(
+      await a.post('/drive/files', { name: `${SECRET}.md`, content: `# ${SECRET}`, folderId: driveFolder.id }),
+      'drive file',
+    );
     // Agents are defined by script (no create route); the run stays queued (no agent pool here).
-    const agent = await createAgentsRepository(stack.rt.db).upsert(accountA, { name: `${SECRET} agent`, instructions: SECRET, tools: ['create_notes'], creditBudget: 50 });
-    const agentRun = ok(await a.post(`/agents/${agent._id}/messages`, { message: `${SECRET} message` }), 'agent message');
-    const persona = ok(await a.post('/personas', { name: `${SECRET} persona`, instructions: SECRET, greeting: SECRET, faceId: 'aurora' }), 'persona');
+    const agent = await createAgentsRepository(stack.rt.db).upsert(accountA, {
+      name: `${SECRET} agent`,
+      instructions: SECRET,
+      tools: ['create_notes'],
+      creditBudget: 50,
+    });
+    const agentRun = ok(
+      await a.post(`/agents/${agent._id}/messages`, { message: `${SECRET} message` }),
+      'agent message',
+    );
+    const persona = ok(
+      await a.post('/personas', {
+        name: `${SECRET} persona`,
+        instructions: SECRET,
+        greeting: SECRET,
+        faceId: 'aurora',
+      }),
+      'persona',
+    );
     ok(await a.post(`/personas/${persona.id}/publish`), 'persona publish');
-    const personaDeployment = ok(await a.post(`/personas/${persona.id}/deployments`, { channel: 'api', name: `${SECRET} deployment` }), 'persona deployment');
-    const personaConversation = ok(await a.post(`/personas/${persona.id}/conversations`, { deploymentId: personaDeployment.id }), 'persona conversation');
+    const personaDeployment = ok(
+      await a.post(`/personas/${persona.id}/deployments`, { channel: 'api', name: `${SECRET} deployment` }),
+      'persona deployment',
+    );
+    const personaConversation = ok(
+      await a.post(`/personas/${persona.id}/conversations`, { deploymentId: personaDeployment.id }),
+      'persona conversation',
+    );
     await waitForJob(a, job.jobId);
     ids = {
       project: project.id,
@@ -155,7 +212,7 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
   });
   after(() => stack?.stop());
 
-  it('when B calls every served operation with A\'s ids, then each answers 404 not_found and shows nothing of A', async () => {
+  it("when B calls every served operation with A's ids, then each answers 404 not_found and shows nothing of A", async () => {
     const walked: string[] = [];
     const unwalked: string[] = [];
     const leaks: string[] = [];
@@ -168,20 +225,42 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
       const body = op.body ? (BODIES[op.id]?.(ids) ?? example(doc, op.body)) : undefined;
       const r = await b.call(op.method, path + (QUERIES[op.id] ?? ''), body);
       walked.push(op.id);
-      if (r.status !== 404 || r.body?.error?.code !== 'not_found' || r.text.includes(SECRET)) leaks.push(`${op.method} ${path} → ${r.status} ${r.text.slice(0, 200)}`);
+      if (r.status !== 404 || r.body?.error?.code !== 'not_found' || r.text.includes(SECRET))
+        leaks.push(`${op.method} ${path} → ${r.status} ${r.text.slice(0, 200)}`);
     }
     // POST /chat names its conversation in the body, not the path.
-    const chat = await b.post('/chat', { conversationId: ids.conversation, message: 'add a step to that flowchart', stream: false });
+    const chat = await b.post('/chat', {
+      conversationId: ids.conversation,
+      message: 'add a step to that flowchart',
+      stream: false,
+    });
     walked.push('chat');
-    if (chat.status !== 404 || chat.body?.error?.code !== 'not_found' || chat.text.includes(SECRET)) leaks.push(`POST /chat {conversationId: A's} → ${chat.status} ${chat.text.slice(0, 200)}`);
+    if (chat.status !== 404 || chat.body?.error?.code !== 'not_found' || chat.text.includes(SECRET))
+      leaks.push(`POST /chat {conversationId: A's} → ${chat.status} ${chat.text.slice(0, 200)}`);
     expect(unwalked, 'operations with path ids the walk has no fixture for').to.deep.equal([]);
     expect(leaks).to.deep.equal([]);
     expect(walked.length).to.be.at.least(30);
   });
 
-  it('when B lists every collection, then none of A\'s resources appear', async () => {
-    const lists = ops.filter((o) => o.method === 'GET' && !o.pathParams.length && /^\/(projects|sheets|boards|conversations|webhooks|templates|drive\/files|drive\/folders|personas)$/.test(o.path));
-    expect(lists.map((o) => o.path)).to.include.members(['/projects', '/sheets', '/boards', '/conversations', '/webhooks', '/drive/files', '/drive/folders', '/personas']);
+  it("when B lists every collection, then none of A's resources appear", async () => {
+    const lists = ops.filter(
+      (o) =>
+        o.method === 'GET' &&
+        !o.pathParams.length &&
+        /^\/(projects|sheets|boards|conversations|webhooks|templates|drive\/files|drive\/folders|personas)$/.test(
+          o.path,
+        ),
+    );
+    expect(lists.map((o) => o.path)).to.include.members([
+      '/projects',
+      '/sheets',
+      '/boards',
+      '/conversations',
+      '/webhooks',
+      '/drive/files',
+      '/drive/folders',
+      '/personas',
+    ]);
     for (const op of lists) {
       const r = await b.get(op.path);
       expect(r.status, op.path).to.equal(200);
@@ -193,7 +272,7 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
     expect(search.body.data).to.deep.equal([]);
   });
 
-  it('when the walk is over, then A\'s resources are unchanged', async () => {
+  it("when the walk is over, then A's resources are unchanged", async () => {
     const project = await a.get(`/projects/${ids.project}`);
     expect(project.body).to.include({ name: `${SECRET} flow`, version: 1 });
     expect(project.body.shares ?? []).to.deep.equal([]);
@@ -210,7 +289,12 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
     const file = await a.get(`/drive/files/${ids.driveFile}`);
     expect(file.body).to.include({ name: `${SECRET}.md`, folderId: ids.driveFolder, trashedAt: null });
     const persona = await a.get(`/personas/${ids.persona}`);
-    expect(persona.body).to.include({ name: `${SECRET} persona`, status: 'published', publishedVersion: 1, version: 2 });
+    expect(persona.body).to.include({
+      name: `${SECRET} persona`,
+      status: 'published',
+      publishedVersion: 1,
+      version: 2,
+    });
     expect((await a.get(`/personas/${ids.persona}/deployments`)).body.total).to.equal(1);
     const events = await a.get(`/personas/${ids.persona}/conversations/${ids.personaConversation}/events`);
     expect(events.body.data.map((e: any) => e.type)).to.deep.equal(['started']);

@@ -17,7 +17,11 @@ export function useAmqpPair(prefix: string, queueType: 'classic' | 'quorum') {
   const topology = { prefix, queueType, deliveryLimit: 5, pools: POOL_TYPES };
   const log = createLogger('silent');
   /** `another()`: one more client on the same topology, not started (the test closes it). */
-  const pair = { another: () => new AmqpClient(AMQP_URL, topology, log) } as { caller: AmqpClient; worker: AmqpClient; another(): AmqpClient };
+  const pair = { another: () => new AmqpClient(AMQP_URL, topology, log) } as {
+    caller: AmqpClient;
+    worker: AmqpClient;
+    another(): AmqpClient;
+  };
   before(async () => {
     pair.caller = pair.another();
     pair.worker = pair.another();
@@ -28,7 +32,9 @@ export function useAmqpPair(prefix: string, queueType: 'classic' | 'quorum') {
     await pair.caller.close();
     await pair.worker.close();
     const base = (process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '');
-    await dropEverything(loadConfig({ AMQP_URL, QUEUE_PREFIX: prefix, MONGODB_URL: `${base}/${prefix.replace('.', '')}` }));
+    await dropEverything(
+      loadConfig({ AMQP_URL, QUEUE_PREFIX: prefix, MONGODB_URL: `${base}/${prefix.replace('.', '')}` }),
+    );
   });
   return pair;
 }

@@ -22,7 +22,12 @@ export async function fakeServer(handle: (req: Recorded, res: http.ServerRespons
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', async () => {
-      const rec = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const rec = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
       requests.push(rec);
       try {
         if (gated) await gate;
@@ -56,7 +61,11 @@ export async function fakeServer(handle: (req: Recorded, res: http.ServerRespons
 }
 
 /** Poll until `check` is truthy (eventually() with the message first). */
-export async function until<T>(check: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 15_000): Promise<T> {
+export async function until<T>(
+  check: () => Promise<T | undefined | null | false>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();

@@ -26,7 +26,12 @@ export const mochaHooks = {
     if (!existsSync(file)) return;
     const text = readFileSync(file, 'utf8');
     const leaks = findLeaks(text);
-    console.log(`\n  log hygiene: ${text.split('\n').length - 1} lines (${(statSync(file).size / 1e6).toFixed(1)} MB) in ${file}; ${leaks.length} secrets`);
-    if (leaks.length) throw new Error(`the test run's log holds ${leaks.length} secrets (${[...new Set(leaks)].slice(0, 10).join('; ')}): find the line that logs it and redact it`);
+    console.log(
+      `\n  log hygiene: ${text.split('\n').length - 1} lines (${(statSync(file).size / 1e6).toFixed(1)} MB) in ${file}; ${leaks.length} secrets`,
+    );
+    if (leaks.length)
+      throw new Error(
+        `the test run's log holds ${leaks.length} secrets (${[...new Set(leaks)].slice(0, 10).join('; ')}): find the line that logs it and redact it`,
+      );
   },
 };

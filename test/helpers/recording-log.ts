@@ -10,8 +10,14 @@ export interface LogEntry {
  * A Logger that keeps every entry as the code wrote it, before any redaction: a test can read
  * what a component logs, and check it never handed the logger a secret in the first place.
  */
-export function recordingLogger(bound: Record<string, unknown> = {}, entries: LogEntry[] = []): Logger & { entries: LogEntry[] } {
-  const at = (level: LogEntry['level']) => (msg: string, fields: Record<string, unknown> = {}) => void entries.push({ level, msg, fields: { ...bound, ...fields } });
+export function recordingLogger(
+  bound: Record<string, unknown> = {},
+  entries: LogEntry[] = [],
+): Logger & { entries: LogEntry[] } {
+  const at =
+    (level: LogEntry['level']) =>
+    (msg: string, fields: Record<string, unknown> = {}) =>
+      void entries.push({ level, msg, fields: { ...bound, ...fields } });
   return {
     entries,
     debug: at('debug'),

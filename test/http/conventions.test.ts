@@ -7,7 +7,13 @@ import { startStack, type Stack } from '../../scripts/harness/stack';
 /** A 1×1 PNG: bytes the extract endpoint sniffs as image/png. */
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=';
 const MALFORMED = '{"prompt": "x",';
-const RATE_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit'];
+const RATE_HEADERS = [
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'ratelimit-policy',
+  'ratelimit',
+];
 
 describe('HTTP conventions: rule order, Location, If-Match, WWW-Authenticate, Retry-After, rate-limit headers, validation details', function () {
   this.timeout(60_000);
@@ -18,7 +24,13 @@ describe('HTTP conventions: rule order, Location, If-Match, WWW-Authenticate, Re
     stack = await startStack({
       workers: false,
       scheduler: false,
-      env: { ALLOW_LOOPBACK_URLS: 'true', SPACE_ROOM_ENGINE: 'none', EXTRACT_RPC_TIMEOUT_MS: '300', RATE_LIMIT_MAX: '1000', RATE_LIMIT_WINDOW_SECONDS: '60' },
+      env: {
+        ALLOW_LOOPBACK_URLS: 'true',
+        SPACE_ROOM_ENGINE: 'none',
+        EXTRACT_RPC_TIMEOUT_MS: '300',
+        RATE_LIMIT_MAX: '1000',
+        RATE_LIMIT_WINDOW_SECONDS: '60',
+      },
     });
     api = client(stack.baseUrl, (await stack.createAccount({ credits: 1000 })).key);
     anon = client(stack.baseUrl);
@@ -33,7 +45,9 @@ describe('HTTP conventions: rule order, Location, If-Match, WWW-Authenticate, Re
   const expectRateHeaders = (r: HttpResult) => {
     for (const h of RATE_HEADERS) expect(r.headers.get(h), h).to.be.a('string');
     expect(r.headers.get('ratelimit-policy')).to.equal(`"default";q=${r.headers.get('x-ratelimit-limit')};w=60`);
-    expect(r.headers.get('ratelimit')).to.equal(`"default";r=${r.headers.get('x-ratelimit-remaining')};t=${r.headers.get('x-ratelimit-reset')}`);
+    expect(r.headers.get('ratelimit')).to.equal(
+      `"default";r=${r.headers.get('x-ratelimit-remaining')};t=${r.headers.get('x-ratelimit-reset')}`,
+    );
   };
 
   describe('rule order: the key, then its scope, then the body', () => {
@@ -48,8 +62,16 @@ describe('HTTP conventions: rule order, Location, If-Match, WWW-Authenticate, Re
     });
 
     it('when a body is not JSON or too large and no key is sent, then 401 too (the body is never read)', async () => {
-      expectError(await anon.post('/code-builds', 'prompt=x', { 'content-type': 'application/x-www-form-urlencoded' }), 401, 'unauthorized');
-      expectError(await anon.post('/drive/files', { name: 'big.txt', content: 'x'.repeat(7 * 1024 * 1024) }), 401, 'unauthorized');
+      expectError(
+        await anon.post('/code-builds', 'prompt=x', { 'content-type': 'application/x-www-form-urlencoded' }),
+        401,
+        'unauthorized',
+      );
+      expectError(
+        await anon.post('/drive/files', { name: 'big.txt', content: 'x'.repeat(7 * 1024 * 1024) }),
+        401,
+        'unauthorized',
+      );
     });
 
     it("when a key lacks the route's scope and the body is malformed, then 403 forbidden", async () => {
@@ -66,7 +88,11 @@ describe('HTTP conventions: rule order, Location, If-Match, WWW-Authenticate, Re
     });
 
     it('when POST /drive/files carries a body over its own limit, then 413 payload_too_large (its limit still applies)', async () => {
-      expectError(await api.post('/drive/files', { name: 'big.txt', content: 'x'.repeat(7 * 1024 * 1024) }), 413, 'payload_too_large');
+      expectError(
+        await api.post('/drive/files', { name: 'big.txt', content: 'x'.repeat(7 * 1024 * 1024) }),
+        413,
+        'payload_too_large',
+      );
     });
 
     it('when public routes are fetched without a key, then they still answer: GET /openapi with no rate-limit headers', async () => {
@@ -89,24 +115,47 @@ describe('HTTP conventions: rule order, Location, If-Match, WWW-Authenticate, Re
 
     it('when a project, a webhook and a drive file are created, then Location is their URL under /api/v1', async () => {
       const project = await api.post('/notes', { name: 'Located' });
-      expect((await expectLocation(project, 201, /^\/api\/v1\/projects\/[A-Za-z0-9_-]+$/)).body.id).to.equal(project.body.id);
-      const hook = await api.post('/webhooks', { name: 'hook', url: 'https://127.0.0.1:9/hook', events: ['code_build.completed'] });
+      expect((await expectLocation(project, 201, /^\/api\/v1\/projects\/[A-Za-z0-9_-]+$/)).body.id).to.equal(
+        project.body.id,
+      );
+      const hook = await api.post('/webhooks', {
+        name: 'hook',
+        url: 'https://127.0.0.1:9/hook',
+        events: ['code_build.completed'],
+      });
       expect((await expectLocation(hook, 201, /^\/api\/v1\/webhooks\/[A-Za-z0-9_-]+$/)).body.id).to.equal(hook.body.id);
       const file = await api.post('/drive/files', { name: 'located.txt', content: 'hello' });
-      expect((await expectLocation(file, 201, /^\/api\/v1\/drive\/files\/[A-Za-z0-9_-]+$/)).body.id).to.equal(file.body.id);
+      expect((await expectLocation(file, 201, /^\/api\/v1\/drive\/files\/[A-Za-z0-9_-]+$/)).body.id).to.equal(
+        file.body.id,
+      );
     });
 
     it('when a flowchart, a sheet, a board, a conversation and a persona are created, then Location is their URL; a card and a folder name their own path', async () => {
-      const flow = await api.post('/flowcharts', { name: 'flow', nodes: [{ id: 'a', label: 'A' }, { id: 'b', label: 'B' }], edges: [{ from: 'a', to: 'b' }] });
+      const flow = await api.post('/flowcharts', {
+        name: 'flow',
+        nodes: [
+          { id: 'a', label: 'A' },
+          { id: 'b', label: 'B' },
+        ],
+        edges: [{ from: 'a', to: 'b' }],
+      });
       expect((await expectLocation(flow, 201, /^\/api\/v1\/projects\/[A-Za-z0-9_-]+$/)).body.id).to.equal(flow.body.id);
-      const sheet = await api.post('/sheets', { name: 'sheet', columns: [{ name: 'Name', type: 'string' }], rows: [['x']] });
+      const sheet = await api.post('/sheets', {
+        name: 'sheet',
+        columns: [{ name: 'Name', type: 'string' }],
+        rows: [['x']],
+      });
       expect((await expectLocation(sheet, 201, /^\/api\/v1\/sheets\/[A-Za-z0-9_-]+$/)).body.id).to.equal(sheet.body.id);
       const board = await api.post('/boards', { name: 'board' });
       expect((await expectLocation(board, 201, /^\/api\/v1\/boards\/[A-Za-z0-9_-]+$/)).body.id).to.equal(board.body.id);
       const conversation = await api.post('/conversations', { title: 'chat' });
-      expect((await expectLocation(conversation, 201, /^\/api\/v1\/conversations\/[A-Za-z0-9_-]+$/)).body.id).to.equal(conversation.body.id);
+      expect((await expectLocation(conversation, 201, /^\/api\/v1\/conversations\/[A-Za-z0-9_-]+$/)).body.id).to.equal(
+        conversation.body.id,
+      );
       const persona = await api.post('/personas', { name: 'persona' });
-      expect((await expectLocation(persona, 201, /^\/api\/v1\/personas\/[A-Za-z0-9_-]+$/)).body.id).to.equal(persona.body.id);
+      expect((await expectLocation(persona, 201, /^\/api\/v1\/personas\/[A-Za-z0-9_-]+$/)).body.id).to.equal(
+        persona.body.id,
+      );
       // No GET of one card or one folder: Location is the path their PATCH answers on.
       const card = await api.post(`/boards/${board.body.id}/cards`, { title: 'card' });
       expect(card.status, card.text).to.equal(201);
@@ -140,9 +189,17 @@ describe('HTTP conventions: rule order, Location, If-Match, WWW-Authenticate, Re
       const doc = (await anon.get('/openapi')).body;
       for (const ep of Object.values(endpoints) as Endpoint[]) {
         if (ep.status !== 201 && ep.status !== 202) continue;
-        expect(doc.paths[ep.path][ep.method].responses[String(ep.status)].headers, ep.path).to.have.property('Location');
+        expect(doc.paths[ep.path][ep.method].responses[String(ep.status)].headers, ep.path).to.have.property(
+          'Location',
+        );
       }
-      expect(doc.components.headers).to.include.keys('Location', 'WWW-Authenticate', 'Retry-After', 'RateLimit', 'RateLimit-Policy');
+      expect(doc.components.headers).to.include.keys(
+        'Location',
+        'WWW-Authenticate',
+        'Retry-After',
+        'RateLimit',
+        'RateLimit-Policy',
+      );
       const post = doc.paths['/code-builds'].post.responses;
       expect(post['401'].headers).to.have.property('WWW-Authenticate');
       expect(post['429'].headers).to.include.keys('Retry-After', 'RateLimit');
@@ -169,14 +226,20 @@ describe('HTTP conventions: rule order, Location, If-Match, WWW-Authenticate, Re
       const b = (await api.post('/drive/files', { name: 'other.txt', content: 'b' })).body;
       expect(a.id).to.be.a('string');
       expectError(await api.patch(`/drive/files/${b.id}`, { name: 'taken.txt' }), 409, 'conflict');
-      expectError(await api.patch(`/drive/files/${b.id}`, { name: 'renamed.txt' }, { 'if-match': '"999"' }), 412, 'precondition_failed');
+      expectError(
+        await api.patch(`/drive/files/${b.id}`, { name: 'renamed.txt' }, { 'if-match': '"999"' }),
+        412,
+        'precondition_failed',
+      );
     });
 
     it('when the OpenAPI document describes a route that honours If-Match, then it declares the header and the 412', async () => {
       const doc = (await anon.get('/openapi')).body;
       for (const ep of Object.values(endpoints) as Endpoint[]) {
         const op = doc.paths[ep.path][ep.method];
-        const declared = op.parameters.some((p: { name: string; in: string }) => p.in === 'header' && p.name === 'If-Match');
+        const declared = op.parameters.some(
+          (p: { name: string; in: string }) => p.in === 'header' && p.name === 'If-Match',
+        );
         expect(declared, `${ep.method} ${ep.path}`).to.equal(!!ep.ifMatch);
         if (ep.ifMatch) expect(op.responses, `${ep.method} ${ep.path}`).to.have.property('412');
       }
@@ -199,18 +262,32 @@ describe('HTTP conventions: rule order, Location, If-Match, WWW-Authenticate, Re
     it('when validation fails, then error.details lists each field (dotted path, code, message) and the message still names them', async () => {
       const r = await api.post('/code-builds', { framework: 'vue', planFirst: 'yes', extra: 1 });
       expectError(r, 400, 'validation_error');
-      expect(r.body.error.message).to.match(/prompt: is required/).and.match(/planFirst/);
-      const byPath = Object.fromEntries((r.body.error.details as { path: string; code: string; message: string }[]).map((d) => [d.path, d]));
+      expect(r.body.error.message)
+        .to.match(/prompt: is required/)
+        .and.match(/planFirst/);
+      const byPath = Object.fromEntries(
+        (r.body.error.details as { path: string; code: string; message: string }[]).map((d) => [d.path, d]),
+      );
       expect(byPath.prompt).to.deep.include({ code: 'invalid_type', message: 'is required' });
       expect(byPath.planFirst?.code).to.be.a('string');
       expect(byPath.extra).to.deep.include({ code: 'unrecognized_keys', message: 'unknown field' });
     });
 
     it('when a nested field fails, then its path is dotted from the body root', async () => {
-      const r = await api.post('/flowcharts', { name: 'f', nodes: [{ id: 'a', label: 'A', shape: 'start' }, { id: 'b', label: 'B', shape: 'hexagon' }], edges: [] });
+      const r = await api.post('/flowcharts', {
+        name: 'f',
+        nodes: [
+          { id: 'a', label: 'A', shape: 'start' },
+          { id: 'b', label: 'B', shape: 'hexagon' },
+        ],
+        edges: [],
+      });
       expectError(r, 400, 'validation_error');
       const paths = (r.body.error.details as { path: string }[]).map((d) => d.path);
-      expect(paths.some((p) => /^nodes\.1\./.test(p)), paths.join()).to.equal(true);
+      expect(
+        paths.some((p) => /^nodes\.1\./.test(p)),
+        paths.join(),
+      ).to.equal(true);
     });
 
     it('when a query or path id is malformed, then details name it too', async () => {
@@ -219,7 +296,9 @@ describe('HTTP conventions: rule order, Location, If-Match, WWW-Authenticate, Re
       expect(q.body.error.details[0].path).to.equal('limit');
       const p = await api.get('/projects/bad%20id');
       expectError(p, 400, 'validation_error');
-      expect(p.body.error.details).to.deep.equal([{ path: 'id', code: 'invalid_format', message: 'must be 1 to 128 letters, digits, _ and -' }]);
+      expect(p.body.error.details).to.deep.equal([
+        { path: 'id', code: 'invalid_format', message: 'must be 1 to 128 letters, digits, _ and -' },
+      ]);
     });
 
     it('when the OpenAPI document describes the Error shape, then details is an optional field', async () => {

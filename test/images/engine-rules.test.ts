@@ -9,7 +9,10 @@ describe('images: engine rules (SPEC 2.10, pure function of plan, features, engi
   it('when a paid plan omits the engine or sends auto, then svc-ultra with no note', () => {
     for (const plan of ['pro', 'teams'] as const) {
       expect(resolveImageEngine({ plan, features: off })).to.deep.equal({ engine: 'svc-ultra', notes: [] });
-      expect(resolveImageEngine({ plan, features: off, requested: 'auto' })).to.deep.equal({ engine: 'svc-ultra', notes: [] });
+      expect(resolveImageEngine({ plan, features: off, requested: 'auto' })).to.deep.equal({
+        engine: 'svc-ultra',
+        notes: [],
+      });
     }
   });
 
@@ -33,8 +36,14 @@ describe('images: engine rules (SPEC 2.10, pure function of plan, features, engi
   });
 
   it('when partner-svc is asked where the workspace enables it, then partner-svc', () => {
-    expect(resolveImageEngine({ plan: 'pro', features: on, requested: 'partner-svc' })).to.deep.equal({ engine: 'partner-svc', notes: [] });
-    expect(resolveImageEngine({ plan: 'free', features: on, requested: 'partner-svc' })).to.deep.equal({ engine: 'partner-svc', notes: [] });
+    expect(resolveImageEngine({ plan: 'pro', features: on, requested: 'partner-svc' })).to.deep.equal({
+      engine: 'partner-svc',
+      notes: [],
+    });
+    expect(resolveImageEngine({ plan: 'free', features: on, requested: 'partner-svc' })).to.deep.equal({
+      engine: 'partner-svc',
+      notes: [],
+    });
   });
 
   it('when partner-svc is asked elsewhere, then the plan default with a note', () => {
@@ -47,9 +56,23 @@ describe('images: engine rules (SPEC 2.10, pure function of plan, features, engi
   });
 
   it('when another engine is named, then it is served as asked on any plan', () => {
-    for (const engine of ['svc-creative', 'svc-imagine', 'svc-photo', 'svc-rapid', 'svc-design', 'svc-studio', 'svc-type'] as const) {
-      expect(resolveImageEngine({ plan: 'free', features: off, requested: engine })).to.deep.equal({ engine, notes: [] });
-      expect(resolveImageEngine({ plan: 'pro', features: off, requested: engine })).to.deep.equal({ engine, notes: [] });
+    for (const engine of [
+      'svc-creative',
+      'svc-imagine',
+      'svc-photo',
+      'svc-rapid',
+      'svc-design',
+      'svc-studio',
+      'svc-type',
+    ] as const) {
+      expect(resolveImageEngine({ plan: 'free', features: off, requested: engine })).to.deep.equal({
+        engine,
+        notes: [],
+      });
+      expect(resolveImageEngine({ plan: 'pro', features: off, requested: engine })).to.deep.equal({
+        engine,
+        notes: [],
+      });
     }
   });
 });

@@ -18,7 +18,12 @@ const parsed = (raw: string): any => {
 };
 
 /** A tiny HTTP server from a route table; each handler gets the parsed JSON body (on helpers/fake-provider). */
-export async function fakeServer(routes: (req: { method: string; path: string; body: any; headers: http.IncomingHttpHeaders }, res: http.ServerResponse) => void | Promise<void>): Promise<FakeServer> {
+export async function fakeServer(
+  routes: (
+    req: { method: string; path: string; body: any; headers: http.IncomingHttpHeaders },
+    res: http.ServerResponse,
+  ) => void | Promise<void>,
+): Promise<FakeServer> {
   const toEntry = (r: Recorded) => ({ method: r.method, path: r.url, body: parsed(r.body), headers: r.headers });
   const inner = await providerServer((r, res) => routes(toEntry(r), res));
   return {

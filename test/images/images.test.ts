@@ -35,7 +35,15 @@ describe('images: POST /images', () => {
     const { api, accountId } = await account({ credits: 100 });
     const r = await api.post('/images', { prompt: 'a lighthouse on a cliff at night' });
     expect(r.status).to.equal(200);
-    expect(r.body).to.include({ engine: 'svc-ultra', renderer: 'local-scene-v2', aspectRatio: '1:1', width: 1024, height: 1024, mimeType: 'image/png', charged: 2 });
+    expect(r.body).to.include({
+      engine: 'svc-ultra',
+      renderer: 'local-scene-v2',
+      aspectRatio: '1:1',
+      width: 1024,
+      height: 1024,
+      mimeType: 'image/png',
+      charged: 2,
+    });
     expect(r.body.notes).to.deep.equal([]);
     expect(r.body.base64).to.equal(undefined);
     expect(r.body.url).to.match(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/assets\/blob_\w+\/image\.png\?exp=\d+&sig=/);
@@ -56,7 +64,12 @@ describe('images: POST /images', () => {
       const r = await api.post('/images', { prompt: 'rolling green hills', aspectRatio, engine: 'svc-rapid' });
       expect(r.status, aspectRatio).to.equal(200);
       const png = await decodeImage((await fetchBytes(r.body.url)).bytes);
-      expect([png.width, png.height, r.body.width, r.body.height], aspectRatio).to.deep.equal([IMAGE_SIZES[aspectRatio].width, IMAGE_SIZES[aspectRatio].height, IMAGE_SIZES[aspectRatio].width, IMAGE_SIZES[aspectRatio].height]);
+      expect([png.width, png.height, r.body.width, r.body.height], aspectRatio).to.deep.equal([
+        IMAGE_SIZES[aspectRatio].width,
+        IMAGE_SIZES[aspectRatio].height,
+        IMAGE_SIZES[aspectRatio].width,
+        IMAGE_SIZES[aspectRatio].height,
+      ]);
     }
   });
 
@@ -79,7 +92,11 @@ describe('images: POST /images', () => {
 
   it('when another engine and a style are named, then they are served and reported', async () => {
     const { api } = await account({ plan: 'teams' });
-    const r = await api.post('/images', { prompt: 'a city skyline', engine: 'svc-design', style: 'flat poster in teal and gold' });
+    const r = await api.post('/images', {
+      prompt: 'a city skyline',
+      engine: 'svc-design',
+      style: 'flat poster in teal and gold',
+    });
     expect(r.status).to.equal(200);
     expect(r.body).to.include({ engine: 'svc-design', style: 'flat poster in teal and gold' });
   });
@@ -107,17 +124,25 @@ describe('images: POST /images', () => {
     const { api } = await account();
     const base = { prompt: 'an abstract composition', engine: 'svc-rapid', includeBase64: true } as const;
     const plain = await api.post('/images', base);
-    const withRefs = await api.post('/images', { ...base, referenceImageUrls: [`${refs.url}/red.png`, `${refs.url}/photo.jpg`] });
+    const withRefs = await api.post('/images', {
+      ...base,
+      referenceImageUrls: [`${refs.url}/red.png`, `${refs.url}/photo.jpg`],
+    });
     expect(withRefs.status).to.equal(200);
     expect(withRefs.body.referenceImagesUsed).to.equal(2);
-    expect(withRefs.body.notes.some((n: string) => /referenceImageUrls\.1 is not an image this service can read/.test(n))).to.equal(true);
+    expect(
+      withRefs.body.notes.some((n: string) => /referenceImageUrls\.1 is not an image this service can read/.test(n)),
+    ).to.equal(true);
     expect(withRefs.body.base64).to.not.equal(plain.body.base64);
     expect(refs.requests.filter((q) => q.path === '/red.png')).to.have.length.greaterThan(0);
   });
 
   it('when more than 5 reference images are sent, then 400 naming referenceImageUrls and nothing is charged', async () => {
     const { api, accountId } = await account({ credits: 10 });
-    const r = await api.post('/images', { prompt: 'x', referenceImageUrls: Array.from({ length: 6 }, (_, i) => `${refs.url}/red.png?${i}`) });
+    const r = await api.post('/images', {
+      prompt: 'x',
+      referenceImageUrls: Array.from({ length: 6 }, (_, i) => `${refs.url}/red.png?${i}`),
+    });
     expect(r.status).to.equal(400);
     expect(r.body.error.code).to.equal('validation_error');
     expect(r.body.error.message).to.match(/^referenceImageUrls: at most 5/);
@@ -127,7 +152,11 @@ describe('images: POST /images', () => {
 
   it('when a reference URL points at a private or metadata address, then 400 naming it and nothing is fetched or charged', async () => {
     const { api, accountId } = await account({ credits: 10 });
-    for (const url of ['http://10.0.0.7/a.png', 'http://169.254.169.254/latest/meta-data/', 'http://192.168.1.1/x.png']) {
+    for (const url of [
+      'http://10.0.0.7/a.png',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://192.168.1.1/x.png',
+    ]) {
       const r = await api.post('/images', { prompt: 'x', referenceImageUrls: [`${refs.url}/red.png`, url] });
       expect(r.status, url).to.equal(400);
       expect(r.body.error.message, url).to.match(/^referenceImageUrls\.1: .*(private|link-local|reserved)/);
@@ -143,7 +172,10 @@ describe('images: POST /images', () => {
     expect(r.body.error.message).to.match(/^referenceImageUrls\.0: could not be fetched \(HTTP 404\)/);
     expect(await balance(api)).to.equal(10);
     const l = await ledger(accountId);
-    expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'image', 2], ['refund', 'image', 2]]);
+    expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([
+      ['charge', 'image', 2],
+      ['refund', 'image', 2],
+    ]);
   });
 
   it('when the balance is short, then 402 and no render is asked for', async () => {
@@ -168,7 +200,15 @@ describe('images: POST /images', () => {
 
   it('when /openapi is fetched, then the image and video contracts are documented as named schemas', async () => {
     const doc = (await client(stack.baseUrl).get('/openapi')).body;
-    for (const id of ['ImageRequest', 'ImageResult', 'MoonlightRequest', 'MoonlightResult', 'VideoRequest', 'VideoAccepted', 'VideoResult']) {
+    for (const id of [
+      'ImageRequest',
+      'ImageResult',
+      'MoonlightRequest',
+      'MoonlightResult',
+      'VideoRequest',
+      'VideoAccepted',
+      'VideoResult',
+    ]) {
       expect(doc.components.schemas, id).to.have.property(id);
     }
     expect(JSON.stringify(doc.paths['/images'])).to.include('ImageResult');
@@ -178,9 +218,15 @@ describe('images: POST /images', () => {
   it('when the body is invalid, then 400 naming the field', async () => {
     const { api } = await account();
     expect((await api.post('/images', {})).body.error.message).to.match(/prompt: is required/);
-    expect((await api.post('/images', { prompt: 'x', engine: 'svc-mega' })).body.error.message).to.match(/^engine: must be one of/);
-    expect((await api.post('/images', { prompt: 'x', aspectRatio: '2:1' })).body.error.message).to.match(/^aspectRatio: must be one of/);
-    expect((await api.post('/images', { prompt: 'x', referenceImageUrls: ['not a url'] })).body.error.message).to.match(/^referenceImageUrls\.0:/);
+    expect((await api.post('/images', { prompt: 'x', engine: 'svc-mega' })).body.error.message).to.match(
+      /^engine: must be one of/,
+    );
+    expect((await api.post('/images', { prompt: 'x', aspectRatio: '2:1' })).body.error.message).to.match(
+      /^aspectRatio: must be one of/,
+    );
+    expect((await api.post('/images', { prompt: 'x', referenceImageUrls: ['not a url'] })).body.error.message).to.match(
+      /^referenceImageUrls\.0:/,
+    );
   });
 });
 
@@ -219,9 +265,21 @@ describe('images: deadline and remote provider', () => {
           return void res.end(JSON.stringify({ error: { message: 'upstream exploded', type: 'server_error' } }));
         }
         const [w, h] = String(req.body.size).split('x').map(Number);
-        res.end(JSON.stringify({ created: 1, data: [{ b64_json: (await solidPng(w!, h!, [10, 120, 200])).toString('base64') }] }));
+        res.end(
+          JSON.stringify({
+            created: 1,
+            data: [{ b64_json: (await solidPng(w!, h!, [10, 120, 200])).toString('base64') }],
+          }),
+        );
       });
-      stack = await startStack({ env: { IMAGE_ENGINE: 'openai', OPENAI_BASE_URL: `${provider.url}/v1`, OPENAI_API_KEY: 'sk-test', OPENAI_IMAGE_MODEL: 'gpt-image-1' } });
+      stack = await startStack({
+        env: {
+          IMAGE_ENGINE: 'openai',
+          OPENAI_BASE_URL: `${provider.url}/v1`,
+          OPENAI_API_KEY: 'sk-test',
+          OPENAI_IMAGE_MODEL: 'gpt-image-1',
+        },
+      });
     });
     after(async () => {
       await stack.stop();
@@ -233,7 +291,12 @@ describe('images: deadline and remote provider', () => {
       const api = client(stack.baseUrl, key);
       const r = await api.post('/images', { prompt: 'a sailing boat', aspectRatio: '16:9', style: 'oil painting' });
       expect(r.status).to.equal(200);
-      expect(r.body).to.include({ renderer: 'openai-compatible:gpt-image-1', engine: 'svc-ultra', width: 1536, height: 1024 });
+      expect(r.body).to.include({
+        renderer: 'openai-compatible:gpt-image-1',
+        engine: 'svc-ultra',
+        width: 1536,
+        height: 1024,
+      });
       expect(r.body.notes.join(' ')).to.match(/provider renders 1536x1024 for 16:9/);
       const sent = provider.requests.at(-1)!;
       expect(sent.headers.authorization).to.equal('Bearer sk-test');

@@ -38,14 +38,28 @@ async function diffusionServer(state: { mode: Mode; sent: Buffer[] }): Promise<F
     if (state.mode === 'slow') await new Promise((r) => setTimeout(r, 1500));
     const [w, h] = openai ? String(body.size).split('x').map(Number) : [body.width, body.height];
     const size = state.mode === 'wrong-size' ? [512, 512] : [w!, h!];
-    const png = state.mode === 'not-png' ? Buffer.from('<html>busy</html>') : await solidPng(size[0]!, size[1]!, state.mode === 'skin' ? [255, 218, 185] : seedColour(body.seed));
+    const png =
+      state.mode === 'not-png'
+        ? Buffer.from('<html>busy</html>')
+        : await solidPng(size[0]!, size[1]!, state.mode === 'skin' ? [255, 218, 185] : seedColour(body.seed));
     state.sent.push(png);
     if (!openai) {
       res.setHeader('content-type', 'image/png');
       return void res.end(png);
     }
     res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ created: 1, data: [state.mode === 'url' ? { url: `${server.url}/files/out.png` } : state.mode === 'private-url' ? { url: 'http://169.254.169.254/latest/meta-data/' } : { b64_json: png.toString('base64') }] }));
+    res.end(
+      JSON.stringify({
+        created: 1,
+        data: [
+          state.mode === 'url'
+            ? { url: `${server.url}/files/out.png` }
+            : state.mode === 'private-url'
+              ? { url: 'http://169.254.169.254/latest/meta-data/' }
+              : { b64_json: png.toString('base64') },
+        ],
+      }),
+    );
   });
   return server;
 }
@@ -87,15 +101,39 @@ for (const protocol of ['openai', 'minimal'] as const) {
       const { api } = await account();
       const r = await api.post('/images/moonlight', { prompt: 'a lighthouse at dawn', aspectRatio: '3:2', seed: 4242 });
       expect(r.status).to.equal(200);
-      expect(r.body).to.include({ engine: 'remote:sdxl-moon', width: 1248, height: 832, aspectRatio: '3:2', seed: 4242, steps: 8, cfg: 1 });
+      expect(r.body).to.include({
+        engine: 'remote:sdxl-moon',
+        width: 1248,
+        height: 832,
+        aspectRatio: '3:2',
+        seed: 4242,
+        steps: 8,
+        cfg: 1,
+      });
       const sent = server.requests.at(-1)!;
       expect(sent.headers.authorization).to.equal('Bearer diffusion-key');
       if (protocol === 'openai') {
         expect(sent.path).to.equal('/v1/images/generations');
-        expect(sent.body).to.deep.equal({ model: 'sdxl-moon', prompt: 'a lighthouse at dawn', n: 1, size: '1248x832', response_format: 'b64_json', seed: 4242, steps: 8, guidance_scale: 1 });
+        expect(sent.body).to.deep.equal({
+          model: 'sdxl-moon',
+          prompt: 'a lighthouse at dawn',
+          n: 1,
+          size: '1248x832',
+          response_format: 'b64_json',
+          seed: 4242,
+          steps: 8,
+          guidance_scale: 1,
+        });
       } else {
         expect(sent.path).to.equal('/generate');
-        expect(sent.body).to.deep.equal({ prompt: 'a lighthouse at dawn', width: 1248, height: 832, steps: 8, guidance: 1, seed: 4242 });
+        expect(sent.body).to.deep.equal({
+          prompt: 'a lighthouse at dawn',
+          width: 1248,
+          height: 832,
+          steps: 8,
+          guidance: 1,
+          seed: 4242,
+        });
       }
       const png = dataOf(r.body.base64);
       expect(png.equals(state.sent.at(-1)!)).to.equal(true);
@@ -171,7 +209,9 @@ for (const protocol of ['openai', 'minimal'] as const) {
         state.mode = 'private-url';
         const r = await api.post('/images/moonlight', { prompt: 'a boat', seed: 7 });
         expect(r.status).to.equal(503);
-        expect(r.body.error.message).to.match(/moonlight engine answer refused: moonlight engine image url: .*(link-local|private|reserved)/);
+        expect(r.body.error.message).to.match(
+          /moonlight engine answer refused: moonlight engine image url: .*(link-local|private|reserved)/,
+        );
         expect((await ledger(accountId)).map((e) => e.kind)).to.deep.equal(['charge', 'refund']);
       });
     }
@@ -180,6 +220,9 @@ for (const protocol of ['openai', 'minimal'] as const) {
 
 describe('images: MOONLIGHT_ENGINE=remote without a URL', () => {
   it('when the configuration is loaded, then it stops with a message naming MOONLIGHT_REMOTE_URL', () => {
-    expect(() => loadConfig({ MOONLIGHT_ENGINE: 'remote' })).to.throw(ConfigError, /MOONLIGHT_REMOTE_URL: must be set when MOONLIGHT_ENGINE=remote/);
+    expect(() => loadConfig({ MOONLIGHT_ENGINE: 'remote' })).to.throw(
+      ConfigError,
+      /MOONLIGHT_REMOTE_URL: must be set when MOONLIGHT_ENGINE=remote/,
+    );
   });
 });

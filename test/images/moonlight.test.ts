@@ -29,9 +29,32 @@ describe('images: POST /images/moonlight (in-house model, SPEC 2.11)', () => {
     const r = await api.post('/images/moonlight', { prompt: 'a lighthouse on a cliff at night, moonlit' });
     expect(r.status).to.equal(200);
     expect(Object.keys(r.body).sort()).to.deep.equal(
-      ['aspectRatio', 'base64', 'cfg', 'engine', 'height', 'mimeType', 'negativePrompt', 'prompt', 'renderMs', 'seed', 'steps', 'width'].sort(),
+      [
+        'aspectRatio',
+        'base64',
+        'cfg',
+        'engine',
+        'height',
+        'mimeType',
+        'negativePrompt',
+        'prompt',
+        'renderMs',
+        'seed',
+        'steps',
+        'width',
+      ].sort(),
     );
-    expect(r.body).to.include({ engine: 'moonlight-scene-v2', mimeType: 'image/png', width: 1024, height: 1024, aspectRatio: '1:1', steps: 8, cfg: 1, negativePrompt: '', prompt: 'a lighthouse on a cliff at night, moonlit' });
+    expect(r.body).to.include({
+      engine: 'moonlight-scene-v2',
+      mimeType: 'image/png',
+      width: 1024,
+      height: 1024,
+      aspectRatio: '1:1',
+      steps: 8,
+      cfg: 1,
+      negativePrompt: '',
+      prompt: 'a lighthouse on a cliff at night, moonlit',
+    });
     expect(r.body.seed).to.be.a('number').within(0, 999_999_999);
     expect(Number.isInteger(r.body.seed)).to.equal(true);
     expect(Number.isInteger(r.body.renderMs) && r.body.renderMs >= 0).to.equal(true);
@@ -44,11 +67,19 @@ describe('images: POST /images/moonlight (in-house model, SPEC 2.11)', () => {
 
   it('when each aspect ratio is asked, then the documented exact size, about one megapixel', async () => {
     const { api } = await account();
-    for (const [aspectRatio, size] of Object.entries(MOONLIGHT_SIZES) as [MoonlightAspectRatio, { width: number; height: number }][]) {
+    for (const [aspectRatio, size] of Object.entries(MOONLIGHT_SIZES) as [
+      MoonlightAspectRatio,
+      { width: number; height: number },
+    ][]) {
       const r = await api.post('/images/moonlight', { prompt: 'a quiet harbour', aspectRatio, seed: 7 });
       expect(r.status, aspectRatio).to.equal(200);
       const png = await decodeImage(pngOf(r.body.base64));
-      expect([r.body.width, r.body.height, png.width, png.height], aspectRatio).to.deep.equal([size.width, size.height, size.width, size.height]);
+      expect([r.body.width, r.body.height, png.width, png.height], aspectRatio).to.deep.equal([
+        size.width,
+        size.height,
+        size.width,
+        size.height,
+      ]);
       expect(size.width * size.height, aspectRatio).to.be.within(0.9e6, 1.1e6);
       expect(size.width % 32 === 0 && size.height % 32 === 0, aspectRatio).to.equal(true);
       const [a, b] = aspectRatio.split(':').map(Number);
@@ -93,7 +124,9 @@ describe('images: POST /images/moonlight (in-house model, SPEC 2.11)', () => {
 
   it('when the prompt is too long or missing, then 400 naming prompt', async () => {
     const { api } = await account();
-    expect((await api.post('/images/moonlight', { prompt: 'a'.repeat(1501) })).body.error.message).to.match(/^prompt: must be at most 1500/);
+    expect((await api.post('/images/moonlight', { prompt: 'a'.repeat(1501) })).body.error.message).to.match(
+      /^prompt: must be at most 1500/,
+    );
     expect((await api.post('/images/moonlight', {})).body.error.message).to.match(/^prompt: is required/);
   });
 
@@ -117,7 +150,10 @@ describe('images: POST /images/moonlight (in-house model, SPEC 2.11)', () => {
     expect(r.body.error.message).to.match(/nothing was charged/);
     expect(await balance(api)).to.equal(10);
     const l = await ledger(accountId);
-    expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'image_moonlight', 1], ['refund', 'image_moonlight', 1]]);
+    expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([
+      ['charge', 'image_moonlight', 1],
+      ['refund', 'image_moonlight', 1],
+    ]);
   });
 
   it('when renders are made, then nothing is stored for the caller', async () => {

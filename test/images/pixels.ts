@@ -20,7 +20,8 @@ export const lumAt = (p: Pixels, x: number, y: number) => {
 /** Mean RGB over rows [y0, y1). */
 export function meanRows(p: Pixels, y0: number, y1: number): [number, number, number] {
   const s = [0, 0, 0];
-  for (let y = y0; y < y1; y++) for (let x = 0; x < p.width; x++) for (let c = 0; c < 3; c++) s[c]! += p.data[(y * p.width + x) * 3 + c]!;
+  for (let y = y0; y < y1; y++)
+    for (let x = 0; x < p.width; x++) for (let c = 0; c < 3; c++) s[c]! += p.data[(y * p.width + x) * 3 + c]!;
   const n = (y1 - y0) * p.width;
   return [s[0]! / n, s[1]! / n, s[2]! / n];
 }
@@ -40,7 +41,11 @@ export function hue([r, g, b]: [number, number, number]): number {
  * bright (gaps up to `gap` rows, such as painted bands, do not end a run); the best column, its
  * run, and how many neighbouring columns share at least half that run (the shape's width).
  */
-export function tallestBrightColumn(p: Pixels, minLum: number, gap = 0): { x: number; top: number; run: number; width: number } {
+export function tallestBrightColumn(
+  p: Pixels,
+  minLum: number,
+  gap = 0,
+): { x: number; top: number; run: number; width: number } {
   const runs: { run: number; top: number }[] = [];
   for (let x = 0; x < p.width; x++) {
     let best = { run: 0, top: 0 };
@@ -67,7 +72,8 @@ export function tallestBrightColumn(p: Pixels, minLum: number, gap = 0): { x: nu
 /** Share of pixels whose luminance differs from the right neighbour by more than `step`. */
 export function edgeDensity(p: Pixels, step = 10): number {
   let edges = 0;
-  for (let y = 0; y < p.height; y++) for (let x = 0; x + 1 < p.width; x++) if (Math.abs(lumAt(p, x, y) - lumAt(p, x + 1, y)) > step) edges++;
+  for (let y = 0; y < p.height; y++)
+    for (let x = 0; x + 1 < p.width; x++) if (Math.abs(lumAt(p, x, y) - lumAt(p, x + 1, y)) > step) edges++;
   return edges / (p.height * (p.width - 1));
 }
 
@@ -82,7 +88,12 @@ export function colourCount(p: Pixels): number {
 export function changedShare(a: Pixels, b: Pixels, tolerance = 24): number {
   let n = 0;
   for (let i = 0; i < a.data.length; i += 3) {
-    if (Math.abs(a.data[i]! - b.data[i]!) > tolerance || Math.abs(a.data[i + 1]! - b.data[i + 1]!) > tolerance || Math.abs(a.data[i + 2]! - b.data[i + 2]!) > tolerance) n++;
+    if (
+      Math.abs(a.data[i]! - b.data[i]!) > tolerance ||
+      Math.abs(a.data[i + 1]! - b.data[i + 1]!) > tolerance ||
+      Math.abs(a.data[i + 2]! - b.data[i + 2]!) > tolerance
+    )
+      n++;
   }
   return n / (a.data.length / 3);
 }

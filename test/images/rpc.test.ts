@@ -39,7 +39,10 @@ describe('platform: AmqpClient request/reply (direct reply-to)', () => {
   });
 
   it('when a handler answers with an error, then the caller receives the error code and message', async () => {
-    const stop = await worker.respond(broker.poolQueue(prefix, 'image'), 1, async () => ({ ok: false, error: { code: 'adult_render', message: 'no' } }));
+    const stop = await worker.respond(broker.poolQueue(prefix, 'image'), 1, async () => ({
+      ok: false,
+      error: { code: 'adult_render', message: 'no' },
+    }));
     try {
       const r = await caller.rpc('image', { n: 1 }, 5000);
       expect(r).to.deep.equal({ ok: false, error: { code: 'adult_render', message: 'no' } });

@@ -5,11 +5,24 @@ import { localMoonlight } from '../../workers/engines/images/moonlight.engine';
 import { SUBJECTS, TIMES, WEATHERS, parsePrompt, type Style } from '../../workers/engines/images/scene';
 import { client } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
-import { changedShare, colourCount, edgeDensity, hue, lumAt, meanRows, pixelsOf, tallestBrightColumn, type Pixels } from './pixels';
+import {
+  changedShare,
+  colourCount,
+  edgeDensity,
+  hue,
+  lumAt,
+  meanRows,
+  pixelsOf,
+  tallestBrightColumn,
+  type Pixels,
+} from './pixels';
 
 const signal = new AbortController().signal;
 const render = (prompt: string, style: Style, size = 256, seed = 'fixed') =>
-  renderScene({ width: size, height: size, seed: seedBytes('scene-test', seed), prompt, defaultStyle: style, text: {} }, signal);
+  renderScene(
+    { width: size, height: size, seed: seedBytes('scene-test', seed), prompt, defaultStyle: style, text: {} },
+    signal,
+  );
 const meanLum = (p: Pixels) => {
   let s = 0;
   for (let y = 0; y < p.height; y++) for (let x = 0; x < p.width; x++) s += lumAt(p, x, y);
@@ -36,7 +49,9 @@ function expectTallBrightShape(p: Pixels) {
     for (let y = shape.top; y < shape.top + shape.run; y++) s += lumAt(p, x, y);
     return s / shape.run;
   };
-  const beside = [shape.x - shape.width - 12, shape.x + shape.width + 12].filter((x) => x >= 0 && x < p.width).map(column);
+  const beside = [shape.x - shape.width - 12, shape.x + shape.width + 12]
+    .filter((x) => x >= 0 && x < p.width)
+    .map(column);
   expect(column(shape.x) - Math.max(...beside), 'much brighter than its neighbours').to.be.greaterThan(30);
 }
 
@@ -50,7 +65,10 @@ describe('images: scene composer (local renders follow the prompt)', () => {
 
     it('when "a lighthouse on a cliff at sunset" is rendered by moonlight, then the pixels show a warm sky gradient on top and a tall bright vertical shape', async () => {
       const { key } = await stack.createAccount({ credits: 10 });
-      const r = await client(stack.baseUrl, key).post('/images/moonlight', { prompt: 'a lighthouse on a cliff at sunset', seed: 7 });
+      const r = await client(stack.baseUrl, key).post('/images/moonlight', {
+        prompt: 'a lighthouse on a cliff at sunset',
+        seed: 7,
+      });
       expect(r.status).to.equal(200);
       const p = await pixelsOf(Buffer.from(r.body.base64.slice('data:image/png;base64,'.length), 'base64'));
       expectWarmSky(p);
@@ -59,7 +77,10 @@ describe('images: scene composer (local renders follow the prompt)', () => {
 
     it('when the same prompt is rendered by POST /images in oil, then the same warm sky and bright tower are there through the texture', async () => {
       const { key } = await stack.createAccount({ credits: 10 });
-      const r = await client(stack.baseUrl, key).post('/images', { prompt: 'a lighthouse on a cliff at sunset, oil painting', includeBase64: true });
+      const r = await client(stack.baseUrl, key).post('/images', {
+        prompt: 'a lighthouse on a cliff at sunset, oil painting',
+        includeBase64: true,
+      });
       expect(r.status).to.equal(200);
       const p = await pixelsOf(Buffer.from(r.body.base64.slice('data:image/png;base64,'.length), 'base64'));
       expectWarmSky(p);
@@ -72,7 +93,9 @@ describe('images: scene composer (local renders follow the prompt)', () => {
     const styles: Style[] = ['oil', 'watercolour', 'flat', 'photo'];
     let px: Record<Style, Pixels>;
     before(async () => {
-      px = Object.fromEntries(await Promise.all(styles.map(async (s) => [s, await pixelsOf((await render(prompt, s, 384)).png)]))) as Record<Style, Pixels>;
+      px = Object.fromEntries(
+        await Promise.all(styles.map(async (s) => [s, await pixelsOf((await render(prompt, s, 384)).png)])),
+      ) as Record<Style, Pixels>;
     });
 
     it('when flat vector is asked, then a poster-like handful of colours where the other styles have thousands', () => {
@@ -81,15 +104,18 @@ describe('images: scene composer (local renders follow the prompt)', () => {
     });
 
     it('when oil painting is asked, then brush strokes: several times the edge density of every other style', () => {
-      for (const s of ['watercolour', 'flat', 'photo'] as const) expect(edgeDensity(px.oil), s).to.be.above(edgeDensity(px[s]) * 2.5);
+      for (const s of ['watercolour', 'flat', 'photo'] as const)
+        expect(edgeDensity(px.oil), s).to.be.above(edgeDensity(px[s]) * 2.5);
     });
 
     it('when watercolour is asked, then a lighter wash than every other style', () => {
-      for (const s of ['oil', 'flat', 'photo'] as const) expect(meanLum(px.watercolour), s).to.be.above(meanLum(px[s]) + 10);
+      for (const s of ['oil', 'flat', 'photo'] as const)
+        expect(meanLum(px.watercolour), s).to.be.above(meanLum(px[s]) + 10);
     });
 
     it('when photo-like lighting is asked, then its pixels differ from every other style over most of the frame', () => {
-      for (const s of ['oil', 'watercolour', 'flat'] as const) expect(changedShare(px.photo, px[s], 6), s).to.be.above(0.3);
+      for (const s of ['oil', 'watercolour', 'flat'] as const)
+        expect(changedShare(px.photo, px[s], 6), s).to.be.above(0.3);
     });
 
     it('when the prompt or the style field names a style, then it wins over the default', () => {
@@ -103,7 +129,29 @@ describe('images: scene composer (local renders follow the prompt)', () => {
     it('when the vocabulary is listed, then it has at least 40 subjects including the documented ones', () => {
       expect(SUBJECTS.length).to.be.at.least(40);
       const ids = SUBJECTS.map((s) => s.id);
-      for (const id of ['lighthouse', 'cliff', 'sea', 'mountain', 'forest', 'city', 'house', 'cabin', 'tree', 'sun', 'moon', 'stars', 'boat', 'road', 'bridge', 'person', 'cat', 'dog', 'bird', 'flower']) expect(ids, id).to.include(id);
+      for (const id of [
+        'lighthouse',
+        'cliff',
+        'sea',
+        'mountain',
+        'forest',
+        'city',
+        'house',
+        'cabin',
+        'tree',
+        'sun',
+        'moon',
+        'stars',
+        'boat',
+        'road',
+        'bridge',
+        'person',
+        'cat',
+        'dog',
+        'bird',
+        'flower',
+      ])
+        expect(ids, id).to.include(id);
       expect(parsePrompt('a city skyline').subjects.map((s) => s.id)).to.deep.equal(['city']);
       expect(parsePrompt('a person silhouette').subjects.map((s) => s.id)).to.deep.equal(['person']);
     });
@@ -113,7 +161,10 @@ describe('images: scene composer (local renders follow the prompt)', () => {
       const weak: string[] = [];
       for (const s of SUBJECTS) {
         const prompt = `a calm landscape by day with a ${s.words[0]}`;
-        expect(parsePrompt(prompt).subjects.map((x) => x.id), prompt).to.include(s.id);
+        expect(
+          parsePrompt(prompt).subjects.map((x) => x.id),
+          prompt,
+        ).to.include(s.id);
         const share = changedShare(base, await pixelsOf((await render(prompt, 'flat')).png));
         if (share < 0.003) weak.push(`${s.id} ${share.toFixed(4)}`);
       }
@@ -122,7 +173,10 @@ describe('images: scene composer (local renders follow the prompt)', () => {
 
     it('when a word is part of a longer phrase naming another subject, then only the phrase counts', () => {
       expect(parsePrompt('a palm tree on a beach').subjects.map((s) => s.id)).to.deep.equal(['palm', 'beach']);
-      expect(parsePrompt('a street lamp by sand dunes').subjects.map((s) => s.id)).to.deep.equal(['lamppost', 'desert']);
+      expect(parsePrompt('a street lamp by sand dunes').subjects.map((s) => s.id)).to.deep.equal([
+        'lamppost',
+        'desert',
+      ]);
     });
 
     it('when a colour word comes right before a subject, then it colours that subject', () => {
@@ -144,7 +198,13 @@ describe('images: scene composer (local renders follow the prompt)', () => {
 
   describe('robustness', () => {
     it('when a prompt names every vocabulary word, or only non-Latin text, then it still renders at the exact size', async () => {
-      const every = [...SUBJECTS.flatMap((s) => s.words), ...Object.values(TIMES).flat(), ...Object.values(WEATHERS).flat()].join(' ').slice(0, 1500);
+      const every = [
+        ...SUBJECTS.flatMap((s) => s.words),
+        ...Object.values(TIMES).flat(),
+        ...Object.values(WEATHERS).flat(),
+      ]
+        .join(' ')
+        .slice(0, 1500);
       for (const prompt of [every, '東京の夜景 🌃']) {
         const r = await localMoonlight.render({ prompt, aspectRatio: '9:16', seed: 3, steps: 8, cfg: 1 }, signal);
         const p = await pixelsOf(r.png);

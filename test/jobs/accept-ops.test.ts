@@ -81,10 +81,12 @@ describe('database commands on the request hot path', function () {
     expect(job?.credits.charged).to.equal(true);
     expect(job?.dispatchedAt).to.be.instanceOf(Date);
     const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
-    expect(ledger.map((e) => [e.kind, e.state, e.jobId, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'applied', res.body.jobId, 5]]);
+    expect(ledger.map((e) => [e.kind, e.state, e.jobId, fromUnits(e.millicredits)])).to.deep.equal([
+      ['charge', 'applied', res.body.jobId, 5],
+    ]);
   });
 
-  it('when an account with a large balance posts a job, then the answer costs one command (the job insert, charged from the process\'s credit lease) and the ledger entry follows in a batch', async () => {
+  it("when an account with a large balance posts a job, then the answer costs one command (the job insert, charged from the process's credit lease) and the ledger entry follows in a batch", async () => {
     const { key, accountId } = await stack.createAccount({ credits: 1_000_000 });
     const api = client(stack.baseUrl, key);
     await api.get('/account'); // warm the key cache and the rate-limit lease
@@ -142,7 +144,9 @@ describe('database commands on the request hot path', function () {
     const api = client(stack.baseUrl, key);
     await api.get('/account');
     const r = record();
-    const rs = await Promise.all(Array.from({ length: 30 }, (_, i) => api.post('/code-builds', { prompt: `batch ${i}` })));
+    const rs = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => api.post('/code-builds', { prompt: `batch ${i}` })),
+    );
     await stack.rt.jobs.flushAccepted();
     r.stop();
     expect(rs.map((x) => x.status)).to.deep.equal(Array(30).fill(202));
@@ -153,7 +157,9 @@ describe('database commands on the request hot path', function () {
     expect(count('insert:credit_ledger')).to.be.within(1, 10);
     expect(count('update:jobs')).to.be.within(1, 10);
     expect(await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge', state: 'applied' })).to.equal(30);
-    expect(await stack.rt.db.jobs.countDocuments({ accountId, 'credits.charged': true, dispatchedAt: { $ne: null } })).to.equal(30);
+    expect(
+      await stack.rt.db.jobs.countDocuments({ accountId, 'credits.charged': true, dispatchedAt: { $ne: null } }),
+    ).to.equal(30);
     expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.chargedRefs).to.deep.equal([]);
   });
 });

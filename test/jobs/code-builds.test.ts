@@ -29,7 +29,9 @@ describe('POST /code-builds end to end', () => {
     expect(job.status).to.equal('complete');
     expect(job.rawStatus).to.equal('complete');
     expect(job.result).to.include({ name: 'Groceries', framework: 'html', engine: 'local-template-v1', plan: null });
-    expect(job.result.appUrl).to.match(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/assets\/blob_\w+\/index\.html\?exp=\d+&sig=/);
+    expect(job.result.appUrl).to.match(
+      /^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/assets\/blob_\w+\/index\.html\?exp=\d+&sig=/,
+    );
     const page = await fetch(job.result.appUrl); // no key: the signature is the credential
     expect(page.status).to.equal(200);
     expect(page.headers.get('content-type')).to.equal('text/html; charset=utf-8');
@@ -38,7 +40,7 @@ describe('POST /code-builds end to end', () => {
     const html = await page.text();
     expect(html).to.match(/^<!doctype html>/);
     expect(html).to.include('<title>Groceries</title>');
-    expect(html).to.include("store.getItem(KEY)");
+    expect(html).to.include('store.getItem(KEY)');
     expect(html).not.to.match(/<script[^>]+src=/); // self-contained: runs offline
     expect(job.result.files[0].sizeBytes).to.equal(Buffer.byteLength(html));
   });
@@ -49,15 +51,32 @@ describe('POST /code-builds end to end', () => {
     const html = await (await fetch(job.result.appUrl)).text();
     const script = /<script>([\s\S]*?)<\/script>/.exec(html)![1]!;
     // A tiny DOM stand-in is enough to execute the vanilla app once.
-    const el = () => ({ append() {}, setAttribute() {}, set innerHTML(_v: string) {}, style: {}, textContent: '', focus() {} });
+    const el = () => ({
+      append() {},
+      setAttribute() {},
+      set innerHTML(_v: string) {},
+      style: {},
+      textContent: '',
+      focus() {},
+    });
     const app = el();
     const document = { getElementById: () => app, createElement: el };
     const store: Record<string, string> = {};
-    const localStorage = { getItem: (k: string) => store[k] ?? null, setItem: (k: string, v: string) => (store[k] = v) };
+    const localStorage = {
+      getItem: (k: string) => store[k] ?? null,
+      setItem: (k: string, v: string) => (store[k] = v),
+    };
     expect(() => new Function('document', 'localStorage', script)(document, localStorage)).not.to.throw();
     expect(store['app.counter']).to.equal(undefined); // nothing clicked yet
     // In the sandbox the asset route sets, localStorage throws: the app still runs, from memory.
-    const sandboxed = { getItem: () => { throw new Error('SecurityError'); }, setItem: () => { throw new Error('SecurityError'); } };
+    const sandboxed = {
+      getItem: () => {
+        throw new Error('SecurityError');
+      },
+      setItem: () => {
+        throw new Error('SecurityError');
+      },
+    };
     expect(() => new Function('document', 'localStorage', script)(document, sandboxed)).not.to.throw();
   });
 
@@ -80,7 +99,10 @@ describe('POST /code-builds end to end', () => {
   });
 
   it('when the same prompt is built twice, then the app is byte-identical (deterministic engine)', async () => {
-    const [a, b] = await Promise.all([api.post('/code-builds', { prompt: 'stopwatch' }), api.post('/code-builds', { prompt: 'stopwatch' })]);
+    const [a, b] = await Promise.all([
+      api.post('/code-builds', { prompt: 'stopwatch' }),
+      api.post('/code-builds', { prompt: 'stopwatch' }),
+    ]);
     const [ja, jb] = await Promise.all([waitForJob(api, a.body.jobId), waitForJob(api, b.body.jobId)]);
     expect(ja.result.files[0].sha256).to.equal(jb.result.files[0].sha256);
   });
@@ -92,14 +114,17 @@ describe('POST /code-builds end to end', () => {
       const e = await listener.waitFor((x) => x.body.data.jobId === r.body.jobId);
       expect(e.routingKey).to.equal('code_build.completed');
       expect(e.body.event).to.equal('code_build.completed');
-      expect(e.body.data).to.include({ status: 'complete', pollUrl: `${stack.config.PUBLIC_BASE_URL}/api/v1/jobs/${r.body.jobId}` });
+      expect(e.body.data).to.include({
+        status: 'complete',
+        pollUrl: `${stack.config.PUBLIC_BASE_URL}/api/v1/jobs/${r.body.jobId}`,
+      });
       expect(e.body.data.appUrl).to.match(/^http/);
     } finally {
       await listener.close();
     }
   });
 
-  it("when another account polls the job, then 404, as for an unknown id", async () => {
+  it('when another account polls the job, then 404, as for an unknown id', async () => {
     const r = await api.post('/code-builds', { prompt: 'x' });
     const other = client(stack.baseUrl, (await stack.createAccount()).key);
     const theirs = await other.get(`/jobs/${r.body.jobId}`);
@@ -138,7 +163,13 @@ describe('POST /code-builds end to end', () => {
       }
       return null;
     })();
-    expect(entry).to.include({ accountId, method: 'POST', route: '/api/v1/code-builds', status: 202, millicreditsCharged: 5000 });
+    expect(entry).to.include({
+      accountId,
+      method: 'POST',
+      route: '/api/v1/code-builds',
+      status: 202,
+      millicreditsCharged: 5000,
+    });
     expect(entry!.keyId).to.match(/^key_/);
     expect(entry!.durationMs).to.be.a('number');
     expect(JSON.stringify(entry)).not.to.include('SECRET-PROMPT-VALUE');

@@ -14,7 +14,8 @@ const chatAnswer = (model: string, content: string) =>
     usage: { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 },
   });
 
-const APP = '<!doctype html>\n<html><head><title>Remote app</title></head><body><script>document.body.append("hi")</script></body></html>';
+const APP =
+  '<!doctype html>\n<html><head><title>Remote app</title></head><body><script>document.body.append("hi")</script></body></html>';
 
 describe('code builds with the OpenAI-compatible engine', () => {
   let stack: Stack;
@@ -44,10 +45,20 @@ describe('code builds with the OpenAI-compatible engine', () => {
         return;
       }
       const system: string = body.messages[0].content;
-      const content = system.startsWith('You plan') ? '# Plan\n\n1. Build it.' : `Here it is:\n\`\`\`html\n${APP}\n\`\`\``;
+      const content = system.startsWith('You plan')
+        ? '# Plan\n\n1. Build it.'
+        : `Here it is:\n\`\`\`html\n${APP}\n\`\`\``;
       res.end(chatAnswer(body.model, content));
     });
-    stack = await startStack({ env: { CODE_ENGINE: 'openai', OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: 'sk-test', OPENAI_MODEL: 'test-coder', CREDIT_PRICES: '{"code_build":5}' } });
+    stack = await startStack({
+      env: {
+        CODE_ENGINE: 'openai',
+        OPENAI_BASE_URL: `${fake.url}/v1`,
+        OPENAI_API_KEY: 'sk-test',
+        OPENAI_MODEL: 'test-coder',
+        CREDIT_PRICES: '{"code_build":5}',
+      },
+    });
     api = client(stack.baseUrl, (await stack.createAccount({ credits: 100 })).key);
   });
   after(async () => {
@@ -61,7 +72,11 @@ describe('code builds with the OpenAI-compatible engine', () => {
     const r = await api.post('/code-builds', { prompt: 'greeting page', planFirst: true, framework: 'react' });
     const job = await waitForJob(api, r.body.jobId);
     expect(job.status).to.equal('complete');
-    expect(job.result).to.include({ engine: 'openai-compatible:test-coder', framework: 'react', plan: '# Plan\n\n1. Build it.' });
+    expect(job.result).to.include({
+      engine: 'openai-compatible:test-coder',
+      framework: 'react',
+      plan: '# Plan\n\n1. Build it.',
+    });
     const calls = fake.requests.slice(before).map((x) => JSON.parse(x.body));
     expect(calls).to.have.length(2);
     expect(calls[1].model).to.equal('test-coder');

@@ -20,16 +20,23 @@ describe('a crash in the middle of a job POST (SIGKILL at a fixed point, retried
   });
   after(() => stack.stop());
 
-  for (const point of ['accept.after-insert', 'accept.after-charge', 'accept.after-publish', 'idempotency.before-finish'] as const) {
+  for (const point of [
+    'accept.after-insert',
+    'accept.after-charge',
+    'accept.after-publish',
+    'idempotency.before-finish',
+  ] as const) {
     it(`when the API dies at ${point}, then the retry gets the one job, charged once, and it completes`, async () => {
       const { key, accountId } = await stack.createAccount({ credits: 100 });
       const doomed = await spawnApiProcess(stack, { FAULT_POINT: point, IDEMPOTENCY_LEASE_MS: String(LEASE_MS) });
       const idem = { 'idempotency-key': `crash-${point}` };
       const body = { prompt: `crash at ${point}` };
-      const first = await client(doomed.baseUrl, key).post('/code-builds', body, idem).then(
-        () => 'answered',
-        () => 'no answer',
-      );
+      const first = await client(doomed.baseUrl, key)
+        .post('/code-builds', body, idem)
+        .then(
+          () => 'answered',
+          () => 'no answer',
+        );
       await doomed.kill();
       const killedAt = Date.now();
       expect(first).to.equal('no answer');
@@ -61,14 +68,18 @@ describe('a crash in the middle of a job POST (SIGKILL at a fixed point, retried
       await stack.rt.jobs.flushAccepted();
       expect(await stack.rt.credits.balance(accountId)).to.equal(95_000);
       const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
-      expect(ledger.map((e) => [e.kind, e.jobId, fromUnits(e.millicredits)])).to.deep.equal([['charge', retry.body.jobId, 5]]);
+      expect(ledger.map((e) => [e.kind, e.jobId, fromUnits(e.millicredits)])).to.deep.equal([
+        ['charge', retry.body.jobId, 5],
+      ]);
     });
   }
 
   it('when a request without a key dies after its job was stored, then the job is completed and charged once by the sweep (a retry without a key would make a second job)', async () => {
     const { key, accountId } = await stack.createAccount({ credits: 100 });
     const doomed = await spawnApiProcess(stack, { FAULT_POINT: 'accept.after-insert' });
-    await client(doomed.baseUrl, key).post('/code-builds', { prompt: 'no key' }).catch(() => undefined);
+    await client(doomed.baseUrl, key)
+      .post('/code-builds', { prompt: 'no key' })
+      .catch(() => undefined);
     await doomed.kill();
     const [job] = await stack.rt.db.jobs.find({ accountId }).toArray();
     expect(job?.credits.charged).to.equal(false);
@@ -80,7 +91,9 @@ describe('a crash in the middle of a job POST (SIGKILL at a fixed point, retried
   it('when the stored job cannot be paid for any more, then the sweep fails it unpaid and charges nothing', async () => {
     const { key, accountId } = await stack.createAccount({ credits: 100 });
     const doomed = await spawnApiProcess(stack, { FAULT_POINT: 'accept.after-insert' });
-    await client(doomed.baseUrl, key).post('/code-builds', { prompt: 'unpaid' }).catch(() => undefined);
+    await client(doomed.baseUrl, key)
+      .post('/code-builds', { prompt: 'unpaid' })
+      .catch(() => undefined);
     await doomed.kill();
     await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { millicredits: 1000 } });
     const [job] = await stack.rt.db.jobs.find({ accountId }).toArray();

@@ -34,8 +34,12 @@ describe('credit leases', function () {
     // A first job on each is charged to the account (a process takes a lease for an account it
     // has seen holding enough), then 7 jobs on A and 5 on B, concurrently: 60 credits charged
     // from two leases of 100.
-    for (const p of [a, b]) expect((await client(p.baseUrl, key).post('/code-builds', { prompt: 'first' })).status).to.equal(202);
-    const posts = [...Array.from({ length: 7 }, (_, i) => client(a.baseUrl, key).post('/code-builds', { prompt: `a ${i}` })), ...Array.from({ length: 5 }, (_, i) => client(b.baseUrl, key).post('/code-builds', { prompt: `b ${i}` }))];
+    for (const p of [a, b])
+      expect((await client(p.baseUrl, key).post('/code-builds', { prompt: 'first' })).status).to.equal(202);
+    const posts = [
+      ...Array.from({ length: 7 }, (_, i) => client(a.baseUrl, key).post('/code-builds', { prompt: `a ${i}` })),
+      ...Array.from({ length: 5 }, (_, i) => client(b.baseUrl, key).post('/code-builds', { prompt: `b ${i}` })),
+    ];
     const rs = await Promise.all(posts);
     expect(rs.map((r) => r.status)).to.deep.equal(Array(12).fill(202));
     const jobs = await stack.rt.db.jobs.find({ accountId }).toArray();
@@ -44,7 +48,11 @@ describe('credit leases', function () {
     // The account itself was debited by the two leases; the balance shown is net of what was
     // spent, once the holders' batches (at most 20 ms after the answers, 100 ms under a stream) wrote it down.
     expect((await account(accountId)).millicredits).to.equal(toUnits(4790));
-    await eventually(async () => (await client(stack.baseUrl, key).get('/account/credits')).body.balance === 4930, 2000, 'balance 4930');
+    await eventually(
+      async () => (await client(stack.baseUrl, key).get('/account/credits')).body.balance === 4930,
+      2000,
+      'balance 4930',
+    );
 
     a.child.kill('SIGKILL');
     await a.kill();
@@ -57,9 +65,16 @@ describe('credit leases', function () {
     expect(settled.chargedRefs ?? []).to.deep.equal([]);
     expect((await client(stack.baseUrl, key).get('/account/credits')).body.balance).to.equal(4930);
     // Every charge has its ledger entry (A's batch may have died with it: the settlement writes them).
-    await eventually(async () => (await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge' })) === 14, 10_000, '14 ledger entries');
+    await eventually(
+      async () => (await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge' })) === 14,
+      10_000,
+      '14 ledger entries',
+    );
     // A settlement run again gives nothing more.
-    expect(await stack.rt.credits.settleExpiredLeases(new Date(Date.now() + 60_000))).to.deep.equal({ settled: 0, returned: 0 });
+    expect(await stack.rt.credits.settleExpiredLeases(new Date(Date.now() + 60_000))).to.deep.equal({
+      settled: 0,
+      returned: 0,
+    });
     expect((await account(accountId)).millicredits).to.equal(toUnits(4930));
   });
 
@@ -67,7 +82,8 @@ describe('credit leases', function () {
     const { key, accountId } = await stack.createAccount({ credits: 2000 });
     const c = await spawnApiProcess(stack, LEASE);
     procs.push(c);
-    for (let i = 0; i < 4; i++) expect((await client(c.baseUrl, key).post('/code-builds', { prompt: `c ${i}` })).status).to.equal(202);
+    for (let i = 0; i < 4; i++)
+      expect((await client(c.baseUrl, key).post('/code-builds', { prompt: `c ${i}` })).status).to.equal(202);
     expect((await account(accountId)).millicredits).to.equal(toUnits(1895)); // one job charged per job, then a lease of 100
     expect(await leases().countDocuments({ accountId })).to.equal(1);
     c.child.kill('SIGTERM');
@@ -80,7 +96,9 @@ describe('credit leases', function () {
   it('when the balance is under the lease threshold, then every charge is its own exact update: 50 racing jobs against a balance for 10 give exactly 10', async () => {
     const { key, accountId } = await stack.createAccount({ credits: 50 });
     const api = client(stack.baseUrl, key);
-    const rs = await Promise.all(Array.from({ length: 50 }, (_, i) => api.post('/code-builds', { prompt: `small ${i}` })));
+    const rs = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => api.post('/code-builds', { prompt: `small ${i}` })),
+    );
     expect(rs.filter((r) => r.status === 202)).to.have.length(10);
     expect(rs.filter((r) => r.status === 402)).to.have.length(40);
     expect((await account(accountId)).millicredits).to.equal(toUnits(0));
@@ -90,8 +108,11 @@ describe('credit leases', function () {
   it('when a lease-charged job never reached the broker, then the sweep publishes it and writes its ledger entry', async () => {
     const { key, accountId } = await stack.createAccount({ credits: 5000 });
     const api = client(stack.baseUrl, key);
-    for (const prompt of ['charged per job', 'takes a lease']) expect((await api.post('/code-builds', { prompt })).status).to.equal(202);
-    const publish = (await import('sinon')).default.stub(stack.rt.amqp, 'publishToPool').rejects(new Error('broker away'));
+    for (const prompt of ['charged per job', 'takes a lease'])
+      expect((await api.post('/code-builds', { prompt })).status).to.equal(202);
+    const publish = (await import('sinon')).default
+      .stub(stack.rt.amqp, 'publishToPool')
+      .rejects(new Error('broker away'));
     let res: Awaited<ReturnType<typeof api.post<any>>>;
     try {
       res = await api.post('/code-builds', { prompt: 'lost publish' });
@@ -99,7 +120,11 @@ describe('credit leases', function () {
       publish.restore();
     }
     expect(res.status).to.equal(202);
-    const job = await eventually(() => stack.rt.db.jobs.findOne({ _id: res.body.jobId, dispatchedAt: { $ne: null } }), 15_000, 'dispatched by the sweep');
+    const job = await eventually(
+      () => stack.rt.db.jobs.findOne({ _id: res.body.jobId, dispatchedAt: { $ne: null } }),
+      15_000,
+      'dispatched by the sweep',
+    );
     expect(job.credits.lease).to.match(/^lse_/);
     expect(await stack.rt.db.ledger.countDocuments({ _id: `led_charge_${res.body.jobId}` })).to.equal(1);
     expect(await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge' })).to.equal(3);

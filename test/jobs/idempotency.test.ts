@@ -84,7 +84,9 @@ describe('Idempotency-Key on job POSTs', () => {
   it('when the same key races in 10 concurrent requests, then one job is created and billed', async () => {
     const { key, accountId } = await stack.createAccount({ credits: 100 });
     const api = client(stack.baseUrl, key);
-    const rs = await Promise.all(Array.from({ length: 10 }, () => api.post('/code-builds', { prompt: 'race' }, { 'idempotency-key': 'k-race' })));
+    const rs = await Promise.all(
+      Array.from({ length: 10 }, () => api.post('/code-builds', { prompt: 'race' }, { 'idempotency-key': 'k-race' })),
+    );
     const ids = new Set(rs.filter((r) => r.status === 202).map((r) => r.body.jobId));
     expect(ids.size).to.equal(1);
     for (const r of rs) expect([202, 409]).to.include(r.status);

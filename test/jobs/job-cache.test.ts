@@ -9,7 +9,6 @@ import { startStack, type Stack } from '../../scripts/harness/stack';
 import { startTcpProxy } from '../helpers/tcp-proxy';
 import { within } from '../helpers/within';
 
-
 describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes announced over a fanout, finished jobs by bytes)', function () {
   this.timeout(60_000);
   let stack: Stack;
@@ -60,19 +59,32 @@ describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes
     const two = client(url2(), key);
     const { body } = await one.post('/code-builds', { prompt: 'a todo app' });
     const path = `/jobs/${body.jobId}`;
-    const status = async (api: typeof one) => (await api.get(path)).body as { status: string; rawStatus: string; progressMessage: string; result: unknown };
+    const status = async (api: typeof one) =>
+      (await api.get(path)).body as { status: string; rawStatus: string; progressMessage: string; result: unknown };
     // Both caches hold it queued.
     for (const api of [one, two, one, two]) expect((await status(api)).status).to.equal('queued');
 
     const jobs = stack.rt.jobs; // the functions the worker pools call
     expect(await jobs.claim(body.jobId, 'worker-a', 30_000)).to.not.equal(null);
-    await within(250, async () => (await status(one)).status === 'processing' && (await status(two)).status === 'processing');
+    await within(
+      250,
+      async () => (await status(one)).status === 'processing' && (await status(two)).status === 'processing',
+    );
 
-    expect(await jobs.progress(body.jobId, 'worker-a', { rawStatus: 'building', progressMessage: 'Building the app' })).to.equal(true);
-    await within(250, async () => (await status(one)).rawStatus === 'building' && (await status(two)).progressMessage === 'Building the app');
+    expect(
+      await jobs.progress(body.jobId, 'worker-a', { rawStatus: 'building', progressMessage: 'Building the app' }),
+    ).to.equal(true);
+    await within(
+      250,
+      async () =>
+        (await status(one)).rawStatus === 'building' && (await status(two)).progressMessage === 'Building the app',
+    );
 
     expect(await jobs.complete(body.jobId, 'worker-a', { ok: true })).to.not.equal(null);
-    await within(250, async () => (await status(one)).status === 'complete' && (await status(two)).status === 'complete');
+    await within(
+      250,
+      async () => (await status(one)).status === 'complete' && (await status(two)).status === 'complete',
+    );
     expect((await status(two)).result).to.deep.equal({ ok: true });
   });
 
@@ -99,7 +111,10 @@ describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes
   it('when the fanout is interrupted, then finished jobs are still served from memory (they never change)', () => {
     const cache = createJobCache({ maxEntries: 10, ttlMs: 60_000, finishedMaxBytes: 1 << 20 });
     cache.ready();
-    const done = { accountId: 'acct_a', envelope: { jobId: 'code_1', status: 'complete', result: { ok: true } } } as unknown as CachedJob;
+    const done = {
+      accountId: 'acct_a',
+      envelope: { jobId: 'code_1', status: 'complete', result: { ok: true } },
+    } as unknown as CachedJob;
     let reads = 0;
     const read = async () => {
       reads++;
@@ -119,14 +134,20 @@ describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes
 
   it('when finished jobs outgrow JOB_CACHE_FINISHED_BYTES, then the least recently used go first and are counted', async () => {
     const big = 'x'.repeat(2_000);
-    const job = (id: string) => ({ accountId: 'acct_a', envelope: { jobId: id, status: 'complete', result: { text: big } } }) as unknown as CachedJob;
+    const job = (id: string) =>
+      ({
+        accountId: 'acct_a',
+        envelope: { jobId: id, status: 'complete', result: { text: big } },
+      }) as unknown as CachedJob;
     const cache = createJobCache({ maxEntries: 10, ttlMs: 60_000, finishedMaxBytes: 7_500 }); // three entries fit
     const reads: string[] = [];
-    const get = (id: string) => cache.get('acct_a', id, async () => {
-      reads.push(id);
-      return job(id);
-    });
-    const evictions = async () => (await registry.getSingleMetric('job_cache_finished_evictions_total')!.get()).values[0]?.value ?? 0;
+    const get = (id: string) =>
+      cache.get('acct_a', id, async () => {
+        reads.push(id);
+        return job(id);
+      });
+    const evictions = async () =>
+      (await registry.getSingleMetric('job_cache_finished_evictions_total')!.get()).values[0]?.value ?? 0;
     const before = await evictions();
     for (const id of ['a', 'b', 'c', 'a', 'd']) await get(id); // a is used again, so d evicts b
     expect(reads).to.deep.equal(['a', 'b', 'c', 'd']);
@@ -219,7 +240,8 @@ describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes
   it('when a read was in flight while its job changed, then what it read is not kept', async () => {
     const cache = createJobCache({ maxEntries: 10, ttlMs: 60_000 });
     cache.ready();
-    const envelope = (status: string) => ({ accountId: 'acct_a', envelope: { jobId: 'code_1', status } }) as unknown as CachedJob;
+    const envelope = (status: string) =>
+      ({ accountId: 'acct_a', envelope: { jobId: 'code_1', status } }) as unknown as CachedJob;
     let release!: (v: CachedJob) => void;
     const slow = cache.get('acct_a', 'code_1', () => new Promise<CachedJob>((r) => (release = r)));
     cache.invalidate({ jobId: 'code_1' }); // the job moved while the read was on its way
@@ -232,10 +254,14 @@ describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes
     });
     expect(reads).to.equal(1); // the stale read was not stored
     expect(fresh?.status).to.equal('processing');
-    expect((await cache.get('acct_a', 'code_1', async () => {
-      reads++;
-      return envelope('x');
-    }))?.status).to.equal('processing');
+    expect(
+      (
+        await cache.get('acct_a', 'code_1', async () => {
+          reads++;
+          return envelope('x');
+        })
+      )?.status,
+    ).to.equal('processing');
     expect(reads).to.equal(1); // and the fresh one was
   });
 
@@ -257,12 +283,14 @@ describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes
   });
 
   it('when the cache is full, expired, off or cleared, then it reads again', async () => {
-    const job = (id: string) => ({ accountId: 'acct_a', envelope: { jobId: id, status: 'processing' } }) as unknown as CachedJob;
+    const job = (id: string) =>
+      ({ accountId: 'acct_a', envelope: { jobId: id, status: 'processing' } }) as unknown as CachedJob;
     let reads = 0;
-    const get = (cache: ReturnType<typeof createJobCache>, id: string) => cache.get('acct_a', id, async () => {
-      reads++;
-      return job(id);
-    });
+    const get = (cache: ReturnType<typeof createJobCache>, id: string) =>
+      cache.get('acct_a', id, async () => {
+        reads++;
+        return job(id);
+      });
 
     const small = createJobCache({ maxEntries: 2, ttlMs: 60_000 });
     small.ready();

@@ -15,7 +15,9 @@ const postMany = (api: ReturnType<typeof client>, n: number, tag: string) =>
 describe('broker outage', () => {
   it('when RabbitMQ becomes unreachable while jobs are dispatched, then every accepted job still completes once it is back', async () => {
     const proxy = await startTcpProxy({ host: '127.0.0.1', port: 5672 });
-    const stack = await startStack({ env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}`, PUBLISH_TIMEOUT_MS: '1000' } });
+    const stack = await startStack({
+      env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}`, PUBLISH_TIMEOUT_MS: '1000' },
+    });
     try {
       const api = client(stack.baseUrl, (await stack.createAccount({ credits: 1000 })).key);
       const before = await postMany(api, 5, 'before');
@@ -26,7 +28,8 @@ describe('broker outage', () => {
       expect(probe.status).to.equal(503);
       expect(await stack.rt.db.jobs.countDocuments({ dispatchedAt: null })).to.be.greaterThan(0);
       await proxy.restore();
-      for (const r of [...before, ...during]) expect((await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000)).status).to.equal('complete');
+      for (const r of [...before, ...during])
+        expect((await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000)).status).to.equal('complete');
       await eventually(async () => (await fetch(stack.baseUrl.replace('/api/v1', '/readyz'))).status === 200);
     } finally {
       await stack.stop();
@@ -36,17 +39,31 @@ describe('broker outage', () => {
 
   it('when a job finishes while the broker is away, then its event is published once the broker is back', async () => {
     const proxy = await startTcpProxy({ host: '127.0.0.1', port: 5672 });
-    const stack = await startStack({ workers: false, env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}`, PUBLISH_TIMEOUT_MS: '500' } });
+    const stack = await startStack({
+      workers: false,
+      env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}`, PUBLISH_TIMEOUT_MS: '500' },
+    });
     const rt = await createRuntime(stack.config, createLogger('silent'));
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const pool = new Pool(rt, { pool: 'code', input: CodeBuildRequest, process: async () => {
-      await gate;
-      return { ok: true };
-    } }, { concurrency: 1, leaseMs: 3000, maxAttempts: 3, retryDelayMs: 100, shutdownGraceMs: 1000 });
+    const pool = new Pool(
+      rt,
+      {
+        pool: 'code',
+        input: CodeBuildRequest,
+        process: async () => {
+          await gate;
+          return { ok: true };
+        },
+      },
+      { concurrency: 1, leaseMs: 3000, maxAttempts: 3, retryDelayMs: 100, shutdownGraceMs: 1000 },
+    );
     await pool.start();
     // The listener talks to RabbitMQ directly, so it hears what reaches the broker.
-    const events = await listenToEvents({ ...stack.config, AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672' }, 'code_build.*');
+    const events = await listenToEvents(
+      { ...stack.config, AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672' },
+      'code_build.*',
+    );
     try {
       const api = client(stack.baseUrl, (await stack.createAccount()).key);
       const r = await api.post('/code-builds', { prompt: 'x' });
@@ -85,7 +102,8 @@ describe('broker outage', () => {
       execFileSync('rabbitmqctl', ['start_app'], { stdio: 'ignore', timeout: 60_000 });
       const all = [...(await first), ...during];
       for (const r of all) expect(r.status).to.equal(202);
-      for (const r of all) expect((await waitForJob(api, r.body.jobId, ['complete', 'failed'], 60_000)).status).to.equal('complete');
+      for (const r of all)
+        expect((await waitForJob(api, r.body.jobId, ['complete', 'failed'], 60_000)).status).to.equal('complete');
     } finally {
       await stack.stop().catch(() => {});
     }

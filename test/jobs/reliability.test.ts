@@ -22,7 +22,10 @@ describe('job reliability', () => {
   const runtimes: Runtime[] = [];
 
   /** A code pool in its own runtime (its own broker connection), like a separate worker process. */
-  const startPool = async (process: PoolDefinition<CodeBuildRequest, any>['process'], opts: Partial<typeof POOL_OPTS> = {}) => {
+  const startPool = async (
+    process: PoolDefinition<CodeBuildRequest, any>['process'],
+    opts: Partial<typeof POOL_OPTS> = {},
+  ) => {
     const rt = await createRuntime(stack.config, createLogger('silent'));
     runtimes.push(rt);
     const pool = new Pool(rt, { pool: 'code', input: CodeBuildRequest, process }, { ...POOL_OPTS, ...opts });
@@ -32,7 +35,10 @@ describe('job reliability', () => {
   };
 
   before(async () => {
-    stack = await startStack({ workers: false, env: { QUEUE_TYPE: 'quorum', JOB_LEASE_MS: '1500', CREDIT_PRICES: '{"code_build":5}' } });
+    stack = await startStack({
+      workers: false,
+      env: { QUEUE_TYPE: 'quorum', JOB_LEASE_MS: '1500', CREDIT_PRICES: '{"code_build":5}' },
+    });
   });
   beforeEach(async () => {
     const a = await stack.createAccount({ credits: 100 });
@@ -57,7 +63,11 @@ describe('job reliability', () => {
       const r = await api.post('/code-builds', { prompt: 'x' });
       expect(r.status).to.equal(202);
       const job = await waitForJob(api, r.body.jobId);
-      expect(job).to.include({ status: 'failed', error: 'the prompt asks for something the engine cannot build', rawStatus: 'failed' });
+      expect(job).to.include({
+        status: 'failed',
+        error: 'the prompt asks for something the engine cannot build',
+        rawStatus: 'failed',
+      });
       expect(job.result).to.equal(null);
       await eventually(async () => (await balance()) === 100, 5000, 'the refund'); // lands just after the status change
       // The refund follows the status change; it lands moments later.
@@ -65,7 +75,10 @@ describe('job reliability', () => {
         const l = await stack.rt.db.ledger.find({ accountId, jobId: r.body.jobId }).sort({ at: 1 }).toArray();
         return l.length === 2 ? l : null;
       });
-      expect(ledger.map((l) => [l.kind, fromUnits(l.millicredits)])).to.deep.equal([['charge', 5], ['refund', 5]]);
+      expect(ledger.map((l) => [l.kind, fromUnits(l.millicredits)])).to.deep.equal([
+        ['charge', 5],
+        ['refund', 5],
+      ]);
       const e = await events.waitFor((x) => x.body.data.jobId === r.body.jobId);
       expect(e.routingKey).to.equal('code_build.failed');
       expect(e.body.data.error).to.include('cannot build');
@@ -102,7 +115,11 @@ describe('job reliability', () => {
     expect(job.error).to.equal('failed after 3 attempts: always down');
     expect(calls).to.equal(3);
     await eventually(async () => (await balance()) === 100, 5000, 'the refund'); // lands just after the status change
-    await eventually(async () => (await stack.rt.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'refund' })) === 1, 5000, 'the refund ledger entry');
+    await eventually(
+      async () => (await stack.rt.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'refund' })) === 1,
+      5000,
+      'the refund ledger entry',
+    );
   });
 
   it('when work runs, then GET /jobs/{id} shows rawStatus and progressMessage moving', async () => {
@@ -140,7 +157,12 @@ describe('job reliability', () => {
   });
 
   it('when a job was stored but never published, then the sweep publishes it and it completes', async () => {
-    const job = await stack.rt.jobs.create({ accountId, type: 'code', input: { prompt: 'orphan' }, credits: { operation: 'code_build', millicredits: toUnits(0) } });
+    const job = await stack.rt.jobs.create({
+      accountId,
+      type: 'code',
+      input: { prompt: 'orphan' },
+      credits: { operation: 'code_build', millicredits: toUnits(0) },
+    });
     await startPool(async () => ({ swept: true }));
     const done = await waitForJob(api, job._id);
     expect(done.status).to.equal('complete');
@@ -153,13 +175,19 @@ describe('job reliability', () => {
     const conn = await amqplib.connect(stack.config.AMQP_URL);
     try {
       const ch = await conn.createConfirmChannel();
-      ch.sendToQueue(broker.poolQueue(stack.config.QUEUE_PREFIX, 'code'), Buffer.from('{not json'), { persistent: true });
+      ch.sendToQueue(broker.poolQueue(stack.config.QUEUE_PREFIX, 'code'), Buffer.from('{not json'), {
+        persistent: true,
+      });
       await ch.waitForConfirms();
     } finally {
       await conn.close();
     }
     expect(await dead).to.deep.equal({ reason: 'invalid_json' });
-    const parked = await eventually(() => stack.rt.db.db.collection('dead_letters').findOne({}), 10_000, 'parked message');
+    const parked = await eventually(
+      () => stack.rt.db.db.collection('dead_letters').findOne({}),
+      10_000,
+      'parked message',
+    );
     expect(parked).to.include({ reason: 'rejected', bytes: 9 });
     expect(Buffer.from(parked!.contentBase64, 'base64').toString()).to.equal('{not json');
   });
@@ -196,7 +224,11 @@ describe('job reliability', () => {
         ch.nack(m, false, true);
       }
       expect(deliveries).to.equal(stack.config.DELIVERY_LIMIT + 1);
-      await eventually(() => stack.rt.db.db.collection('dead_letters').findOne({ reason: 'delivery_limit' }), 10_000, 'dead-lettered message');
+      await eventually(
+        () => stack.rt.db.db.collection('dead_letters').findOne({ reason: 'delivery_limit' }),
+        10_000,
+        'dead-lettered message',
+      );
     } finally {
       await conn.close();
     }
@@ -237,11 +269,23 @@ describe('job reliability', () => {
     const r = await api.post('/code-builds', { prompt: 'x' });
     expect(await balance()).to.equal(95);
     // As a crash right after the status change would leave it: failed, credits not given back.
-    await stack.rt.db.jobs.updateOne({ _id: r.body.jobId }, { $set: { status: 'failed', error: 'boom', completedAt: new Date(Date.now() - 5000) } });
+    await stack.rt.db.jobs.updateOne(
+      { _id: r.body.jobId },
+      { $set: { status: 'failed', error: 'boom', completedAt: new Date(Date.now() - 5000) } },
+    );
     await eventually(async () => (await balance()) === 100, 10_000, 'the sweep to refund');
     // The flag follows the refund.
-    await eventually(async () => (await stack.rt.db.jobs.findOne({ _id: r.body.jobId }))?.credits.refunded === true, 5000, 'the refunded flag');
-    await stack.rt.credits.refund({ accountId, operation: 'code_build', millicredits: toUnits(5), jobId: r.body.jobId });
+    await eventually(
+      async () => (await stack.rt.db.jobs.findOne({ _id: r.body.jobId }))?.credits.refunded === true,
+      5000,
+      'the refunded flag',
+    );
+    await stack.rt.credits.refund({
+      accountId,
+      operation: 'code_build',
+      millicredits: toUnits(5),
+      jobId: r.body.jobId,
+    });
     expect(await balance()).to.equal(100);
     expect(await stack.rt.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'refund' })).to.equal(1);
   });

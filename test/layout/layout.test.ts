@@ -32,14 +32,23 @@ describe('layout: the import graph', function () {
   before(async () => {
     const res = await madge(
       FOLDERS.map((f) => path.join(ROOT, f)),
-      { baseDir: ROOT, fileExtensions: ['ts'], tsConfig: path.join(ROOT, 'tsconfig.json'), detectiveOptions: { ts: { skipTypeImports: false } } },
+      {
+        baseDir: ROOT,
+        fileExtensions: ['ts'],
+        tsConfig: path.join(ROOT, 'tsconfig.json'),
+        detectiveOptions: { ts: { skipTypeImports: false } },
+      },
     );
     graph = res.obj();
     circular = res.circular();
   });
 
   it('when the runtime folders are read, then every one of them has files in the graph', () => {
-    for (const f of FOLDERS) expect(Object.keys(graph).some((file) => file.startsWith(`${f}/`)), f).to.equal(true);
+    for (const f of FOLDERS)
+      expect(
+        Object.keys(graph).some((file) => file.startsWith(`${f}/`)),
+        f,
+      ).to.equal(true);
   });
 
   it('when the import graph is walked, then it has no cycle', () => {

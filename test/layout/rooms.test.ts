@@ -19,8 +19,15 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 const tracked = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' })
   .split('\n')
   .filter((f) => f && fs.existsSync(path.join(ROOT, f)));
-const subfolders = (dir: string): string[] =>
-  [...new Set(tracked.filter((f) => f.startsWith(`${dir}/`)).map((f) => f.slice(dir.length + 1)).filter((f) => f.includes('/')).map((f) => f.split('/')[0]!))];
+const subfolders = (dir: string): string[] => [
+  ...new Set(
+    tracked
+      .filter((f) => f.startsWith(`${dir}/`))
+      .map((f) => f.slice(dir.length + 1))
+      .filter((f) => f.includes('/'))
+      .map((f) => f.split('/')[0]!),
+  ),
+];
 
 describe('layout: rooms', function () {
   this.timeout(60_000);
@@ -44,7 +51,9 @@ describe('layout: rooms', function () {
   it('when platform/infra/ imports, then it imports no capability folder', () => {
     const wrong = Object.entries(graph)
       .filter(([file]) => file.startsWith('platform/infra/'))
-      .flatMap(([file, deps]) => deps.filter((d) => d.startsWith('platform/') && !d.startsWith('platform/infra/')).map((d) => `${file} → ${d}`));
+      .flatMap(([file, deps]) =>
+        deps.filter((d) => d.startsWith('platform/') && !d.startsWith('platform/infra/')).map((d) => `${file} → ${d}`),
+      );
     expect(wrong).to.deep.equal([]);
   });
 
@@ -81,7 +90,9 @@ describe('layout: rooms', function () {
     const capabilities = new Set([...subfolders('api'), ...subfolders('platform')]);
     const infra = new Set(['pool', 'engines']);
     const odd = [
-      ...subfolders('workers').filter((f) => !infra.has(f)).map((f) => `workers/${f}`),
+      ...subfolders('workers')
+        .filter((f) => !infra.has(f))
+        .map((f) => `workers/${f}`),
       ...subfolders('workers/engines').map((f) => `workers/engines/${f}`),
     ].filter((f) => !capabilities.has(f.split('/').at(-1)!));
     expect(odd).to.deep.equal([]);

@@ -21,7 +21,11 @@ describe('live: backpressure and connection takeover', function () {
     const api = client(stack.baseUrl, a.key);
     // Ten long memories: recalling them is a reply of several minutes of audio (well over 10 MB).
     for (let i = 0; i < 10; i++) {
-      const text = `item ${i} of the packing list is ${'a rather long description of camping gear and spare batteries '.repeat(7)}`.slice(0, 480);
+      const text =
+        `item ${i} of the packing list is ${'a rather long description of camping gear and spare batteries '.repeat(7)}`.slice(
+          0,
+          480,
+        );
       expect((await api.post('/live/action', { action: 'remember', params: { text } })).status).to.equal(200);
     }
     const s = (await api.post('/live/session', {})).body;
@@ -54,7 +58,10 @@ describe('live: backpressure and connection takeover', function () {
     const second = liveConnect(r.realtimeUrl, { token: r.token });
     clients.push(second);
     await second.next('session.started');
-    expect(await first.closed).to.deep.equal({ code: 4409, reason: 'superseded by a newer connection to this session' });
+    expect(await first.closed).to.deep.equal({
+      code: 4409,
+      reason: 'superseded by a newer connection to this session',
+    });
     await new Promise((r2) => setTimeout(r2, 200));
     const doc = await stack.rt.db.db.collection<any>('live_sessions').findOne({ _id: s.sessionId });
     expect(doc).to.include({ status: 'connected', connections: 2 });

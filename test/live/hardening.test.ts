@@ -42,10 +42,11 @@ describe('live: delivery records and cross-process takeover', function () {
   };
   /** The process "dies" after the tool wrote and before the capture: the hold stays behind. */
   const crashBeforeCapture = () => sinon.stub(stack.rt.credits, 'capture').rejects(new Error('process died'));
-  const holds = (accountId: string) => stack.rt.db.db.collection<any>(COLLECTIONS.creditHolds).find({ accountId, operation: 'live_action' }).toArray();
+  const holds = (accountId: string) =>
+    stack.rt.db.db.collection<any>(COLLECTIONS.creditHolds).find({ accountId, operation: 'live_action' }).toArray();
   const settleLater = () => stack.rt.credits.settleExpiredHolds(new Date(Date.now() + 10 * 60_000));
 
-  it('when the process dies between a tool\'s write and the capture, then the settled hold is captured because the notes exist', async () => {
+  it("when the process dies between a tool's write and the capture, then the settled hold is captured because the notes exist", async () => {
     const { api, accountId } = await account();
     const before = await balance(api);
     crashBeforeCapture();
@@ -67,7 +68,9 @@ describe('live: delivery records and cross-process takeover', function () {
     await api.post('/live/action', { action: 'remember', params: { text: 'the door code is 42' } });
     await api.post('/live/action', { action: 'get_account', params: {} });
     const left = await holds(accountId);
-    expect(left.map((h) => h.deliveredBy?.collection ?? null).sort()).to.deep.equal([COLLECTIONS.liveMemories, null].sort());
+    expect(left.map((h) => h.deliveredBy?.collection ?? null).sort()).to.deep.equal(
+      [COLLECTIONS.liveMemories, null].sort(),
+    );
     sinon.restore();
     expect(await settleLater()).to.include({ captured: 1, released: 1 });
     expect(await balance(api)).to.equal(before - 1);
@@ -91,7 +94,7 @@ describe('live: delivery records and cross-process takeover', function () {
     expect(await a.closed).to.deep.equal({ code: 4409, reason: 'superseded by a newer connection to this session' });
     b.send({ type: 'input_text', text: 'hello' });
     await b.next('resumption');
-    expect((await row()).status, 'the older connection\'s close does not mark it dropped').to.equal('connected');
+    expect((await row()).status, "the older connection's close does not mark it dropped").to.equal('connected');
     const seen = (await row()).lastSeenAt.getTime();
     await until(async () => (await row()).lastSeenAt.getTime() > seen, 'the new owner heart-beats', 3000);
   });

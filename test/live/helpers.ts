@@ -15,7 +15,10 @@ export interface LiveClient {
 }
 
 export function liveConnect(url: string, opts: { token?: string; origin?: string } = {}): LiveClient {
-  const ws = new WebSocket(opts.token ? `${url}?token=${encodeURIComponent(opts.token)}` : url, opts.origin ? { origin: opts.origin } : {});
+  const ws = new WebSocket(
+    opts.token ? `${url}?token=${encodeURIComponent(opts.token)}` : url,
+    opts.origin ? { origin: opts.origin } : {},
+  );
   const events: ServerEvent[] = [];
   const audio: Buffer[] = [];
   let seen = 0;
@@ -25,10 +28,12 @@ export function liveConnect(url: string, opts: { token?: string; origin?: string
     else events.push(JSON.parse(data.toString()));
     for (const w of waiters) w();
   });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => {
-    resolve({ code, reason: reason.toString() });
-    for (const w of waiters) w();
-  }));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.on('close', (code, reason) => {
+      resolve({ code, reason: reason.toString() });
+      for (const w of waiters) w();
+    }),
+  );
   ws.on('error', () => undefined);
   return {
     ws,

@@ -17,9 +17,20 @@ describe('live: session limits, heartbeat checks and dead connections', function
   let timed: ApiServer;
   const clients: LiveClient[] = [];
   before(async () => {
-    stack = await startStack({ scheduler: false, env: { WORKER_POOLS: 'speech', LIVE_HEARTBEAT_MS: '150', LIVE_AUTH_RECHECK_MS: '100', LIVE_SESSION_MAX_TURNS: '2', LIVE_TURNS_PER_MINUTE: '60' } });
+    stack = await startStack({
+      scheduler: false,
+      env: {
+        WORKER_POOLS: 'speech',
+        LIVE_HEARTBEAT_MS: '150',
+        LIVE_AUTH_RECHECK_MS: '100',
+        LIVE_SESSION_MAX_TURNS: '2',
+        LIVE_TURNS_PER_MINUTE: '60',
+      },
+    });
     // A second API process: sessions last 2 s there, and an account may take 2 turns a minute.
-    timed = await startApi(stack.config2({ LIVE_HEARTBEAT_MS: '150', LIVE_SESSION_MAX_MS: '2000', LIVE_TURNS_PER_MINUTE: '2' }));
+    timed = await startApi(
+      stack.config2({ LIVE_HEARTBEAT_MS: '150', LIVE_SESSION_MAX_MS: '2000', LIVE_TURNS_PER_MINUTE: '2' }),
+    );
   });
   afterEach(() => {
     for (const c of clients.splice(0)) c.close();
@@ -92,7 +103,9 @@ describe('live: session limits, heartbeat checks and dead connections', function
     const open = (await api.post('/live/session', {})).body;
     const c = connect(open.realtimeUrl, open.token);
     await c.next('session.started');
-    await stack.rt.db.db.collection<any>(COLLECTIONS.liveSessions).updateOne({ _id: open.sessionId }, { $set: { status: 'ended', endedAt: new Date() } });
+    await stack.rt.db.db
+      .collection<any>(COLLECTIONS.liveSessions)
+      .updateOne({ _id: open.sessionId }, { $set: { status: 'ended', endedAt: new Date() } });
     expect(await c.closed).to.deep.equal({ code: 1000, reason: 'session ended' });
   });
 
@@ -149,7 +162,10 @@ describe('live: session limits, heartbeat checks and dead connections', function
     expect((await c.next('session.started')).tools).to.deep.equal(['create_notes', 'get_account']);
     c.send({ type: 'input_text', text: 'make a flowchart of the hiring process' });
     await c.next('resumption');
-    expect(c.events.filter((e) => e.type === 'tool.result' && e.name === 'create_flowchart'), 'create_flowchart was not offered').to.have.length(0);
+    expect(
+      c.events.filter((e) => e.type === 'tool.result' && e.name === 'create_flowchart'),
+      'create_flowchart was not offered',
+    ).to.have.length(0);
     expect((await api.get('/projects')).body.data ?? [], 'nothing was made').to.have.length(0);
   });
 
@@ -158,6 +174,6 @@ describe('live: session limits, heartbeat checks and dead connections', function
     const c = connect(`${stack.baseUrl.replace('http://', 'ws://').replace('/api/v1', '')}/realtime`);
     await new Promise<void>((r) => c.ws.once('open', () => r()));
     c.ws.pause(); // never reads the close frame, so never answers it
-    await until(async () => (stack.api!.realtime.connections) <= before, 'the refused socket dropped', 5000);
+    await until(async () => stack.api!.realtime.connections <= before, 'the refused socket dropped', 5000);
   });
 });

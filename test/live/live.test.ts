@@ -37,14 +37,44 @@ describe('live: sessions, the realtime engine and /live/action', function () {
   it('when a session is opened, then it answers a single-use token, the ws:// URL and the locked settings, and is charged live_session once', async () => {
     const { api, accountId } = await account();
     const before = await balance(api);
-    const r = await api.post('/live/session', { voice: 'en-us-robot', deviceName: 'Robo', clientTools: ['get_device_status'], turnDetection: { silenceMs: 500 } });
+    const r = await api.post('/live/session', {
+      voice: 'en-us-robot',
+      deviceName: 'Robo',
+      clientTools: ['get_device_status'],
+      turnDetection: { silenceMs: 500 },
+    });
     expect(r.status, r.text).to.equal(200);
-    expect(r.body).to.include({ persona: 'robot', voice: 'en-us-robot', deviceName: 'Robo', ambient: false, resumed: false, charged: 5 });
+    expect(r.body).to.include({
+      persona: 'robot',
+      voice: 'en-us-robot',
+      deviceName: 'Robo',
+      ambient: false,
+      resumed: false,
+      charged: 5,
+    });
     expect(r.body.realtimeUrl).to.equal(`${stack.baseUrl.replace('http://', 'ws://').replace('/api/v1', '')}/realtime`);
     expect(r.body.sessionId).to.match(/^live_/);
-    expect(r.body.tools).to.include.members(['search_web', 'create_presentation', 'create_notes', 'create_flowchart', 'create_whiteboard', 'generate_image', 'list_projects', 'get_account', 'remember', 'recall', 'forget']);
+    expect(r.body.tools).to.include.members([
+      'search_web',
+      'create_presentation',
+      'create_notes',
+      'create_flowchart',
+      'create_whiteboard',
+      'generate_image',
+      'list_projects',
+      'get_account',
+      'remember',
+      'recall',
+      'forget',
+    ]);
     expect(r.body.clientTools).to.deep.equal(['get_device_status']);
-    expect(r.body.turnDetection).to.deep.equal({ type: 'energy', rmsThreshold: 500, silenceMs: 500, minSpeechMs: 100, maxTurnMs: 30_000 });
+    expect(r.body.turnDetection).to.deep.equal({
+      type: 'energy',
+      rmsThreshold: 500,
+      silenceMs: 500,
+      minSpeechMs: 100,
+      maxTurnMs: 30_000,
+    });
     expect(r.body.capabilities).to.deep.equal({ audioIn: false, textIn: true, audioOut: true });
     expect(new Date(r.body.expiresAt).getTime() - Date.now()).to.be.within(250_000, 301_000);
     expect(await balance(api)).to.equal(before - 5);
@@ -112,7 +142,10 @@ describe('live: sessions, the realtime engine and /live/action', function () {
     expect(project.body.name).to.equal('Onboarding');
     const final = await c.next('assistant.text', (e) => typeof e.text === 'string');
     expect(final.text).to.match(/flowchart "Onboarding"/);
-    const deltas = c.events.filter((e) => e.type === 'assistant.text' && typeof e.delta === 'string').map((e) => e.delta).join('');
+    const deltas = c.events
+      .filter((e) => e.type === 'assistant.text' && typeof e.delta === 'string')
+      .map((e) => e.delta)
+      .join('');
     expect(deltas).to.equal(final.text);
     const resumption = await c.next('resumption');
     expect(resumption.handle).to.match(/^lh1\./);
@@ -128,13 +161,25 @@ describe('live: sessions, the realtime engine and /live/action', function () {
 
   it('when an ai-only key runs a session, then the assistant is not offered the project, account or memory tools, asking for projects lists none, and a key that lost read on connect is treated alike', async () => {
     const { api, accountId } = await account();
-    expect((await api.post('/flowcharts', { name: 'Hidden roadmap', nodes: [{ id: 'a', label: 'A' }, { id: 'b', label: 'B' }], edges: [{ from: 'a', to: 'b' }] })).status).to.equal(201);
+    expect(
+      (
+        await api.post('/flowcharts', {
+          name: 'Hidden roadmap',
+          nodes: [
+            { id: 'a', label: 'A' },
+            { id: 'b', label: 'B' },
+          ],
+          edges: [{ from: 'a', to: 'b' }],
+        })
+      ).status,
+    ).to.equal(201);
     const { key } = await stack.rt.accounts.createKey(accountId, { name: 'ai only', scopes: ['ai'] });
     const s = (await client(stack.baseUrl, key).post('/live/session', {})).body;
     expect(s.tools).to.not.include.members(['list_projects']);
     const c = connect(s.realtimeUrl, s.token);
     const started = await c.next('session.started');
-    for (const t of ['list_projects', 'get_account', 'add_flowchart_steps', 'remember', 'recall', 'forget']) expect(started.tools).to.not.include(t);
+    for (const t of ['list_projects', 'get_account', 'add_flowchart_steps', 'remember', 'recall', 'forget'])
+      expect(started.tools).to.not.include(t);
     expect(started.tools).to.include('create_flowchart');
     c.send({ type: 'input_text', text: 'list my projects' });
     const final = await c.next('assistant.text', (e) => typeof e.text === 'string');
@@ -189,7 +234,8 @@ describe('live: sessions, the realtime engine and /live/action', function () {
     const { handle } = await c.next('resumption');
     c.ws.terminate();
     await c.closed;
-    for (let i = 0; i < 50 && (await session(s.sessionId)).status !== 'dropped'; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 50 && (await session(s.sessionId)).status !== 'dropped'; i++)
+      await new Promise((r) => setTimeout(r, 20));
     expect((await session(s.sessionId)).status).to.equal('dropped');
 
     const before = await balance(api);
@@ -218,7 +264,7 @@ describe('live: sessions, the realtime engine and /live/action', function () {
     expect(await again.closed).to.deep.equal({ code: 4403, reason: 'token already used or superseded' });
   });
 
-  it('when a resumption handle is forged or another account\'s, then 400 invalid_resumption_handle or 404, never a free session', async () => {
+  it("when a resumption handle is forged or another account's, then 400 invalid_resumption_handle or 404, never a free session", async () => {
     const a = await account();
     const b = await account();
     const s = (await a.api.post('/live/session', {})).body;
@@ -232,7 +278,12 @@ describe('live: sessions, the realtime engine and /live/action', function () {
     const [head, body, sig] = resumptionHandle.split('.');
     const claims = JSON.parse(Buffer.from(body, 'base64url').toString());
     const forgedBody = Buffer.from(JSON.stringify({ ...claims, acc: b.accountId })).toString('base64url');
-    for (const h of [`${head}.${forgedBody}.${sig}`, `${head}.${body}.${sig.slice(0, -2)}AA`, 'lh1.e30.AAAA', s.token]) {
+    for (const h of [
+      `${head}.${forgedBody}.${sig}`,
+      `${head}.${body}.${sig.slice(0, -2)}AA`,
+      'lh1.e30.AAAA',
+      s.token,
+    ]) {
       const r = await b.api.post('/live/session', { resumptionHandle: h });
       expect(r.status, h).to.equal(400);
       expect(r.body.error.code).to.equal('invalid_resumption_handle');
@@ -252,7 +303,10 @@ describe('live: sessions, the realtime engine and /live/action', function () {
     expect(await tampered.closed).to.deep.equal({ code: 4401, reason: 'token invalid' });
     const claims = JSON.parse(Buffer.from(body, 'base64url').toString());
     expect(claims.acc).to.equal(accountId);
-    const expired = connect(s.realtimeUrl, signLiveToken(stack.config.ASSET_SIGNING_SECRET, 'lt', { ...claims, exp: Date.now() - 1 }));
+    const expired = connect(
+      s.realtimeUrl,
+      signLiveToken(stack.config.ASSET_SIGNING_SECRET, 'lt', { ...claims, exp: Date.now() - 1 }),
+    );
     expect(await expired.closed).to.deep.equal({ code: 4401, reason: 'token expired' });
     const silent = connect(s.realtimeUrl);
     silent.send({ type: 'input_text', text: 'hello' });
@@ -288,7 +342,7 @@ describe('live: sessions, the realtime engine and /live/action', function () {
   });
 
   describe('POST /live/action', () => {
-    it('runs each category\'s tool, answers the line and artifacts, and charges live_action only on success', async () => {
+    it("runs each category's tool, answers the line and artifacts, and charges live_action only on success", async () => {
       const { api } = await account();
       const run = async (action: string, params: Record<string, unknown>) => {
         const before = await balance(api);
@@ -308,7 +362,10 @@ describe('live: sessions, the realtime engine and /live/action', function () {
       const image = await run('generate_image', { prompt: 'a lighthouse at dusk' });
       expect(image.artifacts[0].type).to.equal('image');
       expect(image).to.include({ ok: true, charged: 3, spent: 3 }); // live_action 1 + image 2
-      const deck = await run('create_presentation', { title: 'Roadmap', brief: 'Our plan for next year in three parts.' });
+      const deck = await run('create_presentation', {
+        title: 'Roadmap',
+        brief: 'Our plan for next year in three parts.',
+      });
       expect(deck.artifacts[0].type).to.equal('presentation');
       expect(deck.charged).to.equal(16); // live_action 1 + deck 15
       const projects = await run('list_projects', {});
@@ -328,7 +385,10 @@ describe('live: sessions, the realtime engine and /live/action', function () {
     it('keeps memories per account that later sessions recall, and forgets them', async () => {
       const a = await account();
       const b = await account();
-      const saved = await a.api.post('/live/action', { action: 'remember', params: { text: 'the wifi password is on the fridge' } });
+      const saved = await a.api.post('/live/action', {
+        action: 'remember',
+        params: { text: 'the wifi password is on the fridge' },
+      });
       expect(saved.status, saved.text).to.equal(200);
       expect(saved.body.line).to.equal('I will remember that the wifi password is on the fridge.');
       const memoryId = saved.body.artifacts[0].data.memoryId;
@@ -338,7 +398,9 @@ describe('live: sessions, the realtime engine and /live/action', function () {
       const c = connect(s.realtimeUrl, s.token);
       await c.next('session.started');
       c.send({ type: 'input_text', text: 'what do you remember about the wifi?' });
-      expect((await c.next('assistant.text', (e) => typeof e.text === 'string')).text).to.equal('I remember: the wifi password is on the fridge.');
+      expect((await c.next('assistant.text', (e) => typeof e.text === 'string')).text).to.equal(
+        'I remember: the wifi password is on the fridge.',
+      );
 
       const other = await b.api.post('/live/action', { action: 'recall', params: {} });
       expect(other.body.line).to.equal('I have nothing remembered yet.');
@@ -356,7 +418,10 @@ describe('live: sessions, the realtime engine and /live/action', function () {
       const unknown = await api.post('/live/action', { action: 'launch_rocket', params: {} });
       expect(unknown.status).to.equal(400);
       expect(unknown.body.error.message).to.match(/^action: must be one of search_web/);
-      const bad = await api.post('/live/action', { action: 'create_flowchart', params: { title: 'X', steps: ['only one'] } });
+      const bad = await api.post('/live/action', {
+        action: 'create_flowchart',
+        params: { title: 'X', steps: ['only one'] },
+      });
       expect(bad.status).to.equal(400);
       expect(bad.body.error.message).to.match(/params\.steps/);
       expect(await balance(api)).to.equal(before);

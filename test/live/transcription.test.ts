@@ -13,13 +13,25 @@ describe('live: audio turns through an OpenAI-compatible transcription API (fake
   this.timeout(60_000);
   let stack: Stack;
   let provider: Awaited<ReturnType<typeof fakeServer>>;
-  let answer: { status: number; body: unknown } = { status: 200, body: { text: 'make a flowchart of the hiring process' } };
+  let answer: { status: number; body: unknown } = {
+    status: 200,
+    body: { text: 'make a flowchart of the hiring process' },
+  };
   before(async () => {
     provider = await fakeServer((_req, res) => {
       res.writeHead(answer.status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(answer.body));
     });
-    stack = await startStack({ scheduler: false, env: { WORKER_POOLS: 'speech', LIVE_TRANSCRIPTION_ENGINE: 'openai', LIVE_TRANSCRIPTION_BASE_URL: provider.url, OPENAI_API_KEY: 'sk-test-transcribe', LIVE_TRANSCRIPTION_MODEL: 'whisper-test' } });
+    stack = await startStack({
+      scheduler: false,
+      env: {
+        WORKER_POOLS: 'speech',
+        LIVE_TRANSCRIPTION_ENGINE: 'openai',
+        LIVE_TRANSCRIPTION_BASE_URL: provider.url,
+        OPENAI_API_KEY: 'sk-test-transcribe',
+        LIVE_TRANSCRIPTION_MODEL: 'whisper-test',
+      },
+    });
   });
   after(async () => {
     await stack?.stop();
@@ -45,7 +57,11 @@ describe('live: audio turns through an OpenAI-compatible transcription API (fake
     speakInto(c);
     await c.next('speech.started');
     const transcript = await c.next('transcript');
-    expect(transcript).to.deep.equal({ type: 'transcript', role: 'user', text: 'make a flowchart of the hiring process' });
+    expect(transcript).to.deep.equal({
+      type: 'transcript',
+      role: 'user',
+      text: 'make a flowchart of the hiring process',
+    });
     const result = await c.next('tool.result');
     expect(result.artifact.type).to.equal('flowchart');
     await c.next('resumption');

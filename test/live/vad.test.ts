@@ -47,28 +47,49 @@ describe('live: energy voice activity detection on synthetic PCM', () => {
   });
 
   it('splits replies into speakable sentences and matches the device name as a word', () => {
-    expect(speakableSentences('Done: I made the **deck** [Roadmap](http://x/y). It is at https://x/p ready! ')).to.deep.equal(['Done: I made the deck Roadmap.', 'It is at ready!']);
+    expect(
+      speakableSentences('Done: I made the **deck** [Roadmap](http://x/y). It is at https://x/p ready! '),
+    ).to.deep.equal(['Done: I made the deck Roadmap.', 'It is at ready!']);
     expect(speakableSentences(`${'word '.repeat(100)}end.`).every((s) => s.length <= 300)).to.equal(true);
     expect(addresses('Hey robo, what time is it?', 'Robo')).to.equal(true);
     expect(addresses('the roboticist said', 'Robo')).to.equal(false);
   });
 });
 
-describe('live: the offline engine\'s live intents', () => {
+describe("live: the offline engine's live intents", () => {
   it('recognises memory, account, project and device requests, and leaves the rest to the chat planner', async () => {
     const engine = createLiveEngine(loadConfig({ NODE_ENV: 'test' }));
-    const tools = ['remember', 'recall', 'get_account', 'list_projects', 'get_device_status', 'set_volume', 'create_flowchart'].map((name) => ({ name, description: '', parameters: {} }));
+    const tools = [
+      'remember',
+      'recall',
+      'get_account',
+      'list_projects',
+      'get_device_status',
+      'set_volume',
+      'create_flowchart',
+    ].map((name) => ({ name, description: '', parameters: {} }));
     const first = async (text: string) => {
-      for await (const ev of engine.step({ messages: [{ role: 'user', content: text }], tools, mode: 'fast', stepIndex: 0, signal: new AbortController().signal })) {
+      for await (const ev of engine.step({
+        messages: [{ role: 'user', content: text }],
+        tools,
+        mode: 'fast',
+        stepIndex: 0,
+        signal: new AbortController().signal,
+      })) {
         if (ev.type === 'tool-call') return [ev.call.name, ev.call.args];
       }
       return null;
     };
-    expect(await first('Remember that the keys are in the drawer.')).to.deep.equal(['remember', { text: 'the keys are in the drawer' }]);
+    expect(await first('Remember that the keys are in the drawer.')).to.deep.equal([
+      'remember',
+      { text: 'the keys are in the drawer' },
+    ]);
     expect(await first('Robo, what do you remember about the keys?')).to.deep.equal(['recall', { query: 'the keys' }]);
     expect(await first('how many credits do I have')).to.deep.equal(['get_account', {}]);
     expect(await first('list my projects')).to.deep.equal(['list_projects', {}]);
     expect(await first('set the volume to 40')).to.deep.equal(['set_volume', { level: 40 }]);
-    expect((await first('make a flowchart of the product recall plan so we remember it'))?.[0]).to.equal('create_flowchart');
+    expect((await first('make a flowchart of the product recall plan so we remember it'))?.[0]).to.equal(
+      'create_flowchart',
+    );
   });
 });

@@ -22,19 +22,36 @@ describe('MCP: a crash between a tool call and its idempotency record (SIGKILL, 
   after(() => stack.stop());
 
   const cases = [
-    { tool: 'start_code_build', args: { prompt: 'crash then retry' }, idOf: (r: any) => r.structuredContent.jobId as string },
+    {
+      tool: 'start_code_build',
+      args: { prompt: 'crash then retry' },
+      idOf: (r: any) => r.structuredContent.jobId as string,
+    },
     {
       tool: 'create_presentation',
-      args: { name: 'Crash deck', outline: [{ title: 'One', bullets: ['a'] }, { title: 'Two', bullets: ['b'] }, { title: 'Three', bullets: ['c'] }], slideMode: 'content' },
+      args: {
+        name: 'Crash deck',
+        outline: [
+          { title: 'One', bullets: ['a'] },
+          { title: 'Two', bullets: ['b'] },
+          { title: 'Three', bullets: ['c'] },
+        ],
+        slideMode: 'content',
+      },
       idOf: (r: any) => r.structuredContent.job.jobId as string,
     },
   ];
   for (const c of cases) {
     it(`when the API dies after ${c.tool} made its job, then the retry answers that job, charged once`, async () => {
       const { key, accountId } = await stack.createAccount({ credits: 1000 });
-      const doomed = await spawnApiProcess(stack, { FAULT_POINT: 'idempotency.before-finish', IDEMPOTENCY_LEASE_MS: String(LEASE_MS) });
+      const doomed = await spawnApiProcess(stack, {
+        FAULT_POINT: 'idempotency.before-finish',
+        IDEMPOTENCY_LEASE_MS: String(LEASE_MS),
+      });
       const args = { ...c.args, idempotencyKey: `mcp-crash-${c.tool}` };
-      const transport = new StreamableHTTPClientTransport(new URL(doomed.baseUrl.replace(/\/api\/v1$/, '/mcp')), { requestInit: { headers: { Authorization: `Bearer ${key}` } } });
+      const transport = new StreamableHTTPClientTransport(new URL(doomed.baseUrl.replace(/\/api\/v1$/, '/mcp')), {
+        requestInit: { headers: { Authorization: `Bearer ${key}` } },
+      });
       const first = new Client({ name: 'svc-tests', version: '1.0.0' });
       await first.connect(transport);
       const outcome = await first.callTool({ name: c.tool, arguments: args }).then(
@@ -55,7 +72,11 @@ describe('MCP: a crash between a tool call and its idempotency record (SIGKILL, 
       const mcp = await mcpClient(stack, key);
       try {
         let retry = await call(mcp, c.tool, args);
-        while (retry.isError && retry.structuredContent?.error?.code === 'idempotency_in_flight' && Date.now() - killedAt < 15_000) {
+        while (
+          retry.isError &&
+          retry.structuredContent?.error?.code === 'idempotency_in_flight' &&
+          Date.now() - killedAt < 15_000
+        ) {
           retry = await call(mcp, c.tool, args);
         }
         expect(retry.isError, JSON.stringify(retry.structuredContent)).to.not.equal(true);
@@ -70,10 +91,14 @@ describe('MCP: a crash between a tool call and its idempotency record (SIGKILL, 
       expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
       expect(await stack.rt.credits.balance(accountId)).to.equal(balanceAfterFirst);
       // The dead process's ledger batch never left: the sweep writes the one entry.
-      const charges = await eventually(async () => {
-        const es = await stack.rt.db.ledger.find({ accountId, kind: 'charge' }).toArray();
-        return es.length > 0 && es;
-      }, 20_000, 'the charge ledger entry');
+      const charges = await eventually(
+        async () => {
+          const es = await stack.rt.db.ledger.find({ accountId, kind: 'charge' }).toArray();
+          return es.length > 0 && es;
+        },
+        20_000,
+        'the charge ledger entry',
+      );
       expect(charges.map((e) => e.jobId)).to.deep.equal([made[0]!._id]);
     });
   }

@@ -16,7 +16,11 @@ export async function mcpClient(stack: Stack, key?: string): Promise<Client> {
 }
 
 /** A tools/call, typed as the plain (non-task) result. */
-export async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<CallToolResult & { structuredContent?: any }> {
+export async function call(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<CallToolResult & { structuredContent?: any }> {
   return (await client.callTool({ name, arguments: args })) as CallToolResult & { structuredContent?: any };
 }
 
@@ -27,7 +31,12 @@ export const textOf = (r: CallToolResult) => (r.content[0] as { type: 'text'; te
 export async function rawPost(stack: Stack, body: string, headers: Record<string, string> = {}) {
   const res = await fetch(mcpUrl(stack), {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', ...headers },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-06-18',
+      ...headers,
+    },
     body,
   });
   const text = await res.text();

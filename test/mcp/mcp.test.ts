@@ -7,8 +7,21 @@ import { call, mcpClient, mcpUrl, rawPost, textOf } from './helpers';
 import { fromUnits, toUnits } from '../../platform/credits/credits';
 
 const ALL_TOOLS = [
-  'create_flowchart', 'create_notes', 'create_whiteboard', 'create_presentation', 'generate_image', 'start_video', 'start_song',
-  'start_code_build', 'start_research', 'get_job', 'list_projects', 'get_project', 'drive_list_files', 'drive_read_file', 'drive_search',
+  'create_flowchart',
+  'create_notes',
+  'create_whiteboard',
+  'create_presentation',
+  'generate_image',
+  'start_video',
+  'start_song',
+  'start_code_build',
+  'start_research',
+  'get_job',
+  'list_projects',
+  'get_project',
+  'drive_list_files',
+  'drive_read_file',
+  'drive_search',
 ];
 const DRIVE_TOOLS = ['drive_list_files', 'drive_read_file', 'drive_search'];
 
@@ -49,14 +62,25 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     const notes = await call(mcp, 'create_notes', { name: 'MCP notes', markdown: '# hello from mcp' });
     expect(notes.isError, textOf(notes)).to.not.equal(true);
     expect(notes.structuredContent).to.include({ name: 'MCP notes', kind: 'notes' });
-    const flow = await call(mcp, 'create_flowchart', { name: 'MCP flow', nodes: [{ id: 'a', label: 'Start', shape: 'start' }, { id: 'b', label: 'End', shape: 'end' }], edges: [{ from: 'a', to: 'b' }] });
+    const flow = await call(mcp, 'create_flowchart', {
+      name: 'MCP flow',
+      nodes: [
+        { id: 'a', label: 'Start', shape: 'start' },
+        { id: 'b', label: 'End', shape: 'end' },
+      ],
+      edges: [{ from: 'a', to: 'b' }],
+    });
     expect(flow.isError, textOf(flow)).to.not.equal(true);
     const board = await call(mcp, 'create_whiteboard', { name: 'MCP board', elements: [] });
     expect(board.isError, textOf(board)).to.not.equal(true);
 
     const listed = await call(mcp, 'list_projects', { limit: 10 });
     expect(listed.isError, textOf(listed)).to.not.equal(true);
-    expect(listed.structuredContent.data.map((p: { id: string }) => p.id)).to.include.members([notes.structuredContent.id, flow.structuredContent.id, board.structuredContent.id]);
+    expect(listed.structuredContent.data.map((p: { id: string }) => p.id)).to.include.members([
+      notes.structuredContent.id,
+      flow.structuredContent.id,
+      board.structuredContent.id,
+    ]);
 
     const got = await call(mcp, 'get_project', { id: notes.structuredContent.id });
     expect(got.structuredContent).to.include({ id: notes.structuredContent.id, name: 'MCP notes' });
@@ -79,7 +103,12 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     expect(rest.status).to.equal(200);
     expect(rest.body.charged).to.equal(r.structuredContent.charged);
     const audit = await stack.rt.db.audit.findOne({ accountId: acct.accountId, tool: 'generate_image' });
-    expect(audit).to.include({ via: 'mcp', status: 200, millicreditsCharged: toUnits(r.structuredContent.charged), route: '/mcp' });
+    expect(audit).to.include({
+      via: 'mcp',
+      status: 200,
+      millicreditsCharged: toUnits(r.structuredContent.charged),
+      route: '/mcp',
+    });
   });
 
   it('when start_song is called, then a song_ job is charged, and get_job polls it to complete', async () => {
@@ -89,17 +118,33 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     expect(r.structuredContent).to.include({ type: 'song', status: 'queued' });
     expect(r.structuredContent.jobId).to.match(/^song_/);
     expect(before - (await balance())).to.equal(stack.config.CREDIT_PRICES.song);
-    const done = await eventually(async () => {
-      const j = await call(mcp, 'get_job', { id: r.structuredContent.jobId });
-      return ['complete', 'failed'].includes(j.structuredContent?.status) ? j.structuredContent : undefined;
-    }, 30_000, 'the song job');
+    const done = await eventually(
+      async () => {
+        const j = await call(mcp, 'get_job', { id: r.structuredContent.jobId });
+        return ['complete', 'failed'].includes(j.structuredContent?.status) ? j.structuredContent : undefined;
+      },
+      30_000,
+      'the song job',
+    );
     expect(done.status).to.equal('complete');
     expect(done.result.format).to.equal('wav');
   });
 
   it('when create_presentation, start_code_build and start_research are called, then each answers its job and the audit entry holds what was charged', async () => {
     const cases: [string, Record<string, unknown>, RegExp][] = [
-      ['create_presentation', { name: 'MCP deck', outline: [{ title: 'One', bullets: ['a'] }, { title: 'Two', bullets: ['b'] }, { title: 'Three', bullets: ['c'] }], slideMode: 'content' }, /^deck_/],
+      [
+        'create_presentation',
+        {
+          name: 'MCP deck',
+          outline: [
+            { title: 'One', bullets: ['a'] },
+            { title: 'Two', bullets: ['b'] },
+            { title: 'Three', bullets: ['c'] },
+          ],
+          slideMode: 'content',
+        },
+        /^deck_/,
+      ],
       ['start_code_build', { prompt: 'a counter button', framework: 'html' }, /^code_/],
       ['start_research', { query: 'history of lighthouses' }, /^res_/],
     ];
@@ -116,9 +161,20 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
 
   it('when a tool that creates is called again with the same idempotencyKey, then it answers what the first call made, charged once; other arguments are refused; a malformed key is named', async () => {
     const { tools } = await mcp.listTools();
-    const creating = ['create_flowchart', 'create_notes', 'create_whiteboard', 'create_presentation', 'start_video', 'start_song', 'start_code_build', 'start_research'];
+    const creating = [
+      'create_flowchart',
+      'create_notes',
+      'create_whiteboard',
+      'create_presentation',
+      'start_video',
+      'start_song',
+      'start_code_build',
+      'start_research',
+    ];
     for (const t of tools) {
-      expect(Object.keys(t.inputSchema.properties ?? {}).includes('idempotencyKey'), t.name).to.equal(creating.includes(t.name));
+      expect(Object.keys(t.inputSchema.properties ?? {}).includes('idempotencyKey'), t.name).to.equal(
+        creating.includes(t.name),
+      );
     }
 
     const before = await balance();
@@ -142,16 +198,34 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     } finally {
       await again.close();
     }
-    expect(await stack.rt.db.jobs.countDocuments({ accountId: acct.accountId, type: 'code', 'input.prompt': { $in: ['a timer', 'a clock'] } })).to.equal(1);
+    expect(
+      await stack.rt.db.jobs.countDocuments({
+        accountId: acct.accountId,
+        type: 'code',
+        'input.prompt': { $in: ['a timer', 'a clock'] },
+      }),
+    ).to.equal(1);
 
     // Projects too: the same notes project, not a second one.
-    const n1 = await call(mcp, 'create_notes', { name: 'Retried notes', markdown: '# once', idempotencyKey: 'mcp-notes-1' });
-    const n2 = await call(mcp, 'create_notes', { name: 'Retried notes', markdown: '# once', idempotencyKey: 'mcp-notes-1' });
+    const n1 = await call(mcp, 'create_notes', {
+      name: 'Retried notes',
+      markdown: '# once',
+      idempotencyKey: 'mcp-notes-1',
+    });
+    const n2 = await call(mcp, 'create_notes', {
+      name: 'Retried notes',
+      markdown: '# once',
+      idempotencyKey: 'mcp-notes-1',
+    });
     expect(n2.structuredContent.id).to.equal(n1.structuredContent.id);
-    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId: acct.accountId, name: 'Retried notes' })).to.equal(1);
+    expect(
+      await stack.rt.db.db.collection('projects').countDocuments({ accountId: acct.accountId, name: 'Retried notes' }),
+    ).to.equal(1);
 
     // null, as tool-calling models send for an optional argument, is no key: a new project each time.
-    const nulls = await Promise.all([0, 1].map(() => call(mcp, 'create_notes', { name: 'Null key notes', idempotencyKey: null })));
+    const nulls = await Promise.all(
+      [0, 1].map(() => call(mcp, 'create_notes', { name: 'Null key notes', idempotencyKey: null })),
+    );
     expect(nulls[0]!.structuredContent.id).to.not.equal(nulls[1]!.structuredContent.id);
 
     const bad = await call(mcp, 'start_song', { idempotencyKey: 'has a space' });
@@ -166,7 +240,10 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     const before = await balance();
     const r = await call(mcp, 'start_song', { style: 42, tier: 'loud' });
     expect(r.isError).to.equal(true);
-    expect(textOf(r)).to.match(/^validation_error: /).and.match(/style/).and.match(/tier/);
+    expect(textOf(r))
+      .to.match(/^validation_error: /)
+      .and.match(/style/)
+      .and.match(/tier/);
     expect(r.structuredContent.error.code).to.equal('validation_error');
     const unknownField = await call(mcp, 'create_notes', { name: 'x', colour: 'red' });
     expect(textOf(unknownField)).to.match(/colour: unknown field/);
@@ -179,10 +256,21 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     const secret = 'zq-audit-canary-7731';
     const r = await call(mcp, 'create_notes', { name: secret, markdown: `body ${secret}`, tags: [secret] });
     expect(r.isError, textOf(r)).to.not.equal(true);
-    const entry = await stack.rt.db.audit.findOne({ accountId: acct.accountId, tool: 'create_notes', argNames: { $all: ['name', 'markdown', 'tags'] } });
+    const entry = await stack.rt.db.audit.findOne({
+      accountId: acct.accountId,
+      tool: 'create_notes',
+      argNames: { $all: ['name', 'markdown', 'tags'] },
+    });
     expect(entry).to.not.equal(null);
     expect(entry!.argNames).to.have.members(['name', 'markdown', 'tags']);
-    expect(entry).to.include({ via: 'mcp', route: '/mcp', method: 'POST', status: 201, keyId: acct.keyId, millicreditsCharged: 0 });
+    expect(entry).to.include({
+      via: 'mcp',
+      route: '/mcp',
+      method: 'POST',
+      status: 201,
+      keyId: acct.keyId,
+      millicreditsCharged: 0,
+    });
     expect(entry!.durationMs).to.be.a('number');
     const all = await stack.rt.db.audit.find({ accountId: acct.accountId }).toArray();
     expect(JSON.stringify(all)).to.not.include(secret);
@@ -283,14 +371,19 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
 
     it('when the account is on a plan without API access, then 403 plan_required', async () => {
       const free = await stack.createAccount({ plan: 'free' });
-      const r = await rawPost(stack, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), { authorization: `Bearer ${free.key}` });
+      const r = await rawPost(stack, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), {
+        authorization: `Bearer ${free.key}`,
+      });
       expect(r.status).to.equal(403);
       expect(r.json.error.data.code).to.equal('plan_required');
     });
 
     it('when GET or DELETE is sent, then 405 with Allow: POST (stateless server)', async () => {
       for (const method of ['GET', 'DELETE']) {
-        const res = await fetch(mcpUrl(stack), { method, headers: { authorization: `Bearer ${acct.key}`, accept: 'text/event-stream' } });
+        const res = await fetch(mcpUrl(stack), {
+          method,
+          headers: { authorization: `Bearer ${acct.key}`, accept: 'text/event-stream' },
+        });
         expect(res.status, method).to.equal(405);
         expect(res.headers.get('allow')).to.equal('POST');
         expect(((await res.json()) as { jsonrpc: string }).jsonrpc).to.equal('2.0');
@@ -298,7 +391,9 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     });
 
     it('when a request carries rate-limit headers, then they count against the same per-key budget as REST', async () => {
-      const r = await rawPost(stack, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), { authorization: `Bearer ${acct.key}` });
+      const r = await rawPost(stack, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), {
+        authorization: `Bearer ${acct.key}`,
+      });
       expect(r.status).to.equal(200);
       expect(r.headers.get('x-ratelimit-limit')).to.equal(String(stack.config.RATE_LIMIT_MAX));
       expect(Number(r.headers.get('x-ratelimit-remaining'))).to.be.below(stack.config.RATE_LIMIT_MAX);
@@ -313,13 +408,24 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
       const f = await api.post('/drive/folders', { name: 'mcp-pinned' });
       expect(f.status, f.text).to.equal(201);
       folderId = f.body.id;
-      const inside = await api.post('/drive/files', { name: 'inside.md', content: 'The quarterly walrus report says walruses like ice.', folderId });
+      const inside = await api.post('/drive/files', {
+        name: 'inside.md',
+        content: 'The quarterly walrus report says walruses like ice.',
+        folderId,
+      });
       expect(inside.status, inside.text).to.equal(201);
       insideId = inside.body.id;
-      const outside = await api.post('/drive/files', { name: 'outside.txt', content: 'A walrus outside the pinned folder.' });
+      const outside = await api.post('/drive/files', {
+        name: 'outside.txt',
+        content: 'A walrus outside the pinned folder.',
+      });
       outsideId = outside.body.id;
       for (const id of [insideId, outsideId]) {
-        await eventually(async () => (await api.get(`/drive/files/${id}/text`)).body.textStatus === 'ready', 20_000, 'text extraction');
+        await eventually(
+          async () => (await api.get(`/drive/files/${id}/text`)).body.textStatus === 'ready',
+          20_000,
+          'text extraction',
+        );
       }
     });
 
@@ -343,7 +449,11 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     });
 
     it('when the key is pinned to a folder, then it sees and reads only files inside it', async () => {
-      const { key } = await stack.rt.accounts.createKey(acct.accountId, { name: 'pinned', scopes: ['drive:read'], folderPins: [folderId] });
+      const { key } = await stack.rt.accounts.createKey(acct.accountId, {
+        name: 'pinned',
+        scopes: ['drive:read'],
+        folderPins: [folderId],
+      });
       const c = await mcpClient(stack, key);
       try {
         const list = await call(c, 'drive_list_files', {});
@@ -362,14 +472,24 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
 describe('MCP server: rate limit', () => {
   let stack: Stack;
   before(async () => {
-    stack = await startStack({ workers: false, scheduler: false, env: { RATE_LIMIT_MAX: '4', RATE_LIMIT_WINDOW_SECONDS: '3600' } });
+    stack = await startStack({
+      workers: false,
+      scheduler: false,
+      env: { RATE_LIMIT_MAX: '4', RATE_LIMIT_WINDOW_SECONDS: '3600' },
+    });
   });
   after(() => stack.stop());
 
   it('when REST and MCP calls of one key pass the limit together, then the MCP call is refused 429 and still audited by names', async () => {
     const { accountId, key } = await stack.createAccount();
     const api = httpClient(stack.baseUrl, key);
-    const listCall = (id: number) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'list_projects', arguments: { limit: 2 } } });
+    const listCall = (id: number) =>
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'list_projects', arguments: { limit: 2 } },
+      });
     expect((await api.get('/projects')).status).to.equal(200);
     expect((await api.get('/projects')).status).to.equal(200);
     expect((await rawPost(stack, listCall(1), { authorization: `Bearer ${key}` })).status).to.equal(200);
@@ -388,11 +508,20 @@ describe('MCP server: one rate limit with REST, no batches', () => {
   let stack: Stack;
   before(async () => {
     // A limit of 100 leases 5 units at a time: two limiters in one process would each hold their own share.
-    stack = await startStack({ workers: false, scheduler: false, env: { RATE_LIMIT_MAX: '100', RATE_LIMIT_WINDOW_SECONDS: '3600' } });
+    stack = await startStack({
+      workers: false,
+      scheduler: false,
+      env: { RATE_LIMIT_MAX: '100', RATE_LIMIT_WINDOW_SECONDS: '3600' },
+    });
   });
   after(() => stack.stop());
 
-  const notesCall = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'create_notes', arguments: { name: `batched ${id}` } } });
+  const notesCall = (id: number) => ({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'create_notes', arguments: { name: `batched ${id}` } },
+  });
 
   it('when REST and MCP calls of one key alternate, then X-RateLimit-Remaining goes down by one on every call, REST or MCP', async () => {
     const { key } = await stack.createAccount();
@@ -402,7 +531,9 @@ describe('MCP server: one rate limit with REST, no batches', () => {
       const rest = await api.get('/projects');
       expect(rest.status).to.equal(200);
       seen.push(Number(rest.headers.get('x-ratelimit-remaining')));
-      const mcp = await rawPost(stack, JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/list' }), { authorization: `Bearer ${key}` });
+      const mcp = await rawPost(stack, JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/list' }), {
+        authorization: `Bearer ${key}`,
+      });
       expect(mcp.status).to.equal(200);
       seen.push(Number(mcp.headers.get('x-ratelimit-remaining')));
     }
@@ -412,12 +543,18 @@ describe('MCP server: one rate limit with REST, no batches', () => {
   it('when a JSON-RPC batch is posted, then 400 Invalid Request with the Error shape, no message in it runs, and it costs no rate-limit unit', async () => {
     const { key } = await stack.createAccount();
     const api = httpClient(stack.baseUrl, key);
-    const r = await rawPost(stack, JSON.stringify([notesCall(1), notesCall(2), notesCall(3)]), { authorization: `Bearer ${key}` });
+    const r = await rawPost(stack, JSON.stringify([notesCall(1), notesCall(2), notesCall(3)]), {
+      authorization: `Bearer ${key}`,
+    });
     expect(r.status, r.text).to.equal(400);
     expect(r.json).to.deep.include({ jsonrpc: '2.0', id: null });
     expect(r.json.error.code).to.equal(-32600);
     expect(r.json.error.message).to.equal('JSON-RPC batches are not supported: send one message per POST');
-    expect(r.json.error.data).to.include({ code: 'bad_request', message: r.json.error.message, requestId: r.headers.get('x-request-id') });
+    expect(r.json.error.data).to.include({
+      code: 'bad_request',
+      message: r.json.error.message,
+      requestId: r.headers.get('x-request-id'),
+    });
     expect(r.headers.get('x-ratelimit-remaining')).to.equal(null);
     const listed = await api.get('/projects');
     expect(listed.body.data).to.deep.equal([]);

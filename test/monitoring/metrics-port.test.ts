@@ -55,14 +55,20 @@ describe('metrics port (METRICS_PORT)', () => {
       SHUTDOWN_GRACE_MS: '5000',
       SERVED_BY_HEADER: 'true',
     };
-    const supervisor = spawn(process.execPath, ['--import', 'tsx', 'scripts/supervisor.ts', 'api'], { cwd: projectRoot, env: { ...process.env, ...env, LOG_FILE: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const supervisor = spawn(process.execPath, ['--import', 'tsx', 'scripts/supervisor.ts', 'api'], {
+      cwd: projectRoot,
+      env: { ...process.env, ...env, LOG_FILE: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     started.push({ supervisor, env });
     let output = '';
     supervisor.stdout!.on('data', (d) => (output += d));
     supervisor.stderr!.on('data', (d) => (output += d));
-    await waitForApiProcesses(metricsPort, processes, 90_000, () => supervisor.exitCode === null).catch((err: Error) => {
-      throw new Error(`${err.message}; output:\n${output}`);
-    });
+    await waitForApiProcesses(metricsPort, processes, 90_000, () => supervisor.exitCode === null).catch(
+      (err: Error) => {
+        throw new Error(`${err.message}; output:\n${output}`);
+      },
+    );
     return { supervisor, port, metricsPort, output: () => output };
   }
 
@@ -147,7 +153,9 @@ describe('metrics port (METRICS_PORT)', () => {
       const r = await fetch(`http://127.0.0.1:${port}/healthz`);
       expect(r.status).to.equal(200);
       const text = await scrape(metricsPort);
-      expect(sample(text, 'http_request_duration_seconds_count', { method: 'GET', route: '/healthz', status: '200' })).to.be.at.least(1);
+      expect(
+        sample(text, 'http_request_duration_seconds_count', { method: 'GET', route: '/healthz', status: '200' }),
+      ).to.be.at.least(1);
       expect(text).to.include('process_cpu_seconds_total');
       expect(text).not.to.include('supervisor_api_processes_ready');
     });

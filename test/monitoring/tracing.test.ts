@@ -11,7 +11,13 @@ import { broker } from '../../contracts/registry';
 import { ATTR, initTracing, shutdownTracing, tracingOn } from '../../platform/infra/tracing';
 import { spawnApiProcess, type ApiProcess } from '../helpers/api-process';
 import { client, eventually, waitForJob } from '../../scripts/harness/http';
-import { SPAN_KIND, otlpEnv, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../../scripts/harness/otlp-receiver';
+import {
+  SPAN_KIND,
+  otlpEnv,
+  startOtlpReceiver,
+  type OtlpReceiver,
+  type ReceivedSpan,
+} from '../../scripts/harness/otlp-receiver';
 import { startStack, type Stack } from '../../scripts/harness/stack';
 import { testLogFile } from '../../scripts/harness/test-log';
 import { projectRoot, spawnWorkerProcess, stackEnv } from '../../scripts/harness/worker-process';
@@ -23,15 +29,20 @@ const PROMPT = 'a tracing probe counter 7f3a';
 function assertConnected(trace: ReceivedSpan[]) {
   const ids = new Set(trace.map((s) => s.spanId));
   const roots = trace.filter((s) => !s.parentSpanId);
-  expect(roots.map((s) => s.name), 'one root').to.have.length(1);
-  for (const s of trace) if (s.parentSpanId) expect(ids.has(s.parentSpanId), `parent of ${s.service} ${s.name}`).to.equal(true);
+  expect(
+    roots.map((s) => s.name),
+    'one root',
+  ).to.have.length(1);
+  for (const s of trace)
+    if (s.parentSpanId) expect(ids.has(s.parentSpanId), `parent of ${s.service} ${s.name}`).to.equal(true);
   return roots[0]!;
 }
 
 /** True when `span` has `ancestor` on its chain of parents. */
 function descendsFrom(trace: ReceivedSpan[], span: ReceivedSpan, ancestor: ReceivedSpan): boolean {
   const byId = new Map(trace.map((s) => [s.spanId, s]));
-  for (let p = byId.get(span.parentSpanId); p; p = byId.get(p.parentSpanId)) if (p.spanId === ancestor.spanId) return true;
+  for (let p = byId.get(span.parentSpanId); p; p = byId.get(p.parentSpanId))
+    if (p.spanId === ancestor.spanId) return true;
   return false;
 }
 
@@ -83,11 +94,19 @@ describe('tracing across processes (OpenTelemetry, OTLP/HTTP)', () => {
     expect(delivered!.headers).not.to.have.property('traceparent');
     expect(delivered!.headers).not.to.have.property('tracestate');
 
-    const server = await eventually(async () => otlp.spans.find((s) => s.kind === SPAN_KIND.server && s.name === 'POST /api/v1/code-builds'), 15_000, 'the API server span');
-    await eventually(async () => {
-      const t = otlp.trace(server.traceId);
-      return t.some((s) => s.name === 'POST webhook') && t.some((s) => s.name === 'engine code') ? t : undefined;
-    }, 20_000, 'the worker spans of the trace');
+    const server = await eventually(
+      async () => otlp.spans.find((s) => s.kind === SPAN_KIND.server && s.name === 'POST /api/v1/code-builds'),
+      15_000,
+      'the API server span',
+    );
+    await eventually(
+      async () => {
+        const t = otlp.trace(server.traceId);
+        return t.some((s) => s.name === 'POST webhook') && t.some((s) => s.name === 'engine code') ? t : undefined;
+      },
+      20_000,
+      'the worker spans of the trace',
+    );
     // Late spans of the trace (the delivery's record, the stamp) come within a batch or two.
     await new Promise((r) => setTimeout(r, 500));
     const all = otlp.trace(server.traceId);
@@ -96,7 +115,11 @@ describe('tracing across processes (OpenTelemetry, OTLP/HTTP)', () => {
     // One trace, rooted at the API's server span, every parent inside it.
     expect(assertConnected(all).spanId, summary).to.equal(server.spanId);
     expect(server.service).to.equal('svc-api');
-    expect(server.attributes).to.include({ [ATTR.httpRequestMethod]: 'POST', [ATTR.httpRoute]: '/api/v1/code-builds', [ATTR.httpResponseStatusCode]: 202 });
+    expect(server.attributes).to.include({
+      [ATTR.httpRequestMethod]: 'POST',
+      [ATTR.httpRoute]: '/api/v1/code-builds',
+      [ATTR.httpResponseStatusCode]: 202,
+    });
     expect(new Set(all.map((s) => s.service))).to.deep.equal(new Set(['svc-api', 'svc-workers']));
 
     const prefix = stack.config.QUEUE_PREFIX;
@@ -106,40 +129,100 @@ describe('tracing across processes (OpenTelemetry, OTLP/HTTP)', () => {
       return hit;
     };
     // API: MongoDB commands under the request, the publish to the code pool.
-    const apiDb = find((s) => s.service === 'svc-api' && s.attributes[ATTR.dbSystemName] === 'mongodb', 'API MongoDB spans');
+    const apiDb = find(
+      (s) => s.service === 'svc-api' && s.attributes[ATTR.dbSystemName] === 'mongodb',
+      'API MongoDB spans',
+    );
     for (const s of apiDb) expect(s.kind).to.equal(SPAN_KIND.client);
-    expect(apiDb.some((s) => s.attributes[ATTR.dbOperationName] === 'insert' && s.attributes[ATTR.dbCollectionName] === 'jobs' && s.parentSpanId === server.spanId), 'the job insert is a child of the request span').to.equal(true);
+    expect(
+      apiDb.some(
+        (s) =>
+          s.attributes[ATTR.dbOperationName] === 'insert' &&
+          s.attributes[ATTR.dbCollectionName] === 'jobs' &&
+          s.parentSpanId === server.spanId,
+      ),
+      'the job insert is a child of the request span',
+    ).to.equal(true);
     const poolQueue = broker.poolQueue(prefix, 'code');
-    const [publish] = find((s) => s.service === 'svc-api' && s.kind === SPAN_KIND.producer && s.attributes[ATTR.messagingDestinationName] === poolQueue, 'the publish to the code pool');
-    expect(publish!.attributes).to.include({ [ATTR.messagingSystem]: 'rabbitmq', [ATTR.messagingOperationType]: 'send', [ATTR.messagingMessageId]: jobId });
+    const [publish] = find(
+      (s) =>
+        s.service === 'svc-api' &&
+        s.kind === SPAN_KIND.producer &&
+        s.attributes[ATTR.messagingDestinationName] === poolQueue,
+      'the publish to the code pool',
+    );
+    expect(publish!.attributes).to.include({
+      [ATTR.messagingSystem]: 'rabbitmq',
+      [ATTR.messagingOperationType]: 'send',
+      [ATTR.messagingMessageId]: jobId,
+    });
     expect(descendsFrom(all, publish!, server)).to.equal(true);
 
     // Worker: the delivery's consumer span continues the publish, the engine call runs inside it.
-    const [consume] = find((s) => s.service === 'svc-workers' && s.kind === SPAN_KIND.consumer && s.attributes[ATTR.messagingDestinationName] === poolQueue, 'the code pool consume');
+    const [consume] = find(
+      (s) =>
+        s.service === 'svc-workers' &&
+        s.kind === SPAN_KIND.consumer &&
+        s.attributes[ATTR.messagingDestinationName] === poolQueue,
+      'the code pool consume',
+    );
     expect(consume!.parentSpanId).to.equal(publish!.spanId);
-    expect(consume!.attributes).to.include({ [ATTR.messagingOperationType]: 'process', [ATTR.messagingMessageId]: jobId });
+    expect(consume!.attributes).to.include({
+      [ATTR.messagingOperationType]: 'process',
+      [ATTR.messagingMessageId]: jobId,
+    });
     const [engine] = find((s) => s.name === 'engine code', 'the engine span');
     expect(engine!.service).to.equal('svc-workers');
     expect(engine!.kind).to.equal(SPAN_KIND.internal);
     expect(engine!.attributes).to.include({ 'svc.job.id': jobId, 'svc.job.type': 'code' });
     expect(descendsFrom(all, engine!, consume!)).to.equal(true);
-    const workerDb = find((s) => s.service === 'svc-workers' && s.attributes[ATTR.dbSystemName] === 'mongodb', 'worker MongoDB spans');
-    for (const s of workerDb) expect(descendsFrom(all, s, consume!) || s.links.length > 0, `${s.name} nests under the job`).to.equal(true);
-    expect(workerDb.some((s) => s.attributes[ATTR.dbOperationName] === 'findAndModify' && s.parentSpanId === consume!.spanId), 'the claim is a child of the consume span').to.equal(true);
+    const workerDb = find(
+      (s) => s.service === 'svc-workers' && s.attributes[ATTR.dbSystemName] === 'mongodb',
+      'worker MongoDB spans',
+    );
+    for (const s of workerDb)
+      expect(descendsFrom(all, s, consume!) || s.links.length > 0, `${s.name} nests under the job`).to.equal(true);
+    expect(
+      workerDb.some(
+        (s) => s.attributes[ATTR.dbOperationName] === 'findAndModify' && s.parentSpanId === consume!.spanId,
+      ),
+      'the claim is a child of the consume span',
+    ).to.equal(true);
 
     // The completion event, its fan-out and the delivery, in the same trace.
     const events = broker.eventsExchange(prefix);
-    const [eventPublish] = find((s) => s.kind === SPAN_KIND.producer && s.attributes[ATTR.messagingDestinationName] === events, 'the events publish');
+    const [eventPublish] = find(
+      (s) => s.kind === SPAN_KIND.producer && s.attributes[ATTR.messagingDestinationName] === events,
+      'the events publish',
+    );
     expect(eventPublish!.attributes).to.include({ [ATTR.rabbitmqRoutingKey]: 'code_build.completed' });
     expect(descendsFrom(all, eventPublish!, consume!)).to.equal(true);
-    const [fanOut] = find((s) => s.kind === SPAN_KIND.consumer && s.parentSpanId === eventPublish!.spanId, 'the webhook fan-out consume');
+    const [fanOut] = find(
+      (s) => s.kind === SPAN_KIND.consumer && s.parentSpanId === eventPublish!.spanId,
+      'the webhook fan-out consume',
+    );
     expect(fanOut!.attributes[ATTR.messagingDestinationName]).to.equal(broker.poolQueue(prefix, 'webhook'));
-    const [deliveryPublish] = find((s) => s.kind === SPAN_KIND.producer && s.parentSpanId === fanOut!.spanId && s.attributes[ATTR.messagingDestinationName] === broker.webhookDeliveryQueue(prefix), 'the delivery publish');
-    const [deliveryConsume] = find((s) => s.kind === SPAN_KIND.consumer && s.parentSpanId === deliveryPublish!.spanId, 'the delivery consume');
+    const [deliveryPublish] = find(
+      (s) =>
+        s.kind === SPAN_KIND.producer &&
+        s.parentSpanId === fanOut!.spanId &&
+        s.attributes[ATTR.messagingDestinationName] === broker.webhookDeliveryQueue(prefix),
+      'the delivery publish',
+    );
+    const [deliveryConsume] = find(
+      (s) => s.kind === SPAN_KIND.consumer && s.parentSpanId === deliveryPublish!.spanId,
+      'the delivery consume',
+    );
     const [post] = find((s) => s.name === 'POST webhook', 'the webhook delivery span');
     expect(post!.kind).to.equal(SPAN_KIND.client);
     expect(descendsFrom(all, post!, deliveryConsume!)).to.equal(true);
-    expect(post!.attributes).to.include({ [ATTR.httpRequestMethod]: 'POST', [ATTR.httpResponseStatusCode]: 200, [ATTR.serverAddress]: '127.0.0.1', 'svc.webhook.outcome': 'delivered', 'svc.webhook.event': 'code_build.completed' });
+    expect(post!.attributes).to.include({
+      [ATTR.httpRequestMethod]: 'POST',
+      [ATTR.httpResponseStatusCode]: 200,
+      [ATTR.serverAddress]: '127.0.0.1',
+      'svc.webhook.outcome': 'delivered',
+      'svc.webhook.event': 'code_build.completed',
+    });
 
     // Nothing of the request's content, the key or the receiver's path in any span.
     const text = JSON.stringify(all, (_k, v) => (typeof v === 'bigint' ? String(v) : v));
@@ -158,31 +241,50 @@ describe('tracing across processes (OpenTelemetry, OTLP/HTTP)', () => {
     for (const l of workerLines) expect(l.traceId, JSON.stringify(l)).to.equal(server.traceId);
   });
 
-  it('when a request carries a W3C traceparent, then its server span starts a trace of our own that links the caller\'s span (a client cannot choose our trace ids or force sampling)', async function () {
+  it("when a request carries a W3C traceparent, then its server span starts a trace of our own that links the caller's span (a client cannot choose our trace ids or force sampling)", async function () {
     this.timeout(30_000);
     expect(apiProcess, 'the API process of the first test').to.not.equal(undefined);
     const { key } = await stack.createAccount();
     const traceId = `${'a'.repeat(31)}1`;
     const parent = `${'b'.repeat(15)}2`;
-    const r = await client(apiProcess!.baseUrl, key).get('/jobs/code_doesnotexist', { traceparent: `00-${traceId}-${parent}-01`, 'x-request-id': 'req-linked-1' });
+    const r = await client(apiProcess!.baseUrl, key).get('/jobs/code_doesnotexist', {
+      traceparent: `00-${traceId}-${parent}-01`,
+      'x-request-id': 'req-linked-1',
+    });
     expect(r.status).to.equal(404);
-    const span = await eventually(async () => otlp.spans.find((s) => s.kind === SPAN_KIND.server && s.name === 'GET /api/v1/jobs/:id' && (s.links ?? []).some((l) => l.traceId === traceId)), 10_000, 'the linked server span');
+    const span = await eventually(
+      async () =>
+        otlp.spans.find(
+          (s) =>
+            s.kind === SPAN_KIND.server &&
+            s.name === 'GET /api/v1/jobs/:id' &&
+            (s.links ?? []).some((l) => l.traceId === traceId),
+        ),
+      10_000,
+      'the linked server span',
+    );
     expect(span.traceId).not.to.equal(traceId);
     expect(span.parentSpanId ?? '').to.equal('');
     expect(span.links!.find((l) => l.traceId === traceId)!.spanId).to.equal(parent);
     expect(otlp.trace(traceId)).to.deep.equal([]);
   });
 
-  it('when TRACE_INCOMING=parent, then a request\'s server span continues the caller\'s trace', async function () {
+  it("when TRACE_INCOMING=parent, then a request's server span continues the caller's trace", async function () {
     this.timeout(30_000);
     const proc = await spawnApiProcess(stack, otlpEnv(otlp, { TRACE_INCOMING: 'parent' }));
     try {
       const { key } = await stack.createAccount();
       const traceId = `${'e'.repeat(31)}1`;
       const parent = `${'f'.repeat(15)}2`;
-      const r = await client(proc.baseUrl, key).get('/jobs/code_doesnotexist', { traceparent: `00-${traceId}-${parent}-01` });
+      const r = await client(proc.baseUrl, key).get('/jobs/code_doesnotexist', {
+        traceparent: `00-${traceId}-${parent}-01`,
+      });
       expect(r.status).to.equal(404);
-      const span = await eventually(async () => otlp.spans.find((s) => s.traceId === traceId && s.kind === SPAN_KIND.server), 10_000, 'the server span');
+      const span = await eventually(
+        async () => otlp.spans.find((s) => s.traceId === traceId && s.kind === SPAN_KIND.server),
+        10_000,
+        'the server span',
+      );
       expect(span.parentSpanId).to.equal(parent);
       expect(span.name).to.equal('GET /api/v1/jobs/:id');
       expect(span.attributes[ATTR.httpResponseStatusCode]).to.equal(404);
@@ -194,7 +296,10 @@ describe('tracing across processes (OpenTelemetry, OTLP/HTTP)', () => {
   it('when the process is stopped with SIGTERM, then the spans it still held are exported before it exits', async function () {
     this.timeout(30_000);
     // A 60 s batch delay: only the flush on stop can send these spans in time.
-    const proc = await spawnApiProcess(stack, otlpEnv(otlp, { OTEL_BSP_SCHEDULE_DELAY: '60000', TRACE_INCOMING: 'parent' }));
+    const proc = await spawnApiProcess(
+      stack,
+      otlpEnv(otlp, { OTEL_BSP_SCHEDULE_DELAY: '60000', TRACE_INCOMING: 'parent' }),
+    );
     const { key } = await stack.createAccount();
     const traceId = `${'c'.repeat(31)}3`;
     await client(proc.baseUrl, key).get('/account', { traceparent: `00-${traceId}-${'d'.repeat(15)}4-01` });
@@ -222,17 +327,27 @@ describe('tracing in-process (initTracing, shutdownTracing)', () => {
     expect(await initTracing({ serviceName: 'svc-scheduler', env: otlpEnv(otlp) })).to.equal(true);
     expect(tracingOn).to.equal(true);
     stack = await startStack({ api: false, workers: false });
-    const task = await eventually(async () => otlp.spans.find((s) => s.name === 'task jobs.sweep'), 20_000, 'a sweep span');
+    const task = await eventually(
+      async () => otlp.spans.find((s) => s.name === 'task jobs.sweep'),
+      20_000,
+      'a sweep span',
+    );
     expect(task.service).to.equal('svc-scheduler');
     expect(task.parentSpanId).to.equal('');
     expect(task.attributes).to.include({ 'svc.task': 'jobs.sweep' });
-    const db = await eventually(async () => {
-      const t = otlp.trace(task.traceId).filter((s) => s.attributes[ATTR.dbSystemName] === 'mongodb');
-      return t.length ? t : undefined;
-    }, 5000, 'the sweep\'s MongoDB spans');
+    const db = await eventually(
+      async () => {
+        const t = otlp.trace(task.traceId).filter((s) => s.attributes[ATTR.dbSystemName] === 'mongodb');
+        return t.length ? t : undefined;
+      },
+      5000,
+      "the sweep's MongoDB spans",
+    );
     for (const s of db) expect(s.parentSpanId, s.name).to.equal(task.spanId);
     // Agenda's own polling runs outside any span: no trace of its own per command.
-    expect(otlp.spans.filter((s) => !s.parentSpanId && s.attributes[ATTR.dbSystemName] === 'mongodb')).to.deep.equal([]);
+    expect(otlp.spans.filter((s) => !s.parentSpanId && s.attributes[ATTR.dbSystemName] === 'mongodb')).to.deep.equal(
+      [],
+    );
 
     await shutdownTracing(2000);
     expect(tracingOn).to.equal(false);
@@ -254,7 +369,11 @@ describe('tracing in-process (initTracing, shutdownTracing)', () => {
     const r = await client(stack.baseUrl, key).get('/account/credits');
     sinon.restore();
     expect(r.status).to.equal(500);
-    const span = await eventually(async () => otlp.spans.find((s) => s.name === 'GET /api/v1/account/credits'), 10_000, 'the server span');
+    const span = await eventually(
+      async () => otlp.spans.find((s) => s.name === 'GET /api/v1/account/credits'),
+      10_000,
+      'the server span',
+    );
     expect(span.status.code).to.equal(2); // ERROR
     expect(span.attributes).to.include({ [ATTR.httpResponseStatusCode]: 500, [ATTR.errorType]: 'Error' });
     const exception = span.events.find((e) => e.name === 'exception');
@@ -283,12 +402,22 @@ describe('tracing when no exporter is configured', () => {
     // records every module it resolves, posts one code build to itself and reports.
     const env = stackEnv(stack, { PORT: '0' });
     for (const k of Object.keys(env)) if (k.startsWith('OTEL_')) delete env[k];
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/monitoring/tracing-off.child.ts'], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/monitoring/tracing-off.child.ts'], {
+      cwd: projectRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     const [code] = (await once(child, 'exit')) as [number | null];
     expect(code, out).to.equal(0);
-    const report = JSON.parse(out.trim().split('\n').pop()!) as { tracingOn: boolean; status: number; modules: number; otel: string[]; jobId: string };
+    const report = JSON.parse(out.trim().split('\n').pop()!) as {
+      tracingOn: boolean;
+      status: number;
+      modules: number;
+      otel: string[];
+      jobId: string;
+    };
     expect(report.status).to.equal(202);
     expect(report.tracingOn).to.equal(false);
     expect(report.modules, 'the recorder saw the app load').to.be.above(100);
@@ -300,7 +429,11 @@ describe('tracing when no exporter is configured', () => {
     const conn = await amqplib.connect(stack.config.AMQP_URL);
     try {
       const ch = await conn.createChannel();
-      const msg = await eventually(async () => (await ch.get(broker.poolQueue(stack.config.QUEUE_PREFIX, 'code'), { noAck: true })) || undefined, 5000, 'the job message');
+      const msg = await eventually(
+        async () => (await ch.get(broker.poolQueue(stack.config.QUEUE_PREFIX, 'code'), { noAck: true })) || undefined,
+        5000,
+        'the job message',
+      );
       expect(JSON.parse(msg.content.toString()).jobId).to.equal(report.jobId);
       expect(msg.properties.headers).to.have.property('x-request-id');
       expect(msg.properties.headers).not.to.have.property('traceparent');

@@ -6,7 +6,14 @@ import { client, type Client } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
 import { liveConnect, type LiveClient } from '../live/helpers';
 
-const PERSONA = { name: 'Ada', instructions: 'You are Ada, a patient maths tutor.', greeting: 'Hi, I am Ada.', faceId: 'aurora', voice: 'en-gb-female', tools: ['create_notes'] };
+const PERSONA = {
+  name: 'Ada',
+  instructions: 'You are Ada, a patient maths tutor.',
+  greeting: 'Hi, I am Ada.',
+  faceId: 'aurora',
+  voice: 'en-gb-female',
+  tools: ['create_notes'],
+};
 
 /**
  * What a persona conversation costs and records (review of issue 13): the live_session charge is
@@ -22,7 +29,18 @@ describe('personas: conversation charges, idempotent starts and complete events'
   const clients: LiveClient[] = [];
   before(async () => {
     provider = await fakeOpenAi();
-    stack = await startStack({ scheduler: false, env: { WORKER_POOLS: 'speech', CHAT_ENGINE: 'openai', CHAT_MODEL: 'fake-chat-1', OPENAI_BASE_URL: provider.url, OPENAI_API_KEY: 'sk-test', CHAT_TIMEOUT_MS: '5000', LIVE_TURNS_PER_MINUTE: '6000' } });
+    stack = await startStack({
+      scheduler: false,
+      env: {
+        WORKER_POOLS: 'speech',
+        CHAT_ENGINE: 'openai',
+        CHAT_MODEL: 'fake-chat-1',
+        OPENAI_BASE_URL: provider.url,
+        OPENAI_API_KEY: 'sk-test',
+        CHAT_TIMEOUT_MS: '5000',
+        LIVE_TURNS_PER_MINUTE: '6000',
+      },
+    });
     api = client(stack.baseUrl, (await stack.createAccount({ credits: 1000 })).key);
   });
   afterEach(() => {
@@ -73,11 +91,15 @@ describe('personas: conversation charges, idempotent starts and complete events'
     expect(await balance()).to.equal(before - a.body.creditsUsed);
   });
 
-  it('when a conversation runs past the session\'s 40-entry history and a tool is charged, then every turn is an event and creditsUsed counts the tool', async () => {
+  it("when a conversation runs past the session's 40-entry history and a tool is charged, then every turn is an event and creditsUsed counts the tool", async () => {
     const { personaId, deploymentId } = await deployment();
     const before = await balance();
     const conv = (await api.post(`/personas/${personaId}/conversations`, { deploymentId })).body;
-    provider.script((_body, n) => (n === 0 ? { toolCalls: [{ name: 'create_notes', args: { title: 'Sums', markdown: '# Sums' } }] } : { text: `Answer ${n}.` }));
+    provider.script((_body, n) =>
+      n === 0
+        ? { toolCalls: [{ name: 'create_notes', args: { title: 'Sums', markdown: '# Sums' } }] }
+        : { text: `Answer ${n}.` },
+    );
     const c = connect(conv);
     await c.next('session.started');
     await c.next('resumption'); // the greeting

@@ -5,7 +5,14 @@ import { startStack, type Stack } from '../../scripts/harness/stack';
 import { liveConnect, type LiveClient } from '../live/helpers';
 
 const INSTRUCTIONS = 'You are Ada, a patient maths tutor. Never give the answer before the method.';
-const PERSONA = { name: 'Ada', instructions: INSTRUCTIONS, greeting: 'Hi, I am Ada. What shall we work on?', faceId: 'aurora', voice: 'en-gb-female', tools: ['create_notes'] };
+const PERSONA = {
+  name: 'Ada',
+  instructions: INSTRUCTIONS,
+  greeting: 'Hi, I am Ada. What shall we work on?',
+  faceId: 'aurora',
+  voice: 'en-gb-female',
+  tools: ['create_notes'],
+};
 
 /**
  * A persona conversation speaks as its persona (issue 13): the version's instructions are the
@@ -23,7 +30,18 @@ describe('personas: a conversation speaks as its persona', function () {
   const clients: LiveClient[] = [];
   before(async () => {
     provider = await fakeOpenAi();
-    stack = await startStack({ scheduler: false, env: { WORKER_POOLS: 'speech', CHAT_ENGINE: 'openai', CHAT_MODEL: 'fake-chat-1', OPENAI_BASE_URL: provider.url, OPENAI_API_KEY: 'sk-test', CHAT_TIMEOUT_MS: '5000', LIVE_HEARTBEAT_MS: '200' } });
+    stack = await startStack({
+      scheduler: false,
+      env: {
+        WORKER_POOLS: 'speech',
+        CHAT_ENGINE: 'openai',
+        CHAT_MODEL: 'fake-chat-1',
+        OPENAI_BASE_URL: provider.url,
+        OPENAI_API_KEY: 'sk-test',
+        CHAT_TIMEOUT_MS: '5000',
+        LIVE_HEARTBEAT_MS: '200',
+      },
+    });
     const a = await stack.createAccount({ credits: 1000 });
     accountId = a.accountId;
     api = client(stack.baseUrl, a.key);
@@ -51,12 +69,22 @@ describe('personas: a conversation speaks as its persona', function () {
     expect(conv.status, conv.text).to.equal(201);
     return { personaId: p.body.id as string, conv: conv.body };
   };
-  const liveActions = async () => (await stack.rt.db.ledger.find({ accountId, operation: 'live_action' }).toArray()).reduce((n, e: any) => n + (e.kind === 'refund' ? -e.amount : e.amount), 0);
+  const liveActions = async () =>
+    (await stack.rt.db.ledger.find({ accountId, operation: 'live_action' }).toArray()).reduce(
+      (n, e: any) => n + (e.kind === 'refund' ? -e.amount : e.amount),
+      0,
+    );
 
-  it('when a persona conversation connects, then the greeting comes first (text and PCM), the instructions are the system message, only the persona\'s tools are offered, a tool outside its list is not run, and tool calls are listed as events', async () => {
+  it("when a persona conversation connects, then the greeting comes first (text and PCM), the instructions are the system message, only the persona's tools are offered, a tool outside its list is not run, and tool calls are listed as events", async () => {
     const { personaId, conv } = await conversation({ channel: 'voice' });
     provider.script((_body, n) => {
-      if (n === 0) return { toolCalls: [{ name: 'create_flowchart', args: { title: 'Hiring', steps: ['Apply', 'Interview'] } }, { name: 'create_notes', args: { title: 'Fractions', markdown: '# Fractions\n\nMethod first.' } }] };
+      if (n === 0)
+        return {
+          toolCalls: [
+            { name: 'create_flowchart', args: { title: 'Hiring', steps: ['Apply', 'Interview'] } },
+            { name: 'create_notes', args: { title: 'Fractions', markdown: '# Fractions\n\nMethod first.' } },
+          ],
+        };
       return { text: 'I wrote your notes on fractions.' };
     });
     const chargedBefore = await liveActions();
@@ -65,9 +93,13 @@ describe('personas: a conversation speaks as its persona', function () {
     c.send({ type: 'input_text', text: 'Write notes on fractions and draw a hiring flowchart.' });
     const started = await c.next('session.started');
     expect(started.persona).to.equal(`persona:${personaId}@1`);
-    expect(started.tools, 'the live actions the persona\'s tools map to').to.deep.equal(['create_notes']);
+    expect(started.tools, "the live actions the persona's tools map to").to.deep.equal(['create_notes']);
     const greeting = await c.next('resumption');
-    expect(c.events.filter((e) => e.type !== 'session.started')[0]).to.deep.equal({ type: 'assistant.text', text: PERSONA.greeting, greeting: true });
+    expect(c.events.filter((e) => e.type !== 'session.started')[0]).to.deep.equal({
+      type: 'assistant.text',
+      text: PERSONA.greeting,
+      greeting: true,
+    });
     expect(greeting.audioBytes, 'the greeting is spoken').to.be.above(10_000);
     expect(c.audioBytes()).to.equal(greeting.audioBytes);
 
@@ -75,18 +107,37 @@ describe('personas: a conversation speaks as its persona', function () {
     const sent = JSON.parse(provider.requests.find((r) => r.url.endsWith('/chat/completions'))!.body);
     expect(sent.messages[0].role).to.equal('system');
     expect(sent.messages[0].content).to.include(INSTRUCTIONS);
-    expect(sent.messages[1], 'the engine sees the greeting as the first assistant turn').to.deep.include({ role: 'assistant', content: PERSONA.greeting });
-    expect(sent.tools.map((t: any) => t.function.name), 'memory and the other live actions are not offered').to.deep.equal(['create_notes']);
+    expect(sent.messages[1], 'the engine sees the greeting as the first assistant turn').to.deep.include({
+      role: 'assistant',
+      content: PERSONA.greeting,
+    });
+    expect(
+      sent.tools.map((t: any) => t.function.name),
+      'memory and the other live actions are not offered',
+    ).to.deep.equal(['create_notes']);
     const results = c.events.filter((e) => e.type === 'tool.result');
-    expect(results.map((e) => [e.name, e.artifact.type])).to.deep.equal([['create_flowchart', 'error'], ['create_notes', 'notes']]);
+    expect(results.map((e) => [e.name, e.artifact.type])).to.deep.equal([
+      ['create_flowchart', 'error'],
+      ['create_notes', 'notes'],
+    ]);
     expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId, kind: 'flowchart' })).to.equal(0);
     expect(await liveActions(), 'only the tool that ran is charged').to.equal(chargedBefore + 1);
 
     const events = await api.get(`/personas/${personaId}/conversations/${conv.id}/events`);
     expect(events.status, events.text).to.equal(200);
-    expect(events.body.data.map((e: any) => e.type)).to.deep.equal(['started', 'assistant_turn', 'user_turn', 'tool_call', 'tool_call', 'assistant_turn']);
+    expect(events.body.data.map((e: any) => e.type)).to.deep.equal([
+      'started',
+      'assistant_turn',
+      'user_turn',
+      'tool_call',
+      'tool_call',
+      'assistant_turn',
+    ]);
     const calls = events.body.data.filter((e: any) => e.type === 'tool_call');
-    expect(calls.map((e: any) => [e.text, e.data.name, e.data.ok, e.data.artifactType])).to.deep.equal([['create_flowchart', 'create_flowchart', false, 'error'], ['create_notes', 'create_notes', true, 'notes']]);
+    expect(calls.map((e: any) => [e.text, e.data.name, e.data.ok, e.data.artifactType])).to.deep.equal([
+      ['create_flowchart', 'create_flowchart', false, 'error'],
+      ['create_notes', 'create_notes', true, 'notes'],
+    ]);
     expect(calls[1].data.title).to.equal('Fractions');
     expect(calls[1].data.callId).to.be.a('string');
   });
@@ -128,7 +179,7 @@ describe('personas: a conversation speaks as its persona', function () {
     expect(second.events.filter((e) => e.type === 'assistant.text' && e.greeting)).to.have.length(0);
   });
 
-  it('when a web deployment\'s token connects, then a page of another origin, or no Origin, is refused with 4403 without using the token up, and an allowed origin connects', async () => {
+  it("when a web deployment's token connects, then a page of another origin, or no Origin, is refused with 4403 without using the token up, and an allowed origin connects", async () => {
     const { conv } = await conversation({ channel: 'web', allowedOrigins: ['https://shop.example.com'] });
     const bad = connect(conv.connect.realtimeUrl, conv.connect.token, 'https://evil.example.com');
     expect(await bad.closed).to.deep.equal({ code: 4403, reason: 'origin not allowed for this deployment' });

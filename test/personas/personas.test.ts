@@ -4,7 +4,14 @@ import { client, type Client } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
 import { liveConnect } from '../live/helpers';
 
-const COMPLETE = { name: 'Ada', instructions: 'You are Ada, a patient maths tutor.', greeting: 'Hi, I am Ada.', faceId: 'aurora', voice: 'en-gb-female', tools: ['create_notes', 'web_search'] };
+const COMPLETE = {
+  name: 'Ada',
+  instructions: 'You are Ada, a patient maths tutor.',
+  greeting: 'Hi, I am Ada.',
+  faceId: 'aurora',
+  voice: 'en-gb-female',
+  tools: ['create_notes', 'web_search'],
+};
 
 describe('personas API: personas, versions, deployments, conversations, events, faces', function () {
   this.timeout(60_000);
@@ -67,7 +74,17 @@ describe('personas API: personas, versions, deployments, conversations, events, 
     expect(r.status, r.text).to.equal(201);
     expect(() => Persona.parse(r.body)).to.not.throw();
     expect(r.body.id).to.match(/^per_[0-9a-z]{20}$/);
-    expect(r.body).to.include({ name: 'Draft only', status: 'draft', publishedVersion: null, published: null, version: 1, instructions: '', greeting: '', faceId: null, voice: 'en-us-female' });
+    expect(r.body).to.include({
+      name: 'Draft only',
+      status: 'draft',
+      publishedVersion: null,
+      published: null,
+      version: 1,
+      instructions: '',
+      greeting: '',
+      faceId: null,
+      voice: 'en-us-female',
+    });
     expect(r.headers.get('etag')).to.equal('"1"');
     const second = await created(api, { ...COMPLETE, name: 'Second' });
     const list = await api.get('/personas?limit=1');
@@ -82,11 +99,23 @@ describe('personas API: personas, versions, deployments, conversations, events, 
   it('when a persona body breaks a rule, then 400 names the field', async () => {
     await expect400(api.post('/personas', {}), /^name: /);
     await expect400(api.post('/personas', { name: 'x'.repeat(81) }), /^name: must be at most 80 characters/);
-    await expect400(api.post('/personas', { name: 'x', instructions: 'i'.repeat(8001) }), /^instructions: must be at most 8000 characters/);
-    await expect400(api.post('/personas', { name: 'x', greeting: 'g'.repeat(501) }), /^greeting: must be at most 500 characters/);
-    await expect400(api.post('/personas', { name: 'x', voice: 'klingon-deep' }), /^voice: unknown voice "klingon-deep"/);
+    await expect400(
+      api.post('/personas', { name: 'x', instructions: 'i'.repeat(8001) }),
+      /^instructions: must be at most 8000 characters/,
+    );
+    await expect400(
+      api.post('/personas', { name: 'x', greeting: 'g'.repeat(501) }),
+      /^greeting: must be at most 500 characters/,
+    );
+    await expect400(
+      api.post('/personas', { name: 'x', voice: 'klingon-deep' }),
+      /^voice: unknown voice "klingon-deep"/,
+    );
     await expect400(api.post('/personas', { name: 'x', faceId: 'nobody' }), /^faceId: unknown face "nobody"/);
-    await expect400(api.post('/personas', { name: 'x', tools: ['create_notes', 'launch_rockets'] }), /^tools\.1: unknown tool "launch_rockets"/);
+    await expect400(
+      api.post('/personas', { name: 'x', tools: ['create_notes', 'launch_rockets'] }),
+      /^tools\.1: unknown tool "launch_rockets"/,
+    );
     await expect400(api.post('/personas', { name: 'x', colour: 'red' }), /colour/);
   });
 
@@ -104,7 +133,10 @@ describe('personas API: personas, versions, deployments, conversations, events, 
 
   it('when an incomplete persona is published, then 400 names what is missing; a complete one freezes version 1, and a later PATCH leaves it unchanged until the next publish', async () => {
     const p = await created(api, { name: 'Half' });
-    await expect400(api.post(`/personas/${p.id}/publish`), /instructions: required to publish.*greeting: required to publish.*faceId: required to publish/);
+    await expect400(
+      api.post(`/personas/${p.id}/publish`),
+      /instructions: required to publish.*greeting: required to publish.*faceId: required to publish/,
+    );
     const full = await created(api);
     const pub = await api.post(`/personas/${full.id}/publish`);
     expect(pub.status, pub.text).to.equal(200);
@@ -119,8 +151,15 @@ describe('personas API: personas, versions, deployments, conversations, events, 
     const v2 = await api.post(`/personas/${full.id}/publish`);
     expect(v2.body).to.include({ status: 'published', publishedVersion: 2 });
     expect(v2.body.published).to.include({ version: 2, greeting: 'Hello again.' });
-    const stored = await stack.rt.db.db.collection('persona_versions').find({ personaId: full.id }).sort({ version: 1 }).toArray();
-    expect(stored.map((v: any) => [v.version, v.snapshot.greeting])).to.deep.equal([[1, 'Hi, I am Ada.'], [2, 'Hello again.']]);
+    const stored = await stack.rt.db.db
+      .collection('persona_versions')
+      .find({ personaId: full.id })
+      .sort({ version: 1 })
+      .toArray();
+    expect(stored.map((v: any) => [v.version, v.snapshot.greeting])).to.deep.equal([
+      [1, 'Hi, I am Ada.'],
+      [2, 'Hello again.'],
+    ]);
   });
 
   it('when version 2 is published, then a deployment of version 1 still starts conversations on version 1, and a stale If-Match on publish is 412', async () => {
@@ -130,13 +169,18 @@ describe('personas API: personas, versions, deployments, conversations, events, 
     const stale = await api.post(`/personas/${p.id}/publish`, undefined, { 'if-match': `"${p.version}"` });
     expect(stale.status).to.equal(412);
     expect(stale.body.error.code).to.equal('precondition_failed');
-    expect((await api.post(`/personas/${p.id}/publish`, undefined, { 'if-match': `"${edited.version}"` })).body.publishedVersion).to.equal(2);
+    expect(
+      (await api.post(`/personas/${p.id}/publish`, undefined, { 'if-match': `"${edited.version}"` })).body
+        .publishedVersion,
+    ).to.equal(2);
     const latest = await deployed(api, p.id, { channel: 'api' });
     expect(latest.version).to.equal(2);
     const conv = await api.post(`/personas/${p.id}/conversations`, { deploymentId: v1.id });
     expect(conv.body.version).to.equal(1);
-    const session = await stack.rt.db.db.collection('live_sessions').findOne({ _id: conv.body.connect.sessionId } as any);
-    expect(session?.voice, 'the session speaks with version 1\'s voice').to.equal('en-gb-female');
+    const session = await stack.rt.db.db
+      .collection('live_sessions')
+      .findOne({ _id: conv.body.connect.sessionId } as any);
+    expect(session?.voice, "the session speaks with version 1's voice").to.equal('en-gb-female');
     await api.post(`/personas/${p.id}/conversations/${conv.body.id}/end`);
   });
 
@@ -147,15 +191,39 @@ describe('personas API: personas, versions, deployments, conversations, events, 
     expect(refused.body.error.code).to.equal('persona_not_published');
 
     const p = await published();
-    await expect400(api.post(`/personas/${p.id}/deployments`, { channel: 'web' }), /^allowedOrigins: is required for the web channel/);
-    await expect400(api.post(`/personas/${p.id}/deployments`, { channel: 'web', allowedOrigins: ['http://shop.example.com'] }), /^allowedOrigins\.0: must be an https origin/);
-    await expect400(api.post(`/personas/${p.id}/deployments`, { channel: 'web', allowedOrigins: ['https://shop.example.com/path'] }), /^allowedOrigins\.0: must be an https origin/);
-    await expect400(api.post(`/personas/${p.id}/deployments`, { channel: 'web', allowedOrigins: [] }), /^allowedOrigins: must have at least 1 origin/);
-    await expect400(api.post(`/personas/${p.id}/deployments`, { channel: 'voice', allowedOrigins: ['https://a.example'] }), /^allowedOrigins: is only for the web channel/);
-    await expect400(api.post(`/personas/${p.id}/deployments`, { channel: 'fax' }), /^channel: must be one of web, voice, api/);
-    await expect400(api.post(`/personas/${p.id}/deployments`, { channel: 'api', version: 2 }), /^version: the persona has published versions 1 to 1/);
+    await expect400(
+      api.post(`/personas/${p.id}/deployments`, { channel: 'web' }),
+      /^allowedOrigins: is required for the web channel/,
+    );
+    await expect400(
+      api.post(`/personas/${p.id}/deployments`, { channel: 'web', allowedOrigins: ['http://shop.example.com'] }),
+      /^allowedOrigins\.0: must be an https origin/,
+    );
+    await expect400(
+      api.post(`/personas/${p.id}/deployments`, { channel: 'web', allowedOrigins: ['https://shop.example.com/path'] }),
+      /^allowedOrigins\.0: must be an https origin/,
+    );
+    await expect400(
+      api.post(`/personas/${p.id}/deployments`, { channel: 'web', allowedOrigins: [] }),
+      /^allowedOrigins: must have at least 1 origin/,
+    );
+    await expect400(
+      api.post(`/personas/${p.id}/deployments`, { channel: 'voice', allowedOrigins: ['https://a.example'] }),
+      /^allowedOrigins: is only for the web channel/,
+    );
+    await expect400(
+      api.post(`/personas/${p.id}/deployments`, { channel: 'fax' }),
+      /^channel: must be one of web, voice, api/,
+    );
+    await expect400(
+      api.post(`/personas/${p.id}/deployments`, { channel: 'api', version: 2 }),
+      /^version: the persona has published versions 1 to 1/,
+    );
 
-    const web = await deployed(api, p.id, { channel: 'web', allowedOrigins: ['https://Shop.example.com', 'https://shop.example.com:8443'] });
+    const web = await deployed(api, p.id, {
+      channel: 'web',
+      allowedOrigins: ['https://Shop.example.com', 'https://shop.example.com:8443'],
+    });
     expect(() => PersonaDeployment.parse(web)).to.not.throw();
     expect(web).to.include({ channel: 'web', version: 1, name: 'web v1', personaId: p.id });
     expect(web.allowedOrigins).to.deep.equal(['https://shop.example.com', 'https://shop.example.com:8443']);
@@ -183,7 +251,15 @@ describe('personas API: personas, versions, deployments, conversations, events, 
     const start = await api.post(`/personas/${p.id}/conversations`, { deploymentId: d.id });
     expect(start.status, start.text).to.equal(201);
     expect(() => PersonaConversation.parse(start.body)).to.not.throw();
-    expect(start.body).to.include({ personaId: p.id, deploymentId: d.id, channel: 'voice', version: 1, status: 'active', endedAt: null, durationMs: null });
+    expect(start.body).to.include({
+      personaId: p.id,
+      deploymentId: d.id,
+      channel: 'voice',
+      version: 1,
+      status: 'active',
+      endedAt: null,
+      durationMs: null,
+    });
     expect(start.body.id).to.match(/^pconv_/);
     expect(start.body.connect).to.include({ audio: true, realtimeUrl: d.connect.realtimeUrl });
     expect(start.body.creditsUsed).to.be.above(0);
@@ -191,7 +267,11 @@ describe('personas API: personas, versions, deployments, conversations, events, 
 
     const c = liveConnect(start.body.connect.realtimeUrl, { token: start.body.connect.token });
     const started = await c.next('session.started');
-    expect(started).to.include({ sessionId: start.body.connect.sessionId, voice: 'en-gb-female', persona: `persona:${p.id}@1` });
+    expect(started).to.include({
+      sessionId: start.body.connect.sessionId,
+      voice: 'en-gb-female',
+      persona: `persona:${p.id}@1`,
+    });
     expect((await c.next('assistant.text')).text, 'the greeting is the first assistant turn').to.equal('Hi, I am Ada.');
     await c.next('resumption');
     c.send({ type: 'input_text', text: 'hello there' });
@@ -199,7 +279,12 @@ describe('personas API: personas, versions, deployments, conversations, events, 
     await new Promise((r) => setTimeout(r, 150));
 
     const mid = await api.get(`/personas/${p.id}/conversations/${start.body.id}/events`);
-    expect(mid.body.data.map((e: any) => e.type)).to.deep.equal(['started', 'assistant_turn', 'user_turn', 'assistant_turn']);
+    expect(mid.body.data.map((e: any) => e.type)).to.deep.equal([
+      'started',
+      'assistant_turn',
+      'user_turn',
+      'assistant_turn',
+    ]);
     const end = await api.post(`/personas/${p.id}/conversations/${start.body.id}/end`);
     expect(end.status, end.text).to.equal(200);
     expect(end.body).to.include({ status: 'ended', creditsUsed: start.body.creditsUsed, connect: null });
@@ -211,16 +296,29 @@ describe('personas API: personas, versions, deployments, conversations, events, 
 
     const events = await api.get(`/personas/${p.id}/conversations/${start.body.id}/events`);
     expect(events.status).to.equal(200);
-    expect(events.body.data.map((e: any) => e.type)).to.deep.equal(['started', 'assistant_turn', 'user_turn', 'assistant_turn', 'ended']);
+    expect(events.body.data.map((e: any) => e.type)).to.deep.equal([
+      'started',
+      'assistant_turn',
+      'user_turn',
+      'assistant_turn',
+      'ended',
+    ]);
     expect(events.body.data[1].text).to.equal('Hi, I am Ada.');
     expect(events.body.data[2].text).to.equal('hello there');
     expect(events.body.data[3].text).to.be.a('string').and.not.equal('');
-    expect(events.body.data[4].data).to.deep.equal({ durationMs: end.body.durationMs, creditsUsed: end.body.creditsUsed });
+    expect(events.body.data[4].data).to.deep.equal({
+      durationMs: end.body.durationMs,
+      creditsUsed: end.body.creditsUsed,
+    });
     const ats = events.body.data.map((e: any) => Date.parse(e.at));
     expect([...ats].sort((x, y) => x - y)).to.deep.equal(ats);
     const paged = await api.get(`/personas/${p.id}/conversations/${start.body.id}/events?limit=3`);
-    const rest = await api.get(`/personas/${p.id}/conversations/${start.body.id}/events?limit=3&cursor=${paged.body.cursor}`);
-    expect([...paged.body.data, ...rest.body.data].map((e: any) => e.id)).to.deep.equal(events.body.data.map((e: any) => e.id));
+    const rest = await api.get(
+      `/personas/${p.id}/conversations/${start.body.id}/events?limit=3&cursor=${paged.body.cursor}`,
+    );
+    expect([...paged.body.data, ...rest.body.data].map((e: any) => e.id)).to.deep.equal(
+      events.body.data.map((e: any) => e.id),
+    );
 
     // The ended session's token no longer connects.
     const again = liveConnect(start.body.connect.realtimeUrl, { token: start.body.connect.token });
@@ -279,7 +377,9 @@ describe('personas API: personas, versions, deployments, conversations, events, 
     expect((await other.get('/personas')).body.data.map((x: any) => x.id)).to.not.include(p.id);
     const after = await api.get(`/personas/${p.id}`);
     expect(after.body).to.include({ name: 'Ada', version: p.version });
-    expect((await api.get(`/personas/${p.id}/conversations/${conv.id}/events`)).body.data.map((e: any) => e.type)).to.deep.equal(['started']);
+    expect(
+      (await api.get(`/personas/${p.id}/conversations/${conv.id}/events`)).body.data.map((e: any) => e.type),
+    ).to.deep.equal(['started']);
   });
 
   it('when a persona is deleted, then 204, its deployments and conversations go with it, and its active session token stops connecting', async () => {

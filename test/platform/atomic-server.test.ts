@@ -43,7 +43,9 @@ describe('database server atomicity (straight against the server)', function () 
   it('when 50 conditional debits race against a balance that covers 10, then exactly 10 succeed and the balance ends at 0', async () => {
     const c = db.collection<{ _id: string; credits: number }>('accounts');
     await c.insertOne({ _id: 'a', credits: 30 });
-    const r = await Promise.all(Array.from({ length: 50 }, () => c.updateOne({ _id: 'a', credits: { $gte: 3 } }, { $inc: { credits: -3 } })));
+    const r = await Promise.all(
+      Array.from({ length: 50 }, () => c.updateOne({ _id: 'a', credits: { $gte: 3 } }, { $inc: { credits: -3 } })),
+    );
     expect(r.filter((x) => x.modifiedCount === 1)).to.have.length(10);
     expect((await c.findOne({ _id: 'a' }))?.credits).to.equal(0);
   });
@@ -52,7 +54,13 @@ describe('database server atomicity (straight against the server)', function () 
     const c = db.collection<{ _id: string; status: string; owner?: string }>('jobs');
     await c.insertOne({ _id: 'j', status: 'queued' });
     const r = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => c.findOneAndUpdate({ _id: 'j', status: 'queued' }, { $set: { status: 'processing', owner: `w${i}` } }, { returnDocument: 'after' })),
+      Array.from({ length: 20 }, (_, i) =>
+        c.findOneAndUpdate(
+          { _id: 'j', status: 'queued' },
+          { $set: { status: 'processing', owner: `w${i}` } },
+          { returnDocument: 'after' },
+        ),
+      ),
     );
     const winners = r.filter((x) => x !== null);
     expect(winners).to.have.length(1);
@@ -72,10 +80,16 @@ describe('database server atomicity (straight against the server)', function () 
   });
 
   it('when a 1.x FerretDB without the patch is found, then the process refuses to start and says how to build the patched one', async () => {
-    const fake = (ferretdbVersion?: string) => ({ admin: () => ({ command: async () => ({ version: '7.0.77', ferretdbVersion }) }) }) as unknown as Db;
-    const err = await assertAtomicServer(fake('v1.24.0')).then(() => null, (e: unknown) => e);
+    const fake = (ferretdbVersion?: string) =>
+      ({ admin: () => ({ command: async () => ({ version: '7.0.77', ferretdbVersion }) }) }) as unknown as Db;
+    const err = await assertAtomicServer(fake('v1.24.0')).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).to.be.instanceOf(UnsupportedServerError);
-    expect((err as Error).message).to.contain('npm run services').and.contain('v1.24.0-svc.2');
+    expect((err as Error).message)
+      .to.contain('npm run services')
+      .and.contain('v1.24.0-svc.2');
     await assertAtomicServer(fake('v1.24.0-svc.1'));
     await assertAtomicServer(fake(undefined)); // MongoDB
   });
@@ -105,10 +119,14 @@ describe('database server atomicity (straight against the server)', function () 
     `;
     const run = () =>
       new Promise<void>((resolve, reject) => {
-        const p = spawn(process.execPath, ['--input-type=module', '-e', script, `${baseUrl}/${dbName}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+        const p = spawn(process.execPath, ['--input-type=module', '-e', script, `${baseUrl}/${dbName}`], {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
         let err = '';
         p.stderr.on('data', (d: Buffer) => (err += d.toString()));
-        p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`stress client exited ${code}: ${err.slice(0, 500)}`))));
+        p.on('exit', (code) =>
+          code === 0 ? resolve() : reject(new Error(`stress client exited ${code}: ${err.slice(0, 500)}`)),
+        );
       });
     await Promise.all(Array.from({ length: procs }, run));
 
@@ -116,7 +134,8 @@ describe('database server atomicity (straight against the server)', function () 
     await db.command({ ping: 1 });
     expect(Date.now() - started).to.be.below(2000);
     let total = 0;
-    for (let k = 0; k < 4; k++) for (const d of await db.collection<{ n: number }>(`stress_${k}`).find().toArray()) total += d.n;
+    for (let k = 0; k < 4; k++)
+      for (const d of await db.collection<{ n: number }>(`stress_${k}`).find().toArray()) total += d.n;
     // 4 of every 5 operations increment: 320 per process.
     expect(total).to.equal(procs * perProc * 0.8);
   });

@@ -31,10 +31,12 @@ describe('drain on close', () => {
     const drain = new Drain();
     const order: string[] = [];
     const work = drain.begin();
-    const closed = drain.close({ graceMs: 1000, stop: [async () => void order.push('stopped')], log, stoppedMessage: 'pool stopped' }).then((r) => {
-      order.push('closed');
-      return r;
-    });
+    const closed = drain
+      .close({ graceMs: 1000, stop: [async () => void order.push('stopped')], log, stoppedMessage: 'pool stopped' })
+      .then((r) => {
+        order.push('closed');
+        return r;
+      });
     expect(drain.accepting).to.equal(false);
     await clock.tickAsync(500);
     expect(order).to.deep.equal(['stopped']);
@@ -68,7 +70,9 @@ describe('drain on close', () => {
     const work = drain.begin('job_1');
     work.abort.signal.addEventListener('abort', () => setTimeout(() => work.end(), 300));
     let report: unknown;
-    void drain.close({ graceMs: 1000, log, stoppedMessage: 'pool stopped', awaitAborted: true }).then((r) => (report = r));
+    void drain
+      .close({ graceMs: 1000, log, stoppedMessage: 'pool stopped', awaitAborted: true })
+      .then((r) => (report = r));
     await clock.tickAsync(1000);
     expect(work.abort.signal.aborted).to.equal(true);
     expect(report).to.equal(undefined);

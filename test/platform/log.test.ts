@@ -10,7 +10,11 @@ import { findLeaks } from '../helpers/log-hygiene';
 describe('structured log lines', () => {
   let dir: string;
   let file: string;
-  const lines = () => readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+  const lines = () =>
+    readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, any>);
 
   beforeEach(() => {
     dir = mkdtempSync(path.join(tmpdir(), 'log-test-'));
@@ -35,7 +39,15 @@ describe('structured log lines', () => {
     const log = createLogger('info', {}, { file });
     const loop: Record<string, unknown> = { name: 'loop' };
     loop.self = loop;
-    expect(() => log.info('odd fields', { loop, big: 12345678901234567890n, buf: Buffer.alloc(3), map: new Map([['a', 1]]), fn: () => 1 })).not.to.throw();
+    expect(() =>
+      log.info('odd fields', {
+        loop,
+        big: 12345678901234567890n,
+        buf: Buffer.alloc(3),
+        map: new Map([['a', 1]]),
+        fn: () => 1,
+      }),
+    ).not.to.throw();
     const [line] = lines();
     expect(line!.loop).to.deep.equal({ name: 'loop', self: '[circular]' });
     expect(line!.big).to.equal('12345678901234567890');
@@ -43,17 +55,31 @@ describe('structured log lines', () => {
     expect(line!.map).to.deep.equal({ a: 1 });
   });
 
-  it('when a caller passes time, level, msg or a field a child bound, then the logger\'s own stay and the caller\'s move under fields', () => {
+  it("when a caller passes time, level, msg or a field a child bound, then the logger's own stay and the caller's move under fields", () => {
     const log = createLogger('info', { service: 'api' }, { file }).child({ component: 'jobs' });
-    log.warn('real message', { time: 'yesterday', level: 'debug', msg: 'fake', service: 'other', component: 'x', ok: 1 });
+    log.warn('real message', {
+      time: 'yesterday',
+      level: 'debug',
+      msg: 'fake',
+      service: 'other',
+      component: 'x',
+      ok: 1,
+    });
     const [line] = lines();
     expect(line).to.include({ level: 'warn', msg: 'real message', service: 'api', component: 'jobs', ok: 1 });
     expect(line!.time).to.match(/^\d{4}-\d\d-\d\dT/);
-    expect(line!.fields).to.deep.equal({ time: 'yesterday', level: 'debug', msg: 'fake', service: 'other', component: 'x' });
+    expect(line!.fields).to.deep.equal({
+      time: 'yesterday',
+      level: 'debug',
+      msg: 'fake',
+      service: 'other',
+      component: 'x',
+    });
     // Each name twice in the text, once at the top and once under fields: never a duplicate key
     // at the top, which would let each reader pick either value.
     const text = readFileSync(file, 'utf8');
-    for (const k of ['"time"', '"level"', '"msg"', '"service"', '"component"']) expect(text.split(k).length - 1, k).to.equal(2);
+    for (const k of ['"time"', '"level"', '"msg"', '"service"', '"component"'])
+      expect(text.split(k).length - 1, k).to.equal(2);
   });
 
   it('when secrets are logged by name or inside strings, then they are redacted: keys, webhook secrets, bearer tokens, URL signatures, passwords in URLs', () => {
@@ -82,10 +108,34 @@ describe('structured log lines', () => {
 
   it('when a field name says it holds a secret, then its text is redacted whatever it looks like; ids and counts with such names stay', () => {
     const log = createLogger('info', {}, { file });
-    const fields = { 'x-api-key': 'k1', OPENAI_API_KEY: 'sk-123', client_secret: 'c', refreshToken: 'r', passphrase: 'p', 'proxy-authorization': 'Basic abc', private_key: '-----BEGIN', webhookSecret: 'w', key: 'k', keyId: 'key_123', maxTokens: 512, tokenCount: 3 };
+    const fields = {
+      'x-api-key': 'k1',
+      OPENAI_API_KEY: 'sk-123',
+      client_secret: 'c',
+      refreshToken: 'r',
+      passphrase: 'p',
+      'proxy-authorization': 'Basic abc',
+      private_key: '-----BEGIN',
+      webhookSecret: 'w',
+      key: 'k',
+      keyId: 'key_123',
+      maxTokens: 512,
+      tokenCount: 3,
+    };
     log.info('names', fields);
     const [line] = lines();
-    for (const k of ['x-api-key', 'OPENAI_API_KEY', 'client_secret', 'refreshToken', 'passphrase', 'proxy-authorization', 'private_key', 'webhookSecret', 'key']) expect(line![k], k).to.equal('[redacted]');
+    for (const k of [
+      'x-api-key',
+      'OPENAI_API_KEY',
+      'client_secret',
+      'refreshToken',
+      'passphrase',
+      'proxy-authorization',
+      'private_key',
+      'webhookSecret',
+      'key',
+    ])
+      expect(line![k], k).to.equal('[redacted]');
     expect(line).to.include({ keyId: 'key_123', maxTokens: 512, tokenCount: 3 });
   });
 

@@ -53,10 +53,18 @@ describe('parse or dead-letter', () => {
     const before = await counted('unit-b', 'invalid_json');
     const reasons: string[] = [];
     const { d, settled } = delivery('not json, secret-ish');
-    expect(parseOrDeadLetter(d, Schema, { queue: 'unit-b', log, onDeadLettered: (r) => reasons.push(r) })).to.equal(undefined);
+    expect(parseOrDeadLetter(d, Schema, { queue: 'unit-b', log, onDeadLettered: (r) => reasons.push(r) })).to.equal(
+      undefined,
+    );
     expect(settled).to.deep.equal(['deadLetter']);
     expect(reasons).to.deep.equal(['invalid_json']);
-    expect(lines).to.deep.equal([{ level: 'warn', msg: 'dead-lettering a message', fields: { queue: 'unit-b', reason: 'invalid_json', bytes: 20 } }]);
+    expect(lines).to.deep.equal([
+      {
+        level: 'warn',
+        msg: 'dead-lettering a message',
+        fields: { queue: 'unit-b', reason: 'invalid_json', bytes: 20 },
+      },
+    ]);
     expect(await counted('unit-b', 'invalid_json')).to.equal(before + 1);
   });
 
@@ -76,7 +84,9 @@ describe('parse or dead-letter', () => {
     const { d, settled } = delivery('{}');
     deadLetter(d, 'no_reply_to', { queue: 'unit-d', log });
     expect(settled).to.deep.equal(['deadLetter']);
-    expect(lines).to.deep.equal([{ level: 'warn', msg: 'dead-lettering a message', fields: { queue: 'unit-d', reason: 'no_reply_to', bytes: 2 } }]);
+    expect(lines).to.deep.equal([
+      { level: 'warn', msg: 'dead-lettering a message', fields: { queue: 'unit-d', reason: 'no_reply_to', bytes: 2 } },
+    ]);
     expect(await counted('unit-d', 'no_reply_to')).to.equal(before + 1);
   });
 });

@@ -40,7 +40,11 @@ function fakeServer(answer?: Answer): Promise<Fake> {
       for (const s of sockets) s.destroy();
       server.close(() => resolve());
     });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(Object.assign(fake, { port: (server.address() as net.AddressInfo).port }))));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve(Object.assign(fake, { port: (server.address() as net.AddressInfo).port })),
+    ),
+  );
 }
 
 /** Answers the AMQP protocol header with one byte (the script reads one) once `delayMs` have passed. */
@@ -67,9 +71,9 @@ const stillListening = (port: number) =>
   new Promise<boolean>((resolve) => {
     const s = net.connect(port, '127.0.0.1');
     s.once('connect', () => {
-        s.destroy();
-        resolve(true);
-      });
+      s.destroy();
+      resolve(true);
+    });
     s.once('error', () => resolve(false));
   });
 
@@ -90,7 +94,10 @@ describe('scripts/services.sh on a shared machine', function () {
       writeFileSync(path.join(dir, tool), `#!/bin/sh\necho "${tool} $*" >>"${calls}"\n${body}\n`);
       chmodSync(path.join(dir, tool), 0o755);
     };
-    stub('rabbitmq-server', `"${process.execPath}" "${dir}/fake-beam.cjs" "\${AMQP_URL##*:}" "${calls}" </dev/null >/dev/null 2>&1 &\necho $! >"${beamPidFile}"`);
+    stub(
+      'rabbitmq-server',
+      `"${process.execPath}" "${dir}/fake-beam.cjs" "\${AMQP_URL##*:}" "${calls}" </dev/null >/dev/null 2>&1 &\necho $! >"${beamPidFile}"`,
+    );
     stub('rabbitmqctl', `case "$*" in *eval*) cat "${beamPidFile}"; exit 0 ;; esac\nexit 1`);
     // SIGUSR1 wedges it: it keeps accepting and stops answering the protocol header.
     writeFileSync(
@@ -145,13 +152,19 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
       cwd: projectRoot,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...(opts.machine ? {} : { SERVICES_LOCK_FILE: lockFile, PATH: `${dir}:${process.env.PATH}` }), ...env },
+      env: {
+        ...process.env,
+        ...(opts.machine ? {} : { SERVICES_LOCK_FILE: lockFile, PATH: `${dir}:${process.env.PATH}` }),
+        ...env,
+      },
     });
     running.add(child);
     let output = '';
     child.stdout!.on('data', (d) => (output += d));
     child.stderr!.on('data', (d) => (output += d));
-    return new Promise<{ code: number | null; output: string; ms: number }>((resolve) => child.on('close', (code) => resolve({ code, output, ms: Date.now() - t0 })));
+    return new Promise<{ code: number | null; output: string; ms: number }>((resolve) =>
+      child.on('close', (code) => resolve({ code, output, ms: Date.now() - t0 })),
+    );
   }
 
   it('when a RabbitMQ it did not start accepts TCP but never answers AMQP, then it waits the bound, fails naming the port, and leaves the server running', async () => {
@@ -159,7 +172,9 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
     const r = await run({ SERVICES_WAIT_SECONDS: '2', AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqp.port}` });
     expect(r.code, r.output).to.equal(1);
     expect(r.ms, r.output).to.be.within(2000, 15_000); // the bound, then out (a loaded machine adds seconds, not minutes)
-    expect(r.output).to.contain(`RabbitMQ on 127.0.0.1:${amqp.port} accepts connections but has not answered AMQP for 2 s`);
+    expect(r.output).to.contain(
+      `RabbitMQ on 127.0.0.1:${amqp.port} accepts connections but has not answered AMQP for 2 s`,
+    );
     expect(r.output).to.contain('it was not started by this script, so it is left alone');
     expect(r.output).to.not.match(/stopping|starting/);
     expect(amqp.connections, 'the script checked it').to.be.greaterThan(0);
@@ -171,11 +186,17 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
   it('when a MongoDB-compatible server it did not start accepts TCP but never answers ping, then it waits the bound, fails naming the port, and starts no FerretDB', async () => {
     const amqp = await fake(amqpAfter(0));
     const mongo = await fake();
-    const r = await run({ SERVICES_WAIT_SECONDS: '2', AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqp.port}`, MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc` });
+    const r = await run({
+      SERVICES_WAIT_SECONDS: '2',
+      AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqp.port}`,
+      MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc`,
+    });
     expect(r.code, r.output).to.equal(1);
     expect(r.ms, r.output).to.be.within(2000, 15_000); // the bound, then out (a loaded machine adds seconds, not minutes)
     expect(r.output).to.contain(`RabbitMQ answers on 127.0.0.1:${amqp.port}`);
-    expect(r.output).to.contain(`the MongoDB-compatible server on 127.0.0.1:${mongo.port} accepts connections but has not answered ping (ok: 1) for 2 s`);
+    expect(r.output).to.contain(
+      `the MongoDB-compatible server on 127.0.0.1:${mongo.port} accepts connections but has not answered ping (ok: 1) for 2 s`,
+    );
     expect(r.output).to.contain('it was not started by this script, so it is left alone');
     expect(r.output).to.not.match(/stopping|starting/);
     expect(await stillListening(mongo.port)).to.equal(true);
@@ -185,7 +206,11 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
   it('when RabbitMQ answers each handshake only after 2.5 s, then it is accepted within the bound (a slow server is not a dead one)', async () => {
     const amqp = await fake(amqpAfter(2500));
     const mongo = await fake(mongoOkFrom(0));
-    const r = await run({ SERVICES_WAIT_SECONDS: '10', AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqp.port}`, MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc` });
+    const r = await run({
+      SERVICES_WAIT_SECONDS: '10',
+      AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqp.port}`,
+      MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc`,
+    });
     expect(r.code, r.output).to.equal(0);
     expect(r.ms, r.output).to.be.within(2500, 20_000);
     expect(r.output).to.contain(`RabbitMQ answers on 127.0.0.1:${amqp.port}`);
@@ -196,7 +221,11 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
   it('when the MongoDB-compatible server answers ping only after 3 s, then it is accepted within the bound', async () => {
     const amqp = await fake(amqpAfter(0));
     const mongo = await fake(mongoOkFrom(Date.now() + 3000));
-    const r = await run({ SERVICES_WAIT_SECONDS: '10', AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqp.port}`, MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc` });
+    const r = await run({
+      SERVICES_WAIT_SECONDS: '10',
+      AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqp.port}`,
+      MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc`,
+    });
     expect(r.code, r.output).to.equal(0);
     expect(r.ms, r.output).to.be.within(2500, 20_000);
     expect(r.output).to.contain(`MongoDB-compatible server answers ping on 127.0.0.1:${mongo.port}`);
@@ -206,8 +235,14 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
   it('when another run holds the lock, then it waits for it, bounded, with a message naming the lock', async () => {
     const amqp = await fake(amqpAfter(0));
     const mongo = await fake(mongoOkFrom(0));
-    const env = { AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqp.port}`, MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc` };
-    const holder = spawn('flock', [lockFile, 'sh', '-c', 'echo locked; exec sleep 30'], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    const env = {
+      AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqp.port}`,
+      MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc`,
+    };
+    const holder = spawn('flock', [lockFile, 'sh', '-c', 'echo locked; exec sleep 30'], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     running.add(holder);
     await new Promise((resolve) => holder.stdout!.once('data', resolve));
 
@@ -232,13 +267,19 @@ net.createServer((s) => (s.on('error', () => {}), s.once('data', () => wedged ||
     });
     const mongo = await fake(mongoOkFrom(0));
     const ourPidFile = path.join(projectRoot, `.tools/state/rabbitmq-${port}.pid`);
-    const env = { SERVICES_WAIT_SECONDS: '2', AMQP_URL: `amqp://guest:guest@127.0.0.1:${port}`, MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc` };
+    const env = {
+      SERVICES_WAIT_SECONDS: '2',
+      AMQP_URL: `amqp://guest:guest@127.0.0.1:${port}`,
+      MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/svc`,
+    };
     try {
       const started = await run(env);
       expect(started.code, started.output).to.equal(0);
       const pid = readFileSync(beamPidFile, 'utf8').trim();
       expect(started.output).to.contain('starting the local RabbitMQ (rabbitmq-server -detached)');
-      expect(started.output).to.contain(`RabbitMQ is up (started by this script: pid ${pid} in .tools/state/rabbitmq-${port}.pid)`);
+      expect(started.output).to.contain(
+        `RabbitMQ is up (started by this script: pid ${pid} in .tools/state/rabbitmq-${port}.pid)`,
+      );
       // The pid and its start time (a reused pid is another process).
       expect(readFileSync(ourPidFile, 'utf8').trim()).to.match(new RegExp(`^${pid} \\d+$`));
       expect(readFileSync(calls, 'utf8')).to.contain('rabbitmq-server -detached');

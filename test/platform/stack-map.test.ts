@@ -14,7 +14,10 @@ describe('stack traces mapped to the sources', () => {
     dir = mkdtempSync(path.join(tmpdir(), 'stack-map-'));
     file = path.join(dir, 'main.js');
     // A compiled file and its linked map, as esbuild writes them into dist/.
-    const out = transformSync('export function boom(): never {\n  const why: string = "x";\n  throw new Error(why);\n}\n', { loader: 'ts', sourcefile: '../../api/thing.ts', sourcemap: 'external', format: 'esm' });
+    const out = transformSync(
+      'export function boom(): never {\n  const why: string = "x";\n  throw new Error(why);\n}\n',
+      { loader: 'ts', sourcefile: '../../api/thing.ts', sourcemap: 'external', format: 'esm' },
+    );
     writeFileSync(file, out.code);
     writeFileSync(`${file}.map`, out.map);
   });

@@ -1,6 +1,11 @@
 import { expect } from 'chai';
 import { OutlineItem } from '../../contracts/presentations';
-import { authorLocally, briefSentences, createLocalDeckEngine, outlineLocally } from '../../workers/engines/presentations/local.engine';
+import {
+  authorLocally,
+  briefSentences,
+  createLocalDeckEngine,
+  outlineLocally,
+} from '../../workers/engines/presentations/local.engine';
 
 const SALES_BRIEF = `Q3 sales review for the EMEA team.
 We closed $4.2M in new bookings, 18% above plan. Win rate rose to 31% after the pricing change in July.
@@ -13,7 +18,14 @@ Risks: the Q4 pipeline depends on two deals above $500k. A competitor cut prices
 Next quarter we will launch the partner portal and hire two solution engineers.`;
 
 const author = (over: Partial<Parameters<typeof authorLocally>[0]> = {}) =>
-  authorLocally({ name: 'Quarterly review', brief: SALES_BRIEF, slideCount: 8, companyName: 'Acme', visualStyle: 'illustration', ...over });
+  authorLocally({
+    name: 'Quarterly review',
+    brief: SALES_BRIEF,
+    slideCount: 8,
+    companyName: 'Acme',
+    visualStyle: 'illustration',
+    ...over,
+  });
 /** `n` sentences cycling through topics, figures and sentences of no known topic, with one very long word. */
 function briefOf(n: number): string {
   const kinds = [
@@ -27,7 +39,11 @@ function briefOf(n: number): string {
   return Array.from({ length: n }, (_, i) => `${kinds[i % kinds.length]!(i)}.`).join(' ');
 }
 
-const norm = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, ' ').trim();
+const norm = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, ' ')
+    .trim();
 const allLines = (deck: OutlineItem[]) => deck.flatMap((s) => s.bullets);
 /** A sentence compared by its first 100 characters: one past 300 characters is shown clipped. */
 const key = (s: string) => norm(s).slice(0, 100);
@@ -36,7 +52,10 @@ describe('slides: the local outline engine (local-outline-v2)', () => {
   it('when a realistic sales brief is outlined, then it has a title slide, an agenda of the section titles, the sections and a summary', () => {
     const deck = author();
     expect(deck).to.have.length(8);
-    expect(deck[0]).to.deep.equal({ title: 'Quarterly review', bullets: ['Q3 sales review for the EMEA team', 'Presented by Acme'] });
+    expect(deck[0]).to.deep.equal({
+      title: 'Quarterly review',
+      bullets: ['Q3 sales review for the EMEA team', 'Presented by Acme'],
+    });
     expect(deck[1]!.title).to.equal('Agenda');
     const sections = deck.slice(2, -1);
     expect(deck[1]!.bullets).to.deep.equal(sections.map((s) => s.title));
@@ -50,7 +69,11 @@ describe('slides: the local outline engine (local-outline-v2)', () => {
     const deck = author();
     const lines = allLines(deck).map(norm);
     expect(new Set(lines).size).to.equal(lines.length);
-    for (const sentence of briefSentences(SALES_BRIEF)) expect(lines.filter((l) => l === norm(sentence)), sentence).to.have.length(1);
+    for (const sentence of briefSentences(SALES_BRIEF))
+      expect(
+        lines.filter((l) => l === norm(sentence)),
+        sentence,
+      ).to.have.length(1);
   });
 
   it('when the deck has a name, then no bullet is filler built from it', () => {
@@ -82,7 +105,10 @@ describe('slides: the local outline engine (local-outline-v2)', () => {
   });
 
   it('when the brief repeats itself or lists with markers, then each fact is used once, without its marker', () => {
-    const deck = author({ brief: '- Churn fell to 3%.\n- Churn fell to 3%.\n* Revenue grew 40%.\n1. Hiring starts in May.', slideCount: 5 });
+    const deck = author({
+      brief: '- Churn fell to 3%.\n- Churn fell to 3%.\n* Revenue grew 40%.\n1. Hiring starts in May.',
+      slideCount: 5,
+    });
     const lines = allLines(deck);
     expect(lines.filter((l) => l === 'Churn fell to 3%')).to.have.length(1);
     expect(lines).to.include.members(['Revenue grew 40%', 'Hiring starts in May']);
@@ -94,11 +120,24 @@ describe('slides: the local outline engine (local-outline-v2)', () => {
       for (const sentences of [0, 1, 2, 5, 13, 30, 60]) {
         for (const name of names) {
           const brief = briefOf(sentences);
-          const { items: deck, leftOut } = outlineLocally({ name, brief, slideCount, companyName: 'Acme', visualStyle: 'illustration' });
+          const { items: deck, leftOut } = outlineLocally({
+            name,
+            brief,
+            slideCount,
+            companyName: 'Acme',
+            visualStyle: 'illustration',
+          });
           expect(deck.length, `${slideCount} slides, ${sentences} sentences`).to.be.within(1, slideCount);
           const shown = new Set(allLines(deck).map(key));
-          expect(briefSentences(brief).filter((s) => !shown.has(key(s))), `${slideCount} slides, ${sentences} sentences`).to.have.length(leftOut);
-          for (const item of deck) expect(OutlineItem.safeParse(item).error?.issues, `${slideCount} slides, ${sentences} sentences: ${item.title.slice(0, 40)}`).to.equal(undefined);
+          expect(
+            briefSentences(brief).filter((s) => !shown.has(key(s))),
+            `${slideCount} slides, ${sentences} sentences`,
+          ).to.have.length(leftOut);
+          for (const item of deck)
+            expect(
+              OutlineItem.safeParse(item).error?.issues,
+              `${slideCount} slides, ${sentences} sentences: ${item.title.slice(0, 40)}`,
+            ).to.equal(undefined);
         }
       }
     }
@@ -117,26 +156,48 @@ describe('slides: the local outline engine (local-outline-v2)', () => {
     const body = deck.slice(2, -1);
     expect(body.length).to.be.above(12);
     expect(agenda.bullets.length).to.be.within(2, 12);
-    for (const s of body) expect(agenda.bullets.some((a) => s.title === a || s.title.startsWith(`${a}: `) || s.title === `${a}, continued`), s.title).to.equal(true);
+    for (const s of body)
+      expect(
+        agenda.bullets.some((a) => s.title === a || s.title.startsWith(`${a}: `) || s.title === `${a}, continued`),
+        s.title,
+      ).to.equal(true);
     expect(deck.at(-1)!.bullets).to.have.length(agenda.bullets.length);
   });
 
   it('when a long brief meets a small slide count, then each body slide holds up to 12 sentences and the rest are counted as left out', () => {
     const brief = briefOf(30);
-    const { items, leftOut } = outlineLocally({ name: 'Quarterly review', brief, slideCount: 3, companyName: null, visualStyle: 'illustration' });
+    const { items, leftOut } = outlineLocally({
+      name: 'Quarterly review',
+      brief,
+      slideCount: 3,
+      companyName: null,
+      visualStyle: 'illustration',
+    });
     expect(items.map((s) => s.bullets.length)).to.deep.equal([1, 12, 1]);
     expect(leftOut).to.equal(30 - 1 - 12);
     const shown = new Set(allLines(items.slice(0, -1)).map(key));
     expect(briefSentences(brief).filter((s) => !shown.has(key(s)))).to.have.length(leftOut);
     // Three body slides hold 36 bullets: the 29 sentences after the subtitle all fit, however the topics fall.
-    const whole = outlineLocally({ name: 'Quarterly review', brief, slideCount: 6, companyName: null, visualStyle: 'illustration' });
+    const whole = outlineLocally({
+      name: 'Quarterly review',
+      brief,
+      slideCount: 6,
+      companyName: null,
+      visualStyle: 'illustration',
+    });
     expect(whole.leftOut).to.equal(0);
     expect(allLines(whole.items.slice(2, -1))).to.have.length(29);
   });
 
   it('when sentences are left out, then the engine notes how many; when none are, then it notes nothing', async () => {
     const ctx = { signal: new AbortController().signal, progress: async () => {} };
-    const input = { name: 'Quarterly review', brief: briefOf(30), slideCount: 3, companyName: null, visualStyle: 'illustration' };
+    const input = {
+      name: 'Quarterly review',
+      brief: briefOf(30),
+      slideCount: 3,
+      companyName: null,
+      visualStyle: 'illustration',
+    };
     expect((await createLocalDeckEngine().authorOutline(input, ctx)).notes).to.deep.equal([
       'outline: 17 sentences of the brief were left out (a slide holds at most 12 bullets); ask for more slides to include them',
     ]);

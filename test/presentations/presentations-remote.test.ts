@@ -16,7 +16,11 @@ describe('POST /presentations (OpenAI-compatible outline author against a local 
         return;
       }
       if (mode === 'refuse') {
-        res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }));
+        res.writeHead(401, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' },
+          }),
+        );
         return;
       }
       const outline = {
@@ -28,10 +32,26 @@ describe('POST /presentations (OpenAI-compatible outline author against a local 
         ],
       };
       res.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({ id: 'chatcmpl-2', object: 'chat.completion', created: 1, model: 'deck-model', choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify(outline) }, finish_reason: 'stop' }], usage: { prompt_tokens: 50, completion_tokens: 60, total_tokens: 110 } }),
+        JSON.stringify({
+          id: 'chatcmpl-2',
+          object: 'chat.completion',
+          created: 1,
+          model: 'deck-model',
+          choices: [
+            { index: 0, message: { role: 'assistant', content: JSON.stringify(outline) }, finish_reason: 'stop' },
+          ],
+          usage: { prompt_tokens: 50, completion_tokens: 60, total_tokens: 110 },
+        }),
       );
     });
-    stack = await startStack({ env: { DECK_ENGINE: 'openai', OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: 'sk-deck', OPENAI_MODEL: 'deck-model' } });
+    stack = await startStack({
+      env: {
+        DECK_ENGINE: 'openai',
+        OPENAI_BASE_URL: `${fake.url}/v1`,
+        OPENAI_API_KEY: 'sk-deck',
+        OPENAI_MODEL: 'deck-model',
+      },
+    });
   });
   after(async () => {
     await stack.stop();
@@ -47,7 +67,12 @@ describe('POST /presentations (OpenAI-compatible outline author against a local 
     mode = 'ok';
     const { api } = await account();
     fake.hold();
-    const r = await api.post('/presentations', { name: 'Launch', brief: 'Launch the product in spring.', slideCount: 4, visualStyle: 'geometric' });
+    const r = await api.post('/presentations', {
+      name: 'Launch',
+      brief: 'Launch the product in spring.',
+      slideCount: 4,
+      visualStyle: 'geometric',
+    });
     expect(r.status).to.equal(201);
     const during = await until(async () => {
       const j = (await api.get(`/jobs/${r.body.job.jobId}`)).body;
@@ -58,11 +83,20 @@ describe('POST /presentations (OpenAI-compatible outline author against a local 
     const job = await waitForJob(api, r.body.job.jobId);
     expect(job.status, job.error).to.equal('complete');
     expect(job.rawStatus).to.equal('complete');
-    expect(job.result).to.include({ engine: 'openai-compatible:deck-model', slideCount: 3, requestedSlides: 4, partial: true, projectId: r.body.id, name: 'Launch' });
+    expect(job.result).to.include({
+      engine: 'openai-compatible:deck-model',
+      slideCount: 3,
+      requestedSlides: 4,
+      partial: true,
+      projectId: r.body.id,
+      name: 'Launch',
+    });
     const broken = job.result.slides[2];
     expect(broken).to.include({ status: 'failed', title: 'Broken slide', imageUrl: null });
     expect(broken.error).to.match(/no usable title and bullets/);
-    expect(job.result.slides.filter((s: any) => s.status === 'built').map((s: any) => s.index)).to.deep.equal([0, 1, 3]);
+    expect(job.result.slides.filter((s: any) => s.status === 'built').map((s: any) => s.index)).to.deep.equal([
+      0, 1, 3,
+    ]);
 
     const sent = JSON.parse(fake.requests.at(-1)!.body);
     expect(fake.requests.at(-1)!.headers.authorization).to.equal('Bearer sk-deck');
@@ -81,14 +115,23 @@ describe('POST /presentations (OpenAI-compatible outline author against a local 
       const r = await api.post('/presentations', { name: 'Nope', brief: 'This will not be outlined.' });
       // Charged at dispatch (the refund may already follow, the failure is fast).
       await stack.rt.jobs.flushAccepted(); // the charge's ledger entry follows the answer in a batch
-      expect(await stack.rt.db.ledger.countDocuments({ accountId, jobId: r.body.job.jobId, kind: 'charge', millicredits: toUnits(stack.config.CREDIT_PRICES.deck) })).to.equal(1);
+      expect(
+        await stack.rt.db.ledger.countDocuments({
+          accountId,
+          jobId: r.body.job.jobId,
+          kind: 'charge',
+          millicredits: toUnits(stack.config.CREDIT_PRICES.deck),
+        }),
+      ).to.equal(1);
       const job = await waitForJob(api, r.body.job.jobId);
       expect(job.status).to.equal('failed');
       expect(job.error).to.equal('deck provider refused the request (401)');
       const e = await listener.waitFor((x) => x.body.data.jobId === r.body.job.jobId);
       expect(e.routingKey).to.equal('presentation.failed');
       await until(async () => (await api.get('/account/credits')).body.balance === 100, 'the refund');
-      const kinds = (await stack.rt.db.ledger.find({ accountId, jobId: r.body.job.jobId }).toArray()).map((l) => l.kind).sort();
+      const kinds = (await stack.rt.db.ledger.find({ accountId, jobId: r.body.job.jobId }).toArray())
+        .map((l) => l.kind)
+        .sort();
       expect(kinds).to.deep.equal(['charge', 'refund']);
     } finally {
       await listener.close();

@@ -22,9 +22,11 @@ describe('POST /presentations (local deck engine)', () => {
         res.writeHead(302, { location: 'http://10.0.0.7/admin' }).end();
         return;
       }
-      res.writeHead(200, { 'content-type': 'text/html' }).end(
-        '<html><head><meta name="theme-color" content="#e8590c"><style>body{color:#222;background:#fff}.btn{background:#1c7ed6}</style></head><body>Acme</body></html>',
-      );
+      res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end(
+          '<html><head><meta name="theme-color" content="#e8590c"><style>body{color:#222;background:#fff}.btn{background:#1c7ed6}</style></head><body>Acme</body></html>',
+        );
     });
     stack = await startStack({ env: { ALLOW_LOOPBACK_URLS: 'true' } });
   });
@@ -48,7 +50,14 @@ describe('POST /presentations (local deck engine)', () => {
     expect(r.status, r.text).to.equal(201);
     const p = r.body;
     expect(p.id).to.match(/^prj_/);
-    expect(p).to.include({ name: 'Q3 Growth Plan', description: '', projectType: 'presentation', canvasMode: 'creator', isStarred: false, generationStatus: 'generating' });
+    expect(p).to.include({
+      name: 'Q3 Growth Plan',
+      description: '',
+      projectType: 'presentation',
+      canvasMode: 'creator',
+      isStarred: false,
+      generationStatus: 'generating',
+    });
     expect(p.tags).to.deep.equal(['board']);
     expect(p.openUrl).to.equal(`${stack.config.PUBLIC_BASE_URL}/presentations/${p.id}`);
     expect(Date.parse(p.createdAt)).to.be.a('number').and.not.NaN;
@@ -57,14 +66,35 @@ describe('POST /presentations (local deck engine)', () => {
     expect(await balance(api)).to.equal(1000 - stack.config.CREDIT_PRICES.deck);
 
     const stored = await stack.rt.db.db.collection('projects').findOne({ _id: p.id, accountId } as never);
-    expect(stored).to.include({ name: 'Q3 Growth Plan', projectType: 'presentation', canvasMode: 'creator', isStarred: false });
-    expect(stored?.presentation).to.include({ generationStatus: 'generating', jobId: p.job.jobId, slideCount: 8, visualStyle: 'illustration', slideMode: 'creator' });
+    expect(stored).to.include({
+      name: 'Q3 Growth Plan',
+      projectType: 'presentation',
+      canvasMode: 'creator',
+      isStarred: false,
+    });
+    expect(stored?.presentation).to.include({
+      generationStatus: 'generating',
+      jobId: p.job.jobId,
+      slideCount: 8,
+      visualStyle: 'illustration',
+      slideMode: 'creator',
+    });
 
     const job = await waitForJob(api, p.job.jobId);
     expect(job.status, job.error).to.equal('complete');
     const res = job.result;
-    expect(res).to.include({ projectId: p.id, name: 'Q3 Growth Plan', slideCount: 8, requestedSlides: 8, partial: false, engine: 'local-outline-v2', slideMode: 'creator' });
-    expect(res.notes).to.deep.equal(["outline: written offline by local-outline-v2 from the brief's own sentences (no language model); set DECK_ENGINE=openai for a model-written outline"]);
+    expect(res).to.include({
+      projectId: p.id,
+      name: 'Q3 Growth Plan',
+      slideCount: 8,
+      requestedSlides: 8,
+      partial: false,
+      engine: 'local-outline-v2',
+      slideMode: 'creator',
+    });
+    expect(res.notes).to.deep.equal([
+      "outline: written offline by local-outline-v2 from the brief's own sentences (no language model); set DECK_ENGINE=openai for a model-written outline",
+    ]);
     expect(res.slides).to.have.length(8);
     expect(res.slides.map((s: any) => s.index)).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(res.slides[0].title).to.equal('Q3 Growth Plan');
@@ -78,29 +108,52 @@ describe('POST /presentations (local deck engine)', () => {
 
   it('when slideCount is given, then the brief is authored to that many slides; with an outline it is ignored', async () => {
     const { api } = await account();
-    const a = await api.post('/presentations', { name: 'Short', brief: 'One idea. Another idea. A third idea here.', slideCount: 3 });
+    const a = await api.post('/presentations', {
+      name: 'Short',
+      brief: 'One idea. Another idea. A third idea here.',
+      slideCount: 3,
+    });
     const outline = [
       { title: 'Welcome', bullets: ['Hello'] },
       { title: 'Plan', bullets: ['Build', 'Ship'] },
       { title: 'Thanks', bullets: [] },
       { title: 'Q&A', bullets: ['Ask away'] },
     ];
-    const b = await api.post('/presentations', { name: 'Outlined', outline, slideCount: 20, brief: 'ignored when an outline is given' });
+    const b = await api.post('/presentations', {
+      name: 'Outlined',
+      outline,
+      slideCount: 20,
+      brief: 'ignored when an outline is given',
+    });
     const [ja, jb] = await Promise.all([waitForJob(api, a.body.job.jobId), waitForJob(api, b.body.job.jobId)]);
     expect(ja.result.slideCount).to.equal(3);
     expect(jb.result.slideCount).to.equal(4);
     expect(jb.result.engine).to.equal('outline-as-written');
-    expect(jb.result.slides.map((s: any) => [s.title, s.bullets])).to.deep.equal(outline.map((o) => [o.title, o.bullets]));
+    expect(jb.result.slides.map((s: any) => [s.title, s.bullets])).to.deep.equal(
+      outline.map((o) => [o.title, o.bullets]),
+    );
   });
 
   it('when the brief is short, then fewer slides are built from its facts and the notes say so instead of padding', async () => {
     const { api } = await account();
-    const r = await api.post('/presentations', { name: 'Quarterly review', brief: 'We grew revenue 40% in Q2. Churn fell to 3%.', slideCount: 8 });
+    const r = await api.post('/presentations', {
+      name: 'Quarterly review',
+      brief: 'We grew revenue 40% in Q2. Churn fell to 3%.',
+      slideCount: 8,
+    });
     const job = await waitForJob(api, r.body.job.jobId);
     expect(job.status, job.error).to.equal('complete');
     expect(job.result).to.include({ slideCount: 5, requestedSlides: 5, partial: false, engine: 'local-outline-v2' });
-    expect(job.result.slides.map((s: any) => s.title)).to.deep.equal(['Quarterly review', 'Agenda', 'Revenue', 'Customers', 'Summary']);
-    expect(job.result.notes).to.include('outline: the brief holds enough for 5 slides, so 5 were written instead of the 8 asked, rather than filler');
+    expect(job.result.slides.map((s: any) => s.title)).to.deep.equal([
+      'Quarterly review',
+      'Agenda',
+      'Revenue',
+      'Customers',
+      'Summary',
+    ]);
+    expect(job.result.notes).to.include(
+      'outline: the brief holds enough for 5 slides, so 5 were written instead of the 8 asked, rather than filler',
+    );
     const bullets = job.result.slides.flatMap((s: any) => s.bullets) as string[];
     expect(bullets.some((b) => b.includes('Quarterly review'))).to.equal(false);
   });
@@ -108,15 +161,21 @@ describe('POST /presentations (local deck engine)', () => {
   it('when a 30-sentence brief is outlined into 3 slides under a 255-character name, then every slide builds and the notes count the sentences left out', async () => {
     const { api } = await account();
     const name = 'Board update '.repeat(20).slice(0, 255);
-    const brief = Array.from({ length: 30 }, (_, i) => `Region ${i + 1} grew revenue ${i + 2}% on new bookings.`).join(' ');
+    const brief = Array.from({ length: 30 }, (_, i) => `Region ${i + 1} grew revenue ${i + 2}% on new bookings.`).join(
+      ' ',
+    );
     const r = await api.post('/presentations', { name, brief, slideCount: 3 });
     expect(r.status, r.text).to.equal(201);
     const job = await waitForJob(api, r.body.job.jobId);
     expect(job.status, job.error).to.equal('complete');
     expect(job.result).to.include({ slideCount: 3, requestedSlides: 3, partial: false });
-    expect(job.result.slides[0].title).to.have.length.at.most(200).and.match(/^Board update .*…$/);
+    expect(job.result.slides[0].title)
+      .to.have.length.at.most(200)
+      .and.match(/^Board update .*…$/);
     expect(job.result.slides[1].bullets).to.have.length(12);
-    expect(job.result.notes).to.include('outline: 17 sentences of the brief were left out (a slide holds at most 12 bullets); ask for more slides to include them');
+    expect(job.result.notes).to.include(
+      'outline: 17 sentences of the brief were left out (a slide holds at most 12 bullets); ask for more slides to include them',
+    );
   });
 
   it('when neither brief nor a non-empty outline is given, then 400 names both and nothing is charged', async () => {
@@ -125,7 +184,9 @@ describe('POST /presentations (local deck engine)', () => {
       const r = await api.post('/presentations', body);
       expect(r.status).to.equal(400);
       expect(r.body.error.code).to.equal('validation_error');
-      expect(r.body.error.message).to.equal('brief: is required when outline is missing or empty: pass brief or a non-empty outline');
+      expect(r.body.error.message).to.equal(
+        'brief: is required when outline is missing or empty: pass brief or a non-empty outline',
+      );
     }
     expect(await balance(api)).to.equal(1000);
     expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId } as never)).to.equal(0);
@@ -140,7 +201,9 @@ describe('POST /presentations (local deck engine)', () => {
     expect(await msg({ brief: 'b' })).to.equal('name: is required');
     expect(await msg({ name: 'x', outline: [{ title: 'A' }] })).to.equal('outline.0.bullets: is required');
     expect(await msg({ name: 'x', outline: [{ bullets: ['a'] }] })).to.equal('outline.0.title: is required');
-    expect(await msg({ name: 'x', brief: 'b', slideMode: 'video' })).to.equal('slideMode: must be one of creator, content');
+    expect(await msg({ name: 'x', brief: 'b', slideMode: 'video' })).to.equal(
+      'slideMode: must be one of creator, content',
+    );
   });
 
   it('when background decks are off for the account, then pending_editor_open with job null and no charge', async () => {
@@ -174,7 +237,12 @@ describe('POST /presentations (local deck engine)', () => {
 
   it('when brandUrl points at a private or metadata address, then 400 names brandUrl and nothing is created', async () => {
     const { api, accountId } = await account();
-    for (const brandUrl of ['http://10.1.2.3/', 'http://169.254.169.254/latest/meta-data/', 'http://[fd00::1]/', 'ftp://example.com/']) {
+    for (const brandUrl of [
+      'http://10.1.2.3/',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[fd00::1]/',
+      'ftp://example.com/',
+    ]) {
       const r = await api.post('/presentations', { name: 'Brand', brief: 'b', brandUrl });
       expect(r.status, brandUrl).to.equal(400);
       expect(r.body.error.message).to.match(/^brandUrl: /);
@@ -185,7 +253,13 @@ describe('POST /presentations (local deck engine)', () => {
 
   it('when brandUrl is a reachable page, then the theme takes its colours and the slides are drawn in them', async () => {
     const { api } = await account();
-    const r = await api.post('/presentations', { name: 'Brand deck', brief: 'Our brand. Our story. Our plan.', slideCount: 3, brandUrl: `${brand.url}/home`, companyName: 'Acme' });
+    const r = await api.post('/presentations', {
+      name: 'Brand deck',
+      brief: 'Our brand. Our story. Our plan.',
+      slideCount: 3,
+      brandUrl: `${brand.url}/home`,
+      companyName: 'Acme',
+    });
     const job = await waitForJob(api, r.body.job.jobId);
     expect(job.result.theme).to.include({ source: 'brand', accent: '#e8590c', id: `brand:${new URL(brand.url).host}` });
     const slide = await png(job.result.slides[1].imageUrl);
@@ -196,19 +270,36 @@ describe('POST /presentations (local deck engine)', () => {
 
   it('when the brand page redirects to a private address, then the worker refuses the hop and keeps the built-in theme', async () => {
     const { api } = await account();
-    const r = await api.post('/presentations', { name: 'Sneaky', brief: 'One. Two. Three.', slideCount: 3, brandUrl: `${brand.url}/moved`, themeId: 'forest' });
+    const r = await api.post('/presentations', {
+      name: 'Sneaky',
+      brief: 'One. Two. Three.',
+      slideCount: 3,
+      brandUrl: `${brand.url}/moved`,
+      themeId: 'forest',
+    });
     expect(r.status).to.equal(201);
     const job = await waitForJob(api, r.body.job.jobId);
     expect(job.status).to.equal('complete');
     expect(job.result.theme).to.include({ id: 'forest', source: 'builtin' });
     expect(job.result.notes.filter((n: string) => n.startsWith('brandUrl'))).to.have.length(1);
-    expect(job.result.notes[0]).to.match(/^brandUrl: 10\.0\.0\.7 resolves to a private, link-local or reserved address/);
+    expect(job.result.notes[0]).to.match(
+      /^brandUrl: 10\.0\.0\.7 resolves to a private, link-local or reserved address/,
+    );
     expect(brand.requests.filter((x) => x.url === '/moved')).to.have.length(1);
   });
 
   it('when slideMode is content, then each slide has a background PNG and an editable text layout', async () => {
     const { api } = await account();
-    const r = await api.post('/presentations', { name: 'Editable', outline: [{ title: 'Intro', bullets: ['One', 'Two'] }, { title: 'Body', bullets: ['Three'] }, { title: 'End', bullets: [] }], slideMode: 'content', themeId: 'midnight' });
+    const r = await api.post('/presentations', {
+      name: 'Editable',
+      outline: [
+        { title: 'Intro', bullets: ['One', 'Two'] },
+        { title: 'Body', bullets: ['Three'] },
+        { title: 'End', bullets: [] },
+      ],
+      slideMode: 'content',
+      themeId: 'midnight',
+    });
     expect(r.body.canvasMode).to.equal('content');
     const job = await waitForJob(api, r.body.job.jobId);
     expect(job.result.theme.id).to.equal('midnight');
@@ -239,10 +330,25 @@ describe('POST /presentations (local deck engine)', () => {
     const spy = sinon.spy(stack.workers!.runtime.jobs, 'progress');
     try {
       const { api } = await account();
-      const r = await api.post('/presentations', { name: 'Steps', outline: [{ title: 'One', bullets: ['a'] }, { title: 'Two', bullets: ['b'] }, { title: 'Three', bullets: ['c'] }] });
+      const r = await api.post('/presentations', {
+        name: 'Steps',
+        outline: [
+          { title: 'One', bullets: ['a'] },
+          { title: 'Two', bullets: ['b'] },
+          { title: 'Three', bullets: ['c'] },
+        ],
+      });
       await waitForJob(api, r.body.job.jobId);
-      const steps = spy.getCalls().filter((c) => c.args[0] === r.body.job.jobId).map((c) => `${c.args[2].rawStatus}: ${c.args[2].progressMessage}`);
-      expect(steps).to.deep.equal(['rendering: Rendering slide 1 of 3: One', 'rendering: Rendering slide 2 of 3: Two', 'rendering: Rendering slide 3 of 3: Three', 'saving: Saving the deck (3 of 3 slides)']);
+      const steps = spy
+        .getCalls()
+        .filter((c) => c.args[0] === r.body.job.jobId)
+        .map((c) => `${c.args[2].rawStatus}: ${c.args[2].progressMessage}`);
+      expect(steps).to.deep.equal([
+        'rendering: Rendering slide 1 of 3: One',
+        'rendering: Rendering slide 2 of 3: Two',
+        'rendering: Rendering slide 3 of 3: Three',
+        'saving: Saving the deck (3 of 3 slides)',
+      ]);
     } finally {
       sinon.restore();
     }
@@ -253,7 +359,9 @@ describe('POST /presentations (local deck engine)', () => {
     const r = await poor.api.post('/presentations', { name: 'Too dear', brief: 'b' });
     expect(r.status).to.equal(402);
     expect(r.body.error.code).to.equal('insufficient_credits');
-    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId: poor.accountId } as never)).to.equal(0);
+    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId: poor.accountId } as never)).to.equal(
+      0,
+    );
     const pending = await account({ credits: 0, features: { backgroundDecks: false } });
     expect((await pending.api.post('/presentations', { name: 'Free', brief: 'b' })).status).to.equal(201);
   });

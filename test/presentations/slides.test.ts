@@ -3,7 +3,15 @@ import sharp from 'sharp';
 import type { OutlineItem } from '../../contracts/presentations';
 import { decodeImage, encodePng } from '../../platform/media/codec';
 import { chooseLayout } from '../../workers/presentations/layout';
-import { composeSlide, renderSlide, SLIDE_H, SLIDE_RENDERER, SLIDE_W, type SlideInput, type TextBox } from '../../workers/presentations/render';
+import {
+  composeSlide,
+  renderSlide,
+  SLIDE_H,
+  SLIDE_RENDERER,
+  SLIDE_W,
+  type SlideInput,
+  type TextBox,
+} from '../../workers/presentations/render';
 import { THEMES } from '../../workers/presentations/theme';
 import { fitBlock, fontMetrics, measure, type Weight } from '../../workers/presentations/typeset';
 
@@ -21,13 +29,36 @@ const input = (slide: OutlineItem, index = 1, over: Partial<SlideInput> = {}): S
 
 /** Text of `n` characters in words of varied length, with a long unbroken token past 120 characters. */
 function textOf(n: number, seed = 0): string {
-  const words = ['revenue', 'grew', 'in', 'the', 'EMEA', 'region', 'WWWWWW', 'after', 'a', 'pricing', 'change', 'Ärger', 'naïve', 'AVATAR', 'fi', 'quarter'];
+  const words = [
+    'revenue',
+    'grew',
+    'in',
+    'the',
+    'EMEA',
+    'region',
+    'WWWWWW',
+    'after',
+    'a',
+    'pricing',
+    'change',
+    'Ärger',
+    'naïve',
+    'AVATAR',
+    'fi',
+    'quarter',
+  ];
   let s = '';
-  for (let i = seed; s.length < n; i++) s += (s ? ' ' : '') + (i % 23 === 22 ? 'x'.repeat(40) : words[i % words.length]);
+  for (let i = seed; s.length < n; i++)
+    s += (s ? ' ' : '') + (i % 23 === 22 ? 'x'.repeat(40) : words[i % words.length]);
   return s.slice(0, n).trim() || 'W';
 }
 
-const unescapeXml = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&amp;/g, '&');
+const unescapeXml = (s: string) =>
+  s
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&amp;/g, '&');
 
 /** An attribute of an SVG start tag's attribute text, by name, in whatever order they come. */
 const attr = (attrs: string, name: string) => new RegExp(`\\s${name}="([^"]*)"`).exec(attrs)?.[1];
@@ -56,19 +87,30 @@ function overflowing(c: ReturnType<typeof composeSlide>): string[] {
       expect([x, y].every(Number.isFinite), span[1]).to.equal(true);
       const w = measure(unescapeXml(span[2]!), size, weight);
       const x0 = attr(t[1]!, 'text-anchor') === 'end' ? x - w : x;
-      if (x0 < box!.x - 0.5 || x0 + w > box!.x + box!.w + 0.5 || y - ascent * size < box!.y - 0.5 || y + descent * size > box!.y + box!.h + 0.5) bad.push(`${box!.id}: "${span[2]}" at ${size}px`);
+      if (
+        x0 < box!.x - 0.5 ||
+        x0 + w > box!.x + box!.w + 0.5 ||
+        y - ascent * size < box!.y - 0.5 ||
+        y + descent * size > box!.y + box!.h + 0.5
+      )
+        bad.push(`${box!.id}: "${span[2]}" at ${size}px`);
     }
   }
-  expect(texts, 'text elements read').to.be.at.least(1).and.equal(c.svg.match(/<text[\s>]/g)?.length);
-  expect(spans, 'tspan elements read').to.be.at.least(1).and.equal(c.svg.match(/<tspan[\s>]/g)?.length);
+  expect(texts, 'text elements read')
+    .to.be.at.least(1)
+    .and.equal(c.svg.match(/<text[\s>]/g)?.length);
+  expect(spans, 'tspan elements read')
+    .to.be.at.least(1)
+    .and.equal(c.svg.match(/<tspan[\s>]/g)?.length);
   return bad;
 }
 
 /** Pixels that differ between the slide and the same slide without its text, outside every text box (2 px of anti-aliasing allowed). */
 async function inkByBoxes(c: ReturnType<typeof composeSlide>): Promise<{ inside: number; outside: number }> {
-  const raw = async (svg: string) => (await sharp(Buffer.from(svg)).removeAlpha().raw().toBuffer());
+  const raw = async (svg: string) => await sharp(Buffer.from(svg)).removeAlpha().raw().toBuffer();
   const [full, bare] = await Promise.all([raw(c.svg), raw(c.svg.replace(/<text [^>]*>.*?<\/text>/g, ''))]);
-  const within = (x: number, y: number, b: TextBox) => x >= b.x - 2 && x < b.x + b.w + 2 && y >= b.y - 2 && y < b.y + b.h + 2;
+  const within = (x: number, y: number, b: TextBox) =>
+    x >= b.x - 2 && x < b.x + b.w + 2 && y >= b.y - 2 && y < b.y + b.h + 2;
   let outside = 0;
   let inside = 0;
   for (let y = 0; y < SLIDE_H; y++) {
@@ -99,7 +141,12 @@ describe('slides: typesetting and rendering', () => {
         slides.push([{ title: t, bullets: [`Revenue grew 40% ${b}`, textOf(n, 4), textOf(n, 6)] }, 5]);
         slides.push([{ title: t, bullets: Array.from({ length: 8 }, (_, i) => textOf(Math.min(n, 60), i)) }, 6]);
       }
-      for (const [slide, index] of slides) bad.push(...overflowing(composeSlide(input(slide, index, { deckName: t }))).map((m) => `${n} chars, slide ${index}: ${m}`));
+      for (const [slide, index] of slides)
+        bad.push(
+          ...overflowing(composeSlide(input(slide, index, { deckName: t }))).map(
+            (m) => `${n} chars, slide ${index}: ${m}`,
+          ),
+        );
     }
     expect(bad.slice(0, 5)).to.deep.equal([]);
   });
@@ -110,7 +157,9 @@ describe('slides: typesetting and rendering', () => {
     expect(short).to.include({ size: 64, truncated: false });
     expect(short.paragraphs).to.deep.equal([['Quarterly review']]);
     // A title too wide at 64 px but not at 50 px shrinks onto one line.
-    const n = [...Array(40).keys()].map((i) => 30 + i).find((k) => measure(textOf(k), 64, 700) > 1700 && measure(textOf(k), 50, 700) < 1600)!;
+    const n = [...Array(40).keys()]
+      .map((i) => 30 + i)
+      .find((k) => measure(textOf(k), 64, 700) > 1700 && measure(textOf(k), 50, 700) < 1600)!;
     const medium = fitBlock([textOf(n)], { w: 1680, h: 164 }, style);
     expect(medium.size).to.be.below(64).and.at.least(50);
     expect(medium.paragraphs[0]).to.have.length(1);
@@ -129,7 +178,13 @@ describe('slides: typesetting and rendering', () => {
       [{ title: textOf(200), bullets: [`"${textOf(300)}"`, textOf(120)] }, 3],
       [{ title: textOf(40), bullets: [`We closed $4.2M ${textOf(200)}`, textOf(300, 2)] }, 4],
       // Characters Inter lacks (measured in DejaVu, or as a full em when no font here has them).
-      [{ title: '🚀 Launch 漢字漢字 ﷺ e\u0301 👩‍👩‍👧 '.repeat(6), bullets: ['Ǆemo 🚀🚀🚀 漢字漢字漢字 Ωμέγα Привет '.repeat(8)] }, 5],
+      [
+        {
+          title: '🚀 Launch 漢字漢字 ﷺ e\u0301 👩‍👩‍👧 '.repeat(6),
+          bullets: ['Ǆemo 🚀🚀🚀 漢字漢字漢字 Ωμέγα Привет '.repeat(8)],
+        },
+        5,
+      ],
     ];
     for (const [slide, index] of cases) {
       const c = composeSlide(input(slide, index, { deckName: textOf(300, 1) }));
@@ -151,9 +206,17 @@ describe('slides: typesetting and rendering', () => {
 
   it('when a PNG is stamped with text outside Latin-1, NUL or an over-long keyword, then its tEXt chunks hold printable Latin-1 with ? in their place, and a blank keyword is refused', async () => {
     const img = { width: 2, height: 1, channels: 3 as const, data: Buffer.alloc(6) };
-    const text = { 'Ti\0tle  x': 'café Ωμέγα 🚀 e\u0301\0end\nline 2\u0007', ['K'.repeat(100)]: 'long', ' Software ': 'v2' };
+    const text = {
+      'Ti\0tle  x': 'café Ωμέγα 🚀 e\u0301\0end\nline 2\u0007',
+      ['K'.repeat(100)]: 'long',
+      ' Software ': 'v2',
+    };
     const png = await encodePng(img, { text });
-    expect((await decodeImage(png)).text).to.deep.equal({ 'Ti?tle x': 'café ????? ? é?end\nline 2?', ['K'.repeat(79)]: 'long', Software: 'v2' });
+    expect((await decodeImage(png)).text).to.deep.equal({
+      'Ti?tle x': 'café ????? ? é?end\nline 2?',
+      ['K'.repeat(79)]: 'long',
+      Software: 'v2',
+    });
     await encodePng(img, { text: { '   ': 'x' } }).then(
       () => expect.fail('a keyword with no printable character was written'),
       (err: Error) => expect(err.message).to.match(/keyword/),
@@ -163,7 +226,10 @@ describe('slides: typesetting and rendering', () => {
   });
 
   it('when text holds markup, quotes and control characters, then it is escaped and the slide still renders', async () => {
-    const slide = { title: '<script>alert("x")</script> & Co\u0001', bullets: ['a < b && c > d', "it's \"quoted\"\u0000"] };
+    const slide = {
+      title: '<script>alert("x")</script> & Co\u0001',
+      bullets: ['a < b && c > d', 'it\'s "quoted"\u0000'],
+    };
     const c = composeSlide(input(slide));
     expect(c.svg).to.not.include('<script>');
     expect(c.svg).to.include('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; Co');
@@ -175,15 +241,33 @@ describe('slides: typesetting and rendering', () => {
     expect(chooseLayout({ title: 'Deck', bullets: ['Subtitle'] }, 0)).to.equal('title');
     expect(chooseLayout({ title: 'Pricing', bullets: [] }, 3)).to.equal('section');
     expect(chooseLayout({ title: 'Agenda', bullets: ['Revenue'] }, 1)).to.equal('section');
-    expect(chooseLayout({ title: 'Voice of the customer', bullets: ['"Onboarding took a day, not a month."', '— CFO, Northwind'] }, 2)).to.equal('quote');
+    expect(
+      chooseLayout(
+        { title: 'Voice of the customer', bullets: ['"Onboarding took a day, not a month."', '— CFO, Northwind'] },
+        2,
+      ),
+    ).to.equal('quote');
     expect(chooseLayout({ title: 'Revenue', bullets: ['Bookings grew 40% in Q2'] }, 2)).to.equal('big-number');
-    expect(chooseLayout({ title: 'Revenue', bullets: ['Bookings grew in Q2', 'Three new logos'] }, 2)).to.equal('bullets');
-    expect(chooseLayout({ title: 'Markets', bullets: ['Germany', 'France', 'Spain', 'Italy', 'Nordics', 'Benelux'] }, 2)).to.equal('two-columns');
+    expect(chooseLayout({ title: 'Revenue', bullets: ['Bookings grew in Q2', 'Three new logos'] }, 2)).to.equal(
+      'bullets',
+    );
+    expect(
+      chooseLayout({ title: 'Markets', bullets: ['Germany', 'France', 'Spain', 'Italy', 'Nordics', 'Benelux'] }, 2),
+    ).to.equal('two-columns');
   });
 
   it('when a brand theme is given, then its accent colour paints the slide accents', async () => {
-    const theme = { id: 'brand:acme.example', source: 'brand' as const, background: '#fdf3ed', surface: '#ffffff', text: '#2a1a12', accent: '#e8590c' };
-    const img = await decodeImage((await renderSlide(input({ title: 'Plan', bullets: ['One step', 'Another step'] }, 1, { theme }))).png);
+    const theme = {
+      id: 'brand:acme.example',
+      source: 'brand' as const,
+      background: '#fdf3ed',
+      surface: '#ffffff',
+      text: '#2a1a12',
+      accent: '#e8590c',
+    };
+    const img = await decodeImage(
+      (await renderSlide(input({ title: 'Plan', bullets: ['One step', 'Another step'] }, 1, { theme }))).png,
+    );
     const o = (130 * img.width + 84) * img.channels;
     expect([...img.data.subarray(o, o + 3)]).to.deep.equal([0xe8, 0x59, 0x0c]);
   });

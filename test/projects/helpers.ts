@@ -30,14 +30,27 @@ export const whiteboardBody = (extra: Record<string, unknown> = {}) => ({
   elements: [
     { id: 'a', type: 'shape', shape: 'rectangle', text: 'A', x: 0, y: 0 },
     { id: 'b', type: 'text', text: 'hello', x: 400, y: 200, width: 100, height: 40, style: { fontSize: 20 } },
-    { id: 'img', type: 'image', url: 'https://example.com/cat.png', alt: 'a cat', x: 0, y: 300, width: 200, height: 100 },
+    {
+      id: 'img',
+      type: 'image',
+      url: 'https://example.com/cat.png',
+      alt: 'a cat',
+      x: 0,
+      y: 300,
+      width: 200,
+      height: 100,
+    },
     { id: 'c', type: 'connector', from: 'a', to: 'b', label: 'to' },
   ],
   ...extra,
 });
 
 /** POST a body, expect 201, return the project. */
-export async function make(api: Client, path: '/flowcharts' | '/whiteboards' | '/notes', body: Record<string, unknown>) {
+export async function make(
+  api: Client,
+  path: '/flowcharts' | '/whiteboards' | '/notes',
+  body: Record<string, unknown>,
+) {
   const r = await api.post(path, body);
   expect(r.status, r.text).to.equal(201);
   return r.body;

@@ -27,7 +27,14 @@ describe('projects API', function () {
       expect(r.status, r.text).to.equal(201);
       const p = r.body;
       expect(p.id).to.match(/^prj_[a-z0-9]{20}$/);
-      expect(p).to.include({ name: 'Deploy', description: 'How we ship', kind: 'flowchart', projectType: 'chart', isStarred: false, version: 1 });
+      expect(p).to.include({
+        name: 'Deploy',
+        description: 'How we ship',
+        kind: 'flowchart',
+        projectType: 'chart',
+        isStarred: false,
+        version: 1,
+      });
       expect(p.tags).to.deep.equal(['eng']);
       expect(p.openUrl).to.equal(`${stack.config.PUBLIC_BASE_URL}/editor/${p.id}`);
       expect(r.headers.get('etag')).to.equal('"1"');
@@ -51,8 +58,21 @@ describe('projects API', function () {
     });
 
     it('when nodes carry positions and edges ids, then they are kept as sent', async () => {
-      const p = await make(api, '/flowcharts', { name: 'Placed', nodes: [{ id: 'a', label: 'A', x: 5, y: 7 }, { id: 'b', label: 'B', x: 300, y: 7 }], edges: [{ id: 'ab', from: 'a', to: 'b' }, { from: 'b', to: 'a' }] });
-      expect(p.content.nodes.map((n: any) => [n.x, n.y])).to.deep.equal([[5, 7], [300, 7]]);
+      const p = await make(api, '/flowcharts', {
+        name: 'Placed',
+        nodes: [
+          { id: 'a', label: 'A', x: 5, y: 7 },
+          { id: 'b', label: 'B', x: 300, y: 7 },
+        ],
+        edges: [
+          { id: 'ab', from: 'a', to: 'b' },
+          { from: 'b', to: 'a' },
+        ],
+      });
+      expect(p.content.nodes.map((n: any) => [n.x, n.y])).to.deep.equal([
+        [5, 7],
+        [300, 7],
+      ]);
       expect(p.content.edges.map((e: any) => e.id)).to.deep.equal(['ab', 'e1']);
     });
 
@@ -63,11 +83,30 @@ describe('projects API', function () {
       const [a, b, img, c] = p.content.elements;
       expect(p.content.background).to.equal('#ffffff');
       expect(a).to.include({ width: 160, height: 80, rotation: 0, shape: 'rectangle' });
-      expect(a.style).to.deep.equal({ fill: '#ffffff', stroke: '#1f2937', strokeWidth: 2, strokeStyle: 'solid', opacity: 1, textColor: '#111827', fontSize: 16, fontWeight: 'normal', textAlign: 'center' });
+      expect(a.style).to.deep.equal({
+        fill: '#ffffff',
+        stroke: '#1f2937',
+        strokeWidth: 2,
+        strokeStyle: 'solid',
+        opacity: 1,
+        textColor: '#111827',
+        fontSize: 16,
+        fontWeight: 'normal',
+        textAlign: 'center',
+      });
       expect(b.style).to.include({ fontSize: 20, fill: 'transparent', textAlign: 'left' });
       expect(img).to.include({ url: 'https://example.com/cat.png', alt: 'a cat' });
       // a's centre (80, 40), b's centre (450, 220)
-      expect(c).to.include({ type: 'connector', from: 'a', to: 'b', arrow: 'end', x: 80, y: 40, width: 370, height: 180 });
+      expect(c).to.include({
+        type: 'connector',
+        from: 'a',
+        to: 'b',
+        arrow: 'end',
+        x: 80,
+        y: 40,
+        width: 370,
+        height: 180,
+      });
     });
 
     it('when notes are posted, then 201 answers Markdown content and a /notes link', async () => {
@@ -99,30 +138,167 @@ describe('projects API', function () {
       ['name is longer than 255', '/notes', { name: 'n'.repeat(256) }, 'name: must be at most 255'],
       ['name holds a newline', '/notes', { name: 'a\nb' }, 'name: must not contain control characters'],
       ['description is longer than 2000', '/notes', { name: 'x', description: 'd'.repeat(2001) }, 'description'],
-      ['there are 21 tags', '/notes', { name: 'x', tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }, 'tags: must have at most 20 tags'],
+      [
+        'there are 21 tags',
+        '/notes',
+        { name: 'x', tags: Array.from({ length: 21 }, (_, i) => `t${i}`) },
+        'tags: must have at most 20 tags',
+      ],
       ['a tag is longer than 64', '/notes', { name: 'x', tags: ['t'.repeat(65)] }, 'tags.0'],
       ['an unknown field is sent', '/notes', { name: 'x', bogus: 1 }, 'bogus: unknown field'],
-      ['Markdown is over the limit', '/notes', { name: 'x', markdown: 'm'.repeat(PROJECT_LIMITS.notesMax + 1) }, 'markdown: must be at most 200000'],
+      [
+        'Markdown is over the limit',
+        '/notes',
+        { name: 'x', markdown: 'm'.repeat(PROJECT_LIMITS.notesMax + 1) },
+        'markdown: must be at most 200000',
+      ],
       ['Markdown holds NUL', '/notes', { name: 'x', markdown: 'a\u0000b' }, 'markdown: must not contain NUL'],
-      ['an edge names a missing node', '/flowcharts', flowchartBody({ edges: [{ from: 'nowhere', to: 'build' }] }), 'edges.0.from: names no node ("nowhere")'],
-      ['an edge ends at a missing node', '/flowcharts', flowchartBody({ edges: [{ from: 'start', to: 'build' }, { from: 'build', to: 'gone' }] }), 'edges.1.to'],
-      ['two nodes share an id', '/flowcharts', { name: 'x', nodes: [{ id: 'a', label: 'A' }, { id: 'a', label: 'B' }] }, 'nodes.1.id: duplicate node id'],
-      ['two edges share an id', '/flowcharts', { name: 'x', nodes: [{ id: 'a', label: 'A' }], edges: [{ id: 'e', from: 'a', to: 'a' }, { id: 'e', from: 'a', to: 'a' }] }, 'edges.1.id: duplicate edge id'],
-      ['a node shape is unknown', '/flowcharts', { name: 'x', nodes: [{ id: 'a', label: 'A', shape: 'star' }] }, 'nodes.0.shape: must be one of'],
+      [
+        'an edge names a missing node',
+        '/flowcharts',
+        flowchartBody({ edges: [{ from: 'nowhere', to: 'build' }] }),
+        'edges.0.from: names no node ("nowhere")',
+      ],
+      [
+        'an edge ends at a missing node',
+        '/flowcharts',
+        flowchartBody({
+          edges: [
+            { from: 'start', to: 'build' },
+            { from: 'build', to: 'gone' },
+          ],
+        }),
+        'edges.1.to',
+      ],
+      [
+        'two nodes share an id',
+        '/flowcharts',
+        {
+          name: 'x',
+          nodes: [
+            { id: 'a', label: 'A' },
+            { id: 'a', label: 'B' },
+          ],
+        },
+        'nodes.1.id: duplicate node id',
+      ],
+      [
+        'two edges share an id',
+        '/flowcharts',
+        {
+          name: 'x',
+          nodes: [{ id: 'a', label: 'A' }],
+          edges: [
+            { id: 'e', from: 'a', to: 'a' },
+            { id: 'e', from: 'a', to: 'a' },
+          ],
+        },
+        'edges.1.id: duplicate edge id',
+      ],
+      [
+        'a node shape is unknown',
+        '/flowcharts',
+        { name: 'x', nodes: [{ id: 'a', label: 'A', shape: 'star' }] },
+        'nodes.0.shape: must be one of',
+      ],
       ['a node id has a space', '/flowcharts', { name: 'x', nodes: [{ id: 'a b', label: 'A' }] }, 'nodes.0.id'],
       ['nodes are missing', '/flowcharts', { name: 'x' }, 'nodes: is required'],
-      ['there are 501 nodes', '/flowcharts', { name: 'x', nodes: Array.from({ length: 501 }, (_, i) => ({ id: `n${i}`, label: 'n' })) }, 'nodes: must have at most 500 nodes'],
-      ['a connector names a missing element', '/whiteboards', whiteboardBody({ elements: [{ id: 'a', type: 'shape', x: 0, y: 0 }, { id: 'c', type: 'connector', from: 'a', to: 'zz' }] }), 'elements.1.to: names no element ("zz")'],
-      ['a connector joins a connector', '/whiteboards', whiteboardBody({ elements: [{ id: 'a', type: 'shape', x: 0, y: 0 }, { id: 'b', type: 'shape', x: 9, y: 9 }, { id: 'c', type: 'connector', from: 'a', to: 'b' }, { id: 'd', type: 'connector', from: 'c', to: 'a' }] }), 'elements.3.from: names a connector'],
-      ['a connector joins an element to itself', '/whiteboards', whiteboardBody({ elements: [{ id: 'a', type: 'shape', x: 0, y: 0 }, { id: 'c', type: 'connector', from: 'a', to: 'a' }] }), 'elements.1.to: must name another element'],
-      ['two elements share an id', '/whiteboards', whiteboardBody({ elements: [{ id: 'a', type: 'shape', x: 0, y: 0 }, { id: 'a', type: 'text', text: 't', x: 0, y: 0 }] }), 'elements.1.id: duplicate element id'],
-      ['an element type is unknown', '/whiteboards', whiteboardBody({ elements: [{ id: 'a', type: 'video', x: 0, y: 0 }] }), 'elements.0.type: must be one of shape, text, image, connector'],
-      ['an image URL is not http(s)', '/whiteboards', whiteboardBody({ elements: [{ id: 'a', type: 'image', url: 'javascript:alert(1)', x: 0, y: 0 }] }), 'elements.0.url: must be an absolute http(s) URL'],
-      ['an element has no position', '/whiteboards', whiteboardBody({ elements: [{ id: 'a', type: 'shape' }] }), 'elements.0.x: is required'],
-      ['an element size is zero', '/whiteboards', whiteboardBody({ elements: [{ id: 'a', type: 'shape', x: 0, y: 0, width: 0 }] }), 'elements.0.width: must be between 1 and 100000'],
-      ['a colour is not a colour', '/whiteboards', whiteboardBody({ elements: [{ id: 'a', type: 'shape', x: 0, y: 0, style: { fill: 'red;x' } }] }), 'elements.0.style.fill'],
-      ['a style field is unknown', '/whiteboards', whiteboardBody({ elements: [{ id: 'a', type: 'shape', x: 0, y: 0, style: { glow: 1 } }] }), 'glow: unknown field'],
-      ['there are 1001 elements', '/whiteboards', whiteboardBody({ elements: Array.from({ length: 1001 }, (_, i) => ({ id: `e${i}`, type: 'text', text: '', x: 0, y: 0 })) }), 'elements: must have at most 1000'],
+      [
+        'there are 501 nodes',
+        '/flowcharts',
+        { name: 'x', nodes: Array.from({ length: 501 }, (_, i) => ({ id: `n${i}`, label: 'n' })) },
+        'nodes: must have at most 500 nodes',
+      ],
+      [
+        'a connector names a missing element',
+        '/whiteboards',
+        whiteboardBody({
+          elements: [
+            { id: 'a', type: 'shape', x: 0, y: 0 },
+            { id: 'c', type: 'connector', from: 'a', to: 'zz' },
+          ],
+        }),
+        'elements.1.to: names no element ("zz")',
+      ],
+      [
+        'a connector joins a connector',
+        '/whiteboards',
+        whiteboardBody({
+          elements: [
+            { id: 'a', type: 'shape', x: 0, y: 0 },
+            { id: 'b', type: 'shape', x: 9, y: 9 },
+            { id: 'c', type: 'connector', from: 'a', to: 'b' },
+            { id: 'd', type: 'connector', from: 'c', to: 'a' },
+          ],
+        }),
+        'elements.3.from: names a connector',
+      ],
+      [
+        'a connector joins an element to itself',
+        '/whiteboards',
+        whiteboardBody({
+          elements: [
+            { id: 'a', type: 'shape', x: 0, y: 0 },
+            { id: 'c', type: 'connector', from: 'a', to: 'a' },
+          ],
+        }),
+        'elements.1.to: must name another element',
+      ],
+      [
+        'two elements share an id',
+        '/whiteboards',
+        whiteboardBody({
+          elements: [
+            { id: 'a', type: 'shape', x: 0, y: 0 },
+            { id: 'a', type: 'text', text: 't', x: 0, y: 0 },
+          ],
+        }),
+        'elements.1.id: duplicate element id',
+      ],
+      [
+        'an element type is unknown',
+        '/whiteboards',
+        whiteboardBody({ elements: [{ id: 'a', type: 'video', x: 0, y: 0 }] }),
+        'elements.0.type: must be one of shape, text, image, connector',
+      ],
+      [
+        'an image URL is not http(s)',
+        '/whiteboards',
+        whiteboardBody({ elements: [{ id: 'a', type: 'image', url: 'javascript:alert(1)', x: 0, y: 0 }] }),
+        'elements.0.url: must be an absolute http(s) URL',
+      ],
+      [
+        'an element has no position',
+        '/whiteboards',
+        whiteboardBody({ elements: [{ id: 'a', type: 'shape' }] }),
+        'elements.0.x: is required',
+      ],
+      [
+        'an element size is zero',
+        '/whiteboards',
+        whiteboardBody({ elements: [{ id: 'a', type: 'shape', x: 0, y: 0, width: 0 }] }),
+        'elements.0.width: must be between 1 and 100000',
+      ],
+      [
+        'a colour is not a colour',
+        '/whiteboards',
+        whiteboardBody({ elements: [{ id: 'a', type: 'shape', x: 0, y: 0, style: { fill: 'red;x' } }] }),
+        'elements.0.style.fill',
+      ],
+      [
+        'a style field is unknown',
+        '/whiteboards',
+        whiteboardBody({ elements: [{ id: 'a', type: 'shape', x: 0, y: 0, style: { glow: 1 } }] }),
+        'glow: unknown field',
+      ],
+      [
+        'there are 1001 elements',
+        '/whiteboards',
+        whiteboardBody({
+          elements: Array.from({ length: 1001 }, (_, i) => ({ id: `e${i}`, type: 'text', text: '', x: 0, y: 0 })),
+        }),
+        'elements: must have at most 1000',
+      ],
     ];
     for (const [what, path, body, message] of bad) {
       it(`when ${what} (POST ${path}), then 400 names the field and nothing is stored`, async () => {
@@ -160,7 +336,19 @@ describe('projects API', function () {
       for (const item of list.body.data) {
         expect(item).to.not.have.property('content');
         expect(item).to.not.have.property('shares');
-        expect(Object.keys(item).sort()).to.deep.equal(['createdAt', 'description', 'id', 'isStarred', 'kind', 'name', 'openUrl', 'projectType', 'tags', 'updatedAt', 'version']);
+        expect(Object.keys(item).sort()).to.deep.equal([
+          'createdAt',
+          'description',
+          'id',
+          'isStarred',
+          'kind',
+          'name',
+          'openUrl',
+          'projectType',
+          'tags',
+          'updatedAt',
+          'version',
+        ]);
       }
       // newest change first: the notes were starred last
       expect(list.body.data.map((p: any) => p.id)).to.deep.equal([ids.n, ids.w, ids.f]);
@@ -196,9 +384,17 @@ describe('projects API', function () {
 
     it('when sort and order are given, then the list follows them', async () => {
       const byName = await reader.get('/projects?sort=name');
-      expect(byName.body.data.map((p: any) => p.name)).to.deep.equal(['Alpha flow', 'Beta (board) a.c', 'gamma NOTES abc']);
+      expect(byName.body.data.map((p: any) => p.name)).to.deep.equal([
+        'Alpha flow',
+        'Beta (board) a.c',
+        'gamma NOTES abc',
+      ]);
       const byNameDesc = await reader.get('/projects?sort=name&order=desc');
-      expect(byNameDesc.body.data.map((p: any) => p.name)).to.deep.equal(['gamma NOTES abc', 'Beta (board) a.c', 'Alpha flow']);
+      expect(byNameDesc.body.data.map((p: any) => p.name)).to.deep.equal([
+        'gamma NOTES abc',
+        'Beta (board) a.c',
+        'Alpha flow',
+      ]);
       const created = await reader.get('/projects?sort=createdAt&order=asc');
       expect(created.body.data.map((p: any) => p.id)).to.deep.equal([ids.f, ids.w, ids.n]);
     });
@@ -221,11 +417,17 @@ describe('projects API', function () {
       });
     }
 
-    it("when a cursor of one sort is sent with another, then 400 (not a wrong page)", async () => {
+    it('when a cursor of one sort is sent with another, then 400 (not a wrong page)', async () => {
       const first = await reader.get('/projects?limit=1');
       expect(first.body.cursor).to.be.a('string');
-      expect400(await reader.get(`/projects?limit=1&sort=name&cursor=${encodeURIComponent(first.body.cursor)}`), 'cursor');
-      expect400(await reader.get(`/projects?limit=1&order=asc&cursor=${encodeURIComponent(first.body.cursor)}`), 'cursor');
+      expect400(
+        await reader.get(`/projects?limit=1&sort=name&cursor=${encodeURIComponent(first.body.cursor)}`),
+        'cursor',
+      );
+      expect400(
+        await reader.get(`/projects?limit=1&order=asc&cursor=${encodeURIComponent(first.body.cursor)}`),
+        'cursor',
+      );
       expect400(await reader.get(`/templates?cursor=${encodeURIComponent(first.body.cursor)}`), 'cursor');
     });
 
@@ -240,7 +442,8 @@ describe('projects API', function () {
       const { key } = await stack.createAccount();
       const pager = client(stack.baseUrl, key);
       const made: string[] = [];
-      for (let i = 0; i < 12; i++) made.push((await make(pager, '/notes', { name: `n${String(i).padStart(2, '0')}` })).id);
+      for (let i = 0; i < 12; i++)
+        made.push((await make(pager, '/notes', { name: `n${String(i).padStart(2, '0')}` })).id);
       const seen: string[] = [];
       const deleted = new Set<string>();
       let cursor: string | undefined;
@@ -285,7 +488,18 @@ describe('projects API', function () {
 
     it('when description, tags, isStarred and content are sent, then each is replaced, content validated and completed for the kind', async () => {
       const p = await make(api, '/flowcharts', flowchartBody());
-      const r = await api.patch(`/projects/${p.id}`, { description: '', tags: ['a', 'b', 'a'], isStarred: true, content: { nodes: [{ id: 'x', label: 'X' }, { id: 'y', label: 'Y' }], edges: [{ from: 'x', to: 'y' }] } });
+      const r = await api.patch(`/projects/${p.id}`, {
+        description: '',
+        tags: ['a', 'b', 'a'],
+        isStarred: true,
+        content: {
+          nodes: [
+            { id: 'x', label: 'X' },
+            { id: 'y', label: 'Y' },
+          ],
+          edges: [{ from: 'x', to: 'y' }],
+        },
+      });
       expect(r.status, r.text).to.equal(200);
       expect(r.body).to.include({ description: '', isStarred: true, version: 2 });
       expect(r.body.tags).to.deep.equal(['a', 'b']);
@@ -294,7 +508,9 @@ describe('projects API', function () {
       expect(r.body.content.edges[0].id).to.equal('e1');
 
       const w = await make(api, '/whiteboards', whiteboardBody());
-      const wr = await api.patch(`/projects/${w.id}`, { content: { elements: [{ id: 's', type: 'shape', shape: 'sticky', x: 0, y: 0 }] } });
+      const wr = await api.patch(`/projects/${w.id}`, {
+        content: { elements: [{ id: 's', type: 'shape', shape: 'sticky', x: 0, y: 0 }] },
+      });
       expect(wr.status, wr.text).to.equal(200);
       expect(wr.body.content.elements[0]).to.include({ width: 160, height: 160 });
       expect(wr.body.content.background).to.equal('#ffffff');
@@ -306,13 +522,26 @@ describe('projects API', function () {
 
     it('when content breaks its kind rules, then 400 names the field under content and nothing changes', async () => {
       const p = await make(api, '/flowcharts', flowchartBody());
-      expect400(await api.patch(`/projects/${p.id}`, { content: { nodes: [{ id: 'a', label: 'A' }], edges: [{ from: 'b', to: 'a' }] } }), 'content.edges.0.from: names no node');
+      expect400(
+        await api.patch(`/projects/${p.id}`, {
+          content: { nodes: [{ id: 'a', label: 'A' }], edges: [{ from: 'b', to: 'a' }] },
+        }),
+        'content.edges.0.from: names no node',
+      );
       expect400(await api.patch(`/projects/${p.id}`, { content: { markdown: 'x' } }), 'content.nodes: is required');
       expect400(await api.patch(`/projects/${p.id}`, { content: 'text' }), 'content: must be an object');
       const w = await make(api, '/whiteboards', whiteboardBody());
-      expect400(await api.patch(`/projects/${w.id}`, { content: { elements: [{ id: 'c', type: 'connector', from: 'a', to: 'b' }] } }), 'content.elements.0.from');
+      expect400(
+        await api.patch(`/projects/${w.id}`, {
+          content: { elements: [{ id: 'c', type: 'connector', from: 'a', to: 'b' }] },
+        }),
+        'content.elements.0.from',
+      );
       const n = await make(api, '/notes', { name: 'n' });
-      expect400(await api.patch(`/projects/${n.id}`, { content: { markdown: 'm'.repeat(PROJECT_LIMITS.notesMax + 1) } }), 'content.markdown');
+      expect400(
+        await api.patch(`/projects/${n.id}`, { content: { markdown: 'm'.repeat(PROJECT_LIMITS.notesMax + 1) } }),
+        'content.markdown',
+      );
       expect((await projectsCol().findOne({ _id: p.id })).version).to.equal(1);
       expect((await projectsCol().findOne({ _id: n.id })).version).to.equal(1);
     });
@@ -346,7 +575,10 @@ describe('projects API', function () {
     it('when two PATCHes of different fields run at once, then neither field is lost (20 rounds)', async () => {
       const p = await make(api, '/notes', { name: 'race' });
       for (let i = 0; i < 20; i++) {
-        const [a, b] = await Promise.all([api.patch(`/projects/${p.id}`, { name: `name ${i}` }), api.patch(`/projects/${p.id}`, { description: `description ${i}` })]);
+        const [a, b] = await Promise.all([
+          api.patch(`/projects/${p.id}`, { name: `name ${i}` }),
+          api.patch(`/projects/${p.id}`, { description: `description ${i}` }),
+        ]);
         expect(a.status).to.equal(200);
         expect(b.status).to.equal(200);
         const now = (await api.get(`/projects/${p.id}`)).body;
@@ -359,7 +591,10 @@ describe('projects API', function () {
       for (let i = 0; i < 5; i++) {
         const version = (await api.get(`/projects/${p.id}`)).body.version;
         const h = { 'if-match': `"${version}"` };
-        const rs = await Promise.all([api.patch(`/projects/${p.id}`, { name: `a${i}` }, h), api.patch(`/projects/${p.id}`, { description: `b${i}` }, h)]);
+        const rs = await Promise.all([
+          api.patch(`/projects/${p.id}`, { name: `a${i}` }, h),
+          api.patch(`/projects/${p.id}`, { description: `b${i}` }, h),
+        ]);
         expect(rs.map((r) => r.status).sort()).to.deep.equal([200, 412]);
         const now = (await api.get(`/projects/${p.id}`)).body;
         expect(now.version).to.equal(version + 1);
@@ -399,15 +634,25 @@ describe('projects API', function () {
       const other = await service.create({ accountId, kind: 'sheet', name: 'Other', content: null });
       const sheets = stack.rt.db.db.collection<any>(COLLECTIONS.sheets);
       const commits = stack.rt.db.db.collection<any>(COLLECTIONS.sheetCommits);
-      await sheets.insertMany([{ _id: sheet._id, accountId, columns: [] }, { _id: other._id, accountId, columns: [] }]);
+      await sheets.insertMany([
+        { _id: sheet._id, accountId, columns: [] },
+        { _id: other._id, accountId, columns: [] },
+      ]);
       await commits.insertMany([
         { _id: 'cmt_1', sheetId: sheet._id, accountId },
         { _id: 'cmt_2', sheetId: sheet._id, accountId },
         { _id: 'cmt_3', sheetId: other._id, accountId },
       ]);
       const got = await api.get(`/projects/${sheet._id}`);
-      expect(got.body).to.include({ kind: 'sheet', projectType: 'sheet', openUrl: `${stack.config.PUBLIC_BASE_URL}/sheets/${sheet._id}` });
-      expect400(await api.patch(`/projects/${sheet._id}`, { content: { cells: [] } }), 'content: the content of a sheet project cannot be changed here');
+      expect(got.body).to.include({
+        kind: 'sheet',
+        projectType: 'sheet',
+        openUrl: `${stack.config.PUBLIC_BASE_URL}/sheets/${sheet._id}`,
+      });
+      expect400(
+        await api.patch(`/projects/${sheet._id}`, { content: { cells: [] } }),
+        'content: the content of a sheet project cannot be changed here',
+      );
       expect((await api.patch(`/projects/${sheet._id}`, { name: 'Budget 2027' })).status).to.equal(200);
 
       expect((await api.delete(`/projects/${sheet._id}`)).status).to.equal(204);
@@ -428,11 +673,29 @@ describe('projects API', function () {
       const list = await p.get('/projects');
       expect(list.body.total).to.equal(2);
       const item = list.body.data.find((x: any) => x.id === deck.body.id);
-      expect(item).to.include({ kind: 'presentation', projectType: 'presentation', version: 1, openUrl: `${stack.config.PUBLIC_BASE_URL}/presentations/${deck.body.id}` });
-      expect((await p.get('/projects?kind=presentation')).body.data.map((x: any) => x.id)).to.deep.equal([deck.body.id]);
+      expect(item).to.include({
+        kind: 'presentation',
+        projectType: 'presentation',
+        version: 1,
+        openUrl: `${stack.config.PUBLIC_BASE_URL}/presentations/${deck.body.id}`,
+      });
+      expect((await p.get('/projects?kind=presentation')).body.data.map((x: any) => x.id)).to.deep.equal([
+        deck.body.id,
+      ]);
       const got = await p.get(`/projects/${deck.body.id}`);
-      expect(got.body.content).to.include({ generationStatus: 'pending_editor_open', jobId: null, pollUrl: null, build: null, slideMode: 'creator', requestedSlides: 8, brief: 'Results' });
-      expect400(await p.patch(`/projects/${deck.body.id}`, { content: { slides: [] } }), 'content: the content of a presentation project cannot be changed here');
+      expect(got.body.content).to.include({
+        generationStatus: 'pending_editor_open',
+        jobId: null,
+        pollUrl: null,
+        build: null,
+        slideMode: 'creator',
+        requestedSlides: 8,
+        brief: 'Results',
+      });
+      expect400(
+        await p.patch(`/projects/${deck.body.id}`, { content: { slides: [] } }),
+        'content: the content of a presentation project cannot be changed here',
+      );
       const renamed = await p.patch(`/projects/${deck.body.id}`, { name: 'Q3 review', isStarred: true });
       expect(renamed.status).to.equal(200);
       expect(renamed.body).to.include({ name: 'Q3 review', isStarred: true, version: 2 });
@@ -456,22 +719,63 @@ describe('projects API', function () {
         updatedAt: now,
         deletedAt: null,
         presentation: {
-          brief: 'b', outline: null, slideCount: 3, slideMode: 'creator', themeId: null, visualStyle: 'illustration', brandUrl: null, companyName: null,
-          generationStatus: 'generating', jobId: 'deck_old0000000000000000',
-          build: { status: 'built', theme: { id: 'default', source: 'builtin', background: '#fff', surface: '#eee', text: '#000', accent: '#f00' }, manifestUrl: url, builtAt: now, slides: [{ index: 0, title: 'One', bullets: ['a'], status: 'built', imageUrl: url, contentUrl: null, width: 960, height: 540, error: null }] },
+          brief: 'b',
+          outline: null,
+          slideCount: 3,
+          slideMode: 'creator',
+          themeId: null,
+          visualStyle: 'illustration',
+          brandUrl: null,
+          companyName: null,
+          generationStatus: 'generating',
+          jobId: 'deck_old0000000000000000',
+          build: {
+            status: 'built',
+            theme: {
+              id: 'default',
+              source: 'builtin',
+              background: '#fff',
+              surface: '#eee',
+              text: '#000',
+              accent: '#f00',
+            },
+            manifestUrl: url,
+            builtAt: now,
+            slides: [
+              {
+                index: 0,
+                title: 'One',
+                bullets: ['a'],
+                status: 'built',
+                imageUrl: url,
+                contentUrl: null,
+                width: 960,
+                height: 540,
+                error: null,
+              },
+            ],
+          },
         },
       });
       const listed = (await p.get('/projects?kind=presentation')).body.data;
-      expect(listed.map((x: any) => [x.id, x.kind, x.version])).to.deep.equal([['prj_legacydeck000000000', 'presentation', 1]]);
+      expect(listed.map((x: any) => [x.id, x.kind, x.version])).to.deep.equal([
+        ['prj_legacydeck000000000', 'presentation', 1],
+      ]);
       const got = await p.get('/projects/prj_legacydeck000000000');
-      expect(got.body.content).to.include({ generationStatus: 'generating', jobId: 'deck_old0000000000000000', pollUrl: '/api/v1/jobs/deck_old0000000000000000' });
+      expect(got.body.content).to.include({
+        generationStatus: 'generating',
+        jobId: 'deck_old0000000000000000',
+        pollUrl: '/api/v1/jobs/deck_old0000000000000000',
+      });
       const slide = got.body.content.build.slides[0];
       expect(slide).to.include({ index: 0, title: 'One', status: 'built' });
       // Signed again at read time: a later expiry than the stored 60 s link, and a valid signature.
       const exp = (u: string) => Number(new URL(u).searchParams.get('exp'));
       expect(exp(slide.imageUrl)).to.be.greaterThan(exp(url));
       const sig = new URL(slide.imageUrl);
-      expect(stack.rt.blobs.verify('blob_old', sig.searchParams.get('exp')!, sig.searchParams.get('sig')!)).to.equal('ok');
+      expect(stack.rt.blobs.verify('blob_old', sig.searchParams.get('exp')!, sig.searchParams.get('sig')!)).to.equal(
+        'ok',
+      );
       const patched = await p.patch('/projects/prj_legacydeck000000000', { tags: ['old'] }, { 'if-match': '"1"' });
       expect(patched.status, patched.text).to.equal(200);
       expect(patched.body.version).to.equal(2);

@@ -24,13 +24,23 @@ describe('templates', function () {
     expect(r.body.total).to.equal(r.body.data.length);
     expect(r.body).to.not.have.property('cursor'); // SPEC 2.3: present only when more pages exist
     const kinds = r.body.data.map((t: any) => t.kind);
-    for (const kind of ['flowchart', 'whiteboard', 'notes', 'sheet']) expect(kinds.filter((k: string) => k === kind).length, kind).to.be.at.least(2);
-    expect(r.body.data.map((t: any) => t.id)).to.include.members(['tpl_hiring_process', 'tpl_incident_response', 'tpl_sprint_retrospective', 'tpl_swot_analysis', 'tpl_meeting_notes', 'tpl_project_brief']);
+    for (const kind of ['flowchart', 'whiteboard', 'notes', 'sheet'])
+      expect(kinds.filter((k: string) => k === kind).length, kind).to.be.at.least(2);
+    expect(r.body.data.map((t: any) => t.id)).to.include.members([
+      'tpl_hiring_process',
+      'tpl_incident_response',
+      'tpl_sprint_retrospective',
+      'tpl_swot_analysis',
+      'tpl_meeting_notes',
+      'tpl_project_brief',
+    ]);
     for (const t of r.body.data) {
       expect(t.id).to.match(/^tpl_[a-z_]+$/);
       expect(t.name).to.be.a('string').and.not.equal('');
       expect(t.description).to.be.a('string').and.not.equal('');
-      expect(t.projectType).to.equal({ flowchart: 'chart', whiteboard: 'chart', notes: 'notes', sheet: 'sheet' }[t.kind as string]);
+      expect(t.projectType).to.equal(
+        { flowchart: 'chart', whiteboard: 'chart', notes: 'notes', sheet: 'sheet' }[t.kind as string],
+      );
       expect(t.preview.summary).to.be.a('string').and.not.equal('');
       expect(t.preview.firstLines).to.be.an('array').that.is.not.empty;
       expect(t.preview.previewSvg).to.match(/^data:image\/svg\+xml;base64,/);
@@ -79,7 +89,13 @@ describe('templates', function () {
     const t = (await api.get('/templates?limit=100')).body.data.find((x: any) => x.id === 'tpl_hiring_process');
     const r = await api.post('/templates/tpl_hiring_process/use', {});
     expect(r.status, r.text).to.equal(201);
-    expect(r.body).to.include({ name: 'Hiring process', kind: 'flowchart', projectType: 'chart', version: 1, description: t.description });
+    expect(r.body).to.include({
+      name: 'Hiring process',
+      kind: 'flowchart',
+      projectType: 'chart',
+      version: 1,
+      description: t.description,
+    });
     expect(r.body.tags).to.deep.equal(t.tags);
     expect(r.body.content).to.deep.equal(t.content);
     expect(r.body.openUrl).to.equal(`${stack.config.PUBLIC_BASE_URL}/editor/${r.body.id}`);
@@ -93,7 +109,11 @@ describe('templates', function () {
   });
 
   it('when a template is used with a name, description and tags, then the project takes them', async () => {
-    const r = await api.post('/templates/tpl_meeting_notes/use', { name: 'Standup 3 May', description: 'daily', tags: ['standup'] });
+    const r = await api.post('/templates/tpl_meeting_notes/use', {
+      name: 'Standup 3 May',
+      description: 'daily',
+      tags: ['standup'],
+    });
     expect(r.status).to.equal(201);
     expect(r.body).to.include({ name: 'Standup 3 May', description: 'daily', kind: 'notes' });
     expect(r.body.tags).to.deep.equal(['standup']);
@@ -133,7 +153,10 @@ describe('templates', function () {
     // As if the process had died after the grid, its creation commit and head, before the project
     // and the answer: the project goes, the key's record is in flight with its lease run out.
     await stack.rt.db.db.collection<any>(COLLECTIONS.projects).deleteOne({ _id: first.body.id });
-    const rec = await stack.rt.db.idempotency.updateOne({ accountId, key: 'tpl-sheet-crash' }, { $set: { state: 'in_flight', response: null, lockedUntil: new Date(0) } });
+    const rec = await stack.rt.db.idempotency.updateOne(
+      { accountId, key: 'tpl-sheet-crash' },
+      { $set: { state: 'in_flight', response: null, lockedUntil: new Date(0) } },
+    );
     expect(rec.modifiedCount).to.equal(1);
     expect((await api.get('/sheets')).body.data.map((s: any) => s.id)).to.not.include(first.body.id);
 
@@ -142,13 +165,24 @@ describe('templates', function () {
     expect(retry.body).to.include({ id: first.body.id, name: 'Crashy', kind: 'sheet' });
     const sheet = await api.get(`/sheets/${first.body.id}`);
     expect(sheet.status).to.equal(200);
-    expect(sheet.body).to.include({ version: 1, headCommitId: (await stack.rt.db.db.collection<any>(COLLECTIONS.sheetCommits).findOne({ sheetId: first.body.id, seq: 1 }))._id });
+    expect(sheet.body).to.include({
+      version: 1,
+      headCommitId: (
+        await stack.rt.db.db.collection<any>(COLLECTIONS.sheetCommits).findOne({ sheetId: first.body.id, seq: 1 })
+      )._id,
+    });
     expect(JSON.stringify(sheet.body.rows)).to.include('Office rent');
-    expect(await stack.rt.db.db.collection(COLLECTIONS.sheetCommits).countDocuments({ sheetId: first.body.id })).to.equal(1);
+    expect(
+      await stack.rt.db.db.collection(COLLECTIONS.sheetCommits).countDocuments({ sheetId: first.body.id }),
+    ).to.equal(1);
     expect(await stack.rt.db.db.collection(COLLECTIONS.sheets).countDocuments({ _id: first.body.id })).to.equal(1);
     // The blocks of the retry's own grid were dropped: only the first attempt's remain.
-    const tree = JSON.parse((await stack.rt.db.db.collection<any>(COLLECTIONS.sheets).findOne({ _id: first.body.id })).tree);
-    expect(await stack.rt.db.db.collection(COLLECTIONS.sheetBlocks).countDocuments({ sheetId: first.body.id })).to.equal(tree.blocks.length);
+    const tree = JSON.parse(
+      (await stack.rt.db.db.collection<any>(COLLECTIONS.sheets).findOne({ _id: first.body.id })).tree,
+    );
+    expect(
+      await stack.rt.db.db.collection(COLLECTIONS.sheetBlocks).countDocuments({ sheetId: first.body.id }),
+    ).to.equal(tree.blocks.length);
   });
 
   it('when the template is unknown or the body is wrong, then 404 or 400 naming the field', async () => {

@@ -65,15 +65,23 @@ describe('projects: tenant isolation and scopes', function () {
       expect(got.body.name).to.match(/^Secret/);
       expect(got.body.shares).to.deep.equal([]);
     }
-    expect(await stack.rt.db.db.collection(COLLECTIONS.projects).countDocuments({ _id: { $in: ids } as never })).to.equal(ids.length);
+    expect(
+      await stack.rt.db.db.collection(COLLECTIONS.projects).countDocuments({ _id: { $in: ids } as never }),
+    ).to.equal(ids.length);
   });
 
-  const routes = (id: string): { name: string; scope: Scope; call: (c: Client) => Promise<{ status: number; text: string }> }[] => [
+  const routes = (
+    id: string,
+  ): { name: string; scope: Scope; call: (c: Client) => Promise<{ status: number; text: string }> }[] => [
     { name: 'GET /projects', scope: 'read', call: (c) => c.get('/projects') },
     { name: 'GET /projects/{id}', scope: 'read', call: (c) => c.get(`/projects/${id}`) },
     { name: 'GET /templates', scope: 'read', call: (c) => c.get('/templates') },
     { name: 'PATCH /projects/{id}', scope: 'write', call: (c) => c.patch(`/projects/${id}`, { isStarred: true }) },
-    { name: 'POST /projects/{id}/share', scope: 'write', call: (c) => c.post(`/projects/${id}/share`, { email: 's@example.com', role: 'viewer' }) },
+    {
+      name: 'POST /projects/{id}/share',
+      scope: 'write',
+      call: (c) => c.post(`/projects/${id}/share`, { email: 's@example.com', role: 'viewer' }),
+    },
     { name: 'POST /flowcharts', scope: 'write', call: (c) => c.post('/flowcharts', flowchartBody()) },
     { name: 'POST /whiteboards', scope: 'write', call: (c) => c.post('/whiteboards', whiteboardBody()) },
     { name: 'POST /notes', scope: 'write', call: (c) => c.post('/notes', { name: 'n' }) },
@@ -93,11 +101,28 @@ describe('projects: tenant isolation and scopes', function () {
       // A project of each key's own account, so that an allowed call finds it.
       const now = new Date();
       const id = `prj_scope${accountId.slice(-15)}`;
-      await stack.rt.db.db.collection<any>(COLLECTIONS.projects).insertOne({ _id: id, accountId, name: 'p', description: '', kind: 'notes', projectType: 'notes', version: 1, content: { markdown: '' }, shares: [], canvasMode: 'notes', tags: [], isStarred: false, createdAt: now, updatedAt: now, deletedAt: null });
+      await stack.rt.db.db.collection<any>(COLLECTIONS.projects).insertOne({
+        _id: id,
+        accountId,
+        name: 'p',
+        description: '',
+        kind: 'notes',
+        projectType: 'notes',
+        version: 1,
+        content: { markdown: '' },
+        shares: [],
+        canvasMode: 'notes',
+        tags: [],
+        isStarred: false,
+        createdAt: now,
+        updatedAt: now,
+        deletedAt: null,
+      });
       const scopes = c === readOnly.c ? ['read'] : c === writeOnly.c ? ['write'] : [];
       for (const route of routes(id)) {
         const r = await route.call(c);
-        if (scopes.includes(route.scope)) expect(r.status, `${route.name} with ${scopes}: ${r.text}`).to.be.within(200, 204);
+        if (scopes.includes(route.scope))
+          expect(r.status, `${route.name} with ${scopes}: ${r.text}`).to.be.within(200, 204);
         else {
           expect(r.status, `${route.name} with ${scopes.join(',') || 'ai'}: ${r.text}`).to.equal(403);
           expect(JSON.parse(r.text).error.code).to.equal('forbidden');

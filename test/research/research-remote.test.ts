@@ -16,7 +16,9 @@ describe('research (OpenAI-compatible writer against a local fake)', () => {
         return;
       }
       if (mode === 'refuse') {
-        res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'context length exceeded', type: 'invalid_request_error' } }));
+        res
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: 'context length exceeded', type: 'invalid_request_error' } }));
         return;
       }
       const body = JSON.parse(req.body);
@@ -27,12 +29,28 @@ describe('research (OpenAI-compatible writer against a local fake)', () => {
           object: 'chat.completion',
           created: 1,
           model: body.model,
-          choices: [{ index: 0, message: { role: 'assistant', content: `# Research: ${question}\n\n## Summary\n\nThe workspace has a kanban build [1].` }, finish_reason: 'stop' }],
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: `# Research: ${question}\n\n## Summary\n\nThe workspace has a kanban build [1].`,
+              },
+              finish_reason: 'stop',
+            },
+          ],
           usage: { prompt_tokens: 900, completion_tokens: 34, total_tokens: 934 },
         }),
       );
     });
-    stack = await startStack({ env: { RESEARCH_ENGINE: 'openai', OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: 'sk-test', OPENAI_MODEL: 'test-model' } });
+    stack = await startStack({
+      env: {
+        RESEARCH_ENGINE: 'openai',
+        OPENAI_BASE_URL: `${fake.url}/v1`,
+        OPENAI_API_KEY: 'sk-test',
+        OPENAI_MODEL: 'test-model',
+      },
+    });
   });
   after(async () => {
     await stack.stop();
@@ -63,7 +81,9 @@ describe('research (OpenAI-compatible writer against a local fake)', () => {
     expect(job.result.engine).to.equal('openai-compatible:test-model');
     expect(job.result.totalTokens).to.equal(934);
     expect(job.result.content).to.match(/^# Research: hiring kanban\n/);
-    expect(job.result.content).to.contain(`1. [A Kanban Board For Hiring](${stack.config.PUBLIC_BASE_URL}/api/v1/jobs/${build.body.jobId})`);
+    expect(job.result.content).to.contain(
+      `1. [A Kanban Board For Hiring](${stack.config.PUBLIC_BASE_URL}/api/v1/jobs/${build.body.jobId})`,
+    );
     const sent = JSON.parse(fake.requests.at(-1)!.body);
     expect(fake.requests.at(-1)!.headers.authorization).to.equal('Bearer sk-test');
     expect(sent.model).to.equal('test-model');
@@ -77,7 +97,12 @@ describe('research (OpenAI-compatible writer against a local fake)', () => {
     const job = await waitForJob(api, r.body.jobId);
     expect(job.status).to.equal('failed');
     const legacy = (await api.get(`/research/${r.body.jobId.slice(4)}`)).body;
-    expect(legacy).to.include({ status: 'failed', isComplete: false, errorMessage: 'research provider refused the request (400)', content: null });
+    expect(legacy).to.include({
+      status: 'failed',
+      isComplete: false,
+      errorMessage: 'research provider refused the request (400)',
+      content: null,
+    });
     await until(async () => (await api.get('/account/credits')).body.balance === 100, 'the refund');
     const refund = await stack.rt.db.ledger.findOne({ accountId, jobId: r.body.jobId, kind: 'refund' });
     expect(fromUnits(refund!.millicredits)).to.equal(stack.config.CREDIT_PRICES.research);

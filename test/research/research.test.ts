@@ -27,7 +27,7 @@ describe('research (local workspace engine)', () => {
     return waitForJob(api, r.body.jobId);
   };
 
-  it('when research is posted with extra members (SPEC 2.16 allows them), then 202 returns a res_ job and only the query (and the key\'s Drive access) is stored', async () => {
+  it("when research is posted with extra members (SPEC 2.16 allows them), then 202 returns a res_ job and only the query (and the key's Drive access) is stored", async () => {
     const { api, accountId } = await account();
     const r = await api.post('/research', { query: 'market size', depth: 'deep', options: { region: 'EU' } });
     expect(r.status).to.equal(202);
@@ -35,7 +35,10 @@ describe('research (local workspace engine)', () => {
     expect(r.body).to.include({ type: 'research', status: 'queued' });
     const doc = await stack.rt.db.jobs.findOne({ _id: r.body.jobId, accountId });
     expect(doc?.input).to.deep.equal({ query: 'market size', drive: { pins: [] } }); // a full key: the whole drive
-    expect(doc?.credits).to.include({ operation: 'research', millicredits: toUnits(stack.config.CREDIT_PRICES.research) });
+    expect(doc?.credits).to.include({
+      operation: 'research',
+      millicredits: toUnits(stack.config.CREDIT_PRICES.research),
+    });
   });
 
   it('when query is missing or empty, then 400 names it', async () => {
@@ -49,7 +52,11 @@ describe('research (local workspace engine)', () => {
 
   it('when the workspace holds matching work, then the report cites it with counts and a token total', async () => {
     const { api } = await account();
-    await codeBuild(api, { prompt: 'a checklist for gardening chores and watering plants', planFirst: true, name: 'Garden Chores' });
+    await codeBuild(api, {
+      prompt: 'a checklist for gardening chores and watering plants',
+      planFirst: true,
+      name: 'Garden Chores',
+    });
     await codeBuild(api, { prompt: 'a stopwatch for sprints' });
     const song = await api.post('/songs', { style: 'gardening folk', lyrics: 'water the plants in the morning sun' });
     await waitForJob(api, song.body.jobId);
@@ -62,7 +69,11 @@ describe('research (local workspace engine)', () => {
     expect(r.searchCount).to.equal(2); // jobs and projects (no notes or Drive collections yet)
     expect(r.readCount).to.equal(2); // the garden build and the song; the stopwatch does not match
     expect(r.sources).to.have.length(2);
-    expect(r.sources[0]).to.deep.equal({ url: `${stack.config.PUBLIC_BASE_URL}/api/v1/jobs/${r.sources[0].url.split('/').pop()}`, title: 'Garden Chores', domain: new URL(stack.config.PUBLIC_BASE_URL).host });
+    expect(r.sources[0]).to.deep.equal({
+      url: `${stack.config.PUBLIC_BASE_URL}/api/v1/jobs/${r.sources[0].url.split('/').pop()}`,
+      title: 'Garden Chores',
+      domain: new URL(stack.config.PUBLIC_BASE_URL).host,
+    });
     expect(r.sources.map((s: any) => s.title)).to.include('Gardening Folk');
     expect(r.partial).to.equal(false);
     // Tokens read (the build's prompt, plan and HTML; the song) plus the report: more than the report alone.
@@ -78,8 +89,29 @@ describe('research (local workspace engine)', () => {
     const b = await api.get(`/research/${job.jobId}`);
     expect(a.status).to.equal(200);
     expect(a.body).to.deep.equal(b.body);
-    expect(Object.keys(a.body).sort()).to.deep.equal(['completedAt', 'content', 'errorMessage', 'isComplete', 'jobId', 'readCount', 'searchCount', 'sources', 'startedAt', 'status', 'totalTokens']);
-    expect(a.body).to.include({ jobId: raw, status: 'complete', isComplete: true, errorMessage: null, content: job.result.content, readCount: 1, searchCount: 2, totalTokens: job.result.totalTokens });
+    expect(Object.keys(a.body).sort()).to.deep.equal([
+      'completedAt',
+      'content',
+      'errorMessage',
+      'isComplete',
+      'jobId',
+      'readCount',
+      'searchCount',
+      'sources',
+      'startedAt',
+      'status',
+      'totalTokens',
+    ]);
+    expect(a.body).to.include({
+      jobId: raw,
+      status: 'complete',
+      isComplete: true,
+      errorMessage: null,
+      content: job.result.content,
+      readCount: 1,
+      searchCount: 2,
+      totalTokens: job.result.totalTokens,
+    });
     expect(a.body.sources).to.deep.equal(job.result.sources);
     expect(Date.parse(a.body.startedAt)).to.be.at.most(Date.parse(a.body.completedAt));
   });
@@ -87,15 +119,60 @@ describe('research (local workspace engine)', () => {
   it('when a job is still running or has failed, then isComplete is false', async () => {
     const { api, accountId } = await account();
     const now = new Date();
-    const base = { accountId, type: 'research' as const, input: { query: 'q' }, result: null, notes: [], credits: { operation: 'research' as const, millicredits: 0, refunded: false }, dispatchedAt: now, attempts: 1, sweptAt: null, createdAt: now, updatedAt: now };
+    const base = {
+      accountId,
+      type: 'research' as const,
+      input: { query: 'q' },
+      result: null,
+      notes: [],
+      credits: { operation: 'research' as const, millicredits: 0, refunded: false },
+      dispatchedAt: now,
+      attempts: 1,
+      sweptAt: null,
+      createdAt: now,
+      updatedAt: now,
+    };
     await stack.rt.db.jobs.insertMany([
-      { ...base, _id: 'res_runningjob', status: 'processing', rawStatus: 'reading', progressMessage: 'Reading source 1 of 3', error: null, lease: { owner: 'elsewhere', until: new Date(Date.now() + 3_600_000) }, startedAt: now, completedAt: null },
-      { ...base, _id: 'res_failedjob', status: 'failed', rawStatus: 'failed', progressMessage: 'Failed', error: 'research provider refused the request (400)', lease: null, startedAt: now, completedAt: now },
+      {
+        ...base,
+        _id: 'res_runningjob',
+        status: 'processing',
+        rawStatus: 'reading',
+        progressMessage: 'Reading source 1 of 3',
+        error: null,
+        lease: { owner: 'elsewhere', until: new Date(Date.now() + 3_600_000) },
+        startedAt: now,
+        completedAt: null,
+      },
+      {
+        ...base,
+        _id: 'res_failedjob',
+        status: 'failed',
+        rawStatus: 'failed',
+        progressMessage: 'Failed',
+        error: 'research provider refused the request (400)',
+        lease: null,
+        startedAt: now,
+        completedAt: now,
+      },
     ]);
     const running = (await api.get('/research/runningjob')).body;
-    expect(running).to.include({ jobId: 'runningjob', status: 'reading', isComplete: false, content: null, completedAt: null, errorMessage: null });
+    expect(running).to.include({
+      jobId: 'runningjob',
+      status: 'reading',
+      isComplete: false,
+      content: null,
+      completedAt: null,
+      errorMessage: null,
+    });
     const failed = (await api.get('/research/res_failedjob')).body;
-    expect(failed).to.include({ jobId: 'failedjob', status: 'failed', isComplete: false, content: null, errorMessage: 'research provider refused the request (400)' });
+    expect(failed).to.include({
+      jobId: 'failedjob',
+      status: 'failed',
+      isComplete: false,
+      content: null,
+      errorMessage: 'research provider refused the request (400)',
+    });
   });
 
   it('when a source cannot be read, then the report is partial and the legacy status says partial', async () => {
@@ -122,7 +199,7 @@ describe('research (local workspace engine)', () => {
     expect(job.result.content).to.contain('Nothing in this workspace matches "quantum chromodynamics"');
   });
 
-  it("when another account, an unknown id or a non-research job is asked for, then 404", async () => {
+  it('when another account, an unknown id or a non-research job is asked for, then 404', async () => {
     const mine = await account();
     const theirs = await account();
     const job = await research(mine.api, { query: 'anything' });
@@ -141,7 +218,10 @@ describe('research (local workspace engine)', () => {
     const spy = sinon.spy(stack.workers!.runtime.jobs, 'progress');
     try {
       const job = await research(api, { query: 'reading list' });
-      const steps = spy.getCalls().filter((c) => c.args[0] === job.jobId).map((c) => `${c.args[2].rawStatus}: ${c.args[2].progressMessage}`);
+      const steps = spy
+        .getCalls()
+        .filter((c) => c.args[0] === job.jobId)
+        .map((c) => `${c.args[2].rawStatus}: ${c.args[2].progressMessage}`);
       expect(steps).to.deep.equal([
         'searching: Searching jobs for "reading list"',
         'searching: Searching projects for "reading list"',
@@ -171,12 +251,30 @@ describe('research (local workspace engine)', () => {
     const { api, accountId } = await account();
     const other = await account();
     await stack.rt.db.db.collection('notes').insertMany([
-      { _id: 'note_mine', accountId, title: 'Standup notes', content: 'The onboarding checklist ships in May. Design review is on Friday.', createdAt: new Date() },
-      { _id: 'note_theirs', accountId: other.accountId, title: 'Secret onboarding checklist', content: 'Not yours to read.', createdAt: new Date() },
+      {
+        _id: 'note_mine',
+        accountId,
+        title: 'Standup notes',
+        content: 'The onboarding checklist ships in May. Design review is on Friday.',
+        createdAt: new Date(),
+      },
+      {
+        _id: 'note_theirs',
+        accountId: other.accountId,
+        title: 'Secret onboarding checklist',
+        content: 'Not yours to read.',
+        createdAt: new Date(),
+      },
     ] as never[]);
     const job = await research(api, { query: 'onboarding checklist' });
     expect(job.result.searchCount).to.equal(3);
-    expect(job.result.sources).to.deep.equal([{ url: `${stack.config.PUBLIC_BASE_URL}/api/v1/projects/note_mine`, title: 'Standup notes', domain: new URL(stack.config.PUBLIC_BASE_URL).host }]);
+    expect(job.result.sources).to.deep.equal([
+      {
+        url: `${stack.config.PUBLIC_BASE_URL}/api/v1/projects/note_mine`,
+        title: 'Standup notes',
+        domain: new URL(stack.config.PUBLIC_BASE_URL).host,
+      },
+    ]);
     expect(job.result.content).to.contain('The onboarding checklist ships in May.').and.not.contain('Not yours');
   });
 });

@@ -34,9 +34,25 @@ describe('scheduler: stale live sessions', function () {
     // What a process that died leaves behind: a row still `connected`, no heartbeat since.
     c.close();
     await c.closed;
-    await until(async () => (await sessions().findOne({ _id: open.body.sessionId })).status === 'dropped', 'the closed connection marks it dropped');
-    await sessions().updateOne({ _id: open.body.sessionId }, { $set: { status: 'connected', lastSeenAt: new Date(Date.now() - 5000), owner: { instance: 'rti_gone', conn: 'rtc_gone' } } });
-    await until(async () => (await sessions().findOne({ _id: open.body.sessionId })).status === 'dropped', 'the scheduler marks the silent session dropped', 5000);
+    await until(
+      async () => (await sessions().findOne({ _id: open.body.sessionId })).status === 'dropped',
+      'the closed connection marks it dropped',
+    );
+    await sessions().updateOne(
+      { _id: open.body.sessionId },
+      {
+        $set: {
+          status: 'connected',
+          lastSeenAt: new Date(Date.now() - 5000),
+          owner: { instance: 'rti_gone', conn: 'rtc_gone' },
+        },
+      },
+    );
+    await until(
+      async () => (await sessions().findOne({ _id: open.body.sessionId })).status === 'dropped',
+      'the scheduler marks the silent session dropped',
+      5000,
+    );
     expect((await sessions().findOne({ _id: open.body.sessionId })).owner).to.equal(null);
 
     const again = await api.post('/live/session', { resumptionHandle: started.resumptionHandle });
@@ -54,7 +70,13 @@ describe('scheduler: stale live sessions', function () {
       { _id: 'live_stale_c', ...base, status: 'ended', lastSeenAt: old },
     ]);
     expect(await stack.scheduler!.tasks.dropStaleLiveSessions(now)).to.be.at.most(1);
-    const by = Object.fromEntries((await sessions().find({ _id: { $in: ['live_stale_a', 'live_stale_b', 'live_stale_c'] } }).toArray()).map((d) => [d._id, d.status]));
+    const by = Object.fromEntries(
+      (
+        await sessions()
+          .find({ _id: { $in: ['live_stale_a', 'live_stale_b', 'live_stale_c'] } })
+          .toArray()
+      ).map((d) => [d._id, d.status]),
+    );
     expect(by).to.deep.equal({ live_stale_a: 'dropped', live_stale_b: 'connected', live_stale_c: 'ended' });
   });
 });

@@ -14,9 +14,11 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
   });
   after(() => stack.stop());
 
-  const ops = (id: string, list: unknown[], extra: Record<string, unknown> = {}) => api.post(`/sheets/${id}/ops`, { ops: list, ...extra });
+  const ops = (id: string, list: unknown[], extra: Record<string, unknown> = {}) =>
+    api.post(`/sheets/${id}/ops`, { ops: list, ...extra });
   const propose = (id: string, list: unknown[]) => ops(id, list, { propose: true });
-  const resolve = (id: string, commitId: string, action: 'merge' | 'reject') => api.post(`/sheets/${id}/commits/${commitId}/resolve`, { action });
+  const resolve = (id: string, commitId: string, action: 'merge' | 'reject') =>
+    api.post(`/sheets/${id}/commits/${commitId}/resolve`, { action });
   const rowsOf = async (id: string) => (await api.get(`/sheets/${id}?rowLimit=1000`)).body.rows;
 
   it('when ops are proposed, then a proposed commit is recorded with its diff and the grid does not change until it is merged', async () => {
@@ -24,7 +26,14 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
     const p = await propose(s.id, [{ op: 'set', cell: 'B1', value: 9 }]);
     expect(p.status).to.equal(200);
     expect(p.body.version).to.equal(1);
-    expect(p.body.commit).to.include({ status: 'proposed', seq: null, parentId: s.headCommitId, baseCommitId: s.headCommitId, resolvedAt: null, resolvedBy: null });
+    expect(p.body.commit).to.include({
+      status: 'proposed',
+      seq: null,
+      parentId: s.headCommitId,
+      baseCommitId: s.headCommitId,
+      resolvedAt: null,
+      resolvedBy: null,
+    });
     expect(p.body.commit.diff.cells).to.deep.equal([{ cell: 'B1', row: 1, column: 'Price', before: 1.1, after: 9 }]);
     expect((await rowsOf(s.id))[0][1]).to.equal(1.1);
     const listed = await api.get(`/sheets/${s.id}/commits?status=proposed`);
@@ -51,13 +60,15 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
     expect(r.status).to.equal(200);
     expect(r.body.commit).to.include({ status: 'rejected', seq: null });
     expect(r.body.version).to.equal(1);
-    expect((await rowsOf(s.id))).to.have.length(4);
+    expect(await rowsOf(s.id)).to.have.length(4);
     const m = await resolve(s.id, p.body.commit.id, 'merge');
     expect(m.status).to.equal(409);
     expect(m.body.error.message).to.match(/is rejected, not proposed/);
     expect((await resolve(s.id, s.headCommitId, 'reject')).body.error.message).to.match(/is merged, not proposed/);
     expect((await resolve(s.id, 'cmt_00000000000000000000', 'merge')).status).to.equal(404);
-    expect((await api.post(`/sheets/${s.id}/commits/${p.body.commit.id}/resolve`, { action: 'squash' })).body.error.message).to.match(/^action: must be merge or reject/);
+    expect(
+      (await api.post(`/sheets/${s.id}/commits/${p.body.commit.id}/resolve`, { action: 'squash' })).body.error.message,
+    ).to.match(/^action: must be merge or reject/);
   });
 
   it('when a later merged commit changed the cells of a proposal, then merging it is 409 stale_commit and the grid keeps the later change', async () => {
@@ -68,7 +79,10 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
     const sorts = await propose(s.id, [{ op: 'sort', column: 'Item' }]);
     await ops(s.id, [{ op: 'set', cell: 'B1', value: 5 }]);
     await ops(s.id, [{ op: 'deleteRows', rows: [4] }]);
-    await ops(s.id, [{ op: 'retypeColumn', column: 'Qty', type: 'string' }, { op: 'insertRows', at: 1, count: 1 }]);
+    await ops(s.id, [
+      { op: 'retypeColumn', column: 'Qty', type: 'string' },
+      { op: 'insertRows', at: 1, count: 1 },
+    ]);
     const expectStale = async (id: string, re: RegExp) => {
       const r = await resolve(s.id, id, 'merge');
       expect(r.status).to.equal(409);
@@ -80,42 +94,87 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
     await expectStale(retype.body.commit.id, /changed a (cell|column) this proposal changes/);
     await expectStale(sorts.body.commit.id, /changed the row order/);
     expect((await rowsOf(s.id))[1][1]).to.equal(5);
-    const stored = await stack.rt.db.db.collection(COLLECTIONS.sheetCommits).findOne({ _id: cell.body.commit.id } as never);
+    const stored = await stack.rt.db.db
+      .collection(COLLECTIONS.sheetCommits)
+      .findOne({ _id: cell.body.commit.id } as never);
     expect(stored?.status).to.equal('proposed');
   });
 
   it('when later commits touched other cells, then the proposal is rebased onto the current grid and merged, following its rows', async () => {
     const s = await newSheet(api);
-    const p = await propose(s.id, [{ op: 'set', cell: 'B1', value: 9 }, { op: 'appendRows', rows: [['Mango', 2, 2, null, 'open']] }, { op: 'renameColumn', column: 'Status', name: 'State' }]);
+    const p = await propose(s.id, [
+      { op: 'set', cell: 'B1', value: 9 },
+      { op: 'appendRows', rows: [['Mango', 2, 2, null, 'open']] },
+      { op: 'renameColumn', column: 'Status', name: 'State' },
+    ]);
     // Rows move (an insert and a sort), another cell changes, another row is appended.
-    await ops(s.id, [{ op: 'insertRows', at: 1, rows: [['Cherry', 7, 1, null, 'new']] }, { op: 'set', cell: 'C2', value: 33 }, { op: 'appendRows', rows: [['Lemon']] }]);
+    await ops(s.id, [
+      { op: 'insertRows', at: 1, rows: [['Cherry', 7, 1, null, 'new']] },
+      { op: 'set', cell: 'C2', value: 33 },
+      { op: 'appendRows', rows: [['Lemon']] },
+    ]);
     const m = await resolve(s.id, p.body.commit.id, 'merge');
     expect(m.status, m.text).to.equal(200);
     expect(m.body.commit).to.include({ status: 'merged', seq: 3, rebased: true });
     expect(m.body.commit.diff.cells).to.deep.equal([{ cell: 'B2', row: 2, column: 'Price', before: 1.1, after: 9 }]);
     const rows = await rowsOf(s.id);
-    expect(rows.map((r: unknown[]) => r[0])).to.deep.equal(['Cherry', 'Apple', 'Pear', 'Plum', 'Fig', 'Lemon', 'Mango']);
+    expect(rows.map((r: unknown[]) => r[0])).to.deep.equal([
+      'Cherry',
+      'Apple',
+      'Pear',
+      'Plum',
+      'Fig',
+      'Lemon',
+      'Mango',
+    ]);
     expect(rows[1]).to.deep.equal(['Apple', 9, 33, '2024-03-01', 'open']);
     expect(m.body.columns.map((c: { name: string }) => c.name)).to.include('State');
     // The rows kept distinct ids: a later edit of Mango touches Mango only.
     await ops(s.id, [{ op: 'set', cell: 'A7', value: 'Mango!' }]);
-    expect((await rowsOf(s.id)).map((r: unknown[]) => r[0])).to.deep.equal(['Cherry', 'Apple', 'Pear', 'Plum', 'Fig', 'Lemon', 'Mango!']);
+    expect((await rowsOf(s.id)).map((r: unknown[]) => r[0])).to.deep.equal([
+      'Cherry',
+      'Apple',
+      'Pear',
+      'Plum',
+      'Fig',
+      'Lemon',
+      'Mango!',
+    ]);
   });
 
   it('when the sheet is rolled back to a commit, then its grid comes back as a new commit, history is kept, and rolling forward again works', async () => {
     const s = await newSheet(api);
-    const c2 = await ops(s.id, [{ op: 'set', cell: 'A1', value: 'Apricot' }, { op: 'deleteRows', rows: [2] }]);
-    await ops(s.id, [{ op: 'insertColumn', name: 'Note', type: 'string', value: 'n' }, { op: 'appendRows', rows: [['Kiwi']] }, { op: 'renameColumn', column: 'Qty', name: 'Count' }]);
+    const c2 = await ops(s.id, [
+      { op: 'set', cell: 'A1', value: 'Apricot' },
+      { op: 'deleteRows', rows: [2] },
+    ]);
+    await ops(s.id, [
+      { op: 'insertColumn', name: 'Note', type: 'string', value: 'n' },
+      { op: 'appendRows', rows: [['Kiwi']] },
+      { op: 'renameColumn', column: 'Qty', name: 'Count' },
+    ]);
     const back = await api.post(`/sheets/${s.id}/rollback`, { commitId: s.headCommitId });
     expect(back.status, back.text).to.equal(200);
     expect(back.body.version).to.equal(4);
     expect(back.body.commit).to.include({ status: 'merged', seq: 4, source: 'rollback', rollbackOf: s.headCommitId });
     expect(back.body.commit.summary).to.match(/^Roll back to version 1/);
     expect(await rowsOf(s.id)).to.deep.equal(ROWS.map((r) => [...r]));
-    expect(back.body.columns.map((c: { name: string }) => c.name)).to.deep.equal(['Item', 'Price', 'Qty', 'Date', 'Status']);
+    expect(back.body.columns.map((c: { name: string }) => c.name)).to.deep.equal([
+      'Item',
+      'Price',
+      'Qty',
+      'Date',
+      'Status',
+    ]);
     const diff = back.body.commit.diff;
     expect(diff.cells).to.deep.include({ cell: 'A1', row: 1, column: 'Item', before: 'Apricot', after: 'Apple' });
-    expect(diff.structure.map((x: { op: string }) => x.op)).to.include.members(['rollback', 'deleteRows', 'insertRows', 'deleteColumn', 'renameColumn']);
+    expect(diff.structure.map((x: { op: string }) => x.op)).to.include.members([
+      'rollback',
+      'deleteRows',
+      'insertRows',
+      'deleteColumn',
+      'renameColumn',
+    ]);
     const chain = await api.get(`/sheets/${s.id}/commits?limit=100`);
     expect(chain.body.data.map((c: { seq: number }) => c.seq)).to.deep.equal([4, 3, 2, 1]);
 
@@ -127,7 +186,9 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
     await ops(s.id, [{ op: 'appendRows', rows: [['New']] }]);
     expect((await rowsOf(s.id)).map((r: unknown[]) => r[0])).to.deep.equal(['Apricot', 'Plum', 'Fig', 'New']);
 
-    const same = await api.post(`/sheets/${s.id}/rollback`, { commitId: (await api.get(`/sheets/${s.id}`)).body.headCommitId });
+    const same = await api.post(`/sheets/${s.id}/rollback`, {
+      commitId: (await api.get(`/sheets/${s.id}`)).body.headCommitId,
+    });
     expect(same.status).to.equal(409);
     expect(same.body.error.message).to.match(/nothing to roll back/);
     const prop = await propose(s.id, [{ op: 'set', cell: 'A1', value: 'x' }]);
@@ -151,7 +212,9 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
     const one = await api.get(`/sheets/${s.id}/commits/${p1.body.data[0].id}`);
     expect(one.body.ops).to.deep.equal([{ op: 'set', cell: 'A1', value: 'v3' }]);
     expect(one.body.diff.cells[0]).to.include({ before: 'v2', after: 'v3' });
-    expect((await api.get(`/sheets/${s.id}/commits?status=open`)).body.error.message).to.match(/^status: must be proposed, merged or rejected/);
+    expect((await api.get(`/sheets/${s.id}/commits?status=open`)).body.error.message).to.match(
+      /^status: must be proposed, merged or rejected/,
+    );
     expect((await api.get(`/sheets/${s.id}/commits/cmt_00000000000000000000`)).status).to.equal(404);
   });
 
@@ -161,14 +224,18 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
     // Put the head back where it was before commit 2, as if its writer had crashed between the two writes.
     const heads = stack.rt.db.db.collection(COLLECTIONS.sheets);
     const first = await stack.rt.db.db.collection(COLLECTIONS.sheetCommits).findOne({ _id: s.headCommitId } as never);
-    await heads.updateOne({ _id: s.id } as never, { $set: { version: 1, headCommitId: s.headCommitId, tree: first!.tree } });
+    await heads.updateOne({ _id: s.id } as never, {
+      $set: { version: 1, headCommitId: s.headCommitId, tree: first!.tree },
+    });
     expect((await rowsOf(s.id))[0][0]).to.equal('Apple');
     const next = await ops(s.id, [{ op: 'set', cell: 'A2', value: 'next' }]);
     expect(next.status).to.equal(200);
     expect(next.body.commit).to.include({ seq: 3, parentId: c2.body.commit.id });
     const rows = await rowsOf(s.id);
     expect([rows[0][0], rows[1][0]]).to.deep.equal(['recorded', 'next']);
-    expect((await api.get(`/sheets/${s.id}/commits`)).body.data.map((c: { seq: number }) => c.seq)).to.deep.equal([3, 2, 1]);
+    expect((await api.get(`/sheets/${s.id}/commits`)).body.data.map((c: { seq: number }) => c.seq)).to.deep.equal([
+      3, 2, 1,
+    ]);
   });
 
   describe('with two API processes', () => {
@@ -189,23 +256,37 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
       const s = await newSheet(apis[0]!);
       // 16 plain requests (each appends a row and overwrites C1) and 4 that insist on version 1.
       const bodies = Array.from({ length: 20 }, (_, i) =>
-        i % 5 === 4 ? { ops: [{ op: 'set', cell: 'A1', value: `if-match ${i}` }], ifMatch: true } : { ops: [{ op: 'appendRows', rows: [[`r${i}`, i]] }, { op: 'set', cell: 'C1', value: i }] },
+        i % 5 === 4
+          ? { ops: [{ op: 'set', cell: 'A1', value: `if-match ${i}` }], ifMatch: true }
+          : {
+              ops: [
+                { op: 'appendRows', rows: [[`r${i}`, i]] },
+                { op: 'set', cell: 'C1', value: i },
+              ],
+            },
       );
       const results = await Promise.all(
-        bodies.map((body, i) => apis[i % 2]!.post(`/sheets/${s.id}/ops`, { ops: body.ops }, body.ifMatch ? { 'if-match': '"1"' } : {})),
+        bodies.map((body, i) =>
+          apis[i % 2]!.post(`/sheets/${s.id}/ops`, { ops: body.ops }, body.ifMatch ? { 'if-match': '"1"' } : {}),
+        ),
       );
       const merged = results.filter((r) => r.status === 200);
       for (const [i, r] of results.entries()) {
         expect([200, 409, 412], r.text).to.include(r.status);
         if (r.status === 409) expect(['version_conflict', 'conflict']).to.include(r.body.error.code);
         // A stale If-Match is a failed precondition; only the requests that sent one get it.
-        if (r.status === 412) expect([r.body.error.code, bodies[i]!.ifMatch]).to.deep.equal(['precondition_failed', true]);
+        if (r.status === 412)
+          expect([r.body.error.code, bodies[i]!.ifMatch]).to.deep.equal(['precondition_failed', true]);
       }
       expect(merged.length).to.be.at.least(16);
       expect(results.filter((r, i) => i % 5 !== 4 && r.status !== 200)).to.have.length(0);
 
       // The merged chain: seq 1..n, each the parent of the next, one per 200 answer.
-      const docs = await stack.rt.db.db.collection(COLLECTIONS.sheetCommits).find({ sheetId: s.id, kind: 'commit', status: 'merged' } as never).sort({ seq: 1 }).toArray();
+      const docs = await stack.rt.db.db
+        .collection(COLLECTIONS.sheetCommits)
+        .find({ sheetId: s.id, kind: 'commit', status: 'merged' } as never)
+        .sort({ seq: 1 })
+        .toArray();
       expect(docs.map((d) => d.seq)).to.deep.equal(Array.from({ length: merged.length + 1 }, (_, i) => i + 1));
       for (const [i, d] of docs.entries()) expect(d.parentId).to.equal(i === 0 ? null : docs[i - 1]!._id);
       expect(new Set(merged.map((r) => r.body.commit.id))).to.deep.equal(new Set(docs.slice(1).map((d) => d._id)));

@@ -18,9 +18,15 @@ describe('sheets: consistency (stale reads, queued requests, If-Match, retried c
   after(() => stack.stop());
   afterEach(() => sinon.restore());
 
-  const ops = (id: string, list: unknown[], extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) => api.post(`/sheets/${id}/ops`, { ops: list, ...extra }, headers);
+  const ops = (
+    id: string,
+    list: unknown[],
+    extra: Record<string, unknown> = {},
+    headers: Record<string, string> = {},
+  ) => api.post(`/sheets/${id}/ops`, { ops: list, ...extra }, headers);
   const propose = (id: string, list: unknown[]) => ops(id, list, { propose: true });
-  const merge = (id: string, commitId: string) => api.post(`/sheets/${id}/commits/${commitId}/resolve`, { action: 'merge' });
+  const merge = (id: string, commitId: string) =>
+    api.post(`/sheets/${id}/commits/${commitId}/resolve`, { action: 'merge' });
   const rowsOf = async (id: string) => (await api.get(`/sheets/${id}?rowLimit=1000`)).body.rows;
 
   describe('merging a proposal whose values were computed or selected from columns a later commit wrote', () => {
@@ -39,9 +45,13 @@ describe('sheets: consistency (stale reads, queued requests, If-Match, retried c
 
     it('when a later commit changed the where column of an update or a delete, then the merge is 409 stale_commit', async () => {
       const s = await newSheet(api);
-      const upd = await propose(s.id, [{ op: 'update', where: { column: 'Status', cmp: 'eq', value: 'open' }, set: [{ column: 'Qty', value: 0 }] }]);
+      const upd = await propose(s.id, [
+        { op: 'update', where: { column: 'Status', cmp: 'eq', value: 'open' }, set: [{ column: 'Qty', value: 0 }] },
+      ]);
       const del = await propose(s.id, [{ op: 'deleteRows', where: { column: 'Status', cmp: 'eq', value: 'done' } }]);
-      const col = await propose(s.id, [{ op: 'insertColumn', name: 'Total', type: 'number', expression: 'Price * Qty' }]);
+      const col = await propose(s.id, [
+        { op: 'insertColumn', name: 'Total', type: 'number', expression: 'Price * Qty' },
+      ]);
       // Pear is open now: the update would miss it, the delete would remove a row it no longer matches.
       await ops(s.id, [{ op: 'set', cell: 'E2', value: 'open' }]);
       for (const c of [upd, del]) {
@@ -57,7 +67,13 @@ describe('sheets: consistency (stale reads, queued requests, If-Match, retried c
 
     it('when later commits wrote other columns than the proposal reads and writes, then it still rebases and merges', async () => {
       const s = await newSheet(api);
-      const p = await propose(s.id, [{ op: 'update', where: { column: 'Item', cmp: 'eq', value: 'Plum' }, set: [{ column: 'Price', expression: 'Price * 2' }] }]);
+      const p = await propose(s.id, [
+        {
+          op: 'update',
+          where: { column: 'Item', cmp: 'eq', value: 'Plum' },
+          set: [{ column: 'Price', expression: 'Price * 2' }],
+        },
+      ]);
       await ops(s.id, [{ op: 'set', cell: 'E1', value: 'closed' }]);
       const m = await merge(s.id, p.body.commit.id);
       expect(m.status, m.text).to.equal(200);
@@ -89,7 +105,8 @@ describe('sheets: consistency (stale reads, queued requests, If-Match, retried c
       const opts = args[1] as { projection?: Record<string, unknown> } | undefined;
       const read = (findOne as (...a: unknown[]) => Promise<unknown>).apply(this, args);
       // The second request read the version it arrived at: it queues right after this.
-      if (this.collectionName === COLLECTIONS.sheets && gated && opts?.projection?.version === 1) void read.then(() => queued());
+      if (this.collectionName === COLLECTIONS.sheets && gated && opts?.projection?.version === 1)
+        void read.then(() => queued());
       return read;
     } as never);
 
@@ -103,7 +120,9 @@ describe('sheets: consistency (stale reads, queued requests, If-Match, retried c
     expect(a.status, a.text).to.equal(200);
     expect(b.status, b.text).to.equal(409);
     expect(b.body.error.code).to.equal('conflict');
-    expect(b.body.error.message).to.match(/the sheet changed while this request waited \(version 1, now 2\) and the ops no longer apply: ops\.0\.column: names no column "Date"/);
+    expect(b.body.error.message).to.match(
+      /the sheet changed while this request waited \(version 1, now 2\) and the ops no longer apply: ops\.0\.column: names no column "Date"/,
+    );
     // Sent now, on the moved sheet, the same ops are the caller's mistake: 400.
     const later = await ops(s.id, [{ op: 'set', column: 'Date', row: 1, value: '2025-01-01' }]);
     expect(later.status).to.equal(400);
@@ -113,12 +132,22 @@ describe('sheets: consistency (stale reads, queued requests, If-Match, retried c
     const s = await newSheet(api);
     const p = await propose(s.id, [{ op: 'set', cell: 'A1', value: 'x' }]);
     await ops(s.id, [{ op: 'set', cell: 'A2', value: 'y' }]);
-    const stale = await api.post(`/sheets/${s.id}/commits/${p.body.commit.id}/resolve`, { action: 'reject' }, { 'if-match': '"1"' });
+    const stale = await api.post(
+      `/sheets/${s.id}/commits/${p.body.commit.id}/resolve`,
+      { action: 'reject' },
+      { 'if-match': '"1"' },
+    );
     expect(stale.status, stale.text).to.equal(412);
     expect(stale.body.error.code).to.equal('precondition_failed');
-    expect(stale.body.error.message).to.equal('sheet is at version 2, not 1 (If-Match): someone changed it since you read it; fetch it again and re-apply your change');
+    expect(stale.body.error.message).to.equal(
+      'sheet is at version 2, not 1 (If-Match): someone changed it since you read it; fetch it again and re-apply your change',
+    );
     expect((await api.get(`/sheets/${s.id}/commits/${p.body.commit.id}`)).body.status).to.equal('proposed');
-    const ok = await api.post(`/sheets/${s.id}/commits/${p.body.commit.id}/resolve`, { action: 'reject' }, { 'if-match': '"2"' });
+    const ok = await api.post(
+      `/sheets/${s.id}/commits/${p.body.commit.id}/resolve`,
+      { action: 'reject' },
+      { 'if-match': '"2"' },
+    );
     expect(ok.status, ok.text).to.equal(200);
     expect(ok.body.commit.status).to.equal('rejected');
   });

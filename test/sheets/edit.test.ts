@@ -6,7 +6,8 @@ import { startStack, type Stack } from '../../scripts/harness/stack';
 import { account, newSheet } from './helpers';
 import { fromUnits } from '../../platform/credits/credits';
 
-const balance = async (api: { get: (p: string) => Promise<{ body: { balance: number } }> }) => (await api.get('/account/credits')).body.balance;
+const balance = async (api: { get: (p: string) => Promise<{ body: { balance: number } }> }) =>
+  (await api.get('/account/credits')).body.balance;
 
 describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over RabbitMQ)', () => {
   let stack: Stack;
@@ -23,11 +24,16 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
     expect(r.status, r.text).to.equal(200);
     expect(r.body).to.include({ engine: 'local-rules-v1', charged: price, version: 2 });
     expect(r.body.commit).to.include({ status: 'merged', source: 'edit', summary: 'add a column Total = Price * Qty' });
-    expect(r.body.commit.ops).to.deep.equal([{ op: 'insertColumn', name: 'Total', type: 'number', expression: 'Price * Qty' }]);
+    expect(r.body.commit.ops).to.deep.equal([
+      { op: 'insertColumn', name: 'Total', type: 'number', expression: 'Price * Qty' },
+    ]);
     const rows = (await api.get(`/sheets/${s.id}`)).body.rows;
     expect(rows.map((x: unknown[]) => x[5])).to.deep.equal([3.3, 10, 5, null]);
     expect(await balance(api)).to.equal(10 - price);
-    const ledger = await stack.rt.db.db.collection(COLLECTIONS.ledger).find({ accountId } as never).toArray();
+    const ledger = await stack.rt.db.db
+      .collection(COLLECTIONS.ledger)
+      .find({ accountId } as never)
+      .toArray();
     expect(ledger.map((e) => `${e.kind}:${e.operation}`)).to.deep.equal(['charge:sheet_edit']);
   });
 
@@ -36,11 +42,20 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
     const s = await newSheet(api);
     const sorted = await api.post(`/sheets/${s.id}/edit`, { instruction: 'Sort by Date descending.' });
     expect(sorted.body.commit.ops).to.deep.equal([{ op: 'sort', column: 'Date', direction: 'desc' }]);
-    expect((await api.get(`/sheets/${s.id}`)).body.rows.map((x: unknown[]) => x[0])).to.deep.equal(['Fig', 'Apple', 'Plum', 'Pear']);
+    expect((await api.get(`/sheets/${s.id}`)).body.rows.map((x: unknown[]) => x[0])).to.deep.equal([
+      'Fig',
+      'Apple',
+      'Plum',
+      'Pear',
+    ]);
     const del = await api.post(`/sheets/${s.id}/edit`, { instruction: 'delete rows where Status is done' });
-    expect(del.body.commit.ops).to.deep.equal([{ op: 'deleteRows', where: { column: 'Status', cmp: 'eq', value: 'done' } }]);
+    expect(del.body.commit.ops).to.deep.equal([
+      { op: 'deleteRows', where: { column: 'Status', cmp: 'eq', value: 'done' } },
+    ]);
     expect(del.body.rowCount).to.equal(2);
-    const ren = await api.post(`/sheets/${s.id}/edit`, { instruction: 'rename column B to Owner; set Qty to 0 where Item is plum; add a row: Kiwi, 2, 1' });
+    const ren = await api.post(`/sheets/${s.id}/edit`, {
+      instruction: 'rename column B to Owner; set Qty to 0 where Item is plum; add a row: Kiwi, 2, 1',
+    });
     expect(ren.status, ren.text).to.equal(200);
     expect(ren.body.columns[1].name).to.equal('Owner');
     expect((await api.get(`/sheets/${s.id}`)).body.rows).to.deep.equal([
@@ -67,10 +82,15 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
     const r = await api.post(`/sheets/${s.id}/edit`, { instruction: 'make it prettier' });
     expect(r.status).to.equal(400);
     expect(r.body.error.code).to.equal('validation_error');
-    expect(r.body.error.message).to.match(/^instruction: the local-rules-v1 engine does not understand "make it prettier"; it understands instructions like: "add a column Total = Price \* Qty", "add a date column Due", "sort by Date descending"/);
+    expect(r.body.error.message).to.match(
+      /^instruction: the local-rules-v1 engine does not understand "make it prettier"; it understands instructions like: "add a column Total = Price \* Qty", "add a date column Due", "sort by Date descending"/,
+    );
     expect(r.body.error.message).to.match(/nothing was charged$/);
     expect(await balance(api)).to.equal(5);
-    const ledger = await stack.rt.db.db.collection(COLLECTIONS.ledger).find({ accountId } as never).toArray();
+    const ledger = await stack.rt.db.db
+      .collection(COLLECTIONS.ledger)
+      .find({ accountId } as never)
+      .toArray();
     expect(ledger.map((e) => e.kind).sort()).to.deep.equal(['charge', 'refund']);
     expect((await api.get(`/sheets/${s.id}/commits`)).body.total).to.equal(1);
   });
@@ -80,7 +100,9 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
     const s = await newSheet(api);
     const r = await api.post(`/sheets/${s.id}/edit`, { instruction: 'sort by Colour' });
     expect(r.status).to.equal(400);
-    expect(r.body.error.message).to.equal(`instruction: the local-rules-v1 engine's ops do not apply to this sheet: ops.0.column: names no column "Colour"; nothing was charged`);
+    expect(r.body.error.message).to.equal(
+      `instruction: the local-rules-v1 engine's ops do not apply to this sheet: ops.0.column: names no column "Colour"; nothing was charged`,
+    );
     expect(await balance(api)).to.equal(5);
   });
 
@@ -134,7 +156,10 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
     expect(r.body.error.code).to.equal('timeout');
     expect(r.body.error.message).to.match(/nothing was charged$/);
     expect(await balance(api)).to.equal(10);
-    expect((await stack.rt.db.ledger.find({ accountId }).toArray()).map((e) => e.kind).sort()).to.deep.equal(['charge', 'refund']);
+    expect((await stack.rt.db.ledger.find({ accountId }).toArray()).map((e) => e.kind).sort()).to.deep.equal([
+      'charge',
+      'refund',
+    ]);
     expect((await api.get(`/sheets/${s.id}`)).body.version).to.equal(1);
     expect((await api.get(`/sheets/${s.id}/commits`)).body.total).to.equal(1);
   });
@@ -143,12 +168,18 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
     const { api } = await account(stack, { credits: 0 });
     const s = await newSheet(api);
     expect((await api.post(`/sheets/${s.id}/edit`, {})).body.error.message).to.match(/^instruction: is required/);
-    expect((await api.post(`/sheets/${s.id}/edit`, { instruction: '   ' })).body.error.message).to.match(/^instruction: must not be empty/);
-    expect((await api.post(`/sheets/${s.id}/edit`, { instruction: 'x'.repeat(2001) })).body.error.message).to.match(/^instruction: must be at most 2000 characters/);
+    expect((await api.post(`/sheets/${s.id}/edit`, { instruction: '   ' })).body.error.message).to.match(
+      /^instruction: must not be empty/,
+    );
+    expect((await api.post(`/sheets/${s.id}/edit`, { instruction: 'x'.repeat(2001) })).body.error.message).to.match(
+      /^instruction: must be at most 2000 characters/,
+    );
     const poor = await api.post(`/sheets/${s.id}/edit`, { instruction: 'sort by Date' });
     expect(poor.status).to.equal(402);
     expect(poor.body.error.code).to.equal('insufficient_credits');
-    expect((await api.post('/sheets/prj_00000000000000000000/edit', { instruction: 'sort by Date' })).status).to.equal(404);
+    expect((await api.post('/sheets/prj_00000000000000000000/edit', { instruction: 'sort by Date' })).status).to.equal(
+      404,
+    );
   });
 });
 
@@ -163,7 +194,10 @@ describe('sheets: POST /sheets/{id}/edit when the sheet pool does not answer', (
       expect(r.body.error.code).to.equal('timeout');
       expect(r.body.error.message).to.match(/sheet pool did not answer within 300 ms; nothing was charged/);
       expect(await balance(api)).to.equal(3);
-      const ledger = await stack.rt.db.db.collection(COLLECTIONS.ledger).find({ accountId } as never).toArray();
+      const ledger = await stack.rt.db.db
+        .collection(COLLECTIONS.ledger)
+        .find({ accountId } as never)
+        .toArray();
       expect(ledger.map((e) => e.kind).sort()).to.deep.equal(['charge', 'refund']);
       expect((await api.get(`/sheets/${s.id}`)).body.version).to.equal(1);
     } finally {
@@ -180,13 +214,32 @@ describe('sheets: POST /sheets/{id}/edit with SHEET_ENGINE=openai against a fake
   before(async () => {
     fake = await fakeServer((req, res) => {
       if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return void res.writeHead(404).end();
-      if (status !== 200) return void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'upstream exploded', type: 'server_error' } }));
+      if (status !== 200)
+        return void res
+          .writeHead(status, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: 'upstream exploded', type: 'server_error' } }));
       const content = typeof answer === 'string' ? answer : JSON.stringify(answer);
       res.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({ id: 'chatcmpl-7', object: 'chat.completion', created: 1, model: 'sheet-model', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 80, completion_tokens: 20, total_tokens: 100 } }),
+        JSON.stringify({
+          id: 'chatcmpl-7',
+          object: 'chat.completion',
+          created: 1,
+          model: 'sheet-model',
+          choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 80, completion_tokens: 20, total_tokens: 100 },
+        }),
       );
     });
-    stack = await startStack({ scheduler: false, env: { WORKER_POOLS: 'sheet', SHEET_ENGINE: 'openai', OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: 'sk-sheet', OPENAI_MODEL: 'sheet-model' } });
+    stack = await startStack({
+      scheduler: false,
+      env: {
+        WORKER_POOLS: 'sheet',
+        SHEET_ENGINE: 'openai',
+        OPENAI_BASE_URL: `${fake.url}/v1`,
+        OPENAI_API_KEY: 'sk-sheet',
+        OPENAI_MODEL: 'sheet-model',
+      },
+    });
   });
   after(async () => {
     await stack.stop();
@@ -196,17 +249,27 @@ describe('sheets: POST /sheets/{id}/edit with SHEET_ENGINE=openai against a fake
   it('when the model answers ops, then they are validated and applied, and the request carried the columns, a sample and the instruction in JSON mode', async () => {
     const { api } = await account(stack, { credits: 5 });
     const s = await newSheet(api);
-    answer = { ops: [{ op: 'update', where: { column: 'Status', cmp: 'eq', value: 'done' }, set: [{ column: 'Qty', value: 0 }] }] };
+    answer = {
+      ops: [
+        { op: 'update', where: { column: 'Status', cmp: 'eq', value: 'done' }, set: [{ column: 'Qty', value: 0 }] },
+      ],
+    };
     const r = await api.post(`/sheets/${s.id}/edit`, { instruction: 'zero the quantity of finished items' });
     expect(r.status, r.text).to.equal(200);
-    expect(r.body).to.include({ engine: 'openai-compatible:sheet-model', charged: fromUnits(stack.rt.credits.millicreditsFor('sheet_edit')) });
+    expect(r.body).to.include({
+      engine: 'openai-compatible:sheet-model',
+      charged: fromUnits(stack.rt.credits.millicreditsFor('sheet_edit')),
+    });
     expect((await api.get(`/sheets/${s.id}`)).body.rows.map((x: unknown[]) => x[2])).to.deep.equal([3, 0, 10, 0]);
     const sent = fake.requests.at(-1)!;
     expect(sent.headers.authorization).to.equal('Bearer sk-sheet');
     const body = JSON.parse(sent.body);
     expect(body).to.deep.include({ model: 'sheet-model', response_format: { type: 'json_object' } });
     expect(body.messages[0].content).to.contain('{"ops":[...]}');
-    expect(body.messages[1].content).to.contain('"name":"Price","type":"number"').and.contain('["Apple",1.1,3,"2024-03-01","open"]').and.contain('Instruction: zero the quantity of finished items');
+    expect(body.messages[1].content)
+      .to.contain('"name":"Price","type":"number"')
+      .and.contain('["Apple",1.1,3,"2024-03-01","open"]')
+      .and.contain('Instruction: zero the quantity of finished items');
   });
 
   it('when the model writes invalid ops, then 400 names the op and field and nothing is charged', async () => {
@@ -215,14 +278,20 @@ describe('sheets: POST /sheets/{id}/edit with SHEET_ENGINE=openai against a fake
     answer = { ops: [{ op: 'explode', cell: 'A1' }] };
     const shape = await api.post(`/sheets/${s.id}/edit`, { instruction: 'boom' });
     expect(shape.status).to.equal(400);
-    expect(shape.body.error.message).to.match(/^the openai-compatible:sheet-model engine wrote ops that are not valid \(ops\.0\.op: .*\); nothing was charged$/);
+    expect(shape.body.error.message).to.match(
+      /^the openai-compatible:sheet-model engine wrote ops that are not valid \(ops\.0\.op: .*\); nothing was charged$/,
+    );
     answer = { ops: [{ op: 'set', cell: 'Z1', value: 1 }] };
     const target = await api.post(`/sheets/${s.id}/edit`, { instruction: 'set z1' });
     expect(target.status).to.equal(400);
-    expect(target.body.error.message).to.equal("instruction: the openai-compatible:sheet-model engine's ops do not apply to this sheet: ops.0.cell: column Z is beyond the last column (E); nothing was charged");
+    expect(target.body.error.message).to.equal(
+      "instruction: the openai-compatible:sheet-model engine's ops do not apply to this sheet: ops.0.cell: column Z is beyond the last column (E); nothing was charged",
+    );
     answer = { ops: [], error: 'there is no colour column' };
     const none = await api.post(`/sheets/${s.id}/edit`, { instruction: 'paint it' });
-    expect(none.body.error.message).to.equal('instruction: the openai-compatible:sheet-model engine found no change to make: there is no colour column; nothing was charged');
+    expect(none.body.error.message).to.equal(
+      'instruction: the openai-compatible:sheet-model engine found no change to make: there is no colour column; nothing was charged',
+    );
     expect(await balance(api)).to.equal(5);
     expect((await api.get(`/sheets/${s.id}`)).body.version).to.equal(1);
   });

@@ -23,31 +23,65 @@ const INPUT: SheetEditInput = {
 
 describe('sheets: local-rules-v1 engine', () => {
   const engine = createLocalSheetEngine();
-  const plan = async (instruction: string) => (await engine.plan({ ...INPUT, instruction }, { signal: new AbortController().signal })).ops;
+  const plan = async (instruction: string) =>
+    (await engine.plan({ ...INPUT, instruction }, { signal: new AbortController().signal })).ops;
 
   it('when given the documented instructions, then it writes ops that pass the op contract', async () => {
     const cases: [string, unknown[]][] = [
-      ['add a column Total = Price * Qty', [{ op: 'insertColumn', name: 'Total', type: 'number', expression: 'Price * Qty' }]],
-      ['Add a new column called "Net" as [Price] * 0.8', [{ op: 'insertColumn', name: 'Net', type: 'number', expression: '[Price] * 0.8' }]],
+      [
+        'add a column Total = Price * Qty',
+        [{ op: 'insertColumn', name: 'Total', type: 'number', expression: 'Price * Qty' }],
+      ],
+      [
+        'Add a new column called "Net" as [Price] * 0.8',
+        [{ op: 'insertColumn', name: 'Net', type: 'number', expression: '[Price] * 0.8' }],
+      ],
       ['add a date column Due', [{ op: 'insertColumn', name: 'Due', type: 'date' }]],
       ['add a column Owner before Status', [{ op: 'insertColumn', name: 'Owner', type: 'string', before: 'Status' }]],
       ['sort by Date descending', [{ op: 'sort', column: 'Date', direction: 'desc' }]],
       ['order the rows by price, lowest first', [{ op: 'sort', column: 'price', direction: 'asc' }]],
-      ['delete rows where Status is done', [{ op: 'deleteRows', where: { column: 'Status', cmp: 'eq', value: 'done' } }]],
+      [
+        'delete rows where Status is done',
+        [{ op: 'deleteRows', where: { column: 'Status', cmp: 'eq', value: 'done' } }],
+      ],
       ['remove rows where Qty > 5', [{ op: 'deleteRows', where: { column: 'Qty', cmp: 'gt', value: 5 } }]],
-      ['delete rows where Status is not open', [{ op: 'deleteRows', where: { column: 'Status', cmp: 'ne', value: 'open' } }]],
+      [
+        'delete rows where Status is not open',
+        [{ op: 'deleteRows', where: { column: 'Status', cmp: 'ne', value: 'open' } }],
+      ],
       ['delete rows where Date is empty', [{ op: 'deleteRows', where: { column: 'Date', cmp: 'empty' } }]],
-      ['delete rows where Item contains "app"', [{ op: 'deleteRows', where: { column: 'Item', cmp: 'contains', value: 'app' } }]],
+      [
+        'delete rows where Item contains "app"',
+        [{ op: 'deleteRows', where: { column: 'Item', cmp: 'contains', value: 'app' } }],
+      ],
       ['delete rows 3, 5 and 7', [{ op: 'deleteRows', rows: [3, 5, 7] }]],
       ['delete rows 2 to 4', [{ op: 'deleteRows', rows: [2, 3, 4] }]],
       ['rename column B to Owner', [{ op: 'renameColumn', column: 'B', name: 'Owner' }]],
       ['delete column Notes', [{ op: 'deleteColumn', column: 'Notes' }]],
       ['change column Qty to text', [{ op: 'retypeColumn', column: 'Qty', type: 'string' }]],
-      ['set Status to done where Qty is 0', [{ op: 'update', set: [{ column: 'Status', value: 'done' }], where: { column: 'Qty', cmp: 'eq', value: 0 } }]],
-      ['set Paid to yes where Status = done', [{ op: 'update', set: [{ column: 'Paid', value: true }], where: { column: 'Status', cmp: 'eq', value: 'done' } }]],
+      [
+        'set Status to done where Qty is 0',
+        [{ op: 'update', set: [{ column: 'Status', value: 'done' }], where: { column: 'Qty', cmp: 'eq', value: 0 } }],
+      ],
+      [
+        'set Paid to yes where Status = done',
+        [
+          {
+            op: 'update',
+            set: [{ column: 'Paid', value: true }],
+            where: { column: 'Status', cmp: 'eq', value: 'done' },
+          },
+        ],
+      ],
       ['set Price = Price * 1.1', [{ op: 'update', set: [{ column: 'Price', expression: 'Price * 1.1' }] }]],
       ['add a row: Widget, 3, 4.5', [{ op: 'appendRows', rows: [['Widget', 3, 4.5]] }]],
-      ['sort by Date; then delete column Status', [{ op: 'sort', column: 'Date', direction: 'asc' }, { op: 'deleteColumn', column: 'Status' }]],
+      [
+        'sort by Date; then delete column Status',
+        [
+          { op: 'sort', column: 'Date', direction: 'asc' },
+          { op: 'deleteColumn', column: 'Status' },
+        ],
+      ],
     ];
     for (const [instruction, ops] of cases) {
       const out = await plan(instruction);
@@ -60,7 +94,9 @@ describe('sheets: local-rules-v1 engine', () => {
     const err = await plan('make it look nicer').catch((e: unknown) => e);
     expect(err).to.be.instanceOf(AppError);
     expect((err as AppError).code).to.equal('validation_error');
-    expect((err as AppError).message).to.match(/^instruction: the local-rules-v1 engine does not understand "make it look nicer"; it understands instructions like: "add a column Total = Price \* Qty"/);
+    expect((err as AppError).message).to.match(
+      /^instruction: the local-rules-v1 engine does not understand "make it look nicer"; it understands instructions like: "add a column Total = Price \* Qty"/,
+    );
   });
 });
 
@@ -73,7 +109,8 @@ describe('sheets: A1 ranges', () => {
     expect(parseRange('2:5')).to.deep.include({ c1: 0, c2: null, r1: 2, r2: 5 });
     expect(parseRange('B2:D')).to.deep.include({ c1: 1, c2: 3, r1: 2, r2: null });
     expect(parseRange('AA10')).to.deep.include({ c1: 26, r1: 10 });
-    for (const bad of ['', 'A0', '1A', 'A1:', ':A1', 'A1:B2:C3', 'A-1', 'ABCD1', 'A1234567', 'Sheet1!A1']) expect(parseRange(bad), bad).to.equal(null);
+    for (const bad of ['', 'A0', '1A', 'A1:', ':A1', 'A1:B2:C3', 'A-1', 'ABCD1', 'A1234567', 'Sheet1!A1'])
+      expect(parseRange(bad), bad).to.equal(null);
   });
 });
 
@@ -93,8 +130,17 @@ describe('sheets: grid blocks and ops engine', () => {
   };
   const build = async (n: number) => {
     const st = store();
-    const g = new WorkingGrid(emptyTree([{ name: 'k', type: 'number' }, { name: 's', type: 'string' }]), st.load);
-    await g.insertAt(0, Array.from({ length: n }, (_, i) => ({ id: g.nextRowId++, v: [i, `r${i}`] })));
+    const g = new WorkingGrid(
+      emptyTree([
+        { name: 'k', type: 'number' },
+        { name: 's', type: 'string' },
+      ]),
+      st.load,
+    );
+    await g.insertAt(
+      0,
+      Array.from({ length: n }, (_, i) => ({ id: g.nextRowId++, v: [i, `r${i}`] })),
+    );
     const { tree } = await st.commit(g);
     return { st, tree };
   };
@@ -131,8 +177,14 @@ describe('sheets: grid blocks and ops engine', () => {
 
   it('when a proposal is re-applied onto a grid where rows moved, then it follows its rows by id; a touched set decides conflicts', async () => {
     const { st, tree } = await build(10);
-    const proposal = await run(st, tree, [{ op: 'set', cell: 'B3', value: 'mine' }, { op: 'appendRows', rows: [[99, 'new']] }]);
-    const later = await run(st, tree, [{ op: 'insertRows', at: 1, rows: [[-1, 'first']] }, { op: 'sort', column: 'k', direction: 'desc' }]);
+    const proposal = await run(st, tree, [
+      { op: 'set', cell: 'B3', value: 'mine' },
+      { op: 'appendRows', rows: [[99, 'new']] },
+    ]);
+    const later = await run(st, tree, [
+      { op: 'insertRows', at: 1, rows: [[-1, 'first']] },
+      { op: 'sort', column: 'k', direction: 'desc' },
+    ]);
     expect(conflictOf(proposal.touched, [{ id: 'c', touched: later.touched }])).to.equal(null);
     const g = new WorkingGrid(later.tree, st.load);
     const re = await reapplyOps(g, proposal.resolved);
@@ -141,7 +193,16 @@ describe('sheets: grid blocks and ops engine', () => {
     expect(all.find((r) => r[0] === 2)).to.deep.equal([2, 'mine']);
     expect(all.at(-1)).to.deep.equal([99, 'new']);
     expect(re.diff.cells).to.have.length(1);
-    const clash: Touched = { cells: proposal.touched.cells, rows: [], cols: [], order: false, colOrder: false, all: false };
-    expect(conflictOf(proposal.touched, [{ id: 'cmt_x', touched: clash }])).to.equal('commit cmt_x changed a cell this proposal changes');
+    const clash: Touched = {
+      cells: proposal.touched.cells,
+      rows: [],
+      cols: [],
+      order: false,
+      colOrder: false,
+      all: false,
+    };
+    expect(conflictOf(proposal.touched, [{ id: 'cmt_x', touched: clash }])).to.equal(
+      'commit cmt_x changed a cell this proposal changes',
+    );
   });
 });

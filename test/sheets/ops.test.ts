@@ -13,21 +13,34 @@ describe('sheets: POST /sheets/{id}/ops', () => {
   });
   after(() => stack.stop());
 
-  const ops = (id: string, list: unknown[], extra: Record<string, unknown> = {}, headers?: Record<string, string>) => api.post(`/sheets/${id}/ops`, { ops: list, ...extra }, headers);
+  const ops = (id: string, list: unknown[], extra: Record<string, unknown> = {}, headers?: Record<string, string>) =>
+    api.post(`/sheets/${id}/ops`, { ops: list, ...extra }, headers);
   const rowsOf = async (id: string) => (await api.get(`/sheets/${id}?rowLimit=1000`)).body.rows;
 
   it('when cells are set by A1 and by row and column, then the commit is merged with a cell diff and the grid shows it', async () => {
     const s = await newSheet(api);
-    const r = await ops(s.id, [
-      { op: 'set', cell: 'b2', value: 2.5 },
-      { op: 'set', row: 4, column: 'qty', value: 7 },
-      { op: 'set', row: 1, column: 'E', value: 'closed' },
-    ], { summary: 'price fix' });
+    const r = await ops(
+      s.id,
+      [
+        { op: 'set', cell: 'b2', value: 2.5 },
+        { op: 'set', row: 4, column: 'qty', value: 7 },
+        { op: 'set', row: 1, column: 'E', value: 'closed' },
+      ],
+      { summary: 'price fix' },
+    );
     expect(r.status).to.equal(200);
     expect(r.headers.get('etag')).to.equal('"2"');
     expect(r.body).to.include({ version: 2, rowCount: 4 });
     const c = r.body.commit;
-    expect(c).to.include({ status: 'merged', seq: 2, summary: 'price fix', source: 'ops', parentId: s.headCommitId, changedCells: 3, rebased: false });
+    expect(c).to.include({
+      status: 'merged',
+      seq: 2,
+      summary: 'price fix',
+      source: 'ops',
+      parentId: s.headCommitId,
+      changedCells: 3,
+      rebased: false,
+    });
     expect(c.author.keyId).to.match(/^key_/);
     expect(c.ops).to.have.length(3);
     expect(c.diff.cells).to.deep.equal([
@@ -48,7 +61,13 @@ describe('sheets: POST /sheets/{id}/ops', () => {
     const r = await ops(s.id, [
       { op: 'insertRows', at: 2, rows: [['Kiwi', 4, 1, '2024-05-01', 'open']] },
       { op: 'insertRows', at: 1, count: 2 },
-      { op: 'appendRows', rows: [['Lime', 1, 1], ['Date', 9, 9, '2024-06-01', 'done']] },
+      {
+        op: 'appendRows',
+        rows: [
+          ['Lime', 1, 1],
+          ['Date', 9, 9, '2024-06-01', 'done'],
+        ],
+      },
       { op: 'deleteRows', rows: [1, 2] },
       { op: 'deleteRows', where: { column: 'Status', value: 'DONE' } },
     ]);
@@ -56,8 +75,17 @@ describe('sheets: POST /sheets/{id}/ops', () => {
     expect(r.body.rowCount).to.equal(4);
     expect((await rowsOf(s.id)).map((row: unknown[]) => row[0])).to.deep.equal(['Apple', 'Kiwi', 'Plum', 'Lime']);
     const structure = r.body.commit.diff.structure;
-    expect(structure.map((x: { op: string }) => x.op)).to.deep.equal(['insertRows', 'insertRows', 'appendRows', 'deleteRows', 'deleteRows']);
-    expect(structure[0]).to.deep.include({ description: 'inserted 1 row at row 2', rows: [{ row: 2, values: ['Kiwi', 4, 1, '2024-05-01', 'open'] }] });
+    expect(structure.map((x: { op: string }) => x.op)).to.deep.equal([
+      'insertRows',
+      'insertRows',
+      'appendRows',
+      'deleteRows',
+      'deleteRows',
+    ]);
+    expect(structure[0]).to.deep.include({
+      description: 'inserted 1 row at row 2',
+      rows: [{ row: 2, values: ['Kiwi', 4, 1, '2024-05-01', 'open'] }],
+    });
     expect(structure[2].description).to.equal('appended 2 rows (rows 8 to 9)');
     expect(structure[4].description).to.equal('deleted 3 rows (3, 5, 7)');
     expect(structure[4].rows.map((x: { values: unknown[] }) => x.values[0])).to.deep.equal(['Pear', 'Fig', 'Date']);
@@ -74,7 +102,15 @@ describe('sheets: POST /sheets/{id}/ops', () => {
       { op: 'insertColumn', name: 'Ratio', type: 'number', expression: '([Total] + 1) / Price' },
     ]);
     expect(r.status, r.text).to.equal(200);
-    expect(r.body.columns.map((c: { name: string; type: string }) => `${c.name}:${c.type}`)).to.deep.equal(['Item:string', 'Owner:string', 'Price:number', 'Qty:string', 'State:string', 'Total:number', 'Ratio:number']);
+    expect(r.body.columns.map((c: { name: string; type: string }) => `${c.name}:${c.type}`)).to.deep.equal([
+      'Item:string',
+      'Owner:string',
+      'Price:number',
+      'Qty:string',
+      'State:string',
+      'Total:number',
+      'Ratio:number',
+    ]);
     const rows = await rowsOf(s.id);
     expect(rows[0]).to.deep.equal(['Apple', 'ann', 1.1, '3', 'open', 3.3, 3.90909090909091]);
     expect(rows[3]).to.deep.equal(['Fig', 'ann', 3, null, 'done', null, null]);
@@ -88,7 +124,10 @@ describe('sheets: POST /sheets/{id}/ops', () => {
     const bad = await ops(s.id, [{ op: 'retypeColumn', column: 'v', type: 'number' }]);
     expect(bad.status).to.equal(400);
     expect(bad.body.error.message).to.equal('ops.0.type: cell A2 ("yes") does not convert to number');
-    const ok = await ops(s.id, [{ op: 'set', cell: 'A2', value: '1,000' }, { op: 'retypeColumn', column: 'v', type: 'number' }]);
+    const ok = await ops(s.id, [
+      { op: 'set', cell: 'A2', value: '1,000' },
+      { op: 'retypeColumn', column: 'v', type: 'number' },
+    ]);
     expect(ok.status, ok.text).to.equal(200);
     expect((await rowsOf(s.id)).map((x: unknown[]) => x[0])).to.deep.equal([3.5, 1000, null, null]);
     const toBool = await ops(s.id, [{ op: 'retypeColumn', column: 'v', type: 'boolean' }]);
@@ -97,8 +136,16 @@ describe('sheets: POST /sheets/{id}/ops', () => {
 
   it('when sorting, then rows order by the column (stable, empty last, text ignoring case) in either direction', async () => {
     const s = await newSheet(api, {
-      columns: [{ name: 'n', type: 'string' }, { name: 'q', type: 'number' }],
-      rows: [['b', 2], ['A', null], ['c', 1], ['a', 2]],
+      columns: [
+        { name: 'n', type: 'string' },
+        { name: 'q', type: 'number' },
+      ],
+      rows: [
+        ['b', 2],
+        ['A', null],
+        ['c', 1],
+        ['a', 2],
+      ],
     });
     await ops(s.id, [{ op: 'sort', column: 'q', direction: 'desc' }]);
     expect((await rowsOf(s.id)).map((x: unknown[]) => x[0])).to.deep.equal(['b', 'a', 'c', 'A']);
@@ -111,9 +158,20 @@ describe('sheets: POST /sheets/{id}/ops', () => {
   it('when rows are updated where a condition holds, with values or expressions, then only matching rows change', async () => {
     const s = await newSheet(api);
     const r = await ops(s.id, [
-      { op: 'update', where: { column: 'Qty', cmp: 'gte', value: 5 }, set: [{ column: 'Status', value: 'bulk' }, { column: 'Price', expression: 'Price * 2' }] },
+      {
+        op: 'update',
+        where: { column: 'Qty', cmp: 'gte', value: 5 },
+        set: [
+          { column: 'Status', value: 'bulk' },
+          { column: 'Price', expression: 'Price * 2' },
+        ],
+      },
       { op: 'update', where: { column: 'Qty', cmp: 'empty' }, set: [{ column: 'Qty', value: 0 }] },
-      { op: 'update', where: { column: 'Item', cmp: 'contains', value: 'PL' }, set: [{ column: 'Date', value: '2025-01-01' }] },
+      {
+        op: 'update',
+        where: { column: 'Item', cmp: 'contains', value: 'PL' },
+        set: [{ column: 'Date', value: '2025-01-01' }],
+      },
     ]);
     expect(r.status, r.text).to.equal(200);
     expect(await rowsOf(s.id)).to.deep.equal([
@@ -134,41 +192,92 @@ describe('sheets: POST /sheets/{id}/ops', () => {
     };
     const first = { op: 'set', cell: 'A1', value: 'changed' };
     await bad([first, { op: 'set', row: 1, column: 'Cost', value: 1 }], /^ops\.1\.column: names no column "Cost"/);
-    await bad([first, first, { op: 'set', cell: 'B1', value: 'x' }], /^ops\.2\.value: must be a finite number \(column "Price" is number\)/);
+    await bad(
+      [first, first, { op: 'set', cell: 'B1', value: 'x' }],
+      /^ops\.2\.value: must be a finite number \(column "Price" is number\)/,
+    );
     await bad([{ op: 'set', cell: 'F1', value: 1 }], /^ops\.0\.cell: column F is beyond the last column \(E\)/);
     await bad([{ op: 'set', cell: 'A9', value: 'x' }], /^ops\.0\.cell: row 9 is beyond the last row \(4\)/);
     await bad([{ op: 'set', cell: 'A1:B2', value: 'x' }], /^ops\.0\.cell: must be a cell in A1 notation/);
     await bad([{ op: 'set', row: 1, value: 'x' }], /^ops\.0\.column: is required \(or give cell, e\.g\. B3\)/);
-    await bad([{ op: 'set', cell: 'A1', row: 1, value: 'x' }], /^ops\.0\.cell: give either cell, or row and column, not both/);
+    await bad(
+      [{ op: 'set', cell: 'A1', row: 1, value: 'x' }],
+      /^ops\.0\.cell: give either cell, or row and column, not both/,
+    );
     await bad([{ op: 'set', cell: 'D1', value: '01/02/2024' }], /^ops\.0\.value: must be a date YYYY-MM-DD/);
     await bad([{ op: 'set', cell: 'A1' }], /^ops\.0\.value: is required/);
     await bad([{ op: 'paint', cell: 'A1' }], /^ops\.0(\.op)?: /);
-    await bad([{ op: 'set', cell: 'A1', value: 'x', colour: 'red' }], /ops\.0.*colour: unknown field|colour: unknown field/);
+    await bad(
+      [{ op: 'set', cell: 'A1', value: 'x', colour: 'red' }],
+      /ops\.0.*colour: unknown field|colour: unknown field/,
+    );
     await bad([], /^ops: must have at least one op/);
-    await bad(Array.from({ length: 101 }, () => first), /^ops: must have at most 100 ops/);
+    await bad(
+      Array.from({ length: 101 }, () => first),
+      /^ops: must have at most 100 ops/,
+    );
     await bad([{ op: 'insertRows', at: 7, count: 1 }], /^ops\.0\.at: must be at most 5 \(rowCount \+ 1\)/);
     await bad([{ op: 'insertRows', at: 1 }], /^ops\.0\.rows: give rows or count \(one of them\)/);
-    await bad([{ op: 'appendRows', rows: [['a', 1, 1, null, 'x', 'y']] }], /^ops\.0\.rows\.0: has 6 values; the sheet has 5 columns/);
+    await bad(
+      [{ op: 'appendRows', rows: [['a', 1, 1, null, 'x', 'y']] }],
+      /^ops\.0\.rows\.0: has 6 values; the sheet has 5 columns/,
+    );
     await bad([{ op: 'appendRows', rows: [['a', 'one']] }], /^ops\.0\.rows\.0\.1: must be a finite number/);
     await bad([{ op: 'deleteRows', rows: [2, 9] }], /^ops\.0\.rows\.1: row 9 is beyond the last row \(4\)/);
-    await bad([{ op: 'deleteRows', rows: [1], where: { column: 'Item', value: 'x' } }], /^ops\.0\.rows: give rows or where \(one of them\)/);
+    await bad(
+      [{ op: 'deleteRows', rows: [1], where: { column: 'Item', value: 'x' } }],
+      /^ops\.0\.rows: give rows or where \(one of them\)/,
+    );
     await bad([{ op: 'deleteRows', where: { column: 'Qty', cmp: 'gt' } }], /^ops\.0\.where\.value: is required for gt/);
-    await bad([{ op: 'deleteRows', where: { column: 'Qty', cmp: 'gt', value: 'many' } }], /^ops\.0\.where\.value: must be a finite number/);
-    await bad([{ op: 'deleteRows', where: { column: 'Qty', cmp: 'near', value: 1 } }], /^ops\.0\.where\.cmp: must be one of eq, ne/);
-    await bad([{ op: 'insertColumn', name: 'price', type: 'number' }], /^ops\.0\.name: a column named "price" exists already/);
-    await bad([{ op: 'insertColumn', name: 'T', type: 'string', expression: 'Price * Qty' }], /^ops\.0\.type: must be number when an expression computes the values/);
-    await bad([{ op: 'insertColumn', name: 'T', type: 'number', expression: 'Price * Item' }], /^ops\.0\.expression: column "Item" is string; expressions use number columns/);
-    await bad([{ op: 'insertColumn', name: 'T', type: 'number', expression: 'Price * (Qty' }], /^ops\.0\.expression: a parenthesis is not closed/);
-    await bad([{ op: 'insertColumn', name: 'T', type: 'number', expression: 'Price ^ 2' }], /^ops\.0\.expression: cannot read/);
+    await bad(
+      [{ op: 'deleteRows', where: { column: 'Qty', cmp: 'gt', value: 'many' } }],
+      /^ops\.0\.where\.value: must be a finite number/,
+    );
+    await bad(
+      [{ op: 'deleteRows', where: { column: 'Qty', cmp: 'near', value: 1 } }],
+      /^ops\.0\.where\.cmp: must be one of eq, ne/,
+    );
+    await bad(
+      [{ op: 'insertColumn', name: 'price', type: 'number' }],
+      /^ops\.0\.name: a column named "price" exists already/,
+    );
+    await bad(
+      [{ op: 'insertColumn', name: 'T', type: 'string', expression: 'Price * Qty' }],
+      /^ops\.0\.type: must be number when an expression computes the values/,
+    );
+    await bad(
+      [{ op: 'insertColumn', name: 'T', type: 'number', expression: 'Price * Item' }],
+      /^ops\.0\.expression: column "Item" is string; expressions use number columns/,
+    );
+    await bad(
+      [{ op: 'insertColumn', name: 'T', type: 'number', expression: 'Price * (Qty' }],
+      /^ops\.0\.expression: a parenthesis is not closed/,
+    );
+    await bad(
+      [{ op: 'insertColumn', name: 'T', type: 'number', expression: 'Price ^ 2' }],
+      /^ops\.0\.expression: cannot read/,
+    );
     await bad([{ op: 'insertColumn', name: 'T', type: 'number', before: 'Z' }], /^ops\.0\.before: names no column "Z"/);
     await bad([{ op: 'renameColumn', column: 'A', name: 'Qty' }], /^ops\.0\.name: a column named "Qty" exists already/);
-    await bad([{ op: 'update', set: [{ column: 'Qty' }] }], /^ops\.0\.set\.0: give value or expression \(one of them\)/);
-    await bad([{ op: 'update', set: [{ column: 'Item', expression: 'Qty + 1' }] }], /^ops\.0\.set\.0\.expression: column "Item" is string; expressions give numbers/);
+    await bad(
+      [{ op: 'update', set: [{ column: 'Qty' }] }],
+      /^ops\.0\.set\.0: give value or expression \(one of them\)/,
+    );
+    await bad(
+      [{ op: 'update', set: [{ column: 'Item', expression: 'Qty + 1' }] }],
+      /^ops\.0\.set\.0\.expression: column "Item" is string; expressions give numbers/,
+    );
     await bad([{ op: 'sort', column: 'Nope' }], /^ops\.0\.column: names no column "Nope"/);
     await bad([{ op: 'sort', column: 'Qty', direction: 'up' }], /^ops\.0\.direction: must be asc or desc/);
     await bad([first], /^summary: must not contain control characters/, { summary: 'a\nb' });
     await bad([first], /^propose: must be a boolean/, { propose: 'yes' });
-    const one = await ops(s.id, [{ op: 'deleteColumn', column: 'A' }, { op: 'deleteColumn', column: 'A' }, { op: 'deleteColumn', column: 'A' }, { op: 'deleteColumn', column: 'A' }, { op: 'deleteColumn', column: 'A' }]);
+    const one = await ops(s.id, [
+      { op: 'deleteColumn', column: 'A' },
+      { op: 'deleteColumn', column: 'A' },
+      { op: 'deleteColumn', column: 'A' },
+      { op: 'deleteColumn', column: 'A' },
+      { op: 'deleteColumn', column: 'A' },
+    ]);
     expect(one.body.error.message).to.equal('ops.4.column: a sheet keeps at least one column');
     // Nothing of any refused request was applied.
     const now = await api.get(`/sheets/${s.id}`);
@@ -179,11 +288,19 @@ describe('sheets: POST /sheets/{id}/ops', () => {
   });
 
   it('when ops would outgrow the sheet limits, then 400 names the op', async () => {
-    const s = await newSheet(api, { columns: [{ name: 'a', type: 'number' }], rows: Array.from({ length: 19_999 }, (_, i) => [i]) });
+    const s = await newSheet(api, {
+      columns: [{ name: 'a', type: 'number' }],
+      rows: Array.from({ length: 19_999 }, (_, i) => [i]),
+    });
     const r = await ops(s.id, [{ op: 'appendRows', rows: [[1], [2]] }]);
     expect(r.body.error.message).to.equal('ops.0.rows: the sheet would have 20001 rows; at most 20000');
-    const wide = await newSheet(api, { columns: Array.from({ length: 50 }, (_, i) => ({ name: `c${i}`, type: 'string' })), rows: [] });
-    expect((await ops(wide.id, [{ op: 'insertColumn', name: 'more', type: 'string' }])).body.error.message).to.equal('ops.0.name: the sheet would have 51 columns; at most 50');
+    const wide = await newSheet(api, {
+      columns: Array.from({ length: 50 }, (_, i) => ({ name: `c${i}`, type: 'string' })),
+      rows: [],
+    });
+    expect((await ops(wide.id, [{ op: 'insertColumn', name: 'more', type: 'string' }])).body.error.message).to.equal(
+      'ops.0.name: the sheet would have 51 columns; at most 50',
+    );
   });
 
   it('when one cell of a 600-row sheet changes, then one block of at most 256 rows is written and the other blocks are shared with the previous commit', async () => {
@@ -195,7 +312,10 @@ describe('sheets: POST /sheets/{id}/ops', () => {
     const r = await ops(s.id, [{ op: 'set', cell: 'B300', value: -1 }]);
     expect(r.status).to.equal(200);
     expect(await blocks.countDocuments({ sheetId: s.id })).to.equal(before + 1);
-    const [c1, c2] = await Promise.all([col.findOne({ _id: s.headCommitId } as never), col.findOne({ _id: r.body.commit.id } as never)]);
+    const [c1, c2] = await Promise.all([
+      col.findOne({ _id: s.headCommitId } as never),
+      col.findOne({ _id: r.body.commit.id } as never),
+    ]);
     const ids1 = JSON.parse(c1!.tree).blocks.map((b: { id: string }) => b.id);
     const ids2 = JSON.parse(c2!.tree).blocks.map((b: { id: string }) => b.id);
     expect(ids2[0]).to.equal(ids1[0]);

@@ -12,11 +12,25 @@ describe('sheets: create, list, read, range (SPEC 4.4)', () => {
 
   it('when a sheet is created, then it is a sheet project with its grid, a creation commit, listed in GET /sheets and GET /projects', async () => {
     const { api, accountId, keyId } = await account(stack);
-    const r = await api.post('/sheets', { name: 'Fruit', description: 'stock', tags: ['q1'], columns: COLUMNS, rows: ROWS });
+    const r = await api.post('/sheets', {
+      name: 'Fruit',
+      description: 'stock',
+      tags: ['q1'],
+      columns: COLUMNS,
+      rows: ROWS,
+    });
     expect(r.status).to.equal(201);
     const s = r.body;
     expect(s.id).to.match(/^prj_/);
-    expect(s).to.include({ name: 'Fruit', description: 'stock', rowCount: 4, columnCount: 5, version: 1, startRow: 1, nextStartRow: null });
+    expect(s).to.include({
+      name: 'Fruit',
+      description: 'stock',
+      rowCount: 4,
+      columnCount: 5,
+      version: 1,
+      startRow: 1,
+      nextStartRow: null,
+    });
     expect(s.openUrl).to.equal(`${stack.config.PUBLIC_BASE_URL}/sheets/${s.id}`);
     expect(s.tags).to.deep.equal(['q1']);
     expect(s.columns[3]).to.deep.equal({ letter: 'D', name: 'Date', type: 'date' });
@@ -28,7 +42,15 @@ describe('sheets: create, list, read, range (SPEC 4.4)', () => {
     const head = await stack.rt.db.db.collection(COLLECTIONS.sheets).findOne({ _id: s.id } as never);
     expect(head).to.include({ accountId, version: 1, headCommitId: s.headCommitId });
     const commit = await stack.rt.db.db.collection(COLLECTIONS.sheetCommits).findOne({ _id: s.headCommitId } as never);
-    expect(commit).to.include({ sheetId: s.id, accountId, status: 'merged', seq: 1, source: 'create', authorKeyId: keyId, parentId: null });
+    expect(commit).to.include({
+      sheetId: s.id,
+      accountId,
+      status: 'merged',
+      seq: 1,
+      source: 'create',
+      authorKeyId: keyId,
+      parentId: null,
+    });
 
     const list = await api.get('/sheets');
     expect(list.status).to.equal(200);
@@ -66,10 +88,27 @@ describe('sheets: create, list, read, range (SPEC 4.4)', () => {
     };
     await bad({ name: '' }, /^name: must not be empty/);
     await bad({ columns: [] }, /^columns: must have at least one column/);
-    await bad({ columns: Array.from({ length: 51 }, (_, i) => ({ name: `c${i}`, type: 'string' })) }, /^columns: must have at most 50 columns/);
-    await bad({ columns: [{ name: 'a', type: 'money' }] }, /^columns\.0\.type: must be one of string, number, boolean, date/);
-    await bad({ columns: [{ name: 'a', type: 'string' }, { name: 'A', type: 'number' }] }, /^columns\.1\.name: duplicates column "A"/);
-    await bad({ rows: [['Apple', 'cheap', 1, '2024-01-01', 'x']] }, /^rows\.0\.1: must be a finite number \(column "Price" is number\)/);
+    await bad(
+      { columns: Array.from({ length: 51 }, (_, i) => ({ name: `c${i}`, type: 'string' })) },
+      /^columns: must have at most 50 columns/,
+    );
+    await bad(
+      { columns: [{ name: 'a', type: 'money' }] },
+      /^columns\.0\.type: must be one of string, number, boolean, date/,
+    );
+    await bad(
+      {
+        columns: [
+          { name: 'a', type: 'string' },
+          { name: 'A', type: 'number' },
+        ],
+      },
+      /^columns\.1\.name: duplicates column "A"/,
+    );
+    await bad(
+      { rows: [['Apple', 'cheap', 1, '2024-01-01', 'x']] },
+      /^rows\.0\.1: must be a finite number \(column "Price" is number\)/,
+    );
     await bad({ rows: [['Apple', 1, 1, '2024-02-30', 'x']] }, /^rows\.0\.3: must be a date YYYY-MM-DD/);
     await bad({ rows: [['a', 1, 1, null, 'x', 'extra']] }, /^rows\.0: has 6 values; the sheet has 5 columns/);
     await bad({ rows: [[{ nested: true }]] }, /^rows\.0\.0: must be a string/);
@@ -85,7 +124,9 @@ describe('sheets: create, list, read, range (SPEC 4.4)', () => {
     const columns = Array.from({ length: 50 }, (_, i) => ({ name: `c${i}`, type: 'boolean' }));
     const r = await api.post('/sheets', { name: 'wide', columns, rows: Array.from({ length: 5_001 }, () => [true]) });
     expect(r.status).to.equal(400);
-    expect(r.body.error.message).to.match(/^rows: the sheet would have 250050 cells; at most 250000 \(rows × columns\)/);
+    expect(r.body.error.message).to.match(
+      /^rows: the sheet would have 250050 cells; at most 250000 \(rows × columns\)/,
+    );
   });
 
   it('when a sheet is read in pages, then startRow and rowLimit page its rows and nextStartRow continues', async () => {
@@ -107,7 +148,9 @@ describe('sheets: create, list, read, range (SPEC 4.4)', () => {
     const none = await api.get(`/sheets/${s.id}?rowLimit=0`);
     expect(none.body.rows).to.deep.equal([]);
     expect(none.body.rowCount).to.equal(600);
-    expect((await api.get(`/sheets/${s.id}?rowLimit=1001`)).body.error.message).to.match(/^rowLimit: must be between 0 and 1000/);
+    expect((await api.get(`/sheets/${s.id}?rowLimit=1001`)).body.error.message).to.match(
+      /^rowLimit: must be between 0 and 1000/,
+    );
     expect((await api.get(`/sheets/${s.id}?startRow=0`)).body.error.message).to.match(/^startRow: must be at least 1/);
     // 600 rows are stored as 3 blocks of at most 256 rows.
     const head = await stack.rt.db.db.collection(COLLECTIONS.sheets).findOne({ _id: s.id } as never);
@@ -120,13 +163,31 @@ describe('sheets: create, list, read, range (SPEC 4.4)', () => {
     const get = (range: string) => api.get(`/sheets/${s.id}/range?range=${encodeURIComponent(range)}`);
     const box = await get('A1:C2');
     expect(box.status).to.equal(200);
-    expect(box.body).to.deep.include({ range: 'A1:C2', requested: 'A1:C2', startRow: 1, rows: [['Apple', 1.1, 3], ['Pear', 2, 5]], truncated: false, nextRange: null, version: 1, rowCount: 4 });
+    expect(box.body).to.deep.include({
+      range: 'A1:C2',
+      requested: 'A1:C2',
+      startRow: 1,
+      rows: [
+        ['Apple', 1.1, 3],
+        ['Pear', 2, 5],
+      ],
+      truncated: false,
+      nextRange: null,
+      version: 1,
+      rowCount: 4,
+    });
     expect(box.body.columns.map((c: { name: string }) => c.name)).to.deep.equal(['Item', 'Price', 'Qty']);
     expect((await get('b3')).body).to.deep.include({ range: 'B3:B3', rows: [[0.5]] });
     expect((await get('B:B')).body).to.deep.include({ range: 'B1:B4', rows: [[1.1], [2], [0.5], [3]] });
     expect((await get('2:2')).body).to.deep.include({ range: 'A2:E2', rows: [['Pear', 2, 5, '2024-01-15', 'done']] });
     expect((await get('C3:A2')).body).to.deep.include({ range: 'A2:C3' });
-    expect((await get('D3:E')).body).to.deep.include({ range: 'D3:E4', rows: [['2024-02-10', 'open'], ['2024-04-20', 'done']] });
+    expect((await get('D3:E')).body).to.deep.include({
+      range: 'D3:E4',
+      rows: [
+        ['2024-02-10', 'open'],
+        ['2024-04-20', 'done'],
+      ],
+    });
     const clamped = await get('A3:Z99');
     expect(clamped.body).to.deep.include({ range: 'A3:E4', requested: 'A3:Z99' });
     for (const [range, re] of [
@@ -160,8 +221,14 @@ describe('sheets: create, list, read, range (SPEC 4.4)', () => {
   it('when a sheet has no rows, then whole-column ranges answer no rows and cell ranges are 400', async () => {
     const { api } = await account(stack);
     const s = await newSheet(api, { rows: [] });
-    expect((await api.get(`/sheets/${s.id}/range?range=A:B`)).body).to.deep.include({ rows: [], range: 'A:B', rowCount: 0 });
-    expect((await api.get(`/sheets/${s.id}/range?range=A1`)).body.error.message).to.match(/^range: the sheet has no rows/);
+    expect((await api.get(`/sheets/${s.id}/range?range=A:B`)).body).to.deep.include({
+      rows: [],
+      range: 'A:B',
+      rowCount: 0,
+    });
+    expect((await api.get(`/sheets/${s.id}/range?range=A1`)).body.error.message).to.match(
+      /^range: the sheet has no rows/,
+    );
   });
 
   it('when a sheet id is malformed or unknown, then 400 or 404', async () => {

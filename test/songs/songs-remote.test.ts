@@ -29,17 +29,23 @@ describe('songs (ElevenLabs Music adapter against a local fake)', () => {
       }
       if (mode === 'flaky' && flakyFailures > 0) {
         flakyFailures--;
-        res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: { status: 'service_unavailable' } }));
+        res
+          .writeHead(503, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ detail: { status: 'service_unavailable' } }));
         return;
       }
       if (mode === 'refuse' || req.headers['xi-api-key'] !== 'el-test-key') {
-        res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: { status: 'invalid_api_key', message: 'Invalid API key' } }));
+        res
+          .writeHead(401, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ detail: { status: 'invalid_api_key', message: 'Invalid API key' } }));
         return;
       }
       const body = JSON.parse(req.body);
       res.writeHead(200, { 'content-type': 'audio/mpeg' }).end(mp3Frames(body.music_length_ms / 1000));
     });
-    stack = await startStack({ env: { SONG_ENGINE: 'elevenlabs', ELEVENLABS_BASE_URL: fake.url, ELEVENLABS_API_KEY: 'el-test-key' } });
+    stack = await startStack({
+      env: { SONG_ENGINE: 'elevenlabs', ELEVENLABS_BASE_URL: fake.url, ELEVENLABS_API_KEY: 'el-test-key' },
+    });
     const acct = await stack.createAccount({ credits: 100 });
     accountId = acct.accountId;
     api = client(stack.baseUrl, acct.key);
@@ -69,10 +75,21 @@ describe('songs (ElevenLabs Music adapter against a local fake)', () => {
     const body = JSON.parse(sent.body);
     expect(body.model_id).to.equal('music_v1');
     expect(body.force_instrumental).to.equal(false);
-    expect(body.prompt).to.contain('sad piano ballad').and.contain('one\ntwo\nthree').and.contain(`${job.result.tempoBpm} BPM`);
-    expect(body.music_length_ms).to.equal(Math.max(10_000, Math.round(((2 + 6 + 2) * 240 * 1000) / job.result.tempoBpm)));
+    expect(body.prompt)
+      .to.contain('sad piano ballad')
+      .and.contain('one\ntwo\nthree')
+      .and.contain(`${job.result.tempoBpm} BPM`);
+    expect(body.music_length_ms).to.equal(
+      Math.max(10_000, Math.round(((2 + 6 + 2) * 240 * 1000) / job.result.tempoBpm)),
+    );
 
-    expect(job.result).to.include({ format: 'mp3', mimeType: 'audio/mpeg', sampleRate: 44100, title: 'Rain', engine: 'elevenlabs-music:music_v1' });
+    expect(job.result).to.include({
+      format: 'mp3',
+      mimeType: 'audio/mpeg',
+      sampleRate: 44100,
+      title: 'Rain',
+      engine: 'elevenlabs-music:music_v1',
+    });
     expect(job.result.durationSeconds).to.be.closeTo(body.music_length_ms / 1000, 0.03);
     const audio = Buffer.from(await (await fetch(job.result.audioUrl)).arrayBuffer());
     expect(mp3Info(audio)?.sampleRate).to.equal(44100);
@@ -98,7 +115,13 @@ describe('songs (ElevenLabs Music adapter against a local fake)', () => {
       const r = await api.post('/songs', { style: 'polka', instrumental: true });
       // Charged at dispatch (the refund may already follow: the refusal is fast).
       await stack.rt.jobs.flushAccepted(); // the charge's ledger entry follows the answer in a batch
-      expect(await stack.rt.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'charge', millicredits: toUnits(stack.config.CREDIT_PRICES.song) })).to.equal(1);
+      expect(
+        await stack.rt.db.ledger.countDocuments({
+          jobId: r.body.jobId,
+          kind: 'charge',
+          millicredits: toUnits(stack.config.CREDIT_PRICES.song),
+        }),
+      ).to.equal(1);
       const job = await waitForJob(api, r.body.jobId);
       expect(job.status).to.equal('failed');
       expect(job.error).to.equal('music provider refused the request (401: invalid_api_key)');

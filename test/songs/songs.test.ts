@@ -42,10 +42,22 @@ describe('songs (local synthesiser)', () => {
   });
 
   it('when the song completes, then the result names the audio and the WAV header matches it', async () => {
-    const job = await song({ style: 'dreamy lo-fi in D minor', title: 'Night Owl', lyrics: 'first line here\nsecond line there\n\nthird line sung', tier: 'auto' });
+    const job = await song({
+      style: 'dreamy lo-fi in D minor',
+      title: 'Night Owl',
+      lyrics: 'first line here\nsecond line there\n\nthird line sung',
+      tier: 'auto',
+    });
     expect(job.status).to.equal('complete');
     const r = job.result;
-    expect(r).to.include({ title: 'Night Owl', format: 'wav', sampleRate: 22050, key: 'D minor', engine: 'local-synth-v1', instrumental: false });
+    expect(r).to.include({
+      title: 'Night Owl',
+      format: 'wav',
+      sampleRate: 22050,
+      key: 'D minor',
+      engine: 'local-synth-v1',
+      instrumental: false,
+    });
     expect(r.lyrics).to.equal('first line here\nsecond line there\nthird line sung');
     expect(r.tempoBpm).to.be.within(50, 84); // lo-fi range
     expect(r.audioUrl).to.match(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/assets\/.+\.wav\?exp=\d+&sig=/);
@@ -106,7 +118,9 @@ describe('songs (local synthesiser)', () => {
     const lines = job.result.lyrics.split('\n');
     expect(lines).to.have.length(4);
     expect(job.result.lyrics).to.match(/neon|synthwave/);
-    expect(job.result.lyrics).to.equal(planSong({ style: 'neon synthwave', autoLyrics: true, tier: 'fast' }).lines.join('\n'));
+    expect(job.result.lyrics).to.equal(
+      planSong({ style: 'neon synthwave', autoLyrics: true, tier: 'fast' }).lines.join('\n'),
+    );
   });
 
   it('when the premium tier is asked, then the audio is 44.1 kHz', async () => {
@@ -145,7 +159,10 @@ describe('songs (local synthesiser)', () => {
     const spy = sinon.spy(stack.workers!.runtime.jobs, 'progress');
     try {
       const job = await song({ style: 'house groove 124 bpm in A minor', instrumental: true, title: 'Groove' });
-      const steps = spy.getCalls().filter((c) => c.args[0] === job.jobId).map((c) => `${c.args[2].rawStatus}: ${c.args[2].progressMessage}`);
+      const steps = spy
+        .getCalls()
+        .filter((c) => c.args[0] === job.jobId)
+        .map((c) => `${c.args[2].rawStatus}: ${c.args[2].progressMessage}`);
       expect(steps).to.deep.equal([
         'composing: Composing "Groove": 16 bars at 124 BPM in A minor, instrumental',
         'arranging: Arranging 16 bars at 124 BPM in A minor',

@@ -20,7 +20,13 @@ import { client, eventually, waitForJob } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
 import { fakeServer, type FakeServer } from '../images/fakes';
 import { gate } from '../video/helpers';
-import { holdAfterPreview, readSpz, renderRoomView, renderRoomViewImage, type TexturedRoom } from '../../scripts/harness/space-readers';
+import {
+  holdAfterPreview,
+  readSpz,
+  renderRoomView,
+  renderRoomViewImage,
+  type TexturedRoom,
+} from '../../scripts/harness/space-readers';
 import { spaceKit } from './kit';
 
 const run = promisify(execFile);
@@ -41,9 +47,29 @@ const VIDEO_MAX_BYTES = 2 * 1024 * 1024;
 async function roomVideo(yaws: number[], fps: number): Promise<Buffer> {
   const dir = await mkdtemp(path.join(tmpdir(), 'room-video-'));
   try {
-    for (const [i, yawDeg] of yaws.entries()) await writeFile(path.join(dir, `f${String(i).padStart(3, '0')}.png`), await renderRoomViewImage({ ...VIEW, yawDeg }));
+    for (const [i, yawDeg] of yaws.entries())
+      await writeFile(
+        path.join(dir, `f${String(i).padStart(3, '0')}.png`),
+        await renderRoomViewImage({ ...VIEW, yawDeg }),
+      );
     const out = path.join(dir, 'room.mp4');
-    await run('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-framerate', String(fps), '-i', path.join(dir, 'f%03d.png'), '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-y', out]);
+    await run('ffmpeg', [
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-framerate',
+      String(fps),
+      '-i',
+      path.join(dir, 'f%03d.png'),
+      '-c:v',
+      'libx264',
+      '-preset',
+      'ultrafast',
+      '-pix_fmt',
+      'yuv420p',
+      '-y',
+      out,
+    ]);
     return await readFile(out);
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -52,11 +78,15 @@ async function roomVideo(yaws: number[], fps: number): Promise<Buffer> {
 
 /** GLB 2.0 read from the published layout: 12-byte header, JSON chunk, BIN chunk. */
 function readGlb(b: Buffer) {
-  const magic = b.readUInt32LE(0), version = b.readUInt32LE(4), length = b.readUInt32LE(8);
-  const jsonLen = b.readUInt32LE(12), jsonType = b.readUInt32LE(16);
+  const magic = b.readUInt32LE(0),
+    version = b.readUInt32LE(4),
+    length = b.readUInt32LE(8);
+  const jsonLen = b.readUInt32LE(12),
+    jsonType = b.readUInt32LE(16);
   const json = JSON.parse(b.toString('utf8', 20, 20 + jsonLen));
   const binAt = 20 + jsonLen;
-  const binLen = b.readUInt32LE(binAt), binType = b.readUInt32LE(binAt + 4);
+  const binLen = b.readUInt32LE(binAt),
+    binType = b.readUInt32LE(binAt + 4);
   return { magic, version, length, jsonType, json, binLen, binType };
 }
 
@@ -68,8 +98,14 @@ describe('spaces: rooms from photos or a video with the local room engine (local
   const original = poolDefinitions.space;
   before(async () => {
     const views = await Promise.all(YAWS.map((yawDeg) => renderRoomViewImage({ ...VIEW, yawDeg })));
-    const sweep = await roomVideo(Array.from({ length: 12 }, (_, i) => i * 8), 4); // 3 s, 0° to 88°
-    const long = await roomVideo(Array.from({ length: 20 }, (_, i) => i * 4), 4); // 5 s: over the 4 s limit below
+    const sweep = await roomVideo(
+      Array.from({ length: 12 }, (_, i) => i * 8),
+      4,
+    ); // 3 s, 0° to 88°
+    const long = await roomVideo(
+      Array.from({ length: 20 }, (_, i) => i * 4),
+      4,
+    ); // 5 s: over the 4 s limit below
     files = await fakeServer((req, res) => {
       const m = /^\/view(\d)\.png$/.exec(req.path);
       if (m && views[Number(m[1])]) {
@@ -77,7 +113,11 @@ describe('spaces: rooms from photos or a video with the local room engine (local
         res.end(views[Number(m[1])]);
         return;
       }
-      const video = { '/sweep.mp4': sweep, '/long.mp4': long, '/big.mp4': Buffer.concat([sweep, Buffer.alloc(VIDEO_MAX_BYTES)]) }[req.path];
+      const video = {
+        '/sweep.mp4': sweep,
+        '/long.mp4': long,
+        '/big.mp4': Buffer.concat([sweep, Buffer.alloc(VIDEO_MAX_BYTES)]),
+      }[req.path];
       if (video) {
         res.setHeader('content-type', 'video/mp4');
         res.end(video);
@@ -87,7 +127,15 @@ describe('spaces: rooms from photos or a video with the local room engine (local
       res.end('not found');
     });
     poolDefinitions.space = (rt) => holdAfterPreview(spaceWorker(rt), () => held.opened);
-    stack = await startStack({ env: { ALLOW_LOOPBACK_URLS: 'true', WORKER_POOLS: 'space', SPACE_ROOM_ENGINE: 'local', SPACE_VIDEO_MAX_SECONDS: '4', SPACE_VIDEO_MAX_BYTES: String(VIDEO_MAX_BYTES) } });
+    stack = await startStack({
+      env: {
+        ALLOW_LOOPBACK_URLS: 'true',
+        WORKER_POOLS: 'space',
+        SPACE_ROOM_ENGINE: 'local',
+        SPACE_VIDEO_MAX_SECONDS: '4',
+        SPACE_VIDEO_MAX_BYTES: String(VIDEO_MAX_BYTES),
+      },
+    });
   });
   after(async () => {
     poolDefinitions.space = original;
@@ -103,7 +151,11 @@ describe('spaces: rooms from photos or a video with the local room engine (local
   it('when four overlapping views of a rendered room are stitched, then each recovered yaw is within 2° of the true turn', async () => {
     const views = await Promise.all(
       YAWS.map(async (yawDeg) => {
-        const g = await sharp(renderRoomView({ ...VIEW, yawDeg }), { raw: { width: 640, height: 480, channels: 3 } }).resize({ width: 320 }).greyscale().raw().toBuffer();
+        const g = await sharp(renderRoomView({ ...VIEW, yawDeg }), { raw: { width: 640, height: 480, channels: 3 } })
+          .resize({ width: 320 })
+          .greyscale()
+          .raw()
+          .toBuffer();
         return { grey: Float32Array.from(g), w: 320, h: 240 };
       }),
     );
@@ -117,18 +169,38 @@ describe('spaces: rooms from photos or a video with the local room engine (local
     held = gate();
     const events = await listenToEvents(stack.config, 'space.*');
     const { api, accountId } = await account();
-    const r = await api.post('/real-world/spaces', { imageUrls: YAWS.map((_, i) => url(`/view${i}.png`)), title: 'hold' });
+    const r = await api.post('/real-world/spaces', {
+      imageUrls: YAWS.map((_, i) => url(`/view${i}.png`)),
+      title: 'hold',
+    });
     expect(r.status, JSON.stringify(r.body)).to.equal(202);
     expect(r.body).to.include({ type: 'space', status: 'queued', source: 'photos', imagined: true });
     expect(await ledger(accountId)).to.deep.equal([['charge', 'space_full', 40]]);
 
-    const seen = await eventually(async () => {
-      const j = (await api.get(`/jobs/${r.body.jobId}`)).body;
-      return j.result ? j : null;
-    }, 60_000, 'the preview');
+    const seen = await eventually(
+      async () => {
+        const j = (await api.get(`/jobs/${r.body.jobId}`)).body;
+        return j.result ? j : null;
+      },
+      60_000,
+      'the preview',
+    );
     expect(seen.status).to.equal('processing');
     const preview = seen.result;
-    expect(preview).to.include({ stage: 'preview', source: 'photos', photoCount: 4, format: 'spz', metricScale: null, floorOffsetM: null, panoramaUrl: null, spaceFullUrl: null, colliderUrl: null, depthUrl: null, dimensions: null, engine: 'local-room-v1' });
+    expect(preview).to.include({
+      stage: 'preview',
+      source: 'photos',
+      photoCount: 4,
+      format: 'spz',
+      metricScale: null,
+      floorOffsetM: null,
+      panoramaUrl: null,
+      spaceFullUrl: null,
+      colliderUrl: null,
+      depthUrl: null,
+      dimensions: null,
+      engine: 'local-room-v1',
+    });
     const quick = readSpz(await bytes(preview.spaceUrl));
     expect([quick.magic, quick.version]).to.deep.equal([SPZ_MAGIC, 3]);
     expect(quick.numPoints).to.equal(preview.gaussians);
@@ -139,8 +211,21 @@ describe('spaces: rooms from photos or a video with the local room engine (local
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 60_000);
     expect(job.status, JSON.stringify(job.error)).to.equal('complete');
     const res = job.result;
-    expect(res).to.include({ stage: 'space', source: 'photos', photoCount: 4, format: 'spz', spaceUrl: preview.spaceUrl, metricScale: 1.5, floorOffsetM: 1.5, dimensions: null, depthUrl: null });
-    expect(res.notes.join(' ')).to.match(/phase correlation/).and.match(/Camera height assumed 1\.5 m/).and.match(/generated/);
+    expect(res).to.include({
+      stage: 'space',
+      source: 'photos',
+      photoCount: 4,
+      format: 'spz',
+      spaceUrl: preview.spaceUrl,
+      metricScale: 1.5,
+      floorOffsetM: 1.5,
+      dimensions: null,
+      depthUrl: null,
+    });
+    expect(res.notes.join(' '))
+      .to.match(/phase correlation/)
+      .and.match(/Camera height assumed 1\.5 m/)
+      .and.match(/generated/);
 
     // The full splat: more Gaussians, all inside the room once scaled to metres.
     const full = readSpz(await bytes(res.spaceFullUrl));
@@ -149,8 +234,13 @@ describe('spaces: rooms from photos or a video with the local room engine (local
     expect(res.gaussians).to.be.greaterThan(preview.gaussians * 4);
     const k = res.metricScale;
     const bound = ROOM.half * (1 + WITHIN);
-    const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
-    for (const p of full.positions) for (let a = 0; a < 3; a++) { lo[a] = Math.min(lo[a]!, p[a]! * k); hi[a] = Math.max(hi[a]!, p[a]! * k); }
+    const lo = [Infinity, Infinity, Infinity],
+      hi = [-Infinity, -Infinity, -Infinity];
+    for (const p of full.positions)
+      for (let a = 0; a < 3; a++) {
+        lo[a] = Math.min(lo[a]!, p[a]! * k);
+        hi[a] = Math.max(hi[a]!, p[a]! * k);
+      }
     for (const a of [0, 2]) expect(Math.max(-lo[a]!, hi[a]!)).to.be.at.most(bound);
     expect(lo[1]).to.be.closeTo(-res.floorOffsetM, 0.01); // the floor
     expect(hi[1]).to.be.closeTo(ROOM.ceiling - ROOM.cam, ROOM.ceiling * WITHIN); // the ceiling, measured
@@ -167,7 +257,13 @@ describe('spaces: rooms from photos or a video with the local room engine (local
     // Collider: a GLB 2.0 with a mesh, accessors and a binary chunk, its box inside the room.
     const glbBytes = await bytes(res.colliderUrl);
     const glb = readGlb(glbBytes);
-    expect([glb.magic, glb.version, glb.length, glb.jsonType, glb.binType]).to.deep.equal([0x46546c67, 2, glbBytes.length, 0x4e4f534a, 0x004e4942]);
+    expect([glb.magic, glb.version, glb.length, glb.jsonType, glb.binType]).to.deep.equal([
+      0x46546c67,
+      2,
+      glbBytes.length,
+      0x4e4f534a,
+      0x004e4942,
+    ]);
     expect(glb.json.meshes).to.have.length(1);
     const prim = glb.json.meshes[0].primitives[0];
     const pos = glb.json.accessors[prim.attributes.POSITION];
@@ -180,19 +276,34 @@ describe('spaces: rooms from photos or a video with the local room engine (local
     expect(await ledger(accountId)).to.deep.equal([['charge', 'space_full', 40]]);
     try {
       const ev = await events.waitFor((e) => e.routingKey === 'space.completed' && e.body.data.jobId === r.body.jobId);
-      expect(ev.body.data).to.include({ stage: 'space', spaceUrl: res.spaceUrl, spaceFullUrl: res.spaceFullUrl, colliderUrl: res.colliderUrl, panoramaUrl: res.panoramaUrl });
+      expect(ev.body.data).to.include({
+        stage: 'space',
+        spaceUrl: res.spaceUrl,
+        spaceFullUrl: res.spaceFullUrl,
+        colliderUrl: res.colliderUrl,
+        panoramaUrl: res.panoramaUrl,
+      });
     } finally {
       await events.close();
     }
   });
 
   /** An engine context in memory; `store` may be replaced to fail. */
-  const memoryCtx = (published: unknown[], store: SpaceEngineContext['store'] = async (_b, _t, name) => `mem:${name}`): SpaceEngineContext => ({
-    jobId: 'job-mem', signal: new AbortController().signal, progress: async () => {}, store, publishPreview: async (r) => void published.push(r),
-    log: createLogger('silent'), recall: () => undefined, remember: async () => {},
+  const memoryCtx = (
+    published: unknown[],
+    store: SpaceEngineContext['store'] = async (_b, _t, name) => `mem:${name}`,
+  ): SpaceEngineContext => ({
+    jobId: 'job-mem',
+    signal: new AbortController().signal,
+    progress: async () => {},
+    store,
+    publishPreview: async (r) => void published.push(r),
+    log: createLogger('silent'),
+    recall: () => undefined,
+    remember: async () => {},
   });
 
-  it('when the full tier\'s computation fails after the quick room landed, then the build completes at stage preview with the quick splat and a fixed note (no raw error text)', async () => {
+  it("when the full tier's computation fails after the quick room landed, then the build completes at stage preview with the quick splat and a fixed note (no raw error text)", async () => {
     const engine = createRoomSpaceEngine({ defaultFovDeg: VIEW.fovX, cameraHeightM: ROOM.cam });
     const photos = await Promise.all([0, 40].map((yawDeg) => renderRoomViewImage({ ...VIEW, yawDeg })));
     const published: unknown[] = [];
@@ -200,13 +311,25 @@ describe('spaces: rooms from photos or a video with the local room engine (local
     const png = sinon.stub(sharp.prototype, 'png').throws(new Error('vips: out of memory in /srv/secret/tmp'));
     let result: Awaited<ReturnType<typeof engine.build>>;
     try {
-      result = await engine.build({ plan: { source: 'photos', imageUrls: [], quality: 'full', title: null }, photos }, memoryCtx(published));
+      result = await engine.build(
+        { plan: { source: 'photos', imageUrls: [], quality: 'full', title: null }, photos },
+        memoryCtx(published),
+      );
     } finally {
       png.restore();
     }
     expect(published).to.have.length(1);
-    expect(result).to.include({ stage: 'preview', spaceUrl: 'mem:space-quick.spz', spaceFullUrl: null, colliderUrl: null, panoramaUrl: null, metricScale: null });
-    expect(result.notes.join(' ')).to.include('The full room could not be built; the quick room is the result.').and.not.include('vips');
+    expect(result).to.include({
+      stage: 'preview',
+      spaceUrl: 'mem:space-quick.spz',
+      spaceFullUrl: null,
+      colliderUrl: null,
+      panoramaUrl: null,
+      metricScale: null,
+    });
+    expect(result.notes.join(' '))
+      .to.include('The full room could not be built; the quick room is the result.')
+      .and.not.include('vips');
   });
 
   it('when storing the full tier fails (blob store or database outage), then the build fails so the pool retries the job, instead of completing a paid full room at preview', async () => {
@@ -219,17 +342,29 @@ describe('spaces: rooms from photos or a video with the local room engine (local
       return `mem:${name}`;
     });
     let caught: unknown = null;
-    await engine.build({ plan: { source: 'photos', imageUrls: [], quality: 'full', title: null }, photos }, ctx).catch((err) => (caught = err));
+    await engine
+      .build({ plan: { source: 'photos', imageUrls: [], quality: 'full', title: null }, photos }, ctx)
+      .catch((err) => (caught = err));
     expect(caught).to.equal(outage);
     expect(published).to.have.length(1);
   });
 
   it('when quality preview is asked for a room, then the job completes at stage preview with the quick splat and a note, charged space_preview', async () => {
     const { api, accountId } = await account();
-    const r = await api.post('/real-world/spaces', { imageUrls: [url('/view0.png'), url('/view1.png')], quality: 'preview' });
+    const r = await api.post('/real-world/spaces', {
+      imageUrls: [url('/view0.png'), url('/view1.png')],
+      quality: 'preview',
+    });
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 60_000);
     expect(job.status, JSON.stringify(job.error)).to.equal('complete');
-    expect(job.result).to.include({ stage: 'preview', photoCount: 2, metricScale: null, spaceFullUrl: null, panoramaUrl: null, colliderUrl: null });
+    expect(job.result).to.include({
+      stage: 'preview',
+      photoCount: 2,
+      metricScale: null,
+      spaceFullUrl: null,
+      panoramaUrl: null,
+      colliderUrl: null,
+    });
     expect(job.result.spaceUrl).to.be.a('string');
     expect(job.result.notes.join(' ')).to.match(/Only the preview was requested/);
     expect(await ledger(accountId)).to.deep.equal([['charge', 'space_preview', 20]]);
@@ -242,7 +377,13 @@ describe('spaces: rooms from photos or a video with the local room engine (local
     expect(r.body.source).to.equal('video');
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 60_000);
     expect(job.status, JSON.stringify(job.error)).to.equal('complete');
-    expect(job.result).to.include({ stage: 'space', source: 'video', photoCount: 0, engine: 'local-room-v1', metricScale: 1.5 });
+    expect(job.result).to.include({
+      stage: 'space',
+      source: 'video',
+      photoCount: 0,
+      engine: 'local-room-v1',
+      metricScale: 1.5,
+    });
     expect(job.result.notes.join(' ')).to.match(/Built from 12 frames sampled evenly from the video/);
     // The sweep turned 88° with a 65° view: the stitched frames cover about 153° round the camera.
     const seenDeg = Number(/\((\d+)° of the room seen/.exec(job.result.notes.join(' '))?.[1]);
@@ -273,7 +414,10 @@ describe('spaces: rooms from photos or a video with the local room engine (local
 
   it('when one of the photos is missing or not an image, then the job fails naming it and the charge is refunded', async () => {
     const { api } = await account();
-    const r = await api.post('/real-world/spaces', { imageUrls: [url('/view0.png'), url('/gone.png')], quality: 'preview' });
+    const r = await api.post('/real-world/spaces', {
+      imageUrls: [url('/view0.png'), url('/gone.png')],
+      quality: 'preview',
+    });
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 60_000);
     expect(job.status).to.equal('failed');
     expect(JSON.stringify(job.error)).to.match(/imageUrls\[1\]: could not be fetched \(HTTP 404\)/);
@@ -306,7 +450,9 @@ describe('spaces: rooms through the remote world-generation adapter (SPACE_ROOM_
       quick: encodeSpz(boxSplats(box, grey, 2_000)),
       full: encodeSpz(boxSplats(box, grey, 8_000)),
       glb: await boxColliderGlb({ min: [-2, -1.5, -3], max: [2, 1, 2] }),
-      pano: await sharp({ create: { width: 64, height: 32, channels: 3, background: { r: 9, g: 9, b: 9 } } }).png().toBuffer(),
+      pano: await sharp({ create: { width: 64, height: 32, channels: 3, background: { r: 9, g: 9, b: 9 } } })
+        .png()
+        .toBuffer(),
     };
     provider = await fakeServer((req, res) => {
       res.setHeader('content-type', 'application/json');
@@ -342,10 +488,29 @@ describe('spaces: rooms through the remote world-generation adapter (SPACE_ROOM_
           res.end(JSON.stringify({ id: m[1], status: 'running', quick }));
           return;
         }
-        res.end(JSON.stringify({ id: m[1], status: 'succeeded', quick, full: { splatUrl: a('full.spz'), gaussians: 8_000, metricScale: 1.25, floorOffsetM: 1.5, colliderUrl: a('room.glb'), panoramaUrl: a('pano.png') } }));
+        res.end(
+          JSON.stringify({
+            id: m[1],
+            status: 'succeeded',
+            quick,
+            full: {
+              splatUrl: a('full.spz'),
+              gaussians: 8_000,
+              metricScale: 1.25,
+              floorOffsetM: 1.5,
+              colliderUrl: a('room.glb'),
+              panoramaUrl: a('pano.png'),
+            },
+          }),
+        );
         return;
       }
-      const asset = { '/assets/quick.spz': assets.quick, '/assets/full.spz': assets.full, '/assets/room.glb': assets.glb, '/assets/pano.png': assets.pano }[req.path];
+      const asset = {
+        '/assets/quick.spz': assets.quick,
+        '/assets/full.spz': assets.full,
+        '/assets/room.glb': assets.glb,
+        '/assets/pano.png': assets.pano,
+      }[req.path];
       if (asset) {
         res.setHeader('content-type', 'application/octet-stream');
         res.end(asset);
@@ -374,7 +539,14 @@ describe('spaces: rooms through the remote world-generation adapter (SPACE_ROOM_
       };
     };
     stack = await startStack({
-      env: { ALLOW_LOOPBACK_URLS: 'true', WORKER_POOLS: 'space', SPACE_ROOM_ENGINE: 'remote', SPACE_PROVIDER_BASE_URL: provider.url, SPACE_PROVIDER_API_KEY: KEY, SPACE_PROVIDER_POLL_MS: '50' },
+      env: {
+        ALLOW_LOOPBACK_URLS: 'true',
+        WORKER_POOLS: 'space',
+        SPACE_ROOM_ENGINE: 'remote',
+        SPACE_PROVIDER_BASE_URL: provider.url,
+        SPACE_PROVIDER_API_KEY: KEY,
+        SPACE_PROVIDER_POLL_MS: '50',
+      },
     });
   });
   after(async () => {
@@ -387,23 +559,43 @@ describe('spaces: rooms through the remote world-generation adapter (SPACE_ROOM_
   // The worker fetches and checks every input before the adapter runs: the provider serves them too.
   const photoUrls = () => [`${provider.url}/assets/pano.png`, `${provider.url}/assets/pano.png`];
 
-  it('when photos are posted, then the adapter creates a world with the URLs and the key, polls it, and stores the provider\'s assets under our signed URLs', async () => {
+  it("when photos are posted, then the adapter creates a world with the URLs and the key, polls it, and stores the provider's assets under our signed URLs", async () => {
     const a = await stack.createAccount({ credits: 1000 });
     const api = client(stack.baseUrl, a.key);
     const r = await api.post('/real-world/spaces', { imageUrls: photoUrls(), title: 'hold' });
     expect(r.status, JSON.stringify(r.body)).to.equal(202);
-    const seen = await eventually(async () => {
-      const j = (await api.get(`/jobs/${r.body.jobId}`)).body;
-      return j.result ? j : null;
-    }, 20_000, 'the preview');
+    const seen = await eventually(
+      async () => {
+        const j = (await api.get(`/jobs/${r.body.jobId}`)).body;
+        return j.result ? j : null;
+      },
+      20_000,
+      'the preview',
+    );
     expect(seen.status).to.equal('processing');
-    expect(seen.result).to.include({ stage: 'preview', format: 'spz', metricScale: null, spaceFullUrl: null, engine: 'remote-world-v1' });
+    expect(seen.result).to.include({
+      stage: 'preview',
+      format: 'spz',
+      metricScale: null,
+      spaceFullUrl: null,
+      engine: 'remote-world-v1',
+    });
     held.open();
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
     expect(job.status, JSON.stringify(job.error)).to.equal('complete');
     const res = job.result;
-    expect(res).to.include({ stage: 'space', source: 'photos', photoCount: 2, format: 'spz', metricScale: 1.25, floorOffsetM: 1.5, engine: 'remote-world-v1', dimensions: null });
-    for (const u of [res.spaceUrl, res.spaceFullUrl, res.colliderUrl, res.panoramaUrl]) expect(u).to.match(new RegExp(`^${stack.config.PUBLIC_BASE_URL}/api/v1/assets/blob_`));
+    expect(res).to.include({
+      stage: 'space',
+      source: 'photos',
+      photoCount: 2,
+      format: 'spz',
+      metricScale: 1.25,
+      floorOffsetM: 1.5,
+      engine: 'remote-world-v1',
+      dimensions: null,
+    });
+    for (const u of [res.spaceUrl, res.spaceFullUrl, res.colliderUrl, res.panoramaUrl])
+      expect(u).to.match(new RegExp(`^${stack.config.PUBLIC_BASE_URL}/api/v1/assets/blob_`));
     expect(await (await fetch(res.spaceUrl)).arrayBuffer().then(Buffer.from)).to.deep.equal(assets.quick);
     expect(await (await fetch(res.spaceFullUrl)).arrayBuffer().then(Buffer.from)).to.deep.equal(assets.full);
     expect(readSpz(assets.full).numPoints).to.equal(res.gaussians); // counted in the file, not the provider's 8000
@@ -431,7 +623,10 @@ describe('spaces: rooms through the remote world-generation adapter (SPACE_ROOM_
   it('when the provider reports the world failed or refuses it, then the job fails with a clear error (never the key) and the charge is refunded', async () => {
     const a = await stack.createAccount({ credits: 1000 });
     const api = client(stack.baseUrl, a.key);
-    for (const [title, message] of [['fail', /provider could not build the room: could not find a floor/], ['refuse', /provider refused the request \(HTTP 422: inputs show more than one room\)/]] as const) {
+    for (const [title, message] of [
+      ['fail', /provider could not build the room: could not find a floor/],
+      ['refuse', /provider refused the request \(HTTP 422: inputs show more than one room\)/],
+    ] as const) {
       const r = await api.post('/real-world/spaces', { imageUrls: photoUrls(), title });
       const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
       expect(job.status).to.equal('failed');

@@ -26,7 +26,9 @@ describe('spaces: POST /real-world/spaces with the one-photo engine', function (
   before(async () => {
     const room = await renderRoom(ROOM);
     const roomJpeg = await renderRoom({ ...ROOM, format: 'jpeg' });
-    const gif = await sharp({ create: { width: 16, height: 16, channels: 3, background: { r: 1, g: 2, b: 3 } } }).gif().toBuffer();
+    const gif = await sharp({ create: { width: 16, height: 16, channels: 3, background: { r: 1, g: 2, b: 3 } } })
+      .gif()
+      .toBuffer();
     photos = await fakeServer((req, res) => {
       if (req.path === '/room.png') {
         res.setHeader('content-type', 'image/png');
@@ -116,15 +118,37 @@ describe('spaces: POST /real-world/spaces with the one-photo engine', function (
     }
     expect(seen.status).to.equal('processing');
     const preview = seen.result;
-    expect(preview).to.include({ stage: 'preview', imagined: true, source: 'photo', photoCount: 1, spaceUrl: null, spaceFullUrl: null, format: null, gaussians: null, engine: 'local-photo-space-v1' });
-    expect(preview.panoramaUrl).to.match(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/assets\/blob_\w+\/panorama\.jpg\?exp=\d+&sig=/);
+    expect(preview).to.include({
+      stage: 'preview',
+      imagined: true,
+      source: 'photo',
+      photoCount: 1,
+      spaceUrl: null,
+      spaceFullUrl: null,
+      format: null,
+      gaussians: null,
+      engine: 'local-photo-space-v1',
+    });
+    expect(preview.panoramaUrl).to.match(
+      /^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/assets\/blob_\w+\/panorama\.jpg\?exp=\d+&sig=/,
+    );
     held.open();
 
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
     expect(job.status, JSON.stringify(job.error)).to.equal('complete');
     const res = job.result;
-    expect(res).to.include({ stage: 'space', format: 'spz', metricScale: 1, spaceFullUrl: null, floorOffsetM: null, colliderUrl: null, panoramaUrl: preview.panoramaUrl });
-    expect(res.notes.join(' ')).to.match(/65° horizontal field of view was assumed/).and.match(/Camera height assumed 1\.5 m/);
+    expect(res).to.include({
+      stage: 'space',
+      format: 'spz',
+      metricScale: 1,
+      spaceFullUrl: null,
+      floorOffsetM: null,
+      colliderUrl: null,
+      panoramaUrl: preview.panoramaUrl,
+    });
+    expect(res.notes.join(' '))
+      .to.match(/65° horizontal field of view was assumed/)
+      .and.match(/Camera height assumed 1\.5 m/);
 
     // Dimensions against the known room.
     const d = res.dimensions;
@@ -149,12 +173,18 @@ describe('spaces: POST /real-world/spaces with the one-photo engine', function (
     const depthRes = await fetch(res.depthUrl);
     expect(depthRes.headers.get('content-type')).to.equal('image/png');
     const depth = readGreyPng(Buffer.from(await depthRes.arrayBuffer()));
-    expect([depth.bitDepth, depth.colourType, depth.width, depth.height]).to.deep.equal([16, 0, pano.width, pano.height]);
+    expect([depth.bitDepth, depth.colourType, depth.width, depth.height]).to.deep.equal([
+      16,
+      0,
+      pano.width,
+      pano.height,
+    ]);
     const ahead = depth.sample(depth.width / 2, depth.height / 2);
     expect(ahead).to.be.closeTo(d.depthM.value * 1000, 60);
     const straightDown = depth.sample(depth.width / 2, depth.height - 1);
     expect(straightDown).to.be.closeTo(1500, 20);
-    for (let x = 0; x < depth.width; x += 97) for (let y = 0; y < depth.height; y += 89) expect(depth.sample(x, y)).to.be.within(300, 20_000);
+    for (let x = 0; x < depth.width; x += 97)
+      for (let y = 0; y < depth.height; y += 89) expect(depth.sample(x, y)).to.be.within(300, 20_000);
 
     // SPZ read with the independent reader.
     const spz = readSpz(Buffer.from(await (await fetch(res.spaceUrl)).arrayBuffer()));
@@ -163,7 +193,8 @@ describe('spaces: POST /real-world/spaces with the one-photo engine', function (
     expect(spz.byteLength).to.equal(spz.expected);
     expect(res.gaussians).to.be.greaterThan(10_000);
     const eps = 0.01;
-    const left = -d.widthM.value / 2 - 0.3, right = d.widthM.value / 2 + 0.3;
+    const left = -d.widthM.value / 2 - 0.3,
+      right = d.widthM.value / 2 + 0.3;
     for (const [x, y, z] of spz.positions) {
       expect(x).to.be.within(left - eps, right + eps);
       expect(y).to.be.within(-eps, d.ceilingM.value + eps);
@@ -177,7 +208,12 @@ describe('spaces: POST /real-world/spaces with the one-photo engine', function (
     expect(await ledger(accountId)).to.deep.equal([['charge', 'space_full', 40]]);
     try {
       const ev = await events.waitFor((e) => e.routingKey === 'space.completed' && e.body.data.jobId === r.body.jobId);
-      expect(ev.body.data).to.include({ stage: 'space', spaceUrl: res.spaceUrl, panoramaUrl: res.panoramaUrl, depthUrl: res.depthUrl });
+      expect(ev.body.data).to.include({
+        stage: 'space',
+        spaceUrl: res.spaceUrl,
+        panoramaUrl: res.panoramaUrl,
+        depthUrl: res.depthUrl,
+      });
     } finally {
       await events.close();
     }
@@ -202,7 +238,13 @@ describe('spaces: POST /real-world/spaces with the one-photo engine', function (
     expect(r.status).to.equal(202);
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
     expect(job.status).to.equal('complete');
-    expect(job.result).to.include({ stage: 'preview', spaceUrl: null, format: null, gaussians: null, metricScale: null });
+    expect(job.result).to.include({
+      stage: 'preview',
+      spaceUrl: null,
+      format: null,
+      gaussians: null,
+      metricScale: null,
+    });
     expect(job.result.notes.join(' ')).to.match(/Only the preview was requested/);
     expect(job.result.depthUrl).to.be.a('string');
     expect(await ledger(accountId)).to.deep.equal([['charge', 'space_preview', 20]]);
@@ -210,7 +252,10 @@ describe('spaces: POST /real-world/spaces with the one-photo engine', function (
 
   it('when the URL is not an image (text, GIF), then the job fails with a clear error and the charge is refunded', async () => {
     const { api } = await account();
-    for (const [p, message] of [['/note.txt', /not a readable image/], ['/gif', /gif images are not supported/]] as const) {
+    for (const [p, message] of [
+      ['/note.txt', /not a readable image/],
+      ['/gif', /gif images are not supported/],
+    ] as const) {
       const r = await api.post('/real-world/spaces', { imageUrl: url(p), quality: 'preview' });
       expect(r.status).to.equal(202);
       const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
@@ -218,7 +263,8 @@ describe('spaces: POST /real-world/spaces with the one-photo engine', function (
       expect(JSON.stringify(job.error)).to.match(message);
     }
     const ok = async () => (await balance(api)) === 1000;
-    for (const end = Date.now() + 10_000; Date.now() < end && !(await ok()); ) await new Promise((res) => setTimeout(res, 100));
+    for (const end = Date.now() + 10_000; Date.now() < end && !(await ok()); )
+      await new Promise((res) => setTimeout(res, 100));
     expect(await balance(api)).to.equal(1000);
   });
 

@@ -20,7 +20,7 @@ const rejection = async (p: Promise<unknown>): Promise<Error> => {
   throw new Error('expected a rejection');
 };
 
-describe('spaces: reading a user\'s video (ffprobe and ffmpeg limits)', function () {
+describe("spaces: reading a user's video (ffprobe and ffmpeg limits)", function () {
   this.timeout(30_000);
   let dir: string;
   beforeEach(async () => (dir = await mkdtemp(path.join(tmpdir(), 'space-frames-test-'))));
@@ -28,21 +28,43 @@ describe('spaces: reading a user\'s video (ffprobe and ffmpeg limits)', function
 
   const testVideo = async (name: string, extra: string[] = []) => {
     const file = path.join(dir, name);
-    await run('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=5', '-t', '1', ...extra, '-y', file]);
+    await run('ffmpeg', [
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'testsrc=size=64x48:rate=5',
+      '-t',
+      '1',
+      ...extra,
+      '-y',
+      file,
+    ]);
     return file;
   };
 
   it('when the video is an MP4, then frames are sampled from it', async () => {
     const file = await testVideo('in.mp4', ['-pix_fmt', 'yuv420p']);
-    const out = await sampleVideoFrames(TOOLS, file, dir, { maxSeconds: 10, count: 3, signal: new AbortController().signal });
+    const out = await sampleVideoFrames(TOOLS, file, dir, {
+      maxSeconds: 10,
+      count: 3,
+      signal: new AbortController().signal,
+    });
     expect(out.frames).to.have.length(3);
     expect(out.durationSeconds).to.equal(1);
   });
 
   it('when the video is in a container other than MP4/MOV/Matroska/WebM (AVI, an HLS playlist), then it is refused as not a readable video', async () => {
-    for (const [name, extra] of [['in.avi', []], ['in.m3u8', ['-f', 'hls']]] as const) {
+    for (const [name, extra] of [
+      ['in.avi', []],
+      ['in.m3u8', ['-f', 'hls']],
+    ] as const) {
       const file = await testVideo(name, [...extra]);
-      const err = await rejection(sampleVideoFrames(TOOLS, file, dir, { maxSeconds: 10, count: 3, signal: new AbortController().signal }));
+      const err = await rejection(
+        sampleVideoFrames(TOOLS, file, dir, { maxSeconds: 10, count: 3, signal: new AbortController().signal }),
+      );
       expect(err, name).to.be.instanceOf(UnrecoverableError);
       expect(err.message).to.match(/videoUrl: the file is not a readable video/);
     }
@@ -52,7 +74,9 @@ describe('spaces: reading a user\'s video (ffprobe and ffmpeg limits)', function
     // A concat list naming an http URL: with -protocol_whitelist file it cannot be opened even if the demuxer were allowed.
     const list = path.join(dir, 'list.txt');
     await writeFile(list, "file 'http://127.0.0.1:9/x.mp4'\n");
-    const err = await rejection(probeVideo(TOOLS, list, { inputOptions: ['-protocol_whitelist', 'file', '-f', 'concat', '-safe', '0'] }));
+    const err = await rejection(
+      probeVideo(TOOLS, list, { inputOptions: ['-protocol_whitelist', 'file', '-f', 'concat', '-safe', '0'] }),
+    );
     expect(err.message).to.match(/Protocol 'http' not on whitelist/);
   });
 
@@ -63,6 +87,8 @@ describe('spaces: reading a user\'s video (ffprobe and ffmpeg limits)', function
     const aborted = probeVideo(TOOLS, fifo, { signal: ac.signal });
     setImmediate(() => ac.abort(new Error('lease lost')));
     expect((await rejection(aborted)).message).to.equal('lease lost');
-    expect((await rejection(probeVideo(TOOLS, fifo, { timeoutMs: 200 }))).message).to.match(/ffprobe did not finish within 200 ms/);
+    expect((await rejection(probeVideo(TOOLS, fifo, { timeoutMs: 200 }))).message).to.match(
+      /ffprobe did not finish within 200 ms/,
+    );
   });
 });

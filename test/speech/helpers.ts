@@ -13,9 +13,18 @@ export interface StreamedAnswer {
 }
 
 /** POST /speech read as a stream: every chunk and when it arrived. */
-export async function postSpeech(baseUrl: string, key: string, body: unknown, onChunk?: (bytesSoFar: number) => void): Promise<StreamedAnswer> {
+export async function postSpeech(
+  baseUrl: string,
+  key: string,
+  body: unknown,
+  onChunk?: (bytesSoFar: number) => void,
+): Promise<StreamedAnswer> {
   const t0 = performance.now();
-  const res = await fetch(`${baseUrl}/speech`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${baseUrl}/speech`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const parts: Buffer[] = [];
   const chunkAt: number[] = [];
   let error: Error | undefined;
@@ -36,7 +45,8 @@ export async function postSpeech(baseUrl: string, key: string, body: unknown, on
 }
 
 /** s16le bytes → samples. */
-export const samplesOf = (pcm: Buffer) => new Int16Array(pcm.buffer.slice(pcm.byteOffset, pcm.byteOffset + pcm.length - (pcm.length % 2)));
+export const samplesOf = (pcm: Buffer) =>
+  new Int16Array(pcm.buffer.slice(pcm.byteOffset, pcm.byteOffset + pcm.length - (pcm.length % 2)));
 
 export function rms(s: Int16Array): number {
   let acc = 0;
@@ -53,13 +63,18 @@ export function run(bin: string, args: string[], stdin?: Buffer | string): Promi
     child.stdout.on('data', (d: Buffer) => out.push(d));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`${bin} exited ${code}: ${err.slice(-300)}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`${bin} exited ${code}: ${err.slice(-300)}`)),
+    );
     child.stdin.end(stdin ?? '');
   });
 }
 
 /** The reference: espeak-ng run directly on the text (a WAV at its own rate), and its sample count and rate. */
-export async function espeakDirect(text: string, voice: string): Promise<{ wav: Buffer; samples: number; rate: number }> {
+export async function espeakDirect(
+  text: string,
+  voice: string,
+): Promise<{ wav: Buffer; samples: number; rate: number }> {
   const wav = await run('espeak-ng', ['-v', voice, '--stdout', '-b', '1'], text);
   const rate = wav.readUInt32LE(24);
   const dataAt = wav.indexOf('data', 12, 'ascii');

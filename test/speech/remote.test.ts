@@ -24,7 +24,14 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     provider = await fakeServer((req, res) => behaviour(req, res));
     stack = await startStack({
       scheduler: false,
-      env: { WORKER_POOLS: 'speech', SPEECH_ENGINE: 'openai', SPEECH_MODEL: 'tts-test', OPENAI_BASE_URL: `${provider.url}/v1`, OPENAI_API_KEY: 'sk-fake-speech', SPEECH_RPC_TIMEOUT_MS: '1500' },
+      env: {
+        WORKER_POOLS: 'speech',
+        SPEECH_ENGINE: 'openai',
+        SPEECH_MODEL: 'tts-test',
+        OPENAI_BASE_URL: `${provider.url}/v1`,
+        OPENAI_API_KEY: 'sk-fake-speech',
+        SPEECH_RPC_TIMEOUT_MS: '1500',
+      },
     });
   });
   after(async () => {
@@ -68,7 +75,12 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     expect(sent.method).to.equal('POST');
     expect(sent.url).to.equal('/v1/audio/speech');
     expect(sent.headers.authorization).to.equal('Bearer sk-fake-speech');
-    expect(JSON.parse(sent.body)).to.deep.equal({ model: 'tts-test', input: 'Stream this to me please.', voice: 'nova', response_format: 'pcm' });
+    expect(JSON.parse(sent.body)).to.deep.equal({
+      model: 'tts-test',
+      input: 'Stream this to me please.',
+      voice: 'nova',
+      response_format: 'pcm',
+    });
   });
 
   it('when the provider splits a sample across pieces, then the client still gets whole samples in order', async () => {
@@ -88,14 +100,17 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     expect(samplesOf(r.body).length).to.equal(audio.length / 2);
   });
 
-  it('when the voices are listed, then they are the provider\'s, multilingual, gender unknown, alloy the default', async () => {
+  it("when the voices are listed, then they are the provider's, multilingual, gender unknown, alloy the default", async () => {
     const { api } = await account();
     const r = await api.get('/speech/voices');
     expect(r.status).to.equal(200);
     expect(r.body.data.map((v: any) => v.name)).to.include.members(['alloy', 'nova', 'onyx', 'shimmer']);
     expect(r.body.data.filter((v: any) => v.default).map((v: any) => v.name)).to.deep.equal(['alloy']);
-    for (const v of r.body.data) expect(v).to.include({ language: 'mul', gender: null, engine: 'openai-compatible:tts-test' });
-    expect((await api.post('/speech', { text: 'Hi.', voice: 'en-us-female' })).body.error.message).to.match(/^voice: unknown voice/);
+    for (const v of r.body.data)
+      expect(v).to.include({ language: 'mul', gender: null, engine: 'openai-compatible:tts-test' });
+    expect((await api.post('/speech', { text: 'Hi.', voice: 'en-us-female' })).body.error.message).to.match(
+      /^voice: unknown voice/,
+    );
   });
 
   it('when the provider answers 500, then 503 before any audio and the held credits are given back', async () => {
@@ -111,13 +126,23 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     expect(r.body.error.message).to.equal('speech provider answered 500; nothing was charged');
     expect(await balance(api)).to.equal(10);
     const l = await ledger(accountId);
-    expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'speech_char', 0.24], ['refund', 'speech_char', 0.24]]);
+    expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([
+      ['charge', 'speech_char', 0.24],
+      ['refund', 'speech_char', 0.24],
+    ]);
   });
 
   it('when the provider refuses the key with a message quoting it, then the 503 says only the status and nothing was charged', async () => {
     behaviour = async (_req, res) => {
       res.writeHead(401, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: 'Incorrect API key provided: sk-fake-***eech. You can find your API key at https://platform.openai.com/account/api-keys.' } }));
+      res.end(
+        JSON.stringify({
+          error: {
+            message:
+              'Incorrect API key provided: sk-fake-***eech. You can find your API key at https://platform.openai.com/account/api-keys.',
+          },
+        }),
+      );
     };
     const { api } = await account(10);
     const r = await api.post('/speech', { text: 'Who am I?' });
@@ -127,7 +152,7 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     expect(await balance(api)).to.equal(10);
   });
 
-  it('when the provider would speak for longer than 30 s, then the client gets exactly 30 s, ended cleanly, is told the limit, and the provider\'s answer is cancelled', async () => {
+  it("when the provider would speak for longer than 30 s, then the client gets exactly 30 s, ended cleanly, is told the limit, and the provider's answer is cancelled", async () => {
     const second = tone(1, 220);
     let providerClosed!: (wroteAll: boolean) => void;
     const closed = new Promise<boolean>((r) => (providerClosed = r));
@@ -175,7 +200,10 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     let started = 0;
     let chunks = 0;
     const speaking = service
-      .speak({ accountId, requestId: 'req-early-abort', request: { text: 'Gone already.' } as any, signal: ac.signal }, { start: () => started++, chunk: () => chunks++ })
+      .speak(
+        { accountId, requestId: 'req-early-abort', request: { text: 'Gone already.' } as any, signal: ac.signal },
+        { start: () => started++, chunk: () => chunks++ },
+      )
       .catch((e: unknown) => e);
     await new Promise((r) => setTimeout(r, 700)); // the pool has answered with all its audio
     ac.abort(new Error('the client left'));
@@ -220,7 +248,11 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     expect(r.body.equals(part)).to.equal(true);
     expect(await balance(api)).to.equal(9.89);
     expect((await ledger(accountId)).map((e) => [e.kind, fromUnits(e.millicredits)])).to.deep.equal([['charge', 0.11]]);
-    await eventually(async () => (await stack.rt.db.db.collection('credit_holds').countDocuments({ accountId })) === 0, 5000, 'the hold captured');
+    await eventually(
+      async () => (await stack.rt.db.db.collection('credit_holds').countDocuments({ accountId })) === 0,
+      5000,
+      'the hold captured',
+    );
   });
 
   it('when the client leaves before any audio, then the hold is given back', async () => {
@@ -233,7 +265,12 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     };
     const { api, accountId, key } = await account(10);
     const ac = new AbortController();
-    const pending = fetch(`${stack.baseUrl}/speech`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ text: 'Never mind.' }), signal: ac.signal }).catch((e: unknown) => e);
+    const pending = fetch(`${stack.baseUrl}/speech`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text: 'Never mind.' }),
+      signal: ac.signal,
+    }).catch((e: unknown) => e);
     await providerAsked;
     ac.abort();
     await pending;

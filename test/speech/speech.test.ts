@@ -25,7 +25,7 @@ describe('speech: POST /speech and GET /speech/voices (espeak-ng-local)', functi
   const balance = async (api: Client) => (await api.get('/account/credits')).body.balance as number;
   const ledger = (accountId: string) => stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
 
-  it('when a sentence is spoken, then the stream is 24 kHz mono s16le PCM as long as espeak-ng\'s own synthesis of it, audible, with headers that state the format', async () => {
+  it("when a sentence is spoken, then the stream is 24 kHz mono s16le PCM as long as espeak-ng's own synthesis of it, audible, with headers that state the format", async () => {
     const { key } = await account();
     const text = 'The quick brown fox jumps over the lazy dog.';
     const r = await postSpeech(stack.baseUrl, key, { text, voice: 'en-us-male' });
@@ -55,7 +55,28 @@ describe('speech: POST /speech and GET /speech/voices (espeak-ng-local)', functi
     const pcm = samplesOf(r.body);
     expect(rms(pcm)).to.be.above(1000);
     expect(pcm.filter((v) => Math.abs(v) > 2000).length / pcm.length).to.be.above(0.1);
-    const reference = samplesOf(await run('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'wav', '-i', 'pipe:0', '-ar', '24000', '-ac', '1', '-f', 's16le', 'pipe:1'], direct.wav));
+    const reference = samplesOf(
+      await run(
+        'ffmpeg',
+        [
+          '-hide_banner',
+          '-loglevel',
+          'error',
+          '-f',
+          'wav',
+          '-i',
+          'pipe:0',
+          '-ar',
+          '24000',
+          '-ac',
+          '1',
+          '-f',
+          's16le',
+          'pipe:1',
+        ],
+        direct.wav,
+      ),
+    );
     expect(Math.abs(reference.length - pcm.length)).to.be.at.most(1);
     expect(correlation(pcm, reference)).to.be.above(0.999);
   });
@@ -98,7 +119,13 @@ describe('speech: POST /speech and GET /speech/voices (espeak-ng-local)', functi
 
   it('when the text is more than one sentence, a second line, or over 300 characters, then 400 naming text and saying to send one sentence per call', async () => {
     const { api, accountId } = await account({ credits: 5 });
-    for (const text of ['It rained. Then the sun came out.', 'Is it done? Yes it is', 'First line\nsecond line', 'a'.repeat(301), 'Stop!  Go.']) {
+    for (const text of [
+      'It rained. Then the sun came out.',
+      'Is it done? Yes it is',
+      'First line\nsecond line',
+      'a'.repeat(301),
+      'Stop!  Go.',
+    ]) {
       const r = await api.post('/speech', { text });
       expect(r.status, text.slice(0, 40)).to.equal(400);
       expect(r.body.error.message, text.slice(0, 40)).to.match(/^text: .*send one sentence per call/);
@@ -111,7 +138,12 @@ describe('speech: POST /speech and GET /speech/voices (espeak-ng-local)', functi
     expect((await api.post('/speech', {})).body.error.message).to.equal('text: is required');
     expect(await ledger(accountId)).to.have.length(0);
     // Abbreviations, initials, decimals and a final "?" or "..." are still one sentence.
-    for (const text of ['Dr. Smith met J. R. Tolkien at 3.30 p.m. today.', 'Are you sure?', 'Well...', 'It is cheap, i.e. free, and costs 0.00 dollars.']) {
+    for (const text of [
+      'Dr. Smith met J. R. Tolkien at 3.30 p.m. today.',
+      'Are you sure?',
+      'Well...',
+      'It is cheap, i.e. free, and costs 0.00 dollars.',
+    ]) {
       const r = await postSpeech(stack.baseUrl, (await account()).key, { text });
       expect(r.status, text).to.equal(200);
     }
@@ -129,7 +161,9 @@ describe('speech: POST /speech and GET /speech/voices (espeak-ng-local)', functi
     expect(r.headers.get('x-credits-charged')).to.equal('0.4');
     expect(await balance(api)).to.equal(9.6);
     const l = await ledger(accountId);
-    expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'speech_char', 0.4]]);
+    expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([
+      ['charge', 'speech_char', 0.4],
+    ]);
     expect(await stack.rt.db.db.collection('credit_holds').countDocuments({ accountId })).to.equal(0);
   });
 
@@ -160,7 +194,17 @@ describe('speech: POST /speech and GET /speech/voices (espeak-ng-local)', functi
       expect(r.body.data.length).to.be.at.least(16);
       const names = r.body.data.map((v: any) => v.name);
       expect(new Set(names).size).to.equal(names.length);
-      expect(names).to.include.members(['en-us-female', 'en-us-male', 'en-gb-female', 'fr-female', 'de-male', 'es-female', 'it-male', 'pt-br-female', 'nl-male']);
+      expect(names).to.include.members([
+        'en-us-female',
+        'en-us-male',
+        'en-gb-female',
+        'fr-female',
+        'de-male',
+        'es-female',
+        'it-male',
+        'pt-br-female',
+        'nl-male',
+      ]);
       expect(r.body.data.filter((v: any) => v.default).map((v: any) => v.name)).to.deep.equal(['en-us-female']);
       for (const v of r.body.data) {
         expect(Object.keys(v).sort()).to.deep.equal(['default', 'description', 'engine', 'gender', 'language', 'name']);

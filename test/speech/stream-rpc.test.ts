@@ -22,7 +22,9 @@ describe('platform: AmqpClient streamed replies (rpcStream)', () => {
     try {
       const one = async (tag: string, n: number) => {
         const got: string[] = [];
-        const reply = await caller.rpcStream<{ tag: string; sent: number }>('speech', { tag, n }, 5000, (data, seq) => got.push(`${seq}:${data.toString()}`));
+        const reply = await caller.rpcStream<{ tag: string; sent: number }>('speech', { tag, n }, 5000, (data, seq) =>
+          got.push(`${seq}:${data.toString()}`),
+        );
         return { reply, got };
       };
       const [a, b] = await Promise.all([one('a', 50), one('b', 30)]);
@@ -30,7 +32,10 @@ describe('platform: AmqpClient streamed replies (rpcStream)', () => {
       expect(a.got).to.deep.equal(Array.from({ length: 50 }, (_, i) => `${i}:a${i};`));
       expect(b.got).to.deep.equal(Array.from({ length: 30 }, (_, i) => `${i}:b${i};`));
       // A single-answer caller of the same responder gets the answer alone.
-      expect(await caller.rpc('speech', { tag: 'c', n: 3 }, 5000)).to.deep.equal({ ok: true, result: { tag: 'c', sent: 3 } });
+      expect(await caller.rpc('speech', { tag: 'c', n: 3 }, 5000)).to.deep.equal({
+        ok: true,
+        result: { tag: 'c', sent: 3 },
+      });
     } finally {
       await stop();
     }
@@ -83,7 +88,9 @@ describe('platform: AmqpClient streamed replies (rpcStream)', () => {
       expect(got).to.deep.equal(['early']);
 
       const ac = new AbortController();
-      const aborted = caller.rpcStream('speech', {}, 5000, () => ac.abort(new Error('client left')), { signal: ac.signal }).catch((e: unknown) => e);
+      const aborted = caller
+        .rpcStream('speech', {}, 5000, () => ac.abort(new Error('client left')), { signal: ac.signal })
+        .catch((e: unknown) => e);
       expect(((await aborted) as Error).message).to.equal('client left');
       release();
       // Late chunks and answers of abandoned calls disturb nothing.

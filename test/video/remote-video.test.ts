@@ -35,7 +35,17 @@ describe('video: remote provider adapter (VIDEO_ENGINE=remote) against a fake Op
         }
         const id = `video_${videos.size + 1}`;
         videos.set(id, { prompt: req.body.prompt, polls: 0 });
-        res.end(JSON.stringify({ id, object: 'video', status: 'queued', progress: 0, model: req.body.model, seconds: req.body.seconds, size: req.body.size }));
+        res.end(
+          JSON.stringify({
+            id,
+            object: 'video',
+            status: 'queued',
+            progress: 0,
+            model: req.body.model,
+            seconds: req.body.seconds,
+            size: req.body.size,
+          }),
+        );
         return;
       }
       const m = /^\/v1\/videos\/([^/]+)(\/content)?$/.exec(req.path);
@@ -52,7 +62,14 @@ describe('video: remote provider adapter (VIDEO_ENGINE=remote) against a fake Op
       }
       v.polls++;
       if (v.prompt.includes('FAIL')) {
-        res.end(JSON.stringify({ id: m[1], status: 'failed', progress: 0, error: { code: 'moderation_blocked', message: 'the provider could not render this' } }));
+        res.end(
+          JSON.stringify({
+            id: m[1],
+            status: 'failed',
+            progress: 0,
+            error: { code: 'moderation_blocked', message: 'the provider could not render this' },
+          }),
+        );
         return;
       }
       const heldBack = v.prompt.includes('HOLD') && !gateOpen;
@@ -63,7 +80,14 @@ describe('video: remote provider adapter (VIDEO_ENGINE=remote) against a fake Op
       res.end(JSON.stringify({ id: m[1], status: 'completed', progress: 100 }));
     });
     stack = await startStack({
-      env: { VIDEO_ENGINE: 'remote', VIDEO_PROVIDER_BASE_URL: `${provider.url}/v1`, VIDEO_PROVIDER_API_KEY: 'vk-test', VIDEO_PROVIDER_MODEL: 'sora-2', VIDEO_PROVIDER_POLL_MS: '20', JOB_MAX_ATTEMPTS: '2' },
+      env: {
+        VIDEO_ENGINE: 'remote',
+        VIDEO_PROVIDER_BASE_URL: `${provider.url}/v1`,
+        VIDEO_PROVIDER_API_KEY: 'vk-test',
+        VIDEO_PROVIDER_MODEL: 'sora-2',
+        VIDEO_PROVIDER_POLL_MS: '20',
+        JOB_MAX_ATTEMPTS: '2',
+      },
     });
   });
   let gateOpen = false;
@@ -81,17 +105,26 @@ describe('video: remote provider adapter (VIDEO_ENGINE=remote) against a fake Op
     const api = client(stack.baseUrl, key);
     const r = await api.post('/videos', { prompt: 'a paper boat HOLD on a stream' });
     expect(r.status).to.equal(202);
-    const moving = await eventually(async () => {
-      const j = (await api.get(`/jobs/${r.body.jobId}`)).body;
-      return j.rawStatus === 'provider_in_progress' ? j : null;
-    }, 20_000, 'provider progress');
+    const moving = await eventually(
+      async () => {
+        const j = (await api.get(`/jobs/${r.body.jobId}`)).body;
+        return j.rawStatus === 'provider_in_progress' ? j : null;
+      },
+      20_000,
+      'provider progress',
+    );
     expect(moving.progressMessage).to.equal('Provider in progress: 50%');
     held.open();
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 20_000);
     expect(job.status, job.error).to.equal('complete');
     expect(job.result).to.include({ engine: 'openai-compatible:sora-2', tier: 'max', width: 160, height: 90 });
     const created = provider.requests.find((q) => q.method === 'POST')!;
-    expect(created.body).to.deep.equal({ model: 'sora-2', prompt: 'a paper boat HOLD on a stream', seconds: '8', size: '1920x1080' });
+    expect(created.body).to.deep.equal({
+      model: 'sora-2',
+      prompt: 'a paper boat HOLD on a stream',
+      seconds: '8',
+      size: '1920x1080',
+    });
     const bytes = Buffer.from(await (await fetch(job.result.videoUrl)).arrayBuffer());
     expect(bytes.equals(mp4)).to.equal(true);
     const probe = await probeBytes(bytes);
@@ -110,11 +143,18 @@ describe('video: remote provider adapter (VIDEO_ENGINE=remote) against a fake Op
       expect(job.error).to.match(/video provider failed the render: the provider could not render this/);
       const ev = await events.waitFor((e) => e.routingKey === 'video.failed' && e.body.data.jobId === r.body.jobId);
       expect(ev.body.data.error).to.match(/could not render this/);
-      const ledger = await eventually(async () => {
-        const l = await stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
-        return l.length === 2 ? l : null;
-      }, 10_000, 'refund');
-      expect(ledger.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'video_standard', 20], ['refund', 'video_standard', 20]]);
+      const ledger = await eventually(
+        async () => {
+          const l = await stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
+          return l.length === 2 ? l : null;
+        },
+        10_000,
+        'refund',
+      );
+      expect(ledger.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([
+        ['charge', 'video_standard', 20],
+        ['refund', 'video_standard', 20],
+      ]);
       expect((await api.get('/account/credits')).body.balance).to.equal(100);
     } finally {
       await events.close();
@@ -128,7 +168,13 @@ describe('video: remote provider adapter (VIDEO_ENGINE=remote) against a fake Op
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 20_000);
     expect(job.status).to.equal('failed');
     expect(job.error).to.match(/failed after 2 attempts: video provider answered 503/);
-    expect(provider.requests.filter((q) => q.method === 'POST' && String(q.body.prompt).includes('5XX'))).to.have.length(2);
-    await eventually(async () => (await stack.rt.db.ledger.countDocuments({ accountId, kind: 'refund' })) === 1, 10_000, 'refund');
+    expect(
+      provider.requests.filter((q) => q.method === 'POST' && String(q.body.prompt).includes('5XX')),
+    ).to.have.length(2);
+    await eventually(
+      async () => (await stack.rt.db.ledger.countDocuments({ accountId, kind: 'refund' })) === 1,
+      10_000,
+      'refund',
+    );
   });
 });

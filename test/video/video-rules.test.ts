@@ -4,13 +4,24 @@ import type { VideoRequest } from '../../contracts/videos';
 
 const on = { premiumVideo: true };
 const off = { premiumVideo: false };
-const plan = (req: Partial<VideoRequest>, f = on) => resolveVideoPlan({ prompt: 'a drone shot over a coast', ...req }, f);
+const plan = (req: Partial<VideoRequest>, f = on) =>
+  resolveVideoPlan({ prompt: 'a drone shot over a coast', ...req }, f);
 const urls = (n: number) => Array.from({ length: n }, (_, i) => `https://img.example.com/${i}.png`);
 
 describe('video: plan rules (SPEC 2.12, pure function)', () => {
   it('when only a prompt is sent, then max, 16:9, 1080p (1920x1080), 8 s, standard price, no notes', () => {
     const p = plan({});
-    expect(p).to.include({ tier: 'max', aspectRatio: '16:9', resolution: '1080p', width: 1920, height: 1080, clipSeconds: 8, fps: 24, openingFrameUrl: null, creditOperation: 'video_standard' });
+    expect(p).to.include({
+      tier: 'max',
+      aspectRatio: '16:9',
+      resolution: '1080p',
+      width: 1920,
+      height: 1080,
+      clipSeconds: 8,
+      fps: 24,
+      openingFrameUrl: null,
+      creditOperation: 'video_standard',
+    });
     expect(p.notes).to.deep.equal([]);
   });
 
@@ -19,7 +30,9 @@ describe('video: plan rules (SPEC 2.12, pure function)', () => {
       const p = plan({ modelTier }, off);
       expect(p.tier).to.equal('max');
       expect(p.creditOperation).to.equal('video_standard');
-      expect(p.notes[0]).to.match(new RegExp(`modelTier ${modelTier} is a premium tier this workspace has not enabled; the video renders on max`));
+      expect(p.notes[0]).to.match(
+        new RegExp(`modelTier ${modelTier} is a premium tier this workspace has not enabled; the video renders on max`),
+      );
     }
   });
 
@@ -40,13 +53,23 @@ describe('video: plan rules (SPEC 2.12, pure function)', () => {
     expect(p).to.include({ resolution: '1080p', clipSeconds: 8 });
     expect(p.notes).to.have.length(2);
     expect(p.notes[0]).to.match(/resolution 4k applies to premium tiers only; the max tier always renders 1080p/);
-    expect(p.notes[1]).to.match(/clipSeconds 12 applies to premium tiers only; the max tier renders a fixed clip of about 8 seconds/);
+    expect(p.notes[1]).to.match(
+      /clipSeconds 12 applies to premium tiers only; the max tier renders a fixed clip of about 8 seconds/,
+    );
     expect(plan({ resolution: '1080p', clipSeconds: 8 }).notes).to.deep.equal([]);
   });
 
   it('when cinema is asked, then every shape, up to 4k and 15 s; beyond 15 clamps with a note', () => {
     const p = plan({ modelTier: 'cinema', aspectRatio: '21:9', resolution: '4k', clipSeconds: 20 });
-    expect(p).to.include({ tier: 'cinema', aspectRatio: '21:9', resolution: '4k', width: 5040, height: 2160, clipSeconds: 15, creditOperation: 'video_premium' });
+    expect(p).to.include({
+      tier: 'cinema',
+      aspectRatio: '21:9',
+      resolution: '4k',
+      width: 5040,
+      height: 2160,
+      clipSeconds: 15,
+      creditOperation: 'video_premium',
+    });
     expect(p.notes).to.have.length(1);
     expect(p.notes[0]).to.match(/clipSeconds 20 is above what cinema reaches; it is clamped to 15/);
     expect(plan({ modelTier: 'cinema' })).to.include({ resolution: '1080p', clipSeconds: 8 });
@@ -64,11 +87,15 @@ describe('video: plan rules (SPEC 2.12, pure function)', () => {
     const std = plan({ referenceImageUrls: urls(3) });
     expect(std.openingFrameUrl).to.equal(urls(1)[0]);
     expect(std.referenceImageUrls).to.deep.equal([]);
-    expect(std.notes[0]).to.match(/3 reference images exceed the max tier's budget of 1; the first 1 was kept and becomes the opening frame/);
+    expect(std.notes[0]).to.match(
+      /3 reference images exceed the max tier's budget of 1; the first 1 was kept and becomes the opening frame/,
+    );
     const cinema = plan({ modelTier: 'cinema', referenceImageUrls: urls(12) });
     expect(cinema.referenceImageUrls).to.deep.equal(urls(9));
     expect(cinema.openingFrameUrl).to.equal(null);
-    expect(cinema.notes[0]).to.match(/12 reference images exceed the cinema tier's budget of 9; the first 9 were kept\.$/);
+    expect(cinema.notes[0]).to.match(
+      /12 reference images exceed the cinema tier's budget of 9; the first 9 were kept\.$/,
+    );
     const ultra = plan({ modelTier: 'cinema-ultra', referenceImageUrls: urls(30) });
     expect(ultra.referenceImageUrls).to.have.length(30);
     expect(ultra.notes).to.deep.equal([]);
@@ -77,7 +104,11 @@ describe('video: plan rules (SPEC 2.12, pure function)', () => {
   it('when referenceImageUrl and referenceImageUrls are both given, then referenceImageUrl goes first', () => {
     const p = plan({ referenceImageUrl: 'https://img.example.com/anchor.png', referenceImageUrls: urls(2) });
     expect(p.openingFrameUrl).to.equal('https://img.example.com/anchor.png');
-    const c = plan({ modelTier: 'cinema', referenceImageUrl: 'https://img.example.com/anchor.png', referenceImageUrls: urls(2) });
+    const c = plan({
+      modelTier: 'cinema',
+      referenceImageUrl: 'https://img.example.com/anchor.png',
+      referenceImageUrls: urls(2),
+    });
     expect(c.referenceImageUrls).to.deep.equal(['https://img.example.com/anchor.png', ...urls(2)]);
     const one = plan({ modelTier: 'cinema', referenceImageUrls: urls(1) });
     expect(one.openingFrameUrl).to.equal(urls(1)[0]);

@@ -24,7 +24,9 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
       res.setHeader('content-type', 'image/png');
       res.end(await solidPng(32, 18, req.path.includes('blue') ? [20, 40, 220] : [220, 120, 20]));
     });
-    stack = await startStack({ env: { ALLOW_LOOPBACK_URLS: 'true', VIDEO_RENDER_SCALE: String(SCALE), POOL_CONCURRENCY: 'video=2' } });
+    stack = await startStack({
+      env: { ALLOW_LOOPBACK_URLS: 'true', VIDEO_RENDER_SCALE: String(SCALE), POOL_CONCURRENCY: 'video=2' },
+    });
   });
   after(async () => {
     held.open();
@@ -52,13 +54,26 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
       expect(r.body.jobId).to.match(/^vid_/);
       expect(r.body).to.include({ type: 'video', status: 'queued', pollUrl: `/api/v1/jobs/${r.body.jobId}` });
       expect(r.body.notes).to.deep.equal([]);
-      expect((await ledger(accountId)).map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([['charge', 'video_standard', 20]]);
+      expect((await ledger(accountId)).map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([
+        ['charge', 'video_standard', 20],
+      ]);
 
       const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
       expect(job.status, job.error).to.equal('complete');
       const res = job.result;
-      expect(res).to.include({ tier: 'max', aspectRatio: '16:9', resolution: '1080p', clipSeconds: 8, engine: 'local-ffmpeg-v1', mimeType: 'video/mp4', fps: 24, openingFrameUsed: false });
-      expect(res.notes.join(' ')).to.match(/Rendered at scale 0\.05 \(VIDEO_RENDER_SCALE\): 96x54 for 1 s instead of 1920x1080 for 8 s/);
+      expect(res).to.include({
+        tier: 'max',
+        aspectRatio: '16:9',
+        resolution: '1080p',
+        clipSeconds: 8,
+        engine: 'local-ffmpeg-v1',
+        mimeType: 'video/mp4',
+        fps: 24,
+        openingFrameUsed: false,
+      });
+      expect(res.notes.join(' ')).to.match(
+        /Rendered at scale 0\.05 \(VIDEO_RENDER_SCALE\): 96x54 for 1 s instead of 1920x1080 for 8 s/,
+      );
       expect(res.videoUrl).to.match(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/assets\/blob_\w+\/video\.mp4\?exp=\d+&sig=/);
 
       const file = await fetch(res.videoUrl);
@@ -96,10 +111,18 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
 
   it('when a premium tier is asked on a workspace without premium video, then max with a note and the standard price', async () => {
     const { api, accountId } = await account({ features: { premiumVideo: false } });
-    const r = await api.post('/videos', { prompt: 'a storm', modelTier: 'cinema', aspectRatio: '4:3', resolution: '4k', clipSeconds: 12 });
+    const r = await api.post('/videos', {
+      prompt: 'a storm',
+      modelTier: 'cinema',
+      aspectRatio: '4:3',
+      resolution: '4k',
+      clipSeconds: 12,
+    });
     expect(r.status).to.equal(202);
     expect(r.body.notes).to.have.length(4);
-    expect(r.body.notes[0]).to.match(/modelTier cinema is a premium tier this workspace has not enabled; the video renders on max/);
+    expect(r.body.notes[0]).to.match(
+      /modelTier cinema is a premium tier this workspace has not enabled; the video renders on max/,
+    );
     expect(r.body.notes[1]).to.match(/aspectRatio 4:3 is not offered on the max tier .* 16:9/);
     expect(r.body.notes[2]).to.match(/resolution 4k applies to premium tiers only/);
     expect(r.body.notes[3]).to.match(/clipSeconds 12 applies to premium tiers only/);
@@ -111,7 +134,13 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
 
   it('when cinema is asked on a premium workspace, then up to 4k and 15 s (clamped with a note), at several times the standard price', async () => {
     const { api, accountId } = await account({ features: { premiumVideo: true } });
-    const r = await api.post('/videos', { prompt: 'a slow dolly through a forest', modelTier: 'cinema', aspectRatio: '21:9', resolution: '4k', clipSeconds: 20 });
+    const r = await api.post('/videos', {
+      prompt: 'a slow dolly through a forest',
+      modelTier: 'cinema',
+      aspectRatio: '21:9',
+      resolution: '4k',
+      clipSeconds: 20,
+    });
     expect(r.status).to.equal(202);
     expect(r.body.notes).to.have.length(1);
     expect(r.body.notes[0]).to.match(/clipSeconds 20 is above what cinema reaches; it is clamped to 15/);
@@ -130,9 +159,17 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
 
   it('when cinema-ultra is asked above 720p, then 720p with a note, and 30 s is accepted', async () => {
     const { api } = await account({ features: { premiumVideo: true } });
-    const r = await api.post('/videos', { prompt: 'a long take of waves', modelTier: 'cinema-ultra', resolution: '1080p', clipSeconds: 30, aspectRatio: '9:16' });
+    const r = await api.post('/videos', {
+      prompt: 'a long take of waves',
+      modelTier: 'cinema-ultra',
+      resolution: '1080p',
+      clipSeconds: 30,
+      aspectRatio: '9:16',
+    });
     expect(r.status).to.equal(202);
-    expect(r.body.notes).to.deep.equal(['resolution 1080p is above what cinema-ultra reaches; it renders at 720p, the tier\'s ceiling.']);
+    expect(r.body.notes).to.deep.equal([
+      "resolution 1080p is above what cinema-ultra reaches; it renders at 720p, the tier's ceiling.",
+    ]);
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
     expect(job.result).to.include({ tier: 'cinema-ultra', resolution: '720p', clipSeconds: 30 });
     expect(job.result.durationSeconds).to.be.closeTo(1.5, 0.1); // 30 s at scale 0.05
@@ -147,7 +184,10 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
       [{ prompt: 'x', modelTier: 'ultra' }, 'modelTier'],
       [{ prompt: 'x', aspectRatio: '2:1' }, 'aspectRatio'],
       [{ prompt: 'x', resolution: '8k' }, 'resolution'],
-      [{ prompt: 'x', referenceImageUrls: Array.from({ length: 31 }, (_, i) => `https://a.example/${i}.png`) }, 'referenceImageUrls'],
+      [
+        { prompt: 'x', referenceImageUrls: Array.from({ length: 31 }, (_, i) => `https://a.example/${i}.png`) },
+        'referenceImageUrls',
+      ],
       [{ prompt: 'x', referenceImageUrl: 'nope' }, 'referenceImageUrl'],
       [{}, 'prompt'],
     ] as const) {
@@ -161,9 +201,15 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
   it('when references exceed a standard tier budget, then referenceImageUrl is kept as the opening frame and the rest trimmed with a note', async () => {
     const { api } = await account();
     const anchor = `${refs.url}/anchor-blue.png`;
-    const r = await api.post('/videos', { prompt: 'animate this', referenceImageUrl: anchor, referenceImageUrls: [`${refs.url}/a.png`, `${refs.url}/b.png`] });
+    const r = await api.post('/videos', {
+      prompt: 'animate this',
+      referenceImageUrl: anchor,
+      referenceImageUrls: [`${refs.url}/a.png`, `${refs.url}/b.png`],
+    });
     expect(r.status).to.equal(202);
-    expect(r.body.notes).to.deep.equal(["3 reference images exceed the max tier's budget of 1; the first 1 was kept and becomes the opening frame."]);
+    expect(r.body.notes).to.deep.equal([
+      "3 reference images exceed the max tier's budget of 1; the first 1 was kept and becomes the opening frame.",
+    ]);
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
     expect(job.status, job.error).to.equal('complete');
     expect(job.result).to.include({ openingFrameUsed: true, referenceImagesUsed: 1 });
@@ -174,8 +220,14 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
   it('when cinema gets 12 references, then 9 are kept (note) and used as subject references', async () => {
     const { api } = await account({ features: { premiumVideo: true } });
     const list = Array.from({ length: 12 }, (_, i) => `${refs.url}/subject-${i}.png`);
-    const r = await api.post('/videos', { prompt: 'the same character walking', modelTier: 'cinema', referenceImageUrls: list });
-    expect(r.body.notes).to.deep.equal(["12 reference images exceed the cinema tier's budget of 9; the first 9 were kept."]);
+    const r = await api.post('/videos', {
+      prompt: 'the same character walking',
+      modelTier: 'cinema',
+      referenceImageUrls: list,
+    });
+    expect(r.body.notes).to.deep.equal([
+      "12 reference images exceed the cinema tier's budget of 9; the first 9 were kept.",
+    ]);
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
     expect(job.result).to.include({ openingFrameUsed: false, referenceImagesUsed: 9 });
   });
@@ -199,8 +251,15 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
       expect(job.status).to.equal('failed');
       expect(job.error).to.match(/openingFrameUrl: could not be fetched \(HTTP 404\)/);
       // The job is marked failed first, then refunded: wait for the refund to land.
-      const l = await eventually(async () => ((await ledger(accountId)).length === 2 ? ledger(accountId) : null), 10_000, 'refund');
-      expect(l.map((e) => [e.kind, e.operation])).to.deep.equal([['charge', 'video_standard'], ['refund', 'video_standard']]);
+      const l = await eventually(
+        async () => ((await ledger(accountId)).length === 2 ? ledger(accountId) : null),
+        10_000,
+        'refund',
+      );
+      expect(l.map((e) => [e.kind, e.operation])).to.deep.equal([
+        ['charge', 'video_standard'],
+        ['refund', 'video_standard'],
+      ]);
       expect(await balance(api)).to.equal(50);
       await events.waitFor((e) => e.routingKey === 'video.failed' && e.body.data.jobId === r.body.jobId);
     } finally {
@@ -213,10 +272,14 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
     const { api } = await account();
     const r = await api.post('/videos', { prompt: 'x', referenceImageUrl: `${refs.url}/held-frame.png` });
     expect(r.body).to.include({ status: 'queued', rawStatus: 'queued' });
-    const fetching = await eventually(async () => {
-      const j = (await api.get(`/jobs/${r.body.jobId}`)).body;
-      return j.rawStatus === 'fetching_references' ? j : null;
-    }, 20_000, 'fetching_references');
+    const fetching = await eventually(
+      async () => {
+        const j = (await api.get(`/jobs/${r.body.jobId}`)).body;
+        return j.rawStatus === 'fetching_references' ? j : null;
+      },
+      20_000,
+      'fetching_references',
+    );
     expect(fetching).to.include({ status: 'processing', progressMessage: 'Fetching 1 reference image' });
     held.open();
     const done = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
@@ -230,7 +293,10 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
       const r = await api.post('/videos', { prompt: 'a violet sky over a forest' });
       const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000);
       expect(job.status, job.error).to.equal('complete');
-      const trail = spy.getCalls().filter((c) => c.args[0] === r.body.jobId).map((c) => c.args[2]);
+      const trail = spy
+        .getCalls()
+        .filter((c) => c.args[0] === r.body.jobId)
+        .map((c) => c.args[2]);
       const raw = trail.map((p) => p.rawStatus);
       expect(raw[0]).to.equal('rendering');
       expect(raw.indexOf('painting')).to.be.greaterThan(0);

@@ -10,7 +10,11 @@ import { allDeliveries, createWebhook, readDb, startReceiver, type Receiver } fr
 
 /** A real webhook worker process on the stack's database and broker. */
 const spawnWebhookWorker = (stack: Stack) =>
-  spawnWorkerProcess(stack, { ALLOW_LOOPBACK_URLS: 'true', WORKER_POOLS: 'webhook', WEBHOOK_ATTEMPT_TIMEOUT_MS: '30000' });
+  spawnWorkerProcess(stack, {
+    ALLOW_LOOPBACK_URLS: 'true',
+    WORKER_POOLS: 'webhook',
+    WEBHOOK_ATTEMPT_TIMEOUT_MS: '30000',
+  });
 
 describe('webhook worker crash', () => {
   let stack: Stack;
@@ -34,7 +38,9 @@ describe('webhook worker crash', () => {
     const api = client(stack.baseUrl, (await stack.createAccount()).key);
     const hook = await createWebhook(api, { url: rcv.url });
     child = spawnWebhookWorker(stack);
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child!.once('exit', (_code, signal) => resolve(signal)));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child!.once('exit', (_code, signal) => resolve(signal)),
+    );
     expect((await api.post('/code-builds', { prompt: 'a counter' })).status).to.equal(202);
 
     // The child is in the middle of the attempt (the receiver holds the request): kill it.
@@ -43,7 +49,9 @@ describe('webhook worker crash', () => {
     expect(await exited).to.equal('SIGKILL');
     expect(await allDeliveries(api, hook.id)).to.have.length(0); // the attempt never finished
 
-    second = await startWorkers(stack.config2({ WORKER_POOLS: 'webhook', ALLOW_LOOPBACK_URLS: 'true' }), { monitoring: false });
+    second = await startWorkers(stack.config2({ WORKER_POOLS: 'webhook', ALLOW_LOOPBACK_URLS: 'true' }), {
+      monitoring: false,
+    });
     const [again] = await rcv.waitFor(1, (r) => r.answered === 200, 20_000);
     expect(again!.headers['x-service-event-id']).to.equal(first!.headers['x-service-event-id']);
     expect(again!.body.eventId).to.equal(first!.body.eventId);
@@ -57,15 +65,23 @@ describe('webhook worker crash', () => {
 
   it('when a malformed message reaches the delivery queue, then it is dead-lettered and parked, and deliveries go on', async function () {
     this.timeout(20_000);
-    second ??= await startWorkers(stack.config2({ WORKER_POOLS: 'webhook', ALLOW_LOOPBACK_URLS: 'true' }), { monitoring: false });
+    second ??= await startWorkers(stack.config2({ WORKER_POOLS: 'webhook', ALLOW_LOOPBACK_URLS: 'true' }), {
+      monitoring: false,
+    });
     const queue = broker.webhookDeliveryQueue(stack.config.QUEUE_PREFIX);
     await stack.rt.amqp.publish('', queue, { v: 1, webhookId: 'wh_x' });
     await stack.rt.amqp.publish('', broker.poolQueue(stack.config.QUEUE_PREFIX, 'webhook'), { not: 'an event' });
-    const parked = await eventually(async () => {
-      const docs = await readDb<{ queue: string; reason: string }>(stack.config, DEAD_LETTERS_COLLECTION, {});
-      return docs.length >= 2 ? docs : undefined;
-    }, 15_000, 'parked dead letters');
-    expect(parked.map((d) => d.queue).sort()).to.deep.equal([broker.poolQueue(stack.config.QUEUE_PREFIX, 'webhook'), queue].sort());
+    const parked = await eventually(
+      async () => {
+        const docs = await readDb<{ queue: string; reason: string }>(stack.config, DEAD_LETTERS_COLLECTION, {});
+        return docs.length >= 2 ? docs : undefined;
+      },
+      15_000,
+      'parked dead letters',
+    );
+    expect(parked.map((d) => d.queue).sort()).to.deep.equal(
+      [broker.poolQueue(stack.config.QUEUE_PREFIX, 'webhook'), queue].sort(),
+    );
     expect(parked.map((d) => d.reason)).to.deep.equal(['rejected', 'rejected']);
 
     // The worker is still delivering.

@@ -17,7 +17,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** Fast timings for the suite; timing.test.ts runs the SPEC's real 5 s / 1 s / 3 s. */
-const FAST = { ALLOW_LOOPBACK_URLS: 'true', WEBHOOK_ATTEMPT_TIMEOUT_MS: '1500', WEBHOOK_RETRY_DELAYS_MS: '100,200', WEBHOOK_ENDPOINT_CONCURRENCY: '3' };
+const FAST = {
+  ALLOW_LOOPBACK_URLS: 'true',
+  WEBHOOK_ATTEMPT_TIMEOUT_MS: '1500',
+  WEBHOOK_RETRY_DELAYS_MS: '100,200',
+  WEBHOOK_ENDPOINT_CONCURRENCY: '3',
+};
 
 const build = async (api: Client) => {
   const r = await api.post('/code-builds', { prompt: 'a counter' });
@@ -60,24 +65,50 @@ describe('webhook delivery', () => {
     expect(h['content-type']).to.equal('application/json');
     expect(h['x-service-event']).to.equal('code_build.completed');
     expect(h['x-service-event-id']).to.match(UUID).and.equal(req!.body.eventId);
-    expect(h['x-service-event-version']).to.equal(EVENT_VERSION).and.match(/^\d{4}-\d{2}-\d{2}$/);
+    expect(h['x-service-event-version'])
+      .to.equal(EVENT_VERSION)
+      .and.match(/^\d{4}-\d{2}-\d{2}$/);
     expect(h['x-service-signature']).to.match(/^sha256=[0-9a-f]{64}$/);
     expect(await verifySignature(hook.secret, req!.raw, h['x-service-signature'] as string)).to.equal(true);
     expect(await verifySignature(failedOnly.secret, req!.raw, h['x-service-signature'] as string)).to.equal(false);
-    expect(await verifySignature(hook.secret, req!.raw.replace('complete', 'failed'), h['x-service-signature'] as string)).to.equal(false);
+    expect(
+      await verifySignature(hook.secret, req!.raw.replace('complete', 'failed'), h['x-service-signature'] as string),
+    ).to.equal(false);
 
-    expect(Object.keys(req!.body).sort()).to.deep.equal(['data', 'event', 'eventId', 'eventVersion', 'occurredAt', 'timestamp']);
+    expect(Object.keys(req!.body).sort()).to.deep.equal([
+      'data',
+      'event',
+      'eventId',
+      'eventVersion',
+      'occurredAt',
+      'timestamp',
+    ]);
     expect(req!.body).to.include({ event: 'code_build.completed', eventVersion: EVENT_VERSION });
     expect(req!.body.occurredAt).to.match(ISO);
     expect(req!.body.timestamp).to.match(ISO);
-    expect(req!.body.data).to.include({ jobId: job.jobId, status: 'complete', pollUrl: `${stack.config.PUBLIC_BASE_URL}/api/v1/jobs/${job.jobId}` });
+    expect(req!.body.data).to.include({
+      jobId: job.jobId,
+      status: 'complete',
+      pollUrl: `${stack.config.PUBLIC_BASE_URL}/api/v1/jobs/${job.jobId}`,
+    });
     expect(new URL(req!.body.data.pollUrl).protocol).to.equal('http:'); // absolute
 
     const log = await eventually(async () => {
       const d = await allDeliveries(api, hook.id);
       return d.length === 1 ? d : undefined;
     });
-    expect(log[0]).to.include({ webhookId: hook.id, eventId: req!.body.eventId, event: 'code_build.completed', attempt: 1, outcome: 'delivered', statusCode: 200, responseExcerpt: 'answer 200', error: null, nextAttemptAt: null, redelivered: false });
+    expect(log[0]).to.include({
+      webhookId: hook.id,
+      eventId: req!.body.eventId,
+      event: 'code_build.completed',
+      attempt: 1,
+      outcome: 'delivered',
+      statusCode: 200,
+      responseExcerpt: 'answer 200',
+      error: null,
+      nextAttemptAt: null,
+      redelivered: false,
+    });
     expect(log[0].durationMs).to.be.a('number');
     const after = await eventually(async () => {
       const r = await api.get(`/webhooks/${hook.id}`);
@@ -97,7 +128,8 @@ describe('webhook delivery', () => {
     const reqs = await rcv.waitFor(3);
     const ids = new Set(reqs.map((r) => r.headers['x-service-event-id']));
     expect(ids.size).to.equal(1);
-    for (const r of reqs) expect(await verifySignature(hook.secret, r.raw, r.headers['x-service-signature'] as string)).to.equal(true);
+    for (const r of reqs)
+      expect(await verifySignature(hook.secret, r.raw, r.headers['x-service-signature'] as string)).to.equal(true);
 
     const log = await eventually(async () => {
       const d = await allDeliveries(api, hook.id);
@@ -111,7 +143,11 @@ describe('webhook delivery', () => {
     expect(log[1].nextAttemptAt).to.be.a('string');
     expect(log[0].nextAttemptAt).to.equal(null);
     expect(new Set(log.map((d) => d.eventId))).to.deep.equal(ids);
-    expect((await api.get(`/webhooks/${hook.id}`)).body).to.include({ isActive: true, consecutiveFailures: 0, lastDeliveryStatus: 'delivered' });
+    expect((await api.get(`/webhooks/${hook.id}`)).body).to.include({
+      isActive: true,
+      consecutiveFailures: 0,
+      lastDeliveryStatus: 'delivered',
+    });
   });
 
   it('when 5 deliveries in a row fail, then the webhook is disabled, no longer called, and PATCH isActive true re-enables it', async () => {
@@ -125,7 +161,11 @@ describe('webhook delivery', () => {
       const r = await api.get(`/webhooks/${hook.id}`);
       return r.body.isActive === false ? r.body : undefined;
     });
-    expect(disabled).to.include({ disabledReason: 'consecutive_failures', consecutiveFailures: 5, lastDeliveryStatus: 'failed' });
+    expect(disabled).to.include({
+      disabledReason: 'consecutive_failures',
+      consecutiveFailures: 5,
+      lastDeliveryStatus: 'failed',
+    });
     expect(disabled.disabledAt).to.be.a('string');
     expect(rcv.received).to.have.length(15); // 5 deliveries x (1 + 2 retries)
     expect(await allDeliveries(api, hook.id)).to.have.length(15);
@@ -187,8 +227,10 @@ describe('webhook delivery', () => {
     const rcv = await receiver();
     const real = dns.promises.lookup.bind(dns.promises);
     let address = '127.0.0.1';
-    sinon.stub(dns.promises, 'lookup').callsFake((async (host: string, opts: unknown) =>
-      host === 'hooks.customer.test' ? [{ address, family: 4 }] : real(host, opts as never)) as never);
+    sinon
+      .stub(dns.promises, 'lookup')
+      .callsFake((async (host: string, opts: unknown) =>
+        host === 'hooks.customer.test' ? [{ address, family: 4 }] : real(host, opts as never)) as never);
     const api = client(stack.baseUrl, (await stack.createAccount()).key);
     const hook = await createWebhook(api, { url: `http://hooks.customer.test:${rcv.port}/hook` });
 
@@ -204,7 +246,11 @@ describe('webhook delivery', () => {
     }
     expect(rcv.received).to.have.length(0);
     // The failure count follows the third attempt's log entry.
-    await eventually(async () => (await api.get(`/webhooks/${hook.id}`)).body.consecutiveFailures === 1, 10_000, 'the failure to be counted');
+    await eventually(
+      async () => (await api.get(`/webhooks/${hook.id}`)).body.consecutiveFailures === 1,
+      10_000,
+      'the failure to be counted',
+    );
 
     // The name points back at the receiver: deliveries flow again.
     address = '127.0.0.1';
@@ -246,11 +292,31 @@ describe('webhook delivery', () => {
 
   it('when delivery records pass the retention period, then the scheduler deletes them and keeps the recent ones', async () => {
     const deliveries = createDeliveriesRepository(stack.rt.db);
-    const base = { accountId: 'acc_x', webhookId: 'wh_retention', eventId: 'e', event: 'code_build.completed', attempt: 1, outcome: 'delivered' as const, statusCode: 200, durationMs: 1, responseExcerpt: null, error: null, nextAttemptAt: null, redelivered: false };
-    const old = await deliveries.record({ ...base, at: new Date(Date.now() - (stack.config.WEBHOOK_DELIVERY_RETENTION_DAYS + 1) * 86_400_000) });
+    const base = {
+      accountId: 'acc_x',
+      webhookId: 'wh_retention',
+      eventId: 'e',
+      event: 'code_build.completed',
+      attempt: 1,
+      outcome: 'delivered' as const,
+      statusCode: 200,
+      durationMs: 1,
+      responseExcerpt: null,
+      error: null,
+      nextAttemptAt: null,
+      redelivered: false,
+    };
+    const old = await deliveries.record({
+      ...base,
+      at: new Date(Date.now() - (stack.config.WEBHOOK_DELIVERY_RETENTION_DAYS + 1) * 86_400_000),
+    });
     const recent = await deliveries.record({ ...base, at: new Date() });
     await stack.scheduler!.agenda.now('webhooks.deliveries.expire');
-    await eventually(async () => (await deliveries.collection.countDocuments({ _id: old._id })) === 0, 10_000, 'old delivery records deleted');
+    await eventually(
+      async () => (await deliveries.collection.countDocuments({ _id: old._id })) === 0,
+      10_000,
+      'old delivery records deleted',
+    );
     expect(await deliveries.collection.countDocuments({ _id: recent._id })).to.equal(1);
   });
 
@@ -282,7 +348,9 @@ describe('webhook delivery', () => {
     expect(r.eventId).to.match(UUID);
     sinon.restore();
     expect(await seen).to.deep.include({ event: 'project.created', webhooks: 0 });
-    const stored = await eventually(() => stack.rt.db.db.collection('event_outbox').findOne({ _id: r.eventId as never, publishedAt: { $ne: null } }));
+    const stored = await eventually(() =>
+      stack.rt.db.db.collection('event_outbox').findOne({ _id: r.eventId as never, publishedAt: { $ne: null } }),
+    );
     expect(stored!.event.data).to.deep.equal({ projectId: 'prj_1' });
   });
 });
@@ -294,9 +362,23 @@ describe('webhook delivery of failed jobs', () => {
   before(async () => {
     // No code engine here: a pool whose processor always fails takes the code queue.
     stack = await startStack({ env: { ...FAST, WORKER_POOLS: 'webhook' }, scheduler: false });
-    failing = new Pool(stack.workers!.runtime, { pool: 'code', input: CodeBuildRequest, process: async () => { throw new UnrecoverableError('the build exploded'); } }, {
-      concurrency: 1, leaseMs: 3000, maxAttempts: 1, retryDelayMs: 100, shutdownGraceMs: 1000,
-    });
+    failing = new Pool(
+      stack.workers!.runtime,
+      {
+        pool: 'code',
+        input: CodeBuildRequest,
+        process: async () => {
+          throw new UnrecoverableError('the build exploded');
+        },
+      },
+      {
+        concurrency: 1,
+        leaseMs: 3000,
+        maxAttempts: 1,
+        retryDelayMs: 100,
+        shutdownGraceMs: 1000,
+      },
+    );
     await failing.start();
     rcv = await startReceiver();
   });
@@ -315,6 +397,11 @@ describe('webhook delivery of failed jobs', () => {
     expect(req!.headers['x-service-event']).to.equal('code_build.failed');
     expect(await verifySignature(hook.secret, req!.raw, req!.headers['x-service-signature'] as string)).to.equal(true);
     expect(req!.body.event).to.equal('code_build.failed');
-    expect(req!.body.data).to.include({ jobId: job.jobId, status: 'failed', pollUrl: `${stack.config.PUBLIC_BASE_URL}/api/v1/jobs/${job.jobId}`, error: 'the build exploded' });
+    expect(req!.body.data).to.include({
+      jobId: job.jobId,
+      status: 'failed',
+      pollUrl: `${stack.config.PUBLIC_BASE_URL}/api/v1/jobs/${job.jobId}`,
+      error: 'the build exploded',
+    });
   });
 });

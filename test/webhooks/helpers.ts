@@ -21,7 +21,11 @@ export interface Received {
 }
 
 /** What the receiver does with the nth request (0-based). */
-export type Behaviour = (req: { n: number; body: any; headers: http.IncomingHttpHeaders }) => number | 'hang' | { status: number; body: string };
+export type Behaviour = (req: {
+  n: number;
+  body: any;
+  headers: http.IncomingHttpHeaders;
+}) => number | 'hang' | { status: number; body: string };
 
 /** A real HTTP receiver on loopback that records every request. */
 export async function startReceiver(behaviour: Behaviour = () => 200) {
@@ -41,7 +45,15 @@ export async function startReceiver(behaviour: Behaviour = () => 200) {
       }
       const n = received.length;
       const answer = current({ n, body, headers: req.headers });
-      const entry: Received = { headers: req.headers, raw, body, at: Date.now(), answered: typeof answer === 'object' ? answer.status : answer, closed: Promise.resolve(), open: true };
+      const entry: Received = {
+        headers: req.headers,
+        raw,
+        body,
+        at: Date.now(),
+        answered: typeof answer === 'object' ? answer.status : answer,
+        closed: Promise.resolve(),
+        open: true,
+      };
       entry.closed = new Promise<void>((resolve) =>
         res.on('close', () => {
           entry.open = false;
@@ -69,10 +81,14 @@ export async function startReceiver(behaviour: Behaviour = () => 200) {
     },
     /** Wait until `n` requests (optionally matching `pred`) arrived. */
     async waitFor(n: number, pred: (r: Received) => boolean = () => true, timeoutMs = 15_000) {
-      return eventually(async () => {
-        const hits = received.filter(pred);
-        return hits.length >= n ? hits : undefined;
-      }, timeoutMs, `${n} webhook request(s)`);
+      return eventually(
+        async () => {
+          const hits = received.filter(pred);
+          return hits.length >= n ? hits : undefined;
+        },
+        timeoutMs,
+        `${n} webhook request(s)`,
+      );
     },
     async close() {
       for (const res of hanging) res.destroy();
@@ -91,7 +107,11 @@ export async function createWebhook(api: Client, body: { name?: string; url: str
 }
 
 /** The raw stored documents, read straight from the database. */
-export async function readDb<T>(config: Config, collection: keyof typeof COLLECTIONS | (string & {}), filter: Record<string, unknown>): Promise<T[]> {
+export async function readDb<T>(
+  config: Config,
+  collection: keyof typeof COLLECTIONS | (string & {}),
+  filter: Record<string, unknown>,
+): Promise<T[]> {
   const m = new MongoClient(config.MONGODB_URL);
   try {
     await m.connect();
@@ -107,7 +127,9 @@ export async function allDeliveries(api: Client, webhookId: string) {
   const out: any[] = [];
   let cursor: string | undefined;
   do {
-    const r = await api.get(`/webhooks/${webhookId}/deliveries?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const r = await api.get(
+      `/webhooks/${webhookId}/deliveries?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
     if (r.status !== 200) throw new Error(`deliveries answered ${r.status}: ${r.text}`);
     out.push(...r.body.data);
     cursor = r.body.cursor ?? undefined;

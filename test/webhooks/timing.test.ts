@@ -39,12 +39,15 @@ describe('webhook delivery at the SPEC timings', () => {
 
     const reqs = await slow.waitFor(3, () => true, 30_000);
     expect(new Set(reqs.map((r) => r.body.eventId)).size).to.equal(1);
-    for (const r of reqs) expect(await verifySignature(hook.secret, r.raw, r.headers['x-service-signature'] as string)).to.equal(true);
+    for (const r of reqs)
+      expect(await verifySignature(hook.secret, r.raw, r.headers['x-service-signature'] as string)).to.equal(true);
 
-    const log = (await eventually(async () => {
-      const d = await allDeliveries(api, hook.id);
-      return d.length === 3 ? d : undefined;
-    })).reverse();
+    const log = (
+      await eventually(async () => {
+        const d = await allDeliveries(api, hook.id);
+        return d.length === 3 ? d : undefined;
+      })
+    ).reverse();
     const [a1, a2, a3] = log;
     expect(a1).to.include({ attempt: 1, outcome: 'failed', statusCode: null, error: 'no answer within 5000 ms' });
     expect(a1.durationMs).to.be.at.least(5000 - 5); // timers may fire a millisecond early

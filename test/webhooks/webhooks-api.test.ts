@@ -12,13 +12,38 @@ import { createWebhook, readDb } from './helpers';
 
 /** SPEC 6.1, verbatim. */
 const SPEC_EVENT_NAMES = [
-  'project.created', 'project.updated', 'project.shared', 'project.deleted', 'notes_movie.completed', 'notes_movie.failed',
-  'team.member_added', 'team.member_removed', 'export.completed', 'meeting.completed',
-  'code_canvas.iteration_complete', 'code_canvas.iteration_failed', 'code_canvas.published', 'podcast.completed', 'podcast.failed',
-  'skill.installed', 'evi.run_completed', 'evi.run_failed',
-  'video.completed', 'video.failed', 'song.completed', 'song.failed', 'code_build.completed', 'code_build.failed',
-  'research.completed', 'research.failed', 'space.completed', 'space.failed', 'presentation.completed', 'presentation.failed',
-  'email.received', 'form.submitted',
+  'project.created',
+  'project.updated',
+  'project.shared',
+  'project.deleted',
+  'notes_movie.completed',
+  'notes_movie.failed',
+  'team.member_added',
+  'team.member_removed',
+  'export.completed',
+  'meeting.completed',
+  'code_canvas.iteration_complete',
+  'code_canvas.iteration_failed',
+  'code_canvas.published',
+  'podcast.completed',
+  'podcast.failed',
+  'skill.installed',
+  'evi.run_completed',
+  'evi.run_failed',
+  'video.completed',
+  'video.failed',
+  'song.completed',
+  'song.failed',
+  'code_build.completed',
+  'code_build.failed',
+  'research.completed',
+  'research.failed',
+  'space.completed',
+  'space.failed',
+  'presentation.completed',
+  'presentation.failed',
+  'email.received',
+  'form.submitted',
 ];
 
 describe('webhooks API', () => {
@@ -36,13 +61,20 @@ describe('webhooks API', () => {
   });
 
   it('when a job type has a pool with an engine, then its events are marked emitted, and only then', () => {
-    for (const type of JOB_TYPES) expect(JOB_EVENTS_EMITTED[type], `${type}: flip JOB_EVENTS_EMITTED in contracts/events.ts`).to.equal(type in poolDefinitions);
+    for (const type of JOB_TYPES)
+      expect(JOB_EVENTS_EMITTED[type], `${type}: flip JOB_EVENTS_EMITTED in contracts/events.ts`).to.equal(
+        type in poolDefinitions,
+      );
   });
 
   it('when a webhook is created, then 201 returns the secret once, reads never return it, and the database holds it encrypted', async () => {
     const { key, accountId } = await stack.createAccount();
     const api = client(stack.baseUrl, key);
-    const r = await api.post('/webhooks', { name: 'builds', url, events: ['code_build.completed', 'code_build.failed'] });
+    const r = await api.post('/webhooks', {
+      name: 'builds',
+      url,
+      events: ['code_build.completed', 'code_build.failed'],
+    });
     expect(r.status).to.equal(201);
     expect(r.body).to.include({ name: 'builds', url, isActive: true, consecutiveFailures: 0 });
     expect(r.body.id).to.match(/^wh_/);
@@ -76,11 +108,28 @@ describe('webhooks API', () => {
     const r = await api.post('/webhooks', {
       name: 'x',
       url,
-      events: ['code_build.completed', 'nope.done', 'comment.created', 'template.published', 'sheet.row_added', 'podcast.completed', 'notes_movie.failed', 'also.bad'],
+      events: [
+        'code_build.completed',
+        'nope.done',
+        'comment.created',
+        'template.published',
+        'sheet.row_added',
+        'podcast.completed',
+        'notes_movie.failed',
+        'also.bad',
+      ],
     });
     expect(r.status).to.equal(400);
     expect(r.body.error.code).to.equal('validation_error');
-    for (const bad of ['nope.done', 'also.bad', 'comment.created', 'template.published', 'sheet.row_added', 'podcast.completed', 'notes_movie.failed']) {
+    for (const bad of [
+      'nope.done',
+      'also.bad',
+      'comment.created',
+      'template.published',
+      'sheet.row_added',
+      'podcast.completed',
+      'notes_movie.failed',
+    ]) {
       expect(r.body.error.message).to.include(bad);
     }
     expect(r.body.error.message).to.match(/^events: /);
@@ -103,7 +152,10 @@ describe('webhooks API', () => {
       [{ name: 'x', url: 'not a url', events: ['code_build.completed'] }, /url: must be an absolute https URL/],
       [{ name: 'x', url: 'ftp://example.com/x', events: ['code_build.completed'] }, /url: must be an https URL/],
       [{ name: 'x', url: 'http://203.0.114.5/hook', events: ['code_build.completed'] }, /url: must be an https URL/],
-      [{ name: 'x', url: 'https://user:pw@127.0.0.1/hook', events: ['code_build.completed'] }, /url: must not carry credentials/],
+      [
+        { name: 'x', url: 'https://user:pw@127.0.0.1/hook', events: ['code_build.completed'] },
+        /url: must not carry credentials/,
+      ],
       [{ name: 'x', url, events: ['code_build.completed'], secret: 'mine' }, /secret: unknown field/],
     ];
     for (const [body, message] of cases) {
@@ -125,10 +177,19 @@ describe('webhooks API', () => {
 
   it('when targets resolve to private, link-local, metadata or (without the development setting) loopback addresses, then 400 at creation and on PATCH', async () => {
     const api = client(stack.baseUrl, (await stack.createAccount()).key);
-    for (const target of ['https://10.0.0.8/hook', 'https://192.168.1.1/hook', 'https://169.254.169.254/latest/meta-data', 'https://[fd00:ec2::254]/', 'https://[::ffff:10.1.2.3]/x', 'https://100.64.0.1/']) {
+    for (const target of [
+      'https://10.0.0.8/hook',
+      'https://192.168.1.1/hook',
+      'https://169.254.169.254/latest/meta-data',
+      'https://[fd00:ec2::254]/',
+      'https://[::ffff:10.1.2.3]/x',
+      'https://100.64.0.1/',
+    ]) {
       const r = await api.post('/webhooks', { name: 'x', url: target, events: ['code_build.completed'] });
       expect(r.status, target).to.equal(400);
-      expect(r.body.error.message, target).to.match(/^url: .*resolves to a (private|loopback|reserved IPv6 transition)/);
+      expect(r.body.error.message, target).to.match(
+        /^url: .*resolves to a (private|loopback|reserved IPv6 transition)/,
+      );
     }
     const hook = await createWebhook(api, { url });
     const p = await api.patch(`/webhooks/${hook.id}`, { url: 'https://169.254.169.254/' });
@@ -140,7 +201,12 @@ describe('webhooks API', () => {
     try {
       strict = await startApi(stack.config2({ ALLOW_LOOPBACK_URLS: 'false' }));
       const api2 = client(`http://127.0.0.1:${strict.port}/api/v1`, (await stack.createAccount()).key);
-      for (const target of ['https://127.0.0.1/hook', 'https://[::1]/hook', 'http://127.0.0.1:9/hook', 'https://localhost/hook']) {
+      for (const target of [
+        'https://127.0.0.1/hook',
+        'https://[::1]/hook',
+        'http://127.0.0.1:9/hook',
+        'https://localhost/hook',
+      ]) {
         const r = await api2.post('/webhooks', { name: 'x', url: target, events: ['code_build.completed'] });
         expect(r.status, target).to.equal(400);
         expect(r.body.error.message, target).to.match(/^url: /);
@@ -172,7 +238,9 @@ describe('webhooks API', () => {
   it('when an account has 10 webhooks, then the 11th is refused with 409 limit_exceeded until one is deleted', async () => {
     const api = client(stack.baseUrl, (await stack.createAccount()).key);
     // Twelve at once: the slot index lets exactly ten through, even racing.
-    const results = await Promise.all([...Array(12).keys()].map((i) => api.post('/webhooks', { name: `h${i}`, url, events: ['code_build.completed'] })));
+    const results = await Promise.all(
+      [...Array(12).keys()].map((i) => api.post('/webhooks', { name: `h${i}`, url, events: ['code_build.completed'] })),
+    );
     expect(results.filter((r) => r.status === 201)).to.have.length(10);
     const refused = results.filter((r) => r.status !== 201);
     expect(refused.map((r) => r.status)).to.deep.equal([409, 409]);
@@ -182,7 +250,9 @@ describe('webhooks API', () => {
 
     const victim = results.find((r) => r.status === 201)!.body.id;
     expect((await api.delete(`/webhooks/${victim}`)).status).to.equal(204);
-    expect((await api.post('/webhooks', { name: 'again', url, events: ['code_build.completed'] })).status).to.equal(201);
+    expect((await api.post('/webhooks', { name: 'again', url, events: ['code_build.completed'] })).status).to.equal(
+      201,
+    );
     expect((await api.post('/webhooks', { name: 'over', url, events: ['code_build.completed'] })).status).to.equal(409);
   });
 
@@ -204,7 +274,12 @@ describe('webhooks API', () => {
   it('when a webhook is updated and deleted, then the changes read back and it is gone', async () => {
     const api = client(stack.baseUrl, (await stack.createAccount()).key);
     const hook = await createWebhook(api, { url });
-    const r = await api.patch(`/webhooks/${hook.id}`, { name: 'n2', url: 'http://127.0.0.1:10/x', events: ['code_build.failed', 'code_build.failed'], isActive: false });
+    const r = await api.patch(`/webhooks/${hook.id}`, {
+      name: 'n2',
+      url: 'http://127.0.0.1:10/x',
+      events: ['code_build.failed', 'code_build.failed'],
+      isActive: false,
+    });
     expect(r.status).to.equal(200);
     expect(r.body).to.include({ name: 'n2', url: 'http://127.0.0.1:10/x', isActive: false, disabledReason: 'manual' });
     expect(r.body.events).to.deep.equal(['code_build.failed']);
@@ -225,13 +300,31 @@ describe('webhooks API', () => {
     const r = await client(stack.baseUrl).get('/openapi');
     expect(r.status).to.equal(200);
     const s = r.body.components.schemas;
-    for (const id of ['Webhook', 'WebhookCreated', 'WebhookCreate', 'WebhookUpdate', 'WebhookDelivery', 'WebhookDeliveryList', 'WebhookEventPayload', 'EventName']) {
+    for (const id of [
+      'Webhook',
+      'WebhookCreated',
+      'WebhookCreate',
+      'WebhookUpdate',
+      'WebhookDelivery',
+      'WebhookDeliveryList',
+      'WebhookEventPayload',
+      'EventName',
+    ]) {
       expect(s, id).to.have.property(id);
     }
     expect(s.EventName.enum).to.deep.equal(SUBSCRIBABLE_EVENT_NAMES);
     expect(s.WebhookCreated.properties).to.have.property('secret');
     expect(s.Webhook.properties).to.not.have.property('secret');
-    expect(s.WebhookDelivery.required).to.include.members(['eventId', 'event', 'attempt', 'statusCode', 'durationMs', 'responseExcerpt', 'error', 'at']);
+    expect(s.WebhookDelivery.required).to.include.members([
+      'eventId',
+      'event',
+      'attempt',
+      'statusCode',
+      'durationMs',
+      'responseExcerpt',
+      'error',
+      'at',
+    ]);
     const create = r.body.paths['/webhooks'].post;
     expect(create['x-implemented']).to.equal(true);
     expect(create.requestBody.content['application/json'].schema.$ref).to.equal('#/components/schemas/WebhookCreate');

@@ -15,7 +15,14 @@ function get(port: number): Promise<{ status: number; body: any; headers: http.I
     const req = http.get({ host: '127.0.0.1', port, path: '/x', agent: false }, (res) => {
       let text = '';
       res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text), headers: res.headers, ms: performance.now() - started }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode!,
+          body: JSON.parse(text),
+          headers: res.headers,
+          ms: performance.now() - started,
+        }),
+      );
     });
     req.on('error', reject);
   });
@@ -33,9 +40,17 @@ describe('supervisor front door', () => {
 
   /** A real process behind the door, wired as the supervisor wires an API process. */
   async function backend(name: string, env: Record<string, string> = {}): Promise<Backend & { child: ChildProcess }> {
-    const child = fork(path.join(path.dirname(fileURLToPath(import.meta.url)), 'front-door.backend.mjs'), [], { env: { ...process.env, NAME: name, ...env }, execArgv: [] });
+    const child = fork(path.join(path.dirname(fileURLToPath(import.meta.url)), 'front-door.backend.mjs'), [], {
+      env: { ...process.env, NAME: name, ...env },
+      execArgv: [],
+    });
     children.push(child);
-    const b: Backend & { child: ChildProcess } = { name, child, send: (m, socket, done) => void child.send(m, socket, { keepOpen: true }, (err) => done(err ?? null)), tell: () => {} };
+    const b: Backend & { child: ChildProcess } = {
+      name,
+      child,
+      send: (m, socket, done) => void child.send(m, socket, { keepOpen: true }, (err) => done(err ?? null)),
+      tell: () => {},
+    };
     child.on('message', (m: { t: string; seq: number }) => m.t === 'took' && door.took(m.seq, b));
     child.on('close', () => door.remove(b, { dead: true }));
     await once(child, 'message'); // ready
@@ -106,7 +121,11 @@ describe('supervisor front door', () => {
 
   it('when handing a connection over fails, then it goes to the next ready API process', async () => {
     await open(1000);
-    const broken: Backend = { name: 'broken', send: (_m, _s, done) => done(new Error('channel closed')), tell: () => {} };
+    const broken: Backend = {
+      name: 'broken',
+      send: (_m, _s, done) => done(new Error('channel closed')),
+      tell: () => {},
+    };
     const a = await backend('a');
     door.add(broken);
     door.add(a);

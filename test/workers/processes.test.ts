@@ -32,9 +32,17 @@ describe('worker processes', () => {
   });
 
   it('when the configuration is bad, then the process stops before connecting, naming the key', async () => {
-    const env: NodeJS.ProcessEnv = { ...process.env, WORKER_POOLS: 'code,nonsense', MONGODB_URL: 'mongodb://127.0.0.1:1/x' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      WORKER_POOLS: 'code,nonsense',
+      MONGODB_URL: 'mongodb://127.0.0.1:1/x',
+    };
     delete env.LOG_FILE;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
+      cwd: projectRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     let stdout = '';
     child.stdout!.on('data', (d) => (stdout += d));
     const [exitCode] = await once(child, 'exit');

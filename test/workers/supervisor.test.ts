@@ -13,7 +13,12 @@ import { projectRoot } from '../../scripts/harness/worker-process';
 import { ensureBuilt } from '../../scripts/build-once';
 
 /** The parent process id of `pid`, from /proc (Linux). */
-const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1]);
+const parentOf = (pid: number) =>
+  Number(
+    readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .split(' ')[1],
+  );
 
 const alive = (pid: number) => {
   try {
@@ -32,7 +37,9 @@ function getOnce(url: string, key: string): Promise<{ status?: number; error?: s
       res.resume();
       res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - started }));
     });
-    req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message, ms: performance.now() - started }));
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      resolve({ error: err.code ?? err.message, ms: performance.now() - started }),
+    );
   });
 }
 
@@ -75,7 +82,11 @@ describe('supervisor (npm start)', () => {
       SERVED_BY_HEADER: 'true',
       ...extra,
     };
-    const supervisor = spawn(process.execPath, opts.compiled ? ['dist/scripts/supervisor.js'] : ['--import', 'tsx', 'scripts/supervisor.ts'], { cwd: projectRoot, env: { ...process.env, ...env, LOG_FILE: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const supervisor = spawn(
+      process.execPath,
+      opts.compiled ? ['dist/scripts/supervisor.js'] : ['--import', 'tsx', 'scripts/supervisor.ts'],
+      { cwd: projectRoot, env: { ...process.env, ...env, LOG_FILE: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     started.push({ supervisor, env });
     let output = '';
     let stdout = '';
@@ -85,8 +96,16 @@ describe('supervisor (npm start)', () => {
     });
     supervisor.stderr!.on('data', (d) => (output += d));
     // The bootstrap made the development account on the fresh database and printed its key once.
-    const key = (await eventually(async () => /\b(svc_[A-Za-z0-9_-]{43})\b/.exec(output)?.[1], 60_000, `the development key in:\n${output}`))!;
-    const lines = () => stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>);
+    const key = (await eventually(
+      async () => /\b(svc_[A-Za-z0-9_-]{43})\b/.exec(output)?.[1],
+      60_000,
+      `the development key in:\n${output}`,
+    ))!;
+    const lines = () =>
+      stdout
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, any>);
     // The JSON log is stdout; the development key goes to the terminal (stderr).
     return { supervisor, env, key, port, metricsPort, output: () => output, stdout: () => stdout, lines };
   }
@@ -129,7 +148,8 @@ describe('supervisor (npm start)', () => {
     for (const p of first) expect(parentOf(p), `pid ${p} is a child of the supervisor`).to.equal(pid);
 
     // /metrics on the supervisor's metrics port counts what both served.
-    const metrics = async () => (await client(`http://127.0.0.1:${metricsPort}`).get('/metrics', { connection: 'close' })).text;
+    const metrics = async () =>
+      (await client(`http://127.0.0.1:${metricsPort}`).get('/metrics', { connection: 'close' })).text;
     const series = { method: 'GET', route: '/api/v1/account', status: '200' };
     const before = sample(await metrics(), 'http_request_duration_seconds_count', series);
     const by = new Set<number>();
@@ -165,7 +185,12 @@ describe('supervisor (npm start)', () => {
     const { supervisor, key, port, lines, stdout } = await startSupervisor({ API_PROCESSES: '1' }, { compiled: true });
     const url = `http://127.0.0.1:${port}/api/v1/account`;
     await eventually(async () => (await getOnce(url, key)).status === 200, 60_000, 'the API to answer');
-    const apiPid = async () => Number((await client(`http://127.0.0.1:${port}/api/v1`, key).get('/account', { connection: 'close' })).headers.get('x-served-by'));
+    const apiPid = async () =>
+      Number(
+        (await client(`http://127.0.0.1:${port}/api/v1`, key).get('/account', { connection: 'close' })).headers.get(
+          'x-served-by',
+        ),
+      );
     const victim = await apiPid();
 
     // Open loop: one request every 50 ms, whatever the answers do. The kill lands from 3 s on, at
@@ -199,11 +224,16 @@ describe('supervisor (npm start)', () => {
     expect(results).to.have.length(200);
     expect(await apiPid()).not.to.equal(victim);
 
-    const normal = results.filter((r) => r.at < killedAt).map((r) => r.ms).sort((a, b) => a - b);
+    const normal = results
+      .filter((r) => r.at < killedAt)
+      .map((r) => r.ms)
+      .sort((a, b) => a - b);
     const typical = normal[Math.floor(normal.length / 2)]!;
     const worst = Math.max(...counted.map((r) => r.ms));
     const held = counted.filter((r) => r.ms > typical * 5 + 100).length;
-    console.log(`      crash run: 200 requests, 0 connection errors${lostInFlight.length ? ` (${lostInFlight.length} in flight inside the killed process lost with it)` : ''}; typical ${typical.toFixed(0)} ms, worst ${worst.toFixed(0)} ms (${(worst - typical).toFixed(0)} ms added), ${held} requests held while the API process was replaced`);
+    console.log(
+      `      crash run: 200 requests, 0 connection errors${lostInFlight.length ? ` (${lostInFlight.length} in flight inside the killed process lost with it)` : ''}; typical ${typical.toFixed(0)} ms, worst ${worst.toFixed(0)} ms (${(worst - typical).toFixed(0)} ms added), ${held} requests held while the API process was replaced`,
+    );
     expect(lines().some((l) => l.msg === 'child exited; restarting' && l.pid === victim)).to.equal(true);
     supervisor.kill('SIGTERM');
     await once(supervisor, 'exit');
@@ -212,21 +242,36 @@ describe('supervisor (npm start)', () => {
 
   it('when an API process meets an exception nobody catches, then it logs it at fatal with its stack, exits 70, and the supervisor starts a new one', async function () {
     this.timeout(180_000);
-    const { supervisor, key, port, lines } = await startSupervisor({ API_PROCESSES: '1', FAULT_POINT: 'throw:accept.after-insert' }, { compiled: true });
+    const { supervisor, key, port, lines } = await startSupervisor(
+      { API_PROCESSES: '1', FAULT_POINT: 'throw:accept.after-insert' },
+      { compiled: true },
+    );
     const api = client(`http://127.0.0.1:${port}/api/v1`, key);
     const first = Number((await api.get('/account', { connection: 'close' })).headers.get('x-served-by'));
     await api.post('/code-builds', { prompt: 'a todo list' }, { connection: 'close' }).catch(() => undefined); // the process dies under it
-    const fatal = await eventually(async () => lines().find((l) => l.level === 'fatal' && l.service === 'api'), 30_000, 'the fatal line');
+    const fatal = await eventually(
+      async () => lines().find((l) => l.level === 'fatal' && l.service === 'api'),
+      30_000,
+      'the fatal line',
+    );
     expect(fatal.msg).to.match(/^uncaught exception in api; exiting/);
     expect(fatal.err.message).to.equal('fault point accept.after-insert (FAULT_POINT)');
     expect(fatal.err.stack).to.match(/platform\/faults\.ts:\d+/); // mapped to the sources
-    const exited = await eventually(async () => lines().find((l) => l.msg === 'child exited; restarting' && l.pid === first), 30_000, 'the exit');
+    const exited = await eventually(
+      async () => lines().find((l) => l.msg === 'child exited; restarting' && l.pid === first),
+      30_000,
+      'the exit',
+    );
     expect(exited.exit).to.equal(70);
     expect(exited.delayMs).to.equal(0);
-    await eventually(async () => {
-      const pid = Number((await api.get('/account', { connection: 'close' })).headers.get('x-served-by'));
-      return pid && pid !== first;
-    }, 60_000, 'a new API process answering');
+    await eventually(
+      async () => {
+        const pid = Number((await api.get('/account', { connection: 'close' })).headers.get('x-served-by'));
+        return pid && pid !== first;
+      },
+      60_000,
+      'a new API process answering',
+    );
     supervisor.kill('SIGTERM');
     await once(supervisor, 'exit');
   });
@@ -234,13 +279,19 @@ describe('supervisor (npm start)', () => {
   it('when the service is stopped while a request is half sent, then the API process still reads and answers it before it exits', async function () {
     this.timeout(180_000);
     const { supervisor, key, port } = await startSupervisor({ API_PROCESSES: '1' }, { compiled: true });
-    await eventually(async () => (await getOnce(`http://127.0.0.1:${port}/api/v1/account`, key)).status === 200, 60_000, 'the API to answer');
+    await eventually(
+      async () => (await getOnce(`http://127.0.0.1:${port}/api/v1/account`, key)).status === 200,
+      60_000,
+      'the API to answer',
+    );
     const body = JSON.stringify({ prompt: 'stopped halfway' });
     const socket = net.connect(port, '127.0.0.1');
     await once(socket, 'connect');
     let answer = '';
     socket.on('data', (d) => (answer += d));
-    socket.write(`POST /api/v1/code-builds HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+    socket.write(
+      `POST /api/v1/code-builds HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+    );
     await new Promise((r) => setTimeout(r, 500));
     supervisor.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));

@@ -6,7 +6,14 @@ import { startStack, type Stack } from '../../scripts/harness/stack';
 import { spawnWorkerProcess } from '../../scripts/harness/worker-process';
 
 const chatAnswer = (content: string) =>
-  JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+  JSON.stringify({
+    id: 'c1',
+    object: 'chat.completion',
+    created: 1,
+    model: 'm',
+    choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+  });
 const APP = '```html\n<!doctype html><html><head><title>t</title></head><body>ok</body></html>\n```';
 
 /**
@@ -42,7 +49,13 @@ describe('a worker process killed mid-job (real processes, SIGKILL)', function (
   });
 
   it('when the worker holding a job dies, then another worker completes it within the lease (three kills)', async () => {
-    const env = { WORKER_POOLS: 'code', CODE_ENGINE: 'openai', OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: 'sk-test', JOB_LEASE_MS: String(LEASE_MS) };
+    const env = {
+      WORKER_POOLS: 'code',
+      CODE_ENGINE: 'openai',
+      OPENAI_BASE_URL: `${fake.url}/v1`,
+      OPENAI_API_KEY: 'sk-test',
+      JOB_LEASE_MS: String(LEASE_MS),
+    };
     const spawnOne = () => {
       const w = spawnWorkerProcess(stack, env);
       workers.push(w);
@@ -80,7 +93,9 @@ describe('a worker process killed mid-job (real processes, SIGKILL)', function (
       expect(doc!.attempts).to.equal(2);
     }
     const sorted = [...takeovers].sort((a, b) => a - b);
-    console.log(`      kill → completion elsewhere: ${takeovers.join(', ')} ms (p50 ${sorted[1]} ms, max ${sorted[2]} ms; lease ${LEASE_MS} ms)`);
+    console.log(
+      `      kill → completion elsewhere: ${takeovers.join(', ')} ms (p50 ${sorted[1]} ms, max ${sorted[2]} ms; lease ${LEASE_MS} ms)`,
+    );
     // Within the lease plus a little (a process takes about a second to start): not the old 30 s.
     for (const t of takeovers) expect(t).to.be.below(LEASE_MS + 3000);
   });

@@ -2,7 +2,15 @@ import { randomBytes } from 'node:crypto';
 import type { ChatArtifact } from '../../contracts/conversations';
 import type { CreditOperation } from '../../contracts/registry';
 import { NO_TRANSPORT_NOTE } from '../../platform/agents/actions';
-import { agentCollections, createAgentsRepository, createThreadsRepository, type AgentDoc, type ReviewDoc, type RunDoc, type RunStepDoc } from '../../platform/agents/agents.repository';
+import {
+  agentCollections,
+  createAgentsRepository,
+  createThreadsRepository,
+  type AgentDoc,
+  type ReviewDoc,
+  type RunDoc,
+  type RunStepDoc,
+} from '../../platform/agents/agents.repository';
 import { createAgentRuns, type AgentRunMessage } from '../../platform/agents/runs.service';
 import { agentTools } from '../../platform/agents/tools';
 import { EngineError, type ChatEngine, type EngineMessage, type ToolCall } from '../../platform/assistant/engine';
@@ -77,12 +85,26 @@ export async function handleRunMessage(deps: RunnerDeps, msg: AgentRunMessage, s
     if (deps.active.has(msg.runId)) return;
     const now = new Date();
     const run = await runs.findOneAndUpdate(
-      { _id: msg.runId, accountId: msg.accountId, $or: [{ status: 'queued' }, { status: 'running', 'lease.until': { $lt: now } }] },
-      { $set: { status: 'running', lease: { owner: instanceId, until: new Date(now.getTime() + leaseMs) }, updatedAt: now }, $inc: { attempts: 1 } },
+      {
+        _id: msg.runId,
+        accountId: msg.accountId,
+        $or: [{ status: 'queued' }, { status: 'running', 'lease.until': { $lt: now } }],
+      },
+      {
+        $set: {
+          status: 'running',
+          lease: { owner: instanceId, until: new Date(now.getTime() + leaseMs) },
+          updatedAt: now,
+        },
+        $inc: { attempts: 1 },
+      },
       { returnDocument: 'after' },
     );
     if (run) return work(deps, run, signal);
-    const cur = await runs.findOne({ _id: msg.runId, accountId: msg.accountId }, { projection: { status: 1, lease: 1 } });
+    const cur = await runs.findOne(
+      { _id: msg.runId, accountId: msg.accountId },
+      { projection: { status: 1, lease: 1 } },
+    );
     if (cur?.status !== 'running' || !cur.lease) {
       if (cur?.status === 'queued') continue; // moved back meanwhile (a decision): claim it
       return;
@@ -101,14 +123,22 @@ async function work(deps: RunnerDeps, claimed: RunDoc, outer: AbortSignal): Prom
   const lost = new AbortController();
   const signal = AbortSignal.any([outer, lost.signal]);
   deps.active.add(claimed._id);
-  const renew = setInterval(() => {
-    runs
-      .updateOne({ _id: claimed._id, status: 'running', 'lease.owner': instanceId }, { $set: { 'lease.until': new Date(Date.now() + leaseMs) } })
-      .then((r) => {
-        if (r.matchedCount === 0) lost.abort(new LeaseLost('lease lost'));
-      })
-      .catch((err: unknown) => deps.log.warn('agent run lease not renewed', { runId: claimed._id, err: err as Error }));
-  }, Math.max(50, Math.floor(leaseMs / 3)));
+  const renew = setInterval(
+    () => {
+      runs
+        .updateOne(
+          { _id: claimed._id, status: 'running', 'lease.owner': instanceId },
+          { $set: { 'lease.until': new Date(Date.now() + leaseMs) } },
+        )
+        .then((r) => {
+          if (r.matchedCount === 0) lost.abort(new LeaseLost('lease lost'));
+        })
+        .catch((err: unknown) =>
+          deps.log.warn('agent run lease not renewed', { runId: claimed._id, err: err as Error }),
+        );
+    },
+    Math.max(50, Math.floor(leaseMs / 3)),
+  );
   try {
     await new RunWork(deps, claimed, signal).drive();
   } catch (err) {
@@ -117,7 +147,12 @@ async function work(deps: RunnerDeps, claimed: RunDoc, outer: AbortSignal): Prom
       return;
     }
     // Stopping, or an unexpected failure (the database): let the run be claimed again at once.
-    await runs.updateOne({ _id: claimed._id, status: 'running', 'lease.owner': instanceId }, { $set: { 'lease.until': new Date(0) } }).catch(() => undefined);
+    await runs
+      .updateOne(
+        { _id: claimed._id, status: 'running', 'lease.owner': instanceId },
+        { $set: { 'lease.until': new Date(0) } },
+      )
+      .catch(() => undefined);
     throw err;
   } finally {
     clearInterval(renew);
@@ -125,10 +160,18 @@ async function work(deps: RunnerDeps, claimed: RunDoc, outer: AbortSignal): Prom
   }
 }
 
-const priceOf = (rt: Runtime, def: ToolDefinition | undefined) => (def ? Math.max(0, ...def.spends.map((op) => fromUnits(rt.credits.millicreditsFor(op as CreditOperation)))) : 0);
+const priceOf = (rt: Runtime, def: ToolDefinition | undefined) =>
+  def ? Math.max(0, ...def.spends.map((op) => fromUnits(rt.credits.millicreditsFor(op as CreditOperation)))) : 0;
 
 const systemPrompt = (agent: AgentDoc) =>
-  [`You are ${agent.name}, an agent of this workspace.`, agent.description, agent.instructions, 'Use the tools you are offered when they help; answer briefly, naming what you made.'].filter(Boolean).join('\n\n');
+  [
+    `You are ${agent.name}, an agent of this workspace.`,
+    agent.description,
+    agent.instructions,
+    'Use the tools you are offered when they help; answer briefly, naming what you made.',
+  ]
+    .filter(Boolean)
+    .join('\n\n');
 
 /** The calls of the last assistant step that have no result yet, in order. */
 function pendingCalls(transcript: EngineMessage[]): ToolCall[] {
@@ -144,7 +187,8 @@ function pendingCalls(transcript: EngineMessage[]): ToolCall[] {
   return last.toolCalls.filter((c) => !answered.has(c.id));
 }
 
-const argsOf = (call: ToolCall): Record<string, unknown> => (call.args && typeof call.args === 'object' && !Array.isArray(call.args) ? (call.args as Record<string, unknown>) : {});
+const argsOf = (call: ToolCall): Record<string, unknown> =>
+  call.args && typeof call.args === 'object' && !Array.isArray(call.args) ? (call.args as Record<string, unknown>) : {};
 
 class RunWork {
   private run: RunDoc;
@@ -162,7 +206,10 @@ class RunWork {
   /** Store `set` on the run while this worker holds it; LeaseLost otherwise. */
   private async checkpoint(set: Partial<RunDoc>, extra: Record<string, unknown> = {}): Promise<void> {
     const now = new Date();
-    const r = await this.runs.updateOne({ _id: this.run._id, status: 'running', 'lease.owner': instanceId }, { $set: { ...set, updatedAt: now }, ...extra });
+    const r = await this.runs.updateOne(
+      { _id: this.run._id, status: 'running', 'lease.owner': instanceId },
+      { $set: { ...set, updatedAt: now }, ...extra },
+    );
     if (r.matchedCount === 0) throw new LeaseLost('lease lost');
     this.run = { ...this.run, ...set, updatedAt: now };
   }
@@ -170,7 +217,8 @@ class RunWork {
   async drive(): Promise<void> {
     const { rt } = this.deps;
     const run = this.run;
-    if (run.attempts > AGENT_MAX_ATTEMPTS) return this.fail(`the run stopped its worker ${run.attempts - 1} times; given up`);
+    if (run.attempts > AGENT_MAX_ATTEMPTS)
+      return this.fail(`the run stopped its worker ${run.attempts - 1} times; given up`);
     const agent = await createAgentsRepository(rt.db).get(run.accountId, run.agentId);
     if (!agent) return this.fail('the agent was deleted');
     const account = await rt.accounts.getAccount(run.accountId);
@@ -185,7 +233,11 @@ class RunWork {
     const tools = agentTools(rt, agent, { agentId: agent._id, runId: run._id });
     // Offered only what the dispatcher's key may call (SPEC §5); executeToolCall refuses the rest.
     const specs = toolSpecs(toolsFor(tools, this.run.key.scopes));
-    const base: EngineMessage[] = [{ role: 'system', content: systemPrompt(agent) }, ...(this.run.history ?? []), { role: 'user', content: run.instruction }];
+    const base: EngineMessage[] = [
+      { role: 'system', content: systemPrompt(agent) },
+      ...(this.run.history ?? []),
+      { role: 'user', content: run.instruction },
+    ];
     const { millicredits: _c, chargedRefs: _r, refundedJobs: _j, ...authAccount } = account;
 
     for (;;) {
@@ -201,7 +253,13 @@ class RunWork {
         const calls: ToolCall[] = [];
         const usage = { ...this.run.usage };
         try {
-          for await (const ev of this.deps.engine.step({ messages: [...base, ...transcript], tools: lastStep ? [] : specs, mode: 'fast', stepIndex, signal: this.signal })) {
+          for await (const ev of this.deps.engine.step({
+            messages: [...base, ...transcript],
+            tools: lastStep ? [] : specs,
+            mode: 'fast',
+            stepIndex,
+            signal: this.signal,
+          })) {
             if (ev.type === 'text-delta') text += ev.delta;
             else if (ev.type === 'tool-call') calls.push(ev.call);
             else if (ev.type === 'usage') {
@@ -214,7 +272,11 @@ class RunWork {
           if (err instanceof EngineError) return this.fail(`the engine failed: ${err.message}`);
           throw err;
         }
-        const step: EngineMessage = { role: 'assistant', content: text, ...(calls.length && !lastStep ? { toolCalls: calls } : {}) };
+        const step: EngineMessage = {
+          role: 'assistant',
+          content: text,
+          ...(calls.length && !lastStep ? { toolCalls: calls } : {}),
+        };
         // The reply step is stored by the final update itself.
         if (!calls.length || lastStep) return this.complete(text, { transcript: [...transcript, step], usage });
         await this.checkpoint({ transcript: [...transcript, step], usage });
@@ -225,22 +287,30 @@ class RunWork {
         const call = pending[i]!;
         const def = tools.find((t) => t.name === call.name);
         const review = this.run.review;
-        const decided = review && review.callId === call.id && review.stepIndex === this.run.steps.length ? review.decision : null;
+        const decided =
+          review && review.callId === call.id && review.stepIndex === this.run.steps.length ? review.decision : null;
         const granted = agent.alwaysAllowed.includes(call.name) || this.run.taskGrants.includes(call.name);
-        if (def && agent.approvals.includes(call.name) && !granted && !decided) return this.pause(call, pending.slice(i));
+        if (def && agent.approvals.includes(call.name) && !granted && !decided)
+          return this.pause(call, pending.slice(i));
 
         const stepIndex = this.run.steps.length;
         let artifact: ChatArtifact;
         let status: RunStepDoc['status'];
         let charged = 0;
         if (decided?.decision === 'reject') {
-          artifact = errorArtifact(`${call.name} declined`, `the owner declined ${call.name}; it was not done`, { tool: call.name, code: 'rejected_by_owner' });
+          artifact = errorArtifact(`${call.name} declined`, `the owner declined ${call.name}; it was not done`, {
+            tool: call.name,
+            code: 'rejected_by_owner',
+          });
           status = 'rejected';
         } else {
           const price = priceOf(rt, def);
           if (price > 0 && addCredits(this.run.creditsUsed, price) > agent.creditBudget) {
             const message = `credit budget of ${agent.creditBudget} credits reached`;
-            artifact = errorArtifact(`Could not run ${call.name}`, `${message}: ${call.name} costs ${price}`, { tool: call.name, code: 'credit_budget_reached' });
+            artifact = errorArtifact(`Could not run ${call.name}`, `${message}: ${call.name} costs ${price}`, {
+              tool: call.name,
+              code: 'credit_budget_reached',
+            });
             await this.record(call, artifact, 'failed', 0);
             return this.fail(message);
           }
@@ -267,8 +337,21 @@ class RunWork {
     }
   }
 
-  private async record(call: ToolCall, artifact: ChatArtifact, status: RunStepDoc['status'], charged: number): Promise<void> {
-    const step: RunStepDoc = { callId: call.id, slug: call.name, args: argsOf(call), status, artifact, credits: charged, at: new Date() };
+  private async record(
+    call: ToolCall,
+    artifact: ChatArtifact,
+    status: RunStepDoc['status'],
+    charged: number,
+  ): Promise<void> {
+    const step: RunStepDoc = {
+      callId: call.id,
+      slug: call.name,
+      args: argsOf(call),
+      status,
+      artifact,
+      credits: charged,
+      at: new Date(),
+    };
     await this.checkpoint({
       transcript: [...this.run.transcript, { role: 'tool', toolCallId: call.id, name: call.name, artifact }],
       steps: [...this.run.steps, step],
@@ -291,8 +374,16 @@ class RunWork {
       stepIndex: this.run.steps.length,
       at: new Date(),
     };
-    const pastReviews = old?.decision ? [...this.run.pastReviews, { reviewToken: old.reviewToken, decision: old.decision.decision, scope: old.decision.scope }].slice(-20) : this.run.pastReviews;
-    const r = await this.runs.updateOne({ _id: this.run._id, status: 'running', 'lease.owner': instanceId }, { $set: { status: 'paused', review, pastReviews, lease: null, updatedAt: new Date() } });
+    const pastReviews = old?.decision
+      ? [
+          ...this.run.pastReviews,
+          { reviewToken: old.reviewToken, decision: old.decision.decision, scope: old.decision.scope },
+        ].slice(-20)
+      : this.run.pastReviews;
+    const r = await this.runs.updateOne(
+      { _id: this.run._id, status: 'running', 'lease.owner': instanceId },
+      { $set: { status: 'paused', review, pastReviews, lease: null, updatedAt: new Date() } },
+    );
     if (r.matchedCount === 0) throw new LeaseLost('lease lost');
     this.deps.log.info('agent run paused for approval', { runId: this.run._id, action: call.name });
   }
@@ -302,11 +393,21 @@ class RunWork {
     const run = this.run;
     const notes: string[] = [];
     for (const s of run.steps) {
-      if (s.status === 'rejected') notes.push(`Not done: the owner declined ${s.slug}${s.slug === 'send_email' && typeof s.args.to === 'string' ? ` to ${s.args.to}` : ''}, so that action was not taken.`);
+      if (s.status === 'rejected')
+        notes.push(
+          `Not done: the owner declined ${s.slug}${s.slug === 'send_email' && typeof s.args.to === 'string' ? ` to ${s.args.to}` : ''}, so that action was not taken.`,
+        );
     }
-    if (run.steps.some((s) => s.slug === 'send_email' && s.status === 'done') && !/mail transport/i.test(text)) notes.push(NO_TRANSPORT_NOTE);
+    if (run.steps.some((s) => s.slug === 'send_email' && s.status === 'done') && !/mail transport/i.test(text))
+      notes.push(NO_TRANSPORT_NOTE);
     const reply = [text.trim() || 'Done.', ...notes].join('\n\n');
-    const messages = run.trigger === 'run' ? [{ role: 'assistant' as const, content: reply }] : [{ role: 'user' as const, content: run.instruction }, { role: 'assistant' as const, content: reply }];
+    const messages =
+      run.trigger === 'run'
+        ? [{ role: 'assistant' as const, content: reply }]
+        : [
+            { role: 'user' as const, content: run.instruction },
+            { role: 'assistant' as const, content: reply },
+          ];
     await createThreadsRepository(rt.db).append(run.accountId, run.agentId, run.threadId, run._id, messages);
     await this.finish({ ...last, status: 'completed', reply });
   }
@@ -321,8 +422,18 @@ class RunWork {
     const run = this.run;
     if (run.feeRefunded || run.steps.some((s) => s.status === 'done')) return this.finish({ status: 'failed', error });
     // Refund first (idempotent per run), then the state: a crash between refunds nothing twice.
-    await rt.credits.refund({ accountId: run.accountId, operation: 'agent_run', millicredits: toUnits(run.fee), jobId: run._id });
-    await this.finish({ status: 'failed', error, feeRefunded: true, creditsUsed: addCredits(run.creditsUsed, -run.fee) });
+    await rt.credits.refund({
+      accountId: run.accountId,
+      operation: 'agent_run',
+      millicredits: toUnits(run.fee),
+      jobId: run._id,
+    });
+    await this.finish({
+      status: 'failed',
+      error,
+      feeRefunded: true,
+      creditsUsed: addCredits(run.creditsUsed, -run.fee),
+    });
   }
 
   private async finish(set: Partial<RunDoc>): Promise<void> {

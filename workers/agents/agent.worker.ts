@@ -7,7 +7,10 @@ import type { ConsumerDefinition } from '../pool/consumer';
 import { handleRunMessage } from './agent.runner';
 
 /** The agent pool message (platform/agents/runs.service.ts). */
-export const AgentRunMessageSchema = z.object({ runId: z.string().min(1).max(128), accountId: z.string().min(1).max(128) });
+export const AgentRunMessageSchema = z.object({
+  runId: z.string().min(1).max(128),
+  accountId: z.string().min(1).max(128),
+});
 
 /**
  * The agent pool (issue 12): runs agents with leases (workers/agents/agent.runner.ts). `engine`

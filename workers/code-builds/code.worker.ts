@@ -9,7 +9,11 @@ import type { PoolDefinition } from '../pool/pool';
 
 export function codeEngineFrom(config: Config): CodeEngine {
   return config.CODE_ENGINE === 'openai'
-    ? createOpenAiCodeEngine({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.OPENAI_MODEL })
+    ? createOpenAiCodeEngine({
+        baseUrl: config.OPENAI_BASE_URL,
+        apiKey: config.OPENAI_API_KEY,
+        model: config.OPENAI_MODEL,
+      })
     : createLocalCodeEngine();
 }
 
@@ -23,21 +27,34 @@ const nameFrom = (prompt: string) =>
     .join(' ') || 'Untitled App';
 
 /** The code pool: prompt → one runnable HTML file (and a plan) in the blob store. */
-export function codeWorker(rt: Runtime, engine: CodeEngine = codeEngineFrom(rt.config)): PoolDefinition<CodeBuildRequest, CodeBuildResult> {
+export function codeWorker(
+  rt: Runtime,
+  engine: CodeEngine = codeEngineFrom(rt.config),
+): PoolDefinition<CodeBuildRequest, CodeBuildResult> {
   return {
     pool: 'code',
     input: CodeBuildRequest,
     async process(req, ctx) {
-      const framework = req.framework === 'react' || (req.framework !== 'html' && /\breact\b/i.test(req.prompt)) ? 'react' : 'html';
+      const framework =
+        req.framework === 'react' || (req.framework !== 'html' && /\breact\b/i.test(req.prompt)) ? 'react' : 'html';
       const name = req.name?.trim() || nameFrom(req.prompt);
-      const out = await engine.build({ name, prompt: req.prompt, framework, planFirst: req.planFirst ?? false }, { signal: ctx.signal, progress: ctx.progress });
+      const out = await engine.build(
+        { name, prompt: req.prompt, framework, planFirst: req.planFirst ?? false },
+        { signal: ctx.signal, progress: ctx.progress },
+      );
       await ctx.progress('storing', 'Saving the app');
       const files: CodeBuildResult['files'] = [];
       const store = async (path: string, mimeType: string, text: string) => {
         const data = Buffer.from(text, 'utf8');
         const blob = await rt.blobs.put(data, { contentType: mimeType, filename: path, accountId: ctx.job.accountId });
         const url = rt.blobs.url(blob.id, path);
-        files.push({ path, url, mimeType, sizeBytes: data.length, sha256: createHash('sha256').update(data).digest('hex') });
+        files.push({
+          path,
+          url,
+          mimeType,
+          sizeBytes: data.length,
+          sha256: createHash('sha256').update(data).digest('hex'),
+        });
         return url;
       };
       const appUrl = await store('index.html', 'text/html; charset=utf-8', out.html);

@@ -6,7 +6,13 @@ import { cutAtWord, driveTexts } from '../../platform/drive/text';
 import type { DriveTextRequest } from '../../platform/drive/text-queue';
 import { COLLECTIONS, type Database } from '../../platform/infra/mongo';
 import type { Runtime } from '../../platform/runtime';
-import { formatOf, NotTextError, TooLargeError, type DriveFormat, type DriveTextExtractor } from '../engines/drive/drive-text.engine';
+import {
+  formatOf,
+  NotTextError,
+  TooLargeError,
+  type DriveFormat,
+  type DriveTextExtractor,
+} from '../engines/drive/drive-text.engine';
 import { createDocxExtractor } from '../engines/drive/docx.extractor';
 import { createDrivePdfExtractor } from '../engines/drive/pdf.extractor';
 import { createDrivePptxExtractor } from '../engines/drive/pptx.extractor';
@@ -35,7 +41,9 @@ const EXTRACTORS: Record<Exclude<DriveFormat, null>, () => DriveTextExtractor> =
   text: createUtf8Extractor,
 };
 
-type Outcome = { status: 'ready'; text: string; truncated: boolean; engine: string } | { status: 'none' | 'failed'; engine: string | null; error: string | null };
+type Outcome =
+  | { status: 'ready'; text: string; truncated: boolean; engine: string }
+  | { status: 'none' | 'failed'; engine: string | null; error: string | null };
 
 /** Read a blob whole, refusing more than `max` bytes. */
 async function readBlob(db: Database, blobId: string, max: number, signal: AbortSignal): Promise<Buffer> {
@@ -65,14 +73,22 @@ async function extract(rt: Runtime, file: DriveFileDoc, ctx: ConsumerContext): P
   if (!format) return { status: 'none', engine: null, error: null };
   const extractor = EXTRACTORS[format]();
   if (file.sizeBytes > DRIVE_TEXT_WORK_LIMITS.maxBytes) {
-    return { status: 'failed', engine: extractor.name, error: `the file is larger than the ${DRIVE_TEXT_WORK_LIMITS.maxBytes / 1048576} MB the drive pool reads` };
+    return {
+      status: 'failed',
+      engine: extractor.name,
+      error: `the file is larger than the ${DRIVE_TEXT_WORK_LIMITS.maxBytes / 1048576} MB the drive pool reads`,
+    };
   }
   const timeout = AbortSignal.timeout(DRIVE_TEXT_WORK_LIMITS.timeoutMs);
   const signal = AbortSignal.any([ctx.signal, timeout]);
   const maxChars = rt.config.DRIVE_TEXT_STORED_CHARS;
   try {
     const bytes = await readBlob(rt.db, file.blobId, DRIVE_TEXT_WORK_LIMITS.maxBytes, signal);
-    const r = await extractor.extract(bytes, { signal, maxChars, maxInflatedBytes: rt.config.DRIVE_TEXT_INFLATED_MAX_BYTES });
+    const r = await extractor.extract(bytes, {
+      signal,
+      maxChars,
+      maxInflatedBytes: rt.config.DRIVE_TEXT_INFLATED_MAX_BYTES,
+    });
     const text = r.text.replace(/\u0000/g, '').trim();
     if (!text) return { status: 'none', engine: extractor.name, error: null };
     const capped = cutAtWord(text, maxChars);
@@ -80,7 +96,12 @@ async function extract(rt: Runtime, file: DriveFileDoc, ctx: ConsumerContext): P
   } catch (err) {
     if (ctx.signal.aborted) throw err; // stopping: the message goes back to the queue
     if (err instanceof NotTextError) return { status: 'none', engine: extractor.name, error: err.message };
-    if (timeout.aborted) return { status: 'failed', engine: extractor.name, error: `extraction took longer than ${DRIVE_TEXT_WORK_LIMITS.timeoutMs / 1000} s` };
+    if (timeout.aborted)
+      return {
+        status: 'failed',
+        engine: extractor.name,
+        error: `extraction took longer than ${DRIVE_TEXT_WORK_LIMITS.timeoutMs / 1000} s`,
+      };
     const message = err instanceof Error ? err.message : String(err);
     ctx.log.warn('drive text extraction failed', { fileId: file._id, engine: extractor.name, err: err as Error });
     return { status: 'failed', engine: extractor.name, error: message.slice(0, 300) };
@@ -90,7 +111,8 @@ async function extract(rt: Runtime, file: DriveFileDoc, ctx: ConsumerContext): P
 const files = (db: Database) => db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
 
 /** The file as long as it is still worth extracting: stored, not trashed, not being purged. */
-const liveFile = (db: Database, req: DriveTextRequest) => files(db).findOne({ _id: req.fileId, accountId: req.accountId, trashedAt: null, purgingAt: null });
+const liveFile = (db: Database, req: DriveTextRequest) =>
+  files(db).findOne({ _id: req.fileId, accountId: req.accountId, trashedAt: null, purgingAt: null });
 
 /**
  * Extract, store and index the text of one file, then mark it (text.status ready | none | failed)
@@ -99,27 +121,55 @@ const liveFile = (db: Database, req: DriveTextRequest) => files(db).findOne({ _i
  * repeated run (redelivery, sweep) rewrites the same text and index entries. The status moves
  * last, so a crash before it leaves `pending` for the redelivery or the sweep.
  */
-export async function extractDriveText(rt: Runtime, req: DriveTextRequest, ctx: ConsumerContext): Promise<'skipped' | Outcome['status']> {
+export async function extractDriveText(
+  rt: Runtime,
+  req: DriveTextRequest,
+  ctx: ConsumerContext,
+): Promise<'skipped' | Outcome['status']> {
   const file = await liveFile(rt.db, req);
   if (!file || (file.text && file.text.status !== 'pending')) return 'skipped';
   let outcome: Outcome;
   if (ctx.priorDeliveries >= DRIVE_TEXT_WORK_LIMITS.maxDeliveries) {
-    outcome = { status: 'failed', engine: null, error: `the extraction stopped the worker ${ctx.priorDeliveries} times; given up` };
+    outcome = {
+      status: 'failed',
+      engine: null,
+      error: `the extraction stopped the worker ${ctx.priorDeliveries} times; given up`,
+    };
   } else {
     outcome = await extract(rt, file, ctx);
   }
   const at = new Date();
   if (outcome.status === 'ready') {
-    const doc: DriveTextDoc = { _id: file._id, accountId: file.accountId, teamId: file.teamId, content: outcome.text, truncated: outcome.truncated, engine: outcome.engine, at };
+    const doc: DriveTextDoc = {
+      _id: file._id,
+      accountId: file.accountId,
+      teamId: file.teamId,
+      content: outcome.text,
+      truncated: outcome.truncated,
+      engine: outcome.engine,
+      at,
+    };
     await driveTexts(rt.db).replaceOne({ _id: file._id }, doc, { upsert: true });
   }
   // Name, tags and description as they are when the index is written (a rename may land meanwhile).
-  await indexDriveFile(rt.db, file, outcome.status === 'ready' ? outcome.text : null, { reload: () => liveFile(rt.db, req) });
+  await indexDriveFile(rt.db, file, outcome.status === 'ready' ? outcome.text : null, {
+    reload: () => liveFile(rt.db, req),
+  });
   const text: DriveFileDoc['text'] =
     outcome.status === 'ready'
-      ? { status: 'ready', chars: outcome.text.length, truncated: outcome.truncated, engine: outcome.engine, error: null, at }
+      ? {
+          status: 'ready',
+          chars: outcome.text.length,
+          truncated: outcome.truncated,
+          engine: outcome.engine,
+          error: null,
+          at,
+        }
       : { status: outcome.status, chars: 0, truncated: false, engine: outcome.engine, error: outcome.error, at };
-  const moved = await files(rt.db).updateOne({ _id: file._id, accountId: file.accountId, trashedAt: null, purgingAt: null, 'text.status': 'pending' }, { $set: { text } });
+  const moved = await files(rt.db).updateOne(
+    { _id: file._id, accountId: file.accountId, trashedAt: null, purgingAt: null, 'text.status': 'pending' },
+    { $set: { text } },
+  );
   if (moved.matchedCount === 0) {
     // Trashed (kept: a restore makes it pending-and-live again for the sweep), finished by another
     // delivery, or purged: then nothing may stay behind.

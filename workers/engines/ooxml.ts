@@ -34,7 +34,8 @@ export const kids = (n: XNode): XNode[] => {
 };
 export const attrs = (n: XNode) => (n[':@'] ?? {}) as Record<string, string>;
 export const child = (n: XNode, tag: string) => kids(n).find((k) => tagOf(k) === tag);
-export const path = (n: XNode | undefined, ...tags: string[]) => tags.reduce<XNode | undefined>((at, t) => (at ? child(at, t) : undefined), n);
+export const path = (n: XNode | undefined, ...tags: string[]) =>
+  tags.reduce<XNode | undefined>((at, t) => (at ? child(at, t) : undefined), n);
 /** Every descendant with `tag`, in document order, not looking inside a match. */
 export const findAll = (n: XNode, tag: string, out: XNode[] = []): XNode[] => {
   for (const k of kids(n)) {
@@ -44,7 +45,10 @@ export const findAll = (n: XNode, tag: string, out: XNode[] = []): XNode[] => {
   return out;
 };
 /** The text directly inside an element (its text nodes joined). */
-export const ownText = (n: XNode) => kids(n).map((x) => String(x['#text'] ?? '')).join('');
+export const ownText = (n: XNode) =>
+  kids(n)
+    .map((x) => String(x['#text'] ?? ''))
+    .join('');
 
 /** A part's bytes could not be inflated (a damaged ZIP entry). */
 export class PartInflateError extends Error {
@@ -72,7 +76,11 @@ interface PartStream {
  * inflated). Stops with the signal's reason once it aborts; rejects with PartInflateError on
  * damaged data. Resolves with the bytes inflated.
  */
-export function streamPart(file: JSZip.JSZipObject, signal: AbortSignal, onChunk: (chunk: Uint8Array) => void | boolean): Promise<number> {
+export function streamPart(
+  file: JSZip.JSZipObject,
+  signal: AbortSignal,
+  onChunk: (chunk: Uint8Array) => void | boolean,
+): Promise<number> {
   signal.throwIfAborted();
   return new Promise((resolve, reject) => {
     let size = 0;
@@ -103,7 +111,12 @@ export function streamPart(file: JSZip.JSZipObject, signal: AbortSignal, onChunk
 }
 
 /** Inflate one part whole as UTF-8 text, stopping with `tooLarge()` past `max` bytes however large the entry says it is. */
-export async function readPart(file: JSZip.JSZipObject, max: number, signal: AbortSignal, tooLarge: () => Error): Promise<string> {
+export async function readPart(
+  file: JSZip.JSZipObject,
+  max: number,
+  signal: AbortSignal,
+  tooLarge: () => Error,
+): Promise<string> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   await streamPart(file, signal, (chunk) => {
@@ -121,7 +134,12 @@ export async function readPart(file: JSZip.JSZipObject, max: number, signal: Abo
  * elements (a worksheet's rows, a shared-string table), where parsing the whole part at once
  * would hold it and its whole tree in memory. Elements of that name must not nest.
  */
-export async function streamElements(file: JSZip.JSZipObject, tag: string, signal: AbortSignal, onElement: (xml: string) => void | boolean): Promise<void> {
+export async function streamElements(
+  file: JSZip.JSZipObject,
+  tag: string,
+  signal: AbortSignal,
+  onElement: (xml: string) => void | boolean,
+): Promise<void> {
   const open = new RegExp(`<(?:[A-Za-z_][\\w.-]*:)?${tag}(?=[\\s/>])`, 'g');
   const decoder = new TextDecoder('utf-8');
   let buf = '';

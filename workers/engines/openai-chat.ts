@@ -30,8 +30,16 @@ export async function chatComplete(
   try {
     res = await fetch(`${opts.baseUrl.replace(/\/$/, '')}/chat/completions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
-      body: JSON.stringify({ model: opts.model, temperature: 0, messages, ...(call.json ? { response_format: { type: 'json_object' } } : {}) }),
+      headers: {
+        'content-type': 'application/json',
+        ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}),
+      },
+      body: JSON.stringify({
+        model: opts.model,
+        temperature: 0,
+        messages,
+        ...(call.json ? { response_format: { type: 'json_object' } } : {}),
+      }),
       signal: AbortSignal.any([call.signal, AbortSignal.timeout(opts.timeoutMs ?? 120_000)]),
     });
   } catch (err) {
@@ -39,10 +47,16 @@ export async function chatComplete(
   }
   if (res.status === 429 || res.status >= 500) {
     const after = Number(res.headers.get('retry-after'));
-    throw new RetryLaterError(`${opts.label} answered ${res.status}`, Number.isFinite(after) && after > 0 ? after * 1000 : undefined);
+    throw new RetryLaterError(
+      `${opts.label} answered ${res.status}`,
+      Number.isFinite(after) && after > 0 ? after * 1000 : undefined,
+    );
   }
   if (!res.ok) throw new UnrecoverableError(`${opts.label} refused the request (${res.status})`);
-  const body = (await res.json()) as { choices?: { message?: { content?: string } }[]; usage?: { total_tokens?: number } };
+  const body = (await res.json()) as {
+    choices?: { message?: { content?: string } }[];
+    usage?: { total_tokens?: number };
+  };
   const content = body.choices?.[0]?.message?.content;
   if (typeof content !== 'string' || !content.trim()) throw new RetryLaterError(`${opts.label} returned no content`);
   const used = body.usage?.total_tokens;

@@ -21,7 +21,10 @@ export function extractorsFrom(config: Pick<Config, 'EXTRACT_OCR_LANGUAGES'>): T
  * and that the bytes are of the declared type; a document that still cannot be read answers
  * `unreadable_document`, one without text `no_text_found` (the API charges neither).
  */
-export function extractResponder(rt: Pick<Runtime, 'config'>, extractors: TextExtractor[] = extractorsFrom(rt.config)): ResponderDefinition<ExtractRpcRequest, ExtractRpcReply> {
+export function extractResponder(
+  rt: Pick<Runtime, 'config'>,
+  extractors: TextExtractor[] = extractorsFrom(rt.config),
+): ResponderDefinition<ExtractRpcRequest, ExtractRpcReply> {
   const byType = new Map<ExtractMimeType, TextExtractor>();
   for (const e of extractors) for (const m of e.mimeTypes) byType.set(m, e);
   return {
@@ -35,7 +38,11 @@ export function extractResponder(rt: Pick<Runtime, 'config'>, extractors: TextEx
       ctx.signal.throwIfAborted();
       const characters = got.text.replace(/^#+\s/gm, '').replace(/\s+/g, '').length;
       if (characters === 0) {
-        const what = got.ocr ? 'no text could be read in the image' : req.mimeType === 'application/pdf' ? 'the PDF has no text layer (a scan? send its pages as images to read them with OCR)' : 'the slides hold no text';
+        const what = got.ocr
+          ? 'no text could be read in the image'
+          : req.mimeType === 'application/pdf'
+            ? 'the PDF has no text layer (a scan? send its pages as images to read them with OCR)'
+            : 'the slides hold no text';
         throw new AppError('no_text_found', `documentBase64: ${what}; nothing was charged`);
       }
       const chart = textToFlowchart({ text: got.text, metadataTitle: got.metadataTitle, fileName: req.fileName });

@@ -1,4 +1,12 @@
-import { ImageRpcRequest, IMAGE_SIZES, MOONLIGHT_DEFAULTS, MOONLIGHT_SIZES, adultTermIn, type ImageResult, type MoonlightResult } from '../../contracts/images';
+import {
+  ImageRpcRequest,
+  IMAGE_SIZES,
+  MOONLIGHT_DEFAULTS,
+  MOONLIGHT_SIZES,
+  adultTermIn,
+  type ImageResult,
+  type MoonlightResult,
+} from '../../contracts/images';
 import { ConfigError, type Config } from '../../platform/infra/config';
 import { AppError } from '../../platform/infra/errors';
 import { decodeImage } from '../../platform/media/codec';
@@ -14,7 +22,12 @@ import type { ResponderDefinition } from '../pool/responder';
 
 export function imageEngineFrom(config: Config): ImageEngine {
   return config.IMAGE_ENGINE === 'openai'
-    ? createOpenAiImageEngine({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.OPENAI_IMAGE_MODEL, allowLoopback: config.ALLOW_LOOPBACK_URLS })
+    ? createOpenAiImageEngine({
+        baseUrl: config.OPENAI_BASE_URL,
+        apiKey: config.OPENAI_API_KEY,
+        model: config.OPENAI_IMAGE_MODEL,
+        allowLoopback: config.ALLOW_LOOPBACK_URLS,
+      })
     : createLocalImageEngine();
 }
 
@@ -22,7 +35,8 @@ export function imageEngineFrom(config: Config): ImageEngine {
 export function moonlightEngineFrom(config: Config): MoonlightEngine {
   if (config.MOONLIGHT_ENGINE === 'local') return localMoonlight;
   // loadConfig refuses remote without a URL; this narrows the type for configs built by hand.
-  if (!config.MOONLIGHT_REMOTE_URL) throw new ConfigError('invalid configuration:\n  MOONLIGHT_REMOTE_URL: must be set when MOONLIGHT_ENGINE=remote');
+  if (!config.MOONLIGHT_REMOTE_URL)
+    throw new ConfigError('invalid configuration:\n  MOONLIGHT_REMOTE_URL: must be set when MOONLIGHT_ENGINE=remote');
   return createRemoteMoonlight({
     baseUrl: config.MOONLIGHT_REMOTE_URL,
     apiKey: config.MOONLIGHT_REMOTE_API_KEY,
@@ -41,15 +55,29 @@ export type ImageRenderReply = Omit<ImageResult, 'charged'>;
  * WebP (anything sharp reads) are decoded; bytes that are no image sharp can read get a colour
  * derived from a hash of their bytes, and a note says so.
  */
-export async function referenceColour(config: Config, url: string, field: string, signal: AbortSignal): Promise<{ colour: Rgb; note?: string }> {
+export async function referenceColour(
+  config: Config,
+  url: string,
+  field: string,
+  signal: AbortSignal,
+): Promise<{ colour: Rgb; note?: string }> {
   const loop = config.ALLOW_LOOPBACK_URLS;
-  const bytes = await fetchInput(url, field, { allowLoopback: loop, signal, answerMs: Math.min(config.INPUT_FETCH_TIMEOUT_MS, 10_000), totalMs: 10_000, maxBytes: config.REFERENCE_IMAGE_MAX_BYTES });
+  const bytes = await fetchInput(url, field, {
+    allowLoopback: loop,
+    signal,
+    answerMs: Math.min(config.INPUT_FETCH_TIMEOUT_MS, 10_000),
+    totalMs: 10_000,
+    maxBytes: config.REFERENCE_IMAGE_MAX_BYTES,
+  });
   try {
     const img = await decodeImage(bytes, { channels: 3 });
     return { colour: meanColour(img.data, 3) };
   } catch {
     const h = seedBytes('reference', bytes.toString('base64'));
-    return { colour: [h[0]!, h[1]!, h[2]!], note: `${field} is not an image this service can read; its colour was estimated rather than measured.` };
+    return {
+      colour: [h[0]!, h[1]!, h[2]!],
+      note: `${field} is not an image this service can read; its colour was estimated rather than measured.`,
+    };
   }
 }
 
@@ -57,7 +85,11 @@ export async function referenceColour(config: Config, url: string, field: string
  * The image pool (request/reply): POST /images renders (stored in the blob store, signed URL)
  * and POST /images/moonlight renders (returned inline, nothing stored, output safety scored).
  */
-export function imageResponder(rt: Runtime, engine: ImageEngine = imageEngineFrom(rt.config), moonlight: MoonlightEngine = moonlightEngineFrom(rt.config)): ResponderDefinition<ImageRpcRequest, ImageRenderReply | MoonlightResult> {
+export function imageResponder(
+  rt: Runtime,
+  engine: ImageEngine = imageEngineFrom(rt.config),
+  moonlight: MoonlightEngine = moonlightEngineFrom(rt.config),
+): ResponderDefinition<ImageRpcRequest, ImageRenderReply | MoonlightResult> {
   const config = rt.config;
   return {
     pool: 'image',
@@ -65,12 +97,25 @@ export function imageResponder(rt: Runtime, engine: ImageEngine = imageEngineFro
     async handle(req, ctx) {
       if (req.kind === 'moonlight') {
         // The API refuses adult prompts before charging; this is the model's own second line.
-        if (adultTermIn(req.prompt)) throw new AppError('adult_content', 'prompt: describes adult content, which this model does not render');
+        if (adultTermIn(req.prompt))
+          throw new AppError('adult_content', 'prompt: describes adult content, which this model does not render');
         const t0 = performance.now();
-        const r = await moonlight.render({ prompt: req.prompt, aspectRatio: req.aspectRatio, seed: req.seed, steps: MOONLIGHT_DEFAULTS.steps, cfg: MOONLIGHT_DEFAULTS.cfg }, ctx.signal);
+        const r = await moonlight.render(
+          {
+            prompt: req.prompt,
+            aspectRatio: req.aspectRatio,
+            seed: req.seed,
+            steps: MOONLIGHT_DEFAULTS.steps,
+            cfg: MOONLIGHT_DEFAULTS.cfg,
+          },
+          ctx.signal,
+        );
         const renderMs = Math.round(performance.now() - t0);
         if (r.adultScore >= config.MOONLIGHT_ADULT_THRESHOLD) {
-          throw new AppError('adult_render', 'the finished render was scored as adult content and is not delivered; nothing was charged');
+          throw new AppError(
+            'adult_render',
+            'the finished render was scored as adult content and is not delivered; nothing was charged',
+          );
         }
         const size = MOONLIGHT_SIZES[req.aspectRatio];
         return {
@@ -101,11 +146,29 @@ export function imageResponder(rt: Runtime, engine: ImageEngine = imageEngineFro
       }
       if (req.engine === 'auto') throw new AppError('validation_error', 'engine: must be resolved before rendering');
       const { width, height } = IMAGE_SIZES[req.aspectRatio];
-      const seed = seedBytes(req.prompt, req.engine, req.style ?? '', req.aspectRatio, JSON.stringify(colours)).readUInt32LE(0) % 1_000_000_000;
-      const out = await engine.render({ prompt: req.prompt, engine: req.engine, aspectRatio: req.aspectRatio, width, height, style: req.style, referenceColours: colours, seed }, ctx);
+      const seed =
+        seedBytes(req.prompt, req.engine, req.style ?? '', req.aspectRatio, JSON.stringify(colours)).readUInt32LE(0) %
+        1_000_000_000;
+      const out = await engine.render(
+        {
+          prompt: req.prompt,
+          engine: req.engine,
+          aspectRatio: req.aspectRatio,
+          width,
+          height,
+          style: req.style,
+          referenceColours: colours,
+          seed,
+        },
+        ctx,
+      );
       notes.push(...out.notes);
       ctx.signal.throwIfAborted(); // the caller gave up (deadline passed): store nothing
-      const blob = await rt.blobs.put(out.png, { contentType: 'image/png', filename: 'image.png', accountId: req.accountId });
+      const blob = await rt.blobs.put(out.png, {
+        contentType: 'image/png',
+        filename: 'image.png',
+        accountId: req.accountId,
+      });
       return {
         url: rt.blobs.url(blob.id, 'image.png'),
         mimeType: 'image/png',

@@ -51,7 +51,9 @@ export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
     super();
     this.log = rt.log.child({ pool: def.pool, role: 'consumer' });
     const labels = { pool: def.pool };
-    this.inFlight = new Drain({ gauge: { inc: () => metrics.jobsInFlight.inc(labels), dec: () => metrics.jobsInFlight.dec(labels) } });
+    this.inFlight = new Drain({
+      gauge: { inc: () => metrics.jobsInFlight.inc(labels), dec: () => metrics.jobsInFlight.dec(labels) },
+    });
   }
 
   async start(): Promise<void> {
@@ -61,14 +63,20 @@ export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
   }
 
   private async take(d: Delivery): Promise<void> {
-    const input = parseOrDeadLetter(d, this.def.input, { queue: this.def.pool, log: this.log, onDeadLettered: () => this.emit('rejected', { pool: this.def.pool, reason: 'invalid' }) });
+    const input = parseOrDeadLetter(d, this.def.input, {
+      queue: this.def.pool,
+      log: this.log,
+      onDeadLettered: () => this.emit('rejected', { pool: this.def.pool, reason: 'invalid' }),
+    });
     if (input === undefined) return;
     const work = this.inFlight.begin();
     const abort = work.abort;
     const headers = (d.msg.properties.headers ?? {}) as Record<string, unknown>;
     const priorDeliveries = Number(headers['x-delivery-count'] ?? (d.msg.fields.redelivered ? 1 : 0)) || 0;
     try {
-      await inSpan(`engine ${this.def.pool}`, 'internal', { 'svc.pool': this.def.pool }, () => this.def.handle(input, { signal: abort.signal, log: this.log, priorDeliveries }));
+      await inSpan(`engine ${this.def.pool}`, 'internal', { 'svc.pool': this.def.pool }, () =>
+        this.def.handle(input, { signal: abort.signal, log: this.log, priorDeliveries }),
+      );
       d.ack();
       this.emit('handled', { pool: this.def.pool });
     } finally {
@@ -78,6 +86,11 @@ export class ConsumerPool<I> extends EventEmitter<ConsumerEvents> {
 
   /** Stop taking messages, wait for those in flight up to the grace period, then abort the rest (their messages go back to the broker). */
   async close(): Promise<void> {
-    await this.inFlight.close({ stop: [this.cancel], graceMs: this.opts.shutdownGraceMs, log: this.log, stoppedMessage: 'consumer pool stopped' });
+    await this.inFlight.close({
+      stop: [this.cancel],
+      graceMs: this.opts.shutdownGraceMs,
+      log: this.log,
+      stoppedMessage: 'consumer pool stopped',
+    });
   }
 }

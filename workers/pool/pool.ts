@@ -55,7 +55,10 @@ export interface PoolOptions {
 }
 
 /** What kind of error, for logs: its class and stable code, never its message. */
-const errorType = (err: unknown) => (err instanceof Error ? `${err.name}${(err as { code?: unknown }).code ? `:${String((err as { code?: unknown }).code)}` : ''}` : typeof err);
+const errorType = (err: unknown) =>
+  err instanceof Error
+    ? `${err.name}${(err as { code?: unknown }).code ? `:${String((err as { code?: unknown }).code)}` : ''}`
+    : typeof err;
 
 const JobMessageSchema = z.object({ jobId: z.string().min(1), accountId: z.string().min(1), type: z.enum(JOB_TYPES) });
 
@@ -82,7 +85,9 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
     super();
     this.log = rt.log.child({ pool: def.pool });
     const labels = { pool: def.pool };
-    this.inFlight = new Drain({ gauge: { inc: () => metrics.jobsInFlight.inc(labels), dec: () => metrics.jobsInFlight.dec(labels) } });
+    this.inFlight = new Drain({
+      gauge: { inc: () => metrics.jobsInFlight.inc(labels), dec: () => metrics.jobsInFlight.dec(labels) },
+    });
   }
 
   async start(): Promise<void> {
@@ -92,13 +97,19 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
   }
 
   private async handle(d: Delivery): Promise<void> {
-    const dl = { queue: this.def.pool, log: this.log, onDeadLettered: (reason: string) => this.emit('deadLettered', { reason }) };
+    const dl = {
+      queue: this.def.pool,
+      log: this.log,
+      onDeadLettered: (reason: string) => this.emit('deadLettered', { reason }),
+    };
     const parsed: JobMessage | undefined = parseOrDeadLetter(d, JobMessageSchema, dl);
     if (!parsed) return;
     if (parsed.type !== this.def.pool) return deadLetter(d, 'wrong_pool', dl);
     // Every line about the job names it and the request that made it (the message's
     // x-request-id header, or the job's own record when an older publisher sent none).
-    await withContext({ jobId: parsed.jobId }, () => this.whileDatabaseAway((again) => this.claimAndRun(d, parsed, again)));
+    await withContext({ jobId: parsed.jobId }, () =>
+      this.whileDatabaseAway((again) => this.claimAndRun(d, parsed, again)),
+    );
   }
 
   /**
@@ -126,7 +137,9 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
   private async claimAndRun(d: Delivery, parsed: JobMessage, again: boolean): Promise<void> {
     const { jobs } = this.rt;
     // Our own lease may be taken again only when no delivery here is running the job.
-    let job = await jobs.claim(parsed.jobId, this.owner, this.opts.leaseMs, { again: again && !this.inFlight.has(parsed.jobId) });
+    let job = await jobs.claim(parsed.jobId, this.owner, this.opts.leaseMs, {
+      again: again && !this.inFlight.has(parsed.jobId),
+    });
     if (!job && d.msg.fields.redelivered) job = await this.takeOver(parsed.jobId);
     if (!job) {
       // Finished, held by another worker, or unknown: nothing to do for this copy.
@@ -142,7 +155,10 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
     const { jobs } = this.rt;
     const log = this.log.child({ attempt: job.attempts });
     if (job.attempts > this.opts.maxAttempts) {
-      await jobs.fail(job._id, `gave up after ${this.opts.maxAttempts} attempts`, { owner: this.owner, reason: 'attempts_exhausted' });
+      await jobs.fail(job._id, `gave up after ${this.opts.maxAttempts} attempts`, {
+        owner: this.owner,
+        reason: 'attempts_exhausted',
+      });
       d.ack();
       this.emit('failed', { jobId: job._id, error: 'attempts exhausted', reason: 'attempts_exhausted' });
       return;
@@ -150,19 +166,29 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
     // First start only (a retry's wait would include the attempts before it). The dispatch mark is
     // written in a batch up to 20 ms (100 ms under a stream) after the publish, so a quick start often sees none yet: the
     // job was created just before it was published, which is the wait a client sees.
-    if (job.attempts === 1) metrics.jobQueueWait.observe({ type: job.type }, Math.max(0, Date.now() - (job.dispatchedAt ?? job.createdAt).getTime()) / 1000);
+    if (job.attempts === 1)
+      metrics.jobQueueWait.observe(
+        { type: job.type },
+        Math.max(0, Date.now() - (job.dispatchedAt ?? job.createdAt).getTime()) / 1000,
+      );
 
     const work = this.inFlight.begin(job._id);
     const abort = work.abort;
-    const heartbeat = setInterval(() => {
-      jobs.renewLease(job._id, this.owner, this.opts.leaseMs).then(
-        (ours) => {
-          if (!ours) abort.abort(new Error('lease lost'));
-        },
-        // While the database is known to be away every beat fails: the process said so once.
-        (err) => (isDatabaseUnavailable(err) && !this.rt.db.health.up ? log.debug('lease renewal failed', { err: err as Error }) : log.warn('lease renewal failed', { err: err as Error })),
-      );
-    }, Math.max(200, Math.floor(this.opts.leaseMs / 3)));
+    const heartbeat = setInterval(
+      () => {
+        jobs.renewLease(job._id, this.owner, this.opts.leaseMs).then(
+          (ours) => {
+            if (!ours) abort.abort(new Error('lease lost'));
+          },
+          // While the database is known to be away every beat fails: the process said so once.
+          (err) =>
+            isDatabaseUnavailable(err) && !this.rt.db.health.up
+              ? log.debug('lease renewal failed', { err: err as Error })
+              : log.warn('lease renewal failed', { err: err as Error }),
+        );
+      },
+      Math.max(200, Math.floor(this.opts.leaseMs / 3)),
+    );
 
     const startedAt = Date.now();
     log.debug('job started', { type: job.type });
@@ -171,21 +197,27 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       if (!input.success) throw new UnrecoverableError('the stored job input no longer matches its contract');
       // The engine call's span: its progress writes nest under it; the claim and completion
       // sit beside it, under the delivery's consumer span.
-      const result = await inSpan(`engine ${job.type}`, 'internal', { 'svc.job.id': job._id, 'svc.job.type': job.type, 'svc.job.attempt': job.attempts }, () =>
-        this.def.process(input.data, {
-          attempt: job.attempts,
-          signal: abort.signal,
-          job,
-          log,
-          progress: async (rawStatus, message, partial) => {
-            await jobs.progress(job._id, this.owner, { rawStatus, progressMessage: message, result: partial });
-          },
-        }),
+      const result = await inSpan(
+        `engine ${job.type}`,
+        'internal',
+        { 'svc.job.id': job._id, 'svc.job.type': job.type, 'svc.job.attempt': job.attempts },
+        () =>
+          this.def.process(input.data, {
+            attempt: job.attempts,
+            signal: abort.signal,
+            job,
+            log,
+            progress: async (rawStatus, message, partial) => {
+              await jobs.progress(job._id, this.owner, { rawStatus, progressMessage: message, result: partial });
+            },
+          }),
       );
       if (abort.signal.aborted) throw abort.signal.reason;
       // The work is done: a database that went away meanwhile is waited for, not a reason to
       // do the work again.
-      const completed = await this.whileDatabaseAway(() => jobs.complete(job._id, this.owner, result, this.def.eventExtras?.(result)));
+      const completed = await this.whileDatabaseAway(() =>
+        jobs.complete(job._id, this.owner, result, this.def.eventExtras?.(result)),
+      );
       if (completed) {
         log.info('job completed', { durationMs: Date.now() - startedAt });
         this.emit('completed', { jobId: job._id, result });
@@ -236,7 +268,9 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       // The database went away under the job (a progress write, say): once it is back, hand the
       // job straight back without counting the attempt, and requeue so it runs again at once.
       log.warn('job attempt interrupted by the database; retrying once it is back', { errorType: errorType(err) });
-      await this.whileDatabaseAway(() => this.rt.jobs.scheduleRetry(job._id, this.owner, 0, 'the database was unavailable', { uncounted: true }));
+      await this.whileDatabaseAway(() =>
+        this.rt.jobs.scheduleRetry(job._id, this.owner, 0, 'the database was unavailable', { uncounted: true }),
+      );
       return 'requeue';
     }
     if (err instanceof UnrecoverableError) {
@@ -266,9 +300,14 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
     this.closing ??= (async () => {
       this.stopping.abort();
       // Past the grace period the jobs left are aborted and waited for: each hands its job back.
-      await this.inFlight.close({ stop: [this.cancel], graceMs: this.opts.shutdownGraceMs, log: this.log, stoppedMessage: 'pool stopped', awaitAborted: true });
+      await this.inFlight.close({
+        stop: [this.cancel],
+        graceMs: this.opts.shutdownGraceMs,
+        log: this.log,
+        stoppedMessage: 'pool stopped',
+        awaitAborted: true,
+      });
     })();
     return this.closing;
   }
-
 }

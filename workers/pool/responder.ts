@@ -51,28 +51,45 @@ export class Responder<I, O> {
   ) {
     this.log = rt.log.child({ pool: def.pool, role: 'responder' });
     const labels = { pool: def.pool };
-    this.inFlight = new Drain({ gauge: { inc: () => metrics.jobsInFlight.inc(labels), dec: () => metrics.jobsInFlight.dec(labels) } });
+    this.inFlight = new Drain({
+      gauge: { inc: () => metrics.jobsInFlight.inc(labels), dec: () => metrics.jobsInFlight.dec(labels) },
+    });
   }
 
   async start(): Promise<void> {
     const queue = broker.poolQueue(this.rt.config.QUEUE_PREFIX, this.def.pool);
-    this.cancel = await this.rt.amqp.respond(queue, this.opts.concurrency, (payload, meta) => this.answer(payload, meta.deadline, meta.send));
+    this.cancel = await this.rt.amqp.respond(queue, this.opts.concurrency, (payload, meta) =>
+      this.answer(payload, meta.deadline, meta.send),
+    );
     this.log.info('responder started', { queue, concurrency: this.opts.concurrency });
   }
 
-  private async answer(payload: unknown, deadline: number | null, send: (chunk: Buffer) => Promise<void>): Promise<RpcReply> {
+  private async answer(
+    payload: unknown,
+    deadline: number | null,
+    send: (chunk: Buffer) => Promise<void>,
+  ): Promise<RpcReply> {
     const work = this.inFlight.begin();
     const abort = work.abort;
-    const timer = deadline === null ? undefined : setTimeout(() => abort.abort(new Error('the caller stopped waiting')), Math.max(0, deadline - Date.now()));
+    const timer =
+      deadline === null
+        ? undefined
+        : setTimeout(() => abort.abort(new Error('the caller stopped waiting')), Math.max(0, deadline - Date.now()));
     try {
       const input = this.def.input.safeParse(payload);
       if (!input.success) throw new AppError('validation_error', 'request does not match the pool contract');
-      const result = await inSpan(`engine ${this.def.pool}`, 'internal', { 'svc.pool': this.def.pool }, () => this.def.handle(input.data, { signal: abort.signal, log: this.log, send }));
+      const result = await inSpan(`engine ${this.def.pool}`, 'internal', { 'svc.pool': this.def.pool }, () =>
+        this.def.handle(input.data, { signal: abort.signal, log: this.log, send }),
+      );
       return { ok: true, result };
     } catch (err) {
-      const e = abort.signal.aborted && !(err instanceof AppError) ? new AppError('timeout', 'the work was stopped at its deadline') : toAppError(err);
+      const e =
+        abort.signal.aborted && !(err instanceof AppError)
+          ? new AppError('timeout', 'the work was stopped at its deadline')
+          : toAppError(err);
       // A refusal (the handler's AppError) or the deadline is the answer; a failure of ours goes through the funnel.
-      if (e.code === 'internal_error') funnelError(e, { source: 'consumer', log: this.log, msg: 'request failed', logWhen: 'always' });
+      if (e.code === 'internal_error')
+        funnelError(e, { source: 'consumer', log: this.log, msg: 'request failed', logWhen: 'always' });
       return { ok: false, error: { code: e.code, message: e.message } };
     } finally {
       clearTimeout(timer);
@@ -82,6 +99,11 @@ export class Responder<I, O> {
 
   /** Stop taking messages, wait for those in flight up to the grace period, then abort the rest (their messages go back to the broker). */
   async close(): Promise<void> {
-    await this.inFlight.close({ stop: [this.cancel], graceMs: this.opts.shutdownGraceMs, log: this.log, stoppedMessage: 'responder stopped' });
+    await this.inFlight.close({
+      stop: [this.cancel],
+      graceMs: this.opts.shutdownGraceMs,
+      log: this.log,
+      stoppedMessage: 'responder stopped',
+    });
   }
 }

@@ -1,4 +1,10 @@
-import { DeckJobInput, OutlineItem, type DeckResult, type DeckSlide, type DeckTheme } from '../../contracts/presentations';
+import {
+  DeckJobInput,
+  OutlineItem,
+  type DeckResult,
+  type DeckSlide,
+  type DeckTheme,
+} from '../../contracts/presentations';
 import type { Config } from '../../platform/infra/config';
 import { createProjects } from '../../platform/projects/projects.repository';
 import { openUrlOf } from '../../contracts/projects';
@@ -14,7 +20,11 @@ import { THEMES, themeFromHtml } from './theme';
 
 export function deckEngineFrom(config: Config): DeckEngine {
   return config.DECK_ENGINE === 'openai'
-    ? createOpenAiDeckEngine({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.OPENAI_MODEL })
+    ? createOpenAiDeckEngine({
+        baseUrl: config.OPENAI_BASE_URL,
+        apiKey: config.OPENAI_API_KEY,
+        model: config.OPENAI_MODEL,
+      })
     : createLocalDeckEngine();
 }
 
@@ -26,12 +36,22 @@ const BRAND_PAGE_MAX_BYTES = 1024 * 1024;
  * blob store, a deck manifest, and the build recorded on the presentation project. A slide that
  * cannot be built is reported failed and the deck is `partial`; a deck with no slide fails.
  */
-export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.config)): PoolDefinition<DeckJobInput, DeckResult> {
+export function deckWorker(
+  rt: Runtime,
+  engine: DeckEngine = deckEngineFrom(rt.config),
+): PoolDefinition<DeckJobInput, DeckResult> {
   const projects = createProjects(rt.db);
   const ssrf = { allowLoopback: rt.config.ALLOW_LOOPBACK_URLS };
 
   const brandTheme = async (url: string, signal: AbortSignal): Promise<DeckTheme> => {
-    const page = await fetchInput(url, 'brandUrl', { ...ssrf, headers: { accept: 'text/html' }, signal, answerMs: Math.min(rt.config.INPUT_FETCH_TIMEOUT_MS, 10_000), totalMs: 10_000, maxBytes: BRAND_PAGE_MAX_BYTES });
+    const page = await fetchInput(url, 'brandUrl', {
+      ...ssrf,
+      headers: { accept: 'text/html' },
+      signal,
+      answerMs: Math.min(rt.config.INPUT_FETCH_TIMEOUT_MS, 10_000),
+      totalMs: 10_000,
+      maxBytes: BRAND_PAGE_MAX_BYTES,
+    });
     const html = page.toString('utf8');
     const theme = themeFromHtml(html, new URL(url).host);
     if (!theme) throw new Error('the brand page names no usable colour');
@@ -53,7 +73,9 @@ export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.c
         try {
           theme = await brandTheme(input.brandUrl, ctx.signal);
         } catch (err) {
-          notes.push(`brandUrl: ${(err as Error).message.replace(/^brandUrl: /, '')}; the ${theme.id} theme was used instead`);
+          notes.push(
+            `brandUrl: ${(err as Error).message.replace(/^brandUrl: /, '')}; the ${theme.id} theme was used instead`,
+          );
         }
       }
 
@@ -61,13 +83,24 @@ export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.c
       if (input.outline?.length) items = input.outline;
       else {
         const authored = await engine.authorOutline(
-          { name: input.name, brief: input.brief ?? '', slideCount: input.slideCount, companyName: input.companyName, visualStyle: input.visualStyle },
+          {
+            name: input.name,
+            brief: input.brief ?? '',
+            slideCount: input.slideCount,
+            companyName: input.companyName,
+            visualStyle: input.visualStyle,
+          },
           { signal: ctx.signal, progress: ctx.progress },
         );
         items = authored.items;
         if (engine.offline) {
-          notes.push(`outline: written offline by ${engine.name} from the brief's own sentences (no language model); set DECK_ENGINE=openai for a model-written outline`);
-          if (items.length < input.slideCount) notes.push(`outline: the brief holds enough for ${items.length} slides, so ${items.length} were written instead of the ${input.slideCount} asked, rather than filler`);
+          notes.push(
+            `outline: written offline by ${engine.name} from the brief's own sentences (no language model); set DECK_ENGINE=openai for a model-written outline`,
+          );
+          if (items.length < input.slideCount)
+            notes.push(
+              `outline: the brief holds enough for ${items.length} slides, so ${items.length} were written instead of the ${input.slideCount} asked, rather than filler`,
+            );
         }
         notes.push(...authored.notes);
       }
@@ -75,16 +108,39 @@ export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.c
       const slides: DeckSlide[] = [];
       for (const [index, item] of items.entries()) {
         const parsed = OutlineItem.safeParse(item);
-        const title = parsed.success ? parsed.data.title : typeof (item as { title?: unknown })?.title === 'string' ? String((item as { title: string }).title) : `Slide ${index + 1}`;
+        const title = parsed.success
+          ? parsed.data.title
+          : typeof (item as { title?: unknown })?.title === 'string'
+            ? String((item as { title: string }).title)
+            : `Slide ${index + 1}`;
         await ctx.progress('rendering', `Rendering slide ${index + 1} of ${items.length}: ${title.slice(0, 60)}`);
         if (ctx.signal.aborted) throw ctx.signal.reason;
-        const failed = (error: string): DeckSlide => ({ index, title, bullets: [], status: 'failed', imageUrl: null, contentUrl: null, width: SLIDE_W, height: SLIDE_H, error });
+        const failed = (error: string): DeckSlide => ({
+          index,
+          title,
+          bullets: [],
+          status: 'failed',
+          imageUrl: null,
+          contentUrl: null,
+          width: SLIDE_W,
+          height: SLIDE_H,
+          error,
+        });
         if (!parsed.success) {
           slides.push(failed('the outline item has no usable title and bullets'));
           continue;
         }
         try {
-          const { png, layout } = await renderSlide({ slide: parsed.data, index, total: items.length, deckName: input.name, companyName: input.companyName, theme, visualStyle: input.visualStyle, mode: input.slideMode });
+          const { png, layout } = await renderSlide({
+            slide: parsed.data,
+            index,
+            total: items.length,
+            deckName: input.name,
+            companyName: input.companyName,
+            theme,
+            visualStyle: input.visualStyle,
+            mode: input.slideMode,
+          });
           const num = String(index + 1).padStart(2, '0');
           const imageName = input.slideMode === 'creator' ? `slide-${num}.png` : `slide-${num}-background.png`;
           const image = await rt.blobs.put(png, { contentType: 'image/png', filename: imageName, accountId });
@@ -92,10 +148,24 @@ export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.c
           let contentUrl: string | null = null;
           if (layout) {
             const json = Buffer.from(JSON.stringify({ ...layout, background: { imageUrl } }, null, 2));
-            const blob = await rt.blobs.put(json, { contentType: 'application/json', filename: `slide-${num}.json`, accountId });
+            const blob = await rt.blobs.put(json, {
+              contentType: 'application/json',
+              filename: `slide-${num}.json`,
+              accountId,
+            });
             contentUrl = rt.blobs.url(blob.id, `slide-${num}.json`);
           }
-          slides.push({ index, title, bullets: parsed.data.bullets, status: 'built', imageUrl, contentUrl, width: SLIDE_W, height: SLIDE_H, error: null });
+          slides.push({
+            index,
+            title,
+            bullets: parsed.data.bullets,
+            status: 'built',
+            imageUrl,
+            contentUrl,
+            width: SLIDE_W,
+            height: SLIDE_H,
+            error: null,
+          });
         } catch (err) {
           ctx.log.warn('slide failed', { index, err: err as Error });
           slides.push(failed(`rendering failed: ${(err as Error).message}`));
@@ -122,7 +192,13 @@ export function deckWorker(rt: Runtime, engine: DeckEngine = deckEngineFrom(rt.c
       const manifest = Buffer.from(JSON.stringify(result, null, 2));
       const mblob = await rt.blobs.put(manifest, { contentType: 'application/json', filename: 'deck.json', accountId });
       const manifestUrl = rt.blobs.url(mblob.id, 'deck.json');
-      await projects.saveBuild(accountId, input.projectId, { status: result.partial ? 'partial' : 'built', theme, slides, manifestUrl, builtAt: new Date() });
+      await projects.saveBuild(accountId, input.projectId, {
+        status: result.partial ? 'partial' : 'built',
+        theme,
+        slides,
+        manifestUrl,
+        builtAt: new Date(),
+      });
       return result;
     },
     eventExtras: (r) => ({ projectId: r.projectId, slideCount: r.slideCount, partial: r.partial, openUrl: r.openUrl }),

@@ -19,7 +19,19 @@ export interface ContentSlide {
   height: number;
   layout: LayoutKind;
   background: { imageUrl: string | null };
-  elements: { id: string; type: 'text' | 'list'; x: number; y: number; w: number; h: number; text?: string; items?: string[]; fontSize: number; color: string; bold: boolean }[];
+  elements: {
+    id: string;
+    type: 'text' | 'list';
+    x: number;
+    y: number;
+    w: number;
+    h: number;
+    text?: string;
+    items?: string[];
+    fontSize: number;
+    color: string;
+    bold: boolean;
+  }[];
 }
 
 /** A region text was fitted into (px); nothing of that text is drawn outside it. */
@@ -53,7 +65,10 @@ export interface ComposedSlide {
 /** XML 1.0 forbids most control characters and lone surrogates: drop them, then escape markup. */
 export const xmlText = (s: string) =>
   s
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '')
+    .replace(
+      /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g,
+      '',
+    )
     .replace(/&/g, '&amp;')
     .replace(/</g, '&lt;')
     .replace(/>/g, '&gt;')
@@ -80,13 +95,21 @@ function background(theme: DeckTheme, visualStyle: string, seed: number): string
     r = (Math.imul(r ^ (r >>> 15), 2246822519) + 0x9e3779b9) >>> 0;
     return r / 4294967296;
   };
-  if (/minimal|clean|flat/.test(style)) out.push(`<rect x="0" y="${SLIDE_H - 16}" width="${SLIDE_W}" height="16" fill="${theme.accent}" fill-opacity="0.8"/>`);
+  if (/minimal|clean|flat/.test(style))
+    out.push(
+      `<rect x="0" y="${SLIDE_H - 16}" width="${SLIDE_W}" height="16" fill="${theme.accent}" fill-opacity="0.8"/>`,
+    );
   else if (/geometric|abstract|technical|corporate/.test(style)) {
-    for (let i = 0; i < 4; i++) out.push(`<rect x="${Math.round(SLIDE_W - 520 + i * 120 + rnd() * 40)}" y="0" width="72" height="${SLIDE_H}" fill="${theme.accent}" fill-opacity="${n(0.05 + i * 0.025)}"/>`);
+    for (let i = 0; i < 4; i++)
+      out.push(
+        `<rect x="${Math.round(SLIDE_W - 520 + i * 120 + rnd() * 40)}" y="0" width="72" height="${SLIDE_H}" fill="${theme.accent}" fill-opacity="${n(0.05 + i * 0.025)}"/>`,
+      );
   } else {
     for (let i = 0; i < 5; i++) {
       const fill = rgbToHex(mix(accent, [255, 255, 255], 0.3 + rnd() * 0.5));
-      out.push(`<circle cx="${n(SLIDE_W * (0.66 + rnd() * 0.38))}" cy="${n(SLIDE_H * rnd())}" r="${n(80 + rnd() * 200)}" fill="${fill}" fill-opacity="0.16"/>`);
+      out.push(
+        `<circle cx="${n(SLIDE_W * (0.66 + rnd() * 0.38))}" cy="${n(SLIDE_H * rnd())}" r="${n(80 + rnd() * 200)}" fill="${fill}" fill-opacity="0.16"/>`,
+      );
     }
   }
   return out.join('');
@@ -103,23 +126,33 @@ class Page {
   constructor(private readonly drawText: boolean) {}
 
   /** Draw `fitted` inside the box; `valign` places the block, `anchor` the lines. */
-  text(box: TextBox, fitted: Fitted, o: { color: string; valign?: 'top' | 'middle' | 'bottom'; anchor?: 'start' | 'end'; bullet?: string }) {
+  text(
+    box: TextBox,
+    fitted: Fitted,
+    o: { color: string; valign?: 'top' | 'middle' | 'bottom'; anchor?: 'start' | 'end'; bullet?: string },
+  ) {
     this.boxes.push(box);
     if (!this.drawText || !fitted.paragraphs.length) return;
     const { ascent, descent } = fontMetrics(fitted.weight);
     const inkTop = (fitted.lineHeight - (ascent + descent) * fitted.size) / 2 + ascent * fitted.size;
-    let y = box.y + (o.valign === 'middle' ? (box.h - fitted.height) / 2 : o.valign === 'bottom' ? box.h - fitted.height : 0);
+    let y =
+      box.y + (o.valign === 'middle' ? (box.h - fitted.height) / 2 : o.valign === 'bottom' ? box.h - fitted.height : 0);
     const x = o.anchor === 'end' ? box.x + box.w : box.x + (o.bullet ? BULLET_INDENT : 0);
     const tspans: string[] = [];
     for (const lines of fitted.paragraphs) {
-      if (o.bullet) this.svg.push(`<circle cx="${n(box.x + 14)}" cy="${n(y + inkTop - fitted.size * 0.36)}" r="${n(Math.max(5, fitted.size * 0.16))}" fill="${o.bullet}"/>`);
+      if (o.bullet)
+        this.svg.push(
+          `<circle cx="${n(box.x + 14)}" cy="${n(y + inkTop - fitted.size * 0.36)}" r="${n(Math.max(5, fitted.size * 0.16))}" fill="${o.bullet}"/>`,
+        );
       for (const line of lines) {
         tspans.push(`<tspan x="${n(x)}" y="${n(y + inkTop)}">${xmlText(line)}</tspan>`);
         y += fitted.lineHeight;
       }
       y += fitted.gap;
     }
-    this.svg.push(`<text data-box="${box.id}" font-family="${SLIDE_FONT_FAMILY}" font-weight="${fitted.weight}" font-size="${fitted.size}" fill="${o.color}"${o.anchor === 'end' ? ' text-anchor="end"' : ''} xml:space="preserve">${tspans.join('')}</text>`);
+    this.svg.push(
+      `<text data-box="${box.id}" font-family="${SLIDE_FONT_FAMILY}" font-weight="${fitted.weight}" font-size="${fitted.size}" fill="${o.color}"${o.anchor === 'end' ? ' text-anchor="end"' : ''} xml:space="preserve">${tspans.join('')}</text>`,
+    );
   }
 
   element(e: ContentSlide['elements'][number]) {
@@ -127,7 +160,8 @@ class Page {
   }
 }
 
-const fitBullets = (items: string[], box: { w: number; h: number }, style: FitStyle = BODY) => fitBlock(items, { w: box.w - BULLET_INDENT, h: box.h }, style);
+const fitBullets = (items: string[], box: { w: number; h: number }, style: FitStyle = BODY) =>
+  fitBlock(items, { w: box.w - BULLET_INDENT, h: box.h }, style);
 
 /**
  * Compose one slide as SVG. creator: a finished slide with every text drawn. content: the
@@ -141,10 +175,31 @@ export function composeSlide(input: SlideInput): ComposedSlide {
   const bullets = slide.bullets.map((b) => b.trim()).filter(Boolean);
   const muted = rgbToHex(mix(hexToRgb(theme.text), hexToRgb(theme.background), 0.4));
   const deco: string[] = [];
-  const el = (id: string, box: TextBox, f: Fitted, bold: boolean, content: { text?: string; items?: string[] }, color = theme.text) =>
-    page.element({ id, type: content.items ? 'list' : 'text', x: box.x, y: box.y, w: box.w, h: box.h, ...content, fontSize: f.size, color, bold });
+  const el = (
+    id: string,
+    box: TextBox,
+    f: Fitted,
+    bold: boolean,
+    content: { text?: string; items?: string[] },
+    color = theme.text,
+  ) =>
+    page.element({
+      id,
+      type: content.items ? 'list' : 'text',
+      x: box.x,
+      y: box.y,
+      w: box.w,
+      h: box.h,
+      ...content,
+      fontSize: f.size,
+      color,
+      bold,
+    });
 
-  if (!creator && kind !== 'title' && kind !== 'section') deco.push(`<rect x="${M - 48}" y="64" width="${INNER_W + 96}" height="${SLIDE_H - 200}" rx="24" fill="${theme.surface}" fill-opacity="0.85"/>`);
+  if (!creator && kind !== 'title' && kind !== 'section')
+    deco.push(
+      `<rect x="${M - 48}" y="64" width="${INNER_W + 96}" height="${SLIDE_H - 200}" rx="24" fill="${theme.surface}" fill-opacity="0.85"/>`,
+    );
 
   // A slide title at the top (bullets, two columns, big number, quote), with the accent bar left of it.
   const topTitle = () => {
@@ -165,7 +220,13 @@ export function composeSlide(input: SlideInput): ComposedSlide {
   switch (kind) {
     case 'title': {
       const box = { id: 'title', x: M, y: 200, w: INNER_W, h: 380 };
-      const f = fitBlock([slide.title], box, { weight: 700, maxSize: 112, minSize: 56, lineHeight: 1.22, oneLineDownTo: 84 });
+      const f = fitBlock([slide.title], box, {
+        weight: 700,
+        maxSize: 112,
+        minSize: 56,
+        lineHeight: 1.22,
+        oneLineDownTo: 84,
+      });
       page.text(box, f, { color: theme.text, valign: 'bottom' });
       el('title', box, f, true, { text: slide.title });
       deco.push(`<rect x="${M}" y="612" width="180" height="12" rx="6" fill="${theme.accent}"/>`);
@@ -173,9 +234,18 @@ export function composeSlide(input: SlideInput): ComposedSlide {
       break;
     }
     case 'section': {
-      deco.push(`<rect x="0" y="0" width="24" height="${SLIDE_H}" fill="${theme.accent}"/>`, `<rect x="${M}" y="300" width="140" height="12" rx="6" fill="${theme.accent}"/>`);
+      deco.push(
+        `<rect x="0" y="0" width="24" height="${SLIDE_H}" fill="${theme.accent}"/>`,
+        `<rect x="${M}" y="300" width="140" height="12" rx="6" fill="${theme.accent}"/>`,
+      );
       const box = { id: 'title', x: M, y: 340, w: INNER_W, h: 300 };
-      const f = fitBlock([slide.title], box, { weight: 700, maxSize: 96, minSize: 48, lineHeight: 1.22, oneLineDownTo: 72 });
+      const f = fitBlock([slide.title], box, {
+        weight: 700,
+        maxSize: 96,
+        minSize: 48,
+        lineHeight: 1.22,
+        oneLineDownTo: 72,
+      });
       page.text(box, f, { color: theme.text });
       el('title', box, f, true, { text: slide.title });
       if (bullets.length) subtitle(680, 200);
@@ -209,7 +279,13 @@ export function composeSlide(input: SlideInput): ComposedSlide {
       topTitle();
       const figure = figureIn(bullets[0]!) ?? '';
       const fig = { id: 'figure', x: M, y: 290, w: INNER_W, h: 290 };
-      const ff = fitBlock([figure], fig, { weight: 700, maxSize: 220, minSize: 72, lineHeight: 1.22, oneLineDownTo: 72 });
+      const ff = fitBlock([figure], fig, {
+        weight: 700,
+        maxSize: 220,
+        minSize: 72,
+        lineHeight: 1.22,
+        oneLineDownTo: 72,
+      });
       page.text(fig, ff, { color: theme.accent, valign: 'middle' });
       el('figure', fig, ff, true, { text: figure }, theme.accent);
       const cap = { id: 'caption', x: M, y: 600, w: INNER_W, h: 150 };
@@ -227,7 +303,9 @@ export function composeSlide(input: SlideInput): ComposedSlide {
     case 'quote': {
       topTitle();
       const mark = { id: 'quote-mark', x: M, y: 260, w: 120, h: 250 };
-      page.text(mark, fitBlock(['“'], mark, { weight: 700, maxSize: 200, minSize: 200, lineHeight: 1.25 }), { color: theme.accent });
+      page.text(mark, fitBlock(['“'], mark, { weight: 700, maxSize: 200, minSize: 200, lineHeight: 1.25 }), {
+        color: theme.accent,
+      });
       const quote = bullets[0]!.replace(/^\s*["“‘«']|["”’»']\s*$/g, '');
       const q = { id: 'quote', x: M + 150, y: 300, w: INNER_W - 150, h: 480 };
       const qf = fitBlock([quote], q, { weight: 400, maxSize: 60, minSize: 32, lineHeight: 1.3 });
@@ -257,15 +335,25 @@ export function composeSlide(input: SlideInput): ComposedSlide {
     ...page.svg,
     '</svg>',
   ].join('');
-  return { svg, kind, boxes: page.boxes, layout: creator ? null : { version: 2, width: SLIDE_W, height: SLIDE_H, layout: kind, elements: page.elements } };
+  return {
+    svg,
+    kind,
+    boxes: page.boxes,
+    layout: creator ? null : { version: 2, width: SLIDE_W, height: SLIDE_H, layout: kind, elements: page.elements },
+  };
 }
 
 /** PNG compression for slides: flat colours compress well at 3, and 6+ costs time for little. */
 const SLIDE_PNG_COMPRESSION = 3;
 
 /** Render one slide to PNG (1920x1080, Inter, anti-aliased by librsvg) and its editable layout. */
-export async function renderSlide(input: SlideInput): Promise<{ png: Buffer; layout: ComposedSlide['layout']; kind: LayoutKind }> {
+export async function renderSlide(
+  input: SlideInput,
+): Promise<{ png: Buffer; layout: ComposedSlide['layout']; kind: LayoutKind }> {
   const c = composeSlide(input);
-  const png = await renderSvgPng(c.svg, { compressionLevel: SLIDE_PNG_COMPRESSION, text: { Software: SLIDE_RENDERER, Title: input.slide.title } });
+  const png = await renderSvgPng(c.svg, {
+    compressionLevel: SLIDE_PNG_COMPRESSION,
+    text: { Software: SLIDE_RENDERER, Title: input.slide.title },
+  });
   return { png, layout: c.layout, kind: c.kind };
 }

@@ -2,12 +2,54 @@ import type { DeckTheme } from '../../contracts/presentations';
 
 /** Built-in themes by `themeId`. */
 export const THEMES: Record<string, DeckTheme> = {
-  default: { id: 'default', source: 'builtin', background: '#f7f8fc', surface: '#ffffff', text: '#1d2330', accent: '#3b5bdb' },
-  midnight: { id: 'midnight', source: 'builtin', background: '#101a33', surface: '#1b2747', text: '#f1f4ff', accent: '#3bc9db' },
-  sunrise: { id: 'sunrise', source: 'builtin', background: '#fff6ec', surface: '#ffffff', text: '#3b2418', accent: '#f76707' },
-  forest: { id: 'forest', source: 'builtin', background: '#f1f8f1', surface: '#ffffff', text: '#1b3320', accent: '#2f9e44' },
-  ocean: { id: 'ocean', source: 'builtin', background: '#eef6fc', surface: '#ffffff', text: '#0b2a45', accent: '#1971c2' },
-  mono: { id: 'mono', source: 'builtin', background: '#ffffff', surface: '#f3f3f3', text: '#111111', accent: '#555555' },
+  default: {
+    id: 'default',
+    source: 'builtin',
+    background: '#f7f8fc',
+    surface: '#ffffff',
+    text: '#1d2330',
+    accent: '#3b5bdb',
+  },
+  midnight: {
+    id: 'midnight',
+    source: 'builtin',
+    background: '#101a33',
+    surface: '#1b2747',
+    text: '#f1f4ff',
+    accent: '#3bc9db',
+  },
+  sunrise: {
+    id: 'sunrise',
+    source: 'builtin',
+    background: '#fff6ec',
+    surface: '#ffffff',
+    text: '#3b2418',
+    accent: '#f76707',
+  },
+  forest: {
+    id: 'forest',
+    source: 'builtin',
+    background: '#f1f8f1',
+    surface: '#ffffff',
+    text: '#1b3320',
+    accent: '#2f9e44',
+  },
+  ocean: {
+    id: 'ocean',
+    source: 'builtin',
+    background: '#eef6fc',
+    surface: '#ffffff',
+    text: '#0b2a45',
+    accent: '#1971c2',
+  },
+  mono: {
+    id: 'mono',
+    source: 'builtin',
+    background: '#ffffff',
+    surface: '#f3f3f3',
+    text: '#111111',
+    accent: '#555555',
+  },
 };
 
 export type Rgb = [number, number, number];
@@ -17,8 +59,10 @@ export const hexToRgb = (hex: string): Rgb => {
   const full = h.length === 3 ? [...h].map((c) => c + c).join('') : h;
   return [parseInt(full.slice(0, 2), 16), parseInt(full.slice(2, 4), 16), parseInt(full.slice(4, 6), 16)];
 };
-export const rgbToHex = (c: readonly number[]) => `#${c.map((v) => Math.round(v).toString(16).padStart(2, '0')).join('')}`;
-export const mix = (a: readonly number[], b: readonly number[], t: number): Rgb => [0, 1, 2].map((i) => a[i]! * (1 - t) + b[i]! * t) as Rgb;
+export const rgbToHex = (c: readonly number[]) =>
+  `#${c.map((v) => Math.round(v).toString(16).padStart(2, '0')).join('')}`;
+export const mix = (a: readonly number[], b: readonly number[], t: number): Rgb =>
+  [0, 1, 2].map((i) => a[i]! * (1 - t) + b[i]! * t) as Rgb;
 
 /** HSL saturation and lightness, 0–1. */
 function satLight([r, g, b]: Rgb): { s: number; l: number } {
@@ -45,10 +89,13 @@ export function themeFromHtml(html: string, host: string): DeckTheme | null {
     const key = rgbToHex(rgb);
     counts.set(key, (counts.get(key) ?? 0) + weight);
   };
-  const meta = /<meta[^>]+name=["']theme-color["'][^>]*content=["'](#[0-9a-f]{3}(?:[0-9a-f]{3})?)["']/i.exec(html) ?? /<meta[^>]+content=["'](#[0-9a-f]{3}(?:[0-9a-f]{3})?)["'][^>]*name=["']theme-color["']/i.exec(html);
+  const meta =
+    /<meta[^>]+name=["']theme-color["'][^>]*content=["'](#[0-9a-f]{3}(?:[0-9a-f]{3})?)["']/i.exec(html) ??
+    /<meta[^>]+content=["'](#[0-9a-f]{3}(?:[0-9a-f]{3})?)["'][^>]*name=["']theme-color["']/i.exec(html);
   if (meta?.[1]) add(meta[1], 1000);
   for (const m of html.matchAll(/#([0-9a-f]{6}|[0-9a-f]{3})\b/gi)) add(`#${m[1]}`);
-  for (const m of html.matchAll(/rgba?\(\s*(\d{1,3})\s*,\s*(\d{1,3})\s*,\s*(\d{1,3})/gi)) add(rgbToHex([Number(m[1]), Number(m[2]), Number(m[3])].map((v) => Math.min(255, v))));
+  for (const m of html.matchAll(/rgba?\(\s*(\d{1,3})\s*,\s*(\d{1,3})\s*,\s*(\d{1,3})/gi))
+    add(rgbToHex([Number(m[1]), Number(m[2]), Number(m[3])].map((v) => Math.min(255, v))));
   const best = [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0];
   if (!best) return null;
   const accent = hexToRgb(best[0]);

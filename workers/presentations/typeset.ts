@@ -16,7 +16,10 @@ export type Weight = 400 | 700;
 
 const FONT_DIRS = ['/usr/share/fonts/opentype/inter', '/usr/share/fonts/truetype/inter'];
 const FALLBACK_DIR = '/usr/share/fonts/truetype/dejavu';
-const FILES: Record<Weight, string[]> = { 400: ['Inter-Regular.otf', 'Inter-Regular.ttf'], 700: ['Inter-Bold.otf', 'Inter-Bold.ttf'] };
+const FILES: Record<Weight, string[]> = {
+  400: ['Inter-Regular.otf', 'Inter-Regular.ttf'],
+  700: ['Inter-Bold.otf', 'Inter-Bold.ttf'],
+};
 const FALLBACK_FILES: Record<Weight, string> = { 400: 'DejaVuSans.ttf', 700: 'DejaVuSans-Bold.ttf' };
 
 interface Face {
@@ -32,9 +35,16 @@ function face(weight: Weight): Face {
   let f = faces.get(weight);
   if (f) return f;
   const file = FONT_DIRS.flatMap((d) => FILES[weight].map((n) => `${d}/${n}`)).find((p) => existsSync(p));
-  if (!file) throw new Error(`the slide font Inter is not installed (looked in ${FONT_DIRS.join(', ')}; scripts/services.sh installs fonts-inter)`);
+  if (!file)
+    throw new Error(
+      `the slide font Inter is not installed (looked in ${FONT_DIRS.join(', ')}; scripts/services.sh installs fonts-inter)`,
+    );
   const fb = `${FALLBACK_DIR}/${FALLBACK_FILES[weight]}`;
-  f = { font: fontkit.openSync(file) as fontkit.Font, fallback: existsSync(fb) ? (fontkit.openSync(fb) as fontkit.Font) : null, cache: new Map() };
+  f = {
+    font: fontkit.openSync(file) as fontkit.Font,
+    fallback: existsSync(fb) ? (fontkit.openSync(fb) as fontkit.Font) : null,
+    cache: new Map(),
+  };
   faces.set(weight, f);
   return f;
 }
@@ -45,7 +55,8 @@ export function fontMetrics(weight: Weight = 400): { ascent: number; descent: nu
   return { ascent: font.ascent / font.unitsPerEm, descent: -font.descent / font.unitsPerEm };
 }
 
-const runAdvance = (font: fontkit.Font, s: string) => font.layout(s).positions.reduce((a, p) => a + p.xAdvance, 0) / font.unitsPerEm;
+const runAdvance = (font: fontkit.Font, s: string) =>
+  font.layout(s).positions.reduce((a, p) => a + p.xAdvance, 0) / font.unitsPerEm;
 
 /**
  * Width of `text` in em. Runs Inter covers are laid out by Inter (kerning included); characters it
@@ -128,7 +139,11 @@ export function ellipsize(line: string, size: number, width: number, weight: Wei
   let s = line.trimEnd();
   while (s && measure(s + ELLIPSIS, size, weight) > limit) {
     const cut = s.lastIndexOf(' ');
-    s = (cut > 0 && measure(s.slice(0, cut) + ELLIPSIS, size, weight) <= limit ? s.slice(0, cut) : [...s].slice(0, -1).join('')).trimEnd();
+    s = (
+      cut > 0 && measure(s.slice(0, cut) + ELLIPSIS, size, weight) <= limit
+        ? s.slice(0, cut)
+        : [...s].slice(0, -1).join('')
+    ).trimEnd();
   }
   return s + ELLIPSIS;
 }
@@ -157,7 +172,8 @@ export interface Fitted {
   truncated: boolean;
 }
 
-const heightOf = (paras: string[][], lh: number, gap: number) => paras.reduce((a, p) => a + p.length * lh, 0) + Math.max(0, paras.length - 1) * gap;
+const heightOf = (paras: string[][], lh: number, gap: number) =>
+  paras.reduce((a, p) => a + p.length * lh, 0) + Math.max(0, paras.length - 1) * gap;
 
 /**
  * Fit paragraphs into a w×h box. Rule: shrink (optionally on one line first), then wrap, and at
@@ -172,7 +188,15 @@ export function fitBlock(paragraphs: string[], box: { w: number; h: number }, st
   const at = (size: number, lines: string[][], truncated = false): Fitted => {
     const lh = Math.round(size * style.lineHeight);
     const gap = Math.round(size * (style.gap ?? 0));
-    return { weight: style.weight, size, lineHeight: lh, gap, paragraphs: lines, height: heightOf(lines, lh, gap), truncated };
+    return {
+      weight: style.weight,
+      size,
+      lineHeight: lh,
+      gap,
+      paragraphs: lines,
+      height: heightOf(lines, lh, gap),
+      truncated,
+    };
   };
   if (!paras.length) return at(style.maxSize, []);
   if (style.oneLineDownTo !== undefined && paras.length === 1) {
@@ -182,15 +206,23 @@ export function fitBlock(paragraphs: string[], box: { w: number; h: number }, st
     }
   }
   for (const size of sizes) {
-    const r = at(size, paras.map((p) => wrap(p, size, box.w, style.weight)));
+    const r = at(
+      size,
+      paras.map((p) => wrap(p, size, box.w, style.weight)),
+    );
     if (r.height <= box.h) return r;
   }
   // Smallest size and still too tall: fewer lines per paragraph, then fewer paragraphs.
   const size = style.minSize;
   const wrapped = paras.map((p) => wrap(p, size, box.w, style.weight));
-  const cap = (lines: string[], n: number) => (lines.length <= n ? lines : [...lines.slice(0, n - 1), ellipsize(lines[n - 1]!, size, box.w, style.weight)]);
+  const cap = (lines: string[], n: number) =>
+    lines.length <= n ? lines : [...lines.slice(0, n - 1), ellipsize(lines[n - 1]!, size, box.w, style.weight)];
   for (let n = Math.max(...wrapped.map((l) => l.length)) - 1; n >= 1; n--) {
-    const r = at(size, wrapped.map((l) => cap(l, n)), true);
+    const r = at(
+      size,
+      wrapped.map((l) => cap(l, n)),
+      true,
+    );
     if (r.height <= box.h) return r;
   }
   const one = wrapped.map((l) => cap(l, 1));

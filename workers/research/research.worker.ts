@@ -9,7 +9,11 @@ import { createWorkspace } from './workspace';
 
 export function researchEngineFrom(config: Config): ResearchEngine {
   return config.RESEARCH_ENGINE === 'openai'
-    ? createOpenAiResearchEngine({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.OPENAI_MODEL })
+    ? createOpenAiResearchEngine({
+        baseUrl: config.OPENAI_BASE_URL,
+        apiKey: config.OPENAI_API_KEY,
+        model: config.OPENAI_MODEL,
+      })
     : createLocalResearchEngine();
 }
 
@@ -18,7 +22,10 @@ export function researchEngineFrom(config: Config): ResearchEngine {
  * report. Raw status tokens: started → searching → reading → writing → complete (the legacy
  * endpoint shows `partial` when some sources could not be read).
  */
-export function researchWorker(rt: Runtime, engine: ResearchEngine = researchEngineFrom(rt.config)): PoolDefinition<ResearchJobInput, ResearchResult> {
+export function researchWorker(
+  rt: Runtime,
+  engine: ResearchEngine = researchEngineFrom(rt.config),
+): PoolDefinition<ResearchJobInput, ResearchResult> {
   const workspace = createWorkspace({ db: rt.db, blobs: rt.blobs });
   const domain = new URL(rt.config.PUBLIC_BASE_URL).host;
   return {
@@ -30,7 +37,8 @@ export function researchWorker(rt: Runtime, engine: ResearchEngine = researchEng
         excludeJobId: ctx.job._id,
         drive: req.drive,
         signal: ctx.signal,
-        onSearch: (what) => ctx.progress('searching', `Searching ${what.replace('_', ' ')} for "${req.query.slice(0, 80)}"`),
+        onSearch: (what) =>
+          ctx.progress('searching', `Searching ${what.replace('_', ' ')} for "${req.query.slice(0, 80)}"`),
       });
       const picked = candidates.slice(0, rt.config.RESEARCH_MAX_SOURCES);
       const sources: ReadSource[] = [];
@@ -41,13 +49,23 @@ export function researchWorker(rt: Runtime, engine: ResearchEngine = researchEng
         try {
           const text = await c.read();
           readTokens += countTokens(text);
-          sources.push({ n: sources.length + 1, kind: c.kind, title: c.title, url: rt.config.PUBLIC_BASE_URL + c.path, domain, text });
+          sources.push({
+            n: sources.length + 1,
+            kind: c.kind,
+            title: c.title,
+            url: rt.config.PUBLIC_BASE_URL + c.path,
+            domain,
+            text,
+          });
         } catch (err) {
           unread.push({ title: c.title, reason: (err as Error).message });
         }
         if (ctx.signal.aborted) throw ctx.signal.reason;
       }
-      const out = await engine.write({ query: req.query, sources, unread }, { signal: ctx.signal, progress: ctx.progress });
+      const out = await engine.write(
+        { query: req.query, sources, unread },
+        { signal: ctx.signal, progress: ctx.progress },
+      );
       const totalTokens = out.tokensUsed ?? countTokens(req.query) + readTokens + countTokens(out.content);
       return {
         engine: engine.name,

@@ -41,7 +41,8 @@ export function strings(v: unknown, out: string[] = [], depth = 0): string[] {
   if (typeof v === 'string') {
     if (!/^https?:\/\//.test(v) && !/^[a-z]+_[0-9a-z]{20}$/.test(v) && !/^[0-9a-f]{64}$/.test(v)) out.push(v);
   } else if (Array.isArray(v)) for (const x of v) strings(x, out, depth + 1);
-  else if (typeof v === 'object' && !(v instanceof Date)) for (const x of Object.values(v as Record<string, unknown>)) strings(x, out, depth + 1);
+  else if (typeof v === 'object' && !(v instanceof Date))
+    for (const x of Object.values(v as Record<string, unknown>)) strings(x, out, depth + 1);
   return out;
 }
 
@@ -58,7 +59,16 @@ export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
      * Search each collection for the query terms. Returns the candidates (best first) and how
      * many collection searches ran.
      */
-    async search(accountId: string, query: string, opts: { excludeJobId: string; drive: ResearchDriveAccess | null; signal: AbortSignal; onSearch?: (what: string) => Promise<void> }): Promise<{ candidates: Candidate[]; searchCount: number }> {
+    async search(
+      accountId: string,
+      query: string,
+      opts: {
+        excludeJobId: string;
+        drive: ResearchDriveAccess | null;
+        signal: AbortSignal;
+        onSearch?: (what: string) => Promise<void>;
+      },
+    ): Promise<{ candidates: Candidate[]; searchCount: number }> {
       const terms = queryTerms(query);
       const candidates: Candidate[] = [];
       let searchCount = 0;
@@ -67,14 +77,19 @@ export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
       await opts.onSearch?.('jobs');
       searchCount++;
       const jobs = await db.jobs
-        .find({ accountId, status: 'complete', _id: { $ne: opts.excludeJobId } }, { projection: { _id: 1, type: 1, input: 1, result: 1, createdAt: 1 } })
+        .find(
+          { accountId, status: 'complete', _id: { $ne: opts.excludeJobId } },
+          { projection: { _id: 1, type: 1, input: 1, result: 1, createdAt: 1 } },
+        )
         .sort({ createdAt: -1 })
         .limit(SCAN_LIMIT)
         .toArray();
       for (const j of jobs) {
         const input = (j.input ?? {}) as Record<string, unknown>;
         const result = (j.result ?? {}) as Record<string, unknown>;
-        const title = firstString(result.title, result.name, input.title, input.name, input.query, input.prompt, input.style) ?? j._id;
+        const title =
+          firstString(result.title, result.name, input.title, input.name, input.query, input.prompt, input.style) ??
+          j._id;
         const body = [...strings(input), ...strings(result)].join('\n');
         const s = score(title, body);
         if (s <= 0) continue;
@@ -88,7 +103,9 @@ export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
           createdAt: j.createdAt.getTime(),
           async read() {
             const parts = [body];
-            const files = Array.isArray(result.files) ? (result.files as { url?: string; mimeType?: string; path?: string }[]) : [];
+            const files = Array.isArray(result.files)
+              ? (result.files as { url?: string; mimeType?: string; path?: string }[])
+              : [];
             for (const f of files) {
               if (!f.url || !TEXT_MIME.test(f.mimeType ?? '')) continue;
               const blobId = blobIdOf(f.url);
@@ -134,12 +151,18 @@ export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
         if (!present.has(c.name)) continue;
         await opts.onSearch?.(c.name);
         searchCount++;
-        const docs = await db.db.collection(c.name).find({ accountId } as never).limit(SCAN_LIMIT).toArray();
+        const docs = await db.db
+          .collection(c.name)
+          .find({ accountId } as never)
+          .limit(SCAN_LIMIT)
+          .toArray();
         for (const d of docs) {
           const doc = d as Record<string, unknown>;
           if (doc.trashedAt || doc.deletedAt) continue;
           const title = firstString(doc.name, doc.title) ?? String(doc._id);
-          const body = [firstString(doc.description) ?? '', firstString(doc.content, doc.text, doc.body) ?? ''].join('\n');
+          const body = [firstString(doc.description) ?? '', firstString(doc.content, doc.text, doc.body) ?? ''].join(
+            '\n',
+          );
           const s = score(title, body);
           if (s <= 0) continue;
           candidates.push({
@@ -155,15 +178,25 @@ export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
         }
       }
       // The Drive is searched when the key may read it and the account has files there: its storage meter (one read by _id).
-      const drive = terms.length && opts.drive ? await db.db.collection<{ _id: string; fileCount?: number }>(COLLECTIONS.driveUsage).findOne({ _id: accountId }) : null;
+      const drive =
+        terms.length && opts.drive
+          ? await db.db
+              .collection<{ _id: string; fileCount?: number }>(COLLECTIONS.driveUsage)
+              .findOne({ _id: accountId })
+          : null;
       if ((drive?.fileCount ?? 0) > 0) {
         await opts.onSearch?.('drive_files');
         searchCount++;
-        const found = await findDriveTextsForResearch(db, accountId, terms.join(' '), { limit: DRIVE_CANDIDATES, maxChars: DRIVE_READ_CHARS, pins: opts.drive!.pins });
+        const found = await findDriveTextsForResearch(db, accountId, terms.join(' '), {
+          limit: DRIVE_CANDIDATES,
+          maxChars: DRIVE_READ_CHARS,
+          pins: opts.drive!.pins,
+        });
         for (const d of found) {
           const title = d.file.name;
           // Same scale as the other sources: title hits count three times; each query word in the extracted text once.
-          const s = hits(title, terms) * 3 + hits([d.file.tags.join(' '), d.file.description].join('\n'), terms) + d.textTerms;
+          const s =
+            hits(title, terms) * 3 + hits([d.file.tags.join(' '), d.file.description].join('\n'), terms) + d.textTerms;
           if (s <= 0) continue;
           candidates.push({
             kind: `Drive file ${d.file._id}`,

@@ -8,7 +8,12 @@ import type { ResponderDefinition } from '../pool/responder';
 
 export function sheetEngineFrom(config: Config): SheetEditEngine {
   return config.SHEET_ENGINE === 'openai'
-    ? createOpenAiSheetEngine({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.OPENAI_MODEL, timeoutMs: config.SHEET_RPC_TIMEOUT_MS })
+    ? createOpenAiSheetEngine({
+        baseUrl: config.OPENAI_BASE_URL,
+        apiKey: config.OPENAI_API_KEY,
+        model: config.OPENAI_MODEL,
+        timeoutMs: config.SHEET_RPC_TIMEOUT_MS,
+      })
     : createLocalSheetEngine();
 }
 
@@ -17,12 +22,18 @@ export function sheetEngineFrom(config: Config): SheetEditEngine {
  * columns and a sample of its rows into ops. It never reads or writes the grid: the API validates
  * and applies the ops, so a sheet changes only through one code path.
  */
-export function sheetResponder(rt: Runtime, engine: SheetEditEngine = sheetEngineFrom(rt.config)): ResponderDefinition<SheetRpcRequest, SheetRpcReply> {
+export function sheetResponder(
+  rt: Runtime,
+  engine: SheetEditEngine = sheetEngineFrom(rt.config),
+): ResponderDefinition<SheetRpcRequest, SheetRpcReply> {
   return {
     pool: 'sheet',
     input: SheetRpcRequest,
     async handle(req, ctx) {
-      const out = await engine.plan({ instruction: req.instruction, columns: req.columns, sample: req.sample, rowCount: req.rowCount }, { signal: ctx.signal });
+      const out = await engine.plan(
+        { instruction: req.instruction, columns: req.columns, sample: req.sample, rowCount: req.rowCount },
+        { signal: ctx.signal },
+      );
       return { engine: engine.name, ops: out.ops, ...(out.summary ? { summary: out.summary } : {}) };
     },
   };

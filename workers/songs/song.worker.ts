@@ -9,20 +9,35 @@ import type { PoolDefinition } from '../pool/pool';
 
 export function songEngineFrom(config: Config): SongEngine {
   return config.SONG_ENGINE === 'elevenlabs'
-    ? createElevenLabsSongEngine({ baseUrl: config.ELEVENLABS_BASE_URL, apiKey: config.ELEVENLABS_API_KEY, model: config.ELEVENLABS_MUSIC_MODEL })
+    ? createElevenLabsSongEngine({
+        baseUrl: config.ELEVENLABS_BASE_URL,
+        apiKey: config.ELEVENLABS_API_KEY,
+        model: config.ELEVENLABS_MUSIC_MODEL,
+      })
     : createLocalSongEngine();
 }
 
-const slug = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 60) || 'song';
+const slug = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')
+    .slice(0, 60) || 'song';
 
 /** The song pool: request → plan (tempo, key, length, lyrics) → audio in the blob store. */
-export function songWorker(rt: Runtime, engine: SongEngine = songEngineFrom(rt.config)): PoolDefinition<SongRequest, SongResult> {
+export function songWorker(
+  rt: Runtime,
+  engine: SongEngine = songEngineFrom(rt.config),
+): PoolDefinition<SongRequest, SongResult> {
   return {
     pool: 'song',
     input: SongRequest,
     async process(req, ctx) {
       const plan = planSong(req);
-      await ctx.progress('composing', `Composing "${plan.title}": ${plan.bars} bars at ${plan.tempoBpm} BPM in ${plan.key}${plan.instrumental ? ', instrumental' : `, ${plan.lines.length} sung lines`}`);
+      await ctx.progress(
+        'composing',
+        `Composing "${plan.title}": ${plan.bars} bars at ${plan.tempoBpm} BPM in ${plan.key}${plan.instrumental ? ', instrumental' : `, ${plan.lines.length} sung lines`}`,
+      );
       const out = await engine.render(plan, { signal: ctx.signal, progress: ctx.progress });
       await ctx.progress('storing', 'Saving the audio');
       const filename = `${slug(plan.title)}.${out.format}`;

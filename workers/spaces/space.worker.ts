@@ -16,7 +16,8 @@ import type { PoolDefinition } from '../pool/pool';
 import { sampleVideoFrames } from './video-frames';
 
 /** A user URL refused at fetch time (SSRF guard, 404, too large) cannot succeed on a retry. */
-const unrecoverable = (err: unknown) => (err instanceof AppError && err.status < 500 ? new UnrecoverableError(err.message) : err);
+const unrecoverable = (err: unknown) =>
+  err instanceof AppError && err.status < 500 ? new UnrecoverableError(err.message) : err;
 
 /**
  * What a space job's attempts remember for the next one (SpaceEngineContext.remember): a field of
@@ -35,13 +36,18 @@ export interface SpaceEngines {
 export function spaceEngines(config: Config): SpaceEngines {
   const estimate = { defaultFovDeg: config.SPACE_DEFAULT_FOV_DEG, cameraHeightM: config.SPACE_CAMERA_HEIGHT_M };
   const room =
-    config.SPACE_ROOM_ENGINE === 'local' ? createRoomSpaceEngine(estimate)
-    : config.SPACE_ROOM_ENGINE === 'remote'
-      ? createRemoteSpaceEngine({
-          baseUrl: config.SPACE_PROVIDER_BASE_URL, apiKey: config.SPACE_PROVIDER_API_KEY, pollMs: config.SPACE_PROVIDER_POLL_MS,
-          timeoutMs: config.SPACE_PROVIDER_TIMEOUT_MS, maxBytes: config.SPACE_PROVIDER_MAX_BYTES, allowLoopback: config.ALLOW_LOOPBACK_URLS,
-        })
-      : null;
+    config.SPACE_ROOM_ENGINE === 'local'
+      ? createRoomSpaceEngine(estimate)
+      : config.SPACE_ROOM_ENGINE === 'remote'
+        ? createRemoteSpaceEngine({
+            baseUrl: config.SPACE_PROVIDER_BASE_URL,
+            apiKey: config.SPACE_PROVIDER_API_KEY,
+            pollMs: config.SPACE_PROVIDER_POLL_MS,
+            timeoutMs: config.SPACE_PROVIDER_TIMEOUT_MS,
+            maxBytes: config.SPACE_PROVIDER_MAX_BYTES,
+            allowLoopback: config.ALLOW_LOOPBACK_URLS,
+          })
+        : null;
   return { photo: createPhotoSpaceEngine(estimate), room };
 }
 
@@ -61,7 +67,13 @@ export function spaceWorker(rt: Runtime, engines?: Partial<SpaceEngines>): PoolD
 
   async function fetchPhoto(url: string, field: string, signal: AbortSignal): Promise<Buffer> {
     try {
-      return await fetchInput(url, field, { ...ssrf, signal, answerMs: config.INPUT_FETCH_TIMEOUT_MS, totalMs: 30_000, maxBytes: config.SPACE_PHOTO_MAX_BYTES });
+      return await fetchInput(url, field, {
+        ...ssrf,
+        signal,
+        answerMs: config.INPUT_FETCH_TIMEOUT_MS,
+        totalMs: 30_000,
+        maxBytes: config.SPACE_PHOTO_MAX_BYTES,
+      });
     } catch (err) {
       throw unrecoverable(err);
     }
@@ -72,12 +84,25 @@ export function spaceWorker(rt: Runtime, engines?: Partial<SpaceEngines>): PoolD
     try {
       const file = path.join(dir, 'input');
       try {
-        await fetchInput(url, 'videoUrl', { ...ssrf, signal, answerMs: config.INPUT_FETCH_TIMEOUT_MS, totalMs: 120_000, maxBytes: config.SPACE_VIDEO_MAX_BYTES, file });
+        await fetchInput(url, 'videoUrl', {
+          ...ssrf,
+          signal,
+          answerMs: config.INPUT_FETCH_TIMEOUT_MS,
+          totalMs: 120_000,
+          maxBytes: config.SPACE_VIDEO_MAX_BYTES,
+          file,
+        });
       } catch (err) {
         throw unrecoverable(err);
       }
       const tools = { ffmpeg: config.FFMPEG_PATH, ffprobe: config.FFPROBE_PATH };
-      return (await sampleVideoFrames(tools, file, dir, { maxSeconds: config.SPACE_VIDEO_MAX_SECONDS, count: config.SPACE_VIDEO_FRAMES, signal })).frames;
+      return (
+        await sampleVideoFrames(tools, file, dir, {
+          maxSeconds: config.SPACE_VIDEO_MAX_SECONDS,
+          count: config.SPACE_VIDEO_FRAMES,
+          signal,
+        })
+      ).frames;
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -88,7 +113,10 @@ export function spaceWorker(rt: Runtime, engines?: Partial<SpaceEngines>): PoolD
     input: SpacePlan,
     async process(plan, ctx) {
       const engine = plan.source === 'photo' ? chosen.photo : chosen.room;
-      if (!engine) throw new UnrecoverableError('rooms from several photos or a video need the room engine, which this deployment no longer has (SPACE_ROOM_ENGINE=none)');
+      if (!engine)
+        throw new UnrecoverableError(
+          'rooms from several photos or a video need the room engine, which this deployment no longer has (SPACE_ROOM_ENGINE=none)',
+        );
       let photos: Buffer[];
       if (plan.source === 'video') {
         await ctx.progress('fetching', 'Fetching the video');
@@ -108,8 +136,16 @@ export function spaceWorker(rt: Runtime, engines?: Partial<SpaceEngines>): PoolD
           jobId: ctx.job._id,
           signal: ctx.signal,
           progress: (raw, msg) => ctx.progress(raw, msg),
-          store: async (bytes, contentType, filename) => rt.blobs.url((await rt.blobs.put(bytes, { contentType, filename, accountId })).id, filename),
-          publishPreview: (result) => ctx.progress('preview_ready', plan.source === 'photo' ? 'Panorama, depth and dimensions are ready; building the walkable space' : 'The quick walkable room is ready; building the full room', result),
+          store: async (bytes, contentType, filename) =>
+            rt.blobs.url((await rt.blobs.put(bytes, { contentType, filename, accountId })).id, filename),
+          publishPreview: (result) =>
+            ctx.progress(
+              'preview_ready',
+              plan.source === 'photo'
+                ? 'Panorama, depth and dimensions are ready; building the walkable space'
+                : 'The quick walkable room is ready; building the full room',
+              result,
+            ),
           log: ctx.log,
           recall: (key) => (ctx.job as ResumableJob).spaceResume?.[key],
           remember: async (key, value) => {
@@ -123,6 +159,14 @@ export function spaceWorker(rt: Runtime, engines?: Partial<SpaceEngines>): PoolD
         },
       );
     },
-    eventExtras: (r) => ({ stage: r.stage, panoramaUrl: r.panoramaUrl, spaceUrl: r.spaceUrl, spaceFullUrl: r.spaceFullUrl, colliderUrl: r.colliderUrl, depthUrl: r.depthUrl, posterUrl: r.posterUrl }),
+    eventExtras: (r) => ({
+      stage: r.stage,
+      panoramaUrl: r.panoramaUrl,
+      spaceUrl: r.spaceUrl,
+      spaceFullUrl: r.spaceFullUrl,
+      colliderUrl: r.colliderUrl,
+      depthUrl: r.depthUrl,
+      posterUrl: r.posterUrl,
+    }),
   };
 }

@@ -48,10 +48,19 @@ export function createEspeakEngine(opts: { bin: string }): SpeechEngine {
           code = await exited;
         } catch (err) {
           const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
-          throw new AppError('service_unavailable', missing ? `the speech engine is not installed on this worker (${opts.bin}; Debian package espeak-ng)` : `the speech engine could not start: ${(err as Error).message}`);
+          throw new AppError(
+            'service_unavailable',
+            missing
+              ? `the speech engine is not installed on this worker (${opts.bin}; Debian package espeak-ng)`
+              : `the speech engine could not start: ${(err as Error).message}`,
+          );
         }
         ctx.signal.throwIfAborted();
-        if (code !== 0) throw new AppError('service_unavailable', `the speech engine failed (exit ${code}): ${stderr.trim().split('\n').slice(-1)[0] ?? ''}`.trim());
+        if (code !== 0)
+          throw new AppError(
+            'service_unavailable',
+            `the speech engine failed (exit ${code}): ${stderr.trim().split('\n').slice(-1)[0] ?? ''}`.trim(),
+          );
         if (resampler) {
           const tail = resampler.end();
           if (tail.length) yield tail;

@@ -12,7 +12,12 @@ import type { SpeechEngine } from './speech.engine';
  * strings redacted), because some quote the API key (OpenAI's 401 shows part of it). The base URL
  * is operator configuration, not user input (no SSRF guard).
  */
-export function createOpenAiSpeechEngine(opts: { baseUrl: string; apiKey?: string; model: string; log?: Logger }): SpeechEngine {
+export function createOpenAiSpeechEngine(opts: {
+  baseUrl: string;
+  apiKey?: string;
+  model: string;
+  log?: Logger;
+}): SpeechEngine {
   const base = opts.baseUrl.replace(/\/$/, '');
   const redact = (text: string) => redactKeys(opts.apiKey ? text.split(opts.apiKey).join('[redacted]') : text);
   return {
@@ -22,7 +27,10 @@ export function createOpenAiSpeechEngine(opts: { baseUrl: string; apiKey?: strin
       try {
         res = await fetch(`${base}/audio/speech`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
+          headers: {
+            'content-type': 'application/json',
+            ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}),
+          },
           body: JSON.stringify({ model: opts.model, input: input.text, voice: input.voice, response_format: 'pcm' }),
           signal: ctx.signal,
         });
@@ -72,4 +80,5 @@ export function createOpenAiSpeechEngine(opts: { baseUrl: string; apiKey?: strin
 }
 
 /** Provider messages may quote a credential ("Incorrect API key provided: sk-abc***xyz"). */
-export const redactKeys = (text: string) => text.replace(/\b(sk|pk|rk)-[A-Za-z0-9_*\-.]{4,}/g, '$1-[redacted]').replace(/\b(Bearer\s+)\S+/gi, '$1[redacted]');
+export const redactKeys = (text: string) =>
+  text.replace(/\b(sk|pk|rk)-[A-Za-z0-9_*\-.]{4,}/g, '$1-[redacted]').replace(/\b(Bearer\s+)\S+/gi, '$1[redacted]');

@@ -24,7 +24,8 @@ export class WavStreamReader {
     this.head = Buffer.concat([this.head, chunk]);
     const b = this.head;
     if (b.length < 12) return Buffer.alloc(0);
-    if (b.toString('ascii', 0, 4) !== 'RIFF' || b.toString('ascii', 8, 12) !== 'WAVE') throw new Error('the synthesiser did not write a WAV stream');
+    if (b.toString('ascii', 0, 4) !== 'RIFF' || b.toString('ascii', 8, 12) !== 'WAVE')
+      throw new Error('the synthesiser did not write a WAV stream');
     let at = 12;
     while (at + 8 <= b.length) {
       const id = b.toString('ascii', at, at + 4);
@@ -40,7 +41,8 @@ export class WavStreamReader {
       if (id === 'fmt ') {
         const audioFormat = b.readUInt16LE(at + 8);
         const bits = b.readUInt16LE(at + 22);
-        if (audioFormat !== 1 || bits !== 16) throw new Error(`WAV stream is not 16-bit PCM (format ${audioFormat}, ${bits} bits)`);
+        if (audioFormat !== 1 || bits !== 16)
+          throw new Error(`WAV stream is not 16-bit PCM (format ${audioFormat}, ${bits} bits)`);
         this.format = { channels: b.readUInt16LE(at + 10), sampleRate: b.readUInt32LE(at + 12) };
       }
       at += 8 + size + (size & 1);
@@ -99,7 +101,10 @@ export class PcmResampler {
         const d = j - this.half + 1 - phase / this.L; // distance from the output instant, in input samples
         const x = 2 * fc * d;
         const sinc = x === 0 ? 1 : Math.sin(Math.PI * x) / (Math.PI * x);
-        const w = Math.abs(d) >= this.half ? 0 : 0.42 + 0.5 * Math.cos((Math.PI * d) / this.half) + 0.08 * Math.cos((2 * Math.PI * d) / this.half);
+        const w =
+          Math.abs(d) >= this.half
+            ? 0
+            : 0.42 + 0.5 * Math.cos((Math.PI * d) / this.half) + 0.08 * Math.cos((2 * Math.PI * d) / this.half);
         taps[j] = sinc * w;
         sum += taps[j]!;
       }
@@ -183,4 +188,5 @@ export class PcmResampler {
   }
 }
 
-if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new Error('the speech resampler assumes a little-endian platform');
+if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1)
+  throw new Error('the speech resampler assumes a little-endian platform');

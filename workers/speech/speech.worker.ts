@@ -15,7 +15,12 @@ export const SPEECH_CHUNK_MAX_BYTES = 64 * 1024;
 
 export function speechEngineFrom(config: Config, log?: Logger): SpeechEngine {
   return config.SPEECH_ENGINE === 'openai'
-    ? createOpenAiSpeechEngine({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.SPEECH_MODEL, log })
+    ? createOpenAiSpeechEngine({
+        baseUrl: config.OPENAI_BASE_URL,
+        apiKey: config.OPENAI_API_KEY,
+        model: config.SPEECH_MODEL,
+        log,
+      })
     : createEspeakEngine({ bin: config.ESPEAK_NG_PATH });
 }
 
@@ -29,7 +34,10 @@ export function speechEngineFrom(config: Config, log?: Logger): SpeechEngine {
  * the API the stream was cut. Audio stops at SPEECH_AUDIO_MAX_BYTES (30 s): the engine is
  * stopped there and the answer is a normal one, so the stream ends cleanly at that length.
  */
-export function speechResponder(rt: Pick<Runtime, 'config'> & Partial<Pick<Runtime, 'log'>>, engine: SpeechEngine = speechEngineFrom(rt.config, rt.log)): ResponderDefinition<SpeechRpcRequest, SpeechRpcReply> {
+export function speechResponder(
+  rt: Pick<Runtime, 'config'> & Partial<Pick<Runtime, 'log'>>,
+  engine: SpeechEngine = speechEngineFrom(rt.config, rt.log),
+): ResponderDefinition<SpeechRpcRequest, SpeechRpcReply> {
   const catalogue = voiceCatalogue(rt.config);
   return {
     pool: 'speech',
@@ -73,7 +81,11 @@ export function speechResponder(rt: Pick<Runtime, 'config'> & Partial<Pick<Runti
       }
       while (pump !== undefined) await pump;
       if (failed === undefined) await sendQueued();
-      if (failed !== undefined) throw new AppError('service_unavailable', `the audio could not be handed to the broker: ${(failed as Error).message}`);
+      if (failed !== undefined)
+        throw new AppError(
+          'service_unavailable',
+          `the audio could not be handed to the broker: ${(failed as Error).message}`,
+        );
       if (bytes === 0) throw new AppError('service_unavailable', 'the speech engine produced no audio');
       return {
         engine: engine.name,

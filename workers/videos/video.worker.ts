@@ -16,16 +16,25 @@ import { referenceColour } from '../images/image.worker';
 import { UnrecoverableError } from '../pool/errors';
 import type { PoolDefinition } from '../pool/pool';
 
-export const ffmpegTools = (config: Config): FfmpegTools => ({ ffmpeg: config.FFMPEG_PATH, ffprobe: config.FFPROBE_PATH });
+export const ffmpegTools = (config: Config): FfmpegTools => ({
+  ffmpeg: config.FFMPEG_PATH,
+  ffprobe: config.FFPROBE_PATH,
+});
 
 export function videoEngineFrom(config: Config): VideoEngine {
   return config.VIDEO_ENGINE === 'remote'
-    ? createRemoteVideoEngine({ baseUrl: config.VIDEO_PROVIDER_BASE_URL, apiKey: config.VIDEO_PROVIDER_API_KEY, model: config.VIDEO_PROVIDER_MODEL, pollMs: config.VIDEO_PROVIDER_POLL_MS })
+    ? createRemoteVideoEngine({
+        baseUrl: config.VIDEO_PROVIDER_BASE_URL,
+        apiKey: config.VIDEO_PROVIDER_API_KEY,
+        model: config.VIDEO_PROVIDER_MODEL,
+        pollMs: config.VIDEO_PROVIDER_POLL_MS,
+      })
     : createLocalVideoEngine({ tools: ffmpegTools(config), scale: config.VIDEO_RENDER_SCALE });
 }
 
 /** A user URL refused at fetch time (SSRF guard, 404...) cannot succeed on a retry. */
-const unrecoverable = (err: unknown) => (err instanceof AppError && err.status < 500 ? new UnrecoverableError(err.message) : err);
+const unrecoverable = (err: unknown) =>
+  err instanceof AppError && err.status < 500 ? new UnrecoverableError(err.message) : err;
 
 /**
  * The video pool: fetch references (through the SSRF guard), render with the configured engine,
@@ -33,7 +42,10 @@ const unrecoverable = (err: unknown) => (err instanceof AppError && err.status <
  * complete with signed URLs. Progress: fetching_references → encoding (per ffmpeg frame counter,
  * or the provider's own status) → probing → storing.
  */
-export function videoWorker(rt: Runtime, engine: VideoEngine = videoEngineFrom(rt.config)): PoolDefinition<VideoPlan, VideoResult> {
+export function videoWorker(
+  rt: Runtime,
+  engine: VideoEngine = videoEngineFrom(rt.config),
+): PoolDefinition<VideoPlan, VideoResult> {
   const config = rt.config;
   const tools = ffmpegTools(config);
   return {
@@ -45,11 +57,18 @@ export function videoWorker(rt: Runtime, engine: VideoEngine = videoEngineFrom(r
         let openingFramePath: string | null = null;
         const subjectColours: Rgb[] = [];
         const refCount = (plan.openingFrameUrl ? 1 : 0) + plan.referenceImageUrls.length;
-        if (refCount) await ctx.progress('fetching_references', `Fetching ${refCount} reference image${refCount === 1 ? '' : 's'}`);
+        if (refCount)
+          await ctx.progress('fetching_references', `Fetching ${refCount} reference image${refCount === 1 ? '' : 's'}`);
         const loop = config.ALLOW_LOOPBACK_URLS;
         try {
           if (plan.openingFrameUrl) {
-            const frame = await fetchInput(plan.openingFrameUrl, 'openingFrameUrl', { allowLoopback: loop, signal: ctx.signal, answerMs: config.INPUT_FETCH_TIMEOUT_MS, totalMs: 15_000, maxBytes: config.REFERENCE_IMAGE_MAX_BYTES });
+            const frame = await fetchInput(plan.openingFrameUrl, 'openingFrameUrl', {
+              allowLoopback: loop,
+              signal: ctx.signal,
+              answerMs: config.INPUT_FETCH_TIMEOUT_MS,
+              totalMs: 15_000,
+              maxBytes: config.REFERENCE_IMAGE_MAX_BYTES,
+            });
             openingFramePath = path.join(workDir, 'opening-frame');
             await writeFile(openingFramePath, frame);
           }
@@ -60,8 +79,14 @@ export function videoWorker(rt: Runtime, engine: VideoEngine = videoEngineFrom(r
           throw unrecoverable(err);
         }
 
-        await ctx.progress('rendering', `Rendering ${plan.clipSeconds} s at ${plan.width}x${plan.height} on ${plan.tier}`);
-        const out = await engine.render({ plan, openingFramePath, subjectColours }, { signal: ctx.signal, workDir, progress: (raw, msg) => ctx.progress(raw, msg) });
+        await ctx.progress(
+          'rendering',
+          `Rendering ${plan.clipSeconds} s at ${plan.width}x${plan.height} on ${plan.tier}`,
+        );
+        const out = await engine.render(
+          { plan, openingFramePath, subjectColours },
+          { signal: ctx.signal, workDir, progress: (raw, msg) => ctx.progress(raw, msg) },
+        );
 
         await ctx.progress('probing', 'Reading the rendered file');
         let facts: Awaited<ReturnType<typeof probeVideo>>;
@@ -75,8 +100,16 @@ export function videoWorker(rt: Runtime, engine: VideoEngine = videoEngineFrom(r
         }
 
         await ctx.progress('storing', 'Saving the video and its poster');
-        const video = await rt.blobs.putStream(createReadStream(out.file), { contentType: 'video/mp4', filename: 'video.mp4', accountId: ctx.job.accountId });
-        const poster = await rt.blobs.put(await readFile(posterFile), { contentType: 'image/png', filename: 'poster.png', accountId: ctx.job.accountId });
+        const video = await rt.blobs.putStream(createReadStream(out.file), {
+          contentType: 'video/mp4',
+          filename: 'video.mp4',
+          accountId: ctx.job.accountId,
+        });
+        const poster = await rt.blobs.put(await readFile(posterFile), {
+          contentType: 'image/png',
+          filename: 'poster.png',
+          accountId: ctx.job.accountId,
+        });
         return {
           videoUrl: rt.blobs.url(video.id, 'video.mp4'),
           posterUrl: rt.blobs.url(poster.id, 'poster.png'),

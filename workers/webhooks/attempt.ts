@@ -31,11 +31,23 @@ const agents = {
  * outcome. The target is checked by the SSRF guard before the attempt and again when the socket
  * connects; redirects are not followed (a 3xx is not a 2xx, so it is a failed attempt).
  */
-export async function attemptDelivery(url: string, body: string, headers: Record<string, string>, opts: AttemptOptions): Promise<AttemptResult> {
+export async function attemptDelivery(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  opts: AttemptOptions,
+): Promise<AttemptResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const problem = await targetProblem(url, { allowLoopback: opts.allowLoopback });
-  if (problem) return { outcome: 'blocked', statusCode: null, durationMs: elapsed(), responseExcerpt: null, error: `target refused: ${problem}` };
+  if (problem)
+    return {
+      outcome: 'blocked',
+      statusCode: null,
+      durationMs: elapsed(),
+      responseExcerpt: null,
+      error: `target refused: ${problem}`,
+    };
 
   const target = new URL(url);
   const isHttp = target.protocol === 'http:';
@@ -69,7 +81,13 @@ export async function attemptDelivery(url: string, body: string, headers: Record
       });
     } catch (err) {
       settled = true;
-      return resolve({ outcome: 'network_error', statusCode: null, durationMs: elapsed(), responseExcerpt: null, error: `request not sent: ${(err as Error).message}`.slice(0, 500) });
+      return resolve({
+        outcome: 'network_error',
+        statusCode: null,
+        durationMs: elapsed(),
+        responseExcerpt: null,
+        error: `request not sent: ${(err as Error).message}`.slice(0, 500),
+      });
     }
     const timer = setTimeout(() => {
       // Headers already in: the receiver answered, its status decides; else it is a timeout.

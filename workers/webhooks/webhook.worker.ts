@@ -138,9 +138,19 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
 
   async start(): Promise<void> {
     const prefix = this.rt.config.QUEUE_PREFIX;
-    this.cancels.push(await this.rt.amqp.consume(broker.poolQueue(prefix, 'webhook'), 16, (d) => this.track(this.fanOut(d))));
-    this.cancels.push(await this.rt.amqp.consume(broker.webhookDeliveryQueue(prefix), this.opts.concurrency, (d) => this.track(this.deliver(d))));
-    this.log.info('webhook pool started', { concurrency: this.opts.concurrency, retryDelaysMs: this.opts.retryDelaysMs, attemptTimeoutMs: this.opts.attemptTimeoutMs });
+    this.cancels.push(
+      await this.rt.amqp.consume(broker.poolQueue(prefix, 'webhook'), 16, (d) => this.track(this.fanOut(d))),
+    );
+    this.cancels.push(
+      await this.rt.amqp.consume(broker.webhookDeliveryQueue(prefix), this.opts.concurrency, (d) =>
+        this.track(this.deliver(d)),
+      ),
+    );
+    this.log.info('webhook pool started', {
+      concurrency: this.opts.concurrency,
+      retryDelaysMs: this.opts.retryDelaysMs,
+      attemptTimeoutMs: this.opts.attemptTimeoutMs,
+    });
   }
 
   private track(p: Promise<void>): Promise<void> {
@@ -184,7 +194,9 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
   }
 
   private park(msg: DeliveryMessage, delayMs: number) {
-    return this.rt.amqp.publish('', broker.webhookDelayQueue(this.rt.config.QUEUE_PREFIX, delayMs), msg, { messageId: msg.deliveryId });
+    return this.rt.amqp.publish('', broker.webhookDelayQueue(this.rt.config.QUEUE_PREFIX, delayMs), msg, {
+      messageId: msg.deliveryId,
+    });
   }
 
   /** Stage 2: one attempt of one delivery. */
@@ -197,7 +209,13 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
   private async deliverMessage(d: Delivery, msg: DeliveryMessage): Promise<void> {
     const repo = this.hooks.forAccount(msg.accountId);
     const hook = await repo.get(msg.webhookId);
-    const skip = !hook ? 'webhook deleted' : !hook.isActive ? 'webhook inactive' : !hook.events.includes(msg.event) ? 'no longer subscribed' : null;
+    const skip = !hook
+      ? 'webhook deleted'
+      : !hook.isActive
+        ? 'webhook inactive'
+        : !hook.events.includes(msg.event)
+          ? 'no longer subscribed'
+          : null;
     if (!hook || skip) {
       metrics.webhookDeliveries.inc({ result: 'skipped' });
       d.ack();
@@ -230,10 +248,19 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
     try {
       secret = this.box.open(hook.secret, hook._id);
     } catch {
-      this.log.error('webhook signing secret cannot be decrypted; was WEBHOOK_SECRET_KEY changed?', { webhookId: hook._id, keyId: hook.secret.keyId });
+      this.log.error('webhook signing secret cannot be decrypted; was WEBHOOK_SECRET_KEY changed?', {
+        webhookId: hook._id,
+        keyId: hook.secret.keyId,
+      });
     }
     if (secret === undefined) {
-      result = { outcome: 'network_error', statusCode: null, durationMs: 0, responseExcerpt: null, error: 'the signing secret could not be decrypted on the server' };
+      result = {
+        outcome: 'network_error',
+        statusCode: null,
+        durationMs: 0,
+        responseExcerpt: null,
+        error: 'the signing secret could not be decrypted on the server',
+      };
     } else {
       const payload: WebhookEventPayload = {
         eventId: msg.deliveryId,
@@ -256,12 +283,22 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
           'x-service-event-version': EVENT_VERSION,
           'x-service-signature': signPayload(secret, body),
         },
-        { timeoutMs: this.opts.attemptTimeoutMs, allowLoopback: this.opts.allowLoopback, excerptMax: WEBHOOK_LIMITS.responseExcerptMax },
+        {
+          timeoutMs: this.opts.attemptTimeoutMs,
+          allowLoopback: this.opts.allowLoopback,
+          excerptMax: WEBHOOK_LIMITS.responseExcerptMax,
+        },
       );
       if (span) {
         span.setAttribute('svc.webhook.outcome', result.outcome);
         if (result.statusCode !== null) span.setAttribute(ATTR.httpResponseStatusCode, result.statusCode);
-        endSpan(span, undefined, result.outcome === 'delivered' ? {} : { errorType: result.statusCode !== null ? String(result.statusCode) : result.outcome });
+        endSpan(
+          span,
+          undefined,
+          result.outcome === 'delivered'
+            ? {}
+            : { errorType: result.statusCode !== null ? String(result.statusCode) : result.outcome },
+        );
       }
     }
     metrics.webhookAttempts.inc({ outcome: result.outcome });
@@ -285,8 +322,19 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
       redelivered: d.msg.fields.redelivered,
       at,
     });
-    this.emit('attempted', { webhookId: hook._id, deliveryId: msg.deliveryId, attempt: msg.attempt, result, willRetry: delay !== undefined });
-    const log = this.log.child({ webhookId: hook._id, deliveryId: msg.deliveryId, event: msg.event, attempt: msg.attempt });
+    this.emit('attempted', {
+      webhookId: hook._id,
+      deliveryId: msg.deliveryId,
+      attempt: msg.attempt,
+      result,
+      willRetry: delay !== undefined,
+    });
+    const log = this.log.child({
+      webhookId: hook._id,
+      deliveryId: msg.deliveryId,
+      event: msg.event,
+      attempt: msg.attempt,
+    });
 
     const repo = this.hooks.forAccount(msg.accountId);
     if (delivered) {
@@ -295,11 +343,19 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
       log.debug('webhook delivered', { statusCode: result.statusCode, durationMs: result.durationMs });
     } else if (delay !== undefined) {
       await this.park({ ...msg, attempt: msg.attempt + 1 }, delay);
-      log.info('webhook attempt failed; retry scheduled', { outcome: result.outcome, statusCode: result.statusCode, delayMs: delay });
+      log.info('webhook attempt failed; retry scheduled', {
+        outcome: result.outcome,
+        statusCode: result.statusCode,
+        delayMs: delay,
+      });
     } else {
       const { disabled, consecutiveFailures } = await repo.markFailed(hook._id, this.opts.disableAfter);
       metrics.webhookDeliveries.inc({ result: 'failed' });
-      log.warn('webhook delivery failed after its retries', { outcome: result.outcome, statusCode: result.statusCode, consecutiveFailures });
+      log.warn('webhook delivery failed after its retries', {
+        outcome: result.outcome,
+        statusCode: result.statusCode,
+        consecutiveFailures,
+      });
       if (disabled) {
         metrics.webhooksDisabled.inc();
         log.warn('webhook disabled after consecutive failed deliveries', { consecutiveFailures });
@@ -318,7 +374,12 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
   private async markDelivered(accountId: string, hook: WebhookDoc): Promise<void> {
     const now = Date.now();
     const fresh = (at: number | undefined) => at !== undefined && now - at < LAST_DELIVERY_STAMP_MS;
-    if (hook.consecutiveFailures === 0 && hook.lastDeliveryStatus === 'delivered' && fresh(hook.lastDeliveryAt?.getTime())) return;
+    if (
+      hook.consecutiveFailures === 0 &&
+      hook.lastDeliveryStatus === 'delivered' &&
+      fresh(hook.lastDeliveryAt?.getTime())
+    )
+      return;
     const mine = this.stamps.get(hook._id);
     if (mine?.pending !== undefined) return mine.pending;
     if (hook.consecutiveFailures === 0 && fresh(mine?.at)) return;
@@ -332,7 +393,12 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
 
   /** Stop taking messages, let attempts in flight finish (bounded; the rest are left to redelivery), then return. Twice is fine. */
   async close(): Promise<void> {
-    await this.inFlight.close({ stop: this.cancels, graceMs: this.opts.shutdownGraceMs, log: this.log, stoppedMessage: 'webhook pool stopped' });
+    await this.inFlight.close({
+      stop: this.cancels,
+      graceMs: this.opts.shutdownGraceMs,
+      log: this.log,
+      stoppedMessage: 'webhook pool stopped',
+    });
   }
 }
 

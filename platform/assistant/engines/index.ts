@@ -12,7 +12,13 @@ export { createLocalEngine } from './local';
  */
 export function createChatEngine(config: Config, opts: { fetch?: typeof fetch } = {}): ChatEngine {
   if (config.CHAT_ENGINE === 'openai') {
-    return createOpenAIEngine({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.CHAT_MODEL ?? config.OPENAI_MODEL, timeoutMs: config.CHAT_TIMEOUT_MS, fetch: opts.fetch });
+    return createOpenAIEngine({
+      baseUrl: config.OPENAI_BASE_URL,
+      apiKey: config.OPENAI_API_KEY,
+      model: config.CHAT_MODEL ?? config.OPENAI_MODEL,
+      timeoutMs: config.CHAT_TIMEOUT_MS,
+      fetch: opts.fetch,
+    });
   }
   return createLocalEngine({ publicBaseUrl: config.PUBLIC_BASE_URL });
 }

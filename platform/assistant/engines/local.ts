@@ -2,7 +2,12 @@ import type { ChatArtifact } from '../../../contracts/conversations';
 import type { ChatEngine, EngineEvent, EngineInfo, EngineMessage, StepInput, ToolCall } from '../engine';
 import { plan, type PlannedCall } from './planner';
 
-export const LOCAL_ENGINE_INFO: EngineInfo = { assistantName: 'svc assistant', lab: 'local', labName: 'Built-in planner', model: 'local-planner-v1' };
+export const LOCAL_ENGINE_INFO: EngineInfo = {
+  assistantName: 'svc assistant',
+  lab: 'local',
+  labName: 'Built-in planner',
+  model: 'local-planner-v1',
+};
 
 /** Words per streamed text-delta: a reply arrives in several pieces, as a model's would. */
 const WORDS_PER_DELTA = 3;
@@ -35,7 +40,10 @@ export function createLocalEngine(opts: { publicBaseUrl: string }): ChatEngine {
         if ('calls' in p) calls = p.calls;
         reply = 'text' in p ? p.text : '';
       } else {
-        const companion = input.mode === 'think' && results.length === callsOf(thisTurn).length ? companionCall(callsOf(thisTurn), results, offered, base) : null;
+        const companion =
+          input.mode === 'think' && results.length === callsOf(thisTurn).length
+            ? companionCall(callsOf(thisTurn), results, offered, base)
+            : null;
         if (companion) calls = [companion];
         reply = replyFor(results, base);
       }
@@ -65,10 +73,13 @@ function findLastIndex<T>(xs: readonly T[], p: (x: T) => boolean): number {
 
 /** Every artifact in the history, oldest first: earlier turns' (on assistant messages) and this turn's tool results. */
 function artifactsOf(messages: readonly EngineMessage[]): ChatArtifact[] {
-  return messages.flatMap((m) => (m.role === 'assistant' ? (m.artifacts ?? []) : m.role === 'tool' ? [m.artifact] : []));
+  return messages.flatMap((m) =>
+    m.role === 'assistant' ? (m.artifacts ?? []) : m.role === 'tool' ? [m.artifact] : [],
+  );
 }
 
-const callsOf = (turn: readonly EngineMessage[]): ToolCall[] => turn.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : []));
+const callsOf = (turn: readonly EngineMessage[]): ToolCall[] =>
+  turn.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : []));
 
 /** Text in pieces of a few words, spaces kept, so the pieces join back to the text exactly. */
 export function pieces(text: string): string[] {
@@ -81,7 +92,12 @@ export function pieces(text: string): string[] {
 }
 
 /** Think mode: one more tool that goes with what the first made (a plan, speaker notes, a write-up). */
-function companionCall(calls: readonly ToolCall[], results: readonly { artifact: ChatArtifact }[], offered: ReadonlySet<string>, base: string): PlannedCall | null {
+function companionCall(
+  calls: readonly ToolCall[],
+  results: readonly { artifact: ChatArtifact }[],
+  offered: ReadonlySet<string>,
+  base: string,
+): PlannedCall | null {
   if (calls.length !== 1 || results.length !== 1) return null;
   const first = calls[0]!;
   const made = results[0]!.artifact;
@@ -91,18 +107,54 @@ function companionCall(calls: readonly ToolCall[], results: readonly { artifact:
   if (first.name === 'start_research' && offered.has('create_notes')) {
     const q = String(args.query ?? made.title);
     const title = `Research plan: ${q}`.slice(0, 200);
-    const md = [`# ${title}`, '', link ? `The report is being written: ${link}` : '', '', '## Questions to answer', `- What is already known about ${q}?`, `- Which sources in the workspace speak to ${q}?`, `- Where do the sources disagree, and why?`, '', '## After the report', '- [ ] Read the report and mark the claims to check', '- [ ] Share a one-paragraph summary with the team', ''].join('\n');
+    const md = [
+      `# ${title}`,
+      '',
+      link ? `The report is being written: ${link}` : '',
+      '',
+      '## Questions to answer',
+      `- What is already known about ${q}?`,
+      `- Which sources in the workspace speak to ${q}?`,
+      `- Where do the sources disagree, and why?`,
+      '',
+      '## After the report',
+      '- [ ] Read the report and mark the claims to check',
+      '- [ ] Share a one-paragraph summary with the team',
+      '',
+    ].join('\n');
     return { name: 'create_notes', args: { title, markdown: md } };
   }
   if (first.name === 'create_presentation' && offered.has('create_notes')) {
     const title = `Speaker notes: ${made.title}`.slice(0, 200);
-    const md = [`# ${title}`, '', link ? `Deck: ${link}` : '', '', '## Opening', `- Why ${made.title} matters to this audience`, '', '## Flow', '- One message per slide; say the takeaway first', '- Pause for questions after the middle section', '', '## Close', '- The one thing to remember, and the next step we ask for', ''].join('\n');
+    const md = [
+      `# ${title}`,
+      '',
+      link ? `Deck: ${link}` : '',
+      '',
+      '## Opening',
+      `- Why ${made.title} matters to this audience`,
+      '',
+      '## Flow',
+      '- One message per slide; say the takeaway first',
+      '- Pause for questions after the middle section',
+      '',
+      '## Close',
+      '- The one thing to remember, and the next step we ask for',
+      '',
+    ].join('\n');
     return { name: 'create_notes', args: { title, markdown: md } };
   }
   if (first.name === 'create_flowchart' && offered.has('create_document')) {
     const steps = Array.isArray(args.steps) ? (args.steps as unknown[]).map(String) : [];
     const title = `${made.title}: how it works`.slice(0, 200);
-    const md = [`# ${title}`, '', link ? `Flowchart: ${link}` : '', '', ...steps.map((s, i) => `${i + 1}. ${s}${s.trim().endsWith('?') ? ' If not, go back one step.' : ''}`), ''].join('\n');
+    const md = [
+      `# ${title}`,
+      '',
+      link ? `Flowchart: ${link}` : '',
+      '',
+      ...steps.map((s, i) => `${i + 1}. ${s}${s.trim().endsWith('?') ? ' If not, go back one step.' : ''}`),
+      '',
+    ].join('\n');
     return { name: 'create_document', args: { title, markdown: md } };
   }
   return null;
@@ -135,12 +187,23 @@ function lineFor(a: ChatArtifact, base: string): string {
     const f = (d.fonts ?? {}) as Record<string, string>;
     return `The **${a.title}**: primary ${p.primary}, secondary ${p.secondary}, accent ${p.accent}; ${f.heading} for headings and ${f.body} for text.`;
   }
-  if (a.type === 'social_board') return `The board **${a.title}** is ready with ${String(d.cardCount ?? 0)} cards in ${String(d.columnCount ?? 0)} lanes: ${a.openUrl}`;
-  if (typeof d.stepsAdded === 'number') return `I added ${d.stepsAdded} step${d.stepsAdded === 1 ? '' : 's'} to **${a.title}**: ${a.openUrl}`;
-  const noun = d.kind === 'code_build' ? 'app' : d.kind === 'research' ? 'research report' : (NOUN[a.type] ?? a.type.replace(/_/g, ' '));
-  if (a.openUrl && poll) return `The ${noun} **${a.title}** is on its way: ${a.openUrl} (it is being built in the background; follow it at ${poll}).`;
+  if (a.type === 'social_board')
+    return `The board **${a.title}** is ready with ${String(d.cardCount ?? 0)} cards in ${String(d.columnCount ?? 0)} lanes: ${a.openUrl}`;
+  if (typeof d.stepsAdded === 'number')
+    return `I added ${d.stepsAdded} step${d.stepsAdded === 1 ? '' : 's'} to **${a.title}**: ${a.openUrl}`;
+  const noun =
+    d.kind === 'code_build'
+      ? 'app'
+      : d.kind === 'research'
+        ? 'research report'
+        : (NOUN[a.type] ?? a.type.replace(/_/g, ' '));
+  if (a.openUrl && poll)
+    return `The ${noun} **${a.title}** is on its way: ${a.openUrl} (it is being built in the background; follow it at ${poll}).`;
   if (a.openUrl) {
-    const fill = a.type === 'sheet' && typeof d.rowCount === 'number' && d.rowCount > 0 ? ` (${d.rowCount} rows, ready for your figures)` : '';
+    const fill =
+      a.type === 'sheet' && typeof d.rowCount === 'number' && d.rowCount > 0
+        ? ` (${d.rowCount} rows, ready for your figures)`
+        : '';
     return `The ${noun} **${a.title}** is ready: ${a.openUrl}${fill}`;
   }
   if (poll) return `The ${noun} **${a.title}** has started; follow it at ${poll}.`;
@@ -152,6 +215,13 @@ function lineFor(a: ChatArtifact, base: string): string {
 export function replyFor(results: readonly { artifact: ChatArtifact }[], base: string): string {
   const lines = results.map((r) => lineFor(r.artifact, base));
   const failed = results.filter((r) => r.artifact.type === 'error').length;
-  const intro = failed === results.length ? '' : failed ? 'Here is what I made, and what did not work:\n' : results.length > 1 ? 'Here is what I made:\n' : '';
+  const intro =
+    failed === results.length
+      ? ''
+      : failed
+        ? 'Here is what I made, and what did not work:\n'
+        : results.length > 1
+          ? 'Here is what I made:\n'
+          : '';
   return intro ? `${intro}${lines.map((l) => `- ${l}`).join('\n')}` : lines.join('\n');
 }

@@ -1,6 +1,14 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { ChatArtifact } from '../../../contracts/conversations';
-import { EngineError, type ChatEngine, type EngineEvent, type EngineInfo, type EngineMessage, type StepInput, type ToolSpec } from '../engine';
+import {
+  EngineError,
+  type ChatEngine,
+  type EngineEvent,
+  type EngineInfo,
+  type EngineMessage,
+  type StepInput,
+  type ToolSpec,
+} from '../engine';
 
 export interface OpenAIEngineOptions {
   /** e.g. https://api.openai.com/v1; `/chat/completions` is appended. */
@@ -15,12 +23,23 @@ export interface OpenAIEngineOptions {
 /** What the provider is sent (the chat-completions request, streamed). */
 type WireMessage =
   | { role: 'system' | 'user'; content: string }
-  | { role: 'assistant'; content: string | null; tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] }
+  | {
+      role: 'assistant';
+      content: string | null;
+      tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
+    }
   | { role: 'tool'; tool_call_id: string; content: string };
 
 /** One `chat.completion.chunk` as far as it is read. */
 interface Chunk {
-  choices?: { index?: number; delta?: { content?: string | null; tool_calls?: { index?: number; id?: string; type?: string; function?: { name?: string; arguments?: string } }[] }; finish_reason?: string | null }[];
+  choices?: {
+    index?: number;
+    delta?: {
+      content?: string | null;
+      tool_calls?: { index?: number; id?: string; type?: string; function?: { name?: string; arguments?: string } }[];
+    };
+    finish_reason?: string | null;
+  }[];
   usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
   error?: { message?: string };
 }
@@ -30,7 +49,10 @@ const SNIPPET = 120;
 
 /** An earlier turn's artifacts as a line the model can read ("that flowchart" → its projectId). */
 function summarise(artifacts: readonly ChatArtifact[]): string {
-  const items = artifacts.map((a) => `${a.type} "${a.title}"${a.projectId ? ` (projectId ${a.projectId})` : ''}${a.openUrl ? ` ${a.openUrl}` : ''}`);
+  const items = artifacts.map(
+    (a) =>
+      `${a.type} "${a.title}"${a.projectId ? ` (projectId ${a.projectId})` : ''}${a.openUrl ? ` ${a.openUrl}` : ''}`,
+  );
   return `[Made in this turn: ${items.join('; ')}]`;
 }
 
@@ -41,12 +63,18 @@ export function toWireMessages(messages: readonly EngineMessage[]): WireMessage[
       case 'user':
         return { role: m.role, content: m.content };
       case 'assistant': {
-        const content = m.artifacts?.length ? `${m.content}${m.content ? '\n\n' : ''}${summarise(m.artifacts)}` : m.content;
+        const content = m.artifacts?.length
+          ? `${m.content}${m.content ? '\n\n' : ''}${summarise(m.artifacts)}`
+          : m.content;
         if (!m.toolCalls?.length) return { role: 'assistant', content };
         return {
           role: 'assistant',
           content: content || null,
-          tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args ?? {}) } })),
+          tool_calls: m.toolCalls.map((c) => ({
+            id: c.id,
+            type: 'function',
+            function: { name: c.name, arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args ?? {}) },
+          })),
         };
       }
       case 'tool':
@@ -57,7 +85,11 @@ export function toWireMessages(messages: readonly EngineMessage[]): WireMessage[
   });
 }
 
-const toWireTools = (tools: readonly ToolSpec[]) => tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } }));
+const toWireTools = (tools: readonly ToolSpec[]) =>
+  tools.map((t) => ({
+    type: 'function' as const,
+    function: { name: t.name, description: t.description, parameters: t.parameters },
+  }));
 
 /**
  * An OpenAI-compatible chat-completions provider, streamed: POST {base}/chat/completions with
@@ -75,7 +107,12 @@ const toWireTools = (tools: readonly ToolSpec[]) => tools.map((t) => ({ type: 'f
 export function createOpenAIEngine(opts: OpenAIEngineOptions): ChatEngine {
   const doFetch = opts.fetch ?? fetch;
   const base = opts.baseUrl.replace(/\/+$/, '');
-  const info: EngineInfo = { assistantName: 'svc assistant', lab: 'openai-compatible', labName: new URL(base).host, model: opts.model };
+  const info: EngineInfo = {
+    assistantName: 'svc assistant',
+    lab: 'openai-compatible',
+    labName: new URL(base).host,
+    model: opts.model,
+  };
   const mask = (s: string) => (opts.apiKey ? s.split(opts.apiKey).join('[key]') : s);
 
   async function failure(res: Response): Promise<EngineError> {
@@ -83,12 +120,22 @@ export function createOpenAIEngine(opts: OpenAIEngineOptions): ChatEngine {
     try {
       const body = (await res.text()).slice(0, 4096);
       const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown };
-      const msg = typeof parsed.error === 'string' ? parsed.error : typeof parsed.error?.message === 'string' ? parsed.error.message : typeof parsed.message === 'string' ? parsed.message : '';
+      const msg =
+        typeof parsed.error === 'string'
+          ? parsed.error
+          : typeof parsed.error?.message === 'string'
+            ? parsed.error.message
+            : typeof parsed.message === 'string'
+              ? parsed.message
+              : '';
       detail = mask(msg.replace(/\s+/g, ' ').trim()).slice(0, SNIPPET);
     } catch {
       // Not JSON (an HTML error page): the status says enough.
     }
-    return new EngineError(`the assistant provider answered ${res.status}${detail ? `: ${detail}` : ''}`, 'engine_unavailable');
+    return new EngineError(
+      `the assistant provider answered ${res.status}${detail ? `: ${detail}` : ''}`,
+      'engine_unavailable',
+    );
   }
 
   return {
@@ -105,7 +152,8 @@ export function createOpenAIEngine(opts: OpenAIEngineOptions): ChatEngine {
       }, opts.timeoutMs);
       const fail = (err: unknown): unknown => {
         if (input.signal.aborted) return input.signal.reason ?? err;
-        if (timedOut) return new EngineError(`the assistant provider did not finish within ${opts.timeoutMs} ms`, 'engine_timeout');
+        if (timedOut)
+          return new EngineError(`the assistant provider did not finish within ${opts.timeoutMs} ms`, 'engine_timeout');
         if (err instanceof EngineError) return err;
         return new EngineError('the assistant provider could not be reached', 'engine_unavailable');
       };
@@ -122,7 +170,11 @@ export function createOpenAIEngine(opts: OpenAIEngineOptions): ChatEngine {
         try {
           res = await doFetch(`${base}/chat/completions`, {
             method: 'POST',
-            headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
+            headers: {
+              'content-type': 'application/json',
+              accept: 'text/event-stream',
+              ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}),
+            },
             body: JSON.stringify(body),
             signal: ctrl.signal,
           });
@@ -130,15 +182,21 @@ export function createOpenAIEngine(opts: OpenAIEngineOptions): ChatEngine {
           throw fail(err);
         }
         if (res.status !== 200) {
-          const e = await failure(res).catch(() => new EngineError(`the assistant provider answered ${res.status}`, 'engine_unavailable'));
+          const e = await failure(res).catch(
+            () => new EngineError(`the assistant provider answered ${res.status}`, 'engine_unavailable'),
+          );
           throw fail(e);
         }
-        if (!res.body) throw fail(new EngineError('the assistant provider answered without a body', 'engine_unavailable'));
+        if (!res.body)
+          throw fail(new EngineError('the assistant provider answered without a body', 'engine_unavailable'));
 
         const pending: EventSourceMessage[] = [];
         const parser = createParser({ onEvent: (ev) => pending.push(ev) });
         const calls = new Map<number, { id: string; name: string; args: string; started: boolean }>();
-        let usage: { inputTokens: number | null; outputTokens: number | null } = { inputTokens: null, outputTokens: null };
+        let usage: { inputTokens: number | null; outputTokens: number | null } = {
+          inputTokens: null,
+          outputTokens: null,
+        };
         let done = false;
         let finished = false;
         const decoder = new TextDecoder();
@@ -165,13 +223,22 @@ export function createOpenAIEngine(opts: OpenAIEngineOptions): ChatEngine {
               } catch {
                 continue; // a keepalive or a line we do not know: not ours to fail on
               }
-              if (data.error) throw new EngineError(`the assistant provider reported an error${data.error.message ? `: ${mask(String(data.error.message)).slice(0, SNIPPET)}` : ''}`, 'engine_error');
-              if (data.usage) usage = { inputTokens: data.usage.prompt_tokens ?? null, outputTokens: data.usage.completion_tokens ?? null };
+              if (data.error)
+                throw new EngineError(
+                  `the assistant provider reported an error${data.error.message ? `: ${mask(String(data.error.message)).slice(0, SNIPPET)}` : ''}`,
+                  'engine_error',
+                );
+              if (data.usage)
+                usage = {
+                  inputTokens: data.usage.prompt_tokens ?? null,
+                  outputTokens: data.usage.completion_tokens ?? null,
+                };
               for (const choice of data.choices ?? []) {
                 if ((choice.index ?? 0) !== 0) continue;
                 if (choice.finish_reason) finished = true;
                 const delta = choice.delta ?? {};
-                if (typeof delta.content === 'string' && delta.content) yield { type: 'text-delta', delta: delta.content };
+                if (typeof delta.content === 'string' && delta.content)
+                  yield { type: 'text-delta', delta: delta.content };
                 for (const tc of delta.tool_calls ?? []) {
                   const i = tc.index ?? 0;
                   const cur = calls.get(i) ?? { id: '', name: '', args: '', started: false };
@@ -191,7 +258,10 @@ export function createOpenAIEngine(opts: OpenAIEngineOptions): ChatEngine {
         } finally {
           reader.releaseLock();
         }
-        if (!done && !finished) throw fail(new EngineError('the assistant provider ended the stream before it finished', 'engine_unavailable'));
+        if (!done && !finished)
+          throw fail(
+            new EngineError('the assistant provider ended the stream before it finished', 'engine_unavailable'),
+          );
         for (const [i, c] of [...calls.entries()].sort((a, b) => a[0] - b[0])) {
           const id = c.id || `call_${input.stepIndex}_${i}`;
           if (!c.name) continue; // a call without a name cannot be run or answered

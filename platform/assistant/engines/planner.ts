@@ -22,14 +22,86 @@ export interface PlanContext {
 /** What the planner decided: tool calls, or a text answer when no tool fits. */
 export type Plan = { calls: PlannedCall[] } | { text: string };
 
-const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
 
 const PROCESSES: { match: RegExp; title: string; steps: string[] }[] = [
-  { match: /\b(hiring|recruit(ing|ment)?)\b/, title: 'Hiring process', steps: ['Open the role', 'Write the job description', 'Source candidates', 'Screen applications', 'Interview candidates', 'Strong candidate?', 'Make an offer', 'Onboard the new hire'] },
-  { match: /\bonboard(ing)?\b/, title: 'Onboarding process', steps: ['Sign the contract', 'Prepare accounts and equipment', 'Welcome on day one', 'Meet the team', 'Set 30-60-90 day goals', 'Check in after the first month'] },
-  { match: /\b(release|deploy(ment)?|ship(ping)?)\b/, title: 'Release process', steps: ['Freeze the code', 'Run the test suite', 'All tests pass?', 'Build the release', 'Deploy to staging', 'Deploy to production', 'Announce the release'] },
-  { match: /\b(support|ticket|helpdesk|help desk)\b/, title: 'Support ticket process', steps: ['Customer opens a ticket', 'Triage and set priority', 'Investigate the issue', 'Resolved?', 'Reply to the customer', 'Close the ticket'] },
-  { match: /\b(purchase order|purchasing|procurement|\bpo\b)/, title: 'Purchase order process', steps: ['Raise a purchase request', 'Manager approves?', 'Create the purchase order', 'Send it to the supplier', 'Receive the goods', 'Match the invoice to the order', 'Pay the supplier'] },
+  {
+    match: /\b(hiring|recruit(ing|ment)?)\b/,
+    title: 'Hiring process',
+    steps: [
+      'Open the role',
+      'Write the job description',
+      'Source candidates',
+      'Screen applications',
+      'Interview candidates',
+      'Strong candidate?',
+      'Make an offer',
+      'Onboard the new hire',
+    ],
+  },
+  {
+    match: /\bonboard(ing)?\b/,
+    title: 'Onboarding process',
+    steps: [
+      'Sign the contract',
+      'Prepare accounts and equipment',
+      'Welcome on day one',
+      'Meet the team',
+      'Set 30-60-90 day goals',
+      'Check in after the first month',
+    ],
+  },
+  {
+    match: /\b(release|deploy(ment)?|ship(ping)?)\b/,
+    title: 'Release process',
+    steps: [
+      'Freeze the code',
+      'Run the test suite',
+      'All tests pass?',
+      'Build the release',
+      'Deploy to staging',
+      'Deploy to production',
+      'Announce the release',
+    ],
+  },
+  {
+    match: /\b(support|ticket|helpdesk|help desk)\b/,
+    title: 'Support ticket process',
+    steps: [
+      'Customer opens a ticket',
+      'Triage and set priority',
+      'Investigate the issue',
+      'Resolved?',
+      'Reply to the customer',
+      'Close the ticket',
+    ],
+  },
+  {
+    match: /\b(purchase order|purchasing|procurement|\bpo\b)/,
+    title: 'Purchase order process',
+    steps: [
+      'Raise a purchase request',
+      'Manager approves?',
+      'Create the purchase order',
+      'Send it to the supplier',
+      'Receive the goods',
+      'Match the invoice to the order',
+      'Pay the supplier',
+    ],
+  },
 ];
 
 /** Words that lead into the subject: "a flowchart of our hiring process" → "hiring process". */
@@ -76,12 +148,26 @@ function clausesOf(s: string): string[] {
  * order), else the steps the request lists ("…: wake up, make coffee, then read the news"), else
  * an outline about the subject with a check that loops back.
  */
-export function flowchartPlan(request: string, subject: string, listed: readonly string[]): { title: string; steps: string[] } {
+export function flowchartPlan(
+  request: string,
+  subject: string,
+  listed: readonly string[],
+): { title: string; steps: string[] } {
   const known = PROCESSES.find((p) => p.match.test(request.toLowerCase()));
   if (known) return { title: subject ? titleOf(subject) : known.title, steps: [...known.steps] };
   if (listed.length >= 2) return { title: titleOf(subject || 'Process'), steps: listed.slice(0, 30) };
   const s = subject || 'the process';
-  return { title: titleOf(subject || 'Process'), steps: [`Start ${s}`, `Gather what ${s} needs`, `Carry out ${s}`, 'Result as expected?', `Record the outcome of ${s}`, `Finish ${s}`] };
+  return {
+    title: titleOf(subject || 'Process'),
+    steps: [
+      `Start ${s}`,
+      `Gather what ${s} needs`,
+      `Carry out ${s}`,
+      'Result as expected?',
+      `Record the outcome of ${s}`,
+      `Finish ${s}`,
+    ],
+  };
 }
 
 export function notesMarkdown(title: string, subject: string): string {
@@ -111,11 +197,18 @@ export function notesMarkdown(title: string, subject: string): string {
 function sheetPlan(subject: string): { title: string; columns: string[]; rows: (string | number)[][] } {
   const s = subject.toLowerCase();
   if (/\bmonthly\b/.test(s) && /\b(cost|costs|expense|expenses|spend|spending|budget)\b/.test(s)) {
-    return { title: titleOf(subject), columns: ['Month', 'Category', 'Amount'], rows: MONTHS.map((m) => [m, 'Operating costs', 0]) };
+    return {
+      title: titleOf(subject),
+      columns: ['Month', 'Category', 'Amount'],
+      rows: MONTHS.map((m) => [m, 'Operating costs', 0]),
+    };
   }
-  if (/\b(budget|cost|costs|expenses?)\b/.test(s)) return { title: titleOf(subject), columns: ['Item', 'Category', 'Amount'], rows: [] };
-  if (/\b(tracker|tasks?|todo|to-do)\b/.test(s)) return { title: titleOf(subject), columns: ['Task', 'Owner', 'Status', 'Due date'], rows: [] };
-  if (/\b(contacts?|leads?|customers?)\b/.test(s)) return { title: titleOf(subject), columns: ['Name', 'Company', 'Email', 'Status'], rows: [] };
+  if (/\b(budget|cost|costs|expenses?)\b/.test(s))
+    return { title: titleOf(subject), columns: ['Item', 'Category', 'Amount'], rows: [] };
+  if (/\b(tracker|tasks?|todo|to-do)\b/.test(s))
+    return { title: titleOf(subject), columns: ['Task', 'Owner', 'Status', 'Due date'], rows: [] };
+  if (/\b(contacts?|leads?|customers?)\b/.test(s))
+    return { title: titleOf(subject), columns: ['Name', 'Company', 'Email', 'Status'], rows: [] };
   return { title: titleOf(subject || 'New sheet'), columns: ['Item', 'Details', 'Value'], rows: [] };
 }
 
@@ -123,9 +216,26 @@ function boardPlan(subject: string): { title: string; columns: string[]; cards: 
   const s = subject || 'the project';
   const launch = /\blaunch\b/i.test(s);
   const titles = launch
-    ? ['Set the launch date', 'Write the announcement', 'Prepare the landing page', 'Brief the support team', 'Plan launch-day social posts', 'Review launch metrics after a week']
-    : [`Define the scope of ${s}`, `List the tasks for ${s}`, 'Assign an owner to each task', 'Set the first milestone', 'Review progress weekly'];
-  return { title: titleOf(launch && !/\bboard\b/i.test(s) ? `${s} board` : s), columns: ['To do', 'Doing', 'Done'], cards: titles.map((t) => ({ title: t, column: 'To do' })) };
+    ? [
+        'Set the launch date',
+        'Write the announcement',
+        'Prepare the landing page',
+        'Brief the support team',
+        'Plan launch-day social posts',
+        'Review launch metrics after a week',
+      ]
+    : [
+        `Define the scope of ${s}`,
+        `List the tasks for ${s}`,
+        'Assign an owner to each task',
+        'Set the first milestone',
+        'Review progress weekly',
+      ];
+  return {
+    title: titleOf(launch && !/\bboard\b/i.test(s) ? `${s} board` : s),
+    columns: ['To do', 'Doing', 'Done'],
+    cards: titles.map((t) => ({ title: t, column: 'To do' })),
+  };
 }
 
 /** The newest flowchart artifact with a project (for "that flowchart"). */
@@ -151,7 +261,14 @@ const INTENTS: Intent[] = [
       if (!to) return null;
       const about = /\babout\s+(.+)$/i.exec(request.slice(request.indexOf(to) + to.length));
       const topic = about ? about[1]!.replace(/[\s.!?,;:]+$/, '').trim() : 'our conversation';
-      return { name: 'send_email', args: { to, subject: titleOf(`About ${topic}`, 200), body: `Hello,\n\nI am writing to you about ${topic}. I would be glad to tell you more and to answer any questions you have.\n\nBest regards` } };
+      return {
+        name: 'send_email',
+        args: {
+          to,
+          subject: titleOf(`About ${topic}`, 200),
+          body: `Hello,\n\nI am writing to you about ${topic}. I would be glad to tell you more and to answer any questions you have.\n\nBest regards`,
+        },
+      };
     },
   },
   {
@@ -185,7 +302,11 @@ const INTENTS: Intent[] = [
       const head = colon >= 0 ? request.slice(0, colon) : request;
       const whole = subjectAfter(head, at, length, true);
       const listed = clausesOf(colon >= 0 ? request.slice(colon + 1) : whole);
-      const p = flowchartPlan(request, listed.length >= 3 && colon < 0 ? '' : subjectAfter(head, at, length), listed.length >= 3 || colon >= 0 ? listed : []);
+      const p = flowchartPlan(
+        request,
+        listed.length >= 3 && colon < 0 ? '' : subjectAfter(head, at, length),
+        listed.length >= 3 || colon >= 0 ? listed : [],
+      );
       return { name: 'create_flowchart', args: { title: p.title, steps: p.steps } };
     },
   },
@@ -195,7 +316,13 @@ const INTENTS: Intent[] = [
     plan(request, at, length) {
       const s = subjectAfter(request, at, length);
       const topic = s || 'our ideas';
-      return { name: 'create_whiteboard', args: { title: titleOf(s || 'Whiteboard'), notes: [`Goals for ${topic}`, `Ideas for ${topic}`, 'Questions', 'Risks', 'Next steps'] } };
+      return {
+        name: 'create_whiteboard',
+        args: {
+          title: titleOf(s || 'Whiteboard'),
+          notes: [`Goals for ${topic}`, `Ideas for ${topic}`, 'Questions', 'Risks', 'Next steps'],
+        },
+      };
     },
   },
   {
@@ -206,7 +333,14 @@ const INTENTS: Intent[] = [
       const n = /(\d{1,2})[\s-]*(?:slides?|page)/i.exec(request);
       const count = n ? Math.min(30, Math.max(3, Number(n[1]))) : undefined;
       const subject = s || 'our topic';
-      return { name: 'create_presentation', args: { title: titleOf(subject), brief: `A presentation about ${subject}: ${clean(request)}.`, ...(count ? { slideCount: count } : {}) } };
+      return {
+        name: 'create_presentation',
+        args: {
+          title: titleOf(subject),
+          brief: `A presentation about ${subject}: ${clean(request)}.`,
+          ...(count ? { slideCount: count } : {}),
+        },
+      };
     },
   },
   {
@@ -214,7 +348,10 @@ const INTENTS: Intent[] = [
     keyword: /\b(spreadsheet|sheet|table of|tracker)\b/i,
     plan(request, at, length) {
       const p = sheetPlan(subjectAfter(request, at, length) || clean(request));
-      return { name: 'create_sheet', args: { title: p.title, columns: p.columns, ...(p.rows.length ? { rows: p.rows } : {}) } };
+      return {
+        name: 'create_sheet',
+        args: { title: p.title, columns: p.columns, ...(p.rows.length ? { rows: p.rows } : {}) },
+      };
     },
   },
   {
@@ -231,7 +368,11 @@ const INTENTS: Intent[] = [
     plan(request, at, length) {
       const style = /\b(?:in the style of|style of|in a|as a)\s+(.+?)(?:\s+(?:about|for)\s+.+)?$/i.exec(request)?.[1];
       const about = /\babout\s+(.+?)(?:\s+in the style of.+)?$/i.exec(request)?.[1];
-      const subject = about ? clean(about) : style ? `an original song in the style of ${clean(style)}` : subjectAfter(request, at, length) || 'a bright new day';
+      const subject = about
+        ? clean(about)
+        : style
+          ? `an original song in the style of ${clean(style)}`
+          : subjectAfter(request, at, length) || 'a bright new day';
       return { name: 'compose_song', args: { prompt: subject, ...(style ? { style: clean(style) } : {}) } };
     },
   },
@@ -247,16 +388,27 @@ const INTENTS: Intent[] = [
     keyword: /\b(draw|paint|sketch|illustrat\w*|image|picture|photo|logo|poster)\b/i,
     plan(request, at, length) {
       const l = request.toLowerCase();
-      const aspectRatio = /\b(wide|landscape|banner|16:9)\b/.test(l) ? '16:9' : /\b(portrait|tall|phone wallpaper|9:16)\b/.test(l) ? '9:16' : undefined;
-      const prompt = subjectAfter(request, at, length).replace(/^(?:an?\s+)?(?:image|picture|photo)\s+of\s+/i, '') || clean(request);
+      const aspectRatio = /\b(wide|landscape|banner|16:9)\b/.test(l)
+        ? '16:9'
+        : /\b(portrait|tall|phone wallpaper|9:16)\b/.test(l)
+          ? '9:16'
+          : undefined;
+      const prompt =
+        subjectAfter(request, at, length).replace(/^(?:an?\s+)?(?:image|picture|photo)\s+of\s+/i, '') || clean(request);
       return { name: 'generate_image', args: { prompt, ...(aspectRatio ? { aspectRatio } : {}) } };
     },
   },
   {
     tool: 'build_code',
-    keyword: /\b(build|code|program|develop)\b(?=[^.?!]*\b(app|application|website|site|web page|page|game|tool|calculator|widget|dashboard|timer|tracker)\b)/i,
+    keyword:
+      /\b(build|code|program|develop)\b(?=[^.?!]*\b(app|application|website|site|web page|page|game|tool|calculator|widget|dashboard|timer|tracker)\b)/i,
     plan(request) {
-      const prompt = clean(request.replace(/^\s*(?:please\s+)?(?:can you\s+)?(?:build|code|program|develop|make|create)\s+(?:me\s+|us\s+)?/i, ''));
+      const prompt = clean(
+        request.replace(
+          /^\s*(?:please\s+)?(?:can you\s+)?(?:build|code|program|develop|make|create)\s+(?:me\s+|us\s+)?/i,
+          '',
+        ),
+      );
       return { name: 'build_code', args: { prompt: cap(prompt || clean(request)) } };
     },
   },
@@ -298,13 +450,17 @@ const INTENTS: Intent[] = [
 ];
 
 /** "add a step for reference checks (after X) to that flowchart". */
-const ADD_STEP = /\badd\s+(?:an?\s+|another\s+|one\s+more\s+|a\s+new\s+)?(?:new\s+)?steps?\b\s*(?:for|called|named|:)?\s*(.*?)\s+(?:to|in|on|into)\s+(?:that|the|this|my|our)\s+(?:flow ?chart|chart|diagram|process)\b/i;
+const ADD_STEP =
+  /\badd\s+(?:an?\s+|another\s+|one\s+more\s+|a\s+new\s+)?(?:new\s+)?steps?\b\s*(?:for|called|named|:)?\s*(.*?)\s+(?:to|in|on|into)\s+(?:that|the|this|my|our)\s+(?:flow ?chart|chart|diagram|process)\b/i;
 
 function addStepPlan(request: string, ctx: PlanContext): PlannedCall | { text: string } | null {
   const m = ADD_STEP.exec(request);
   if (!m) return null;
   const chart = newestFlowchart(ctx.artifacts);
-  if (!chart) return { text: 'I could not find a flowchart in this conversation to add to. Ask me to make one first, for example "make a flowchart of our hiring process".' };
+  if (!chart)
+    return {
+      text: 'I could not find a flowchart in this conversation to add to. Ask me to make one first, for example "make a flowchart of our hiring process".',
+    };
   let what = m[1]!;
   let after: string | undefined;
   const split = /^(.*?)\s+(?:after|following)\s+(?:the\s+)?(.+?)(?:\s+step)?$/i.exec(what);
@@ -316,14 +472,18 @@ function addStepPlan(request: string, ctx: PlanContext): PlannedCall | { text: s
     .split(/\s*(?:,|\band\b)\s*/i)
     .map((s) => cap(clean(s.replace(/^(?:a|an|the)\s+step\s+(?:for|called)\s+/i, ''))))
     .filter(Boolean);
-  if (!steps.length) return { text: 'Which step should I add? For example: "add a step for reference checks to that flowchart".' };
+  if (!steps.length)
+    return { text: 'Which step should I add? For example: "add a step for reference checks to that flowchart".' };
   return { name: 'add_flowchart_steps', args: { projectId: chart.projectId, steps, ...(after ? { after } : {}) } };
 }
 
 /** Plan the first step of a turn from the user's request. */
 export function plan(request: string, ctx: PlanContext): Plan {
   const text = request.trim();
-  if (!text) return { text: 'What would you like me to make? I can draw flowcharts, write notes and documents, build decks, sheets and boards, draw images, compose songs, render videos, build small apps and start research.' };
+  if (!text)
+    return {
+      text: 'What would you like me to make? I can draw flowcharts, write notes and documents, build decks, sheets and boards, draw images, compose songs, render videos, build small apps and start research.',
+    };
   if (ctx.tools.has('add_flowchart_steps')) {
     const add = addStepPlan(text, ctx);
     if (add) return 'text' in add ? add : { calls: [add] };
@@ -358,6 +518,7 @@ const OFFER: [string, string][] = [
 
 export function helpText(tools: ReadonlySet<string>): string {
   const can = OFFER.filter(([t]) => tools.has(t)).map(([, d]) => d);
-  if (!can.length) return 'I can answer here, but no tools are available to me in this conversation, so I cannot make anything for you.';
+  if (!can.length)
+    return 'I can answer here, but no tools are available to me in this conversation, so I cannot make anything for you.';
   return `I am not sure what to make from that. I can make ${can.slice(0, -1).join(', ')}${can.length > 1 ? ' and ' : ''}${can[can.length - 1]}. Tell me what you need in one sentence.`;
 }

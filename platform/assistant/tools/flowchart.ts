@@ -18,7 +18,11 @@ function shapeOf(label: string, i: number, n: number): FlowchartNode['shape'] {
 }
 
 export function flowchartFromSteps(steps: readonly string[]): FlowchartContent {
-  const nodes: FlowchartNode[] = steps.map((label, i) => ({ id: `n${i + 1}`, label: label.trim(), shape: shapeOf(label, i, steps.length) }));
+  const nodes: FlowchartNode[] = steps.map((label, i) => ({
+    id: `n${i + 1}`,
+    label: label.trim(),
+    shape: shapeOf(label, i, steps.length),
+  }));
   const edges: FlowchartEdge[] = [];
   nodes.forEach((node, i) => {
     const next = nodes[i + 1];
@@ -45,12 +49,17 @@ function freshIds(nodes: readonly FlowchartNode[], count: number): string[] {
 function findStep(nodes: readonly FlowchartNode[], label: string): FlowchartNode | undefined {
   const want = label.trim().toLowerCase();
   const stem = (w: string) => w.replace(/(?:es|s)$/, '');
-  const words = want.split(/\W+/).filter((w) => w.length > 2).map(stem);
+  const words = want
+    .split(/\W+/)
+    .filter((w) => w.length > 2)
+    .map(stem);
   return (
     nodes.find((n) => n.label.toLowerCase() === want) ??
     nodes.find((n) => n.label.toLowerCase().includes(want)) ??
     // "after interviews" finds "Interview candidates": every word of it, plural or not.
-    (words.length ? nodes.find((n) => words.every((w) => n.label.toLowerCase().split(/\W+/).map(stem).includes(w))) : undefined)
+    (words.length
+      ? nodes.find((n) => words.every((w) => n.label.toLowerCase().split(/\W+/).map(stem).includes(w)))
+      : undefined)
   );
 }
 
@@ -61,23 +70,40 @@ function findStep(nodes: readonly FlowchartNode[], label: string): FlowchartNode
  * caller can tell later that this insertion happened), else n<k>. Every node is laid out again (positions dropped) so the new
  * steps do not sit on top of old ones.
  */
-export function insertSteps(content: FlowchartContent, steps: readonly string[], after?: string, idPrefix?: string): FlowchartContent {
+export function insertSteps(
+  content: FlowchartContent,
+  steps: readonly string[],
+  after?: string,
+  idPrefix?: string,
+): FlowchartContent {
   const nodes = content.nodes.map((n) => ({ ...n }));
   const edges = content.edges.map((e) => ({ ...e }));
   let anchor: FlowchartNode | undefined;
   if (after !== undefined) {
     anchor = findStep(nodes, after);
-    if (!anchor) throw new AppError('validation_error', `after: the flowchart has no step labelled "${after.slice(0, 80)}"; its steps are: ${nodes.map((n) => n.label).slice(0, 30).join('; ')}`);
+    if (!anchor)
+      throw new AppError(
+        'validation_error',
+        `after: the flowchart has no step labelled "${after.slice(0, 80)}"; its steps are: ${nodes
+          .map((n) => n.label)
+          .slice(0, 30)
+          .join('; ')}`,
+      );
   } else {
     const leading = new Set(edges.map((e) => e.from));
     anchor = [...nodes].reverse().find((n) => !leading.has(n.id)) ?? nodes[nodes.length - 1];
   }
   const ids = idPrefix ? steps.map((_, i) => `${idPrefix}-${i + 1}`) : freshIds(nodes, steps.length);
-  const added: FlowchartNode[] = steps.map((label, i) => ({ id: ids[i]!, label: label.trim(), shape: isDecision(label) ? 'decision' : 'process' }));
+  const added: FlowchartNode[] = steps.map((label, i) => ({
+    id: ids[i]!,
+    label: label.trim(),
+    shape: isDecision(label) ? 'decision' : 'process',
+  }));
   if (!anchor) return flowchartFromSteps(steps); // an empty chart: ids n1… are free
 
   const outgoing = edges.filter((e) => e.from === anchor.id);
-  const moved = anchor.shape === 'decision' ? outgoing.filter((e) => e.label?.toLowerCase() === 'yes').slice(0, 1) : outgoing;
+  const moved =
+    anchor.shape === 'decision' ? outgoing.filter((e) => e.label?.toLowerCase() === 'yes').slice(0, 1) : outgoing;
   if (anchor.shape === 'decision' && moved.length === 0 && outgoing[0]) moved.push(outgoing[0]);
   const last = added[added.length - 1]!;
   for (const e of moved) e.from = last.id;

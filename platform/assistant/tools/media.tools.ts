@@ -42,7 +42,11 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
   const songs = createSongsService(rt);
   const research = createResearchService(rt);
   const projects = createProjectsService(rt);
-  const blobs = createBlobStore(rt.db, { secret: rt.config.ASSET_SIGNING_SECRET, publicBaseUrl: base, defaultTtlSeconds: rt.config.ASSET_URL_TTL_SECONDS });
+  const blobs = createBlobStore(rt.db, {
+    secret: rt.config.ASSET_SIGNING_SECRET,
+    publicBaseUrl: base,
+    defaultTtlSeconds: rt.config.ASSET_URL_TTL_SECONDS,
+  });
   const deliveries = rt.db.db.collection<ImageDeliveryDoc>(COLLECTIONS.assistantResults);
 
   /** A stored signed link, signed again from now (a repeated call answers a link that still opens). */
@@ -53,7 +57,15 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
   const imageArtifact = (promptText: string, r: Rendered) => ({
     type: 'image' as const,
     title: titleFrom(promptText),
-    data: { url: resign(r.url), width: r.width, height: r.height, aspectRatio: r.aspectRatio, engine: r.engine, renderer: r.renderer, notes: r.notes },
+    data: {
+      url: resign(r.url),
+      width: r.width,
+      height: r.height,
+      aspectRatio: r.aspectRatio,
+      engine: r.engine,
+      renderer: r.renderer,
+      notes: r.notes,
+    },
   });
 
   const generateImage: ToolDefinition<{ prompt: string; aspectRatio?: (typeof IMAGE_ASPECT_RATIOS)[number] }> = {
@@ -61,7 +73,10 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
     description: 'Draw an image from a description (a paid render; answers the image URL).',
     input: z.strictObject({
       prompt: prompt(4000, 'What to draw.'),
-      aspectRatio: z.enum(IMAGE_ASPECT_RATIOS, { error: `must be one of ${IMAGE_ASPECT_RATIOS.join(', ')}` }).optional().describe('Default 1:1.'),
+      aspectRatio: z
+        .enum(IMAGE_ASPECT_RATIOS, { error: `must be one of ${IMAGE_ASPECT_RATIOS.join(', ')}` })
+        .optional()
+        .describe('Default 1:1.'),
     }),
     scope: 'ai',
     spends: ['image'],
@@ -74,7 +89,17 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
       const { result } = await paidCall<Omit<ImageResult, 'charged'>, Rendered>(rt, {
         pool: 'image',
         operation: 'image',
-        payload: { kind: 'image', accountId, prompt: args.prompt, engine, aspectRatio: args.aspectRatio ?? '1:1', style: null, referenceImageUrls: [], includeBase64: false, notes },
+        payload: {
+          kind: 'image',
+          accountId,
+          prompt: args.prompt,
+          engine,
+          aspectRatio: args.aspectRatio ?? '1:1',
+          style: null,
+          referenceImageUrls: [],
+          includeBase64: false,
+          notes,
+        },
         timeoutMs: rt.config.IMAGE_RPC_TIMEOUT_MS,
         charge: 'image',
         accountId,
@@ -86,7 +111,13 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
           const { base64: _inline, ...rendered } = answer;
           await guard();
           try {
-            await deliveries.insertOne({ _id: id, accountId, prompt: args.prompt, result: rendered, createdAt: new Date() });
+            await deliveries.insertOne({
+              _id: id,
+              accountId,
+              prompt: args.prompt,
+              result: rendered,
+              createdAt: new Date(),
+            });
           } catch (err) {
             if (!isDuplicateKey(err)) throw err;
             return (await deliveries.findOne({ _id: id, accountId }))?.result ?? rendered;
@@ -106,8 +137,17 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
     spends: ['video_standard', 'video_premium'],
     async run(args, ctx) {
       const request = parseOrThrow(VideoRequest, { prompt: args.prompt });
-      const { envelope } = await videos.dispatch({ account: ctx.account, requestId: ctx.requestId, jobId: ctx.idFor(JOB_ID_PREFIX.video), request });
-      return { type: 'video', title: titleFrom(args.prompt), data: jobData(envelope.jobId, { status: envelope.status, notes: envelope.notes }) };
+      const { envelope } = await videos.dispatch({
+        account: ctx.account,
+        requestId: ctx.requestId,
+        jobId: ctx.idFor(JOB_ID_PREFIX.video),
+        request,
+      });
+      return {
+        type: 'video',
+        title: titleFrom(args.prompt),
+        data: jobData(envelope.jobId, { status: envelope.status, notes: envelope.notes }),
+      };
     },
   };
 
@@ -116,22 +156,40 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
     description: 'Compose a song (music and lyrics) from what it is about and a style (a charged job; poll it).',
     input: z.strictObject({
       prompt: prompt(900, 'What the song is about.'),
-      style: text(200).trim().min(1, { error: 'must not be empty' }).optional().describe('Genre, mood, instruments, or "in the style of" a kind of music.'),
+      style: text(200)
+        .trim()
+        .min(1, { error: 'must not be empty' })
+        .optional()
+        .describe('Genre, mood, instruments, or "in the style of" a kind of music.'),
     }),
     scope: 'ai',
     spends: ['song'],
     async run(args, ctx) {
       const songTitle = titleFrom(args.prompt, 60);
-      const style = !args.style ? args.prompt : args.prompt.toLowerCase().includes(args.style.toLowerCase()) ? args.style : `${args.style}, about ${args.prompt}`;
+      const style = !args.style
+        ? args.prompt
+        : args.prompt.toLowerCase().includes(args.style.toLowerCase())
+          ? args.style
+          : `${args.style}, about ${args.prompt}`;
       const request = parseOrThrow(SongRequest, { style, title: songTitle });
-      const { envelope } = await songs.dispatch({ accountId: ctx.account._id, requestId: ctx.requestId, jobId: ctx.idFor(JOB_ID_PREFIX.song), request });
-      return { type: 'song', title: songTitle, data: jobData(envelope.jobId, { status: envelope.status, style: args.style ?? null }) };
+      const { envelope } = await songs.dispatch({
+        accountId: ctx.account._id,
+        requestId: ctx.requestId,
+        jobId: ctx.idFor(JOB_ID_PREFIX.song),
+        request,
+      });
+      return {
+        type: 'song',
+        title: songTitle,
+        data: jobData(envelope.jobId, { status: envelope.status, style: args.style ?? null }),
+      };
     },
   };
 
   const buildCode: ToolDefinition<{ prompt: string }> = {
     name: 'build_code',
-    description: 'Build a small runnable web app from a description (a charged code-build job; opens in the code editor).',
+    description:
+      'Build a small runnable web app from a description (a charged code-build job; opens in the code editor).',
     input: z.strictObject({ prompt: prompt(20_000, 'What the app should do.') }),
     scope: 'ai',
     spends: ['code_build'],
@@ -151,14 +209,28 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
         operation: 'code_build',
         input: request,
         before: async (jobId) => {
-          project = await projects.create({ accountId, kind: 'code', name, description: args.prompt.slice(0, 2000), content: { prompt: args.prompt, jobId }, idFor: ctx.idFor });
+          project = await projects.create({
+            accountId,
+            kind: 'code',
+            name,
+            description: args.prompt.slice(0, 2000),
+            content: { prompt: args.prompt, jobId },
+            idFor: ctx.idFor,
+          });
         },
         undo: async () => {
           if (project) await projects.remove(accountId, project._id, undefined).catch(() => undefined);
         },
       });
       const made = project!;
-      return projectArtifact({ type: 'document', title: made.name, kind: 'code', projectId: made._id, publicBaseUrl: base, data: jobData(job._id, { status: job.status, kind: 'code_build' }) });
+      return projectArtifact({
+        type: 'document',
+        title: made.name,
+        kind: 'code',
+        projectId: made._id,
+        publicBaseUrl: base,
+        data: jobData(job._id, { status: job.status, kind: 'code_build' }),
+      });
     },
   };
 
@@ -170,8 +242,18 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
     spends: ['research'],
     async run(args, ctx) {
       const request = parseOrThrow(ResearchRequest, { query: args.query });
-      const { envelope } = await research.dispatch({ accountId: ctx.account._id, requestId: ctx.requestId, jobId: ctx.idFor(JOB_ID_PREFIX.research), request, key: ctx.key });
-      return { type: 'document', title: `Research: ${titleFrom(args.query, 70)}`, data: jobData(envelope.jobId, { status: envelope.status, kind: 'research' }) };
+      const { envelope } = await research.dispatch({
+        accountId: ctx.account._id,
+        requestId: ctx.requestId,
+        jobId: ctx.idFor(JOB_ID_PREFIX.research),
+        request,
+        key: ctx.key,
+      });
+      return {
+        type: 'document',
+        title: `Research: ${titleFrom(args.query, 70)}`,
+        data: jobData(envelope.jobId, { status: envelope.status, kind: 'research' }),
+      };
     },
   };
 

@@ -30,12 +30,15 @@ function hsl(h: number, s: number, l: number): string {
   const f = (n: number) => {
     const k = (n + h / 30) % 12;
     const c = l / 100 - a * Math.max(-1, Math.min(k - 3, 9 - k, 1));
-    return Math.round(c * 255).toString(16).padStart(2, '0');
+    return Math.round(c * 255)
+      .toString(16)
+      .padStart(2, '0');
   };
   return `#${f(0)}${f(8)}${f(4)}`;
 }
 
-const long = (hex: string) => (hex.length === 4 ? `#${hex[1]}${hex[1]}${hex[2]}${hex[2]}${hex[3]}${hex[3]}` : hex).toLowerCase();
+const long = (hex: string) =>
+  (hex.length === 4 ? `#${hex[1]}${hex[1]}${hex[2]}${hex[2]}${hex[3]}${hex[3]}` : hex).toLowerCase();
 
 /**
  * A palette and a font pair derived from the brand name alone (a hash picks the hue and the
@@ -45,9 +48,20 @@ const long = (hex: string) => (hex.length === 4 ? `#${hex[1]}${hex[1]}${hex[2]}$
 export function brandTheme(brand: string, colors: readonly string[] = []) {
   const h = createHash('sha256').update(brand.trim().toLowerCase()).digest();
   const hue = ((h[0]! << 8) | h[1]!) % 360;
-  const derived = { primary: hsl(hue, 65, 42), secondary: hsl((hue + 30) % 360, 55, 55), accent: hsl((hue + 180) % 360, 75, 50), background: hsl(hue, 30, 97), text: hsl(hue, 25, 15) };
+  const derived = {
+    primary: hsl(hue, 65, 42),
+    secondary: hsl((hue + 30) % 360, 55, 55),
+    accent: hsl((hue + 180) % 360, 75, 50),
+    background: hsl(hue, 30, 97),
+    text: hsl(hue, 25, 15),
+  };
   const given = colors.map(long);
-  const palette = { ...derived, ...(given[0] ? { primary: given[0] } : {}), ...(given[1] ? { secondary: given[1] } : {}), ...(given[2] ? { accent: given[2] } : {}) };
+  const palette = {
+    ...derived,
+    ...(given[0] ? { primary: given[0] } : {}),
+    ...(given[1] ? { secondary: given[1] } : {}),
+    ...(given[2] ? { accent: given[2] } : {}),
+  };
   return { palette, fonts: FONT_PAIRS[h[2]! % FONT_PAIRS.length]! };
 }
 
@@ -62,15 +76,26 @@ export function miscTools(rt: Runtime): ToolDefinition[] {
     scope: 'ai',
     spends: [],
     // No search provider is wired into this deployment; an honest error beats made-up results.
-    run: async () => errorArtifact('Web search is not configured', 'web search is not configured in this deployment (no search provider); nothing was searched and nothing was charged', { tool: 'web_search', code: 'web_search_not_configured' }),
+    run: async () =>
+      errorArtifact(
+        'Web search is not configured',
+        'web search is not configured in this deployment (no search provider); nothing was searched and nothing was charged',
+        { tool: 'web_search', code: 'web_search_not_configured' },
+      ),
   };
 
   const theme: ToolDefinition<{ brand: string; colors?: string[] }> = {
     name: 'brand_theme',
-    description: 'Make a brand theme (colour palette and fonts) for a brand name, optionally starting from given hex colours.',
+    description:
+      'Make a brand theme (colour palette and fonts) for a brand name, optionally starting from given hex colours.',
     input: z.strictObject({
       brand: line(120).trim().min(1, { error: 'must not be empty' }),
-      colors: z.array(z.string().regex(HEX, { error: 'must be a #rgb or #rrggbb colour' }), { error: 'must be an array of colours' }).max(5, { error: 'must have at most 5 colours' }).optional(),
+      colors: z
+        .array(z.string().regex(HEX, { error: 'must be a #rgb or #rrggbb colour' }), {
+          error: 'must be an array of colours',
+        })
+        .max(5, { error: 'must have at most 5 colours' })
+        .optional(),
     }),
     scope: 'ai',
     spends: [],
@@ -83,7 +108,11 @@ export function miscTools(rt: Runtime): ToolDefinition[] {
   const platformAction: ToolDefinition<{ action: PlatformAction }> = {
     name: 'platform_action',
     description: 'Give the user a link to a place in the app: their Drive, projects, billing or settings.',
-    input: z.strictObject({ action: z.enum(Object.keys(PLATFORM_ACTIONS) as [PlatformAction, ...PlatformAction[]], { error: `must be one of ${Object.keys(PLATFORM_ACTIONS).join(', ')}` }) }),
+    input: z.strictObject({
+      action: z.enum(Object.keys(PLATFORM_ACTIONS) as [PlatformAction, ...PlatformAction[]], {
+        error: `must be one of ${Object.keys(PLATFORM_ACTIONS).join(', ')}`,
+      }),
+    }),
     scope: 'ai',
     spends: [],
     async run(args): Promise<ChatArtifact> {

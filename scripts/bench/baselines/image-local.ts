@@ -4,7 +4,14 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { encodePng } from './png';
 import type { ImageEngine, ImageRenderInput, ImageRenderOutput } from '../../../workers/engines/images/image.engine';
-import { colourWordsIn, paint, paletteFor, prng, seedBytes, type PaintOptions } from '../../../workers/engines/images/procedural';
+import {
+  colourWordsIn,
+  paint,
+  paletteFor,
+  prng,
+  seedBytes,
+  type PaintOptions,
+} from '../../../workers/engines/images/procedural';
 
 /** How each public engine name looks when the local painter serves it. */
 const LOOKS: Record<ImageRenderInput['engine'], Omit<PaintOptions, 'width' | 'height' | 'seed' | 'palette' | 'cfg'>> = {

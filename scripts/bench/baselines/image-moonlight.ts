@@ -8,7 +8,10 @@ import { encodePng } from './png';
 import { colourWordsIn, paint, paletteFor, prng, seedBytes } from '../../../workers/engines/images/procedural';
 
 /** The old in-house model: value-noise octaves, glows and a palette, PNG by the hand-written encoder. */
-export async function renderMoonlightBaseline(input: { prompt: string; aspectRatio: MoonlightAspectRatio; seed: number; steps: number; cfg: number }, signal: AbortSignal) {
+export async function renderMoonlightBaseline(
+  input: { prompt: string; aspectRatio: MoonlightAspectRatio; seed: number; steps: number; cfg: number },
+  signal: AbortSignal,
+) {
   const { width, height } = MOONLIGHT_SIZES[input.aspectRatio];
   const seed = seedBytes('moonlight-procedural-v1', input.prompt, input.seed);
   const palette = paletteFor(colourWordsIn(input.prompt), prng(seed), input.prompt);
@@ -28,6 +31,10 @@ export async function renderMoonlightBaseline(input: { prompt: string; aspectRat
     },
   });
   const adultScore = skinToneShare(pixels, 3);
-  const png = encodePng(width, height, pixels, 3, { Software: 'moonlight-procedural-v1', Seed: String(input.seed), Steps: String(input.steps) });
+  const png = encodePng(width, height, pixels, 3, {
+    Software: 'moonlight-procedural-v1',
+    Seed: String(input.seed),
+    Steps: String(input.steps),
+  });
   return { png, width, height, adultScore };
 }

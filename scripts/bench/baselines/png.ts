@@ -17,8 +17,15 @@ const chunk = (type: string, data: Buffer) => {
 };
 
 /** Encode `pixels` (width*height*channels bytes, row-major) as PNG. */
-export function encodePng(width: number, height: number, pixels: Uint8Array, channels: 3 | 4 = 4, text: Record<string, string> = {}): Buffer {
-  if (pixels.length !== width * height * channels) throw new Error(`expected ${width * height * channels} bytes, got ${pixels.length}`);
+export function encodePng(
+  width: number,
+  height: number,
+  pixels: Uint8Array,
+  channels: 3 | 4 = 4,
+  text: Record<string, string> = {},
+): Buffer {
+  if (pixels.length !== width * height * channels)
+    throw new Error(`expected ${width * height * channels} bytes, got ${pixels.length}`);
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);
   ihdr.writeUInt32BE(height, 4);
@@ -34,7 +41,13 @@ export function encodePng(width: number, height: number, pixels: Uint8Array, cha
     Buffer.from(pixels.buffer, pixels.byteOffset + y * stride, stride).copy(raw, y * (stride + 1) + 1);
   }
   const texts = Object.entries(text).map(([k, v]) => chunk('tEXt', Buffer.from(`${k}\0${v}`, 'latin1')));
-  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), ...texts, chunk('IDAT', deflateSync(raw, { level: 6 })), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    SIGNATURE,
+    chunk('IHDR', ihdr),
+    ...texts,
+    chunk('IDAT', deflateSync(raw, { level: 6 })),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 export interface DecodedPng {
@@ -61,7 +74,8 @@ export function decodePng(png: Buffer): DecodedPng {
     if (type === 'IHDR') {
       width = data.readUInt32BE(0);
       height = data.readUInt32BE(4);
-      if (data[8] !== 8 || (data[9] !== 2 && data[9] !== 6) || data[12] !== 0) throw new Error('unsupported PNG variant');
+      if (data[8] !== 8 || (data[9] !== 2 && data[9] !== 6) || data[12] !== 0)
+        throw new Error('unsupported PNG variant');
       channels = data[9] === 6 ? 4 : 3;
     } else if (type === 'IDAT') idat.push(data);
     else if (type === 'tEXt') {

@@ -16,7 +16,19 @@ export interface ContentSlide {
   width: number;
   height: number;
   background: { imageUrl: string | null };
-  elements: { id: string; type: 'text' | 'list'; x: number; y: number; w: number; h: number; text?: string; items?: string[]; fontSize: number; color: string; bold: boolean }[];
+  elements: {
+    id: string;
+    type: 'text' | 'list';
+    x: number;
+    y: number;
+    w: number;
+    h: number;
+    text?: string;
+    items?: string[];
+    fontSize: number;
+    color: string;
+    bold: boolean;
+  }[];
 }
 
 const seedOf = (s: string) => createHash('sha256').update(s).digest().readUInt32BE(0);
@@ -69,22 +81,61 @@ export function renderSlide(input: SlideInput): { png: Buffer; layout: Omit<Cont
     const titleScale = 7;
     const lines = wrapText(slide.title, titleScale, width, 2);
     let y = 140;
-    if (input.mode === 'creator') for (const [i, l] of lines.entries()) drawText(cv, MARGIN, y + i * (GLYPH_H * titleScale + 6), l, titleScale, text);
-    elements.push({ id: 'title', type: 'text', x: MARGIN, y, w: width, h: lines.length * (GLYPH_H * titleScale + 6), text: slide.title, fontSize: 48, color: theme.text, bold: true });
+    if (input.mode === 'creator')
+      for (const [i, l] of lines.entries())
+        drawText(cv, MARGIN, y + i * (GLYPH_H * titleScale + 6), l, titleScale, text);
+    elements.push({
+      id: 'title',
+      type: 'text',
+      x: MARGIN,
+      y,
+      w: width,
+      h: lines.length * (GLYPH_H * titleScale + 6),
+      text: slide.title,
+      fontSize: 48,
+      color: theme.text,
+      bold: true,
+    });
     y += lines.length * (GLYPH_H * titleScale + 6) + 16;
     fillRect(cv, MARGIN, y, 120, 8, accent);
     y += 36;
     const sub = slide.bullets.join('\n');
     const subLines = slide.bullets.flatMap((b) => wrapText(b, 3, width, 2)).slice(0, 5);
-    if (input.mode === 'creator') for (const [i, l] of subLines.entries()) drawText(cv, MARGIN, y + i * 30, l, 3, muted);
-    elements.push({ id: 'subtitle', type: 'text', x: MARGIN, y, w: width, h: subLines.length * 30, text: sub, fontSize: 22, color: theme.text, bold: false });
+    if (input.mode === 'creator')
+      for (const [i, l] of subLines.entries()) drawText(cv, MARGIN, y + i * 30, l, 3, muted);
+    elements.push({
+      id: 'subtitle',
+      type: 'text',
+      x: MARGIN,
+      y,
+      w: width,
+      h: subLines.length * 30,
+      text: sub,
+      fontSize: 22,
+      color: theme.text,
+      bold: false,
+    });
   } else {
-    if (input.mode === 'content') fillRect(cv, MARGIN - 24, 40, width + 48, SLIDE_H - 100, hexToRgb(theme.surface), 0.85);
+    if (input.mode === 'content')
+      fillRect(cv, MARGIN - 24, 40, width + 48, SLIDE_H - 100, hexToRgb(theme.surface), 0.85);
     fillRect(cv, MARGIN - 20, 56, 8, 48, accent);
     const titleScale = 5;
     const tLines = wrapText(slide.title, titleScale, width, 2);
-    if (input.mode === 'creator') for (const [i, l] of tLines.entries()) drawText(cv, MARGIN, 60 + i * (GLYPH_H * titleScale + 4), l, titleScale, text);
-    elements.push({ id: 'title', type: 'text', x: MARGIN, y: 60, w: width, h: tLines.length * (GLYPH_H * titleScale + 4), text: slide.title, fontSize: 36, color: theme.text, bold: true });
+    if (input.mode === 'creator')
+      for (const [i, l] of tLines.entries())
+        drawText(cv, MARGIN, 60 + i * (GLYPH_H * titleScale + 4), l, titleScale, text);
+    elements.push({
+      id: 'title',
+      type: 'text',
+      x: MARGIN,
+      y: 60,
+      w: width,
+      h: tLines.length * (GLYPH_H * titleScale + 4),
+      text: slide.title,
+      fontSize: 36,
+      color: theme.text,
+      bold: true,
+    });
     let y = 60 + tLines.length * (GLYPH_H * titleScale + 4) + 28;
     const top = y;
     for (const b of slide.bullets) {
@@ -96,7 +147,18 @@ export function renderSlide(input: SlideInput): { png: Buffer; layout: Omit<Cont
       }
       y += bl.length * 28 + 14;
     }
-    elements.push({ id: 'bullets', type: 'list', x: MARGIN, y: top, w: width, h: y - top, items: slide.bullets, fontSize: 22, color: theme.text, bold: false });
+    elements.push({
+      id: 'bullets',
+      type: 'list',
+      x: MARGIN,
+      y: top,
+      w: width,
+      h: y - top,
+      items: slide.bullets,
+      fontSize: 22,
+      color: theme.text,
+      bold: false,
+    });
   }
 
   // Footer: deck or company name, and the slide number.
@@ -106,6 +168,9 @@ export function renderSlide(input: SlideInput): { png: Buffer; layout: Omit<Cont
     drawText(cv, MARGIN, SLIDE_H - 36, wrapText(footer, 2, width - 120, 1)[0] ?? '', 2, muted);
     drawText(cv, SLIDE_W - MARGIN - textWidth(num, 2), SLIDE_H - 36, num, 2, muted);
   }
-  const png = encodePng(SLIDE_W, SLIDE_H, cv.pixels, 3, { Software: 'local-slide-renderer-v1', Title: slide.title.replace(/[^\x20-\x7e]/g, '?').slice(0, 200) });
+  const png = encodePng(SLIDE_W, SLIDE_H, cv.pixels, 3, {
+    Software: 'local-slide-renderer-v1',
+    Title: slide.title.replace(/[^\x20-\x7e]/g, '?').slice(0, 200),
+  });
   return { png, layout: input.mode === 'content' ? { version: 1, width: SLIDE_W, height: SLIDE_H, elements } : null };
 }

@@ -17,5 +17,8 @@ export interface CodeEngineOutput {
 export interface CodeEngine {
   /** Public engine name reported in the result. */
   readonly name: string;
-  build(input: CodeEngineInput, ctx: { signal: AbortSignal; progress(raw: string, msg: string): Promise<void> }): Promise<CodeEngineOutput>;
+  build(
+    input: CodeEngineInput,
+    ctx: { signal: AbortSignal; progress(raw: string, msg: string): Promise<void> },
+  ): Promise<CodeEngineOutput>;
 }

@@ -26,7 +26,8 @@ export function kindOf(prompt: string): Kind {
   return 'notes';
 }
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 /** A JS string literal that is safe inside a <script> element. */
 const jsString = (s: string) => JSON.stringify(s).replaceAll('<', '\\u003c');
 
@@ -36,8 +37,17 @@ input[type=text]{font:inherit;padding:.4rem;width:60%}ul{padding-left:1.2rem}li.
 .big{font-size:3rem;font-variant-numeric:tabular-nums;margin:1rem 0}`;
 
 const FEATURES: Record<Kind, string[]> = {
-  todo: ['Add items from a text field', 'Tick items done and remove them', 'Keep the list in localStorage across reloads', 'Show how many items are left'],
-  counter: ['Show the current count in large type', 'Increment, decrement and reset buttons', 'Keep the count in localStorage'],
+  todo: [
+    'Add items from a text field',
+    'Tick items done and remove them',
+    'Keep the list in localStorage across reloads',
+    'Show how many items are left',
+  ],
+  counter: [
+    'Show the current count in large type',
+    'Increment, decrement and reset buttons',
+    'Keep the count in localStorage',
+  ],
   timer: ['Show elapsed time as mm:ss.t', 'Start, pause and reset controls', 'Record laps in a list'],
   notes: ['Add short notes from a text field', 'Filter notes as you type', 'Keep notes in localStorage'],
 };
@@ -177,7 +187,11 @@ export function createLocalCodeEngine(): CodeEngine {
       }
       await ctx.progress('generating', `Generating a ${input.framework} ${kind} app`);
       const html = renderApp(input, kind);
-      return { html, plan, summary: `A ${kind} app in ${input.framework === 'react' ? 'React' : 'plain HTML and JavaScript'}: ${FEATURES[kind].join('; ')}.` };
+      return {
+        html,
+        plan,
+        summary: `A ${kind} app in ${input.framework === 'react' ? 'React' : 'plain HTML and JavaScript'}: ${FEATURES[kind].join('; ')}.`,
+      };
     },
   };
 }

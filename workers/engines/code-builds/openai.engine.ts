@@ -6,7 +6,12 @@ import type { CodeEngine, CodeEngineOutput } from './code.engine';
  * openai-compatible: asks an OpenAI-compatible chat-completions API (workers/engines/openai-chat.ts)
  * for one self-contained HTML file, and a plan first when asked.
  */
-export function createOpenAiCodeEngine(opts: { baseUrl: string; apiKey?: string; model: string; timeoutMs?: number }): CodeEngine {
+export function createOpenAiCodeEngine(opts: {
+  baseUrl: string;
+  apiKey?: string;
+  model: string;
+  timeoutMs?: number;
+}): CodeEngine {
   const call = async (messages: ChatMessage[], signal: AbortSignal): Promise<string> =>
     (await chatComplete({ ...opts, label: 'code provider' }, messages, { signal })).content;
 
@@ -18,7 +23,10 @@ export function createOpenAiCodeEngine(opts: { baseUrl: string; apiKey?: string;
         await ctx.progress('planning', 'Asking the provider for a plan');
         plan = await call(
           [
-            { role: 'system', content: 'You plan small single-page web apps. Answer in Markdown: goal, features, steps.' },
+            {
+              role: 'system',
+              content: 'You plan small single-page web apps. Answer in Markdown: goal, features, steps.',
+            },
             { role: 'user', content: input.prompt },
           ],
           ctx.signal,
@@ -30,7 +38,9 @@ export function createOpenAiCodeEngine(opts: { baseUrl: string; apiKey?: string;
           {
             role: 'system',
             content: `Write ONE self-contained HTML file (inline CSS and JS, no external URLs) for the app the user describes. ${
-              input.framework === 'react' ? 'Use React 18 via React.createElement with no build step.' : 'Use plain JavaScript.'
+              input.framework === 'react'
+                ? 'Use React 18 via React.createElement with no build step.'
+                : 'Use plain JavaScript.'
             } Title: ${input.name}. Answer with the file in a single \`\`\`html block.`,
           },
           ...(plan ? [{ role: 'assistant' as const, content: plan }] : []),

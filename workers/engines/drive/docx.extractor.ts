@@ -9,7 +9,10 @@ export function createDocxExtractor(): DriveTextExtractor {
     async extract(bytes, { signal, maxInflatedBytes }) {
       await assertZipInflateWithin(bytes, signal, maxInflatedBytes);
       const r = await raceSignal(mammoth.extractRawText({ buffer: bytes }), signal);
-      const text = r.value.replace(/\r\n?/g, '\n').replace(/\n{3,}/g, '\n\n').trim();
+      const text = r.value
+        .replace(/\r\n?/g, '\n')
+        .replace(/\n{3,}/g, '\n\n')
+        .trim();
       return { text, truncated: false };
     },
   };

@@ -6,7 +6,14 @@ import type { DriveFileDoc } from '../../../platform/drive/drive.types';
  * WARNING: engine names are persisted (DriveTextDoc.engine, file.text.engine); add, never rename.
  * `exceljs-xlsx-v1` no longer runs (ooxml-xlsx-v1 reads XLSX now) but names texts stored before.
  */
-export const DRIVE_TEXT_ENGINES = ['pdfjs-text-v1', 'mammoth-docx-v1', 'exceljs-xlsx-v1', 'ooxml-xlsx-v1', 'pptx-xml-v1', 'utf8-text-v1'] as const;
+export const DRIVE_TEXT_ENGINES = [
+  'pdfjs-text-v1',
+  'mammoth-docx-v1',
+  'exceljs-xlsx-v1',
+  'ooxml-xlsx-v1',
+  'pptx-xml-v1',
+  'utf8-text-v1',
+] as const;
 export type DriveTextEngineName = (typeof DRIVE_TEXT_ENGINES)[number];
 
 export interface DriveExtracted {
@@ -44,7 +51,8 @@ const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.doc
 const XLSX = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 const PPTX = 'application/vnd.openxmlformats-officedocument.presentationml.presentation';
 /** MIME types read as UTF-8 text whatever their kind. */
-const TEXT_MIME = /^(text\/|application\/(json|xml|javascript|x-javascript|typescript|x-typescript|x-sh|x-yaml|yaml|toml|sql|x-sql|graphql|ld\+json|x-ndjson)\b)/;
+const TEXT_MIME =
+  /^(text\/|application\/(json|xml|javascript|x-javascript|typescript|x-typescript|x-sh|x-yaml|yaml|toml|sql|x-sql|graphql|ld\+json|x-ndjson)\b)/;
 
 export type DriveFormat = 'pdf' | 'docx' | 'xlsx' | 'pptx' | 'text' | null;
 

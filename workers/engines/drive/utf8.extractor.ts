@@ -20,7 +20,8 @@ export function createUtf8Extractor(): DriveTextExtractor {
       }
       if (text.includes('\u0000')) throw new NotTextError('the bytes hold NUL characters: a binary file');
       const controls = text.match(/[\u0001-\u0008\u000b\u000e-\u001f\u007f]/g)?.length ?? 0;
-      if (controls > Math.max(8, text.length * MAX_CONTROL_SHARE)) throw new NotTextError('the bytes hold many control characters: a binary file');
+      if (controls > Math.max(8, text.length * MAX_CONTROL_SHARE))
+        throw new NotTextError('the bytes hold many control characters: a binary file');
       return { text: text.length > maxChars ? text.slice(0, maxChars + 1) : text, truncated: false };
     },
   };

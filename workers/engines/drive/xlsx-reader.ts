@@ -40,7 +40,20 @@ const parse = (xml: string) => parser.parse(xml) as XNode[];
 const rootOf = (doc: XNode[], tag: string) => doc.find((n) => tagOf(n) === tag);
 
 /** Built-in number formats that are dates or times (ECMA-376 Part 1, 18.8.30). */
-const BUILTIN_DATES: Record<number, DateKind> = { 14: 'date', 15: 'date', 16: 'date', 17: 'date', 18: 'time', 19: 'time', 20: 'time', 21: 'time', 22: 'datetime', 45: 'time', 46: 'elapsed', 47: 'time' };
+const BUILTIN_DATES: Record<number, DateKind> = {
+  14: 'date',
+  15: 'date',
+  16: 'date',
+  17: 'date',
+  18: 'time',
+  19: 'time',
+  20: 'time',
+  21: 'time',
+  22: 'datetime',
+  45: 'time',
+  46: 'elapsed',
+  47: 'time',
+};
 
 /** Whether a custom number format shows a date or time, judged on its first section with literals, colours and conditions removed. */
 export function dateKindOf(formatCode: string): DateKind | null {
@@ -84,13 +97,15 @@ export function columnOf(ref: string | undefined): number | null {
 }
 
 /** `_xHHHH_` is how OOXML strings carry characters XML cannot (ST_Xstring); `_x005F_` is a literal underscore. */
-const unescapeX = (s: string) => (s.includes('_x') ? s.replace(/_x([0-9A-Fa-f]{4})_/g, (_, h: string) => String.fromCharCode(parseInt(h, 16))) : s);
+const unescapeX = (s: string) =>
+  s.includes('_x') ? s.replace(/_x([0-9A-Fa-f]{4})_/g, (_, h: string) => String.fromCharCode(parseInt(h, 16))) : s;
 
 // The shapes of cells and string items, any namespace prefix (`<x:c>`); `(?<!\/)>` ends a start tag that is not self-closing.
 const NS = '(?:[\\w.-]+:)?';
 const CELL = new RegExp(`<${NS}c(?=[\\s/>])([^>]*?)(?:/>|>([\\s\\S]*?)</${NS}c>)`, 'g');
 const ATTR = /([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')/g;
-const element = (tag: string, flags = '') => new RegExp(`<${NS}${tag}(?:\\s[^>]*)?(?<!/)>([\\s\\S]*?)</${NS}${tag}>`, flags);
+const element = (tag: string, flags = '') =>
+  new RegExp(`<${NS}${tag}(?:\\s[^>]*)?(?<!/)>([\\s\\S]*?)</${NS}${tag}>`, flags);
 const V = element('v');
 const IS = element('is');
 const T = element('t', 'g');
@@ -136,14 +151,17 @@ interface Workbook {
 }
 
 /** A relationship's target as a part name: absolute (`/xl/…`) or relative to the source part's folder. */
-const resolveTarget = (from: string, target: string) => (target.startsWith('/') ? target.slice(1) : posix.normalize(posix.join(posix.dirname(from), target)));
+const resolveTarget = (from: string, target: string) =>
+  target.startsWith('/') ? target.slice(1) : posix.normalize(posix.join(posix.dirname(from), target));
 
 /** The workbook part (from the package relationships, else xl/workbook.xml), its sheets in order, and where its shared strings and styles are. */
 async function readWorkbook(zip: JSZip, read: (name: string) => Promise<string | null>): Promise<Workbook> {
   let main = 'xl/workbook.xml';
   const pkgRels = await read('_rels/.rels');
   if (pkgRels) {
-    const office = findAll(rootOf(parse(pkgRels), 'Relationships') ?? {}, 'Relationship').find((r) => /\/officeDocument$/.test(attrs(r).Type ?? ''));
+    const office = findAll(rootOf(parse(pkgRels), 'Relationships') ?? {}, 'Relationship').find((r) =>
+      /\/officeDocument$/.test(attrs(r).Type ?? ''),
+    );
     if (office) main = resolveTarget('', attrs(office).Target ?? main);
   }
   const xml = await read(main);
@@ -153,7 +171,8 @@ async function readWorkbook(zip: JSZip, read: (name: string) => Promise<string |
   if (relsXml) {
     for (const r of findAll(rootOf(parse(relsXml), 'Relationships') ?? {}, 'Relationship')) {
       const a = attrs(r);
-      if (a.TargetMode !== 'External' && a.Id && a.Target) rels.set(a.Id, { type: a.Type ?? '', part: resolveTarget(main, a.Target) });
+      if (a.TargetMode !== 'External' && a.Id && a.Target)
+        rels.set(a.Id, { type: a.Type ?? '', part: resolveTarget(main, a.Target) });
     }
   }
   const byType = (suffix: string) => [...rels.values()].find((r) => r.type.endsWith(suffix))?.part ?? null;
@@ -166,7 +185,12 @@ async function readWorkbook(zip: JSZip, read: (name: string) => Promise<string |
     if (rel && !rel.type.endsWith('/worksheet')) continue; // a chart sheet, a dialog sheet, a macro sheet
     sheets.push({ name: attrs(s).name ?? '', part: rel && zip.file(rel.part) ? rel.part : null });
   }
-  return { sheets, sharedStrings: byType('/sharedStrings'), styles: byType('/styles'), date1904: pr.date1904 === '1' || pr.date1904 === 'true' };
+  return {
+    sheets,
+    sharedStrings: byType('/sharedStrings'),
+    styles: byType('/styles'),
+    date1904: pr.date1904 === '1' || pr.date1904 === 'true',
+  };
 }
 
 /** For each cell style (`s`, an index into cellXfs), the kind of date its number format shows, or null. */
@@ -175,7 +199,8 @@ function dateStyles(xml: string | null): (DateKind | null)[] {
   const sheet = rootOf(parse(xml), 'styleSheet');
   if (!sheet) return [];
   const custom = new Map<number, string>();
-  for (const f of kids(child(sheet, 'numFmts') ?? {}).filter((k) => tagOf(k) === 'numFmt')) custom.set(Number(attrs(f).numFmtId), attrs(f).formatCode ?? '');
+  for (const f of kids(child(sheet, 'numFmts') ?? {}).filter((k) => tagOf(k) === 'numFmt'))
+    custom.set(Number(attrs(f).numFmtId), attrs(f).formatCode ?? '');
   return kids(child(sheet, 'cellXfs') ?? {})
     .filter((k) => tagOf(k) === 'xf')
     .map((xf) => {
@@ -186,7 +211,13 @@ function dateStyles(xml: string | null): (DateKind | null)[] {
 }
 
 /** One `c` element's text (see the module's comment), from its attributes and inner XML. */
-function cellText(a: Record<string, string>, inner: string, shared: string[], styles: (DateKind | null)[], date1904: boolean): string {
+function cellText(
+  a: Record<string, string>,
+  inner: string,
+  shared: string[],
+  styles: (DateKind | null)[],
+  date1904: boolean,
+): string {
   if (a.t === 'inlineStr') {
     const is = IS.exec(inner);
     return is ? stringItemText(is[1]!) : '';
@@ -212,7 +243,12 @@ function cellText(a: Record<string, string>, inner: string, shared: string[], st
 }
 
 /** One `row` element's cell texts by column (a missing cell is ''), and the cell elements it holds. */
-function rowTexts(xml: string, shared: string[], styles: (DateKind | null)[], date1904: boolean): { texts: string[]; cells: number } {
+function rowTexts(
+  xml: string,
+  shared: string[],
+  styles: (DateKind | null)[],
+  date1904: boolean,
+): { texts: string[]; cells: number } {
   const texts: string[] = [];
   let cells = 0;
   let col = 0;
@@ -231,11 +267,22 @@ function rowTexts(xml: string, shared: string[], styles: (DateKind | null)[], da
  * still capped at `maxPartBytes`), calling `visit` for each worksheet and each row with a value.
  * Stops when the visitor returns false or the signal aborts (rejecting with its reason).
  */
-export async function readXlsx(zip: JSZip, visit: XlsxVisitor, opts: { signal: AbortSignal; maxPartBytes: number }): Promise<void> {
+export async function readXlsx(
+  zip: JSZip,
+  visit: XlsxVisitor,
+  opts: { signal: AbortSignal; maxPartBytes: number },
+): Promise<void> {
   const { signal, maxPartBytes } = opts;
   const read = async (name: string) => {
     const f = zip.file(name);
-    return f ? readPart(f, maxPartBytes, signal, () => new TooLargeError(`${name} inflates to more than ${Math.round(maxPartBytes / 1048576)} MB`)) : null;
+    return f
+      ? readPart(
+          f,
+          maxPartBytes,
+          signal,
+          () => new TooLargeError(`${name} inflates to more than ${Math.round(maxPartBytes / 1048576)} MB`),
+        )
+      : null;
   };
   const wb = await readWorkbook(zip, read);
   const styles = dateStyles(wb.styles ? await read(wb.styles) : null);

@@ -5,7 +5,8 @@ import { TooLargeError } from './drive-text.engine';
 /** Bytes an Office file (a ZIP) may inflate to in all, for the drive pool (a 4 MB upload is far below; a ZIP bomb is not). */
 export const OFFICE_INFLATED_BYTES_MAX = 100 * 1024 * 1024;
 
-const tooLarge = (max: number) => new TooLargeError(`the document inflates to more than ${Math.round(max / 1048576)} MB`);
+const tooLarge = (max: number) =>
+  new TooLargeError(`the document inflates to more than ${Math.round(max / 1048576)} MB`);
 
 /**
  * Refuse a ZIP that inflates to more than `max` bytes in all, before a reader inflates it whole
@@ -14,7 +15,11 @@ const tooLarge = (max: number) => new TooLargeError(`the document inflates to mo
  * walk stops as soon as the total passes `max`: a ZIP whose headers lie about its sizes is
  * refused after at most `max` bytes of work, never held in memory. Resolves with the opened ZIP.
  */
-export async function assertZipInflateWithin(bytes: Buffer, signal: AbortSignal, max = OFFICE_INFLATED_BYTES_MAX): Promise<JSZip> {
+export async function assertZipInflateWithin(
+  bytes: Buffer,
+  signal: AbortSignal,
+  max = OFFICE_INFLATED_BYTES_MAX,
+): Promise<JSZip> {
   signal.throwIfAborted();
   let zip: JSZip;
   try {
@@ -35,7 +40,9 @@ export async function assertZipInflateWithin(bytes: Buffer, signal: AbortSignal,
       total += chunk.length;
       if (total > max) throw tooLarge(max);
     }).catch((err: unknown) => {
-      throw err instanceof PartInflateError ? new Error(`the file is not a readable ZIP container (${err.message})`) : err;
+      throw err instanceof PartInflateError
+        ? new Error(`the file is not a readable ZIP container (${err.message})`)
+        : err;
     });
   }
   return zip;

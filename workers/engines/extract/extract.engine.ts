@@ -48,6 +48,8 @@ export function linesToText(lines: SizedLine[], ratio = 1.3): string {
     body = sized[i]!.size;
   }
   return lines
-    .map((l) => (body > 0 && l.size >= body * ratio && l.text.length <= 120 && !/^#/.test(l.text) ? `# ${l.text}` : l.text))
+    .map((l) =>
+      body > 0 && l.size >= body * ratio && l.text.length <= 120 && !/^#/.test(l.text) ? `# ${l.text}` : l.text,
+    )
     .join('\n');
 }

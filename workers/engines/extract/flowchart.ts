@@ -1,5 +1,10 @@
 import type { TitleSource } from '../../../contracts/extract';
-import { FLOWCHART_MAX_EDGES, FLOWCHART_MAX_NODES, type FlowchartEdge, type FlowchartNode } from '../../../contracts/projects';
+import {
+  FLOWCHART_MAX_EDGES,
+  FLOWCHART_MAX_NODES,
+  type FlowchartEdge,
+  type FlowchartNode,
+} from '../../../contracts/projects';
 
 /**
  * text-structure-v1: document text in, a flowchart out. Pure and deterministic: the same text
@@ -59,7 +64,14 @@ type Item =
   | { t: 'heading'; text: string }
   | { t: 'step'; text: string; marked: boolean; n: number | null }
   | { t: 'chain'; parts: string[]; n: number | null }
-  | { t: 'decision'; text: string; yes: Branch | null; no: Branch | null; /** "if … then" without else: no skips ahead. */ skipOnNo: boolean; n: number | null }
+  | {
+      t: 'decision';
+      text: string;
+      yes: Branch | null;
+      no: Branch | null /** "if … then" without else: no skips ahead. */;
+      skipOnNo: boolean;
+      n: number | null;
+    }
   | { t: 'end' };
 
 const NUMBERED = /^\(?(\d{1,3})\s*[.):]\s*(?=[^\d\s.)])|^\(?(\d{1,3})[.)]\s+/;
@@ -71,8 +83,10 @@ const BRANCH_IF = /^if\s+(yes|so|not|no)\b\s*[,:]?\s*(?:then\s+)?(.*)$/i;
 const OTHERWISE = /^(?:otherwise|else)\b\s*[,:]?\s*(.+)$/i;
 const IF_THEN = /^if\s+(.+?)(?:\s*,\s*then\s+|\s+then\s+|\s*,\s+|\s*:\s+)(.+)$/i;
 const ELSE_SPLIT = /\s*[,;.]?\s+(?:else|otherwise)\b\s*[,:]?\s*/i;
-const GOTO = /^(?:go\s+(?:back\s+)?to|back\s+to|return\s+to|repeat(?:\s+from)?|loop\s+(?:back\s+)?to)\s+step\s+(\d{1,3})\b/i;
-const TERMINAL = /\b(?:end|ends|stop|stops|reject|rejected|rejects|rejection|decline|declined|cancel|cancelled|canceled|abort|aborted|exit|finish|finished|terminate|terminated|close the case|done)\b/i;
+const GOTO =
+  /^(?:go\s+(?:back\s+)?to|back\s+to|return\s+to|repeat(?:\s+from)?|loop\s+(?:back\s+)?to)\s+step\s+(\d{1,3})\b/i;
+const TERMINAL =
+  /\b(?:end|ends|stop|stops|reject|rejected|rejects|rejection|decline|declined|cancel|cancelled|canceled|abort|aborted|exit|finish|finished|terminate|terminated|close the case|done)\b/i;
 const START_WORD = /^(?:start|begin|started)[.!]?$/i;
 const END_WORD = /^(?:end|finish|finished|stop|done)[.!]?$/i;
 
@@ -106,7 +120,11 @@ function unmark(line: string): { body: string; n: number | null; marked: boolean
 
 const isHeadingLike = (body: string) =>
   (body.length <= 60 && /^[^:]{2,}:$/.test(body) && body.split(' ').length <= 6) ||
-  (body.length <= 60 && body.split(' ').length <= 6 && /[A-Z]{2}/.test(body) && !/[a-z]/.test(body) && !/[?>→]/.test(body));
+  (body.length <= 60 &&
+    body.split(' ').length <= 6 &&
+    /[A-Z]{2}/.test(body) &&
+    !/[a-z]/.test(body) &&
+    !/[?>→]/.test(body));
 
 /** The document's lines as items (headings, steps, chains, decisions with their branches). */
 export function readItems(text: string): Item[] {
@@ -133,7 +151,16 @@ export function readItems(text: string): Item[] {
 
     // A wrapped line: lower-case start, no marker, right after a step or a decision.
     const last = prev as Item | null;
-    if (!marked && /^[a-z]/.test(body) && last && (last.t === 'step' || last.t === 'decision') && !BRANCH.test(body) && !BRANCH_IF.test(body) && !/^if\s/i.test(body) && !OTHERWISE.test(body)) {
+    if (
+      !marked &&
+      /^[a-z]/.test(body) &&
+      last &&
+      (last.t === 'step' || last.t === 'decision') &&
+      !BRANCH.test(body) &&
+      !BRANCH_IF.test(body) &&
+      !/^if\s/i.test(body) &&
+      !OTHERWISE.test(body)
+    ) {
       if (last.t === 'decision' && (last.yes || last.no)) {
         const b = (last.no ?? last.yes)!;
         Object.assign(b, branchOf(`${b.text} ${body}`));
@@ -172,7 +199,14 @@ export function readItems(text: string): Item[] {
     if (ifThen) {
       const [cond, rest] = [stripEndPunct(ifThen[1]!), ifThen[2]!];
       const [yes, no] = rest.split(ELSE_SPLIT, 2);
-      push({ t: 'decision', text: `${capitalise(cond.replace(/\?$/, ''))}?`, yes: yes ? branchOf(yes) : null, no: no ? branchOf(no) : null, skipOnNo: !no, n });
+      push({
+        t: 'decision',
+        text: `${capitalise(cond.replace(/\?$/, ''))}?`,
+        yes: yes ? branchOf(yes) : null,
+        no: no ? branchOf(no) : null,
+        skipOnNo: !no,
+        n,
+      });
       continue;
     }
     const parts = body.split(ARROW).map(stripEndPunct).filter(Boolean);
@@ -182,7 +216,14 @@ export function readItems(text: string): Item[] {
     }
     const single = parts[0] ?? stripEndPunct(body);
     if (/\?$/.test(single) || /^if\s/i.test(single)) {
-      push({ t: 'decision', text: /\?$/.test(single) ? single : `${capitalise(single.replace(/^if\s+/i, ''))}?`, yes: null, no: null, skipOnNo: false, n });
+      push({
+        t: 'decision',
+        text: /\?$/.test(single) ? single : `${capitalise(single.replace(/^if\s+/i, ''))}?`,
+        yes: null,
+        no: null,
+        skipOnNo: false,
+        n,
+      });
       continue;
     }
     push({ t: 'step', text: single, marked, n });
@@ -200,12 +241,19 @@ const baseName = (fileName: string) => {
 function chooseTitle(items: Item[], input: TextToFlowchartInput): { title: string; source: TitleSource; used: number } {
   const firstNode = items.findIndex((i) => i.t !== 'heading');
   const headingAt = items.findIndex((i) => i.t === 'heading');
-  if (headingAt >= 0 && (firstNode < 0 || headingAt < firstNode)) return { title: (items[headingAt] as { text: string }).text, source: 'heading', used: headingAt };
+  if (headingAt >= 0 && (firstNode < 0 || headingAt < firstNode))
+    return { title: (items[headingAt] as { text: string }).text, source: 'heading', used: headingAt };
   const meta = clean(input.metadataTitle ?? '');
   if (meta) return { title: meta, source: 'metadata', used: -1 };
   // A short, unmarked first line above structured content reads as its title.
   const first = items[0];
-  if (first?.t === 'step' && !first.marked && first.text.length <= 80 && !/[.!?;,:]$/.test(first.text) && items.slice(1).some((i) => i.t !== 'step' || i.marked)) {
+  if (
+    first?.t === 'step' &&
+    !first.marked &&
+    first.text.length <= 80 &&
+    !/[.!?;,:]$/.test(first.text) &&
+    items.slice(1).some((i) => i.t !== 'step' || i.marked)
+  ) {
     return { title: first.text, source: 'first-line', used: 0 };
   }
   const file = input.fileName ? baseName(input.fileName) : '';
@@ -225,7 +273,8 @@ export function textToFlowchart(input: TextToFlowchartInput): TextToFlowchartRes
   const t = chooseTitle(items, input);
   if (t.used >= 0) items.splice(t.used, 1);
   // Nothing but a title: the title is the one step.
-  if (!items.some((i) => i.t !== 'heading') && t.source !== 'default') items.push({ t: 'step', text: t.title, marked: false, n: null });
+  if (!items.some((i) => i.t !== 'heading') && t.source !== 'default')
+    items.push({ t: 'step', text: t.title, marked: false, n: null });
 
   const nodes: FlowchartNode[] = [];
   const edges: { from: string; to: string; label?: string }[] = [];
@@ -252,7 +301,9 @@ export function textToFlowchart(input: TextToFlowchartInput): TextToFlowchartRes
     for (const s of sources) edges.push({ from: s.from, to, ...(s.label ? { label: s.label } : {}) });
   };
   /** Room for `n` more nodes and their edges, keeping one node and its edges for the end. */
-  const room = (n: number) => nodes.length + n + 1 <= FLOWCHART_MAX_NODES && edges.length + toEnd.length + pending.length + gotos.length + 3 * n + 4 <= FLOWCHART_MAX_EDGES;
+  const room = (n: number) =>
+    nodes.length + n + 1 <= FLOWCHART_MAX_NODES &&
+    edges.length + toEnd.length + pending.length + gotos.length + 3 * n + 4 <= FLOWCHART_MAX_EDGES;
   /** A node on the main flow, fed by what is pending (or by the last main node when nothing is). */
   const mainNode = (label: string, shape: FlowchartNode['shape']) => {
     const id = node(label, shape, COL.main, row++);
@@ -326,7 +377,9 @@ export function textToFlowchart(input: TextToFlowchartInput): TextToFlowchartRes
         const d = mainNode(it.text, 'decision');
         remember(it.n, d);
         const dRow = row - 1;
-        const yes = it.yes ? branch(it.yes, d, 'yes', COL.main, dRow + 1) : { tail: [{ from: d, label: 'yes' }], rows: 0 };
+        const yes = it.yes
+          ? branch(it.yes, d, 'yes', COL.main, dRow + 1)
+          : { tail: [{ from: d, label: 'yes' }], rows: 0 };
         let no: { tail: Source[]; rows: number };
         if (it.no) no = branch(it.no, d, 'no', COL.no, dRow + 1);
         else if (it.skipOnNo) no = { tail: [{ from: d, label: 'no' }], rows: 0 };
@@ -347,7 +400,10 @@ export function textToFlowchart(input: TextToFlowchartInput): TextToFlowchartRes
         break;
     }
   }
-  if (truncated) notes.push(`The document holds more than a flowchart can (${FLOWCHART_MAX_NODES} nodes, ${FLOWCHART_MAX_EDGES} edges): the steps after the ${steps + decisions}th were left out.`);
+  if (truncated)
+    notes.push(
+      `The document holds more than a flowchart can (${FLOWCHART_MAX_NODES} nodes, ${FLOWCHART_MAX_EDGES} edges): the steps after the ${steps + decisions}th were left out.`,
+    );
 
   const end = node('End', 'end', COL.main, row, 'end');
   connect([...pending, ...toEnd], end);

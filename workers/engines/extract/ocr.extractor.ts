@@ -39,9 +39,22 @@ export function tsvLines(tsv: string): { lines: SizedLine[]; confidence: number 
     // A bullet glyph read as a stray character (•, ¢, «, e, …): a one-character first word that
     // is not a letter or digit, or that tesseract doubts, before a capitalised word.
     const [first, second] = ws;
-    const bullet = first && second && first.text.length === 1 && (!/[\p{L}\p{N}]/u.test(first.text) || first.conf < 60) && /^\p{Lu}/u.test(second.text);
-    const text = bullet ? `- ${ws.slice(1).map((w) => w.text).join(' ')}` : ws.map((w) => w.text).join(' ');
-    const heights = ws.filter((w) => w.text.length > 1 || ws.length === 1).map((w) => w.height).sort((a, b) => a - b);
+    const bullet =
+      first &&
+      second &&
+      first.text.length === 1 &&
+      (!/[\p{L}\p{N}]/u.test(first.text) || first.conf < 60) &&
+      /^\p{Lu}/u.test(second.text);
+    const text = bullet
+      ? `- ${ws
+          .slice(1)
+          .map((w) => w.text)
+          .join(' ')}`
+      : ws.map((w) => w.text).join(' ');
+    const heights = ws
+      .filter((w) => w.text.length > 1 || ws.length === 1)
+      .map((w) => w.height)
+      .sort((a, b) => a - b);
     lines.push({ text, size: heights[Math.floor(heights.length / 2)] ?? 0 });
   }
   const confs = words.map((w) => w.conf).filter((c) => c >= 0);
@@ -82,7 +95,13 @@ function runTesseract(png: Buffer, opts: Required<OcrOptions>, signal: AbortSign
     });
     child.stdin.on('error', () => {}); // tesseract may exit before reading everything; its exit code tells
     child.on('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'ENOENT') return fail(new AppError('service_unavailable', `OCR is not available on this extract worker: ${opts.tesseractPath} is not installed (Debian package tesseract-ocr)`));
+      if (e.code === 'ENOENT')
+        return fail(
+          new AppError(
+            'service_unavailable',
+            `OCR is not available on this extract worker: ${opts.tesseractPath} is not installed (Debian package tesseract-ocr)`,
+          ),
+        );
       if (signal.aborted) return fail(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
       if (timeout.aborted) return fail(new AppError('timeout', `OCR did not finish within ${opts.timeoutMs} ms`));
       fail(e);
@@ -91,8 +110,19 @@ function runTesseract(png: Buffer, opts: Required<OcrOptions>, signal: AbortSign
       if (failed) return;
       if (code === 0) return resolve(Buffer.concat(out).toString('utf8'));
       const missing = /Failed loading language '([^']+)'/.exec(err);
-      if (missing) return fail(new AppError('service_unavailable', `OCR language data "${missing[1]}" is not installed on this extract worker (Debian package tesseract-ocr-${missing[1]})`));
-      fail(new AppError('unreadable_document', `documentBase64: OCR failed on the image (tesseract exit ${code}: ${err.trim().split('\n').pop() ?? ''})`));
+      if (missing)
+        return fail(
+          new AppError(
+            'service_unavailable',
+            `OCR language data "${missing[1]}" is not installed on this extract worker (Debian package tesseract-ocr-${missing[1]})`,
+          ),
+        );
+      fail(
+        new AppError(
+          'unreadable_document',
+          `documentBase64: OCR failed on the image (tesseract exit ${code}: ${err.trim().split('\n').pop() ?? ''})`,
+        ),
+      );
     });
     child.stdin.end(png);
   });
@@ -119,14 +149,26 @@ export function createOcrExtractor(options: OcrOptions): TextExtractor {
           .png({ compressionLevel: 1 })
           .toBuffer();
       } catch (err) {
-        throw new AppError('unreadable_document', `documentBase64: the image could not be decoded (${(err as Error).message})`);
+        throw new AppError(
+          'unreadable_document',
+          `documentBase64: the image could not be decoded (${(err as Error).message})`,
+        );
       }
       signal.throwIfAborted();
       const { lines, confidence } = tsvLines(await runTesseract(png, opts, signal));
       const notes: string[] = [];
-      if (confidence !== null && confidence < 60) notes.push(`OCR confidence was low (${Math.round(confidence)}/100): check the labels against the image.`);
+      if (confidence !== null && confidence < 60)
+        notes.push(`OCR confidence was low (${Math.round(confidence)}/100): check the labels against the image.`);
       // Line heights from OCR include ascenders and descenders: ask a little more of a heading than in a PDF.
-      return { engine: 'tesseract-ocr-v1', text: linesToText(lines, 1.35), metadataTitle: null, pages: 1, ocr: true, truncated: false, notes };
+      return {
+        engine: 'tesseract-ocr-v1',
+        text: linesToText(lines, 1.35),
+        metadataTitle: null,
+        pages: 1,
+        ocr: true,
+        truncated: false,
+        notes,
+      };
     },
   };
 }

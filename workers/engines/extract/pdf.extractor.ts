@@ -9,11 +9,16 @@ import { linesToText, type ExtractedText, type SizedLine, type TextExtractor } f
 export const PDF_MAX_PAGES = 300;
 
 /** A PDF Title that names a file or a placeholder rather than the document. */
-const USELESS_TITLE = /^(?:untitled|document\d*|microsoft (?:word|powerpoint) - .*|.*\.(?:docx?|pptx?|pdf|odt|txt|rtf))$/i;
+const USELESS_TITLE =
+  /^(?:untitled|document\d*|microsoft (?:word|powerpoint) - .*|.*\.(?:docx?|pptx?|pdf|odt|txt|rtf))$/i;
 
 // Character maps (CJK fonts) and the standard 14 fonts' data ship with pdfjs-dist; in Node they are read from disk.
 const PDFJS_DIR = dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json'));
-const ASSETS = { cMapUrl: `${join(PDFJS_DIR, 'cmaps')}/`, cMapPacked: true, standardFontDataUrl: `${join(PDFJS_DIR, 'standard_fonts')}/` };
+const ASSETS = {
+  cMapUrl: `${join(PDFJS_DIR, 'cmaps')}/`,
+  cMapPacked: true,
+  standardFontDataUrl: `${join(PDFJS_DIR, 'standard_fonts')}/`,
+};
 
 type Run = { x: number; y: number; w: number; size: number; s: string };
 
@@ -70,11 +75,27 @@ export class PdfOpenError extends Error {
  * pdfjs transfers (detaches) the ArrayBuffer it is given: a Buffer that owns its whole ArrayBuffer
  * is handed over when `transfer` is set (the caller does not use it afterwards), else it is copied.
  */
-export async function withPdf<T>(bytes: Buffer, signal: AbortSignal, opts: { transfer: boolean }, use: (pdf: PDFDocumentProxy) => Promise<T>): Promise<T> {
+export async function withPdf<T>(
+  bytes: Buffer,
+  signal: AbortSignal,
+  opts: { transfer: boolean },
+  use: (pdf: PDFDocumentProxy) => Promise<T>,
+): Promise<T> {
   signal.throwIfAborted();
-  const owned = opts.transfer && bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length && bytes.buffer instanceof ArrayBuffer;
+  const owned =
+    opts.transfer &&
+    bytes.byteOffset === 0 &&
+    bytes.buffer.byteLength === bytes.length &&
+    bytes.buffer instanceof ArrayBuffer;
   const data = owned ? new Uint8Array(bytes.buffer) : new Uint8Array(bytes);
-  const task = getDocument({ data, ...ASSETS, disableFontFace: true, useSystemFonts: false, verbosity: VerbosityLevel.ERRORS, stopAtErrors: false });
+  const task = getDocument({
+    data,
+    ...ASSETS,
+    disableFontFace: true,
+    useSystemFonts: false,
+    verbosity: VerbosityLevel.ERRORS,
+    stopAtErrors: false,
+  });
   const onAbort = () => void task.destroy();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
@@ -83,7 +104,8 @@ export async function withPdf<T>(bytes: Buffer, signal: AbortSignal, opts: { tra
       pdf = await task.promise;
     } catch (err) {
       signal.throwIfAborted();
-      if ((err as Error).name === 'PasswordException') throw new PdfOpenError('password', 'the PDF is password-protected');
+      if ((err as Error).name === 'PasswordException')
+        throw new PdfOpenError('password', 'the PDF is password-protected');
       throw new PdfOpenError('damaged', `the PDF could not be read (${(err as Error).message})`);
     }
     return await use(pdf);
@@ -117,7 +139,10 @@ export function createPdfExtractor(): TextExtractor {
           }
           const notes: string[] = [];
           if (pdf.numPages > pages) notes.push(`The PDF has ${pdf.numPages} pages; the first ${pages} were read.`);
-          if (empty.length && empty.length < pages) notes.push(`No text on page${empty.length > 1 ? 's' : ''} ${empty.slice(0, 20).join(', ')}${empty.length > 20 ? ', …' : ''} (scanned pages without a text layer are not read with OCR; send them as images).`);
+          if (empty.length && empty.length < pages)
+            notes.push(
+              `No text on page${empty.length > 1 ? 's' : ''} ${empty.slice(0, 20).join(', ')}${empty.length > 20 ? ', …' : ''} (scanned pages without a text layer are not read with OCR; send them as images).`,
+            );
           return {
             engine: 'pdfjs-text-v1',
             text: linesToText(lines),
@@ -130,7 +155,12 @@ export function createPdfExtractor(): TextExtractor {
         });
       } catch (err) {
         if (!(err instanceof PdfOpenError)) throw err;
-        throw new AppError('unreadable_document', err.reason === 'password' ? 'documentBase64: the PDF is password-protected; send it without a password' : `documentBase64: ${err.message}`);
+        throw new AppError(
+          'unreadable_document',
+          err.reason === 'password'
+            ? 'documentBase64: the PDF is password-protected; send it without a password'
+            : `documentBase64: ${err.message}`,
+        );
       }
     },
   };

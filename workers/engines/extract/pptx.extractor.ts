@@ -1,7 +1,19 @@
 import { posix } from 'node:path';
 import JSZip from 'jszip';
 import { AppError } from '../../../platform/infra/errors';
-import { attrs, child, findAll, kids, ooxmlParser, ownText, path, PartInflateError, readPart as inflatePart, tagOf, type XNode } from '../ooxml';
+import {
+  attrs,
+  child,
+  findAll,
+  kids,
+  ooxmlParser,
+  ownText,
+  path,
+  PartInflateError,
+  readPart as inflatePart,
+  tagOf,
+  type XNode,
+} from '../ooxml';
 import type { ExtractedText, TextExtractor } from './extract.engine';
 
 /** Slides read at most; the rest of a longer deck is left out (with a note). */
@@ -93,7 +105,16 @@ export function slideLines(xml: string): string[] {
 /** Inflate one part, refusing more than `max` bytes however large the entry says it is. */
 async function readPart(file: JSZip.JSZipObject, max: number, signal: AbortSignal): Promise<string> {
   try {
-    return await inflatePart(file, max, signal, () => new AppError('unreadable_document', `documentBase64: ${file.name} inflates to more than ${max} bytes; this is not a presentation we read`));
+    return await inflatePart(
+      file,
+      max,
+      signal,
+      () =>
+        new AppError(
+          'unreadable_document',
+          `documentBase64: ${file.name} inflates to more than ${max} bytes; this is not a presentation we read`,
+        ),
+    );
   } catch (err) {
     throw err instanceof PartInflateError ? new AppError('unreadable_document', `documentBase64: ${err.message}`) : err;
   }
@@ -112,7 +133,8 @@ async function slideOrder(zip: JSZip, signal: AbortSignal): Promise<string[]> {
   try {
     const relDoc = parser.parse(await readPart(rels, PPTX_MAX_PART_BYTES, signal)) as XNode[];
     const target = new Map<string, string>();
-    for (const root of relDoc) for (const r of findAll(root, 'Relationship')) target.set(attrs(r).Id ?? '', attrs(r).Target ?? '');
+    for (const root of relDoc)
+      for (const r of findAll(root, 'Relationship')) target.set(attrs(r).Id ?? '', attrs(r).Target ?? '');
     const presDoc = parser.parse(await readPart(pres, PPTX_MAX_PART_BYTES, signal)) as XNode[];
     const ordered: string[] = [];
     for (const root of presDoc) {
@@ -139,7 +161,12 @@ async function coreTitle(zip: JSZip, signal: AbortSignal): Promise<string | null
   if (!core) return null;
   try {
     const doc = parser.parse(await readPart(core, PPTX_MAX_PART_BYTES, signal)) as XNode[];
-    const t = doc.flatMap((root) => findAll(root, 'dc:title')).map(paragraphText).find(Boolean)?.replace(/\s+/g, ' ') ?? '';
+    const t =
+      doc
+        .flatMap((root) => findAll(root, 'dc:title'))
+        .map(paragraphText)
+        .find(Boolean)
+        ?.replace(/\s+/g, ' ') ?? '';
     return t && !USELESS_TITLE.test(t) ? t : null;
   } catch (err) {
     if (err instanceof AppError || signal.aborted) throw err;
@@ -157,9 +184,16 @@ export function createPptxExtractor(): TextExtractor {
       try {
         zip = await JSZip.loadAsync(bytes, { checkCRC32: false });
       } catch (err) {
-        throw new AppError('unreadable_document', `documentBase64: the presentation's ZIP could not be read (${(err as Error).message})`);
+        throw new AppError(
+          'unreadable_document',
+          `documentBase64: the presentation's ZIP could not be read (${(err as Error).message})`,
+        );
       }
-      if (!zip.file('ppt/presentation.xml')) throw new AppError('unreadable_document', 'documentBase64: the ZIP holds no ppt/presentation.xml; it is not a PowerPoint presentation');
+      if (!zip.file('ppt/presentation.xml'))
+        throw new AppError(
+          'unreadable_document',
+          'documentBase64: the ZIP holds no ppt/presentation.xml; it is not a PowerPoint presentation',
+        );
       const all = await slideOrder(zip, signal);
       const slides = all.slice(0, PPTX_MAX_SLIDES);
       const lines: string[] = [];
@@ -173,9 +207,18 @@ export function createPptxExtractor(): TextExtractor {
           notes.push(`${posix.basename(name)} could not be parsed and was left out.`);
         }
       }
-      if (all.length > slides.length) notes.push(`The presentation has ${all.length} slides; the first ${slides.length} were read.`);
+      if (all.length > slides.length)
+        notes.push(`The presentation has ${all.length} slides; the first ${slides.length} were read.`);
       const metadataTitle = await coreTitle(zip, signal);
-      return { engine: 'pptx-xml-v1', text: lines.join('\n'), metadataTitle, pages: slides.length, ocr: false, truncated: all.length > slides.length, notes };
+      return {
+        engine: 'pptx-xml-v1',
+        text: lines.join('\n'),
+        metadataTitle,
+        pages: slides.length,
+        ocr: false,
+        truncated: all.length > slides.length,
+        notes,
+      };
     },
   };
 }

@@ -46,7 +46,10 @@ const parseJson = (text: string): unknown => {
  */
 export function createRemoteMoonlight(opts: MoonlightRemoteOptions): MoonlightEngine {
   const base = opts.baseUrl.replace(/\/$/, '');
-  const headers = { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) };
+  const headers = {
+    'content-type': 'application/json',
+    ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}),
+  };
   return {
     name: `remote:${opts.model}`,
     async render(input, signal) {
@@ -55,12 +58,29 @@ export function createRemoteMoonlight(opts: MoonlightRemoteOptions): MoonlightEn
       const both = AbortSignal.any([signal, timeout]);
       const [url, body] =
         opts.protocol === 'openai'
-          ? [`${base}/images/generations`, { model: opts.model, prompt: input.prompt, n: 1, size: `${width}x${height}`, response_format: 'b64_json', seed: input.seed, steps: input.steps, guidance_scale: input.cfg }]
-          : [`${base}/generate`, { prompt: input.prompt, width, height, steps: input.steps, guidance: input.cfg, seed: input.seed }];
+          ? [
+              `${base}/images/generations`,
+              {
+                model: opts.model,
+                prompt: input.prompt,
+                n: 1,
+                size: `${width}x${height}`,
+                response_format: 'b64_json',
+                seed: input.seed,
+                steps: input.steps,
+                guidance_scale: input.cfg,
+              },
+            ]
+          : [
+              `${base}/generate`,
+              { prompt: input.prompt, width, height, steps: input.steps, guidance: input.cfg, seed: input.seed },
+            ];
       const failed = (err: unknown): never => {
-        if (timeout.aborted) throw new AppError('timeout', `moonlight engine did not answer within ${opts.timeoutMs} ms`);
+        if (timeout.aborted)
+          throw new AppError('timeout', `moonlight engine did not answer within ${opts.timeoutMs} ms`);
         // A refused answer (too large, an image URL the SSRF guard blocks) is the server's fault, not the caller's.
-        if (err instanceof AppError && err.code === 'validation_error') throw new AppError('service_unavailable', `moonlight engine answer refused: ${err.message}`);
+        if (err instanceof AppError && err.code === 'validation_error')
+          throw new AppError('service_unavailable', `moonlight engine answer refused: ${err.message}`);
         if (err instanceof AppError) throw err;
         signal.throwIfAborted();
         throw new AppError('service_unavailable', `moonlight engine unreachable: ${(err as Error).message}`);
@@ -69,7 +89,10 @@ export function createRemoteMoonlight(opts: MoonlightRemoteOptions): MoonlightEn
       try {
         const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: both });
         if (!res.ok) {
-          const detail = await readLimited(res, 65_536, 'moonlight engine error').then((b) => b.toString('utf8'), () => '');
+          const detail = await readLimited(res, 65_536, 'moonlight engine error').then(
+            (b) => b.toString('utf8'),
+            () => '',
+          );
           const msg = /"message"\s*:\s*"([^"]{1,200})"/.exec(detail)?.[1];
           throw new AppError('service_unavailable', `moonlight engine answered ${res.status}${msg ? `: ${msg}` : ''}`);
         }
@@ -81,7 +104,12 @@ export function createRemoteMoonlight(opts: MoonlightRemoteOptions): MoonlightEn
           const item = json?.data?.[0];
           if (item?.b64_json) png = Buffer.from(item.b64_json, 'base64');
           else if (item?.url) {
-            const r = await guardedFetch(item.url, 'moonlight engine image url', { signal: both }, { allowLoopback: opts.allowLoopback });
+            const r = await guardedFetch(
+              item.url,
+              'moonlight engine image url',
+              { signal: both },
+              { allowLoopback: opts.allowLoopback },
+            );
             if (!r.ok) throw new AppError('service_unavailable', `moonlight engine image url answered ${r.status}`);
             png = await readLimited(r, MAX_PNG_BYTES, 'moonlight engine image');
           } else throw new AppError('service_unavailable', 'moonlight engine returned no image');
@@ -90,9 +118,13 @@ export function createRemoteMoonlight(opts: MoonlightRemoteOptions): MoonlightEn
         return failed(err);
       }
       const img = await decodeImage(png, { channels: 3 }).catch(() => null);
-      if (img?.format !== 'png') throw new AppError('service_unavailable', 'moonlight engine returned something other than a PNG');
+      if (img?.format !== 'png')
+        throw new AppError('service_unavailable', 'moonlight engine returned something other than a PNG');
       if (img.width !== width || img.height !== height) {
-        throw new AppError('service_unavailable', `moonlight engine returned ${img.width}x${img.height} for ${input.aspectRatio}; ${width}x${height} is required, so the render was refused`);
+        throw new AppError(
+          'service_unavailable',
+          `moonlight engine returned ${img.width}x${img.height} for ${input.aspectRatio}; ${width}x${height} is required, so the render was refused`,
+        );
       }
       return { png, width, height, adultScore: skinToneShare(img.data, 3) };
     },

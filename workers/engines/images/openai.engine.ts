@@ -22,7 +22,13 @@ function pngSize(png: Buffer): { width: number; height: number } | null {
  * service_unavailable with the provider's status. The base URL is operator configuration, not
  * user input, so it does not pass the SSRF guard.
  */
-export function createOpenAiImageEngine(opts: { baseUrl: string; apiKey?: string; model: string; timeoutMs?: number; allowLoopback?: boolean }): ImageEngine {
+export function createOpenAiImageEngine(opts: {
+  baseUrl: string;
+  apiKey?: string;
+  model: string;
+  timeoutMs?: number;
+  allowLoopback?: boolean;
+}): ImageEngine {
   const base = opts.baseUrl.replace(/\/$/, '');
   return {
     name: `openai-compatible:${opts.model}`,
@@ -31,14 +37,19 @@ export function createOpenAiImageEngine(opts: { baseUrl: string; apiKey?: string
       let prompt = input.style ? `${input.prompt}\nStyle: ${input.style}` : input.prompt;
       if (input.referenceColours.length) {
         prompt += `\nPalette: ${input.referenceColours.map(hex).join(', ')}`;
-        notes.push('The provider engine takes no reference images; their colours were added to the prompt as a palette.');
+        notes.push(
+          'The provider engine takes no reference images; their colours were added to the prompt as a palette.',
+        );
       }
       const size = providerSize(input.width, input.height);
       let res: Response;
       try {
         res = await fetch(`${base}/images/generations`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
+          headers: {
+            'content-type': 'application/json',
+            ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}),
+          },
           body: JSON.stringify({ model: opts.model, prompt, n: 1, size, output_format: 'png' }),
           signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(opts.timeoutMs ?? 120_000)]),
         });
@@ -56,14 +67,21 @@ export function createOpenAiImageEngine(opts: { baseUrl: string; apiKey?: string
       if (item?.b64_json) png = Buffer.from(item.b64_json, 'base64');
       else if (item?.url) {
         // A URL in the provider's answer is still a URL the server fetches: through the guard.
-        const r = await guardedFetch(item.url, 'provider image url', { signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(60_000)]) }, { allowLoopback: opts.allowLoopback });
+        const r = await guardedFetch(
+          item.url,
+          'provider image url',
+          { signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(60_000)]) },
+          { allowLoopback: opts.allowLoopback },
+        );
         if (!r.ok) throw new AppError('service_unavailable', `image provider file answered ${r.status}`);
         png = await readLimited(r, 50 * 1024 * 1024, 'provider image');
       } else throw new AppError('service_unavailable', 'image provider returned no image');
       const real = pngSize(png);
       if (!real) throw new AppError('service_unavailable', 'image provider returned something other than a PNG');
       if (real.width !== input.width || real.height !== input.height) {
-        notes.push(`The provider renders ${real.width}x${real.height} for ${input.aspectRatio}; that is the size delivered.`);
+        notes.push(
+          `The provider renders ${real.width}x${real.height} for ${input.aspectRatio}; that is the size delivered.`,
+        );
       }
       return { png, width: real.width, height: real.height, notes };
     },

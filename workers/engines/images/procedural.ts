@@ -11,7 +11,8 @@ import { createHash } from 'node:crypto';
 export type Rgb = readonly [number, number, number];
 
 /** SHA-256 over the parts, joined by NUL. */
-export const seedBytes = (...parts: (string | number)[]) => createHash('sha256').update(parts.map(String).join('\0')).digest();
+export const seedBytes = (...parts: (string | number)[]) =>
+  createHash('sha256').update(parts.map(String).join('\0')).digest();
 
 /** sfc32 over four 32-bit words of `seed`: a fast PRNG returning [0, 1). */
 export function prng(seed: Buffer): () => number {
@@ -77,12 +78,42 @@ export const COLOUR_WORDS: Record<string, Rgb> = {
 
 /** Curated scene palettes, dark to light, used when the prompt names no colour. */
 const SCENES: Rgb[][] = [
-  [[10, 14, 40], [40, 60, 130], [120, 150, 220], [230, 235, 250]], // moonlit blue
-  [[8, 30, 20], [30, 90, 50], [110, 170, 90], [220, 240, 200]], // forest
-  [[20, 10, 40], [90, 30, 120], [200, 80, 160], [250, 220, 120]], // dusk violet to gold
-  [[0, 30, 40], [0, 100, 120], [60, 190, 200], [220, 250, 250]], // lagoon
-  [[25, 25, 30], [80, 85, 100], [160, 170, 190], [240, 242, 248]], // slate
-  [[40, 0, 10], [150, 20, 40], [240, 120, 40], [255, 230, 150]], // ember
+  [
+    [10, 14, 40],
+    [40, 60, 130],
+    [120, 150, 220],
+    [230, 235, 250],
+  ], // moonlit blue
+  [
+    [8, 30, 20],
+    [30, 90, 50],
+    [110, 170, 90],
+    [220, 240, 200],
+  ], // forest
+  [
+    [20, 10, 40],
+    [90, 30, 120],
+    [200, 80, 160],
+    [250, 220, 120],
+  ], // dusk violet to gold
+  [
+    [0, 30, 40],
+    [0, 100, 120],
+    [60, 190, 200],
+    [220, 250, 250],
+  ], // lagoon
+  [
+    [25, 25, 30],
+    [80, 85, 100],
+    [160, 170, 190],
+    [240, 242, 248],
+  ], // slate
+  [
+    [40, 0, 10],
+    [150, 20, 40],
+    [240, 120, 40],
+    [255, 230, 150],
+  ], // ember
 ];
 
 /** Scene words that pick a scene palette (index into SCENES) when the prompt names no colour. */
@@ -109,7 +140,11 @@ function sceneIn(text: string): Rgb[] | null {
 }
 
 const lum = (c: Rgb) => 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2];
-const scale = (c: Rgb, f: number): Rgb => [Math.min(255, Math.round(c[0] * f)), Math.min(255, Math.round(c[1] * f)), Math.min(255, Math.round(c[2] * f))];
+const scale = (c: Rgb, f: number): Rgb => [
+  Math.min(255, Math.round(c[0] * f)),
+  Math.min(255, Math.round(c[1] * f)),
+  Math.min(255, Math.round(c[2] * f)),
+];
 
 /** Colour words found in `text`, in order, without repeats. */
 export function colourWordsIn(text: string): Rgb[] {

@@ -16,10 +16,17 @@ export interface SceneRender {
  * Compose the prompt's scene as SVG, rasterise it with sharp (librsvg), texture it for the style
  * and encode the PNG with `text` stamps. `signal` is checked between phases. Same options, same bytes.
  */
-export async function renderScene(o: ComposeOptions & { text: Record<string, string> }, signal: AbortSignal): Promise<SceneRender> {
+export async function renderScene(
+  o: ComposeOptions & { text: Record<string, string> },
+  signal: AbortSignal,
+): Promise<SceneRender> {
   const { svg, spec, style } = composeScene(o);
   signal.throwIfAborted();
-  const raster = await sharp(Buffer.from(svg), { limitInputPixels: false }).resize(o.width, o.height, { fit: 'fill' }).removeAlpha().raw().toBuffer();
+  const raster = await sharp(Buffer.from(svg), { limitInputPixels: false })
+    .resize(o.width, o.height, { fit: 'fill' })
+    .removeAlpha()
+    .raw()
+    .toBuffer();
   signal.throwIfAborted();
   const pixels = await applyStyle(style, raster, o.width, o.height, prng(o.seed.subarray(16)));
   signal.throwIfAborted();

@@ -10,7 +10,11 @@ import type { Style } from './scene';
  * raw buffers). Blurs go through sharp. Every pass is a pure function of pixels and seed.
  */
 
-const blur = async (px: Buffer, W: number, H: number, sigma: number) => sharp(px, { raw: { width: W, height: H, channels: 3 } }).blur(sigma).raw().toBuffer();
+const blur = async (px: Buffer, W: number, H: number, sigma: number) =>
+  sharp(px, { raw: { width: W, height: H, channels: 3 } })
+    .blur(sigma)
+    .raw()
+    .toBuffer();
 const byte = (v: number) => (v < 0 ? 0 : v > 255 ? 255 : (v + 0.5) | 0);
 
 /**
@@ -48,8 +52,10 @@ function oil(src: Buffer, W: number, H: number, rand: () => number): Buffer {
       }
       const c = cb + (ca - cb) * w;
       const s2 = sb + (sa - sb) * w;
-      const ga = w > 0 ? sample(grainA, 256, frac((u * ca + v * sa) * 0.2 + 0.3), frac((v * ca - u * sa) * 0.7 + 0.5)) : 0;
-      const gb = w < 1 ? sample(grainB, 256, frac((u * cb + v * sb) * 0.2 + 0.3), frac((v * cb - u * sb) * 0.7 + 0.5)) : 0;
+      const ga =
+        w > 0 ? sample(grainA, 256, frac((u * ca + v * sa) * 0.2 + 0.3), frac((v * ca - u * sa) * 0.7 + 0.5)) : 0;
+      const gb =
+        w < 1 ? sample(grainB, 256, frac((u * cb + v * sb) * 0.2 + 0.3), frac((v * cb - u * sb) * 0.7 + 0.5)) : 0;
       const k = 0.86 + 0.26 * (gb + (ga - gb) * w);
       const sx = Math.min(W - 1, Math.max(0, (x + d * c) | 0));
       const sy = Math.min(H - 1, Math.max(0, (y + d * s2 + dy) | 0));
@@ -76,11 +82,12 @@ async function watercolour(src: Buffer, W: number, H: number, rand: () => number
   for (let p = 0, i = 0; p < W * H; p++, i += 3) {
     const x = p % W;
     const y = (p / W) | 0;
-    const edge = Math.abs(src[i]! - soft[i]!) + Math.abs(src[i + 1]! - soft[i + 1]!) + Math.abs(src[i + 2]! - soft[i + 2]!);
+    const edge =
+      Math.abs(src[i]! - soft[i]!) + Math.abs(src[i + 1]! - soft[i + 1]!) + Math.abs(src[i + 2]! - soft[i + 2]!);
     const dark = 1 - Math.min(0.35, edge / 300);
     const lift = 0.16 + 0.14 * sample(bloom, 10, x * inv, y * inv);
     const grain = (sample(paper, 256, x * inv, y * inv) - 0.5) * 14;
-    for (let c = 0; c < 3; c++) out[i + c] = byte((soft[i + c]! * dark) * (1 - lift) + 250 * lift + grain);
+    for (let c = 0; c < 3; c++) out[i + c] = byte(soft[i + c]! * dark * (1 - lift) + 250 * lift + grain);
   }
   return out;
 }

@@ -25,5 +25,8 @@ export interface DeckEngine {
   readonly name: string;
   /** True for an author that runs without a model (the result's notes say so). */
   readonly offline?: boolean;
-  authorOutline(input: OutlineInput, ctx: { signal: AbortSignal; progress(raw: string, msg: string): Promise<void> }): Promise<AuthoredOutline>;
+  authorOutline(
+    input: OutlineInput,
+    ctx: { signal: AbortSignal; progress(raw: string, msg: string): Promise<void> },
+  ): Promise<AuthoredOutline>;
 }

@@ -1,7 +1,11 @@
 import type { OutlineItem } from '../../../contracts/presentations';
 import type { AuthoredOutline, DeckEngine, OutlineInput } from './deck.engine';
 
-const STOP = new Set('about above after again also and another any are because been before being between both but can could does doing down during each even every from further have having here into itself just more most much must need only other over same should some such than that their them then there these they this those through under until very what when where which while will with within without would your yours ours our we us its it is was were has had not per next last new'.split(' '));
+const STOP = new Set(
+  'about above after again also and another any are because been before being between both but can could does doing down during each even every from further have having here into itself just more most much must need only other over same should some such than that their them then there these they this those through under until very what when where which while will with within without would your yours ours our we us its it is was were has had not per next last new'.split(
+    ' ',
+  ),
+);
 
 /** The engine's name in results: v2 splits the brief's facts into topics and never pads. */
 export const LOCAL_OUTLINE_ENGINE = 'local-outline-v2';
@@ -16,7 +20,11 @@ const MAX_TITLE_CHARS = 200;
 
 const cap = (w: string) => (w ? w[0]!.toUpperCase() + w.slice(1) : w);
 const lower = (t: string) => t.replace(/^\p{Lu}(?!\p{Lu})/u, (c) => c.toLowerCase());
-const norm = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
+const norm = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim();
 /** `s` in at most `max` characters: cut at a word in its last third, else mid-word, ending in "…". */
 const clipTo = (s: string, max: number) => {
   if (s.length <= max) return s;
@@ -32,7 +40,13 @@ export function briefSentences(brief: string): string[] {
   const seen = new Set<string>();
   return brief
     .split(/(?<=[.!?;])\s+|\n+/)
-    .map((s) => s.replace(/^\s*(?:[-*•–]|\d+[.)])\s+/, '').replace(/\s+/g, ' ').trim().replace(/[.;]$/, ''))
+    .map((s) =>
+      s
+        .replace(/^\s*(?:[-*•–]|\d+[.)])\s+/, '')
+        .replace(/\s+/g, ' ')
+        .trim()
+        .replace(/[.;]$/, ''),
+    )
     .filter((s) => {
       const k = norm(s);
       if (s.length <= 3 || !k || seen.has(k)) return false;
@@ -56,15 +70,25 @@ export function keywords(text: string, exclude: ReadonlySet<string> = new Set())
 }
 
 /** Figures a reader remembers: percentages, money, multiples, large or suffixed numbers. */
-const FIGURES = /[$€£¥]\s?\d[\d,.]*(?:\s?(?:k|m|bn|million|billion)\b)?|[+-]?\d[\d,.]*\s?(?:%|x\b|×)|\b\d{1,3}(?:,\d{3})+\b|\b\d+(?:\.\d+)?\s?(?:k|m|bn|million|billion)\b/gi;
+const FIGURES =
+  /[$€£¥]\s?\d[\d,.]*(?:\s?(?:k|m|bn|million|billion)\b)?|[+-]?\d[\d,.]*\s?(?:%|x\b|×)|\b\d{1,3}(?:,\d{3})+\b|\b\d+(?:\.\d+)?\s?(?:k|m|bn|million|billion)\b/gi;
 
 /** Business topics a brief's sentences are sorted into (title, words that signal it). */
 const TOPICS: [string, RegExp][] = [
-  ['Revenue', /\b(?:revenue|sales|bookings|arr|mrr|growth|grew|grow|grows|deals?|pipeline|quota|win rate|upsell|orders?)\b/gi],
+  [
+    'Revenue',
+    /\b(?:revenue|sales|bookings|arr|mrr|growth|grew|grow|grows|deals?|pipeline|quota|win rate|upsell|orders?)\b/gi,
+  ],
   ['Customers', /\b(?:customers?|clients?|churn|retention|renewals?|nps|satisfaction|users?|logos?)\b/gi],
-  ['Markets', /\b(?:markets?|expand|expanding|expansion|regions?|countr(?:y|ies)|international|emea|apac|americas|competitors?|competition|partners?|partnerships?)\b/gi],
+  [
+    'Markets',
+    /\b(?:markets?|expand|expanding|expansion|regions?|countr(?:y|ies)|international|emea|apac|americas|competitors?|competition|partners?|partnerships?)\b/gi,
+  ],
   ['Product', /\b(?:products?|features?|releases?|released|launch(?:es|ed)?|platform|beta|integrations?)\b/gi],
-  ['Team', /\b(?:hir(?:e|es|ing|ed)|headcount|team|teams|staff|people|recruit\w*|engineers|reps?|ramp|onboarding|training)\b/gi],
+  [
+    'Team',
+    /\b(?:hir(?:e|es|ing|ed)|headcount|team|teams|staff|people|recruit\w*|engineers|reps?|ramp|onboarding|training)\b/gi,
+  ],
   ['Pricing', /\b(?:pricing|prices?|priced|discount\w*|list price|packaging)\b/gi],
   ['Costs', /\b(?:costs?|margins?|budget|spend|spending|expenses?|profit\w*|cash|burn|savings?)\b/gi],
   ['Risks', /\b(?:risks?|threats?|challenges?|concerns?|blockers?|delays?|headwinds?)\b/gi],
@@ -99,8 +123,15 @@ interface Section {
 /** "Team and customers"; past four parts "Revenue, customers, markets and 3 more". */
 const joinTitles = (parts: string[]) => {
   if (parts.length === 1) return parts[0]!;
-  if (parts.length > 4) return `${parts.slice(0, 3).map((p, i) => (i ? lower(p) : p)).join(', ')} and ${parts.length - 3} more`;
-  return `${parts.slice(0, -1).map((p, i) => (i ? lower(p) : p)).join(', ')} and ${lower(parts.at(-1)!)}`;
+  if (parts.length > 4)
+    return `${parts
+      .slice(0, 3)
+      .map((p, i) => (i ? lower(p) : p))
+      .join(', ')} and ${parts.length - 3} more`;
+  return `${parts
+    .slice(0, -1)
+    .map((p, i) => (i ? lower(p) : p))
+    .join(', ')} and ${lower(parts.at(-1)!)}`;
 };
 
 /**
@@ -119,7 +150,8 @@ export function outlineLocally(input: OutlineInput): { items: OutlineItem[]; lef
   const nameWords = new Set(norm(input.name).split(' '));
   const nameKey = norm(input.name);
   let facts = briefSentences(input.brief).filter((s) => norm(s) !== nameKey);
-  if (!facts.length && input.brief.trim() && norm(input.brief) !== nameKey) facts = [input.brief.trim().replace(/\s+/g, ' ')];
+  if (!facts.length && input.brief.trim() && norm(input.brief) !== nameKey)
+    facts = [input.brief.trim().replace(/\s+/g, ' ')];
   const wantAgenda = input.slideCount >= 5;
   const bodyMax = Math.max(1, input.slideCount - 2 - (wantAgenda ? 1 : 0));
 
@@ -129,7 +161,8 @@ export function outlineLocally(input: OutlineInput): { items: OutlineItem[]; lef
   while (sections.length > Math.min(bodyMax, MAX_BULLETS)) mergeSmallest(sections);
   splitTowards(sections, bodyMax, nameWords);
   // A section too long for a slide takes the slide of two short ones, merged, before any is dropped.
-  while (sections.some((s) => s.facts.length > MAX_BULLETS) && mergeFitting(sections)) splitTowards(sections, bodyMax, nameWords);
+  while (sections.some((s) => s.facts.length > MAX_BULLETS) && mergeFitting(sections))
+    splitTowards(sections, bodyMax, nameWords);
   let leftOut = 0;
   for (const s of sections) {
     leftOut += Math.max(0, s.facts.length - MAX_BULLETS);
@@ -138,7 +171,13 @@ export function outlineLocally(input: OutlineInput): { items: OutlineItem[]; lef
   const listed = sections.length <= MAX_BULLETS ? sections : byRoot(sections);
 
   const items: OutlineItem[] = [];
-  items.push({ title: clipTitle(input.name), bullets: [...(subtitle ? [clip(subtitle)] : []), ...(input.companyName ? [`Presented by ${input.companyName}`] : [])] });
+  items.push({
+    title: clipTitle(input.name),
+    bullets: [
+      ...(subtitle ? [clip(subtitle)] : []),
+      ...(input.companyName ? [`Presented by ${input.companyName}`] : []),
+    ],
+  });
   if (wantAgenda && listed.length >= 2) items.push({ title: 'Agenda', bullets: listed.map((s) => clipTitle(s.title)) });
   for (const s of sections) items.push({ title: clipTitle(s.title), bullets: s.facts.map(clip) });
   if (listed.length) items.push({ title: 'Summary', bullets: listed.map((s) => clip(takeaway(s, nameWords))) });
@@ -195,7 +234,12 @@ function sectionsOf(facts: string[], nameWords: ReadonlySet<string>): Section[] 
 /** A title from a section's own key words ("Brand and story"), distinct from those in use. */
 function keywordTitle(facts: string[], nameWords: ReadonlySet<string>, used: Set<string>): string {
   const kws = keywords(facts.join(' '), nameWords);
-  const candidates = [kws.length >= 2 ? `${cap(kws[0]!)} and ${kws[1]}` : null, ...kws.map(cap), 'Key points', 'Further points'];
+  const candidates = [
+    kws.length >= 2 ? `${cap(kws[0]!)} and ${kws[1]}` : null,
+    ...kws.map(cap),
+    'Key points',
+    'Further points',
+  ];
   let title = candidates.find((c): c is string => Boolean(c) && !used.has(c!)) ?? `Points ${used.size + 1}`;
   for (let i = 2; used.has(title); i++) title = `Points ${i}`;
   used.add(title);
@@ -205,7 +249,12 @@ function keywordTitle(facts: string[], nameWords: ReadonlySet<string>, used: Set
 /** Merge the adjacent pair of sections with the fewest facts between them. */
 function mergeSmallest(sections: Section[]) {
   let at = 0;
-  for (let i = 1; i < sections.length - 1; i++) if (sections[i]!.facts.length + sections[i + 1]!.facts.length < sections[at]!.facts.length + sections[at + 1]!.facts.length) at = i;
+  for (let i = 1; i < sections.length - 1; i++)
+    if (
+      sections[i]!.facts.length + sections[i + 1]!.facts.length <
+      sections[at]!.facts.length + sections[at + 1]!.facts.length
+    )
+      at = i;
   mergeAt(sections, at);
 }
 
@@ -247,10 +296,17 @@ function splitTowards(sections: Section[], max: number, nameWords: ReadonlySet<s
     if (!s || s.facts.length < 2) return;
     const half = Math.ceil(s.facts.length / 2);
     const second = s.facts.slice(half);
-    const word = keywords(second.join(' '), new Set([...nameWords, ...norm(s.title).split(' ')])).find((k) => !used.has(`${s.title}: ${cap(k)}`));
+    const word = keywords(second.join(' '), new Set([...nameWords, ...norm(s.title).split(' ')])).find(
+      (k) => !used.has(`${s.title}: ${cap(k)}`),
+    );
     const title = word ? `${s.title}: ${cap(word)}` : `${s.title}, continued`;
     used.add(title);
-    sections.splice(at, 1, { ...s, facts: s.facts.slice(0, half) }, { title, facts: second, parts: [title], root: s.root });
+    sections.splice(
+      at,
+      1,
+      { ...s, facts: s.facts.slice(0, half) },
+      { title, facts: second, parts: [title], root: s.root },
+    );
   }
 }
 
@@ -270,7 +326,11 @@ export function createLocalDeckEngine(): DeckEngine {
     async authorOutline(input, ctx): Promise<AuthoredOutline> {
       await ctx.progress('outlining', `Writing an outline of up to ${input.slideCount} slides from the brief`);
       const { items, leftOut } = outlineLocally(input);
-      const notes = leftOut ? [`outline: ${leftOut} ${leftOut === 1 ? 'sentence of the brief was' : 'sentences of the brief were'} left out (a slide holds at most ${MAX_BULLETS} bullets); ask for more slides to include them`] : [];
+      const notes = leftOut
+        ? [
+            `outline: ${leftOut} ${leftOut === 1 ? 'sentence of the brief was' : 'sentences of the brief were'} left out (a slide holds at most ${MAX_BULLETS} bullets); ask for more slides to include them`,
+          ]
+        : [];
       return { items, notes };
     },
   };

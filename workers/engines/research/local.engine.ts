@@ -1,4 +1,11 @@
-import { hits, queryTerms, sentenceKey, sentences, type ResearchEngine, type ResearchEngineOutput } from './research.engine';
+import {
+  hits,
+  queryTerms,
+  sentenceKey,
+  sentences,
+  type ResearchEngine,
+  type ResearchEngineOutput,
+} from './research.engine';
 
 const clip = (s: string, n = 280) => (s.length > n ? `${s.slice(0, n - 1).trimEnd()}…` : s);
 
@@ -12,7 +19,10 @@ export function createLocalResearchEngine(): ResearchEngine {
   return {
     name: 'local-extractive-v1',
     async write(input, ctx): Promise<ResearchEngineOutput> {
-      await ctx.progress('writing', `Writing the report from ${input.sources.length} source${input.sources.length === 1 ? '' : 's'}`);
+      await ctx.progress(
+        'writing',
+        `Writing the report from ${input.sources.length} source${input.sources.length === 1 ? '' : 's'}`,
+      );
       const terms = queryTerms(input.query);
       const ranked = input.sources.map((s) => {
         const seen = new Set<string>();
@@ -28,10 +38,16 @@ export function createLocalResearchEngine(): ResearchEngine {
         return { source: s, top: scored.slice(0, 3).sort((a, b) => a.i - b.i), best: scored[0] };
       });
       const lines: string[] = [`# Research: ${input.query}`, ''];
-      lines.push(`_Workspace research: ${input.sources.length} source${input.sources.length === 1 ? '' : 's'} read${input.unread.length ? `, ${input.unread.length} not readable` : ''}._`, '');
+      lines.push(
+        `_Workspace research: ${input.sources.length} source${input.sources.length === 1 ? '' : 's'} read${input.unread.length ? `, ${input.unread.length} not readable` : ''}._`,
+        '',
+      );
       lines.push('## Summary', '');
       if (!input.sources.length) {
-        lines.push(`Nothing in this workspace matches "${input.query}" yet. Create projects, notes or jobs about it and run the research again.`, '');
+        lines.push(
+          `Nothing in this workspace matches "${input.query}" yet. Create projects, notes or jobs about it and run the research again.`,
+          '',
+        );
       } else {
         // The strongest sentence of each source, once each across sources (citing every source that says it).
         const summary = new Map<string, { text: string; score: number; cites: number[] }>();
@@ -44,11 +60,16 @@ export function createLocalResearchEngine(): ResearchEngine {
         }
         const best = [...summary.values()].sort((a, b) => b.score - a.score || a.cites[0]! - b.cites[0]!).slice(0, 5);
         if (best.length) for (const b of best) lines.push(`- ${clip(b.text)} ${b.cites.map((n) => `[${n}]`).join('')}`);
-        else lines.push(`The workspace holds ${input.sources.length} related item${input.sources.length === 1 ? '' : 's'}; none states the query terms in a sentence, so the findings below quote their openings.`);
+        else
+          lines.push(
+            `The workspace holds ${input.sources.length} related item${input.sources.length === 1 ? '' : 's'}; none states the query terms in a sentence, so the findings below quote their openings.`,
+          );
         lines.push('', '## Findings', '');
         for (const r of ranked) {
           lines.push(`### [${r.source.n}] ${r.source.title}`, '', `_${r.source.kind}_`, '');
-          const picked = r.top.length ? r.top : [{ text: clip(r.source.text.replace(/\s+/g, ' ').trim(), 200), i: 0, score: 0 }];
+          const picked = r.top.length
+            ? r.top
+            : [{ text: clip(r.source.text.replace(/\s+/g, ' ').trim(), 200), i: 0, score: 0 }];
           for (const p of picked) if (p.text) lines.push(`- ${clip(p.text)} [${r.source.n}]`);
           lines.push('');
         }

@@ -24,7 +24,10 @@ export interface ResearchEngineOutput {
 
 export interface ResearchEngine {
   readonly name: string;
-  write(input: ResearchEngineInput, ctx: { signal: AbortSignal; progress(raw: string, msg: string): Promise<void> }): Promise<ResearchEngineOutput>;
+  write(
+    input: ResearchEngineInput,
+    ctx: { signal: AbortSignal; progress(raw: string, msg: string): Promise<void> },
+  ): Promise<ResearchEngineOutput>;
 }
 
 /**
@@ -45,11 +48,22 @@ export function countTokens(text: string): number {
   return n;
 }
 
-const STOP = new Set('a an and are as at be but by can do does for from has have how i in is it its me my of on or our so than that the their them then there these they this to was we were what when where which who why will with you your about into over under after before more most some such only also just'.split(' '));
+const STOP = new Set(
+  'a an and are as at be but by can do does for from has have how i in is it its me my of on or our so than that the their them then there these they this to was we were what when where which who why will with you your about into over under after before more most some such only also just'.split(
+    ' ',
+  ),
+);
 
 /** Query terms: lower-case words of 3+ characters that are not stop words. */
 export function queryTerms(query: string): string[] {
-  return [...new Set(query.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 2 && !STOP.has(w)))];
+  return [
+    ...new Set(
+      query
+        .toLowerCase()
+        .split(/[^\p{L}\p{N}]+/u)
+        .filter((w) => w.length > 2 && !STOP.has(w)),
+    ),
+  ];
 }
 
 /** Sentences of a text (prose split on . ! ? and line breaks), trimmed, without empties. */
@@ -58,7 +72,12 @@ export function sentences(text: string): string[] {
     .replace(/<(script|style)[^>]*>[\s\S]*?<\/\1>/gi, ' ')
     .replace(/<[^>]+>/g, ' ')
     .split(/(?<=[.!?])\s+|\n+/)
-    .map((s) => s.replace(/^\s*(#+|[-*>]|\d+\.)\s+/, '').replace(/\s+/g, ' ').trim())
+    .map((s) =>
+      s
+        .replace(/^\s*(#+|[-*>]|\d+\.)\s+/, '')
+        .replace(/\s+/g, ' ')
+        .trim(),
+    )
     .filter((s) => s.length > 12 && /\p{L}/u.test(s));
 }
 
@@ -76,4 +95,8 @@ export const hits = (text: string, terms: string[]) => {
 };
 
 /** A sentence's identity for de-duplication: lower case, letters and digits only. */
-export const sentenceKey = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
+export const sentenceKey = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim();

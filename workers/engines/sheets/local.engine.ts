@@ -16,13 +16,26 @@ export const LOCAL_SHEET_EXAMPLES = [
   'add a row: Widget, 3, 4.5',
 ] as const;
 
-const TYPE_WORDS: Record<string, ColumnType> = { string: 'string', text: 'string', number: 'number', numeric: 'number', boolean: 'boolean', date: 'date' };
-const unquote = (s: string) => s.trim().replace(/^["'“‘`](.*)["'”’`]$/s, '$1').trim();
+const TYPE_WORDS: Record<string, ColumnType> = {
+  string: 'string',
+  text: 'string',
+  number: 'number',
+  numeric: 'number',
+  boolean: 'boolean',
+  date: 'date',
+};
+const unquote = (s: string) =>
+  s
+    .trim()
+    .replace(/^["'“‘`](.*)["'”’`]$/s, '$1')
+    .trim();
 
 /** The column an instruction names (header, case-insensitive, or letter), for typing values. */
 function columnOf(input: SheetEditInput, ref: string) {
   const r = unquote(ref).toLowerCase();
-  return input.columns.find((c) => c.name.toLowerCase() === r) ?? input.columns.find((c) => c.letter.toLowerCase() === r);
+  return (
+    input.columns.find((c) => c.name.toLowerCase() === r) ?? input.columns.find((c) => c.letter.toLowerCase() === r)
+  );
 }
 
 /** A value from the instruction, typed for its column ("3" → 3 in a number column). */
@@ -69,59 +82,90 @@ type Rule = (m: RegExpExecArray, input: SheetEditInput) => unknown[] | null;
 
 const RULES: [RegExp, Rule][] = [
   // add a column Total = Price * Qty
-  [/^(?:add|insert|create)\s+(?:a\s+|an\s+)?(?:new\s+)?(?:number\s+|numeric\s+)?column\s+(?:called\s+|named\s+)?(.+?)\s*(?:=|:=|as|with|equal to|equals)\s*(.+)$/i, (m) => {
-    const name = unquote(m[1]!);
-    const expression = m[2]!.trim();
-    if (!/[-+*/]|^\[?[A-Za-z_]/.test(expression) || TYPE_WORDS[expression.toLowerCase()]) return null;
-    return [{ op: 'insertColumn', name, type: 'number', expression }];
-  }],
+  [
+    /^(?:add|insert|create)\s+(?:a\s+|an\s+)?(?:new\s+)?(?:number\s+|numeric\s+)?column\s+(?:called\s+|named\s+)?(.+?)\s*(?:=|:=|as|with|equal to|equals)\s*(.+)$/i,
+    (m) => {
+      const name = unquote(m[1]!);
+      const expression = m[2]!.trim();
+      if (!/[-+*/]|^\[?[A-Za-z_]/.test(expression) || TYPE_WORDS[expression.toLowerCase()]) return null;
+      return [{ op: 'insertColumn', name, type: 'number', expression }];
+    },
+  ],
   // add a (date) column Due (of type date) (before Status)
-  [/^(?:add|insert|create)\s+(?:a\s+|an\s+)?(?:new\s+)?(?:(string|text|number|numeric|boolean|date)\s+)?column\s+(?:called\s+|named\s+)?(.+?)(?:\s+(?:of type|of kind|typed|type)\s+(string|text|number|numeric|boolean|date))?(?:\s+before\s+(?:column\s+)?(.+))?$/i, (m) => {
-    const type = TYPE_WORDS[(m[1] ?? m[3] ?? 'string').toLowerCase()]!;
-    return [{ op: 'insertColumn', name: unquote(m[2]!), type, ...(m[4] ? { before: unquote(m[4]) } : {}) }];
-  }],
+  [
+    /^(?:add|insert|create)\s+(?:a\s+|an\s+)?(?:new\s+)?(?:(string|text|number|numeric|boolean|date)\s+)?column\s+(?:called\s+|named\s+)?(.+?)(?:\s+(?:of type|of kind|typed|type)\s+(string|text|number|numeric|boolean|date))?(?:\s+before\s+(?:column\s+)?(.+))?$/i,
+    (m) => {
+      const type = TYPE_WORDS[(m[1] ?? m[3] ?? 'string').toLowerCase()]!;
+      return [{ op: 'insertColumn', name: unquote(m[2]!), type, ...(m[4] ? { before: unquote(m[4]) } : {}) }];
+    },
+  ],
   // sort by Date descending
-  [/^(?:sort|order)\s+(?:the\s+)?(?:rows\s+|sheet\s+|table\s+|data\s+)?by\s+(?:column\s+)?(.+?)(?:\s*,?\s+(asc|ascending|desc|descending|increasing|decreasing|newest first|oldest first|largest first|biggest first|highest first|smallest first|lowest first|a-z|a to z|z-a|z to a))?$/i, (m) => {
-    const dir = (m[2] ?? 'asc').toLowerCase();
-    const desc = /^(desc|descending|decreasing|newest first|largest first|biggest first|highest first|z-a|z to a)$/.test(dir);
-    return [{ op: 'sort', column: unquote(m[1]!), direction: desc ? 'desc' : 'asc' }];
-  }],
+  [
+    /^(?:sort|order)\s+(?:the\s+)?(?:rows\s+|sheet\s+|table\s+|data\s+)?by\s+(?:column\s+)?(.+?)(?:\s*,?\s+(asc|ascending|desc|descending|increasing|decreasing|newest first|oldest first|largest first|biggest first|highest first|smallest first|lowest first|a-z|a to z|z-a|z to a))?$/i,
+    (m) => {
+      const dir = (m[2] ?? 'asc').toLowerCase();
+      const desc =
+        /^(desc|descending|decreasing|newest first|largest first|biggest first|highest first|z-a|z to a)$/.test(dir);
+      return [{ op: 'sort', column: unquote(m[1]!), direction: desc ? 'desc' : 'asc' }];
+    },
+  ],
   // delete rows where Status is done
-  [/^(?:delete|remove|drop)\s+(?:all\s+)?(?:the\s+)?rows?\s+(?:where|with|whose|in which|that have)\s+(.+)$/i, (m, input) => {
-    const where = condition(input, m[1]!);
-    return where ? [{ op: 'deleteRows', where }] : null;
-  }],
+  [
+    /^(?:delete|remove|drop)\s+(?:all\s+)?(?:the\s+)?rows?\s+(?:where|with|whose|in which|that have)\s+(.+)$/i,
+    (m, input) => {
+      const where = condition(input, m[1]!);
+      return where ? [{ op: 'deleteRows', where }] : null;
+    },
+  ],
   // delete rows 3, 5 and 7 / delete rows 3 to 6
-  [/^(?:delete|remove|drop)\s+(?:the\s+)?rows?\s+(\d+(?:\s*(?:,|and|to|-|through)\s*\d+)*)$/i, (m) => {
-    const rows = new Set<number>();
-    for (const part of m[1]!.split(/\s*(?:,|and)\s*/i)) {
-      const range = /^(\d+)\s*(?:to|-|through)\s*(\d+)$/i.exec(part.trim());
-      if (range) for (let n = Number(range[1]); n <= Number(range[2]) && rows.size <= 5000; n++) rows.add(n);
-      else if (part.trim()) rows.add(Number(part.trim()));
-    }
-    return [{ op: 'deleteRows', rows: [...rows] }];
-  }],
+  [
+    /^(?:delete|remove|drop)\s+(?:the\s+)?rows?\s+(\d+(?:\s*(?:,|and|to|-|through)\s*\d+)*)$/i,
+    (m) => {
+      const rows = new Set<number>();
+      for (const part of m[1]!.split(/\s*(?:,|and)\s*/i)) {
+        const range = /^(\d+)\s*(?:to|-|through)\s*(\d+)$/i.exec(part.trim());
+        if (range) for (let n = Number(range[1]); n <= Number(range[2]) && rows.size <= 5000; n++) rows.add(n);
+        else if (part.trim()) rows.add(Number(part.trim()));
+      }
+      return [{ op: 'deleteRows', rows: [...rows] }];
+    },
+  ],
   // rename column B to Owner
-  [/^rename\s+(?:the\s+)?(?:column\s+)?(.+?)\s+(?:to|as|into)\s+(.+)$/i, (m) => [{ op: 'renameColumn', column: unquote(m[1]!), name: unquote(m[2]!) }]],
+  [
+    /^rename\s+(?:the\s+)?(?:column\s+)?(.+?)\s+(?:to|as|into)\s+(.+)$/i,
+    (m) => [{ op: 'renameColumn', column: unquote(m[1]!), name: unquote(m[2]!) }],
+  ],
   // delete column Notes
   [/^(?:delete|remove|drop)\s+(?:the\s+)?column\s+(.+)$/i, (m) => [{ op: 'deleteColumn', column: unquote(m[1]!) }]],
   // change column Qty to number
-  [/^(?:change|convert|make|retype|turn)\s+(?:the\s+)?(?:column\s+)?(.+?)\s+(?:to|into)\s+(?:an?\s+)?(string|text|number|numeric|boolean|date)(?:\s+column)?$/i, (m) => [{ op: 'retypeColumn', column: unquote(m[1]!), type: TYPE_WORDS[m[2]!.toLowerCase()] }]],
+  [
+    /^(?:change|convert|make|retype|turn)\s+(?:the\s+)?(?:column\s+)?(.+?)\s+(?:to|into)\s+(?:an?\s+)?(string|text|number|numeric|boolean|date)(?:\s+column)?$/i,
+    (m) => [{ op: 'retypeColumn', column: unquote(m[1]!), type: TYPE_WORDS[m[2]!.toLowerCase()] }],
+  ],
   // set Status to done where Qty is 0 / set Total = Price * Qty
-  [/^(?:set|fill|change)\s+(?:column\s+)?(.+?)\s+(?:to|=|with)\s+(.+?)(?:\s+(?:where|when|for rows where|in rows where)\s+(.+))?$/i, (m, input) => {
-    const column = unquote(m[1]!);
-    const raw = m[2]!.trim();
-    const where = m[3] ? condition(input, m[3]) : undefined;
-    if (m[3] && !where) return null;
-    const isExpr = columnOf(input, column)?.type === 'number' && /[-+*/]/.test(raw) && !/^[-+]?\d+(\.\d+)?$/.test(raw);
-    const set = isExpr ? { column, expression: raw } : { column, value: typed(input, column, raw) };
-    return [{ op: 'update', set: [set], ...(where ? { where } : {}) }];
-  }],
+  [
+    /^(?:set|fill|change)\s+(?:column\s+)?(.+?)\s+(?:to|=|with)\s+(.+?)(?:\s+(?:where|when|for rows where|in rows where)\s+(.+))?$/i,
+    (m, input) => {
+      const column = unquote(m[1]!);
+      const raw = m[2]!.trim();
+      const where = m[3] ? condition(input, m[3]) : undefined;
+      if (m[3] && !where) return null;
+      const isExpr =
+        columnOf(input, column)?.type === 'number' && /[-+*/]/.test(raw) && !/^[-+]?\d+(\.\d+)?$/.test(raw);
+      const set = isExpr ? { column, expression: raw } : { column, value: typed(input, column, raw) };
+      return [{ op: 'update', set: [set], ...(where ? { where } : {}) }];
+    },
+  ],
   // add a row: Widget, 3, 4.5
-  [/^(?:add|append|insert)\s+(?:a\s+|one\s+)?(?:new\s+)?row\s*(?:with\s+|:\s*|of\s+)?(.+)$/i, (m, input) => {
-    const values = m[1]!.split(/\s*,\s*/).map((v, i) => (input.columns[i] ? typed(input, input.columns[i].name, v) : unquote(v)));
-    return [{ op: 'appendRows', rows: [values] }];
-  }],
+  [
+    /^(?:add|append|insert)\s+(?:a\s+|one\s+)?(?:new\s+)?row\s*(?:with\s+|:\s*|of\s+)?(.+)$/i,
+    (m, input) => {
+      const values = m[1]!
+        .split(/\s*,\s*/)
+        .map((v, i) => (input.columns[i] ? typed(input, input.columns[i].name, v) : unquote(v)));
+      return [{ op: 'appendRows', rows: [values] }];
+    },
+  ],
 ];
 
 /**
@@ -137,7 +181,13 @@ export function createLocalSheetEngine(): SheetEditEngine {
     async plan(input: SheetEditInput) {
       const parts = input.instruction
         .split(/\s*(?:;|\n|,?\s+(?:and\s+)?then\s+)\s*/i)
-        .map((p) => p.trim().replace(/^(?:and\s+)?then\s+/i, '').replace(/[.!]+$/, '').trim())
+        .map((p) =>
+          p
+            .trim()
+            .replace(/^(?:and\s+)?then\s+/i, '')
+            .replace(/[.!]+$/, '')
+            .trim(),
+        )
         .filter(Boolean);
       const ops: unknown[] = [];
       for (const part of parts) {
@@ -150,7 +200,10 @@ export function createLocalSheetEngine(): SheetEditEngine {
         }
         if (!found) {
           const quoted = part.length > 60 ? `${part.slice(0, 60)}…` : part;
-          throw new AppError('validation_error', `instruction: the ${name} engine does not understand "${quoted}"; it understands instructions like: ${LOCAL_SHEET_EXAMPLES.map((e) => `"${e}"`).join(', ')} (join several with ";")`);
+          throw new AppError(
+            'validation_error',
+            `instruction: the ${name} engine does not understand "${quoted}"; it understands instructions like: ${LOCAL_SHEET_EXAMPLES.map((e) => `"${e}"`).join(', ')} (join several with ";")`,
+          );
         }
         ops.push(...found);
       }

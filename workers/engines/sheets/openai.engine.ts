@@ -19,7 +19,12 @@ Expressions use number columns, numbers, + - * / and parentheses; write [Column 
  * `{"ops":[…]}`. The ops are returned unchecked; the API validates them like a user's. A model
  * that says it cannot do the instruction is a 400; provider failures are 503.
  */
-export function createOpenAiSheetEngine(opts: { baseUrl: string; apiKey?: string; model: string; timeoutMs?: number }): SheetEditEngine {
+export function createOpenAiSheetEngine(opts: {
+  baseUrl: string;
+  apiKey?: string;
+  model: string;
+  timeoutMs?: number;
+}): SheetEditEngine {
   const name = `openai-compatible:${opts.model}`;
   return {
     name,
@@ -31,9 +36,17 @@ export function createOpenAiSheetEngine(opts: { baseUrl: string; apiKey?: string
       ].join('\n');
       let content: string;
       try {
-        ({ content } = await chatComplete({ ...opts, label: 'sheet provider' }, [{ role: 'system', content: SYSTEM }, { role: 'user', content: user }], { signal: ctx.signal, json: true }));
+        ({ content } = await chatComplete(
+          { ...opts, label: 'sheet provider' },
+          [
+            { role: 'system', content: SYSTEM },
+            { role: 'user', content: user },
+          ],
+          { signal: ctx.signal, json: true },
+        ));
       } catch (err) {
-        if (err instanceof RetryLaterError || err instanceof UnrecoverableError) throw new AppError('service_unavailable', err.message, { cause: err });
+        if (err instanceof RetryLaterError || err instanceof UnrecoverableError)
+          throw new AppError('service_unavailable', err.message, { cause: err });
         throw err;
       }
       let parsed: unknown;
@@ -43,7 +56,8 @@ export function createOpenAiSheetEngine(opts: { baseUrl: string; apiKey?: string
         throw new AppError('service_unavailable', 'sheet provider did not answer JSON ops');
       }
       const body = parsed as { ops?: unknown; error?: unknown; summary?: unknown };
-      if (!parsed || typeof parsed !== 'object' || !Array.isArray(body.ops)) throw new AppError('service_unavailable', 'sheet provider did not answer {"ops":[…]}');
+      if (!parsed || typeof parsed !== 'object' || !Array.isArray(body.ops))
+        throw new AppError('service_unavailable', 'sheet provider did not answer {"ops":[…]}');
       if (body.ops.length === 0) {
         const why = typeof body.error === 'string' && body.error.trim() ? `: ${body.error.trim().slice(0, 200)}` : '';
         throw new AppError('validation_error', `instruction: the ${name} engine found no change to make${why}`);

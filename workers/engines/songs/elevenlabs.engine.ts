@@ -20,7 +20,11 @@ export interface ElevenLabsOptions {
 
 const MP3_BITRATES_V1 = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320];
 const MP3_BITRATES_V2 = [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160];
-const MP3_RATES: Record<number, number[]> = { 3: [44100, 48000, 32000], 2: [22050, 24000, 16000], 0: [11025, 12000, 8000] };
+const MP3_RATES: Record<number, number[]> = {
+  3: [44100, 48000, 32000],
+  2: [22050, 24000, 16000],
+  0: [11025, 12000, 8000],
+};
 
 /** Walk MPEG audio Layer III frames: sample rate and duration, or null when it is not MP3. */
 export function mp3Info(buf: Buffer): { sampleRate: number; durationSeconds: number; frames: number } | null {
@@ -73,14 +77,26 @@ export function createElevenLabsSongEngine(opts: ElevenLabsOptions): SongEngine 
   return {
     name: `elevenlabs-music:${opts.model}`,
     async render(plan, ctx) {
-      await ctx.progress('requesting', `Asking the music provider for ${Math.round(plan.durationSeconds)} s at ${plan.tempoBpm} BPM in ${plan.key}`);
+      await ctx.progress(
+        'requesting',
+        `Asking the music provider for ${Math.round(plan.durationSeconds)} s at ${plan.tempoBpm} BPM in ${plan.key}`,
+      );
       const lengthMs = Math.max(10_000, Math.min(300_000, Math.round(plan.durationSeconds * 1000)));
       let res: Response;
       try {
         res = await fetch(`${opts.baseUrl.replace(/\/$/, '')}/v1/music?output_format=mp3_44100_128`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'audio/mpeg', ...(opts.apiKey ? { 'xi-api-key': opts.apiKey } : {}) },
-          body: JSON.stringify({ prompt: songPrompt(plan), music_length_ms: lengthMs, model_id: opts.model, force_instrumental: plan.instrumental }),
+          headers: {
+            'content-type': 'application/json',
+            accept: 'audio/mpeg',
+            ...(opts.apiKey ? { 'xi-api-key': opts.apiKey } : {}),
+          },
+          body: JSON.stringify({
+            prompt: songPrompt(plan),
+            music_length_ms: lengthMs,
+            model_id: opts.model,
+            force_instrumental: plan.instrumental,
+          }),
           signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(opts.timeoutMs ?? 300_000)]),
         });
       } catch (err) {
@@ -88,7 +104,10 @@ export function createElevenLabsSongEngine(opts: ElevenLabsOptions): SongEngine 
       }
       if (res.status === 429 || res.status >= 500) {
         const after = Number(res.headers.get('retry-after'));
-        throw new RetryLaterError(`music provider answered ${res.status}`, Number.isFinite(after) && after > 0 ? after * 1000 : undefined);
+        throw new RetryLaterError(
+          `music provider answered ${res.status}`,
+          Number.isFinite(after) && after > 0 ? after * 1000 : undefined,
+        );
       }
       if (!res.ok) {
         // Only the provider's status and its error code are kept, never the prompt.
@@ -105,7 +124,13 @@ export function createElevenLabsSongEngine(opts: ElevenLabsOptions): SongEngine 
       const audio = await readLimited(res, 100 * 1024 * 1024, 'provider audio');
       const info = mp3Info(audio);
       if (!info) throw new UnrecoverableError('music provider did not return MPEG audio');
-      return { audio, format: 'mp3', mimeType: 'audio/mpeg', sampleRate: info.sampleRate, durationSeconds: info.durationSeconds };
+      return {
+        audio,
+        format: 'mp3',
+        mimeType: 'audio/mpeg',
+        sampleRate: info.sampleRate,
+        durationSeconds: info.durationSeconds,
+      };
     },
   };
 }

@@ -12,7 +12,14 @@ import type { SongEngine, SongPlan } from './song.engine';
 const SCALES = { major: [0, 2, 4, 5, 7, 9, 11], minor: [0, 2, 3, 5, 7, 8, 10] } as const;
 
 /** Rough vowel formants (F1, F2) in Hz. */
-const FORMANTS: Record<string, [number, number]> = { a: [800, 1200], e: [500, 1900], i: [300, 2300], o: [500, 900], u: [350, 800], y: [300, 2100] };
+const FORMANTS: Record<string, [number, number]> = {
+  a: [800, 1200],
+  e: [500, 1900],
+  i: [300, 2300],
+  o: [500, 900],
+  u: [350, 800],
+  y: [300, 2100],
+};
 
 export function mulberry32(seed: number) {
   let a = seed >>> 0;
@@ -30,7 +37,10 @@ const midiHz = (m: number) => 440 * 2 ** ((m - 69) / 12);
 /** Syllables of a line, each as the vowel that colours it. */
 export function syllables(line: string): string[] {
   const out: string[] = [];
-  for (const word of line.toLowerCase().split(/[^a-z']+/).filter(Boolean)) {
+  for (const word of line
+    .toLowerCase()
+    .split(/[^a-z']+/)
+    .filter(Boolean)) {
     const groups = word.match(/[aeiouy]+/g) ?? ['a'];
     // A silent final e does not make a syllable ("fade", "stay" stays one).
     if (groups.length > 1 && /[^aeiouy]e$/.test(word)) groups.pop();
@@ -54,7 +64,14 @@ export function* synthesizeBars(plan: SongPlan): Generator<number, Float32Array,
   const soft = /\b(ballad|ambient|lo-?fi|chill|lullaby|calm|gentle)\b/.test(style);
   const fourOnFloor = /\b(house|techno|disco|dance|edm|trance|electro)\b/.test(style);
 
-  const add = (startSec: number, durSec: number, amp: number, voice: (t: number, i: number) => number, attack = 0.01, release = 0.08) => {
+  const add = (
+    startSec: number,
+    durSec: number,
+    amp: number,
+    voice: (t: number, i: number) => number,
+    attack = 0.01,
+    release = 0.08,
+  ) => {
     const s0 = Math.max(0, Math.floor(startSec * sr));
     const n = Math.min(total - s0, Math.floor(durSec * sr));
     for (let i = 0; i < n; i++) {
@@ -76,25 +93,55 @@ export function* synthesizeBars(plan: SongPlan): Generator<number, Float32Array,
     // Pad: the triad across the bar, three soft harmonics each.
     for (const m of chord) {
       const f = midiHz(m);
-      add(barStart, 4 * spb, soft ? 0.07 : 0.05, (t) => Math.sin(TAU * f * t) + 0.3 * Math.sin(TAU * 2 * f * t) + 0.12 * Math.sin(TAU * 3 * f * t), 0.15, 0.3);
+      add(
+        barStart,
+        4 * spb,
+        soft ? 0.07 : 0.05,
+        (t) => Math.sin(TAU * f * t) + 0.3 * Math.sin(TAU * 2 * f * t) + 0.12 * Math.sin(TAU * 3 * f * t),
+        0.15,
+        0.3,
+      );
     }
     // Bass: chord root two octaves down, beats 1 and 3.
     const bassF = midiHz(chord[0]! - 12);
-    for (const beat of [0, 2]) add(barStart + beat * spb, spb * 1.8, 0.22, (t) => Math.sin(TAU * bassF * t) + 0.25 * Math.sin(TAU * 2 * bassF * t), 0.005, 0.1);
+    for (const beat of [0, 2])
+      add(
+        barStart + beat * spb,
+        spb * 1.8,
+        0.22,
+        (t) => Math.sin(TAU * bassF * t) + 0.25 * Math.sin(TAU * 2 * bassF * t),
+        0.005,
+        0.1,
+      );
 
     // Drums (not in the intro's first bar, to open softly).
     if (bar > 0 || plan.bars <= 4) {
       const kicks = fourOnFloor ? [0, 1, 2, 3] : [0, 2];
-      for (const beat of kicks) add(barStart + beat * spb, 0.25, soft ? 0.35 : 0.55, (t) => Math.sin(TAU * (50 + 100 * Math.exp(-t * 30)) * t) * Math.exp(-t * 12), 0.001, 0.05);
+      for (const beat of kicks)
+        add(
+          barStart + beat * spb,
+          0.25,
+          soft ? 0.35 : 0.55,
+          (t) => Math.sin(TAU * (50 + 100 * Math.exp(-t * 30)) * t) * Math.exp(-t * 12),
+          0.001,
+          0.05,
+        );
       if (!soft) for (const beat of [1, 3]) add(barStart + beat * spb, 0.18, 0.22, () => noise() * 2 - 1, 0.001, 0.12);
       for (let e = 0; e < 8; e++) {
         let prev = 0;
-        add(barStart + (e * spb) / 2, 0.05, soft ? 0.04 : 0.07, () => {
-          const x = noise() * 2 - 1;
-          const hp = x - prev; // crude high-pass: hats, not hiss
-          prev = x;
-          return hp;
-        }, 0.001, 0.03);
+        add(
+          barStart + (e * spb) / 2,
+          0.05,
+          soft ? 0.04 : 0.07,
+          () => {
+            const x = noise() * 2 - 1;
+            const hp = x - prev; // crude high-pass: hats, not hiss
+            prev = x;
+            return hp;
+          },
+          0.001,
+          0.03,
+        );
       }
     }
 
@@ -115,8 +162,13 @@ export function* synthesizeBars(plan: SongPlan): Generator<number, Float32Array,
         leadDeg = Math.max(4, Math.min(12, leadDeg + move));
         if (strong) {
           // Land on the nearest chord tone on the beat.
-          const tones = [chordDeg, chordDeg + 2, chordDeg + 4, chordDeg + 7, chordDeg + 9].filter((d) => d >= 4 && d <= 12);
-          leadDeg = tones.reduce((a, b) => (Math.abs(b - leadDeg) < Math.abs(a - leadDeg) ? b : a), tones[0] ?? leadDeg);
+          const tones = [chordDeg, chordDeg + 2, chordDeg + 4, chordDeg + 7, chordDeg + 9].filter(
+            (d) => d >= 4 && d <= 12,
+          );
+          leadDeg = tones.reduce(
+            (a, b) => (Math.abs(b - leadDeg) < Math.abs(a - leadDeg) ? b : a),
+            tones[0] ?? leadDeg,
+          );
         }
         const f0 = midiHz(base + 12 + degree(leadDeg - 7));
         const [f1, f2] = FORMANTS[sylls[idx]!] ?? FORMANTS.a!;
@@ -126,20 +178,35 @@ export function* synthesizeBars(plan: SongPlan): Generator<number, Float32Array,
           weights.push(Math.exp(-(((hf - f1) / 130) ** 2)) + 0.6 * Math.exp(-(((hf - f2) / 180) ** 2)) + 0.08 / h);
         }
         let phase = 0;
-        add(barStart + k * step, step * 0.95, 0.08, (t) => {
-          const vib = t > 0.12 ? 1 + 0.006 * Math.sin(TAU * 5.5 * t) : 1;
-          phase += (TAU * f0 * vib) / sr;
-          let v = 0;
-          for (let h = 0; h < weights.length; h++) v += weights[h]! * Math.sin((h + 1) * phase);
-          return v;
-        }, 0.03, 0.05);
+        add(
+          barStart + k * step,
+          step * 0.95,
+          0.08,
+          (t) => {
+            const vib = t > 0.12 ? 1 + 0.006 * Math.sin(TAU * 5.5 * t) : 1;
+            phase += (TAU * f0 * vib) / sr;
+            let v = 0;
+            for (let h = 0; h < weights.length; h++) v += weights[h]! * Math.sin((h + 1) * phase);
+            return v;
+          },
+          0.03,
+          0.05,
+        );
       }
     } else if (plan.instrumental && bar >= 1 && bar < plan.bars - 1) {
       for (let e = 0; e < 8; e++) {
         if (rnd() < 0.3) continue; // rests
         leadDeg = Math.max(4, Math.min(12, leadDeg + Math.floor(rnd() * 5) - 2));
         const f = midiHz(base + 12 + degree(leadDeg - 7));
-        add(barStart + (e * spb) / 2, spb / 2, 0.07, (t) => (Math.sin(TAU * f * t) + Math.sin(TAU * 3 * f * t) / 3 + Math.sin(TAU * 5 * f * t) / 5) * Math.exp(-t * 6), 0.004, 0.04);
+        add(
+          barStart + (e * spb) / 2,
+          spb / 2,
+          0.07,
+          (t) =>
+            (Math.sin(TAU * f * t) + Math.sin(TAU * 3 * f * t) / 3 + Math.sin(TAU * 5 * f * t) / 5) * Math.exp(-t * 6),
+          0.004,
+          0.04,
+        );
       }
     }
     yield bar;
@@ -169,7 +236,10 @@ export function createLocalSongEngine(): SongEngine {
         const bar = step.value;
         if ((bar + 1) % 8 === 0 || bar === plan.bars - 1) {
           const section = Math.ceil((bar + 1) / 8);
-          await ctx.progress('rendering', `Rendered section ${section} of ${sections} (bars ${bar - (bar % 8) + 1}-${bar + 1} of ${plan.bars})`);
+          await ctx.progress(
+            'rendering',
+            `Rendered section ${section} of ${sections} (bars ${bar - (bar % 8) + 1}-${bar + 1} of ${plan.bars})`,
+          );
           if (ctx.signal.aborted) throw ctx.signal.reason;
         }
         // Yield to the event loop between bars so lease renewals and other jobs keep running.
@@ -180,7 +250,13 @@ export function createLocalSongEngine(): SongEngine {
       if (ctx.signal.aborted) throw ctx.signal.reason;
       await ctx.progress('encoding', 'Encoding 16-bit PCM WAV');
       const audio = encodeWav(floatToPcm16(samples), plan.sampleRate, 1);
-      return { audio, format: 'wav', mimeType: 'audio/wav', sampleRate: plan.sampleRate, durationSeconds: samples.length / plan.sampleRate };
+      return {
+        audio,
+        format: 'wav',
+        mimeType: 'audio/wav',
+        sampleRate: plan.sampleRate,
+        durationSeconds: samples.length / plan.sampleRate,
+      };
     },
   };
 }

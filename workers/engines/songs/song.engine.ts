@@ -48,11 +48,32 @@ export interface SongAudio {
 export interface SongEngine {
   /** Public engine name reported in the result. */
   readonly name: string;
-  render(plan: SongPlan, ctx: { signal: AbortSignal; progress(raw: string, msg: string): Promise<void> }): Promise<SongAudio>;
+  render(
+    plan: SongPlan,
+    ctx: { signal: AbortSignal; progress(raw: string, msg: string): Promise<void> },
+  ): Promise<SongAudio>;
 }
 
 export const NOTE_NAMES = ['C', 'C#', 'D', 'Eb', 'E', 'F', 'F#', 'G', 'Ab', 'A', 'Bb', 'B'] as const;
-const PITCH: Record<string, number> = { c: 0, 'c#': 1, db: 1, d: 2, 'd#': 3, eb: 3, e: 4, f: 5, 'f#': 6, gb: 6, g: 7, 'g#': 8, ab: 8, a: 9, 'a#': 10, bb: 10, b: 11 };
+const PITCH: Record<string, number> = {
+  c: 0,
+  'c#': 1,
+  db: 1,
+  d: 2,
+  'd#': 3,
+  eb: 3,
+  e: 4,
+  f: 5,
+  'f#': 6,
+  gb: 6,
+  g: 7,
+  'g#': 8,
+  ab: 8,
+  a: 9,
+  'a#': 10,
+  bb: 10,
+  b: 11,
+};
 
 const TEMPO_RULES: [RegExp, number, number][] = [
   [/\b(drum and bass|dnb|jungle|breakcore)\b/, 160, 176],
@@ -77,7 +98,29 @@ const MINOR_PROGRESSIONS = [
   [0, 3, 6, 2], // i iv VII III
 ];
 
-const STOP = new Set(['a', 'an', 'the', 'and', 'or', 'with', 'of', 'in', 'on', 'for', 'to', 'song', 'music', 'track', 'bpm', 'style', 'about', 'some', 'very', 'major', 'minor']);
+const STOP = new Set([
+  'a',
+  'an',
+  'the',
+  'and',
+  'or',
+  'with',
+  'of',
+  'in',
+  'on',
+  'for',
+  'to',
+  'song',
+  'music',
+  'track',
+  'bpm',
+  'style',
+  'about',
+  'some',
+  'very',
+  'major',
+  'minor',
+]);
 
 const LYRIC_TEMPLATES = [
   'We ride the {w} through the night',

@@ -18,18 +18,67 @@ export async function boxColliderGlb(box: ColliderBox): Promise<Buffer> {
   // Each face: four corners in order round it, and its inward normal; the triangles are wound
   // counter-clockwise about that normal (glTF's front face) whichever way the corners run.
   const faces: [number[][], number[]][] = [
-    [[[x0, y0, z0], [x1, y0, z0], [x1, y0, z1], [x0, y0, z1]], [0, 1, 0]], // floor
-    [[[x0, y1, z0], [x0, y1, z1], [x1, y1, z1], [x1, y1, z0]], [0, -1, 0]], // ceiling
-    [[[x0, y0, z0], [x0, y1, z0], [x1, y1, z0], [x1, y0, z0]], [0, 0, 1]], // wall at z min
-    [[[x0, y0, z1], [x1, y0, z1], [x1, y1, z1], [x0, y1, z1]], [0, 0, -1]], // wall at z max
-    [[[x0, y0, z0], [x0, y0, z1], [x0, y1, z1], [x0, y1, z0]], [1, 0, 0]], // wall at x min
-    [[[x1, y0, z0], [x1, y1, z0], [x1, y1, z1], [x1, y0, z1]], [-1, 0, 0]], // wall at x max
+    [
+      [
+        [x0, y0, z0],
+        [x1, y0, z0],
+        [x1, y0, z1],
+        [x0, y0, z1],
+      ],
+      [0, 1, 0],
+    ], // floor
+    [
+      [
+        [x0, y1, z0],
+        [x0, y1, z1],
+        [x1, y1, z1],
+        [x1, y1, z0],
+      ],
+      [0, -1, 0],
+    ], // ceiling
+    [
+      [
+        [x0, y0, z0],
+        [x0, y1, z0],
+        [x1, y1, z0],
+        [x1, y0, z0],
+      ],
+      [0, 0, 1],
+    ], // wall at z min
+    [
+      [
+        [x0, y0, z1],
+        [x1, y0, z1],
+        [x1, y1, z1],
+        [x0, y1, z1],
+      ],
+      [0, 0, -1],
+    ], // wall at z max
+    [
+      [
+        [x0, y0, z0],
+        [x0, y0, z1],
+        [x0, y1, z1],
+        [x0, y1, z0],
+      ],
+      [1, 0, 0],
+    ], // wall at x min
+    [
+      [
+        [x1, y0, z0],
+        [x1, y1, z0],
+        [x1, y1, z1],
+        [x1, y0, z1],
+      ],
+      [-1, 0, 0],
+    ], // wall at x max
   ];
   const positions = new Float32Array(faces.flatMap(([corners]) => corners.flat()));
   const normals = new Float32Array(faces.flatMap(([, n]) => [n, n, n, n].flat()));
   const indices = new Uint16Array(
     faces.flatMap(([c, n], i) => {
-      const a = c[1]!.map((v, k) => v - c[0]![k]!), b = c[2]!.map((v, k) => v - c[0]![k]!);
+      const a = c[1]!.map((v, k) => v - c[0]![k]!),
+        b = c[2]!.map((v, k) => v - c[0]![k]!);
       const cross = [a[1]! * b[2]! - a[2]! * b[1]!, a[2]! * b[0]! - a[0]! * b[2]!, a[0]! * b[1]! - a[1]! * b[0]!];
       const ccw = cross[0]! * n[0]! + cross[1]! * n[1]! + cross[2]! * n[2]! > 0;
       return (ccw ? [0, 1, 2, 0, 2, 3] : [0, 2, 1, 0, 3, 2]).map((k) => i * 4 + k);

@@ -44,9 +44,14 @@ export function sobel(grey: Float32Array, w: number, h: number) {
   for (let y = 1; y < h - 1; y++) {
     for (let x = 1; x < w - 1; x++) {
       const i = y * w + x;
-      const a = grey[i - w - 1]!, b = grey[i - w]!, c = grey[i - w + 1]!;
-      const d = grey[i - 1]!, f = grey[i + 1]!;
-      const g = grey[i + w - 1]!, k = grey[i + w]!, l = grey[i + w + 1]!;
+      const a = grey[i - w - 1]!,
+        b = grey[i - w]!,
+        c = grey[i - w + 1]!;
+      const d = grey[i - 1]!,
+        f = grey[i + 1]!;
+      const g = grey[i + w - 1]!,
+        k = grey[i + w]!,
+        l = grey[i + w + 1]!;
       gx[i] = Math.abs(c + 2 * f + l - a - 2 * d - g);
       gy[i] = Math.abs(g + 2 * k + l - a - 2 * b - c);
     }
@@ -68,9 +73,20 @@ function peak(profile: Float32Array, from: number, to: number): number | null {
   return profile[best]! >= Math.max(8, med * 4) ? best : null;
 }
 
-const m = (value: number, confidence: number, lowerBound: boolean): Measurement => ({ value: Math.round(value * 100) / 100, confidence: Math.round(confidence * 100) / 100, lowerBound });
+const m = (value: number, confidence: number, lowerBound: boolean): Measurement => ({
+  value: Math.round(value * 100) / 100,
+  confidence: Math.round(confidence * 100) / 100,
+  lowerBound,
+});
 
-export function estimateRoom(grey: Float32Array, w: number, h: number, fovXDeg: number, cameraHeight: number, fovFromExif: boolean): GeometryEstimate {
+export function estimateRoom(
+  grey: Float32Array,
+  w: number,
+  h: number,
+  fovXDeg: number,
+  cameraHeight: number,
+  fovFromExif: boolean,
+): GeometryEstimate {
   const notes: string[] = [];
   const f = w / 2 / Math.tan((fovXDeg * Math.PI) / 360);
   const cx = w / 2;
@@ -79,7 +95,8 @@ export function estimateRoom(grey: Float32Array, w: number, h: number, fovXDeg: 
   const { gx, gy } = sobel(grey, w, h);
 
   const rowProfile = new Float32Array(h);
-  const x0 = Math.floor(w / 3), x1 = Math.ceil((2 * w) / 3);
+  const x0 = Math.floor(w / 3),
+    x1 = Math.ceil((2 * w) / 3);
   for (let y = 0; y < h; y++) {
     let s = 0;
     for (let x = x0; x < x1; x++) s += gy[y * w + x]!;
@@ -112,8 +129,8 @@ export function estimateRoom(grey: Float32Array, w: number, h: number, fovXDeg: 
   const edge = Math.max(2, Math.round(w * 0.02));
   const leftCol = peak(colProfile, edge, Math.floor(cx) - edge);
   const rightCol = peak(colProfile, Math.ceil(cx) + edge, w - edge);
-  const left = -(cx - (leftCol ?? 0)) * far / f;
-  const right = ((rightCol ?? w) - cx) * far / f;
+  const left = (-(cx - (leftCol ?? 0)) * far) / f;
+  const right = (((rightCol ?? w) - cx) * far) / f;
   const widthLower = leftCol === null || rightCol === null;
   if (widthLower) notes.push('A side wall is out of frame: the width is a lower bound (the frame edge caps it).');
 
@@ -122,7 +139,9 @@ export function estimateRoom(grey: Float32Array, w: number, h: number, fovXDeg: 
   if (ceilingRow !== null) ceiling = cameraHeight + ((cy - ceilingRow) * far) / f;
   else {
     ceiling = cameraHeight + (cy * far) / f;
-    notes.push('The ceiling line is not in view: the ceiling height is a lower bound (the top of the frame at the far wall).');
+    notes.push(
+      'The ceiling line is not in view: the ceiling height is a lower bound (the top of the frame at the far wall).',
+    );
   }
   // The wall behind the camera is never seen: a generated half metre behind it, at least.
   const back = -Math.max(0.5, far * 0.25);

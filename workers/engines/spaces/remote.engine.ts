@@ -108,25 +108,38 @@ export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine 
    * so it may be a private or cluster address and is fetched without the user-URL SSRF guard.
    */
   function providerBase(): string {
-    if (!opts.baseUrl) throw new UnrecoverableError('the room engine is set to remote but SPACE_PROVIDER_BASE_URL is not configured');
+    if (!opts.baseUrl)
+      throw new UnrecoverableError('the room engine is set to remote but SPACE_PROVIDER_BASE_URL is not configured');
     let url: URL;
     try {
       url = new URL(opts.baseUrl);
     } catch {
       throw new UnrecoverableError('SPACE_PROVIDER_BASE_URL is not a valid URL (server configuration)');
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UnrecoverableError('SPACE_PROVIDER_BASE_URL must be an http or https URL (server configuration)');
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new UnrecoverableError('SPACE_PROVIDER_BASE_URL must be an http or https URL (server configuration)');
     return url.href.replace(/\/+$/, '');
   }
 
   /** One provider call; transport errors and 5xx retry later, 4xx (and redirects) fail the job. */
-  async function call(method: 'GET' | 'POST', url: string, signal: AbortSignal, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<unknown> {
+  async function call(
+    method: 'GET' | 'POST',
+    url: string,
+    signal: AbortSignal,
+    body?: unknown,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<unknown> {
     let res: Response;
     try {
       res = await fetch(url, {
         method,
         redirect: 'manual',
-        headers: { authorization: `Bearer ${opts.apiKey ?? ''}`, accept: 'application/json', ...(body ? { 'content-type': 'application/json' } : {}), ...extraHeaders },
+        headers: {
+          authorization: `Bearer ${opts.apiKey ?? ''}`,
+          accept: 'application/json',
+          ...(body ? { 'content-type': 'application/json' } : {}),
+          ...extraHeaders,
+        },
         body: body ? JSON.stringify(body) : undefined,
         signal: AbortSignal.any([signal, AbortSignal.timeout(30_000)]),
       });
@@ -139,12 +152,22 @@ export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine 
       text = (await readLimited(res, 1024 * 1024, 'provider reply')).toString('utf8');
     } catch (err) {
       if (signal.aborted) throw err;
-      throw new RetryLaterError(`the world-generation provider's reply could not be read (${err instanceof AppError ? err.message : (err as Error).name})`);
+      throw new RetryLaterError(
+        `the world-generation provider's reply could not be read (${err instanceof AppError ? err.message : (err as Error).name})`,
+      );
     }
     if (res.status >= 500) throw new RetryLaterError(`the world-generation provider failed (HTTP ${res.status})`);
     if (!res.ok) {
-      const detail = (() => { try { return clip(String((JSON.parse(text) as { error?: unknown }).error ?? '')); } catch { return ''; } })();
-      throw new UnrecoverableError(`the world-generation provider refused the request (HTTP ${res.status}${detail ? `: ${detail}` : ''})`);
+      const detail = (() => {
+        try {
+          return clip(String((JSON.parse(text) as { error?: unknown }).error ?? ''));
+        } catch {
+          return '';
+        }
+      })();
+      throw new UnrecoverableError(
+        `the world-generation provider refused the request (HTTP ${res.status}${detail ? `: ${detail}` : ''})`,
+      );
     }
     try {
       return JSON.parse(text);
@@ -155,12 +178,22 @@ export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine 
 
   async function download(url: string, what: string, signal: AbortSignal): Promise<Buffer> {
     try {
-      const res = await guardedFetch(url, what, { signal: AbortSignal.any([signal, AbortSignal.timeout(120_000)]) }, ssrf);
-      if (!res.ok) throw new UnrecoverableError(`the world-generation provider's ${what} could not be downloaded (HTTP ${res.status})`);
+      const res = await guardedFetch(
+        url,
+        what,
+        { signal: AbortSignal.any([signal, AbortSignal.timeout(120_000)]) },
+        ssrf,
+      );
+      if (!res.ok)
+        throw new UnrecoverableError(
+          `the world-generation provider's ${what} could not be downloaded (HTTP ${res.status})`,
+        );
       return await readLimited(res, opts.maxBytes, `the provider's ${what}`);
     } catch (err) {
       if (signal.aborted || err instanceof UnrecoverableError) throw err;
-      throw new UnrecoverableError(err instanceof AppError ? err.message : `the world-generation provider's ${what} could not be downloaded`);
+      throw new UnrecoverableError(
+        err instanceof AppError ? err.message : `the world-generation provider's ${what} could not be downloaded`,
+      );
     }
   }
 
@@ -171,25 +204,32 @@ export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine 
     try {
       header = await gunzipHead(bytes, 16);
     } catch {
-      throw new UnrecoverableError('the world-generation provider\'s splat is not an SPZ file (not gzip)');
+      throw new UnrecoverableError("the world-generation provider's splat is not an SPZ file (not gzip)");
     }
-    if (header.length < 16 || header.readUInt32LE(0) !== SPZ_MAGIC) throw new UnrecoverableError('the world-generation provider\'s splat is not an SPZ file (wrong magic)');
+    if (header.length < 16 || header.readUInt32LE(0) !== SPZ_MAGIC)
+      throw new UnrecoverableError("the world-generation provider's splat is not an SPZ file (wrong magic)");
     return { url: await ctx.store(bytes, 'application/octet-stream', name), gaussians: header.readUInt32LE(8) };
   };
 
   /** A collider is kept only as a binary glTF 2.0 file whose header length is its size. */
   const storeCollider = (bytes: Buffer, ctx: SpaceEngineContext) => {
-    if (bytes.length < 12 || bytes.readUInt32LE(0) !== GLB_MAGIC || bytes.readUInt32LE(4) !== 2 || bytes.readUInt32LE(8) !== bytes.length) {
-      throw new UnrecoverableError('the world-generation provider\'s collider is not a binary glTF 2.0 (GLB) file');
+    if (
+      bytes.length < 12 ||
+      bytes.readUInt32LE(0) !== GLB_MAGIC ||
+      bytes.readUInt32LE(4) !== 2 ||
+      bytes.readUInt32LE(8) !== bytes.length
+    ) {
+      throw new UnrecoverableError("the world-generation provider's collider is not a binary glTF 2.0 (GLB) file");
     }
     return ctx.store(bytes, 'model/gltf-binary', 'collider.glb');
   };
 
   /** A panorama is kept only as PNG or JPEG (told by its magic bytes). */
   const storePanorama = (bytes: Buffer, ctx: SpaceEngineContext) => {
-    if (bytes.subarray(0, 4).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47]))) return ctx.store(bytes, 'image/png', 'panorama.png');
+    if (bytes.subarray(0, 4).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47])))
+      return ctx.store(bytes, 'image/png', 'panorama.png');
     if (bytes[0] === 0xff && bytes[1] === 0xd8) return ctx.store(bytes, 'image/jpeg', 'panorama.jpg');
-    throw new UnrecoverableError('the world-generation provider\'s panorama is neither PNG nor JPEG');
+    throw new UnrecoverableError("the world-generation provider's panorama is neither PNG nor JPEG");
   };
 
   return {
@@ -202,9 +242,16 @@ export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine 
         await ctx.progress('provider_resume', 'Resuming the world the provider is already building');
       } else {
         await ctx.progress('provider_create', 'Sending the inputs to the world-generation provider');
-        const inputs = plan.source === 'video' ? { videoUrl: plan.videoUrl } : plan.source === 'photos' ? { imageUrls: plan.imageUrls } : { imageUrl: plan.imageUrl };
+        const inputs =
+          plan.source === 'video'
+            ? { videoUrl: plan.videoUrl }
+            : plan.source === 'photos'
+              ? { imageUrls: plan.imageUrls }
+              : { imageUrl: plan.imageUrl };
         const body = { source: plan.source, ...inputs, quality: plan.quality, title: plan.title };
-        const created = z.object({ id: z.string().min(1).max(200) }).safeParse(await call('POST', `${base}/v1/worlds`, ctx.signal, body, { 'idempotency-key': ctx.jobId }));
+        const created = z
+          .object({ id: z.string().min(1).max(200) })
+          .safeParse(await call('POST', `${base}/v1/worlds`, ctx.signal, body, { 'idempotency-key': ctx.jobId }));
         if (!created.success) throw new UnrecoverableError('the world-generation provider did not answer a world id');
         worldId = created.data.id;
         createdAt = Date.now();
@@ -213,15 +260,34 @@ export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine 
       }
       const statusUrl = `${base}/v1/worlds/${encodeURIComponent(worldId)}`;
 
-      const notes = [`Built by a hosted world-generation provider (${REMOTE_ENGINE_NAME} adapter); what the inputs did not show is generated by it.`];
+      const notes = [
+        `Built by a hosted world-generation provider (${REMOTE_ENGINE_NAME} adapter); what the inputs did not show is generated by it.`,
+      ];
       const blank: SpaceResult = {
-        stage: 'preview', imagined: true, source: plan.source, photoCount: plan.source === 'photos' ? plan.imageUrls!.length : plan.source === 'photo' ? 1 : 0,
-        panoramaUrl: null, spaceUrl: null, spaceFullUrl: null, format: null, metricScale: null, floorOffsetM: null, colliderUrl: null,
-        depthUrl: null, posterUrl: null, gaussians: null, dimensions: null, engine: REMOTE_ENGINE_NAME, notes,
+        stage: 'preview',
+        imagined: true,
+        source: plan.source,
+        photoCount: plan.source === 'photos' ? plan.imageUrls!.length : plan.source === 'photo' ? 1 : 0,
+        panoramaUrl: null,
+        spaceUrl: null,
+        spaceFullUrl: null,
+        format: null,
+        metricScale: null,
+        floorOffsetM: null,
+        colliderUrl: null,
+        depthUrl: null,
+        posterUrl: null,
+        gaussians: null,
+        dimensions: null,
+        engine: REMOTE_ENGINE_NAME,
+        notes,
       };
       let preview: SpaceResult | null = null;
       const deadline = createdAt + opts.timeoutMs;
-      const timedOut = () => new UnrecoverableError(`the world-generation provider did not finish within ${Math.round(opts.timeoutMs / 1000)} s`);
+      const timedOut = () =>
+        new UnrecoverableError(
+          `the world-generation provider did not finish within ${Math.round(opts.timeoutMs / 1000)} s`,
+        );
       let failures = 0;
       for (;;) {
         let reply: unknown;
@@ -233,35 +299,68 @@ export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine 
           failures++;
           const wait = Math.min(opts.pollMs * 2 ** failures, MAX_BACKOFF_MS);
           if (Date.now() + wait > deadline) throw timedOut();
-          await ctx.progress('provider_unreachable', 'The world-generation provider did not answer; asking again shortly');
+          await ctx.progress(
+            'provider_unreachable',
+            'The world-generation provider did not answer; asking again shortly',
+          );
           await sleep(wait, undefined, { signal: ctx.signal });
           continue;
         }
         failures = 0;
         const parsed = WorldStatus.safeParse(reply);
-        if (!parsed.success) throw new UnrecoverableError('the world-generation provider answered a status this adapter does not understand');
+        if (!parsed.success)
+          throw new UnrecoverableError(
+            'the world-generation provider answered a status this adapter does not understand',
+          );
         const st: WorldStatus = parsed.data;
-        if (st.status === 'failed') throw new UnrecoverableError(`the world-generation provider could not build the room${st.error ? `: ${clip(st.error)}` : ''}`);
+        if (st.status === 'failed')
+          throw new UnrecoverableError(
+            `the world-generation provider could not build the room${st.error ? `: ${clip(st.error)}` : ''}`,
+          );
         if (st.quick && !preview) {
           const quick = await splat(st.quick.splatUrl, 'space-quick.spz', ctx);
-          preview = { ...blank, spaceUrl: quick.url, format: 'spz', gaussians: quick.gaussians, notes: [...notes, 'The quick room is in the provider\'s own units (metricScale null).'] };
+          preview = {
+            ...blank,
+            spaceUrl: quick.url,
+            format: 'spz',
+            gaussians: quick.gaussians,
+            notes: [...notes, "The quick room is in the provider's own units (metricScale null)."],
+          };
           if (st.status !== 'succeeded') await ctx.publishPreview(preview);
         }
         if (st.status === 'succeeded') {
           if (!st.full) {
             if (!preview) throw new UnrecoverableError('the world-generation provider finished without a splat');
-            const why = plan.quality === 'preview' ? 'Only the preview was requested (quality preview).' : 'The provider delivered only the quick room.';
+            const why =
+              plan.quality === 'preview'
+                ? 'Only the preview was requested (quality preview).'
+                : 'The provider delivered only the quick room.';
             return { ...preview, notes: [...preview.notes, why] };
           }
           const full = st.full;
           const fullSplat = await splat(full.splatUrl, 'space-full.spz', ctx);
           const spaceFullUrl = fullSplat.url;
-          const colliderUrl = full.colliderUrl ? await storeCollider(await download(full.colliderUrl, 'collider', ctx.signal), ctx) : null;
-          const panoramaUrl = full.panoramaUrl ? await storePanorama(await download(full.panoramaUrl, 'panorama', ctx.signal), ctx) : null;
+          const colliderUrl = full.colliderUrl
+            ? await storeCollider(await download(full.colliderUrl, 'collider', ctx.signal), ctx)
+            : null;
+          const panoramaUrl = full.panoramaUrl
+            ? await storePanorama(await download(full.panoramaUrl, 'panorama', ctx.signal), ctx)
+            : null;
           return {
-            ...(preview ?? blank), stage: 'space', spaceUrl: preview?.spaceUrl ?? spaceFullUrl, spaceFullUrl, format: 'spz', metricScale: full.metricScale,
-            floorOffsetM: full.floorOffsetM ?? null, colliderUrl, panoramaUrl, gaussians: fullSplat.gaussians,
-            notes: [...(preview?.notes ?? notes), `The full room is ${fullSplat.gaussians} Gaussians (counted in the file); metric scale and floor offset as the provider reported them.`],
+            ...(preview ?? blank),
+            stage: 'space',
+            spaceUrl: preview?.spaceUrl ?? spaceFullUrl,
+            spaceFullUrl,
+            format: 'spz',
+            metricScale: full.metricScale,
+            floorOffsetM: full.floorOffsetM ?? null,
+            colliderUrl,
+            panoramaUrl,
+            gaussians: fullSplat.gaussians,
+            notes: [
+              ...(preview?.notes ?? notes),
+              `The full room is ${fullSplat.gaussians} Gaussians (counted in the file); metric scale and floor offset as the provider reported them.`,
+            ],
           };
         }
         if (Date.now() > deadline) throw timedOut();

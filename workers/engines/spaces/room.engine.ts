@@ -67,12 +67,20 @@ export function createRoomSpaceEngine(opts: RoomEngineOptions): SpaceEngine {
         } catch {
           throw new UnrecoverableError(`${field(i)}: the file is not a readable image (JPEG, PNG or WebP)`);
         }
-        if (!format || !FORMATS.has(format)) throw new UnrecoverableError(`${field(i)}: ${format ?? 'unknown'} images are not supported (JPEG, PNG or WebP)`);
+        if (!format || !FORMATS.has(format))
+          throw new UnrecoverableError(
+            `${field(i)}: ${format ?? 'unknown'} images are not supported (JPEG, PNG or WebP)`,
+          );
         uprights.push(await sharp(buf).rotate().toBuffer());
       }
       const first = await sharp(uprights[0]).metadata();
-      const W0 = first.width!, H0 = first.height!;
-      const notes: string[] = [video ? `Built from ${photos.length} frames sampled evenly from the video.` : `Built from ${photos.length} photos.`];
+      const W0 = first.width!,
+        H0 = first.height!;
+      const notes: string[] = [
+        video
+          ? `Built from ${photos.length} frames sampled evenly from the video.`
+          : `Built from ${photos.length} photos.`,
+      ];
 
       let fovX = opts.defaultFovDeg;
       let fovFromExif = false;
@@ -87,52 +95,106 @@ export function createRoomSpaceEngine(opts: RoomEngineOptions): SpaceEngine {
           // unreadable EXIF is the same as none
         }
       }
-      notes.push(fovFromExif ? `Field of view ${fovX.toFixed(1)}° from the first photo's EXIF.` : `No focal length known: a ${opts.defaultFovDeg}° horizontal field of view was assumed.`);
+      notes.push(
+        fovFromExif
+          ? `Field of view ${fovX.toFixed(1)}° from the first photo's EXIF.`
+          : `No focal length known: a ${opts.defaultFovDeg}° horizontal field of view was assumed.`,
+      );
 
-      const vw = Math.min(VIEW_WIDTH, W0), vh = Math.round((vw * H0) / W0);
-      const aw = Math.min(ANALYSIS_WIDTH, vw), ah = Math.round((aw * H0) / W0);
+      const vw = Math.min(VIEW_WIDTH, W0),
+        vh = Math.round((vw * H0) / W0);
+      const aw = Math.min(ANALYSIS_WIDTH, vw),
+        ah = Math.round((aw * H0) / W0);
       const views: View[] = [];
       for (const up of uprights) {
-        const rgb = await sharp(up).resize(vw, vh, { fit: 'cover' }).removeAlpha().toColourspace('srgb').raw().toBuffer();
+        const rgb = await sharp(up)
+          .resize(vw, vh, { fit: 'cover' })
+          .removeAlpha()
+          .toColourspace('srgb')
+          .raw()
+          .toBuffer();
         const grey = await sharp(up).resize(aw, ah, { fit: 'cover' }).greyscale().raw().toBuffer();
         const m = await sharp(up).metadata();
-        views.push({ rgb, grey: Float32Array.from(grey.subarray(0, aw * ah)), yaw: 0, cropped: Math.abs(m.width! * H0 - m.height! * W0) > Math.max(W0, H0) });
+        views.push({
+          rgb,
+          grey: Float32Array.from(grey.subarray(0, aw * ah)),
+          yaw: 0,
+          cropped: Math.abs(m.width! * H0 - m.height! * W0) > Math.max(W0, H0),
+        });
         if (ctx.signal.aborted) throw ctx.signal.reason;
       }
 
       if (views.some((v) => v.cropped)) notes.push('Views of another shape than the first were cropped to its shape.');
       await ctx.progress('stitching', 'Placing the views round the camera');
-      const yaws = estimateYaws(views.map((v) => ({ grey: v.grey, w: aw, h: ah })), fovX);
+      const yaws = estimateYaws(
+        views.map((v) => ({ grey: v.grey, w: aw, h: ah })),
+        fovX,
+      );
       for (const [i, y] of yaws.yawDeg.entries()) views[i]!.yaw = (y * Math.PI) / 180;
       notes.push(...yaws.notes);
       if (views.length > 1) {
         const span = Math.max(...yaws.yawDeg) - Math.min(...yaws.yawDeg);
-        notes.push(`Views stitched by phase correlation: turns of ${yaws.yawDeg.map((y) => `${Math.round(y)}°`).join(', ')} from the first view (${Math.round(span + fovX)}° of the room seen round the camera).`);
-        if (yaws.order.some((v, i) => v !== i)) notes.push(`Round the camera the views run in the order ${yaws.order.map((i) => i + 1).join(', ')}, not the order given.`);
+        notes.push(
+          `Views stitched by phase correlation: turns of ${yaws.yawDeg.map((y) => `${Math.round(y)}°`).join(', ')} from the first view (${Math.round(span + fovX)}° of the room seen round the camera).`,
+        );
+        if (yaws.order.some((v, i) => v !== i))
+          notes.push(
+            `Round the camera the views run in the order ${yaws.order.map((i) => i + 1).join(', ')}, not the order given.`,
+          );
       }
 
       await ctx.progress('panorama', 'Projecting the views into a 360 panorama and generating the rest');
       const { pixels: pano, cover, seenFraction } = paintPanorama(views, vw, vh, fovX, ctx.signal);
-      notes.push(`The panorama shows the views where they were seen (${Math.round(seenFraction * 100)} % of the sphere); the rest is generated from the seen colours and blended at the seams.`);
+      notes.push(
+        `The panorama shows the views where they were seen (${Math.round(seenFraction * 100)} % of the sphere); the rest is generated from the seen colours and blended at the seams.`,
+      );
 
       await ctx.progress('measuring', 'Estimating the room');
       const { box, notes: geoNotes } = roomBox(pano, cover, opts.cameraHeightM);
       notes.push(...geoNotes);
-      notes.push(`Camera height assumed ${opts.cameraHeightM} m above the floor, views assumed level; this sets the scale.`);
+      notes.push(
+        `Camera height assumed ${opts.cameraHeightM} m above the floor, views assumed level; this sets the scale.`,
+      );
       const colourAt = panoramaSampler(pano);
 
       await ctx.progress('quick', 'Building the quick walkable room');
       const quick = toCameraUnits(boxSplats(box, colourAt, QUICK_GAUSSIANS), opts.cameraHeightM);
       const spaceUrl = await ctx.store(encodeSpz(quick), 'application/octet-stream', 'space-quick.spz');
-      const poster = await sharp(uprights[0]).resize({ width: Math.min(1024, W0) }).jpeg({ quality: 85 }).toBuffer();
+      const poster = await sharp(uprights[0])
+        .resize({ width: Math.min(1024, W0) })
+        .jpeg({ quality: 85 })
+        .toBuffer();
       const posterUrl = await ctx.store(poster, 'image/jpeg', 'poster.jpg');
-      notes.push(`The quick room is ${quick.count} Gaussians on the estimated box, in camera heights (x right, y up from the camera, z back; the first view looks down -z).`);
+      notes.push(
+        `The quick room is ${quick.count} Gaussians on the estimated box, in camera heights (x right, y up from the camera, z back; the first view looks down -z).`,
+      );
       const preview: SpaceResult = {
-        stage: 'preview', imagined: true, source: plan.source, photoCount: video ? 0 : photos.length,
-        panoramaUrl: null, spaceUrl, spaceFullUrl: null, format: 'spz', metricScale: null, floorOffsetM: null, colliderUrl: null,
-        depthUrl: null, posterUrl, gaussians: quick.count, dimensions: null, engine: ROOM_ENGINE_NAME, notes: [...notes],
+        stage: 'preview',
+        imagined: true,
+        source: plan.source,
+        photoCount: video ? 0 : photos.length,
+        panoramaUrl: null,
+        spaceUrl,
+        spaceFullUrl: null,
+        format: 'spz',
+        metricScale: null,
+        floorOffsetM: null,
+        colliderUrl: null,
+        depthUrl: null,
+        posterUrl,
+        gaussians: quick.count,
+        dimensions: null,
+        engine: ROOM_ENGINE_NAME,
+        notes: [...notes],
       };
-      if (plan.quality === 'preview') return { ...preview, notes: [...notes, 'Only the preview was requested (quality preview): the full room, its panorama and collider were not built.'] };
+      if (plan.quality === 'preview')
+        return {
+          ...preview,
+          notes: [
+            ...notes,
+            'Only the preview was requested (quality preview): the full room, its panorama and collider were not built.',
+          ],
+        };
       await ctx.publishPreview(preview);
 
       await ctx.progress('space', 'Building the full room, its panorama and collider');
@@ -142,27 +204,50 @@ export function createRoomSpaceEngine(opts: RoomEngineOptions): SpaceEngine {
       // the pool retries it rather than settling a paid full room at preview.
       let tier: { panoPng: Buffer; spz: Buffer; gaussians: number; glb: Buffer };
       try {
-        const panoPng = await sharp(pano, { raw: { width: ROOM_PANORAMA_SIZE.width, height: ROOM_PANORAMA_SIZE.height, channels: 3 } }).png({ compressionLevel: 6 }).toBuffer();
+        const panoPng = await sharp(pano, {
+          raw: { width: ROOM_PANORAMA_SIZE.width, height: ROOM_PANORAMA_SIZE.height, channels: 3 },
+        })
+          .png({ compressionLevel: 6 })
+          .toBuffer();
         const full = toCameraUnits(boxSplats(box, colourAt, FULL_GAUSSIANS), c);
-        const glb = await boxColliderGlb({ min: [box.left / c, -1, -box.far / c], max: [box.right / c, (box.ceiling - c) / c, -box.back / c] });
+        const glb = await boxColliderGlb({
+          min: [box.left / c, -1, -box.far / c],
+          max: [box.right / c, (box.ceiling - c) / c, -box.back / c],
+        });
         tier = { panoPng, spz: encodeSpz(full), gaussians: full.count, glb };
       } catch (err) {
         if (ctx.signal.aborted) throw err;
         ctx.log.warn('the full room could not be built; completing at stage preview', { err: err as Error });
-        return { ...preview, notes: [...preview.notes, 'The full room could not be built; the quick room is the result.'] };
+        return {
+          ...preview,
+          notes: [...preview.notes, 'The full room could not be built; the quick room is the result.'],
+        };
       }
       const panoramaUrl = await ctx.store(tier.panoPng, 'image/png', 'panorama.png');
       const spaceFullUrl = await ctx.store(tier.spz, 'application/octet-stream', 'space-full.spz');
       const colliderUrl = await ctx.store(tier.glb, 'model/gltf-binary', 'collider.glb');
-      notes.push(`The full room is ${tier.gaussians} Gaussians; multiply coordinates by metricScale (${c}, the assumed camera height) for metres; the floor is ${c} m below the origin. The collider is the same box (floor, ceiling, four walls) as a GLB mesh.`);
-      return { ...preview, stage: 'space', panoramaUrl, spaceFullUrl, metricScale: c, floorOffsetM: c, colliderUrl, gaussians: tier.gaussians, notes };
+      notes.push(
+        `The full room is ${tier.gaussians} Gaussians; multiply coordinates by metricScale (${c}, the assumed camera height) for metres; the floor is ${c} m below the origin. The collider is the same box (floor, ceiling, four walls) as a GLB mesh.`,
+      );
+      return {
+        ...preview,
+        stage: 'space',
+        panoramaUrl,
+        spaceFullUrl,
+        metricScale: c,
+        floorOffsetM: c,
+        colliderUrl,
+        gaussians: tier.gaussians,
+        notes,
+      };
     },
   };
 }
 
 /** Splats built in metres (y from the floor) moved to camera units: origin at the camera, 1 = camera height. */
 function toCameraUnits(s: Splats, cameraHeight: number): Splats {
-  const k = 1 / cameraHeight, dl = Math.log(k);
+  const k = 1 / cameraHeight,
+    dl = Math.log(k);
   for (let i = 0; i < s.count; i++) {
     s.positions[i * 3] = s.positions[i * 3]! * k;
     s.positions[i * 3 + 1] = (s.positions[i * 3 + 1]! - cameraHeight) * k;
@@ -187,10 +272,16 @@ const median = (xs: number[]) => {
  */
 function roomBox(pano: Buffer, cover: Float32Array, cameraHeight: number): { box: RoomBox; notes: string[] } {
   const { width: PW, height: PH } = ROOM_PANORAMA_SIZE;
-  const grey = (x: number, y: number) => { const i = (y * PW + x) * 3; return 0.299 * pano[i]! + 0.587 * pano[i + 1]! + 0.114 * pano[i + 2]!; };
+  const grey = (x: number, y: number) => {
+    const i = (y * PW + x) * 3;
+    return 0.299 * pano[i]! + 0.587 * pano[i + 1]! + 0.114 * pano[i + 2]!;
+  };
   const latOf = (y: number) => Math.PI / 2 - ((y + 1) / PH) * Math.PI; // the edge between rows y and y + 1
   const rowAt = (latDeg: number) => Math.round(((90 - latDeg) / 180) * PH);
-  const horizonBelow = rowAt(-2), floorLimit = rowAt(-75), horizonAbove = rowAt(2), ceilingLimit = rowAt(75);
+  const horizonBelow = rowAt(-2),
+    floorLimit = rowAt(-75),
+    horizonAbove = rowAt(2),
+    ceilingLimit = rowAt(75);
   /** Row of the chosen edge between rows [from, to) of column x (the last strong one in scan order). */
   const edge = (x: number, from: number, to: number, step: 1 | -1): number | null => {
     let max = 0;
@@ -203,7 +294,9 @@ function roomBox(pano: Buffer, cover: Float32Array, cameraHeight: number): { box
     }
     if (max < 12) return null;
     let last: number | null = null;
-    g.forEach((d, i) => { if (d >= max / 2) last = from + i * step; });
+    g.forEach((d, i) => {
+      if (d >= max / 2) last = from + i * step;
+    });
     return last;
   };
   const walls: (number | null)[] = [];
@@ -229,22 +322,32 @@ function roomBox(pano: Buffer, cover: Float32Array, cameraHeight: number): { box
       if (y !== null) ceilings.push(cameraHeight + (d * Math.tan(latOf(y))) / c);
     }
   }
-  const notes: string[] = ['The room is modelled as a box aligned with the first view, which is assumed to face a wall squarely.'];
+  const notes: string[] = [
+    'The room is modelled as a box aligned with the first view, which is assumed to face a wall squarely.',
+  ];
   const measured = walls.filter((d): d is number => d !== null);
   const fallback = measured.length ? median(measured) : 3;
   const names = ['ahead', 'right', 'behind', 'left'];
   const dist = walls.map((d) => d ?? fallback);
   const seen = walls.map((d, i) => (d !== null ? `${names[i]} ${d.toFixed(1)} m` : null)).filter(Boolean);
   const unseen = walls.map((d, i) => (d === null ? names[i] : null)).filter(Boolean);
-  if (seen.length) notes.push(`Walls measured on the stitched panorama from the floor–wall line and the assumed camera height: ${seen.join(', ')}.`);
-  if (unseen.length) notes.push(`The views did not show the floor line of the wall${unseen.length > 1 ? 's' : ''} ${unseen.join(', ')}: placed at ${fallback.toFixed(1)} m (${measured.length ? 'the median of the measured walls' : 'an assumed distance'}), generated, not measured.`);
+  if (seen.length)
+    notes.push(
+      `Walls measured on the stitched panorama from the floor–wall line and the assumed camera height: ${seen.join(', ')}.`,
+    );
+  if (unseen.length)
+    notes.push(
+      `The views did not show the floor line of the wall${unseen.length > 1 ? 's' : ''} ${unseen.join(', ')}: placed at ${fallback.toFixed(1)} m (${measured.length ? 'the median of the measured walls' : 'an assumed distance'}), generated, not measured.`,
+    );
   let ceiling: number;
   if (ceilings.length >= 5) {
     ceiling = median(ceilings);
     notes.push(`Ceiling measured on the panorama from the wall–ceiling line: ${ceiling.toFixed(1)} m above the floor.`);
   } else {
     ceiling = cameraHeight + 1;
-    notes.push(`The views did not show the wall–ceiling line: the ceiling was placed ${ceiling.toFixed(1)} m up (1 m above the camera), generated.`);
+    notes.push(
+      `The views did not show the wall–ceiling line: the ceiling was placed ${ceiling.toFixed(1)} m up (1 m above the camera), generated.`,
+    );
   }
   return { box: { far: dist[0]!, right: dist[1]!, back: -dist[2]!, left: -dist[3]!, ceiling, cameraHeight }, notes };
 }
@@ -254,32 +357,45 @@ function roomBox(pano: Buffer, cover: Float32Array, cameraHeight: number): { box
  * the right), feathered at its borders; unseen pixels take the mean seen colour of their row
  * (rows nobody saw take the nearest seen row's), blended by coverage.
  */
-function paintPanorama(views: View[], vw: number, vh: number, fovX: number, signal: AbortSignal): { pixels: Buffer; cover: Float32Array; seenFraction: number } {
+function paintPanorama(
+  views: View[],
+  vw: number,
+  vh: number,
+  fovX: number,
+  signal: AbortSignal,
+): { pixels: Buffer; cover: Float32Array; seenFraction: number } {
   const { width: PW, height: PH } = ROOM_PANORAMA_SIZE;
   const f = vw / 2 / Math.tan((fovX * Math.PI) / 360);
-  const cx = vw / 2, cy = vh / 2;
+  const cx = vw / 2,
+    cy = vh / 2;
   const acc = new Float32Array(PW * PH * 3);
   const wsum = new Float32Array(PW * PH);
-  const sinLon = new Float64Array(PW), cosLon = new Float64Array(PW);
+  const sinLon = new Float64Array(PW),
+    cosLon = new Float64Array(PW);
   for (let x = 0; x < PW; x++) {
     const lon = ((x + 0.5) / PW) * 2 * Math.PI - Math.PI;
-    sinLon[x] = Math.sin(lon); cosLon[x] = Math.cos(lon);
+    sinLon[x] = Math.sin(lon);
+    cosLon[x] = Math.cos(lon);
   }
   for (const v of views) {
-    const sy = Math.sin(v.yaw), cyw = Math.cos(v.yaw);
+    const sy = Math.sin(v.yaw),
+      cyw = Math.cos(v.yaw);
     for (let y = 0; y < PH; y++) {
       const lat = Math.PI / 2 - ((y + 0.5) / PH) * Math.PI;
-      const cl = Math.cos(lat), sl = Math.sin(lat);
+      const cl = Math.cos(lat),
+        sl = Math.sin(lat);
       for (let x = 0; x < PW; x++) {
         // Direction in the view's frame: longitude minus the view's yaw.
         const dz = cl * (cosLon[x]! * cyw + sinLon[x]! * sy);
         if (dz <= 1e-6) continue;
         const dx = cl * (sinLon[x]! * cyw - cosLon[x]! * sy);
-        const u = cx + (f * dx) / dz, vv = cy - (f * sl) / dz;
+        const u = cx + (f * dx) / dz,
+          vv = cy - (f * sl) / dz;
         const inside = Math.min(u, vw - 1 - u, vv, vh - 1 - vv);
         if (inside < 0) continue;
         const wgt = Math.min(1, (inside + 1) / FEATHER_PX);
-        const i = (Math.round(vv) * vw + Math.round(u)) * 3, o = y * PW + x;
+        const i = (Math.round(vv) * vw + Math.round(u)) * 3,
+          o = y * PW + x;
         acc[o * 3] = acc[o * 3]! + v.rgb[i]! * wgt;
         acc[o * 3 + 1] = acc[o * 3 + 1]! + v.rgb[i + 1]! * wgt;
         acc[o * 3 + 2] = acc[o * 3 + 2]! + v.rgb[i + 2]! * wgt;
@@ -291,23 +407,36 @@ function paintPanorama(views: View[], vw: number, vh: number, fovX: number, sign
   const rowMean: ([number, number, number] | null)[] = [];
   let seen = 0;
   for (let y = 0; y < PH; y++) {
-    let r = 0, g = 0, b = 0, n = 0;
+    let r = 0,
+      g = 0,
+      b = 0,
+      n = 0;
     for (let x = 0; x < PW; x++) {
-      const o = y * PW + x, w = wsum[o]!;
+      const o = y * PW + x,
+        w = wsum[o]!;
       if (w <= 0) continue;
       seen++;
-      r += acc[o * 3]! / w; g += acc[o * 3 + 1]! / w; b += acc[o * 3 + 2]! / w; n++;
+      r += acc[o * 3]! / w;
+      g += acc[o * 3 + 1]! / w;
+      b += acc[o * 3 + 2]! / w;
+      n++;
     }
     rowMean.push(n ? [r / n, g / n, b / n] : null);
   }
   const firstSeen = rowMean.findIndex(Boolean);
-  for (let y = 0; y < PH; y++) if (!rowMean[y]) rowMean[y] = y < firstSeen || firstSeen < 0 ? rowMean[Math.max(0, firstSeen)] ?? [128, 128, 128] : rowMean[y - 1]!;
+  for (let y = 0; y < PH; y++)
+    if (!rowMean[y])
+      rowMean[y] =
+        y < firstSeen || firstSeen < 0 ? (rowMean[Math.max(0, firstSeen)] ?? [128, 128, 128]) : rowMean[y - 1]!;
   const out = Buffer.alloc(PW * PH * 3);
   for (let y = 0; y < PH; y++) {
     const m = rowMean[y]!;
     for (let x = 0; x < PW; x++) {
-      const o = y * PW + x, w = wsum[o]!, cover = Math.min(1, w);
-      for (let c = 0; c < 3; c++) out[o * 3 + c] = Math.round((w > 0 ? (acc[o * 3 + c]! / w) * cover : 0) + m[c]! * (1 - cover));
+      const o = y * PW + x,
+        w = wsum[o]!,
+        cover = Math.min(1, w);
+      for (let c = 0; c < 3; c++)
+        out[o * 3 + c] = Math.round((w > 0 ? (acc[o * 3 + c]! / w) * cover : 0) + m[c]! * (1 - cover));
     }
   }
   return { pixels: out, cover: wsum, seenFraction: seen / (PW * PH) };
@@ -317,10 +446,13 @@ function paintPanorama(views: View[], vw: number, vh: number, fovX: number, sign
 function panoramaSampler(pano: Buffer) {
   const { width: PW, height: PH } = ROOM_PANORAMA_SIZE;
   return (dx: number, dy: number, dz: number, out: Float32Array, o: number) => {
-    const lon = Math.atan2(dx, dz), lat = Math.asin(Math.max(-1, Math.min(1, dy)));
+    const lon = Math.atan2(dx, dz),
+      lat = Math.asin(Math.max(-1, Math.min(1, dy)));
     const x = Math.min(PW - 1, Math.max(0, Math.floor(((lon + Math.PI) / (2 * Math.PI)) * PW)));
     const y = Math.min(PH - 1, Math.max(0, Math.floor(((Math.PI / 2 - lat) / Math.PI) * PH)));
     const i = (y * PW + x) * 3;
-    out[o] = pano[i]!; out[o + 1] = pano[i + 1]!; out[o + 2] = pano[i + 2]!;
+    out[o] = pano[i]!;
+    out[o + 1] = pano[i + 1]!;
+    out[o + 2] = pano[i + 2]!;
   };
 }

@@ -90,7 +90,7 @@ function smallestThree(q: Float32Array, at: number): number {
   for (let i = 0; i < 4; i++) {
     if (i === largest) continue;
     const c = q[at + i]! / len;
-    const neg = (c < 0) !== negate ? 1 : 0;
+    const neg = c < 0 !== negate ? 1 : 0;
     const mag = Math.min(511, Math.floor(511 * (Math.abs(c) / Math.SQRT1_2) + 0.5));
     comp = ((comp << 10) | (neg << 9) | mag) >>> 0;
   }

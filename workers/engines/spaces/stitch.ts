@@ -31,36 +31,56 @@ export function fft(re: Float64Array, im: Float64Array, inverse = false): void {
   }
   for (let len = 2; len <= n; len <<= 1) {
     const ang = ((inverse ? 2 : -2) * Math.PI) / len;
-    const wr = Math.cos(ang), wi = Math.sin(ang);
+    const wr = Math.cos(ang),
+      wi = Math.sin(ang);
     for (let i = 0; i < n; i += len) {
-      let cr = 1, ci = 0;
+      let cr = 1,
+        ci = 0;
       for (let k = 0; k < len / 2; k++) {
-        const a = i + k, b = a + len / 2;
-        const xr = re[b]! * cr - im[b]! * ci, xi = re[b]! * ci + im[b]! * cr;
-        re[b] = re[a]! - xr; im[b] = im[a]! - xi;
-        re[a] = re[a]! + xr; im[a] = im[a]! + xi;
+        const a = i + k,
+          b = a + len / 2;
+        const xr = re[b]! * cr - im[b]! * ci,
+          xi = re[b]! * ci + im[b]! * cr;
+        re[b] = re[a]! - xr;
+        im[b] = im[a]! - xi;
+        re[a] = re[a]! + xr;
+        im[a] = im[a]! + xi;
         const t = cr * wr - ci * wi;
         ci = cr * wi + ci * wr;
         cr = t;
       }
     }
   }
-  if (inverse) for (let i = 0; i < n; i++) { re[i]! /= n; im[i]! /= n; }
+  if (inverse)
+    for (let i = 0; i < n; i++) {
+      re[i]! /= n;
+      im[i]! /= n;
+    }
 }
 
 /** 2-D FFT of a w×h (powers of two) complex image stored row-major. */
 export function fft2d(re: Float64Array, im: Float64Array, w: number, h: number, inverse = false): void {
-  const rr = new Float64Array(w), ri = new Float64Array(w);
+  const rr = new Float64Array(w),
+    ri = new Float64Array(w);
   for (let y = 0; y < h; y++) {
-    rr.set(re.subarray(y * w, y * w + w)); ri.set(im.subarray(y * w, y * w + w));
+    rr.set(re.subarray(y * w, y * w + w));
+    ri.set(im.subarray(y * w, y * w + w));
     fft(rr, ri, inverse);
-    re.set(rr, y * w); im.set(ri, y * w);
+    re.set(rr, y * w);
+    im.set(ri, y * w);
   }
-  const cr = new Float64Array(h), ci = new Float64Array(h);
+  const cr = new Float64Array(h),
+    ci = new Float64Array(h);
   for (let x = 0; x < w; x++) {
-    for (let y = 0; y < h; y++) { cr[y] = re[y * w + x]!; ci[y] = im[y * w + x]!; }
+    for (let y = 0; y < h; y++) {
+      cr[y] = re[y * w + x]!;
+      ci[y] = im[y * w + x]!;
+    }
     fft(cr, ci, inverse);
-    for (let y = 0; y < h; y++) { re[y * w + x] = cr[y]!; im[y * w + x] = ci[y]!; }
+    for (let y = 0; y < h; y++) {
+      re[y * w + x] = cr[y]!;
+      im[y * w + x] = ci[y]!;
+    }
   }
 }
 
@@ -82,11 +102,18 @@ export function frameFor(w: number, h: number, f: number) {
  * Warp a greyscale view (w×h, focal f px, principal point at the centre) onto the cylinder,
  * mean-subtract, taper its borders and transform it on an fw×fh frame.
  */
-export function cylinderSpectrum(grey: Float32Array, w: number, h: number, f: number, frame: { cw: number; fw: number; fh: number }): CylView {
+export function cylinderSpectrum(
+  grey: Float32Array,
+  w: number,
+  h: number,
+  f: number,
+  frame: { cw: number; fw: number; fh: number },
+): CylView {
   const { cw, fw, fh } = frame;
   const vals = new Float64Array(cw * h);
   const mask = new Uint8Array(cw * h);
-  let sum = 0, n = 0;
+  let sum = 0,
+    n = 0;
   for (let v = 0; v < h; v++) {
     const hc = (v + 0.5 - h / 2) / f;
     for (let u = 0; u < cw; u++) {
@@ -94,22 +121,31 @@ export function cylinderSpectrum(grey: Float32Array, w: number, h: number, f: nu
       const x = f * Math.tan(th) + w / 2 - 0.5;
       const y = (f * hc) / Math.cos(th) + h / 2 - 0.5;
       if (x < 0 || y < 0 || x > w - 1 || y > h - 1) continue;
-      const x0 = Math.floor(x), y0 = Math.floor(y), x1 = Math.min(w - 1, x0 + 1), y1 = Math.min(h - 1, y0 + 1);
-      const ax = x - x0, ay = y - y0;
-      const val = (grey[y0 * w + x0]! * (1 - ax) + grey[y0 * w + x1]! * ax) * (1 - ay) + (grey[y1 * w + x0]! * (1 - ax) + grey[y1 * w + x1]! * ax) * ay;
+      const x0 = Math.floor(x),
+        y0 = Math.floor(y),
+        x1 = Math.min(w - 1, x0 + 1),
+        y1 = Math.min(h - 1, y0 + 1);
+      const ax = x - x0,
+        ay = y - y0;
+      const val =
+        (grey[y0 * w + x0]! * (1 - ax) + grey[y0 * w + x1]! * ax) * (1 - ay) +
+        (grey[y1 * w + x0]! * (1 - ax) + grey[y1 * w + x1]! * ax) * ay;
       vals[v * cw + u] = val;
       mask[v * cw + u] = 1;
-      sum += val; n++;
+      sum += val;
+      n++;
     }
   }
   const mean = n ? sum / n : 0;
   // Only the band of rows valid across the whole width: the warp leaves the corners empty, and
   // that fixed outline would otherwise correlate with itself at zero shift.
   const band = Math.floor((h / 2) * Math.cos(cw / 2 / f)) - 1;
-  const v0 = Math.ceil(h / 2 - band), v1 = Math.floor(h / 2 + band);
+  const v0 = Math.ceil(h / 2 - band),
+    v1 = Math.floor(h / 2 + band);
   const ramp = Math.max(4, Math.round(cw * 0.06));
   const taper = (d: number) => (d >= ramp ? 1 : 0.5 - 0.5 * Math.cos((Math.PI * Math.max(0, d)) / ramp));
-  const re = new Float64Array(fw * fh), im = new Float64Array(fw * fh);
+  const re = new Float64Array(fw * fh),
+    im = new Float64Array(fw * fh);
   for (let v = v0; v < v1; v++)
     for (let u = 0; u < cw; u++) {
       if (!mask[v * cw + u]) continue;
@@ -124,20 +160,28 @@ export function cylinderSpectrum(grey: Float32Array, w: number, h: number, f: nu
  * Shift of view b against view a on the cylinder (pixels; +dx: b's content lies right of a's) and
  * the strength of the correlation peak (0..1; noise stays near 0, a clean overlap well above 0.05).
  */
-export function phaseCorrelate(a: CylView, b: CylView, fw: number, fh: number): { dx: number; dy: number; peak: number } {
+export function phaseCorrelate(
+  a: CylView,
+  b: CylView,
+  fw: number,
+  fh: number,
+): { dx: number; dy: number; peak: number } {
   const n = fw * fh;
-  const re = new Float64Array(n), im = new Float64Array(n);
+  const re = new Float64Array(n),
+    im = new Float64Array(n);
   for (let i = 0; i < n; i++) {
     // conj(A)·B: the peak lands at +d when b(x) = a(x − d).
     const pr = a.re[i]! * b.re[i]! + a.im[i]! * b.im[i]!;
     const pi = a.re[i]! * b.im[i]! - a.im[i]! * b.re[i]!;
     const mag = Math.hypot(pr, pi) || 1;
-    re[i] = pr / mag; im[i] = pi / mag;
+    re[i] = pr / mag;
+    im[i] = pi / mag;
   }
   fft2d(re, im, fw, fh, true);
   let best = 0;
   for (let i = 1; i < n; i++) if (re[i]! > re[best]!) best = i;
-  const bx = best % fw, by = Math.floor(best / fw);
+  const bx = best % fw,
+    by = Math.floor(best / fw);
   const at = (x: number, y: number) => re[((y + fh) % fh) * fw + ((x + fw) % fw)]!;
   const sub = (l: number, c: number, r: number) => {
     const d = l - 2 * c + r;
@@ -183,7 +227,9 @@ export function estimateYaws(views: { grey: Float32Array; w: number; h: number }
     if (c.peak >= MIN_PEAK) step = (-c.dx / f) * (180 / Math.PI);
     else {
       step = fovXDeg / 2;
-      notes.push(`View ${i + 1} did not overlap view ${i} clearly: it was placed half a field of view (${step.toFixed(0)}°) further round.`);
+      notes.push(
+        `View ${i + 1} did not overlap view ${i} clearly: it was placed half a field of view (${step.toFixed(0)}°) further round.`,
+      );
     }
     yaw.push(yaw[i - 1]! + step);
   }

@@ -13,10 +13,18 @@ export interface FfmpegTools {
  * Run ffmpeg with `-progress pipe:1`; `onFrame` receives the frame count as it encodes.
  * Rejects with the tail of stderr on a non-zero exit; kills ffmpeg when `signal` aborts.
  */
-export function runFfmpeg(tools: FfmpegTools, args: string[], opts: { signal?: AbortSignal; onFrame?: (frame: number) => void } = {}): Promise<void> {
+export function runFfmpeg(
+  tools: FfmpegTools,
+  args: string[],
+  opts: { signal?: AbortSignal; onFrame?: (frame: number) => void } = {},
+): Promise<void> {
   return new Promise((resolve, reject) => {
     if (opts.signal?.aborted) return reject(opts.signal.reason ?? new Error('aborted'));
-    const child = spawn(tools.ffmpeg, ['-hide_banner', '-nostdin', '-loglevel', 'error', '-nostats', '-progress', 'pipe:1', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      tools.ffmpeg,
+      ['-hide_banner', '-nostdin', '-loglevel', 'error', '-nostats', '-progress', 'pipe:1', ...args],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stderr = '';
     let buf = '';
     child.stdout.setEncoding('utf8');
@@ -64,12 +72,27 @@ const PROBE_TIMEOUT_MS = 30_000;
  * `-format_whitelist ...`, say) go before the file. ffprobe is killed when `signal` aborts or
  * after `timeoutMs`.
  */
-export function probeVideo(tools: FfmpegTools, file: string, opts: { signal?: AbortSignal; timeoutMs?: number; inputOptions?: string[] } = {}): Promise<ProbeResult> {
+export function probeVideo(
+  tools: FfmpegTools,
+  file: string,
+  opts: { signal?: AbortSignal; timeoutMs?: number; inputOptions?: string[] } = {},
+): Promise<ProbeResult> {
   return new Promise((resolve, reject) => {
     if (opts.signal?.aborted) return reject(opts.signal.reason ?? new Error('aborted'));
     const child = spawn(
       tools.ffprobe,
-      ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=width,height,r_frame_rate,codec_name:format=duration', '-of', 'json', ...(opts.inputOptions ?? []), file],
+      [
+        '-v',
+        'error',
+        '-select_streams',
+        'v:0',
+        '-show_entries',
+        'stream=width,height,r_frame_rate,codec_name:format=duration',
+        '-of',
+        'json',
+        ...(opts.inputOptions ?? []),
+        file,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
@@ -97,11 +120,20 @@ export function probeVideo(tools: FfmpegTools, file: string, opts: { signal?: Ab
       if (timedOut) return reject(new Error(`ffprobe did not finish within ${opts.timeoutMs ?? PROBE_TIMEOUT_MS} ms`));
       if (code !== 0) return reject(new Error(`ffprobe exited with ${code}: ${err.trim().slice(-300)}`));
       try {
-        const j = JSON.parse(out) as { streams?: { width: number; height: number; r_frame_rate: string; codec_name: string }[]; format?: { duration?: string } };
+        const j = JSON.parse(out) as {
+          streams?: { width: number; height: number; r_frame_rate: string; codec_name: string }[];
+          format?: { duration?: string };
+        };
         const s = j.streams?.[0];
         if (!s) throw new Error('no video stream');
         const [n, d] = s.r_frame_rate.split('/').map(Number) as [number, number];
-        resolve({ width: s.width, height: s.height, durationSeconds: Math.round(Number(j.format?.duration ?? 0) * 1000) / 1000, fps: d ? Math.round((n / d) * 1000) / 1000 : n, codec: s.codec_name });
+        resolve({
+          width: s.width,
+          height: s.height,
+          durationSeconds: Math.round(Number(j.format?.duration ?? 0) * 1000) / 1000,
+          fps: d ? Math.round((n / d) * 1000) / 1000 : n,
+          codec: s.codec_name,
+        });
       } catch (e) {
         reject(new Error(`ffprobe output unreadable: ${(e as Error).message}`));
       }

@@ -30,9 +30,38 @@ export function createLocalVideoEngine(opts: { tools: FfmpegTools; scale: number
       const h = even(plan.height * opts.scale);
       const seconds = Math.max(1, Math.round(plan.clipSeconds * opts.scale * 10) / 10);
       const frames = Math.round(seconds * plan.fps);
-      if (opts.scale !== 1) notes.push(`Rendered at scale ${opts.scale} (VIDEO_RENDER_SCALE): ${w}x${h} for ${seconds} s instead of ${plan.width}x${plan.height} for ${plan.clipSeconds} s.`);
+      if (opts.scale !== 1)
+        notes.push(
+          `Rendered at scale ${opts.scale} (VIDEO_RENDER_SCALE): ${w}x${h} for ${seconds} s instead of ${plan.width}x${plan.height} for ${plan.clipSeconds} s.`,
+        );
       const out = path.join(ctx.workDir, 'video.mp4');
-      const encode = ['-c:v', 'libx264', '-preset', 'veryfast', '-crf', '23', '-pix_fmt', 'yuv420p', '-r', String(plan.fps), '-frames:v', String(frames), '-threads', '1', '-movflags', '+faststart', '-map_metadata', '-1', '-fflags', '+bitexact', '-flags:v', '+bitexact', '-an', '-y', out];
+      const encode = [
+        '-c:v',
+        'libx264',
+        '-preset',
+        'veryfast',
+        '-crf',
+        '23',
+        '-pix_fmt',
+        'yuv420p',
+        '-r',
+        String(plan.fps),
+        '-frames:v',
+        String(frames),
+        '-threads',
+        '1',
+        '-movflags',
+        '+faststart',
+        '-map_metadata',
+        '-1',
+        '-fflags',
+        '+bitexact',
+        '-flags:v',
+        '+bitexact',
+        '-an',
+        '-y',
+        out,
+      ];
       const pan = `crop=${w}:${h}:x='(in_w-out_w)*t/${seconds}':y='(in_h-out_h)/2'`;
       const fade = `fade=t=in:st=0:d=${Math.min(0.5, seconds / 4)}`;
       let input: string[];
@@ -66,13 +95,31 @@ export function createLocalVideoEngine(opts: { tools: FfmpegTools; scale: number
           },
         });
         const keyframe = path.join(ctx.workDir, 'keyframe.png');
-        await writeFile(keyframe, await encodePng({ width: kw, height: kh, channels: 3, data: Buffer.from(pixels.buffer, pixels.byteOffset, pixels.byteLength) }));
+        await writeFile(
+          keyframe,
+          await encodePng({
+            width: kw,
+            height: kh,
+            channels: 3,
+            data: Buffer.from(pixels.buffer, pixels.byteOffset, pixels.byteLength),
+          }),
+        );
         const light = palette.slice(0, 8);
         while (light.length < 2) light.push([255, 255, 255]);
         const colours = light.map((c, i) => `c${i}=${hex(c)}`).join(':');
         input = [
-          '-loop', '1', '-framerate', String(plan.fps), '-t', String(seconds), '-i', keyframe,
-          '-f', 'lavfi', '-i', `gradients=s=${w}x${h}:r=${plan.fps}:d=${seconds}:seed=${seed.readUInt32LE(0) % 2147483647}:speed=0.03:n=${light.length}:${colours}`,
+          '-loop',
+          '1',
+          '-framerate',
+          String(plan.fps),
+          '-t',
+          String(seconds),
+          '-i',
+          keyframe,
+          '-f',
+          'lavfi',
+          '-i',
+          `gradients=s=${w}x${h}:r=${plan.fps}:d=${seconds}:seed=${seed.readUInt32LE(0) % 2147483647}:speed=0.03:n=${light.length}:${colours}`,
         ];
         graph = `[0:v]${pan},format=yuv420p[bg];[1:v]format=yuv420p[fx];[bg][fx]blend=all_mode=softlight:all_opacity=0.45,${fade}[v]`;
       }
@@ -80,17 +127,23 @@ export function createLocalVideoEngine(opts: { tools: FfmpegTools; scale: number
       let reported = 0;
       let pending: Promise<void> = Promise.resolve();
       try {
-        await runFfmpeg(opts.tools, ['-stats_period', '0.2', ...input, '-filter_complex', graph, '-map', '[v]', ...encode], {
-          signal: ctx.signal,
-          onFrame: (frame) => {
-            const pct = Math.min(99, Math.floor((frame / frames) * 100));
-            // One progress write per quarter keeps the job document moving without flooding it.
-            if (pct >= reported + 25) {
-              reported = pct - (pct % 25);
-              pending = pending.then(() => ctx.progress('encoding', `Encoding frames: ${pct}% (${frame}/${frames})`)).catch(() => {});
-            }
+        await runFfmpeg(
+          opts.tools,
+          ['-stats_period', '0.2', ...input, '-filter_complex', graph, '-map', '[v]', ...encode],
+          {
+            signal: ctx.signal,
+            onFrame: (frame) => {
+              const pct = Math.min(99, Math.floor((frame / frames) * 100));
+              // One progress write per quarter keeps the job document moving without flooding it.
+              if (pct >= reported + 25) {
+                reported = pct - (pct % 25);
+                pending = pending
+                  .then(() => ctx.progress('encoding', `Encoding frames: ${pct}% (${frame}/${frames})`))
+                  .catch(() => {});
+              }
+            },
           },
-        });
+        );
       } catch (err) {
         if (ctx.signal.aborted) throw err;
         throw new UnrecoverableError(`local video render failed: ${(err as Error).message}`);

@@ -21,21 +21,38 @@ interface ProviderVideo {
  * not sent through this JSON protocol: a note says so. The base URL is operator configuration,
  * not user input, so it does not pass the SSRF guard.
  */
-export function createRemoteVideoEngine(opts: { baseUrl: string; apiKey?: string; model: string; pollMs: number; timeoutMs?: number }): VideoEngine {
+export function createRemoteVideoEngine(opts: {
+  baseUrl: string;
+  apiKey?: string;
+  model: string;
+  pollMs: number;
+  timeoutMs?: number;
+}): VideoEngine {
   const base = opts.baseUrl.replace(/\/$/, '');
-  const headers = { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) };
+  const headers = {
+    'content-type': 'application/json',
+    ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}),
+  };
 
   const call = async (method: string, url: string, signal: AbortSignal, body?: unknown): Promise<Response> => {
     let res: Response;
     try {
-      res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]) });
+      res = await fetch(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]),
+      });
     } catch (err) {
       if (signal.aborted) throw err;
       throw new RetryLaterError(`video provider unreachable: ${(err as Error).message}`);
     }
     if (res.status === 429 || res.status >= 500) {
       const after = Number(res.headers.get('retry-after'));
-      throw new RetryLaterError(`video provider answered ${res.status}`, Number.isFinite(after) && after > 0 ? after * 1000 : undefined);
+      throw new RetryLaterError(
+        `video provider answered ${res.status}`,
+        Number.isFinite(after) && after > 0 ? after * 1000 : undefined,
+      );
     }
     if (!res.ok) {
       const text = await res.text().catch(() => '');
@@ -49,9 +66,19 @@ export function createRemoteVideoEngine(opts: { baseUrl: string; apiKey?: string
     name: `openai-compatible:${opts.model}`,
     async render({ plan, openingFramePath, subjectColours }, ctx): Promise<VideoRenderOutput> {
       const notes: string[] = [];
-      if (openingFramePath || subjectColours.length) notes.push('The remote video provider adapter sends no reference images; the video was rendered from the prompt alone.');
+      if (openingFramePath || subjectColours.length)
+        notes.push(
+          'The remote video provider adapter sends no reference images; the video was rendered from the prompt alone.',
+        );
       await ctx.progress('provider_submitting', 'Submitting the render to the video provider');
-      const created = (await (await call('POST', `${base}/videos`, ctx.signal, { model: opts.model, prompt: plan.prompt, seconds: String(plan.clipSeconds), size: `${plan.width}x${plan.height}` })).json()) as ProviderVideo;
+      const created = (await (
+        await call('POST', `${base}/videos`, ctx.signal, {
+          model: opts.model,
+          prompt: plan.prompt,
+          seconds: String(plan.clipSeconds),
+          size: `${plan.width}x${plan.height}`,
+        })
+      ).json()) as ProviderVideo;
       if (!created.id) throw new UnrecoverableError('video provider returned no id');
       const deadline = Date.now() + (opts.timeoutMs ?? 30 * 60_000);
       let v = created;
@@ -69,7 +96,8 @@ export function createRemoteVideoEngine(opts: { baseUrl: string; apiKey?: string
         }
       };
       while (v.status !== 'completed') {
-        if (v.status === 'failed') throw new UnrecoverableError(`video provider failed the render: ${v.error?.message ?? 'no reason given'}`);
+        if (v.status === 'failed')
+          throw new UnrecoverableError(`video provider failed the render: ${v.error?.message ?? 'no reason given'}`);
         const msg = `Provider ${v.status.replace('_', ' ')}${typeof v.progress === 'number' ? `: ${Math.round(v.progress)}%` : ''}`;
         if (msg !== last) {
           await ctx.progress(`provider_${v.status}`, msg);
