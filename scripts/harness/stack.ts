@@ -12,7 +12,7 @@ import { webhookQueueNames } from '../../platform/infra/webhook-topology';
 import { recordQueuePrefix } from './broker-hygiene';
 import { testLogEnv } from './test-log';
 
-export { queuePrefixes, recordQueuePrefix } from './broker-hygiene';
+export { recordQueuePrefix } from './broker-hygiene';
 
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {
