@@ -71,7 +71,7 @@ describe('personas: a conversation speaks as its persona', function () {
   };
   const liveActions = async () =>
     (await stack.rt.db.ledger.find({ accountId, operation: 'live_action' }).toArray()).reduce(
-      (n, e: any) => n + (e.kind === 'refund' ? -e.amount : e.amount),
+      (n, e: any) => n + (e.kind === 'refund' ? -e.millicredits : e.millicredits) / 1000,
       0,
     );
 

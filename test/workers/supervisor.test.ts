@@ -256,7 +256,7 @@ describe('supervisor (npm start)', () => {
     );
     expect(fatal.msg).to.match(/^uncaught exception in api; exiting/);
     expect(fatal.err.message).to.equal('fault point accept.after-insert (FAULT_POINT)');
-    expect(fatal.err.stack).to.match(/platform\/faults\.ts:\d+/); // mapped to the sources
+    expect(fatal.err.stack).to.match(/platform\/infra\/faults\.ts:\d+/); // mapped to the sources
     const exited = await eventually(
       async () => lines().find((l) => l.msg === 'child exited; restarting' && l.pid === first),
       30_000,
