@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import express, { Router } from 'express';
 import { endpoints, type Endpoint } from '../contracts/endpoints';
 import { registry } from '../monitoring/metrics';
-import { probeHandler } from '../monitoring/server';
+import { probeHandler, READY_RETRY_AFTER_S } from '../monitoring/server';
 import { loadConfig, type Config } from '../platform/infra/config';
 import { AppError, databaseUnavailable } from '../platform/infra/errors';
 import { serviceLogger } from '../platform/infra/log';
@@ -126,6 +126,7 @@ export function createApp(
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
     const failures = await probeHandler(rt.probes);
+    if (failures.length) res.setHeader('Retry-After', String(READY_RETRY_AFTER_S));
     res
       .status(failures.length ? 503 : 200)
       .json(failures.length ? { status: 'unavailable', failures } : { status: 'ready' });

@@ -7,6 +7,12 @@ export interface Probe {
   check(): Promise<void> | void;
 }
 
+/**
+ * Seconds a 503 from /readyz asks a caller to wait before asking again (RFC 9110 §10.2.3): about
+ * how often the probes are worth repeating while MongoDB or RabbitMQ is away.
+ */
+export const READY_RETRY_AFTER_S = 5;
+
 /** Answer /healthz (alive), /readyz (every probe passes) and /metrics. */
 export async function probeHandler(probes: readonly Probe[]) {
   const failures: string[] = [];
@@ -37,6 +43,7 @@ export async function startMonitoringServer(port: number, probes: readonly Probe
     } else if (req.url === '/readyz') {
       const failures = await probeHandler(probes);
       res.statusCode = failures.length ? 503 : 200;
+      if (failures.length) res.setHeader('Retry-After', String(READY_RETRY_AFTER_S));
       res.setHeader('Content-Type', 'application/json');
       res.end(JSON.stringify(failures.length ? { status: 'unavailable', failures } : { status: 'ready' }));
     } else {
