@@ -139,7 +139,9 @@ describe('deploy/compose.yaml', () => {
     // It is one valid script (mongosh runs JavaScript; its globals are only named here, not run).
     expect(() => new Function('db', 'rs', 'sleep', 'process', js)).to.not.throw();
     expect(init.environment).to.deep.equal({
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: docker-compose's ${VAR:?message}, compared as written.
       MONGO_ROOT_PASSWORD: "${MONGO_ROOT_PASSWORD:?set MONGO_ROOT_PASSWORD (the MongoDB root user's password)}",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: docker-compose's ${VAR:?message}, compared as written.
       MONGO_PASSWORD: "${MONGO_PASSWORD:?set MONGO_PASSWORD (hex, the app user's password)}",
     });
     const conf = readFileSync(path.join(deployDir, 'rabbitmq/rabbitmq.conf'), 'utf8');

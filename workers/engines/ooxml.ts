@@ -79,6 +79,7 @@ interface PartStream {
 export function streamPart(
   file: JSZip.JSZipObject,
   signal: AbortSignal,
+  // biome-ignore lint/suspicious/noConfusingVoidType: a callback may return nothing (go on) or false (stop).
   onChunk: (chunk: Uint8Array) => void | boolean,
 ): Promise<number> {
   signal.throwIfAborted();
@@ -138,6 +139,7 @@ export async function streamElements(
   file: JSZip.JSZipObject,
   tag: string,
   signal: AbortSignal,
+  // biome-ignore lint/suspicious/noConfusingVoidType: a callback may return nothing (go on) or false (stop).
   onElement: (xml: string) => void | boolean,
 ): Promise<void> {
   const open = new RegExp(`<(?:[A-Za-z_][\\w.-]*:)?${tag}(?=[\\s/>])`, 'g');

@@ -28,8 +28,10 @@ import { TooLargeError } from './drive-text.engine';
 /** What the reader hands over; return false from either to stop reading. */
 export interface XlsxVisitor {
   /** A sheet begins (worksheets only, chart sheets have no cells). */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a visitor may return nothing (go on) or false (stop); `undefined` would force every visitor to return.
   sheet(name: string): boolean | void;
   /** A row with at least one cell: texts by column (a missing cell is '', trailing empty cells dropped) and the cell elements read. */
+  // biome-ignore lint/suspicious/noConfusingVoidType: as sheet() above.
   row(texts: string[], cellsRead: number): boolean | void;
 }
 
