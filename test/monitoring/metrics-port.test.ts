@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { expect } from 'chai';
 import { loadConfig } from '../../platform/infra/config';
 import { waitForApiProcesses } from '../../scripts/supervisor/ready';
 import { spawnApiProcess, type ApiProcess } from '../helpers/api-process';
 import { client } from '../../scripts/harness/http';
-import { dropEverything, freePort, recordQueuePrefix, startStack, type Stack } from '../../scripts/harness/stack';
+import { dropEverything, freePort, startStack, type Stack } from '../../scripts/harness/stack';
+import { supervisorEnv } from '../helpers/supervised';
 import { projectRoot } from '../../scripts/harness/worker-process';
 
 /** A counter's value in Prometheus text, summed over the series whose labels include all of `labels`. */
@@ -38,23 +38,7 @@ describe('metrics port (METRICS_PORT)', () => {
 
   /** The real supervisor from source, API processes only, on a fresh database, with a free METRICS_PORT. */
   async function startSupervisedApi(processes: number) {
-    const id = randomBytes(4).toString('hex');
-    const port = await freePort();
-    const metricsPort = await freePort();
-    const env: Record<string, string> = {
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'warn',
-      PORT: String(port),
-      METRICS_PORT: String(metricsPort),
-      API_PROCESSES: String(processes),
-      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      MONGODB_URL: `${(process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '')}/t_${id}`,
-      AMQP_URL: process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
-      QUEUE_PREFIX: recordQueuePrefix(`t${id}.`),
-      QUEUE_TYPE: 'classic',
-      SHUTDOWN_GRACE_MS: '5000',
-      SERVED_BY_HEADER: 'true',
-    };
+    const { env, port, metricsPort } = await supervisorEnv({ API_PROCESSES: String(processes) });
     const supervisor = spawn(process.execPath, ['--import', 'tsx', 'scripts/supervisor.ts', 'api'], {
       cwd: projectRoot,
       env: { ...process.env, ...env, LOG_FILE: '' },

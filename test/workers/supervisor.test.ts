@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -7,7 +6,8 @@ import net from 'node:net';
 import { expect } from 'chai';
 import { loadConfig } from '../../platform/infra/config';
 import { client, eventually } from '../../scripts/harness/http';
-import { dropEverything, freePort, recordQueuePrefix } from '../../scripts/harness/stack';
+import { dropEverything } from '../../scripts/harness/stack';
+import { supervisorEnv } from '../helpers/supervised';
 import { findLeaks } from '../helpers/log-hygiene';
 import { projectRoot } from '../../scripts/harness/worker-process';
 import { ensureBuilt } from '../../scripts/build-once';
@@ -62,26 +62,12 @@ describe('supervisor (npm start)', () => {
    */
   async function startSupervisor(extra: Record<string, string>, opts: { compiled?: boolean } = {}) {
     if (opts.compiled) await ensureBuilt();
-    const id = randomBytes(4).toString('hex');
-    const port = await freePort();
-    const metricsPort = await freePort();
-    const env: Record<string, string> = {
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'warn',
-      PORT: String(port),
-      METRICS_PORT: String(metricsPort),
-      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      MONGODB_URL: `${(process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '')}/t_${id}`,
-      AMQP_URL: process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
-      QUEUE_PREFIX: recordQueuePrefix(`t${id}.`),
-      QUEUE_TYPE: 'classic',
+    const { env, port, metricsPort } = await supervisorEnv({
       WORKER_POOLS: 'code',
       WORKER_METRICS_PORT: '0',
       SCHEDULER_METRICS_PORT: '0',
-      SHUTDOWN_GRACE_MS: '5000',
-      SERVED_BY_HEADER: 'true',
       ...extra,
-    };
+    });
     const supervisor = spawn(
       process.execPath,
       opts.compiled ? ['dist/scripts/supervisor.js'] : ['--import', 'tsx', 'scripts/supervisor.ts'],
