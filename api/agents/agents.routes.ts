@@ -116,55 +116,42 @@ export function agentsRoutes(rt: Runtime, deps: RouteDeps): Router {
   // after a lost answer or a crash finds the run the first attempt stored and is not billed again.
   const repeatable = (ctx: { req: { get(h: string): string | undefined } }) =>
     ctx.req.get('idempotency-key') !== undefined;
-  mount(
-    r,
-    endpoints.messageAgent,
-    async (ctx) => {
-      const {
-        run: _run,
-        charged,
-        ...accepted
-      } = await runs.accept({
-        accountId: account(ctx),
-        agentId: ctx.params.id!,
-        trigger: 'message',
-        instruction: ctx.body.message,
-        threadId: ctx.body.threadId,
-        requestId: ctx.requestId,
-        key: keyOf(ctx),
-        runId: ctx.idFor('run'),
-        repeatable: repeatable(ctx),
-      });
-      ctx.charged(charged);
-      return accepted;
-    },
-    deps,
-  );
 
-  mount(
-    r,
-    endpoints.runAgent,
-    async (ctx) => {
-      const {
-        run: _run,
-        charged,
-        ...accepted
-      } = await runs.accept({
-        accountId: account(ctx),
-        agentId: ctx.params.id!,
-        trigger: 'run',
-        instruction: ctx.body.instruction,
-        threadId: ctx.body.threadId,
-        requestId: ctx.requestId,
-        key: keyOf(ctx),
-        runId: ctx.idFor('run'),
-        repeatable: repeatable(ctx),
-      });
-      ctx.charged(charged);
-      return accepted;
-    },
-    deps,
-  );
+  /** POST /agents/{id}/messages and /agents/{id}/run: a run accepted (charged once, SPEC 4.9). */
+  const startRun = async (
+    ctx: Parameters<typeof account>[0] &
+      Parameters<typeof keyOf>[0] &
+      Parameters<typeof repeatable>[0] & {
+        params: Record<string, string | undefined>;
+        body: { threadId?: string };
+        requestId: string;
+        idFor(prefix: string): string;
+        charged(millicredits: number): void;
+      },
+    trigger: 'message' | 'run',
+    instruction: string,
+  ) => {
+    const {
+      run: _run,
+      charged,
+      ...accepted
+    } = await runs.accept({
+      accountId: account(ctx),
+      agentId: ctx.params.id!,
+      trigger,
+      instruction,
+      threadId: ctx.body.threadId,
+      requestId: ctx.requestId,
+      key: keyOf(ctx),
+      runId: ctx.idFor('run'),
+      repeatable: repeatable(ctx),
+    });
+    ctx.charged(charged);
+    return accepted;
+  };
+  mount(r, endpoints.messageAgent, (ctx) => startRun(ctx, 'message', ctx.body.message), deps);
+
+  mount(r, endpoints.runAgent, (ctx) => startRun(ctx, 'run', ctx.body.instruction), deps);
 
   mount(r, endpoints.listAgentRuns, (ctx) => runs.list(account(ctx), ctx.params.id!, ctx.query), deps);
   mount(
