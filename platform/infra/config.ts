@@ -413,9 +413,11 @@ export const ConfigSchema = z.object({
     .default(30_000)
     .describe('How long a stopping worker waits for jobs in flight before it leaves them to redelivery.'),
   CODE_ENGINE: z
-    .enum(['local', 'openai'])
+    .enum(['local', 'openai', 'bench-no-work'])
     .default('local')
-    .describe('Code-build engine: local templates, or an OpenAI-compatible chat API.'),
+    .describe(
+      "Code-build engine: local templates, or an OpenAI-compatible chat API. bench-no-work is for benchmarks only: a job completes as soon as it is claimed, nothing built or stored (the pipeline's own cost).",
+    ),
   OPENAI_BASE_URL: z
     .string()
     .url()

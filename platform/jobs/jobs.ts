@@ -135,6 +135,23 @@ export function createJobs(deps: JobsDeps) {
     }
   };
 
+  /**
+   * `eventPublishedAt` of the jobs whose event the broker confirmed, in batches (one bulkWrite of
+   * one statement per job by _id). A crash that loses a batch makes the sweep send those events
+   * again, after DISPATCH_GRACE_MS; the event id absorbs the duplicate (webhooks deliver once per
+   * event id).
+   */
+  const published = createWriteBehind<string>(
+    async (ids) => {
+      const at = new Date();
+      await db.jobs.bulkWrite(
+        ids.map((_id) => ({ updateOne: { filter: { _id }, update: { $set: { eventPublishedAt: at } } } })),
+        { ordered: false },
+      );
+    },
+    { ...WRITE_BEHIND, log, name: 'event-published' },
+  );
+
   const sendEvent = async (jobId: string, event: JobEvent): Promise<boolean> => {
     try {
       await amqp.publish(broker.eventsExchange(deps.queuePrefix), event.event, event, { messageId: event.eventId });
@@ -142,7 +159,7 @@ export function createJobs(deps: JobsDeps) {
       log.warn('event publish failed; the sweep will publish it', { event: event.event, jobId, err: err as Error });
       return false;
     }
-    await db.jobs.updateOne({ _id: jobId }, { $set: { eventPublishedAt: new Date() } });
+    published.add(jobId);
     return true;
   };
 
@@ -697,11 +714,11 @@ export function createJobs(deps: JobsDeps) {
 
     /** Write what is waiting in the accept batches (on stop, and in tests). */
     flushAccepted: async () => {
-      await Promise.all([settled.flush(), leaseLedger.flush()]);
+      await Promise.all([settled.flush(), leaseLedger.flush(), published.flush()]);
     },
     /** Write the batches and give back what this process's credit leases did not spend. */
     close: async () => {
-      await Promise.all([settled.close(), leaseLedger.close()]);
+      await Promise.all([settled.close(), leaseLedger.close(), published.close()]);
       await leases.close();
     },
 
@@ -778,15 +795,19 @@ export function createJobs(deps: JobsDeps) {
       return r.matchedCount === 1;
     },
 
-    /** processing → complete, once. Publishes `<name>.completed`. */
+    /**
+     * processing → complete, once. Publishes `<name>.completed`. `claimed`: the job as its claim
+     * returned it (a worker has it), which saves reading whose job it is.
+     */
     async complete(
       jobId: string,
       owner: string,
       result: Record<string, unknown>,
       extras: Record<string, unknown> = {},
+      claimed?: Pick<JobDoc, '_id' | 'type' | 'accountId'>,
     ): Promise<JobDoc | null> {
       const now = new Date();
-      const who = await identity(jobId);
+      const who = claimed?._id === jobId ? claimed : await identity(jobId);
       if (!who) return null;
       const event = buildEvent(who, 'complete', extras);
       const job = await db.jobs.findOneAndUpdate(

@@ -48,6 +48,8 @@ export interface SupervisedApi {
   url: string;
   /** The supervisor's monitoring server: GET /metrics gathers every API process's. */
   metricsUrl: string;
+  /** The supervisor's process id (its children are the API, worker and scheduler processes). */
+  pid: number;
   config: Config;
   /** Stops the supervisor and its API processes, then drops the database and the queues. */
   stop(): Promise<void>;
@@ -104,6 +106,7 @@ export async function startSupervisedApi(
   return {
     url: `http://127.0.0.1:${port}/api/v1`,
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    pid: child.pid!,
     config,
     stop,
   };

@@ -38,6 +38,17 @@ export function codeWorker(
       const framework =
         req.framework === 'react' || (req.framework !== 'html' && /\breact\b/i.test(req.prompt)) ? 'react' : 'html';
       const name = req.name?.trim() || nameFrom(req.prompt);
+      // Benchmarks only (npm run bench pipeline): claimed, then completed; no engine, no file.
+      if (rt.config.CODE_ENGINE === 'bench-no-work')
+        return {
+          name,
+          framework,
+          engine: 'bench-no-work',
+          appUrl: '',
+          files: [],
+          plan: null,
+          summary: 'nothing built',
+        };
       const out = await engine.build(
         { name, prompt: req.prompt, framework, planFirst: req.planFirst ?? false },
         { signal: ctx.signal, progress: ctx.progress },

@@ -216,7 +216,7 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       // The work is done: a database that went away meanwhile is waited for, not a reason to
       // do the work again.
       const completed = await this.whileDatabaseAway(() =>
-        jobs.complete(job._id, this.owner, result, this.def.eventExtras?.(result)),
+        jobs.complete(job._id, this.owner, result, this.def.eventExtras?.(result), job),
       );
       if (completed) {
         log.info('job completed', { durationMs: Date.now() - startedAt });
