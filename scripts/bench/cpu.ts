@@ -62,7 +62,10 @@ function groups(supervisor?: number, bare?: RegExp): Record<string, number[]> {
     postgres: processes((c) => /^postgres/.test(c)),
     rabbitmq: processes((c) => /beam\.smp/.test(c)),
   };
-  for (const pid of supervisor ? family(supervisor) : []) (out[kindOf(cmdline(pid))] ??= []).push(pid);
+  for (const pid of supervisor ? family(supervisor) : []) {
+    const kind = kindOf(cmdline(pid));
+    out[kind] = [...(out[kind] ?? []), pid];
+  }
   if (bare) out.bare = processes((c) => bare.test(c));
   return out;
 }
