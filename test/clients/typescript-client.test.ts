@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { ApiError, createClient, must, verifyWebhook, WebhookVerificationError } from '../../clients/typescript';
 import { clientSchema, SCHEMA_FILE } from '../../scripts/client-gen';
+import { eventually } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
 import { startReceiver, type Receiver } from '../webhooks/helpers';
 
@@ -21,18 +22,31 @@ function recordingFetch() {
 
 /** A stand-in for the API: `answer` decides each request's reply (n counts from 0). */
 async function fakeApi(answer: (n: number, req: http.IncomingMessage, res: http.ServerResponse) => void) {
-  const requests: { method: string; url: string; headers: http.IncomingHttpHeaders; body: string; at: number }[] = [];
+  const requests: {
+    method: string;
+    url: string;
+    headers: http.IncomingHttpHeaders;
+    body: string;
+    at: number;
+    /** Whether the exchange is over (answered, or the client went away). */
+    closed: boolean;
+  }[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const n = requests.length;
-      requests.push({
+      const entry = {
         method: req.method!,
         url: req.url!,
         headers: req.headers,
         body: Buffer.concat(chunks).toString('utf8'),
         at: Date.now(),
+        closed: false,
+      };
+      requests.push(entry);
+      res.on('close', () => {
+        entry.closed = true;
       });
       answer(n, req, res);
     });
@@ -320,6 +334,87 @@ describe('typed TypeScript client (clients/typescript)', function () {
           .catch((x: unknown) => x);
         expect(e).to.be.instanceOf(TypeError);
         expect(fake.requests).to.have.length(3);
+      } finally {
+        await fake.close();
+      }
+    });
+
+    const sse = (res: http.ServerResponse) =>
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const event = (id: string, name: string, status: string, extra: Record<string, unknown> = {}) =>
+      `id: ${id}\nevent: ${name}\ndata: ${JSON.stringify({ ...job, status, ...extra })}\n\n`;
+
+    it('when the job event stream drops after an event, then waitForJob reconnects with Last-Event-ID and resolves with the terminal envelope', async () => {
+      const fake = await fakeApi((n, req, res) => {
+        sse(res);
+        if (n === 0) {
+          res.write(`retry: 20\n\n${event('e1', 'progress', 'queued')}`);
+          setTimeout(() => req.socket.destroy(), 50);
+        } else {
+          res.write(': heartbeat\n\n');
+          res.write(event('e2', 'progress', 'processing', { progressMessage: 'Writing files' }));
+          res.end(event('e3', 'complete', 'complete', { result: { name: 'Counter' } }));
+        }
+      });
+      try {
+        const c = createClient({ baseUrl: fake.baseUrl, apiKey: 'svc_test' });
+        const seen: string[] = [];
+        const done = await c.waitForJob(job.jobId, { timeoutMs: 5000, onProgress: (j) => seen.push(j.status) });
+        expect(done).to.deep.include({ status: 'complete', result: { name: 'Counter' } });
+        expect(seen).to.deep.equal(['queued', 'processing', 'complete']);
+        expect(fake.requests.map((r) => r.url)).to.deep.equal([
+          `/api/v1/jobs/${job.jobId}/events`,
+          `/api/v1/jobs/${job.jobId}/events`,
+        ]);
+        expect(fake.requests[0]!.headers['last-event-id']).to.equal(undefined);
+        expect(fake.requests[1]!.headers['last-event-id']).to.equal('e1');
+        expect(fake.requests[1]!.headers.accept).to.equal('text/event-stream');
+      } finally {
+        await fake.close();
+      }
+    });
+
+    it('when the stream fails three times in a row, then waitForJob long-polls GET /jobs/{id} with Prefer: wait and If-None-Match', async () => {
+      const fake = await fakeApi((n, req, res) => {
+        if (req.url!.endsWith('/events')) return sse(res).end('retry: 10\n\n'); // closes with no event
+        const headers = { 'content-type': 'application/json', 'preference-applied': 'wait=30' };
+        if (n === 3) return res.writeHead(200, { ...headers, etag: '"e9"' }).end(JSON.stringify(job));
+        if (n === 4) return res.writeHead(304, { 'preference-applied': 'wait=30', etag: '"e9"' }).end();
+        res
+          .writeHead(200, { ...headers, etag: '"e10"' })
+          .end(JSON.stringify({ ...job, status: 'failed', error: 'engine failed' }));
+      });
+      try {
+        const c = createClient({ baseUrl: fake.baseUrl, apiKey: 'svc_test' });
+        const done = await c.waitForJob(job.jobId, { timeoutMs: 5000 });
+        // A failed job resolves too: the envelope says why.
+        expect(done).to.include({ status: 'failed', error: 'engine failed' });
+        const polls = fake.requests.slice(3);
+        expect(fake.requests.slice(0, 3).every((r) => r.url.endsWith('/events'))).to.equal(true);
+        expect(polls.map((r) => [r.url, r.headers.prefer, r.headers['if-none-match']])).to.deep.equal([
+          [`/api/v1/jobs/${job.jobId}`, 'wait=30', undefined],
+          [`/api/v1/jobs/${job.jobId}`, 'wait=30', '"e9"'],
+          [`/api/v1/jobs/${job.jobId}`, 'wait=30', '"e9"'],
+        ]);
+      } finally {
+        await fake.close();
+      }
+    });
+
+    it('when the job does not finish within timeoutMs, or the signal aborts, then waitForJob rejects and closes its stream', async () => {
+      const fake = await fakeApi((_n, _req, res) =>
+        sse(res).write(`${event('e1', 'progress', 'processing')}: heartbeat\n\n`),
+      );
+      try {
+        const c = createClient({ baseUrl: fake.baseUrl, apiKey: 'svc_test' });
+        const timedOut = await c.waitForJob(job.jobId, { timeoutMs: 300 }).catch((x) => x);
+        expect(timedOut).to.have.property('name', 'TimeoutError');
+        const ac = new AbortController();
+        setTimeout(() => ac.abort(new Error('stopped by the caller')), 100);
+        const aborted = await c.waitForJob(job.jobId, { signal: ac.signal }).catch((x) => x);
+        expect(aborted).to.have.property('message', 'stopped by the caller');
+        expect(fake.requests).to.have.length(2);
+        await eventually(async () => fake.requests.every((r) => r.closed), 2000, 'both streams closed');
       } finally {
         await fake.close();
       }
