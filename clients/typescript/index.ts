@@ -7,7 +7,7 @@
  * Runs wherever fetch and Web Crypto do (Node 20+, Deno, Bun, browsers, edge runtimes); it imports
  * nothing of the server.
  */
-import { createParser } from 'eventsource-parser';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import createFetchClient, { type Client } from 'openapi-fetch';
 import type { components, paths } from './schema';
 
@@ -180,13 +180,57 @@ const TERMINAL = new Set(['complete', 'failed']);
 /** What one connection to the event stream ended with (`dropped`: how many events it brought first). */
 type StreamEnd = { job: JobEnvelope } | { dropped: number } | { unavailable: true };
 
-function jobWaiter(baseUrl: string, send: (r: Request) => Promise<Response>) {
-  let lastId: string | undefined;
-  let latest: JobEnvelope | undefined;
-  let retryMs = 2000;
+/** One waitForJob call: where its stream is, and how to read the job. */
+class JobWait {
+  /** The `id:` of the last event read: the job's ETag, sent back as Last-Event-ID. */
+  private lastId: string | undefined;
+  /** The reconnection delay the stream asked for (`retry:`). */
+  private retryMs = 2000;
+  private readonly signal: AbortSignal;
+
+  constructor(
+    private readonly baseUrl: string,
+    private readonly send: (r: Request) => Promise<Response>,
+    private readonly jobId: string,
+    private readonly opts: WaitOptions,
+  ) {
+    this.signal = AbortSignal.any([
+      ...(opts.signal ? [opts.signal] : []),
+      AbortSignal.timeout(opts.timeoutMs ?? 600_000),
+    ]);
+  }
+
+  async run(): Promise<JobEnvelope> {
+    for (let failures = 0; failures < STREAM_FAILURES_MAX; ) {
+      this.signal.throwIfAborted();
+      const end = await this.stream();
+      if ('job' in end) return end.job;
+      if ('unavailable' in end) break;
+      // A connection that brought events before it dropped is not a failure: resume at once.
+      failures = end.dropped > 0 ? 0 : failures + 1;
+      if (end.dropped === 0) await sleep(this.retryMs, this.signal);
+    }
+    return this.longPoll();
+  }
+
+  private get url() {
+    return `${this.baseUrl}/jobs/${encodeURIComponent(this.jobId)}`;
+  }
+
+  /** The envelope of an event, or undefined for an event that is not one of the job's states. */
+  private envelope(ev: EventSourceMessage): JobEnvelope | undefined {
+    if (ev.event !== 'progress' && ev.event !== 'complete' && ev.event !== 'failed') return undefined;
+    try {
+      const job = JSON.parse(ev.data) as JobEnvelope;
+      return typeof job === 'object' && job !== null && typeof job.status === 'string' ? job : undefined;
+    } catch {
+      return undefined;
+    }
+  }
 
   /** One connection to GET /jobs/{id}/events, read until the terminal event or until it drops. */
-  const stream = async (jobId: string, signal: AbortSignal, onProgress?: (job: JobEnvelope) => void) => {
+  private async stream(): Promise<StreamEnd> {
+    const { signal } = this;
     const conn = new AbortController();
     const stop = () => conn.abort(signal.reason);
     signal.addEventListener('abort', stop, { once: true });
@@ -197,99 +241,88 @@ function jobWaiter(baseUrl: string, send: (r: Request) => Promise<Response>) {
     };
     try {
       const headers: Record<string, string> = { accept: 'text/event-stream' };
-      if (lastId !== undefined) headers['last-event-id'] = lastId;
+      if (this.lastId !== undefined) headers['last-event-id'] = this.lastId;
       alive();
       let response: Response;
       try {
-        response = await send(
-          new Request(`${baseUrl}/jobs/${encodeURIComponent(jobId)}/events`, { headers, signal: conn.signal }),
-        );
+        response = await this.send(new Request(`${this.url}/events`, { headers, signal: conn.signal }));
       } catch (err) {
         if (signal.aborted) throw signal.reason;
-        if (err instanceof ApiError && err.status === 404) return { unavailable: true } as StreamEnd;
+        if (err instanceof ApiError && err.status === 404) return { unavailable: true };
         // A refused key, scope or request will not change on a retry; anything else may.
         if (err instanceof ApiError && [400, 401, 403].includes(err.status)) throw err;
-        return { dropped: 0 } as StreamEnd;
+        return { dropped: 0 };
       }
-      // The last event id was the terminal state's: nothing more will come.
-      if (response.status === 204) return latest ? { job: latest } : ({ unavailable: true } as StreamEnd);
-      if (!response.ok || !response.body || !response.headers.get('content-type')?.startsWith('text/event-stream'))
-        return { unavailable: true } as StreamEnd;
-      let done: JobEnvelope | undefined;
-      let events = 0;
+      if (response.status === 204) {
+        // The id sent was the final state's: one plain read answers it.
+        this.lastId = undefined;
+        return { unavailable: true };
+      }
+      if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) {
+        await response.body?.cancel().catch(() => {});
+        return { unavailable: true };
+      }
+      const events: EventSourceMessage[] = [];
       const parser = createParser({
         onRetry: (ms) => {
-          retryMs = ms;
+          this.retryMs = ms;
         },
-        onEvent: (ev) => {
-          if (ev.id !== undefined) lastId = ev.id;
-          if (ev.event !== 'progress' && ev.event !== 'complete' && ev.event !== 'failed') return;
-          const job = JSON.parse(ev.data) as JobEnvelope;
-          events++;
-          latest = job;
-          onProgress?.(job);
-          if (ev.event !== 'progress' || TERMINAL.has(job.status)) done = job;
-        },
+        onEvent: (ev) => events.push(ev),
       });
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let count = 0;
       try {
-        while (!done) {
-          const { value, done: ended } = await reader.read();
-          if (ended) break;
+        for (;;) {
+          let chunk: Awaited<ReturnType<typeof reader.read>>;
+          try {
+            chunk = await reader.read();
+          } catch {
+            if (signal.aborted) throw signal.reason;
+            break; // the connection dropped: the caller resumes from lastId
+          }
+          if (chunk.done) break;
           alive();
-          parser.feed(value);
+          parser.feed(chunk.value);
+          for (const ev of events.splice(0)) {
+            if (ev.id !== undefined) this.lastId = ev.id;
+            const job = this.envelope(ev);
+            if (!job) continue;
+            count++;
+            this.opts.onProgress?.(job);
+            if (ev.event !== 'progress' || TERMINAL.has(job.status)) return { job };
+          }
         }
-      } catch (err) {
-        if (signal.aborted) throw signal.reason;
-        void err; // the connection dropped: resume from lastId
       } finally {
         await reader.cancel().catch(() => {});
       }
-      return done ? { job: done } : ({ dropped: events } as StreamEnd);
+      return { dropped: count };
     } finally {
       clearTimeout(idle);
       signal.removeEventListener('abort', stop);
     }
-  };
+  }
 
   /** GET /jobs/{id} with Prefer: wait (answers when the job changes), until the job is finished. */
-  const longPoll = async (jobId: string, signal: AbortSignal, onProgress?: (job: JobEnvelope) => void) => {
-    let etag = lastId === undefined ? undefined : `"${lastId}"`;
+  private async longPoll(): Promise<JobEnvelope> {
+    const { signal } = this;
+    let etag = this.lastId === undefined ? undefined : `"${this.lastId}"`;
     for (;;) {
       const headers: Record<string, string> = { prefer: `wait=${LONG_POLL_SECONDS}` };
       if (etag) headers['if-none-match'] = etag;
       const started = Date.now();
-      const response = await send(new Request(`${baseUrl}/jobs/${encodeURIComponent(jobId)}`, { headers, signal }));
+      const response = await this.send(new Request(this.url, { headers, signal }));
       if (response.status === 200) {
         const job = (await response.json()) as JobEnvelope;
         etag = response.headers.get('etag') ?? undefined;
-        onProgress?.(job);
+        this.opts.onProgress?.(job);
         if (TERMINAL.has(job.status)) return job;
       } else await response.body?.cancel().catch(() => {});
-      // A server that does not hold the request (no Preference-Applied) is polled once a second.
-      if (!response.headers.get('preference-applied') && Date.now() - started < 1000)
+      // A server that did not hold the request (no Preference-Applied, or a 304 at once) is asked once a second.
+      const quick = Date.now() - started < 1000;
+      if (quick && (!response.headers.get('preference-applied') || response.status === 304))
         await sleep(1000 - (Date.now() - started), signal);
     }
-  };
-
-  return async (jobId: string, opts: WaitOptions = {}): Promise<JobEnvelope> => {
-    const signal = AbortSignal.any([
-      ...(opts.signal ? [opts.signal] : []),
-      AbortSignal.timeout(opts.timeoutMs ?? 600_000),
-    ]);
-    lastId = undefined;
-    latest = undefined;
-    for (let failures = 0; failures < STREAM_FAILURES_MAX; ) {
-      signal.throwIfAborted();
-      const end = await stream(jobId, signal, opts.onProgress);
-      if ('job' in end) return end.job;
-      if ('unavailable' in end) break;
-      // A connection that brought events before it dropped is not a failure: resume at once.
-      failures = end.dropped > 0 ? 0 : failures + 1;
-      await sleep(end.dropped > 0 ? 0 : retryMs, signal);
-    }
-    return longPoll(jobId, signal, opts.onProgress);
-  };
+  }
 }
 
 export type ServiceClient = Client<paths, 'application/json'> & {
@@ -319,7 +352,9 @@ export function createClient(options: ClientOptions): ServiceClient {
     idempotencyKeys: options.idempotencyKeys ?? true,
   });
   const client = createFetchClient<paths, 'application/json'>({ baseUrl, fetch: send });
-  return Object.assign(client, { waitForJob: jobWaiter(baseUrl, send) });
+  return Object.assign(client, {
+    waitForJob: (jobId: string, opts: WaitOptions = {}) => new JobWait(baseUrl, send, jobId, opts).run(),
+  });
 }
 
 /** The `data` of a call, which is set whenever the call returns (errors throw ApiError). */

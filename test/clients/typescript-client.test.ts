@@ -111,15 +111,23 @@ describe('typed TypeScript client (clients/typescript)', function () {
       expect(post.headers.get('idempotency-key')).to.match(UUID);
       expect(post.headers.get('authorization')).to.equal(`Bearer ${apiKey}`);
 
+      const other = await must(c.POST('/code-builds', { body: { prompt: 'a todo list', name: 'Todo' } }));
+      expect(seen.filter((s) => s.method === 'POST')[1]!.headers.get('idempotency-key')).to.not.equal(
+        post.headers.get('idempotency-key'),
+      );
+
+      // Two waits on one client at once: each follows its own job.
       const progress: string[] = [];
-      const done = await c.waitForJob(accepted.jobId, {
-        timeoutMs: 30_000,
-        onProgress: (j) => progress.push(j.status),
-      });
+      const [done, otherDone] = await Promise.all([
+        c.waitForJob(accepted.jobId, { timeoutMs: 30_000, onProgress: (j) => progress.push(j.status) }),
+        c.waitForJob(other.jobId, { timeoutMs: 30_000 }),
+      ]);
       expect(done.status).to.equal('complete');
       expect(done.jobId).to.equal(accepted.jobId);
       expect(done.result).to.include({ name: 'Counter', framework: 'html' });
       expect(progress.at(-1)).to.equal('complete');
+      expect(otherDone).to.deep.include({ jobId: other.jobId, status: 'complete' });
+      expect(otherDone.result).to.include({ name: 'Todo' });
     });
 
     it('when the same Idempotency-Key is sent twice, then the same job answers (charged once)', async () => {
