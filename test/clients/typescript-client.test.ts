@@ -409,6 +409,38 @@ describe('typed TypeScript client (clients/typescript)', function () {
       }
     });
 
+    it('when the resumed stream answers 204 (the last id was the final state), then one plain GET answers the job; an onProgress that throws rejects the wait', async () => {
+      const fake = await fakeApi((n, req, res) => {
+        if (n === 0) return sse(res).end(`retry: 10\n\n${event('e1', 'progress', 'processing')}`);
+        if (req.url!.endsWith('/events')) return res.writeHead(204).end();
+        res
+          .writeHead(200, { 'content-type': 'application/json', etag: '"e2"' })
+          .end(JSON.stringify({ ...job, status: 'complete' }));
+      });
+      try {
+        const c = createClient({ baseUrl: fake.baseUrl, apiKey: 'svc_test' });
+        expect(await c.waitForJob(job.jobId, { timeoutMs: 5000 })).to.include({ status: 'complete' });
+        expect(fake.requests.map((r) => [r.url, r.headers['last-event-id'], r.headers['if-none-match']])).to.deep.equal(
+          [
+            [`/api/v1/jobs/${job.jobId}/events`, undefined, undefined],
+            [`/api/v1/jobs/${job.jobId}/events`, 'e1', undefined],
+            [`/api/v1/jobs/${job.jobId}`, undefined, undefined],
+          ],
+        );
+        const thrown = await c
+          .waitForJob(job.jobId, {
+            onProgress: () => {
+              throw new Error('handler failed');
+            },
+          })
+          .catch((x) => x);
+        expect(thrown).to.have.property('message', 'handler failed');
+        expect(fake.requests).to.have.length(5);
+      } finally {
+        await fake.close();
+      }
+    });
+
     it('when the job does not finish within timeoutMs, or the signal aborts, then waitForJob rejects and closes its stream', async () => {
       const fake = await fakeApi((_n, _req, res) =>
         sse(res).write(`${event('e1', 'progress', 'processing')}: heartbeat\n\n`),
