@@ -18,6 +18,7 @@ import {
   type AuthInvalidation,
 } from '../platform/accounts/accounts';
 import { broker } from '../contracts/registry';
+import { createJobWatch, type JobWatch } from './jobs/job-watch';
 import { createJobCache, JobChangeSchema, type JobCache } from '../platform/jobs/job-cache';
 import { accountRoutes } from './account/account.routes';
 import { assetsRoutes } from './assets/assets.routes';
@@ -108,6 +109,7 @@ export function createApp(
     authCache: AuthCache;
     idempotency: Idempotency;
     jobCache: JobCache;
+    jobWatch: JobWatch;
     metrics?: () => Promise<{ text: string; contentType: string }>;
   },
 ) {
@@ -145,6 +147,8 @@ export function createApp(
   const deps: RouteDeps = {
     idempotency: parts.idempotency,
     jobCache: parts.jobCache,
+    jobWatch: parts.jobWatch,
+    jobEventsHeartbeatMs: config.JOB_EVENTS_HEARTBEAT_MS,
     implemented: new Set<string>(['getOpenapi']),
     // Read by each route after the scope check (api/http/route.ts mount), not before authentication.
     readBody: lazyJsonBody(config.BODY_LIMIT_BYTES, [
@@ -215,6 +219,8 @@ export async function start(config: Config = loadConfig()) {
     ttlMs: config.JOB_CACHE_TTL_MS,
     finishedMaxBytes: config.JOB_CACHE_FINISHED_BYTES,
   });
+  // Clients waiting for a job to change (GET /jobs/{id}/events, Prefer: wait), woken by the same fanout.
+  const jobWatch = createJobWatch({ maxWatchers: config.JOB_EVENT_STREAMS_MAX });
   // The three consumers side by side (each its own channel).
   const [, unsubscribe, unsubscribeJobs] = await startupStep('consumers', () =>
     Promise.all([
@@ -232,10 +238,24 @@ export async function start(config: Config = loadConfig()) {
         broker.jobChangesExchange(config.QUEUE_PREFIX),
         (msg) => {
           const parsed = JobChangeSchema.safeParse(msg);
-          if (parsed.success) jobCache.invalidate(parsed.data);
-          else jobCache.clear(); // unreadable: it may have named any job
+          if (parsed.success) {
+            jobCache.invalidate(parsed.data);
+            jobWatch.changed(parsed.data.jobId);
+          } else {
+            jobCache.clear(); // unreadable: it may have named any job
+            jobWatch.changedAll();
+          }
         },
-        { onReady: () => jobCache.ready(), onLost: () => jobCache.lost() },
+        {
+          onReady: () => {
+            jobCache.ready();
+            jobWatch.changedAll();
+          },
+          onLost: () => {
+            jobCache.lost();
+            jobWatch.changedAll();
+          },
+        },
       ),
     ]),
   );
@@ -248,7 +268,7 @@ export async function start(config: Config = loadConfig()) {
   let supervised: Supervised | undefined;
   const metrics = () => supervised!.metrics();
   const app = await startupStep('routes', async () =>
-    createApp(rt, { authCache, idempotency, jobCache, metrics: joinsSupervisor() ? metrics : undefined }),
+    createApp(rt, { authCache, idempotency, jobCache, jobWatch, metrics: joinsSupervisor() ? metrics : undefined }),
   );
   // Slow or stalled requests are answered 408 (clientErrorHandler) and their sockets destroyed; the
   // timeouts are checked a few times per headers timeout.
@@ -280,6 +300,10 @@ export async function start(config: Config = loadConfig()) {
     stop(): Promise<void> {
       stopped ??= (async () => {
         // Handed connections: no listening socket to close; drain those the supervisor gave us.
+        // Job streams end and waits answer now (their clients resume elsewhere); once they have,
+        // a turn later, their connections are idle and close with the rest.
+        await jobWatch.close();
+        await new Promise((resolve) => setImmediate(resolve));
         const draining = supervised?.drain(config.SHUTDOWN_GRACE_MS);
         await realtime.close();
         await Promise.all([

@@ -162,6 +162,12 @@ export interface Endpoint {
    * and the response headers that come with it.
    */
   stream?: { mediaType: string; description: string; headers?: Record<string, string> };
+  /** Request headers the endpoint honours, besides Idempotency-Key and If-Match: name → description. */
+  requestHeaders?: Record<string, string>;
+  /** Response headers of the success answer (besides Location and the rate-limit ones): name → description. */
+  successHeaders?: Record<string, string>;
+  /** Answers without a body besides the success one and the errors (204, 304): status → description. */
+  emptyAnswers?: Record<string, string>;
 }
 
 const e = <T extends Endpoint>(x: T) => x;
@@ -916,8 +922,48 @@ export const endpoints = {
     scopes: R_AI,
     status: 200,
     tag: 'media',
-    summary: 'Poll any job by its type-prefixed id.',
+    summary:
+      'Poll any job by its type-prefixed id. With Prefer: wait=N (1 to 60 seconds) the answer waits until the job differs from what the client has (the ETag in If-None-Match, else the state when the request arrived) or N seconds passed, whichever is first; a finished job answers at once.',
     response: JobEnvelope,
+    requestHeaders: {
+      Prefer:
+        'wait=N (RFC 7240): hold the answer up to N seconds (1 to 60; more counts as 60) until the job changes. Other preferences are ignored.',
+      'If-None-Match':
+        'The ETag of the state the client has: 304 Not Modified while the job is still in that state (after the wait, with Prefer: wait).',
+    },
+    successHeaders: {
+      ETag: 'The state of the job, quoted; changes whenever anything in the envelope does. The same value is the id of the job event stream events.',
+      'Preference-Applied': 'wait=N, the wait that was honoured (present when Prefer: wait was).',
+    },
+    emptyAnswers: {
+      '304': 'If-None-Match names the current state: the job has not changed (within the wait, with Prefer: wait).',
+    },
+  }),
+  getJobEvents: e({
+    method: 'get',
+    path: '/jobs/{id}/events',
+    scopes: R_AI,
+    status: 200,
+    tag: 'media',
+    summary:
+      'The job as Server-Sent Events: its state now, then each change within milliseconds of it (from any process), until it finishes.',
+    stream: {
+      mediaType: 'text/event-stream',
+      description:
+        'First `retry: 2000`; then one event per state the client has not seen: `id:` the job ETag (as GET /jobs/{id}), `event:` progress (queued or processing, with progressMessage and, for space jobs, the preview result), complete or failed; `data:` the whole JobEnvelope as JSON. While nothing changes, a `: heartbeat` comment every JOB_EVENTS_HEARTBEAT_MS (15 s). The server ends the stream after the complete or failed event, or when the API process shuts down (reconnect with Last-Event-ID). A resumed stream sends the latest state, not the ones in between.',
+      headers: { 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' },
+    },
+    requestHeaders: {
+      'Last-Event-ID':
+        'The id of the last event received (an EventSource sends it when it reconnects): the state it names is not sent again.',
+    },
+    emptyAnswers: {
+      '204': 'Last-Event-ID names the final state: nothing more will come (an EventSource stops reconnecting).',
+    },
+    errors: {
+      '503':
+        'This API process holds JOB_EVENT_STREAMS_MAX streams and waits already (service_unavailable, Retry-After: 1).',
+    },
   }),
   createResearch: e({
     method: 'post',

@@ -195,6 +195,13 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
           },
         ]
       : []),
+    ...Object.entries(ep.requestHeaders ?? {}).map(([name, description]) => ({
+      name,
+      in: 'header',
+      required: false,
+      schema: { type: 'string' },
+      description,
+    })),
   ];
   const success: Record<string, unknown> = {
     description: ep.stream ? `${ep.summary} ${ep.stream.description}` : ep.summary,
@@ -210,11 +217,22 @@ const operation = (id: string, ep: Endpoint, implemented: ReadonlySet<string>) =
         { description, schema: { type: 'string' } },
       ]),
     );
+  if (ep.successHeaders)
+    success.headers = {
+      ...((success.headers as object) ?? {}),
+      ...Object.fromEntries(
+        Object.entries(ep.successHeaders).map(([name, description]) => [
+          name,
+          { description, schema: { type: 'string' } },
+        ]),
+      ),
+    };
   if (ep.status === 201 || ep.status === 202 || ep.status === 302)
     success.headers = { ...((success.headers as object) ?? {}), ...headerRefs('Location') };
   if (ep.scopes.length > 0)
     success.headers = { ...((success.headers as object) ?? {}), ...headerRefs(...RATE_LIMIT_HEADERS) };
   const responses: Record<string, unknown> = { [String(ep.status)]: success };
+  for (const [status, description] of Object.entries(ep.emptyAnswers ?? {})) responses[status] = { description };
   for (const [status, text] of Object.entries(REQUEST_ERRORS)) responses[status] = errorResponse(text);
   if (ep.scopes.length > 0) {
     for (const [status, text] of Object.entries(COMMON_ERRORS)) responses[status] = errorResponse(text, status);

@@ -100,6 +100,22 @@ export const metrics = {
     help: 'Bytes of finished jobs held by this API process job cache (JSON length plus a fixed overhead per entry), bounded by JOB_CACHE_FINISHED_BYTES.',
     registers: [registry],
   }),
+  jobWatchers: new client.Gauge({
+    name: 'job_watchers',
+    help: 'Clients this API process holds waiting for job changes, by kind (stream: GET /jobs/{id}/events; wait: GET /jobs/{id} with Prefer: wait).',
+    labelNames: ['kind'],
+    registers: [registry],
+  }),
+  jobEventsSent: counter(
+    'job_events_sent_total',
+    'Events written on GET /jobs/{id}/events streams, by event (progress, complete, failed).',
+    ['event'],
+  ),
+  jobWaits: counter(
+    'job_waits_total',
+    'GET /jobs/{id} requests with Prefer: wait, by outcome (changed: answered on a change; timeout: the wait ran out; immediate: nothing to wait for).',
+    ['outcome'],
+  ),
   jobChangesAnnounced: counter(
     'job_changes_announced_total',
     'Job state changes announced on the job-changes fanout, by outcome (sent; failed: broker away, the caches fall back on their expiry).',

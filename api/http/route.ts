@@ -7,6 +7,7 @@ import { faultPoint } from '../../platform/infra/faults';
 import { newId, stableId } from '../../platform/infra/ids';
 import type { Idempotency } from '../middleware/idempotency';
 import type { JobCache } from '../../platform/jobs/job-cache';
+import type { JobWatch } from '../jobs/job-watch';
 import { locals, type AuthContext } from './context';
 import { parseOrThrow } from '../../platform/infra/validation';
 
@@ -74,6 +75,9 @@ export interface RouteDeps {
   idempotency: Idempotency;
   /** In-flight jobs of GET /jobs/{id} (platform/jobs/job-cache.ts). */
   jobCache: JobCache;
+  /** Clients waiting for job changes (api/jobs/job-watch.ts), and the heartbeat of their streams. */
+  jobWatch: JobWatch;
+  jobEventsHeartbeatMs: number;
   /** Operation ids this deployment serves; the rest answer 501 and say so in /openapi. */
   implemented: Set<string>;
   /**

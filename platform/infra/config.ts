@@ -272,6 +272,22 @@ export const ConfigSchema = z.object({
     .describe(
       'Backstop of the job cache: an entry is read again after this long, whatever was announced (bounds staleness only if a worker lost its broker right after a database write).',
     ),
+  JOB_EVENTS_HEARTBEAT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .default(15_000)
+    .describe(
+      'GET /jobs/{id}/events: a `: heartbeat` comment this often on an idle stream (keeps proxies from closing it), and the job read again then, whatever was announced.',
+    ),
+  JOB_EVENT_STREAMS_MAX: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(10_000)
+    .describe(
+      'Open GET /jobs/{id}/events streams and Prefer: wait requests each API process holds; one more answers 503 service_unavailable with Retry-After.',
+    ),
   AUTH_CACHE_TTL_MS: z.coerce
     .number()
     .int()

@@ -46,6 +46,8 @@ async function terminate(child: ChildProcess, graceMs = 30_000) {
 
 export interface SupervisedApi {
   url: string;
+  /** The supervisor's monitoring server: GET /metrics gathers every API process's. */
+  metricsUrl: string;
   config: Config;
   /** Stops the supervisor and its API processes, then drops the database and the queues. */
   stop(): Promise<void>;
@@ -99,7 +101,12 @@ export async function startSupervisedApi(
     await stop();
     throw new Error(`${(err as Error).message}; supervisor output:\n${output}`);
   }
-  return { url: `http://127.0.0.1:${port}/api/v1`, config, stop };
+  return {
+    url: `http://127.0.0.1:${port}/api/v1`,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    config,
+    stop,
+  };
 }
 
 export interface BaselineServer {

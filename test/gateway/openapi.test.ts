@@ -23,7 +23,7 @@ describe('GET /openapi', () => {
     expect(r.body.servers[0].url).to.match(/\/api\/v1$/);
     const ops = Object.values(r.body.paths as Record<string, Record<string, any>>).flatMap((p) => Object.values(p));
     expect(ops.length).to.equal(Object.keys(endpoints).length);
-    expect(ops.length).to.equal(92); // SPEC 4.1 to 4.11: 3+12+10+10+10+7+10+4+8+10+6, plus POST /projects/{id}/share (issue 10) and PATCH /drive/folders/{id} (issue 11)
+    expect(ops.length).to.equal(93); // SPEC 4.1 to 4.11: 3+12+10+10+10+7+10+4+8+10+6, plus POST /projects/{id}/share, PATCH /drive/folders/{id} and GET /jobs/{id}/events
     const post = r.body.paths['/code-builds'].post;
     expect(post['x-required-scopes']).to.deep.equal(['ai']);
     expect(post.responses).to.have.property('202');

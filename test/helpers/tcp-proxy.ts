@@ -11,6 +11,8 @@ export async function startTcpProxy(target: { host: string; port: number }) {
   let server: net.Server | undefined;
   let port = 0;
   let paused = false;
+  /** Closes that happened while paused, delivered to the other side on resume. */
+  const held: (() => void)[] = [];
   /** `from`'s bytes to `to`, with back-pressure; nothing is read from `from` while paused. */
   const forward = (from: net.Socket, to: net.Socket) => {
     from.on('data', (chunk) => {
@@ -35,8 +37,12 @@ export async function startTcpProxy(target: { host: string; port: number }) {
         }
         forward(client, upstream);
         forward(upstream, client);
-        client.on('close', () => upstream.destroy());
-        upstream.on('close', () => client.destroy());
+        // A stalled path does not carry a close either: while paused, one side going away (the
+        // broker's own heartbeat timeout closing its end) reaches the other side only on resume,
+        // so the process under test notices the stall by itself, as it would on a real network.
+        const propagate = (to: net.Socket) => () => (paused ? held.push(() => to.destroy()) : to.destroy());
+        client.on('close', propagate(upstream));
+        upstream.on('close', propagate(client));
       });
       server.listen(port, '127.0.0.1', () => {
         port = (server!.address() as net.AddressInfo).port;
@@ -64,6 +70,7 @@ export async function startTcpProxy(target: { host: string; port: number }) {
     resume() {
       paused = false;
       for (const s of sockets) s.resume();
+      for (const close of held.splice(0)) close();
     },
     async close() {
       for (const s of sockets) s.destroy();
