@@ -177,6 +177,26 @@ const STREAM_FAILURES_MAX = 3;
 const LONG_POLL_SECONDS = 30;
 const TERMINAL = new Set(['complete', 'failed']);
 
+/** How long the end of a stream is waited for after its final event. */
+const STREAM_END_WAIT_MS = 1000;
+
+/** Read `reader` to its end, for at most `ms`; false when it did not end in time (or failed). */
+async function drain(reader: ReadableStreamDefaultReader<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  const end = (async () => {
+    while (!(await reader.read()).done) {}
+    return true;
+  })().catch(() => false);
+  try {
+    return await Promise.race([end, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** What one connection to the event stream ended with (`dropped`: how many events it brought first). */
 type StreamEnd = { job: JobEnvelope } | { dropped: number } | { unavailable: true };
 
@@ -289,7 +309,12 @@ class JobWait {
             if (!job) continue;
             count++;
             this.opts.onProgress?.(job);
-            if (ev.event !== 'progress' || TERMINAL.has(job.status)) return { job };
+            if (ev.event !== 'progress' || TERMINAL.has(job.status)) {
+              // The server ends the stream after the final event: read up to its end, so the
+              // connection goes back to the pool instead of being torn down.
+              await drain(reader, STREAM_END_WAIT_MS);
+              return { job };
+            }
           }
         }
       } finally {

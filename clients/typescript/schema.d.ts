@@ -791,8 +791,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Poll any job by its type-prefixed id. */
+        /** Poll any job by its type-prefixed id. With Prefer: wait=N (1 to 60 seconds) the answer waits until the job differs from what the client has (the ETag in If-None-Match, else the state when the request arrived) or N seconds passed, whichever is first; a finished job answers at once. */
         get: operations["getJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The job as Server-Sent Events: its state now, then each change within milliseconds of it (from any process), until it finishes. */
+        get: operations["getJobEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -12062,7 +12079,12 @@ export interface operations {
     getJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description wait=N (RFC 7240): hold the answer up to N seconds (1 to 60; more counts as 60) until the job changes. Other preferences are ignored. */
+                Prefer?: string;
+                /** @description The ETag of the state the client has: 304 Not Modified while the job is still in that state (after the wait, with Prefer: wait). */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -12070,9 +12092,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Poll any job by its type-prefixed id. */
+            /** @description Poll any job by its type-prefixed id. With Prefer: wait=N (1 to 60 seconds) the answer waits until the job differs from what the client has (the ETag in If-None-Match, else the state when the request arrived) or N seconds passed, whichever is first; a finished job answers at once. */
             200: {
                 headers: {
+                    /** @description The state of the job, quoted; changes whenever anything in the envelope does. The same value is the id of the job event stream events. */
+                    ETag?: string;
+                    /** @description wait=N, the wait that was honoured (present when Prefer: wait was). */
+                    "Preference-Applied"?: string;
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -12083,6 +12109,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["JobEnvelope"];
                 };
+            };
+            /** @description If-None-Match names the current state: the job has not changed (within the wait, with Prefer: wait). */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request was refused before it was served: validation_error (the message names the field: a malformed path id, a field of the wrong type, an unknown field, a NUL, nesting deeper than 32 levels; details lists each failed rule with its dotted path), invalid_json, or bad_request (a body that does not match its Content-Encoding). */
             400: {
@@ -12173,6 +12206,154 @@ export interface operations {
                 };
             };
             /** @description The database is not answering (service_unavailable), answered at once: retry after the Retry-After header (1 s), with the same Idempotency-Key; what the request had done is found again, nothing is charged twice. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same Error shape (for example 503 service_unavailable, 504 timeout). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getJobEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received (an EventSource sends it when it reconnects): the state it names is not sent again. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job as Server-Sent Events: its state now, then each change within milliseconds of it (from any process), until it finishes. First `retry: 2000`; then one event per state the client has not seen: `id:` the job ETag (as GET /jobs/{id}), `event:` progress (queued or processing, with progressMessage and, for space jobs, the preview result), complete or failed; `data:` the whole JobEnvelope as JSON. While nothing changes, a `: heartbeat` comment every JOB_EVENTS_HEARTBEAT_MS (15 s). The server ends the stream after the complete or failed event, or when the API process shuts down (reconnect with Last-Event-ID). A resumed stream sends the latest state, not the ones in between. */
+            200: {
+                headers: {
+                    /** @description no-cache */
+                    "Cache-Control"?: string;
+                    /** @description no */
+                    "X-Accel-Buffering"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Last-Event-ID names the final state: nothing more will come (an EventSource stops reconnecting). */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request was refused before it was served: validation_error (the message names the field: a malformed path id, a field of the wrong type, an unknown field, a NUL, nesting deeper than 32 levels; details lists each failed rule with its dotted path), invalid_json, or bad_request (a body that does not match its Content-Encoding). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key (unauthorized). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not enough AI credits (insufficient_credits). */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope (forbidden) or the plan lacks API access (plan_required). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown resource, or one owned by another account (not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than the accepted limit (payload_too_large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A body that is not application/json in UTF-8, or an unsupported Content-Encoding (unsupported_media_type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Per-key rate limit exceeded (rate_limited); see Retry-After. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server failure (internal_error); idempotent requests are safe to retry. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This API process holds JOB_EVENT_STREAMS_MAX streams and waits already (service_unavailable, Retry-After: 1). Or: The database is not answering (service_unavailable), answered at once: retry after the Retry-After header (1 s), with the same Idempotency-Key; what the request had done is found again, nothing is charged twice. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];

@@ -130,6 +130,48 @@ describe('typed TypeScript client (clients/typescript)', function () {
       expect(otherDone.result).to.include({ name: 'Todo' });
     });
 
+    it('when waitForJob follows a build over the event stream and its connection drops after the first event, then it resumes with Last-Event-ID and never polls', async () => {
+      const { seen, fetch: recording } = recordingFetch();
+      let cut = false;
+      // The first stream is cut right after its first event, as a proxy dropping the connection would.
+      const fetch = (async (input: Request) => {
+        const res = await recording(input);
+        if (cut || !input.url.endsWith('/events') || !res.body) return res;
+        cut = true;
+        let text = '';
+        const reader = res.body.getReader();
+        const body = new ReadableStream<Uint8Array>({
+          async pull(controller) {
+            const { value, done } = await reader.read();
+            if (done) return controller.close();
+            controller.enqueue(value);
+            text += new TextDecoder().decode(value);
+            if (/\nevent: \w+\ndata: .*\n\n/.test(text)) {
+              controller.error(new TypeError('terminated'));
+              // The real connection is read to its end unseen: torn down, the in-process API's stop
+              // would wait for the spare connection undici opens after an abort (its headers timeout).
+              void (async () => {
+                while (!(await reader.read()).done) {}
+              })().catch(() => {});
+            }
+          },
+        });
+        return new Response(body, { status: res.status, headers: res.headers });
+      }) as typeof globalThis.fetch;
+      const c = api({ fetch });
+      const accepted = await must(c.POST('/code-builds', { body: { prompt: 'a click counter' } }));
+      const states: string[] = [];
+      const done = await c.waitForJob(accepted.jobId, { timeoutMs: 30_000, onProgress: (j) => states.push(j.status) });
+      expect(done.status).to.equal('complete');
+      const streams = seen.filter((s) => s.url.endsWith(`/jobs/${accepted.jobId}/events`));
+      expect(streams.length).to.be.at.least(2);
+      expect(streams[0]!.headers.get('last-event-id')).to.equal(null);
+      expect(streams[1]!.headers.get('last-event-id')).to.be.a('string').and.not.equal('');
+      expect(seen.filter((s) => s.url.endsWith(`/jobs/${accepted.jobId}`))).to.deep.equal([]);
+      expect(states[0]).to.be.oneOf(['queued', 'processing']);
+      expect(states.at(-1)).to.equal('complete');
+    });
+
     it('when the same Idempotency-Key is sent twice, then the same job answers (charged once)', async () => {
       const c = api();
       const credits = async () => (await must(c.GET('/account/credits'))).balance;
