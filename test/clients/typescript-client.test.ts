@@ -172,6 +172,23 @@ describe('typed TypeScript client (clients/typescript)', function () {
       expect(states.at(-1)).to.equal('complete');
     });
 
+    it('when the event stream is not there (an older server: 404), then waitForJob long-polls the real GET /jobs/{id} with Prefer: wait and If-None-Match', async () => {
+      const { seen, fetch: recording } = recordingFetch();
+      const fetch = (async (input: Request) =>
+        input.url.endsWith('/events')
+          ? Response.json({ error: { code: 'not_found', message: 'no such route', requestId: 'r' } }, { status: 404 })
+          : recording(input)) as typeof globalThis.fetch;
+      const c = api({ fetch });
+      const accepted = await must(c.POST('/code-builds', { body: { prompt: 'a click counter' } }));
+      const done = await c.waitForJob(accepted.jobId, { timeoutMs: 30_000 });
+      expect(done).to.include({ jobId: accepted.jobId, status: 'complete' });
+      const polls = seen.filter((s) => s.url.endsWith(`/jobs/${accepted.jobId}`));
+      // Held answers: one per change (queued → processing → complete), not one a second.
+      expect(polls.length).to.be.within(1, 4);
+      expect(polls.every((p) => p.headers.get('prefer') === 'wait=30')).to.equal(true);
+      expect(polls.slice(1).every((p) => /^"[^"]+"$/.test(p.headers.get('if-none-match') ?? ''))).to.equal(true);
+    });
+
     it('when the same Idempotency-Key is sent twice, then the same job answers (charged once)', async () => {
       const c = api();
       const credits = async () => (await must(c.GET('/account/credits'))).balance;
