@@ -4,8 +4,8 @@
  * the Bearer key, an Idempotency-Key on every POST, bounded retries that honour Retry-After,
  * errors thrown as ApiError, waitForJob() over the job event stream, and verifyWebhook().
  *
- * Runs wherever fetch and Web Crypto do (Node 20+, Deno, Bun, browsers, edge runtimes); it imports
- * nothing of the server.
+ * Runs wherever fetch, Web Crypto and AbortSignal.any do (Node 20.3+, Deno, Bun, browsers, edge
+ * runtimes); it imports nothing of the server.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import createFetchClient, { type Client } from 'openapi-fetch';
