@@ -13,7 +13,9 @@ import madge from 'madge';
  * - api/ holds routes only: services and repositories live in platform/<capability>/;
  * - a worker folder and an engine folder are named after the capability they serve, as its
  *   api/ or platform/ folder is (one name per capability);
- * - scripts/ never imports test/ (what both use lives in scripts/harness/).
+ * - scripts/ never imports test/ (what both use lives in scripts/harness/);
+ * - clients/ (the typed clients, shipped to customers) imports nothing of the server: only files of
+ *   clients/ and the packages listed in package.json `dependencies`.
  */
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const tracked = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' })
@@ -102,6 +104,26 @@ describe('layout: rooms', function () {
     const wrong = tracked
       .filter((f) => f.startsWith('scripts/') && f.endsWith('.ts'))
       .filter((f) => /from\s+['"](\.\.\/)+test\//.test(fs.readFileSync(path.join(ROOT, f), 'utf8')));
+    expect(wrong).to.deep.equal([]);
+  });
+
+  it('when clients/ imports, then it reaches nothing of the server: only clients/ and runtime dependencies', () => {
+    const { dependencies } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    const files = tracked.filter((f) => f.startsWith('clients/') && /\.tsx?$/.test(f));
+    expect(files).to.include('clients/typescript/index.ts');
+    const wrong = files.flatMap((f) =>
+      [...fs.readFileSync(path.join(ROOT, f), 'utf8').matchAll(/(?:from|import)\s*\(?\s*['"]([^'"]+)['"]/g)]
+        .map((m) => m[1]!)
+        .filter((spec) => {
+          if (spec.startsWith('.')) return !path.join(path.dirname(f), spec).startsWith('clients/');
+          if (spec.startsWith('node:')) return true;
+          const pkg = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+          return !(pkg in dependencies);
+        })
+        .map((spec) => `${f} → ${spec}`),
+    );
     expect(wrong).to.deep.equal([]);
   });
 });
