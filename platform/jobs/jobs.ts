@@ -712,7 +712,7 @@ export function createJobs(deps: JobsDeps) {
       return released;
     },
 
-    /** Write what is waiting in the accept batches (on stop, and in tests). */
+    /** Write what is waiting in the write-behind batches: accepted jobs, lease ledger entries, published-event marks (on stop, and in tests). */
     flushAccepted: async () => {
       await Promise.all([settled.flush(), leaseLedger.flush(), published.flush()]);
     },
