@@ -55,14 +55,14 @@ const kindOf = (cmd: string) =>
           ? 'supervisor'
           : 'other';
 
-/** The groups a run's CPU is reported in: the service's processes (if `supervisor` is given) and the servers. */
-function groups(supervisor?: number, bare?: RegExp): Record<string, number[]> {
+/** The groups a run's CPU is reported in: the service's processes (of each supervisor given) and the servers. */
+function groups(supervisors: number[], bare?: RegExp): Record<string, number[]> {
   const out: Record<string, number[]> = {
     ferretdb: processes((c) => /ferretdb/.test(c) && !/go build/.test(c)),
     postgres: processes((c) => /^postgres/.test(c)),
     rabbitmq: processes((c) => /beam\.smp/.test(c)),
   };
-  for (const pid of supervisor ? family(supervisor) : []) {
+  for (const pid of supervisors.flatMap(family)) {
     const kind = kindOf(cmdline(pid));
     out[kind] = [...(out[kind] ?? []), pid];
   }
@@ -73,9 +73,9 @@ function groups(supervisor?: number, bare?: RegExp): Record<string, number[]> {
 /**
  * Starts counting the servers, the service run by `supervisor` and the processes whose command line
  * matches `bare`; `stop()` gives the CPU seconds each group spent since, per group. */
-export function cpuMeter(of: { supervisor?: number; bare?: RegExp }) {
+export function cpuMeter(of: { supervisor?: number | number[]; bare?: RegExp }) {
   const before = new Map<number, number>();
-  const g = groups(of.supervisor, of.bare);
+  const g = groups(of.supervisor === undefined ? [] : [of.supervisor].flat(), of.bare);
   for (const pid of Object.values(g).flat()) before.set(pid, cpuSeconds(pid));
   return {
     stop(): Record<string, number> {

@@ -7,20 +7,32 @@
  * give the latency from the POST to the completion event, p50 and p99.
  *
  * Twice: with CODE_ENGINE=bench-no-work (a job completes as soon as it is claimed: the pipeline's
- * own cost) and with the local code engine (what users get). Against a bare pipeline in the same
- * run on the same servers, forked from this module: a node:http process (insertOne, then a
- * confirmed publish) and one consumer process (the conditional queued → processing update, the
- * completion write, a confirmed completion event, the ack), at the same prefetch as the code pool.
+ * own cost) and with the local code engine (what users get). Against a bare pipeline on the same
+ * servers, run first and last (the mean of the two is the baseline), forked from this module: a
+ * node:http process (insertOne, then a confirmed publish) and one consumer process (the
+ * conditional queued → processing update, the completion write, a confirmed completion event, the
+ * ack), at the same prefetch as the code pool.
+ *
+ * Then, with the no-work engine, split as production runs it: one supervisor of API processes and
+ * the scheduler, another of worker processes (`npm start -- api scheduler` / `npm start --
+ * workers`), with one API process and with two.
  *
  * BENCH_PIPELINE_STEP_S (default 5) seconds per rate; BENCH_PIPELINE_CONCURRENCY (default 8) code
- * jobs in flight per worker process, both sides.
+ * jobs in flight per worker process, both sides; BENCH_PIPELINE_LAYOUTS which service runs (default
+ * no-work,local,split-1,split-2).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import amqplib from 'amqplib';
 import { broker } from '../../contracts/registry';
 import { cpuMeter, perJob } from './cpu';
 import { benchAccount, percentile } from './load';
-import { forkBaseline, serveBaselineWhen, startSupervisedApi, type BaselineServer } from './processes';
+import {
+  forkBaseline,
+  serveBaselineWhen,
+  startSupervisedApi,
+  startSupervisedWorkers,
+  type BaselineServer,
+} from './processes';
 import { row, type Bench, type BenchRow } from './bench';
 
 const STEP_S = Number(process.env.BENCH_PIPELINE_STEP_S ?? 5);
@@ -100,7 +112,7 @@ await serveBaselineWhen(
 /** Somewhere jobs are posted to, and where their completions are heard. */
 interface Target {
   /** Whose CPU to count: the supervisor of the service, or the bare processes. */
-  cpu: { supervisor?: number; bare?: RegExp };
+  cpu: { supervisor?: number | number[]; bare?: RegExp };
   post(): Promise<string | undefined>;
   /** Resolves with the completion time of `jobId` (ms, performance clock of this process). */
   done: Map<string, number>;
@@ -207,24 +219,41 @@ const figures = (name: string, s: Awaited<ReturnType<typeof saturate>>, bare?: n
   },
 ];
 
-async function service(engine: 'bench-no-work' | 'local') {
-  const api = await startSupervisedApi(
-    1,
-    {
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_MAX: '1000000000',
-      CODE_ENGINE: engine,
-      POOL_CONCURRENCY: `code=${CONCURRENCY}`,
-    },
-    'all',
-  );
+/**
+ * How the service runs: `one` as `npm start` does (one supervisor: API, every pool, scheduler);
+ * `split` as production does (a supervisor of API processes and the scheduler, another of
+ * workers, as they would run on machines of their own), with `apiProcesses` API processes.
+ */
+interface Layout {
+  engine: 'bench-no-work' | 'local';
+  split: boolean;
+  apiProcesses: number;
+}
+
+const layoutName = (l: Layout) =>
+  `${l.split ? `split (${l.apiProcesses} API process${l.apiProcesses > 1 ? 'es' : ''} | workers)` : 'whole service'}, ${l.engine === 'local' ? 'local code engine' : 'no-work engine'}`;
+
+async function service(layout: Layout) {
+  const env = {
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_MAX: '1000000000',
+    CODE_ENGINE: layout.engine,
+    POOL_CONCURRENCY: `code=${CONCURRENCY}`,
+  };
+  const api = await startSupervisedApi(layout.apiProcesses, env, layout.split ? ['api', 'scheduler'] : 'all');
+  const workers = layout.split
+    ? await startSupervisedWorkers(api, env).catch(async (err) => {
+        await api.stop();
+        throw err;
+      })
+    : undefined;
   const done = new Map<string, number>();
   const stopListening = await listen(broker.eventsExchange(api.config.QUEUE_PREFIX), 'code_build.*', done);
   try {
     const { auth } = await benchAccount(api.config.MONGODB_URL, { credits: 1e9 });
     const headers = { ...auth, 'content-type': 'application/json' };
-    return await saturate(engine, {
-      cpu: { supervisor: api.pid },
+    return await saturate(layoutName(layout), {
+      cpu: { supervisor: workers ? [api.pid, workers.pid] : api.pid },
       done,
       async post() {
         const r = await fetch(`${api.url}/code-builds`, {
@@ -237,6 +266,7 @@ async function service(engine: 'bench-no-work' | 'local') {
     });
   } finally {
     await stopListening();
+    await workers?.stop();
     await api.stop();
   }
 }
@@ -280,16 +310,34 @@ async function bare() {
   }
 }
 
+/** Which service layouts run after the baseline: BENCH_PIPELINE_LAYOUTS, comma-separated (default all). */
+const LAYOUTS: Record<string, Layout> = {
+  'no-work': { engine: 'bench-no-work', split: false, apiProcesses: 1 },
+  local: { engine: 'local', split: false, apiProcesses: 1 },
+  'split-1': { engine: 'bench-no-work', split: true, apiProcesses: 1 },
+  'split-2': { engine: 'bench-no-work', split: true, apiProcesses: 2 },
+};
+
 export const bench: Bench = {
   name: 'jobs end to end (whole service)',
   async run(): Promise<BenchRow[]> {
-    const b = await bare();
-    const noWork = await service('bench-no-work');
-    const local = await service('local');
-    return [
-      ...figures('bare pipeline (node:http insertOne → confirmed publish → consumer)', b),
-      ...figures('whole service, no-work engine', noWork, b.best, 0.3),
-      ...figures('whole service, local code engine', local, b.best),
+    const chosen = (process.env.BENCH_PIPELINE_LAYOUTS ?? Object.keys(LAYOUTS).join(',')).split(',');
+    const unknown = chosen.filter((c) => !(c in LAYOUTS));
+    if (unknown.length)
+      throw new Error(`BENCH_PIPELINE_LAYOUTS: unknown ${unknown.join(', ')} (${Object.keys(LAYOUTS).join(', ')})`);
+    // The baseline runs first and last: load that grows or fades during the run falls on both sides.
+    const before = await bare();
+    const results: [Layout, Awaited<ReturnType<typeof saturate>>][] = [];
+    for (const name of chosen) results.push([LAYOUTS[name]!, await service(LAYOUTS[name]!)]);
+    const after = await bare();
+    const baseline = (before.best + after.best) / 2;
+    console.log(`    bare pipeline: ${before.best.toFixed(1)} jobs/s first, ${after.best.toFixed(1)} last`);
+    const rows = [
+      ...figures('bare pipeline (node:http insertOne → confirmed publish → consumer), first run', before),
+      ...figures('bare pipeline, last run', after),
     ];
+    for (const [layout, s] of results)
+      rows.push(...figures(layoutName(layout), s, baseline, layout.engine === 'bench-no-work' ? 0.3 : undefined));
+    return rows;
   },
 };

@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
+import { broker } from '../../contracts/registry';
 import { loadConfig, type Config } from '../../platform/infra/config';
 import { dropEverything, freePort, recordQueuePrefix } from '../harness/stack';
 import { ensureBuilt } from '../build-once';
@@ -55,15 +56,16 @@ export interface SupervisedApi {
   stop(): Promise<void>;
 }
 
-/** `node dist/scripts/supervisor.js api` with API_PROCESSES=`processes`; resolves once every one is ready. */
 /**
- * The supervisor on a fresh database and queue prefix: `'api'` runs API processes only; `'all'`
- * runs the whole service as `npm start` does (API, every pool, the scheduler on the same cores).
+ * The supervisor on a fresh database and queue prefix, API_PROCESSES=`processes`; resolves once
+ * every API process is ready. `'api'` runs API processes only; `'all'` runs the whole service as
+ * `npm start` does (API, every pool, the scheduler on the same cores); a list names the process
+ * kinds (`['api', 'scheduler']` for an API group whose workers `startSupervisedWorkers` runs).
  */
 export async function startSupervisedApi(
   processes: number,
   env: Record<string, string>,
-  kinds: 'api' | 'all' = 'api',
+  kinds: 'api' | 'all' | readonly ('api' | 'scheduler')[] = 'api',
 ): Promise<SupervisedApi> {
   await ensureBuilt();
   const port = await freePort();
@@ -84,7 +86,8 @@ export async function startSupervisedApi(
     MONGODB_URL: config.MONGODB_URL,
     QUEUE_PREFIX: config.QUEUE_PREFIX,
   };
-  const child = spawn(process.execPath, ['dist/scripts/supervisor.js', ...(kinds === 'api' ? ['api'] : [])], {
+  const args = kinds === 'all' ? [] : kinds === 'api' ? ['api'] : [...kinds];
+  const child = spawn(process.execPath, ['dist/scripts/supervisor.js', ...args], {
     cwd: root,
     env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -110,6 +113,54 @@ export async function startSupervisedApi(
     config,
     stop,
   };
+}
+
+/**
+ * A second supervisor running worker processes only (`supervisor.js workers`, as production runs
+ * them on machines of their own) for the service `api` started: same database and queue prefix.
+ * Resolves once the code pool consumes; `stop()` stops it (the API side drops the names).
+ */
+export async function startSupervisedWorkers(
+  api: SupervisedApi,
+  env: Record<string, string>,
+): Promise<{ pid: number; stop(): Promise<void> }> {
+  const childEnv = {
+    ...process.env,
+    ...env,
+    METRICS_PORT: String(await freePort()),
+    MONGODB_URL: api.config.MONGODB_URL,
+    QUEUE_PREFIX: api.config.QUEUE_PREFIX,
+    PUBLIC_BASE_URL: api.config.PUBLIC_BASE_URL,
+  };
+  const child = spawn(process.execPath, ['dist/scripts/supervisor.js', 'workers'], {
+    cwd: root,
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (d: Buffer) => (output = (output + d.toString()).slice(-20_000));
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const stop = () => terminate(child);
+  const amqp = await (await import('amqplib')).default.connect(api.config.AMQP_URL.split(',')[0]!);
+  try {
+    const queue = broker.poolQueue(api.config.QUEUE_PREFIX, 'code');
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const ch = await amqp.createChannel();
+      const { consumerCount } = await ch.checkQueue(queue).finally(() => ch.close().catch(() => {}));
+      if (consumerCount > 0) break;
+      if (child.exitCode !== null) throw new Error('the worker supervisor exited before the code pool consumed');
+      if (Date.now() > deadline) throw new Error('the code pool did not consume within 120 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } catch (err) {
+    await stop();
+    throw new Error(`${(err as Error).message}; worker supervisor output:\n${output}`);
+  } finally {
+    await amqp.close().catch(() => {});
+  }
+  return { pid: child.pid!, stop };
 }
 
 export interface BaselineServer {
