@@ -5,7 +5,7 @@
  * hash is stored. Whoever opens it is signed in as that account: hand it over privately.
  */
 import { parseArgs } from 'node:util';
-import { issueSignInLink } from '../api/console/console.sessions';
+import { issueSignInLink } from '../platform/console/sessions.repository';
 import { loadConfig } from '../platform/infra/config';
 import { connectMongo, ensureIndexes } from '../platform/infra/mongo';
 

@@ -1,5 +1,5 @@
 import { html, type Html } from './html';
-import type { DayUsage } from './console.queries';
+import type { DayUsage } from '../../platform/console/console.repository';
 
 const W = 900;
 const H = 260;

@@ -5,15 +5,19 @@ import type { AuditRecorder } from '../../platform/audit/audit.recorder';
 import { AppError } from '../../platform/infra/errors';
 import { fromUnits } from '../../platform/credits/credits';
 import { newId } from '../../platform/infra/ids';
-import { COLLECTIONS } from '../../platform/infra/mongo';
+import { createDriveRepository } from '../../platform/drive/drive.repository';
 import type { Runtime } from '../../platform/runtime';
 import { createDeliveriesRepository } from '../../platform/webhooks/deliveries.repository';
 import { createSecretBox } from '../../platform/webhooks/secrets';
 import { createWebhooksRepository } from '../../platform/webhooks/webhooks.repository';
 import { locals } from '../http/context';
 import { createWebhooksService } from '../../platform/webhooks/webhooks.service';
-import { AuditFilterSchema, createConsoleQueries, type ConsoleQueryOptions } from './console.queries';
-import { createConsoleSessions, safeEqual, sessionSettings } from './console.sessions';
+import {
+  AuditFilterSchema,
+  createConsoleQueries,
+  type ConsoleQueryOptions,
+} from '../../platform/console/console.repository';
+import { createConsoleSessions, safeEqual, sessionSettings } from '../../platform/console/sessions.repository';
 import { CONSOLE_CSS } from './console.styles';
 import {
   auditPage,
@@ -109,9 +113,7 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
     box: createSecretBox(rt.config.WEBHOOK_SECRET_KEY),
     allowLoopback: rt.config.ALLOW_LOOPBACK_URLS,
   });
-  const folders = rt.db.db.collection<{ _id: string; accountId: string; teamId: string | null }>(
-    COLLECTIONS.driveFolders,
-  );
+  const drive = createDriveRepository(rt.db);
   const cookieOptions = {
     httpOnly: true,
     sameSite: 'lax' as const,
@@ -267,7 +269,7 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
       );
     }
     for (const pin of parsed.data.folderPins) {
-      if (!(await folders.findOne({ _id: pin, accountId: v.accountId, teamId: null }, { projection: { _id: 1 } }))) {
+      if (!(await drive.ownFolderExists(v.accountId, pin))) {
         await trail(res, v.accountId, '/console/keys', 404);
         throw new AppError('not_found', `Drive folder ${pin} not found in this account's Drive`);
       }

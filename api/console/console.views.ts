@@ -4,7 +4,8 @@ import { addCredits, fromUnits } from '../../platform/credits/credits';
 import type { Page } from '../../platform/infra/lists';
 import type { ApiKeyDoc, JobDoc, LedgerDoc } from '../../platform/infra/mongo';
 import { usageChart } from './console.chart';
-import { AUDIT_DAYS, AUDIT_ROUTES, type AuditFilter, type AuditPage, type Usage } from './console.queries';
+import { AUDIT_DAYS, type AuditFilter, type AuditPage, type Usage } from '../../platform/console/console.repository';
+import { AUDIT_ROUTES } from './audit-routes';
 import { html, type Html } from './html';
 
 /** Who is signed in, as every page's frame needs it. */
@@ -78,7 +79,7 @@ export const errorPage = (status: number, message: string, viewer?: Viewer) =>
 
 const count = (n: number) => n.toLocaleString('en-US');
 
-/** What the chart leaves out when a scan cap cut it short (console.queries.ts dailyUsage). */
+/** What the chart leaves out when a scan cap cut it short (platform/console/console.repository.ts dailyUsage). */
 const capNotes = (u: Usage): Html[] =>
   [
     u.requestsCappedAt !== null

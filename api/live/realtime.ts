@@ -164,18 +164,10 @@ export function attachRealtime(
     const due = conns.filter((c) => !authChecked.has(c.keyId));
     if (due.length) {
       const keyIds = [...new Set(due.map((c) => c.keyId))];
-      const accountIds = [...new Set(due.map((c) => c.accountId))];
-      const [keys, accounts] = await Promise.all([
-        rt.db.apiKeys
-          .find({ _id: { $in: keyIds } }, { projection: { _id: 1, accountId: 1, revokedAt: 1, scopes: 1 } })
-          .toArray(),
-        rt.db.accounts.find({ _id: { $in: accountIds } }, { projection: { _id: 1, plan: 1 } }).toArray(),
-      ]);
-      const plans = new Map(accounts.map((a) => [a._id, a.plan]));
+      const live = await rt.accounts.liveKeys(keyIds);
       for (const id of keyIds) {
-        const k = keys.find((x) => x._id === id);
-        const plan = k ? plans.get(k.accountId) : undefined;
-        const ok = !!k && !k.revokedAt && k.scopes.includes('ai') && plan !== undefined && API_PLANS.includes(plan);
+        const k = live.get(id);
+        const ok = !!k && k.scopes.includes('ai') && API_PLANS.includes(k.plan);
         authChecked.set(id, { ok, at: now });
       }
     }
@@ -322,11 +314,8 @@ export function attachRealtime(
     }
     if (!claimed.ok) return refuse(ws, claimed.refusal.code, claimed.refusal.reason);
     const doc = claimed.doc;
-    const [account, key] = await Promise.all([
-      rt.db.accounts.findOne({ _id: doc.accountId }),
-      rt.db.apiKeys.findOne({ _id: doc.keyId, accountId: doc.accountId }),
-    ]);
-    if (!account || !key || key.revokedAt || !key.scopes.includes('ai') || !API_PLANS.includes(account.plan)) {
+    const auth = await rt.accounts.byIds(doc.accountId, doc.keyId);
+    if (!auth?.key.scopes.includes('ai') || !API_PLANS.includes(auth.account.plan)) {
       await sessions.setStatus(doc._id, 'dropped');
       return refuse(
         ws,
@@ -334,7 +323,7 @@ export function attachRealtime(
         'the key that opened this session was revoked or lost the ai scope, or the account lost API access',
       );
     }
-    const { millicredits: _c, chargedRefs: _r, refundedJobs: _j, ...authAccount } = account;
+    const authAccount = auth.account;
     let handle: string;
     try {
       handle = await sessions.handle(doc);
@@ -351,9 +340,9 @@ export function attachRealtime(
     ws.off('message', collect);
     bySession.get(doc._id)?.close(4409, 'superseded by a newer connection to this session');
     bySession.set(doc._id, ws);
-    owned.set(conn, { sessionId: doc._id, ws, accountId: doc.accountId, keyId: key._id });
+    owned.set(conn, { sessionId: doc._id, ws, accountId: doc.accountId, keyId: auth.key._id });
     ws.once('close', () => owned.delete(conn));
-    runSession(ws, doc, authAccount, key, handle, early);
+    runSession(ws, doc, authAccount, auth.key, handle, early);
   }
 
   function runSession(

@@ -123,6 +123,41 @@ export function createAccountsRepository(
       await invalidate({ kind: 'account', accountId });
     },
 
+    /**
+     * The key `keyId` of `accountId` and its account, as authentication sees them (a long-lived
+     * session checks the key that opened it this way); null when either is gone or the key was
+     * revoked.
+     */
+    async byIds(accountId: string, keyId: string): Promise<Authenticated | null> {
+      const [account, key] = await Promise.all([
+        db.accounts.findOne({ _id: accountId }, { projection: { millicredits: 0, chargedRefs: 0, refundedJobs: 0 } }),
+        db.apiKeys.findOne({ _id: keyId, accountId }),
+      ]);
+      return account && key && !key.revokedAt ? { key, account } : null;
+    },
+
+    /**
+     * The scopes and the account's plan of each key in `keyIds` that is still live (not revoked,
+     * its account there), in two reads whatever their number; a key absent from the map is not.
+     */
+    async liveKeys(keyIds: readonly string[]): Promise<Map<string, { scopes: Scope[]; plan: Plan }>> {
+      const keys = await db.apiKeys
+        .find({ _id: { $in: [...keyIds] }, revokedAt: null }, { projection: { _id: 1, accountId: 1, scopes: 1 } })
+        .toArray();
+      const accountIds = [...new Set(keys.map((k) => k.accountId))];
+      const plans = new Map(
+        (await db.accounts.find({ _id: { $in: accountIds } }, { projection: { _id: 1, plan: 1 } }).toArray()).map(
+          (a) => [a._id, a.plan],
+        ),
+      );
+      const live = new Map<string, { scopes: Scope[]; plan: Plan }>();
+      for (const k of keys) {
+        const plan = plans.get(k.accountId);
+        if (plan) live.set(k._id, { scopes: k.scopes, plan });
+      }
+      return live;
+    },
+
     /** The live key and account for a presented key, or null. Two reads; see createAuthCache. */
     async authenticate(presented: string): Promise<Authenticated | null> {
       if (!presented.startsWith(KEY_PREFIX) || presented.length > 200) return null;

@@ -143,6 +143,11 @@ export function createDriveRepository(db: Database) {
       return { folder, readOnly: folder.teamId !== null };
     },
 
+    /** Whether `folderId` is a folder of the account's own Drive (not a team's): what a key may be pinned to. */
+    async ownFolderExists(accountId: string, folderId: string): Promise<boolean> {
+      return !!(await folders.findOne({ _id: folderId, accountId, teamId: null }, { projection: { _id: 1 } }));
+    },
+
     /** Ids of the drive's folders the caller may see; null when the key has no pins (all of them). */
     async visibleFolderIds(scope: DriveScope): Promise<string[] | null> {
       if (!isPinned(scope.caller)) return null;

@@ -1,6 +1,6 @@
 import { COLLECTIONS, type Database } from '../infra/mongo';
 import type { DriveFileDoc, DriveFolderDoc, DriveTextDoc } from './drive.types';
-import { FIELD_BITS, findCandidates, queryTerms, scopeOf } from './search-index';
+import { FIELD_BITS, findCandidates, indexDriveFile, queryTerms, removeDriveTextIndex, scopeOf } from './search-index';
 
 /**
  * The stored text of Drive files: what GET /drive/files/{id}/text answers and what the research
@@ -118,4 +118,68 @@ export async function findDriveTextsForResearch(
     });
   }
   return out;
+}
+
+/** What the drive pool's extraction of one file came to. */
+export type DriveTextOutcome =
+  | { status: 'ready'; text: string; truncated: boolean; engine: string }
+  | { status: 'none' | 'failed'; engine: string | null; error: string | null };
+
+const driveFiles = (db: Database) => db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+
+/** The file of a text request as long as it is still worth extracting: stored, not trashed, not being purged. */
+export const liveDriveFile = (db: Database, req: { fileId: string; accountId: string }) =>
+  driveFiles(db).findOne({ _id: req.fileId, accountId: req.accountId, trashedAt: null, purgingAt: null });
+
+/**
+ * Stores and indexes the extracted text of `file`, then marks it (text.status ready | none |
+ * failed). The status moves last, so a crash before it leaves `pending` for the redelivery or the
+ * sweep. False when the file was trashed, finished by another delivery or purged meanwhile (a
+ * purged file keeps no text or index entries).
+ */
+export async function recordDriveText(
+  db: Database,
+  file: DriveFileDoc,
+  outcome: DriveTextOutcome,
+  reload: () => Promise<DriveFileDoc | null>,
+): Promise<boolean> {
+  const at = new Date();
+  if (outcome.status === 'ready') {
+    const doc: DriveTextDoc = {
+      _id: file._id,
+      accountId: file.accountId,
+      teamId: file.teamId,
+      content: outcome.text,
+      truncated: outcome.truncated,
+      engine: outcome.engine,
+      at,
+    };
+    await driveTexts(db).replaceOne({ _id: file._id }, doc, { upsert: true });
+  }
+  // Name, tags and description as they are when the index is written (a rename may land meanwhile).
+  await indexDriveFile(db, file, outcome.status === 'ready' ? outcome.text : null, { reload });
+  const text: DriveFileDoc['text'] =
+    outcome.status === 'ready'
+      ? {
+          status: 'ready',
+          chars: outcome.text.length,
+          truncated: outcome.truncated,
+          engine: outcome.engine,
+          error: null,
+          at,
+        }
+      : { status: outcome.status, chars: 0, truncated: false, engine: outcome.engine, error: outcome.error, at };
+  const moved = await driveFiles(db).updateOne(
+    { _id: file._id, accountId: file.accountId, trashedAt: null, purgingAt: null, 'text.status': 'pending' },
+    { $set: { text } },
+  );
+  if (moved.matchedCount === 1) return true;
+  // Trashed (kept: a restore makes it pending-and-live again for the sweep), finished by another
+  // delivery, or purged: then nothing may stay behind.
+  const still = await driveFiles(db).findOne({ _id: file._id }, { projection: { _id: 1 } });
+  if (!still) {
+    await driveTexts(db).deleteOne({ _id: file._id });
+    await removeDriveTextIndex(db, file);
+  }
+  return false;
 }

@@ -420,7 +420,7 @@ export async function ensureIndexes(m: Database): Promise<void> {
     m.db.collection(COLLECTIONS.webhookDeliveries).createIndex({ at: 1 }),
     // Live memories are listed and trimmed newest first per account (platform/live/memory.ts).
     m.db.collection(COLLECTIONS.liveMemories).createIndex({ accountId: 1, createdAt: -1 }),
-    // Expired console sessions and sign-in links are deleted by expiresAt (api/console/console.sessions.ts).
+    // Expired console sessions and sign-in links are deleted by expiresAt (platform/console/sessions.repository.ts).
     m.db.collection(COLLECTIONS.consoleSessions).createIndex({ expiresAt: 1 }),
     m.db.collection(COLLECTIONS.consoleLinks).createIndex({ expiresAt: 1 }),
   ]);

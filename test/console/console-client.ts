@@ -1,4 +1,4 @@
-import { issueSignInLink } from '../../api/console/console.sessions';
+import { issueSignInLink } from '../../platform/console/sessions.repository';
 import type { Stack } from '../../scripts/harness/stack';
 
 /** The console's origin of a stack (its API base URL without /api/v1). */

@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { issueSignInLink } from '../../api/console/console.sessions';
+import { issueSignInLink } from '../../platform/console/sessions.repository';
 import { COLLECTIONS } from '../../platform/infra/mongo';
 import { createDeliveriesRepository } from '../../platform/webhooks/deliveries.repository';
 import { client, waitForJob } from '../../scripts/harness/http';

@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import { openDriveBlob } from '../../platform/drive/blobs';
-import type { DriveFileDoc, DriveTextDoc } from '../../platform/drive/drive.types';
-import { indexDriveFile, removeDriveTextIndex } from '../../platform/drive/search-index';
-import { cutAtWord, driveTexts } from '../../platform/drive/text';
+import type { DriveFileDoc } from '../../platform/drive/drive.types';
+import { cutAtWord, liveDriveFile, recordDriveText, type DriveTextOutcome } from '../../platform/drive/text';
 import type { DriveTextRequest } from '../../platform/drive/text-queue';
-import { COLLECTIONS, type Database } from '../../platform/infra/mongo';
+import type { Database } from '../../platform/infra/mongo';
 import type { Runtime } from '../../platform/runtime';
 import {
   formatOf,
@@ -41,9 +40,7 @@ const EXTRACTORS: Record<Exclude<DriveFormat, null>, () => DriveTextExtractor> =
   text: createUtf8Extractor,
 };
 
-type Outcome =
-  | { status: 'ready'; text: string; truncated: boolean; engine: string }
-  | { status: 'none' | 'failed'; engine: string | null; error: string | null };
+type Outcome = DriveTextOutcome;
 
 /** Read a blob whole, refusing more than `max` bytes. */
 async function readBlob(db: Database, blobId: string, max: number, signal: AbortSignal): Promise<Buffer> {
@@ -108,12 +105,6 @@ async function extract(rt: Runtime, file: DriveFileDoc, ctx: ConsumerContext): P
   }
 }
 
-const files = (db: Database) => db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
-
-/** The file as long as it is still worth extracting: stored, not trashed, not being purged. */
-const liveFile = (db: Database, req: DriveTextRequest) =>
-  files(db).findOne({ _id: req.fileId, accountId: req.accountId, trashedAt: null, purgingAt: null });
-
 /**
  * Extract, store and index the text of one file, then mark it (text.status ready | none | failed)
  * with a conditional update that only moves a `pending` file that is still live: a file trashed
@@ -126,7 +117,7 @@ export async function extractDriveText(
   req: DriveTextRequest,
   ctx: ConsumerContext,
 ): Promise<'skipped' | Outcome['status']> {
-  const file = await liveFile(rt.db, req);
+  const file = await liveDriveFile(rt.db, req);
   if (!file || (file.text && file.text.status !== 'pending')) return 'skipped';
   let outcome: Outcome;
   if (ctx.priorDeliveries >= DRIVE_TEXT_WORK_LIMITS.maxDeliveries) {
@@ -138,49 +129,7 @@ export async function extractDriveText(
   } else {
     outcome = await extract(rt, file, ctx);
   }
-  const at = new Date();
-  if (outcome.status === 'ready') {
-    const doc: DriveTextDoc = {
-      _id: file._id,
-      accountId: file.accountId,
-      teamId: file.teamId,
-      content: outcome.text,
-      truncated: outcome.truncated,
-      engine: outcome.engine,
-      at,
-    };
-    await driveTexts(rt.db).replaceOne({ _id: file._id }, doc, { upsert: true });
-  }
-  // Name, tags and description as they are when the index is written (a rename may land meanwhile).
-  await indexDriveFile(rt.db, file, outcome.status === 'ready' ? outcome.text : null, {
-    reload: () => liveFile(rt.db, req),
-  });
-  const text: DriveFileDoc['text'] =
-    outcome.status === 'ready'
-      ? {
-          status: 'ready',
-          chars: outcome.text.length,
-          truncated: outcome.truncated,
-          engine: outcome.engine,
-          error: null,
-          at,
-        }
-      : { status: outcome.status, chars: 0, truncated: false, engine: outcome.engine, error: outcome.error, at };
-  const moved = await files(rt.db).updateOne(
-    { _id: file._id, accountId: file.accountId, trashedAt: null, purgingAt: null, 'text.status': 'pending' },
-    { $set: { text } },
-  );
-  if (moved.matchedCount === 0) {
-    // Trashed (kept: a restore makes it pending-and-live again for the sweep), finished by another
-    // delivery, or purged: then nothing may stay behind.
-    const still = await files(rt.db).findOne({ _id: file._id }, { projection: { _id: 1 } });
-    if (!still) {
-      await driveTexts(rt.db).deleteOne({ _id: file._id });
-      await removeDriveTextIndex(rt.db, file);
-    }
-    return 'skipped';
-  }
-  return outcome.status;
+  return (await recordDriveText(rt.db, file, outcome, () => liveDriveFile(rt.db, req))) ? outcome.status : 'skipped';
 }
 
 /** The drive pool: text extraction after upload (SPEC 4.10 GET …/text, search). */

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Collection } from 'mongodb';
-import { COLLECTIONS, type Database } from '../../platform/infra/mongo';
+import { COLLECTIONS, type Database } from '../infra/mongo';
 
 /** A one-time sign-in link. WARNING: persisted; `_id` is the sha256 of the token, never the token. */
 export interface ConsoleLinkDoc {

@@ -1,10 +1,8 @@
 import type { Filter } from 'mongodb';
 import { z } from 'zod';
-import { endpoints } from '../../contracts/endpoints';
-import { fromUnits } from '../../platform/credits/credits';
-import { decodeCursor, encodeCursor, keysetPage, type Page } from '../../platform/infra/lists';
-import { expressPath } from '../http/route';
-import type { ApiKeyDoc, AuditDoc, Database, JobDoc, LedgerDoc } from '../../platform/infra/mongo';
+import { fromUnits } from '../credits/credits';
+import { decodeCursor, encodeCursor, keysetPage, type Page } from '../infra/lists';
+import type { ApiKeyDoc, AuditDoc, Database, JobDoc, LedgerDoc } from '../infra/mongo';
 
 /** How far back the audit log and its filters reach (SPEC 8: entries are kept 90 days). */
 export const AUDIT_DAYS = 90;
@@ -29,15 +27,6 @@ export const AuditFilterSchema = z.object({
   cursor: optional(z.string().max(500)),
 });
 export type AuditFilter = z.infer<typeof AuditFilterSchema>;
-
-/**
- * Route templates as the audit log records them (api/middleware/audit.ts: the versioned base plus
- * the Express path), for the route filter's suggestions. The base is spelled here because
- * importing it from api/app.ts would make an import cycle.
- */
-export const AUDIT_ROUTES: readonly string[] = [
-  ...new Set(Object.values(endpoints).map((ep) => `/api/v1${expressPath(ep.path)}`)),
-].sort();
 
 /** A page of audit entries: no total (counting costs a scan of the account's entries on FerretDB). */
 export interface AuditPage {
