@@ -273,3 +273,61 @@ export function createThreadsRepository(db: Database) {
     },
   };
 }
+
+/**
+ * A run's lease, as the agent pool holds it: one worker works a run at a time. Every write after
+ * the claim is conditional on `owner` still holding the run, so a worker that lost it (taken over
+ * after its lease ran out) learns it from a write that matched nothing (false or null) and stops.
+ */
+export function createRunLeases(db: Database) {
+  const runs = agentCollections(db).runs;
+  const held = (runId: string, owner: string) => ({ _id: runId, status: 'running' as const, 'lease.owner': owner });
+  return {
+    /** Takes a queued run, or a running one whose lease ran out, for `owner`; null when neither. */
+    claim(runId: string, accountId: string, owner: string, leaseMs: number): Promise<RunDoc | null> {
+      const now = new Date();
+      return runs.findOneAndUpdate(
+        {
+          _id: runId,
+          accountId,
+          $or: [{ status: 'queued' }, { status: 'running', 'lease.until': { $lt: now } }],
+        },
+        {
+          $set: { status: 'running', lease: { owner, until: new Date(now.getTime() + leaseMs) }, updatedAt: now },
+          $inc: { attempts: 1 },
+        },
+        { returnDocument: 'after' },
+      );
+    },
+
+    /** The run's status and lease, to tell a live holder from a dead one. */
+    leaseOf: (runId: string, accountId: string) =>
+      runs.findOne({ _id: runId, accountId }, { projection: { status: 1, lease: 1 } }),
+
+    /** Moves the lease's end `leaseMs` from now; false when `owner` no longer holds the run. */
+    async renew(runId: string, owner: string, leaseMs: number): Promise<boolean> {
+      const r = await runs.updateOne(held(runId, owner), { $set: { 'lease.until': new Date(Date.now() + leaseMs) } });
+      return r.matchedCount === 1;
+    },
+
+    /** Ends the lease now (a stopping worker): the next delivery claims the run at once. */
+    async giveUp(runId: string, owner: string): Promise<void> {
+      await runs.updateOne(held(runId, owner), { $set: { 'lease.until': new Date(0) } });
+    },
+
+    /** Stores `set` (and `extra` operators) while `owner` holds the run; false when it does not. */
+    async update(
+      runId: string,
+      owner: string,
+      set: Partial<RunDoc>,
+      extra: Record<string, unknown> = {},
+    ): Promise<boolean> {
+      const r = await runs.updateOne(held(runId, owner), { $set: set, ...extra });
+      return r.matchedCount === 1;
+    },
+
+    /** Stores `set` and lets the run go (paused or finished); the run as stored, or null when `owner` did not hold it. */
+    release: (runId: string, owner: string, set: Partial<RunDoc>) =>
+      runs.findOneAndUpdate(held(runId, owner), { $set: { ...set, lease: null } }, { returnDocument: 'after' }),
+  };
+}

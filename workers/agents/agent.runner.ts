@@ -3,7 +3,7 @@ import type { ChatArtifact } from '../../contracts/conversations';
 import type { CreditOperation } from '../../contracts/registry';
 import { NO_TRANSPORT_NOTE } from '../../platform/agents/actions';
 import {
-  agentCollections,
+  createRunLeases,
   createAgentsRepository,
   createThreadsRepository,
   type AgentDoc,
@@ -76,35 +76,16 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * stands still, and this worker waits for it to expire, then claims the run.
  */
 export async function handleRunMessage(deps: RunnerDeps, msg: AgentRunMessage, signal: AbortSignal): Promise<void> {
-  const runs = agentCollections(deps.rt.db).runs;
+  const leases = createRunLeases(deps.rt.db);
   const leaseMs = deps.rt.config.JOB_LEASE_MS;
   const renewalMs = Math.max(50, Math.floor(leaseMs / 3));
   let seenUntil: number | undefined;
   for (;;) {
     if (signal.aborted) throw signal.reason as Error;
     if (deps.active.has(msg.runId)) return;
-    const now = new Date();
-    const run = await runs.findOneAndUpdate(
-      {
-        _id: msg.runId,
-        accountId: msg.accountId,
-        $or: [{ status: 'queued' }, { status: 'running', 'lease.until': { $lt: now } }],
-      },
-      {
-        $set: {
-          status: 'running',
-          lease: { owner: instanceId, until: new Date(now.getTime() + leaseMs) },
-          updatedAt: now,
-        },
-        $inc: { attempts: 1 },
-      },
-      { returnDocument: 'after' },
-    );
+    const run = await leases.claim(msg.runId, msg.accountId, instanceId, leaseMs);
     if (run) return work(deps, run, signal);
-    const cur = await runs.findOne(
-      { _id: msg.runId, accountId: msg.accountId },
-      { projection: { status: 1, lease: 1 } },
-    );
+    const cur = await leases.leaseOf(msg.runId, msg.accountId);
     if (cur?.status !== 'running' || !cur.lease) {
       if (cur?.status === 'queued') continue; // moved back meanwhile (a decision): claim it
       return;
@@ -118,20 +99,17 @@ export async function handleRunMessage(deps: RunnerDeps, msg: AgentRunMessage, s
 
 async function work(deps: RunnerDeps, claimed: RunDoc, outer: AbortSignal): Promise<void> {
   const { rt } = deps;
-  const runs = agentCollections(rt.db).runs;
+  const leases = createRunLeases(rt.db);
   const leaseMs = rt.config.JOB_LEASE_MS;
   const lost = new AbortController();
   const signal = AbortSignal.any([outer, lost.signal]);
   deps.active.add(claimed._id);
   const renew = setInterval(
     () => {
-      runs
-        .updateOne(
-          { _id: claimed._id, status: 'running', 'lease.owner': instanceId },
-          { $set: { 'lease.until': new Date(Date.now() + leaseMs) } },
-        )
-        .then((r) => {
-          if (r.matchedCount === 0) lost.abort(new LeaseLost('lease lost'));
+      leases
+        .renew(claimed._id, instanceId, leaseMs)
+        .then((still) => {
+          if (!still) lost.abort(new LeaseLost('lease lost'));
         })
         .catch((err: unknown) =>
           deps.log.warn('agent run lease not renewed', { runId: claimed._id, err: err as Error }),
@@ -147,12 +125,7 @@ async function work(deps: RunnerDeps, claimed: RunDoc, outer: AbortSignal): Prom
       return;
     }
     // Stopping, or an unexpected failure (the database): let the run be claimed again at once.
-    await runs
-      .updateOne(
-        { _id: claimed._id, status: 'running', 'lease.owner': instanceId },
-        { $set: { 'lease.until': new Date(0) } },
-      )
-      .catch(() => undefined);
+    await leases.giveUp(claimed._id, instanceId).catch(() => undefined);
     throw err;
   } finally {
     clearInterval(renew);
@@ -192,7 +165,7 @@ const argsOf = (call: ToolCall): Record<string, unknown> =>
 
 class RunWork {
   private run: RunDoc;
-  private readonly runs;
+  private readonly leases;
 
   constructor(
     private readonly deps: RunnerDeps,
@@ -200,17 +173,14 @@ class RunWork {
     private readonly signal: AbortSignal,
   ) {
     this.run = claimed;
-    this.runs = agentCollections(deps.rt.db).runs;
+    this.leases = createRunLeases(deps.rt.db);
   }
 
   /** Store `set` on the run while this worker holds it; LeaseLost otherwise. */
   private async checkpoint(set: Partial<RunDoc>, extra: Record<string, unknown> = {}): Promise<void> {
     const now = new Date();
-    const r = await this.runs.updateOne(
-      { _id: this.run._id, status: 'running', 'lease.owner': instanceId },
-      { $set: { ...set, updatedAt: now }, ...extra },
-    );
-    if (r.matchedCount === 0) throw new LeaseLost('lease lost');
+    if (!(await this.leases.update(this.run._id, instanceId, { ...set, updatedAt: now }, extra)))
+      throw new LeaseLost('lease lost');
     this.run = { ...this.run, ...set, updatedAt: now };
   }
 
@@ -380,11 +350,14 @@ class RunWork {
           { reviewToken: old.reviewToken, decision: old.decision.decision, scope: old.decision.scope },
         ].slice(-20)
       : this.run.pastReviews;
-    const r = await this.runs.updateOne(
-      { _id: this.run._id, status: 'running', 'lease.owner': instanceId },
-      { $set: { status: 'paused', review, pastReviews, lease: null, updatedAt: new Date() } },
-    );
-    if (r.matchedCount === 0) throw new LeaseLost('lease lost');
+    const paused = await this.leases.update(this.run._id, instanceId, {
+      status: 'paused',
+      review,
+      pastReviews,
+      lease: null,
+      updatedAt: new Date(),
+    });
+    if (!paused) throw new LeaseLost('lease lost');
     this.deps.log.info('agent run paused for approval', { runId: this.run._id, action: call.name });
   }
 
@@ -438,11 +411,7 @@ class RunWork {
 
   private async finish(set: Partial<RunDoc>): Promise<void> {
     const now = new Date();
-    const r = await this.runs.findOneAndUpdate(
-      { _id: this.run._id, status: 'running', 'lease.owner': instanceId },
-      { $set: { ...set, lease: null, completedAt: now, updatedAt: now } },
-      { returnDocument: 'after' },
-    );
+    const r = await this.leases.release(this.run._id, instanceId, { ...set, completedAt: now, updatedAt: now });
     if (!r) throw new LeaseLost('lease lost');
     this.deps.log.info('agent run finished', { runId: r._id, status: r.status, steps: r.steps.length });
     try {
