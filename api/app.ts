@@ -40,8 +40,9 @@ import { traceRequest } from './middleware/trace';
 import { startupReport, startupStep } from '../platform/infra/startup';
 import { tracingOn } from '../platform/infra/tracing';
 import { joinSupervisor, joinsSupervisor, type Supervised } from './supervised';
-import { createIdempotency, type Idempotency } from './middleware/idempotency';
+import { createIdempotency, type Idempotency } from '../platform/idempotency/idempotency.repository';
 import { rateLimit } from './middleware/rate-limit';
+import { createRateLimiter } from '../platform/rate-limits/rate-limits.repository';
 import { requestId } from './middleware/request-id';
 import { openapiRoutes } from './openapi/openapi.routes';
 import { webhooksRoutes } from './webhooks/webhooks.routes';
@@ -160,7 +161,9 @@ export function createApp(
   // (group commit) before the answer goes out, or queued to the audit writer when the database is away.
   const auditRecorder = createAuditRecorder({ db: rt.db, amqp: rt.amqp, log, prefix: config.QUEUE_PREFIX });
   // One limiter for REST and MCP: each instance leases its own share of a key's window.
-  const limiter = rateLimit(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS });
+  const limiter = rateLimit(
+    createRateLimiter(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }),
+  );
 
   // Outside the versioned API: the MCP server (svc_ keys) and the developer console (its own sessions).
   app.use(

@@ -5,7 +5,7 @@ import { endpoints, type Endpoint } from '../../contracts/endpoints';
 import { AppError, databaseUnavailable } from '../../platform/infra/errors';
 import { faultPoint } from '../../platform/infra/faults';
 import { newId, stableId } from '../../platform/infra/ids';
-import type { Idempotency } from '../middleware/idempotency';
+import type { Idempotency } from '../../platform/idempotency/idempotency.repository';
 import type { JobCache } from '../../platform/jobs/job-cache';
 import type { JobWatch } from '../jobs/job-watch';
 import { locals, type AuthContext } from './context';

@@ -9,7 +9,7 @@ import { locals } from '../http/context';
 import { authenticate } from '../middleware/auth';
 import { jsonBody } from '../middleware/body';
 import { DEFAULT_RETRY_AFTER_SECONDS } from '../middleware/errors';
-import type { Idempotency } from '../middleware/idempotency';
+import type { Idempotency } from '../../platform/idempotency/idempotency.repository';
 import { argNamesOf, MCP_AUDIT_ROUTE } from './mcp.audit';
 import { createMcpTools } from './mcp.tools';
 

@@ -17,7 +17,7 @@ import type { AuditRecorder } from '../../platform/audit/audit.recorder';
 import { formatIssues } from '../../platform/infra/validation';
 import type { AuthContext } from '../http/context';
 import { IDEMPOTENCY_KEY } from '../http/route';
-import type { Idempotency } from '../middleware/idempotency';
+import type { Idempotency } from '../../platform/idempotency/idempotency.repository';
 import { argNamesOf, MCP_AUDIT_ROUTE } from './mcp.audit';
 import { hasScopeFor, type McpTool } from './mcp.tools';
 

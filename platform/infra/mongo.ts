@@ -220,7 +220,7 @@ export interface IdempotencyDoc {
   expiresAt: Date;
 }
 
-/** One per (key, fixed window): the rate-limit leases (api/middleware/rate-limit.ts). */
+/** One per (key, fixed window): the rate-limit leases (platform/rate-limits/rate-limits.repository.ts). */
 export interface RateLimitDoc {
   /** `<keyId>:<windowStart ms>`. */
   _id: string;

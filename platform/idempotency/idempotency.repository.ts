@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { AppError } from '../../platform/infra/errors';
-import type { Database, IdempotencyDoc } from '../../platform/infra/mongo';
+import { AppError } from '../infra/errors';
+import type { Database, IdempotencyDoc } from '../infra/mongo';
 
 const stable = (v: unknown): string => {
   if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
