@@ -45,6 +45,20 @@ async function terminate(child: ChildProcess, graceMs = 30_000) {
   clearTimeout(timer);
 }
 
+/** The compiled supervisor running `kinds`; `output()` is the tail of what it printed. */
+function spawnSupervisor(kinds: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, ['dist/scripts/supervisor.js', ...kinds], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (d: Buffer) => (output = (output + d.toString()).slice(-20_000));
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  return { child, output: () => output };
+}
+
 export interface SupervisedApi {
   url: string;
   /** The supervisor's monitoring server: GET /metrics gathers every API process's. */
@@ -86,16 +100,7 @@ export async function startSupervisedApi(
     MONGODB_URL: config.MONGODB_URL,
     QUEUE_PREFIX: config.QUEUE_PREFIX,
   };
-  const args = kinds === 'all' ? [] : kinds === 'api' ? ['api'] : [...kinds];
-  const child = spawn(process.execPath, ['dist/scripts/supervisor.js', ...args], {
-    cwd: root,
-    env: childEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const keep = (d: Buffer) => (output = (output + d.toString()).slice(-20_000));
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
+  const { child, output } = spawnSupervisor(kinds === 'all' ? [] : kinds === 'api' ? ['api'] : [...kinds], childEnv);
   const stop = async () => {
     await terminate(child);
     await dropEverything(config); // also the names the API processes declared
@@ -104,7 +109,7 @@ export async function startSupervisedApi(
     await waitForApiProcesses(metricsPort, processes, 120_000, () => child.exitCode === null);
   } catch (err) {
     await stop();
-    throw new Error(`${(err as Error).message}; supervisor output:\n${output}`);
+    throw new Error(`${(err as Error).message}; supervisor output:\n${output()}`);
   }
   return {
     url: `http://127.0.0.1:${port}/api/v1`,
@@ -132,15 +137,7 @@ export async function startSupervisedWorkers(
     QUEUE_PREFIX: api.config.QUEUE_PREFIX,
     PUBLIC_BASE_URL: api.config.PUBLIC_BASE_URL,
   };
-  const child = spawn(process.execPath, ['dist/scripts/supervisor.js', 'workers'], {
-    cwd: root,
-    env: childEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const keep = (d: Buffer) => (output = (output + d.toString()).slice(-20_000));
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
+  const { child, output } = spawnSupervisor(['workers'], childEnv);
   const stop = () => terminate(child);
   const amqp = await (await import('amqplib')).default.connect(api.config.AMQP_URL.split(',')[0]!);
   try {
@@ -156,7 +153,7 @@ export async function startSupervisedWorkers(
     }
   } catch (err) {
     await stop();
-    throw new Error(`${(err as Error).message}; worker supervisor output:\n${output}`);
+    throw new Error(`${(err as Error).message}; worker supervisor output:\n${output()}`);
   } finally {
     await amqp.close().catch(() => {});
   }
