@@ -29,9 +29,10 @@ export function createAcceptBatches(base: JobsBase) {
   /**
    * What a charged, published job still needs written: its ledger entry, `credits.charged`,
    * `dispatchedAt`, and the release of its account marker. These lag the answer by 20 ms (up to
-   * 100 ms under a steady stream, see WRITE_BEHIND) and go in one batch (one insertMany, one bulkWrite, one marker release per account, for many
-   * jobs); a crash that loses a batch is repaired by the sweep (`settleUnpaid`, and the
-   * undispatched sweep re-publishes, which a worker treats as a duplicate).
+   * 100 ms under a steady stream, see WRITE_BEHIND) and go in one batch (one insertMany, one
+   * bulkWrite, one marker release per account, for many jobs); a crash that loses a batch is
+   * repaired by the sweep (`settleUnpaid`, and the undispatched sweep re-publishes, which a worker
+   * treats as a duplicate).
    */
   const settled = createWriteBehind<AcceptedJob>(
     async (items) => {

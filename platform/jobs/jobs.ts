@@ -62,7 +62,10 @@ export function createJobs(deps: JobsDeps) {
     dispatch: dispatch.bind(null, ctx),
     settleUnpaid: settleUnpaid.bind(null, ctx),
     releaseSettledMarkers: releaseSettledMarkers.bind(null, ctx),
-    /** Write what is waiting in the write-behind batches: accepted jobs, lease ledger entries, published-event marks (on stop, and in tests). */
+    /**
+     * Write what is waiting in the write-behind batches: accepted jobs, lease ledger entries,
+     * published-event marks (on stop, and in tests).
+     */
     flushAccepted: async () => {
       await Promise.all([settled.flush(), leaseLedger.flush(), published.flush()]);
     },
