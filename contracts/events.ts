@@ -18,7 +18,7 @@ export const EVENT_VERSION = '2026-11-01';
 
 /**
  * Job events (SPEC 6.1 api_jobs): one flag per job type covers `<name>.completed` and
- * `<name>.failed`. platform/jobs/jobs.ts publishes them when a job of that type finishes, so a type
+ * `<name>.failed`. platform/jobs/outbox.ts publishes them when a job of that type finishes, so a type
  * is true exactly when its pool has an engine (workers/pools.ts); a test checks the two agree.
  */
 export const JOB_EVENTS_EMITTED = {
@@ -165,7 +165,7 @@ export const SubscribableEventName = z.string({ error: 'must be a string' }).met
 });
 
 /**
- * The event as published on the events exchange (routing key = event name) by platform/jobs/jobs.ts
+ * The event as published on the events exchange (routing key = event name) by platform/jobs/outbox.ts
  * and platform/events/events.ts. WARNING: read by webhook workers of other versions; add fields only.
  */
 export const BusEvent = z.object({

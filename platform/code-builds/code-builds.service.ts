@@ -3,7 +3,7 @@ import type { JobEnvelope } from '../../contracts/common';
 import { toEnvelope } from '../jobs/jobs';
 import type { Runtime } from '../runtime';
 
-/** POST /code-builds: charge, record the job, publish it (platform/jobs/jobs.ts `accept`). */
+/** POST /code-builds: charge, record the job, publish it (platform/jobs/accept.ts `accept`). */
 export function createCodeBuildsService(rt: Pick<Runtime, 'jobs'>) {
   return {
     async dispatch(input: {

@@ -53,7 +53,7 @@ export async function expireEventOutbox(db: Database, before: Date): Promise<num
 /**
  * Announce a non-job event (projects, teams, exports, …; SPEC 6.1) to the events exchange, with
  * the event name as routing key; the webhook pool fans it out to the account's subscriptions.
- * Job events (`<name>.completed` / `.failed`) are published by platform/jobs/jobs.ts in the same
+ * Job events (`<name>.completed` / `.failed`) are published by platform/jobs/outbox.ts in the same
  * shape. Call it after the change is stored. A feature that starts emitting a name flips its
  * `emitted` flag in contracts/events.ts so customers may subscribe to it.
  *

@@ -33,18 +33,19 @@ const sizeOf = (value: CachedJob) =>
  * Jobs still in flight, cached in each API process for `GET /jobs/{id}`: pollers ask for the same
  * queued or processing job again and again, and each ask would otherwise be a database read.
  *
- * Every write that changes what the envelope shows goes through platform/jobs/jobs.ts, which announces
- * the job on a RabbitMQ fanout after the database acknowledged the write (and, for a finished
- * job, before its event is published); each API process drops the entry when the announcement
- * arrives, within a millisecond or two. A read that was in flight when its job was announced (or
- * the whole cache dropped) is not stored, so a slow read cannot put back a state that was just
- * replaced; announcements of other jobs do not stop it. While the fanout is down (broker away, channel lost) the cache is emptied and not
- * used, since an announcement may have been missed; it is used again once the subscription is
- * re-established. `ttlMs` bounds staleness if a worker's announcement itself failed (its broker
- * connection dropped after its database write).
+ * Every write that changes what the envelope shows goes through platform/jobs/ (the state machine
+ * in jobs.repository.ts), which announces the job on a RabbitMQ fanout after the database
+ * acknowledged the write (and, for a finished job, before its event is published); each API process
+ * drops the entry when the announcement arrives, within a millisecond or two. A read that was in
+ * flight when its job was announced (or the whole cache dropped) is not stored, so a slow read
+ * cannot put back a state that was just replaced; announcements of other jobs do not stop it. While
+ * the fanout is down (broker away, channel lost) the cache is emptied and not used, since an
+ * announcement may have been missed; it is used again once the subscription is re-established.
+ * `ttlMs` bounds staleness if a worker's announcement itself failed (its broker connection dropped
+ * after its database write).
  *
  * Finished jobs (`complete`, `failed`) have a tier of their own. A finished job never changes
- * again (platform/jobs/jobs.ts moves a job only out of `queued` or `processing`; a space job's preview
+ * again (platform/jobs/jobs.repository.ts moves a job only out of `queued` or `processing`; a space job's preview
  * result shows while it is `processing`, and its final result with `complete`; nothing deletes a
  * finished job), so that tier needs no announcement and no expiry: it is bounded by bytes
  * (`finishedMaxBytes`, least recently used dropped first, results can be large), kept while the

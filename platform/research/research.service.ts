@@ -34,7 +34,7 @@ export function toLegacy(job: JobDoc): ResearchLegacy {
 export function createResearchService(rt: Pick<Runtime, 'credits' | 'jobs'>) {
   return {
     /**
-     * POST /research: charge, record the job, publish it (platform/jobs/jobs.ts `accept`). Only the
+     * POST /research: charge, record the job, publish it (platform/jobs/accept.ts `accept`). Only the
      * validated, known fields are stored: SPEC 2.16's additional members are dropped here.
      * `drive` records what Drive the key may read, for the worker (it runs without the key):
      * nothing without `drive:read`, else the key's folder pins (empty = the whole personal drive).

@@ -3,7 +3,7 @@ import type { SongRequest } from '../../contracts/songs';
 import { toEnvelope } from '../jobs/jobs';
 import type { Runtime } from '../runtime';
 
-/** POST /songs: charge, record the job, publish it (platform/jobs/jobs.ts `accept`). */
+/** POST /songs: charge, record the job, publish it (platform/jobs/accept.ts `accept`). */
 export function createSongsService(rt: Pick<Runtime, 'jobs'>) {
   return {
     async dispatch(input: {

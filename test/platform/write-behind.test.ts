@@ -4,7 +4,7 @@ import { createLogger } from '../../platform/infra/log';
 import { createWriteBehind } from '../../platform/infra/write-behind';
 
 /**
- * The accept path's batches (platform/jobs/jobs.ts): a lone write follows within `delayMs`; under a
+ * The accept path's batches (platform/jobs/accept.ts): a lone write follows within `delayMs`; under a
  * steady stream the window widens to `maxDelayMs`, so the database gets fewer, larger batches.
  * Timers are faked: what is checked is when each batch leaves and what it holds.
  */

@@ -38,7 +38,7 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
     const a = await stack.createAccount({ credits: 1000, ...opts });
     return { ...a, api: client(stack.baseUrl, a.key) };
   };
-  // Charges are recorded in a batch right after the answer (platform/jobs/jobs.ts): write it first.
+  // Charges are recorded in a batch right after the answer (platform/jobs/accept.ts): write it first.
   const ledger = async (accountId: string) => {
     await stack.rt.jobs.flushAccepted();
     return stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
