@@ -140,6 +140,20 @@ export async function renewLease(ctx: JobsContext, jobId: string, owner: string,
   return r.matchedCount === 1;
 }
 
+/**
+ * Stores `fields` on a job while `owner` holds it (a worker's own resume checkpoints, such as a
+ * space job's finished stages); false when it no longer does.
+ */
+export async function checkpoint(
+  ctx: JobsContext,
+  jobId: string,
+  owner: string | undefined,
+  fields: Record<string, unknown>,
+): Promise<boolean> {
+  const r = await ctx.db.jobs.updateOne({ _id: jobId, status: 'processing', 'lease.owner': owner }, { $set: fields });
+  return r.matchedCount === 1;
+}
+
 export async function progress(
   ctx: JobsContext,
   jobId: string,

@@ -22,6 +22,7 @@ import {
   leaseOf,
   progress,
   renewLease,
+  checkpoint,
   scheduleRetry,
 } from './jobs.repository';
 import { createPublishedMarks, dispatch, publish } from './outbox';
@@ -79,6 +80,7 @@ export function createJobs(deps: JobsDeps) {
     claim: claim.bind(null, ctx),
     leaseOf: leaseOf.bind(null, ctx),
     renewLease: renewLease.bind(null, ctx),
+    checkpoint: checkpoint.bind(null, ctx),
     progress: progress.bind(null, ctx),
     complete: complete.bind(null, ctx),
     fail: fail.bind(null, ctx),

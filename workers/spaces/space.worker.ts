@@ -150,11 +150,8 @@ export function spaceWorker(rt: Runtime, engines?: Partial<SpaceEngines>): PoolD
           recall: (key) => (ctx.job as ResumableJob).spaceResume?.[key],
           remember: async (key, value) => {
             if (!RESUME_KEY.test(key)) throw new Error('a resume key is a short alphanumeric name');
-            const r = await rt.db.jobs.updateOne(
-              { _id: ctx.job._id, status: 'processing', 'lease.owner': ctx.job.lease?.owner },
-              { $set: { [`spaceResume.${key}`]: value } },
-            );
-            if (r.matchedCount !== 1) throw new Error('the job is no longer held by this worker');
+            if (!(await rt.jobs.checkpoint(ctx.job._id, ctx.job.lease?.owner, { [`spaceResume.${key}`]: value })))
+              throw new Error('the job is no longer held by this worker');
           },
         },
       );
