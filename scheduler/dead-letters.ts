@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { JOB_TYPES, broker } from '../contracts/registry';
 import { metrics } from '../monitoring/metrics';
 import type { Delivery } from '../platform/infra/amqp';
-import { newId } from '../platform/infra/ids';
 import { COLLECTIONS } from '../platform/infra/mongo';
 import type { Runtime } from '../platform/runtime';
+import { createDeadLetters } from './dead-letters.repository';
 
 const JobMessage = z.object({ jobId: z.string(), accountId: z.string(), type: z.enum(JOB_TYPES) });
 
@@ -19,7 +19,7 @@ export const DEAD_LETTER_RETENTION_DAYS = 14;
  * with its headers and a bounded copy of its bytes for inspection, then acked.
  */
 export async function startDeadLetterHandler(rt: Runtime) {
-  const parked = rt.db.db.collection(DEAD_LETTERS_COLLECTION);
+  const parked = createDeadLetters(rt.db);
   return rt.amqp.consume(broker.deadLetterQueue(rt.config.QUEUE_PREFIX), 10, async (d: Delivery) => {
     const headers = (d.msg.properties.headers ?? {}) as Record<string, unknown>;
     const reason = String(headers['x-first-death-reason'] ?? 'unknown');
@@ -38,9 +38,7 @@ export async function startDeadLetterHandler(rt: Runtime) {
     } catch {
       // not JSON: parked below
     }
-    await parked.insertOne({
-      _id: newId('dlq') as never,
-      at: new Date(),
+    await parked.park({
       queue,
       reason,
       jobId,

@@ -13,6 +13,7 @@ import { createRuntime, type Runtime } from '../platform/runtime';
 import { inSpan } from '../platform/infra/tracing';
 import { createDeliveriesRepository } from '../platform/webhooks/deliveries.repository';
 import { startDeadLetterHandler } from './dead-letters';
+import { createAgendaTasks } from './agenda.repository';
 import { createTasks } from './tasks';
 
 /**
@@ -149,14 +150,8 @@ export type SchedulerProcess = Awaited<ReturnType<typeof start>>;
 function releaseLocksAfterOutage(rt: Runtime, running: ReadonlyMap<string, number>) {
   return async (downSince: Date): Promise<void> => {
     try {
-      const r = await rt.db.db
-        .collection(COLLECTIONS.agenda)
-        .updateMany(
-          { lastModifiedBy: instanceId, lockedAt: { $ne: null, $lt: downSince }, name: { $nin: [...running.keys()] } },
-          { $unset: { lockedAt: true } },
-        );
-      if (r.modifiedCount)
-        rt.log.info('released scheduler task locks left by the database outage', { tasks: r.modifiedCount });
+      const released = await createAgendaTasks(rt.db).releaseLocks(instanceId, downSince, [...running.keys()]);
+      if (released) rt.log.info('released scheduler task locks left by the database outage', { tasks: released });
     } catch (err) {
       rt.log.warn('scheduler task locks not released; they expire by themselves within 60 s', { err: err as Error });
     }

@@ -1,5 +1,5 @@
 import { DEAD_LETTER_RETENTION_DAYS } from './dead-letters';
-import { COLLECTIONS } from '../platform/infra/mongo';
+import { createCreditsRepository } from '../platform/credits/credits.repository';
 import { expireEventOutbox, sweepEventOutbox } from '../platform/events/events';
 import type { Runtime } from '../platform/runtime';
 import { purgeTrashedDriveFiles } from '../platform/drive/purge';
@@ -7,10 +7,13 @@ import { repairDrive } from '../platform/drive/repair';
 import { sweepPendingDriveText } from '../platform/drive/text-queue';
 import { AGENT_RUN_SWEEP_GRACE_MS, createAgentRuns } from '../platform/agents/runs.service';
 import { createLiveSessions } from '../platform/live/sessions';
+import { createDeadLetters } from './dead-letters.repository';
 
 /** Scheduler tasks: plain functions over the runtime, so tests can call them directly too. */
 export function createTasks(rt: Runtime) {
   const { db, config } = rt;
+  const creditsRepo = createCreditsRepository(db);
+  const deadLetters = createDeadLetters(db);
   return {
     /** Publish jobs that never reached the broker, and jobs whose worker died or whose retry is due. */
     sweepJobs: () => rt.jobs.sweep(config.DISPATCH_GRACE_MS, config.JOB_LEASE_MS),
@@ -48,9 +51,7 @@ export function createTasks(rt: Runtime) {
       const leases = await rt.credits.settleExpiredLeases();
       // What a pending debit paid for: its hold (a fence is not one), or a job of an older debit.
       const isLive = async (ref: string) =>
-        (await db.jobs.countDocuments({ _id: ref })) > 0 ||
-        (await db.db.collection(COLLECTIONS.creditHolds).countDocuments({ _id: ref as never, fence: { $ne: true } })) >
-          0;
+        (await db.jobs.countDocuments({ _id: ref })) > 0 || (await creditsRepo.holdMade(ref));
       // Debits whose hold was never made are given back CHARGE_SETTLE_GRACE_MS (15 s) after them.
       const reconciled = await rt.credits.reconcile(isLive);
       return {
@@ -65,7 +66,7 @@ export function createTasks(rt: Runtime) {
     /** Parked dead letters older than DEAD_LETTER_RETENTION_DAYS. */
     async expireDeadLetters(now = new Date()) {
       const cutoff = new Date(now.getTime() - DEAD_LETTER_RETENTION_DAYS * 86_400_000);
-      return (await db.db.collection(COLLECTIONS.deadLetters).deleteMany({ at: { $lt: cutoff } })).deletedCount;
+      return deadLetters.expire(cutoff);
     },
 
     async expireRateLimitWindows(now = new Date()) {

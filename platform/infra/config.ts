@@ -82,7 +82,7 @@ const creditPrices = z.string().transform((v, ctx) => {
     ctx.addIssue({ code: 'custom', message: 'must be a JSON object of operation: price' });
     return z.NEVER;
   }
-  // A whole number of millicredits (at most 3 decimals): balances are kept in them (platform/credits/credits.ts).
+  // A whole number of millicredits (at most 3 decimals): balances are kept in them (platform/credits/units.ts).
   const millicredits = (v: number) => Math.abs(v * 1000 - Math.round(v * 1000)) < 1e-6;
   const r = z.partialRecord(z.enum(CREDIT_OPERATIONS), z.number().min(0).refine(millicredits)).safeParse(parsed);
   if (!r.success) {

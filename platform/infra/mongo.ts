@@ -25,7 +25,7 @@ export const COLLECTIONS = {
   authOutbox: 'auth_invalidation_outbox',
   deadLetters: 'dead_letters',
   creditHolds: 'credit_holds',
-  /** Credits an API process took from an account to spend in memory (platform/credits/credits.ts leases). */
+  /** Credits an API process took from an account to spend in memory (platform/credits/leases.ts). */
   creditLeases: 'credit_leases',
   sheets: 'sheets',
   sheetCommits: 'sheet_commits',
@@ -68,7 +68,7 @@ export const COLLECTIONS = {
   /** Developer console sessions and one-time sign-in links, stored by the sha256 of their secret (api/console). */
   consoleSessions: 'console_sessions',
   consoleLinks: 'console_sign_in_links',
-  /** One document per data migration that completed (platform/credits/credits.ts migrateCreditUnits). */
+  /** One document per data migration that completed (platform/credits/units.ts migrateCreditUnits). */
   migrations: 'migrations',
 } as const;
 
@@ -76,7 +76,7 @@ export interface AccountDoc {
   _id: string;
   name: string;
   plan: Plan;
-  /** The balance in integer millicredits (platform/credits/credits.ts toUnits); `credits` (decimal) before that, migrated at startup. */
+  /** The balance in integer millicredits (platform/credits/units.ts toUnits); `credits` (decimal) before that, migrated at startup. */
   millicredits: number;
   /** Jobs whose credits were given back (the last 200): makes refunds idempotent. */
   refundedJobs?: string[];
@@ -88,7 +88,7 @@ export interface AccountDoc {
    */
   chargedRefs?: string[];
   /**
-   * Credit leases API processes hold on the account (platform/credits/credits.ts LeaseDoc): a few at
+   * Credit leases API processes hold on the account (platform/credits/credits.repository.ts LeaseDoc): a few at
    * most, one per API process, kept apart from `chargedRefs` so no number of charges trims them.
    */
   leaseRefs?: string[];
@@ -138,7 +138,7 @@ export interface JobDoc {
     /** The process allowed to settle the charge until `until` (the one that inserted the job, then the sweep or a retry). */
     settling?: { owner: string; until: Date } | null;
     /**
-     * The credit lease that paid for the job (platform/credits/credits.ts): the job was charged when it
+     * The credit lease that paid for the job (platform/credits/leases.ts): the job was charged when it
      * was inserted (`charged: true`), and the lease's spend is the sum of its jobs' amounts.
      */
     lease?: string;
@@ -175,7 +175,7 @@ export interface LedgerDoc {
   _id: string;
   accountId: string;
   kind: 'charge' | 'refund';
-  /** Charges: `pending` until the balance moved (see credits.ts). */
+  /** Charges: `pending` until the balance moved (see platform/credits/ledger.ts). */
   state?: 'pending' | 'applied';
   operation: CreditOperation;
   /** Integer millicredits (`amount`, decimal credits, before; migrated at startup). */

@@ -123,6 +123,10 @@ export function createProjects(db: Database) {
 
     findForAccount: (accountId: string, id: string) => col.findOne(mine(accountId, id)),
 
+    /** The account's `limit` most recently updated projects, whole (the research worker searches their text). */
+    recent: (accountId: string, limit: number) =>
+      col.find({ accountId, deletedAt: null }).sort({ updatedAt: -1 }).limit(limit).toArray(),
+
     async deleteForAccount(accountId: string, id: string): Promise<void> {
       await col.deleteOne({ _id: id, accountId });
     },

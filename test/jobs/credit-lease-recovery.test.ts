@@ -10,7 +10,7 @@ import { startTcpProxy } from '../helpers/tcp-proxy';
 import { toUnits } from '../../platform/credits/credits';
 
 /**
- * Credit leases (platform/credits/credits.ts) when things go wrong: a holder that dies with a job it never
+ * Credit leases (platform/credits/leases.ts) when things go wrong: a holder that dies with a job it never
  * published, a lease marker among many charge markers, an insert whose outcome is unknown, and a
  * scheduler whose clock runs ahead of the holder's.
  */

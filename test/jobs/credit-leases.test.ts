@@ -6,7 +6,7 @@ import { startStack, type Stack } from '../../scripts/harness/stack';
 import { toUnits } from '../../platform/credits/credits';
 
 /**
- * Credit leases (platform/credits/credits.ts): API processes charge job POSTs of accounts with a large
+ * Credit leases (platform/credits/leases.ts): API processes charge job POSTs of accounts with a large
  * balance from credits they took in one update, and give back what they did not spend. Through
  * real API processes, one of them killed with SIGKILL: the balance shown stays exact, and the
  * scheduler returns exactly the dead process's unspent part.

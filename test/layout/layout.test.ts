@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import madge from 'madge';
@@ -9,7 +11,9 @@ import madge from 'madge';
  * - contracts/ imports only contracts/ (schemas and names, no runtime code);
  * - monitoring/ imports only monitoring/ and contracts/;
  * - platform/ imports only platform/, contracts/ and monitoring/;
- * - api/, workers/ and scheduler/ import platform/, contracts/ and monitoring/, never each other.
+ * - api/, workers/ and scheduler/ import platform/, contracts/ and monitoring/, never each other;
+ * - in those four folders only a repository (`*.repository.ts`) calls `.collection(`, besides the
+ *   connection itself (platform/infra/mongo.ts: its probe and the indexes every process needs).
  */
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const FOLDERS = ['api', 'workers', 'scheduler', 'platform', 'contracts', 'monitoring'] as const;
@@ -66,5 +70,24 @@ describe('layout: the import graph', function () {
       }
     }
     expect(wrong).to.deep.equal([]);
+  });
+});
+
+describe('layout: the doors to the database', () => {
+  it('when api/, workers/, scheduler/ or platform/ reach a collection, then they do it in a repository', () => {
+    const files = execFileSync('git', ['ls-files', 'api', 'workers', 'scheduler', 'platform'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    })
+      .split('\n')
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('.repository.ts') && f !== 'platform/infra/mongo.ts')
+      .filter((f) => fs.existsSync(path.join(ROOT, f)));
+    const doors = files.flatMap((f) =>
+      fs
+        .readFileSync(path.join(ROOT, f), 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (line.includes('.collection(') ? [`${f}:${i + 1}: ${line.trim()}`] : [])),
+    );
+    expect(doors).to.deep.equal([]);
   });
 });

@@ -1,8 +1,11 @@
 import type { ResearchDriveAccess } from '../../contracts/research';
 import type { BlobStore } from '../../platform/infra/media-blobs';
+import { createDriveRepository } from '../../platform/drive/drive.repository';
 import { findDriveTextsForResearch } from '../../platform/drive/text';
-import { COLLECTIONS, type Database } from '../../platform/infra/mongo';
+import type { Database } from '../../platform/infra/mongo';
+import { createProjects } from '../../platform/projects/projects.repository';
 import { hits, queryTerms } from '../engines/research/research.engine';
+import { createWorkspaceRepository } from './workspace.repository';
 
 /**
  * The account's own workspace as a research corpus. Every query carries the account id.
@@ -53,6 +56,9 @@ const firstString = (...xs: unknown[]) => xs.find((x): x is string => typeof x =
 
 export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
   const { db, blobs } = deps;
+  const projectsRepo = createProjects(db);
+  const drives = createDriveRepository(db);
+  const optional = createWorkspaceRepository(db);
 
   return {
     /**
@@ -121,14 +127,9 @@ export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
 
       await opts.onSearch?.('projects');
       searchCount++;
-      const projects = await db.db
-        .collection('projects')
-        .find({ accountId, deletedAt: null } as never)
-        .sort({ updatedAt: -1 })
-        .limit(SCAN_LIMIT)
-        .toArray();
+      const projects = await projectsRepo.recent(accountId, SCAN_LIMIT);
       for (const p of projects) {
-        const doc = p as Record<string, unknown>;
+        const doc = p as unknown as Record<string, unknown>;
         const title = firstString(doc.name, doc.title) ?? String(doc._id);
         const { _id, accountId: _a, ...rest } = doc;
         const body = strings(rest).join('\n');
@@ -146,16 +147,12 @@ export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
         });
       }
 
-      const present = new Set((await db.db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name));
+      const present = await optional.present();
       for (const c of TEXT_COLLECTIONS) {
         if (!present.has(c.name)) continue;
         await opts.onSearch?.(c.name);
         searchCount++;
-        const docs = await db.db
-          .collection(c.name)
-          .find({ accountId } as never)
-          .limit(SCAN_LIMIT)
-          .toArray();
+        const docs = await optional.textDocs(c.name, accountId, SCAN_LIMIT);
         for (const d of docs) {
           const doc = d as Record<string, unknown>;
           if (doc.trashedAt || doc.deletedAt) continue;
@@ -178,12 +175,7 @@ export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
         }
       }
       // The Drive is searched when the key may read it and the account has files there: its storage meter (one read by _id).
-      const drive =
-        terms.length && opts.drive
-          ? await db.db
-              .collection<{ _id: string; fileCount?: number }>(COLLECTIONS.driveUsage)
-              .findOne({ _id: accountId })
-          : null;
+      const drive = terms.length && opts.drive ? await drives.usage.findOne({ _id: accountId }) : null;
       if ((drive?.fileCount ?? 0) > 0) {
         await opts.onSearch?.('drive_files');
         searchCount++;
