@@ -1,3 +1,4 @@
+import { MongoBackend } from '@agendajs/mongo-backend';
 import { COLLECTIONS, type Database } from '../platform/infra/mongo';
 
 /**
@@ -21,3 +22,6 @@ export function createAgendaTasks(db: Database) {
     },
   };
 }
+
+/** Agenda's storage: its own collection of the service's database. */
+export const agendaBackend = (db: Database) => new MongoBackend({ mongo: db.db, collection: COLLECTIONS.agenda });

@@ -2,13 +2,10 @@ import { z } from 'zod';
 import { JOB_TYPES, broker } from '../contracts/registry';
 import { metrics } from '../monitoring/metrics';
 import type { Delivery } from '../platform/infra/amqp';
-import { COLLECTIONS } from '../platform/infra/mongo';
 import type { Runtime } from '../platform/runtime';
 import { createDeadLetters } from './dead-letters.repository';
 
 const JobMessage = z.object({ jobId: z.string(), accountId: z.string(), type: z.enum(JOB_TYPES) });
-
-export const DEAD_LETTERS_COLLECTION = COLLECTIONS.deadLetters;
 
 /** Parked messages hold up to 64 KiB of content (prompts, event data): kept this long, then deleted. */
 export const DEAD_LETTER_RETENTION_DAYS = 14;

@@ -1,5 +1,4 @@
 import { Agenda } from 'agenda';
-import { MongoBackend } from '@agendajs/mongo-backend';
 import { metrics } from '../monitoring/metrics';
 import { startMonitoringServer } from '../monitoring/server';
 import { loadConfig, type Config } from '../platform/infra/config';
@@ -8,12 +7,11 @@ import { funnelError } from '../platform/infra/error-funnel';
 import { serviceLogger } from '../platform/infra/log';
 import { startupReport, startupStep } from '../platform/infra/startup';
 import { instanceId } from '../platform/infra/instance';
-import { COLLECTIONS } from '../platform/infra/mongo';
 import { createRuntime, type Runtime } from '../platform/runtime';
 import { inSpan } from '../platform/infra/tracing';
 import { createDeliveriesRepository } from '../platform/webhooks/deliveries.repository';
 import { startDeadLetterHandler } from './dead-letters';
-import { createAgendaTasks } from './agenda.repository';
+import { agendaBackend, createAgendaTasks } from './agenda.repository';
 import { createTasks } from './tasks';
 
 /**
@@ -28,7 +26,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
     // Named after this process: Agenda writes the name on every lock it takes (lastModifiedBy),
     // so the locks an outage left behind can be told from another scheduler's (below).
     name: instanceId,
-    backend: new MongoBackend({ mongo: rt.db.db, collection: COLLECTIONS.agenda }),
+    backend: agendaBackend(rt.db),
     processEvery: config.SCHEDULER_PROCESS_EVERY_MS,
     defaultLockLifetime: 60_000,
   });

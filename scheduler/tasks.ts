@@ -8,6 +8,9 @@ import { sweepPendingDriveText } from '../platform/drive/text-queue';
 import { AGENT_RUN_SWEEP_GRACE_MS, createAgentRuns } from '../platform/agents/runs.service';
 import { createLiveSessions } from '../platform/live/sessions';
 import { createDeadLetters } from './dead-letters.repository';
+import { expireAuditEntries } from '../platform/audit/audit.repository';
+import { expireIdempotencyRecords } from '../platform/idempotency/idempotency.repository';
+import { expireRateLimitWindows } from '../platform/rate-limits/rate-limits.repository';
 
 /** Scheduler tasks: plain functions over the runtime, so tests can call them directly too. */
 export function createTasks(rt: Runtime) {
@@ -32,11 +35,11 @@ export function createTasks(rt: Runtime) {
     /** Audit entries are kept AUDIT_RETENTION_DAYS (90), then deleted. */
     async expireAudit(now = new Date()) {
       const cutoff = new Date(now.getTime() - config.AUDIT_RETENTION_DAYS * 86_400_000);
-      return (await db.audit.deleteMany({ at: { $lt: cutoff } })).deletedCount;
+      return expireAuditEntries(db, cutoff);
     },
 
     async expireIdempotencyKeys(now = new Date()) {
-      return (await db.idempotency.deleteMany({ expiresAt: { $lt: now } })).deletedCount;
+      return expireIdempotencyRecords(db, now);
     },
 
     /**
@@ -50,8 +53,7 @@ export function createTasks(rt: Runtime) {
       // jobs), 10 s after their `until` at the earliest, in case the clocks disagree.
       const leases = await rt.credits.settleExpiredLeases();
       // What a pending debit paid for: its hold (a fence is not one), or a job of an older debit.
-      const isLive = async (ref: string) =>
-        (await db.jobs.countDocuments({ _id: ref })) > 0 || (await creditsRepo.holdMade(ref));
+      const isLive = async (ref: string) => (await rt.jobs.exists(ref)) || (await creditsRepo.holdMade(ref));
       // Debits whose hold was never made are given back CHARGE_SETTLE_GRACE_MS (15 s) after them.
       const reconciled = await rt.credits.reconcile(isLive);
       return {
@@ -70,7 +72,7 @@ export function createTasks(rt: Runtime) {
     },
 
     async expireRateLimitWindows(now = new Date()) {
-      return (await db.rateLimits.deleteMany({ expiresAt: { $lt: now } })).deletedCount;
+      return expireRateLimitWindows(db, now);
     },
 
     /** Drive files trashed more than DRIVE_TRASH_DAYS ago: text, search postings, bytes, meter share, record (resumable). */

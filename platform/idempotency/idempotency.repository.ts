@@ -210,3 +210,8 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
   };
 }
 export type Idempotency = ReturnType<typeof createIdempotency>;
+
+/** Deletes the records whose retention ended before `now` (the scheduler's `idempotency.expire`). */
+export async function expireIdempotencyRecords(db: Database, now: Date): Promise<number> {
+  return (await db.idempotency.deleteMany({ expiresAt: { $lt: now } })).deletedCount;
+}

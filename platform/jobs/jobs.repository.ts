@@ -88,6 +88,28 @@ export async function findForAccount(ctx: JobsContext, accountId: string, id: st
 export const findById = ({ db }: JobsContext, id: string): Promise<JobDoc | null> => db.jobs.findOne({ _id: id });
 
 /**
+ * The account's newest complete jobs, `limit` at most, without `excludeJobId` (the research
+ * engine reads them as sources): id, type, input, result and creation time only.
+ */
+export const recentComplete = (
+  { db }: JobsContext,
+  accountId: string,
+  opts: { excludeJobId: string; limit: number },
+): Promise<Pick<JobDoc, '_id' | 'type' | 'input' | 'result' | 'createdAt'>[]> =>
+  db.jobs
+    .find(
+      { accountId, status: 'complete', _id: { $ne: opts.excludeJobId } },
+      { projection: { _id: 1, type: 1, input: 1, result: 1, createdAt: 1 } },
+    )
+    .sort({ createdAt: -1 })
+    .limit(opts.limit)
+    .toArray();
+
+/** Whether a job `id` was stored (what a pending debit may have paid for). */
+export const exists = async ({ db }: JobsContext, id: string): Promise<boolean> =>
+  (await db.jobs.countDocuments({ _id: id })) > 0;
+
+/**
  * Take a job for work: queued, or processing with an expired lease (its worker died or it
  * waits for a retry). Returns null when there is nothing to take (duplicate message,
  * finished job, or another worker holds it).

@@ -134,3 +134,8 @@ export function createRateLimiter(db: Database, opts: RateLimitOptions) {
   };
 }
 export type RateLimiter = ReturnType<typeof createRateLimiter>;
+
+/** Deletes the counters of windows that ended before `now` (the scheduler's `ratelimits.expire`). */
+export async function expireRateLimitWindows(db: Database, now: Date): Promise<number> {
+  return (await db.rateLimits.deleteMany({ expiresAt: { $lt: now } })).deletedCount;
+}

@@ -11,6 +11,8 @@ import madge from 'madge';
  * - platform/infra/ imports no capability folder (capabilities build on infrastructure, never
  *   the reverse), and capability folders do not import each other in a circle;
  * - api/ holds routes only: services and repositories live in platform/<capability>/;
+ * - api/, workers/ and scheduler/ reach the database only through repositories (no collection
+ *   names, no collection of the database handle outside a `*.repository.ts`);
  * - a worker folder and an engine folder are named after the capability they serve, as its
  *   api/ or platform/ folder is (one name per capability);
  * - scripts/ never imports test/ (what both use lives in scripts/harness/);
@@ -82,6 +84,25 @@ describe('layout: rooms', function () {
     };
     for (const [a, outs] of edges) for (const b of outs) if (a < b && reach(b, a)) circles.push(`${a} ↔ ${b}`);
     expect(circles).to.deep.equal([]);
+  });
+
+  it('when api/, workers/ and scheduler/ are read, then they reach the database only through repositories', () => {
+    // Outside a `*.repository.ts`: no collection names and no collection of the database handle;
+    // its `health` (up, down, whenUp) is theirs to read, and passing the handle to a repository is fine.
+    const door = /\bCOLLECTIONS\b|\bdb\.(?!health\b)[A-Za-z_]\w*/;
+    const found = tracked
+      .filter((f) => /^(api|workers|scheduler)\/.*\.ts$/.test(f) && !f.endsWith('.repository.ts'))
+      .flatMap((f) =>
+        fs
+          .readFileSync(path.join(ROOT, f), 'utf8')
+          .split('\n')
+          .flatMap((line, i) => {
+            const code = line.trim();
+            if (code.startsWith('*') || code.startsWith('//') || code.startsWith('/*')) return [];
+            return door.test(code) ? [`${f}:${i + 1}: ${code}`] : [];
+          }),
+      );
+    expect(found).to.deep.equal([]);
   });
 
   it('when api/ is listed, then it holds no service or repository', () => {

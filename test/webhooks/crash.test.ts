@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { expect } from 'chai';
 import { broker } from '../../contracts/registry';
-import { DEAD_LETTERS_COLLECTION } from '../../scheduler/dead-letters';
+import { COLLECTIONS } from '../../platform/infra/mongo';
 import { start as startWorkers, type WorkerProcess } from '../../workers/workers';
 import { client, eventually } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
@@ -73,7 +73,7 @@ describe('webhook worker crash', () => {
     await stack.rt.amqp.publish('', broker.poolQueue(stack.config.QUEUE_PREFIX, 'webhook'), { not: 'an event' });
     const parked = await eventually(
       async () => {
-        const docs = await readDb<{ queue: string; reason: string }>(stack.config, DEAD_LETTERS_COLLECTION, {});
+        const docs = await readDb<{ queue: string; reason: string }>(stack.config, COLLECTIONS.deadLetters, {});
         return docs.length >= 2 ? docs : undefined;
       },
       15_000,

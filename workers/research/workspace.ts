@@ -3,6 +3,7 @@ import type { BlobStore } from '../../platform/infra/media-blobs';
 import { createDriveRepository } from '../../platform/drive/drive.repository';
 import { findDriveTextsForResearch } from '../../platform/drive/text';
 import type { Database } from '../../platform/infra/mongo';
+import type { createJobs } from '../../platform/jobs/jobs';
 import { createProjects } from '../../platform/projects/projects.repository';
 import { hits, queryTerms } from '../engines/research/research.engine';
 import { createWorkspaceRepository } from './workspace.repository';
@@ -54,8 +55,12 @@ const blobIdOf = (url: string) => /\/assets\/(blob_[0-9a-z]+)\//.exec(url)?.[1];
 
 const firstString = (...xs: unknown[]) => xs.find((x): x is string => typeof x === 'string' && x.trim().length > 0);
 
-export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
-  const { db, blobs } = deps;
+export function createWorkspace(deps: {
+  db: Database;
+  blobs: BlobStore;
+  jobs: Pick<ReturnType<typeof createJobs>, 'recentComplete'>;
+}) {
+  const { db, blobs, jobs: jobsRepo } = deps;
   const projectsRepo = createProjects(db);
   const drives = createDriveRepository(db);
   const optional = createWorkspaceRepository(db);
@@ -82,14 +87,7 @@ export function createWorkspace(deps: { db: Database; blobs: BlobStore }) {
 
       await opts.onSearch?.('jobs');
       searchCount++;
-      const jobs = await db.jobs
-        .find(
-          { accountId, status: 'complete', _id: { $ne: opts.excludeJobId } },
-          { projection: { _id: 1, type: 1, input: 1, result: 1, createdAt: 1 } },
-        )
-        .sort({ createdAt: -1 })
-        .limit(SCAN_LIMIT)
-        .toArray();
+      const jobs = await jobsRepo.recentComplete(accountId, { excludeJobId: opts.excludeJobId, limit: SCAN_LIMIT });
       for (const j of jobs) {
         const input = (j.input ?? {}) as Record<string, unknown>;
         const result = (j.result ?? {}) as Record<string, unknown>;
