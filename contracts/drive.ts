@@ -537,7 +537,7 @@ export const DriveFolderUpdate = z
 export type DriveFolderUpdate = z.output<typeof DriveFolderUpdate>;
 
 // ---------------------------------------------------------------------------------------------
-// Search (owned by the search part: api/drive/search.routes.ts, platform/drive/search-index.ts).
+// Search (owned by the search part: api/drive/search.routes.ts, platform/drive/search-index.repository.ts).
 
 /** GET /drive/search limits. WARNING: public contract. */
 export const DRIVE_SEARCH_LIMITS = {

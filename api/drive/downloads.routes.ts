@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { PATH_ID_RULE_TEXT, PathId } from '../../contracts/common';
 import { AppError } from '../../platform/infra/errors';
-import { openDriveBlob } from '../../platform/drive/blobs';
+import { openDriveBlob } from '../../platform/drive/blobs.repository';
 import { contentDisposition, createDriveDownloads } from '../../platform/drive/downloads';
 import { DRIVE_DOWNLOAD_PATH } from '../../platform/drive/links';
 import type { Runtime } from '../../platform/runtime';

@@ -11,14 +11,8 @@ import { runTurn } from '../../platform/assistant/turn';
 import { newId } from '../../platform/infra/ids';
 import { createPersonaEventsHook } from '../../platform/personas/events';
 import { createLiveEngine } from '../../platform/live/engine';
-import {
-  createLiveSessions,
-  liveCapabilities,
-  REALTIME_PATH,
-  SESSION_LIMIT_CLOSE,
-  type LiveHistoryEntry,
-  type LiveSessionDoc,
-} from '../../platform/live/sessions';
+import { createLiveSessions, liveCapabilities, REALTIME_PATH, SESSION_LIMIT_CLOSE } from '../../platform/live/sessions';
+import type { LiveHistoryEntry, LiveSessionDoc } from '../../platform/live/sessions.repository';
 import { API_PLANS } from '../../contracts/registry';
 import { CLIENT_TOOL_SPECS, createLiveTools, type LiveTools } from '../../platform/live/tools';
 import { createTranscriptionEngine, type TranscriptionEngine } from '../../platform/live/transcription';

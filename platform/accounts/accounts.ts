@@ -8,7 +8,8 @@ import { toUnits } from '../credits/credits';
 import { newId } from '../infra/ids';
 import type { AmqpClient } from '../infra/amqp';
 import type { Logger } from '../infra/log';
-import { COLLECTIONS, type AccountDoc, type ApiKeyDoc, type Database } from '../infra/mongo';
+import type { AccountDoc, ApiKeyDoc, Database } from '../infra/mongo';
+import { createAuthOutbox } from './auth-outbox.repository';
 
 export const KEY_PREFIX = 'svc_';
 
@@ -185,7 +186,7 @@ export function createAccountsRepository(
 export function createAuthInvalidations(deps: { db: Database; amqp: AmqpClient; exchange: string; log: Logger }) {
   const { db, amqp, log } = deps;
   const local = new EventEmitter<{ change: [AuthInvalidation] }>();
-  const outbox = db.db.collection<{ _id: string; msg: AuthInvalidation; createdAt: Date }>(COLLECTIONS.authOutbox);
+  const outbox = createAuthOutbox<AuthInvalidation>(db);
   const broadcast = async (id: string, msg: AuthInvalidation): Promise<boolean> => {
     try {
       await amqp.broadcast(deps.exchange, msg);
@@ -193,24 +194,18 @@ export function createAuthInvalidations(deps: { db: Database; amqp: AmqpClient; 
       log.warn('auth invalidation not broadcast; the scheduler sends it', { kind: msg.kind, err: err as Error });
       return false;
     }
-    await outbox.deleteOne({ _id: id });
+    await outbox.remove(id);
     return true;
   };
   return {
     local,
     async publish(msg: AuthInvalidation): Promise<void> {
       local.emit('change', msg);
-      const id = newId('inv');
-      await outbox.insertOne({ _id: id, msg, createdAt: new Date() });
-      await broadcast(id, msg);
+      await broadcast(await outbox.add(msg), msg);
     },
     /** Broadcast invalidations stored but never confirmed (older than `graceMs`). */
     async sweep(graceMs: number): Promise<number> {
-      const left = await outbox
-        .find({ createdAt: { $lt: new Date(Date.now() - graceMs) } })
-        .sort({ createdAt: 1 })
-        .limit(500)
-        .toArray();
+      const left = await outbox.olderThan(new Date(Date.now() - graceMs), 500);
       let sent = 0;
       for (const doc of left) if (await broadcast(doc._id, doc.msg)) sent++;
       return sent;

@@ -2,7 +2,7 @@ import type { DriveTeam } from '../../contracts/drive';
 import { AppError } from '../infra/errors';
 import type { ApiKeyDoc, Database } from '../infra/mongo';
 import type { DriveFolderDoc } from './drive.types';
-import { createTeams, type TeamMembership } from './teams';
+import { createTeams, type TeamMembership } from './teams.repository';
 import type { z } from 'zod';
 
 /**

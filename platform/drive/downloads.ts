@@ -1,9 +1,9 @@
 import type { Config } from '../infra/config';
 import { AppError } from '../infra/errors';
 import type { Logger } from '../infra/log';
-import { COLLECTIONS, type ApiKeyDoc, type Database } from '../infra/mongo';
+import type { ApiKeyDoc, Database } from '../infra/mongo';
 import { driveCallerOf } from './access';
-import { createDriveRepository } from './drive.repository';
+import { createDriveRepository, driveCollections } from './drive.repository';
 import type { DriveFileDoc } from './drive.types';
 import { verifyDriveDownloadLink } from './links';
 
@@ -79,7 +79,7 @@ const TOUCH_MEMORY_MAX = 10_000;
  */
 export function createAccessToucher(db: Database, log: Logger, opts: { intervalMs?: number } = {}) {
   const interval = opts.intervalMs ?? ACCESS_TOUCH_INTERVAL_MS;
-  const files = db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+  const { files } = driveCollections(db);
   const recent = new Map<string, number>();
   return (file: Pick<DriveFileDoc, '_id' | 'lastAccessedAt'>, now = new Date()): Promise<void> | undefined => {
     const t = now.getTime();

@@ -4,8 +4,8 @@ import type { DriveFile as DriveFileView, DriveFolder as DriveFolderView } from 
 import { AppError } from '../infra/errors';
 import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
 import { folderInsidePins, isPinned, usageIdOf, type DriveCaller, type DriveRole, type DriveScope } from './access';
-import type { DriveFileDoc, DriveFolderDoc, DriveUsageDoc } from './drive.types';
-import { createTeams } from './teams';
+import type { DriveFileDoc, DriveFolderDoc, DriveReservationDoc, DriveTextDoc, DriveUsageDoc } from './drive.types';
+import { createTeams } from './teams.repository';
 
 /**
  * Drive files, folders and storage meters. Every lookup goes through the caller (account, team
@@ -54,10 +54,23 @@ const NAME_ATTEMPTS = 60;
 
 const indexedDbs = new WeakMap<Database, Promise<unknown>>();
 
+/**
+ * The Drive's collections, typed, for the Drive's own background steps whose queries are their
+ * story (the purge, the text pipeline and its sweep, the repairs, the download toucher). A read
+ * on behalf of a key goes through `createDriveRepository`, which checks the caller.
+ */
+export function driveCollections(db: Database) {
+  return {
+    files: db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles),
+    folders: db.db.collection<DriveFolderDoc>(COLLECTIONS.driveFolders),
+    usage: db.db.collection<DriveUsageDoc>(COLLECTIONS.driveUsage),
+    texts: db.db.collection<DriveTextDoc>(COLLECTIONS.driveTexts),
+    reservations: db.db.collection<DriveReservationDoc>(COLLECTIONS.driveReservations),
+  };
+}
+
 export function createDriveRepository(db: Database) {
-  const files = db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
-  const folders = db.db.collection<DriveFolderDoc>(COLLECTIONS.driveFolders);
-  const usage = db.db.collection<DriveUsageDoc>(COLLECTIONS.driveUsage);
+  const { files, folders, usage, reservations } = driveCollections(db);
   const teams = createTeams(db);
 
   const ensureIndexes = () => {
@@ -71,7 +84,7 @@ export function createDriveRepository(db: Database) {
         folders.createIndex({ accountId: 1, teamId: 1, parentFolderId: 1, nameKey: 1 }, { unique: true }),
         folders.createIndex({ accountId: 1, teamId: 1, path: 1 }),
         // What drive.repair looks for: reservations past their grace, drives whose paths a move marked.
-        db.db.collection(COLLECTIONS.driveReservations).createIndex({ until: 1 }),
+        reservations.createIndex({ until: 1 }),
         usage.createIndex({ pathsDirtyAt: 1 }),
       ]).catch((err) => {
         indexedDbs.delete(db);
@@ -194,7 +207,7 @@ export function createDriveRepository(db: Database) {
      *
      * `ref` (an upload's reservation id) is pushed to `reservedRefs` in the same update, so the
      * meter itself says whether it holds this reservation: `release` gives back only what it
-     * holds, once (see platform/drive/reservations.ts).
+     * holds, once (see platform/drive/reservations.repository.ts).
      */
     async reserve(usageId: string, bytes: number, quota: number, ref?: string): Promise<void> {
       for (let attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {

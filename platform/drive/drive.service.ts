@@ -30,8 +30,8 @@ import { createDriveRepository, nameKeyOf, toDriveFile, toDriveFolder, trashedNa
 import type { DriveFileDoc } from './drive.types';
 import { detectDriveType } from './kinds';
 import { driveDownloadLink } from './links';
-import { driveUploadSteps, newDriveReservation } from './reservations';
-import { reindexDriveFileMeta } from './search-index';
+import { driveUploadSteps, newDriveReservation } from './reservations.repository';
+import { reindexDriveFileMeta } from './search-index.repository';
 import { requestDriveText } from './text-queue';
 import type { Runtime } from '../runtime';
 import { updateVersioned } from '../infra/versioned';
@@ -151,7 +151,7 @@ export function createDriveService(rt: Runtime) {
 
     /**
      * Upload: check the folder, type the bytes, then the crash-safe steps of
-     * platform/drive/reservations.ts: store a reservation, reserve the space on the meter (one
+     * platform/drive/reservations.repository.ts: store a reservation, reserve the space on the meter (one
      * conditional $inc that records the reservation), store the bytes in GridFS under an id
      * chosen up front, insert the record under a free name, drop the reservation; then ask the
      * drive pool for the text. A failure after the reservation deletes the bytes and gives the

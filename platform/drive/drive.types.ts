@@ -124,7 +124,7 @@ export interface DriveUsageDoc {
 }
 
 /**
- * One upload in flight (platform/drive/reservations.ts), stored before the meter moves and
+ * One upload in flight (platform/drive/reservations.repository.ts), stored before the meter moves and
  * deleted once the file record exists or everything was given back. The scheduler settles those
  * left past `until` (the uploading process died): record present, the reservation just goes;
  * absent, the blob is deleted and the meter given back (once: `DriveUsageDoc.reservedRefs`).

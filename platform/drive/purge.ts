@@ -1,10 +1,11 @@
 import type { Config } from '../infra/config';
 import type { Logger } from '../infra/log';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import type { Database } from '../infra/mongo';
 import { usageIdOf } from './access';
-import { deleteDriveBlob } from './blobs';
-import { removeDriveTextIndex } from './search-index';
-import type { DriveFileDoc, DriveTextDoc, DriveUsageDoc } from './drive.types';
+import { deleteDriveBlob } from './blobs.repository';
+import { removeDriveTextIndex } from './search-index.repository';
+import { driveCollections } from './drive.repository';
+import type { DriveFileDoc } from './drive.types';
 
 /** Files purged per run at most; the next run takes the rest. */
 export const PURGE_BATCH = 200;
@@ -31,7 +32,7 @@ export const purgeSteps = {
    * holds it.
    */
   async mark(db: Database, file: PurgeFile, cutoff: Date, now: Date): Promise<boolean> {
-    const r = await db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles).updateOne(
+    const r = await driveCollections(db).files.updateOne(
       {
         _id: file._id,
         $or: [
@@ -45,7 +46,7 @@ export const purgeSteps = {
   },
   /** 2. The extracted text. */
   async text(db: Database, file: PurgeFile): Promise<void> {
-    await db.db.collection<DriveTextDoc>(COLLECTIONS.driveTexts).deleteOne({ _id: file._id });
+    await driveCollections(db).texts.deleteOne({ _id: file._id });
   },
   /** 3. The file's search postings, pages and forward document (the search index's own removal). */
   async tokens(db: Database, file: PurgeFile): Promise<void> {
@@ -63,31 +64,23 @@ export const purgeSteps = {
    * claimed record and leaves the meter alone.
    */
   async meter(db: Database, file: PurgeFile): Promise<void> {
-    if (
-      !(await db.db
-        .collection<DriveFileDoc>(COLLECTIONS.driveFiles)
-        .findOne({ _id: file._id, purgingAt: { $ne: null } }, { projection: { _id: 1 } }))
-    )
-      return;
-    await db.db
-      .collection<DriveUsageDoc>(COLLECTIONS.driveUsage)
-      .updateOne(
-        { _id: usageIdOf(file), purgedRefs: { $ne: file._id } },
-        { $inc: { bytesUsed: -file.sizeBytes, fileCount: -1 }, $push: { purgedRefs: file._id } },
-      );
+    const { files, usage } = driveCollections(db);
+    if (!(await files.findOne({ _id: file._id, purgingAt: { $ne: null } }, { projection: { _id: 1 } }))) return;
+    await usage.updateOne(
+      { _id: usageIdOf(file), purgedRefs: { $ne: file._id } },
+      { $inc: { bytesUsed: -file.sizeBytes, fileCount: -1 }, $push: { purgedRefs: file._id } },
+    );
   },
   /** 6. The record (only a claimed file). */
   async record(db: Database, file: PurgeFile): Promise<void> {
-    await db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles).deleteOne({ _id: file._id, purgingAt: { $ne: null } });
+    await driveCollections(db).files.deleteOne({ _id: file._id, purgingAt: { $ne: null } });
   },
   /**
    * 7. The meter marker, last: the record is gone, so no run can reach the meter step for this
    * file again; the marker list stays as short as the purges in flight. Only removes: safe to repeat.
    */
   async unmark(db: Database, file: PurgeFile): Promise<void> {
-    await db.db
-      .collection<DriveUsageDoc>(COLLECTIONS.driveUsage)
-      .updateOne({ _id: usageIdOf(file) }, { $pullAll: { purgedRefs: [file._id] } });
+    await driveCollections(db).usage.updateOne({ _id: usageIdOf(file) }, { $pullAll: { purgedRefs: [file._id] } });
   },
 };
 
@@ -108,7 +101,7 @@ export async function purgeTrashedDriveFiles(
 ): Promise<{ purged: number; failed: number }> {
   const now = opts.now ?? new Date();
   const cutoff = new Date(now.getTime() - rt.config.DRIVE_TRASH_DAYS * 86_400_000);
-  const files = rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+  const { files } = driveCollections(rt.db);
   const due = await files
     .find(
       {

@@ -1,8 +1,7 @@
 import type { Logger } from '../infra/log';
-import { COLLECTIONS, type Database } from '../infra/mongo';
-import { createDriveRepository } from './drive.repository';
-import type { DriveUsageDoc } from './drive.types';
-import { settleExpiredDriveReservations } from './reservations';
+import type { Database } from '../infra/mongo';
+import { createDriveRepository, driveCollections } from './drive.repository';
+import { settleExpiredDriveReservations } from './reservations.repository';
 
 /** A drive marked `pathsDirtyAt` for longer than this has a folder move that did not finish: its paths are recomputed. */
 export const DRIVE_PATHS_GRACE_MS = 60_000;
@@ -22,7 +21,7 @@ export async function repairDrivePaths(
   opts: { now?: Date; limit?: number } = {},
 ): Promise<{ repaired: number; failed: number }> {
   const now = opts.now ?? new Date();
-  const usage = rt.db.db.collection<DriveUsageDoc>(COLLECTIONS.driveUsage);
+  const { usage } = driveCollections(rt.db);
   const dirty = await usage
     .find({ pathsDirtyAt: { $lt: new Date(now.getTime() - DRIVE_PATHS_GRACE_MS) } }, { projection: { _id: 1 } })
     .limit(opts.limit ?? PATHS_BATCH)

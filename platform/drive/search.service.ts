@@ -1,8 +1,8 @@
 import { DRIVE_LIMITS, type DriveFileText, type DriveSearchQuery, type DriveSearchResult } from '../../contracts/drive';
 import { resolveDriveScope, teamScope, personalScope, type DriveCaller, type DriveScope } from './access';
 import { createDriveRepository, toDriveFile } from './drive.repository';
-import { searchDrive, type SearchScope } from './search-index';
-import { createTeams } from './teams';
+import { searchDrive, type SearchScope } from './search-index.repository';
+import { createTeams } from './teams.repository';
 import { readDriveText } from './text';
 import { notFound } from '../infra/errors';
 import type { Runtime } from '../runtime';

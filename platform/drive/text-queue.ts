@@ -2,7 +2,8 @@ import type { Filter } from 'mongodb';
 import type { AmqpClient } from '../infra/amqp';
 import type { Config } from '../infra/config';
 import type { Logger } from '../infra/log';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import type { Database } from '../infra/mongo';
+import { driveCollections } from './drive.repository';
 import type { DriveFileDoc } from './drive.types';
 
 /**
@@ -55,7 +56,7 @@ export async function sweepPendingDriveText(
 ): Promise<{ republished: number; failed: number }> {
   const now = opts.now ?? new Date();
   const grace = opts.graceMs ?? DRIVE_TEXT_GRACE_MS;
-  const files = rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+  const { files } = driveCollections(rt.db);
   if (!sweepIndexed.has(rt.db)) {
     // Serves this sweep on MongoDB (FerretDB 1.24 scans either way).
     await files.createIndex({ 'text.status': 1, createdAt: 1 });

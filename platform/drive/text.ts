@@ -1,6 +1,14 @@
-import { COLLECTIONS, type Database } from '../infra/mongo';
-import type { DriveFileDoc, DriveFolderDoc, DriveTextDoc } from './drive.types';
-import { FIELD_BITS, findCandidates, indexDriveFile, queryTerms, removeDriveTextIndex, scopeOf } from './search-index';
+import type { Database } from '../infra/mongo';
+import { driveCollections } from './drive.repository';
+import type { DriveFileDoc, DriveTextDoc } from './drive.types';
+import {
+  FIELD_BITS,
+  findCandidates,
+  indexDriveFile,
+  queryTerms,
+  removeDriveTextIndex,
+  scopeOf,
+} from './search-index.repository';
 
 /**
  * The stored text of Drive files: what GET /drive/files/{id}/text answers and what the research
@@ -8,7 +16,7 @@ import { FIELD_BITS, findCandidates, indexDriveFile, queryTerms, removeDriveText
  * DRIVE_TEXT_STORED_CHARS in `drive_texts` (one document per file, `_id` = the file id).
  */
 
-export const driveTexts = (db: Database) => db.db.collection<DriveTextDoc>(COLLECTIONS.driveTexts);
+const driveTexts = (db: Database) => driveCollections(db).texts;
 
 /**
  * `s` cut to at most `max` characters: at the last white space of the final 10% when there is one
@@ -83,8 +91,7 @@ export async function findDriveTextsForResearch(
 ): Promise<DriveResearchSource[]> {
   const terms = queryTerms(query);
   const candidates = await findCandidates(db, { scopes: [scopeOf({ accountId, teamId: null })], terms, mode: 'any' });
-  const files = db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
-  const folders = db.db.collection<DriveFolderDoc>(COLLECTIONS.driveFolders);
+  const { files, folders } = driveCollections(db);
   const pins = new Set(opts.pins);
   // Folder id → inside the pins; one findOne by _id per folder met.
   const insideCache = new Map<string, boolean>();
@@ -125,7 +132,7 @@ export type DriveTextOutcome =
   | { status: 'ready'; text: string; truncated: boolean; engine: string }
   | { status: 'none' | 'failed'; engine: string | null; error: string | null };
 
-const driveFiles = (db: Database) => db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+const driveFiles = (db: Database) => driveCollections(db).files;
 
 /** The file of a text request as long as it is still worth extracting: stored, not trashed, not being purged. */
 export const liveDriveFile = (db: Database, req: { fileId: string; accountId: string }) =>

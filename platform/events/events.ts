@@ -3,7 +3,8 @@ import { EVENTS, type BusEvent, type EventName, type JobEventName } from '../../
 import { broker } from '../../contracts/registry';
 import type { AmqpClient } from '../infra/amqp';
 import type { Logger } from '../infra/log';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import type { Database } from '../infra/mongo';
+import { createEventOutbox } from './outbox.repository';
 
 export interface EmitDeps {
   amqp: AmqpClient;
@@ -11,15 +12,6 @@ export interface EmitDeps {
   db: Database;
   config: { QUEUE_PREFIX: string };
 }
-
-interface OutboxDoc {
-  _id: string;
-  event: BusEvent;
-  createdAt: Date;
-  publishedAt: Date | null;
-}
-
-const outbox = (db: Database) => db.db.collection<OutboxDoc>(COLLECTIONS.eventOutbox);
 
 const send = async (deps: EmitDeps, event: BusEvent): Promise<boolean> => {
   try {
@@ -30,16 +22,13 @@ const send = async (deps: EmitDeps, event: BusEvent): Promise<boolean> => {
     deps.log.warn('event publish failed; the sweep will publish it', { event: event.event, err: err as Error });
     return false;
   }
-  await outbox(deps.db).updateOne({ _id: event.eventId }, { $set: { publishedAt: new Date() } });
+  await createEventOutbox(deps.db).markPublished(event.eventId);
   return true;
 };
 
 /** Publish outbox events the broker never confirmed (older than `graceMs`); the scheduler calls it. */
 export async function sweepEventOutbox(deps: EmitDeps, graceMs: number, limit = 500): Promise<number> {
-  const pending = await outbox(deps.db)
-    .find({ publishedAt: null, createdAt: { $lt: new Date(Date.now() - graceMs) } })
-    .limit(limit)
-    .toArray();
+  const pending = await createEventOutbox(deps.db).unpublished(new Date(Date.now() - graceMs), limit);
   let sent = 0;
   for (const doc of pending) if (await send(deps, doc.event)) sent++;
   return sent;
@@ -47,7 +36,7 @@ export async function sweepEventOutbox(deps: EmitDeps, graceMs: number, limit = 
 
 /** Delete published outbox entries older than `before`. */
 export async function expireEventOutbox(db: Database, before: Date): Promise<number> {
-  return (await outbox(db).deleteMany({ publishedAt: { $lt: before } })).deletedCount;
+  return createEventOutbox(db).expirePublished(before);
 }
 
 /**
@@ -81,6 +70,6 @@ export async function emitEvent(
       'emitting an event marked not emitted in contracts/events.ts; flip its flag so customers can subscribe',
       { event: name },
     );
-  await outbox(deps.db).insertOne({ _id: event.eventId, event, createdAt: new Date(), publishedAt: null });
+  await createEventOutbox(deps.db).add(event);
   return { eventId: event.eventId, published: await send(deps, event) };
 }

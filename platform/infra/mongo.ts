@@ -38,12 +38,12 @@ export const COLLECTIONS = {
   driveFiles: 'drive_files',
   driveFolders: 'drive_folders',
   driveTexts: 'drive_texts',
-  /** Drive search index: posting lists and forward documents (platform/drive/search-index.ts). */
+  /** Drive search index: posting lists and forward documents (platform/drive/search-index.repository.ts). */
   driveTokens: 'drive_search_tokens',
   /** Drive search index: the stored text in pages, for snippets. */
   driveTextPages: 'drive_text_pages',
   driveUsage: 'drive_usage',
-  /** Drive uploads in flight: what the scheduler gives back when an upload died (platform/drive/reservations.ts). */
+  /** Drive uploads in flight: what the scheduler gives back when an upload died (platform/drive/reservations.repository.ts). */
   driveReservations: 'drive_reservations',
   driveBlobBucket: 'drive_blobs',
   /** Agent definitions, runs, threads and the outbox of the send_email action (issue 12, platform/agents). */
@@ -418,7 +418,7 @@ export async function ensureIndexes(m: Database): Promise<void> {
     m.db.collection(COLLECTIONS.webhooks).createIndex({ accountId: 1, events: 1 }),
     m.db.collection(COLLECTIONS.webhookDeliveries).createIndex({ webhookId: 1, at: -1 }),
     m.db.collection(COLLECTIONS.webhookDeliveries).createIndex({ at: 1 }),
-    // Live memories are listed and trimmed newest first per account (platform/live/memory.ts).
+    // Live memories are listed and trimmed newest first per account (platform/live/memory.repository.ts).
     m.db.collection(COLLECTIONS.liveMemories).createIndex({ accountId: 1, createdAt: -1 }),
     // Expired console sessions and sign-in links are deleted by expiresAt (platform/console/sessions.repository.ts).
     m.db.collection(COLLECTIONS.consoleSessions).createIndex({ expiresAt: 1 }),

@@ -3,7 +3,6 @@ import {
   TurnDetection,
   type LiveAction,
   type LiveCapabilities,
-  type LiveClientTool,
   type LiveSessionRequest,
   type LiveSessionResponse,
 } from '../../contracts/live';
@@ -14,95 +13,16 @@ import { newId } from '../infra/ids';
 import { COLLECTIONS, type ApiKeyDoc } from '../infra/mongo';
 import type { Runtime } from '../runtime';
 import { voiceCatalogue } from '../speech/voices';
+import {
+  liveSessionsCollection,
+  type LiveHistoryEntry,
+  type LivePersonaProfile,
+  type LiveSessionDoc,
+  type LiveSessionOwner,
+  type LiveToolCallEntry,
+} from './sessions.repository';
 import { signLiveToken, verifyLiveToken } from './tokens';
 import { ASSISTANT_TOOL_OF } from './tools';
-
-export type LiveSessionStatus = 'issued' | 'connected' | 'dropped' | 'ended';
-
-export interface LiveHistoryEntry {
-  role: 'user' | 'assistant';
-  content: string;
-  at: Date;
-}
-
-/** A server tool the session ran (or a client tool it asked for), as persona `tool_call` events list them. */
-export interface LiveToolCallEntry {
-  name: string;
-  callId: string;
-  /** The artifact's type and title (`error` when it failed). */
-  type: string;
-  title: string;
-  ok: boolean;
-  at: Date;
-}
-
-/**
- * Who speaks in a persona conversation: a published version, copied into the session row when it
- * opens, so a later publish never changes a conversation under way.
- */
-export interface LivePersonaProfile {
-  personaId: string;
-  version: number;
-  name: string;
-  instructions: string;
-  greeting: string;
-  /** The persona's tools (chat catalogue names); the session offers the live actions they map to. */
-  tools: string[];
-}
-
-/** Which connection carries a session: the API process (instance) and its connection id. */
-export interface LiveSessionOwner {
-  instance: string;
-  conn: string;
-}
-
-export interface LiveSessionDoc {
-  _id: string;
-  accountId: string;
-  /** The key that opened it: its scopes bound the session's tools (checked again on connect). */
-  keyId: string;
-  /** `robot`, or `persona:<personaId>@<version>` for a persona conversation. */
-  persona: string;
-  /** The persona version that speaks (null for `robot`). */
-  profile?: LivePersonaProfile | null;
-  /** Set once the persona's greeting was spoken (the first connect only). */
-  greeted?: boolean;
-  /** A web deployment's allowed origins: the WebSocket upgrade's Origin must be one of them (null: any). */
-  allowedOrigins?: string[] | null;
-  /** The tool calls of the session, oldest first (the last LIVE_TOOL_CALLS_MAX). */
-  toolCalls?: LiveToolCallEntry[];
-  /** The connection carrying it now; a newer connect replaces it, and the older one closes (4409). */
-  owner?: LiveSessionOwner | null;
-  /** Updated every LIVE_HEARTBEAT_MS while connected; the scheduler marks a silent session dropped. */
-  lastSeenAt?: Date | null;
-  voice: string;
-  deviceName: string | null;
-  ambient: boolean;
-  tools: string[];
-  clientTools: LiveClientTool[];
-  turnDetection: TurnDetection;
-  status: LiveSessionStatus;
-  /** The one token that may connect next (single use: cleared when it connects). */
-  tokenId: string | null;
-  tokenExpiresAt: Date | null;
-  /** Generation of the newest resumption handle; only a handle of this generation resumes. */
-  handleGen: number;
-  handleExpiresAt: Date | null;
-  /** The conversation so far (the last LIVE_HISTORY_MAX entries), what a resumed session continues. */
-  history: LiveHistoryEntry[];
-  /** `millicredits`: integer millicredits (`amount`, decimal credits, before; migrated at startup). */
-  charge: { operation: 'live_session'; millicredits: number; holdId: string | null; capturedAt: Date | null };
-  /** Millicredits the session cost so far: its charge plus what its server tools kept (live_action and media prices); `spent` (decimal credits) before, migrated at startup. */
-  spentMillicredits?: number;
-  connections: number;
-  /** User turns answered so far (LIVE_SESSION_MAX_TURNS bounds them). */
-  turns?: number;
-  /** Why it ended, when the realtime engine ended it (`limit`: LIVE_SESSION_MAX_MS or LIVE_SESSION_MAX_TURNS). */
-  endedReason?: 'limit' | null;
-  createdAt: Date;
-  updatedAt: Date;
-  endedAt: Date | null;
-}
 
 /** History entries kept per session (older ones drop off; the engine sees these). */
 export const LIVE_HISTORY_MAX = 40;
@@ -169,7 +89,7 @@ export function liveCapabilities(config: Runtime['config']): LiveCapabilities {
  */
 export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits' | 'log'>) {
   const { config } = rt;
-  const col = rt.db.db.collection<LiveSessionDoc>(COLLECTIONS.liveSessions);
+  const col = liveSessionsCollection(rt.db);
   const secret = config.LIVE_TOKEN_SECRET ?? config.ASSET_SIGNING_SECRET;
   const catalogue = voiceCatalogue(config);
   const realtimeUrl = `${config.PUBLIC_BASE_URL.replace(/^http/, 'ws')}${REALTIME_PATH}`;

@@ -14,7 +14,7 @@ import { HOLD_GRACE_MS } from '../credits/paid-call';
 import { createProjectsService } from '../projects/projects.service';
 import type { Runtime } from '../runtime';
 import { formatIssues } from '../infra/validation';
-import { createLiveMemories } from './memory';
+import { createLiveMemories } from './memory.repository';
 
 /** Live action → the chat catalogue tool it runs (the same code as POST /chat's tools). */
 export const ASSISTANT_TOOL_OF: Partial<Record<LiveAction, string>> = {

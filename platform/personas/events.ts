@@ -1,5 +1,5 @@
 import { stableId } from '../infra/ids';
-import type { LiveHistoryEntry, LiveToolCallEntry } from '../live/sessions';
+import type { LiveHistoryEntry, LiveToolCallEntry } from '../live/sessions.repository';
 import type { Runtime } from '../runtime';
 import {
   createPersonasRepository,

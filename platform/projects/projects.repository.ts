@@ -131,6 +131,11 @@ export function createProjects(db: Database) {
       await col.deleteOne({ _id: id, accountId });
     },
 
+    /** Move the project's updatedAt forward to `at` (never back); the version stays. */
+    async touchUpdatedAt(accountId: string, id: string, at: Date): Promise<void> {
+      await col.updateOne({ _id: id, accountId, updatedAt: { $lt: at } }, { $set: { updatedAt: at } });
+    },
+
     /** Record a finished build on the presentation. */
     async saveBuild(
       accountId: string,

@@ -17,7 +17,7 @@ import { AppError, notFound } from '../infra/errors';
 import { emitEvent } from '../events/events';
 import { pollPath } from '../jobs/jobs';
 import { mapPage } from '../infra/lists';
-import { COLLECTIONS, isDuplicateKey } from '../infra/mongo';
+import { isDuplicateKey } from '../infra/mongo';
 import { normalizeContent } from './content';
 import {
   createProjects,
@@ -300,9 +300,7 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
      */
     async sheetChanged(accountId: string, id: string, change: { version: number; commitId: string; at: Date }) {
       try {
-        await rt.db.db
-          .collection<ProjectDoc>(COLLECTIONS.projects)
-          .updateOne({ _id: id, accountId, updatedAt: { $lt: change.at } }, { $set: { updatedAt: change.at } });
+        await projects.touchUpdatedAt(accountId, id, change.at);
       } catch (err) {
         rt.log.error('sheet project updatedAt not moved', { projectId: id, err: err as Error });
       }

@@ -3,7 +3,7 @@
  * holding 10,000 files with extracted text, against the bare query the index makes.
  *
  * The files, their texts, the posting lists and the text pages go straight into the API's database
- * in bulk (insertMany), built with the index's own encoding (platform/drive/search-index.ts): each
+ * in bulk (insertMany), built with the index's own encoding (platform/drive/search-index.repository.ts): each
  * file has a name of three words, a tag, and a text of 50 to 100 words drawn from a vocabulary of
  * DRIVE_SEARCH_BENCH_VOCABULARY=3,000 made-up words with a Zipf distribution (the commonest word
  * is in nearly every file, the rarest in a handful), like the words of real documents.
@@ -35,7 +35,7 @@ import {
   pageOf,
   postingsId,
   DRIVE_INDEX_LIMITS,
-} from '../../platform/drive/search-index';
+} from '../../platform/drive/search-index.repository';
 import { COLLECTIONS, connectMongo } from '../../platform/infra/mongo';
 import { row, type Bench, type BenchRow } from './bench';
 import { benchAccount, compareRounds, type Figures, type Reader, type Target } from './load';
@@ -169,7 +169,7 @@ export async function prepare(mongoUrl: string) {
       fileBatch.push(file);
       textBatch.push({ _id: id, accountId, teamId: null, content: body, truncated: false, engine: 'utf8-text-v1', at });
       pageBatch.push({ _id: pageId(id, 0), ...pageOf(body, 0) });
-      // The entries the drive pool would write (platform/drive/search-index.ts indexDriveFile).
+      // The entries the drive pool would write (platform/drive/search-index.repository.ts indexDriveFile).
       const meta = metaMasks(file);
       const offsets = new Map<string, number>();
       let at2 = 0;

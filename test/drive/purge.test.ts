@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { Collection } from 'mongodb';
 import sinon from 'sinon';
 import { COLLECTIONS } from '../../platform/infra/mongo';
-import { driveBlobCollections } from '../../platform/drive/blobs';
+import { driveBlobCollections } from '../../platform/drive/blobs.repository';
 import type { DriveFileDoc, DriveUsageDoc } from '../../platform/drive/drive.types';
 import { PURGE_CLAIM_MS, purgeSteps, purgeTrashedDriveFiles } from '../../platform/drive/purge';
 import {
@@ -13,7 +13,7 @@ import {
   forwardId,
   removeDriveTextIndex,
   tokenCollection,
-} from '../../platform/drive/search-index';
+} from '../../platform/drive/search-index.repository';
 import { client, eventually, type Client } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
 

@@ -4,7 +4,7 @@ import { Collection } from 'mongodb';
 import sinon from 'sinon';
 import { SCOPES } from '../../contracts/registry';
 import { COLLECTIONS } from '../../platform/infra/mongo';
-import { driveBlobCollections } from '../../platform/drive/blobs';
+import { driveBlobCollections } from '../../platform/drive/blobs.repository';
 import type {
   DriveFileDoc,
   DriveFolderDoc,
@@ -17,7 +17,7 @@ import {
   DRIVE_RESERVATION_GRACE_MS,
   driveUploadSteps,
   settleDriveReservation,
-} from '../../platform/drive/reservations';
+} from '../../platform/drive/reservations.repository';
 import { client, eventually, type Client } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
 

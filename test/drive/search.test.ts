@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { putDriveBlob } from '../../platform/drive/blobs';
+import { putDriveBlob } from '../../platform/drive/blobs.repository';
 import type { DriveFileDoc } from '../../platform/drive/drive.types';
 import {
   allIndexDocuments,
@@ -11,8 +11,8 @@ import {
   removeDriveTextIndex,
   snippetAround,
   words,
-} from '../../platform/drive/search-index';
-import { createTeams } from '../../platform/drive/teams';
+} from '../../platform/drive/search-index.repository';
+import { createTeams } from '../../platform/drive/teams.repository';
 import { requestDriveText } from '../../platform/drive/text-queue';
 import { COLLECTIONS } from '../../platform/infra/mongo';
 import { client, type Client } from '../../scripts/harness/http';

@@ -12,8 +12,9 @@ import madge from 'madge';
  * - monitoring/ imports only monitoring/ and contracts/;
  * - platform/ imports only platform/, contracts/ and monitoring/;
  * - api/, workers/ and scheduler/ import platform/, contracts/ and monitoring/, never each other;
- * - in those four folders only a repository (`*.repository.ts`) calls `.collection(`, besides the
- *   connection itself (platform/infra/mongo.ts: its probe and the indexes every process needs).
+ * - in those four folders only a repository (`*.repository.ts`) calls `.collection(` or
+ *   `.collection<T>(` (also split over lines), besides the connection itself
+ *   (platform/infra/mongo.ts: its probe and the indexes every process needs).
  */
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const FOLDERS = ['api', 'workers', 'scheduler', 'platform', 'contracts', 'monitoring'] as const;
@@ -82,12 +83,16 @@ describe('layout: the doors to the database', () => {
       .split('\n')
       .filter((f) => f.endsWith('.ts') && !f.endsWith('.repository.ts') && f !== 'platform/infra/mongo.ts')
       .filter((f) => fs.existsSync(path.join(ROOT, f)));
-    const doors = files.flatMap((f) =>
-      fs
-        .readFileSync(path.join(ROOT, f), 'utf8')
-        .split('\n')
-        .flatMap((line, i) => (line.includes('.collection(') ? [`${f}:${i + 1}: ${line.trim()}`] : [])),
-    );
+    // `.collection(` and `.collection<T>(`, also when a chain breaks the line before `.collection`.
+    const door = /\.\s*collection\s*[<(]/g;
+    const doors = files.flatMap((f) => {
+      const text = fs.readFileSync(path.join(ROOT, f), 'utf8');
+      const lines = text.split('\n');
+      return [...text.matchAll(door)].map((m) => {
+        const at = text.slice(0, m.index + m[0].indexOf('collection')).split('\n').length;
+        return `${f}:${at}: ${lines[at - 1]!.trim()}`;
+      });
+    });
     expect(doors).to.deep.equal([]);
   });
 });

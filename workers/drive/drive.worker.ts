@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { openDriveBlob } from '../../platform/drive/blobs';
+import { openDriveBlob } from '../../platform/drive/blobs.repository';
 import type { DriveFileDoc } from '../../platform/drive/drive.types';
 import { cutAtWord, liveDriveFile, recordDriveText, type DriveTextOutcome } from '../../platform/drive/text';
 import type { DriveTextRequest } from '../../platform/drive/text-queue';

@@ -8,7 +8,7 @@ import { SongRequest } from '../../../contracts/songs';
 import { VideoRequest } from '../../../contracts/videos';
 import { createBlobStore } from '../../infra/media-blobs';
 import { resolveImageEngine } from '../../images/images.rules';
-import { COLLECTIONS, isDuplicateKey } from '../../infra/mongo';
+import { isDuplicateKey } from '../../infra/mongo';
 import { paidCall } from '../../credits/paid-call';
 import { createProjectsService } from '../../projects/projects.service';
 import { createResearchService } from '../../research/research.service';
@@ -16,22 +16,9 @@ import type { Runtime } from '../../runtime';
 import { createSongsService } from '../../songs/songs.service';
 import { parseOrThrow } from '../../infra/validation';
 import { createVideosService } from '../../videos/videos.service';
+import { createImageDeliveries, type DeliveredImage as Rendered } from '../assistant.repository';
 import type { ToolDefinition } from '../tool';
 import { jobData, projectArtifact, titleFrom } from './artifacts';
-
-type Rendered = Omit<ImageResult, 'charged' | 'base64'>;
-
-/**
- * What generate_image delivered, by the call's id (`deliveredBy` of its credit hold).
- * WARNING: persisted.
- */
-interface ImageDeliveryDoc {
-  _id: string;
-  accountId: string;
-  prompt: string;
-  result: Rendered;
-  createdAt: Date;
-}
 
 const prompt = (max: number, what: string) => text(max).trim().min(1, { error: 'must not be empty' }).describe(what);
 
@@ -47,7 +34,7 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
     publicBaseUrl: base,
     defaultTtlSeconds: rt.config.ASSET_URL_TTL_SECONDS,
   });
-  const deliveries = rt.db.db.collection<ImageDeliveryDoc>(COLLECTIONS.assistantResults);
+  const deliveries = createImageDeliveries(rt.db);
 
   /** A stored signed link, signed again from now (a repeated call answers a link that still opens). */
   const resign = (url: string) => {
@@ -83,7 +70,7 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
     async run(args, ctx) {
       const accountId = ctx.account._id;
       const id = ctx.idFor('img');
-      const done = await deliveries.findOne({ _id: id, accountId });
+      const done = await deliveries.find(accountId, id);
       if (done) return imageArtifact(done.prompt, done.result);
       const { engine, notes } = resolveImageEngine({ plan: ctx.account.plan, features: ctx.account.features });
       const { result } = await paidCall<Omit<ImageResult, 'charged'>, Rendered>(rt, {
@@ -106,12 +93,12 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
         requestId: ctx.requestId,
         // A repeat after a crash takes over the hold the first call left, and finds its delivery.
         holdId: ctx.idFor('hold'),
-        deliveredBy: { collection: COLLECTIONS.assistantResults, id },
+        deliveredBy: { collection: deliveries.collection, id },
         async deliver(answer, guard) {
           const { base64: _inline, ...rendered } = answer;
           await guard();
           try {
-            await deliveries.insertOne({
+            await deliveries.insert({
               _id: id,
               accountId,
               prompt: args.prompt,
@@ -120,7 +107,7 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
             });
           } catch (err) {
             if (!isDuplicateKey(err)) throw err;
-            return (await deliveries.findOne({ _id: id, accountId }))?.result ?? rendered;
+            return (await deliveries.find(accountId, id))?.result ?? rendered;
           }
           return rendered;
         },

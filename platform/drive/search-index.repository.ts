@@ -2,6 +2,7 @@ import type { Filter } from 'mongodb';
 import { DRIVE_KINDS } from '../../contracts/drive';
 import { eachLimited } from '../infra/concurrency';
 import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
+import { driveCollections } from './drive.repository';
 import type { DriveFileDoc, DriveKind } from './drive.types';
 
 /**
@@ -633,7 +634,7 @@ export async function searchDrive(
   const byScope = new Map(opts.scopes.map((s) => [scopeOf(s), s]));
   const candidates = await findCandidates(db, { scopes: [...byScope.keys()], terms, mode, kind: opts.kind ?? null });
   const termSet = new Set(terms);
-  const files = db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+  const { files } = driveCollections(db);
   const live: { file: DriveFileDoc; score: number; masks: number[]; textOffset: number }[] = [];
   const want = opts.limit + 1;
   let examined = 0;

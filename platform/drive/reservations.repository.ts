@@ -2,10 +2,10 @@ import type { Readable } from 'node:stream';
 import { AppError } from '../infra/errors';
 import { newId } from '../infra/ids';
 import type { Logger } from '../infra/log';
-import { COLLECTIONS, type Database } from '../infra/mongo';
-import { deleteDriveBlob, putDriveBlob, type StoredDriveBlob } from './blobs';
-import { createDriveRepository } from './drive.repository';
-import type { DriveFileDoc, DriveReservationDoc } from './drive.types';
+import type { Database } from '../infra/mongo';
+import { deleteDriveBlob, putDriveBlob, type StoredDriveBlob } from './blobs.repository';
+import { createDriveRepository, driveCollections } from './drive.repository';
+import type { DriveReservationDoc } from './drive.types';
 
 /**
  * How long an upload's reservation is left to the upload (from its start, and again from right
@@ -19,7 +19,7 @@ export const DRIVE_RESERVATION_CLAIM_MS = 5 * 60_000;
 /** Reservations settled per run at most; the next run takes the rest. */
 export const RESERVATION_BATCH = 200;
 
-const reservationsOf = (db: Database) => db.db.collection<DriveReservationDoc>(COLLECTIONS.driveReservations);
+const reservationsOf = (db: Database) => driveCollections(db).reservations;
 
 /** A new reservation for an upload of `bytes` to the drive `drive` (not stored yet: see `driveUploadSteps.open`). */
 export function newDriveReservation(
@@ -120,11 +120,7 @@ export async function settleDriveReservation(
   );
   if (!r) return 'gone';
   const repo = createDriveRepository(db);
-  if (
-    (await db.db
-      .collection<DriveFileDoc>(COLLECTIONS.driveFiles)
-      .countDocuments({ _id: r.fileId, accountId: r.accountId })) > 0
-  ) {
+  if ((await repo.files.countDocuments({ _id: r.fileId, accountId: r.accountId })) > 0) {
     await repo.keepReserved(r.drive, r._id);
     await reservations.deleteOne({ _id: r._id });
     return 'kept';

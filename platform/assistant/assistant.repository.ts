@@ -1,0 +1,31 @@
+import type { ImageResult } from '../../contracts/images';
+import { COLLECTIONS, type Database } from '../infra/mongo';
+
+/** An image as the assistant keeps it: the link and its facts, never the inline bytes. */
+export type DeliveredImage = Omit<ImageResult, 'charged' | 'base64'>;
+
+/**
+ * What generate_image delivered, by the call's id (`deliveredBy` of its credit hold).
+ * WARNING: persisted; add fields, never rename.
+ */
+export interface ImageDeliveryDoc {
+  _id: string;
+  accountId: string;
+  prompt: string;
+  result: DeliveredImage;
+  createdAt: Date;
+}
+
+/** The assistant's image deliveries; every read names the account. */
+export function createImageDeliveries(db: Database) {
+  const deliveries = db.db.collection<ImageDeliveryDoc>(COLLECTIONS.assistantResults);
+  return {
+    /** The collection a credit hold names as its delivery (`deliveredBy.collection`). */
+    collection: COLLECTIONS.assistantResults,
+    find: (accountId: string, id: string) => deliveries.findOne({ _id: id, accountId }),
+    /** Store a delivery; a second one under the same id throws the duplicate-key error. */
+    async insert(doc: ImageDeliveryDoc): Promise<void> {
+      await deliveries.insertOne(doc);
+    },
+  };
+}
