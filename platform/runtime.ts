@@ -38,8 +38,10 @@ export async function createRuntime(config: Config, log: Logger) {
         connectMongo(config.MONGODB_URL, { maxPoolSize: config.MONGODB_MAX_POOL_SIZE }),
       );
       try {
-        await startupStep('indexes', () => ensureIndexes(db));
-        await startupStep('credit-units', () => migrateCreditUnits(db, log));
+        await Promise.all([
+          startupStep('indexes', () => ensureIndexes(db)),
+          startupStep('credit-units', () => migrateCreditUnits(db, log)),
+        ]);
       } catch (err) {
         await db.close();
         throw err;

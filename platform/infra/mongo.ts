@@ -395,33 +395,61 @@ export async function connectMongo(url: string, opts: { maxPoolSize?: number } =
 }
 export type Database = Awaited<ReturnType<typeof connectMongo>>;
 
+/** Every index the processes rely on: collection, key, unique. */
+const INDEXES: [collection: string, key: Record<string, 1 | -1>, unique?: true][] = [
+  [COLLECTIONS.apiKeys, { hash: 1 }, true],
+  [COLLECTIONS.apiKeys, { accountId: 1 }],
+  [COLLECTIONS.jobs, { accountId: 1, createdAt: -1 }],
+  [COLLECTIONS.jobs, { status: 1, dispatchedAt: 1 }],
+  [COLLECTIONS.jobs, { 'lease.until': 1 }],
+  [COLLECTIONS.ledger, { accountId: 1, at: -1 }],
+  [COLLECTIONS.ledger, { jobId: 1 }],
+  [COLLECTIONS.ledger, { kind: 1, state: 1, at: 1 }],
+  [COLLECTIONS.audit, { at: 1 }],
+  [COLLECTIONS.audit, { accountId: 1, at: -1 }],
+  [COLLECTIONS.idempotency, { expiresAt: 1 }],
+  [COLLECTIONS.rateLimits, { expiresAt: 1 }],
+  // One slot 0..9 per webhook: the unique index makes the 10-per-account limit race-free.
+  [COLLECTIONS.webhooks, { accountId: 1, slot: 1 }, true],
+  [COLLECTIONS.webhooks, { accountId: 1, events: 1 }],
+  [COLLECTIONS.webhookDeliveries, { webhookId: 1, at: -1 }],
+  [COLLECTIONS.webhookDeliveries, { at: 1 }],
+  // Live memories are listed and trimmed newest first per account (platform/live/memory.repository.ts).
+  [COLLECTIONS.liveMemories, { accountId: 1, createdAt: -1 }],
+  // Expired console sessions and sign-in links are deleted by expiresAt (platform/console/sessions.repository.ts).
+  [COLLECTIONS.consoleSessions, { expiresAt: 1 }],
+  [COLLECTIONS.consoleLinks, { expiresAt: 1 }],
+];
+
 /**
  * Indexes every process relies on. Idempotent. TTL and partial indexes are not used: FerretDB
  * 1.24 lacks them, so expiry runs in the scheduler (deleteMany on expiresAt / at).
+ *
+ * One listIndexes per collection, and a createIndex only for what is missing: on a database that
+ * has them all (every start but the first), asking to create each existing index cost a process
+ * 55 to 105 ms of its start on FerretDB, listing them 7 to 9 ms.
  */
 export async function ensureIndexes(m: Database): Promise<void> {
-  await Promise.all([
-    m.apiKeys.createIndex({ hash: 1 }, { unique: true }),
-    m.apiKeys.createIndex({ accountId: 1 }),
-    m.jobs.createIndex({ accountId: 1, createdAt: -1 }),
-    m.jobs.createIndex({ status: 1, dispatchedAt: 1 }),
-    m.jobs.createIndex({ 'lease.until': 1 }),
-    m.ledger.createIndex({ accountId: 1, at: -1 }),
-    m.ledger.createIndex({ jobId: 1 }),
-    m.ledger.createIndex({ kind: 1, state: 1, at: 1 }),
-    m.audit.createIndex({ at: 1 }),
-    m.audit.createIndex({ accountId: 1, at: -1 }),
-    m.idempotency.createIndex({ expiresAt: 1 }),
-    m.rateLimits.createIndex({ expiresAt: 1 }),
-    // One slot 0..9 per webhook: the unique index makes the 10-per-account limit race-free.
-    m.db.collection(COLLECTIONS.webhooks).createIndex({ accountId: 1, slot: 1 }, { unique: true }),
-    m.db.collection(COLLECTIONS.webhooks).createIndex({ accountId: 1, events: 1 }),
-    m.db.collection(COLLECTIONS.webhookDeliveries).createIndex({ webhookId: 1, at: -1 }),
-    m.db.collection(COLLECTIONS.webhookDeliveries).createIndex({ at: 1 }),
-    // Live memories are listed and trimmed newest first per account (platform/live/memory.repository.ts).
-    m.db.collection(COLLECTIONS.liveMemories).createIndex({ accountId: 1, createdAt: -1 }),
-    // Expired console sessions and sign-in links are deleted by expiresAt (platform/console/sessions.repository.ts).
-    m.db.collection(COLLECTIONS.consoleSessions).createIndex({ expiresAt: 1 }),
-    m.db.collection(COLLECTIONS.consoleLinks).createIndex({ expiresAt: 1 }),
-  ]);
+  const collections = [...new Set(INDEXES.map(([c]) => c))];
+  const existing = new Map(
+    await Promise.all(
+      collections.map(async (c) => {
+        const listed = await m.db
+          .collection(c)
+          .listIndexes()
+          .toArray()
+          // No collection yet: no index either.
+          .catch((err: unknown) => {
+            if ((err as { codeName?: string }).codeName === 'NamespaceNotFound') return [];
+            throw err;
+          });
+        return [c, listed.map((i) => `${JSON.stringify(i.key)}${i.unique ? ' unique' : ''}`)] as const;
+      }),
+    ),
+  );
+  await Promise.all(
+    INDEXES.filter(
+      ([c, key, unique]) => !existing.get(c)!.includes(`${JSON.stringify(key)}${unique ? ' unique' : ''}`),
+    ).map(([c, key, unique]) => m.db.collection(c).createIndex(key, unique ? { unique } : {})),
+  );
 }

@@ -15,6 +15,7 @@ describe('live: session limits, heartbeat checks and dead connections', function
   this.timeout(60_000);
   let stack: Stack;
   let timed: ApiServer;
+  let perMinute: ApiServer;
   const clients: LiveClient[] = [];
   before(async () => {
     stack = await startStack({
@@ -27,16 +28,19 @@ describe('live: session limits, heartbeat checks and dead connections', function
         LIVE_TURNS_PER_MINUTE: '60',
       },
     });
-    // A second API process: sessions last 2 s there, and an account may take 2 turns a minute.
-    timed = await startApi(
-      stack.config2({ LIVE_HEARTBEAT_MS: '150', LIVE_SESSION_MAX_MS: '2000', LIVE_TURNS_PER_MINUTE: '2' }),
-    );
+    // Two more API processes: sessions last 2 s on one; an account may take 2 turns a minute on the
+    // other (apart, so that two slow turns on a loaded machine do not outlast the session first).
+    [timed, perMinute] = await Promise.all([
+      startApi(stack.config2({ LIVE_HEARTBEAT_MS: '150', LIVE_SESSION_MAX_MS: '2000' })),
+      startApi(stack.config2({ LIVE_HEARTBEAT_MS: '150', LIVE_TURNS_PER_MINUTE: '2' })),
+    ]);
   });
   afterEach(() => {
     for (const c of clients.splice(0)) c.close();
   });
   after(async () => {
     await timed?.stop();
+    await perMinute?.stop();
     await stack?.stop();
   });
 
@@ -51,6 +55,7 @@ describe('live: session limits, heartbeat checks and dead connections', function
   };
   const session = (id: string) => stack.rt.db.db.collection<any>(COLLECTIONS.liveSessions).findOne({ _id: id });
   const timedUrl = () => `ws://127.0.0.1:${timed.port}/realtime`;
+  const perMinuteUrl = () => `ws://127.0.0.1:${perMinute.port}/realtime`;
 
   it('when a session used its LIVE_SESSION_MAX_TURNS, then the next turn closes it with 4429 and resuming it answers session_ended', async () => {
     const { api } = await account();
@@ -87,7 +92,7 @@ describe('live: session limits, heartbeat checks and dead connections', function
   it('when an account takes more turns a minute than LIVE_TURNS_PER_MINUTE, then the extra turn answers rate_limited and is not run', async () => {
     const { api } = await account();
     const open = (await api.post('/live/session', {})).body;
-    const c = connect(timedUrl(), open.token);
+    const c = connect(perMinuteUrl(), open.token);
     await c.next('session.started');
     c.send({ type: 'input_text', text: 'one' });
     c.send({ type: 'input_text', text: 'two' });
