@@ -3,7 +3,7 @@ import { newId } from '../infra/ids';
 import type { Logger } from '../infra/log';
 import type { Database, JobDoc } from '../infra/mongo';
 import type { CreditsRepository, LeaseDoc } from './credits.repository';
-import type { Ledger } from './ledger';
+import { chargeOfJob, type Ledger } from './ledger';
 import { toUnits } from './units';
 
 /**
@@ -167,16 +167,7 @@ export function createLeaseBook(db: Database, repo: CreditsRepository, ledger: P
       if (spent === undefined) {
         const jobs = await jobsOfLease(db, l);
         const published = jobs.filter((j) => j.status !== 'queued' || j.dispatchedAt);
-        await ledger.recordCharges(
-          published.map((j) => ({
-            accountId: j.accountId,
-            jobId: j._id,
-            operation: j.credits.operation,
-            millicredits: j.credits.millicredits,
-            requestId: null,
-            at: j.createdAt,
-          })),
-        );
+        await ledger.recordCharges(published.map(chargeOfJob));
         spent = jobs.reduce((n, j) => n + j.credits.millicredits, 0);
       }
       const returned = Math.max(0, l.millicredits - spent);

@@ -2,7 +2,7 @@ import type { CreditOperation } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import { AppError } from '../infra/errors';
 import { newId } from '../infra/ids';
-import { onlyDuplicateKeys, type Database } from '../infra/mongo';
+import { onlyDuplicateKeys, type Database, type JobDoc } from '../infra/mongo';
 import type { CreditsRepository } from './credits.repository';
 import { fromUnits } from './units';
 
@@ -47,6 +47,16 @@ interface ChargeEntry {
   requestId: string | null;
   at: Date;
 }
+
+/** The ledger entry of a charged job, written after the fact (by a sweep or a lease's settlement). */
+export const chargeOfJob = (j: Pick<JobDoc, '_id' | 'accountId' | 'credits' | 'createdAt'>): ChargeEntry => ({
+  accountId: j.accountId,
+  jobId: j._id,
+  operation: j.credits.operation,
+  millicredits: j.credits.millicredits,
+  requestId: null,
+  at: j.createdAt,
+});
 
 interface RefundInput {
   accountId: string;

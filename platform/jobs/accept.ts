@@ -129,6 +129,18 @@ const asAccepted = (job: JobDoc): JobDoc => ({
   updatedAt: job.createdAt,
 });
 
+/** What every accept path is asked: whose job, of what, for which request, and how to undo it. */
+interface AcceptRequest {
+  accountId: string;
+  requestId: string;
+  type: JobType;
+  operation: CreditOperation;
+  input: Record<string, unknown>;
+  notes?: string[];
+  /** Removes what the caller made for the job (with `before`, say) when the request is refused. */
+  undo?: (jobId: string) => Promise<void>;
+}
+
 /**
  * The API's side of a job's life (SPEC 3.1 step 1), in two database commands on the request
  * path: insert the job (unpaid, undispatched), charge it (one conditional update of the
@@ -144,19 +156,12 @@ const asAccepted = (job: JobDoc): JobDoc => ({
  */
 export async function accept(
   ctx: JobsContext,
-  input: {
-    accountId: string;
-    requestId: string;
-    type: JobType;
-    operation: CreditOperation;
-    input: Record<string, unknown>;
-    notes?: string[];
+  input: AcceptRequest & {
     /** In millicredits; defaults to the operation's price. */
     millicredits?: number;
     /** Defaults to a random id; derive it from an Idempotency-Key so a retry finds the job. */
     jobId?: string;
     before?: (jobId: string) => Promise<void>;
-    undo?: (jobId: string) => Promise<void>;
   },
 ): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
   const { credits, settleLeaseMs, claiming, leases } = ctx;
@@ -253,17 +258,7 @@ export async function chargeAndPublish(
  */
 export async function acceptFromLease(
   ctx: JobsContext,
-  input: {
-    accountId: string;
-    requestId: string;
-    type: JobType;
-    operation: CreditOperation;
-    input: Record<string, unknown>;
-    notes?: string[];
-    amount: number;
-    jobId: string;
-    undo?: (jobId: string) => Promise<void>;
-  },
+  input: AcceptRequest & { amount: number; jobId: string },
   spend: LeaseSpend,
 ): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
   const { leaseLedger } = ctx;

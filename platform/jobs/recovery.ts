@@ -5,6 +5,7 @@
  * false`, an expired lease) is what these functions look for, so no accepted job is lost.
  */
 import { metrics } from '../../monitoring/metrics';
+import { chargeOfJob } from '../credits/ledger';
 import { instanceId } from '../infra/instance';
 import type { JobDoc } from '../infra/mongo';
 import type { JobsContext } from './context';
@@ -231,16 +232,7 @@ export async function sweep(
         continue;
       }
       if (!(await publish(ctx, j))) continue;
-      await credits.recordCharges([
-        {
-          accountId: j.accountId,
-          jobId: j._id,
-          operation: j.credits.operation,
-          millicredits: j.credits.millicredits,
-          requestId: null,
-          at: j.createdAt,
-        },
-      ]);
+      await credits.recordCharges([chargeOfJob(j)]);
       await db.jobs.updateOne({ _id: j._id, dispatchedAt: null }, { $set: { dispatchedAt: new Date() } });
       metrics.jobsRepublished.inc({ type: j.type, reason: 'undispatched' });
       u++;
