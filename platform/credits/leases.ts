@@ -167,7 +167,7 @@ export function createLeaseBook(db: Database, repo: CreditsRepository, ledger: P
       if (spent === undefined) {
         const jobs = await jobsOfLease(db, l);
         const published = jobs.filter((j) => j.status !== 'queued' || j.dispatchedAt);
-        await ledger.recordCharges(published.map(chargeOfJob));
+        await ledger.recordCharges(published.map((j) => chargeOfJob(j)));
         spent = jobs.reduce((n, j) => n + j.credits.millicredits, 0);
       }
       const returned = Math.max(0, l.millicredits - spent);

@@ -48,13 +48,16 @@ interface ChargeEntry {
   at: Date;
 }
 
-/** The ledger entry of a charged job, written after the fact (by a sweep or a lease's settlement). */
-export const chargeOfJob = (j: Pick<JobDoc, '_id' | 'accountId' | 'credits' | 'createdAt'>): ChargeEntry => ({
+/** The ledger entry of a charged job; `requestId` null when written after the fact (a sweep, a lease's settlement). */
+export const chargeOfJob = (
+  j: Pick<JobDoc, '_id' | 'accountId' | 'credits' | 'createdAt'>,
+  requestId: string | null = null,
+): ChargeEntry => ({
   accountId: j.accountId,
   jobId: j._id,
   operation: j.credits.operation,
   millicredits: j.credits.millicredits,
-  requestId: null,
+  requestId,
   at: j.createdAt,
 });
 

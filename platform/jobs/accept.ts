@@ -8,6 +8,7 @@
 import { JOB_ID_PREFIX, type CreditOperation, type JobType } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import { createCreditLeases, fromUnits, type LeaseSpend } from '../credits/credits';
+import { chargeOfJob } from '../credits/ledger';
 import { AppError } from '../infra/errors';
 import { faultPoint } from '../infra/faults';
 import { newId } from '../infra/ids';
@@ -36,16 +37,7 @@ export function createAcceptBatches(base: JobsBase) {
    */
   const settled = createWriteBehind<AcceptedJob>(
     async (items) => {
-      await credits.recordCharges(
-        items.map(({ job, requestId }) => ({
-          accountId: job.accountId,
-          jobId: job._id,
-          operation: job.credits.operation,
-          millicredits: job.credits.millicredits,
-          requestId,
-          at: job.createdAt,
-        })),
-      );
+      await credits.recordCharges(items.map(({ job, requestId }) => chargeOfJob(job, requestId)));
       const now = new Date();
       // One command, one statement per job by _id (FerretDB 1.24 scans the whole collection for
       // `_id: { $in: [...] }`, so an updateMany would cost O(jobs stored)).
@@ -90,16 +82,7 @@ export function createAcceptBatches(base: JobsBase) {
             spends.set(job.credits.lease, (spends.get(job.credits.lease) ?? 0) + job.credits.millicredits);
         await credits.addLeaseSpend(spends);
         await credits.recordCharges(
-          items
-            .filter((i) => i.dispatched)
-            .map(({ job, requestId }) => ({
-              accountId: job.accountId,
-              jobId: job._id,
-              operation: job.credits.operation,
-              millicredits: job.credits.millicredits,
-              requestId,
-              at: job.createdAt,
-            })),
+          items.filter((i) => i.dispatched).map(({ job, requestId }) => chargeOfJob(job, requestId)),
         );
       } catch (err) {
         // Their leases settle from their jobs, which writes the entries (or the sweep does).
