@@ -71,6 +71,9 @@ export function isDatabaseUnreachable(err: unknown): boolean {
   return false;
 }
 
+/** Node's codes for a connection the other side closed or reset under a write. */
+const BROKEN_SOCKET = new Set(['EPIPE', 'ECONNRESET', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END']);
+
 /**
  * A database error a client should retry later (answered 503 with Retry-After): unreachable
  * (above), a primary that stepped down or a server shutting down, or an operation that ran out
@@ -87,6 +90,11 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     )
       return true;
     if (e instanceof MongoServerError && typeof e.code === 'number' && UNAVAILABLE_CODES.has(e.code)) return true;
+    // The driver lets a bare socket error through when it writes a command to a connection the
+    // server has just closed ("This socket has been ended by the other party", EPIPE: seen when
+    // FerretDB was killed mid-burst). Nothing of the service's own raises these: a connection
+    // broke, and a retry will find a live one.
+    if (!(e instanceof MongoError) && BROKEN_SOCKET.has(String((e as { code?: unknown }).code))) return true;
     if (e instanceof MongoError && (e.hasErrorLabel('RetryableWriteError') || e.hasErrorLabel('SystemOverloadedError')))
       return true;
   }

@@ -66,6 +66,9 @@ describe('database unavailable: errors and health', () => {
       expect([isDatabaseUnreachable(err), isDatabaseUnavailable(err)]).to.deep.equal([false, true]);
       expect([toAppError(err).status, toAppError(err).quiet]).to.deep.equal([503, false]);
     }
+    // A bare socket error the driver let through (a write to a connection the server closed).
+    const epipe = Object.assign(new Error('This socket has been ended by the other party'), { code: 'EPIPE' });
+    expect([isDatabaseUnavailable(epipe), toAppError(epipe).status]).to.deep.equal([true, 503]);
     // Wrapped one level down, still the database.
     expect(toAppError(new Error('settling failed', { cause: new MongoNetworkError('socket closed') })).status).to.equal(
       503,
