@@ -18,6 +18,7 @@ import { POOL_TYPES } from '../../contracts/registry';
 import { row, type Bench, type BenchRow } from './bench';
 import { benchConfig, ensureBuilt } from './processes';
 import { dropEverything } from '../harness/stack';
+import { build } from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ROUNDS = Number(process.env.STARTUP_ROUNDS ?? 7);
@@ -25,6 +26,38 @@ const IDLE_MS = 2000;
 
 const HELLO_CJS =
   "require('node:http').createServer((q, s) => s.end('ok')).listen(0, () => console.log(JSON.stringify({ msg: 'hello ready' })));";
+
+/**
+ * scripts/bench/startup-floor.ts bundled as the API is (one ES module, its dependencies inside, the
+ * same banner), beside node_modules so the driver's optional modules resolve as they do for dist/.
+ */
+async function buildFloor(): Promise<string> {
+  const outfile = path.join(root, 'node_modules/.cache/startup-floor/floor.mjs');
+  await build({
+    absWorkingDir: root,
+    entryPoints: ['scripts/bench/startup-floor.ts'],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node24',
+    external: [
+      'kerberos',
+      'snappy',
+      '@mongodb-js/zstd',
+      'mongodb-client-encryption',
+      'gcp-metadata',
+      'socks',
+      'aws4',
+      '@aws-sdk/credential-providers',
+    ],
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+    },
+    logLevel: 'warning',
+  });
+  return outfile;
+}
 
 /** The bare baseline: an ES module, as the service's entry points are, that listens and says so. */
 const HELLO =
@@ -93,6 +126,7 @@ export const bench: Bench = {
     const helloDir = mkdtempSync(path.join(tmpdir(), 'startup-bench-'));
     const hello = path.join(helloDir, 'hello.mjs');
     writeFileSync(hello, HELLO);
+    const floor = await buildFloor();
     const config = benchConfig();
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -112,6 +146,14 @@ export const bench: Bench = {
       { name: 'bare node:http hello', args: [hello], ready: 'hello ready' },
       // For reference: the same as a CommonJS script, which skips the ES module loader's start.
       { name: 'bare node:http hello, CommonJS (node -e)', args: ['-e', HELLO_CJS], ready: 'hello ready' },
+      // The floor: the API's libraries loaded, without and with its two connections; none of our code.
+      {
+        name: 'floor: the API libraries, no connection',
+        args: [floor],
+        ready: '"msg":"floor ready"',
+        env: { FLOOR_CONNECT: '0' },
+      },
+      { name: 'floor: the API libraries + MongoDB + RabbitMQ', args: [floor], ready: '"msg":"floor ready"' },
       { name: 'API', args: ['dist/api/main.js'], ready: '"msg":"api ready"' },
       {
         name: 'worker process, every pool',
