@@ -43,11 +43,11 @@ export const POOL_TYPES = [
   'speech',
   'agent',
   'webhook',
-  // Request/reply pools of the workspace (issue 10): flowchart extraction from documents (PDF,
+  // Request/reply pools of the workspace: flowchart extraction from documents (PDF,
   // PPTX, OCR of images; CPU-heavy, scaled on its own) and sheet edits by instruction.
   'extract',
   'sheet',
-  // Drive (issue 11): text of uploaded documents, extracted after the upload answered.
+  // Drive: text of uploaded documents, extracted after the upload answered.
   'drive',
 ] as const;
 export type PoolType = (typeof POOL_TYPES)[number];

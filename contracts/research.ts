@@ -21,7 +21,7 @@ export type ResearchRequest = z.infer<typeof ResearchRequest>;
 /**
  * What Drive the dispatching key may read, recorded on the job at dispatch (the job runs later,
  * without the key): `null` when the key lacks `drive:read` (SPEC 5.3: Drive scopes are opt-in),
- * else the key's folder pins (empty = the whole personal drive; issue 11: pins apply everywhere).
+ * else the key's folder pins (empty = the whole personal drive; pins apply everywhere).
  */
 export const ResearchDriveAccess = z.object({ pins: z.array(z.string()) });
 export type ResearchDriveAccess = z.infer<typeof ResearchDriveAccess>;

@@ -8,7 +8,7 @@ import type { Runtime } from '../runtime';
 import { agentCollections, type OutboxDoc } from './agents.repository';
 
 /**
- * The agent-only actions (issue 12), in the ToolDefinition shape of the chat catalogue:
+ * The agent-only actions, in the ToolDefinition shape of the chat catalogue:
  * - list_projects: a harmless read of the account's projects;
  * - send_email: stores the email in agent_outbox with status `queued_no_transport`. This
  *   deployment has NO mail transport: nothing is sent, and the artifact and the run's reply say so.

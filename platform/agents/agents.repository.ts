@@ -8,7 +8,7 @@ import { newId } from '../infra/ids';
 import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
 
 /**
- * Agent definitions, runs, threads and the send_email outbox (issue 12). Every read and write
+ * Agent definitions, runs, threads and the send_email outbox. Every read and write
  * names the account. WARNING: these documents are persisted; add fields, never rename.
  */
 export interface AgentDoc {

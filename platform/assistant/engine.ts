@@ -1,7 +1,7 @@
 import type { ChatArtifact, ChatMode, MessageEngine } from '../../contracts/conversations';
 
 /**
- * The chat-engine interface (issue 12): one model step at a time. The turn runner
+ * The chat-engine interface: one model step at a time. The turn runner
  * (platform/assistant/turn.ts) calls `step` with the history so far and the tools on offer,
  * runs the tool calls the step asked for, appends their results, and calls `step` again until a
  * step asks for no tool (or the mode's step limit is reached). Two implementations:

@@ -13,7 +13,7 @@ import type { ApiKeyDoc } from '../infra/mongo';
 export type ToolScope = 'read' | 'write' | 'ai';
 
 /**
- * A tool the assistant or an agent may call (issue 12). Tools call the same services the HTTP
+ * A tool the assistant or an agent may call. Tools call the same services the HTTP
  * routes call (platform/*), never HTTP. Each returns a ChatArtifact (SPEC 2.7); a tool that fails
  * returns (or the runner turns its throw into) an artifact of type `error`, after giving back
  * whatever it charged.

@@ -1,7 +1,7 @@
 import { generateKeyBetween, generateNKeysBetween } from 'fractional-indexing';
 
 /**
- * Card order (issue 10 item 5): fractional indexing.
+ * Card order: fractional indexing.
  *
  * Every card carries `position`, a string order key (the `fractional-indexing` package, base 62:
  * `a0`, `a1`, `a0V`, …). Cards of a lane sort by position, then by id, comparing strings

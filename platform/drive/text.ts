@@ -81,7 +81,7 @@ export interface DriveResearchSource {
  * index, ranked like GET /drive/search but with any word rather than all), for the research pool.
  * Trashed files are left out. At most `limit`. `pins` (the dispatching key's folder pins; empty =
  * the whole drive) keeps only files whose folder or one of its ancestors is pinned: root files are
- * outside every pin (issue 11 item 4: pins apply everywhere).
+ * outside every pin (pins apply everywhere).
  */
 export async function findDriveTextsForResearch(
   db: Database,

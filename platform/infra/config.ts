@@ -833,7 +833,7 @@ export const ConfigSchema = z.object({
     .min(1)
     .default(30)
     .describe('Delivery-attempt records older than this are deleted by the scheduler.'),
-  // --- [block:spaces-rooms] issue 14: room engine, video, remote world-generation adapter ---
+  // --- Spaces: room engine, video, remote world-generation adapter ---
   SPACE_VIDEO_MAX_BYTES: z.coerce
     .number()
     .int()
@@ -884,9 +884,9 @@ export const ConfigSchema = z.object({
     .default(200 * 1024 * 1024)
     .describe('Largest asset (splat, collider, panorama) downloaded from the world-generation provider (bytes).'),
   // --- [end:spaces-rooms] ---
-  // --- [block:media-slides] issue 15: codecs, slides ---
+  // --- Media: codecs, slides ---
   // --- [end:media-slides] ---
-  // --- [block:media-images] issue 15: scene renderer, remote moonlight adapter ---
+  // --- Images: scene renderer, remote moonlight adapter ---
   MOONLIGHT_ENGINE: z
     .enum(['local', 'remote'])
     .default('local')
@@ -923,9 +923,9 @@ export const ConfigSchema = z.object({
       'Deadline of one call to the diffusion server; past it the render answers 504 timeout (uncharged). Keep it below IMAGE_RPC_TIMEOUT_MS.',
     ),
   // --- [end:media-images] ---
-  // --- [block:mcp] issue 16: MCP server ---
+  // --- MCP server ---
   // --- [end:mcp] ---
-  // --- [block:console] issue 16: developer console ---
+  // --- Developer console ---
   CONSOLE_LINK_TTL_MINUTES: z.coerce
     .number()
     .int()
@@ -944,7 +944,7 @@ export const ConfigSchema = z.object({
       'Developer console session lifetime in hours, sliding: every page view extends it; an idle session ends after this long.',
     ),
   // --- [end:console] ---
-  // --- [block:ops] issue 16: operations pack ---
+  // --- Operations pack ---
   // --- [end:ops] ---
   FAULT_POINT: z
     .enum([

@@ -46,7 +46,7 @@ export const COLLECTIONS = {
   /** Drive uploads in flight: what the scheduler gives back when an upload died (platform/drive/reservations.repository.ts). */
   driveReservations: 'drive_reservations',
   driveBlobBucket: 'drive_blobs',
-  /** Agent definitions, runs, threads and the outbox of the send_email action (issue 12, platform/agents). */
+  /** Agent definitions, runs, threads and the outbox of the send_email action (platform/agents). */
   agents: 'agents',
   agentRuns: 'agent_runs',
   agentThreads: 'agent_threads',

@@ -2,7 +2,7 @@ import type { Collection, Document, Filter, UpdateFilter } from 'mongodb';
 import { AppError } from './errors';
 
 /**
- * Optimistic concurrency for every mutable resource (issue 10 item 2). Each document carries an
+ * Optimistic concurrency for every mutable resource. Each document carries an
  * integer `version`, 1 at creation and +1 on every change; responses carry it as the field
  * `version` and the `ETag: "<version>"` header (api/http/route.ts). An update sent with
  * `If-Match: "<version>"` applies only while the stored version is still that one: a caller that

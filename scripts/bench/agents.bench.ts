@@ -1,5 +1,5 @@
 /**
- * Issue 12 benchmark (agents), against the real RabbitMQ and FerretDB on this machine:
+ * Agents benchmark, against the real RabbitMQ and FerretDB on this machine:
  *  (a) baseline: the same work as one run, in this process without the agent machinery: the local
  *      engine's two steps (plan, reply) and the list_projects action in between, over the same
  *      database, C at a time. It is what a run must do anyway; (b) / (a) is what the queue, the
@@ -43,7 +43,7 @@ async function pool<T>(n: number, concurrency: number, one: (i: number) => Promi
 }
 
 export const bench: Bench = {
-  name: 'agents (issue 12)',
+  name: 'agents',
   async run(): Promise<BenchRow[]> {
     const stack = await startStack({
       scheduler: false,

@@ -1,5 +1,5 @@
 /**
- * Issue 12 benchmark (POST /chat), against the real RabbitMQ and FerretDB on this machine, with
+ * Chat benchmark (POST /chat), against the real RabbitMQ and FerretDB on this machine, with
  * the API in its own process (the supervisor running one API process, no workers):
  *  (a) latency of a turn with the local engine, one request at a time: time to the first streamed
  *      byte (the `start` chunk) and to the first text-delta, for a reply without tools ("hello")
@@ -345,7 +345,7 @@ async function idleStreams(rows: BenchRow[]) {
 }
 
 export const bench: Bench = {
-  name: 'chat (issue 12)',
+  name: 'chat',
   async run(): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
     await latency(rows);

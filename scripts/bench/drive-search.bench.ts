@@ -1,5 +1,5 @@
 /**
- * Drive search benchmark (issue 11 item 9, search part): GET /drive/search latency over an account
+ * Drive search benchmark: GET /drive/search latency over an account
  * holding 10,000 files with extracted text, against the bare query the index makes.
  *
  * The files, their texts, the posting lists and the text pages go straight into the API's database
@@ -267,7 +267,7 @@ const hits: Reader<number> = async (r) => {
 };
 
 export const bench: Bench = {
-  name: 'drive search (issue 11)',
+  name: 'drive search',
   async run(): Promise<BenchRow[]> {
     const api = await startSupervisedApi(1, { LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000' });
     try {

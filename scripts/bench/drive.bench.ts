@@ -1,5 +1,5 @@
 /**
- * Drive transfer benchmark (issue 11 item 9, upload and download parts), one supervised API
+ * Drive transfer benchmark (uploads and downloads), one supervised API
  * process on a fresh database:
  *  (u) uploads of 1 MB files: POST /drive/files with contentBase64 (validation, base64 decode,
  *      type sniffing, quota reservation, sha256, GridFS write, the record, the text request),
@@ -104,7 +104,7 @@ const desc = (f: Figures<Buffer>) =>
   `${f.rps.toFixed(1)} files/s, ${mbPerSec(f).toFixed(1)} MB/s, p50 ${f.p50.toFixed(0)} ms (n = ${f.n}${f.errors ? `, ${f.errors} failed` : ''})`;
 
 export const bench: Bench = {
-  name: 'drive uploads and downloads (issue 11)',
+  name: 'drive uploads and downloads',
   async run(): Promise<BenchRow[]> {
     const api = await startSupervisedApi(1, {
       LOG_LEVEL: 'warn',

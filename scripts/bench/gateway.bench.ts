@@ -1,5 +1,5 @@
 /**
- * Gateway and jobs benchmarks (issues 2 and 8), each a ratio against a baseline measured in the
+ * Gateway and jobs benchmarks, each a ratio against a baseline measured in the
  * same run on this machine. Every server under test runs in its own process(es); autocannon
  * (BENCH_CONNECTIONS=10 connections, no pipelining) runs in the bench process, for baselines and
  * API alike. Each figure and its baseline are measured in turn, BENCH_ROUNDS=3 rounds of
@@ -233,7 +233,7 @@ async function latencyAtSteadyRate(queueType: 'quorum' | 'classic'): Promise<{ p
 }
 
 export const bench: Bench = {
-  name: 'gateway and jobs (issues 2 and 8)',
+  name: 'gateway and jobs',
   async run(): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
 

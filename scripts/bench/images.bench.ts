@@ -1,9 +1,9 @@
 /**
- * Issue 4 and 15 benchmarks (images), against the real RabbitMQ and FerretDB on this machine:
+ * Images benchmarks, against the real RabbitMQ and FerretDB on this machine:
  *  (a) in this process, no queue, no HTTP, 1024x1024 PNGs: the old procedural renderers
  *      (scripts/bench/baselines/image-*.ts, copied from git, baseline only) against the new scene
  *      composer, same prompts, same run: moonlight, the composer in each style, and the /images
- *      local engine per engine name. Issue 15 asks the new renderers to keep at least 0.5 of the
+ *      local engine per engine name. The target asks the new renderers to keep at least 0.5 of the
  *      old ones' renders per second.
  *  (s) the output scorer on the new renders: skin-tone share of BENCH_IMAGE_SAFETY_RENDERS benign
  *      prompts x seeds (max seen, how many reach MOONLIGHT_ADULT_THRESHOLD) against the documented

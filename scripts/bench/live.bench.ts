@@ -1,5 +1,5 @@
 /**
- * Issue 13 benchmark (live sessions), against the real RabbitMQ and FerretDB on this machine, the
+ * Live sessions benchmark, against the real RabbitMQ and FerretDB on this machine, the
  * API in this process:
  *  sessions held at once by one API process: N sessions opened (POST /live/session) and
  *    connected to /realtime, idle after session.started; heap and RSS growth per session, against

@@ -1,5 +1,5 @@
 /**
- * Projects list benchmark (issue 10 item 12): GET /projects of an account holding 10,000
+ * Projects list benchmark: GET /projects of an account holding 10,000
  * projects (the first page, default limit 20, newest change first), against a bare node:http
  * server running the same find (same filter, sort, limit and projection) on the same database,
  * in its own process. A second baseline runs that find and the count beside it, as the API's
@@ -128,7 +128,7 @@ async function prepare(mongoUrl: string) {
 }
 
 export const bench: Bench = {
-  name: 'projects list (issue 10)',
+  name: 'projects list',
   async run(): Promise<BenchRow[]> {
     const api = await startSupervisedApi(1, { LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000' });
     try {

@@ -1,5 +1,5 @@
 /**
- * Sheets benchmark (issue 10 item 12), on a sheet of SHEETS_BENCH_ROWS=10,000 rows x 10 columns
+ * Sheets benchmark, on a sheet of SHEETS_BENCH_ROWS=10,000 rows x 10 columns
  * created through the API (one supervised API process, fresh database):
  *  (g) ops applied per second: POST /sheets/{id}/ops setting one cell of a random row, each a
  *      merged commit (validation, diff, one new row block, the commit, the head's
@@ -104,7 +104,7 @@ const ms = (f: Figures) =>
   `p50 ${f.p50.toFixed(0)} ms, p99 ${f.p99.toFixed(0)} ms, ${f.rps.toFixed(1)} req/s (n = ${f.n}${f.errors ? `, ${f.errors} failed` : ''})`;
 
 export const bench: Bench = {
-  name: 'sheets ops and ranges (issue 10)',
+  name: 'sheets ops and ranges',
   async run(): Promise<BenchRow[]> {
     const api = await startSupervisedApi(1, { LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000' });
     try {

@@ -1,7 +1,7 @@
 /**
- * Issue 15 benchmark (slides), in this process: slides rendered per second by the slide renderer
+ * Slides benchmark, in this process: slides rendered per second by the slide renderer
  * (outline item → PNG bytes), the new one (SVG with Inter measured by fontkit, rasterised by
- * librsvg inside sharp, 1920x1080) against the renderer before issue 15 (5×7 bitmap font and the
+ * librsvg inside sharp, 1920x1080) against the bitmap renderer it replaced (5×7 bitmap font and the
  * hand-written PNG encoder, 960x540), kept in scripts/bench/baselines/ and run in the same process
  * on the same deck. Each side renders the deck in rounds, alternating, and the best round counts,
  * which keeps the ratio fair on a shared machine.
@@ -60,7 +60,7 @@ async function perSecond(
 }
 
 export const bench: Bench = {
-  name: 'slides (renderer: SVG + Inter + sharp vs the bitmap renderer before issue 15)',
+  name: 'slides (renderer: SVG + Inter + sharp vs the bitmap renderer it replaced)',
   async run(): Promise<BenchRow[]> {
     const slides = deck();
     const common = {
@@ -83,7 +83,7 @@ export const bench: Bench = {
     }
     return [
       row(
-        'slides/s, bitmap renderer before issue 15 (960x540)',
+        'slides/s, bitmap renderer it replaced (960x540)',
         old,
         'slides/s',
         undefined,
@@ -94,7 +94,7 @@ export const bench: Bench = {
         now,
         'slides/s',
         old,
-        `baseline = the renderer before issue 15 in the same run; ${slides.length}-slide deck, best of ${ROUNDS} rounds`,
+        `baseline = the bitmap renderer it replaced, in the same run; ${slides.length}-slide deck, best of ${ROUNDS} rounds`,
         0.5,
       ),
     ];

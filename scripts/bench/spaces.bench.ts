@@ -1,5 +1,5 @@
 /**
- * Issue 14 benchmarks (one-photo spaces), on this machine against the real services:
+ * One-photo spaces benchmarks, on this machine against the real services:
  *  (a) one-photo space end to end for a 12 MP photo (4000x3000 JPEG of a rendered box room):
  *      dispatch (POST /real-world/spaces) to the preview seen by polling GET /jobs/{id}, and
  *      dispatch to complete (stage space). API and space pool in this process.

@@ -1,5 +1,5 @@
 /**
- * Issue 13 benchmark (speech), against the real RabbitMQ and FerretDB on this machine:
+ * Speech benchmark, against the real RabbitMQ and FerretDB on this machine:
  *  baseline: espeak-ng run directly (a child process, text on stdin, WAV on stdout, no resampling),
  *    its time to first byte and real-time factor (audio seconds / wall seconds);
  *  POST /speech through the whole path (HTTP → API, credit hold → RabbitMQ → one speech worker

@@ -1,5 +1,5 @@
 /**
- * What tracing costs on the API's hot path (issue 23 item 5): one API process (`api/main.ts`,
+ * What tracing costs on the API's hot path: one API process (`api/main.ts`,
  * no workers: accepted jobs just queue) with tracing on, every request sampled
  * (OTEL_TRACES_SAMPLER=always_on) and exported by the SDK's batch processor with its default
  * settings to a local OTLP/HTTP receiver that counts the spans and drops them, against a twin
@@ -170,7 +170,7 @@ async function pair(tracing: Record<string, string>, otlp: OtlpReceiver) {
 }
 
 export const bench: Bench = {
-  name: 'tracing cost (issue 23)',
+  name: 'tracing cost',
   async run(): Promise<BenchRow[]> {
     const otlp = await startOtlpReceiver({ keep: false });
     try {

@@ -1,5 +1,5 @@
 /**
- * Issue 3 benchmarks (webhooks), against the real RabbitMQ and FerretDB on this machine:
+ * Webhooks benchmarks, against the real RabbitMQ and FerretDB on this machine:
  *  (a) deliveries per second to a local receiver: N `code_build.completed` events published to
  *      the events exchange for one account with one webhook; from the first publish to the Nth
  *      signed POST received. Every delivery is fanned out, signed, POSTed, and its attempt
@@ -255,7 +255,7 @@ async function attemptTimeout(stack: Stack): Promise<BenchRow[]> {
 }
 
 export const bench: Bench = {
-  name: 'webhooks (issue 3)',
+  name: 'webhooks',
   async run() {
     const stack = await startStack({
       env: {

@@ -4,7 +4,7 @@ import { client, eventually, type Client, type HttpResult } from '../../scripts/
 import { startStack, type Stack } from '../../scripts/harness/stack';
 
 /**
- * Tenant walk over every Drive route (issue 11 item 8): a second account's key, with every scope,
+ * Tenant walk over every Drive route: a second account's key, with every scope,
  * gets 404 (bulk: not_found / folder_not_found per file; search: none of them) for the first
  * account's files and folders, and never sees a byte, a name or a word of them.
  */

@@ -5,7 +5,7 @@ import { startStack, type Stack } from '../../scripts/harness/stack';
 import { fromUnits } from '../../platform/credits/credits';
 
 /**
- * The database goes away under load (issue 24 item 4), on a private PostgreSQL cluster and
+ * The database goes away under load, on a private PostgreSQL cluster and
  * FerretDB (scripts/db-faults.sh), never the machine's shared servers: FerretDB killed with
  * SIGKILL and started again, PostgreSQL stopped (fast) and started again. Requests meanwhile get
  * a fast 503 with the Error shape and Retry-After, readiness goes false and back, and a burst of

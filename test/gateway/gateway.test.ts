@@ -81,7 +81,7 @@ describe('gateway', () => {
   });
 
   it('when /openapi is read, then every operation of the catalogue is served (none answers 501 not_implemented)', async () => {
-    // Every SPEC endpoint is served since issue 14; the 501 fallback in api/app.ts stays for
+    // Every SPEC endpoint is served; the 501 fallback in api/app.ts stays for
     // catalogue entries added before their route.
     const doc = (await client(stack.baseUrl).get('/openapi')).body as {
       paths: Record<string, Record<string, { 'x-implemented'?: boolean; responses: Record<string, unknown> }>>;

@@ -8,7 +8,7 @@ import { example, fillPath, servedOperations } from '../fuzz/operations';
 /**
  * Every served operation with a key that holds every scope but the ones the operation accepts:
  * 403 forbidden, before anything else is looked at. The scope each endpoint needs comes from the
- * catalogue; the workspace rule (issue 10) is checked on the catalogue itself.
+ * catalogue; the workspace rule is checked on the catalogue itself.
  */
 describe('scopes: every served operation refuses a key without its scope', function () {
   this.timeout(60_000);

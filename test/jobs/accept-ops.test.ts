@@ -6,7 +6,7 @@ import { fromUnits } from '../../platform/credits/credits';
 
 /**
  * The request hot path, counted with the driver's command monitoring: what a request costs in
- * database commands is part of the design (issue 8), so it is asserted, not hoped for.
+ * database commands is part of the design, so it is asserted, not hoped for.
  * Audit entries are not on the request path (confirmed by the broker, written in batches by the
  * audit writer), so its batch inserts are left out of the per-request counts.
  */

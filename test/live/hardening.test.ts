@@ -8,7 +8,7 @@ import { startStack, type Stack } from '../../scripts/harness/stack';
 import { liveConnect, type LiveClient } from './helpers';
 
 /**
- * Live sessions across crashes and processes (issue 13): a live_action hold names what its tool
+ * Live sessions across crashes and processes: a live_action hold names what its tool
  * makes, so a crash between the write and the capture keeps the charge only when something was
  * made; a connection to another API process takes a session over, and the older one is closed.
  */

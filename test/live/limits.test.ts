@@ -7,7 +7,7 @@ import { startStack, type Stack } from '../../scripts/harness/stack';
 import { liveConnect, type LiveClient } from './helpers';
 
 /**
- * What bounds one live session (review of issue 13): its turns and its time, the turns an account
+ * What bounds one live session: its turns and its time, the turns an account
  * may take per minute, a session ended elsewhere or a key revoked while connected, a client that
  * floods errors or stops answering pings, and a connection refused before its session runs.
  */

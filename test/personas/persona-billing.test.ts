@@ -16,7 +16,7 @@ const PERSONA = {
 };
 
 /**
- * What a persona conversation costs and records (review of issue 13): the live_session charge is
+ * What a persona conversation costs and records: the live_session charge is
  * delivered by the conversation row (refunded when it is never written), a retried start under the
  * same Idempotency-Key is charged once, every turn becomes an event however long the session runs,
  * and creditsUsed counts what its tools kept too.

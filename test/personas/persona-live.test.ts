@@ -15,7 +15,7 @@ const PERSONA = {
 };
 
 /**
- * A persona conversation speaks as its persona (issue 13): the version's instructions are the
+ * A persona conversation speaks as its persona: the version's instructions are the
  * chat engine's system message, its greeting is the first assistant turn (text and PCM), only its
  * tools are offered or run, web deployments connect only from their allowed origins, and tool calls
  * are listed as events. The chat engine is a local fake OpenAI-compatible provider, so the test

@@ -6,7 +6,7 @@ import { startStack, type Stack } from '../../scripts/harness/stack';
 import { liveConnect } from '../live/helpers';
 
 /**
- * Stale live sessions (issue 13): while a connection is open its API process heart-beats
+ * Stale live sessions: while a connection is open its API process heart-beats
  * (lastSeenAt); a session left `connected` by a process that stopped heart-beating (it died) is
  * marked `dropped` by the scheduler task, and then resumes by handle like any dropped session.
  */

@@ -13,7 +13,7 @@ export const AgentRunMessageSchema = z.object({
 });
 
 /**
- * The agent pool (issue 12): runs agents with leases (workers/agents/agent.runner.ts). `engine`
+ * The agent pool: runs agents with leases (workers/agents/agent.runner.ts). `engine`
  * replaces the deployment's CHAT_ENGINE (tests script one).
  */
 export function agentWorker(rt: Runtime, opts: { engine?: ChatEngine } = {}): ConsumerDefinition<AgentRunMessage> {

@@ -6,7 +6,7 @@ import { projectTools } from './projects.tools';
 import { workspaceTools } from './workspace.tools';
 
 /**
- * The chat catalogue (issue 12): every tool the assistant may call in POST /chat, and that
+ * The chat catalogue: every tool the assistant may call in POST /chat, and that
  * agents may be given. Each calls the same platform services as the HTTP routes (never HTTP),
  * with the contracts' validation, and makes its ids with ctx.idFor so that a call repeated after
  * a crash finds what it made. Paid tools are charged by their services (402 insufficient_credits

@@ -1,4 +1,4 @@
-// BASELINE ONLY (issue 15 bench): local-procedural-v1, the /images local engine as it was before the
+// BASELINE ONLY (images bench): local-procedural-v1, the /images local engine as it was before the
 // scene composer, copied from git (workers/engines/images/local.engine.ts at HEAD) with its imports
 // pointed at the baseline PNG codec and the procedural painter (unchanged; the video engine still uses it). Not used by the service.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';

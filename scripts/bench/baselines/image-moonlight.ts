@@ -1,4 +1,4 @@
-// BASELINE ONLY (issue 15 bench): moonlight-procedural-v1 as it was before the scene composer,
+// BASELINE ONLY (images bench): moonlight-procedural-v1 as it was before the scene composer,
 // copied from git (workers/engines/images/moonlight.engine.ts at HEAD) with its imports pointed at
 // the baseline PNG codec and the procedural painter (unchanged; the video engine still uses it). Not used by the service.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';

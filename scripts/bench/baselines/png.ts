@@ -1,4 +1,4 @@
-// Baseline only: the hand-written PNG codec before issue 15, copied from git (platform/media/png.ts) for the slides and images benches. Not used by the service.
+// Baseline only: the hand-written PNG codec before the sharp renderers, copied from git (platform/media/png.ts) for the slides and images benches. Not used by the service.
 import { crc32, deflateSync, inflateSync } from 'node:zlib';
 
 /**

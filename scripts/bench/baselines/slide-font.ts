@@ -1,4 +1,4 @@
-// Baseline only, the renderer before issue 15: copied from git (HEAD:platform/media/font.ts) for scripts/bench/slides.bench.ts. Not used by the service.
+// Baseline only, the bitmap renderer before the SVG one: copied from git (HEAD:platform/media/font.ts) for scripts/bench/slides.bench.ts. Not used by the service.
 /**
  * A tiny raster toolkit for generated images: an RGB canvas, rectangles, circles, and text in a
  * classic 5×7 bitmap font (ASCII 32–126; other characters are folded to ASCII or drawn as "?"),

@@ -1,4 +1,4 @@
-// Baseline only, the renderer before issue 15: copied from git (HEAD:workers/presentations/render.ts) for scripts/bench/slides.bench.ts. Not used by the service.
+// Baseline only, the bitmap renderer before the SVG one: copied from git (HEAD:workers/presentations/render.ts) for scripts/bench/slides.bench.ts. Not used by the service.
 import { createHash } from 'node:crypto';
 import type { DeckTheme } from '../../../contracts/presentations';
 import type { SlideInput } from '../../../workers/presentations/render';

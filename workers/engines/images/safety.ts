@@ -12,7 +12,7 @@
  *    (config MOONLIGHT_ADULT_THRESHOLD, default 0.8) is scored adult. The same scorer runs on the
  *    local scene renders and on a remote diffusion server's PNGs.
  *
- *    Threshold evidence, re-measured on the scene composer (issue 15, `npm run bench images`):
+ *    Threshold evidence, re-measured on the scene composer (`npm run bench images`):
  *    200 benign prompts x seeds chosen to be its hard cases (sunsets, dawns, fog, deserts, sand,
  *    foxes, horses, campfires, watercolour washes, skin-tone colour words such as tan, bronze,
  *    caramel) score a median of 0.30 and a maximum of 1.0; 6 of 200 (3%) reach 0.8: "orange
