@@ -135,6 +135,9 @@ type ReadJob = () => Promise<JobEnvelope | null>;
 /** An `If-None-Match` or `Last-Event-ID` value as a bare tag (quotes and W/ dropped). */
 const bareTag = (raw: string | undefined) => raw?.trim().replace(/^W\//, '').replace(/^"|"$/g, '') || undefined;
 
+/** Whether the client's connection is gone already. */
+const clientGone = (req: Request, res: Response) => res.destroyed || req.socket.destroyed;
+
 /** The seconds of an RFC 7240 `Prefer: wait=N` (capped at MAX_WAIT_S); undefined without one. */
 export function preferredWait(prefer: string | undefined): number | undefined {
   const m = prefer && /(?:^|[,;]\s*)wait\s*=\s*"?(\d{1,9})"?\s*(?:[,;]|$)/i.exec(prefer);
@@ -176,6 +179,9 @@ export async function answerJob(
   const ac = new AbortController();
   const onClose = () => ac.abort();
   res.on('close', onClose);
+  // A client that left while the request was still in the middleware (authentication, limits)
+  // closed before the listener above: its 'close' has been emitted already.
+  if (clientGone(req, res)) ac.abort();
   const deadline = Date.now() + waitS * 1000;
   let wake = watch.next(jobId, waitS * 1000, ac.signal); // before the read: no change slips between
   let release: (() => void) | undefined;
@@ -226,6 +232,9 @@ export async function streamJob(
   const ac = new AbortController();
   const onClose = () => ac.abort();
   res.on('close', onClose);
+  // A client that left while the request was still in the middleware (authentication, limits)
+  // closed before the listener above: its 'close' has been emitted already.
+  if (clientGone(req, res)) ac.abort();
   let wake = watch.next(jobId, heartbeatMs, ac.signal); // before the read: no change slips between
   let release: (() => void) | undefined;
   try {
@@ -236,6 +245,7 @@ export async function streamJob(
       res.status(204).end();
       return;
     }
+    if (ac.signal.aborted) return; // nobody to stream to
     release = watch.admit('stream');
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',

@@ -1,7 +1,11 @@
+import { once } from 'node:events';
+import net, { type AddressInfo } from 'node:net';
 import { expect } from 'chai';
+import express from 'express';
+import type { JobEnvelope } from '../../contracts/common';
 import { start as startApi, type ApiServer } from '../../api/app';
 import { AppError } from '../../platform/infra/errors';
-import { createJobWatch, preferredWait } from '../../api/jobs/job-watch';
+import { answerJob, createJobWatch, preferredWait, streamJob } from '../../api/jobs/job-watch';
 import { registry } from '../../monitoring/metrics';
 import { client } from '../../scripts/harness/http';
 import { openSse, type SseStream } from '../../scripts/harness/sse';
@@ -175,6 +179,46 @@ describe('live job progress (GET /jobs/{id}/events, Prefer: wait)', function () 
     await stopping;
     expect(answer.status).to.equal(200);
     expect(Date.now() - t0).to.be.below(10_000);
+  });
+
+  it('when the client left while its request was still in the middleware, then the stream and the wait hold no place and a shutdown does not wait for them', async () => {
+    const watch = createJobWatch({ maxWatchers: 10 });
+    const queued = { jobId: 'code_gone', status: 'queued' } as unknown as JobEnvelope;
+    const handled: Promise<unknown>[] = [];
+    // The handlers run only once the client's socket is closed: the middleware was slower than the client.
+    const app = express();
+    app.use(async (req, _res, next) => {
+      if (!req.socket.destroyed) await once(req.socket, 'close');
+      next();
+    });
+    app.get(
+      '/stream',
+      (req, res) => void handled.push(streamJob(req, res, 'code_gone', async () => queued, watch, 60_000)),
+    );
+    app.get('/wait', (req, res) => void handled.push(answerJob(req, res, 'code_gone', async () => queued, watch)));
+    const server = app.listen(0);
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    try {
+      for (const [path, headers] of [
+        ['/stream', ''],
+        ['/wait', 'Prefer: wait=60\r\n'],
+      ] as const) {
+        const socket = net.connect(port, '127.0.0.1');
+        await once(socket, 'connect');
+        socket.end(`GET ${path} HTTP/1.1\r\nHost: x\r\n${headers}\r\n`);
+        socket.destroy();
+      }
+      await within(20_000, async () => handled.length === 2);
+      // Before, each held its place until its 60 s ran out, and close() waited for them.
+      const done = (p: Promise<unknown>) =>
+        Promise.race([p.then(() => true), new Promise((r) => setTimeout(r, 20_000, false))]);
+      expect(await done(Promise.all(handled))).to.equal(true);
+      expect(watch.held).to.deep.equal({ stream: 0, wait: 0 });
+      expect(await done(watch.close())).to.equal(true);
+    } finally {
+      server.close();
+    }
   });
 
   it('when the fanout is lost or comes back, then every waiter reads again; one client over JOB_EVENT_STREAMS_MAX gets 503 with Retry-After; close waits for the last', async () => {
