@@ -9,6 +9,7 @@ import { AppError } from '../../platform/infra/errors';
 import { stableId } from '../../platform/infra/ids';
 import type { Runtime } from '../../platform/runtime';
 import type { AuthContext } from '../http/context';
+import { abortWhenClientLeaves } from '../http/client-gone';
 import { mount, type RouteDeps } from '../http/route';
 
 const THREAD_ID = new RegExp(AGENT_LIMITS.threadIdPattern);
@@ -208,7 +209,7 @@ export function agentsRoutes(rt: Runtime, deps: RouteDeps): Router {
 
       if (!body.stream) {
         const closed = new AbortController();
-        ctx.res.on('close', () => closed.abort());
+        abortWhenClientLeaves(ctx.res, closed);
         const end = await runs.waitFor(run.accountId, run._id, done, waitMs, closed.signal);
         if (!end) throw timedOut(run, waitMs);
         if (end.status === 'failed') throw failedRun(end);
@@ -261,7 +262,7 @@ async function streamCompletion(
   });
   res.flushHeaders();
   const closed = new AbortController();
-  res.on('close', () => closed.abort());
+  abortWhenClientLeaves(res, closed);
   res.write(': keepalive\n\n');
   const keepalive = setInterval(() => res.write(': keepalive\n\n'), o.keepaliveMs);
   let end: RunDoc | null;

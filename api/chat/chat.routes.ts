@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { endpoints } from '../../contracts/endpoints';
 import type { Runtime } from '../../platform/runtime';
+import { abortWhenClientLeaves } from '../http/client-gone';
 import { mount, type RouteDeps } from '../http/route';
 import { createChatService, type ChatService } from '../../platform/assistant/chat.service';
 import { openUiStream, toUiChunk } from './ui-stream';
@@ -25,12 +26,9 @@ export function chatRoutes(rt: Runtime, deps: RouteDeps, opts: { service?: ChatS
       const whiteLabel = account.features?.whiteLabel === true;
       // Listening before begin(): a client gone while the hold is taken must not run the turn.
       const abort = new AbortController();
-      const onClose = () => {
-        if (!ctx.res.writableFinished) abort.abort();
-      };
-      ctx.res.on('close', onClose);
+      abortWhenClientLeaves(ctx.res, abort);
       const turn = await service.begin({ account, key, requestId: ctx.requestId }, ctx.body);
-      if (abort.signal.aborted || ctx.res.destroyed) {
+      if (abort.signal.aborted) {
         await turn.settle(); // nothing ran: the hold goes back now
         ctx.res.status(499).end();
         return undefined;

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import type { JobEnvelope } from '../../contracts/common';
 import { metrics } from '../../monitoring/metrics';
 import { AppError, notFound } from '../../platform/infra/errors';
+import { abortWhenClientLeaves } from '../http/client-gone';
 
 /** Why a wait ended: the job was announced, the time ran out, or the client or this process went away. */
 export type WakeReason = 'changed' | 'timeout' | 'closed';
@@ -135,9 +136,6 @@ type ReadJob = () => Promise<JobEnvelope | null>;
 /** An `If-None-Match` or `Last-Event-ID` value as a bare tag (quotes and W/ dropped). */
 const bareTag = (raw: string | undefined) => raw?.trim().replace(/^W\//, '').replace(/^"|"$/g, '') || undefined;
 
-/** Whether the client's connection is gone already. */
-const clientGone = (req: Request, res: Response) => res.destroyed || req.socket.destroyed;
-
 /** The seconds of an RFC 7240 `Prefer: wait=N` (capped at MAX_WAIT_S); undefined without one. */
 export function preferredWait(prefer: string | undefined): number | undefined {
   const m = prefer && /(?:^|[,;]\s*)wait\s*=\s*"?(\d{1,9})"?\s*(?:[,;]|$)/i.exec(prefer);
@@ -177,11 +175,7 @@ export async function answerJob(
   res.setHeader('Preference-Applied', `wait=${waitS}`);
   res.setHeader('Vary', 'Prefer, If-None-Match');
   const ac = new AbortController();
-  const onClose = () => ac.abort();
-  res.on('close', onClose);
-  // A client that left while the request was still in the middleware (authentication, limits)
-  // closed before the listener above: its 'close' has been emitted already.
-  if (clientGone(req, res)) ac.abort();
+  const stopListening = abortWhenClientLeaves(res, ac);
   const deadline = Date.now() + waitS * 1000;
   let wake = watch.next(jobId, waitS * 1000, ac.signal); // before the read: no change slips between
   let release: (() => void) | undefined;
@@ -208,7 +202,7 @@ export async function answerJob(
     }
   } finally {
     ac.abort();
-    res.off('close', onClose);
+    stopListening();
     release?.();
   }
 }
@@ -230,11 +224,7 @@ export async function streamJob(
   heartbeatMs: number,
 ): Promise<void> {
   const ac = new AbortController();
-  const onClose = () => ac.abort();
-  res.on('close', onClose);
-  // A client that left while the request was still in the middleware (authentication, limits)
-  // closed before the listener above: its 'close' has been emitted already.
-  if (clientGone(req, res)) ac.abort();
+  const stopListening = abortWhenClientLeaves(res, ac);
   let wake = watch.next(jobId, heartbeatMs, ac.signal); // before the read: no change slips between
   let release: (() => void) | undefined;
   try {
@@ -273,7 +263,7 @@ export async function streamJob(
     }
   } finally {
     ac.abort();
-    res.off('close', onClose);
+    stopListening();
     // Shutting down: the connection closes after the last byte, and its client reconnects elsewhere.
     if (watch.closing) res.once('finish', () => req.socket.end());
     if (res.headersSent && !res.writableEnded) res.end();

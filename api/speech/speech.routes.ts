@@ -7,6 +7,7 @@ import { fromUnits } from '../../platform/credits/credits';
 import type { Runtime } from '../../platform/runtime';
 import { SPEECH_AUDIO_MAX_SECONDS, SPEECH_UNREAD_MAX_BYTES } from '../../platform/speech/limits';
 import { createSpeechService, SpeechStreamCut, type SpeechService } from '../../platform/speech/speech.service';
+import { abortWhenClientLeaves } from '../http/client-gone';
 import { mount, type RouteDeps } from '../http/route';
 
 /**
@@ -31,9 +32,7 @@ export function speechRoutes(rt: Runtime, deps: RouteDeps, opts: { service?: Spe
     async (ctx) => {
       const { res } = ctx;
       const abort = new AbortController();
-      res.on('close', () => {
-        if (!res.writableFinished) abort.abort(new Error('the client left'));
-      });
+      abortWhenClientLeaves(res, abort, new Error('the client left'));
       try {
         await get().speak(
           { accountId: ctx.auth.account._id, requestId: ctx.requestId, request: ctx.body, signal: abort.signal },
