@@ -15,6 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decode, encode } from '@jridgewell/sourcemap-codec';
 import { build } from 'esbuild';
+import { API_BUNDLE } from './build-options.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -26,29 +27,6 @@ export const ENTRY_POINTS = [
   'scripts/supervisor.ts',
   'scripts/bootstrap.ts',
   'scripts/console-link.ts',
-];
-
-/**
- * Dependencies the API bundle leaves in node_modules: native or optional modules, and the large
- * ones it loads only when first needed (the MCP SDK, file sniffing, ZIP, the OpenTelemetry SDK).
- */
-const API_EXTERNAL = [
-  'sharp',
-  'pdfjs-dist',
-  'bufferutil',
-  'utf-8-validate',
-  'kerberos',
-  'snappy',
-  '@mongodb-js/zstd',
-  'mongodb-client-encryption',
-  'gcp-metadata',
-  'socks',
-  'aws4',
-  '@aws-sdk/credential-providers',
-  '@modelcontextprotocol/*',
-  'file-type',
-  'jszip',
-  '@opentelemetry/*',
 ];
 
 /**
@@ -91,15 +69,11 @@ const results = await Promise.all([
   }),
   // The API with its dependencies bundled in: Node resolves, reads and compiles one file instead
   // of hundreds (express, mongodb, zod …), a quarter of its cold start (npm run bench startup).
-  // Bundled CommonJS dependencies call require() for Node's own modules: the banner provides it.
   build({
     ...common,
     entryPoints: ['api/main.ts'],
-    external: API_EXTERNAL,
+    ...API_BUNDLE,
     chunkNames: 'api/chunks/[name]-[hash]',
-    banner: {
-      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
-    },
   }),
 ]);
 const files = results.flatMap((r) => Object.entries(r.metafile.outputs)).filter(([f]) => f.endsWith('.js'));

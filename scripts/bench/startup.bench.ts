@@ -19,6 +19,7 @@ import { row, type Bench, type BenchRow } from './bench';
 import { benchConfig, ensureBuilt } from './processes';
 import { dropEverything } from '../harness/stack';
 import { build } from 'esbuild';
+import { API_BUNDLE } from '../build-options';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ROUNDS = Number(process.env.STARTUP_ROUNDS ?? 7);
@@ -41,19 +42,7 @@ async function buildFloor(): Promise<string> {
     platform: 'node',
     format: 'esm',
     target: 'node24',
-    external: [
-      'kerberos',
-      'snappy',
-      '@mongodb-js/zstd',
-      'mongodb-client-encryption',
-      'gcp-metadata',
-      'socks',
-      'aws4',
-      '@aws-sdk/credential-providers',
-    ],
-    banner: {
-      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
-    },
+    ...API_BUNDLE,
     logLevel: 'warning',
   });
   return outfile;
