@@ -9,7 +9,7 @@ export interface Consumer {
   handler: (d: Delivery) => Promise<void>;
   channel?: Channel;
   tag?: string;
-  /** When the broker last stopped it (see restartConsumer), and the wait before that restart. */
+  /** When the broker last stopped it (see ConsumerRecovery.restart), and the wait before that restart. */
   restartedAt?: number;
   restartDelayMs?: number;
 }

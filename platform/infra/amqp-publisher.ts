@@ -113,7 +113,7 @@ export class ConfirmPublisher {
       if (outcome === 'confirmed') break;
       if (outcome === 'lost' && this.channels.crashed.has(ch)) {
         // The broker closed the connection with an internal error: the publish itself may be
-        // what it choked on (see markCallerGone), so it is not sent again.
+        // what it choked on (see RpcResponder.markCallerGone), so it is not sent again.
         observe('failed');
         throw Object.assign(
           new Error('the broker closed the connection with an internal error (541) before the publish was confirmed'),
