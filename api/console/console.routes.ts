@@ -102,6 +102,8 @@ function sameOriginPost(headers: { secFetchSite?: string; origin?: string }, pub
 }
 
 /** The developer console (server-rendered pages), mounted at /console. */
+// Length: the console's route table: 21 handlers on one router share the session store, the queries and the
+// services built above them; the longest handler is 30 lines.
 export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: ConsoleQueryOptions = {}): Router {
   const r = Router();
   const sessions = createConsoleSessions(rt.db, sessionSettings(rt.config));

@@ -86,6 +86,8 @@ export interface ChatTurn {
  * that finished and for nothing else. The hold names the answer's message (`deliveredBy`): a
  * process that dies after storing the answer leaves a hold the scheduler captures, one that dies
  * before leaves one it releases.
+ * Length: a factory of two operations sharing the conversations repository, the engine, the tools and the
+ * credits: begin (its own Length line) and complete (43 lines).
  */
 export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tools?: readonly ToolDefinition[] } = {}) {
   const repo = createConversationsRepository(rt.db);
@@ -93,6 +95,8 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
   const tools = opts.tools ?? createAssistantTools(rt);
   const { credits, log } = rt;
 
+  // Length: a turn's start: the checks and the credit hold, then the closures the caller runs the turn with
+  // (prepare, store, settle 63 lines, events 30 lines), which share the held credits and the turn's ids.
   async function begin(caller: ChatCaller, body: ChatRequest): Promise<ChatTurn> {
     const accountId = caller.account._id;
     if (body.conversationId !== undefined) {

@@ -68,6 +68,8 @@ const sum = (a: number | null, b: number | null) => (a === null ? b : b === null
  *
  * Tool-call ids in the events are the UI's (unique per turn: the provider's id, suffixed when a
  * provider reused it in an earlier step); the engine's messages keep the provider's ids.
+ * Length: one async generator: the loop over engine steps yields events while the messages, artifacts and
+ * texts it gathers live across the yields; its inner helpers are short (at most 9 lines).
  */
 export async function* runTurn(input: TurnInput): AsyncGenerator<TurnEvent, void, undefined> {
   const { engine, tools, mode } = input;

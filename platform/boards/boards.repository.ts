@@ -67,6 +67,8 @@ const CARD_SORT = { position: 1, _id: 1 } as const;
 /** Cards copied per insertMany when a board is duplicated. */
 const COPY_BATCH = 500;
 
+// Length: the boards' data access: 23 functions share the boards and cards collections and the index set-up;
+// the longest, pageCards, is 55 lines.
 export function createBoardsRepository(db: Database) {
   const boards = db.db.collection<BoardDoc>(COLLECTIONS.boards) as unknown as Collection<BoardDoc>;
   const cards = db.db.collection<CardDoc>(COLLECTIONS.cards) as unknown as Collection<CardDoc>;

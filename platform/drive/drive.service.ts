@@ -55,6 +55,8 @@ const BULK_CONCURRENCY = 8;
 /**
  * Drive files (SPEC 4.10): list with the folder tree and the storage meter, upload, handle with a
  * signed link, update, bulk actions. Team drives are browsable and read-only.
+ * Length: a factory whose 11 operations share the Drive repository, the quota and the file view; the longest,
+ * bulk, has its own Length line.
  */
 export function createDriveService(rt: Runtime) {
   const repo = createDriveRepository(rt.db);
@@ -337,6 +339,8 @@ export function createDriveService(rt: Runtime) {
      * Bulk: each file changes with one conditional update of its own (atomic per file, not across
      * files); each failure is reported with its reason. move and restore take the next free
      * "name (n).ext" when the name is taken in the destination.
+     * Length: one bulk request: its per-file step (one, 83 lines), the destination folders it resolves and
+     * the result it fills are shared across the files, run with a concurrency limit.
      */
     async bulk(actor: DriveActor, body: DriveBulkRequest): Promise<DriveBulkResult> {
       const { caller } = actor;

@@ -34,6 +34,8 @@ const nameTaken = (name: string) =>
  * move's cycle check and its rewrite of the subtree's `path` see a tree nobody else is changing.
  * A move updates the folder, then its descendants' paths; the drive stays marked in between, so
  * paths a crash left stale are recomputed (see withFolderLock and platform/drive/repair.ts).
+ * Length: a factory whose 5 operations share the Drive repository and the folder view; the longest, update
+ * (rename and move with the paths below), is 85 lines.
  */
 export function createFoldersService(rt: Runtime) {
   const repo = createDriveRepository(rt.db);

@@ -34,6 +34,8 @@ export type IdempotencyStart =
  * records). When the owner dies the lease runs out within `leaseMs` and the next retry takes the
  * record over; since the handler derives its ids from the key (HandlerContext.idFor), the
  * takeover finds the job the dead request made and answers with it, billed once.
+ * Length: a factory whose 7 functions share the collection, the owner id and the lease timers; the longest,
+ * start, is 60 lines.
  */
 export function createIdempotency(db: Database, opts: { ttlHours: number; leaseMs: number; waitMs?: number }) {
   const waitMs = opts.waitMs ?? 5000;

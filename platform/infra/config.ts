@@ -26,7 +26,7 @@ const msList = z.string().transform((v, ctx) => {
   return out;
 });
 
-/** The URLs of an AMQP_URL list, as platform/infra/amqp.ts amqpUrls splits it (config stays free of the client's imports). */
+/** The URLs of an AMQP_URL list, as platform/infra/amqp-nodes.ts amqpUrls splits it (config stays free of the client's imports). */
 const amqpUrlList = (v: string) =>
   v
     .split(',')

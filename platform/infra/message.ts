@@ -18,7 +18,7 @@ export interface DeadLetterOptions {
   onDeadLettered?: (reason: DeadLetterReason) => void;
 }
 
-/** What of an AMQP delivery (platform/infra/amqp.ts `Delivery`) dead-lettering needs: its body, and the way off the queue. */
+/** What of an AMQP delivery (platform/infra/amqp-link.ts `Delivery`) dead-lettering needs: its body, and the way off the queue. */
 export interface Unreadable {
   msg: { content: Buffer };
   deadLetter(): void;

@@ -49,6 +49,8 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
  * session row (voice, instructions as the system message, greeting as the first assistant turn,
  * tools, and a web deployment's allowed origins); its turns and tool calls are read back from
  * the live session.
+ * Length: a factory whose 23 functions share the personas repository, the live sessions and the voice
+ * catalogue; the longest, startConversation, is 89 lines.
  */
 export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credits' | 'log'>) {
   const repo = createPersonasRepository(rt.db);

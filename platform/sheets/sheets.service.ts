@@ -71,6 +71,9 @@ const columnsView = (tree: Tree) =>
 const validation = (message: string) => new AppError('validation_error', message);
 
 /** Sheets (SPEC 4.4): create, read, apply and propose ops, resolve, roll back, edit by instruction. */
+// Length: a factory whose 34 functions (the operations and their helpers gridOf, mustHead, diffTrees …) share
+// the projects service, the sheets repository and the public base URL; each is a function of its own, the
+// longest (create) 102 lines.
 export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' | 'log' | 'credits'>) {
   const projects = createProjectsService(rt);
   const repo = createSheetsRepository(rt.db);

@@ -116,6 +116,8 @@ async function drive(send: (i: number) => Promise<number>, n: number, concurrenc
 
 export const bench: Bench = {
   name: 'images (old vs new renderer, output scorer, moonlight pool scaling 1 → 2 worker processes)',
+  // Length: one bench: its sections (old against new renderer, the output scorer, pool scaling) fill one list
+  // of rows in order.
   async run(): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
     // (a) old against new, in process.

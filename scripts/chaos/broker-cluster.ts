@@ -176,6 +176,9 @@ const latency = (xs: number[]) =>
     ? `${Math.round(pct(xs, 50))} / ${Math.round(pct(xs, 99))} / ${Math.round(Math.max(...xs))} ms (n=${xs.length})`
     : 'n/a (no request in this phase)';
 
+// Length: a chaos scenario read top to bottom in three phases (the faults while the builds are posted, the
+// webhooks, the figures) inside the one try/finally that stops the run, the receiver and the probe; the
+// phases share the marks, answers and jobs they gather, and its inner functions are at most 18 lines.
 export async function runBrokerClusterScenario(opts: BrokerClusterOptions = {}): Promise<BrokerClusterResult> {
   const N = opts.jobs ?? 500;
   const rate = opts.ratePerSecond ?? 15;

@@ -213,7 +213,24 @@ async function burst(run: ChaosRun, faults: DbFaults, accounts: Account[], fault
   }
   await watch.stop();
 
-  // --- figures ---------------------------------------------------------------------------------
+  return report(run, accounts, fault, { logical, watch, brokeAt, mendedAt, acceptedAt, quietAt });
+}
+
+/** The figures of one burst (printed) and whether it passed: nothing lost or doubled, credits exact, answers well-formed. */
+async function report(
+  run: ChaosRun,
+  accounts: Account[],
+  fault: Fault,
+  b: {
+    logical: Logical[];
+    watch: ReturnType<typeof startWatchers>;
+    brokeAt: number;
+    mendedAt: number;
+    acceptedAt: number;
+    quietAt: number;
+  },
+) {
+  const { logical, watch, brokeAt, mendedAt, acceptedAt, quietAt } = b;
   const jobs = await run.db.jobs
     .find({ accountId: { $in: accounts.map((a) => a.id) }, _id: { $regex: /^code_/ } })
     .toArray();

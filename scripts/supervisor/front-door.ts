@@ -66,37 +66,13 @@ export class FrontDoor {
   private readonly holdSeconds: Histogram;
 
   constructor(private readonly opts: FrontDoorOptions) {
-    const registers = [opts.registry];
-    this.connections = new Counter({
-      name: 'supervisor_connections_total',
-      help: 'Connections the supervisor accepted on the API port, by outcome: handed (to a ready API process at once), held_then_handed (held while no API process was ready), refused_timeout / refused_full (held too long, or too many held: answered 503), closed (the supervisor stopped).',
-      labelNames: ['outcome'],
-      registers,
-    });
-    this.holdSeconds = new Histogram({
-      name: 'supervisor_connection_hold_seconds',
-      help: 'How long connections waited in the supervisor for a ready API process (held connections only).',
-      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
-    });
-    const held = () => this.held.length;
-    const ready = () => this.serving().length;
-    new Gauge({
-      name: 'supervisor_connections_held',
-      help: 'Connections waiting in the supervisor for a ready API process.',
-      registers,
-      collect() {
-        this.set(held());
-      },
-    });
-    new Gauge({
-      name: 'supervisor_api_processes_ready',
-      help: 'API processes taking connections.',
-      registers,
-      collect() {
-        this.set(ready());
-      },
-    });
+    const metrics = doorMetrics(
+      opts.registry,
+      () => this.held.length,
+      () => this.serving().length,
+    );
+    this.connections = metrics.connections;
+    this.holdSeconds = metrics.holdSeconds;
   }
 
   listen(port: number): Promise<number> {
@@ -219,17 +195,56 @@ export class FrontDoor {
     });
   }
 
-  /** Answer 503 in the Error shape, without having read the request, and close. */
+  /** Count the refusal, answer 503 and close. */
   private refuse(socket: net.Socket, outcome: string, message: string) {
     this.connections.inc({ outcome });
-    const body = JSON.stringify({
-      error: { code: 'service_unavailable', message, requestId: `req_${randomUUID().replaceAll('-', '')}` },
-    });
-    // Read (and drop) what the client sent: closing a socket with unread data resets it, and the
-    // client would see a reset instead of the answer.
-    socket.resume();
-    socket.end(
-      `HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 5\r\nConnection: close\r\n\r\n${body}`,
-    );
+    answer503(socket, message);
   }
+}
+
+/** The door's metrics: connections by outcome, how long held ones waited, and the held and ready counts (read at scrape). */
+function doorMetrics(registry: FrontDoorOptions['registry'], held: () => number, ready: () => number) {
+  const registers = [registry];
+  const connections = new Counter({
+    name: 'supervisor_connections_total',
+    help: 'Connections the supervisor accepted on the API port, by outcome: handed (to a ready API process at once), held_then_handed (held while no API process was ready), refused_timeout / refused_full (held too long, or too many held: answered 503), closed (the supervisor stopped).',
+    labelNames: ['outcome'],
+    registers,
+  });
+  const holdSeconds = new Histogram({
+    name: 'supervisor_connection_hold_seconds',
+    help: 'How long connections waited in the supervisor for a ready API process (held connections only).',
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers,
+  });
+  new Gauge({
+    name: 'supervisor_connections_held',
+    help: 'Connections waiting in the supervisor for a ready API process.',
+    registers,
+    collect() {
+      this.set(held());
+    },
+  });
+  new Gauge({
+    name: 'supervisor_api_processes_ready',
+    help: 'API processes taking connections.',
+    registers,
+    collect() {
+      this.set(ready());
+    },
+  });
+  return { connections, holdSeconds };
+}
+
+/** Answer 503 in the Error shape, without having read the request, and close. */
+function answer503(socket: net.Socket, message: string) {
+  const body = JSON.stringify({
+    error: { code: 'service_unavailable', message, requestId: `req_${randomUUID().replaceAll('-', '')}` },
+  });
+  // Read (and drop) what the client sent: closing a socket with unread data resets it, and the
+  // client would see a reset instead of the answer.
+  socket.resume();
+  socket.end(
+    `HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 5\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -15,7 +15,7 @@ const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 const mongoBase = (process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '');
 
 /** What the tests reach inside the client: the channel a consumer receives on, the connection. */
-type Insides = { consumers: { queue: string; channel?: Channel }[]; conn?: ChannelModel };
+type Insides = { consumers: { list: { queue: string; channel?: Channel }[] }; connection: { conn?: ChannelModel } };
 const insides = (c: AmqpClient) => c as unknown as Insides;
 
 /**
@@ -116,7 +116,7 @@ describe('AmqpClient recovers consumers and its publish channel while the connec
       const ids = await consumeIds();
       await sendAndReceive(ids, `${reason}-before`);
       const before = await restarts(reason);
-      const consumer = insides(client).consumers.find((c) => c.queue === queue)!;
+      const consumer = insides(client).consumers.list.find((c) => c.queue === queue)!;
       const stopped = consumer.channel!;
       const restarted = new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error('the consumer was not subscribed again within 15 s')), 15_000);
@@ -145,7 +145,7 @@ describe('AmqpClient recovers consumers and its publish channel while the connec
 
   it('when reopening the publish channel fails once, then it is tried again and publishes go through', async () => {
     const ids = await consumeIds();
-    const conn = insides(client).conn!;
+    const conn = insides(client).connection.conn!;
     const open = sinon.stub(conn, 'createConfirmChannel');
     open.callThrough();
     open.onFirstCall().rejects(new Error('injected: no channel'));
@@ -160,17 +160,17 @@ describe('AmqpClient recovers consumers and its publish channel while the connec
     await sendAndReceive(ids, 'after-reopen');
     expect(open.callCount).to.equal(2);
     expect(warnings().map((e) => e.msg)).to.include('amqp publish channel not reopened; trying again');
-    expect(insides(client).conn).to.equal(conn);
+    expect(insides(client).connection.conn).to.equal(conn);
   });
 
   it('when reopening the publish channel keeps failing, then the connection is replaced and publishes go through', async () => {
     const ids = await consumeIds();
-    const conn = insides(client).conn!;
+    const conn = insides(client).connection.conn!;
     sinon.stub(conn, 'createConfirmChannel').rejects(new Error('injected: no channel'));
 
     await client.publish(`${prefix}no-such-exchange`, '', { x: 1 }).catch(() => {});
     await eventually(
-      async () => insides(client).conn !== undefined && insides(client).conn !== conn,
+      async () => insides(client).connection.conn !== undefined && insides(client).connection.conn !== conn,
       20_000,
       'a new connection',
     );

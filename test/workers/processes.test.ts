@@ -55,7 +55,8 @@ describe('worker processes', () => {
 
   it('when the socket buffer is full, then publishing waits for drain instead of buffering more', async () => {
     const amqp = stack.rt.amqp;
-    const pub = (amqp as unknown as { pub: import('amqplib').ConfirmChannel }).pub;
+    const pub = (amqp as unknown as { publishChannels: { current: import('amqplib').ConfirmChannel } }).publishChannels
+      .current;
     const real = pub.publish.bind(pub);
     let calls = 0;
     sinon.stub(pub, 'publish').callsFake((...args: Parameters<typeof real>) => {

@@ -163,6 +163,8 @@ function pendingCalls(transcript: EngineMessage[]): ToolCall[] {
 const argsOf = (call: ToolCall): Record<string, unknown> =>
   call.args && typeof call.args === 'object' && !Array.isArray(call.args) ? (call.args as Record<string, unknown>) : {};
 
+// Length: one agent run: 8 methods share the run document and its leases; the longest, drive (the step loop),
+// is 122 lines.
 class RunWork {
   private run: RunDoc;
   private readonly leases;

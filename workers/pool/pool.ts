@@ -66,6 +66,8 @@ const JobMessageSchema = z.object({ jobId: z.string().min(1), accountId: z.strin
  * A pool of one job type: consumes its queue with prefetch = concurrency, claims each job with
  * a lease (renewed while working), runs the processor, and settles the message only after the
  * job document holds the outcome. Crashes leave the lease to expire; the sweep republishes.
+ * Length: a pool of 10 methods sharing its consumers, the work in flight and the closing state; the longest,
+ * run, is 82 lines.
  */
 export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<PoolEvents> {
   readonly owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;

@@ -35,6 +35,8 @@ const BRAND_PAGE_MAX_BYTES = 1024 * 1024;
  * outline (as written, or authored from the brief by the engine), then one PNG per slide in the
  * blob store, a deck manifest, and the build recorded on the presentation project. A slide that
  * cannot be built is reported failed and the deck is `partial`; a deck with no slide fails.
+ * Length: a pool definition whose process (140 lines) is the deck's pipeline in order: theme, outline, one
+ * PNG per slide, manifest, build record, sharing the job's state.
  */
 export function deckWorker(
   rt: Runtime,

@@ -166,6 +166,8 @@ const fitBullets = (items: string[], box: { w: number; h: number }, style: FitSt
 /**
  * Compose one slide as SVG. creator: a finished slide with every text drawn. content: the
  * background (with a card where the text goes) and the editable text layout, no text drawn.
+ * Length: one switch over the 6 slide layouts drawing onto one page and its decorations; its helpers (el,
+ * topTitle, subtitle) are short.
  */
 export function composeSlide(input: SlideInput): ComposedSlide {
   const { slide, index, total, theme } = input;

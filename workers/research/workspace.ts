@@ -55,6 +55,8 @@ const blobIdOf = (url: string) => /\/assets\/(blob_[0-9a-z]+)\//.exec(url)?.[1];
 
 const firstString = (...xs: unknown[]) => xs.find((x): x is string => typeof x === 'string' && x.trim().length > 0);
 
+// Length: its one method, search (134 lines), searches each collection in turn into one ranked candidate
+// list.
 export function createWorkspace(deps: {
   db: Database;
   blobs: BlobStore;

@@ -103,6 +103,8 @@ const toWireTools = (tools: readonly ToolSpec[]) =>
  * answered <status>" and at most 120 characters of the provider's own error message, the key
  * masked); no answer or a stream cut before its end → engine_unavailable; the step not finished
  * within `timeoutMs` → engine_timeout. The caller's signal aborts the request at once.
+ * Length: the engine is one method, step (142 lines): one streamed request whose timeout, abort and stream
+ * reading share its controller and the tool calls being assembled; the factory adds the error mapping.
  */
 export function createOpenAIEngine(opts: OpenAIEngineOptions): ChatEngine {
   const doFetch = opts.fetch ?? fetch;

@@ -23,6 +23,8 @@ import { jobData, projectArtifact, titleFrom } from './artifacts';
 const prompt = (max: number, what: string) => text(max).trim().min(1, { error: 'must not be empty' }).describe(what);
 
 /** Media: images (a paid call to the image pool), and video, songs, code builds and research as charged jobs. */
+// Length: a list of 7 tool definitions sharing the services built above them; each is a literal, the longest
+// run is 47 lines.
 export function mediaTools(rt: Runtime): ToolDefinition[] {
   const base = rt.config.PUBLIC_BASE_URL;
   const videos = createVideosService(rt);

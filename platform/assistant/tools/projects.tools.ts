@@ -29,6 +29,8 @@ const markdown = text(PROJECT_LIMITS.notesMax)
 const UPDATE_TRIES = 5;
 
 /** Project-backed tools: flowcharts, whiteboards, notes and documents (stored as notes). */
+// Length: a list of tool definitions (input schemas and descriptions) sharing the services built above them;
+// the longest run is 38 lines.
 export function projectTools(rt: Runtime): ToolDefinition[] {
   const projects = createProjectsService(rt);
   const base = rt.config.PUBLIC_BASE_URL;

@@ -24,6 +24,8 @@ export function columnTypes(columns: readonly string[], rows: readonly (readonly
 }
 
 /** Presentations (a charged deck job), sheets and boards. */
+// Length: a list of tool definitions (input schemas and descriptions) sharing the presentations, sheets and
+// boards services; the longest run is 40 lines.
 export function workspaceTools(rt: Runtime): ToolDefinition[] {
   const presentations = createPresentationsService(rt);
   const sheets = createSheetsService(rt);

@@ -268,6 +268,9 @@ const partsOf = (b: Branch | null) => (b ? b.text.split(ARROW).filter(Boolean).l
 const COL = { note: 0, main: 1, no: 2 } as const;
 
 /** Text to a flowchart: see the rules at the top of this file. */
+// Length: the builder's state (nodes, edges, the current row, the pending sources, the counters) is shared by
+// its closures (node, connect, mainNode, branch …, the longest 22 lines) and by the one loop over the items
+// that drives them.
 export function textToFlowchart(input: TextToFlowchartInput): TextToFlowchartResult {
   const items = readItems(input.text);
   const t = chooseTitle(items, input);

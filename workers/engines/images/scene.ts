@@ -1043,11 +1043,37 @@ export function composeScene(o: ComposeOptions): Composition {
   const spec = parsePrompt(o.prompt, o.styleText);
   const style = spec.style ?? o.defaultStyle;
   const rand = prng(o.seed);
-  const { width: W, height: H } = o;
   const tints = [...spec.colours, ...(o.referenceColours ?? [])];
   if (spec.subjects.length === 0 && !spec.time && spec.weather.length === 0)
     return { svg: abstract(o, tints, style, rand), spec, style };
 
+  const st = stage(o, spec, style, tints, rand);
+  const { showSun, showMoon } = drawSky(st);
+  const { water, landIds } = drawGround(st, showSun, showMoon);
+  const cliffTop = drawCliff(st);
+  drawStanding(st, cliffTop, water, landIds);
+  drawWeather(st);
+  return { svg: svgDoc(st.L.W, st.L.H, st.L.defs, st.parts), spec, style };
+}
+
+/** A scene's stage, shared by its layers: the lit palette, the subjects named, the sky's colours, the light's side. */
+interface Stage {
+  L: Lit;
+  spec: SceneSpec;
+  ids: Set<string>;
+  base: TimeLook;
+  sky: [Rgb, Rgb, Rgb];
+  /** One hundredth of the shorter side: the unit of small sizes. */
+  u: number;
+  cliffLeft: boolean;
+  lightX: number;
+  /** The SVG elements, back to front. */
+  parts: string[];
+}
+
+/** Time of day, sky, ground and light from what the prompt names (draws from `rand` in a fixed order). */
+function stage(o: ComposeOptions, spec: SceneSpec, style: Style, tints: Rgb[], rand: () => number): Stage {
+  const { width: W, height: H } = o;
   const ids = new Set(spec.subjects.map((s) => s.id));
   const weather = new Set(spec.weather);
   const time: TimeOfDay = spec.time ?? (ids.has('moon') || ids.has('stars') || ids.has('aurora') ? 'night' : 'day');
@@ -1100,8 +1126,13 @@ export function composeScene(o: ComposeOptions): Composition {
     },
     glow: hex([255, 226, 150]),
   };
+  return { L, spec, ids, base, sky, u: Math.min(W, H) / 100, cliffLeft, lightX, parts: [] };
+}
 
-  const parts: string[] = [];
+/** Sky, stars, aurora, sun and moon, rainbow, clouds and lightning, sky subjects, backdrops on the horizon. */
+function drawSky(st: Stage): { showSun: boolean; showMoon: boolean } {
+  const { L, spec, ids, base, sky, u, lightX, parts } = st;
+  const { W, hz, time, look, weather, flat, rand, defs } = L;
   // Sky: three stops, horizon brightest by day and at sunset.
   defs.push(
     `<linearGradient id="sky" x1="0" y1="0" x2="0" y2="1">${sky.map((c, i) => `<stop offset="${[0, 0.55, 1][i]}" stop-color="${hex(c)}"/>`).join('')}</linearGradient>`,
@@ -1129,7 +1160,6 @@ export function composeScene(o: ComposeOptions): Composition {
     !weather.has('rain') &&
     !weather.has('storm');
   const showMoon = time === 'night' || ids.has('moon');
-  const u = Math.min(W, H) / 100;
   const ly = hz * base.lightY;
   if (ids.has('stars') || (time === 'night' && !weather.has('rain') && !weather.has('fog') && !ids.has('clouds'))) {
     // Named stars show in any sky (faint by day); an open night sky has them anyway.
@@ -1219,7 +1249,13 @@ export function composeScene(o: ComposeOptions): Composition {
 
   // Far backdrops on the horizon.
   for (const s of spec.subjects) if (BACKDROP[s.id]) parts.push(BACKDROP[s.id]!(L, s.colour));
+  return { showSun, showMoon };
+}
 
+/** Ground or sea, with a shore band in front when land subjects stand on a sea stage; fields, road, river, beach. */
+function drawGround(st: Stage, showSun: boolean, showMoon: boolean) {
+  const { L, spec, ids, sky, u, lightX, parts } = st;
+  const { W, H, hz, look, flat, rand, defs } = L;
   // Ground or sea, with a shore band in front when land subjects stand on a sea stage.
   const water = spec.subjects.some((s) => SUBJECTS.find((e) => e.id === s.id)!.water) && !ids.has('desert');
   const landIds = spec.subjects.filter(
@@ -1309,7 +1345,13 @@ export function composeScene(o: ComposeOptions): Composition {
         L.shade(look.ground),
       ),
     );
+  return { water, landIds };
+}
 
+/** Cliff on one side; a lighthouse, house or castle named with it stands on its top (returned). */
+function drawCliff(st: Stage): { x: number; y: number } | null {
+  const { L, ids, cliffLeft, parts } = st;
+  const { W, H, hz, weather } = L;
   // Cliff on one side; a lighthouse, house or castle named with it stands on its top.
   let cliffTop: { x: number; y: number } | null = null;
   if (ids.has('cliff')) {
@@ -1341,7 +1383,18 @@ export function composeScene(o: ComposeOptions): Composition {
     );
     cliffTop = { x: far + (edge - far) * 0.6, y: top - H * 0.005 };
   }
+  return cliffTop;
+}
 
+/** Mid and near subjects, placed by the seed (one of them on the cliff top when there is one). */
+function drawStanding(
+  st: Stage,
+  cliffTop: { x: number; y: number } | null,
+  water: boolean,
+  landIds: SceneSpec['subjects'],
+) {
+  const { L, spec, parts } = st;
+  const { W, H, hz, rand } = L;
   // Mid and near subjects: the first is the main subject on a third chosen by the seed; the
   // others alternate sides, further out and smaller (depth order: mid, then near in front).
   const standing = spec.subjects.filter((s) => DRAW[s.id] && SUBJECTS.find((e) => e.id === s.id)!.layer !== 'sky');
@@ -1352,7 +1405,7 @@ export function composeScene(o: ComposeOptions): Composition {
         ),
       )
     : undefined;
-  side = rand() < 0.5 ? -1 : 1;
+  let side = rand() < 0.5 ? -1 : 1;
   let k = 0;
   for (const layer of ['mid', 'near'] as const) {
     for (const s of standing.filter((x) => SUBJECTS.find((e) => e.id === x.id)!.layer === layer)) {
@@ -1377,7 +1430,12 @@ export function composeScene(o: ComposeOptions): Composition {
       parts.push(DRAW[s.id]!(L, x, baseY, size, s.colour));
     }
   }
+}
 
+/** Weather overlays: snow, rain, fog. */
+function drawWeather(st: Stage) {
+  const { L, u, parts } = st;
+  const { W, H, weather, rand, defs } = L;
   // Weather overlays.
   if (weather.has('snow'))
     for (let i = 0; i < 260; i++)
@@ -1396,7 +1454,6 @@ export function composeScene(o: ComposeOptions): Composition {
     );
     parts.push(rect(0, 0, W, H, 'url(#fog)'));
   }
-  return { svg: svgDoc(W, H, defs, parts), spec, style };
 }
 
 /** No subject, time or weather named: colour and mood (colour words, mood words, references). */

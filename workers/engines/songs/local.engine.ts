@@ -49,6 +49,68 @@ export function syllables(line: string): string[] {
   return out;
 }
 
+const TAU = Math.PI * 2;
+
+type AddVoice = (
+  startSec: number,
+  durSec: number,
+  amp: number,
+  voice: (t: number, i: number) => number,
+  attack?: number,
+  release?: number,
+) => void;
+
+/** Drums of one bar: kicks (four on the floor for dance styles), snares unless soft, eighth-note hats. */
+function drums(
+  add: AddVoice,
+  noise: () => number,
+  barStart: number,
+  spb: number,
+  opts: { soft: boolean; fourOnFloor: boolean },
+) {
+  const { soft, fourOnFloor } = opts;
+  const kicks = fourOnFloor ? [0, 1, 2, 3] : [0, 2];
+  for (const beat of kicks)
+    add(
+      barStart + beat * spb,
+      0.25,
+      soft ? 0.35 : 0.55,
+      (t) => Math.sin(TAU * (50 + 100 * Math.exp(-t * 30)) * t) * Math.exp(-t * 12),
+      0.001,
+      0.05,
+    );
+  if (!soft) for (const beat of [1, 3]) add(barStart + beat * spb, 0.18, 0.22, () => noise() * 2 - 1, 0.001, 0.12);
+  for (let e = 0; e < 8; e++) {
+    let prev = 0;
+    add(
+      barStart + (e * spb) / 2,
+      0.05,
+      soft ? 0.04 : 0.07,
+      () => {
+        const x = noise() * 2 - 1;
+        const hp = x - prev; // crude high-pass: hats, not hiss
+        prev = x;
+        return hp;
+      },
+      0.001,
+      0.03,
+    );
+  }
+}
+
+/** Master: soft clip, then fade in and out. */
+function master(mix: Float32Array, sr: number) {
+  const total = mix.length;
+  const fadeIn = Math.min(total, Math.floor(0.05 * sr));
+  const fadeOut = Math.min(total, Math.floor(0.6 * sr));
+  for (let i = 0; i < total; i++) {
+    let v = Math.tanh(mix[i]! * 1.2) * 0.9;
+    if (i < fadeIn) v *= i / fadeIn;
+    if (i >= total - fadeOut) v *= (total - i) / fadeOut;
+    mix[i] = v;
+  }
+}
+
 /** Renders bar by bar, yielding the bar index after each; returns the mastered samples. */
 export function* synthesizeBars(plan: SongPlan): Generator<number, Float32Array, void> {
   const sr = plan.sampleRate;
@@ -80,7 +142,6 @@ export function* synthesizeBars(plan: SongPlan): Generator<number, Float32Array,
       mix[s0 + i]! += amp * Math.max(0, env) * voice(t, i);
     }
   };
-  const TAU = Math.PI * 2;
 
   const sung = plan.lines.map(syllables);
   let leadDeg = 7; // one octave above the tonic, in scale degrees
@@ -115,35 +176,7 @@ export function* synthesizeBars(plan: SongPlan): Generator<number, Float32Array,
       );
 
     // Drums (not in the intro's first bar, to open softly).
-    if (bar > 0 || plan.bars <= 4) {
-      const kicks = fourOnFloor ? [0, 1, 2, 3] : [0, 2];
-      for (const beat of kicks)
-        add(
-          barStart + beat * spb,
-          0.25,
-          soft ? 0.35 : 0.55,
-          (t) => Math.sin(TAU * (50 + 100 * Math.exp(-t * 30)) * t) * Math.exp(-t * 12),
-          0.001,
-          0.05,
-        );
-      if (!soft) for (const beat of [1, 3]) add(barStart + beat * spb, 0.18, 0.22, () => noise() * 2 - 1, 0.001, 0.12);
-      for (let e = 0; e < 8; e++) {
-        let prev = 0;
-        add(
-          barStart + (e * spb) / 2,
-          0.05,
-          soft ? 0.04 : 0.07,
-          () => {
-            const x = noise() * 2 - 1;
-            const hp = x - prev; // crude high-pass: hats, not hiss
-            prev = x;
-            return hp;
-          },
-          0.001,
-          0.03,
-        );
-      }
-    }
+    if (bar > 0 || plan.bars <= 4) drums(add, noise, barStart, spb, { soft, fourOnFloor });
 
     // Lead.
     const lineIdx = Math.floor((bar - plan.introBars) / 2);
@@ -212,15 +245,7 @@ export function* synthesizeBars(plan: SongPlan): Generator<number, Float32Array,
     yield bar;
   }
 
-  // Master: soft clip, then fade in and out.
-  const fadeIn = Math.min(total, Math.floor(0.05 * sr));
-  const fadeOut = Math.min(total, Math.floor(0.6 * sr));
-  for (let i = 0; i < total; i++) {
-    let v = Math.tanh(mix[i]! * 1.2) * 0.9;
-    if (i < fadeIn) v *= i / fadeIn;
-    if (i >= total - fadeOut) v *= (total - i) / fadeOut;
-    mix[i] = v;
-  }
+  master(mix, sr);
   return mix;
 }
 

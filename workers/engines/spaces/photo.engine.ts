@@ -36,146 +36,12 @@ export function createPhotoSpaceEngine(opts: PhotoEngineOptions): SpaceEngine {
     async build({ plan, photos }: SpaceEngineInput, ctx: SpaceEngineContext): Promise<SpaceResult> {
       const photo = photos[0];
       await ctx.progress('decoding', 'Reading the photo');
-      let meta: Metadata;
-      try {
-        meta = await sharp(photo).metadata();
-      } catch {
-        throw new UnrecoverableError('imageUrl: the file is not a readable image (JPEG, PNG or WebP)');
-      }
-      if (!meta.format || !FORMATS.has(meta.format))
-        throw new UnrecoverableError(
-          `imageUrl: ${meta.format ?? 'unknown'} images are not supported (JPEG, PNG or WebP)`,
-        );
       const notes: string[] = [];
-
-      // Upright copy first: EXIF orientation decides what "level" means.
-      const upright = await sharp(photo).rotate().toBuffer({ resolveWithObject: true });
-      const W0 = upright.info.width,
-        H0 = upright.info.height;
-      let fovX = opts.defaultFovDeg;
-      let fovFromExif = false;
-      try {
-        const exif = await exifr.parse(photo, ['FocalLengthIn35mmFormat']);
-        const f35 = Number(exif?.FocalLengthIn35mmFormat);
-        if (f35 > 0) {
-          fovX = fovFromFocal35(f35, W0, H0);
-          fovFromExif = true;
-          notes.push(`Field of view ${fovX.toFixed(1)}° from the photo's EXIF (${f35} mm equivalent).`);
-        }
-      } catch {
-        // unreadable EXIF is the same as none
-      }
-      if (!fovFromExif)
-        notes.push(
-          `No focal length in the photo's EXIF: a ${opts.defaultFovDeg}° horizontal field of view was assumed.`,
-        );
-      notes.push(
-        `Camera height assumed ${opts.cameraHeightM} m above the floor, photo assumed level; this sets the scale.`,
-      );
-
-      const work = await sharp(upright.data)
-        .resize({ width: Math.min(WORK_WIDTH, W0), kernel: 'lanczos3' })
-        .removeAlpha()
-        .toColourspace('srgb')
-        .raw()
-        .toBuffer({ resolveWithObject: true });
-      const ww = work.info.width,
-        wh = work.info.height,
-        wc = work.info.channels;
-      const ana = await sharp(upright.data)
-        .resize({ width: Math.min(ANALYSIS_WIDTH, W0) })
-        .greyscale()
-        .raw()
-        .toBuffer({ resolveWithObject: true });
-      const grey = Float32Array.from(ana.data.subarray(0, ana.info.width * ana.info.height));
-
-      await ctx.progress('measuring', 'Estimating the room from the photo');
-      const est = estimateRoom(grey, ana.info.width, ana.info.height, fovX, opts.cameraHeightM, fovFromExif);
-      notes.push(...est.notes);
-      const box = est.box;
-
-      const f = ww / 2 / Math.tan((fovX * Math.PI) / 360);
-      const cx = ww / 2,
-        cy = wh / 2;
-      const k = ww / ana.info.width;
-      const meanRgb = (y0: number, y1: number): Rgb => {
-        const s: Rgb = [0, 0, 0];
-        let n = 0;
-        for (let y = Math.max(0, Math.floor(y0)); y < Math.min(wh, Math.ceil(y1)); y++)
-          for (let x = 0; x < ww; x += 2) {
-            const i = (y * ww + x) * wc;
-            s[0] += work.data[i]!;
-            s[1] += work.data[i + 1]!;
-            s[2] += work.data[i + 2]!;
-            n++;
-          }
-        return n ? [s[0]! / n, s[1]! / n, s[2]! / n] : [128, 128, 128];
-      };
-      const floorRow = (est.lines.floorRow ?? ana.info.height * 0.8) * k;
-      const ceilingRow = (est.lines.ceilingRow ?? ana.info.height * 0.05) * k;
-      const surface = {
-        floor: meanRgb(floorRow + 2, wh),
-        wall: meanRgb(ceilingRow + 2, floorRow - 2),
-        ceiling: est.lines.ceilingRow !== null ? meanRgb(0, ceilingRow - 2) : meanRgb(0, wh * 0.05),
-      };
-
-      /** Colour seen along a unit direction (camera frame, z forward): the photo where it saw, the box's surface colour elsewhere, feathered. */
-      const colourAt = (dx: number, dy: number, dz: number, out: Float32Array, o: number) => {
-        const t = rayToBox(box, dx, dy, dz);
-        const py = box.cameraHeight + t * dy;
-        const base = py <= 1e-3 ? surface.floor : py >= box.ceiling - 1e-3 ? surface.ceiling : surface.wall;
-        // Farther surfaces a little darker: the generated part keeps some depth cue.
-        const shade = 1 / (1 + 0.04 * t);
-        let r = base[0] * shade,
-          g = base[1] * shade,
-          b = base[2] * shade;
-        if (dz > 1e-6) {
-          const u = cx + (f * dx) / dz,
-            v = cy - (f * dy) / dz;
-          const inside = Math.min(u, ww - 1 - u, v, wh - 1 - v);
-          if (inside >= 0) {
-            const w = Math.min(1, inside / FEATHER_PX);
-            const i = (Math.round(v) * ww + Math.round(u)) * wc;
-            r = r * (1 - w) + work.data[i]! * w;
-            g = g * (1 - w) + work.data[i + 1]! * w;
-            b = b * (1 - w) + work.data[i + 2]! * w;
-          }
-        }
-        out[o] = r;
-        out[o + 1] = g;
-        out[o + 2] = b;
-      };
+      const { upright, W0, fovX, fovFromExif } = await uprightPhoto(photo, opts, notes);
+      const { est, box, colourAt } = await roomFromPhoto(upright, W0, fovX, fovFromExif, opts, notes, ctx);
 
       await ctx.progress('panorama', 'Projecting the photo into a 360 panorama and generating the rest');
-      const { width: PW, height: PH } = PANORAMA_SIZE;
-      const pano = Buffer.alloc(PW * PH * 3);
-      const depth = new Uint16Array(PW * PH);
-      const px = new Float32Array(3);
-      for (let y = 0; y < PH; y++) {
-        const lat = Math.PI / 2 - ((y + 0.5) / PH) * Math.PI;
-        const cl = Math.cos(lat),
-          sl = Math.sin(lat);
-        for (let x = 0; x < PW; x++) {
-          const lon = ((x + 0.5) / PW) * 2 * Math.PI - Math.PI;
-          const dx = cl * Math.sin(lon),
-            dy = sl,
-            dz = cl * Math.cos(lon);
-          colourAt(dx, dy, dz, px, 0);
-          const i = (y * PW + x) * 3;
-          pano[i] = px[0]!;
-          pano[i + 1] = px[1]!;
-          pano[i + 2] = px[2]!;
-          depth[y * PW + x] = Math.min(65535, Math.round(rayToBox(box, dx, dy, dz) * 1000));
-        }
-        if ((y & 63) === 0 && ctx.signal.aborted) throw ctx.signal.reason;
-      }
-      const panoJpeg = await sharp(pano, { raw: { width: PW, height: PH, channels: 3 } })
-        .jpeg({ quality: 85 })
-        .toBuffer();
-      const depthPng = await sharp(depth, { raw: { width: PW, height: PH, channels: 1 } }) // a Uint16Array: sharp reads it as 16-bit samples
-        .toColourspace('grey16')
-        .png()
-        .toBuffer();
+      const { panoJpeg, depthPng } = await panoramaOf(box, colourAt, ctx.signal);
       const poster = await sharp(upright.data)
         .resize({ width: Math.min(1024, W0) })
         .jpeg({ quality: 85 })
@@ -229,6 +95,168 @@ export function createPhotoSpaceEngine(opts: PhotoEngineOptions): SpaceEngine {
       return { ...preview, stage: 'space', spaceUrl, format: 'spz', metricScale: 1, gaussians: splats.count, notes };
     },
   };
+}
+
+/** The photo upright (EXIF orientation), its size and its horizontal field of view (EXIF focal length, or the default). */
+async function uprightPhoto(photo: Buffer | undefined, opts: PhotoEngineOptions, notes: string[]) {
+  let meta: Metadata;
+  try {
+    meta = await sharp(photo).metadata();
+  } catch {
+    throw new UnrecoverableError('imageUrl: the file is not a readable image (JPEG, PNG or WebP)');
+  }
+  if (!meta.format || !FORMATS.has(meta.format))
+    throw new UnrecoverableError(`imageUrl: ${meta.format ?? 'unknown'} images are not supported (JPEG, PNG or WebP)`);
+
+  // Upright copy first: EXIF orientation decides what "level" means.
+  const upright = await sharp(photo).rotate().toBuffer({ resolveWithObject: true });
+  const W0 = upright.info.width,
+    H0 = upright.info.height;
+  let fovX = opts.defaultFovDeg;
+  let fovFromExif = false;
+  try {
+    const exif = await exifr.parse(photo, ['FocalLengthIn35mmFormat']);
+    const f35 = Number(exif?.FocalLengthIn35mmFormat);
+    if (f35 > 0) {
+      fovX = fovFromFocal35(f35, W0, H0);
+      fovFromExif = true;
+      notes.push(`Field of view ${fovX.toFixed(1)}° from the photo's EXIF (${f35} mm equivalent).`);
+    }
+  } catch {
+    // unreadable EXIF is the same as none
+  }
+  if (!fovFromExif)
+    notes.push(`No focal length in the photo's EXIF: a ${opts.defaultFovDeg}° horizontal field of view was assumed.`);
+  notes.push(
+    `Camera height assumed ${opts.cameraHeightM} m above the floor, photo assumed level; this sets the scale.`,
+  );
+  return { upright, W0, H0, fovX, fovFromExif };
+}
+
+/**
+ * The room estimated from the photo (a box, its lines and dimensions), and the colour seen along
+ * any direction from the camera: the photo where it saw, the box's surface colours elsewhere.
+ */
+async function roomFromPhoto(
+  upright: { data: Buffer },
+  W0: number,
+  fovX: number,
+  fovFromExif: boolean,
+  opts: PhotoEngineOptions,
+  notes: string[],
+  ctx: SpaceEngineContext,
+) {
+  const work = await sharp(upright.data)
+    .resize({ width: Math.min(WORK_WIDTH, W0), kernel: 'lanczos3' })
+    .removeAlpha()
+    .toColourspace('srgb')
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  const ww = work.info.width,
+    wh = work.info.height,
+    wc = work.info.channels;
+  const ana = await sharp(upright.data)
+    .resize({ width: Math.min(ANALYSIS_WIDTH, W0) })
+    .greyscale()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  const grey = Float32Array.from(ana.data.subarray(0, ana.info.width * ana.info.height));
+
+  await ctx.progress('measuring', 'Estimating the room from the photo');
+  const est = estimateRoom(grey, ana.info.width, ana.info.height, fovX, opts.cameraHeightM, fovFromExif);
+  notes.push(...est.notes);
+  const box = est.box;
+
+  const f = ww / 2 / Math.tan((fovX * Math.PI) / 360);
+  const cx = ww / 2,
+    cy = wh / 2;
+  const k = ww / ana.info.width;
+  const meanRgb = (y0: number, y1: number): Rgb => {
+    const s: Rgb = [0, 0, 0];
+    let n = 0;
+    for (let y = Math.max(0, Math.floor(y0)); y < Math.min(wh, Math.ceil(y1)); y++)
+      for (let x = 0; x < ww; x += 2) {
+        const i = (y * ww + x) * wc;
+        s[0] += work.data[i]!;
+        s[1] += work.data[i + 1]!;
+        s[2] += work.data[i + 2]!;
+        n++;
+      }
+    return n ? [s[0]! / n, s[1]! / n, s[2]! / n] : [128, 128, 128];
+  };
+  const floorRow = (est.lines.floorRow ?? ana.info.height * 0.8) * k;
+  const ceilingRow = (est.lines.ceilingRow ?? ana.info.height * 0.05) * k;
+  const surface = {
+    floor: meanRgb(floorRow + 2, wh),
+    wall: meanRgb(ceilingRow + 2, floorRow - 2),
+    ceiling: est.lines.ceilingRow !== null ? meanRgb(0, ceilingRow - 2) : meanRgb(0, wh * 0.05),
+  };
+
+  /** Colour seen along a unit direction (camera frame, z forward): the photo where it saw, the box's surface colour elsewhere, feathered. */
+  const colourAt = (dx: number, dy: number, dz: number, out: Float32Array, o: number) => {
+    const t = rayToBox(box, dx, dy, dz);
+    const py = box.cameraHeight + t * dy;
+    const base = py <= 1e-3 ? surface.floor : py >= box.ceiling - 1e-3 ? surface.ceiling : surface.wall;
+    // Farther surfaces a little darker: the generated part keeps some depth cue.
+    const shade = 1 / (1 + 0.04 * t);
+    let r = base[0] * shade,
+      g = base[1] * shade,
+      b = base[2] * shade;
+    if (dz > 1e-6) {
+      const u = cx + (f * dx) / dz,
+        v = cy - (f * dy) / dz;
+      const inside = Math.min(u, ww - 1 - u, v, wh - 1 - v);
+      if (inside >= 0) {
+        const w = Math.min(1, inside / FEATHER_PX);
+        const i = (Math.round(v) * ww + Math.round(u)) * wc;
+        r = r * (1 - w) + work.data[i]! * w;
+        g = g * (1 - w) + work.data[i + 1]! * w;
+        b = b * (1 - w) + work.data[i + 2]! * w;
+      }
+    }
+    out[o] = r;
+    out[o + 1] = g;
+    out[o + 2] = b;
+  };
+  return { est, box, colourAt };
+}
+
+/** The 360 panorama (JPEG) and its depth map (16-bit PNG, millimetres) of the box room as colourAt sees it. */
+async function panoramaOf(
+  box: RoomBox,
+  colourAt: (dx: number, dy: number, dz: number, out: Float32Array, o: number) => void,
+  signal: AbortSignal,
+) {
+  const { width: PW, height: PH } = PANORAMA_SIZE;
+  const pano = Buffer.alloc(PW * PH * 3);
+  const depth = new Uint16Array(PW * PH);
+  const px = new Float32Array(3);
+  for (let y = 0; y < PH; y++) {
+    const lat = Math.PI / 2 - ((y + 0.5) / PH) * Math.PI;
+    const cl = Math.cos(lat),
+      sl = Math.sin(lat);
+    for (let x = 0; x < PW; x++) {
+      const lon = ((x + 0.5) / PW) * 2 * Math.PI - Math.PI;
+      const dx = cl * Math.sin(lon),
+        dy = sl,
+        dz = cl * Math.cos(lon);
+      colourAt(dx, dy, dz, px, 0);
+      const i = (y * PW + x) * 3;
+      pano[i] = px[0]!;
+      pano[i + 1] = px[1]!;
+      pano[i + 2] = px[2]!;
+      depth[y * PW + x] = Math.min(65535, Math.round(rayToBox(box, dx, dy, dz) * 1000));
+    }
+    if ((y & 63) === 0 && signal.aborted) throw signal.reason;
+  }
+  const panoJpeg = await sharp(pano, { raw: { width: PW, height: PH, channels: 3 } })
+    .jpeg({ quality: 85 })
+    .toBuffer();
+  const depthPng = await sharp(depth, { raw: { width: PW, height: PH, channels: 1 } }) // a Uint16Array: sharp reads it as 16-bit samples
+    .toColourspace('grey16')
+    .png()
+    .toBuffer();
+  return { panoJpeg, depthPng };
 }
 
 /**

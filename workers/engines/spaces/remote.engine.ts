@@ -100,7 +100,11 @@ function gunzipHead(gz: Buffer, n: number): Promise<Buffer> {
   });
 }
 
-export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine {
+/**
+ * The provider's side of a build: its base URL, a call to its API, a download of what it made,
+ * and the checks a splat, a collider and a panorama pass before they are stored.
+ */
+function providerClient(opts: RemoteEngineOptions) {
   const ssrf = { allowLoopback: opts.allowLoopback };
 
   /**
@@ -231,6 +235,12 @@ export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine 
     if (bytes[0] === 0xff && bytes[1] === 0xd8) return ctx.store(bytes, 'image/jpeg', 'panorama.jpg');
     throw new UnrecoverableError("the world-generation provider's panorama is neither PNG nor JPEG");
   };
+
+  return { providerBase, call, download, splat, storeCollider, storePanorama };
+}
+
+export function createRemoteSpaceEngine(opts: RemoteEngineOptions): SpaceEngine {
+  const { providerBase, call, download, splat, storeCollider, storePanorama } = providerClient(opts);
 
   return {
     name: REMOTE_ENGINE_NAME,

@@ -57,72 +57,8 @@ export function createRoomSpaceEngine(opts: RoomEngineOptions): SpaceEngine {
     name: ROOM_ENGINE_NAME,
     async build({ plan, photos }: SpaceEngineInput, ctx: SpaceEngineContext): Promise<SpaceResult> {
       const video = plan.source === 'video';
-      const field = (i: number) => (video ? 'videoUrl' : `imageUrls[${i}]`);
       await ctx.progress('decoding', video ? 'Reading the video frames' : 'Reading the photos');
-      const uprights: Buffer[] = [];
-      for (const [i, buf] of photos.entries()) {
-        let format: string | undefined;
-        try {
-          format = (await sharp(buf).metadata()).format;
-        } catch {
-          throw new UnrecoverableError(`${field(i)}: the file is not a readable image (JPEG, PNG or WebP)`);
-        }
-        if (!format || !FORMATS.has(format))
-          throw new UnrecoverableError(
-            `${field(i)}: ${format ?? 'unknown'} images are not supported (JPEG, PNG or WebP)`,
-          );
-        uprights.push(await sharp(buf).rotate().toBuffer());
-      }
-      const first = await sharp(uprights[0]).metadata();
-      const W0 = first.width!,
-        H0 = first.height!;
-      const notes: string[] = [
-        video
-          ? `Built from ${photos.length} frames sampled evenly from the video.`
-          : `Built from ${photos.length} photos.`,
-      ];
-
-      let fovX = opts.defaultFovDeg;
-      let fovFromExif = false;
-      if (!video) {
-        try {
-          const f35 = Number((await exifr.parse(photos[0]!, ['FocalLengthIn35mmFormat']))?.FocalLengthIn35mmFormat);
-          if (f35 > 0) {
-            fovX = fovFromFocal35(f35, W0, H0);
-            fovFromExif = true;
-          }
-        } catch {
-          // unreadable EXIF is the same as none
-        }
-      }
-      notes.push(
-        fovFromExif
-          ? `Field of view ${fovX.toFixed(1)}° from the first photo's EXIF.`
-          : `No focal length known: a ${opts.defaultFovDeg}° horizontal field of view was assumed.`,
-      );
-
-      const vw = Math.min(VIEW_WIDTH, W0),
-        vh = Math.round((vw * H0) / W0);
-      const aw = Math.min(ANALYSIS_WIDTH, vw),
-        ah = Math.round((aw * H0) / W0);
-      const views: View[] = [];
-      for (const up of uprights) {
-        const rgb = await sharp(up)
-          .resize(vw, vh, { fit: 'cover' })
-          .removeAlpha()
-          .toColourspace('srgb')
-          .raw()
-          .toBuffer();
-        const grey = await sharp(up).resize(aw, ah, { fit: 'cover' }).greyscale().raw().toBuffer();
-        const m = await sharp(up).metadata();
-        views.push({
-          rgb,
-          grey: Float32Array.from(grey.subarray(0, aw * ah)),
-          yaw: 0,
-          cropped: Math.abs(m.width! * H0 - m.height! * W0) > Math.max(W0, H0),
-        });
-        if (ctx.signal.aborted) throw ctx.signal.reason;
-      }
+      const { uprights, W0, notes, fovX, vw, vh, aw, ah, views } = await readViews(photos, video, opts, ctx);
 
       if (views.some((v) => v.cropped)) notes.push('Views of another shape than the first were cropped to its shape.');
       await ctx.progress('stitching', 'Placing the views round the camera');
@@ -242,6 +178,70 @@ export function createRoomSpaceEngine(opts: RoomEngineOptions): SpaceEngine {
       };
     },
   };
+}
+
+/**
+ * The photos or video frames upright and checked, the field of view (the first photo's EXIF, or
+ * the default), and each view at the working and analysis sizes of the first one.
+ */
+async function readViews(photos: Buffer[], video: boolean, opts: RoomEngineOptions, ctx: SpaceEngineContext) {
+  const field = (i: number) => (video ? 'videoUrl' : `imageUrls[${i}]`);
+  const uprights: Buffer[] = [];
+  for (const [i, buf] of photos.entries()) {
+    let format: string | undefined;
+    try {
+      format = (await sharp(buf).metadata()).format;
+    } catch {
+      throw new UnrecoverableError(`${field(i)}: the file is not a readable image (JPEG, PNG or WebP)`);
+    }
+    if (!format || !FORMATS.has(format))
+      throw new UnrecoverableError(`${field(i)}: ${format ?? 'unknown'} images are not supported (JPEG, PNG or WebP)`);
+    uprights.push(await sharp(buf).rotate().toBuffer());
+  }
+  const first = await sharp(uprights[0]).metadata();
+  const W0 = first.width!,
+    H0 = first.height!;
+  const notes: string[] = [
+    video ? `Built from ${photos.length} frames sampled evenly from the video.` : `Built from ${photos.length} photos.`,
+  ];
+
+  let fovX = opts.defaultFovDeg;
+  let fovFromExif = false;
+  if (!video) {
+    try {
+      const f35 = Number((await exifr.parse(photos[0]!, ['FocalLengthIn35mmFormat']))?.FocalLengthIn35mmFormat);
+      if (f35 > 0) {
+        fovX = fovFromFocal35(f35, W0, H0);
+        fovFromExif = true;
+      }
+    } catch {
+      // unreadable EXIF is the same as none
+    }
+  }
+  notes.push(
+    fovFromExif
+      ? `Field of view ${fovX.toFixed(1)}° from the first photo's EXIF.`
+      : `No focal length known: a ${opts.defaultFovDeg}° horizontal field of view was assumed.`,
+  );
+
+  const vw = Math.min(VIEW_WIDTH, W0),
+    vh = Math.round((vw * H0) / W0);
+  const aw = Math.min(ANALYSIS_WIDTH, vw),
+    ah = Math.round((aw * H0) / W0);
+  const views: View[] = [];
+  for (const up of uprights) {
+    const rgb = await sharp(up).resize(vw, vh, { fit: 'cover' }).removeAlpha().toColourspace('srgb').raw().toBuffer();
+    const grey = await sharp(up).resize(aw, ah, { fit: 'cover' }).greyscale().raw().toBuffer();
+    const m = await sharp(up).metadata();
+    views.push({
+      rgb,
+      grey: Float32Array.from(grey.subarray(0, aw * ah)),
+      yaw: 0,
+      cropped: Math.abs(m.width! * H0 - m.height! * W0) > Math.max(W0, H0),
+    });
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+  }
+  return { uprights, W0, notes, fovX, vw, vh, aw, ah, views };
 }
 
 /** Splats built in metres (y from the floor) moved to camera units: origin at the camera, 1 = camera height. */
