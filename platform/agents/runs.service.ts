@@ -136,8 +136,8 @@ const sameToken = (a: string, b: string) =>
   a.length === 64 && b.length === 64 && timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'));
 
 export function createAgentRuns(rt: Runtime) {
-  const c = agentCollections(rt.db);
-  const agents = createAgentsRepository(rt.db);
+  const c = agentCollections(rt.store);
+  const agents = createAgentsRepository(rt.store);
 
   const mustAgent = async (accountId: string, agentId: string) => {
     const a = await agents.get(accountId, agentId);
@@ -190,7 +190,7 @@ export function createAgentRuns(rt: Runtime) {
       runId?: string;
       repeatable?: boolean;
     }): Promise<z.infer<typeof AgentMessageAccepted> & { run: RunDoc; charged: number }> {
-      await ensureAgentIndexes(rt.db);
+      await ensureAgentIndexes(rt.store);
       const agent = await mustAgent(input.accountId, input.agentId);
       const runId = input.runId ?? newId('run');
       const found = (r: RunDoc) => ({

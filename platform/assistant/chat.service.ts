@@ -88,7 +88,7 @@ export interface ChatTurn {
  * before leaves one it releases.
  */
 export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tools?: readonly ToolDefinition[] } = {}) {
-  const repo = createConversationsRepository(rt.db);
+  const repo = createConversationsRepository(rt.store);
   const engine = opts.engine ?? createChatEngine(rt.config);
   const tools = opts.tools ?? createAssistantTools(rt);
   const { credits, log } = rt;

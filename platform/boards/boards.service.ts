@@ -94,8 +94,8 @@ type Placement = { column?: string; before?: string | null; after?: string | nul
  * deletion works the same way (board first, then its cards; a card write that no longer finds
  * the board removes its card).
  */
-export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
-  const repo = createBoardsRepository(rt.db);
+export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
+  const repo = createBoardsRepository(rt.store);
   const base = rt.config.PUBLIC_BASE_URL;
 
   const view = (b: BoardDoc, counts?: Map<string, number>): Board => {

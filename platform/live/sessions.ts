@@ -87,9 +87,9 @@ export function liveCapabilities(config: Runtime['config']): LiveCapabilities {
  * Live sessions (SPEC 4.8 POST /live/session): issue and resume, and what the realtime engine
  * asks when a token connects, a turn ends, the connection drops or the client ends it.
  */
-export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits' | 'log'>) {
+export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credits' | 'log'>) {
   const { config } = rt;
-  const col = liveSessionsCollection(rt.db);
+  const col = liveSessionsCollection(rt.store);
   const secret = config.LIVE_TOKEN_SECRET ?? config.ASSET_SIGNING_SECRET;
   const catalogue = voiceCatalogue(config);
   const realtimeUrl = `${config.PUBLIC_BASE_URL.replace(/^http/, 'ws')}${REALTIME_PATH}`;

@@ -50,8 +50,8 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
  * tools, and a web deployment's allowed origins); its turns and tool calls are read back from
  * the live session.
  */
-export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credits' | 'log'>) {
-  const repo = createPersonasRepository(rt.db);
+export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'credits' | 'log'>) {
+  const repo = createPersonasRepository(rt.store);
   const sessions = createLiveSessions(rt);
   const catalogue = voiceCatalogue(rt.config);
   const api = `${rt.config.PUBLIC_BASE_URL}/api/v1`;

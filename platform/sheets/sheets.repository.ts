@@ -2,7 +2,7 @@ import type { Collection, Filter } from 'mongodb';
 import { PROJECT_TYPE_OF_KIND } from '../../contracts/projects';
 import type { COMMIT_SOURCES, COMMIT_STATUSES } from '../../contracts/sheets';
 import { keysetPage, type Page } from '../infra/lists';
-import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
+import { COLLECTIONS, isDuplicateKey, type Store, openStore } from '../infra/mongo';
 import type { ProjectDoc } from '../projects/projects.repository';
 import type { NewBlock, Tree } from './grid';
 
@@ -95,7 +95,8 @@ const toStored = <T extends { tree?: Tree | null }>(d: T) =>
 const fromStored = <T>(d: (Record<string, unknown> & { tree?: string | null }) | null): T | null =>
   d ? ({ ...d, tree: typeof d.tree === 'string' ? (JSON.parse(d.tree) as Tree) : null } as T) : null;
 
-export function createSheetsRepository(db: Database) {
+export function createSheetsRepository(store: Store) {
+  const db = openStore(store);
   const heads = db.db.collection<Stored<SheetHeadDoc>>(COLLECTIONS.sheets) as unknown as Collection<
     Stored<SheetHeadDoc>
   >;

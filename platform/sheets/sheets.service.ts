@@ -71,9 +71,9 @@ const columnsView = (tree: Tree) =>
 const validation = (message: string) => new AppError('validation_error', message);
 
 /** Sheets (SPEC 4.4): create, read, apply and propose ops, resolve, roll back, edit by instruction. */
-export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' | 'log' | 'credits'>) {
+export function createSheetsService(rt: Pick<Runtime, 'store' | 'config' | 'amqp' | 'log' | 'credits'>) {
   const projects = createProjectsService(rt);
-  const repo = createSheetsRepository(rt.db);
+  const repo = createSheetsRepository(rt.store);
   const base = rt.config.PUBLIC_BASE_URL;
 
   const gridOf = (accountId: string, sheetId: string, tree: Tree) =>
