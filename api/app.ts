@@ -159,16 +159,22 @@ export function createApp(
 
   // Audit before the rate limit, so refused (429) calls are recorded too; the entry is inserted
   // (group commit) before the answer goes out, or queued to the audit writer when the database is away.
-  const auditRecorder = createAuditRecorder({ db: rt.db, amqp: rt.amqp, log, prefix: config.QUEUE_PREFIX });
+  const auditRecorder = createAuditRecorder({
+    store: rt.store,
+    health: rt.dbHealth,
+    amqp: rt.amqp,
+    log,
+    prefix: config.QUEUE_PREFIX,
+  });
   // One limiter for REST and MCP: each instance leases its own share of a key's window.
   const limiter = rateLimit(
-    createRateLimiter(rt.db, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }),
+    createRateLimiter(rt.store, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }),
   );
 
   // Outside the versioned API: the MCP server (svc_ keys) and the developer console (its own sessions).
   app.use(
     '/mcp',
-    databaseGate(rt.db.health),
+    databaseGate(rt.dbHealth),
     mcpRoutes(rt, { authCache, audit: auditRecorder, rateLimit: limiter, idempotency: parts.idempotency }),
   );
   app.use('/console', consoleRoutes(rt, { audit: auditRecorder }));
@@ -179,7 +185,7 @@ export function createApp(
   v1.use(driveDownloadRoutes(rt));
   v1.use(personasPublicRoutes());
   // While the database is away, authenticated calls answer 503 at once from their route (audited).
-  v1.use(authenticate(authCache), audit(auditRecorder), databaseGate(rt.db.health, { inRoute: true }), limiter);
+  v1.use(authenticate(authCache), audit(auditRecorder), databaseGate(rt.dbHealth, { inRoute: true }), limiter);
   for (const routes of ROUTE_MODULES) v1.use(routes(rt, deps));
 
   // Every catalogue endpoint this deployment does not serve yet answers 501, after auth.
@@ -204,7 +210,8 @@ export async function start(config: Config = loadConfig()) {
   const rt = await createRuntime(config, log);
   // Every API process drains the audit queue into audit_log in batches.
   const auditWriter = createAuditWriter({
-    db: rt.db,
+    store: rt.store,
+    health: rt.dbHealth,
     amqp: rt.amqp,
     log: log.child({ component: 'audit' }),
     prefix: config.QUEUE_PREFIX,
@@ -212,7 +219,7 @@ export async function start(config: Config = loadConfig()) {
   // Keys and accounts cached per process, kept true by the invalidation fanout.
   // A key not in the cache while the database is away: 503 at once, not a wait for the driver.
   const authCache = createAuthCache(
-    (presented) => (rt.db.health.up ? rt.accounts.authenticate(presented) : Promise.reject(databaseUnavailable())),
+    (presented) => (rt.dbHealth.up ? rt.accounts.authenticate(presented) : Promise.reject(databaseUnavailable())),
     { ttlMs: config.AUTH_CACHE_TTL_MS },
   );
   // In-flight jobs cached for GET /jobs/{id}, kept true by the job-changes fanout (this process's
@@ -264,7 +271,7 @@ export async function start(config: Config = loadConfig()) {
   );
   const onLocalChange = (msg: AuthInvalidation) => authCache.invalidate(msg);
   rt.authChanges.on('change', onLocalChange);
-  const idempotency = createIdempotency(rt.db, {
+  const idempotency = createIdempotency(rt.store, {
     ttlHours: config.IDEMPOTENCY_TTL_HOURS,
     leaseMs: config.IDEMPOTENCY_LEASE_MS,
   });

@@ -1,7 +1,8 @@
 import { POOL_TYPES, broker } from '../contracts/registry';
 import { reportQueueDepth, reportReadiness } from '../monitoring/metrics';
 import { probeHandler, type Probe } from '../monitoring/server';
-import { createAccountsRepository, createAuthInvalidations } from './accounts/accounts';
+import { createAuthInvalidations } from './accounts/accounts';
+import { createAccountsRepository } from './accounts/accounts.repository';
 import { AmqpClient } from './infra/amqp';
 import { createBlobStore } from './infra/media-blobs';
 import type { Config } from './infra/config';
@@ -9,7 +10,7 @@ import { createCredits, migrateCreditUnits } from './credits/credits';
 import { armFaultPoint } from './infra/faults';
 import { createJobs } from './jobs/jobs';
 import type { Logger } from './infra/log';
-import { connectMongo, ensureIndexes } from './infra/mongo';
+import { connectMongo, ensureIndexes, storeOf } from './infra/mongo';
 import { startupStep } from './infra/startup';
 
 /**
@@ -40,7 +41,7 @@ export async function createRuntime(config: Config, log: Logger) {
       try {
         await Promise.all([
           startupStep('indexes', () => ensureIndexes(db)),
-          startupStep('credit-units', () => migrateCreditUnits(db, log)),
+          startupStep('credit-units', () => migrateCreditUnits(storeOf(db), log)),
         ]);
       } catch (err) {
         await db.close();
@@ -57,15 +58,18 @@ export async function createRuntime(config: Config, log: Logger) {
       log.error('RabbitMQ did not connect either', { err: broker_.reason as Error });
     throw mongo.status === 'rejected' ? mongo.reason : (broker_ as PromiseRejectedResult).reason;
   }
+  // The connection stays here (indexes, probes, close); the rest of the code gets the opaque store
+  // and reaches collections through repositories.
   const db = mongo.value;
-  const credits = createCredits(db, config.CREDIT_PRICES);
-  const blobs = createBlobStore(db, {
+  const store = storeOf(db);
+  const credits = createCredits(store, config.CREDIT_PRICES);
+  const blobs = createBlobStore(store, {
     secret: config.ASSET_SIGNING_SECRET,
     publicBaseUrl: config.PUBLIC_BASE_URL,
     defaultTtlSeconds: config.ASSET_URL_TTL_SECONDS,
   });
   const jobs = createJobs({
-    db,
+    store,
     amqp,
     credits,
     log: log.child({ component: 'jobs' }),
@@ -78,8 +82,13 @@ export async function createRuntime(config: Config, log: Logger) {
       ttlMs: config.CREDIT_LEASE_MS,
     },
   });
-  const invalidations = createAuthInvalidations({ db, amqp, exchange: broker.authExchange(config.QUEUE_PREFIX), log });
-  const accounts = createAccountsRepository(db, { invalidate: invalidations.publish });
+  const invalidations = createAuthInvalidations({
+    store,
+    amqp,
+    exchange: broker.authExchange(config.QUEUE_PREFIX),
+    log,
+  });
+  const accounts = createAccountsRepository(store, { invalidate: invalidations.publish });
   const queues = [
     ...POOL_TYPES.map((p) => broker.poolQueue(config.QUEUE_PREFIX, p)),
     broker.deadLetterQueue(config.QUEUE_PREFIX),
@@ -110,7 +119,9 @@ export async function createRuntime(config: Config, log: Logger) {
   return {
     config,
     log,
-    db,
+    store,
+    /** Whether the database answers, as far as this process knows (platform/infra/db-health.ts). */
+    dbHealth: db.health,
     amqp,
     credits,
     blobs,

@@ -1,11 +1,12 @@
 import { MongoBackend } from '@agendajs/mongo-backend';
-import { COLLECTIONS, type Database } from '../platform/infra/mongo';
+import { COLLECTIONS, type Store, openStore } from '../platform/infra/mongo';
 
 /**
  * Agenda's own collection. Agenda reads and writes it; the scheduler touches it only to release
  * locks that a database outage left behind (scheduler.ts releaseLocksAfterOutage).
  */
-export function createAgendaTasks(db: Database) {
+export function createAgendaTasks(store: Store) {
+  const db = openStore(store);
   return {
     /**
      * Release the locks `owner` took before `takenBefore` of tasks not named in `running`; how
@@ -24,4 +25,5 @@ export function createAgendaTasks(db: Database) {
 }
 
 /** Agenda's storage: its own collection of the service's database. */
-export const agendaBackend = (db: Database) => new MongoBackend({ mongo: db.db, collection: COLLECTIONS.agenda });
+export const agendaBackend = (store: Store) =>
+  new MongoBackend({ mongo: openStore(store).db, collection: COLLECTIONS.agenda });

@@ -1,5 +1,5 @@
 import { newId } from '../platform/infra/ids';
-import { COLLECTIONS, type Database } from '../platform/infra/mongo';
+import { COLLECTIONS, type Store, openStore } from '../platform/infra/mongo';
 
 /** A dead message parked for inspection (scheduler/dead-letters.ts). WARNING: persisted. */
 interface DeadLetterDoc {
@@ -14,7 +14,8 @@ interface DeadLetterDoc {
 }
 
 /** Parked dead letters: operations data of no account, read by people and by tests. */
-export function createDeadLetters(db: Database) {
+export function createDeadLetters(store: Store) {
+  const db = openStore(store);
   const parked = db.db.collection<DeadLetterDoc>(COLLECTIONS.deadLetters);
   return {
     async park(letter: Omit<DeadLetterDoc, '_id' | 'at'>): Promise<void> {

@@ -16,7 +16,7 @@ export const DEAD_LETTER_RETENTION_DAYS = 14;
  * with its headers and a bounded copy of its bytes for inspection, then acked.
  */
 export async function startDeadLetterHandler(rt: Runtime) {
-  const parked = createDeadLetters(rt.db);
+  const parked = createDeadLetters(rt.store);
   return rt.amqp.consume(broker.deadLetterQueue(rt.config.QUEUE_PREFIX), 10, async (d: Delivery) => {
     const headers = (d.msg.properties.headers ?? {}) as Record<string, unknown>;
     const reason = String(headers['x-first-death-reason'] ?? 'unknown');

@@ -26,14 +26,14 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
     // Named after this process: Agenda writes the name on every lock it takes (lastModifiedBy),
     // so the locks an outage left behind can be told from another scheduler's (below).
     name: instanceId,
-    backend: agendaBackend(rt.db),
+    backend: agendaBackend(rt.store),
     processEvery: config.SCHEDULER_PROCESS_EVERY_MS,
     defaultLockLifetime: 60_000,
   });
   // Agenda looks for due tasks every SCHEDULER_PROCESS_EVERY_MS: while the database is known to
   // be away each look fails, and the process already said so once.
   agenda.on('error', (err: Error) =>
-    isDatabaseUnavailable(err) && !rt.db.health.up
+    isDatabaseUnavailable(err) && !rt.dbHealth.up
       ? log.debug('agenda error while the database is away', { err })
       : log.error('agenda error', { err }),
   );
@@ -41,7 +41,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   // Task runs in progress in this process, by name.
   const running = new Map<string, number>();
   const releaseOutageLocks = releaseLocksAfterOutage(rt, running);
-  rt.db.health.on('up', ({ downMs }) => void releaseOutageLocks(new Date(Date.now() - downMs)));
+  rt.dbHealth.on('up', ({ downMs }) => void releaseOutageLocks(new Date(Date.now() - downMs)));
 
   const define = (name: string, run: () => Promise<unknown>) =>
     // biome-ignore lint/nursery/noMisusedPromises: Agenda awaits an async processor (define's second overload); Biome reads the first, callback-style one.
@@ -74,7 +74,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   define('drive.text.sweep', () => tasks.sweepDriveText());
   define('agents.sweep', () => tasks.sweepAgentRuns());
   define('live.sessions.stale', () => tasks.dropStaleLiveSessions());
-  const webhookDeliveries = createDeliveriesRepository(rt.db);
+  const webhookDeliveries = createDeliveriesRepository(rt.store);
   define('webhooks.deliveries.expire', () =>
     webhookDeliveries.expire(new Date(Date.now() - config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000)),
   );
@@ -148,7 +148,7 @@ export type SchedulerProcess = Awaited<ReturnType<typeof start>>;
 function releaseLocksAfterOutage(rt: Runtime, running: ReadonlyMap<string, number>) {
   return async (downSince: Date): Promise<void> => {
     try {
-      const released = await createAgendaTasks(rt.db).releaseLocks(instanceId, downSince, [...running.keys()]);
+      const released = await createAgendaTasks(rt.store).releaseLocks(instanceId, downSince, [...running.keys()]);
       if (released) rt.log.info('released scheduler task locks left by the database outage', { tasks: released });
     } catch (err) {
       rt.log.warn('scheduler task locks not released; they expire by themselves within 60 s', { err: err as Error });

@@ -14,9 +14,9 @@ import { expireRateLimitWindows } from '../platform/rate-limits/rate-limits.repo
 
 /** Scheduler tasks: plain functions over the runtime, so tests can call them directly too. */
 export function createTasks(rt: Runtime) {
-  const { db, config } = rt;
-  const creditsRepo = createCreditsRepository(db);
-  const deadLetters = createDeadLetters(db);
+  const { store, config } = rt;
+  const creditsRepo = createCreditsRepository(store);
+  const deadLetters = createDeadLetters(store);
   return {
     /** Publish jobs that never reached the broker, and jobs whose worker died or whose retry is due. */
     sweepJobs: () => rt.jobs.sweep(config.DISPATCH_GRACE_MS, config.JOB_LEASE_MS),
@@ -27,7 +27,7 @@ export function createTasks(rt: Runtime) {
      */
     async sweepEvents(now = new Date()) {
       const sent = await sweepEventOutbox(rt, config.DISPATCH_GRACE_MS);
-      const expired = await expireEventOutbox(db, new Date(now.getTime() - 7 * 86_400_000));
+      const expired = await expireEventOutbox(store, new Date(now.getTime() - 7 * 86_400_000));
       const invalidations = await rt.sweepAuthInvalidations(1000);
       return { sent, expired, invalidations };
     },
@@ -35,11 +35,11 @@ export function createTasks(rt: Runtime) {
     /** Audit entries are kept AUDIT_RETENTION_DAYS (90), then deleted. */
     async expireAudit(now = new Date()) {
       const cutoff = new Date(now.getTime() - config.AUDIT_RETENTION_DAYS * 86_400_000);
-      return expireAuditEntries(db, cutoff);
+      return expireAuditEntries(store, cutoff);
     },
 
     async expireIdempotencyKeys(now = new Date()) {
-      return expireIdempotencyRecords(db, now);
+      return expireIdempotencyRecords(store, now);
     },
 
     /**
@@ -72,7 +72,7 @@ export function createTasks(rt: Runtime) {
     },
 
     async expireRateLimitWindows(now = new Date()) {
-      return expireRateLimitWindows(db, now);
+      return expireRateLimitWindows(store, now);
     },
 
     /** Drive files trashed more than DRIVE_TRASH_DAYS ago: text, search postings, bytes, meter share, record (resumable). */

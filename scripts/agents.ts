@@ -50,7 +50,7 @@ const rt = await createRuntime(config, createLogger('warn', { service: 'agents-c
 try {
   const accountId = values.account!;
   if (!(await rt.accounts.getAccount(accountId))) fail(`no account ${accountId}`);
-  const repo = createAgentsRepository(rt.db);
+  const repo = createAgentsRepository(rt.store);
   const command = positionals[0] ?? 'list';
   if (command === 'create') {
     if (!values.name) fail('--name is required');
@@ -89,7 +89,7 @@ try {
       ),
     );
   } else if (command === 'seed') {
-    for (const a of await seedDevAgents(rt.db, accountId)) console.log(`${a._id}  ${a.name}`);
+    for (const a of await seedDevAgents(rt.store, accountId)) console.log(`${a._id}  ${a.name}`);
   } else if (command === 'list') {
     for (const a of await repo.list(accountId)) {
       console.log(

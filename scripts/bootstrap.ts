@@ -16,7 +16,7 @@
  *   the owner's approval).
  */
 import { SCOPES } from '../contracts/registry';
-import { createAccountsRepository } from '../platform/accounts/accounts';
+import { createAccountsRepository } from '../platform/accounts/accounts.repository';
 import { loadConfig } from '../platform/infra/config';
 import { fromUnits, migrateCreditUnits } from '../platform/credits/credits';
 import { putDriveBlob } from '../platform/drive/blobs.repository';
@@ -25,7 +25,7 @@ import type { DriveFileDoc, DriveFolderDoc, DriveUsageDoc, TeamDoc } from '../pl
 import { createTeams } from '../platform/drive/teams.repository';
 import { newId } from '../platform/infra/ids';
 import { seedDevAgents } from '../platform/agents/seed';
-import { COLLECTIONS, connectMongo, ensureIndexes, type Database } from '../platform/infra/mongo';
+import { COLLECTIONS, connectMongo, ensureIndexes, storeOf, type Database } from '../platform/infra/mongo';
 
 const DEV_ACCOUNT_ID = 'acct_development';
 const DEV_TEAM_ID = 'team_development';
@@ -80,7 +80,7 @@ async function ensureDriveDemo(
     ).key;
   }
 
-  const teams = createTeams(db);
+  const teams = createTeams(storeOf(db));
   if (!(await db.db.collection<TeamDoc>(COLLECTIONS.teams).findOne({ _id: DEV_TEAM_ID }))) {
     await teams.createTeam({ id: DEV_TEAM_ID, name: 'Demo team', ownerAccountId: accountId });
   }
@@ -93,7 +93,7 @@ async function ensureDriveDemo(
       '# Welcome to the demo team\n\nThis team drive is read-only over the API: browse it with `GET /drive/files?teamId=team_development`.\n',
       'utf8',
     );
-    const blob = await putDriveBlob(db, bytes, {
+    const blob = await putDriveBlob(storeOf(db), bytes, {
       accountId,
       contentType: 'text/markdown',
       filename: 'welcome.md',
@@ -134,8 +134,8 @@ const config = loadConfig();
 const db = await connectMongo(config.MONGODB_URL);
 try {
   await ensureIndexes(db);
-  await migrateCreditUnits(db);
-  const accounts = createAccountsRepository(db);
+  await migrateCreditUnits(storeOf(db));
+  const accounts = createAccountsRepository(storeOf(db));
   let account = await accounts.getAccount(DEV_ACCOUNT_ID);
   const newKey = process.argv.includes('--new-key');
   const created = !account;
@@ -149,7 +149,7 @@ try {
   }
   const pinnedKey = await ensureDriveDemo(db, accounts, account._id);
   // The two agents of the development account (agt_research, agt_outreach); idempotent.
-  await seedDevAgents(db, account._id);
+  await seedDevAgents(storeOf(db), account._id);
   const lines: string[] = [];
   if (created || newKey) {
     const { key } = await accounts.createKey(account._id, { name: 'development', scopes: [...SCOPES] });

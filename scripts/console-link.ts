@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { issueSignInLink } from '../platform/console/sessions.repository';
 import { loadConfig } from '../platform/infra/config';
-import { connectMongo, ensureIndexes } from '../platform/infra/mongo';
+import { connectMongo, ensureIndexes, storeOf } from '../platform/infra/mongo';
 
 const { values } = parseArgs({ options: { account: { type: 'string', default: 'acct_development' } } });
 const config = loadConfig();
@@ -21,7 +21,7 @@ try {
     );
     process.exitCode = 1;
   } else {
-    const { url, expiresAt } = await issueSignInLink(db, config, accountId);
+    const { url, expiresAt } = await issueSignInLink(storeOf(db), config, accountId);
     console.log(
       `\n  Developer console sign-in link for ${accountId} (works once, until ${expiresAt.toISOString()}):\n\n    ${url}\n`,
     );

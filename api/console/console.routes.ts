@@ -106,16 +106,16 @@ function sameOriginPost(headers: { secFetchSite?: string; origin?: string }, pub
 // services built above them; the longest handler is 30 lines.
 export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: ConsoleQueryOptions = {}): Router {
   const r = Router();
-  const sessions = createConsoleSessions(rt.db, sessionSettings(rt.config));
-  const queries = createConsoleQueries(rt.db, options);
+  const sessions = createConsoleSessions(rt.store, sessionSettings(rt.config));
+  const queries = createConsoleQueries(rt.store, options);
   const publicOrigin = new URL(rt.config.PUBLIC_BASE_URL).origin;
   const webhooks = createWebhooksService({
-    webhooks: createWebhooksRepository(rt.db),
-    deliveries: createDeliveriesRepository(rt.db),
+    webhooks: createWebhooksRepository(rt.store),
+    deliveries: createDeliveriesRepository(rt.store),
     box: createSecretBox(rt.config.WEBHOOK_SECRET_KEY),
     allowLoopback: rt.config.ALLOW_LOOPBACK_URLS,
   });
-  const drive = createDriveRepository(rt.db);
+  const drive = createDriveRepository(rt.store);
   const cookieOptions = {
     httpOnly: true,
     sameSite: 'lax' as const,

@@ -18,7 +18,7 @@ import { sendBytes } from '../http/byte-range';
 export function driveDownloadRoutes(rt: Runtime) {
   const r = Router();
   const downloads = createDriveDownloads({
-    db: rt.db,
+    store: rt.store,
     log: rt.log.child({ component: 'drive-downloads' }),
     config: rt.config,
   });
@@ -39,7 +39,7 @@ export function driveDownloadRoutes(rt: Runtime) {
         // Access is re-checked on every fetch: no cache may answer for it.
         'Cache-Control': 'no-store',
       },
-      open: (range) => openDriveBlob(rt.db, file.blobId, range),
+      open: (range) => openDriveBlob(rt.store, file.blobId, range),
     });
     if (req.method === 'GET') void downloads.touch(file);
   });

@@ -10,8 +10,8 @@ import { createWebhooksService } from '../../platform/webhooks/webhooks.service'
 export function webhooksRoutes(rt: Runtime, deps: RouteDeps) {
   const r = Router();
   const service = createWebhooksService({
-    webhooks: createWebhooksRepository(rt.db),
-    deliveries: createDeliveriesRepository(rt.db),
+    webhooks: createWebhooksRepository(rt.store),
+    deliveries: createDeliveriesRepository(rt.store),
     box: createSecretBox(rt.config.WEBHOOK_SECRET_KEY),
     allowLoopback: rt.config.ALLOW_LOOPBACK_URLS,
   });

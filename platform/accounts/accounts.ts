@@ -1,14 +1,10 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { z } from 'zod';
 import type { AccountFeatures } from '../../contracts/account';
-import type { Plan, Scope } from '../../contracts/registry';
-import { SCOPES } from '../../contracts/registry';
-import { toUnits } from '../credits/credits';
-import { newId } from '../infra/ids';
 import type { AmqpClient } from '../infra/amqp';
 import type { Logger } from '../infra/log';
-import type { AccountDoc, ApiKeyDoc, Database } from '../infra/mongo';
+import type { AccountDoc, ApiKeyDoc, Store } from '../infra/mongo';
 import { createAuthOutbox } from './auth-outbox.repository';
 
 export const KEY_PREFIX = 'svc_';
@@ -41,152 +37,16 @@ export const AuthInvalidationSchema = z.discriminatedUnion('kind', [
 export type AuthInvalidation = z.infer<typeof AuthInvalidationSchema>;
 
 /**
- * The console side of accounts: create accounts and keys, revoke keys. There is no public
- * endpoint for these (SPEC 5.2: keys are managed in the developer console). Every change that
- * authentication caches is announced through `invalidate` after it is stored.
- */
-export function createAccountsRepository(
-  db: Database,
-  opts: { invalidate?: (msg: AuthInvalidation) => Promise<void> } = {},
-) {
-  const invalidate = opts.invalidate ?? (async () => {});
-  return {
-    async createAccount(input: {
-      name: string;
-      plan: Plan;
-      credits: number;
-      features?: Partial<AccountFeatures>;
-      id?: string;
-    }): Promise<AccountDoc> {
-      const doc: AccountDoc = {
-        _id: input.id ?? newId('acct'),
-        name: input.name,
-        plan: input.plan,
-        millicredits: toUnits(input.credits),
-        features: { ...DEFAULT_FEATURES, ...input.features },
-        createdAt: new Date(),
-      };
-      await db.accounts.insertOne(doc);
-      return doc;
-    },
-
-    /**
-     * Creates a key and returns it in full, the only time it exists outside the caller.
-     * `folderPins`: Drive folder ids the key is confined to (it sees and changes only those
-     * folders and their descendants; omitted or empty: the whole Drive).
-     */
-    async createKey(
-      accountId: string,
-      opts: { name?: string; scopes?: Scope[]; folderPins?: string[] } = {},
-    ): Promise<{ key: string; doc: ApiKeyDoc }> {
-      const key = KEY_PREFIX + randomBytes(32).toString('base64url');
-      const doc: ApiKeyDoc = {
-        _id: newId('key'),
-        accountId,
-        name: opts.name ?? 'default',
-        hash: hashKey(key),
-        prefix: key.slice(0, 10),
-        scopes: opts.scopes ?? [...SCOPES],
-        ...(opts.folderPins?.length ? { folderPins: [...new Set(opts.folderPins)] } : {}),
-        createdAt: new Date(),
-        revokedAt: null,
-      };
-      await db.apiKeys.insertOne(doc);
-      return { key, doc };
-    },
-
-    /** Revoke a key; every API process refuses it once the invalidation arrives (milliseconds). */
-    async revokeKey(accountId: string, keyId: string): Promise<boolean> {
-      const r = await db.apiKeys.updateOne(
-        { _id: keyId, accountId, revokedAt: null },
-        { $set: { revokedAt: new Date() } },
-      );
-      await invalidate({ kind: 'key', keyId });
-      return r.modifiedCount === 1;
-    },
-
-    async setScopes(accountId: string, keyId: string, scopes: Scope[]): Promise<boolean> {
-      const r = await db.apiKeys.updateOne({ _id: keyId, accountId }, { $set: { scopes } });
-      await invalidate({ kind: 'key', keyId });
-      return r.matchedCount === 1;
-    },
-
-    getAccount: (accountId: string) => db.accounts.findOne({ _id: accountId }),
-
-    async setPlan(accountId: string, plan: Plan): Promise<void> {
-      await db.accounts.updateOne({ _id: accountId }, { $set: { plan } });
-      await invalidate({ kind: 'account', accountId });
-    },
-
-    async setFeatures(accountId: string, features: Partial<AccountFeatures>): Promise<void> {
-      const set = Object.fromEntries(Object.entries(features).map(([k, v]) => [`features.${k}`, v]));
-      await db.accounts.updateOne({ _id: accountId }, { $set: set });
-      await invalidate({ kind: 'account', accountId });
-    },
-
-    /**
-     * The key `keyId` of `accountId` and its account, as authentication sees them (a long-lived
-     * session checks the key that opened it this way); null when either is gone or the key was
-     * revoked.
-     */
-    async byIds(accountId: string, keyId: string): Promise<Authenticated | null> {
-      const [account, key] = await Promise.all([
-        db.accounts.findOne({ _id: accountId }, { projection: { millicredits: 0, chargedRefs: 0, refundedJobs: 0 } }),
-        db.apiKeys.findOne({ _id: keyId, accountId }),
-      ]);
-      return account && key && !key.revokedAt ? { key, account } : null;
-    },
-
-    /**
-     * The scopes and the account's plan of each key in `keyIds` that is still live (not revoked,
-     * its account there), in two reads whatever their number; a key absent from the map is not.
-     */
-    async liveKeys(keyIds: readonly string[]): Promise<Map<string, { scopes: Scope[]; plan: Plan }>> {
-      const keys = await db.apiKeys
-        .find({ _id: { $in: [...keyIds] }, revokedAt: null }, { projection: { _id: 1, accountId: 1, scopes: 1 } })
-        .toArray();
-      const accountIds = [...new Set(keys.map((k) => k.accountId))];
-      const plans = new Map(
-        (await db.accounts.find({ _id: { $in: accountIds } }, { projection: { _id: 1, plan: 1 } }).toArray()).map(
-          (a) => [a._id, a.plan],
-        ),
-      );
-      const live = new Map<string, { scopes: Scope[]; plan: Plan }>();
-      for (const k of keys) {
-        const plan = plans.get(k.accountId);
-        if (plan) live.set(k._id, { scopes: k.scopes, plan });
-      }
-      return live;
-    },
-
-    /** The live key and account for a presented key, or null. Two reads; see createAuthCache. */
-    async authenticate(presented: string): Promise<Authenticated | null> {
-      if (!presented.startsWith(KEY_PREFIX) || presented.length > 200) return null;
-      const hash = hashKey(presented);
-      const key = await db.apiKeys.findOne({ hash });
-      if (!key || key.revokedAt) return null;
-      // The index lookup already matched; compare again in constant time as defence in depth.
-      if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) return null;
-      const account = await db.accounts.findOne(
-        { _id: key.accountId },
-        { projection: { millicredits: 0, chargedRefs: 0, refundedJobs: 0 } },
-      );
-      return account ? { key, account } : null;
-    },
-  };
-}
-
-/**
  * How key and account changes reach every API process: this process hears them at once
  * (`local`); the others over the RabbitMQ fanout. Each invalidation is stored before it is
  * broadcast and deleted once the broker confirmed it; `sweep` (run by the scheduler) broadcasts
  * what is left (a crash, or this process without its broker while the others have theirs), so no
  * API process keeps serving a revoked key past the next sweep.
  */
-export function createAuthInvalidations(deps: { db: Database; amqp: AmqpClient; exchange: string; log: Logger }) {
-  const { db, amqp, log } = deps;
+export function createAuthInvalidations(deps: { store: Store; amqp: AmqpClient; exchange: string; log: Logger }) {
+  const { store, amqp, log } = deps;
   const local = new EventEmitter<{ change: [AuthInvalidation] }>();
-  const outbox = createAuthOutbox<AuthInvalidation>(db);
+  const outbox = createAuthOutbox<AuthInvalidation>(store);
   const broadcast = async (id: string, msg: AuthInvalidation): Promise<boolean> => {
     try {
       await amqp.broadcast(deps.exchange, msg);

@@ -1,5 +1,5 @@
 import { newId } from '../infra/ids';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import { COLLECTIONS, type Store, openStore } from '../infra/mongo';
 
 /** A stored invalidation waiting for the broker's confirm. WARNING: persisted; add fields, never rename. */
 export interface AuthOutboxDoc<M> {
@@ -14,7 +14,8 @@ export interface AuthOutboxDoc<M> {
  * `createAuthInvalidations`). Generic over the message so the message's schema stays with the
  * code that sends and reads it.
  */
-export function createAuthOutbox<M>(db: Database) {
+export function createAuthOutbox<M>(store: Store) {
+  const db = openStore(store);
   const outbox = db.db.collection<AuthOutboxDoc<M>>(COLLECTIONS.authOutbox);
   return {
     /** Store `msg`; its outbox id. */

@@ -29,7 +29,7 @@ export interface ActionScope {
 
 export function createAgentActions(rt: Runtime, scope: ActionScope): ToolDefinition[] {
   const projects = createProjectsService(rt);
-  const outbox = agentCollections(rt.db).outbox;
+  const outbox = agentCollections(rt.store).outbox;
 
   const listProjects: ToolDefinition<{ query?: string }> = {
     name: 'list_projects',

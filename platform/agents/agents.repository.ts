@@ -5,7 +5,7 @@ import type { ChatArtifact } from '../../contracts/conversations';
 import type { Scope } from '../../contracts/registry';
 import type { EngineMessage } from '../assistant/engine';
 import { newId } from '../infra/ids';
-import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
+import { COLLECTIONS, isDuplicateKey, type Database, type Store, openStore } from '../infra/mongo';
 
 /**
  * Agent definitions, runs, threads and the send_email outbox. Every read and write
@@ -144,7 +144,8 @@ export interface OutboxDoc {
 
 const indexed = new WeakSet<Database>();
 
-export function agentCollections(db: Database) {
+export function agentCollections(store: Store) {
+  const db = openStore(store);
   return {
     agents: db.db.collection<AgentDoc>(COLLECTIONS.agents),
     runs: db.db.collection<RunDoc>(COLLECTIONS.agentRuns),
@@ -154,9 +155,10 @@ export function agentCollections(db: Database) {
 }
 
 /** The indexes of the agent collections, made once per process (idempotent). */
-export async function ensureAgentIndexes(db: Database): Promise<void> {
+export async function ensureAgentIndexes(store: Store): Promise<void> {
+  const db = openStore(store);
   if (indexed.has(db)) return;
-  const c = agentCollections(db);
+  const c = agentCollections(store);
   await Promise.all([
     c.agents.createIndex({ accountId: 1, createdAt: -1 }),
     c.runs.createIndex({ accountId: 1, agentId: 1, createdAt: -1 }),
@@ -177,8 +179,8 @@ export interface AgentDefinition {
 }
 
 /** Agents of one account. */
-export function createAgentsRepository(db: Database) {
-  const c = agentCollections(db);
+export function createAgentsRepository(store: Store) {
+  const c = agentCollections(store);
   return {
     get: (accountId: string, id: string) => c.agents.findOne({ _id: id, accountId }),
 
@@ -186,7 +188,7 @@ export function createAgentsRepository(db: Database) {
 
     /** Create an agent; with a stable `id` an existing one of the account is updated instead (seeds are idempotent). */
     async upsert(accountId: string, def: AgentDefinition): Promise<AgentDoc> {
-      await ensureAgentIndexes(db);
+      await ensureAgentIndexes(store);
       const now = new Date();
       const fields = {
         name: def.name,
@@ -236,8 +238,8 @@ export function createAgentsRepository(db: Database) {
 }
 
 /** Threads: a run reads the history at its start and appends its messages at its end. */
-export function createThreadsRepository(db: Database) {
-  const threads: Collection<ThreadDoc> = agentCollections(db).threads;
+export function createThreadsRepository(store: Store) {
+  const threads: Collection<ThreadDoc> = agentCollections(store).threads;
   return {
     async history(accountId: string, agentId: string, threadId: string): Promise<ThreadDoc['messages']> {
       const t = await threads.findOne({ _id: `${agentId}:${threadId}`, accountId });
@@ -279,8 +281,8 @@ export function createThreadsRepository(db: Database) {
  * the claim is conditional on `owner` still holding the run, so a worker that lost it (taken over
  * after its lease ran out) learns it from a write that matched nothing (false or null) and stops.
  */
-export function createRunLeases(db: Database) {
-  const runs = agentCollections(db).runs;
+export function createRunLeases(store: Store) {
+  const runs = agentCollections(store).runs;
   const held = (runId: string, owner: string) => ({ _id: runId, status: 'running' as const, 'lease.owner': owner });
   return {
     /** Takes a queued run, or a running one whose lease ran out, for `owner`; null when neither. */

@@ -138,8 +138,8 @@ const sameToken = (a: string, b: string) =>
 // Length: a factory whose 11 operations share the agent collections and repository; the longest, accept, is
 // 103 lines.
 export function createAgentRuns(rt: Runtime) {
-  const c = agentCollections(rt.db);
-  const agents = createAgentsRepository(rt.db);
+  const c = agentCollections(rt.store);
+  const agents = createAgentsRepository(rt.store);
 
   const mustAgent = async (accountId: string, agentId: string) => {
     const a = await agents.get(accountId, agentId);
@@ -192,7 +192,7 @@ export function createAgentRuns(rt: Runtime) {
       runId?: string;
       repeatable?: boolean;
     }): Promise<z.infer<typeof AgentMessageAccepted> & { run: RunDoc; charged: number }> {
-      await ensureAgentIndexes(rt.db);
+      await ensureAgentIndexes(rt.store);
       const agent = await mustAgent(input.accountId, input.agentId);
       const runId = input.runId ?? newId('run');
       const found = (r: RunDoc) => ({

@@ -1,4 +1,4 @@
-import type { Database } from '../infra/mongo';
+import type { Store } from '../infra/mongo';
 import { createAgentsRepository, type AgentDefinition, type AgentDoc } from './agents.repository';
 
 /**
@@ -29,8 +29,8 @@ export const DEV_AGENTS: readonly (AgentDefinition & { id: string })[] = [
   },
 ];
 
-export async function seedDevAgents(db: Database, accountId: string): Promise<AgentDoc[]> {
-  const repo = createAgentsRepository(db);
+export async function seedDevAgents(store: Store, accountId: string): Promise<AgentDoc[]> {
+  const repo = createAgentsRepository(store);
   const out: AgentDoc[] = [];
   for (const def of DEV_AGENTS) out.push(await repo.upsert(accountId, def));
   return out;

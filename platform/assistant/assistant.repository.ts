@@ -1,5 +1,5 @@
 import type { ImageResult } from '../../contracts/images';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import { COLLECTIONS, type Store, openStore } from '../infra/mongo';
 
 /** An image as the assistant keeps it: the link and its facts, never the inline bytes. */
 export type DeliveredImage = Omit<ImageResult, 'charged' | 'base64'>;
@@ -17,7 +17,8 @@ export interface ImageDeliveryDoc {
 }
 
 /** The assistant's image deliveries; every read names the account. */
-export function createImageDeliveries(db: Database) {
+export function createImageDeliveries(store: Store) {
+  const db = openStore(store);
   const deliveries = db.db.collection<ImageDeliveryDoc>(COLLECTIONS.assistantResults);
   return {
     /** The collection a credit hold names as its delivery (`deliveredBy.collection`). */

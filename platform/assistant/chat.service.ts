@@ -90,7 +90,7 @@ export interface ChatTurn {
  * credits: begin (its own Length line) and complete (43 lines).
  */
 export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tools?: readonly ToolDefinition[] } = {}) {
-  const repo = createConversationsRepository(rt.db);
+  const repo = createConversationsRepository(rt.store);
   const engine = opts.engine ?? createChatEngine(rt.config);
   const tools = opts.tools ?? createAssistantTools(rt);
   const { credits, log } = rt;

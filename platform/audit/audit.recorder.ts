@@ -2,12 +2,16 @@ import { broker } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import type { AmqpClient } from '../infra/amqp';
 import type { Logger } from '../infra/log';
-import { onlyDuplicateKeys, type AuditDoc, type Database } from '../infra/mongo';
+import type { DatabaseHealth } from '../infra/db-health';
+import { onlyDuplicateKeys, type AuditDoc, type Store } from '../infra/mongo';
 import { batchSpan, currentSpanContext } from '../infra/tracing';
+import { insertAuditEntries } from './audit.repository';
 import type { SpanContext } from '@opentelemetry/api';
 
 export interface AuditRecorderDeps {
-  db: Database;
+  store: Store;
+  /** Whether the database answers (Runtime dbHealth). */
+  health: DatabaseHealth;
   amqp: AmqpClient;
   log: Logger;
   /** QUEUE_PREFIX of the deployment. */
@@ -29,7 +33,7 @@ export interface AuditRecorderDeps {
  * group commit alone gives at 10 concurrent requests, cost several times batches of ten.)
  *
  * When the insert fails or does not answer within `insertTimeoutMs`, or the database is known to
- * be away (`db.health`, platform/infra/db-health.ts: then no insert is tried), the entries are published
+ * be away (`health`, platform/infra/db-health.ts: then no insert is tried), the entries are published
  * to the audit queue instead (persistent, confirmed by the broker) and the audit queue's writer
  * (audit.writer.ts) stores them once the database answers; copies of entries the failed insert
  * did store are duplicate `_id`s and are dropped there. `record` resolves once the entry is safe
@@ -37,7 +41,8 @@ export interface AuditRecorderDeps {
  * changes an answer.
  */
 export function createAuditRecorder({
-  db,
+  store: dbStore,
+  health,
   amqp,
   log,
   prefix,
@@ -51,9 +56,9 @@ export function createAuditRecorder({
 
   const store = async (entries: AuditDoc[]): Promise<void> => {
     // While the database is known to be away, straight to the queue: no insert to wait for.
-    if (db.health.up) {
+    if (health.up) {
       try {
-        await db.audit.insertMany(entries, { ordered: false, timeoutMS: insertTimeoutMs });
+        await insertAuditEntries(dbStore, entries, { timeoutMS: insertTimeoutMs });
         metrics.auditDirectWrites.inc(entries.length);
         metrics.auditEntriesWritten.inc(entries.length);
         return;

@@ -3,11 +3,12 @@ import { z } from 'zod';
 import { broker } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import type { AmqpClient, Delivery } from '../infra/amqp';
-import { isDatabaseUnavailable } from '../infra/db-health';
+import { type DatabaseHealth, isDatabaseUnavailable } from '../infra/db-health';
 import { parseOrDeadLetter } from '../infra/message';
 import type { Logger } from '../infra/log';
 import { toUnits } from '../credits/credits';
-import type { AuditDoc, Database } from '../infra/mongo';
+import type { AuditDoc, Store } from '../infra/mongo';
+import { insertAuditEntries } from './audit.repository';
 
 /** An audit entry as published (JSON: `at` travels as an ISO string). Unknown fields are dropped. */
 const AuditMessage = z
@@ -33,7 +34,9 @@ const AuditMessage = z
 const AuditMessages = z.union([AuditMessage, z.array(AuditMessage).min(1).max(10_000)]);
 
 export interface AuditWriterOptions {
-  db: Database;
+  store: Store;
+  /** Whether the database answers (Runtime dbHealth). */
+  health: DatabaseHealth;
   amqp: AmqpClient;
   log: Logger;
   /** QUEUE_PREFIX of the deployment. */
@@ -67,7 +70,7 @@ interface Held {
  * queue. It may be called twice.
  */
 export function createAuditWriter(o: AuditWriterOptions) {
-  const { db, amqp, log } = o;
+  const { store, health, amqp, log } = o;
   const queue = broker.auditQueue(o.prefix);
   const batchSize = o.batchSize ?? 200;
   const flushMs = o.flushMs ?? 50;
@@ -97,9 +100,9 @@ export function createAuditWriter(o: AuditWriterOptions) {
     for (let attempt = 0; ; attempt++) {
       const docs = batch.flatMap((h) => h.entries);
       // The database is known to be away: no write to try until it is back (or stop).
-      if (!db.health.up && !stopping) await Promise.race([db.health.whenUp(), sleep(60_000)]);
+      if (!health.up && !stopping) await Promise.race([health.whenUp(), sleep(60_000)]);
       try {
-        await db.audit.insertMany(docs, { ordered: false });
+        await insertAuditEntries(store, docs);
         metrics.auditEntriesWritten.inc(docs.length);
         for (const h of batch) h.d.ack();
         return;
@@ -138,14 +141,14 @@ export function createAuditWriter(o: AuditWriterOptions) {
         }
         const delay = Math.min(maxBackoffMs, 100 * 2 ** attempt);
         // While the database is known to be away: said once, then written as soon as it is back.
-        const away = isDatabaseUnavailable(err) && !db.health.up;
+        const away = isDatabaseUnavailable(err) && !health.up;
         if (attempt === 0 || !away)
           log.warn('audit batch write failed; trying again', {
             entries: batch.length,
             delayMs: away ? 'when the database is back' : delay,
             err: err as Error,
           });
-        await (away ? Promise.race([db.health.whenUp(), sleep(60_000)]) : sleep(delay));
+        await (away ? Promise.race([health.whenUp(), sleep(60_000)]) : sleep(delay));
       }
     }
   };

@@ -1,7 +1,7 @@
 import type { Collection, Filter } from 'mongodb';
 import { AppError } from '../infra/errors';
 import { decodeCursor, encodeCursor, keysetPage, type Page } from '../infra/lists';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import { COLLECTIONS, type Store, openStore } from '../infra/mongo';
 import { updateVersioned } from '../infra/versioned';
 
 /**
@@ -69,7 +69,8 @@ const COPY_BATCH = 500;
 
 // Length: the boards' data access: 23 functions share the boards and cards collections and the index set-up;
 // the longest, pageCards, is 55 lines.
-export function createBoardsRepository(db: Database) {
+export function createBoardsRepository(store: Store) {
+  const db = openStore(store);
   const boards = db.db.collection<BoardDoc>(COLLECTIONS.boards) as unknown as Collection<BoardDoc>;
   const cards = db.db.collection<CardDoc>(COLLECTIONS.cards) as unknown as Collection<CardDoc>;
   const projects = db.db.collection<{ _id: string; accountId: string; deletedAt?: Date | null }>(COLLECTIONS.projects);

@@ -96,8 +96,8 @@ type Placement = { column?: string; before?: string | null; after?: string | nul
  * Length: a factory whose 19 operations share the boards repository and the board and card views; the
  * longest, place, is 57 lines.
  */
-export function createBoardsService(rt: Pick<Runtime, 'db' | 'config'>) {
-  const repo = createBoardsRepository(rt.db);
+export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
+  const repo = createBoardsRepository(rt.store);
   const base = rt.config.PUBLIC_BASE_URL;
 
   const view = (b: BoardDoc, counts?: Map<string, number>): Board => {

@@ -2,7 +2,7 @@ import type { Filter } from 'mongodb';
 import { z } from 'zod';
 import { fromUnits } from '../credits/credits';
 import { decodeCursor, encodeCursor, keysetPage, type Page } from '../infra/lists';
-import type { ApiKeyDoc, AuditDoc, Database, JobDoc, LedgerDoc } from '../infra/mongo';
+import { type ApiKeyDoc, type AuditDoc, type JobDoc, type LedgerDoc, type Store, openStore } from '../infra/mongo';
 
 /** How far back the audit log and its filters reach (SPEC 8: entries are kept 90 days). */
 export const AUDIT_DAYS = 90;
@@ -69,7 +69,8 @@ export interface ConsoleQueryOptions {
  * The console's reads. Every one takes the signed-in account's id and puts it in its filter: a
  * page can only ever show that account's data.
  */
-export function createConsoleQueries(db: Database, opts: ConsoleQueryOptions = {}) {
+export function createConsoleQueries(store: Store, opts: ConsoleQueryOptions = {}) {
+  const db = openStore(store);
   const cap = opts.usageScanCap ?? USAGE_SCAN_CAP;
   // Per account: the computation in flight (shared by concurrent views), then its result until `until`.
   const usageCache = new Map<string, { until: number; usage: Promise<Usage> }>();

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Collection } from 'mongodb';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import { COLLECTIONS, type Store, openStore } from '../infra/mongo';
 
 /** A one-time sign-in link. WARNING: persisted; `_id` is the sha256 of the token, never the token. */
 export interface ConsoleLinkDoc {
@@ -43,7 +43,8 @@ export interface ConsoleSessionSettings {
  * one in. A link works once (the first consume marks it used atomically) and expires after
  * `linkTtlMs`; a session slides: each use within its lifetime extends it by `sessionTtlMs`.
  */
-export function createConsoleSessions(db: Database, s: ConsoleSessionSettings) {
+export function createConsoleSessions(store: Store, s: ConsoleSessionSettings) {
+  const db = openStore(store);
   const links: Collection<ConsoleLinkDoc> = db.db.collection<ConsoleLinkDoc>(COLLECTIONS.consoleLinks);
   const sessions: Collection<ConsoleSessionDoc> = db.db.collection<ConsoleSessionDoc>(COLLECTIONS.consoleSessions);
   const expireOld = async () => {
@@ -117,11 +118,11 @@ export const sessionSettings = (config: {
 
 /** The sign-in URL for an account: what `npm run console:link` prints and the tests open. */
 export async function issueSignInLink(
-  db: Database,
+  store: Store,
   config: { PUBLIC_BASE_URL: string; CONSOLE_LINK_TTL_MINUTES: number; CONSOLE_SESSION_TTL_HOURS: number },
   accountId: string,
 ): Promise<{ url: string; expiresAt: Date }> {
-  const { token, expiresAt } = await createConsoleSessions(db, sessionSettings(config)).issueLink(accountId);
+  const { token, expiresAt } = await createConsoleSessions(store, sessionSettings(config)).issueLink(accountId);
   return {
     url: `${config.PUBLIC_BASE_URL.replace(/\/$/, '')}/console/sign-in?token=${encodeURIComponent(token)}`,
     expiresAt,

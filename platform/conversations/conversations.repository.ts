@@ -11,7 +11,7 @@ import {
 import { AppError } from '../infra/errors';
 import { newId } from '../infra/ids';
 import { keysetPage, type Page } from '../infra/lists';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import { COLLECTIONS, type Store, openStore } from '../infra/mongo';
 import { updateVersioned } from '../infra/versioned';
 
 /**
@@ -53,7 +53,8 @@ export interface MessageDoc {
 
 // Length: the conversations' data access: 10 functions share the two collections and the index set-up; the
 // longest, appendMessage, is 48 lines.
-export function createConversationsRepository(db: Database) {
+export function createConversationsRepository(store: Store) {
+  const db = openStore(store);
   const conversations = db.db.collection<ConversationDoc>(
     COLLECTIONS.conversations,
   ) as unknown as Collection<ConversationDoc>;

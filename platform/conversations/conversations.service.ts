@@ -29,8 +29,8 @@ export const toMessage = (m: MessageDoc): Message => ({
 });
 
 /** /conversations (SPEC 4.6 but POST /chat): validated input in, API shapes out, one account per call. */
-export function createConversationsService(rt: Pick<Runtime, 'db'>) {
-  const repo = createConversationsRepository(rt.db);
+export function createConversationsService(rt: Pick<Runtime, 'store'>) {
+  const repo = createConversationsRepository(rt.store);
 
   const mustGet = async (accountId: string, id: string) => {
     const c = await repo.get(accountId, id);

@@ -1,5 +1,5 @@
 import type { CreditOperation } from '../../contracts/registry';
-import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
+import { COLLECTIONS, isDuplicateKey, type JobDoc, type Store, openStore } from '../infra/mongo';
 
 /** What a hold pays for, looked up by `_id` (and the hold's account) in `collection`. */
 export interface HoldDelivery {
@@ -59,10 +59,11 @@ export interface LeaseDoc {
 }
 
 /**
- * The collections credits own besides the account and the ledger (which the Database hands out):
- * holds and fences, and leases.
+ * The collections credits own besides the account and the ledger (ledger.repository.ts): holds
+ * and fences, and leases (with the jobs a lease paid for).
  */
-export function createCreditsRepository(db: Database) {
+export function createCreditsRepository(store: Store) {
+  const db = openStore(store);
   const holds = db.db.collection<HoldDoc>(COLLECTIONS.creditHolds);
   const leases = db.db.collection<LeaseDoc>(COLLECTIONS.creditLeases);
   return {
@@ -98,6 +99,21 @@ export function createCreditsRepository(db: Database) {
       return (await holds.countDocuments({ _id: ref, fence: { $ne: true } })) > 0;
     },
 
+    /**
+     * The jobs a lease paid for: the truth of what it spent. They were created after the lease was
+     * taken, so the account's (accountId, createdAt) index narrows it on MongoDB; FerretDB scans.
+     * It runs only when a lease's count cannot be trusted (see LEASE_VOUCH_MS) or is not known.
+     */
+    jobsOfLease: (l: Pick<LeaseDoc, '_id' | 'at' | 'accountId'>) =>
+      db.jobs
+        .find(
+          { accountId: l.accountId, createdAt: { $gte: l.at }, 'credits.lease': l._id },
+          { projection: { _id: 1, accountId: 1, createdAt: 1, credits: 1, status: 1, dispatchedAt: 1 } },
+        )
+        .toArray() as Promise<
+        Pick<JobDoc, '_id' | 'accountId' | 'createdAt' | 'credits' | 'status' | 'dispatchedAt'>[]
+      >,
+
     /** Whether what a hold pays for exists, in the hold's account. */
     async delivered(d: HoldDelivery, accountId: string): Promise<boolean> {
       return (await db.db.collection(d.collection).countDocuments({ _id: d.id as never, accountId })) > 0;
@@ -110,7 +126,8 @@ export type CreditsRepository = ReturnType<typeof createCreditsRepository>;
  * What the credit-units migration reads and writes (units.ts migrateCreditUnits): any collection
  * that held decimal credits, by name, and the `migrations` record that it ran.
  */
-export function createUnitsMigrationStore(db: Database) {
+export function createUnitsMigrationStore(store: Store) {
+  const db = openStore(store);
   const done = db.db.collection<{ _id: string; at: Date }>(COLLECTIONS.migrations);
   const of = (collection: string) => db.db.collection<Record<string, unknown> & { _id: string }>(collection);
   return {

@@ -51,7 +51,7 @@
  * account's leases (ledger.ts `balance`).
  */
 import type { CreditOperation } from '../../contracts/registry';
-import type { Database } from '../infra/mongo';
+import type { Store } from '../infra/mongo';
 import { createCreditsRepository } from './credits.repository';
 import { createHolds } from './holds';
 import { createLeaseBook } from './leases';
@@ -69,15 +69,15 @@ export {
 } from './leases';
 export { addCredits, fromUnits, migrateCreditUnits, toUnits } from './units';
 
-export function createCredits(db: Database, prices: Readonly<Record<CreditOperation, number>>) {
+export function createCredits(store: Store, prices: Readonly<Record<CreditOperation, number>>) {
   const unitPrices = Object.fromEntries(Object.entries(prices).map(([op, p]) => [op, toUnits(p)])) as Record<
     CreditOperation,
     number
   >;
-  const repo = createCreditsRepository(db);
-  const ledger = createLedger(db, repo, (accountId, leaseIds) => leases.unspent(accountId, leaseIds));
+  const repo = createCreditsRepository(store);
+  const ledger = createLedger(store, repo, (accountId, leaseIds) => leases.unspent(accountId, leaseIds));
   const holds = createHolds(repo, ledger);
-  const leases = createLeaseBook(db, repo, ledger);
+  const leases = createLeaseBook(store, repo, ledger);
   return {
     /** What `count` of `op` costs, in millicredits (speech: `count` characters). */
     millicreditsFor: (op: CreditOperation, count = 1) => unitPrices[op] * count,

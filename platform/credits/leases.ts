@@ -1,8 +1,9 @@
 import { metrics } from '../../monitoring/metrics';
 import { newId } from '../infra/ids';
 import type { Logger } from '../infra/log';
-import type { Database, JobDoc } from '../infra/mongo';
+import type { Store } from '../infra/mongo';
 import type { CreditsRepository, LeaseDoc } from './credits.repository';
+import { createLedgerRepository } from './ledger.repository';
 import { chargeOfJob, type Ledger } from './ledger';
 import { toUnits } from './units';
 
@@ -34,24 +35,11 @@ export const LEASE_VOUCH_MS = 2000;
 export const LEASE_SETTLE_MARGIN_MS = 10_000;
 
 /**
- * The jobs a lease paid for: the truth of what it spent. They were created after the lease was
- * taken, so the account's (accountId, createdAt) index narrows it on MongoDB; FerretDB scans.
- * It runs only when a lease's count cannot be trusted (see LEASE_VOUCH_MS) or is not known.
- */
-const jobsOfLease = (db: Database, l: Pick<LeaseDoc, '_id' | 'at' | 'accountId'>) =>
-  db.jobs
-    .find(
-      { accountId: l.accountId, createdAt: { $gte: l.at }, 'credits.lease': l._id },
-      { projection: { _id: 1, accountId: 1, createdAt: 1, credits: 1, status: 1, dispatchedAt: 1 } },
-    )
-    .toArray() as Promise<Pick<JobDoc, '_id' | 'accountId' | 'createdAt' | 'credits' | 'status' | 'dispatchedAt'>[]>;
-
-/**
  * What the account's leases (`leaseIds`, from its `leaseRefs`) have not spent, in millicredits:
  * each lease is leased minus what its holder wrote down as spent while the holder vouches for
  * that count (LEASE_VOUCH_MS), else minus the price of the jobs that name it.
  */
-async function unspent(db: Database, repo: CreditsRepository, accountId: string, leaseIds: string[]): Promise<number> {
+async function unspent(repo: CreditsRepository, accountId: string, leaseIds: string[]): Promise<number> {
   // By `_id` one at a time: FerretDB 1.24 scans the collection for `_id: { $in: [...] }`.
   const ls = await Promise.all(leaseIds.map((id) => repo.leases.findOne({ _id: id, accountId })));
   const now = Date.now();
@@ -62,19 +50,20 @@ async function unspent(db: Database, repo: CreditsRepository, accountId: string,
       const vouched = !l.settling && now < l.until.getTime() && now - (l.spentAt ?? l.at).getTime() <= LEASE_VOUCH_MS;
       const spent = vouched
         ? (l.spentMillicredits ?? 0)
-        : (await jobsOfLease(db, l)).reduce((n, j) => n + j.credits.millicredits, 0);
+        : (await repo.jobsOfLease(l)).reduce((n, j) => n + j.credits.millicredits, 0);
       return Math.max(0, l.millicredits - spent);
     }),
   );
   return each.reduce((n, u) => n + u, 0);
 }
 
-export function createLeaseBook(db: Database, repo: CreditsRepository, ledger: Pick<Ledger, 'recordCharges'>) {
+export function createLeaseBook(store: Store, repo: CreditsRepository, ledger: Pick<Ledger, 'recordCharges'>) {
   const { leases } = repo;
+  const rows = createLedgerRepository(store);
 
   const book = {
     /** What the account's leases have not spent (see `unspent` above). */
-    unspent: (accountId: string, leaseIds: string[]) => unspent(db, repo, accountId, leaseIds),
+    unspent: (accountId: string, leaseIds: string[]) => unspent(repo, accountId, leaseIds),
 
     /** Write down what leases spent (lease id → millicredits), in one command: see LeaseDoc.spentMillicredits. */
     async addLeaseSpend(spends: ReadonlyMap<string, number>): Promise<void> {
@@ -118,16 +107,7 @@ export function createLeaseBook(db: Database, repo: CreditsRepository, ledger: P
         spentMillicredits: 0,
       };
       await leases.insertOne(lease);
-      const r = await db.accounts.updateOne(
-        {
-          _id: input.accountId,
-          millicredits: { $gte: input.millicredits + input.minBalance },
-          leaseRefs: { $ne: lease._id },
-        },
-        { $inc: { millicredits: -input.millicredits }, $push: { leaseRefs: lease._id } },
-        input.timeoutMs ? { timeoutMS: input.timeoutMs } : {},
-      );
-      if (r.modifiedCount === 1) {
+      if (await rows.takeForLease(input, lease._id)) {
         metrics.creditLeases.inc({ outcome: 'taken' });
         return lease;
       }
@@ -165,19 +145,16 @@ export function createLeaseBook(db: Database, repo: CreditsRepository, ledger: P
       if (!l) return null;
       let spent = opts.spent;
       if (spent === undefined) {
-        const jobs = await jobsOfLease(db, l);
+        const jobs = await repo.jobsOfLease(l);
         const published = jobs.filter((j) => j.status !== 'queued' || j.dispatchedAt);
         await ledger.recordCharges(published.map((j) => chargeOfJob(j)));
         spent = jobs.reduce((n, j) => n + j.credits.millicredits, 0);
       }
       const returned = Math.max(0, l.millicredits - spent);
-      const r = await db.accounts.updateOne(
-        { _id: l.accountId, $or: [{ leaseRefs: l._id }, { chargedRefs: l._id }] },
-        { $inc: { millicredits: returned }, $pull: { leaseRefs: l._id, chargedRefs: l._id } },
-      );
+      const gaveBack = await rows.returnLease(l, returned);
       await leases.deleteOne({ _id: l._id });
       metrics.creditLeases.inc({ outcome: opts.spent === undefined ? 'settled_by_count' : 'returned' });
-      return { spent, returned: r.modifiedCount === 1 ? returned : 0 };
+      return { spent, returned: gaveBack ? returned : 0 };
     },
 
     /**

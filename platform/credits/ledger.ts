@@ -2,8 +2,9 @@ import type { CreditOperation } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import { AppError } from '../infra/errors';
 import { newId } from '../infra/ids';
-import { onlyDuplicateKeys, type Database, type JobDoc } from '../infra/mongo';
+import { onlyDuplicateKeys, type JobDoc, type Store } from '../infra/mongo';
 import type { CreditsRepository } from './credits.repository';
+import { createLedgerRepository, type LedgerRepository } from './ledger.repository';
 import { fromUnits } from './units';
 
 /**
@@ -73,30 +74,23 @@ interface RefundInput {
  * covers it, `ref` not charged already). True when `ref` is paid for, now or before; false
  * when the balance is short.
  */
-async function charge(db: Database, input: ChargeInput): Promise<boolean> {
-  // findOneAndUpdate rather than updateOne (the same work for the server): the balance after
-  // the debit tells the caller whether a credit lease is worth taking for the next job.
-  const after = await db.accounts.findOneAndUpdate(
-    { _id: input.accountId, millicredits: { $gte: input.millicredits }, chargedRefs: { $ne: input.ref } },
-    { $inc: { millicredits: -input.millicredits }, $push: { chargedRefs: { $each: [input.ref], $slice: -1000 } } },
-    // No projection: FerretDB 1.24 does not implement one for findAndModify.
-    { returnDocument: 'after', ...(input.timeoutMs ? { timeoutMS: input.timeoutMs } : {}) },
-  );
+async function charge(rows: LedgerRepository, input: ChargeInput): Promise<boolean> {
+  const after = await rows.chargeAccount(input);
   if (after) {
     input.onBalance?.(after.millicredits);
     metrics.creditsCharged.inc({ operation: input.operation }, fromUnits(input.millicredits));
     return true;
   }
-  if (await db.accounts.countDocuments({ _id: input.accountId, chargedRefs: input.ref })) return true;
+  if (await rows.markedCount(input.accountId, input.ref)) return true;
   metrics.insufficientCredits.inc({ operation: input.operation });
   return false;
 }
 
-async function releaseMarkers(db: Database, accountId: string, refs: string[]): Promise<void> {
-  if (refs.length) await db.accounts.updateOne({ _id: accountId }, { $pullAll: { chargedRefs: refs } });
+async function releaseMarkers(rows: LedgerRepository, accountId: string, refs: string[]): Promise<void> {
+  if (refs.length) await rows.pullMarkers(accountId, refs);
 }
 
-async function recordCharges(db: Database, entries: ChargeEntry[]): Promise<void> {
+async function recordCharges(rows: LedgerRepository, entries: ChargeEntry[]): Promise<void> {
   if (entries.length === 0) return;
   const docs = entries.map((e) => ({
     _id: `led_charge_${e.jobId}`,
@@ -110,7 +104,7 @@ async function recordCharges(db: Database, entries: ChargeEntry[]): Promise<void
     at: e.at,
   }));
   try {
-    await db.ledger.insertMany(docs, { ordered: false });
+    await rows.insertEntries(docs);
   } catch (err) {
     if (!onlyDuplicateKeys(err)) throw err;
   }
@@ -121,24 +115,18 @@ async function recordCharges(db: Database, entries: ChargeEntry[]): Promise<void
  * refunded (the last 1000) in the same single-document update that adds the credits, and the
  * ledger entry has a unique id per job, so calling it again after a crash refunds nothing twice.
  */
-async function refund(db: Database, input: RefundInput): Promise<void> {
+async function refund(rows: LedgerRepository, input: RefundInput): Promise<void> {
   // Refunded before (its ledger entry exists): nothing to do, whatever the account remembers.
-  if (input.jobId && (await db.ledger.countDocuments({ _id: `led_refund_${input.jobId}` }))) return;
+  if (input.jobId && (await rows.entryCount(`led_refund_${input.jobId}`))) return;
   if (input.millicredits > 0) {
     if (input.jobId) {
-      await db.accounts.updateOne(
-        { _id: input.accountId, refundedJobs: { $ne: input.jobId } },
-        {
-          $inc: { millicredits: input.millicredits },
-          $push: { refundedJobs: { $each: [input.jobId], $slice: -200 } },
-        },
-      );
+      await rows.creditRefund(input.accountId, input.jobId, input.millicredits);
     } else {
-      await db.accounts.updateOne({ _id: input.accountId }, { $inc: { millicredits: input.millicredits } });
+      await rows.addToBalance(input.accountId, input.millicredits);
     }
   }
   try {
-    await db.ledger.insertOne({
+    await rows.insertEntry({
       _id: input.jobId ? `led_refund_${input.jobId}` : newId('led'),
       accountId: input.accountId,
       kind: 'refund',
@@ -164,7 +152,7 @@ async function refund(db: Database, input: RefundInput): Promise<void> {
  * moved, nothing is owed; the entry goes after `dropGraceMs`.
  */
 async function reconcile(
-  db: Database,
+  rows: LedgerRepository,
   repo: CreditsRepository,
   isLive: (ref: string) => Promise<boolean>,
   graceMs: number,
@@ -172,27 +160,24 @@ async function reconcile(
 ): Promise<{ dropped: number; applied: number; refunded: number }> {
   const out = { dropped: 0, applied: 0, refunded: 0 };
   const now = Date.now();
-  const pending = await db.ledger
-    .find({ kind: 'charge', state: 'pending', at: { $lt: new Date(now - graceMs) } })
-    .limit(500)
-    .toArray();
+  const pending = await rows.pendingCharges(new Date(now - graceMs));
   for (const e of pending) {
     const ref = e._id.replace(/^led_charge_/, '');
-    const charged = await db.accounts.countDocuments({ _id: e.accountId, chargedRefs: ref });
+    const charged = await rows.markedCount(e.accountId, ref);
     if (!charged) {
       if (e.at.getTime() >= now - dropGraceMs) continue;
-      await db.ledger.deleteOne({ _id: e._id, state: 'pending' });
+      await rows.deletePending(e._id);
       out.dropped++;
     } else if ((await isLive(ref)) || !(await repo.fence(e.accountId, ref, e.operation, e.millicredits))) {
-      await db.ledger.updateOne({ _id: e._id }, { $set: { state: 'applied' } });
-      await releaseMarkers(db, e.accountId, [ref]);
+      await rows.markApplied(e._id);
+      await releaseMarkers(rows, e.accountId, [ref]);
       out.applied++;
     } else {
       // Refund first (idempotent per ref), then mark: a crash between leaves it pending and
       // the next run refunds nothing twice.
-      await refund(db, { accountId: e.accountId, operation: e.operation, millicredits: e.millicredits, jobId: ref });
-      await db.ledger.updateOne({ _id: e._id }, { $set: { state: 'applied' } });
-      await releaseMarkers(db, e.accountId, [ref]);
+      await refund(rows, { accountId: e.accountId, operation: e.operation, millicredits: e.millicredits, jobId: ref });
+      await rows.markApplied(e._id);
+      await releaseMarkers(rows, e.accountId, [ref]);
       out.refunded++;
     }
   }
@@ -204,10 +189,11 @@ async function reconcile(
  * in millicredits (leases.ts), added to the balance shown.
  */
 export function createLedger(
-  db: Database,
+  store: Store,
   repo: CreditsRepository,
   unspentOfLeases: (accountId: string, leaseIds: string[]) => Promise<number>,
 ) {
+  const rows = createLedgerRepository(store);
   const ledger = {
     /**
      * What the account can spend: its credits plus the unspent part of the leases API processes
@@ -219,7 +205,7 @@ export function createLedger(
      * of a holder dying, and as soon as the database answers after an outage.
      */
     async balance(accountId: string): Promise<number> {
-      const a = await db.accounts.findOne({ _id: accountId }, { projection: { millicredits: 1, leaseRefs: 1 } });
+      const a = await rows.balanceOf(accountId);
       if (!a) return 0;
       if (!a.leaseRefs?.length) return a.millicredits;
       return a.millicredits + (await unspentOfLeases(accountId, a.leaseRefs));
@@ -240,7 +226,7 @@ export function createLedger(
     }): Promise<void> {
       const ref = input.jobId ?? newId('chg');
       const ledgerId = `led_charge_${ref}`;
-      await db.ledger.insertOne({
+      await rows.insertEntry({
         _id: ledgerId,
         accountId: input.accountId,
         kind: 'charge',
@@ -252,8 +238,8 @@ export function createLedger(
         at: new Date(),
       });
       const { accountId, operation, millicredits } = input;
-      if (!(await charge(db, { accountId, ref, operation, millicredits }))) {
-        await db.ledger.deleteOne({ _id: ledgerId, state: 'pending' });
+      if (!(await charge(rows, { accountId, ref, operation, millicredits }))) {
+        await rows.deletePending(ledgerId);
         throw new AppError(
           'insufficient_credits',
           `not enough AI credits: ${operation} costs ${fromUnits(millicredits)}`,
@@ -263,7 +249,7 @@ export function createLedger(
 
     /** Whether a debit for `ref` was made once (its ledger entry exists, pending or applied). */
     async debited(ref: string): Promise<boolean> {
-      return (await db.ledger.countDocuments({ _id: `led_charge_${ref}` })) > 0;
+      return (await rows.entryCount(`led_charge_${ref}`)) > 0;
     },
 
     /**
@@ -272,18 +258,18 @@ export function createLedger(
      * written after (`recordCharges`, batched by the jobs module; the sweep writes any a crash
      * lost). True when the job is paid for (now or before), false when the balance is short.
      */
-    chargeJob: (input: Omit<ChargeInput, 'ref'> & { jobId: string }) => charge(db, { ...input, ref: input.jobId }),
+    chargeJob: (input: Omit<ChargeInput, 'ref'> & { jobId: string }) => charge(rows, { ...input, ref: input.jobId }),
 
     /** Drop charge markers whose charge is recorded elsewhere now (see AccountDoc.chargedRefs). */
-    releaseMarkers: (accountId: string, refs: string[]) => releaseMarkers(db, accountId, refs),
+    releaseMarkers: (accountId: string, refs: string[]) => releaseMarkers(rows, accountId, refs),
 
     /** Ledger entries of charged jobs, idempotent (one id per job: a repeat is ignored). */
-    recordCharges: (entries: ChargeEntry[]) => recordCharges(db, entries),
+    recordCharges: (entries: ChargeEntry[]) => recordCharges(rows, entries),
 
     /** What the debit for `ref` paid for now exists: the charge stands (and its marker goes). */
     async confirm(ref: string, accountId?: string): Promise<void> {
-      await db.ledger.updateOne({ _id: `led_charge_${ref}` }, { $set: { state: 'applied' } });
-      if (accountId) await releaseMarkers(db, accountId, [ref]);
+      await rows.markApplied(`led_charge_${ref}`);
+      if (accountId) await releaseMarkers(rows, accountId, [ref]);
     },
 
     /** Settle charges a crash left `pending` (see `reconcile` above). */
@@ -291,10 +277,10 @@ export function createLedger(
       isLive: (ref: string) => Promise<boolean>,
       graceMs = CHARGE_SETTLE_GRACE_MS,
       dropGraceMs = CHARGE_DROP_GRACE_MS,
-    ) => reconcile(db, repo, isLive, graceMs, dropGraceMs),
+    ) => reconcile(rows, repo, isLive, graceMs, dropGraceMs),
 
     /** Give back a debit, idempotent per job (see `refund` above). */
-    refund: (input: RefundInput) => refund(db, input),
+    refund: (input: RefundInput) => refund(rows, input),
   };
   return ledger;
 }

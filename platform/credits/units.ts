@@ -1,5 +1,5 @@
 import type { Logger } from '../infra/log';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import { COLLECTIONS, type Store } from '../infra/mongo';
 import { createUnitsMigrationStore } from './credits.repository';
 
 /**
@@ -73,14 +73,14 @@ const valueAt = (doc: Record<string, unknown>, path: string): unknown =>
  * pass found nothing left, a `migrations` document records it and later starts skip the scans.
  * Processes of the version before must be stopped first: they would write the old fields again.
  */
-export async function migrateCreditUnits(db: Database, log?: Logger): Promise<{ converted: number }> {
-  const store = createUnitsMigrationStore(db);
-  if (await store.ran(MIGRATION_ID)) return { converted: 0 };
+export async function migrateCreditUnits(store: Store, log?: Logger): Promise<{ converted: number }> {
+  const migration = createUnitsMigrationStore(store);
+  if (await migration.ran(MIGRATION_ID)) return { converted: 0 };
   let converted = 0;
   for (const { collection, fields } of DECIMAL_CREDIT_FIELDS) {
     let after: string | null = null;
     for (;;) {
-      const batch = await store.carrying(collection, fields[0]![0], after, 500);
+      const batch = await migration.carrying(collection, fields[0]![0], after, 500);
       if (!batch.length) break;
       for (const doc of batch) {
         const filter: Record<string, unknown> = { _id: doc._id };
@@ -93,12 +93,12 @@ export async function migrateCreditUnits(db: Database, log?: Logger): Promise<{ 
           set[to] = toUnits(typeof old === 'number' ? old : 0);
           unset[from] = '';
         }
-        converted += await store.convert(collection, filter, set, unset);
+        converted += await migration.convert(collection, filter, set, unset);
       }
       after = batch[batch.length - 1]!._id;
     }
   }
-  await store.record(MIGRATION_ID);
+  await migration.record(MIGRATION_ID);
   if (converted) log?.info('stored credits converted to millicredits', { documents: converted });
   return { converted };
 }

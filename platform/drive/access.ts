@@ -1,6 +1,6 @@
 import type { DriveTeam } from '../../contracts/drive';
 import { AppError } from '../infra/errors';
-import type { ApiKeyDoc, Database } from '../infra/mongo';
+import type { ApiKeyDoc, Store } from '../infra/mongo';
 import type { DriveFolderDoc } from './drive.types';
 import { createTeams, type TeamMembership } from './teams.repository';
 import type { z } from 'zod';
@@ -94,19 +94,19 @@ export function teamScope(caller: DriveCaller, m: TeamMembership): DriveScope {
  * drive when the caller's account is a member (404 otherwise, like any resource not theirs).
  */
 export async function resolveDriveScope(
-  db: Database,
+  store: Store,
   caller: DriveCaller,
   opts: { teamId?: string | null; accountName?: string } = {},
 ): Promise<DriveScope> {
   if (!opts.teamId) return personalScope(caller, opts.accountName);
-  const m = await createTeams(db).membership(opts.teamId, caller.accountId);
+  const m = await createTeams(store).membership(opts.teamId, caller.accountId);
   if (!m) throw new AppError('not_found', 'teamId: team not found');
   return teamScope(caller, m);
 }
 
 /** The caller's teams as answered in DriveFileList.teams. */
-export async function listCallerTeams(db: Database, caller: DriveCaller): Promise<z.infer<typeof DriveTeam>[]> {
-  return (await createTeams(db).listForAccount(caller.accountId)).map((m) => ({
+export async function listCallerTeams(store: Store, caller: DriveCaller): Promise<z.infer<typeof DriveTeam>[]> {
+  return (await createTeams(store).listForAccount(caller.accountId)).map((m) => ({
     id: m.team._id,
     name: m.team.name,
     role: m.role,

@@ -3,7 +3,7 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { GridFSBucket } from 'mongodb';
 import { newId } from '../infra/ids';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import { COLLECTIONS, type Database, type Store, openStore } from '../infra/mongo';
 
 /**
  * Drive bytes in the GridFS bucket `drive_blobs` (drive_blobs.files + drive_blobs.chunks).
@@ -11,7 +11,8 @@ import { COLLECTIONS, type Database } from '../infra/mongo';
  * stored on the DriveFileDoc (`blobId`).
  */
 const buckets = new WeakMap<Database, GridFSBucket>();
-export function driveBucket(db: Database): GridFSBucket {
+export function driveBucket(store: Store): GridFSBucket {
+  const db = openStore(store);
   let b = buckets.get(db);
   if (!b) {
     b = new GridFSBucket(db.db, { bucketName: COLLECTIONS.driveBlobBucket });
@@ -21,7 +22,8 @@ export function driveBucket(db: Database): GridFSBucket {
 }
 
 /** The chunks and files collections of the bucket (the purge deletes through them). */
-export const driveBlobCollections = (db: Database) => ({
+export const driveBlobCollections = (store: Store) => collectionsOf(openStore(store));
+const collectionsOf = (db: Database) => ({
   files: db.db.collection<{ _id: string; length: number }>(`${COLLECTIONS.driveBlobBucket}.files`),
   chunks: db.db.collection<{ _id: unknown; files_id: string; n: number }>(`${COLLECTIONS.driveBlobBucket}.chunks`),
 });
@@ -40,12 +42,12 @@ export interface StoredDriveBlob {
  * chunks already written are removed before the error is thrown.
  */
 export async function putDriveBlob(
-  db: Database,
+  store: Store,
   data: Buffer | Readable,
   meta: { accountId: string; contentType: string; filename: string; fileId?: string; blobId?: string },
 ): Promise<StoredDriveBlob> {
   const blobId = meta.blobId ?? newId('dbb');
-  const up = driveBucket(db).openUploadStreamWithId(blobId as never, meta.filename, {
+  const up = driveBucket(store).openUploadStreamWithId(blobId as never, meta.filename, {
     metadata: { accountId: meta.accountId, contentType: meta.contentType, fileId: meta.fileId ?? null },
   });
   const hash = createHash('sha256');
@@ -63,15 +65,15 @@ export async function putDriveBlob(
       await pipeline(data, tap, up);
     }
   } catch (err) {
-    await deleteDriveBlob(db, blobId).catch(() => {});
+    await deleteDriveBlob(store, blobId).catch(() => {});
     throw err;
   }
   return { blobId, length: up.length, sha256: hash.digest('hex') };
 }
 
 /** Bytes [start, end] inclusive of a blob, or all of them. */
-export function openDriveBlob(db: Database, blobId: string, range?: { start: number; end: number }): Readable {
-  return driveBucket(db).openDownloadStream(
+export function openDriveBlob(store: Store, blobId: string, range?: { start: number; end: number }): Readable {
+  return driveBucket(store).openDownloadStream(
     blobId as never,
     range ? { start: range.start, end: range.end + 1 } : undefined,
   );
@@ -82,8 +84,9 @@ export function openDriveBlob(db: Database, blobId: string, range?: { start: num
  * files document without chunks (found again by the next attempt), never chunks without a files
  * document. Safe to repeat: a blob already gone deletes nothing.
  */
-export async function deleteDriveBlob(db: Database, blobId: string): Promise<{ chunks: number; file: boolean }> {
-  const c = driveBlobCollections(db);
+export async function deleteDriveBlob(store: Store, blobId: string): Promise<{ chunks: number; file: boolean }> {
+  const db = openStore(store);
+  const c = collectionsOf(db);
   const chunks = await c.chunks.deleteMany({ files_id: blobId });
   const file = await c.files.deleteOne({ _id: blobId });
   return { chunks: chunks.deletedCount, file: file.deletedCount === 1 };

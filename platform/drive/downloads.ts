@@ -1,7 +1,8 @@
 import type { Config } from '../infra/config';
 import { AppError } from '../infra/errors';
 import type { Logger } from '../infra/log';
-import type { ApiKeyDoc, Database } from '../infra/mongo';
+import type { ApiKeyDoc, Store } from '../infra/mongo';
+import { createAccountsRepository } from '../accounts/accounts.repository';
 import { driveCallerOf } from './access';
 import { createDriveRepository, driveCollections } from './drive.repository';
 import type { DriveFileDoc } from './drive.types';
@@ -19,19 +20,19 @@ export type LinkCaller = Pick<ApiKeyDoc, '_id' | 'accountId' | 'scopes' | 'folde
  *    being purged, else 404 not_found.
  */
 export function createDriveDownloads(deps: {
-  db: Database;
+  store: Store;
   log: Logger;
   config: Pick<Config, 'ASSET_SIGNING_SECRET'>;
   /** The file as the key may see it (tenant, team, pins), or null. Default: the Drive repository's findFileForCaller. */
   findFile?(caller: LinkCaller, fileId: string): Promise<DriveFileDoc | null>;
 }) {
-  const repo = createDriveRepository(deps.db);
+  const repo = createDriveRepository(deps.store);
   const findFile =
     deps.findFile ??
     (async (key: LinkCaller, fileId: string) =>
       (await repo.findFileForCaller(driveCallerOf(key), fileId))?.file ?? null);
-  const keys = deps.db.apiKeys;
-  const touch = createAccessToucher(deps.db, deps.log);
+  const keys = createAccountsRepository(deps.store);
+  const touch = createAccessToucher(deps.store, deps.log);
   return {
     touch,
     async resolve(input: {
@@ -52,10 +53,7 @@ export function createDriveDownloads(deps: {
           'link_expired',
           'download link: expired; ask GET /drive/files/{id} or …/content for a new one',
         );
-      const key = await keys.findOne(
-        { _id: input.keyId! },
-        { projection: { _id: 1, accountId: 1, scopes: 1, folderPins: 1, revokedAt: 1 } },
-      );
+      const key = await keys.signingKey(input.keyId!);
       if (!key || key.revokedAt || !key.scopes.includes('drive:read')) {
         throw new AppError('link_revoked', 'download link: the API key that made it is revoked or lost drive:read');
       }
@@ -77,9 +75,9 @@ const TOUCH_MEMORY_MAX = 10_000;
  * racing each other write once between them in most cases. Fire and forget: the download never
  * waits for it (the returned promise is for tests).
  */
-export function createAccessToucher(db: Database, log: Logger, opts: { intervalMs?: number } = {}) {
+export function createAccessToucher(store: Store, log: Logger, opts: { intervalMs?: number } = {}) {
   const interval = opts.intervalMs ?? ACCESS_TOUCH_INTERVAL_MS;
-  const { files } = driveCollections(db);
+  const { files } = driveCollections(store);
   const recent = new Map<string, number>();
   return (file: Pick<DriveFileDoc, '_id' | 'lastAccessedAt'>, now = new Date()): Promise<void> | undefined => {
     const t = now.getTime();

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AnyBulkWriteOperation, Filter } from 'mongodb';
 import type { DriveFile as DriveFileView, DriveFolder as DriveFolderView } from '../../contracts/drive';
 import { AppError } from '../infra/errors';
-import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
+import { COLLECTIONS, isDuplicateKey, type Database, type Store, openStore } from '../infra/mongo';
 import { folderInsidePins, isPinned, usageIdOf, type DriveCaller, type DriveRole, type DriveScope } from './access';
 import type { DriveFileDoc, DriveFolderDoc, DriveReservationDoc, DriveTextDoc, DriveUsageDoc } from './drive.types';
 import { createTeams } from './teams.repository';
@@ -59,7 +59,8 @@ const indexedDbs = new WeakMap<Database, Promise<unknown>>();
  * story (the purge, the text pipeline and its sweep, the repairs, the download toucher). A read
  * on behalf of a key goes through `createDriveRepository`, which checks the caller.
  */
-export function driveCollections(db: Database) {
+export function driveCollections(store: Store) {
+  const db = openStore(store);
   return {
     files: db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles),
     folders: db.db.collection<DriveFolderDoc>(COLLECTIONS.driveFolders),
@@ -71,9 +72,10 @@ export function driveCollections(db: Database) {
 
 // Length: the Drive's data access: 18 functions share its four collections, the teams and the index set-up;
 // the longest, withFolderLock, is 63 lines.
-export function createDriveRepository(db: Database) {
-  const { files, folders, usage, reservations } = driveCollections(db);
-  const teams = createTeams(db);
+export function createDriveRepository(store: Store) {
+  const db = openStore(store);
+  const { files, folders, usage, reservations } = driveCollections(store);
+  const teams = createTeams(store);
 
   const ensureIndexes = () => {
     let p = indexedDbs.get(db);

@@ -59,7 +59,7 @@ const BULK_CONCURRENCY = 8;
  * bulk, has its own Length line.
  */
 export function createDriveService(rt: Runtime) {
-  const repo = createDriveRepository(rt.db);
+  const repo = createDriveRepository(rt.store);
   const { files } = repo;
   const base = rt.config.PUBLIC_BASE_URL;
   const view = (f: DriveFileDoc): DriveFile => toDriveFile(base, f);
@@ -70,7 +70,7 @@ export function createDriveService(rt: Runtime) {
     if (isPinned(scope.caller)) return null;
     let quotaPlan = plan;
     if (scope.teamId) {
-      const owner = await rt.db.accounts.findOne({ _id: scope.accountId }, { projection: { plan: 1 } });
+      const owner = await rt.accounts.planOf(scope.accountId);
       quotaPlan = owner?.plan ?? plan;
     }
     const u = await repo.usageOf(scope.usageId);
@@ -100,14 +100,17 @@ export function createDriveService(rt: Runtime) {
 
     async list(actor: DriveActor, q: DriveFileListQuery): Promise<DriveFileList> {
       await repo.ensureIndexes();
-      const scope = await resolveDriveScope(rt.db, actor.caller, { teamId: q.teamId, accountName: actor.accountName });
+      const scope = await resolveDriveScope(rt.store, actor.caller, {
+        teamId: q.teamId,
+        accountName: actor.accountName,
+      });
       // The tree is needed first only to check a folderId filter or to apply pins; otherwise every read runs at once.
       const pinned = isPinned(actor.caller);
       const treeP = repo.folderTree(scope);
       const sideP = Promise.all([
         repo.activeFileCounts(scope),
         storageOf(scope, actor.plan),
-        listCallerTeams(rt.db, actor.caller),
+        listCallerTeams(rt.store, actor.caller),
       ]);
       // Awaited below; these only keep an early 404 from leaving a rejection unhandled.
       sideP.catch(() => {});
@@ -183,18 +186,18 @@ export function createDriveService(rt: Runtime) {
             err: e as Error,
           }),
         );
-      await steps.open(rt.db, res);
+      await steps.open(rt.store, res);
       try {
-        await steps.reserve(rt.db, res, quotaOf(actor.plan));
+        await steps.reserve(rt.store, res, quotaOf(actor.plan));
       } catch (err) {
         // The meter refused it (413, or it kept changing): it never moved. Any other error may have moved it.
-        await giveUp(err instanceof AppError ? steps.discard(rt.db, res) : steps.abort(rt.db, res));
+        await giveUp(err instanceof AppError ? steps.discard(rt.store, res) : steps.abort(rt.store, res));
         throw err;
       }
       let doc: DriveFileDoc;
       try {
-        const stored = await steps.bytes(rt.db, res, bytes, { contentType: type.mimeType, filename: body.name });
-        await steps.commit(rt.db, res);
+        const stored = await steps.bytes(rt.store, res, bytes, { contentType: type.mimeType, filename: body.name });
+        await steps.commit(rt.store, res);
         const now = new Date();
         const owner = { accountId: caller.accountId, teamId: null };
         ({ result: doc } = await repo.withFreeName(owner, folderId, body.name, async (name) => {
@@ -225,11 +228,11 @@ export function createDriveService(rt: Runtime) {
           return d;
         }));
       } catch (err) {
-        await giveUp(steps.abort(rt.db, res));
+        await giveUp(steps.abort(rt.store, res));
         throw err;
       }
       // The file is stored: a failure here only leaves the reservation for drive.repair (which keeps the file).
-      await steps.close(rt.db, res).catch((e: unknown) =>
+      await steps.close(rt.store, res).catch((e: unknown) =>
         rt.log.warn('drive reservation not closed; drive.repair closes it', {
           reservationId: res._id,
           err: e as Error,
@@ -356,7 +359,7 @@ export function createDriveService(rt: Runtime) {
       const teamReached = (d: DriveFileDoc) => {
         let p = teamRoles.get(d.teamId!);
         if (!p) {
-          p = resolveDriveScope(rt.db, caller, { teamId: d.teamId })
+          p = resolveDriveScope(rt.store, caller, { teamId: d.teamId })
             .then((scope) => scope.accountId === d.accountId)
             .catch(() => false);
           teamRoles.set(d.teamId!, p);

@@ -38,7 +38,7 @@ const nameTaken = (name: string) =>
  * (rename and move with the paths below), is 85 lines.
  */
 export function createFoldersService(rt: Runtime) {
-  const repo = createDriveRepository(rt.db);
+  const repo = createDriveRepository(rt.store);
   const { folders } = repo;
 
   /** The parent a folder write names, checked: null (root) or a folder of the personal drive inside the pins. */
@@ -60,7 +60,10 @@ export function createFoldersService(rt: Runtime) {
   return {
     async tree(actor: DriveActor, q: DriveFolderListQuery): Promise<DriveFolderTree> {
       await repo.ensureIndexes();
-      const scope = await resolveDriveScope(rt.db, actor.caller, { teamId: q.teamId, accountName: actor.accountName });
+      const scope = await resolveDriveScope(rt.store, actor.caller, {
+        teamId: q.teamId,
+        accountName: actor.accountName,
+      });
       const [tree, counts] = await Promise.all([repo.folderTree(scope), repo.activeFileCounts(scope)]);
       const page = pageWhole(tree, q, 'drive-folders');
       return {

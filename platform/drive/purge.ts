@@ -1,6 +1,6 @@
 import type { Config } from '../infra/config';
 import type { Logger } from '../infra/log';
-import type { Database } from '../infra/mongo';
+import type { Store } from '../infra/mongo';
 import { usageIdOf } from './access';
 import { deleteDriveBlob } from './blobs.repository';
 import { removeDriveTextIndex } from './search-index.repository';
@@ -31,8 +31,8 @@ export const purgeSteps = {
    * refuses it and every reader treats it as gone. False: restored meanwhile, or another run
    * holds it.
    */
-  async mark(db: Database, file: PurgeFile, cutoff: Date, now: Date): Promise<boolean> {
-    const r = await driveCollections(db).files.updateOne(
+  async mark(store: Store, file: PurgeFile, cutoff: Date, now: Date): Promise<boolean> {
+    const r = await driveCollections(store).files.updateOne(
       {
         _id: file._id,
         $or: [
@@ -45,16 +45,16 @@ export const purgeSteps = {
     return r.modifiedCount === 1;
   },
   /** 2. The extracted text. */
-  async text(db: Database, file: PurgeFile): Promise<void> {
-    await driveCollections(db).texts.deleteOne({ _id: file._id });
+  async text(store: Store, file: PurgeFile): Promise<void> {
+    await driveCollections(store).texts.deleteOne({ _id: file._id });
   },
   /** 3. The file's search postings, pages and forward document (the search index's own removal). */
-  async tokens(db: Database, file: PurgeFile): Promise<void> {
-    await removeDriveTextIndex(db, file);
+  async tokens(store: Store, file: PurgeFile): Promise<void> {
+    await removeDriveTextIndex(store, file);
   },
   /** 4. The bytes: GridFS chunks first, then the files document (never orphan chunks). */
-  async bytes(db: Database, file: PurgeFile): Promise<void> {
-    await deleteDriveBlob(db, file.blobId);
+  async bytes(store: Store, file: PurgeFile): Promise<void> {
+    await deleteDriveBlob(store, file.blobId);
   },
   /**
    * 5. The storage meter: ONE conditional update that moves the meter and records the file in
@@ -63,8 +63,8 @@ export const purgeSteps = {
    * claim and wakes after another run finished the file (record and marker gone) finds no
    * claimed record and leaves the meter alone.
    */
-  async meter(db: Database, file: PurgeFile): Promise<void> {
-    const { files, usage } = driveCollections(db);
+  async meter(store: Store, file: PurgeFile): Promise<void> {
+    const { files, usage } = driveCollections(store);
     if (!(await files.findOne({ _id: file._id, purgingAt: { $ne: null } }, { projection: { _id: 1 } }))) return;
     await usage.updateOne(
       { _id: usageIdOf(file), purgedRefs: { $ne: file._id } },
@@ -72,15 +72,15 @@ export const purgeSteps = {
     );
   },
   /** 6. The record (only a claimed file). */
-  async record(db: Database, file: PurgeFile): Promise<void> {
-    await driveCollections(db).files.deleteOne({ _id: file._id, purgingAt: { $ne: null } });
+  async record(store: Store, file: PurgeFile): Promise<void> {
+    await driveCollections(store).files.deleteOne({ _id: file._id, purgingAt: { $ne: null } });
   },
   /**
    * 7. The meter marker, last: the record is gone, so no run can reach the meter step for this
    * file again; the marker list stays as short as the purges in flight. Only removes: safe to repeat.
    */
-  async unmark(db: Database, file: PurgeFile): Promise<void> {
-    await driveCollections(db).usage.updateOne({ _id: usageIdOf(file) }, { $pullAll: { purgedRefs: [file._id] } });
+  async unmark(store: Store, file: PurgeFile): Promise<void> {
+    await driveCollections(store).usage.updateOne({ _id: usageIdOf(file) }, { $pullAll: { purgedRefs: [file._id] } });
   },
 };
 
@@ -96,12 +96,12 @@ export const purgeSteps = {
  * the others go on.
  */
 export async function purgeTrashedDriveFiles(
-  rt: { db: Database; log: Logger; config: Pick<Config, 'DRIVE_TRASH_DAYS'> },
+  rt: { store: Store; log: Logger; config: Pick<Config, 'DRIVE_TRASH_DAYS'> },
   opts: { now?: Date; limit?: number } = {},
 ): Promise<{ purged: number; failed: number }> {
   const now = opts.now ?? new Date();
   const cutoff = new Date(now.getTime() - rt.config.DRIVE_TRASH_DAYS * 86_400_000);
-  const { files } = driveCollections(rt.db);
+  const { files } = driveCollections(rt.store);
   const due = await files
     .find(
       {
@@ -118,16 +118,16 @@ export async function purgeTrashedDriveFiles(
   let failed = 0;
   for (const file of due) {
     try {
-      if (!(await purgeSteps.mark(rt.db, file, cutoff, now))) continue; // restored meanwhile, or another run has it
-      await purgeSteps.text(rt.db, file);
-      await purgeSteps.tokens(rt.db, file);
-      await purgeSteps.bytes(rt.db, file);
-      await purgeSteps.meter(rt.db, file);
-      await purgeSteps.record(rt.db, file);
+      if (!(await purgeSteps.mark(rt.store, file, cutoff, now))) continue; // restored meanwhile, or another run has it
+      await purgeSteps.text(rt.store, file);
+      await purgeSteps.tokens(rt.store, file);
+      await purgeSteps.bytes(rt.store, file);
+      await purgeSteps.meter(rt.store, file);
+      await purgeSteps.record(rt.store, file);
       purged++;
       // The file is gone for good; a marker left behind only costs a few bytes on the meter document.
       await purgeSteps
-        .unmark(rt.db, file)
+        .unmark(rt.store, file)
         .catch((err: unknown) =>
           rt.log.warn('drive purge: meter marker not removed', { fileId: file._id, err: err as Error }),
         );

@@ -1,5 +1,5 @@
 import type { Logger } from '../infra/log';
-import type { Database } from '../infra/mongo';
+import type { Store } from '../infra/mongo';
 import { createDriveRepository, driveCollections } from './drive.repository';
 import { settleExpiredDriveReservations } from './reservations.repository';
 
@@ -17,16 +17,16 @@ export const PATHS_BATCH = 100;
  * own holder can clear it, so a move that marked it again meanwhile keeps its mark).
  */
 export async function repairDrivePaths(
-  rt: { db: Database; log: Logger },
+  rt: { store: Store; log: Logger },
   opts: { now?: Date; limit?: number } = {},
 ): Promise<{ repaired: number; failed: number }> {
   const now = opts.now ?? new Date();
-  const { usage } = driveCollections(rt.db);
+  const { usage } = driveCollections(rt.store);
   const dirty = await usage
     .find({ pathsDirtyAt: { $lt: new Date(now.getTime() - DRIVE_PATHS_GRACE_MS) } }, { projection: { _id: 1 } })
     .limit(opts.limit ?? PATHS_BATCH)
     .toArray();
-  const repo = createDriveRepository(rt.db);
+  const repo = createDriveRepository(rt.store);
   const out = { repaired: 0, failed: 0 };
   for (const { _id } of dirty) {
     try {
@@ -47,7 +47,7 @@ export async function repairDrivePaths(
  * Upload reservations past their grace (bytes deleted and the meter given back, or just the
  * reservation when the file was recorded), then folder paths a move left stale.
  */
-export async function repairDrive(rt: { db: Database; log: Logger }, opts: { now?: Date } = {}) {
+export async function repairDrive(rt: { store: Store; log: Logger }, opts: { now?: Date } = {}) {
   const reservations = await settleExpiredDriveReservations(rt, opts);
   const paths = await repairDrivePaths(rt, opts);
   return { reservations, paths };

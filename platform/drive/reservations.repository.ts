@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { AppError } from '../infra/errors';
 import { newId } from '../infra/ids';
 import type { Logger } from '../infra/log';
-import type { Database } from '../infra/mongo';
+import type { Store } from '../infra/mongo';
 import { deleteDriveBlob, putDriveBlob, type StoredDriveBlob } from './blobs.repository';
 import { createDriveRepository, driveCollections } from './drive.repository';
 import type { DriveReservationDoc } from './drive.types';
@@ -19,7 +19,7 @@ export const DRIVE_RESERVATION_CLAIM_MS = 5 * 60_000;
 /** Reservations settled per run at most; the next run takes the rest. */
 export const RESERVATION_BATCH = 200;
 
-const reservationsOf = (db: Database) => driveCollections(db).reservations;
+const reservationsOf = (store: Store) => driveCollections(store).reservations;
 
 /** A new reservation for an upload of `bytes` to the drive `drive` (not stored yet: see `driveUploadSteps.open`). */
 export function newDriveReservation(
@@ -47,46 +47,46 @@ export function newDriveReservation(
  */
 export const driveUploadSteps = {
   /** 1. The reservation document, before anything else. */
-  async open(db: Database, r: DriveReservationDoc): Promise<void> {
-    await reservationsOf(db).insertOne(r);
+  async open(store: Store, r: DriveReservationDoc): Promise<void> {
+    await reservationsOf(store).insertOne(r);
   },
   /** 2. The meter: one conditional `$inc` that also records the reservation (413 past the quota). */
-  async reserve(db: Database, r: DriveReservationDoc, quota: number): Promise<void> {
-    await createDriveRepository(db).reserve(r.drive, r.bytes, quota, r._id);
+  async reserve(store: Store, r: DriveReservationDoc, quota: number): Promise<void> {
+    await createDriveRepository(store).reserve(r.drive, r.bytes, quota, r._id);
   },
   /** 3. The bytes, under the reservation's blob id. */
   async bytes(
-    db: Database,
+    store: Store,
     r: DriveReservationDoc,
     data: Buffer | Readable,
     meta: { contentType: string; filename: string },
   ): Promise<StoredDriveBlob> {
-    return putDriveBlob(db, data, { ...meta, accountId: r.accountId, fileId: r.fileId, blobId: r.blobId });
+    return putDriveBlob(store, data, { ...meta, accountId: r.accountId, fileId: r.fileId, blobId: r.blobId });
   },
   /**
    * 4. Right before the record: keep settlers off for another grace period, unless one took the
    * reservation over already (the upload stalled past its grace): then the upload must not
    * insert its record (the settler is deleting its bytes) and fails with 409 conflict.
    */
-  async commit(db: Database, r: DriveReservationDoc): Promise<void> {
-    const res = await reservationsOf(db).updateOne(
+  async commit(store: Store, r: DriveReservationDoc): Promise<void> {
+    const res = await reservationsOf(store).updateOne(
       { _id: r._id, settlingAt: null },
       { $set: { until: new Date(Date.now() + DRIVE_RESERVATION_GRACE_MS) } },
     );
     if (res.matchedCount !== 1) throw new AppError('conflict', 'the upload took too long and was given up; try again');
   },
   /** 5. The record exists: the meter keeps the bytes, the marker and then the reservation go. */
-  async close(db: Database, r: DriveReservationDoc): Promise<void> {
-    await createDriveRepository(db).keepReserved(r.drive, r._id);
-    await reservationsOf(db).deleteOne({ _id: r._id });
+  async close(store: Store, r: DriveReservationDoc): Promise<void> {
+    await createDriveRepository(store).keepReserved(r.drive, r._id);
+    await reservationsOf(store).deleteOne({ _id: r._id });
   },
   /** The meter refused the reservation (413, or it kept changing): it never moved, so only the document goes. */
-  async discard(db: Database, r: DriveReservationDoc): Promise<void> {
-    await reservationsOf(db).deleteOne({ _id: r._id });
+  async discard(store: Store, r: DriveReservationDoc): Promise<void> {
+    await reservationsOf(store).deleteOne({ _id: r._id });
   },
   /** The upload failed after step 1: settle it now (bytes deleted, meter given back if it moved), as the scheduler would. */
-  async abort(db: Database, r: DriveReservationDoc): Promise<void> {
-    await settleDriveReservation(db, r._id);
+  async abort(store: Store, r: DriveReservationDoc): Promise<void> {
+    await settleDriveReservation(store, r._id);
   },
 };
 
@@ -103,12 +103,12 @@ export const driveUploadSteps = {
  * scheduler). 'gone' when there was nothing to claim (settled, or another settler holds it).
  */
 export async function settleDriveReservation(
-  db: Database,
+  store: Store,
   id: string,
   opts: { expiredBefore?: Date; now?: Date } = {},
 ): Promise<'kept' | 'released' | 'gone'> {
   const now = opts.now ?? new Date();
-  const reservations = reservationsOf(db);
+  const reservations = reservationsOf(store);
   const r = await reservations.findOneAndUpdate(
     {
       _id: id,
@@ -119,13 +119,13 @@ export async function settleDriveReservation(
     { returnDocument: 'after' },
   );
   if (!r) return 'gone';
-  const repo = createDriveRepository(db);
+  const repo = createDriveRepository(store);
   if ((await repo.files.countDocuments({ _id: r.fileId, accountId: r.accountId })) > 0) {
     await repo.keepReserved(r.drive, r._id);
     await reservations.deleteOne({ _id: r._id });
     return 'kept';
   }
-  await deleteDriveBlob(db, r.blobId);
+  await deleteDriveBlob(store, r.blobId);
   await repo.release(r.drive, r.bytes, r._id);
   await reservations.deleteOne({ _id: r._id });
   return 'released';
@@ -137,18 +137,18 @@ export async function settleDriveReservation(
  * lets one settler through, and the meter moves at most once per reservation anyway.
  */
 export async function settleExpiredDriveReservations(
-  rt: { db: Database; log: Logger },
+  rt: { store: Store; log: Logger },
   opts: { now?: Date; limit?: number } = {},
 ): Promise<{ kept: number; released: number; failed: number }> {
   const now = opts.now ?? new Date();
-  const due = await reservationsOf(rt.db)
+  const due = await reservationsOf(rt.store)
     .find({ until: { $lt: now } }, { projection: { _id: 1 } })
     .limit(opts.limit ?? RESERVATION_BATCH)
     .toArray();
   const out = { kept: 0, released: 0, failed: 0 };
   for (const { _id } of due) {
     try {
-      const r = await settleDriveReservation(rt.db, _id, { expiredBefore: now, now });
+      const r = await settleDriveReservation(rt.store, _id, { expiredBefore: now, now });
       if (r !== 'gone') out[r]++;
     } catch (err) {
       out.failed++;

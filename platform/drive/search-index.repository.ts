@@ -1,7 +1,7 @@
 import type { Filter } from 'mongodb';
 import { DRIVE_KINDS } from '../../contracts/drive';
 import { eachLimited } from '../infra/concurrency';
-import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
+import { COLLECTIONS, isDuplicateKey, type Database, type Store, openStore } from '../infra/mongo';
 import { driveCollections } from './drive.repository';
 import type { DriveFileDoc, DriveKind } from './drive.types';
 
@@ -173,13 +173,14 @@ export const indexCollections = {
 } as const;
 
 /** The collection of posting lists and forward documents. */
-export const tokenCollection = (db: Database) =>
-  db.db.collection<{ _id: string } & Record<string, unknown>>(COLLECTIONS.driveTokens);
+export const tokenCollection = (store: Store) =>
+  openStore(store).db.collection<{ _id: string } & Record<string, unknown>>(COLLECTIONS.driveTokens);
 
 /** Every document of the index: postings, forward documents and text pages (tests and clean-up checks; reads everything). */
-export async function allIndexDocuments(db: Database): Promise<({ _id: string } & Record<string, unknown>)[]> {
+export async function allIndexDocuments(store: Store): Promise<({ _id: string } & Record<string, unknown>)[]> {
+  const db = openStore(store);
   const [tokens, textPages] = await Promise.all([
-    tokenCollection(db).find({}).toArray(),
+    tokenCollection(store).find({}).toArray(),
     db.db.collection<{ _id: string } & Record<string, unknown>>(indexCollections.pages).find({}).toArray(),
   ]);
   return [...tokens, ...textPages];
@@ -411,11 +412,12 @@ function recordedText(old: ForwardDoc | null): Map<string, number> {
  * repeat and to resume after a crash (entries already right are not written again).
  */
 export async function indexDriveFile(
-  db: Database,
+  store: Store,
   file: IndexedFile,
   text: string | null,
   opts: { reload?: () => Promise<IndexedFile | null> } = {},
 ): Promise<void> {
+  const db = openStore(store);
   const words = text ? textTokens(text) : new Map<string, number>();
   // `reload`: the name, tags and description as they are at each attempt (a rename may land meanwhile).
   await writeIndex(
@@ -435,16 +437,17 @@ export async function indexDriveFile(
  * fields against the file itself, so a missed call never shows a wrong match, only misses the new
  * words until the next index.
  */
-export async function reindexDriveFileMeta(rt: { db: Database }, file: IndexedFile): Promise<void> {
+export async function reindexDriveFileMeta(rt: { store: Store }, file: IndexedFile): Promise<void> {
   const meta = metaMasks(file);
-  await writeIndex(rt.db, file, async (old) => entriesFor(file, meta, recordedText(old)), null);
+  await writeIndex(openStore(rt.store), file, async (old) => entriesFor(file, meta, recordedText(old)), null);
 }
 
 /** Remove everything the index holds for a file (postings, pages, forward document). Idempotent; for the purge. */
 export async function removeDriveTextIndex(
-  db: Database,
+  store: Store,
   file: { _id: string; accountId: string; teamId: string | null },
 ): Promise<void> {
+  const db = openStore(store);
   const old = await forwards(db).findOne({ _id: forwardId(file._id) });
   if (!old) return;
   const scope = old.scope ?? scopeOf(file);
@@ -476,9 +479,10 @@ const scoreOf = (mask: number) => SEARCH_FIELDS.reduce((s, f) => s + (mask & FIE
  * files holding every term; `'any'`, files holding at least one. Best first (score, newest).
  */
 export async function findCandidates(
-  db: Database,
+  store: Store,
   opts: { scopes: readonly string[]; terms: readonly string[]; mode: 'all' | 'any'; kind?: DriveKind | null },
 ): Promise<Candidate[]> {
+  const db = openStore(store);
   const { scopes, terms } = opts;
   if (!terms.length || !scopes.length) return [];
   const lists = await Promise.all(
@@ -518,7 +522,8 @@ export async function findCandidates(
 }
 
 /** The text page holding `offset` (one findOne by `_id`), or null. */
-export async function readPage(db: Database, fileId: string, offset: number): Promise<PageDoc | null> {
+export async function readPage(store: Store, fileId: string, offset: number): Promise<PageDoc | null> {
+  const db = openStore(store);
   const id = pageId(fileId, Math.floor(offset / DRIVE_INDEX_LIMITS.pageChars));
   return pages(db).findOne({ _id: id });
 }
@@ -596,7 +601,7 @@ const matchingTag = (tags: readonly string[], terms: ReadonlySet<string>) =>
   tags.find((t) => firstMatch(t, terms) !== null) ?? null;
 
 async function snippetOf(
-  db: Database,
+  store: Store,
   file: DriveFileDoc,
   field: SearchField,
   terms: ReadonlySet<string>,
@@ -609,7 +614,7 @@ async function snippetOf(
   if (field === 'name') return around(file.name);
   if (field === 'tag') return around(matchingTag(file.tags, terms) ?? '');
   if (field === 'description') return around(file.description);
-  const page = textOffset >= 0 ? await readPage(db, file._id, textOffset) : null;
+  const page = textOffset >= 0 ? await readPage(store, file._id, textOffset) : null;
   if (!page) return { snippet: '', matches: [] };
   const local = Math.max(0, Math.min(page.t.length, textOffset - page.s));
   const w = firstMatch(page.t.slice(local, local + DRIVE_INDEX_LIMITS.tokenCharsMax * 2), terms);
@@ -626,15 +631,15 @@ async function snippetOf(
  * file (name, tag, description) or one text page.
  */
 export async function searchDrive(
-  db: Database,
+  store: Store,
   opts: { scopes: readonly SearchScope[]; query: string; kind?: DriveKind | null; limit: number; mode?: 'all' | 'any' },
 ): Promise<{ terms: string[]; hits: SearchHit[]; hasMore: boolean }> {
   const terms = queryTerms(opts.query);
   const mode = opts.mode ?? 'all';
   const byScope = new Map(opts.scopes.map((s) => [scopeOf(s), s]));
-  const candidates = await findCandidates(db, { scopes: [...byScope.keys()], terms, mode, kind: opts.kind ?? null });
+  const candidates = await findCandidates(store, { scopes: [...byScope.keys()], terms, mode, kind: opts.kind ?? null });
   const termSet = new Set(terms);
-  const { files } = driveCollections(db);
+  const { files } = driveCollections(store);
   const live: { file: DriveFileDoc; score: number; masks: number[]; textOffset: number }[] = [];
   const want = opts.limit + 1;
   let examined = 0;
@@ -678,7 +683,7 @@ export async function searchDrive(
     page.map(async (h) => {
       const all = h.masks.reduce((m, x) => m | x, 0);
       const field = strongest(all) ?? 'text';
-      const s = await snippetOf(db, h.file, field, termSet, h.textOffset);
+      const s = await snippetOf(store, h.file, field, termSet, h.textOffset);
       return { file: h.file, score: h.score, matchField: field, snippet: s.snippet, highlights: s.matches };
     }),
   );

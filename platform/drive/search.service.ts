@@ -13,13 +13,13 @@ import type { Runtime } from '../runtime';
  * and never a hit.
  */
 export function createDriveSearchService(rt: Runtime) {
-  const repo = createDriveRepository(rt.db);
+  const repo = createDriveRepository(rt.store);
   const base = rt.config.PUBLIC_BASE_URL;
 
   /** The drives a search covers: one team (teamId), else the personal drive and every team of the account. */
   async function drivesOf(caller: DriveCaller, teamId: string | undefined): Promise<DriveScope[]> {
-    if (teamId) return [await resolveDriveScope(rt.db, caller, { teamId })];
-    const teams = await createTeams(rt.db).listForAccount(caller.accountId);
+    if (teamId) return [await resolveDriveScope(rt.store, caller, { teamId })];
+    const teams = await createTeams(rt.store).listForAccount(caller.accountId);
     return [personalScope(caller), ...teams.map((m) => teamScope(caller, m))];
   }
 
@@ -28,7 +28,7 @@ export function createDriveSearchService(rt: Runtime) {
     async text(caller: DriveCaller, fileId: string): Promise<{ body: DriveFileText; pending: boolean }> {
       const found = await repo.findFileForCaller(caller, fileId);
       if (!found) throw notFound('file');
-      const t = await readDriveText(rt.db, found.file, { maxChars: DRIVE_LIMITS.textReadChars });
+      const t = await readDriveText(rt.store, found.file, { maxChars: DRIVE_LIMITS.textReadChars });
       const body: DriveFileText = {
         file: toDriveFile(base, found.file),
         content: t.content,
@@ -54,7 +54,7 @@ export function createDriveSearchService(rt: Runtime) {
       );
       // A pinned key that sees no folder of a drive sees nothing there (root files are outside every pin).
       const searchable = scopes.filter((s) => s.visibleFolderIds === null || s.visibleFolderIds.size > 0);
-      const r = await searchDrive(rt.db, { scopes: searchable, query: q.q, kind: q.kind ?? null, limit: q.limit });
+      const r = await searchDrive(rt.store, { scopes: searchable, query: q.q, kind: q.kind ?? null, limit: q.limit });
       return {
         query: q.q,
         terms: r.terms,

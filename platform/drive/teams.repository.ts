@@ -1,5 +1,5 @@
 import { newId } from '../infra/ids';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import { COLLECTIONS, type Database, type Store, openStore } from '../infra/mongo';
 import type { TeamDoc, TeamMemberDoc } from './drive.types';
 
 /**
@@ -17,7 +17,8 @@ const memberId = (teamId: string, accountId: string) => `${teamId}:${accountId}`
 
 const indexed = new WeakSet<Database>();
 
-export function createTeams(db: Database) {
+export function createTeams(store: Store) {
+  const db = openStore(store);
   const teams = db.db.collection<TeamDoc>(COLLECTIONS.teams);
   const members = db.db.collection<TeamMemberDoc>(COLLECTIONS.teamMembers);
   const ensureIndexes = async () => {

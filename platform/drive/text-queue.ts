@@ -2,7 +2,7 @@ import type { Filter } from 'mongodb';
 import type { AmqpClient } from '../infra/amqp';
 import type { Config } from '../infra/config';
 import type { Logger } from '../infra/log';
-import type { Database } from '../infra/mongo';
+import type { Store } from '../infra/mongo';
 import { driveCollections } from './drive.repository';
 import type { DriveFileDoc } from './drive.types';
 
@@ -38,7 +38,7 @@ export const DRIVE_TEXT_GRACE_MS = 30_000;
 
 /** Republishes of one file before the sweep gives up on it (text status `failed`): about 30 s, 1, 2, 4, 8, 16 min after upload. */
 export const DRIVE_TEXT_MAX_REQUESTS = 6;
-const sweepIndexed = new WeakSet<Database>();
+const sweepIndexed = new WeakSet<Store>();
 
 /** Files one sweep republishes at most. */
 const SWEEP_BATCH = 500;
@@ -51,16 +51,16 @@ const SWEEP_BATCH = 500;
  * how many were republished and given up.
  */
 export async function sweepPendingDriveText(
-  rt: { db: Database; amqp: AmqpClient; log: Logger; config: Config },
+  rt: { store: Store; amqp: AmqpClient; log: Logger; config: Config },
   opts: { now?: Date; graceMs?: number } = {},
 ): Promise<{ republished: number; failed: number }> {
   const now = opts.now ?? new Date();
   const grace = opts.graceMs ?? DRIVE_TEXT_GRACE_MS;
-  const { files } = driveCollections(rt.db);
-  if (!sweepIndexed.has(rt.db)) {
+  const { files } = driveCollections(rt.store);
+  if (!sweepIndexed.has(rt.store)) {
     // Serves this sweep on MongoDB (FerretDB 1.24 scans either way).
     await files.createIndex({ 'text.status': 1, createdAt: 1 });
-    sweepIndexed.add(rt.db);
+    sweepIndexed.add(rt.store);
   }
   const pending = await files
     .find(

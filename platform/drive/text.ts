@@ -1,4 +1,4 @@
-import type { Database } from '../infra/mongo';
+import type { Store } from '../infra/mongo';
 import { driveCollections } from './drive.repository';
 import type { DriveFileDoc, DriveTextDoc } from './drive.types';
 import {
@@ -16,7 +16,7 @@ import {
  * DRIVE_TEXT_STORED_CHARS in `drive_texts` (one document per file, `_id` = the file id).
  */
 
-const driveTexts = (db: Database) => driveCollections(db).texts;
+const driveTexts = (store: Store) => driveCollections(store).texts;
 
 /**
  * `s` cut to at most `max` characters: at the last white space of the final 10% when there is one
@@ -47,14 +47,14 @@ export interface DriveTextRead {
  * repository): '' until the text is `ready`. One findOne by `_id`.
  */
 export async function readDriveText(
-  db: Database,
+  store: Store,
   file: Pick<DriveFileDoc, '_id' | 'accountId' | 'teamId' | 'text'>,
   opts: { maxChars?: number } = {},
 ): Promise<DriveTextRead> {
   const status = file.text?.status ?? 'pending';
   const empty = { status, content: '', truncated: false, engine: file.text?.engine ?? null, storedChars: 0 };
   if (status !== 'ready') return empty;
-  const doc = await driveTexts(db).findOne({ _id: file._id, accountId: file.accountId });
+  const doc = await driveTexts(store).findOne({ _id: file._id, accountId: file.accountId });
   if (!doc) return empty;
   const { text, cut } = cutAtWord(doc.content, opts.maxChars ?? Number.POSITIVE_INFINITY);
   return {
@@ -84,14 +84,18 @@ export interface DriveResearchSource {
  * outside every pin (pins apply everywhere).
  */
 export async function findDriveTextsForResearch(
-  db: Database,
+  store: Store,
   accountId: string,
   query: string,
   opts: { limit: number; maxChars: number; pins: readonly string[] },
 ): Promise<DriveResearchSource[]> {
   const terms = queryTerms(query);
-  const candidates = await findCandidates(db, { scopes: [scopeOf({ accountId, teamId: null })], terms, mode: 'any' });
-  const { files, folders } = driveCollections(db);
+  const candidates = await findCandidates(store, {
+    scopes: [scopeOf({ accountId, teamId: null })],
+    terms,
+    mode: 'any',
+  });
+  const { files, folders } = driveCollections(store);
   const pins = new Set(opts.pins);
   // Folder id → inside the pins; one findOne by _id per folder met.
   const insideCache = new Map<string, boolean>();
@@ -118,7 +122,7 @@ export async function findDriveTextsForResearch(
         score: batch[k]!.score,
         textTerms: batch[k]!.perTerm.filter((p) => p && p.mask & FIELD_BITS.text).length,
         async read() {
-          const t = await readDriveText(db, file, { maxChars: opts.maxChars });
+          const t = await readDriveText(store, file, { maxChars: opts.maxChars });
           return [file.name, file.tags.join(', '), file.description, t.content].filter(Boolean).join('\n');
         },
       });
@@ -132,11 +136,11 @@ export type DriveTextOutcome =
   | { status: 'ready'; text: string; truncated: boolean; engine: string }
   | { status: 'none' | 'failed'; engine: string | null; error: string | null };
 
-const driveFiles = (db: Database) => driveCollections(db).files;
+const driveFiles = (store: Store) => driveCollections(store).files;
 
 /** The file of a text request as long as it is still worth extracting: stored, not trashed, not being purged. */
-export const liveDriveFile = (db: Database, req: { fileId: string; accountId: string }) =>
-  driveFiles(db).findOne({ _id: req.fileId, accountId: req.accountId, trashedAt: null, purgingAt: null });
+export const liveDriveFile = (store: Store, req: { fileId: string; accountId: string }) =>
+  driveFiles(store).findOne({ _id: req.fileId, accountId: req.accountId, trashedAt: null, purgingAt: null });
 
 /**
  * Stores and indexes the extracted text of `file`, then marks it (text.status ready | none |
@@ -145,7 +149,7 @@ export const liveDriveFile = (db: Database, req: { fileId: string; accountId: st
  * purged file keeps no text or index entries).
  */
 export async function recordDriveText(
-  db: Database,
+  store: Store,
   file: DriveFileDoc,
   outcome: DriveTextOutcome,
   reload: () => Promise<DriveFileDoc | null>,
@@ -161,10 +165,10 @@ export async function recordDriveText(
       engine: outcome.engine,
       at,
     };
-    await driveTexts(db).replaceOne({ _id: file._id }, doc, { upsert: true });
+    await driveTexts(store).replaceOne({ _id: file._id }, doc, { upsert: true });
   }
   // Name, tags and description as they are when the index is written (a rename may land meanwhile).
-  await indexDriveFile(db, file, outcome.status === 'ready' ? outcome.text : null, { reload });
+  await indexDriveFile(store, file, outcome.status === 'ready' ? outcome.text : null, { reload });
   const text: DriveFileDoc['text'] =
     outcome.status === 'ready'
       ? {
@@ -176,17 +180,17 @@ export async function recordDriveText(
           at,
         }
       : { status: outcome.status, chars: 0, truncated: false, engine: outcome.engine, error: outcome.error, at };
-  const moved = await driveFiles(db).updateOne(
+  const moved = await driveFiles(store).updateOne(
     { _id: file._id, accountId: file.accountId, trashedAt: null, purgingAt: null, 'text.status': 'pending' },
     { $set: { text } },
   );
   if (moved.matchedCount === 1) return true;
   // Trashed (kept: a restore makes it pending-and-live again for the sweep), finished by another
   // delivery, or purged: then nothing may stay behind.
-  const still = await driveFiles(db).findOne({ _id: file._id }, { projection: { _id: 1 } });
+  const still = await driveFiles(store).findOne({ _id: file._id }, { projection: { _id: 1 } });
   if (!still) {
-    await driveTexts(db).deleteOne({ _id: file._id });
-    await removeDriveTextIndex(db, file);
+    await driveTexts(store).deleteOne({ _id: file._id });
+    await removeDriveTextIndex(store, file);
   }
   return false;
 }

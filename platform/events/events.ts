@@ -3,13 +3,13 @@ import { EVENTS, type BusEvent, type EventName, type JobEventName } from '../../
 import { broker } from '../../contracts/registry';
 import type { AmqpClient } from '../infra/amqp';
 import type { Logger } from '../infra/log';
-import type { Database } from '../infra/mongo';
+import type { Store } from '../infra/mongo';
 import { createEventOutbox } from './outbox.repository';
 
 export interface EmitDeps {
   amqp: AmqpClient;
   log: Logger;
-  db: Database;
+  store: Store;
   config: { QUEUE_PREFIX: string };
 }
 
@@ -22,21 +22,21 @@ const send = async (deps: EmitDeps, event: BusEvent): Promise<boolean> => {
     deps.log.warn('event publish failed; the sweep will publish it', { event: event.event, err: err as Error });
     return false;
   }
-  await createEventOutbox(deps.db).markPublished(event.eventId);
+  await createEventOutbox(deps.store).markPublished(event.eventId);
   return true;
 };
 
 /** Publish outbox events the broker never confirmed (older than `graceMs`); the scheduler calls it. */
 export async function sweepEventOutbox(deps: EmitDeps, graceMs: number, limit = 500): Promise<number> {
-  const pending = await createEventOutbox(deps.db).unpublished(new Date(Date.now() - graceMs), limit);
+  const pending = await createEventOutbox(deps.store).unpublished(new Date(Date.now() - graceMs), limit);
   let sent = 0;
   for (const doc of pending) if (await send(deps, doc.event)) sent++;
   return sent;
 }
 
 /** Delete published outbox entries older than `before`. */
-export async function expireEventOutbox(db: Database, before: Date): Promise<number> {
-  return createEventOutbox(db).expirePublished(before);
+export async function expireEventOutbox(store: Store, before: Date): Promise<number> {
+  return createEventOutbox(store).expirePublished(before);
 }
 
 /**
@@ -70,6 +70,6 @@ export async function emitEvent(
       'emitting an event marked not emitted in contracts/events.ts; flip its flag so customers can subscribe',
       { event: name },
     );
-  await createEventOutbox(deps.db).add(event);
+  await createEventOutbox(deps.store).add(event);
   return { eventId: event.eventId, published: await send(deps, event) };
 }

@@ -1,5 +1,5 @@
 import type { BusEvent } from '../../contracts/events';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import { COLLECTIONS, type Store, openStore } from '../infra/mongo';
 
 /**
  * Non-job events on their way to the broker: stored before the publish, marked once the broker
@@ -13,7 +13,8 @@ export interface EventOutboxDoc {
   publishedAt: Date | null;
 }
 
-export function createEventOutbox(db: Database) {
+export function createEventOutbox(store: Store) {
+  const db = openStore(store);
   const outbox = db.db.collection<EventOutboxDoc>(COLLECTIONS.eventOutbox);
   return {
     async add(event: BusEvent): Promise<void> {

@@ -72,7 +72,7 @@ export async function checkDocumentType(documentBase64: string, declared: Extrac
  * project and captures it (answering `charged` with the price), or, without a retry, the
  * scheduler captures it once it expires because the project exists. Never a free project.
  */
-export function createExtractService(rt: Pick<Runtime, 'amqp' | 'credits' | 'config' | 'db' | 'log'>) {
+export function createExtractService(rt: Pick<Runtime, 'amqp' | 'credits' | 'config' | 'store' | 'log'>) {
   const { config, credits } = rt;
   const projects = createProjectsService(rt);
   const pool = (payload: ExtractRpcRequest) => ({

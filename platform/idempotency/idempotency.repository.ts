@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AppError } from '../infra/errors';
-import type { Database, IdempotencyDoc } from '../infra/mongo';
+import { type IdempotencyDoc, type Store, openStore } from '../infra/mongo';
 
 const stable = (v: unknown): string => {
   if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
@@ -37,7 +37,8 @@ export type IdempotencyStart =
  * Length: a factory whose 7 functions share the collection, the owner id and the lease timers; the longest,
  * start, is 60 lines.
  */
-export function createIdempotency(db: Database, opts: { ttlHours: number; leaseMs: number; waitMs?: number }) {
+export function createIdempotency(store: Store, opts: { ttlHours: number; leaseMs: number; waitMs?: number }) {
+  const db = openStore(store);
   const waitMs = opts.waitMs ?? 5000;
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const held = new Set<string>();
@@ -214,6 +215,7 @@ export function createIdempotency(db: Database, opts: { ttlHours: number; leaseM
 export type Idempotency = ReturnType<typeof createIdempotency>;
 
 /** Deletes the records whose retention ended before `now` (the scheduler's `idempotency.expire`). */
-export async function expireIdempotencyRecords(db: Database, now: Date): Promise<number> {
+export async function expireIdempotencyRecords(store: Store, now: Date): Promise<number> {
+  const db = openStore(store);
   return (await db.idempotency.deleteMany({ expiresAt: { $lt: now } })).deletedCount;
 }

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { GridFSBucket } from 'mongodb';
 import { newId } from './ids';
-import { COLLECTIONS, type Database } from './mongo';
+import { COLLECTIONS, type Store, openStore } from './mongo';
 import { hmacSign, signatureMatches } from './signing';
 
 export interface BlobInfo {
@@ -19,9 +19,10 @@ export interface BlobInfo {
  * HMAC-SHA256(secret, "<id>.<exp>"), checked in constant time.
  */
 export function createBlobStore(
-  db: Database,
+  store: Store,
   opts: { secret: string; publicBaseUrl: string; defaultTtlSeconds: number },
 ) {
+  const db = openStore(store);
   const bucket = new GridFSBucket(db.db, { bucketName: COLLECTIONS.blobBucket });
   const sign = (id: string, exp: number) => hmacSign(opts.secret, `${id}.${exp}`);
 

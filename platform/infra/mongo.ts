@@ -395,6 +395,22 @@ export async function connectMongo(url: string, opts: { maxPoolSize?: number } =
 }
 export type Database = Awaited<ReturnType<typeof connectMongo>>;
 
+declare const storeBrand: unique symbol;
+/**
+ * The connection as the rest of the code holds it: opaque, nothing to query. Repositories turn
+ * it back into the connection (openStore); everyone else passes it to a repository, so no
+ * collection is reached outside a `*.repository.ts` (test/layout/rooms.test.ts checks the callers).
+ */
+export interface Store {
+  readonly [storeBrand]: true;
+}
+
+/** The opaque handle of a connection (the same object: caches keyed by it stay shared). */
+export const storeOf = (db: Database): Store => db as unknown as Store;
+
+/** The connection behind a Store: for repositories, platform/infra/, the composition root and tests only. */
+export const openStore = (store: Store): Database => store as unknown as Database;
+
 /** Every index the processes rely on: collection, key, unique. */
 const INDEXES: [collection: string, key: Record<string, 1 | -1>, unique?: true][] = [
   [COLLECTIONS.apiKeys, { hash: 1 }, true],

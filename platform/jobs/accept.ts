@@ -17,6 +17,7 @@ import type { JobDoc } from '../infra/mongo';
 import { createWriteBehind } from '../infra/write-behind';
 import { type AcceptedJob, type JobsBase, type JobsContext, WRITE_BEHIND } from './context';
 import { create } from './jobs.repository';
+import { deleteUncharged, findOwnedJob, markAccepted } from './marks.repository';
 import { publish } from './outbox';
 import { settleOne } from './recovery';
 
@@ -26,7 +27,7 @@ import { settleOne } from './recovery';
  * lease waits for the batch before it settles).
  */
 export function createAcceptBatches(base: JobsBase) {
-  const { db, credits, log, deps } = base;
+  const { store, credits, log, deps } = base;
   /**
    * What a charged, published job still needs written: its ledger entry, `credits.charged`,
    * `dispatchedAt`, and the release of its account marker. These lag the answer by 20 ms (up to
@@ -39,26 +40,17 @@ export function createAcceptBatches(base: JobsBase) {
     async (items) => {
       await credits.recordCharges(items.map(({ job, requestId }) => chargeOfJob(job, requestId)));
       const now = new Date();
-      // One command, one statement per job by _id (FerretDB 1.24 scans the whole collection for
-      // `_id: { $in: [...] }`, so an updateMany would cost O(jobs stored)).
       // Marked only while this process still holds the settlement claim its insert took.
-      const r = await db.jobs.bulkWrite(
-        items.map(({ job, dispatched }) => ({
-          updateOne: {
-            filter: { _id: job._id, 'credits.settling.owner': instanceId },
-            update: {
-              $set: dispatched
-                ? { 'credits.charged': true, 'credits.settling': null, dispatchedAt: now }
-                : { 'credits.charged': true, 'credits.settling': null },
-            },
-          },
-        })),
-        { ordered: false },
+      const matched = await markAccepted(
+        store,
+        items.map(({ job, dispatched }) => ({ jobId: job._id, dispatched })),
+        instanceId,
+        now,
       );
       // Only now that the jobs say they are charged may their markers leave the account. If a
       // claim was lost meanwhile (this batch came later than the claim lasts), keep them all: the
       // sweep releases markers of charged jobs (releaseSettledMarkers).
-      if (r.matchedCount !== items.length) return;
+      if (matched !== items.length) return;
       const byAccount = new Map<string, string[]>();
       for (const { job } of items) byAccount.set(job.accountId, [...(byAccount.get(job.accountId) ?? []), job._id]);
       for (const [accountId, ids] of byAccount) await credits.releaseMarkers(accountId, ids);
@@ -198,7 +190,7 @@ export async function chargeAndPublish(
   job: JobDoc,
   insertedAt: number,
 ): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
-  const { db, credits, settleLeaseMs, leases, settled } = ctx;
+  const { store, credits, settleLeaseMs, leases, settled } = ctx;
   const { jobId, amount } = input;
   faultPoint('accept.after-insert');
   // Stalled past half the claim (a frozen process): leave the job to the sweep rather than
@@ -220,7 +212,7 @@ export async function chargeAndPublish(
       onBalance: (left) => leases.saw(input.accountId, left),
     }))
   ) {
-    await db.jobs.deleteOne({ _id: jobId, 'credits.charged': false });
+    await deleteUncharged(store, jobId);
     await input.undo?.(jobId);
     throw new AppError('insufficient_credits', `not enough AI credits: ${input.operation} costs ${fromUnits(amount)}`);
   }
@@ -298,8 +290,8 @@ export async function acceptAgain(
     operation: CreditOperation;
   },
 ): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
-  const { db, settleLeaseMs } = ctx;
-  const existing = await db.jobs.findOne({ _id: input.jobId, accountId: input.accountId });
+  const { store, settleLeaseMs } = ctx;
+  const existing = await findOwnedJob(store, input.accountId, input.jobId);
   if (!existing || existing.type !== input.type)
     throw new AppError('conflict', 'Idempotency-Key: this key already named another job');
   const unpaid = () =>

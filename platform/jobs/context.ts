@@ -7,7 +7,7 @@
 import type { createCreditLeases, CreditLeaseSettings, Credits } from '../credits/credits';
 import type { AmqpClient } from '../infra/amqp';
 import type { Logger } from '../infra/log';
-import type { Database, JobDoc } from '../infra/mongo';
+import type { JobDoc, Store } from '../infra/mongo';
 import type { createWriteBehind } from '../infra/write-behind';
 
 /**
@@ -19,7 +19,7 @@ import type { createWriteBehind } from '../infra/write-behind';
 export const WRITE_BEHIND = { maxItems: 200, delayMs: 20, maxDelayMs: 100 };
 
 export interface JobsDeps {
-  db: Database;
+  store: Store;
   amqp: AmqpClient;
   credits: Credits;
   log: Logger;
@@ -43,7 +43,7 @@ type WriteBehind<T> = ReturnType<typeof createWriteBehind<T>>;
 /** The shared part: the dependencies, and what the batches need before the batches exist. */
 export interface JobsBase {
   deps: JobsDeps;
-  db: Database;
+  store: Store;
   amqp: AmqpClient;
   credits: Credits;
   log: Logger;

@@ -7,20 +7,21 @@
 import { JOB_ID_PREFIX, type JobType } from '../../contracts/registry';
 import { metrics } from '../../monitoring/metrics';
 import { newId } from '../infra/ids';
-import type { JobDoc } from '../infra/mongo';
+import { type JobDoc, openStore } from '../infra/mongo';
 import type { JobsContext } from './context';
 import { announce, buildEvent, partialAssets, sendEvent } from './outbox';
 
 /** Who the job belongs to and its type: what an event needs before the job is finished. */
-const identity = ({ db }: JobsContext, jobId: string) =>
-  db.jobs.findOne({ _id: jobId }, { projection: { _id: 1, type: 1, accountId: 1 } });
+const identity = ({ store }: JobsContext, jobId: string) =>
+  openStore(store).jobs.findOne({ _id: jobId }, { projection: { _id: 1, type: 1, accountId: 1 } });
 
 /**
  * Give a failed job's credits back, once: the account update is idempotent per job (see
  * credits.refund), so a crash anywhere here is repaired by the sweep calling it again.
  */
 export async function refundOnce(ctx: JobsContext, job: Pick<JobDoc, '_id' | 'accountId' | 'credits'>) {
-  const { db, credits } = ctx;
+  const { credits } = ctx;
+  const db = openStore(ctx.store);
   if (job.credits.refunded) return;
   await credits.refund({
     accountId: job.accountId,
@@ -45,7 +46,7 @@ export async function create(
     timeoutMs?: number;
   },
 ): Promise<JobDoc> {
-  const { db } = ctx;
+  const db = openStore(ctx.store);
   const now = new Date();
   const job: JobDoc = {
     _id: input.id ?? newId(JOB_ID_PREFIX[input.type]),
@@ -79,25 +80,26 @@ export async function create(
  * millisecond more per read (the hottest read of the API).
  */
 export async function findForAccount(ctx: JobsContext, accountId: string, id: string): Promise<JobDoc | null> {
-  const { db } = ctx;
+  const db = openStore(ctx.store);
   const job = await db.jobs.findOne({ _id: id });
   return job && job.accountId === accountId ? job : null;
 }
 
 /** A job by id, whoever owns it: callers check `accountId` themselves (the API's job cache). */
-export const findById = ({ db }: JobsContext, id: string): Promise<JobDoc | null> => db.jobs.findOne({ _id: id });
+export const findById = ({ store }: JobsContext, id: string): Promise<JobDoc | null> =>
+  openStore(store).jobs.findOne({ _id: id });
 
 /**
  * The account's newest complete jobs, `limit` at most, without `excludeJobId` (the research
  * engine reads them as sources): id, type, input, result and creation time only.
  */
 export const recentComplete = (
-  { db }: JobsContext,
+  { store }: JobsContext,
   accountId: string,
   opts: { excludeJobId: string; limit: number },
 ): Promise<Pick<JobDoc, '_id' | 'type' | 'input' | 'result' | 'createdAt'>[]> =>
-  db.jobs
-    .find(
+  openStore(store)
+    .jobs.find(
       { accountId, status: 'complete', _id: { $ne: opts.excludeJobId } },
       { projection: { _id: 1, type: 1, input: 1, result: 1, createdAt: 1 } },
     )
@@ -106,8 +108,8 @@ export const recentComplete = (
     .toArray();
 
 /** Whether a job `id` was stored (what a pending debit may have paid for). */
-export const exists = async ({ db }: JobsContext, id: string): Promise<boolean> =>
-  (await db.jobs.countDocuments({ _id: id })) > 0;
+export const exists = async ({ store }: JobsContext, id: string): Promise<boolean> =>
+  (await openStore(store).jobs.countDocuments({ _id: id })) > 0;
 
 /**
  * Take a job for work: queued, or processing with an expired lease (its worker died or it
@@ -121,7 +123,7 @@ export async function claim(
   leaseMs: number,
   opts: { again?: boolean } = {},
 ): Promise<JobDoc | null> {
-  const { db } = ctx;
+  const db = openStore(ctx.store);
   const now = new Date();
   // `again`: the caller's earlier claim failed without an answer (the database went away),
   // so a lease of its own is one that claim may have taken, not another attempt running.
@@ -147,14 +149,14 @@ export async function claim(
 
 /** The lease of a job that is processing, or null. */
 export async function leaseOf(ctx: JobsContext, jobId: string): Promise<{ owner: string; until: Date } | null> {
-  const { db } = ctx;
+  const db = openStore(ctx.store);
   const j = await db.jobs.findOne({ _id: jobId, status: 'processing' }, { projection: { lease: 1 } });
   return j?.lease ?? null;
 }
 
 /** Extend the lease while working. False when the job is no longer ours. */
 export async function renewLease(ctx: JobsContext, jobId: string, owner: string, leaseMs: number): Promise<boolean> {
-  const { db } = ctx;
+  const db = openStore(ctx.store);
   const r = await db.jobs.updateOne(
     { _id: jobId, status: 'processing', 'lease.owner': owner },
     { $set: { 'lease.until': new Date(Date.now() + leaseMs) } },
@@ -172,7 +174,10 @@ export async function checkpoint(
   owner: string | undefined,
   fields: Record<string, unknown>,
 ): Promise<boolean> {
-  const r = await ctx.db.jobs.updateOne({ _id: jobId, status: 'processing', 'lease.owner': owner }, { $set: fields });
+  const r = await openStore(ctx.store).jobs.updateOne(
+    { _id: jobId, status: 'processing', 'lease.owner': owner },
+    { $set: fields },
+  );
   return r.matchedCount === 1;
 }
 
@@ -182,7 +187,7 @@ export async function progress(
   owner: string,
   p: { rawStatus: string; progressMessage: string; result?: Record<string, unknown> },
 ): Promise<boolean> {
-  const { db } = ctx;
+  const db = openStore(ctx.store);
   const set: Record<string, unknown> = {
     rawStatus: p.rawStatus,
     progressMessage: p.progressMessage,
@@ -206,7 +211,7 @@ export async function complete(
   extras: Record<string, unknown> = {},
   claimed?: Pick<JobDoc, '_id' | 'type' | 'accountId'>,
 ): Promise<JobDoc | null> {
-  const { db } = ctx;
+  const db = openStore(ctx.store);
   const now = new Date();
   const who = claimed?._id === jobId ? claimed : await identity(ctx, jobId);
   if (!who) return null;
@@ -251,7 +256,7 @@ export async function fail(
   error: string,
   opts: { owner?: string; reason?: string } = {},
 ): Promise<JobDoc | null> {
-  const { db } = ctx;
+  const db = openStore(ctx.store);
   const now = new Date();
   // One read: who the job belongs to, and what it had published (partialAssets).
   const who = await db.jobs.findOne({ _id: jobId }, { projection: { _id: 1, type: 1, accountId: 1, result: 1 } });
@@ -299,7 +304,7 @@ export async function scheduleRetry(
   error: string,
   opts: { uncounted?: boolean } = {},
 ): Promise<boolean> {
-  const { db } = ctx;
+  const db = openStore(ctx.store);
   const r = await db.jobs.updateOne(
     { _id: jobId, status: 'processing', 'lease.owner': owner },
     {

@@ -40,7 +40,7 @@ export type { JobMessage } from './outbox';
 export function createJobs(deps: JobsDeps) {
   const base: JobsBase = {
     deps,
-    db: deps.db,
+    store: deps.store,
     amqp: deps.amqp,
     credits: deps.credits,
     log: deps.log,

@@ -12,6 +12,7 @@ import type { JobDoc, JobEvent } from '../infra/mongo';
 import { createWriteBehind } from '../infra/write-behind';
 import { type JobsBase, type JobsContext, WRITE_BEHIND } from './context';
 import { pollPath } from './envelope';
+import { markDispatched, markEventsPublished } from './marks.repository';
 
 /** The message a pool receives. Small on purpose: the job document is the truth. */
 export interface JobMessage {
@@ -82,14 +83,11 @@ export const announce = async (ctx: JobsBase, jobId: string): Promise<void> => {
  * again, after DISPATCH_GRACE_MS; the event id absorbs the duplicate (webhooks deliver once per
  * event id).
  */
-export const createPublishedMarks = ({ db, log }: JobsBase) =>
+export const createPublishedMarks = ({ store, log }: JobsBase) =>
   createWriteBehind<string>(
     async (ids) => {
       const at = new Date();
-      await db.jobs.bulkWrite(
-        ids.map((_id) => ({ updateOne: { filter: { _id }, update: { $set: { eventPublishedAt: at } } } })),
-        { ordered: false },
-      );
+      await markEventsPublished(store, ids, at);
     },
     { ...WRITE_BEHIND, log, name: 'event-published' },
   );
@@ -133,7 +131,7 @@ export async function dispatch(
   reason: 'undispatched' | 'stalled',
 ): Promise<boolean> {
   if (!(await publish(ctx, job))) return false;
-  await ctx.db.jobs.updateOne({ _id: job._id, dispatchedAt: null }, { $set: { dispatchedAt: new Date() } });
+  await markDispatched(ctx.store, job._id);
   metrics.jobsRepublished.inc({ type: job.type, reason });
   return true;
 }

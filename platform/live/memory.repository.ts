@@ -1,4 +1,4 @@
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import { COLLECTIONS, type Store, openStore } from '../infra/mongo';
 
 export interface LiveMemoryDoc {
   _id: string;
@@ -13,7 +13,8 @@ export const LIVE_MEMORIES_MAX = 200;
 const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** Per-account memories of the live assistant: what later sessions recall. */
-export function createLiveMemories(db: Database) {
+export function createLiveMemories(store: Store) {
+  const db = openStore(store);
   const col = db.db.collection<LiveMemoryDoc>(COLLECTIONS.liveMemories);
   const view = (m: LiveMemoryDoc) => ({ id: m._id, text: m.text, createdAt: m.createdAt.toISOString() });
   return {

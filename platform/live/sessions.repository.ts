@@ -1,5 +1,5 @@
 import type { LiveClientTool, TurnDetection } from '../../contracts/live';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import { COLLECTIONS, type Store, openStore } from '../infra/mongo';
 
 export type LiveSessionStatus = 'issued' | 'connected' | 'dropped' | 'ended';
 
@@ -92,4 +92,5 @@ export interface LiveSessionDoc {
  * The live sessions collection, typed. The sessions service (platform/live/sessions.ts) is its
  * only user: every session move there is one conditional update whose filter is the story.
  */
-export const liveSessionsCollection = (db: Database) => db.db.collection<LiveSessionDoc>(COLLECTIONS.liveSessions);
+export const liveSessionsCollection = (store: Store) =>
+  openStore(store).db.collection<LiveSessionDoc>(COLLECTIONS.liveSessions);

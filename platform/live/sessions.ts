@@ -89,9 +89,9 @@ export function liveCapabilities(config: Runtime['config']): LiveCapabilities {
  * Length: a factory whose 18 functions share the sessions collection, the token secret and the voice
  * catalogue; the longest, open, is 88 lines.
  */
-export function createLiveSessions(rt: Pick<Runtime, 'db' | 'config' | 'credits' | 'log'>) {
+export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credits' | 'log'>) {
   const { config } = rt;
-  const col = liveSessionsCollection(rt.db);
+  const col = liveSessionsCollection(rt.store);
   const secret = config.LIVE_TOKEN_SECRET ?? config.ASSET_SIGNING_SECRET;
   const catalogue = voiceCatalogue(config);
   const realtimeUrl = `${config.PUBLIC_BASE_URL.replace(/^http/, 'ws')}${REALTIME_PATH}`;

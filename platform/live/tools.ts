@@ -79,7 +79,7 @@ export function lineFor(_action: string, a: ChatArtifact): string {
 /** Live-only server tools: projects, account and memory (artifact type platform_action, data.action names the tool). */
 function liveOnlyTools(rt: Runtime): ToolDefinition[] {
   const projects = createProjectsService(rt);
-  const memories = createLiveMemories(rt.db);
+  const memories = createLiveMemories(rt.store);
   const art = (action: string, title: string, lineText: string, data: Record<string, unknown>): ChatArtifact => ({
     type: 'platform_action',
     title,

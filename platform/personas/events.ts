@@ -46,8 +46,8 @@ export function toolCallEvent(c: Conv, t: LiveToolCallEntry): PersonaEventDoc {
  * call: the events are written then, so none depends on the session's capped history (the
  * read-time import stays as the backstop for a write that failed).
  */
-export function createPersonaEventsHook(rt: Pick<Runtime, 'db'>) {
-  const repo = createPersonasRepository(rt.db);
+export function createPersonaEventsHook(rt: Pick<Runtime, 'store'>) {
+  const repo = createPersonasRepository(rt.store);
   /** The conversation of each session, looked up once per session (null: not a persona conversation). */
   const convOf = new Map<string, Promise<Conv | null>>();
   const conv = (s: { _id: string; accountId: string }) => {

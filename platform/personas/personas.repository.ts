@@ -1,7 +1,7 @@
 import type { Collection, Filter } from 'mongodb';
 import type { PersonaChannel, PersonaEventType } from '../../contracts/personas';
 import { keysetPage, type Page } from '../infra/lists';
-import { COLLECTIONS, isDuplicateKey, onlyDuplicateKeys, type Database } from '../infra/mongo';
+import { COLLECTIONS, isDuplicateKey, onlyDuplicateKeys, type Store, openStore } from '../infra/mongo';
 import { updateVersioned } from '../infra/versioned';
 
 /**
@@ -83,7 +83,8 @@ export interface PersonaEventDoc {
 const RANK: Record<PersonaEventType, number> = { started: 0, user_turn: 1, assistant_turn: 2, tool_call: 3, ended: 9 };
 export const eventSeq = (type: PersonaEventType, at: Date) => at.getTime() * 10 + RANK[type];
 
-export function createPersonasRepository(db: Database) {
+export function createPersonasRepository(store: Store) {
+  const db = openStore(store);
   const col = <T extends { _id: string }>(name: string) => db.db.collection<T>(name) as unknown as Collection<T>;
   const personas = col<PersonaDoc>(COLLECTIONS.personas);
   const versions = col<PersonaVersionDoc>(COLLECTIONS.personaVersions);

@@ -52,8 +52,8 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
  * Length: a factory whose 23 functions share the personas repository, the live sessions and the voice
  * catalogue; the longest, startConversation, is 89 lines.
  */
-export function createPersonasService(rt: Pick<Runtime, 'db' | 'config' | 'credits' | 'log'>) {
-  const repo = createPersonasRepository(rt.db);
+export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'credits' | 'log'>) {
+  const repo = createPersonasRepository(rt.store);
   const sessions = createLiveSessions(rt);
   const catalogue = voiceCatalogue(rt.config);
   const api = `${rt.config.PUBLIC_BASE_URL}/api/v1`;

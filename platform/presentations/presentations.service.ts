@@ -18,8 +18,10 @@ export const DEFAULT_VISUAL_STYLE = 'illustration';
  * (`pending_editor_open`, job null, nothing charged). A private or unresolvable brandUrl is
  * refused here with 400 (the worker checks it again at fetch time).
  */
-export function createPresentationsService(rt: Pick<Runtime, 'credits' | 'jobs' | 'db' | 'config' | 'amqp' | 'log'>) {
-  const projects = createProjects(rt.db);
+export function createPresentationsService(
+  rt: Pick<Runtime, 'credits' | 'jobs' | 'store' | 'config' | 'amqp' | 'log'>,
+) {
+  const projects = createProjects(rt.store);
   const ssrf = { allowLoopback: rt.config.ALLOW_LOOPBACK_URLS };
 
   const present = (p: ProjectDoc, job: JobDoc | null): PresentationCreated => ({

@@ -9,7 +9,7 @@ import {
 } from '../../contracts/projects';
 import { newId } from '../infra/ids';
 import { decodeCursor, keysetPage, type Page } from '../infra/lists';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import { COLLECTIONS, type Store, openStore } from '../infra/mongo';
 import { missOrConflict, updateVersioned } from '../infra/versioned';
 
 /**
@@ -100,7 +100,8 @@ const UNIQUE_TYPE = new Set<ProjectKind>(
 /** The fields list items leave out (content can be large). */
 const LIST_PROJECTION = { content: 0, presentation: 0, shares: 0 } as const;
 
-export function createProjects(db: Database) {
+export function createProjects(store: Store) {
+  const db = openStore(store);
   const col = db.db.collection<ProjectDoc>(COLLECTIONS.projects) as unknown as Collection<ProjectDoc>;
   let indexed: Promise<unknown> | undefined;
   // One index per list sort; FerretDB ignores them, MongoDB serves each list page from one.
@@ -233,7 +234,8 @@ export function createProjects(db: Database) {
  * DELETE /projects/{id} removes. Here, not in the sheets repository, so that sheets depend on
  * projects and never the other way.
  */
-export async function deleteSheetData(db: Database, accountId: string, id: string): Promise<void> {
+export async function deleteSheetData(store: Store, accountId: string, id: string): Promise<void> {
+  const db = openStore(store);
   await db.db.collection(COLLECTIONS.sheets).deleteOne({ _id: id as never, accountId });
   await db.db.collection(COLLECTIONS.sheetCommits).deleteMany({ sheetId: id, accountId });
   await db.db.collection(COLLECTIONS.sheetBlocks).deleteMany({ sheetId: id, accountId });

@@ -155,10 +155,10 @@ const pause = (attempt: number) => new Promise((r) => setTimeout(r, Math.random(
  * Length: a factory whose 11 operations share the projects repository and the blob store; the longest, share,
  * is 48 lines.
  */
-export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' | 'log'>) {
-  const projects = createProjects(rt.db);
+export function createProjectsService(rt: Pick<Runtime, 'store' | 'config' | 'amqp' | 'log'>) {
+  const projects = createProjects(rt.store);
   const base = rt.config.PUBLIC_BASE_URL;
-  const blobs = createBlobStore(rt.db, {
+  const blobs = createBlobStore(rt.store, {
     secret: rt.config.ASSET_SIGNING_SECRET,
     publicBaseUrl: base,
     defaultTtlSeconds: rt.config.ASSET_URL_TTL_SECONDS,
@@ -321,7 +321,7 @@ export function createProjectsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp'
       if (ifMatch !== undefined) await projects.ensureVersion(accountId, await mustGet(accountId, id));
       const gone = await projects.remove(accountId, id, ifMatch);
       const kind = kindOf(gone);
-      if (kind === 'sheet') await deleteSheetData(rt.db, accountId, id);
+      if (kind === 'sheet') await deleteSheetData(rt.store, accountId, id);
       await announce(accountId, 'project.deleted', {
         projectId: id,
         kind,

@@ -1,4 +1,4 @@
-import type { Database } from '../infra/mongo';
+import { type Store, openStore } from '../infra/mongo';
 
 /** Options of the rate limit (config RATE_LIMIT_MAX, RATE_LIMIT_WINDOW_SECONDS). */
 export interface RateLimitOptions {
@@ -51,7 +51,8 @@ interface WindowState {
  * `RateLimit: "default";r=<remaining>;t=<reset s>`. `expiresAt` is the window
  * end; the scheduler deletes expired counters (`ratelimits.expire`).
  */
-export function createRateLimiter(db: Database, opts: RateLimitOptions) {
+export function createRateLimiter(store: Store, opts: RateLimitOptions) {
+  const db = openStore(store);
   const { max } = opts;
   const lease = opts.leaseSize ?? defaultLeaseSize(max);
   const windowMs = opts.windowSeconds * 1000;
@@ -136,6 +137,7 @@ export function createRateLimiter(db: Database, opts: RateLimitOptions) {
 export type RateLimiter = ReturnType<typeof createRateLimiter>;
 
 /** Deletes the counters of windows that ended before `now` (the scheduler's `ratelimits.expire`). */
-export async function expireRateLimitWindows(db: Database, now: Date): Promise<number> {
+export async function expireRateLimitWindows(store: Store, now: Date): Promise<number> {
+  const db = openStore(store);
   return (await db.rateLimits.deleteMany({ expiresAt: { $lt: now } })).deletedCount;
 }

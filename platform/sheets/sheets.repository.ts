@@ -2,7 +2,7 @@ import type { Collection, Filter } from 'mongodb';
 import { PROJECT_TYPE_OF_KIND } from '../../contracts/projects';
 import type { COMMIT_SOURCES, COMMIT_STATUSES } from '../../contracts/sheets';
 import { keysetPage, type Page } from '../infra/lists';
-import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
+import { COLLECTIONS, isDuplicateKey, type Store, openStore } from '../infra/mongo';
 import type { ProjectDoc } from '../projects/projects.repository';
 import type { NewBlock, Tree } from './grid';
 
@@ -97,7 +97,8 @@ const fromStored = <T>(d: (Record<string, unknown> & { tree?: string | null }) |
 
 // Length: almost all of it is forAccount (its own Length line), the account-bound queries; the factory adds
 // the index set-up.
-export function createSheetsRepository(db: Database) {
+export function createSheetsRepository(store: Store) {
+  const db = openStore(store);
   const heads = db.db.collection<Stored<SheetHeadDoc>>(COLLECTIONS.sheets) as unknown as Collection<
     Stored<SheetHeadDoc>
   >;

@@ -74,9 +74,9 @@ const validation = (message: string) => new AppError('validation_error', message
 // Length: a factory whose 34 functions (the operations and their helpers gridOf, mustHead, diffTrees …) share
 // the projects service, the sheets repository and the public base URL; each is a function of its own, the
 // longest (create) 102 lines.
-export function createSheetsService(rt: Pick<Runtime, 'db' | 'config' | 'amqp' | 'log' | 'credits'>) {
+export function createSheetsService(rt: Pick<Runtime, 'store' | 'config' | 'amqp' | 'log' | 'credits'>) {
   const projects = createProjectsService(rt);
-  const repo = createSheetsRepository(rt.db);
+  const repo = createSheetsRepository(rt.store);
   const base = rt.config.PUBLIC_BASE_URL;
 
   const gridOf = (accountId: string, sheetId: string, tree: Tree) =>

@@ -1,6 +1,6 @@
 import { keysetPage, type Page } from '../infra/lists';
 import { newId } from '../infra/ids';
-import { COLLECTIONS, type Database } from '../infra/mongo';
+import { COLLECTIONS, type Store, openStore } from '../infra/mongo';
 
 /** One delivery attempt (SPEC 6.4.5). WARNING: persisted; add fields, never rename them. */
 export interface DeliveryDoc {
@@ -24,7 +24,8 @@ export interface DeliveryDoc {
 export const DELIVERY_ID_PREFIX = 'whd';
 
 /** The delivery log, newest first, paginated by an opaque (at, id) cursor. */
-export function createDeliveriesRepository(db: Database) {
+export function createDeliveriesRepository(store: Store) {
+  const db = openStore(store);
   const col = db.db.collection<DeliveryDoc>(COLLECTIONS.webhookDeliveries);
   return {
     collection: col,

@@ -1,7 +1,7 @@
 import { WEBHOOK_LIMITS } from '../../contracts/webhooks';
 import { AppError } from '../infra/errors';
 import { newId } from '../infra/ids';
-import { COLLECTIONS, isDuplicateKey, type Database } from '../infra/mongo';
+import { COLLECTIONS, isDuplicateKey, type Store, openStore } from '../infra/mongo';
 import type { EncryptedSecret } from './secrets';
 
 /**
@@ -34,7 +34,8 @@ export const WEBHOOK_ID_PREFIX = 'wh';
  * Webhook documents. Every operation is scoped by `forAccount(accountId)`: another account's
  * webhook is simply not found.
  */
-export function createWebhooksRepository(db: Database) {
+export function createWebhooksRepository(store: Store) {
+  const db = openStore(store);
   const col = db.db.collection<WebhookDoc>(COLLECTIONS.webhooks);
 
   const forAccount = (accountId: string) => ({

@@ -52,7 +52,7 @@ export const bench: Bench = {
     try {
       const { accountId, key } = await stack.createAccount({ credits: 1_000_000 });
       const { id: _id, ...def } = DEV_AGENTS[0]!;
-      const agent = await createAgentsRepository(stack.rt.db).upsert(accountId, def);
+      const agent = await createAgentsRepository(stack.rt.store).upsert(accountId, def);
       const api = client(stack.baseUrl, key);
       for (let i = 0; i < 5; i++) await api.post('/notes', { name: `bench notes ${i}`, markdown: '# hi' });
 
@@ -89,7 +89,7 @@ export const bench: Bench = {
       const bareRps = RUNS / ((performance.now() - b0) / 1000);
 
       // (b) agent runs through the API, the broker and the agent pool.
-      const runs = stack.rt.db.db.collection<any>(COLLECTIONS.agentRuns);
+      const runs = stack.db.db.collection<any>(COLLECTIONS.agentRuns);
       const warm = await pool(10, C, () => api.post(`/agents/${agent._id}/messages`, { message: MESSAGE }));
       const settled = async (n: number) => {
         for (const deadline = Date.now() + 300_000; Date.now() < deadline; ) {

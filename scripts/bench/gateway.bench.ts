@@ -219,12 +219,12 @@ async function latencyAtSteadyRate(queueType: 'quorum' | 'classic'): Promise<{ p
     await Promise.all(posts);
     const deadline = Date.now() + 60_000;
     while (
-      (await stack.rt.db.jobs.countDocuments({ accountId, status: { $in: ['queued', 'processing'] } })) > 0 &&
+      (await stack.db.jobs.countDocuments({ accountId, status: { $in: ['queued', 'processing'] } })) > 0 &&
       Date.now() < deadline
     ) {
       await new Promise((r) => setTimeout(r, 200));
     }
-    const jobs = await stack.rt.db.jobs.find({ accountId, status: 'complete' }).toArray();
+    const jobs = await stack.db.jobs.find({ accountId, status: 'complete' }).toArray();
     const lat = jobs.map((j) => j.completedAt!.getTime() - j.createdAt.getTime());
     return { p50: percentile(lat, 50), p99: percentile(lat, 99), n: lat.length };
   } finally {

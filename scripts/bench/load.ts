@@ -6,8 +6,8 @@
  * (The gateway bench runs autocannon for fixed durations instead.)
  */
 import { SCOPES, type Scope } from '../../contracts/registry';
-import { createAccountsRepository } from '../../platform/accounts/accounts';
-import { connectMongo, type Database } from '../../platform/infra/mongo';
+import { createAccountsRepository } from '../../platform/accounts/accounts.repository';
+import { connectMongo, storeOf, type Database } from '../../platform/infra/mongo';
 
 /** One request to make. */
 export interface LoadRequest {
@@ -147,7 +147,7 @@ export async function benchAccount(
 ) {
   const m = typeof db === 'string' ? await connectMongo(db) : db;
   try {
-    const accounts = createAccountsRepository(m);
+    const accounts = createAccountsRepository(storeOf(m));
     const account = await accounts.createAccount({ name: 'bench', plan: 'pro', credits });
     const { key } = await accounts.createKey(account._id, { name: 'bench', scopes: [...scopes] });
     return { accountId: account._id, key, auth: { authorization: `Bearer ${key}` } };

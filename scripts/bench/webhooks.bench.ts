@@ -191,7 +191,7 @@ async function retryDelays(stack: Stack): Promise<BenchRow[]> {
     await publishEvents(stack, accountId, RETRY_SAMPLES);
     await eventually(async () => rcv.ok >= RETRY_SAMPLES, 60_000, 'retried deliveries');
     const docs = await eventually(async () => {
-      const d = await createDeliveriesRepository(stack.rt.db).collection.find({ webhookId: hook.id }).toArray();
+      const d = await createDeliveriesRepository(stack.rt.store).collection.find({ webhookId: hook.id }).toArray();
       return d.length >= RETRY_SAMPLES * 3 ? d : undefined;
     });
     const byEvent = new Map<string, DeliveryDoc[]>();
@@ -233,7 +233,7 @@ async function attemptTimeout(stack: Stack): Promise<BenchRow[]> {
     const hook = (await api.post('/webhooks', { name: 'hangs', url: rcv.url, events: ['code_build.completed'] })).body;
     await publishEvents(stack, accountId, 4);
     const docs = await eventually(async () => {
-      const d = await createDeliveriesRepository(stack.rt.db)
+      const d = await createDeliveriesRepository(stack.rt.store)
         .collection.find({ webhookId: hook.id, attempt: 1 })
         .toArray();
       return d.length >= 4 ? d : undefined;

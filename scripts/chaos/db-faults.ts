@@ -27,7 +27,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { createAccountsRepository } from '../../platform/accounts/accounts';
+import { createAccountsRepository } from '../../platform/accounts/accounts.repository';
+import { storeOf } from '../../platform/infra/mongo';
 import { fromUnits } from '../../platform/credits/credits';
 import { startDbFaults, type DbFaults } from '../harness/db-faults';
 import { apiPid, pct, printFigures, sleep, startChaosRun, type ChaosRun } from './kit';
@@ -390,7 +391,7 @@ export async function runDbFaults(): Promise<boolean> {
       },
     });
     try {
-      const accounts = createAccountsRepository(run.db);
+      const accounts = createAccountsRepository(storeOf(run.db));
       const small = await accounts.createAccount({ name: 'dbfaults per-job', plan: 'pro', credits: 5000 });
       const smallKey = (await accounts.createKey(small._id)).key;
       const list: Account[] = [

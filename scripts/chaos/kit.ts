@@ -9,9 +9,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createAccountsRepository } from '../../platform/accounts/accounts';
+import { createAccountsRepository } from '../../platform/accounts/accounts.repository';
 import { loadConfig, type Config } from '../../platform/infra/config';
-import { connectMongo, ensureIndexes, type Database } from '../../platform/infra/mongo';
+import { connectMongo, ensureIndexes, storeOf, type Database } from '../../platform/infra/mongo';
 import { brokerSnapshot, hygieneReport } from '../harness/broker-hygiene';
 import { dropEverything, freePort, recordQueuePrefix } from '../harness/stack';
 import { ensureBuilt } from '../build-once';
@@ -141,7 +141,7 @@ export async function startChaosRun(opts: {
       throw new Error(`${err.message}; supervisor output:\n${output.slice(-4000)}`);
     });
     await ensureIndexes(db);
-    const accounts = createAccountsRepository(db);
+    const accounts = createAccountsRepository(storeOf(db));
     const account = await accounts.createAccount({ name: opts.name, plan: 'pro', credits: opts.credits ?? 10_000 });
     const { key } = await accounts.createKey(account._id);
     return {

@@ -8,6 +8,7 @@ import { start as startWorkers, type WorkerProcess } from '../../workers/workers
 import { start as startScheduler, type SchedulerProcess } from '../../scheduler/scheduler';
 import { loadConfig, type Config } from '../../platform/infra/config';
 import { connectAny, declaredNames } from '../../platform/infra/amqp';
+import { openStore, type Database } from '../../platform/infra/mongo';
 import { webhookQueueNames } from '../../platform/infra/webhook-topology';
 import { recordQueuePrefix } from './broker-hygiene';
 import { testLogEnv } from './test-log';
@@ -39,6 +40,8 @@ export interface Stack {
   scheduler?: SchedulerProcess;
   /** The API's runtime (or the workers'/scheduler's when there is no API). */
   rt: NonNullable<ApiServer['runtime']>;
+  /** The runtime's connection, for tests that read or arrange data directly (the runtime only hands out its opaque store). */
+  db: Database;
   createAccount(opts?: {
     plan?: Plan;
     credits?: number;
@@ -96,6 +99,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     workers,
     scheduler,
     rt,
+    db: openStore(rt.store),
     config2: (extra) => env({ PORT: '0', ...extra }),
     async createAccount(o = {}) {
       const account = await rt.accounts.createAccount({

@@ -36,10 +36,10 @@ describe('credits', () => {
     for (const r of refused) expect(r.body.error.code).to.equal('insufficient_credits');
     expect((await api.get('/account/credits')).body.balance).to.equal(0);
     await stack.rt.jobs.flushAccepted(); // the ledger entries follow the answers in a batch
-    const charges = await stack.rt.db.ledger.find({ accountId, kind: 'charge' }).toArray();
+    const charges = await stack.db.ledger.find({ accountId, kind: 'charge' }).toArray();
     expect(charges).to.have.length(10);
     expect(charges.map((c) => c.jobId).sort()).to.deep.equal(accepted.map((r) => r.body.jobId).sort());
-    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(10);
+    expect(await stack.db.jobs.countDocuments({ accountId })).to.equal(10);
   });
 
   it('when the balance is short, then 402 insufficient_credits and nothing is stored', async () => {
@@ -47,7 +47,7 @@ describe('credits', () => {
     const r = await client(stack.baseUrl, key).post('/code-builds', { prompt: 'x' });
     expect(r.status).to.equal(402);
     expect(r.body.error.message).to.include('code_build costs 3');
-    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(0);
-    expect(await stack.rt.db.ledger.countDocuments({ accountId })).to.equal(0);
+    expect(await stack.db.jobs.countDocuments({ accountId })).to.equal(0);
+    expect(await stack.db.ledger.countDocuments({ accountId })).to.equal(0);
   });
 });

@@ -153,7 +153,7 @@ describe('exact money (credits kept in integer millicredits)', () => {
     });
     const expected = net.reduce((a, b) => a + b, initial);
 
-    const ledger = await rt.db.ledger.find({ accountId }).toArray();
+    const ledger = await stack.db.ledger.find({ accountId }).toArray();
     for (const e of ledger) expect(Number.isInteger(e.millicredits), e._id).to.equal(true);
     const charges = ledger.filter((e) => e.kind === 'charge');
     const refunds = ledger.filter((e) => e.kind === 'refund');
@@ -192,14 +192,14 @@ describe('exact money (credits kept in integer millicredits)', () => {
       await stack.rt.jobs.flushAccepted();
       const shown = (await api.get('/account/credits')).body.balance;
       expect(shown).to.equal(Number(decimal(expected)));
-      const jobs = await stack.rt.db.jobs.find({ accountId }).toArray();
+      const jobs = await stack.db.jobs.find({ accountId }).toArray();
       expect(jobs.reduce((n, j) => n + BigInt(j.credits.millicredits), 0n)).to.equal(initial - expected);
     }
   });
 
   it('when the database holds accounts and ledger entries in decimal credits, then starting converts them once, even with several processes at once, and the balance reads back exactly', async function () {
     this.timeout(120_000);
-    const { db } = stack.rt;
+    const { db } = stack;
     const raw = (name: string) => db.db.collection<Record<string, unknown>>(name);
     // A database from before millicredits: no migration recorded, old field names, a drifted sum.
     await raw(COLLECTIONS.migrations).deleteMany({});
@@ -287,7 +287,7 @@ describe('exact money (credits kept in integer millicredits)', () => {
       const [, , mine] = await Promise.all([
         startApi(stack.config2()).then((a) => started.push(a)),
         startApi(stack.config2()).then((a) => started.push(a)),
-        migrateCreditUnits(db),
+        migrateCreditUnits(stack.rt.store),
       ]);
       expect(mine.converted).to.be.at.most(8);
       const account = await raw(COLLECTIONS.accounts).findOne({ _id: accountId as never });
@@ -320,7 +320,7 @@ describe('exact money (credits kept in integer millicredits)', () => {
       });
       expect(await raw(COLLECTIONS.migrations).countDocuments({})).to.equal(1);
       // A later start finds the migration recorded and converts nothing.
-      expect(await migrateCreditUnits(db)).to.deep.equal({ converted: 0 });
+      expect(await migrateCreditUnits(stack.rt.store)).to.deep.equal({ converted: 0 });
 
       const { key } = await stack.rt.accounts.createKey(accountId, { scopes: ['read'] });
       const r = await client(stack.baseUrl, key).get('/account/credits');

@@ -28,7 +28,7 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
   let otherAgent: string;
   let rcv: Receiver;
 
-  const outbox = () => stack.rt.db.db.collection<any>(COLLECTIONS.agentOutbox).find({ accountId }).toArray();
+  const outbox = () => stack.db.db.collection<any>(COLLECTIONS.agentOutbox).find({ accountId }).toArray();
   const send = (agentId: string, message: string, threadId?: string) =>
     api.post(`/agents/${agentId}/messages`, { message, ...(threadId ? { threadId } : {}) });
   const accepted = async (agentId: string, message: string, threadId?: string) => {
@@ -54,7 +54,7 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     api = client(stack.baseUrl, a.key);
     const b = await stack.createAccount({ credits: 1000 });
     other = client(stack.baseUrl, b.key);
-    const repo = createAgentsRepository(stack.rt.db);
+    const repo = createAgentsRepository(stack.rt.store);
     const [r, o] = DEV_AGENTS.map(({ id: _id, ...def }) => def);
     research = (await repo.upsert(accountId, r!))._id;
     outreach = (await repo.upsert(accountId, o!))._id;
@@ -131,7 +131,7 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     const taskResult = await waitForRun(api, research, task.body.runId);
     expect(taskResult.trigger).to.equal('run');
     expect(taskResult.reply).to.include('hello there').and.include('script:recall');
-    const thread1 = await stack.rt.db.db
+    const thread1 = await stack.db.db
       .collection<any>(COLLECTIONS.agentThreads)
       .findOne({ _id: `${research}:${thread}` });
     // message, reply, message, reply, and the run's reply only.
@@ -159,7 +159,7 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     expect(pa.availableScopes).to.deep.equal(['once', 'task', 'always']);
     expect(pa.actionArgs.to).to.equal('alice@example.com');
     expect(pa.plan[0]).to.deep.include({ slug: 'send_email' });
-    const stored = await stack.rt.db.db.collection<any>(COLLECTIONS.agentRuns).findOne({ _id: acc.runId });
+    const stored = await stack.db.db.collection<any>(COLLECTIONS.agentRuns).findOne({ _id: acc.runId });
     expect(stored.lease).to.equal(null);
     expect(await outbox()).to.deep.equal([]);
     const status = await api.get(`/agents/${outreach}/runs/${acc.runId}`);
@@ -286,14 +286,14 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     const done = await waitForRun(api, outreach, later.runId);
     expect(done.status).to.equal('completed');
     expect((await outbox()).filter((m) => m.runId === later.runId)).to.have.length(1);
-    const agent = await stack.rt.db.db.collection<any>(COLLECTIONS.agents).findOne({ _id: outreach });
+    const agent = await stack.db.db.collection<any>(COLLECTIONS.agents).findOne({ _id: outreach });
     expect(agent.alwaysAllowed).to.deep.equal(['send_email']);
   });
 
   it('when a run needs three approvals, each approved once, then it completes: pauses do not use up its claims', async () => {
     // An agent of its own: an earlier test allowed send_email `always` for the outreach agent.
     const { id: _id, ...def } = DEV_AGENTS[1]!;
-    const mailer = (await createAgentsRepository(stack.rt.db).upsert(accountId, { ...def, name: 'mailer' }))._id;
+    const mailer = (await createAgentsRepository(stack.rt.store).upsert(accountId, { ...def, name: 'mailer' }))._id;
     const people = ['kim@example.com', 'lee@example.com', 'max@example.com'];
     const acc = await accepted(mailer, script(people.map((p) => emailCall(p))));
     for (const who of people) {
@@ -315,8 +315,9 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
   it('when a message or run POST is retried with the same Idempotency-Key, then the same run answers, it runs once and is billed once; another body with the key is 422', async () => {
     // An agent of its own, so the usage test's counts stay those of the research agent.
     const { id: _rid, ...rdef } = DEV_AGENTS[0]!;
-    const research = (await createAgentsRepository(stack.rt.db).upsert(accountId, { ...rdef, name: 'researcher two' }))
-      ._id;
+    const research = (
+      await createAgentsRepository(stack.rt.store).upsert(accountId, { ...rdef, name: 'researcher two' })
+    )._id;
     const before = (await api.get('/account/credits')).body.balance as number;
     const key = `msg-${Date.now()}`;
     const first = await api.post(
@@ -354,7 +355,7 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     expect(r2.body.runId).to.equal(r1.body.runId);
     await waitForRun(api, research, first.body.runId, ['completed']);
     await waitForRun(api, research, r1.body.runId, ['completed']);
-    const runs = stack.rt.db.db.collection<any>(COLLECTIONS.agentRuns);
+    const runs = stack.db.db.collection<any>(COLLECTIONS.agentRuns);
     expect(
       await runs.countDocuments({
         accountId,
@@ -367,7 +368,7 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
   });
 
   it('when a run fails after a tool delivered work, then its fee stands (not refunded)', async () => {
-    const repo = createAgentsRepository(stack.rt.db);
+    const repo = createAgentsRepository(stack.rt.store);
     const mixed = await repo.upsert(accountId, {
       name: 'mixed',
       instructions: 'notes then research',
@@ -390,7 +391,7 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
       ['start_research', 'failed'],
     ]);
     expect(failed.creditsUsed).to.equal(fromUnits(stack.rt.credits.millicreditsFor('agent_run')));
-    expect(await stack.rt.db.ledger.countDocuments({ _id: `led_refund_${acc.runId}` })).to.equal(0);
+    expect(await stack.db.ledger.countDocuments({ _id: `led_refund_${acc.runId}` })).to.equal(0);
     expect(before - ((await api.get('/account/credits')).body.balance as number)).to.equal(
       fromUnits(stack.rt.credits.millicreditsFor('agent_run')),
     );
@@ -447,20 +448,20 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
 
   it('when the balance cannot cover the run fee, then 402 and no run is stored', async () => {
     const poor = await stack.createAccount({ credits: 2 });
-    const repo = createAgentsRepository(stack.rt.db);
+    const repo = createAgentsRepository(stack.rt.store);
     const agent = await repo.upsert(poor.accountId, { ...DEV_AGENTS[0]!, id: undefined });
     const r = await client(stack.baseUrl, poor.key).post(`/agents/${agent._id}/messages`, {
       message: 'write notes about money',
     });
     expect(r.status).to.equal(402);
     expect(r.body.error.code).to.equal('insufficient_credits');
-    expect(
-      await stack.rt.db.db.collection(COLLECTIONS.agentRuns).countDocuments({ accountId: poor.accountId }),
-    ).to.equal(0);
+    expect(await stack.db.db.collection(COLLECTIONS.agentRuns).countDocuments({ accountId: poor.accountId })).to.equal(
+      0,
+    );
   });
 
   it('when a paid tool would pass the credit budget, then the run fails with the budget error, its fee is refunded once, and evi.run_failed reaches the webhook; completed runs send evi.run_completed', async () => {
-    const repo = createAgentsRepository(stack.rt.db);
+    const repo = createAgentsRepository(stack.rt.store);
     const tight = await repo.upsert(accountId, {
       name: 'tight',
       instructions: 'research things',
@@ -476,7 +477,7 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     expect(failed.steps[0]).to.deep.include({ slug: 'start_research', status: 'failed' });
     const after = (await api.get('/account/credits')).body;
     expect(after).to.deep.equal(before);
-    const refunds = await stack.rt.db.ledger.countDocuments({ _id: `led_refund_${acc.runId}` });
+    const refunds = await stack.db.ledger.countDocuments({ _id: `led_refund_${acc.runId}` });
     expect(refunds).to.equal(1);
 
     const [hook] = await rcv.waitFor(1, (x) => x.body?.event === 'evi.run_failed' && x.body.data.runId === acc.runId);
@@ -503,7 +504,7 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
       expect(r.status, days).to.equal(400);
       expect(r.body.error.message).to.match(/^days/);
     }
-    const runs = await stack.rt.db.db
+    const runs = await stack.db.db
       .collection<any>(COLLECTIONS.agentRuns)
       .find({ accountId, agentId: research })
       .toArray();

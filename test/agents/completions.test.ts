@@ -36,7 +36,7 @@ describe('agents: POST /chat/completions with the openai client', function () {
     api = client(stack.baseUrl, key);
     // maxRetries 0: a retried 5xx would hide what the service answered.
     openai = new OpenAI({ baseURL: stack.baseUrl, apiKey: key, maxRetries: 0 });
-    const repo = createAgentsRepository(stack.rt.db);
+    const repo = createAgentsRepository(stack.rt.store);
     const [r, o] = DEV_AGENTS.map(({ id: _id, ...def }) => def);
     research = (await repo.upsert(a.accountId, r!))._id;
     outreach = (await repo.upsert(a.accountId, o!))._id;
@@ -101,7 +101,7 @@ describe('agents: POST /chat/completions with the openai client', function () {
     });
     expect(ext.artifacts).to.have.length(1);
     expect(ext.artifacts[0]).to.include({ kind: 'project' });
-    const run = await stack.rt.db.db.collection<any>(COLLECTIONS.agentRuns).findOne({ _id: ext.runId });
+    const run = await stack.db.db.collection<any>(COLLECTIONS.agentRuns).findOne({ _id: ext.runId });
     expect(run).to.include({
       trigger: 'completions',
       instruction: 'write notes about the launch checklist',

@@ -27,13 +27,13 @@ describe('agents: sweep republishes and duplicate messages', function () {
     accountId = a.accountId;
     api = client(stack.baseUrl, a.key);
     const { id: _id, ...def } = DEV_AGENTS[0]!;
-    agentId = (await createAgentsRepository(stack.rt.db).upsert(accountId, def))._id;
+    agentId = (await createAgentsRepository(stack.rt.store).upsert(accountId, def))._id;
   });
   after(async () => {
     await stack?.stop();
   });
 
-  const runs = () => stack.rt.db.db.collection<RunDoc>(COLLECTIONS.agentRuns);
+  const runs = () => stack.db.db.collection<RunDoc>(COLLECTIONS.agentRuns);
   const post = async (message: string) => {
     const r = await api.post(`/agents/${agentId}/messages`, { message });
     expect(r.status, r.text).to.equal(202);

@@ -32,7 +32,7 @@ describe('agents: a worker process killed mid-run (real processes, SIGKILL)', fu
     const { accountId, key } = await stack.createAccount({ credits: 1000 });
     const api = client(stack.baseUrl, key);
     const { id: _id, ...def } = DEV_AGENTS[0]!;
-    const agent = await createAgentsRepository(stack.rt.db).upsert(accountId, def);
+    const agent = await createAgentsRepository(stack.rt.store).upsert(accountId, def);
     const doomed = spawnWorkerProcess(stack, {
       WORKER_POOLS: 'agent',
       FAULT_POINT: 'agent.after-tool',
@@ -48,8 +48,8 @@ describe('agents: a worker process killed mid-run (real processes, SIGKILL)', fu
     const runId = posted.body.runId as string;
     expect(await died).to.equal('SIGKILL');
 
-    const runs = stack.rt.db.db.collection<any>(COLLECTIONS.agentRuns);
-    const projects = stack.rt.db.db.collection<any>(COLLECTIONS.projects);
+    const runs = stack.db.db.collection<any>(COLLECTIONS.agentRuns);
+    const projects = stack.db.db.collection<any>(COLLECTIONS.projects);
     const orphan = await runs.findOne({ _id: runId });
     expect(orphan.status).to.equal('running');
     expect(orphan.steps).to.deep.equal([]);
@@ -68,7 +68,7 @@ describe('agents: a worker process killed mid-run (real processes, SIGKILL)', fu
     expect(done.artifacts.map((a: any) => a.projectId)).to.deep.equal([project._id]);
     expect(done.creditsUsed).to.equal(5);
     await eventually(
-      async () => (await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge' })) === 1,
+      async () => (await stack.db.ledger.countDocuments({ accountId, kind: 'charge' })) === 1,
       5000,
       'one charge',
     );

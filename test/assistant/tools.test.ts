@@ -359,7 +359,7 @@ describe('assistant: the chat tools against the real stack', function () {
     const ctx = await ctxFor(key, seed);
     // The id this call would give its project is taken (by another account's project): the insert fails.
     const taken = ctx.idFor('prj');
-    await stack.rt.db.db.collection<any>(COLLECTIONS.projects).insertOne({
+    await stack.db.db.collection<any>(COLLECTIONS.projects).insertOne({
       _id: taken,
       accountId: 'acct_someone_else',
       name: 'taken',
@@ -371,7 +371,7 @@ describe('assistant: the chat tools against the real stack', function () {
     const a = await run('build_code', { prompt: 'a todo app that cannot be stored' }, ctx);
     expect(a.type).to.equal('error');
     expect(await balance()).to.equal(before);
-    expect(await stack.rt.db.jobs.countDocuments({ _id: ctx.idFor('code') } as never)).to.equal(0);
+    expect(await stack.db.jobs.countDocuments({ _id: ctx.idFor('code') } as never)).to.equal(0);
   });
 
   it('when the free tools run, then web search says it is not configured, brand themes are deterministic and actions link into the app', async () => {

@@ -4,8 +4,8 @@ import type { Stack } from '../../scripts/harness/stack';
 import { COLLECTIONS } from '../../platform/infra/mongo';
 import { newId } from '../../platform/infra/ids';
 
-export const boardsCol = (stack: Stack) => stack.rt.db.db.collection<any>(COLLECTIONS.boards);
-export const cardsCol = (stack: Stack) => stack.rt.db.db.collection<any>(COLLECTIONS.cards);
+export const boardsCol = (stack: Stack) => stack.db.db.collection<any>(COLLECTIONS.boards);
+export const cardsCol = (stack: Stack) => stack.db.db.collection<any>(COLLECTIONS.cards);
 
 export async function createBoard(api: Client, body: Record<string, unknown> = {}) {
   const r = await api.post('/boards', { name: 'Sprint', ...body });
@@ -48,7 +48,7 @@ export const lanes = (cards: any[]) => {
 export async function insertProject(stack: Stack, accountId: string) {
   const now = new Date();
   const id = newId('prj');
-  await stack.rt.db.db.collection<any>(COLLECTIONS.projects).insertOne({
+  await stack.db.db.collection<any>(COLLECTIONS.projects).insertOne({
     _id: id,
     accountId,
     name: 'Linked',

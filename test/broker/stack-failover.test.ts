@@ -58,9 +58,9 @@ describe('the API and workers on the three-node cluster', function () {
       failoversBefore;
     expect(failovers).to.equal(runtimes.length);
 
-    const jobs = await stack.rt.db.jobs.find({ accountId }).toArray();
+    const jobs = await stack.db.jobs.find({ accountId }).toArray();
     expect(jobs).to.have.length(done.length);
-    const balance = fromUnits((await stack.rt.db.accounts.findOne({ _id: accountId }))!.millicredits);
+    const balance = fromUnits((await stack.db.accounts.findOne({ _id: accountId }))!.millicredits);
     expect(10_000 - balance).to.equal(5 * done.length);
     const during = done.filter((a) => a.at >= 3000 && a.at < 5000).map((a) => a.ms);
     console.log(

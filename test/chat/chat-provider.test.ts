@@ -48,7 +48,7 @@ describe('POST /chat with the OpenAI-compatible engine against a fake provider',
   const balance = async () => (await api.get('/account/credits')).body.balance as number;
   /** Net credits of one operation for the account: charges minus refunds in the ledger. */
   const net = async (operation: string) => {
-    const entries = await stack.rt.db.ledger.find({ accountId, operation } as never).toArray();
+    const entries = await stack.db.ledger.find({ accountId, operation } as never).toArray();
     return entries.reduce(
       (s, e) =>
         s +
@@ -93,7 +93,7 @@ describe('POST /chat with the OpenAI-compatible engine against a fake provider',
       .and.not.match(/sk-test/);
     expect(frames(t.raw).at(-1)).to.equal('data: [DONE]');
     expect(await balance()).to.equal(before);
-    expect(await stack.rt.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })).to.equal(0); // settled, not left to the scheduler
+    expect(await stack.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })).to.equal(0); // settled, not left to the scheduler
     const ms = (await api.get(`/conversations/${t.headers.get('x-conversation-id')}/messages`)).body.data;
     expect(ms.at(-1).artifacts.at(-1).type).to.equal('error');
   });
@@ -170,7 +170,7 @@ describe('POST /chat with the OpenAI-compatible engine against a fake provider',
       { signal: abort.signal },
     ).catch((err: Error) => err);
     await provider.imageRequested;
-    const notesBefore = await stack.rt.db.db
+    const notesBefore = await stack.db.db
       .collection(COLLECTIONS.projects)
       .countDocuments({ accountId, name: 'Never written' });
     abort.abort();
@@ -182,17 +182,17 @@ describe('POST /chat with the OpenAI-compatible engine against a fake provider',
     await eventually(
       async () =>
         (await net('image')) === imageBefore + fromUnits(stack.rt.credits.millicreditsFor('image')) &&
-        (await stack.rt.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })) === 0,
+        (await stack.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })) === 0,
       10_000,
       'the image charged',
     );
     await new Promise((r) => setTimeout(r, 300));
     expect(
-      await stack.rt.db.db.collection(COLLECTIONS.projects).countDocuments({ accountId, name: 'Never written' }),
+      await stack.db.db.collection(COLLECTIONS.projects).countDocuments({ accountId, name: 'Never written' }),
     ).to.equal(notesBefore);
     expect(provider.chatCalls).to.equal(1);
     expect(before - (await balance())).to.equal(fromUnits(stack.rt.credits.millicreditsFor('image')));
-    const conv = await stack.rt.db.db
+    const conv = await stack.db.db
       .collection(COLLECTIONS.conversations)
       .find({ accountId })
       .sort({ createdAt: -1 })
@@ -282,7 +282,7 @@ describe('POST /chat with the OpenAI-compatible engine against a fake provider',
       /could not be stored; nothing was charged/,
     );
     expect(await balance()).to.equal(before);
-    expect(await stack.rt.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })).to.equal(0);
+    expect(await stack.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })).to.equal(0);
   });
 
   it('when messages come with a conversationId, then the provider sees the stored history and the new user message once, not the client copy besides', async () => {
@@ -311,7 +311,7 @@ describe('POST /chat with the OpenAI-compatible engine against a fake provider',
     provider.script(() => ({ text: 'nobody reads this' }));
     const before = await balance();
     const callsBefore = provider.chatCalls;
-    const convsBefore = await stack.rt.db.db.collection(COLLECTIONS.conversations).countDocuments({ accountId });
+    const convsBefore = await stack.db.db.collection(COLLECTIONS.conversations).countDocuments({ accountId });
     const url = new URL(`${stack.baseUrl}/chat`);
     const body = JSON.stringify({ message: 'hello' });
     const rid = `req-gone-${Date.now()}`;
@@ -328,17 +328,15 @@ describe('POST /chat with the OpenAI-compatible engine against a fake provider',
       sock.on('error', reject);
     });
     const entry = await eventually(
-      () => stack.rt.db.db.collection('audit_log').findOne({ requestId: rid }),
+      () => stack.db.db.collection('audit_log').findOne({ requestId: rid }),
       10_000,
       'audit entry of the abandoned request',
     );
     expect(entry).to.include({ accountId, millicreditsCharged: 0 });
     await new Promise((r) => setTimeout(r, 500));
     expect(await balance()).to.equal(before);
-    expect(await stack.rt.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })).to.equal(0);
+    expect(await stack.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })).to.equal(0);
     expect(provider.chatCalls).to.equal(callsBefore);
-    expect(await stack.rt.db.db.collection(COLLECTIONS.conversations).countDocuments({ accountId })).to.equal(
-      convsBefore,
-    );
+    expect(await stack.db.db.collection(COLLECTIONS.conversations).countDocuments({ accountId })).to.equal(convsBefore);
   });
 });

@@ -191,7 +191,7 @@ describe('POST /chat with the local engine', function () {
 
   it('when a request breaks a rule, then 400 names the field and nothing is charged or stored', async () => {
     const before = await balance();
-    const convs = await stack.rt.db.db.collection(COLLECTIONS.conversations).countDocuments({ accountId });
+    const convs = await stack.db.db.collection(COLLECTIONS.conversations).countDocuments({ accountId });
     const cases: [unknown, RegExp][] = [
       [{}, /^message: is required/],
       [
@@ -240,9 +240,7 @@ describe('POST /chat with the local engine', function () {
     });
     expect((await messagesOf(ok.conversationId)).length).to.equal(41);
     expect(await balance()).to.equal(before - 1);
-    expect(await stack.rt.db.db.collection(COLLECTIONS.conversations).countDocuments({ accountId })).to.equal(
-      convs + 1,
-    );
+    expect(await stack.db.db.collection(COLLECTIONS.conversations).countDocuments({ accountId })).to.equal(convs + 1);
   });
 
   it("when the conversationId is another account's or unknown, then 404 before anything is charged", async () => {
@@ -268,12 +266,12 @@ describe('POST /chat with the local engine', function () {
     expect(r.headers.get('content-type')).to.match(/^application\/json/);
     expect(r.body.error.code).to.equal('insufficient_credits');
     expect(
-      await stack.rt.db.db.collection(COLLECTIONS.conversations).countDocuments({ accountId: poor.accountId }),
+      await stack.db.db.collection(COLLECTIONS.conversations).countDocuments({ accountId: poor.accountId }),
     ).to.equal(0);
-    expect(
-      await stack.rt.db.db.collection(COLLECTIONS.messages).countDocuments({ accountId: poor.accountId }),
-    ).to.equal(0);
-    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId: poor.accountId })).to.equal(0);
+    expect(await stack.db.db.collection(COLLECTIONS.messages).countDocuments({ accountId: poor.accountId })).to.equal(
+      0,
+    );
+    expect(await stack.db.db.collection('projects').countDocuments({ accountId: poor.accountId })).to.equal(0);
   });
 
   it('when the account is white-label, then message.engine is null in the answer, the stream and the stored message', async () => {
@@ -336,7 +334,7 @@ describe('POST /chat with the local engine', function () {
     expect(r.status).to.equal(200);
     const rid = r.headers.get('x-request-id');
     const entry = await eventually(
-      () => stack.rt.db.db.collection('audit_log').findOne({ requestId: rid }),
+      () => stack.db.db.collection('audit_log').findOne({ requestId: rid }),
       10_000,
       'audit entry',
     );

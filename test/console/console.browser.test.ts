@@ -57,7 +57,7 @@ describe('developer console in headless Chromium', function () {
         events: ['song.completed'],
       })
     ).body as { id: string };
-    await stack.rt.db.db.collection(COLLECTIONS.webhooks).updateOne(
+    await stack.db.db.collection(COLLECTIONS.webhooks).updateOne(
       { _id: hook.id as never },
       {
         $set: {
@@ -68,7 +68,7 @@ describe('developer console in headless Chromium', function () {
         },
       },
     );
-    await createDeliveriesRepository(stack.rt.db).record({
+    await createDeliveriesRepository(stack.rt.store).record({
       accountId,
       webhookId: hook.id,
       eventId: 'whd_demo',
@@ -85,7 +85,7 @@ describe('developer console in headless Chromium', function () {
     });
 
     // Sign in with the link the script prints.
-    const { url } = await issueSignInLink(stack.rt.db, stack.config, accountId);
+    const { url } = await issueSignInLink(stack.rt.store, stack.config, accountId);
     await page.goto(url);
     await shot('sign-in');
     await page.getByRole('button', { name: 'Sign in' }).click();

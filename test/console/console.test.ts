@@ -26,7 +26,7 @@ describe('developer console over HTTP', function () {
 
   describe('signing in', () => {
     it('when a sign-in link is opened, then it shows a button and only the POST spends it', async () => {
-      const { url } = await issueSignInLink(stack.rt.db, stack.config, a.accountId);
+      const { url } = await issueSignInLink(stack.rt.store, stack.config, a.accountId);
       const landing = await get(stack, new URL(url).pathname + new URL(url).search);
       expect(landing.status).to.equal(200);
       expect(landing.text).to.contain('action="/console/sign-in"');
@@ -37,7 +37,7 @@ describe('developer console over HTTP', function () {
     });
 
     it('when a session cookie is set over http, then it is HttpOnly, SameSite=Lax, Path=/console and not Secure', async () => {
-      const { url } = await issueSignInLink(stack.rt.db, stack.config, a.accountId);
+      const { url } = await issueSignInLink(stack.rt.store, stack.config, a.accountId);
       const r = await post(stack, '/console/sign-in', { token: tokenOf(url) });
       const c = r.setCookie.find((x) => x.startsWith('console_session='))!;
       expect(c)
@@ -49,12 +49,12 @@ describe('developer console over HTTP', function () {
       // Only the hash of the session id is stored.
       const value = c.split(';')[0]!.split('=')[1]!;
       expect(
-        await stack.rt.db.db.collection(COLLECTIONS.consoleSessions).countDocuments({ _id: value as never }),
+        await stack.db.db.collection(COLLECTIONS.consoleSessions).countDocuments({ _id: value as never }),
       ).to.equal(0);
     });
 
     it('when a link is used a second time, then it is refused with 400 and no cookie', async () => {
-      const { url } = await issueSignInLink(stack.rt.db, stack.config, a.accountId);
+      const { url } = await issueSignInLink(stack.rt.store, stack.config, a.accountId);
       expect((await post(stack, '/console/sign-in', { token: tokenOf(url) })).status).to.equal(303);
       const again = await post(stack, '/console/sign-in', { token: tokenOf(url) });
       expect(again.status).to.equal(400);
@@ -63,8 +63,8 @@ describe('developer console over HTTP', function () {
     });
 
     it('when a link has expired, then it is refused with 400', async () => {
-      const { url } = await issueSignInLink(stack.rt.db, stack.config, a.accountId);
-      await stack.rt.db.db
+      const { url } = await issueSignInLink(stack.rt.store, stack.config, a.accountId);
+      await stack.db.db
         .collection(COLLECTIONS.consoleLinks)
         .updateMany({ accountId: a.accountId, usedAt: null }, { $set: { expiresAt: new Date(Date.now() - 1000) } });
       const r = await post(stack, '/console/sign-in', { token: tokenOf(url) });
@@ -98,7 +98,7 @@ describe('developer console over HTTP', function () {
 
     it('when a session is used after a minute, then its expiry slides forward and the cookie is set again; an expired one redirects', async () => {
       const s = await signIn(stack, a.accountId);
-      const sessions = stack.rt.db.db.collection<{ lastSeenAt: Date; expiresAt: Date }>(COLLECTIONS.consoleSessions);
+      const sessions = stack.db.db.collection<{ lastSeenAt: Date; expiresAt: Date }>(COLLECTIONS.consoleSessions);
       const old = new Date(Date.now() - 2 * 3_600_000);
       await sessions.updateMany({ accountId: a.accountId } as never, {
         $set: { lastSeenAt: old, expiresAt: new Date(Date.now() + 600_000) },
@@ -120,7 +120,7 @@ describe('developer console over HTTP', function () {
       expect(out.status).to.equal(303);
       expect((await get(stack, '/console/keys', s.cookie)).status).to.equal(303);
       expect(
-        await stack.rt.db.audit.countDocuments({
+        await stack.db.audit.countDocuments({
           accountId: a.accountId,
           via: 'console',
           route: '/console/sign-out',
@@ -133,14 +133,14 @@ describe('developer console over HTTP', function () {
   describe('forms', () => {
     it('when a POST has no CSRF token or a wrong one, then it answers 403 and changes nothing', async () => {
       const s = await signIn(stack, a.accountId);
-      const before = await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId });
+      const before = await stack.db.apiKeys.countDocuments({ accountId: a.accountId });
       expect((await post(stack, '/console/keys', { name: 'no csrf', scopes: 'read' }, s.cookie)).status).to.equal(403);
       expect(
         (await post(stack, '/console/keys', { name: 'bad csrf', scopes: 'read', _csrf: `${s.csrf}x` }, s.cookie))
           .status,
       ).to.equal(403);
       expect((await post(stack, `/console/keys/${a.keyId}/revoke`, {}, s.cookie)).status).to.equal(403);
-      expect(await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId })).to.equal(before);
+      expect(await stack.db.apiKeys.countDocuments({ accountId: a.accountId })).to.equal(before);
       expect(
         (await fetch(`${stack.baseUrl}/account`, { headers: { authorization: `Bearer ${a.key}` } })).status,
       ).to.equal(200);
@@ -186,7 +186,7 @@ describe('developer console over HTTP', function () {
 
     it("when a key is pinned to another account's Drive folder, then it answers 404 and creates nothing", async () => {
       const s = await signIn(stack, a.accountId);
-      await stack.rt.db.db.collection(COLLECTIONS.driveFolders).insertOne({
+      await stack.db.db.collection(COLLECTIONS.driveFolders).insertOne({
         _id: 'dfo_console_b' as never,
         accountId: b.accountId,
         teamId: null,
@@ -194,7 +194,7 @@ describe('developer console over HTTP', function () {
         parentFolderId: null,
         path: [],
       });
-      const before = await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId });
+      const before = await stack.db.apiKeys.countDocuments({ accountId: a.accountId });
       const r = await post(
         stack,
         '/console/keys',
@@ -202,7 +202,7 @@ describe('developer console over HTTP', function () {
         s.cookie,
       );
       expect(r.status).to.equal(404);
-      expect(await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId })).to.equal(before);
+      expect(await stack.db.apiKeys.countDocuments({ accountId: a.accountId })).to.equal(before);
     });
 
     it("when another account's key id is revoked, then it answers 404 and that key keeps working", async () => {
@@ -253,7 +253,7 @@ describe('developer console over HTTP', function () {
     it('when the audit log has more than a page, then the Older link pages on without repeats or gaps', async () => {
       const c = await stack.createAccount();
       const now = Date.now();
-      await stack.rt.db.audit.insertMany(
+      await stack.db.audit.insertMany(
         Array.from({ length: 60 }, (_, i) => ({
           _id: `aud_page${String(i).padStart(2, '0')}`,
           at: new Date(now - (i % 7) * 1000),
@@ -299,7 +299,7 @@ describe('developer console over HTTP', function () {
       });
       expect(created.status).to.equal(201);
       const hook = (await created.json()) as { id: string };
-      await stack.rt.db.db.collection(COLLECTIONS.webhooks).updateOne(
+      await stack.db.db.collection(COLLECTIONS.webhooks).updateOne(
         { _id: hook.id as never },
         {
           $set: {
@@ -324,7 +324,7 @@ describe('developer console over HTTP', function () {
       expect((await post(stack, `/console/webhooks/${hook.id}/enable`, { _csrf: sb.csrf }, sb.cookie)).status).to.equal(
         404,
       );
-      const trail = await stack.rt.db.audit.find({ route: '/console/webhooks/:id/enable' }).toArray();
+      const trail = await stack.db.audit.find({ route: '/console/webhooks/:id/enable' }).toArray();
       expect(trail.map((e) => [e.accountId, e.status, e.keyId])).to.have.deep.members([
         [a.accountId, 303, ''],
         [b.accountId, 404, ''],
@@ -355,22 +355,22 @@ describe('developer console over HTTP', function () {
       );
       expect(created.status).to.equal(201);
       const key = /id="new-key-value">(svc_[^<]+)</.exec(created.text)![1]!;
-      const keyId = (await stack.rt.db.apiKeys.findOne({ accountId: c.accountId, name: 'audited' }))!._id;
+      const keyId = (await stack.db.apiKeys.findOne({ accountId: c.accountId, name: 'audited' }))!._id;
       expect((await post(stack, `/console/keys/${keyId}/revoke`, { _csrf: s.csrf }, s.cookie)).status).to.equal(303);
-      const entries = await stack.rt.db.audit.find({ accountId: c.accountId, via: 'console', keyId }).toArray();
+      const entries = await stack.db.audit.find({ accountId: c.accountId, via: 'console', keyId }).toArray();
       expect(entries.map((e) => [e.method, e.route, e.status, e.millicreditsCharged])).to.have.deep.members([
         ['POST', '/console/keys', 201, 0],
         ['POST', '/console/keys/:id/revoke', 303, 0],
       ]);
       expect(
-        await stack.rt.db.audit.countDocuments({
+        await stack.db.audit.countDocuments({
           accountId: c.accountId,
           via: 'console',
           route: '/console/sign-in',
           status: 303,
         }),
       ).to.equal(1);
-      const stored = JSON.stringify(await stack.rt.db.audit.find({ accountId: c.accountId }).toArray());
+      const stored = JSON.stringify(await stack.db.audit.find({ accountId: c.accountId }).toArray());
       for (const secret of [key, s.cookie.split('=')[1]!, s.csrf]) expect(stored).not.to.contain(secret);
       const page = await get(stack, `/console/audit?keyId=${keyId}`, s.cookie);
       expect(page.text).to.contain('/console/keys/:id/revoke').and.contain('>console</span>');
@@ -384,7 +384,7 @@ describe('developer console over HTTP', function () {
     });
 
     it('when a sign-in POST comes from another site, then it answers 403, sets no cookie and leaves the link unspent', async () => {
-      const { url } = await issueSignInLink(stack.rt.db, stack.config, a.accountId);
+      const { url } = await issueSignInLink(stack.rt.store, stack.config, a.accountId);
       const crossSite = await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, {
         'sec-fetch-site': 'cross-site',
       });
@@ -407,7 +407,7 @@ describe('developer console over HTTP', function () {
 
     it('when a signed-in form POST names another origin or site, then it answers 403 and changes nothing', async () => {
       const s = await signIn(stack, a.accountId);
-      const before = await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId });
+      const before = await stack.db.apiKeys.countDocuments({ accountId: a.accountId });
       const form = { name: 'cross', scopes: 'read', _csrf: s.csrf };
       expect((await post(stack, '/console/keys', form, s.cookie, { origin: 'http://evil.example' })).status).to.equal(
         403,
@@ -415,7 +415,7 @@ describe('developer console over HTTP', function () {
       expect((await post(stack, '/console/keys', form, s.cookie, { 'sec-fetch-site': 'same-site' })).status).to.equal(
         403,
       );
-      expect(await stack.rt.db.apiKeys.countDocuments({ accountId: a.accountId })).to.equal(before);
+      expect(await stack.db.apiKeys.countDocuments({ accountId: a.accountId })).to.equal(before);
       expect(
         (await post(stack, '/console/keys', form, s.cookie, { origin: origin(stack), 'sec-fetch-site': 'same-origin' }))
           .status,
@@ -431,7 +431,8 @@ describe('developer console over HTTP', function () {
           stack.rt,
           {
             audit: createAuditRecorder({
-              db: stack.rt.db,
+              store: stack.rt.store,
+              health: stack.rt.dbHealth,
               amqp: stack.rt.amqp,
               log: stack.rt.log,
               prefix: stack.config.QUEUE_PREFIX,
@@ -448,7 +449,7 @@ describe('developer console over HTTP', function () {
         const now = Date.now();
         const day = (t: number) => new Date(t).toISOString().slice(0, 10);
         // 3 calls today, 3 two days ago: the newest 5 are today's 3 and 2 of the older day.
-        await stack.rt.db.audit.insertMany(
+        await stack.db.audit.insertMany(
           [0, 1, 2, 2 * 86_400_000, 2 * 86_400_000 + 1, 2 * 86_400_000 + 2].map((ago, i) => ({
             _id: `aud_cap${i}`,
             at: new Date(now - ago),
@@ -478,12 +479,12 @@ describe('developer console over HTTP', function () {
     });
 
     it('when two views ask for usage at once, then they share one count, and a view within the minute reuses it', async () => {
-      const queries = createConsoleQueries(stack.rt.db);
+      const queries = createConsoleQueries(stack.rt.store);
       const c = await stack.createAccount();
       const first = queries.dailyUsage(c.accountId);
       expect(queries.dailyUsage(c.accountId)).to.equal(first);
       const usage = await first;
-      await stack.rt.db.audit.insertOne({
+      await stack.db.audit.insertOne({
         _id: 'aud_cache0',
         at: new Date(),
         accountId: c.accountId,
@@ -496,7 +497,7 @@ describe('developer console over HTTP', function () {
         requestId: 'req_cache0',
       });
       expect(await queries.dailyUsage(c.accountId)).to.equal(usage);
-      expect(await createConsoleQueries(stack.rt.db).dailyUsage(c.accountId)).to.have.nested.property(
+      expect(await createConsoleQueries(stack.rt.store).dailyUsage(c.accountId)).to.have.nested.property(
         'days[29].requests',
         1,
       );
@@ -518,7 +519,7 @@ describe('developer console behind https', function () {
 
   it('when PUBLIC_BASE_URL is https, then the session cookie is Secure', async () => {
     const { accountId } = await stack.createAccount();
-    const { url } = await issueSignInLink(stack.rt.db, stack.config, accountId);
+    const { url } = await issueSignInLink(stack.rt.store, stack.config, accountId);
     expect(url).to.match(/^https:\/\/console\.example\.test\/console\/sign-in\?token=/);
     const r = await post(stack, '/console/sign-in', { token: tokenOf(url) });
     expect(r.setCookie.find((c) => c.startsWith('console_session='))).to.match(/; Secure/i);

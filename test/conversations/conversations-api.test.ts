@@ -19,12 +19,12 @@ describe('conversations API and appendMessage', function () {
     const a = await stack.createAccount();
     accountId = a.accountId;
     api = client(stack.baseUrl, a.key);
-    repo = createConversationsRepository(stack.rt.db);
+    repo = createConversationsRepository(stack.rt.store);
   });
   after(() => stack.stop());
 
-  const convCol = () => stack.rt.db.db.collection<any>(COLLECTIONS.conversations);
-  const msgCol = () => stack.rt.db.db.collection<any>(COLLECTIONS.messages);
+  const convCol = () => stack.db.db.collection<any>(COLLECTIONS.conversations);
+  const msgCol = () => stack.db.db.collection<any>(COLLECTIONS.messages);
   const create = async (body: Record<string, unknown> = {}, c = api) => {
     const r = await c.post('/conversations', body);
     expect(r.status, r.text).to.equal(201);

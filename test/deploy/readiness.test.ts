@@ -17,7 +17,7 @@ describe('process_ready metric (ProcessNotReady alert)', () => {
     const origin = stack.baseUrl.replace('/api/v1', '');
     const ready = async () => /^process_ready (\S+)$/m.exec(await (await fetch(`${origin}/metrics`)).text())?.[1];
     expect(await ready()).to.equal('1');
-    await stack.rt.db.client.close(true);
+    await stack.db.client.close(true);
     const readyz = await fetch(`${origin}/readyz`);
     expect(readyz.status).to.equal(503);
     expect(readyz.headers.get('retry-after'), 'a 503 says when to ask again').to.equal('5');

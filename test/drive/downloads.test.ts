@@ -18,7 +18,7 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
   const bytes = randomBytes(3000);
   let binId: string;
 
-  const files = () => stack.rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+  const files = () => stack.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
   const upload = async (c: Client, body: Record<string, unknown>) => {
     const r = await c.post('/drive/files', body);
     expect(r.status, r.text).to.equal(201);
@@ -229,12 +229,12 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
 
   it('when a team member downloads a team-drive file, then it works; once removed from the team, the live link is 404', async () => {
     const member = await stack.createAccount({ scopes: [...DRIVE] });
-    const teams = createTeams(stack.rt.db);
+    const teams = createTeams(stack.rt.store);
     const team = await teams.createTeam({ name: 'Design', ownerAccountId: owner.accountId });
     await teams.addMember(team._id, member.accountId, 'viewer');
     const data = Buffer.from('team bytes');
     const fileId = `dfl_team${randomBytes(8).toString('hex').slice(0, 16)}`;
-    const blob = await putDriveBlob(stack.rt.db, data, {
+    const blob = await putDriveBlob(stack.rt.store, data, {
       accountId: owner.accountId,
       contentType: 'text/plain',
       filename: 'team.txt',
@@ -284,7 +284,7 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
       )
         writes.push(e);
     };
-    stack.rt.db.client.on('commandStarted', watch);
+    stack.db.client.on('commandStarted', watch);
     try {
       for (let i = 0; i < 20; i++) {
         const r = await plain(url, { range: `bytes=${i * 100}-${i * 100 + 99}` });
@@ -293,7 +293,7 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
       }
       await new Promise((res) => setTimeout(res, 200));
     } finally {
-      stack.rt.db.client.off('commandStarted', watch);
+      stack.db.client.off('commandStarted', watch);
     }
     expect(writes.length).to.be.within(1, 2);
     const doc = await files().findOne({ _id: id });

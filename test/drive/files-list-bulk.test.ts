@@ -142,7 +142,7 @@ describe('Drive files: list and bulk', () => {
         { fileId: 'dfl_unknown4', reason: 'not_found' },
       ]);
       expect((await other.api.get(`/drive/files/${theirs.id}`)).body.trashedAt).to.equal(null);
-      const trashed = await stack.rt.db.db
+      const trashed = await stack.db.db
         .collection(COLLECTIONS.driveFiles)
         .countDocuments({ _id: { $in: mine as never[] }, trashedAt: { $ne: null } });
       expect(trashed).to.equal(95);
@@ -161,7 +161,7 @@ describe('Drive files: list and bulk', () => {
       await api.post('/drive/files/bulk', { fileIds: [a.id, old.id], action: 'trash' });
       const b = await upload(api, 'same.txt'); // the name is free again while a is trashed
       expect(b.name).to.equal('same.txt');
-      await stack.rt.db.db
+      await stack.db.db
         .collection(COLLECTIONS.driveFiles)
         .updateOne({ _id: old.id as never }, { $set: { trashedAt: new Date(Date.now() - 31 * 86_400_000) } });
       const r = await api.post('/drive/files/bulk', { fileIds: [a.id, old.id, active.id, a.id], action: 'restore' });

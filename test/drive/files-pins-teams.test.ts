@@ -118,7 +118,7 @@ describe('Drive pinned keys and team drives', () => {
         .id as string;
       const staying = (await full.post('/drive/files', { name: 'staying.txt', content: 's', folderId: f.shared })).body
         .id as string;
-      const files = stack.rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+      const files = stack.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
       const original = Collection.prototype.updateOne;
       let moved = false;
       const stub = sinon.stub(Collection.prototype, 'updateOne').callsFake(async function (
@@ -187,13 +187,13 @@ describe('Drive pinned keys and team drives', () => {
       owner = await mk();
       member = await mk();
       outsider = (await mk()).api;
-      const teams = createTeams(stack.rt.db);
+      const teams = createTeams(stack.rt.store);
       const team = await teams.createTeam({ name: 'Design', ownerAccountId: owner.accountId });
       teamId = team._id;
       await teams.addMember(teamId, member.accountId, 'editor');
       const now = new Date();
       teamFolder = newId('dfo');
-      await stack.rt.db.db.collection<DriveFolderDoc>(COLLECTIONS.driveFolders).insertOne({
+      await stack.db.db.collection<DriveFolderDoc>(COLLECTIONS.driveFolders).insertOne({
         _id: teamFolder,
         accountId: owner.accountId,
         teamId,
@@ -209,13 +209,13 @@ describe('Drive pinned keys and team drives', () => {
       });
       teamFile = newId('dfl');
       const bytes = Buffer.from('team guidelines');
-      const blob = await putDriveBlob(stack.rt.db, bytes, {
+      const blob = await putDriveBlob(stack.rt.store, bytes, {
         accountId: owner.accountId,
         contentType: 'text/plain',
         filename: 'guide.txt',
         fileId: teamFile,
       });
-      await stack.rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles).insertOne({
+      await stack.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles).insertOne({
         _id: teamFile,
         accountId: owner.accountId,
         teamId,
@@ -282,7 +282,7 @@ describe('Drive pinned keys and team drives', () => {
       }
       const move = await member.api.post('/drive/files/bulk', { fileIds: [own], action: 'move', folderId: teamFolder });
       expect(move.body.failed).to.deep.equal([{ fileId: own, reason: 'team_drive_read_only' }]);
-      const stored = await stack.rt.db.db.collection(COLLECTIONS.driveFiles).findOne({ _id: teamFile as never });
+      const stored = await stack.db.db.collection(COLLECTIONS.driveFiles).findOne({ _id: teamFile as never });
       expect(stored).to.include({ isStarred: false, trashedAt: null, version: 1 });
     });
 

@@ -35,7 +35,7 @@ describe('Drive files: upload, read, update', () => {
   let stack: Stack;
   let api: Client;
   let accountId: string;
-  const files = () => stack.rt.db.db.collection(COLLECTIONS.driveFiles);
+  const files = () => stack.db.db.collection(COLLECTIONS.driveFiles);
 
   before(async () => {
     stack = await startStack({ workers: false, scheduler: false });
@@ -77,14 +77,14 @@ describe('Drive files: upload, read, update', () => {
       const doc = await files().findOne({ _id: r.body.id });
       expect(doc).to.include({ accountId, nameKey: 'notes.md' });
       expect(doc!.sha256).to.equal(createHash('sha256').update('# Hello\n\nWorld ✓').digest('hex'));
-      const chunks = await stack.rt.db.db
+      const chunks = await stack.db.db
         .collection(`${COLLECTIONS.driveBlobBucket}.chunks`)
         .find({ files_id: doc!.blobId })
         .toArray();
       expect(Buffer.concat(chunks.map((c) => Buffer.from(c.data.buffer))).toString('utf8')).to.equal(
         '# Hello\n\nWorld ✓',
       );
-      const usage = await stack.rt.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
+      const usage = await stack.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
       expect(usage).to.include({ fileCount: 1, bytesUsed: r.body.sizeBytes });
     });
 
@@ -213,11 +213,11 @@ describe('Drive files: upload, read, update', () => {
     });
 
     it('when folderId names a missing folder, then 404 and nothing is stored or counted', async () => {
-      const before = await stack.rt.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
+      const before = await stack.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
       const r = await api.post('/drive/files', { name: 'x.txt', content: 'x', folderId: 'dfo_nope' });
       expect(r.status).to.equal(404);
       expect(r.body.error.message).to.match(/^folderId: /);
-      const after = await stack.rt.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
+      const after = await stack.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
       expect(after).to.deep.equal(before);
     });
 
@@ -234,7 +234,7 @@ describe('Drive files: upload, read, update', () => {
         rs.map((r) => r.status),
         rs.map((r) => r.text).join('\n'),
       ).to.deep.equal(sizes.map(() => 201));
-      const usage = await stack.rt.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
+      const usage = await stack.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
       expect(usage).to.include({ bytesUsed: sizes.reduce((a, b) => a + b, 0), fileCount: sizes.length });
     });
   });
@@ -389,7 +389,7 @@ describe('Drive storage quota', () => {
     await api.post('/drive/files/bulk', { fileIds: [exact.body.id], action: 'trash' });
     const again = await api.post('/drive/files', { name: 'd.txt', content: 'x' });
     expect(again.status).to.equal(413);
-    const usage = await stack.rt.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
+    const usage = await stack.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
     expect(usage).to.include({ bytesUsed: 10000, fileCount: 2 });
   });
 
@@ -403,9 +403,9 @@ describe('Drive storage quota', () => {
     );
     expect(rs.filter((r) => r.status === 201)).to.have.length(6);
     expect(rs.filter((r) => r.status === 413)).to.have.length(4);
-    const usage = await stack.rt.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
+    const usage = await stack.db.db.collection(COLLECTIONS.driveUsage).findOne({ _id: accountId as never });
     expect(usage).to.include({ bytesUsed: 9000, fileCount: 6 });
-    const blobs = await stack.rt.db.db
+    const blobs = await stack.db.db
       .collection(`${COLLECTIONS.driveBlobBucket}.files`)
       .countDocuments({ 'metadata.accountId': accountId });
     expect(blobs).to.equal(6);
@@ -413,11 +413,11 @@ describe('Drive storage quota', () => {
 
   it("when the meter of a new drive appears between a reservation's $inc and its read (another first upload created it), then the reservation retries and succeeds", async () => {
     const { accountId } = await stack.createAccount();
-    const repo = createDriveRepository(stack.rt.db);
+    const repo = createDriveRepository(stack.rt.store);
     const findOne = repo.usage.findOne.bind(repo.usage) as (...a: unknown[]) => Promise<unknown>;
     const stub = sinon.stub(repo.usage, 'findOne').callsFake((async (...args: unknown[]) => {
       if (stub.callCount === 1)
-        await stack.rt.db.db
+        await stack.db.db
           .collection<DriveUsageDoc>(COLLECTIONS.driveUsage)
           .insertOne({ _id: accountId, bytesUsed: 0, fileCount: 0 });
       return findOne(...args);

@@ -18,7 +18,7 @@ describe('Drive folders', () => {
     expect(r.status, r.text).to.equal(201);
     return r.body as { id: string; name: string; path: string[]; parentFolderId: string | null; version: number };
   };
-  const stored = (id: string) => stack.rt.db.db.collection(COLLECTIONS.driveFolders).findOne({ _id: id as never });
+  const stored = (id: string) => stack.db.db.collection(COLLECTIONS.driveFolders).findOne({ _id: id as never });
 
   it('when folders are created, then 201 answers id, parent, path, colour (normalised) and sticker; the tree lists parents first with file counts', async () => {
     const c = client(stack.baseUrl, (await stack.createAccount()).key);

@@ -24,7 +24,7 @@ describe('Drive trash purge (drive.purge)', () => {
   let api: Client;
   let accountId: string;
 
-  const db = () => stack.rt.db;
+  const db = () => stack.db;
   const files = () => db().db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
   const usage = async () =>
     (await db().db.collection<DriveUsageDoc>(COLLECTIONS.driveUsage).findOne({ _id: accountId }))!;
@@ -32,7 +32,7 @@ describe('Drive trash purge (drive.purge)', () => {
 
   /** Documents of the search index that name the file (postings, pages, forward document). */
   const indexMentions = async (fileId: string) =>
-    (await allIndexDocuments(db())).filter((d) => JSON.stringify(d).includes(fileId)).length;
+    (await allIndexDocuments(stack.rt.store)).filter((d) => JSON.stringify(d).includes(fileId)).length;
 
   /** Upload, index its text (as the drive pool would), trash it and age the trash by `days`. */
   const trashed = async (name: string, days: number, size = 600_000) => {
@@ -56,7 +56,7 @@ describe('Drive trash purge (drive.purge)', () => {
         },
         { upsert: true },
       );
-    await indexDriveFile(db(), doc, 'quarterly zebra figures');
+    await indexDriveFile(stack.rt.store, doc, 'quarterly zebra figures');
     expect(await indexMentions(id), 'indexed').to.be.greaterThan(1);
     const t = await api.post('/drive/files/bulk', { fileIds: [id], action: 'trash' });
     expect(t.body.succeeded).to.deep.equal([id]);
@@ -66,7 +66,7 @@ describe('Drive trash purge (drive.purge)', () => {
 
   /** Everything the purge must remove of a file is gone, and no chunk anywhere lacks its files document. */
   const expectPurged = async (f: DriveFileDoc) => {
-    const blobs = driveBlobCollections(db());
+    const blobs = driveBlobCollections(stack.rt.store);
     expect(await files().countDocuments({ _id: f._id }), 'record').to.equal(0);
     expect(
       await db()
@@ -74,13 +74,16 @@ describe('Drive trash purge (drive.purge)', () => {
         .countDocuments({ _id: f._id as never }),
       'text',
     ).to.equal(0);
-    expect(await tokenCollection(db()).countDocuments({ _id: forwardId(f._id) } as never), 'forward index').to.equal(0);
+    expect(
+      await tokenCollection(stack.rt.store).countDocuments({ _id: forwardId(f._id) } as never),
+      'forward index',
+    ).to.equal(0);
     expect(await indexMentions(f._id), 'search postings').to.equal(0);
     expect(await blobs.files.countDocuments({ _id: f.blobId }), 'GridFS files doc').to.equal(0);
     expect(await blobs.chunks.countDocuments({ files_id: f.blobId }), 'GridFS chunks').to.equal(0);
   };
   const orphanChunks = async () => {
-    const blobs = driveBlobCollections(db());
+    const blobs = driveBlobCollections(stack.rt.store);
     const ids = new Set((await blobs.files.find({}, { projection: { _id: 1 } }).toArray()).map((d) => d._id));
     return (await blobs.chunks.find({}, { projection: { files_id: 1 } }).toArray()).filter((c) => !ids.has(c.files_id))
       .length;
@@ -168,7 +171,7 @@ describe('Drive trash purge (drive.purge)', () => {
 
   it('when the process died between the chunks and the GridFS files document, then the next run removes the rest', async () => {
     const f = await trashed('half.bin', 31, 600_000);
-    const blobs = driveBlobCollections(db());
+    const blobs = driveBlobCollections(stack.rt.store);
     expect(await blobs.chunks.countDocuments({ files_id: f.blobId })).to.be.greaterThan(1);
     // What the bytes step leaves when it dies half-way: the claim, the chunks gone, the files document not yet.
     await files().updateOne({ _id: f._id }, { $set: { purgingAt: new Date() } });
@@ -227,7 +230,7 @@ describe('Drive trash purge (drive.purge)', () => {
   it('when indexing a longer text dies before its final update, then the removal still finds every page', async () => {
     const r = await api.post('/drive/files', { name: 'pages.txt', content: 'pages' });
     const doc = (await files().findOne({ _id: r.body.id }))!;
-    await indexDriveFile(db(), doc, 'short zebra text');
+    await indexDriveFile(stack.rt.store, doc, 'short zebra text');
     const long = Array.from({ length: 3 * DRIVE_INDEX_LIMITS.pageChars }, (_, i) =>
       i % 7 === 6 ? ' ' : 'abcdefghij'[i % 10],
     ).join('');
@@ -245,7 +248,7 @@ describe('Drive trash purge (drive.purge)', () => {
       return original.call(this, filter, update, opts);
     });
     try {
-      await indexDriveFile(db(), doc, long).then(
+      await indexDriveFile(stack.rt.store, doc, long).then(
         () => expect.fail('the indexing should have failed'),
         (err: Error) => expect(err.message).to.equal('crash before the final update'),
       );
@@ -253,9 +256,9 @@ describe('Drive trash purge (drive.purge)', () => {
       stub.restore();
     }
     const pagesOf = async () =>
-      (await allIndexDocuments(db())).filter((d) => d._id.startsWith(`pg:${doc._id}:`)).length;
+      (await allIndexDocuments(stack.rt.store)).filter((d) => d._id.startsWith(`pg:${doc._id}:`)).length;
     expect(await pagesOf()).to.be.greaterThan(1);
-    await removeDriveTextIndex(db(), doc);
+    await removeDriveTextIndex(stack.rt.store, doc);
     expect(await pagesOf()).to.equal(0);
     expect(await indexMentions(doc._id)).to.equal(0);
   });
@@ -268,7 +271,7 @@ describe('Drive trash purge (drive.purge)', () => {
     expect(meter.bytesUsed).to.equal(before.bytesUsed - 5000);
     // The stalled run wakes up and goes on from where it was.
     for (const step of ['text', 'tokens', 'bytes', 'meter', 'record', 'unmark'] as const)
-      await purgeSteps[step](db(), f);
+      await purgeSteps[step](stack.rt.store, f);
     expect(await usage()).to.deep.equal(meter);
     await expectPurged(f);
   });

@@ -26,7 +26,7 @@ describe('Drive crash repair (drive.repair)', () => {
   let api: Client;
   let accountId: string;
 
-  const db = () => stack.rt.db;
+  const db = () => stack.db;
   const files = () => db().db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
   const folders = () => db().db.collection<DriveFolderDoc>(COLLECTIONS.driveFolders);
   const reservations = () => db().db.collection<DriveReservationDoc>(COLLECTIONS.driveReservations);
@@ -36,7 +36,7 @@ describe('Drive crash repair (drive.repair)', () => {
   /** A moment past every reservation's grace and every path mark's. */
   const later = () => new Date(Date.now() + DRIVE_RESERVATION_GRACE_MS + 1000);
 
-  const blobs = () => driveBlobCollections(db());
+  const blobs = () => driveBlobCollections(stack.rt.store);
   const blobState = async (blobId: string) => ({
     files: await blobs().files.countDocuments({ _id: blobId }),
     chunks: await blobs().chunks.countDocuments({ files_id: blobId }),
@@ -216,7 +216,7 @@ describe('Drive crash repair (drive.repair)', () => {
       const res = await crashAt('commit', 'half.bin', 4000);
       // What a settler that claimed it at `t` leaves when it dies right before its last step.
       const t = later();
-      await settleDriveReservation(db(), res._id, { expiredBefore: t });
+      await settleDriveReservation(stack.rt.store, res._id, { expiredBefore: t });
       expect(await meter()).to.deep.equal(before);
       await reservations().insertOne({ ...res, settlingAt: t });
       expect(await repair(t)).to.deep.include({ reservations: { kept: 0, released: 0, failed: 0 } }); // claimed: left to its settler

@@ -32,10 +32,10 @@ describe('Drive search: GET /drive/search', function () {
   let stack: Stack;
   let api: Client;
   let accountId: string;
-  const files = () => stack.rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+  const files = () => stack.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
   /** An index document by `_id`. */
   const indexDoc = (kind: keyof typeof indexCollections, id: string) =>
-    stack.rt.db.db.collection<{ _id: string }>(indexCollections[kind]).findOne({ _id: id });
+    stack.db.db.collection<{ _id: string }>(indexCollections[kind]).findOne({ _id: id });
   /** Upload and wait until its text is extracted and indexed. */
   const put = async (c: Client, body: Record<string, unknown>) => {
     const id = await upload(c, body);
@@ -233,12 +233,12 @@ describe('Drive search: GET /drive/search', function () {
 
   it('when the account belongs to a team, then search covers its team drive too; teamId limits it to that drive; another team is 404', async () => {
     const owner = await stack.createAccount({ scopes: ['drive:read', 'drive:write'] });
-    const teams = createTeams(stack.rt.db);
+    const teams = createTeams(stack.rt.store);
     const team = await teams.createTeam({ name: 'Research', ownerAccountId: owner.accountId });
     await teams.addMember(team._id, accountId, 'viewer');
     const data = Buffer.from('Field notes about the zeppelin mooring mast.');
     const fileId = `dfl_teamsearch${Date.now().toString(36)}`;
-    const blob = await putDriveBlob(stack.rt.db, data, {
+    const blob = await putDriveBlob(stack.rt.store, data, {
       accountId: owner.accountId,
       contentType: 'text/markdown',
       filename: 'mast.md',
@@ -321,10 +321,10 @@ describe('Drive search: GET /drive/search', function () {
     const file = (await files().findOne({ _id: id }))!;
     expect(await indexDoc('forward', forwardId(id))).to.not.equal(null);
     expect(await indexDoc('pages', pageId(id, 1))).to.not.equal(null);
-    expect(JSON.stringify(await allIndexDocuments(stack.rt.db))).to.contain(id);
-    await removeDriveTextIndex(stack.rt.db, file);
-    await removeDriveTextIndex(stack.rt.db, file); // idempotent
-    expect(JSON.stringify(await allIndexDocuments(stack.rt.db))).to.not.contain(id);
+    expect(JSON.stringify(await allIndexDocuments(stack.rt.store))).to.contain(id);
+    await removeDriveTextIndex(stack.rt.store, file);
+    await removeDriveTextIndex(stack.rt.store, file); // idempotent
+    expect(JSON.stringify(await allIndexDocuments(stack.rt.store))).to.not.contain(id);
     await files().deleteOne({ _id: id });
     expect((await search(api, 'q=obliterate')).data).to.deep.equal([]);
   });

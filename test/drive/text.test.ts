@@ -69,8 +69,8 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
   let stack: Stack;
   let api: Client;
   let accountId: string;
-  const files = () => stack.rt.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
-  const texts = () => stack.rt.db.db.collection<DriveTextDoc>(COLLECTIONS.driveTexts);
+  const files = () => stack.db.db.collection<DriveFileDoc>(COLLECTIONS.driveFiles);
+  const texts = () => stack.db.db.collection<DriveTextDoc>(COLLECTIONS.driveTexts);
   const ctx = () => ({ signal: new AbortController().signal, log: stack.rt.log, priorDeliveries: 0 });
   /** Make the API's publishes to the drive pool fail (the extraction request is lost). */
   const losePublishes = () => {
@@ -203,7 +203,7 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     expect(await texts().countDocuments({ _id: { $in: [img, bad] } })).to.equal(0);
     // A file stored as text whose bytes are not UTF-8 (the upload types such bytes as `other`, but
     // the extractor checks on its own): refused as none by utf8-text-v1.
-    const blob = await putDriveBlob(stack.rt.db, latin1, {
+    const blob = await putDriveBlob(stack.rt.store, latin1, {
       accountId,
       contentType: 'text/plain',
       filename: 'legacy.txt',
@@ -360,12 +360,12 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     expect(await extractDriveText(wrt, { fileId: id, accountId }, ctx())).to.equal('ready');
     expect((await texts().findOne({ _id: id }))!.content).to.equal('meanwhile trashed');
     const pid = postingsId(accountId, 'meanwhile');
-    const posting = await stack.rt.db.db
+    const posting = await stack.db.db
       .collection<{ _id: string; p: string }>(indexCollections.postings)
       .findOne({ _id: pid });
     expect(posting!.p.split(' ').filter((e) => e.startsWith(`${id}:`))).to.have.length(1);
     expect(
-      await stack.rt.db.db.collection<{ _id: string }>(indexCollections.forward).findOne({ _id: forwardId(id) }),
+      await stack.db.db.collection<{ _id: string }>(indexCollections.forward).findOne({ _id: forwardId(id) }),
     ).to.include({ fileId: id, scope: accountId });
   });
 
@@ -423,11 +423,11 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
 
   it('when the stored text of a team-drive file is read by a member, then it is answered; a non-member gets 404', async () => {
     const member = await stack.createAccount({ scopes: ['drive:read'] });
-    const team = await createTeams(stack.rt.db).createTeam({ name: 'Ops', ownerAccountId: accountId });
-    await createTeams(stack.rt.db).addMember(team._id, member.accountId, 'viewer');
+    const team = await createTeams(stack.rt.store).createTeam({ name: 'Ops', ownerAccountId: accountId });
+    await createTeams(stack.rt.store).addMember(team._id, member.accountId, 'viewer');
     const data = Buffer.from('Runbook: restart the queue first.');
     const fileId = `dfl_teamtext${Date.now().toString(36)}`;
-    const blob = await putDriveBlob(stack.rt.db, data, {
+    const blob = await putDriveBlob(stack.rt.store, data, {
       accountId,
       contentType: 'text/plain',
       filename: 'runbook.txt',

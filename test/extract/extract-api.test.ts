@@ -22,9 +22,9 @@ describe('extract: POST /extract-flowchart', function () {
     return { ...a, api: client(stack.baseUrl, a.key) };
   };
   const balance = async (api: Client) => (await api.get('/account/credits')).body.balance as number;
-  const ledger = (accountId: string) => stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
+  const ledger = (accountId: string) => stack.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
   const projectsOf = (accountId: string) =>
-    stack.rt.db.db.collection<any>(COLLECTIONS.projects).find({ accountId }).toArray();
+    stack.db.db.collection<any>(COLLECTIONS.projects).find({ accountId }).toArray();
   const labels = (body: any, shape?: string) =>
     (body.content.nodes as any[]).filter((n) => !shape || n.shape === shape).map((n) => n.label as string);
   /** Charged exactly once for one extraction. */
@@ -364,7 +364,7 @@ describe('extract: POST /extract-flowchart', function () {
       const first = await a.api.post('/extract-flowchart', { documentBase64: pdf, mimeType: PDF }, headers);
       expect(first.status).to.equal(201);
       // As if the process had died before recording the answer: the key's record is in flight with its lease run out.
-      const rec = await stack.rt.db.idempotency.updateOne(
+      const rec = await stack.db.idempotency.updateOne(
         { accountId: a.accountId, key: 'extract-crash-1' },
         { $set: { state: 'in_flight', response: null, lockedUntil: new Date(0) } },
       );
@@ -388,9 +388,9 @@ describe('extract: POST /extract-flowchart', function () {
       const first = await a.api.post('/extract-flowchart', { documentBase64: pdf, mimeType: PDF }, headers);
       capture.restore();
       expect(first.status, first.text).to.equal(201);
-      const holds = stack.rt.db.db.collection<any>(COLLECTIONS.creditHolds);
+      const holds = stack.db.db.collection<any>(COLLECTIONS.creditHolds);
       expect(await holds.countDocuments({ accountId: a.accountId })).to.equal(1);
-      await stack.rt.db.idempotency.updateOne(
+      await stack.db.idempotency.updateOne(
         { accountId: a.accountId, key: 'extract-crash-2' },
         { $set: { state: 'in_flight', response: null, lockedUntil: new Date(0) } },
       );
@@ -410,7 +410,7 @@ describe('extract: POST /extract-flowchart', function () {
       const r = await a.api.post('/extract-flowchart', { documentBase64: pdf, mimeType: PDF });
       capture.restore();
       expect(r.status, r.text).to.equal(201);
-      const holds = stack.rt.db.db.collection<any>(COLLECTIONS.creditHolds);
+      const holds = stack.db.db.collection<any>(COLLECTIONS.creditHolds);
       const [hold] = await holds.find({ accountId: a.accountId }).toArray();
       expect(hold.deliveredBy).to.deep.equal({ collection: COLLECTIONS.projects, id: r.body.id });
       // The scheduler's sweep, once the hold's deadline has passed.
@@ -473,10 +473,8 @@ describe('extract: POST /extract-flowchart without an extract pool', function ()
     expect(r.body.error.code).to.equal('timeout');
     expect(r.body.error.message).to.match(/nothing was charged/);
     expect((await api.get('/account/credits')).body.balance).to.equal(100);
-    const l = await stack.rt.db.ledger.find({ accountId: a.accountId }).toArray();
+    const l = await stack.db.ledger.find({ accountId: a.accountId }).toArray();
     expect(l.map((e) => e.kind).sort()).to.deep.equal(['charge', 'refund']);
-    expect(await stack.rt.db.db.collection(COLLECTIONS.projects).countDocuments({ accountId: a.accountId })).to.equal(
-      0,
-    );
+    expect(await stack.db.db.collection(COLLECTIONS.projects).countDocuments({ accountId: a.accountId })).to.equal(0);
   });
 });

@@ -49,7 +49,7 @@ describe('balance after faults', function () {
     await new Promise((r) => setTimeout(r, LEASE_VOUCH_MS + 200));
     expect(await balance(key)).to.equal(5000 - 15);
     // The lease itself is still out (the scheduler settles it after it expires): nothing moved.
-    expect((await stack.rt.db.accounts.findOne({ _id: accountId }))!.millicredits).to.equal(toUnits(4900));
+    expect((await stack.db.accounts.findOne({ _id: accountId }))!.millicredits).to.equal(toUnits(4900));
     expect(await stack.rt.credits.settleLease(lease._id)).to.deep.equal({ spent: 15_000, returned: 85_000 });
     expect(await balance(key)).to.equal(5000 - 15);
   });
@@ -57,9 +57,9 @@ describe('balance after faults', function () {
   it(`when a debit's hold was never made (the database went away between them), then its credits come back ${CHARGE_SETTLE_GRACE_MS / 1000} s after, and the request can no longer make the hold`, async () => {
     const { key, accountId } = await stack.createAccount({ credits: 100 });
     const tasks = createTasks(stack.rt);
-    const holds = stack.rt.db.db.collection<Record<string, unknown>>(COLLECTIONS.creditHolds);
+    const holds = stack.db.db.collection<Record<string, unknown>>(COLLECTIONS.creditHolds);
     const backdate = (id: string) =>
-      stack.rt.db.ledger.updateOne(
+      stack.db.ledger.updateOne(
         { _id: `led_charge_${id}` },
         { $set: { at: new Date(Date.now() - CHARGE_SETTLE_GRACE_MS - 1000) } },
       );
@@ -99,12 +99,12 @@ describe('balance after faults', function () {
     // Settling again gives nothing twice, and the fence is not taken for a hold.
     expect(await tasks.settleCredits()).to.include({ refunded: 0, released: 0, captured: 0 });
     expect(await balance(key)).to.equal(96);
-    expect(await stack.rt.db.ledger.countDocuments({ accountId, kind: 'refund' })).to.equal(1);
-    expect((await stack.rt.db.ledger.findOne({ _id: 'led_charge_hold_young' }))?.state).to.equal('pending');
+    expect(await stack.db.ledger.countDocuments({ accountId, kind: 'refund' })).to.equal(1);
+    expect((await stack.db.ledger.findOne({ _id: 'led_charge_hold_young' }))?.state).to.equal('pending');
   });
 
   it("when a scheduler task run held its lock as the database went away, then the scheduler releases its own stale locks once the database is back, and leaves another scheduler's", async () => {
-    const agenda = stack.rt.db.db.collection<Record<string, unknown>>(COLLECTIONS.agenda);
+    const agenda = stack.db.db.collection<Record<string, unknown>>(COLLECTIONS.agenda);
     await agenda.updateOne(
       { name: 'dead-letters.expire' },
       { $set: { lockedAt: new Date(Date.now() - 20_000), lastModifiedBy: instanceId } },
@@ -114,7 +114,7 @@ describe('balance after faults', function () {
       { $set: { lockedAt: new Date(Date.now() - 20_000), lastModifiedBy: 'another-scheduler' } },
     );
     // This process saw its database go 10 s ago and come back now.
-    stack.scheduler!.runtime.db.health.emit('up', { downMs: 10_000 });
+    stack.scheduler!.runtime.dbHealth.emit('up', { downMs: 10_000 });
     const lockOf = async (name: string) => (await agenda.findOne({ name }))?.lockedAt ?? null;
     for (let i = 0; i < 50 && (await lockOf('dead-letters.expire')); i++) await new Promise((r) => setTimeout(r, 100));
     expect(await lockOf('dead-letters.expire')).to.equal(null);

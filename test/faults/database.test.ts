@@ -66,7 +66,7 @@ const readyz = (stack: Stack) =>
 
 /** What the account should read: its credits less the price of every job it pays for. */
 async function truth(stack: Stack, accountId: string, credits: number) {
-  const jobs = await stack.rt.db.jobs.find({ accountId }, { projection: { status: 1, credits: 1 } }).toArray();
+  const jobs = await stack.db.jobs.find({ accountId }, { projection: { status: 1, credits: 1 } }).toArray();
   return (
     credits -
     jobs
@@ -179,7 +179,7 @@ describe('database faults', function () {
       // A key the API has not seen yet: its lookup would need the database.
       const stranger = await call(`${stack.baseUrl}/account`, 'svc_notcachedyetnotcachedyetnotcachedyet12345');
       expectUnavailable(stranger, 'an unknown key');
-      expect(stack.rt.db.health.up).to.equal(false);
+      expect(stack.rt.dbHealth.up).to.equal(false);
       await eventually(async () => (await readyz(stack)) === 503, 10_000, '/readyz 503');
     } finally {
       await faults.startFerretDb();
@@ -216,17 +216,17 @@ describe('database faults', function () {
         'the burst met the outage',
       ).to.equal(true);
       expect(new Set(r.jobIds).size).to.equal(r.keys.length);
-      const jobs = await stack.rt.db.jobs
+      const jobs = await stack.db.jobs
         .find({ accountId: { $in: accounts.map((a) => a.accountId) }, 'input.prompt': { $regex: `^${tag}-` } })
         .toArray();
       expect(jobs.map((j) => j.input.prompt).sort(), 'one job per key').to.deep.equal([...r.keys].sort());
       await eventually(
         async () =>
-          (await stack.rt.db.jobs.countDocuments({ _id: { $in: r.jobIds }, status: 'complete' })) === r.jobIds.length,
+          (await stack.db.jobs.countDocuments({ _id: { $in: r.jobIds }, status: 'complete' })) === r.jobIds.length,
         60_000,
         'every job complete',
       ).catch(async (err) => {
-        const open = await stack.rt.db.jobs
+        const open = await stack.db.jobs
           .find(
             { _id: { $in: r.jobIds }, status: { $ne: 'complete' } },
             { projection: { status: 1, error: 1, attempts: 1, rawStatus: 1 } },
@@ -237,7 +237,7 @@ describe('database faults', function () {
 
       // Exact within 30 s of the database answering again, as read through the API.
       for (const a of accounts) {
-        const expected = a.credits - PRICE * (await stack.rt.db.jobs.countDocuments({ accountId: a.accountId }));
+        const expected = a.credits - PRICE * (await stack.db.jobs.countDocuments({ accountId: a.accountId }));
         expect(await truth(stack, a.accountId, a.credits)).to.equal(expected);
         await eventually(
           async () => (await client(stack.baseUrl, a.key).get('/account/credits')).body.balance === expected,

@@ -185,7 +185,7 @@ describe('input rules: no 5xx on bad input, one Error shape, one rule for unknow
       JSON.stringify({ query: ' market size ', depth: 'deep', options: { region: 'EU' } }),
     );
     expect(ok.status, ok.text).to.equal(202);
-    const doc = await stack.rt.db.jobs.findOne({ _id: ok.body.jobId, accountId });
+    const doc = await stack.db.jobs.findOne({ _id: ok.body.jobId, accountId });
     // The extra members are dropped; the stored input is the query plus the Drive the key may read (all scopes, no pins).
     expect(doc?.input).to.deep.equal({ query: 'market size', drive: { pins: [] } });
     for (const body of [
@@ -204,7 +204,7 @@ describe('input rules: no 5xx on bad input, one Error shape, one rule for unknow
       'validation_error',
       /^"\$where": field names must not start with \$ or contain \. or NUL$/,
     );
-    expect(await stack.rt.db.jobs.countDocuments({ accountId, type: 'research' })).to.equal(1); // the one accepted above
+    expect(await stack.db.jobs.countDocuments({ accountId, type: 'research' })).to.equal(1); // the one accepted above
   });
 
   it('when a field name or value is huge, then the message quotes at most 64 characters of it', async () => {

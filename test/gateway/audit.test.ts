@@ -38,7 +38,7 @@ describe('audit log', () => {
   let seq = 0;
   const rid = (what: string) => `audit-${what}-${Date.now()}-${seq++}`;
   const entryOf = (requestId: string) =>
-    eventually(() => stack.rt.db.audit.findOne({ requestId }), 10_000, `audit entry ${requestId}`);
+    eventually(() => stack.db.audit.findOne({ requestId }), 10_000, `audit entry ${requestId}`);
   const counter = async (c: { get(): Promise<{ values: { value: number }[] }> }) =>
     (await c.get()).values.reduce((n, v) => n + v.value, 0);
   const entry = (over: Partial<AuditDoc> = {}) => ({
@@ -93,8 +93,8 @@ describe('audit log', () => {
       expect(e.durationMs).to.be.a('number').and.at.least(0);
       expect(JSON.stringify(e)).not.to.match(/SECRET/);
     }
-    expect(await stack.rt.db.audit.countDocuments({ accountId })).to.equal(4);
-    expect(await stack.rt.db.audit.countDocuments({ requestId: ids.unauthorized })).to.equal(0);
+    expect(await stack.db.audit.countDocuments({ accountId })).to.equal(4);
+    expect(await stack.db.audit.countDocuments({ requestId: ids.unauthorized })).to.equal(0);
   });
 
   it('when 60 calls are answered at once, then every entry is stored, with insertMany writes of several entries each rather than one write per call', async () => {
@@ -104,17 +104,13 @@ describe('audit log', () => {
     const inserts: CommandStartedEvent[] = [];
     const listener = (e: CommandStartedEvent) =>
       void (e.commandName === 'insert' && e.command.insert === COLLECTIONS.audit && inserts.push(e));
-    stack.rt.db.client.on('commandStarted', listener);
+    stack.db.client.on('commandStarted', listener);
     try {
       const statuses = (await Promise.all(Array.from({ length: 60 }, () => api.get('/account')))).map((r) => r.status);
       expect(statuses.filter((s) => s === 200)).to.have.length(3); // the rest are 429, audited too
-      await eventually(
-        async () => (await stack.rt.db.audit.countDocuments({ accountId })) === 60,
-        10_000,
-        '60 entries',
-      );
+      await eventually(async () => (await stack.db.audit.countDocuments({ accountId })) === 60, 10_000, '60 entries');
     } finally {
-      stack.rt.db.client.off('commandStarted', listener);
+      stack.db.client.off('commandStarted', listener);
     }
     // Batched: entries that arrive while a write is in flight go in the next one. How many batches
     // depends on how the 60 requests spread over time (a loaded machine spreads them), so the
@@ -132,7 +128,7 @@ describe('audit log', () => {
     const r = await client(stack.baseUrl, key).get('/account', { 'x-request-id': requestId });
     expect(r.status).to.equal(200);
     // No waiting: it was stored before the response went out.
-    expect(await stack.rt.db.audit.findOne({ requestId })).to.include({ status: 200, route: '/api/v1/account' });
+    expect(await stack.db.audit.findOne({ requestId })).to.include({ status: 200, route: '/api/v1/account' });
     expect(publish.calledWith('', auditQueue)).to.equal(false);
     expect(await counter(metrics.auditDirectWrites)).to.be.at.least(direct + 1);
   });
@@ -140,7 +136,7 @@ describe('audit log', () => {
   it('when the database refuses the insert, then the entry goes to the audit queue before the answer, and the writer stores it', async () => {
     const { key } = await stack.createAccount();
     const queued = await counter(metrics.auditQueuedEntries);
-    const insertMany = sinon.stub(stack.rt.db.audit, 'insertMany');
+    const insertMany = sinon.stub(stack.db.audit, 'insertMany');
     insertMany.onFirstCall().rejects(new Error('database away'));
     insertMany.callThrough();
     const publish = sinon.spy(stack.rt.amqp, 'publish');
@@ -155,7 +151,7 @@ describe('audit log', () => {
 
   it("when the database fails both the direct insert and the writer's batch, then the writer holds the entry and writes it once the database answers", async () => {
     const { key } = await stack.createAccount();
-    const insertMany = sinon.stub(stack.rt.db.audit, 'insertMany');
+    const insertMany = sinon.stub(stack.db.audit, 'insertMany');
     insertMany.onFirstCall().rejects(new Error('database away'));
     insertMany.onSecondCall().rejects(new Error('database away'));
     insertMany.callThrough();
@@ -179,8 +175,8 @@ describe('audit log', () => {
     } finally {
       stack.rt.amqp.off('ack', onAck);
     }
-    expect(await stack.rt.db.audit.countDocuments({ _id: e._id })).to.equal(1);
-    expect(await stack.rt.db.audit.findOne({ _id: e._id })).to.deep.include({ at: new Date(e.at), status: 200 });
+    expect(await stack.db.audit.countDocuments({ _id: e._id })).to.equal(1);
+    expect(await stack.db.audit.findOne({ _id: e._id })).to.deep.include({ at: new Date(e.at), status: 200 });
   });
 
   it('when a message is not an audit entry (poison), then it is dead-lettered and parked, and the writer carries on', async () => {
@@ -194,13 +190,13 @@ describe('audit log', () => {
       stack.rt.amqp.off('deadLetter', onDead);
     }
     await eventually(
-      () => stack.rt.db.db.collection(COLLECTIONS.deadLetters).findOne({ queue: auditQueue }),
+      () => stack.db.db.collection(COLLECTIONS.deadLetters).findOne({ queue: auditQueue }),
       10_000,
       'parked message',
     );
     const good = entry();
     await stack.rt.amqp.publish('', auditQueue, good);
-    await eventually(() => stack.rt.db.audit.findOne({ _id: good._id }), 10_000, 'next entry');
+    await eventually(() => stack.db.audit.findOne({ _id: good._id }), 10_000, 'next entry');
   });
 
   it('when the writer stops, then it writes the entries it holds without waiting for the batch timer', async () => {
@@ -220,7 +216,8 @@ describe('audit log', () => {
         }),
       });
       const writer = createAuditWriter({
-        db: stack.rt.db,
+        store: stack.rt.store,
+        health: stack.rt.dbHealth,
         amqp: stack.rt.amqp,
         log: stack.rt.log,
         prefix,
@@ -237,11 +234,11 @@ describe('audit log', () => {
         // Delivered and held (not written: the timer is a minute away).
         await eventually(async () => (await stack.rt.amqp.queueDepth(queue)) === 0, 10_000, 'deliveries');
         await new Promise((r) => setTimeout(r, 100));
-        expect(await stack.rt.db.audit.countDocuments({ _id: { $in: entries.map((e) => e._id) } })).to.equal(0);
+        expect(await stack.db.audit.countDocuments({ _id: { $in: entries.map((e) => e._id) } })).to.equal(0);
 
         await writer.stop();
 
-        expect(await stack.rt.db.audit.countDocuments({ _id: { $in: entries.map((e) => e._id) } })).to.equal(5);
+        expect(await stack.db.audit.countDocuments({ _id: { $in: entries.map((e) => e._id) } })).to.equal(5);
         expect(acks).to.equal(5);
         await writer.stop(); // twice is fine
       } finally {

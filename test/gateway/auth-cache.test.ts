@@ -29,11 +29,11 @@ describe('authentication cache (keys and accounts cached per API process, invali
     const seen: string[] = [];
     const onStart = (e: CommandStartedEvent) =>
       seen.push(`${e.commandName}:${String((e.command as Record<string, unknown>)[e.commandName])}`);
-    stack.rt.db.client.on('commandStarted', onStart);
+    stack.db.client.on('commandStarted', onStart);
     try {
       expect((await api.get('/account')).status).to.equal(200);
     } finally {
-      stack.rt.db.client.off('commandStarted', onStart);
+      stack.db.client.off('commandStarted', onStart);
     }
     expect(seen.filter((c) => c === 'find:api_keys' || c === 'find:accounts')).to.deep.equal([]);
   });

@@ -25,7 +25,7 @@ describe('authentication and scopes', () => {
   it('when a key is created, then it is svc_ plus 32 random bytes and only its hash is stored', async () => {
     const { key, keyId } = await stack.createAccount();
     expect(key).to.match(/^svc_[A-Za-z0-9_-]{43}$/);
-    const doc = await stack.rt.db.apiKeys.findOne({ _id: keyId });
+    const doc = await stack.db.apiKeys.findOne({ _id: keyId });
     expect(JSON.stringify(doc)).not.to.include(key.slice(4));
     expect(doc!.hash).to.match(/^[0-9a-f]{64}$/);
   });

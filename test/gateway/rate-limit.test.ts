@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { CommandStartedEvent } from 'mongodb';
 import { start as startApi, type ApiServer } from '../../api/app';
 import { metrics } from '../../monitoring/metrics';
-import { COLLECTIONS } from '../../platform/infra/mongo';
+import { COLLECTIONS, openStore } from '../../platform/infra/mongo';
 import { client } from '../../scripts/harness/http';
 import { freePort, startStack, type Stack } from '../../scripts/harness/stack';
 
@@ -64,11 +64,11 @@ describe('rate limit', () => {
   const commandsDuring = async <T>(act: () => Promise<T>): Promise<{ result: T; commands: CommandStartedEvent[] }> => {
     const commands: CommandStartedEvent[] = [];
     const listener = (e: CommandStartedEvent) => void commands.push(e);
-    stack.rt.db.client.on('commandStarted', listener);
+    stack.db.client.on('commandStarted', listener);
     try {
       return { result: await act(), commands };
     } finally {
-      stack.rt.db.client.off('commandStarted', listener);
+      stack.db.client.off('commandStarted', listener);
     }
   };
   const collectionOf = (e: CommandStartedEvent) => (e.command as Record<string, unknown>)[e.commandName];
@@ -94,7 +94,7 @@ describe('rate limit', () => {
     const after = (await metrics.rateLimited.get()).values.find((v) => v.labels.route === '/account')?.value ?? 0;
     expect(after - before).to.equal(1);
     // One counter document for the window: the leases of this key, never past the limit by a lease.
-    const docs = await stack.rt.db.rateLimits.find({ _id: { $regex: `^${keyId}:` } }).toArray();
+    const docs = await stack.db.rateLimits.find({ _id: { $regex: `^${keyId}:` } }).toArray();
     expect(docs).to.have.length(1);
     expect(docs[0]!.count).to.equal(5);
     expect(docs[0]!.expiresAt.getTime()).to.be.above(Date.now());
@@ -117,12 +117,12 @@ describe('rate limit', () => {
       const api = client(urlOf(a), key);
       const calls: CommandStartedEvent[] = [];
       const listener = (e: CommandStartedEvent) => void (collectionOf(e) === COLLECTIONS.rateLimits && calls.push(e));
-      a.runtime.db.client.on('commandStarted', listener);
+      openStore(a.runtime.store).client.on('commandStarted', listener);
       let results: Awaited<ReturnType<typeof api.get>>[];
       try {
         results = await Promise.all(Array.from({ length: 20 }, () => api.get('/account')));
       } finally {
-        a.runtime.db.client.off('commandStarted', listener);
+        openStore(a.runtime.store).client.off('commandStarted', listener);
       }
       expect(results.map((r) => r.status)).to.deep.equal(Array(20).fill(200));
       const remaining = results.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((x, y) => x - y);
@@ -149,7 +149,7 @@ describe('rate limit', () => {
       expect(statuses.filter((s) => s !== 200 && s !== 429)).to.deep.equal([]);
       expect(passed).to.be.at.most(100);
       expect(passed).to.be.at.least(90);
-      const doc = await stack.rt.db.rateLimits.findOne({ _id: { $regex: `^${keyId}:` } });
+      const doc = await stack.db.rateLimits.findOne({ _id: { $regex: `^${keyId}:` } });
       expect(doc!.count).to.be.within(100, 104);
       // Both processes now know the window is full.
       for (const api of apis) expect((await api.get('/account')).status).to.equal(429);

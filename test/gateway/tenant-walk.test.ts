@@ -161,7 +161,7 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
       'drive file',
     );
     // Agents are defined by script (no create route); the run stays queued (no agent pool here).
-    const agent = await createAgentsRepository(stack.rt.db).upsert(accountA, {
+    const agent = await createAgentsRepository(stack.rt.store).upsert(accountA, {
       name: `${SECRET} agent`,
       instructions: SECRET,
       tools: ['create_notes'],

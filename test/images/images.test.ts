@@ -29,7 +29,7 @@ describe('images: POST /images', () => {
     return { ...a, api: client(stack.baseUrl, a.key) };
   };
   const balance = async (api: Client) => (await api.get('/account/credits')).body.balance as number;
-  const ledger = (accountId: string) => stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
+  const ledger = (accountId: string) => stack.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
 
   it('when a paid plan posts a prompt, then 200 with a 1024x1024 svc-ultra PNG at an absolute signed URL, charged once', async () => {
     const { api, accountId } = await account({ credits: 100 });
@@ -242,7 +242,7 @@ describe('images: deadline and remote provider', () => {
       const m = await api.post('/images/moonlight', { prompt: 'x', seed: 1 });
       expect(m.status).to.equal(504);
       expect((await api.get('/account/credits')).body.balance).to.equal(10);
-      const l = await stack.rt.db.ledger.find({ accountId }).toArray();
+      const l = await stack.db.ledger.find({ accountId }).toArray();
       expect(l.filter((e) => e.kind === 'refund')).to.have.length(2);
     } finally {
       await stack.stop();
@@ -315,7 +315,7 @@ describe('images: deadline and remote provider', () => {
       expect(r.status).to.equal(503);
       expect(r.body.error.message).to.match(/image provider answered 500: upstream exploded/);
       expect((await api.get('/account/credits')).body.balance).to.equal(10);
-      const l = await stack.rt.db.ledger.find({ accountId }).toArray();
+      const l = await stack.db.ledger.find({ accountId }).toArray();
       expect(l.map((e) => e.kind)).to.deep.equal(['charge', 'refund']);
     });
   });

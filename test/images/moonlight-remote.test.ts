@@ -95,7 +95,7 @@ for (const protocol of ['openai', 'minimal'] as const) {
       const a = await stack.createAccount({ credits });
       return { ...a, api: client(stack.baseUrl, a.key) };
     };
-    const ledger = (accountId: string) => stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
+    const ledger = (accountId: string) => stack.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
 
     it('when a prompt, shape and seed are sent, then the server is asked for exactly them and its PNG is answered', async () => {
       const { api } = await account();

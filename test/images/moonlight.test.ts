@@ -22,7 +22,7 @@ describe('images: POST /images/moonlight (in-house model, SPEC 2.11)', () => {
     return { ...a, api: client(stack.baseUrl, a.key) };
   };
   const balance = async (api: Client) => (await api.get('/account/credits')).body.balance as number;
-  const ledger = (accountId: string) => stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
+  const ledger = (accountId: string) => stack.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
 
   it('when only a prompt is sent, then 1024x1024, 8 steps, guidance 1, a random seed and every required field', async () => {
     const { api, accountId } = await account(10);
@@ -158,7 +158,7 @@ describe('images: POST /images/moonlight (in-house model, SPEC 2.11)', () => {
 
   it('when renders are made, then nothing is stored for the caller', async () => {
     const { api } = await account();
-    const files = () => stack.rt.db.db.collection('blobs.files').countDocuments({});
+    const files = () => stack.db.db.collection('blobs.files').countDocuments({});
     const before = await files();
     const r = await api.post('/images/moonlight', { prompt: 'a teal lagoon', seed: 5 });
     expect(r.status).to.equal(200);

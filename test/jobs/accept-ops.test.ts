@@ -25,8 +25,8 @@ describe('database commands on the request hot path', function () {
       const name = `${e.commandName}:${typeof coll === 'string' ? coll : '-'}`;
       if (name !== 'insert:audit_log') seen.push(name);
     };
-    stack.rt.db.client.on('commandStarted', on);
-    return { seen, stop: () => stack.rt.db.client.off('commandStarted', on) };
+    stack.db.client.on('commandStarted', on);
+    return { seen, stop: () => stack.db.client.off('commandStarted', on) };
   };
 
   it('when GET /jobs/{id} is called with a known key, then it reads the job once and nothing else, and not at all while the job is cached', async () => {
@@ -75,12 +75,12 @@ describe('database commands on the request hot path', function () {
     expect(onAnswer).to.deep.equal(['insert:jobs', 'findAndModify:accounts']);
     expect(r.seen.slice(2)).to.deep.equal(['insert:credit_ledger', 'update:jobs', 'update:accounts']);
     // The account's charge marker is released once the job records its charge: the document stays small.
-    expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.chargedRefs).to.deep.equal([]);
+    expect((await stack.db.accounts.findOne({ _id: accountId }))?.chargedRefs).to.deep.equal([]);
 
-    const job = await stack.rt.db.jobs.findOne({ _id: res.body.jobId });
+    const job = await stack.db.jobs.findOne({ _id: res.body.jobId });
     expect(job?.credits.charged).to.equal(true);
     expect(job?.dispatchedAt).to.be.instanceOf(Date);
-    const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
+    const ledger = await stack.db.ledger.find({ accountId }).toArray();
     expect(ledger.map((e) => [e.kind, e.state, e.jobId, fromUnits(e.millicredits)])).to.deep.equal([
       ['charge', 'applied', res.body.jobId, 5],
     ]);
@@ -111,10 +111,10 @@ describe('database commands on the request hot path', function () {
     // The batch: the lease's spend written down (for the balance shown), the ledger entry.
     expect(r.seen.slice(1)).to.deep.equal(['update:credit_leases', 'insert:credit_ledger']);
 
-    const job = await stack.rt.db.jobs.findOne({ _id: res.body.jobId });
+    const job = await stack.db.jobs.findOne({ _id: res.body.jobId });
     expect(job?.credits).to.include({ charged: true, millicredits: 5000 });
     expect(job?.credits.lease).to.match(/^lse_/);
-    const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
+    const ledger = await stack.db.ledger.find({ accountId }).toArray();
     expect(ledger.map((e) => [e.kind, e.state, e.jobId, fromUnits(e.millicredits)]).sort()).to.deep.equal(
       [first, second, res].map((x) => ['charge', 'applied', x.body.jobId, 5]).sort(),
     );
@@ -133,10 +133,10 @@ describe('database commands on the request hot path', function () {
     const b = await api.post('/code-builds', { prompt: 'still unpaid' });
     await stack.rt.jobs.flushAccepted();
     // As a lost claim would leave them: job a recorded as charged, job b not yet, both markers kept.
-    await stack.rt.db.jobs.updateOne({ _id: b.body.jobId }, { $set: { 'credits.charged': false } });
-    await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { chargedRefs: [a.body.jobId, b.body.jobId] } });
+    await stack.db.jobs.updateOne({ _id: b.body.jobId }, { $set: { 'credits.charged': false } });
+    await stack.db.accounts.updateOne({ _id: accountId }, { $set: { chargedRefs: [a.body.jobId, b.body.jobId] } });
     expect(await stack.rt.jobs.releaseSettledMarkers()).to.equal(1);
-    expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.chargedRefs).to.deep.equal([b.body.jobId]);
+    expect((await stack.db.accounts.findOne({ _id: accountId }))?.chargedRefs).to.deep.equal([b.body.jobId]);
   });
 
   it('when 30 jobs are posted at once, then the ledger and dispatch marks of all of them take a handful of batched commands', async () => {
@@ -156,10 +156,10 @@ describe('database commands on the request hot path', function () {
     expect(count('update:accounts')).to.be.within(1, 10); // a marker release per batch
     expect(count('insert:credit_ledger')).to.be.within(1, 10);
     expect(count('update:jobs')).to.be.within(1, 10);
-    expect(await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge', state: 'applied' })).to.equal(30);
+    expect(await stack.db.ledger.countDocuments({ accountId, kind: 'charge', state: 'applied' })).to.equal(30);
     expect(
-      await stack.rt.db.jobs.countDocuments({ accountId, 'credits.charged': true, dispatchedAt: { $ne: null } }),
+      await stack.db.jobs.countDocuments({ accountId, 'credits.charged': true, dispatchedAt: { $ne: null } }),
     ).to.equal(30);
-    expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.chargedRefs).to.deep.equal([]);
+    expect((await stack.db.accounts.findOne({ _id: accountId }))?.chargedRefs).to.deep.equal([]);
   });
 });

@@ -157,7 +157,7 @@ describe('POST /code-builds end to end', () => {
     const requestId = r.headers.get('x-request-id')!;
     const entry = await (async () => {
       for (let i = 0; i < 100; i++) {
-        const e = await stack.rt.db.audit.findOne({ requestId });
+        const e = await stack.db.audit.findOne({ requestId });
         if (e) return e;
         await new Promise((res) => setTimeout(res, 20));
       }

@@ -91,7 +91,7 @@ describe('code builds with the OpenAI-compatible engine', () => {
     const r = await api.post('/code-builds', { prompt: 'x' });
     const job = await waitForJob(api, r.body.jobId);
     expect(job.status).to.equal('complete');
-    expect((await stack.rt.db.jobs.findOne({ _id: r.body.jobId }))!.attempts).to.equal(2);
+    expect((await stack.db.jobs.findOne({ _id: r.body.jobId }))!.attempts).to.equal(2);
   });
 
   it('when the provider refuses the request, then the job fails without retry and the credits come back', async () => {
@@ -101,7 +101,7 @@ describe('code builds with the OpenAI-compatible engine', () => {
     const r = await api.post('/code-builds', { prompt: 'x' });
     const job = await waitForJob(api, r.body.jobId);
     expect(job).to.include({ status: 'failed', error: 'code provider refused the request (400)' });
-    expect((await stack.rt.db.jobs.findOne({ _id: r.body.jobId }))!.attempts).to.equal(1);
+    expect((await stack.db.jobs.findOne({ _id: r.body.jobId }))!.attempts).to.equal(1);
     for (let i = 0; i < 100 && (await balance()) !== start; i++) await new Promise((res) => setTimeout(res, 20));
     expect(await balance()).to.equal(start);
   });

@@ -55,7 +55,7 @@ describe('a crash in the middle of a job POST (SIGKILL at a fixed point, retried
       // The record's owner died: it is taken over once its lease ran out, not after a minute.
       expect(Date.now() - killedAt).to.be.below(LEASE_MS + 5000 + 1000);
 
-      const jobs = await stack.rt.db.jobs.find({ accountId }).toArray();
+      const jobs = await stack.db.jobs.find({ accountId }).toArray();
       expect(jobs.map((j) => j._id)).to.deep.equal([retry.body.jobId]);
       expect(retry.body.status).to.equal('queued');
 
@@ -67,7 +67,7 @@ describe('a crash in the middle of a job POST (SIGKILL at a fixed point, retried
       expect((await waitForJob(api, retry.body.jobId)).status).to.equal('complete');
       await stack.rt.jobs.flushAccepted();
       expect(await stack.rt.credits.balance(accountId)).to.equal(95_000);
-      const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
+      const ledger = await stack.db.ledger.find({ accountId }).toArray();
       expect(ledger.map((e) => [e.kind, e.jobId, fromUnits(e.millicredits)])).to.deep.equal([
         ['charge', retry.body.jobId, 5],
       ]);
@@ -81,7 +81,7 @@ describe('a crash in the middle of a job POST (SIGKILL at a fixed point, retried
       .post('/code-builds', { prompt: 'no key' })
       .catch(() => undefined);
     await doomed.kill();
-    const [job] = await stack.rt.db.jobs.find({ accountId }).toArray();
+    const [job] = await stack.db.jobs.find({ accountId }).toArray();
     expect(job?.credits.charged).to.equal(false);
     const api = client(stack.baseUrl, key);
     expect((await waitForJob(api, job!._id)).status).to.equal('complete');
@@ -95,17 +95,17 @@ describe('a crash in the middle of a job POST (SIGKILL at a fixed point, retried
       .post('/code-builds', { prompt: 'unpaid' })
       .catch(() => undefined);
     await doomed.kill();
-    await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { millicredits: 1000 } });
-    const [job] = await stack.rt.db.jobs.find({ accountId }).toArray();
+    await stack.db.accounts.updateOne({ _id: accountId }, { $set: { millicredits: 1000 } });
+    const [job] = await stack.db.jobs.find({ accountId }).toArray();
     const api = client(stack.baseUrl, key);
     const done = await waitForJob(api, job!._id);
     expect(done.status).to.equal('failed');
     expect(done.error).to.match(/enough credits/);
     expect(await stack.rt.credits.balance(accountId)).to.equal(1000);
-    expect(await stack.rt.db.ledger.countDocuments({ accountId })).to.equal(0);
+    expect(await stack.db.ledger.countDocuments({ accountId })).to.equal(0);
 
     // Topped up later: the failed job stays failed and unpaid; no sweep charges it now.
-    await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { millicredits: 100_000 } });
+    await stack.db.accounts.updateOne({ _id: accountId }, { $set: { millicredits: 100_000 } });
     await new Promise((r) => setTimeout(r, 2500)); // a few sweeps (SWEEP_INTERVAL 1 s in tests)
     expect(await stack.rt.credits.balance(accountId)).to.equal(100_000);
     expect((await api.get(`/jobs/${job!._id}`)).body.status).to.equal('failed');
@@ -119,13 +119,13 @@ describe('a crash in the middle of a job POST (SIGKILL at a fixed point, retried
     const first = await api.post('/code-builds', { prompt: 'timeout' }, idem);
     stub.restore();
     expect(first.status).to.equal(500);
-    const stored = await stack.rt.db.jobs.find({ accountId }).toArray();
+    const stored = await stack.db.jobs.find({ accountId }).toArray();
     expect(stored).to.have.length(1);
 
     const retry = await api.post('/code-builds', { prompt: 'timeout' }, idem);
     expect(retry.status).to.equal(202);
     expect(retry.body.jobId).to.equal(stored[0]!._id);
-    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
+    expect(await stack.db.jobs.countDocuments({ accountId })).to.equal(1);
     expect((await waitForJob(api, retry.body.jobId)).status).to.equal('complete');
     expect(await stack.rt.credits.balance(accountId)).to.equal(95_000);
   });

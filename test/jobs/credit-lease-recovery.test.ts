@@ -56,18 +56,18 @@ describe('credit leases: recovery', function () {
       const jobId: string = lost.body.jobId;
       holder.child.kill('SIGKILL');
       await holder.kill();
-      const job = await stack.rt.db.jobs.findOne({ _id: jobId });
+      const job = await stack.db.jobs.findOne({ _id: jobId });
       expect(job?.credits.lease).to.match(/^lse_/);
       expect(job?.dispatchedAt).to.equal(null);
 
       // The scheduler settles the dead holder's lease from its jobs while the broker is still away.
       await eventually(
-        async () => (await stack.rt.db.db.collection(COLLECTIONS.creditLeases).countDocuments({ accountId })) === 0,
+        async () => (await stack.db.db.collection(COLLECTIONS.creditLeases).countDocuments({ accountId })) === 0,
         30_000,
         'lease settled',
       );
       await new Promise((r) => setTimeout(r, 2500)); // two sweeps, which cannot publish
-      const after = await stack.rt.db.jobs.findOne({ _id: jobId });
+      const after = await stack.db.jobs.findOne({ _id: jobId });
       expect(after?.status).to.equal('queued');
       expect(after?.dispatchedAt, 'marked dispatched though never published').to.equal(null);
 
@@ -76,8 +76,8 @@ describe('credit leases: recovery', function () {
       expect((await waitForJob(client(stack.baseUrl, key), jobId, ['complete', 'failed'], 30_000)).status).to.equal(
         'complete',
       );
-      expect(await stack.rt.db.ledger.countDocuments({ _id: `led_charge_${jobId}` })).to.equal(1);
-      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000 - 3 * 5));
+      expect(await stack.db.ledger.countDocuments({ _id: `led_charge_${jobId}` })).to.equal(1);
+      expect((await stack.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000 - 3 * 5));
     });
   });
 
@@ -89,7 +89,7 @@ describe('credit leases: recovery', function () {
     after(() => stack.stop());
     afterEach(() => sinon.restore());
 
-    const leases = () => stack.rt.db.db.collection(COLLECTIONS.creditLeases);
+    const leases = () => stack.db.db.collection(COLLECTIONS.creditLeases);
 
     it('when more than 1000 charges are marked on an account while it holds a lease, then the balance still counts the lease and settling it gives its credits back', async () => {
       const { key, accountId } = await stack.createAccount({ credits: 5000 });
@@ -116,15 +116,13 @@ describe('credit leases: recovery', function () {
           ),
         );
       }
-      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(
-        toUnits(5000 - 100 - 1010),
-      );
+      expect((await stack.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000 - 100 - 1010));
       expect((await client(stack.baseUrl, key).get('/account/credits')).body.balance).to.equal(5000 - 1010);
       expect(await stack.rt.credits.settleLease(lease._id, { spent: 0 })).to.deep.equal({
         spent: 0,
         returned: 100_000,
       });
-      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000 - 1010));
+      expect((await stack.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000 - 1010));
       expect((await client(stack.baseUrl, key).get('/account/credits')).body.balance).to.equal(5000 - 1010);
     });
 
@@ -133,8 +131,8 @@ describe('credit leases: recovery', function () {
       const api = client(stack.baseUrl, key);
       for (const prompt of ['charged per job', 'takes a lease'])
         expect((await api.post('/code-builds', { prompt })).status).to.equal(202);
-      const insertOne = stack.rt.db.jobs.insertOne.bind(stack.rt.db.jobs);
-      sinon.stub(stack.rt.db.jobs, 'insertOne').callsFake(async (doc, opts) => {
+      const insertOne = stack.db.jobs.insertOne.bind(stack.db.jobs);
+      sinon.stub(stack.db.jobs, 'insertOne').callsFake(async (doc, opts) => {
         await insertOne(doc, opts);
         throw new MongoWriteConcernError({
           ok: 1,
@@ -144,13 +142,13 @@ describe('credit leases: recovery', function () {
       const failed = await api.post('/code-builds', { prompt: 'stored, answer lost' });
       sinon.restore();
       expect(failed.status).to.be.within(500, 599);
-      const jobs = await stack.rt.db.jobs.find({ accountId }).toArray();
+      const jobs = await stack.db.jobs.find({ accountId }).toArray();
       expect(jobs).to.have.length(3);
       expect(jobs.filter((j) => j.credits.lease)).to.have.length(2);
 
       await eventually(async () => (await leases().countDocuments({ accountId })) === 0, 30_000, 'lease settled');
       // Three jobs stored and charged: 15 credits, not 10.
-      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000 - 15));
+      expect((await stack.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000 - 15));
       expect((await api.get('/account/credits')).body.balance).to.equal(5000 - 15);
     });
 
@@ -173,7 +171,7 @@ describe('credit leases: recovery', function () {
       expect(await stack.rt.credits.settleExpiredLeases(new Date(until + LEASE_SETTLE_MARGIN_MS + 1000))).to.deep.equal(
         { settled: 1, returned: 100_000 },
       );
-      expect((await stack.rt.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000));
+      expect((await stack.db.accounts.findOne({ _id: accountId }))?.millicredits).to.equal(toUnits(5000));
     });
   });
 });

@@ -24,8 +24,8 @@ describe('credit leases', function () {
     await stack.stop();
   });
 
-  const account = async (id: string) => (await stack.rt.db.accounts.findOne({ _id: id }))!;
-  const leases = () => stack.rt.db.db.collection(COLLECTIONS.creditLeases);
+  const account = async (id: string) => (await stack.db.accounts.findOne({ _id: id }))!;
+  const leases = () => stack.db.db.collection(COLLECTIONS.creditLeases);
 
   it('when two API processes spend from one account and one is killed, then the balance shown stays exact and the sweep returns exactly the unspent part', async () => {
     const { key, accountId } = await stack.createAccount({ credits: 5000 });
@@ -42,7 +42,7 @@ describe('credit leases', function () {
     ];
     const rs = await Promise.all(posts);
     expect(rs.map((r) => r.status)).to.deep.equal(Array(12).fill(202));
-    const jobs = await stack.rt.db.jobs.find({ accountId }).toArray();
+    const jobs = await stack.db.jobs.find({ accountId }).toArray();
     expect(jobs).to.have.length(14);
     expect(new Set(jobs.filter((j) => j.credits.lease).map((j) => j.credits.lease)).size).to.equal(2);
     // The account itself was debited by the two leases; the balance shown is net of what was
@@ -66,7 +66,7 @@ describe('credit leases', function () {
     expect((await client(stack.baseUrl, key).get('/account/credits')).body.balance).to.equal(4930);
     // Every charge has its ledger entry (A's batch may have died with it: the settlement writes them).
     await eventually(
-      async () => (await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge' })) === 14,
+      async () => (await stack.db.ledger.countDocuments({ accountId, kind: 'charge' })) === 14,
       10_000,
       '14 ledger entries',
     );
@@ -90,7 +90,7 @@ describe('credit leases', function () {
     await new Promise((r) => c.child.once('exit', r));
     expect(await leases().countDocuments({ accountId })).to.equal(0);
     expect((await account(accountId)).millicredits).to.equal(toUnits(1980));
-    expect(await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge' })).to.equal(4);
+    expect(await stack.db.ledger.countDocuments({ accountId, kind: 'charge' })).to.equal(4);
   });
 
   it('when the balance is under the lease threshold, then every charge is its own exact update: 50 racing jobs against a balance for 10 give exactly 10', async () => {
@@ -121,12 +121,12 @@ describe('credit leases', function () {
     }
     expect(res.status).to.equal(202);
     const job = await eventually(
-      () => stack.rt.db.jobs.findOne({ _id: res.body.jobId, dispatchedAt: { $ne: null } }),
+      () => stack.db.jobs.findOne({ _id: res.body.jobId, dispatchedAt: { $ne: null } }),
       15_000,
       'dispatched by the sweep',
     );
     expect(job.credits.lease).to.match(/^lse_/);
-    expect(await stack.rt.db.ledger.countDocuments({ _id: `led_charge_${res.body.jobId}` })).to.equal(1);
-    expect(await stack.rt.db.ledger.countDocuments({ accountId, kind: 'charge' })).to.equal(3);
+    expect(await stack.db.ledger.countDocuments({ _id: `led_charge_${res.body.jobId}` })).to.equal(1);
+    expect(await stack.db.ledger.countDocuments({ accountId, kind: 'charge' })).to.equal(3);
   });
 });

@@ -20,14 +20,14 @@ describe('Idempotency-Key on job POSTs', () => {
     expect(again.body.jobId).to.equal(first.body.jobId);
     expect(again.headers.get('idempotent-replayed')).to.equal('true');
     expect((await api.get('/account/credits')).body.balance).to.equal(95);
-    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
+    expect(await stack.db.jobs.countDocuments({ accountId })).to.equal(1);
   });
 
   it('when a retry arrives while the first request is storing its answer, then the retry replays that answer: one job, charged once', async () => {
     const { key, accountId } = await stack.createAccount({ credits: 100 });
     const api = client(stack.baseUrl, key);
     const idem = { 'idempotency-key': 'k-finish-race' };
-    const records = stack.rt.db.idempotency;
+    const records = stack.db.idempotency;
     const write = records.updateOne.bind(records);
     const read = records.findOne.bind(records);
     // The first request's answer is held on its way to the database until the retry has looked
@@ -68,7 +68,7 @@ describe('Idempotency-Key on job POSTs', () => {
       sinon.restore();
       letGo();
     }
-    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
+    expect(await stack.db.jobs.countDocuments({ accountId })).to.equal(1);
     await stack.rt.jobs.flushAccepted();
     expect((await api.get('/account/credits')).body.balance).to.equal(95);
   });
@@ -90,7 +90,7 @@ describe('Idempotency-Key on job POSTs', () => {
     const ids = new Set(rs.filter((r) => r.status === 202).map((r) => r.body.jobId));
     expect(ids.size).to.equal(1);
     for (const r of rs) expect([202, 409]).to.include(r.status);
-    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
+    expect(await stack.db.jobs.countDocuments({ accountId })).to.equal(1);
     expect((await api.get('/account/credits')).body.balance).to.equal(95);
   });
 
@@ -106,14 +106,14 @@ describe('Idempotency-Key on job POSTs', () => {
     const { key, accountId } = await stack.createAccount({ credits: 0 });
     const api = client(stack.baseUrl, key);
     expect((await api.post('/code-builds', { prompt: 'x' }, { 'idempotency-key': 'k-3' })).status).to.equal(402);
-    await stack.rt.db.accounts.updateOne({ _id: accountId }, { $set: { millicredits: 10_000 } });
+    await stack.db.accounts.updateOne({ _id: accountId }, { $set: { millicredits: 10_000 } });
     expect((await api.post('/code-builds', { prompt: 'x' }, { 'idempotency-key': 'k-3' })).status).to.equal(202);
   });
 
   it('when a key is stored, then it is kept at least 24 hours', async () => {
     const { key, accountId } = await stack.createAccount();
     await client(stack.baseUrl, key).post('/code-builds', { prompt: 'x' }, { 'idempotency-key': 'k-4' });
-    const doc = await stack.rt.db.idempotency.findOne({ accountId, key: 'k-4' });
+    const doc = await stack.db.idempotency.findOne({ accountId, key: 'k-4' });
     expect(doc!.expiresAt.getTime() - doc!.createdAt.getTime()).to.be.at.least(24 * 3600_000);
   });
 

@@ -3,6 +3,7 @@ import type { CommandStartedEvent, MongoClient } from 'mongodb';
 import sinon from 'sinon';
 import { registry } from '../../monitoring/metrics';
 import { start as startApi, type ApiServer } from '../../api/app';
+import { openStore } from '../../platform/infra/mongo';
 import { createJobCache, type CachedJob } from '../../platform/jobs/job-cache';
 import { client } from '../../scripts/harness/http';
 import { startStack, type Stack } from '../../scripts/harness/stack';
@@ -25,7 +26,7 @@ describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes
   });
 
   /** The `find` commands on `jobs` an API process (default: the first) sends while `fn` runs. */
-  async function jobReads(fn: () => Promise<void>, db: { client: MongoClient } = stack.rt.db): Promise<number> {
+  async function jobReads(fn: () => Promise<void>, db: { client: MongoClient } = stack.db): Promise<number> {
     let n = 0;
     const onStart = (e: CommandStartedEvent) => {
       if (e.commandName === 'find' && (e.command as Record<string, unknown>).find === 'jobs') n++;
@@ -203,7 +204,7 @@ describe('job cache (GET /jobs/{id} per API process: in-flight jobs with changes
         statuses = [];
         const reads = await jobReads(async () => {
           for (let i = 0; i < 2; i++) statuses.push((await three.get(`/jobs/${body.jobId}`)).body.status);
-        }, third.runtime.db);
+        }, openStore(third.runtime.store));
         return reads === 1;
       });
       expect(statuses).to.deep.equal(['processing', 'processing']);

@@ -26,7 +26,7 @@ describe('broker outage', () => {
       for (const r of [...before, ...during]) expect(r.status).to.equal(202);
       const probe = await fetch(stack.baseUrl.replace('/api/v1', '/readyz'));
       expect(probe.status).to.equal(503);
-      expect(await stack.rt.db.jobs.countDocuments({ dispatchedAt: null })).to.be.greaterThan(0);
+      expect(await stack.db.jobs.countDocuments({ dispatchedAt: null })).to.be.greaterThan(0);
       await proxy.restore();
       for (const r of [...before, ...during])
         expect((await waitForJob(api, r.body.jobId, ['complete', 'failed'], 30_000)).status).to.equal('complete');
@@ -70,14 +70,14 @@ describe('broker outage', () => {
       await eventually(async () => (await api.get(`/jobs/${r.body.jobId}`)).body.status === 'processing');
       await proxy.cut();
       release();
-      await eventually(async () => (await stack.rt.db.jobs.findOne({ _id: r.body.jobId }))?.status === 'complete');
+      await eventually(async () => (await stack.db.jobs.findOne({ _id: r.body.jobId }))?.status === 'complete');
       expect(events.events).to.have.length(0);
       await proxy.restore();
       const e = await events.waitFor((x) => x.body.data.jobId === r.body.jobId, 20_000);
       expect(e.routingKey).to.equal('code_build.completed');
-      const doc = await stack.rt.db.jobs.findOne({ _id: r.body.jobId });
+      const doc = await stack.db.jobs.findOne({ _id: r.body.jobId });
       expect(doc!.event!.eventId).to.equal(e.body.eventId);
-      await eventually(async () => (await stack.rt.db.jobs.findOne({ _id: r.body.jobId }))?.eventPublishedAt);
+      await eventually(async () => (await stack.db.jobs.findOne({ _id: r.body.jobId }))?.eventPublishedAt);
     } finally {
       await events.close();
       await pool.close();

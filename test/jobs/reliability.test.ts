@@ -72,7 +72,7 @@ describe('job reliability', () => {
       await eventually(async () => (await balance()) === 100, 5000, 'the refund'); // lands just after the status change
       // The refund follows the status change; it lands moments later.
       const ledger = await eventually(async () => {
-        const l = await stack.rt.db.ledger.find({ accountId, jobId: r.body.jobId }).sort({ at: 1 }).toArray();
+        const l = await stack.db.ledger.find({ accountId, jobId: r.body.jobId }).sort({ at: 1 }).toArray();
         return l.length === 2 ? l : null;
       });
       expect(ledger.map((l) => [l.kind, fromUnits(l.millicredits)])).to.deep.equal([
@@ -98,7 +98,7 @@ describe('job reliability', () => {
     const job = await waitForJob(api, r.body.jobId);
     expect(job.status).to.equal('complete');
     expect(calls).to.equal(2);
-    const doc = await stack.rt.db.jobs.findOne({ _id: r.body.jobId });
+    const doc = await stack.db.jobs.findOne({ _id: r.body.jobId });
     expect(doc!.attempts).to.equal(2);
     expect(await balance()).to.equal(95);
   });
@@ -116,7 +116,7 @@ describe('job reliability', () => {
     expect(calls).to.equal(3);
     await eventually(async () => (await balance()) === 100, 5000, 'the refund'); // lands just after the status change
     await eventually(
-      async () => (await stack.rt.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'refund' })) === 1,
+      async () => (await stack.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'refund' })) === 1,
       5000,
       'the refund ledger entry',
     );
@@ -152,7 +152,7 @@ describe('job reliability', () => {
     const job = await waitForJob(api, r.body.jobId, ['complete', 'failed'], 20_000);
     expect(job.status).to.equal('complete');
     expect(job.result).to.deep.equal({ tookOver: true });
-    const doc = await stack.rt.db.jobs.findOne({ _id: r.body.jobId });
+    const doc = await stack.db.jobs.findOne({ _id: r.body.jobId });
     expect(doc!.attempts).to.equal(2);
   });
 
@@ -166,7 +166,7 @@ describe('job reliability', () => {
     await startPool(async () => ({ swept: true }));
     const done = await waitForJob(api, job._id);
     expect(done.status).to.equal('complete');
-    expect((await stack.rt.db.jobs.findOne({ _id: job._id }))!.dispatchedAt).to.be.an.instanceOf(Date);
+    expect((await stack.db.jobs.findOne({ _id: job._id }))!.dispatchedAt).to.be.an.instanceOf(Date);
   });
 
   it('when a poison message reaches a pool, then it is dead-lettered once and parked, not redelivered', async () => {
@@ -183,11 +183,7 @@ describe('job reliability', () => {
       await conn.close();
     }
     expect(await dead).to.deep.equal({ reason: 'invalid_json' });
-    const parked = await eventually(
-      () => stack.rt.db.db.collection('dead_letters').findOne({}),
-      10_000,
-      'parked message',
-    );
+    const parked = await eventually(() => stack.db.db.collection('dead_letters').findOne({}), 10_000, 'parked message');
     expect(parked).to.include({ reason: 'rejected', bytes: 9 });
     expect(Buffer.from(parked!.contentBase64, 'base64').toString()).to.equal('{not json');
   });
@@ -225,7 +221,7 @@ describe('job reliability', () => {
       }
       expect(deliveries).to.equal(stack.config.DELIVERY_LIMIT + 1);
       await eventually(
-        () => stack.rt.db.db.collection('dead_letters').findOne({ reason: 'delivery_limit' }),
+        () => stack.db.db.collection('dead_letters').findOne({ reason: 'delivery_limit' }),
         10_000,
         'dead-lettered message',
       );
@@ -269,14 +265,14 @@ describe('job reliability', () => {
     const r = await api.post('/code-builds', { prompt: 'x' });
     expect(await balance()).to.equal(95);
     // As a crash right after the status change would leave it: failed, credits not given back.
-    await stack.rt.db.jobs.updateOne(
+    await stack.db.jobs.updateOne(
       { _id: r.body.jobId },
       { $set: { status: 'failed', error: 'boom', completedAt: new Date(Date.now() - 5000) } },
     );
     await eventually(async () => (await balance()) === 100, 10_000, 'the sweep to refund');
     // The flag follows the refund.
     await eventually(
-      async () => (await stack.rt.db.jobs.findOne({ _id: r.body.jobId }))?.credits.refunded === true,
+      async () => (await stack.db.jobs.findOne({ _id: r.body.jobId }))?.credits.refunded === true,
       5000,
       'the refunded flag',
     );
@@ -287,7 +283,7 @@ describe('job reliability', () => {
       jobId: r.body.jobId,
     });
     expect(await balance()).to.equal(100);
-    expect(await stack.rt.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'refund' })).to.equal(1);
+    expect(await stack.db.ledger.countDocuments({ jobId: r.body.jobId, kind: 'refund' })).to.equal(1);
   });
 
   it('when a job has finished, then it can neither complete again nor fail nor move back', async () => {

@@ -14,7 +14,11 @@ import madge from 'madge';
  * - api/, workers/ and scheduler/ import platform/, contracts/ and monitoring/, never each other;
  * - in those four folders only a repository (`*.repository.ts`) calls `.collection(` or
  *   `.collection<T>(` (also split over lines), besides the connection itself
- *   (platform/infra/mongo.ts: its probe and the indexes every process needs).
+ *   (platform/infra/mongo.ts: its probe and the indexes every process needs);
+ * - the Runtime hands out an opaque `Store`, never the connection: only repositories,
+ *   platform/infra/, the composition root (platform/runtime.ts), the test harness, benches, chaos
+ *   runs and tests call `openStore` or import the `Database` type, and nothing reads `.db` off a
+ *   Runtime.
  */
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const FOLDERS = ['api', 'workers', 'scheduler', 'platform', 'contracts', 'monitoring'] as const;
@@ -94,5 +98,68 @@ describe('layout: the doors to the database', () => {
       });
     });
     expect(doors).to.deep.equal([]);
+  });
+});
+
+/** Who may hold the connection itself (platform/infra/mongo.ts `openStore`, `Database`). */
+const holdsConnection = (f: string) =>
+  f.endsWith('.repository.ts') ||
+  f.startsWith('platform/infra/') ||
+  f === 'platform/runtime.ts' ||
+  f.startsWith('test/') ||
+  // The harness hands tests the connection; benches and chaos runs inspect what a run stored.
+  /^scripts\/(harness|bench|chaos)\//.test(f) ||
+  // Scripts that connect by themselves, as a process's runtime does (their own composition root).
+  f === 'scripts/bootstrap.ts';
+
+describe('layout: the store', () => {
+  const files = execFileSync('git', ['ls-files', '*.ts'], { cwd: ROOT, encoding: 'utf8' })
+    .split('\n')
+    .filter((f) => f && !f.endsWith('.d.ts') && fs.existsSync(path.join(ROOT, f)));
+  /** Lines of `files` matching `pattern` (comments skipped), as `file:line: code`. */
+  const linesMatching = (list: string[], pattern: RegExp) =>
+    list.flatMap((f) =>
+      fs
+        .readFileSync(path.join(ROOT, f), 'utf8')
+        .split('\n')
+        .flatMap((line, i) => {
+          const code = line.trim();
+          if (code.startsWith('*') || code.startsWith('//') || code.startsWith('/*')) return [];
+          return pattern.test(code) ? [`${f}:${i + 1}: ${code}`] : [];
+        }),
+    );
+
+  it('when a file opens the store, then it is a repository, infrastructure, the composition root, the harness or a test', () => {
+    expect(
+      linesMatching(
+        files.filter((f) => !holdsConnection(f)),
+        /\bopenStore\b/,
+      ),
+    ).to.deep.equal([]);
+  });
+
+  it('when a file imports the Database type, then it may hold the connection', () => {
+    // Imports span lines: read the import statements whole.
+    const wrong = files
+      .filter((f) => !holdsConnection(f))
+      .flatMap((f) =>
+        [
+          ...fs
+            .readFileSync(path.join(ROOT, f), 'utf8')
+            .matchAll(/import\s[^;]*?\bDatabase\b[^;]*?from\s*'[^']*infra\/mongo'/g),
+        ].map((m) => `${f}: ${m[0].replace(/\s+/g, ' ')}`),
+      );
+    expect(wrong).to.deep.equal([]);
+  });
+
+  it('when code reads a Runtime, then it never takes `db` off it (the runtime has `store` and `dbHealth`)', () => {
+    const offRuntime = /\b(rt|runtime)\.db\b|\{[^}]*\bdb\b[^}]*\}\s*=\s*(\w+\.)?(rt|runtime)\b|Pick<Runtime,[^>]*'db'/;
+    expect(linesMatching(files, offRuntime)).to.deep.equal([]);
+  });
+
+  it('when platform/ code outside a repository runs, then it reads no collection off the connection', () => {
+    const direct = /\b(db|deps\.db|ctx\.db)\.(accounts|apiKeys|jobs|ledger|audit|idempotency|rateLimits|db|client)\b/;
+    const outside = files.filter((f) => /^(api|workers|scheduler|platform)\//.test(f) && !holdsConnection(f));
+    expect(linesMatching(outside, direct)).to.deep.equal([]);
   });
 });

@@ -63,7 +63,7 @@ describe('live: backpressure and connection takeover', function () {
       reason: 'superseded by a newer connection to this session',
     });
     await new Promise((r2) => setTimeout(r2, 200));
-    const doc = await stack.rt.db.db.collection<any>('live_sessions').findOne({ _id: s.sessionId });
+    const doc = await stack.db.db.collection<any>('live_sessions').findOne({ _id: s.sessionId });
     expect(doc).to.include({ status: 'connected', connections: 2 });
   });
 });

@@ -43,7 +43,7 @@ describe('live: delivery records and cross-process takeover', function () {
   /** The process "dies" after the tool wrote and before the capture: the hold stays behind. */
   const crashBeforeCapture = () => sinon.stub(stack.rt.credits, 'capture').rejects(new Error('process died'));
   const holds = (accountId: string) =>
-    stack.rt.db.db.collection<any>(COLLECTIONS.creditHolds).find({ accountId, operation: 'live_action' }).toArray();
+    stack.db.db.collection<any>(COLLECTIONS.creditHolds).find({ accountId, operation: 'live_action' }).toArray();
   const settleLater = () => stack.rt.credits.settleExpiredHolds(new Date(Date.now() + 10 * 60_000));
 
   it("when the process dies between a tool's write and the capture, then the settled hold is captured because the notes exist", async () => {
@@ -53,7 +53,7 @@ describe('live: delivery records and cross-process takeover', function () {
     await api.post('/live/action', { action: 'create_notes', params: { title: 'Crash notes', markdown: '# Crash' } });
     const [hold] = await holds(accountId);
     expect(hold.deliveredBy.collection).to.equal(COLLECTIONS.projects);
-    const made = await stack.rt.db.db.collection<any>(COLLECTIONS.projects).findOne({ _id: hold.deliveredBy.id });
+    const made = await stack.db.db.collection<any>(COLLECTIONS.projects).findOne({ _id: hold.deliveredBy.id });
     expect(made, 'the hold names the project the tool made').to.include({ accountId, name: 'Crash notes' });
     sinon.restore();
     expect(await settleLater()).to.include({ captured: 1, released: 0 });
@@ -82,7 +82,7 @@ describe('live: delivery records and cross-process takeover', function () {
     expect(open.status, open.text).to.equal(200);
     const a = connect(open.body.realtimeUrl, open.body.token);
     const handle = (await a.next('session.started')).resumptionHandle as string;
-    const row = () => stack.rt.db.db.collection<any>(COLLECTIONS.liveSessions).findOne({ _id: open.body.sessionId });
+    const row = () => stack.db.db.collection<any>(COLLECTIONS.liveSessions).findOne({ _id: open.body.sessionId });
     const firstOwner = (await row()).owner;
     expect(firstOwner.instance).to.match(/^rti_/);
 

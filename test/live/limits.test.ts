@@ -53,7 +53,7 @@ describe('live: session limits, heartbeat checks and dead connections', function
     clients.push(c);
     return c;
   };
-  const session = (id: string) => stack.rt.db.db.collection<any>(COLLECTIONS.liveSessions).findOne({ _id: id });
+  const session = (id: string) => stack.db.db.collection<any>(COLLECTIONS.liveSessions).findOne({ _id: id });
   const timedUrl = () => `ws://127.0.0.1:${timed.port}/realtime`;
   const perMinuteUrl = () => `ws://127.0.0.1:${perMinute.port}/realtime`;
 
@@ -108,7 +108,7 @@ describe('live: session limits, heartbeat checks and dead connections', function
     const open = (await api.post('/live/session', {})).body;
     const c = connect(open.realtimeUrl, open.token);
     await c.next('session.started');
-    await stack.rt.db.db
+    await stack.db.db
       .collection<any>(COLLECTIONS.liveSessions)
       .updateOne({ _id: open.sessionId }, { $set: { status: 'ended', endedAt: new Date() } });
     expect(await c.closed).to.deep.equal({ code: 1000, reason: 'session ended' });

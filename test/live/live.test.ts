@@ -32,7 +32,7 @@ describe('live: sessions, the realtime engine and /live/action', function () {
     clients.push(c);
     return c;
   };
-  const session = (id: string) => stack.rt.db.db.collection<any>(COLLECTIONS.liveSessions).findOne({ _id: id });
+  const session = (id: string) => stack.db.db.collection<any>(COLLECTIONS.liveSessions).findOne({ _id: id });
 
   it('when a session is opened, then it answers a single-use token, the ws:// URL and the locked settings, and is charged live_session once', async () => {
     const { api, accountId } = await account();
@@ -78,13 +78,13 @@ describe('live: sessions, the realtime engine and /live/action', function () {
     expect(r.body.capabilities).to.deep.equal({ audioIn: false, textIn: true, audioOut: true });
     expect(new Date(r.body.expiresAt).getTime() - Date.now()).to.be.within(250_000, 301_000);
     expect(await balance(api)).to.equal(before - 5);
-    const charges = await stack.rt.db.ledger.find({ accountId, operation: 'live_session' }).toArray();
+    const charges = await stack.db.ledger.find({ accountId, operation: 'live_session' }).toArray();
     expect(charges.filter((c) => c.kind === 'charge' || c.kind === undefined).length).to.be.at.least(1);
     expect(charges.filter((c) => c.kind === 'refund')).to.have.length(0);
     const doc = await session(r.body.sessionId);
     expect(doc).to.include({ status: 'issued', accountId });
     expect(doc.charge.capturedAt).to.be.instanceOf(Date);
-    expect(await stack.rt.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })).to.equal(0);
+    expect(await stack.db.db.collection(COLLECTIONS.creditHolds).countDocuments({ accountId })).to.equal(0);
   });
 
   it('when ambient is asked without the proactiveAudio feature, then 400 ambient_not_available and nothing is charged; with it, the session answers only turns that name the device', async () => {
@@ -190,7 +190,7 @@ describe('live: sessions, the realtime engine and /live/action', function () {
     const full = await stack.rt.accounts.createKey(accountId, { name: 'narrowed', scopes: ['ai', 'read', 'write'] });
     const s2 = (await client(stack.baseUrl, full.key).post('/live/session', {})).body;
     expect(s2.tools).to.include('list_projects');
-    await stack.rt.db.apiKeys.updateOne({ _id: full.doc._id }, { $set: { scopes: ['ai'] } });
+    await stack.db.apiKeys.updateOne({ _id: full.doc._id }, { $set: { scopes: ['ai'] } });
     const c2 = connect(s2.realtimeUrl, s2.token);
     const started2 = await c2.next('session.started');
     expect(started2.tools).to.not.include('list_projects');

@@ -62,7 +62,7 @@ describe('MCP: a crash between a tool call and its idempotency record (SIGKILL, 
       await first.close().catch(() => undefined);
       const killedAt = Date.now();
       expect(outcome).to.equal('no answer');
-      const made = await stack.rt.db.jobs.find({ accountId }).toArray();
+      const made = await stack.db.jobs.find({ accountId }).toArray();
       expect(made, 'the dead call made its job').to.have.length(1);
       await stack.rt.jobs.flushAccepted();
       const balanceAfterFirst = await stack.rt.credits.balance(accountId);
@@ -88,12 +88,12 @@ describe('MCP: a crash between a tool call and its idempotency record (SIGKILL, 
         await mcp.close();
       }
       await stack.rt.jobs.flushAccepted();
-      expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
+      expect(await stack.db.jobs.countDocuments({ accountId })).to.equal(1);
       expect(await stack.rt.credits.balance(accountId)).to.equal(balanceAfterFirst);
       // The dead process's ledger batch never left: the sweep writes the one entry.
       const charges = await eventually(
         async () => {
-          const es = await stack.rt.db.ledger.find({ accountId, kind: 'charge' }).toArray();
+          const es = await stack.db.ledger.find({ accountId, kind: 'charge' }).toArray();
           return es.length > 0 && es;
         },
         20_000,

@@ -102,7 +102,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     const rest = await api.post('/images', { prompt: 'a lighthouse on a cliff at night' });
     expect(rest.status).to.equal(200);
     expect(rest.body.charged).to.equal(r.structuredContent.charged);
-    const audit = await stack.rt.db.audit.findOne({ accountId: acct.accountId, tool: 'generate_image' });
+    const audit = await stack.db.audit.findOne({ accountId: acct.accountId, tool: 'generate_image' });
     expect(audit).to.include({
       via: 'mcp',
       status: 200,
@@ -154,7 +154,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
       expect(r.isError, textOf(r)).to.not.equal(true);
       const jobId = name === 'create_presentation' ? r.structuredContent.job.jobId : r.structuredContent.jobId;
       expect(jobId, name).to.match(prefix);
-      const entry = await stack.rt.db.audit.findOne({ accountId: acct.accountId, tool: name });
+      const entry = await stack.db.audit.findOne({ accountId: acct.accountId, tool: name });
       expect(fromUnits(entry!.millicreditsCharged), name).to.equal(before - (await balance()));
     }
   });
@@ -199,7 +199,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
       await again.close();
     }
     expect(
-      await stack.rt.db.jobs.countDocuments({
+      await stack.db.jobs.countDocuments({
         accountId: acct.accountId,
         type: 'code',
         'input.prompt': { $in: ['a timer', 'a clock'] },
@@ -219,7 +219,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     });
     expect(n2.structuredContent.id).to.equal(n1.structuredContent.id);
     expect(
-      await stack.rt.db.db.collection('projects').countDocuments({ accountId: acct.accountId, name: 'Retried notes' }),
+      await stack.db.db.collection('projects').countDocuments({ accountId: acct.accountId, name: 'Retried notes' }),
     ).to.equal(1);
 
     // null, as tool-calling models send for an optional argument, is no key: a new project each time.
@@ -248,7 +248,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     const unknownField = await call(mcp, 'create_notes', { name: 'x', colour: 'red' });
     expect(textOf(unknownField)).to.match(/colour: unknown field/);
     expect(await balance()).to.equal(before);
-    const audit = await stack.rt.db.audit.findOne({ accountId: acct.accountId, tool: 'start_song', status: 400 });
+    const audit = await stack.db.audit.findOne({ accountId: acct.accountId, tool: 'start_song', status: 400 });
     expect(audit).to.include({ millicreditsCharged: 0 });
   });
 
@@ -256,7 +256,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     const secret = 'zq-audit-canary-7731';
     const r = await call(mcp, 'create_notes', { name: secret, markdown: `body ${secret}`, tags: [secret] });
     expect(r.isError, textOf(r)).to.not.equal(true);
-    const entry = await stack.rt.db.audit.findOne({
+    const entry = await stack.db.audit.findOne({
       accountId: acct.accountId,
       tool: 'create_notes',
       argNames: { $all: ['name', 'markdown', 'tags'] },
@@ -272,7 +272,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
       millicreditsCharged: 0,
     });
     expect(entry!.durationMs).to.be.a('number');
-    const all = await stack.rt.db.audit.find({ accountId: acct.accountId }).toArray();
+    const all = await stack.db.audit.find({ accountId: acct.accountId }).toArray();
     expect(JSON.stringify(all)).to.not.include(secret);
   });
 
@@ -296,7 +296,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
       err = e;
     }
     expect(String(err)).to.match(/unknown tool/);
-    const entry = await stack.rt.db.audit.findOne({ accountId: acct.accountId, via: 'mcp', argNames: 'confirm' });
+    const entry = await stack.db.audit.findOne({ accountId: acct.accountId, via: 'mcp', argNames: 'confirm' });
     expect(entry).to.not.equal(null);
     expect(entry).to.include({ route: '/mcp', method: 'POST', status: 400, keyId: acct.keyId, millicreditsCharged: 0 });
     expect(entry).to.not.have.property('tool');
@@ -498,7 +498,7 @@ describe('MCP server: rate limit', () => {
     expect(refused.status).to.equal(429);
     expect(refused.headers.get('retry-after')).to.match(/^\d+$/);
     expect(refused.json.error.data.code).to.equal('rate_limited');
-    const entry = await stack.rt.db.audit.findOne({ accountId, status: 429, via: 'mcp' });
+    const entry = await stack.db.audit.findOne({ accountId, status: 429, via: 'mcp' });
     expect(entry).to.include({ tool: 'list_projects' });
     expect(entry!.argNames).to.deep.equal(['limit']);
   });

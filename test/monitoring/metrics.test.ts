@@ -74,7 +74,7 @@ describe('monitoring', () => {
     const other = await startStack({ workers: false, scheduler: false });
     const base = other.baseUrl.replace('/api/v1', '');
     try {
-      await other.rt.db.client.close(true);
+      await other.db.client.close(true);
       const ready = await fetch(`${base}/readyz`);
       expect(ready.status).to.equal(503);
       expect(((await ready.json()) as { failures: string[] }).failures.join()).to.include('mongodb');

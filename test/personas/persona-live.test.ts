@@ -70,7 +70,7 @@ describe('personas: a conversation speaks as its persona', function () {
     return { personaId: p.body.id as string, conv: conv.body };
   };
   const liveActions = async () =>
-    (await stack.rt.db.ledger.find({ accountId, operation: 'live_action' }).toArray()).reduce(
+    (await stack.db.ledger.find({ accountId, operation: 'live_action' }).toArray()).reduce(
       (n, e: any) => n + (e.kind === 'refund' ? -e.millicredits : e.millicredits) / 1000,
       0,
     );
@@ -120,7 +120,7 @@ describe('personas: a conversation speaks as its persona', function () {
       ['create_flowchart', 'error'],
       ['create_notes', 'notes'],
     ]);
-    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId, kind: 'flowchart' })).to.equal(0);
+    expect(await stack.db.db.collection('projects').countDocuments({ accountId, kind: 'flowchart' })).to.equal(0);
     expect(await liveActions(), 'only the tool that ran is charged').to.equal(chargedBefore + 1);
 
     const events = await api.get(`/personas/${personaId}/conversations/${conv.id}/events`);

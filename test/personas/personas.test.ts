@@ -151,7 +151,7 @@ describe('personas API: personas, versions, deployments, conversations, events, 
     const v2 = await api.post(`/personas/${full.id}/publish`);
     expect(v2.body).to.include({ status: 'published', publishedVersion: 2 });
     expect(v2.body.published).to.include({ version: 2, greeting: 'Hello again.' });
-    const stored = await stack.rt.db.db
+    const stored = await stack.db.db
       .collection('persona_versions')
       .find({ personaId: full.id })
       .sort({ version: 1 })
@@ -177,9 +177,7 @@ describe('personas API: personas, versions, deployments, conversations, events, 
     expect(latest.version).to.equal(2);
     const conv = await api.post(`/personas/${p.id}/conversations`, { deploymentId: v1.id });
     expect(conv.body.version).to.equal(1);
-    const session = await stack.rt.db.db
-      .collection('live_sessions')
-      .findOne({ _id: conv.body.connect.sessionId } as any);
+    const session = await stack.db.db.collection('live_sessions').findOne({ _id: conv.body.connect.sessionId } as any);
     expect(session?.voice, "the session speaks with version 1's voice").to.equal('en-gb-female');
     await api.post(`/personas/${p.id}/conversations/${conv.body.id}/end`);
   });
@@ -390,8 +388,8 @@ describe('personas API: personas, versions, deployments, conversations, events, 
     expect(del.status).to.equal(204);
     expect((await api.get(`/personas/${p.id}`)).status).to.equal(404);
     expect((await api.get(`/personas/${p.id}/deployments`)).status).to.equal(404);
-    expect(await stack.rt.db.db.collection('persona_deployments').countDocuments({ personaId: p.id })).to.equal(0);
-    expect(await stack.rt.db.db.collection('persona_conversations').countDocuments({ personaId: p.id })).to.equal(0);
+    expect(await stack.db.db.collection('persona_deployments').countDocuments({ personaId: p.id })).to.equal(0);
+    expect(await stack.db.db.collection('persona_conversations').countDocuments({ personaId: p.id })).to.equal(0);
     const c = liveConnect(conv.connect.realtimeUrl, { token: conv.connect.token });
     expect((await c.closed).code).to.equal(4403);
     expect((await api.delete(`/personas/${p.id}`)).status).to.equal(404);

@@ -103,7 +103,7 @@ describe('POST /presentations (OpenAI-compatible outline author against a local 
     expect(sent).to.deep.include({ model: 'deck-model', response_format: { type: 'json_object' } });
     expect(sent.messages[0].content).to.contain('exactly 4 slides').and.contain('geometric');
     expect(sent.messages[1].content).to.contain('Launch the product in spring.');
-    const stored = await stack.rt.db.db.collection('projects').findOne({ _id: r.body.id } as never);
+    const stored = await stack.db.db.collection('projects').findOne({ _id: r.body.id } as never);
     expect(stored?.presentation.build.status).to.equal('partial');
   });
 
@@ -116,7 +116,7 @@ describe('POST /presentations (OpenAI-compatible outline author against a local 
       // Charged at dispatch (the refund may already follow, the failure is fast).
       await stack.rt.jobs.flushAccepted(); // the charge's ledger entry follows the answer in a batch
       expect(
-        await stack.rt.db.ledger.countDocuments({
+        await stack.db.ledger.countDocuments({
           accountId,
           jobId: r.body.job.jobId,
           kind: 'charge',
@@ -129,7 +129,7 @@ describe('POST /presentations (OpenAI-compatible outline author against a local 
       const e = await listener.waitFor((x) => x.body.data.jobId === r.body.job.jobId);
       expect(e.routingKey).to.equal('presentation.failed');
       await until(async () => (await api.get('/account/credits')).body.balance === 100, 'the refund');
-      const kinds = (await stack.rt.db.ledger.find({ accountId, jobId: r.body.job.jobId }).toArray())
+      const kinds = (await stack.db.ledger.find({ accountId, jobId: r.body.job.jobId }).toArray())
         .map((l) => l.kind)
         .sort();
       expect(kinds).to.deep.equal(['charge', 'refund']);

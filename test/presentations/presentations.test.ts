@@ -65,7 +65,7 @@ describe('POST /presentations (local deck engine)', () => {
     expect(p.job.jobId).to.match(/^deck_/);
     expect(await balance(api)).to.equal(1000 - stack.config.CREDIT_PRICES.deck);
 
-    const stored = await stack.rt.db.db.collection('projects').findOne({ _id: p.id, accountId } as never);
+    const stored = await stack.db.db.collection('projects').findOne({ _id: p.id, accountId } as never);
     expect(stored).to.include({
       name: 'Q3 Growth Plan',
       projectType: 'presentation',
@@ -101,7 +101,7 @@ describe('POST /presentations (local deck engine)', () => {
     const first = await png(res.slides[1].imageUrl);
     expect(first).to.include({ width: 1920, height: 1080, format: 'png' });
     expect(first.text.Title).to.equal(res.slides[1].title);
-    const after = await stack.rt.db.db.collection('projects').findOne({ _id: p.id } as never);
+    const after = await stack.db.db.collection('projects').findOne({ _id: p.id } as never);
     expect(after?.presentation.build.status).to.equal('built');
     expect(after?.presentation.build.slides).to.have.length(8);
   });
@@ -189,7 +189,7 @@ describe('POST /presentations (local deck engine)', () => {
       );
     }
     expect(await balance(api)).to.equal(1000);
-    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId } as never)).to.equal(0);
+    expect(await stack.db.db.collection('projects').countDocuments({ accountId } as never)).to.equal(0);
   });
 
   it('when a field breaks its limit, then 400 names it', async () => {
@@ -213,9 +213,9 @@ describe('POST /presentations (local deck engine)', () => {
     expect(r.body).to.include({ generationStatus: 'pending_editor_open', job: null, projectType: 'presentation' });
     expect(r.body.openUrl).to.equal(`${stack.config.PUBLIC_BASE_URL}/presentations/${r.body.id}`);
     expect(await balance(api)).to.equal(1000);
-    expect(await stack.rt.db.ledger.countDocuments({ accountId })).to.equal(0);
-    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(0);
-    const stored = await stack.rt.db.db.collection('projects').findOne({ _id: r.body.id } as never);
+    expect(await stack.db.ledger.countDocuments({ accountId })).to.equal(0);
+    expect(await stack.db.jobs.countDocuments({ accountId })).to.equal(0);
+    const stored = await stack.db.db.collection('projects').findOne({ _id: r.body.id } as never);
     expect(stored?.presentation).to.include({ generationStatus: 'pending_editor_open', jobId: null });
   });
 
@@ -230,8 +230,8 @@ describe('POST /presentations (local deck engine)', () => {
     expect(b.body).to.deep.equal(a.body);
     expect(b.body.id).to.equal(a.body.id);
     expect(b.body.job.jobId).to.equal(a.body.job.jobId);
-    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId } as never)).to.equal(1);
-    expect(await stack.rt.db.jobs.countDocuments({ accountId })).to.equal(1);
+    expect(await stack.db.db.collection('projects').countDocuments({ accountId } as never)).to.equal(1);
+    expect(await stack.db.jobs.countDocuments({ accountId })).to.equal(1);
     expect(await balance(api)).to.equal(1000 - stack.config.CREDIT_PRICES.deck);
   });
 
@@ -247,7 +247,7 @@ describe('POST /presentations (local deck engine)', () => {
       expect(r.status, brandUrl).to.equal(400);
       expect(r.body.error.message).to.match(/^brandUrl: /);
     }
-    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId } as never)).to.equal(0);
+    expect(await stack.db.db.collection('projects').countDocuments({ accountId } as never)).to.equal(0);
     expect(await balance(api)).to.equal(1000);
   });
 
@@ -359,9 +359,7 @@ describe('POST /presentations (local deck engine)', () => {
     const r = await poor.api.post('/presentations', { name: 'Too dear', brief: 'b' });
     expect(r.status).to.equal(402);
     expect(r.body.error.code).to.equal('insufficient_credits');
-    expect(await stack.rt.db.db.collection('projects').countDocuments({ accountId: poor.accountId } as never)).to.equal(
-      0,
-    );
+    expect(await stack.db.db.collection('projects').countDocuments({ accountId: poor.accountId } as never)).to.equal(0);
     const pending = await account({ credits: 0, features: { backgroundDecks: false } });
     expect((await pending.api.post('/presentations', { name: 'Free', brief: 'b' })).status).to.equal(201);
   });

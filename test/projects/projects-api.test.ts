@@ -11,7 +11,7 @@ describe('projects API', function () {
   let stack: Stack;
   let api: Client;
   let accountId: string;
-  const projectsCol = () => stack.rt.db.db.collection<any>(COLLECTIONS.projects);
+  const projectsCol = () => stack.db.db.collection<any>(COLLECTIONS.projects);
   before(async () => {
     stack = await startStack({ workers: false, scheduler: false });
     ({ accountId } = await stack.createAccount().then(async (a) => {
@@ -632,8 +632,8 @@ describe('projects API', function () {
       const service = createProjectsService(stack.rt);
       const sheet = await service.create({ accountId, kind: 'sheet', name: 'Budget', content: null });
       const other = await service.create({ accountId, kind: 'sheet', name: 'Other', content: null });
-      const sheets = stack.rt.db.db.collection<any>(COLLECTIONS.sheets);
-      const commits = stack.rt.db.db.collection<any>(COLLECTIONS.sheetCommits);
+      const sheets = stack.db.db.collection<any>(COLLECTIONS.sheets);
+      const commits = stack.db.db.collection<any>(COLLECTIONS.sheetCommits);
       await sheets.insertMany([
         { _id: sheet._id, accountId, columns: [] },
         { _id: other._id, accountId, columns: [] },
@@ -788,10 +788,10 @@ describe('projects API', function () {
       const deck = await p.post('/presentations', { name: 'Deck', brief: 'b' });
       expect(deck.status, deck.text).to.equal(201);
       const jobId = deck.body.job.jobId;
-      const before = await stack.rt.db.jobs.findOne({ _id: jobId });
+      const before = await stack.db.jobs.findOne({ _id: jobId });
       expect((await p.delete(`/projects/${deck.body.id}`)).status).to.equal(204);
       expect((await p.get(`/projects/${deck.body.id}`)).status).to.equal(404);
-      const job = await stack.rt.db.jobs.findOne({ _id: jobId });
+      const job = await stack.db.jobs.findOne({ _id: jobId });
       expect(job).to.not.equal(null);
       expect(job!.status).to.equal(before!.status);
     });

@@ -57,7 +57,7 @@ describe('project sharing and project events', function () {
         ['bob@example.com', 'commenter'],
       ]);
       expect((await api.get(`/projects/${p.id}`)).body.shares).to.deep.equal(two.body.shares);
-      const stored = await stack.rt.db.db.collection<any>(COLLECTIONS.projects).findOne({ _id: p.id });
+      const stored = await stack.db.db.collection<any>(COLLECTIONS.projects).findOne({ _id: p.id });
       expect(stored.shares.map((s: any) => s.email)).to.deep.equal(['ann@example.com', 'bob@example.com']);
       expect(stored.shares[0].sharedAt).to.be.an.instanceOf(Date);
     });
@@ -69,7 +69,7 @@ describe('project sharing and project events', function () {
         role: 'viewer',
         sharedAt: new Date(),
       }));
-      await stack.rt.db.db.collection<any>(COLLECTIONS.projects).updateOne({ _id: p.id }, { $set: { shares } });
+      await stack.db.db.collection<any>(COLLECTIONS.projects).updateOne({ _id: p.id }, { $set: { shares } });
       const over = await api.post(`/projects/${p.id}/share`, { email: 'one-more@example.com', role: 'viewer' });
       expect(over.status).to.equal(409);
       expect(over.body.error.code).to.equal('limit_exceeded');
@@ -184,7 +184,7 @@ describe('project sharing and project events', function () {
         name: 'Deploy v2',
       });
       // Each stored before it was announced: the outbox holds them, published.
-      const outbox = await stack.rt.db.db
+      const outbox = await stack.db.db
         .collection<any>(COLLECTIONS.eventOutbox)
         .find({ 'event.data.projectId': f.id })
         .toArray();

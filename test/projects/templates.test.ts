@@ -99,7 +99,7 @@ describe('templates', function () {
     expect(r.body.tags).to.deep.equal(t.tags);
     expect(r.body.content).to.deep.equal(t.content);
     expect(r.body.openUrl).to.equal(`${stack.config.PUBLIC_BASE_URL}/editor/${r.body.id}`);
-    const stored = await stack.rt.db.db.collection<any>(COLLECTIONS.projects).findOne({ _id: r.body.id });
+    const stored = await stack.db.db.collection<any>(COLLECTIONS.projects).findOne({ _id: r.body.id });
     expect(stored).to.include({ accountId, kind: 'flowchart' });
     expect((await api.get('/projects')).body.data.map((p: any) => p.id)).to.include(r.body.id);
     // No body at all is the same as {}.
@@ -152,8 +152,8 @@ describe('templates', function () {
     expect(first.status, first.text).to.equal(201);
     // As if the process had died after the grid, its creation commit and head, before the project
     // and the answer: the project goes, the key's record is in flight with its lease run out.
-    await stack.rt.db.db.collection<any>(COLLECTIONS.projects).deleteOne({ _id: first.body.id });
-    const rec = await stack.rt.db.idempotency.updateOne(
+    await stack.db.db.collection<any>(COLLECTIONS.projects).deleteOne({ _id: first.body.id });
+    const rec = await stack.db.idempotency.updateOne(
       { accountId, key: 'tpl-sheet-crash' },
       { $set: { state: 'in_flight', response: null, lockedUntil: new Date(0) } },
     );
@@ -168,21 +168,21 @@ describe('templates', function () {
     expect(sheet.body).to.include({
       version: 1,
       headCommitId: (
-        await stack.rt.db.db.collection<any>(COLLECTIONS.sheetCommits).findOne({ sheetId: first.body.id, seq: 1 })
+        await stack.db.db.collection<any>(COLLECTIONS.sheetCommits).findOne({ sheetId: first.body.id, seq: 1 })
       )._id,
     });
     expect(JSON.stringify(sheet.body.rows)).to.include('Office rent');
-    expect(
-      await stack.rt.db.db.collection(COLLECTIONS.sheetCommits).countDocuments({ sheetId: first.body.id }),
-    ).to.equal(1);
-    expect(await stack.rt.db.db.collection(COLLECTIONS.sheets).countDocuments({ _id: first.body.id })).to.equal(1);
+    expect(await stack.db.db.collection(COLLECTIONS.sheetCommits).countDocuments({ sheetId: first.body.id })).to.equal(
+      1,
+    );
+    expect(await stack.db.db.collection(COLLECTIONS.sheets).countDocuments({ _id: first.body.id })).to.equal(1);
     // The blocks of the retry's own grid were dropped: only the first attempt's remain.
     const tree = JSON.parse(
-      (await stack.rt.db.db.collection<any>(COLLECTIONS.sheets).findOne({ _id: first.body.id })).tree,
+      (await stack.db.db.collection<any>(COLLECTIONS.sheets).findOne({ _id: first.body.id })).tree,
     );
-    expect(
-      await stack.rt.db.db.collection(COLLECTIONS.sheetBlocks).countDocuments({ sheetId: first.body.id }),
-    ).to.equal(tree.blocks.length);
+    expect(await stack.db.db.collection(COLLECTIONS.sheetBlocks).countDocuments({ sheetId: first.body.id })).to.equal(
+      tree.blocks.length,
+    );
   });
 
   it('when the template is unknown or the body is wrong, then 404 or 400 naming the field', async () => {

@@ -65,9 +65,9 @@ describe('projects: tenant isolation and scopes', function () {
       expect(got.body.name).to.match(/^Secret/);
       expect(got.body.shares).to.deep.equal([]);
     }
-    expect(
-      await stack.rt.db.db.collection(COLLECTIONS.projects).countDocuments({ _id: { $in: ids } as never }),
-    ).to.equal(ids.length);
+    expect(await stack.db.db.collection(COLLECTIONS.projects).countDocuments({ _id: { $in: ids } as never })).to.equal(
+      ids.length,
+    );
   });
 
   const routes = (
@@ -101,7 +101,7 @@ describe('projects: tenant isolation and scopes', function () {
       // A project of each key's own account, so that an allowed call finds it.
       const now = new Date();
       const id = `prj_scope${accountId.slice(-15)}`;
-      await stack.rt.db.db.collection<any>(COLLECTIONS.projects).insertOne({
+      await stack.db.db.collection<any>(COLLECTIONS.projects).insertOne({
         _id: id,
         accountId,
         name: 'p',

@@ -104,7 +104,7 @@ describe('research (OpenAI-compatible writer against a local fake)', () => {
       content: null,
     });
     await until(async () => (await api.get('/account/credits')).body.balance === 100, 'the refund');
-    const refund = await stack.rt.db.ledger.findOne({ accountId, jobId: r.body.jobId, kind: 'refund' });
+    const refund = await stack.db.ledger.findOne({ accountId, jobId: r.body.jobId, kind: 'refund' });
     expect(fromUnits(refund!.millicredits)).to.equal(stack.config.CREDIT_PRICES.research);
   });
 });

@@ -33,7 +33,7 @@ describe('research (local workspace engine)', () => {
     expect(r.status).to.equal(202);
     expect(r.body.jobId).to.match(/^res_/);
     expect(r.body).to.include({ type: 'research', status: 'queued' });
-    const doc = await stack.rt.db.jobs.findOne({ _id: r.body.jobId, accountId });
+    const doc = await stack.db.jobs.findOne({ _id: r.body.jobId, accountId });
     expect(doc?.input).to.deep.equal({ query: 'market size', drive: { pins: [] } }); // a full key: the whole drive
     expect(doc?.credits).to.include({
       operation: 'research',
@@ -132,7 +132,7 @@ describe('research (local workspace engine)', () => {
       createdAt: now,
       updatedAt: now,
     };
-    await stack.rt.db.jobs.insertMany([
+    await stack.db.jobs.insertMany([
       {
         ...base,
         _id: 'res_runningjob',
@@ -182,7 +182,7 @@ describe('research (local workspace engine)', () => {
     // The plan file of the first build is gone from the blob store.
     const plan = build.result.files.find((f: any) => f.path === 'PLAN.md');
     const blobId = /assets\/(blob_\w+)/.exec(plan.url)![1]!;
-    await stack.rt.db.db.collection('blobs.files').deleteOne({ _id: blobId as never });
+    await stack.db.db.collection('blobs.files').deleteOne({ _id: blobId as never });
     const job = await research(api, { query: 'baking bread' });
     expect(job.status).to.equal('complete');
     expect(job.result).to.include({ partial: true, readCount: 1, failedReads: 1 });
@@ -250,7 +250,7 @@ describe('research (local workspace engine)', () => {
   it('when notes or Drive collections exist, then they are searched and read too, for this account only', async () => {
     const { api, accountId } = await account();
     const other = await account();
-    await stack.rt.db.db.collection('notes').insertMany([
+    await stack.db.db.collection('notes').insertMany([
       {
         _id: 'note_mine',
         accountId,

@@ -17,7 +17,7 @@ describe('scheduler: stale live sessions', function () {
     stack = await startStack({ env: { WORKER_POOLS: 'speech', LIVE_HEARTBEAT_MS: '100', LIVE_STALE_AFTER_MS: '800' } });
   });
   after(async () => stack?.stop());
-  const sessions = () => stack.rt.db.db.collection<any>(COLLECTIONS.liveSessions);
+  const sessions = () => stack.db.db.collection<any>(COLLECTIONS.liveSessions);
 
   it('when a connection stays open, then its heartbeat keeps the session connected past the stale limit; when its process stops heart-beating, then the scheduler marks it dropped and its handle resumes it', async () => {
     const { key } = await stack.createAccount({ credits: 100 });

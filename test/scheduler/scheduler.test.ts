@@ -24,19 +24,19 @@ describe('scheduler', () => {
       millicreditsCharged: 0,
       requestId: 'r',
     };
-    await stack.rt.db.audit.insertMany([
+    await stack.db.audit.insertMany([
       { _id: newId('aud'), at: new Date(Date.now() - 91 * day), ...base },
       { _id: newId('aud'), at: new Date(Date.now() - 89 * day), ...base },
     ]);
     expect(await stack.scheduler!.tasks.expireAudit()).to.equal(1);
-    expect(await stack.rt.db.audit.countDocuments({ accountId: 'acct_x' })).to.equal(1);
+    expect(await stack.db.audit.countDocuments({ accountId: 'acct_x' })).to.equal(1);
   });
 
   it('when Idempotency-Key records pass their expiry, then they are deleted and the key is free again', async () => {
     const { key, accountId } = await stack.createAccount();
     const api = client(stack.baseUrl, key);
     const first = await api.post('/code-builds', { prompt: 'x' }, { 'idempotency-key': 'exp-1' });
-    await stack.rt.db.idempotency.updateOne(
+    await stack.db.idempotency.updateOne(
       { accountId, key: 'exp-1' },
       { $set: { expiresAt: new Date(Date.now() - 1000) } },
     );
@@ -64,19 +64,19 @@ describe('scheduler', () => {
     );
     // The balance moves first, the refund's ledger entry right after it.
     await eventually(
-      async () => (await stack.rt.db.ledger.countDocuments({ jobId: hold, kind: 'refund' })) === 1,
+      async () => (await stack.db.ledger.countDocuments({ jobId: hold, kind: 'refund' })) === 1,
       5_000,
       'the refund entry',
     );
     await stack.rt.credits.release(hold); // released again (as a second scheduler might): nothing twice
     expect((await api.get('/account/credits')).body.balance).to.equal(50);
-    expect(await stack.rt.db.ledger.countDocuments({ jobId: hold, kind: 'refund' })).to.equal(1);
+    expect(await stack.db.ledger.countDocuments({ jobId: hold, kind: 'refund' })).to.equal(1);
   });
 
   it('when the process died after a synchronous call delivered but before capturing its hold, then the scheduler captures it (the delivery exists) instead of giving it back', async () => {
     const { key, accountId } = await stack.createAccount({ credits: 50 });
     const api = client(stack.baseUrl, key);
-    const projects = stack.rt.db.db.collection<any>(COLLECTIONS.projects);
+    const projects = stack.db.db.collection<any>(COLLECTIONS.projects);
     const delivered = newId('prj');
     const hold = await stack.rt.credits.hold({
       accountId,
@@ -96,7 +96,7 @@ describe('scheduler', () => {
       deliveredBy: { collection: COLLECTIONS.projects, id: newId('prj') },
     });
     expect((await api.get('/account/credits')).body.balance).to.equal(44);
-    const holds = stack.rt.db.db.collection<any>(COLLECTIONS.creditHolds);
+    const holds = stack.db.db.collection<any>(COLLECTIONS.creditHolds);
     await eventually(
       async () => (await holds.countDocuments({ _id: { $in: [hold, lost] } })) === 0,
       10_000,
@@ -108,7 +108,7 @@ describe('scheduler', () => {
       5_000,
       'the undelivered hold to be refunded',
     );
-    expect(await stack.rt.db.ledger.countDocuments({ jobId: hold, kind: 'refund' })).to.equal(0);
+    expect(await stack.db.ledger.countDocuments({ jobId: hold, kind: 'refund' })).to.equal(0);
     // A settled hold can no longer be extended: a late writer learns it must not deliver.
     expect(await stack.rt.credits.extend(hold, 60_000)).to.equal(false);
   });
@@ -133,7 +133,7 @@ describe('scheduler', () => {
     });
     await stack.rt.credits.debit({ accountId, operation: 'code_build', millicredits: toUnits(5), jobId: live._id });
     // 3. the ledger entry was written, then the process died before the balance moved
-    await stack.rt.db.ledger.insertOne({
+    await stack.db.ledger.insertOne({
       _id: 'led_charge_code_neverdebited',
       accountId,
       kind: 'charge',
@@ -144,7 +144,7 @@ describe('scheduler', () => {
       requestId: null,
       at: ago,
     });
-    await stack.rt.db.ledger.updateMany({ accountId }, { $set: { at: ago } });
+    await stack.db.ledger.updateMany({ accountId }, { $set: { at: ago } });
     expect((await api.get('/account/credits')).body.balance).to.equal(40);
 
     // The scheduler settles them on its own; settling again (as two schedulers might) is harmless.
@@ -156,9 +156,7 @@ describe('scheduler', () => {
       'refund:code_neverinserted:',
     ].sort();
     const entries = async () =>
-      (await stack.rt.db.ledger.find({ accountId }).toArray())
-        .map((l) => `${l.kind}:${l.jobId}:${l.state ?? ''}`)
-        .sort();
+      (await stack.db.ledger.find({ accountId }).toArray()).map((l) => `${l.kind}:${l.jobId}:${l.state ?? ''}`).sort();
     await eventually(
       async () => JSON.stringify(await entries()) === JSON.stringify(want),
       20_000,
@@ -169,7 +167,7 @@ describe('scheduler', () => {
 
   it('when the scheduler runs, then Agenda keeps the recurring tasks and runs the sweep', async () => {
     const tasks = await eventually(async () => {
-      const docs = await stack.rt.db.db.collection('scheduler_jobs').find({}).toArray();
+      const docs = await stack.db.db.collection('scheduler_jobs').find({}).toArray();
       const sweep = docs.find((d) => d.name === 'jobs.sweep');
       return sweep?.lastRunAt ? docs : null;
     });

@@ -94,7 +94,7 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
     await expectStale(retype.body.commit.id, /changed a (cell|column) this proposal changes/);
     await expectStale(sorts.body.commit.id, /changed the row order/);
     expect((await rowsOf(s.id))[1][1]).to.equal(5);
-    const stored = await stack.rt.db.db
+    const stored = await stack.db.db
       .collection(COLLECTIONS.sheetCommits)
       .findOne({ _id: cell.body.commit.id } as never);
     expect(stored?.status).to.equal('proposed');
@@ -222,8 +222,8 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
     const s = await newSheet(api);
     const c2 = await ops(s.id, [{ op: 'set', cell: 'A1', value: 'recorded' }]);
     // Put the head back where it was before commit 2, as if its writer had crashed between the two writes.
-    const heads = stack.rt.db.db.collection(COLLECTIONS.sheets);
-    const first = await stack.rt.db.db.collection(COLLECTIONS.sheetCommits).findOne({ _id: s.headCommitId } as never);
+    const heads = stack.db.db.collection(COLLECTIONS.sheets);
+    const first = await stack.db.db.collection(COLLECTIONS.sheetCommits).findOne({ _id: s.headCommitId } as never);
     await heads.updateOne({ _id: s.id } as never, {
       $set: { version: 1, headCommitId: s.headCommitId, tree: first!.tree },
     });
@@ -282,7 +282,7 @@ describe('sheets: commits (propose, merge, reject, stale, rebase, rollback, conc
       expect(results.filter((r, i) => i % 5 !== 4 && r.status !== 200)).to.have.length(0);
 
       // The merged chain: seq 1..n, each the parent of the next, one per 200 answer.
-      const docs = await stack.rt.db.db
+      const docs = await stack.db.db
         .collection(COLLECTIONS.sheetCommits)
         .find({ sheetId: s.id, kind: 'commit', status: 'merged' } as never)
         .sort({ seq: 1 })

@@ -158,15 +158,15 @@ describe('sheets: consistency (stale reads, queued requests, If-Match, retried c
     const input = { accountId, name: 'Retried', columns: COLUMNS as never, rows: ROWS, idFor: () => id };
     await sheets.create(input);
     // As if the first attempt had died after its creation commit: no head, no project.
-    await stack.rt.db.db.collection(COLLECTIONS.sheets).deleteOne({ _id: id } as never);
-    await stack.rt.db.db.collection(COLLECTIONS.projects).deleteOne({ _id: id } as never);
+    await stack.db.db.collection(COLLECTIONS.sheets).deleteOne({ _id: id } as never);
+    await stack.db.db.collection(COLLECTIONS.projects).deleteOne({ _id: id } as never);
     const again = await sheets.create(input);
     expect(again).to.include({ id, name: 'Retried', version: 1, rowCount: 4 });
     expect(again.rows).to.deep.equal(ROWS.map((r) => [...r]));
     // And once more with everything in place: the same sheet.
     const third = await sheets.create(input);
     expect(third.headCommitId).to.equal(again.headCommitId);
-    expect(await stack.rt.db.db.collection(COLLECTIONS.sheetCommits).countDocuments({ sheetId: id })).to.equal(1);
+    expect(await stack.db.db.collection(COLLECTIONS.sheetCommits).countDocuments({ sheetId: id })).to.equal(1);
     expect((await api.get(`/sheets/${id}`)).status).to.equal(200);
   });
 
@@ -174,7 +174,7 @@ describe('sheets: consistency (stale reads, queued requests, If-Match, retried c
     const { api: own } = await account(stack);
     const kept = await newSheet(own, { name: 'kept' });
     const orphan = await newSheet(own, { name: 'orphan' });
-    await stack.rt.db.db.collection(COLLECTIONS.projects).deleteOne({ _id: orphan.id } as never);
+    await stack.db.db.collection(COLLECTIONS.projects).deleteOne({ _id: orphan.id } as never);
     const list = await own.get('/sheets');
     expect(list.status).to.equal(200);
     expect(list.body.data.map((x: { id: string }) => x.id)).to.deep.equal([kept.id]);

@@ -30,7 +30,7 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
     const rows = (await api.get(`/sheets/${s.id}`)).body.rows;
     expect(rows.map((x: unknown[]) => x[5])).to.deep.equal([3.3, 10, 5, null]);
     expect(await balance(api)).to.equal(10 - price);
-    const ledger = await stack.rt.db.db
+    const ledger = await stack.db.db
       .collection(COLLECTIONS.ledger)
       .find({ accountId } as never)
       .toArray();
@@ -87,7 +87,7 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
     );
     expect(r.body.error.message).to.match(/nothing was charged$/);
     expect(await balance(api)).to.equal(5);
-    const ledger = await stack.rt.db.db
+    const ledger = await stack.db.db
       .collection(COLLECTIONS.ledger)
       .find({ accountId } as never)
       .toArray();
@@ -113,7 +113,7 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
     expect(r.status, r.text).to.equal(412);
     expect(r.body.error.code).to.equal('precondition_failed');
     expect(await balance(api)).to.equal(5);
-    expect(await stack.rt.db.ledger.countDocuments({ accountId })).to.equal(0);
+    expect(await stack.db.ledger.countDocuments({ accountId })).to.equal(0);
     const ok = await api.post(`/sheets/${s.id}/edit`, { instruction: 'sort by Date' }, { 'if-match': '"1"' });
     expect(ok.status, ok.text).to.equal(200);
     expect(ok.body.version).to.equal(2);
@@ -128,14 +128,14 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
     sinon.restore();
     expect(r.status, r.text).to.equal(200);
     expect(r.body).to.include({ charged: price, version: 2 });
-    const holds = stack.rt.db.db.collection<any>(COLLECTIONS.creditHolds);
+    const holds = stack.db.db.collection<any>(COLLECTIONS.creditHolds);
     const [hold] = await holds.find({ accountId }).toArray();
     expect(hold.deliveredBy).to.deep.equal({ collection: COLLECTIONS.sheetCommits, id: r.body.commit.id });
     // The scheduler's sweep once the hold's deadline passed: the commit exists, so it is captured.
     await stack.rt.credits.settleExpiredHolds(new Date(hold.until.getTime() + 1));
     expect(await holds.countDocuments({ accountId })).to.equal(0);
     expect(await balance(api)).to.equal(10 - price);
-    const ledger = await stack.rt.db.ledger.find({ accountId }).toArray();
+    const ledger = await stack.db.ledger.find({ accountId }).toArray();
     expect(ledger.map((e) => e.kind)).to.deep.equal(['charge']);
     expect((await api.get(`/sheets/${s.id}/commits`)).body.total).to.equal(2);
   });
@@ -156,7 +156,7 @@ describe('sheets: POST /sheets/{id}/edit with the local engine (sheet pool over 
     expect(r.body.error.code).to.equal('timeout');
     expect(r.body.error.message).to.match(/nothing was charged$/);
     expect(await balance(api)).to.equal(10);
-    expect((await stack.rt.db.ledger.find({ accountId }).toArray()).map((e) => e.kind).sort()).to.deep.equal([
+    expect((await stack.db.ledger.find({ accountId }).toArray()).map((e) => e.kind).sort()).to.deep.equal([
       'charge',
       'refund',
     ]);
@@ -194,7 +194,7 @@ describe('sheets: POST /sheets/{id}/edit when the sheet pool does not answer', (
       expect(r.body.error.code).to.equal('timeout');
       expect(r.body.error.message).to.match(/sheet pool did not answer within 300 ms; nothing was charged/);
       expect(await balance(api)).to.equal(3);
-      const ledger = await stack.rt.db.db
+      const ledger = await stack.db.db
         .collection(COLLECTIONS.ledger)
         .find({ accountId } as never)
         .toArray();

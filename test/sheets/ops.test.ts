@@ -306,8 +306,8 @@ describe('sheets: POST /sheets/{id}/ops', () => {
   it('when one cell of a 600-row sheet changes, then one block of at most 256 rows is written and the other blocks are shared with the previous commit', async () => {
     const rows = Array.from({ length: 600 }, (_, i) => [`r${i + 1}`, i, i, null, null]);
     const s = await newSheet(api, { rows });
-    const col = stack.rt.db.db.collection(COLLECTIONS.sheetCommits);
-    const blocks = stack.rt.db.db.collection(COLLECTIONS.sheetBlocks);
+    const col = stack.db.db.collection(COLLECTIONS.sheetCommits);
+    const blocks = stack.db.db.collection(COLLECTIONS.sheetBlocks);
     const before = await blocks.countDocuments({ sheetId: s.id });
     const r = await ops(s.id, [{ op: 'set', cell: 'B300', value: -1 }]);
     expect(r.status).to.equal(200);

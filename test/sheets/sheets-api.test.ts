@@ -37,11 +37,11 @@ describe('sheets: create, list, read, range (SPEC 4.4)', () => {
     expect(s.rows).to.deep.equal(ROWS.map((row) => [...row]));
     expect(r.headers.get('etag')).to.equal('"1"');
 
-    const project = await stack.rt.db.db.collection(COLLECTIONS.projects).findOne({ _id: s.id } as never);
+    const project = await stack.db.db.collection(COLLECTIONS.projects).findOne({ _id: s.id } as never);
     expect(project).to.include({ kind: 'sheet', projectType: 'sheet', accountId, content: null });
-    const head = await stack.rt.db.db.collection(COLLECTIONS.sheets).findOne({ _id: s.id } as never);
+    const head = await stack.db.db.collection(COLLECTIONS.sheets).findOne({ _id: s.id } as never);
     expect(head).to.include({ accountId, version: 1, headCommitId: s.headCommitId });
-    const commit = await stack.rt.db.db.collection(COLLECTIONS.sheetCommits).findOne({ _id: s.headCommitId } as never);
+    const commit = await stack.db.db.collection(COLLECTIONS.sheetCommits).findOne({ _id: s.headCommitId } as never);
     expect(commit).to.include({
       sheetId: s.id,
       accountId,
@@ -115,8 +115,8 @@ describe('sheets: create, list, read, range (SPEC 4.4)', () => {
     await bad({ rows: [['x'.repeat(2001)]] }, /^rows\.0\.0: must be at most 2000 characters/);
     await bad({ rows: Array.from({ length: 20_001 }, () => []) }, /^rows: must have at most 20000 rows/);
     await bad({ color: 'red' }, /color: unknown field/);
-    expect(await stack.rt.db.db.collection(COLLECTIONS.sheets).countDocuments({ accountId })).to.equal(0);
-    expect(await stack.rt.db.db.collection(COLLECTIONS.projects).countDocuments({ accountId })).to.equal(0);
+    expect(await stack.db.db.collection(COLLECTIONS.sheets).countDocuments({ accountId })).to.equal(0);
+    expect(await stack.db.db.collection(COLLECTIONS.projects).countDocuments({ accountId })).to.equal(0);
   });
 
   it('when a sheet has more cells than the limit, then 400 says how big a sheet may get', async () => {
@@ -153,7 +153,7 @@ describe('sheets: create, list, read, range (SPEC 4.4)', () => {
     );
     expect((await api.get(`/sheets/${s.id}?startRow=0`)).body.error.message).to.match(/^startRow: must be at least 1/);
     // 600 rows are stored as 3 blocks of at most 256 rows.
-    const head = await stack.rt.db.db.collection(COLLECTIONS.sheets).findOne({ _id: s.id } as never);
+    const head = await stack.db.db.collection(COLLECTIONS.sheets).findOne({ _id: s.id } as never);
     expect(JSON.parse(head!.tree).blocks.map((b: { rows: number }) => b.rows)).to.deep.equal([256, 256, 88]);
   });
 

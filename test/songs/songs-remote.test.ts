@@ -102,7 +102,7 @@ describe('songs (ElevenLabs Music adapter against a local fake)', () => {
     const r = await api.post('/songs', { style: 'sea shanty', instrumental: true, tier: 'fast' });
     const job = await waitForJob(api, r.body.jobId);
     expect(job.status, job.error).to.equal('complete');
-    const doc = await stack.rt.db.jobs.findOne({ _id: r.body.jobId, accountId });
+    const doc = await stack.db.jobs.findOne({ _id: r.body.jobId, accountId });
     expect(doc?.attempts).to.equal(2);
     expect((await api.get('/account/credits')).body.balance).to.equal(before - stack.config.CREDIT_PRICES.song);
   });
@@ -116,7 +116,7 @@ describe('songs (ElevenLabs Music adapter against a local fake)', () => {
       // Charged at dispatch (the refund may already follow: the refusal is fast).
       await stack.rt.jobs.flushAccepted(); // the charge's ledger entry follows the answer in a batch
       expect(
-        await stack.rt.db.ledger.countDocuments({
+        await stack.db.ledger.countDocuments({
           jobId: r.body.jobId,
           kind: 'charge',
           millicredits: toUnits(stack.config.CREDIT_PRICES.song),
@@ -128,7 +128,7 @@ describe('songs (ElevenLabs Music adapter against a local fake)', () => {
       const e = await listener.waitFor((x) => x.body.data.jobId === r.body.jobId);
       expect(e.routingKey).to.equal('song.failed');
       await until(async () => (await api.get('/account/credits')).body.balance === before, 'the refund');
-      const ledger = await stack.rt.db.ledger.find({ accountId, jobId: r.body.jobId }).toArray();
+      const ledger = await stack.db.ledger.find({ accountId, jobId: r.body.jobId }).toArray();
       expect(ledger.map((l) => l.kind).sort()).to.deep.equal(['charge', 'refund']);
     } finally {
       await listener.close();

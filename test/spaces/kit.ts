@@ -15,7 +15,7 @@ export function spaceKit(stack: () => Stack) {
     },
     ledger: async (accountId: string) => {
       await stack().rt.jobs.flushAccepted();
-      return (await stack().rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray()).map((e) => [
+      return (await stack().db.ledger.find({ accountId }).sort({ at: 1 }).toArray()).map((e) => [
         e.kind,
         e.operation,
         fromUnits(e.millicredits),

@@ -95,7 +95,7 @@ describe('spaces: POST /real-world/spaces with the one-photo engine', function (
         expect(r.body.error.message).to.match(/^(imageUrls|videoUrl): .*room engine/);
       }
       expect(await balance(api)).to.equal(1000);
-      expect(await none.rt.db.ledger.countDocuments({ accountId: a.accountId })).to.equal(0);
+      expect(await none.db.ledger.countDocuments({ accountId: a.accountId })).to.equal(0);
     } finally {
       await none.stop();
     }

@@ -44,7 +44,7 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     return { ...a, api: client(stack.baseUrl, a.key) };
   };
   const balance = async (api: Client) => (await api.get('/account/credits')).body.balance as number;
-  const ledger = (accountId: string) => stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
+  const ledger = (accountId: string) => stack.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
   const pcmHead = (res: http.ServerResponse) => res.writeHead(200, { 'content-type': 'audio/pcm' });
 
   it('when the provider streams PCM, then it is asked in the OpenAI protocol and the client receives the first audio before the provider sends the rest', async () => {
@@ -214,7 +214,7 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     expect([started, chunks]).to.deep.equal([0, 0]);
     expect(await balance(api)).to.equal(10);
     expect((await ledger(accountId)).map((e) => e.kind)).to.deep.equal(['charge', 'refund']);
-    expect(await rt.db.db.collection('credit_holds').countDocuments({ accountId })).to.equal(0);
+    expect(await stack.db.db.collection('credit_holds').countDocuments({ accountId })).to.equal(0);
   });
 
   it('when no audio comes before the deadline, then 504 and nothing is charged', async () => {
@@ -249,7 +249,7 @@ describe('speech: the OpenAI-compatible engine (fake provider) and what failures
     expect(await balance(api)).to.equal(9.89);
     expect((await ledger(accountId)).map((e) => [e.kind, fromUnits(e.millicredits)])).to.deep.equal([['charge', 0.11]]);
     await eventually(
-      async () => (await stack.rt.db.db.collection('credit_holds').countDocuments({ accountId })) === 0,
+      async () => (await stack.db.db.collection('credit_holds').countDocuments({ accountId })) === 0,
       5000,
       'the hold captured',
     );

@@ -23,7 +23,7 @@ describe('speech: POST /speech and GET /speech/voices (espeak-ng-local)', functi
     return { ...a, api: client(stack.baseUrl, a.key) };
   };
   const balance = async (api: Client) => (await api.get('/account/credits')).body.balance as number;
-  const ledger = (accountId: string) => stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
+  const ledger = (accountId: string) => stack.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
 
   it("when a sentence is spoken, then the stream is 24 kHz mono s16le PCM as long as espeak-ng's own synthesis of it, audible, with headers that state the format", async () => {
     const { key } = await account();
@@ -164,7 +164,7 @@ describe('speech: POST /speech and GET /speech/voices (espeak-ng-local)', functi
     expect(l.map((e) => [e.kind, e.operation, fromUnits(e.millicredits)])).to.deep.equal([
       ['charge', 'speech_char', 0.4],
     ]);
-    expect(await stack.rt.db.db.collection('credit_holds').countDocuments({ accountId })).to.equal(0);
+    expect(await stack.db.db.collection('credit_holds').countDocuments({ accountId })).to.equal(0);
   });
 
   it('when 300 characters would read out for longer than 30 s ("㎏" is "kilograms"), then the audio stops at exactly 30 s with a clean end and the header states the limit', async () => {

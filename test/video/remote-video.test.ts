@@ -145,7 +145,7 @@ describe('video: remote provider adapter (VIDEO_ENGINE=remote) against a fake Op
       expect(ev.body.data.error).to.match(/could not render this/);
       const ledger = await eventually(
         async () => {
-          const l = await stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
+          const l = await stack.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
           return l.length === 2 ? l : null;
         },
         10_000,
@@ -172,7 +172,7 @@ describe('video: remote provider adapter (VIDEO_ENGINE=remote) against a fake Op
       provider.requests.filter((q) => q.method === 'POST' && String(q.body.prompt).includes('5XX')),
     ).to.have.length(2);
     await eventually(
-      async () => (await stack.rt.db.ledger.countDocuments({ accountId, kind: 'refund' })) === 1,
+      async () => (await stack.db.ledger.countDocuments({ accountId, kind: 'refund' })) === 1,
       10_000,
       'refund',
     );

@@ -41,7 +41,7 @@ describe('video: POST /videos with the local ffmpeg engine', () => {
   // Charges are recorded in a batch right after the answer (platform/jobs/accept.ts): write it first.
   const ledger = async (accountId: string) => {
     await stack.rt.jobs.flushAccepted();
-    return stack.rt.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
+    return stack.db.ledger.find({ accountId }).sort({ at: 1 }).toArray();
   };
   const balance = async (api: Client) => (await api.get('/account/credits')).body.balance as number;
 

@@ -291,7 +291,7 @@ describe('webhook delivery', () => {
   });
 
   it('when delivery records pass the retention period, then the scheduler deletes them and keeps the recent ones', async () => {
-    const deliveries = createDeliveriesRepository(stack.rt.db);
+    const deliveries = createDeliveriesRepository(stack.rt.store);
     const base = {
       accountId: 'acc_x',
       webhookId: 'wh_retention',
@@ -331,7 +331,7 @@ describe('webhook delivery', () => {
     expect(req!.body.event).to.equal('project.created');
     expect(req!.body.data).to.include({ projectId: r.body.id, projectType: 'presentation', name: 'Quarterly review' });
     expect(req!.headers['x-service-event-id']).to.match(UUID);
-    const stored = await stack.rt.db.db.collection('event_outbox').findOne({ 'event.accountId': accountId });
+    const stored = await stack.db.db.collection('event_outbox').findOne({ 'event.accountId': accountId });
     expect(stored!.publishedAt).to.be.an.instanceOf(Date);
   });
 
@@ -349,7 +349,7 @@ describe('webhook delivery', () => {
     sinon.restore();
     expect(await seen).to.deep.include({ event: 'project.created', webhooks: 0 });
     const stored = await eventually(() =>
-      stack.rt.db.db.collection('event_outbox').findOne({ _id: r.eventId as never, publishedAt: { $ne: null } }),
+      stack.db.db.collection('event_outbox').findOne({ _id: r.eventId as never, publishedAt: { $ne: null } }),
     );
     expect(stored!.event.data).to.deep.equal({ projectId: 'prj_1' });
   });

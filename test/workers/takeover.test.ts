@@ -74,7 +74,7 @@ describe('a worker process killed mid-job (real processes, SIGKILL)', function (
       // Wait until a worker holds it, and find which process from the lease owner (host:pid:rand).
       let owner = '';
       for (const deadline = Date.now() + 30_000; !owner && Date.now() < deadline; ) {
-        const job = await stack.rt.db.jobs.findOne({ _id: posted.body.jobId });
+        const job = await stack.db.jobs.findOne({ _id: posted.body.jobId });
         if (job?.status === 'processing' && job.lease && !hang) owner = job.lease.owner;
         else await new Promise((r) => setTimeout(r, 50));
       }
@@ -87,7 +87,7 @@ describe('a worker process killed mid-job (real processes, SIGKILL)', function (
       spawnOne(); // the supervisor would restart it; keep two alive
 
       const done = await waitForJob(api, posted.body.jobId, ['complete', 'failed'], 30_000);
-      const doc = await stack.rt.db.jobs.findOne({ _id: posted.body.jobId });
+      const doc = await stack.db.jobs.findOne({ _id: posted.body.jobId });
       takeovers.push(doc!.completedAt!.getTime() - killedAt);
       expect(done.status).to.equal('complete');
       expect(doc!.attempts).to.equal(2);

@@ -76,7 +76,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * stands still, and this worker waits for it to expire, then claims the run.
  */
 export async function handleRunMessage(deps: RunnerDeps, msg: AgentRunMessage, signal: AbortSignal): Promise<void> {
-  const leases = createRunLeases(deps.rt.db);
+  const leases = createRunLeases(deps.rt.store);
   const leaseMs = deps.rt.config.JOB_LEASE_MS;
   const renewalMs = Math.max(50, Math.floor(leaseMs / 3));
   let seenUntil: number | undefined;
@@ -99,7 +99,7 @@ export async function handleRunMessage(deps: RunnerDeps, msg: AgentRunMessage, s
 
 async function work(deps: RunnerDeps, claimed: RunDoc, outer: AbortSignal): Promise<void> {
   const { rt } = deps;
-  const leases = createRunLeases(rt.db);
+  const leases = createRunLeases(rt.store);
   const leaseMs = rt.config.JOB_LEASE_MS;
   const lost = new AbortController();
   const signal = AbortSignal.any([outer, lost.signal]);
@@ -175,7 +175,7 @@ class RunWork {
     private readonly signal: AbortSignal,
   ) {
     this.run = claimed;
-    this.leases = createRunLeases(deps.rt.db);
+    this.leases = createRunLeases(deps.rt.store);
   }
 
   /** Store `set` on the run while this worker holds it; LeaseLost otherwise. */
@@ -191,14 +191,14 @@ class RunWork {
     const run = this.run;
     if (run.attempts > AGENT_MAX_ATTEMPTS)
       return this.fail(`the run stopped its worker ${run.attempts - 1} times; given up`);
-    const agent = await createAgentsRepository(rt.db).get(run.accountId, run.agentId);
+    const agent = await createAgentsRepository(rt.store).get(run.accountId, run.agentId);
     if (!agent) return this.fail('the agent was deleted');
     const account = await rt.accounts.getAccount(run.accountId);
     if (!account) return this.fail('the account is gone');
     // One write for both (FerretDB serialises the updates of a collection: fewer is faster).
     const first: Partial<RunDoc> = run.startedAt ? {} : { startedAt: new Date() };
     if (run.history === null) {
-      const messages = await createThreadsRepository(rt.db).history(run.accountId, run.agentId, run.threadId);
+      const messages = await createThreadsRepository(rt.store).history(run.accountId, run.agentId, run.threadId);
       first.history = messages.map((m) => ({ role: m.role, content: m.content }));
     }
     if (Object.keys(first).length) await this.checkpoint(first);
@@ -383,7 +383,7 @@ class RunWork {
             { role: 'user' as const, content: run.instruction },
             { role: 'assistant' as const, content: reply },
           ];
-    await createThreadsRepository(rt.db).append(run.accountId, run.agentId, run.threadId, run._id, messages);
+    await createThreadsRepository(rt.store).append(run.accountId, run.agentId, run.threadId, run._id, messages);
     await this.finish({ ...last, status: 'completed', reply });
   }
 

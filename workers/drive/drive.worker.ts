@@ -3,7 +3,7 @@ import { openDriveBlob } from '../../platform/drive/blobs.repository';
 import type { DriveFileDoc } from '../../platform/drive/drive.types';
 import { cutAtWord, liveDriveFile, recordDriveText, type DriveTextOutcome } from '../../platform/drive/text';
 import type { DriveTextRequest } from '../../platform/drive/text-queue';
-import type { Database } from '../../platform/infra/mongo';
+import type { Store } from '../../platform/infra/mongo';
 import type { Runtime } from '../../platform/runtime';
 import {
   formatOf,
@@ -43,10 +43,10 @@ const EXTRACTORS: Record<Exclude<DriveFormat, null>, () => DriveTextExtractor> =
 type Outcome = DriveTextOutcome;
 
 /** Read a blob whole, refusing more than `max` bytes. */
-async function readBlob(db: Database, blobId: string, max: number, signal: AbortSignal): Promise<Buffer> {
+async function readBlob(store: Store, blobId: string, max: number, signal: AbortSignal): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
-  const stream = openDriveBlob(db, blobId);
+  const stream = openDriveBlob(store, blobId);
   const stop = () => stream.destroy(signal.reason as Error);
   signal.addEventListener('abort', stop, { once: true });
   try {
@@ -80,7 +80,7 @@ async function extract(rt: Runtime, file: DriveFileDoc, ctx: ConsumerContext): P
   const signal = AbortSignal.any([ctx.signal, timeout]);
   const maxChars = rt.config.DRIVE_TEXT_STORED_CHARS;
   try {
-    const bytes = await readBlob(rt.db, file.blobId, DRIVE_TEXT_WORK_LIMITS.maxBytes, signal);
+    const bytes = await readBlob(rt.store, file.blobId, DRIVE_TEXT_WORK_LIMITS.maxBytes, signal);
     const r = await extractor.extract(bytes, {
       signal,
       maxChars,
@@ -117,7 +117,7 @@ export async function extractDriveText(
   req: DriveTextRequest,
   ctx: ConsumerContext,
 ): Promise<'skipped' | Outcome['status']> {
-  const file = await liveDriveFile(rt.db, req);
+  const file = await liveDriveFile(rt.store, req);
   if (!file || (file.text && file.text.status !== 'pending')) return 'skipped';
   let outcome: Outcome;
   if (ctx.priorDeliveries >= DRIVE_TEXT_WORK_LIMITS.maxDeliveries) {
@@ -129,7 +129,9 @@ export async function extractDriveText(
   } else {
     outcome = await extract(rt, file, ctx);
   }
-  return (await recordDriveText(rt.db, file, outcome, () => liveDriveFile(rt.db, req))) ? outcome.status : 'skipped';
+  return (await recordDriveText(rt.store, file, outcome, () => liveDriveFile(rt.store, req)))
+    ? outcome.status
+    : 'skipped';
 }
 
 /** The drive pool: text extraction after upload (SPEC 4.10 GET …/text, search). */

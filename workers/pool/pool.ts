@@ -127,7 +127,7 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
       } catch (err) {
         if (!isDatabaseUnavailable(err) || this.closing !== undefined) throw err;
         if (tries === 0) this.log.warn('database unavailable; waiting for it', { errorType: errorType(err) });
-        await this.rt.db.health.whenUp(this.stopping.signal);
+        await this.rt.dbHealth.whenUp(this.stopping.signal);
         // Up, or a timeout of the operation's own while up: a short pause keeps a slow database
         // from being retried in a tight loop.
         await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** Math.min(tries, 5))));
@@ -184,7 +184,7 @@ export class Pool<I, O extends Record<string, unknown>> extends EventEmitter<Poo
           },
           // While the database is known to be away every beat fails: the process said so once.
           (err) =>
-            isDatabaseUnavailable(err) && !this.rt.db.health.up
+            isDatabaseUnavailable(err) && !this.rt.dbHealth.up
               ? log.debug('lease renewal failed', { err: err as Error })
               : log.warn('lease renewal failed', { err: err as Error }),
         );

@@ -42,7 +42,7 @@ export function deckWorker(
   rt: Runtime,
   engine: DeckEngine = deckEngineFrom(rt.config),
 ): PoolDefinition<DeckJobInput, DeckResult> {
-  const projects = createProjects(rt.db);
+  const projects = createProjects(rt.store);
   const ssrf = { allowLoopback: rt.config.ALLOW_LOOPBACK_URLS };
 
   const brandTheme = async (url: string, signal: AbortSignal): Promise<DeckTheme> => {

@@ -26,7 +26,7 @@ export function researchWorker(
   rt: Runtime,
   engine: ResearchEngine = researchEngineFrom(rt.config),
 ): PoolDefinition<ResearchJobInput, ResearchResult> {
-  const workspace = createWorkspace({ db: rt.db, blobs: rt.blobs, jobs: rt.jobs });
+  const workspace = createWorkspace({ store: rt.store, blobs: rt.blobs, jobs: rt.jobs });
   const domain = new URL(rt.config.PUBLIC_BASE_URL).host;
   return {
     pool: 'research',

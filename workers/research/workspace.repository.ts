@@ -1,10 +1,11 @@
-import type { Database } from '../../platform/infra/mongo';
+import { type Store, openStore } from '../../platform/infra/mongo';
 
 /**
  * The research corpus's optional sources: collections that other features may keep in a
  * deployment (notes), read by name and only when present. Every read carries the account id.
  */
-export function createWorkspaceRepository(db: Database) {
+export function createWorkspaceRepository(store: Store) {
+  const db = openStore(store);
   return {
     /** The collections this database holds, by name. */
     async present(): Promise<Set<string>> {

@@ -2,7 +2,7 @@ import type { ResearchDriveAccess } from '../../contracts/research';
 import type { BlobStore } from '../../platform/infra/media-blobs';
 import { createDriveRepository } from '../../platform/drive/drive.repository';
 import { findDriveTextsForResearch } from '../../platform/drive/text';
-import type { Database } from '../../platform/infra/mongo';
+import type { Store } from '../../platform/infra/mongo';
 import type { createJobs } from '../../platform/jobs/jobs';
 import { createProjects } from '../../platform/projects/projects.repository';
 import { hits, queryTerms } from '../engines/research/research.engine';
@@ -58,14 +58,14 @@ const firstString = (...xs: unknown[]) => xs.find((x): x is string => typeof x =
 // Length: its one method, search (134 lines), searches each collection in turn into one ranked candidate
 // list.
 export function createWorkspace(deps: {
-  db: Database;
+  store: Store;
   blobs: BlobStore;
   jobs: Pick<ReturnType<typeof createJobs>, 'recentComplete'>;
 }) {
-  const { db, blobs, jobs: jobsRepo } = deps;
-  const projectsRepo = createProjects(db);
-  const drives = createDriveRepository(db);
-  const optional = createWorkspaceRepository(db);
+  const { store, blobs, jobs: jobsRepo } = deps;
+  const projectsRepo = createProjects(store);
+  const drives = createDriveRepository(store);
+  const optional = createWorkspaceRepository(store);
 
   return {
     /**
@@ -179,7 +179,7 @@ export function createWorkspace(deps: {
       if ((drive?.fileCount ?? 0) > 0) {
         await opts.onSearch?.('drive_files');
         searchCount++;
-        const found = await findDriveTextsForResearch(db, accountId, terms.join(' '), {
+        const found = await findDriveTextsForResearch(store, accountId, terms.join(' '), {
           limit: DRIVE_CANDIDATES,
           maxChars: DRIVE_READ_CHARS,
           pins: opts.drive!.pins,

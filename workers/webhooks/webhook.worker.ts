@@ -119,8 +119,8 @@ export class WebhookWorker extends EventEmitter<WebhookWorkerEvents> {
     private readonly opts: WebhookWorkerOptions,
   ) {
     super();
-    this.hooks = createWebhooksRepository(rt.db);
-    this.deliveries = createDeliveriesRepository(rt.db);
+    this.hooks = createWebhooksRepository(rt.store);
+    this.deliveries = createDeliveriesRepository(rt.store);
     this.box = createSecretBox(rt.config.WEBHOOK_SECRET_KEY);
     this.log = rt.log.child({ pool: 'webhook' });
   }

@@ -31,12 +31,12 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
   const songs = createSongsService(rt);
   const research = createResearchService(rt);
   const projects = createProjectsService(rt);
-  const blobs = createBlobStore(rt.db, {
+  const blobs = createBlobStore(rt.store, {
     secret: rt.config.ASSET_SIGNING_SECRET,
     publicBaseUrl: base,
     defaultTtlSeconds: rt.config.ASSET_URL_TTL_SECONDS,
   });
-  const deliveries = createImageDeliveries(rt.db);
+  const deliveries = createImageDeliveries(rt.store);
 
   /** A stored signed link, signed again from now (a repeated call answers a link that still opens). */
   const resign = (url: string) => {
