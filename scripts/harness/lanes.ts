@@ -15,10 +15,11 @@
  */
 
 /**
- * The local three-node RabbitMQ cluster (scripts/rabbitmq-cluster.sh) listens on fixed ports
- * 25700-25713 and is brought up once per mocha process, which takes a lease on it: its suites
- * share one process, one file after the other, since each kills and restarts its nodes. It is
- * a private broker on ports of its own, so the other files could run beside it (see lanesOf).
+ * The local three-node RabbitMQ cluster (scripts/rabbitmq-cluster.sh) is brought up once per mocha
+ * process, which takes a lease on it, on fixed ports (a free range of the run's own, from 25720:
+ * scripts/harness/rabbitmq-cluster.ts): its suites share one process, one file after the other,
+ * since each kills and restarts its nodes. It is a broker of its own, so the other files could run
+ * beside it (see lanesOf).
  */
 export const CLUSTER: Record<string, string> = {
   'test/broker/chaos-cluster.test.ts': 'the RabbitMQ cluster on fixed ports; kills a node under load',
