@@ -7,10 +7,15 @@
  *
  * Listing goes through `rabbitmqctl list_queues` (the management API may not be enabled), which
  * needs the local node and root (or the rabbitmq user); when it cannot list, the check is skipped
- * with a note. Registered for mocha in .mocharc.json (`mochaHooks`); scripts/bench/run.ts and
- * scripts/chaos.ts take a `brokerSnapshot` first and print `hygieneReport` at the end.
+ * with a note. Registered for mocha in .mocharc.json (global setup and teardown, in mocha's main
+ * process); scripts/bench/run.ts and scripts/chaos.ts take a `brokerSnapshot` first and print
+ * `hygieneReport` at the end.
+ *
+ * Under `mocha --parallel` the prefixes are invented in worker processes: each is also written to
+ * the run's folder (scripts/harness/test-run.ts), where the main process reads them at the end.
  */
 import { execFile } from 'node:child_process';
+import { appendRecord, readRecord, testLane, testRunDir } from './test-run';
 
 const KEY = Symbol.for('svc-workspace.test.queuePrefixes');
 const registry = globalThis as Record<symbol, unknown>;
@@ -21,8 +26,12 @@ export const queuePrefixes: Set<string> = registry[KEY] as Set<string>;
 /** Records a QUEUE_PREFIX this process invented, so the check at the end looks for its names; returns it. */
 export function recordQueuePrefix(prefix: string): string {
   queuePrefixes.add(prefix);
+  appendRecord(prefixesRecord(), prefix);
   return prefix;
 }
+
+/** One record per lane: lanes that run side by side each check only their own names. */
+const prefixesRecord = () => `queue-prefixes.${testLane()}.txt`;
 
 export interface BrokerNames {
   queues: Set<string>;
@@ -69,30 +78,39 @@ export function leftovers(before: BrokerNames, after: BrokerNames, prefixes: Ite
  * Lists the broker again and compares with `before`: a summary line (the queue counts, or why there
  * is no check) and the leaks, one line each ("queue <name>", "exchange <name>").
  */
-export async function hygieneReport(before: BrokerNames | string): Promise<{ summary: string; leaks: string[] }> {
+export async function hygieneReport(
+  before: BrokerNames | string,
+  prefixes: Set<string> = queuePrefixes,
+): Promise<{ summary: string; leaks: string[] }> {
   const after = typeof before === 'string' ? before : await brokerSnapshot();
   if (typeof before === 'string' || typeof after === 'string')
     return { summary: `broker hygiene: not checked (${typeof after === 'string' ? after : before})`, leaks: [] };
-  const left = leftovers(before, after);
+  const left = leftovers(before, after, prefixes);
   return {
-    summary: `broker hygiene: ${before.queues.size} queues before the run, ${after.queues.size} after (other runs on this machine count too); ${queuePrefixes.size} queue prefixes used by this run`,
+    summary: `broker hygiene: ${before.queues.size} queues before the run, ${after.queues.size} after (other runs on this machine count too); ${prefixes.size} queue prefixes used by this run`,
     leaks: [...left.queues.map((q) => `queue ${q}`), ...left.exchanges.map((x) => `exchange ${x}`)],
   };
 }
 
 let before: BrokerNames | string = 'not listed';
 
-export const mochaHooks = {
-  async beforeAll() {
-    before = await brokerSnapshot();
-  },
-  async afterAll() {
-    const { summary, leaks } = await hygieneReport(before);
-    console.log(`\n  ${summary}`);
-    if (leaks.length > 0) {
-      throw new Error(
-        `this run left ${leaks.length} queues and exchanges on the broker under its own prefixes (a suite declared them and did not delete them):\n${leaks.map((l) => `  ${l}`).join('\n')}`,
-      );
-    }
-  },
-};
+/** Mocha global setup (main process, before any worker starts): the run's folder, then the broker's names. */
+export async function mochaGlobalSetup() {
+  testRunDir();
+  before = await brokerSnapshot();
+}
+
+/**
+ * Mocha global teardown (main process, after every file): the prefixes of this process and of its
+ * workers (the lane's record), checked against what the broker held at the lane's start.
+ */
+export async function mochaGlobalTeardown() {
+  const prefixes = new Set([...queuePrefixes, ...readRecord(prefixesRecord())]);
+  const { summary, leaks } = await hygieneReport(before, prefixes);
+  console.log(`\n  ${summary}`);
+  if (leaks.length > 0) {
+    throw new Error(
+      `this run left ${leaks.length} queues and exchanges on the broker under its own prefixes (a suite declared them and did not delete them):\n${leaks.map((l) => `  ${l}`).join('\n')}`,
+    );
+  }
+}

@@ -13,6 +13,7 @@
  * RMQ_CLUSTER_KEEP=1 leaves it running (for running one file again and again).
  */
 import { execFile } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { amqpUrls } from '../../platform/infra/amqp';
@@ -37,6 +38,8 @@ export interface Cluster {
   /** The AMQP_URL value: the three nodes, comma-separated. */
   url: string;
   urls: string[];
+  /** Node n's `host:port`, as a client names the node it is connected to. */
+  node(n: NodeNumber): string;
   /** How long `up` took (ms). */
   bootMs: number;
   /** SIGKILL node n's VM; resolves when it is gone. */
@@ -90,6 +93,7 @@ function handle(url: string, bootMs: number): Cluster {
   return {
     url,
     urls: amqpUrls(url),
+    node: (n) => new URL(amqpUrls(url)[n - 1]!).host,
     bootMs,
     kill: async (n) => void (await sh(['kill', String(n)], 30_000)),
     stop: async (n) => void (await sh(['stop', String(n)], 90_000)),
@@ -147,9 +151,37 @@ function argumentsOf(raw: unknown): Record<string, unknown> {
 
 let up: Promise<Cluster> | undefined;
 
+const portFree = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+
+/**
+ * Under a test run (TEST_RUN_DIR) and unless RMQ_CLUSTER_BASE_PORT says otherwise, a port range
+ * whose ports are all free and a folder of that range's own: the suites kill and restart nodes,
+ * so two test runs on the machine (two worktrees, two helpers) must not share one cluster. The
+ * folder stays under .tools, so a later run on the same range boots the nodes it formed.
+ * RMQ_CLUSTER_KEEP=1 (a cluster left up to run one file again and again) keeps the default range.
+ */
+async function ownRange(): Promise<void> {
+  const env = process.env;
+  if (env.RMQ_CLUSTER_BASE_PORT || !env.TEST_RUN_DIR || env.RMQ_CLUSTER_KEEP === '1') return;
+  for (let base = 25720; base <= 25980; base += 20) {
+    const ports = [0, 1, 2, 3, 11, 12, 13].map((d) => base + d);
+    if ((await Promise.all(ports.map(portFree))).every(Boolean)) {
+      env.RMQ_CLUSTER_BASE_PORT = String(base);
+      env.RMQ_CLUSTER_DIR = path.join(projectRoot, '.tools', `rabbitmq-cluster-${base}`);
+      return;
+    }
+  }
+}
+
 /** The cluster, up (started if need be, once per process), with this process's lease on it. */
 export function clusterUp(): Promise<Cluster> {
   up ??= (async () => {
+    await ownRange();
     const t = performance.now();
     const out = await sh(['up', '--lease', String(process.pid)]);
     const url = out.trim().split('\n').at(-1) ?? '';

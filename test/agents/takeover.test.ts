@@ -55,11 +55,9 @@ describe('agents: a worker process killed mid-run (real processes, SIGKILL)', fu
     expect(orphan.steps).to.deep.equal([]);
     expect(await projects.countDocuments({ accountId, kind: 'notes' })).to.equal(1);
 
-    const diedAt = Date.now();
     workers.push(spawnWorkerProcess(stack, { WORKER_POOLS: 'agent', JOB_LEASE_MS: String(LEASE_MS) }));
     const done = await waitForRun(api, agent._id, runId, ['completed', 'failed'], 30_000);
     expect(done.status, JSON.stringify(done)).to.equal('completed');
-    expect(Date.now() - diedAt).to.be.below(LEASE_MS + 15_000);
     const stored = await runs.findOne({ _id: runId });
     expect(stored.attempts).to.equal(2);
     expect(stored.lease).to.equal(null);

@@ -12,7 +12,8 @@ import { dropEverything } from '../../scripts/harness/stack';
 
 const mongoBase = (process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/svc').replace(/\/[^/?]*(\?.*)?$/, '');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const NODE1 = '127.0.0.1:25701';
+/** Node 1's host:port (the cluster's port range is the run's own). */
+let NODE1: string;
 
 /** Every message in `queue` (consumed and acked), as [messageId, redelivered] pairs. */
 async function drain(url: string, queue: string, expected: number): Promise<string[]> {
@@ -46,6 +47,7 @@ describe('failover on the three-node cluster (a node killed with SIGKILL)', func
 
   before(async () => {
     cluster = await clusterUp();
+    NODE1 = cluster.node(1);
   });
   afterEach(async () => {
     // The next test starts from three nodes.

@@ -16,22 +16,20 @@ export function findLeaks(text: string): string[] {
 }
 
 /**
- * Mocha root hooks (.mocharc.json "require"): after the whole run, the run's log
- * (scripts/harness/test-log.ts) must hold no secret. A leak fails the run, naming what leaked.
+ * Mocha global teardown (.mocharc.json "require"; mocha's main process, after every file): the
+ * run's log (scripts/harness/test-log.ts) must hold no secret. A leak fails the run, naming what
+ * leaked. The main process chose the log file before forking its workers, which inherit it.
  */
-export const mochaHooks = {
-  afterAll(this: Mocha.Context) {
-    this.timeout(60_000);
-    const file = testLogFile();
-    if (!existsSync(file)) return;
-    const text = readFileSync(file, 'utf8');
-    const leaks = findLeaks(text);
-    console.log(
-      `\n  log hygiene: ${text.split('\n').length - 1} lines (${(statSync(file).size / 1e6).toFixed(1)} MB) in ${file}; ${leaks.length} secrets`,
+export function mochaGlobalTeardown() {
+  const file = testLogFile();
+  if (!existsSync(file)) return;
+  const text = readFileSync(file, 'utf8');
+  const leaks = findLeaks(text);
+  console.log(
+    `\n  log hygiene: ${text.split('\n').length - 1} lines (${(statSync(file).size / 1e6).toFixed(1)} MB) in ${file}; ${leaks.length} secrets`,
+  );
+  if (leaks.length)
+    throw new Error(
+      `the test run's log holds ${leaks.length} secrets (${[...new Set(leaks)].slice(0, 10).join('; ')}): find the line that logs it and redact it`,
     );
-    if (leaks.length)
-      throw new Error(
-        `the test run's log holds ${leaks.length} secrets (${[...new Set(leaks)].slice(0, 10).join('; ')}): find the line that logs it and redact it`,
-      );
-  },
-};
+}
