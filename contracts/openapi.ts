@@ -355,7 +355,13 @@ const components = () => {
     requestIds.add(id);
     for (const m of JSON.stringify(input[id] ?? {}).matchAll(/"#\/components\/schemas\/([^"]+)"/g)) pending.push(m[1]!);
   }
-  return Object.fromEntries(Object.keys(output).map((id) => [id, requestIds.has(id) ? input[id]! : output[id]!]));
+  // By name: the registry holds them in the order modules happened to load, which differs between
+  // processes that loaded other modules first (a test worker), and the committed client follows it.
+  return Object.fromEntries(
+    Object.keys(output)
+      .sort()
+      .map((id) => [id, requestIds.has(id) ? input[id]! : output[id]!]),
+  );
 };
 
 /**

@@ -1274,18 +1274,6 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
-        AccountFeatures: {
-            /** @description Premium video tiers (cinema, cinema-ultra). */
-            premiumVideo: boolean;
-            /** @description The partner-svc image engine. */
-            partnerImages: boolean;
-            /** @description Decks build in the background (else pending_editor_open). */
-            backgroundDecks: boolean;
-            /** @description Always-listening live sessions (ambient). */
-            proactiveAudio: boolean;
-            /** @description Hide the answering engine in chat responses. */
-            whiteLabel: boolean;
-        };
         Account: {
             id: string;
             name: string;
@@ -1303,274 +1291,17 @@ export interface components {
             };
             createdAt: string;
         };
-        Credits: {
-            /** @enum {string} */
-            plan: "free" | "pro" | "teams";
-            /** @description AI credits left. */
-            balance: number;
-            /** @description Credits charged per operation (speech per character). */
-            prices: {
-                code_build: number;
-                image: number;
-                image_moonlight: number;
-                video_standard: number;
-                video_premium: number;
-                song: number;
-                research: number;
-                space_preview: number;
-                space_full: number;
-                deck: number;
-                speech_char: number;
-                live_session: number;
-                live_action: number;
-                agent_run: number;
-                chat_turn: number;
-                extract_flowchart: number;
-                sheet_edit: number;
-            };
-        };
-        Error: {
-            error: {
-                /** @description Stable machine code, e.g. validation_error, not_found. */
-                code: string;
-                /** @description Human text; for validation errors it names the field. */
-                message: string;
-                /** @description Same as the X-Request-Id header. */
-                requestId: string;
-                /** @description validation_error only: one entry per failed rule (at most 10), the same fields message names. */
-                details?: {
-                    /** @description The field, dotted from the body or query root (ops.2.column); body or query for the whole. */
-                    path: string;
-                    /** @description The rule that failed (zod's issue code: invalid_type, too_big, unrecognized_keys…). */
-                    code: string;
-                    /** @description Human text for this field alone. */
-                    message: string;
-                }[];
-            };
-        };
-        JobEnvelope: {
-            /** @description Type-prefixed id: vid_, song_, code_, res_, space_, deck_. */
-            jobId: string;
-            /** @enum {string} */
-            type?: "video" | "song" | "code" | "research" | "space" | "deck";
-            /** @enum {string} */
-            status: "queued" | "processing" | "complete" | "failed";
-            /** @description The pipeline's own status token. */
-            rawStatus?: string;
-            /** @description Path of the form /api/v1/jobs/<jobId>. */
-            pollUrl: string;
-            /** @description Human progress text. */
-            progressMessage?: string;
-            result?: (components["schemas"]["CodeBuildResult"] | components["schemas"]["VideoResult"] | components["schemas"]["SongResult"] | components["schemas"]["ResearchResult"] | components["schemas"]["DeckResult"] | components["schemas"]["SpaceResult"]) | null;
-            /** @description Failure text. */
-            error?: string | null;
-            createdAt?: string;
-            updatedAt?: string;
-        };
-        JobAccepted: {
-            /** @description Type-prefixed id: vid_, song_, code_, res_, space_, deck_. */
-            jobId: string;
-            /** @enum {string} */
-            type?: "video" | "song" | "code" | "research" | "space" | "deck";
-            /** @enum {string} */
-            status: "queued" | "processing" | "complete" | "failed";
-            /** @description The pipeline's own status token. */
-            rawStatus?: string;
-            /** @description Path of the form /api/v1/jobs/<jobId>. */
-            pollUrl: string;
-            /** @description Human progress text. */
-            progressMessage?: string;
-            result?: (components["schemas"]["CodeBuildResult"] | components["schemas"]["VideoResult"] | components["schemas"]["SongResult"] | components["schemas"]["ResearchResult"] | components["schemas"]["DeckResult"] | components["schemas"]["SpaceResult"]) | null;
-            /** @description Failure text. */
-            error?: string | null;
-            createdAt?: string;
-            updatedAt?: string;
-            /** @description Plain-language notes on knobs that were stepped down. */
-            notes?: string[];
-        };
-        /** @description An OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0); besides openapi, info and paths it has jsonSchemaDialect, servers, components and webhooks. */
-        OpenApiDocument: {
-            /** @description The OpenAPI version, 3.1.0. */
-            openapi: string;
-            /** @description Title, version and description of this API. */
-            info: {
-                title: string;
-                version: string;
-            } & {
-                [key: string]: unknown;
-            };
-            /** @description Every operation, by path relative to the server URL. */
-            paths: {
-                [key: string]: unknown;
-            };
-        } & {
-            [key: string]: unknown;
-        };
-        AgentMessageRequest: {
-            /** @description The user message, up to 20000 characters. Appended to the thread with the reply. */
-            message: string;
-            /** @description 1 to 64 letters, digits, _ . : -; caller-chosen. Omit it to start a new thread (the answer carries the minted thr_ id). */
-            threadId?: string;
-        };
-        AgentRunRequest: {
-            /** @description What the agent should do, up to 20000 characters. Not appended to the thread as a user message; the reply is. */
-            instruction: string;
-            /** @description A thread whose conversation the run sees as history (and whose history gets the reply); omitted: a new thread is minted. */
-            threadId?: string;
-        };
-        AgentMessageAccepted: {
-            /** @description run_ followed by a random part. */
-            runId: string;
-            threadId: string;
-            agentId: string;
-            /** @enum {string} */
-            status: "queued";
-            /** @description Poll path: /api/v1/agents/{id}/runs/{runId}/result. */
-            resultUrl: string;
-        };
-        AgentRunArtifact: {
-            /** @enum {string} */
-            kind: "project" | "file";
-            title: string;
-            /**
-             * Format: uri
-             * @description Absolute editor link of the project.
-             */
-            url: string;
-            projectId?: string;
-            fileId?: string;
-        };
-        AgentPendingApproval: {
-            /** @description The run under review (the paused segment). */
-            runId: string;
-            /** @description The action waiting for the owner, e.g. send_email. */
-            actionSlug: string;
-            /** @description Its arguments as the agent planned them. */
-            actionArgs: {
-                [key: string]: unknown;
-            };
-            /** @description This action and the calls planned after it, in order. */
-            plan: {
-                slug: string;
-                args: {
-                    [key: string]: unknown;
-                };
-            }[];
-            /** @description 64 hex characters; send it back unchanged with the decision. */
-            reviewToken: string;
-            /** @description once: this call only; task: this action for the rest of this run; always: this action in every later run of this agent. */
-            availableScopes: ("once" | "task" | "always")[];
-            /** @description true once a decision for this review was recorded (the run is then resuming or done). */
-            decisionRecorded: boolean;
-            /** @description Path of POST /api/v1/agents/{id}/runs/{runId}/approve. */
-            approveUrl: string;
-        };
-        AgentRunStep: {
-            slug: string;
-            args: {
-                [key: string]: unknown;
-            };
-            /**
-             * @description rejected: the owner declined it and it was not done; failed: it answered an error artifact.
-             * @enum {string}
-             */
-            status: "done" | "rejected" | "failed";
-            /** @description The ChatArtifact it produced (type error when it failed or was declined). */
-            artifact: {
-                [key: string]: unknown;
-            };
-        };
-        AgentRunResult: {
-            runId: string;
-            agentId: string;
-            threadId: string | null;
-            /** @enum {string} */
-            status: "queued" | "running" | "paused" | "completed" | "failed";
-            /** @description Markdown reply once completed. */
-            reply: string | null;
-            /** @description Projects the run made. */
-            artifacts: components["schemas"]["AgentRunArtifact"][];
-            /** @description The latest review of the run: present while paused, and after its decision until the run ends; null otherwise. */
-            pendingApproval: components["schemas"]["AgentPendingApproval"] | null;
-            error: string | null;
-            /** @description The run fee (unless refunded) plus what its paid tools charged. */
-            creditsUsed: number;
-            startedAt: string | null;
-            completedAt: string | null;
-            /** @description This result: /api/v1/agents/{id}/runs/{runId}/result. */
-            pollUrl: string;
-            /** @enum {string} */
-            trigger: "message" | "run" | "completions";
-            /** @description Every tool call so far, in order. */
-            steps: components["schemas"]["AgentRunStep"][];
-        };
-        AgentRun: {
-            runId: string;
-            agentId: string;
-            threadId: string;
-            /** @enum {string} */
-            trigger: "message" | "run" | "completions";
-            /** @enum {string} */
-            status: "queued" | "running" | "paused" | "completed" | "failed";
-            creditsUsed: number;
-            /** @description Summary of the review (GET …/result has the reviewToken); null when there is none. */
-            pendingApproval: {
-                actionSlug: string;
-                approveUrl: string;
-                decisionRecorded: boolean;
-            } | null;
-            error: string | null;
-            createdAt: string;
-            startedAt: string | null;
-            completedAt: string | null;
-            resultUrl: string;
-        };
-        AgentRunList: {
-            data: components["schemas"]["AgentRun"][];
-            /** @description Total item count. */
-            total: number;
-            /** @description Present only when more pages exist. Opaque. */
-            cursor?: string | null;
-        };
-        AgentRunApproveRequest: {
-            /** @enum {string} */
-            decision: "approve" | "reject";
-            /** @description pendingApproval.reviewToken, unchanged. */
-            reviewToken: string;
-            /**
-             * @description Default once; only a scope in availableScopes. A reject always uses once.
-             * @default once
-             * @enum {string}
-             */
-            scope?: "once" | "task" | "always";
-        };
-        AgentRunApproveAccepted: {
-            runId: string;
-            /** @enum {string} */
-            decision: "approve" | "reject";
-            /** @enum {string} */
-            status: "resuming" | "already_recorded";
-        };
-        AgentUsage: {
-            agentId: string;
-            days: number;
-            /** @description Start of the window (now minus days). */
-            since: string;
-            /** @description Runs created in the window (at most 10,000 read; see truncated). */
-            runs: number;
-            creditsUsed: number;
-            byStatus: {
-                [key: string]: number;
-            };
-            byTrigger: {
-                [key: string]: number;
-            };
-            /** @description Mean of completedAt - startedAt over completed and failed runs; null when none. */
-            avgDurationMs: number | null;
-            /** @description createdAt of the newest run in the window. */
-            lastRunAt: string | null;
-            /** @description true when the window holds more runs than the 10,000 aggregated. */
-            truncated: boolean;
+        AccountFeatures: {
+            /** @description Premium video tiers (cinema, cinema-ultra). */
+            premiumVideo: boolean;
+            /** @description The partner-svc image engine. */
+            partnerImages: boolean;
+            /** @description Decks build in the background (else pending_editor_open). */
+            backgroundDecks: boolean;
+            /** @description Always-listening live sessions (ambient). */
+            proactiveAudio: boolean;
+            /** @description Hide the answering engine in chat responses. */
+            whiteLabel: boolean;
         };
         AgentCompletionRequest: {
             /** @description agent:<agentId>. */
@@ -1636,371 +1367,171 @@ export interface components {
                 resultUrl: string;
             };
         };
-        FlowchartNode: {
-            id: string;
-            /** @description What the step says. */
-            label: string;
-            /**
-             * @default process
-             * @enum {string}
-             */
-            shape?: "start" | "end" | "process" | "decision" | "input" | "output" | "document" | "note";
-            /** @description Canvas position, pixels; laid out top to bottom when omitted. */
-            x?: number;
-            y?: number;
-        };
-        FlowchartEdge: {
-            /** @description Assigned (e1, e2, …) when omitted. */
-            id?: string;
-            /** @description Id of an existing node. */
-            from: string;
-            /** @description Id of an existing node. */
-            to: string;
-            /** @description e.g. yes / no on a decision. */
-            label?: string;
-        };
-        FlowchartContent: {
-            nodes: components["schemas"]["FlowchartNode"][];
-            /** @default [] */
-            edges: components["schemas"]["FlowchartEdge"][];
-        };
-        WhiteboardElementStyle: {
-            /** @description Fill colour; default #ffffff for shapes, #fef08a for sticky notes, transparent for text, images and connectors. */
-            fill?: string;
-            /** @description Outline or line colour; default #1f2937. */
-            stroke?: string;
-            /** @description Pixels; default 2 (0 for text). */
-            strokeWidth?: number;
-            /**
-             * @description Default solid.
-             * @enum {string}
-             */
-            strokeStyle?: "solid" | "dashed" | "dotted";
-            /** @description 0 to 1; default 1. */
-            opacity?: number;
-            /** @description Default #111827. */
-            textColor?: string;
-            /** @description Pixels; default 16. */
-            fontSize?: number;
-            /**
-             * @description Default normal.
-             * @enum {string}
-             */
-            fontWeight?: "normal" | "bold";
-            /**
-             * @description Default center (left for text).
-             * @enum {string}
-             */
-            textAlign?: "left" | "center" | "right";
-        };
-        WhiteboardShape: {
-            /** @constant */
-            type: "shape";
-            /**
-             * @default rectangle
-             * @enum {string}
-             */
-            shape?: "rectangle" | "rounded" | "ellipse" | "diamond" | "triangle" | "sticky";
-            /** @description Text drawn inside the shape. */
-            text?: string;
-            /** @description Unique within the whiteboard; connectors refer to elements by it. */
-            id: string;
-            /** @description Left edge, canvas pixels (-1000000 to 1000000). */
-            x: number;
-            /** @description Top edge, canvas pixels (-1000000 to 1000000). */
-            y: number;
-            /** @description Pixels, 1 to 100000; default per type (shape 160, sticky 160, text 240, image 320). */
-            width?: number;
-            /** @description Pixels, 1 to 100000; default per type (shape 80, sticky 160, text 40, image 240). */
-            height?: number;
-            /** @description Degrees clockwise; default 0. */
-            rotation?: number;
-            style?: components["schemas"]["WhiteboardElementStyle"];
-        };
-        WhiteboardText: {
-            /** @constant */
-            type: "text";
-            /** @description The text, at most 5000 characters. */
-            text: string;
-            /** @description Unique within the whiteboard; connectors refer to elements by it. */
-            id: string;
-            /** @description Left edge, canvas pixels (-1000000 to 1000000). */
-            x: number;
-            /** @description Top edge, canvas pixels (-1000000 to 1000000). */
-            y: number;
-            /** @description Pixels, 1 to 100000; default per type (shape 160, sticky 160, text 240, image 320). */
-            width?: number;
-            /** @description Pixels, 1 to 100000; default per type (shape 80, sticky 160, text 40, image 240). */
-            height?: number;
-            /** @description Degrees clockwise; default 0. */
-            rotation?: number;
-            style?: components["schemas"]["WhiteboardElementStyle"];
-        };
-        WhiteboardImage: {
-            /** @constant */
-            type: "image";
-            /**
-             * Format: uri
-             * @description An absolute http(s) URL of the image, stored as given; the server never fetches it.
-             */
-            url: string;
-            /** @description Alternative text. */
-            alt?: string;
-            /** @description Unique within the whiteboard; connectors refer to elements by it. */
-            id: string;
-            /** @description Left edge, canvas pixels (-1000000 to 1000000). */
-            x: number;
-            /** @description Top edge, canvas pixels (-1000000 to 1000000). */
-            y: number;
-            /** @description Pixels, 1 to 100000; default per type (shape 160, sticky 160, text 240, image 320). */
-            width?: number;
-            /** @description Pixels, 1 to 100000; default per type (shape 80, sticky 160, text 40, image 240). */
-            height?: number;
-            /** @description Degrees clockwise; default 0. */
-            rotation?: number;
-            style?: components["schemas"]["WhiteboardElementStyle"];
-        };
-        /** @description A line between two elements. Its x, y, width and height are computed by the server (the box between the centres of the two ends) and returned; values sent for them are ignored. */
-        WhiteboardConnector: {
-            /** @constant */
-            type: "connector";
-            /** @description Unique within the whiteboard; connectors refer to elements by it. */
-            id: string;
-            /** @description Id of the shape, text or image the connector starts at. */
-            from: string;
-            /** @description Id of another shape, text or image the connector ends at. */
-            to: string;
-            /** @description Text on the line. */
-            label?: string;
-            /**
-             * @description Arrow heads; default end.
-             * @default end
-             * @enum {string}
-             */
-            arrow?: "none" | "end" | "both";
-            style?: components["schemas"]["WhiteboardElementStyle"];
-            /** @description Computed: ignored when sent. */
-            x?: number;
-            /** @description Computed: ignored when sent. */
-            y?: number;
-            /** @description Computed: ignored when sent. */
-            width?: number;
-            /** @description Computed: ignored when sent. */
-            height?: number;
-            /** @description Always 0: ignored when sent. */
-            rotation?: number;
-        };
-        WhiteboardElement: components["schemas"]["WhiteboardShape"] | components["schemas"]["WhiteboardText"] | components["schemas"]["WhiteboardImage"] | components["schemas"]["WhiteboardConnector"];
-        WhiteboardContent: {
-            /**
-             * @description Canvas colour; default #ffffff.
-             * @default #ffffff
-             */
-            background: string;
-            /** @description Shapes, text, images and connectors, drawn in this order; at most 1000. */
-            elements: components["schemas"]["WhiteboardElement"][];
-        };
-        NotesContent: {
-            /** @description CommonMark Markdown, at most 200000 characters. */
-            markdown: string;
-        };
-        PresentationContent: {
+        AgentMessageAccepted: {
+            /** @description run_ followed by a random part. */
+            runId: string;
+            threadId: string;
+            agentId: string;
             /** @enum {string} */
-            generationStatus: "generating" | "pending_editor_open";
-            slideMode: string;
-            requestedSlides: number;
-            themeId: string | null;
-            visualStyle: string;
-            brief: string | null;
-            outline: {
-                title: string;
-                bullets: string[];
-            }[] | null;
-            /** @description The deck_ job; null when pending_editor_open. */
-            jobId: string | null;
-            /** @description Path of the job, /api/v1/jobs/<jobId>. */
-            pollUrl: string | null;
-            /** @description Null until the deck job has built the slides. */
-            build: {
-                /** @enum {string} */
-                status: "built" | "partial";
-                builtAt: string;
-                /** @description Signed link to the deck manifest (JSON), freshly signed on each read. */
-                manifestUrl: string;
-                slides: {
-                    index: number;
-                    title: string;
-                    bullets: string[];
-                    /** @enum {string} */
-                    status: "built" | "failed";
-                    /** @description Signed link, freshly signed on each read. */
-                    imageUrl: string | null;
-                    contentUrl: string | null;
-                    width: number;
-                    height: number;
-                }[];
-            } | null;
+            status: "queued";
+            /** @description Poll path: /api/v1/agents/{id}/runs/{runId}/result. */
+            resultUrl: string;
         };
-        /** @description A flowchart: nodes (ids unique) and edges between them. Nodes without x and y are laid out top to bottom; edges without id get e1, e2, … */
-        FlowchartCreate: {
-            /** @description The project's name, 1 to 255 characters on one line. */
-            name: string;
-            /** @description Free text, at most 2000 characters. */
-            description?: string;
-            /** @description At most 20 tags of at most 64 characters each; duplicates are dropped. */
-            tags?: string[];
-            nodes: components["schemas"]["FlowchartNode"][];
-            /** @default [] */
-            edges?: components["schemas"]["FlowchartEdge"][];
+        AgentMessageRequest: {
+            /** @description The user message, up to 20000 characters. Appended to the thread with the reply. */
+            message: string;
+            /** @description 1 to 64 letters, digits, _ . : -; caller-chosen. Omit it to start a new thread (the answer carries the minted thr_ id). */
+            threadId?: string;
         };
-        WhiteboardCreate: {
-            /** @description The project's name, 1 to 255 characters on one line. */
-            name: string;
-            /** @description Free text, at most 2000 characters. */
-            description?: string;
-            /** @description At most 20 tags of at most 64 characters each; duplicates are dropped. */
-            tags?: string[];
-            /**
-             * @description Canvas colour; default #ffffff.
-             * @default #ffffff
-             */
-            background?: string;
-            /** @description Shapes, text, images and connectors, drawn in this order; at most 1000. */
-            elements: components["schemas"]["WhiteboardElement"][];
-        };
-        NotesCreate: {
-            /** @description The project's name, 1 to 255 characters on one line. */
-            name: string;
-            /** @description Free text, at most 2000 characters. */
-            description?: string;
-            /** @description At most 20 tags of at most 64 characters each; duplicates are dropped. */
-            tags?: string[];
-            /**
-             * @description CommonMark Markdown, at most 200000 characters.
-             * @default
-             */
-            markdown?: string;
-        };
-        ProjectUpdate: {
-            /** @description The project's name, 1 to 255 characters on one line. */
-            name?: string;
-            /** @description Free text, at most 2000 characters. */
-            description?: string;
-            /** @description Replaces the whole list. */
-            tags?: string[];
-            isStarred?: boolean;
-            /** @description Replaces the whole content, validated for the project's kind: FlowchartContent (flowchart), WhiteboardContent (whiteboard), NotesContent (notes). A presentation's or sheet's content is not patchable (400). */
-            content?: {
+        AgentPendingApproval: {
+            /** @description The run under review (the paused segment). */
+            runId: string;
+            /** @description The action waiting for the owner, e.g. send_email. */
+            actionSlug: string;
+            /** @description Its arguments as the agent planned them. */
+            actionArgs: {
                 [key: string]: unknown;
             };
+            /** @description This action and the calls planned after it, in order. */
+            plan: {
+                slug: string;
+                args: {
+                    [key: string]: unknown;
+                };
+            }[];
+            /** @description 64 hex characters; send it back unchanged with the decision. */
+            reviewToken: string;
+            /** @description once: this call only; task: this action for the rest of this run; always: this action in every later run of this agent. */
+            availableScopes: ("once" | "task" | "always")[];
+            /** @description true once a decision for this review was recorded (the run is then resuming or done). */
+            decisionRecorded: boolean;
+            /** @description Path of POST /api/v1/agents/{id}/runs/{runId}/approve. */
+            approveUrl: string;
         };
-        ProjectShareRequest: {
-            /**
-             * Format: email
-             * @description Who to share with; compared case-insensitively and stored in lower case.
-             */
-            email: string;
-            /**
-             * @description viewer reads, commenter reads and comments, editor changes the project.
-             * @enum {string}
-             */
-            role: "viewer" | "commenter" | "editor";
-        };
-        ProjectShare: {
-            email: string;
+        AgentRun: {
+            runId: string;
+            agentId: string;
+            threadId: string;
             /** @enum {string} */
-            role: "viewer" | "commenter" | "editor";
-            /** @description When this email was first shared with. */
-            sharedAt: string;
-        };
-        ProjectSummary: {
-            /** @description prj_ followed by a random part. */
-            id: string;
-            name: string;
-            description: string;
-            /**
-             * @description SPEC 2.7: flowcharts and whiteboards are chart.
-             * @enum {string}
-             */
-            projectType: "chart" | "notes" | "presentation" | "code" | "sheet" | "simulation";
+            trigger: "message" | "run" | "completions";
             /** @enum {string} */
-            kind: "flowchart" | "whiteboard" | "notes" | "presentation" | "sheet" | "code";
-            tags: string[];
-            isStarred: boolean;
-            /** @description 1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 412 precondition_failed). */
-            version: number;
+            status: "queued" | "running" | "paused" | "completed" | "failed";
+            creditsUsed: number;
+            /** @description Summary of the review (GET …/result has the reviewToken); null when there is none. */
+            pendingApproval: {
+                actionSlug: string;
+                approveUrl: string;
+                decisionRecorded: boolean;
+            } | null;
+            error: string | null;
             createdAt: string;
-            updatedAt: string;
-            /** @description Absolute editor link: /editor/{id} (flowchart, whiteboard), /notes/{id}, /presentations/{id}, /sheets/{id}, /code-editor/{id}. */
-            openUrl: string;
+            startedAt: string | null;
+            completedAt: string | null;
+            resultUrl: string;
         };
-        Project: {
-            /** @description prj_ followed by a random part. */
-            id: string;
-            name: string;
-            description: string;
+        AgentRunApproveAccepted: {
+            runId: string;
+            /** @enum {string} */
+            decision: "approve" | "reject";
+            /** @enum {string} */
+            status: "resuming" | "already_recorded";
+        };
+        AgentRunApproveRequest: {
+            /** @enum {string} */
+            decision: "approve" | "reject";
+            /** @description pendingApproval.reviewToken, unchanged. */
+            reviewToken: string;
             /**
-             * @description SPEC 2.7: flowcharts and whiteboards are chart.
+             * @description Default once; only a scope in availableScopes. A reject always uses once.
+             * @default once
              * @enum {string}
              */
-            projectType: "chart" | "notes" | "presentation" | "code" | "sheet" | "simulation";
-            /** @enum {string} */
-            kind: "flowchart" | "whiteboard" | "notes" | "presentation" | "sheet" | "code";
-            tags: string[];
-            isStarred: boolean;
-            /** @description 1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 412 precondition_failed). */
-            version: number;
-            createdAt: string;
-            updatedAt: string;
-            /** @description Absolute editor link: /editor/{id} (flowchart, whiteboard), /notes/{id}, /presentations/{id}, /sheets/{id}, /code-editor/{id}. */
-            openUrl: string;
-            /** @description The kind's content: FlowchartContent, WhiteboardContent (connector boxes and style defaults filled in), NotesContent, PresentationContent (read only); a sheet's grid is read at /sheets/{id}. */
-            content: (components["schemas"]["FlowchartContent"] | components["schemas"]["WhiteboardContent"] | components["schemas"]["NotesContent"] | components["schemas"]["PresentationContent"] | {
-                [key: string]: unknown;
-            }) | null;
-            /** @description People the project is shared with (POST /projects/{id}/share). */
-            shares: components["schemas"]["ProjectShare"][];
+            scope?: "once" | "task" | "always";
         };
-        ProjectList: {
-            data: components["schemas"]["ProjectSummary"][];
+        AgentRunArtifact: {
+            /** @enum {string} */
+            kind: "project" | "file";
+            title: string;
+            /**
+             * Format: uri
+             * @description Absolute editor link of the project.
+             */
+            url: string;
+            projectId?: string;
+            fileId?: string;
+        };
+        AgentRunList: {
+            data: components["schemas"]["AgentRun"][];
             /** @description Total item count. */
             total: number;
             /** @description Present only when more pages exist. Opaque. */
             cursor?: string | null;
         };
-        BoardColumnInput: {
-            /** @description Omit for a new lane: the id is made from the name (e.g. "In review" → in-review). */
-            id?: string;
-            /** @description Lane title. */
-            name: string;
+        AgentRunRequest: {
+            /** @description What the agent should do, up to 20000 characters. Not appended to the thread as a user message; the reply is. */
+            instruction: string;
+            /** @description A thread whose conversation the run sees as history (and whose history gets the reply); omitted: a new thread is minted. */
+            threadId?: string;
         };
-        BoardCreate: {
-            /** @description Board name, 1 to 255 characters. */
-            name: string;
-            /** @description Up to 5000 characters; default empty. */
-            description?: string;
-            /** @description Ordered lanes, 1 to 20; default To do (todo), Doing (doing), Done (done). */
-            columns?: components["schemas"]["BoardColumnInput"][];
-            /** @description At most 20 tags of at most 64 characters. */
-            tags?: string[];
+        AgentRunResult: {
+            runId: string;
+            agentId: string;
+            threadId: string | null;
+            /** @enum {string} */
+            status: "queued" | "running" | "paused" | "completed" | "failed";
+            /** @description Markdown reply once completed. */
+            reply: string | null;
+            /** @description Projects the run made. */
+            artifacts: components["schemas"]["AgentRunArtifact"][];
+            /** @description The latest review of the run: present while paused, and after its decision until the run ends; null otherwise. */
+            pendingApproval: components["schemas"]["AgentPendingApproval"] | null;
+            error: string | null;
+            /** @description The run fee (unless refunded) plus what its paid tools charged. */
+            creditsUsed: number;
+            startedAt: string | null;
+            completedAt: string | null;
+            /** @description This result: /api/v1/agents/{id}/runs/{runId}/result. */
+            pollUrl: string;
+            /** @enum {string} */
+            trigger: "message" | "run" | "completions";
+            /** @description Every tool call so far, in order. */
+            steps: components["schemas"]["AgentRunStep"][];
         };
-        BoardUpdate: {
-            name?: string;
-            description?: string;
-            /** @description The complete new ordered list of lanes. Lanes are matched by id: a listed id keeps its lane (renamed and moved as given), an item without id (or with a new id) adds a lane, and a lane left out is removed. Removing a lane that still holds cards is refused with 409 column_not_empty: move or delete its cards first. */
-            columns?: components["schemas"]["BoardColumnInput"][];
-            tags?: string[];
+        AgentRunStep: {
+            slug: string;
+            args: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description rejected: the owner declined it and it was not done; failed: it answered an error artifact.
+             * @enum {string}
+             */
+            status: "done" | "rejected" | "failed";
+            /** @description The ChatArtifact it produced (type error when it failed or was declined). */
+            artifact: {
+                [key: string]: unknown;
+            };
         };
-        BoardDuplicate: {
-            /** @description Name of the copy; default "<name> (copy)". */
-            name?: string;
-        };
-        BoardColumn: {
-            /** @description Lane id, unique within the board; cards name it in `column`. */
-            id: string;
-            name: string;
-            /** @description Cards in the lane: on GET /boards/{id} and on the answers of create, update and duplicate; list items leave it out. */
-            cardCount?: number;
+        AgentUsage: {
+            agentId: string;
+            days: number;
+            /** @description Start of the window (now minus days). */
+            since: string;
+            /** @description Runs created in the window (at most 10,000 read; see truncated). */
+            runs: number;
+            creditsUsed: number;
+            byStatus: {
+                [key: string]: number;
+            };
+            byTrigger: {
+                [key: string]: number;
+            };
+            /** @description Mean of completedAt - startedAt over completed and failed runs; null when none. */
+            avgDurationMs: number | null;
+            /** @description createdAt of the newest run in the window. */
+            lastRunAt: string | null;
+            /** @description true when the window holds more runs than the 10,000 aggregated. */
+            truncated: boolean;
         };
         Board: {
             /** @description brd_ followed by a random part. */
@@ -2020,6 +1551,33 @@ export interface components {
             /** @description Last change of the board itself (name, description, lanes, tags); card changes do not move it. */
             updatedAt: string;
         };
+        BoardColumn: {
+            /** @description Lane id, unique within the board; cards name it in `column`. */
+            id: string;
+            name: string;
+            /** @description Cards in the lane: on GET /boards/{id} and on the answers of create, update and duplicate; list items leave it out. */
+            cardCount?: number;
+        };
+        BoardColumnInput: {
+            /** @description Omit for a new lane: the id is made from the name (e.g. "In review" → in-review). */
+            id?: string;
+            /** @description Lane title. */
+            name: string;
+        };
+        BoardCreate: {
+            /** @description Board name, 1 to 255 characters. */
+            name: string;
+            /** @description Up to 5000 characters; default empty. */
+            description?: string;
+            /** @description Ordered lanes, 1 to 20; default To do (todo), Doing (doing), Done (done). */
+            columns?: components["schemas"]["BoardColumnInput"][];
+            /** @description At most 20 tags of at most 64 characters. */
+            tags?: string[];
+        };
+        BoardDuplicate: {
+            /** @description Name of the copy; default "<name> (copy)". */
+            name?: string;
+        };
         BoardList: {
             data: components["schemas"]["Board"][];
             /** @description Total item count. */
@@ -2027,39 +1585,12 @@ export interface components {
             /** @description Present only when more pages exist. Opaque. */
             cursor?: string | null;
         };
-        CardCreate: {
-            /** @description 1 to 500 characters, one line. */
-            title: string;
-            /** @description Markdown, up to 20000 characters; default empty. */
-            body?: string;
-            /** @description Lane id; default the lane of before/after, else the first lane. */
-            column?: string;
-            /** @description Place the card immediately before this card (of the same board). null alone: at the bottom of the lane. */
-            before?: string | null;
-            /** @description Place the card immediately after this card (of the same board). null alone: at the top of the lane. With before too: between the two, which must be in that order in one lane. */
-            after?: string | null;
-            /** @description At most 20 labels of at most 64 characters; duplicates are dropped. */
-            labels?: string[];
-            /** @description Free text (a name or an email); null for nobody. */
-            assignee?: string | null;
-            /** @description ISO date YYYY-MM-DD, or null. */
-            dueDate?: string | null;
-            /** @description Projects of your account the card links to (at most 20); an id that is not one of yours is 400 naming it. */
-            projectIds?: string[];
-        };
-        CardUpdate: {
-            title?: string;
-            body?: string;
-            /** @description Move to this lane (at its bottom unless before/after say where). */
-            column?: string;
-            /** @description Place the card immediately before this card (of the same board). null alone: at the bottom of the lane. */
-            before?: string | null;
-            /** @description Place the card immediately after this card (of the same board). null alone: at the top of the lane. With before too: between the two, which must be in that order in one lane. */
-            after?: string | null;
-            labels?: string[];
-            assignee?: string | null;
-            dueDate?: string | null;
-            projectIds?: string[];
+        BoardUpdate: {
+            name?: string;
+            description?: string;
+            /** @description The complete new ordered list of lanes. Lanes are matched by id: a listed id keeps its lane (renamed and moved as given), an item without id (or with a new id) adds a lane, and a lane left out is removed. Removing a lane that still holds cards is refused with 409 column_not_empty: move or delete its cards first. */
+            columns?: components["schemas"]["BoardColumnInput"][];
+            tags?: string[];
         };
         Card: {
             /** @description crd_ followed by a random part. */
@@ -2083,6 +1614,26 @@ export interface components {
             createdAt: string;
             updatedAt: string;
         };
+        CardCreate: {
+            /** @description 1 to 500 characters, one line. */
+            title: string;
+            /** @description Markdown, up to 20000 characters; default empty. */
+            body?: string;
+            /** @description Lane id; default the lane of before/after, else the first lane. */
+            column?: string;
+            /** @description Place the card immediately before this card (of the same board). null alone: at the bottom of the lane. */
+            before?: string | null;
+            /** @description Place the card immediately after this card (of the same board). null alone: at the top of the lane. With before too: between the two, which must be in that order in one lane. */
+            after?: string | null;
+            /** @description At most 20 labels of at most 64 characters; duplicates are dropped. */
+            labels?: string[];
+            /** @description Free text (a name or an email); null for nobody. */
+            assignee?: string | null;
+            /** @description ISO date YYYY-MM-DD, or null. */
+            dueDate?: string | null;
+            /** @description Projects of your account the card links to (at most 20); an id that is not one of yours is 400 naming it. */
+            projectIds?: string[];
+        };
         CardList: {
             data: components["schemas"]["Card"][];
             /** @description Total item count. */
@@ -2090,42 +1641,19 @@ export interface components {
             /** @description Present only when more pages exist. Opaque. */
             cursor?: string | null;
         };
-        ConversationCreate: {
-            /** @description Up to 256 characters, one line; default null (untitled). */
+        CardUpdate: {
             title?: string;
-            /**
-             * @description Chat mode preference: fast or think (the v1 modes); default null (the assistant uses fast).
-             * @enum {string}
-             */
-            mode?: "fast" | "think";
-        };
-        ConversationUpdate: {
-            /** @description Up to 256 characters; null clears it. */
-            title?: string | null;
-            /** @description fast or think; null clears the preference. */
-            mode?: ("fast" | "think") | null;
-        };
-        Conversation: {
-            /** @description conv_ followed by a random part. */
-            id: string;
-            title: string | null;
-            mode: ("fast" | "think") | null;
-            /** @description Messages stored in the conversation. */
-            messageCount: number;
-            /** @description When the newest message was added; null while there is none. */
-            lastMessageAt: string | null;
-            /** @description 1 at creation, +1 on every change of title or mode (appended messages do not change it); also the ETag header. Send it back as If-Match: "<version>". */
-            version: number;
-            createdAt: string;
-            /** @description Last change of title or mode. */
-            updatedAt: string;
-        };
-        ConversationList: {
-            data: components["schemas"]["Conversation"][];
-            /** @description Total item count. */
-            total: number;
-            /** @description Present only when more pages exist. Opaque. */
-            cursor?: string | null;
+            body?: string;
+            /** @description Move to this lane (at its bottom unless before/after say where). */
+            column?: string;
+            /** @description Place the card immediately before this card (of the same board). null alone: at the bottom of the lane. */
+            before?: string | null;
+            /** @description Place the card immediately after this card (of the same board). null alone: at the top of the lane. With before too: between the two, which must be in that order in one lane. */
+            after?: string | null;
+            labels?: string[];
+            assignee?: string | null;
+            dueDate?: string | null;
+            projectIds?: string[];
         };
         ChatArtifact: {
             /** @enum {string} */
@@ -2145,41 +1673,26 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        MessageEngine: {
-            assistantName: string;
-            lab: string;
-            labName: string;
-            model: string;
-        };
-        MessageUsage: {
-            inputTokens: number | null;
-            outputTokens: number | null;
-        };
-        Message: {
-            /** @description msg_ followed by a random part. */
-            id: string;
-            conversationId: string;
-            /** @description Position in the conversation: 1, 2, 3… in the order messages were added (gaps are possible, never duplicates); messages are listed by it. */
-            seq: number;
-            /** @enum {string} */
-            role: "user" | "assistant" | "system" | "tool";
-            content: string;
-            artifacts: components["schemas"]["ChatArtifact"][];
-            engine: components["schemas"]["MessageEngine"] | null;
-            usage: components["schemas"]["MessageUsage"] | null;
-            createdAt: string;
-        };
-        MessageList: {
-            data: components["schemas"]["Message"][];
-            /** @description Total item count. */
-            total: number;
-            /** @description Present only when more pages exist. Opaque. */
-            cursor?: string | null;
-        };
         ChatInputMessage: {
             /** @enum {string} */
             role: "user" | "assistant";
             content: string;
+        };
+        ChatJsonResponse: {
+            conversationId: string;
+            /** @enum {string} */
+            mode: "fast" | "think";
+            message: {
+                /** @description The stored message (GET /conversations/{id}/messages); the same id as messageId of a stream's start chunk. */
+                id: string;
+                /** @constant */
+                role: "assistant";
+                content: string;
+                artifacts: components["schemas"]["ChatArtifact"][];
+                /** @description The engine that answered; null for white-label accounts (account feature whiteLabel). */
+                engine: components["schemas"]["MessageEngine"] | null;
+            };
+            usage: components["schemas"]["MessageUsage"];
         };
         ChatRequest: {
             /** @description Continue this conversation: its stored history is loaded server-side. Needs the read and write scopes besides ai (else 403 forbidden). Another account's or an unknown id is 404. Omitted: a new conversation is created, titled from the first user message (its id comes back in the X-Conversation-Id header, the stream's start metadata, or conversationId of the JSON answer). */
@@ -2199,22 +1712,6 @@ export interface components {
              */
             stream?: boolean;
         } & (unknown | unknown);
-        ChatJsonResponse: {
-            conversationId: string;
-            /** @enum {string} */
-            mode: "fast" | "think";
-            message: {
-                /** @description The stored message (GET /conversations/{id}/messages); the same id as messageId of a stream's start chunk. */
-                id: string;
-                /** @constant */
-                role: "assistant";
-                content: string;
-                artifacts: components["schemas"]["ChatArtifact"][];
-                /** @description The engine that answered; null for white-label accounts (account feature whiteLabel). */
-                engine: components["schemas"]["MessageEngine"] | null;
-            };
-            usage: components["schemas"]["MessageUsage"];
-        };
         CodeBuildRequest: {
             /** @description What the app should do. */
             prompt: string;
@@ -2250,30 +1747,138 @@ export interface components {
             plan: string | null;
             summary: string;
         };
-        DriveFileCreate: {
-            /** @description File name with an extension, at most 255 characters, no / or \. A name already used by an active file in the same folder gets a suffix: "report.pdf" becomes "report (1).pdf", then "report (2).pdf". */
-            name: string & (unknown & unknown);
-            /** @description UTF-8 text of a md, txt, csv, html, json file, at most 2097152 bytes as UTF-8. Exactly one of content and contentBase64. */
-            content?: string;
-            /** @description The bytes of any file, canonical base64 without a data: prefix, at most 4194304 bytes decoded. Exactly one of content and contentBase64. */
-            contentBase64?: string;
-            /** @description A folder id of the same drive, or "root" / null for the drive root. */
+        Conversation: {
+            /** @description conv_ followed by a random part. */
+            id: string;
+            title: string | null;
+            mode: ("fast" | "think") | null;
+            /** @description Messages stored in the conversation. */
+            messageCount: number;
+            /** @description When the newest message was added; null while there is none. */
+            lastMessageAt: string | null;
+            /** @description 1 at creation, +1 on every change of title or mode (appended messages do not change it); also the ETag header. Send it back as If-Match: "<version>". */
+            version: number;
+            createdAt: string;
+            /** @description Last change of title or mode. */
+            updatedAt: string;
+        };
+        ConversationCreate: {
+            /** @description Up to 256 characters, one line; default null (untitled). */
+            title?: string;
+            /**
+             * @description Chat mode preference: fast or think (the v1 modes); default null (the assistant uses fast).
+             * @enum {string}
+             */
+            mode?: "fast" | "think";
+        };
+        ConversationList: {
+            data: components["schemas"]["Conversation"][];
+            /** @description Total item count. */
+            total: number;
+            /** @description Present only when more pages exist. Opaque. */
+            cursor?: string | null;
+        };
+        ConversationUpdate: {
+            /** @description Up to 256 characters; null clears it. */
+            title?: string | null;
+            /** @description fast or think; null clears the preference. */
+            mode?: ("fast" | "think") | null;
+        };
+        Credits: {
+            /** @enum {string} */
+            plan: "free" | "pro" | "teams";
+            /** @description AI credits left. */
+            balance: number;
+            /** @description Credits charged per operation (speech per character). */
+            prices: {
+                code_build: number;
+                image: number;
+                image_moonlight: number;
+                video_standard: number;
+                video_premium: number;
+                song: number;
+                research: number;
+                space_preview: number;
+                space_full: number;
+                deck: number;
+                speech_char: number;
+                live_session: number;
+                live_action: number;
+                agent_run: number;
+                chat_turn: number;
+                extract_flowchart: number;
+                sheet_edit: number;
+            };
+        };
+        DeckResult: {
+            projectId: string;
+            name: string;
+            engine: string;
+            /** @enum {string} */
+            slideMode: "creator" | "content";
+            /** @description Slides built. */
+            slideCount: number;
+            requestedSlides: number;
+            /** @description True when some slides were not built. */
+            partial: boolean;
+            theme: {
+                id: string;
+                /** @enum {string} */
+                source: "builtin" | "brand";
+                background: string;
+                surface: string;
+                text: string;
+                accent: string;
+            };
+            slides: {
+                /** @description 0-based. */
+                index: number;
+                title: string;
+                bullets: string[];
+                /** @enum {string} */
+                status: "built" | "failed";
+                /** @description creator: the designed slide; content: the background image. */
+                imageUrl: string | null;
+                /** @description content mode: the editable slide JSON (text boxes over the background). */
+                contentUrl: string | null;
+                width: number;
+                height: number;
+                error: string | null;
+            }[];
+            openUrl: string;
+            notes: string[];
+        };
+        DriveBulkRequest: {
+            /** @description 1 to 100 file ids; duplicates count once. */
+            fileIds: string[];
+            /**
+             * @description trash is the most destructive action; there is no permanent delete.
+             * @enum {string}
+             */
+            action: "move" | "star" | "unstar" | "trash" | "restore";
+            /** @description For move (required there, refused otherwise): a folder id of the same drive, or "root" / null. */
             folderId?: string | null;
-            /** @description At most 2000 characters. */
-            description?: string;
-            /** @description At most 20 tags of at most 64 characters; duplicates are dropped. */
-            tags?: string[];
-        } & (unknown | unknown);
-        DriveFileUpdate: {
-            /** @description File name with an extension, at most 255 characters, no / or \. A name already used by an active file in the same folder gets a suffix: "report.pdf" becomes "report (1).pdf", then "report (2).pdf". */
-            name?: string & (unknown & unknown);
-            /** @description A folder id of the same drive, or "root" / null for the drive root. */
-            folderId?: string | null;
-            isStarred?: boolean;
-            /** @description At most 20 tags of at most 64 characters; duplicates are dropped. */
-            tags?: string[];
-            /** @description At most 2000 characters. */
-            description?: string;
+        };
+        DriveBulkResult: {
+            /** @enum {string} */
+            action: "move" | "star" | "unstar" | "trash" | "restore";
+            /** @description Ids changed, or already in the asked state (star of a starred file, move to its own folder). */
+            succeeded: string[];
+            /** @description One entry per file that did not change. */
+            failed: {
+                fileId: string;
+                /**
+                 * @description not_found (unknown, another account, or outside the key pins), already_trashed, not_trashed, restore_window_expired, folder_not_found (the destination), name_conflict, team_drive_read_only, trashed (move/star of a trashed file), internal_error (this file failed unexpectedly; the others went on: retry it).
+                 * @enum {string}
+                 */
+                reason: "not_found" | "already_trashed" | "not_trashed" | "restore_window_expired" | "folder_not_found" | "name_conflict" | "team_drive_read_only" | "trashed" | "internal_error";
+            }[];
+        };
+        DriveDownloadLink: {
+            /** @description The signed link, the same as the Location header. */
+            downloadUrl: string;
+            /** @description When the link stops working (ISO 8601). */
+            downloadExpiresAt: string;
         };
         DriveFile: {
             /** @description dfl_ followed by a random part. */
@@ -2314,6 +1919,20 @@ export interface components {
             /** @description Absolute in-app preview page. */
             previewUrl: string | null;
         };
+        DriveFileCreate: {
+            /** @description File name with an extension, at most 255 characters, no / or \. A name already used by an active file in the same folder gets a suffix: "report.pdf" becomes "report (1).pdf", then "report (2).pdf". */
+            name: string & (unknown & unknown);
+            /** @description UTF-8 text of a md, txt, csv, html, json file, at most 2097152 bytes as UTF-8. Exactly one of content and contentBase64. */
+            content?: string;
+            /** @description The bytes of any file, canonical base64 without a data: prefix, at most 4194304 bytes decoded. Exactly one of content and contentBase64. */
+            contentBase64?: string;
+            /** @description A folder id of the same drive, or "root" / null for the drive root. */
+            folderId?: string | null;
+            /** @description At most 2000 characters. */
+            description?: string;
+            /** @description At most 20 tags of at most 64 characters; duplicates are dropped. */
+            tags?: string[];
+        } & (unknown | unknown);
         DriveFileHandle: {
             id: string;
             name: string;
@@ -2337,6 +1956,22 @@ export interface components {
             createdAt: string;
             updatedAt: string;
         };
+        DriveFileList: {
+            data: components["schemas"]["DriveFile"][];
+            /** @description Files matching the filters (all pages). */
+            total: number;
+            /** @description true when cursor is set. */
+            hasMore: boolean;
+            /** @description Opaque; pass it back as ?cursor= for the next page. null at the end. */
+            cursor: string | null;
+            /** @description The folder tree of the drive (flat, parents before children, each with parentFolderId and fileCount), inside the key pins. */
+            folders: components["schemas"]["DriveFolder"][];
+            /** @description The storage meter of the drive shown (personal or team); null when the key is pinned to folders. */
+            storage: components["schemas"]["DriveStorage"] | null;
+            scope: components["schemas"]["DriveScope"];
+            /** @description Teams of the account; each drive is browsable read-only with ?teamId=. */
+            teams: components["schemas"]["DriveTeam"][];
+        };
         DriveFileText: {
             file: components["schemas"]["DriveFile"];
             /** @description UTF-8 text (text and code files) or the parsed text (PDF text layer, DOCX, XLSX sheets as tab-separated rows, PPTX slides); at most 12000 characters, cut on a word boundary. '' while textStatus is pending, and when it is none or failed. */
@@ -2352,6 +1987,17 @@ export interface components {
             textError: string | null;
             /** @description The extractor that read it: pdfjs-text-v1, mammoth-docx-v1, ooxml-xlsx-v1, pptx-xml-v1 or utf8-text-v1 (exceljs-xlsx-v1 on XLSX texts extracted before ooxml-xlsx-v1); null while pending or when no extractor applies. */
             engine: string | null;
+        };
+        DriveFileUpdate: {
+            /** @description File name with an extension, at most 255 characters, no / or \. A name already used by an active file in the same folder gets a suffix: "report.pdf" becomes "report (1).pdf", then "report (2).pdf". */
+            name?: string & (unknown & unknown);
+            /** @description A folder id of the same drive, or "root" / null for the drive root. */
+            folderId?: string | null;
+            isStarred?: boolean;
+            /** @description At most 20 tags of at most 64 characters; duplicates are dropped. */
+            tags?: string[];
+            /** @description At most 2000 characters. */
+            description?: string;
         };
         DriveFolder: {
             /** @description dfo_ followed by a random part. */
@@ -2373,47 +2019,15 @@ export interface components {
             createdAt: string;
             updatedAt: string;
         };
-        DriveScope: {
-            /** @enum {string} */
-            type: "personal" | "team";
-            /** @description The account id (personal) or the team id. */
-            id: string;
-            name: string;
-            /**
-             * @description owner for the personal drive; the member role in a team (the API is read-only on team drives whatever the role).
-             * @enum {string}
-             */
-            role: "owner" | "editor" | "viewer";
-        };
-        DriveTeam: {
-            id: string;
-            name: string;
-            /** @enum {string} */
-            role: "owner" | "editor" | "viewer";
-        };
-        DriveStorage: {
-            /** @description Bytes of every stored file of the drive, trashed ones included until purged. */
-            bytesUsed: number;
-            /** @description The plan quota (DRIVE_QUOTA_BYTES; the team owner plan for a team drive). */
-            quotaBytes: number;
-            /** @description Stored files, trashed ones included until purged. */
-            fileCount: number;
-        };
-        DriveFileList: {
-            data: components["schemas"]["DriveFile"][];
-            /** @description Files matching the filters (all pages). */
-            total: number;
-            /** @description true when cursor is set. */
-            hasMore: boolean;
-            /** @description Opaque; pass it back as ?cursor= for the next page. null at the end. */
-            cursor: string | null;
-            /** @description The folder tree of the drive (flat, parents before children, each with parentFolderId and fileCount), inside the key pins. */
-            folders: components["schemas"]["DriveFolder"][];
-            /** @description The storage meter of the drive shown (personal or team); null when the key is pinned to folders. */
-            storage: components["schemas"]["DriveStorage"] | null;
-            scope: components["schemas"]["DriveScope"];
-            /** @description Teams of the account; each drive is browsable read-only with ?teamId=. */
-            teams: components["schemas"]["DriveTeam"][];
+        DriveFolderCreate: {
+            /** @description Folder name, 1 to 255 characters, no / or \; unique among its siblings (case-insensitive), else 409 conflict. */
+            name: string & (unknown & unknown);
+            /** @description The parent folder id; omit (or root / null) for the drive root. */
+            parentFolderId?: string | null;
+            /** @description Hex colour #rrggbb or #rgb (stored as lower-case #rrggbb). */
+            color?: string;
+            /** @description Exactly one emoji (one grapheme: skin tones, ZWJ sequences and flags count as one). */
+            sticker?: string;
         };
         DriveFolderTree: {
             /** @description Every folder of the drive inside the key pins (or a page of `limit` of them), parents before children, siblings by name. */
@@ -2425,42 +2039,6 @@ export interface components {
             rootFileCount: number;
             scope: components["schemas"]["DriveScope"];
         };
-        DriveBulkRequest: {
-            /** @description 1 to 100 file ids; duplicates count once. */
-            fileIds: string[];
-            /**
-             * @description trash is the most destructive action; there is no permanent delete.
-             * @enum {string}
-             */
-            action: "move" | "star" | "unstar" | "trash" | "restore";
-            /** @description For move (required there, refused otherwise): a folder id of the same drive, or "root" / null. */
-            folderId?: string | null;
-        };
-        DriveBulkResult: {
-            /** @enum {string} */
-            action: "move" | "star" | "unstar" | "trash" | "restore";
-            /** @description Ids changed, or already in the asked state (star of a starred file, move to its own folder). */
-            succeeded: string[];
-            /** @description One entry per file that did not change. */
-            failed: {
-                fileId: string;
-                /**
-                 * @description not_found (unknown, another account, or outside the key pins), already_trashed, not_trashed, restore_window_expired, folder_not_found (the destination), name_conflict, team_drive_read_only, trashed (move/star of a trashed file), internal_error (this file failed unexpectedly; the others went on: retry it).
-                 * @enum {string}
-                 */
-                reason: "not_found" | "already_trashed" | "not_trashed" | "restore_window_expired" | "folder_not_found" | "name_conflict" | "team_drive_read_only" | "trashed" | "internal_error";
-            }[];
-        };
-        DriveFolderCreate: {
-            /** @description Folder name, 1 to 255 characters, no / or \; unique among its siblings (case-insensitive), else 409 conflict. */
-            name: string & (unknown & unknown);
-            /** @description The parent folder id; omit (or root / null) for the drive root. */
-            parentFolderId?: string | null;
-            /** @description Hex colour #rrggbb or #rgb (stored as lower-case #rrggbb). */
-            color?: string;
-            /** @description Exactly one emoji (one grapheme: skin tones, ZWJ sequences and flags count as one). */
-            sticker?: string;
-        };
         DriveFolderUpdate: {
             /** @description Folder name, 1 to 255 characters, no / or \; unique among its siblings (case-insensitive), else 409 conflict. */
             name?: string & (unknown & unknown);
@@ -2470,6 +2048,18 @@ export interface components {
             color?: string | null;
             /** @description Exactly one emoji; null clears it. */
             sticker?: string | null;
+        };
+        DriveScope: {
+            /** @enum {string} */
+            type: "personal" | "team";
+            /** @description The account id (personal) or the team id. */
+            id: string;
+            name: string;
+            /**
+             * @description owner for the personal drive; the member role in a team (the API is read-only on team drives whatever the role).
+             * @enum {string}
+             */
+            role: "owner" | "editor" | "viewer";
         };
         DriveSearchHit: {
             file: components["schemas"]["DriveFile"];
@@ -2498,6 +2088,44 @@ export interface components {
             /** @description true when more files matched than limit. */
             hasMore: boolean;
         };
+        DriveStorage: {
+            /** @description Bytes of every stored file of the drive, trashed ones included until purged. */
+            bytesUsed: number;
+            /** @description The plan quota (DRIVE_QUOTA_BYTES; the team owner plan for a team drive). */
+            quotaBytes: number;
+            /** @description Stored files, trashed ones included until purged. */
+            fileCount: number;
+        };
+        DriveTeam: {
+            id: string;
+            name: string;
+            /** @enum {string} */
+            role: "owner" | "editor" | "viewer";
+        };
+        Error: {
+            error: {
+                /** @description Stable machine code, e.g. validation_error, not_found. */
+                code: string;
+                /** @description Human text; for validation errors it names the field. */
+                message: string;
+                /** @description Same as the X-Request-Id header. */
+                requestId: string;
+                /** @description validation_error only: one entry per failed rule (at most 10), the same fields message names. */
+                details?: {
+                    /** @description The field, dotted from the body or query root (ops.2.column); body or query for the whole. */
+                    path: string;
+                    /** @description The rule that failed (zod's issue code: invalid_type, too_big, unrecognized_keys…). */
+                    code: string;
+                    /** @description Human text for this field alone. */
+                    message: string;
+                }[];
+            };
+        };
+        /**
+         * @description An event name a webhook may subscribe to (SPEC 6.1 names that this service emits). Upcoming names (comment.created, template.published, sheet.row_added) and names not emitted yet answer 400.
+         * @enum {string}
+         */
+        EventName: "project.created" | "project.updated" | "project.shared" | "project.deleted" | "evi.run_completed" | "evi.run_failed" | "video.completed" | "video.failed" | "song.completed" | "song.failed" | "code_build.completed" | "code_build.failed" | "research.completed" | "research.failed" | "space.completed" | "space.failed" | "presentation.completed" | "presentation.failed";
         ExtractFlowchartRequest: {
             /** @description The document as canonical base64 WITHOUT a data: prefix; at most 10485760 bytes (10 MB) decoded. The bytes must be of mimeType (sniffed from their content): anything else is 400 naming documentBase64. */
             documentBase64: string;
@@ -2508,6 +2136,34 @@ export interface components {
             mimeType: "application/pdf" | "application/vnd.openxmlformats-officedocument.presentationml.presentation" | "image/png" | "image/jpeg" | "image/webp";
             /** @description The file's name; without its extension it titles the flowchart when the document has no title of its own. */
             fileName?: string;
+        };
+        ExtractFlowchartResult: {
+            /** @description prj_ followed by a random part. */
+            id: string;
+            name: string;
+            description: string;
+            /**
+             * @description SPEC 2.7: flowcharts and whiteboards are chart.
+             * @enum {string}
+             */
+            projectType: "chart" | "notes" | "presentation" | "code" | "sheet" | "simulation";
+            /** @enum {string} */
+            kind: "flowchart" | "whiteboard" | "notes" | "presentation" | "sheet" | "code";
+            tags: string[];
+            isStarred: boolean;
+            /** @description 1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 412 precondition_failed). */
+            version: number;
+            createdAt: string;
+            updatedAt: string;
+            /** @description Absolute editor link: /editor/{id} (flowchart, whiteboard), /notes/{id}, /presentations/{id}, /sheets/{id}, /code-editor/{id}. */
+            openUrl: string;
+            /** @description Nodes (start, process, decision, note, end) laid out top to bottom on a 280 x 120 px grid, and edges (yes / no labels out of decisions). */
+            content: components["schemas"]["FlowchartContent"];
+            /** @description People the project is shared with (POST /projects/{id}/share). */
+            shares: components["schemas"]["ProjectShare"][];
+            extraction: components["schemas"]["ExtractionReport"];
+            /** @description Credits charged for this extraction (0 when an Idempotency-Key retry found the project a crashed attempt had stored). */
+            charged: number;
         };
         ExtractionReport: {
             /**
@@ -2542,33 +2198,45 @@ export interface components {
             /** @description Plain-language notes: pages without text, pages or steps left out, OCR confidence. */
             notes: string[];
         };
-        ExtractFlowchartResult: {
-            /** @description prj_ followed by a random part. */
-            id: string;
+        FlowchartContent: {
+            nodes: components["schemas"]["FlowchartNode"][];
+            /** @default [] */
+            edges: components["schemas"]["FlowchartEdge"][];
+        };
+        /** @description A flowchart: nodes (ids unique) and edges between them. Nodes without x and y are laid out top to bottom; edges without id get e1, e2, … */
+        FlowchartCreate: {
+            /** @description The project's name, 1 to 255 characters on one line. */
             name: string;
-            description: string;
+            /** @description Free text, at most 2000 characters. */
+            description?: string;
+            /** @description At most 20 tags of at most 64 characters each; duplicates are dropped. */
+            tags?: string[];
+            nodes: components["schemas"]["FlowchartNode"][];
+            /** @default [] */
+            edges?: components["schemas"]["FlowchartEdge"][];
+        };
+        FlowchartEdge: {
+            /** @description Assigned (e1, e2, …) when omitted. */
+            id?: string;
+            /** @description Id of an existing node. */
+            from: string;
+            /** @description Id of an existing node. */
+            to: string;
+            /** @description e.g. yes / no on a decision. */
+            label?: string;
+        };
+        FlowchartNode: {
+            id: string;
+            /** @description What the step says. */
+            label: string;
             /**
-             * @description SPEC 2.7: flowcharts and whiteboards are chart.
+             * @default process
              * @enum {string}
              */
-            projectType: "chart" | "notes" | "presentation" | "code" | "sheet" | "simulation";
-            /** @enum {string} */
-            kind: "flowchart" | "whiteboard" | "notes" | "presentation" | "sheet" | "code";
-            tags: string[];
-            isStarred: boolean;
-            /** @description 1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 412 precondition_failed). */
-            version: number;
-            createdAt: string;
-            updatedAt: string;
-            /** @description Absolute editor link: /editor/{id} (flowchart, whiteboard), /notes/{id}, /presentations/{id}, /sheets/{id}, /code-editor/{id}. */
-            openUrl: string;
-            /** @description Nodes (start, process, decision, note, end) laid out top to bottom on a 280 x 120 px grid, and edges (yes / no labels out of decisions). */
-            content: components["schemas"]["FlowchartContent"];
-            /** @description People the project is shared with (POST /projects/{id}/share). */
-            shares: components["schemas"]["ProjectShare"][];
-            extraction: components["schemas"]["ExtractionReport"];
-            /** @description Credits charged for this extraction (0 when an Idempotency-Key retry found the project a crashed attempt had stored). */
-            charged: number;
+            shape?: "start" | "end" | "process" | "decision" | "input" | "output" | "document" | "note";
+            /** @description Canvas position, pixels; laid out top to bottom when omitted. */
+            x?: number;
+            y?: number;
         };
         ImageRequest: {
             /** @description What to draw. */
@@ -2621,6 +2289,194 @@ export interface components {
             /** @description Credits charged for this render. */
             charged: number;
         };
+        JobAccepted: {
+            /** @description Type-prefixed id: vid_, song_, code_, res_, space_, deck_. */
+            jobId: string;
+            /** @enum {string} */
+            type?: "video" | "song" | "code" | "research" | "space" | "deck";
+            /** @enum {string} */
+            status: "queued" | "processing" | "complete" | "failed";
+            /** @description The pipeline's own status token. */
+            rawStatus?: string;
+            /** @description Path of the form /api/v1/jobs/<jobId>. */
+            pollUrl: string;
+            /** @description Human progress text. */
+            progressMessage?: string;
+            result?: (components["schemas"]["CodeBuildResult"] | components["schemas"]["VideoResult"] | components["schemas"]["SongResult"] | components["schemas"]["ResearchResult"] | components["schemas"]["DeckResult"] | components["schemas"]["SpaceResult"]) | null;
+            /** @description Failure text. */
+            error?: string | null;
+            createdAt?: string;
+            updatedAt?: string;
+            /** @description Plain-language notes on knobs that were stepped down. */
+            notes?: string[];
+        };
+        JobEnvelope: {
+            /** @description Type-prefixed id: vid_, song_, code_, res_, space_, deck_. */
+            jobId: string;
+            /** @enum {string} */
+            type?: "video" | "song" | "code" | "research" | "space" | "deck";
+            /** @enum {string} */
+            status: "queued" | "processing" | "complete" | "failed";
+            /** @description The pipeline's own status token. */
+            rawStatus?: string;
+            /** @description Path of the form /api/v1/jobs/<jobId>. */
+            pollUrl: string;
+            /** @description Human progress text. */
+            progressMessage?: string;
+            result?: (components["schemas"]["CodeBuildResult"] | components["schemas"]["VideoResult"] | components["schemas"]["SongResult"] | components["schemas"]["ResearchResult"] | components["schemas"]["DeckResult"] | components["schemas"]["SpaceResult"]) | null;
+            /** @description Failure text. */
+            error?: string | null;
+            createdAt?: string;
+            updatedAt?: string;
+        };
+        LiveActionRequest: {
+            /**
+             * @description The server tool. Categories: search (search_web); presentations (create_presentation); notes (create_notes, create_document); flowcharts (create_flowchart, add_flowchart_steps); whiteboards (create_whiteboard); images (generate_image); projects (list_projects); account (get_account); memory (remember, recall, forget).
+             * @enum {string}
+             */
+            action: "search_web" | "create_presentation" | "create_notes" | "create_document" | "create_flowchart" | "add_flowchart_steps" | "create_whiteboard" | "generate_image" | "list_projects" | "get_account" | "remember" | "recall" | "forget";
+            /**
+             * @description The call's arguments as the conversation produced them; validated per action (400 naming params.<field>).
+             * @default {}
+             */
+            params?: {
+                [key: string]: unknown;
+            };
+        };
+        LiveActionResponse: {
+            /** @enum {string} */
+            action: "search_web" | "create_presentation" | "create_notes" | "create_document" | "create_flowchart" | "add_flowchart_steps" | "create_whiteboard" | "generate_image" | "list_projects" | "get_account" | "remember" | "recall" | "forget";
+            /** @description False when the tool could not do it (the line says why; nothing was charged). */
+            ok: boolean;
+            /** @description One sentence to hand back to the user (to speak). */
+            line: string;
+            /** @description What was made, as in chat (an `error` artifact when it failed). */
+            artifacts: components["schemas"]["ChatArtifact"][];
+            /** @description Credits charged: live_action on success, plus the media tool's own price (generate_image: image); 0 on failure. */
+            charged: number;
+        };
+        LiveCapabilities: {
+            /** @description PCM turns are understood: true only when a transcription engine is configured. Without it binary frames answer an error event (text turns only). */
+            audioIn: boolean;
+            /** @description input_text events: always true. */
+            textIn: boolean;
+            /** @description The assistant's replies also come as binary PCM frames (s16le, 24 kHz, mono). */
+            audioOut: boolean;
+        };
+        LiveSessionRequest: {
+            /**
+             * @description Who speaks: `robot`, the assistant speaking through a desk robot.
+             * @default robot
+             * @enum {string}
+             */
+            persona?: "robot";
+            /** @description A voice name from GET /speech/voices; omit or "default" for the default voice. Unknown: 400 naming voice. */
+            voice?: string;
+            /** @description The newest `resumption` handle a dropped session sent: the new token continues that session's conversation with its locked settings, free. Forged: 400 invalid_resumption_handle; expired or superseded: 400 resumption_handle_expired; another account's: 404; a session that was ended: 400 session_ended. The session keeps the settings it was opened with (the other fields are ignored). */
+            resumptionHandle?: string;
+            /** @description The robot's own name (at most 64 characters); ambient sessions answer only turns that address it. */
+            deviceName?: string;
+            /** @description Always listening: the assistant answers only turns that name deviceName. Needs the account feature proactiveAudio (else 400 ambient_not_available) and a deviceName. */
+            ambient?: boolean;
+            /** @description Tools the client runs itself and offers to the assistant: the engine sends tool.call and waits for tool_result. */
+            clientTools?: ("get_device_status" | "set_volume")[];
+            /** @description Voice activity detection settings; defaults as documented. */
+            turnDetection?: components["schemas"]["LiveTurnDetection"];
+            /** @description The server tools (POST /live/action actions) the assistant may call in this session, locked into it (resuming keeps them); omit for all. A restricted device or kiosk passes only what it needs. Unknown: 400 naming tools.<index>. */
+            tools?: ("search_web" | "create_presentation" | "create_notes" | "create_document" | "create_flowchart" | "add_flowchart_steps" | "create_whiteboard" | "generate_image" | "list_projects" | "get_account" | "remember" | "recall" | "forget")[];
+        };
+        LiveSessionResponse: {
+            /** @description live_…; the same for every token of a resumed conversation. */
+            sessionId: string;
+            /** @description Signed, single-use, valid until expiresAt; send it as ?token= on the WebSocket URL or as the first message {type:"auth", token}. */
+            token: string;
+            /** @description ISO 8601: connect before this. */
+            expiresAt: string;
+            /** @description ws:// or wss:// URL of the realtime engine. */
+            realtimeUrl: string;
+            /** @description Who speaks: `robot` for sessions opened here; a persona conversation's session (POST /personas/{id}/conversations, resumed here by its handle) answers `persona:<personaId>@<version>`. */
+            persona: string;
+            /** @description The catalogue voice that speaks (default resolved). */
+            voice: string;
+            deviceName: string | null;
+            ambient: boolean;
+            /** @description Server tools the assistant may call: the POST /live/action list, less the actions the key's scopes do not allow (list_projects, get_account and recall need read; add_flowchart_steps, remember and forget need write); for a persona conversation, only the actions its persona's tools map to (memory tools never). */
+            tools: string[];
+            /** @description Tools the client runs, as declared. */
+            clientTools: ("get_device_status" | "set_volume")[];
+            turnDetection: components["schemas"]["LiveTurnDetection"];
+            capabilities: components["schemas"]["LiveCapabilities"];
+            /** @description True when the token continues an earlier conversation (resumptionHandle). */
+            resumed: boolean;
+            /** @description Credits charged: the live_session price for a new session, 0 for a resumption. */
+            charged: number;
+        };
+        LiveTurnDetection: {
+            /**
+             * @description Energy (RMS) voice activity detection over 20 ms frames.
+             * @default energy
+             * @constant
+             */
+            type?: "energy";
+            /**
+             * @description A 20 ms frame whose RMS (of s16 samples, 0 to 32767) reaches this is speech; quieter frames are silence. Default 500 (about -36 dBFS).
+             * @default 500
+             */
+            rmsThreshold?: number;
+            /**
+             * @description Silence after speech that ends the user's turn. Default 700 ms.
+             * @default 700
+             */
+            silenceMs?: number;
+            /**
+             * @description Speech shorter than this (a click, a cough) is not a turn. Default 100 ms.
+             * @default 100
+             */
+            minSpeechMs?: number;
+            /**
+             * @description A turn that goes on this long ends anyway (bounds the audio held per connection: 24 kHz × 2 bytes × 30 s = 1.44 MB). Default 30 s.
+             * @default 30000
+             */
+            maxTurnMs?: number;
+        };
+        Measurement: {
+            /** @description Metres (square metres for an area). */
+            value: number;
+            confidence: number;
+            /** @description True when the value is a floor because an unseen wall caps what the photo showed. */
+            lowerBound: boolean;
+        };
+        Message: {
+            /** @description msg_ followed by a random part. */
+            id: string;
+            conversationId: string;
+            /** @description Position in the conversation: 1, 2, 3… in the order messages were added (gaps are possible, never duplicates); messages are listed by it. */
+            seq: number;
+            /** @enum {string} */
+            role: "user" | "assistant" | "system" | "tool";
+            content: string;
+            artifacts: components["schemas"]["ChatArtifact"][];
+            engine: components["schemas"]["MessageEngine"] | null;
+            usage: components["schemas"]["MessageUsage"] | null;
+            createdAt: string;
+        };
+        MessageEngine: {
+            assistantName: string;
+            lab: string;
+            labName: string;
+            model: string;
+        };
+        MessageList: {
+            data: components["schemas"]["Message"][];
+            /** @description Total item count. */
+            total: number;
+            /** @description Present only when more pages exist. Opaque. */
+            cursor?: string | null;
+        };
+        MessageUsage: {
+            inputTokens: number | null;
+            outputTokens: number | null;
+        };
         MoonlightRequest: {
             /** @description Scene: subject, composition, lighting, style. Safe-for-work only: adult content is refused with 400. */
             prompt: string;
@@ -2655,6 +2511,287 @@ export interface components {
             negativePrompt: string;
             /** @description Render wall-clock milliseconds. */
             renderMs: number;
+        };
+        NotesContent: {
+            /** @description CommonMark Markdown, at most 200000 characters. */
+            markdown: string;
+        };
+        NotesCreate: {
+            /** @description The project's name, 1 to 255 characters on one line. */
+            name: string;
+            /** @description Free text, at most 2000 characters. */
+            description?: string;
+            /** @description At most 20 tags of at most 64 characters each; duplicates are dropped. */
+            tags?: string[];
+            /**
+             * @description CommonMark Markdown, at most 200000 characters.
+             * @default
+             */
+            markdown?: string;
+        };
+        /** @description An OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0); besides openapi, info and paths it has jsonSchemaDialect, servers, components and webhooks. */
+        OpenApiDocument: {
+            /** @description The OpenAPI version, 3.1.0. */
+            openapi: string;
+            /** @description Title, version and description of this API. */
+            info: {
+                title: string;
+                version: string;
+            } & {
+                [key: string]: unknown;
+            };
+            /** @description Every operation, by path relative to the server URL. */
+            paths: {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        };
+        Persona: {
+            name: string;
+            description: string;
+            instructions: string;
+            /** @description Catalogue voice name. */
+            voice: string;
+            faceId: string | null;
+            greeting: string;
+            tools: string[];
+            /** @description per_ followed by a random part. */
+            id: string;
+            /**
+             * @description draft: the working copy has changes no version holds (or was never published); published: the working copy is the latest published version.
+             * @enum {string}
+             */
+            status: "draft" | "published";
+            /** @description The latest published version number; null before the first publish. */
+            publishedVersion: number | null;
+            /** @description The latest published version as frozen (what new deployments get by default); null before the first publish. PATCH never changes it. */
+            published: components["schemas"]["PersonaPublished"] | null;
+            /** @description 1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 412 precondition_failed). */
+            version: number;
+            createdAt: string;
+            updatedAt: string;
+        };
+        PersonaConversation: {
+            /** @description pconv_ followed by a random part. */
+            id: string;
+            personaId: string;
+            deploymentId: string;
+            /** @enum {string} */
+            channel: "web" | "voice" | "api";
+            /** @description The published persona version the conversation is locked to. */
+            version: number;
+            /** @enum {string} */
+            status: "active" | "ended";
+            startedAt: string;
+            endedAt: string | null;
+            /** @description endedAt − startedAt, once ended. */
+            durationMs: number | null;
+            /** @description Credits charged for the conversation: the live session, charged once when it starts. */
+            creditsUsed: number;
+            /** @description How to connect; on the start answer only (null once ended). */
+            connect: components["schemas"]["PersonaConversationConnect"] | null;
+        };
+        PersonaConversationConnect: {
+            /** @description The live session (live_…) behind the conversation. */
+            sessionId: string;
+            /** @description Signed, single-use realtime token; connect to realtimeUrl?token=… before expiresAt. */
+            token: string;
+            expiresAt: string;
+            realtimeUrl: string;
+            /** @description voice: true (stream PCM both ways); web and api: false (send input_text events, read assistant.text; PCM replies may be ignored). */
+            audio: boolean;
+        };
+        PersonaConversationStart: {
+            /** @description A deployment of this persona (pdep_…); another persona's or account's: 404. */
+            deploymentId: string;
+        };
+        PersonaCreate: {
+            /** @description 1 to 80 characters, one line. */
+            name: string;
+            /** @description What the persona is for, up to 500 characters; default empty. */
+            description?: string;
+            /** @description The system instructions, up to 8000 characters; required (non-empty) to publish. */
+            instructions?: string;
+            /** @description A voice name from GET /speech/voices ("default" or omitted: the default voice, stored by its name). Unknown: 400 naming voice. */
+            voice?: string;
+            /** @description A face id from GET /personas/faces, or null; required to publish. Unknown: 400 naming faceId. */
+            faceId?: string | null;
+            /** @description The first line the persona says, up to 500 characters; required (non-empty) to publish. */
+            greeting?: string;
+            /** @description Names of assistant tools the persona may call (the chat tool catalogue: create_flowchart, create_notes, generate_image, web_search, …); duplicates are dropped; an unknown name is 400 naming tools.<i>. Default none. A conversation offers the live server tools these map to: web_search → search_web; create_presentation, create_notes, create_document, create_flowchart, add_flowchart_steps, create_whiteboard, generate_image under their own names; platform_action → list_projects and get_account; the others have no live action, and memory tools are never offered to a persona. */
+            tools?: string[];
+        };
+        PersonaDeployment: {
+            /** @description pdep_ followed by a random part. */
+            id: string;
+            personaId: string;
+            /** @enum {string} */
+            channel: "web" | "voice" | "api";
+            /** @description The published version this deployment serves; it never changes. */
+            version: number;
+            name: string;
+            /** @description web: the origins allowed to embed; empty on other channels. */
+            allowedOrigins: string[];
+            connect: components["schemas"]["PersonaDeploymentConnect"];
+            createdAt: string;
+        };
+        PersonaDeploymentConnect: {
+            /** @description POST here (with your API key, write and ai scopes) with {deploymentId} to start a conversation; its answer carries the realtime token. */
+            conversationsUrl: string;
+            /** @description The realtime WebSocket every conversation connects to (protocol in the README). */
+            realtimeUrl: string;
+            /** @description web: the embed script, served without a key. */
+            scriptUrl?: string;
+            /** @description web: the HTML to put on a page of an allowed origin; fill data-token with the token of a conversation your server started. */
+            snippet?: string;
+            /** @description How to start and connect on this channel. */
+            howTo: string;
+        };
+        PersonaDeploymentCreate: {
+            /**
+             * @description web: an embed on your pages; voice: the realtime voice engine; api: conversations started by your own code.
+             * @enum {string}
+             */
+            channel: "web" | "voice" | "api";
+            /** @description A published version number; default the latest. A persona never published: 409 persona_not_published. */
+            version?: number;
+            /** @description web only, and required there: 1 to 20 https origins (https://host[:port]) whose pages may embed the persona. Other channels: 400. */
+            allowedOrigins?: (string & (unknown & unknown))[];
+            /** @description A label; default "<channel> v<version>". */
+            name?: string;
+        };
+        PersonaDeploymentList: {
+            data: components["schemas"]["PersonaDeployment"][];
+            /** @description Total item count. */
+            total: number;
+            /** @description Present only when more pages exist. Opaque. */
+            cursor?: string | null;
+        };
+        PersonaEvent: {
+            id: string;
+            /** @enum {string} */
+            type: "started" | "user_turn" | "assistant_turn" | "tool_call" | "ended";
+            at: string;
+            /** @description user_turn / assistant_turn: what was said (the greeting is the first assistant_turn); tool_call: the tool's name; null for the others. */
+            text: string | null;
+            /** @description started: channel, version, sessionId, deploymentId; ended: durationMs, creditsUsed; tool_call: name, callId, artifactType, title, ok (false when the tool failed or was refused). */
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        PersonaEventList: {
+            data: components["schemas"]["PersonaEvent"][];
+            /** @description Total item count. */
+            total: number;
+            /** @description Present only when more pages exist. Opaque. */
+            cursor?: string | null;
+        };
+        PersonaFace: {
+            /** @description Face id, used as faceId. */
+            id: string;
+            name: string;
+            description: string;
+            /** @description Absolute URL of an SVG picture of the face, served by this service without a key. */
+            previewUrl: string;
+        };
+        PersonaFaceList: {
+            data: components["schemas"]["PersonaFace"][];
+            /** @description Total item count. */
+            total: number;
+            /** @description Present only when more pages exist. Opaque. */
+            cursor?: string | null;
+        };
+        PersonaList: {
+            data: components["schemas"]["Persona"][];
+            /** @description Total item count. */
+            total: number;
+            /** @description Present only when more pages exist. Opaque. */
+            cursor?: string | null;
+        };
+        PersonaPublished: {
+            name: string;
+            description: string;
+            instructions: string;
+            /** @description Catalogue voice name. */
+            voice: string;
+            faceId: string | null;
+            greeting: string;
+            tools: string[];
+            /** @description Published version number: 1, 2, … Never changes once published. */
+            version: number;
+            publishedAt: string;
+        };
+        PersonaUpdate: {
+            name?: string;
+            /** @description What the persona is for, up to 500 characters; default empty. */
+            description?: string;
+            /** @description The system instructions, up to 8000 characters; required (non-empty) to publish. */
+            instructions?: string;
+            /** @description A voice name from GET /speech/voices ("default" or omitted: the default voice, stored by its name). Unknown: 400 naming voice. */
+            voice?: string;
+            /** @description A face id from GET /personas/faces, or null; required to publish. Unknown: 400 naming faceId. */
+            faceId?: string | null;
+            /** @description The first line the persona says, up to 500 characters; required (non-empty) to publish. */
+            greeting?: string;
+            /** @description Names of assistant tools the persona may call (the chat tool catalogue: create_flowchart, create_notes, generate_image, web_search, …); duplicates are dropped; an unknown name is 400 naming tools.<i>. Default none. A conversation offers the live server tools these map to: web_search → search_web; create_presentation, create_notes, create_document, create_flowchart, add_flowchart_steps, create_whiteboard, generate_image under their own names; platform_action → list_projects and get_account; the others have no live action, and memory tools are never offered to a persona. */
+            tools?: string[];
+        };
+        PresentationContent: {
+            /** @enum {string} */
+            generationStatus: "generating" | "pending_editor_open";
+            slideMode: string;
+            requestedSlides: number;
+            themeId: string | null;
+            visualStyle: string;
+            brief: string | null;
+            outline: {
+                title: string;
+                bullets: string[];
+            }[] | null;
+            /** @description The deck_ job; null when pending_editor_open. */
+            jobId: string | null;
+            /** @description Path of the job, /api/v1/jobs/<jobId>. */
+            pollUrl: string | null;
+            /** @description Null until the deck job has built the slides. */
+            build: {
+                /** @enum {string} */
+                status: "built" | "partial";
+                builtAt: string;
+                /** @description Signed link to the deck manifest (JSON), freshly signed on each read. */
+                manifestUrl: string;
+                slides: {
+                    index: number;
+                    title: string;
+                    bullets: string[];
+                    /** @enum {string} */
+                    status: "built" | "failed";
+                    /** @description Signed link, freshly signed on each read. */
+                    imageUrl: string | null;
+                    contentUrl: string | null;
+                    width: number;
+                    height: number;
+                }[];
+            } | null;
+        };
+        PresentationCreated: {
+            id: string;
+            name: string;
+            description: string;
+            /** @constant */
+            projectType: "presentation";
+            /** @description creator or content: how slides are edited. */
+            canvasMode: string;
+            tags: string[];
+            isStarred: boolean;
+            createdAt: string | null;
+            updatedAt: string | null;
+            /** @enum {string} */
+            generationStatus: "generating" | "pending_editor_open";
+            /** @description Absolute editor link. */
+            openUrl: string;
+            /** @description The deck_ job; null when generationStatus is pending_editor_open. */
+            job: components["schemas"]["JobEnvelope"] | null;
         };
         PresentationRequest: {
             /** @description Deck title. */
@@ -2691,321 +2828,92 @@ export interface components {
         } | {
             outline: unknown;
         };
-        PresentationCreated: {
+        Project: {
+            /** @description prj_ followed by a random part. */
             id: string;
             name: string;
             description: string;
-            /** @constant */
-            projectType: "presentation";
-            /** @description creator or content: how slides are edited. */
-            canvasMode: string;
-            tags: string[];
-            isStarred: boolean;
-            createdAt: string | null;
-            updatedAt: string | null;
-            /** @enum {string} */
-            generationStatus: "generating" | "pending_editor_open";
-            /** @description Absolute editor link. */
-            openUrl: string;
-            /** @description The deck_ job; null when generationStatus is pending_editor_open. */
-            job: components["schemas"]["JobEnvelope"] | null;
-        };
-        DeckResult: {
-            projectId: string;
-            name: string;
-            engine: string;
-            /** @enum {string} */
-            slideMode: "creator" | "content";
-            /** @description Slides built. */
-            slideCount: number;
-            requestedSlides: number;
-            /** @description True when some slides were not built. */
-            partial: boolean;
-            theme: {
-                id: string;
-                /** @enum {string} */
-                source: "builtin" | "brand";
-                background: string;
-                surface: string;
-                text: string;
-                accent: string;
-            };
-            slides: {
-                /** @description 0-based. */
-                index: number;
-                title: string;
-                bullets: string[];
-                /** @enum {string} */
-                status: "built" | "failed";
-                /** @description creator: the designed slide; content: the background image. */
-                imageUrl: string | null;
-                /** @description content mode: the editable slide JSON (text boxes over the background). */
-                contentUrl: string | null;
-                width: number;
-                height: number;
-                error: string | null;
-            }[];
-            openUrl: string;
-            notes: string[];
-        };
-        PersonaCreate: {
-            /** @description 1 to 80 characters, one line. */
-            name: string;
-            /** @description What the persona is for, up to 500 characters; default empty. */
-            description?: string;
-            /** @description The system instructions, up to 8000 characters; required (non-empty) to publish. */
-            instructions?: string;
-            /** @description A voice name from GET /speech/voices ("default" or omitted: the default voice, stored by its name). Unknown: 400 naming voice. */
-            voice?: string;
-            /** @description A face id from GET /personas/faces, or null; required to publish. Unknown: 400 naming faceId. */
-            faceId?: string | null;
-            /** @description The first line the persona says, up to 500 characters; required (non-empty) to publish. */
-            greeting?: string;
-            /** @description Names of assistant tools the persona may call (the chat tool catalogue: create_flowchart, create_notes, generate_image, web_search, …); duplicates are dropped; an unknown name is 400 naming tools.<i>. Default none. A conversation offers the live server tools these map to: web_search → search_web; create_presentation, create_notes, create_document, create_flowchart, add_flowchart_steps, create_whiteboard, generate_image under their own names; platform_action → list_projects and get_account; the others have no live action, and memory tools are never offered to a persona. */
-            tools?: string[];
-        };
-        PersonaUpdate: {
-            name?: string;
-            /** @description What the persona is for, up to 500 characters; default empty. */
-            description?: string;
-            /** @description The system instructions, up to 8000 characters; required (non-empty) to publish. */
-            instructions?: string;
-            /** @description A voice name from GET /speech/voices ("default" or omitted: the default voice, stored by its name). Unknown: 400 naming voice. */
-            voice?: string;
-            /** @description A face id from GET /personas/faces, or null; required to publish. Unknown: 400 naming faceId. */
-            faceId?: string | null;
-            /** @description The first line the persona says, up to 500 characters; required (non-empty) to publish. */
-            greeting?: string;
-            /** @description Names of assistant tools the persona may call (the chat tool catalogue: create_flowchart, create_notes, generate_image, web_search, …); duplicates are dropped; an unknown name is 400 naming tools.<i>. Default none. A conversation offers the live server tools these map to: web_search → search_web; create_presentation, create_notes, create_document, create_flowchart, add_flowchart_steps, create_whiteboard, generate_image under their own names; platform_action → list_projects and get_account; the others have no live action, and memory tools are never offered to a persona. */
-            tools?: string[];
-        };
-        PersonaPublished: {
-            name: string;
-            description: string;
-            instructions: string;
-            /** @description Catalogue voice name. */
-            voice: string;
-            faceId: string | null;
-            greeting: string;
-            tools: string[];
-            /** @description Published version number: 1, 2, … Never changes once published. */
-            version: number;
-            publishedAt: string;
-        };
-        Persona: {
-            name: string;
-            description: string;
-            instructions: string;
-            /** @description Catalogue voice name. */
-            voice: string;
-            faceId: string | null;
-            greeting: string;
-            tools: string[];
-            /** @description per_ followed by a random part. */
-            id: string;
             /**
-             * @description draft: the working copy has changes no version holds (or was never published); published: the working copy is the latest published version.
+             * @description SPEC 2.7: flowcharts and whiteboards are chart.
              * @enum {string}
              */
-            status: "draft" | "published";
-            /** @description The latest published version number; null before the first publish. */
-            publishedVersion: number | null;
-            /** @description The latest published version as frozen (what new deployments get by default); null before the first publish. PATCH never changes it. */
-            published: components["schemas"]["PersonaPublished"] | null;
+            projectType: "chart" | "notes" | "presentation" | "code" | "sheet" | "simulation";
+            /** @enum {string} */
+            kind: "flowchart" | "whiteboard" | "notes" | "presentation" | "sheet" | "code";
+            tags: string[];
+            isStarred: boolean;
             /** @description 1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 412 precondition_failed). */
             version: number;
             createdAt: string;
             updatedAt: string;
+            /** @description Absolute editor link: /editor/{id} (flowchart, whiteboard), /notes/{id}, /presentations/{id}, /sheets/{id}, /code-editor/{id}. */
+            openUrl: string;
+            /** @description The kind's content: FlowchartContent, WhiteboardContent (connector boxes and style defaults filled in), NotesContent, PresentationContent (read only); a sheet's grid is read at /sheets/{id}. */
+            content: (components["schemas"]["FlowchartContent"] | components["schemas"]["WhiteboardContent"] | components["schemas"]["NotesContent"] | components["schemas"]["PresentationContent"] | {
+                [key: string]: unknown;
+            }) | null;
+            /** @description People the project is shared with (POST /projects/{id}/share). */
+            shares: components["schemas"]["ProjectShare"][];
         };
-        PersonaList: {
-            data: components["schemas"]["Persona"][];
+        ProjectList: {
+            data: components["schemas"]["ProjectSummary"][];
             /** @description Total item count. */
             total: number;
             /** @description Present only when more pages exist. Opaque. */
             cursor?: string | null;
         };
-        PersonaFace: {
-            /** @description Face id, used as faceId. */
-            id: string;
-            name: string;
-            description: string;
-            /** @description Absolute URL of an SVG picture of the face, served by this service without a key. */
-            previewUrl: string;
+        ProjectShare: {
+            email: string;
+            /** @enum {string} */
+            role: "viewer" | "commenter" | "editor";
+            /** @description When this email was first shared with. */
+            sharedAt: string;
         };
-        PersonaFaceList: {
-            data: components["schemas"]["PersonaFace"][];
-            /** @description Total item count. */
-            total: number;
-            /** @description Present only when more pages exist. Opaque. */
-            cursor?: string | null;
-        };
-        PersonaDeploymentCreate: {
+        ProjectShareRequest: {
             /**
-             * @description web: an embed on your pages; voice: the realtime voice engine; api: conversations started by your own code.
+             * Format: email
+             * @description Who to share with; compared case-insensitively and stored in lower case.
+             */
+            email: string;
+            /**
+             * @description viewer reads, commenter reads and comments, editor changes the project.
              * @enum {string}
              */
-            channel: "web" | "voice" | "api";
-            /** @description A published version number; default the latest. A persona never published: 409 persona_not_published. */
-            version?: number;
-            /** @description web only, and required there: 1 to 20 https origins (https://host[:port]) whose pages may embed the persona. Other channels: 400. */
-            allowedOrigins?: (string & (unknown & unknown))[];
-            /** @description A label; default "<channel> v<version>". */
-            name?: string;
+            role: "viewer" | "commenter" | "editor";
         };
-        PersonaDeploymentConnect: {
-            /** @description POST here (with your API key, write and ai scopes) with {deploymentId} to start a conversation; its answer carries the realtime token. */
-            conversationsUrl: string;
-            /** @description The realtime WebSocket every conversation connects to (protocol in the README). */
-            realtimeUrl: string;
-            /** @description web: the embed script, served without a key. */
-            scriptUrl?: string;
-            /** @description web: the HTML to put on a page of an allowed origin; fill data-token with the token of a conversation your server started. */
-            snippet?: string;
-            /** @description How to start and connect on this channel. */
-            howTo: string;
-        };
-        PersonaDeployment: {
-            /** @description pdep_ followed by a random part. */
+        ProjectSummary: {
+            /** @description prj_ followed by a random part. */
             id: string;
-            personaId: string;
-            /** @enum {string} */
-            channel: "web" | "voice" | "api";
-            /** @description The published version this deployment serves; it never changes. */
-            version: number;
-            name: string;
-            /** @description web: the origins allowed to embed; empty on other channels. */
-            allowedOrigins: string[];
-            connect: components["schemas"]["PersonaDeploymentConnect"];
-            createdAt: string;
-        };
-        PersonaDeploymentList: {
-            data: components["schemas"]["PersonaDeployment"][];
-            /** @description Total item count. */
-            total: number;
-            /** @description Present only when more pages exist. Opaque. */
-            cursor?: string | null;
-        };
-        PersonaConversationStart: {
-            /** @description A deployment of this persona (pdep_…); another persona's or account's: 404. */
-            deploymentId: string;
-        };
-        PersonaConversationConnect: {
-            /** @description The live session (live_…) behind the conversation. */
-            sessionId: string;
-            /** @description Signed, single-use realtime token; connect to realtimeUrl?token=… before expiresAt. */
-            token: string;
-            expiresAt: string;
-            realtimeUrl: string;
-            /** @description voice: true (stream PCM both ways); web and api: false (send input_text events, read assistant.text; PCM replies may be ignored). */
-            audio: boolean;
-        };
-        PersonaConversation: {
-            /** @description pconv_ followed by a random part. */
-            id: string;
-            personaId: string;
-            deploymentId: string;
-            /** @enum {string} */
-            channel: "web" | "voice" | "api";
-            /** @description The published persona version the conversation is locked to. */
-            version: number;
-            /** @enum {string} */
-            status: "active" | "ended";
-            startedAt: string;
-            endedAt: string | null;
-            /** @description endedAt − startedAt, once ended. */
-            durationMs: number | null;
-            /** @description Credits charged for the conversation: the live session, charged once when it starts. */
-            creditsUsed: number;
-            /** @description How to connect; on the start answer only (null once ended). */
-            connect: components["schemas"]["PersonaConversationConnect"] | null;
-        };
-        PersonaEvent: {
-            id: string;
-            /** @enum {string} */
-            type: "started" | "user_turn" | "assistant_turn" | "tool_call" | "ended";
-            at: string;
-            /** @description user_turn / assistant_turn: what was said (the greeting is the first assistant_turn); tool_call: the tool's name; null for the others. */
-            text: string | null;
-            /** @description started: channel, version, sessionId, deploymentId; ended: durationMs, creditsUsed; tool_call: name, callId, artifactType, title, ok (false when the tool failed or was refused). */
-            data: {
-                [key: string]: unknown;
-            };
-        };
-        PersonaEventList: {
-            data: components["schemas"]["PersonaEvent"][];
-            /** @description Total item count. */
-            total: number;
-            /** @description Present only when more pages exist. Opaque. */
-            cursor?: string | null;
-        };
-        TemplatePreview: {
-            /** @description One line saying what the template makes, e.g. "9 steps, 2 decisions". */
-            summary: string;
-            /** @description Counts of what the content holds: nodes, edges, decisions (flowchart); elements, shapes, text, images, connectors (whiteboard); words, headings, lines (notes); columns, rows (sheet). */
-            counts: {
-                [key: string]: number;
-            };
-            /** @description The first few labels or lines of the content. */
-            firstLines: string[];
-            /** @description A picture of the content: an SVG image as a data: URL (data:image/svg+xml;base64,…), usable as an <img> src. */
-            previewSvg: string;
-        };
-        Template: {
-            /** @description Stable, readable id, e.g. tpl_hiring_process. */
-            id: string;
-            /** @description Also the name of a project made from it when the use request names none. */
             name: string;
             description: string;
+            /**
+             * @description SPEC 2.7: flowcharts and whiteboards are chart.
+             * @enum {string}
+             */
+            projectType: "chart" | "notes" | "presentation" | "code" | "sheet" | "simulation";
             /** @enum {string} */
             kind: "flowchart" | "whiteboard" | "notes" | "presentation" | "sheet" | "code";
-            /** @enum {string} */
-            projectType: "chart" | "notes" | "presentation" | "code" | "sheet" | "simulation";
-            /** @description Given to the project made from it unless the use request sends tags. */
             tags: string[];
-            preview: components["schemas"]["TemplatePreview"];
-            /** @description The content a project made from it starts with: FlowchartContent, WhiteboardContent, NotesContent, or for a sheet { columns: [{ name, type }], rows: [[cell, …], …] } (the grid POST /sheets takes). */
-            content: {
+            isStarred: boolean;
+            /** @description 1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 412 precondition_failed). */
+            version: number;
+            createdAt: string;
+            updatedAt: string;
+            /** @description Absolute editor link: /editor/{id} (flowchart, whiteboard), /notes/{id}, /presentations/{id}, /sheets/{id}, /code-editor/{id}. */
+            openUrl: string;
+        };
+        ProjectUpdate: {
+            /** @description The project's name, 1 to 255 characters on one line. */
+            name?: string;
+            /** @description Free text, at most 2000 characters. */
+            description?: string;
+            /** @description Replaces the whole list. */
+            tags?: string[];
+            isStarred?: boolean;
+            /** @description Replaces the whole content, validated for the project's kind: FlowchartContent (flowchart), WhiteboardContent (whiteboard), NotesContent (notes). A presentation's or sheet's content is not patchable (400). */
+            content?: {
                 [key: string]: unknown;
             };
-        };
-        TemplateList: {
-            data: components["schemas"]["Template"][];
-            /** @description Total item count. */
-            total: number;
-            /** @description Present only when more pages exist. Opaque. */
-            cursor?: string | null;
-        };
-        TemplateUse: {
-            /** @description The new project's name; default the template's name. */
-            name?: string;
-            /** @description Default the template's description. */
-            description?: string;
-            /** @description Default the template's tags. */
-            tags?: string[];
-        };
-        /** @description Additional members are accepted, as SPEC 2.16 allows, and ignored: only query is used and stored. */
-        ResearchRequest: {
-            /** @description What to research. */
-            query: string;
-        };
-        ResearchSource: {
-            url: string;
-            title: string;
-            domain: string;
-        };
-        ResearchResult: {
-            /** @description Engine that wrote the report, e.g. local-workspace-v1. */
-            engine: string;
-            /** @description Markdown report. */
-            content: string;
-            sources: components["schemas"]["ResearchSource"][];
-            searchCount: number;
-            readCount: number;
-            /** @description Sources found but not readable; > 0 makes the report partial. */
-            failedReads: number;
-            /** @description Tokens read and written (approximate BPE count, see the engine docs). */
-            totalTokens: number;
-            partial: boolean;
         };
         ResearchLegacy: {
             /** @description Raw pipeline id, without the res_ prefix. */
@@ -3023,203 +2931,29 @@ export interface components {
             startedAt: string | null;
             completedAt: string | null;
         };
-        /** @description A cell: string, number, boolean, date string YYYY-MM-DD (date columns) or null (empty). Its type must match the column. */
-        SheetCell: string | number | boolean | null;
-        SheetColumnDef: {
-            /** @description Header text; unique in the sheet (case-insensitive). */
-            name: string;
-            /**
-             * @description string, number, boolean or date (YYYY-MM-DD).
-             * @enum {string}
-             */
-            type: "string" | "number" | "boolean" | "date";
+        /** @description Additional members are accepted, as SPEC 2.16 allows, and ignored: only query is used and stored. */
+        ResearchRequest: {
+            /** @description What to research. */
+            query: string;
         };
-        /** @description Selects the data rows whose cell in `column` compares true with `value`. */
-        SheetWhere: {
-            /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
-            column: string;
-            /**
-             * @description eq (default), ne, lt, lte, gt, gte, contains, empty, notEmpty. Text comparisons ignore case.
-             * @default eq
-             * @enum {string}
-             */
-            cmp?: "eq" | "ne" | "lt" | "lte" | "gt" | "gte" | "contains" | "empty" | "notEmpty";
-            /** @description What to compare with (not used by empty / notEmpty). */
-            value?: components["schemas"]["SheetCell"];
+        ResearchResult: {
+            /** @description Engine that wrote the report, e.g. local-workspace-v1. */
+            engine: string;
+            /** @description Markdown report. */
+            content: string;
+            sources: components["schemas"]["ResearchSource"][];
+            searchCount: number;
+            readCount: number;
+            /** @description Sources found but not readable; > 0 makes the report partial. */
+            failedReads: number;
+            /** @description Tokens read and written (approximate BPE count, see the engine docs). */
+            totalTokens: number;
+            partial: boolean;
         };
-        /** @description Set one cell, named by `cell` (A1) or by `row` and `column`. */
-        SheetOp_set: {
-            /** @constant */
-            op: "set";
-            /** @description A cell in A1 notation: column letter and data row number (A1 is the first data row of column A). */
-            cell?: string & (unknown & unknown);
-            /** @description A data row number: 1 is the first data row. */
-            row?: number;
-            /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
-            column?: string;
-            value: components["schemas"]["SheetCell"];
-        };
-        /** @description Set cells of every row matching `where`. */
-        SheetOp_update: {
-            /** @constant */
-            op: "update";
-            /** @description Rows to change; every row when omitted. */
-            where?: components["schemas"]["SheetWhere"];
-            /** @description For each column, a `value` or an `expression` computed per row. */
-            set: {
-                /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
-                column: string;
-                value?: components["schemas"]["SheetCell"];
-                /** @description Arithmetic over number columns of the same row: column names (wrap names with spaces or symbols in [brackets]), numbers, + - * / and parentheses, e.g. "Price * Qty". Evaluated once, when the op runs (values are stored, not a live formula); an empty operand or a division by zero gives an empty cell. */
-                expression?: string;
-            }[];
-        };
-        /** @description Insert rows before row `at`. */
-        SheetOp_insertRows: {
-            /** @constant */
-            op: "insertRows";
-            /** @description The row number the first new row gets; the rows from there move down. rowCount + 1 appends. */
-            at: number;
-            /** @description The new rows, values in column order. */
-            rows?: components["schemas"]["SheetCell"][][];
-            /** @description Insert this many empty rows instead of `rows`. */
-            count?: number;
-        };
-        /** @description Append rows after the last row. */
-        SheetOp_appendRows: {
-            /** @constant */
-            op: "appendRows";
-            /** @description Rows, values in column order. */
-            rows: components["schemas"]["SheetCell"][][];
-        };
-        /** @description Delete rows by number or by condition (exactly one of `rows`, `where`). */
-        SheetOp_deleteRows: {
-            /** @constant */
-            op: "deleteRows";
-            /** @description Row numbers (as before this op). */
-            rows?: number[];
-            /** @description Or: delete every row matching. */
-            where?: components["schemas"]["SheetWhere"];
-        };
-        /** @description Insert a column. */
-        SheetOp_insertColumn: {
-            /** @constant */
-            op: "insertColumn";
-            name: string;
-            /** @enum {string} */
-            type: "string" | "number" | "boolean" | "date";
-            /** @description Insert before this column; appended after the last column when omitted. */
-            before?: string;
-            /** @description Value of every existing row (empty when omitted). */
-            value?: components["schemas"]["SheetCell"];
-            /** @description Or: compute the value of every row (number columns). */
-            expression?: string;
-        };
-        /** @description Delete a column and its cells. */
-        SheetOp_deleteColumn: {
-            /** @constant */
-            op: "deleteColumn";
-            /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
-            column: string;
-        };
-        /** @description Rename a column. */
-        SheetOp_renameColumn: {
-            /** @constant */
-            op: "renameColumn";
-            /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
-            column: string;
-            name: string;
-        };
-        /** @description Change a column type, converting its cells: to string always works; to number "3.5", true/false (1/0); to boolean true/false/yes/no/1/0; to date YYYY-MM-DD or an ISO date-time. A cell that does not convert refuses the op naming the cell. */
-        SheetOp_retypeColumn: {
-            /** @constant */
-            op: "retypeColumn";
-            /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
-            column: string;
-            /** @enum {string} */
-            type: "string" | "number" | "boolean" | "date";
-        };
-        /** @description Sort the data rows by a column (stable; empty cells last in both directions; text ignores case). */
-        SheetOp_sort: {
-            /** @constant */
-            op: "sort";
-            /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
-            column: string;
-            /**
-             * @default asc
-             * @enum {string}
-             */
-            direction?: "asc" | "desc";
-        };
-        SheetOp: components["schemas"]["SheetOp_set"] | components["schemas"]["SheetOp_update"] | components["schemas"]["SheetOp_insertRows"] | components["schemas"]["SheetOp_appendRows"] | components["schemas"]["SheetOp_deleteRows"] | components["schemas"]["SheetOp_insertColumn"] | components["schemas"]["SheetOp_deleteColumn"] | components["schemas"]["SheetOp_renameColumn"] | components["schemas"]["SheetOp_retypeColumn"] | components["schemas"]["SheetOp_sort"];
-        SheetCreate: {
-            /** @description Sheet name, at most 255 characters. */
-            name: string;
-            /** @description At most 2000 characters. */
-            description?: string;
-            tags?: string[];
-            columns: components["schemas"]["SheetColumnDef"][];
-            /** @description Initial data rows, values in column order, each checked against its column type. */
-            rows?: components["schemas"]["SheetCell"][][];
-        };
-        SheetOpsRequest: {
-            /** @description 1 to 100 ops, applied in order as one commit (all or none). */
-            ops: components["schemas"]["SheetOp"][];
-            /** @description true: record a proposed commit without changing the grid (merge or reject it later). */
-            propose?: boolean;
-            /** @description What the change does; a summary of the ops when omitted. */
-            summary?: string;
-        };
-        SheetEditRequest: {
-            /** @description What to change, in plain words, e.g. "sort by Date descending". */
-            instruction: string;
-            /** @description true: record the change as a proposed commit. */
-            propose?: boolean;
-        };
-        SheetCommitResolveRequest: {
-            /**
-             * @description merge applies the proposal (rebased onto later commits when they touched other cells); reject closes it.
-             * @enum {string}
-             */
-            action: "merge" | "reject";
-        };
-        SheetRollbackRequest: {
-            /** @description A merged commit of this sheet; the grid is restored to its state after that commit, as a new commit. */
-            commitId: string;
-            summary?: string;
-        };
-        SheetColumn: {
-            /** @description A, B, …: the column letter in A1 notation. */
-            letter: string;
-            name: string;
-            /** @enum {string} */
-            type: "string" | "number" | "boolean" | "date";
-        };
-        SheetSummary: {
-            /** @description The project id (prj_…): a sheet is a project of kind sheet. */
-            id: string;
-            name: string;
-            description: string;
-            tags: string[];
-            /** @description Absolute link of the shape {base}/sheets/{id}. */
-            openUrl: string;
-            columns: components["schemas"]["SheetColumn"][];
-            /** @description Data rows (the header is not counted). */
-            rowCount: number;
-            columnCount: number;
-            /** @description The grid version: 1 at creation, +1 per merged commit (also the ETag). Equals the head commit seq. */
-            version: number;
-            /** @description The merged commit the grid is at. */
-            headCommitId: string;
-            createdAt: string;
-            updatedAt: string;
-        };
-        SheetList: {
-            data: components["schemas"]["SheetSummary"][];
-            /** @description Total item count. */
-            total: number;
-            /** @description Present only when more pages exist. Opaque. */
-            cursor?: string | null;
+        ResearchSource: {
+            url: string;
+            title: string;
+            domain: string;
         };
         Sheet: {
             /** @description The project id (prj_…): a sheet is a project of kind sheet. */
@@ -3246,24 +2980,8 @@ export interface components {
             /** @description startRow of the next page, or null at the end. */
             nextStartRow: number | null;
         };
-        SheetRange: {
-            /** @description The range answered (clamped to the grid), in A1 notation; empty rows part when no row is in it. */
-            range: string;
-            /** @description The range as asked (normalised). */
-            requested: string;
-            /** @description The columns of the range. */
-            columns: components["schemas"]["SheetColumn"][];
-            startRow: number;
-            /** @description Values, one array per row. */
-            rows: components["schemas"]["SheetCell"][][];
-            /** @description Data rows of the sheet. */
-            rowCount: number;
-            /** @description true when the range held more than 10000 cells: read on at nextRange. */
-            truncated: boolean;
-            nextRange: string | null;
-            /** @description 1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 412 precondition_failed). */
-            version: number;
-        };
+        /** @description A cell: string, number, boolean, date string YYYY-MM-DD (date columns) or null (empty). Its type must match the column. */
+        SheetCell: string | number | boolean | null;
         SheetCellChange: {
             /** @description A1 address when the change was made. */
             cell: string;
@@ -3273,58 +2991,28 @@ export interface components {
             before: components["schemas"]["SheetCell"];
             after: components["schemas"]["SheetCell"];
         };
-        SheetStructuralChange: {
-            /** @description insertRows, appendRows, deleteRows, insertColumn, deleteColumn, renameColumn, retypeColumn, sort, create, rollback. */
-            op: string;
-            description: string;
-            /** @description Inserted or deleted rows with their values (the first 100). */
-            rows?: {
-                row: number;
-                values: components["schemas"]["SheetCell"][];
-            }[];
+        SheetChange: {
+            commit: components["schemas"]["SheetCommit"];
+            /** @description The sheet's version after the request (unchanged for a proposal or a rejection). */
+            version: number;
+            rowCount: number;
+            columns: components["schemas"]["SheetColumn"][];
         };
-        SheetCommitDiff: {
-            /** @description Each changed cell, before and after (the first 1000). */
-            cells: components["schemas"]["SheetCellChange"][];
-            /** @description How many cells changed (exact). */
-            changedCells: number;
-            truncated: boolean;
-            /** @description Rows and columns inserted, deleted, renamed, retyped; sorts. */
-            structure: components["schemas"]["SheetStructuralChange"][];
+        SheetColumn: {
+            /** @description A, B, …: the column letter in A1 notation. */
+            letter: string;
+            name: string;
+            /** @enum {string} */
+            type: "string" | "number" | "boolean" | "date";
         };
-        SheetCommitSummary: {
-            /** @description cmt_… */
-            id: string;
-            sheetId: string;
+        SheetColumnDef: {
+            /** @description Header text; unique in the sheet (case-insensitive). */
+            name: string;
             /**
-             * @description proposed → merged | rejected; applied commits are merged at once.
+             * @description string, number, boolean or date (YYYY-MM-DD).
              * @enum {string}
              */
-            status: "proposed" | "merged" | "rejected";
-            /** @description Position in the merged history (1 is the creation); equals the sheet version it produced. null unless merged. */
-            seq: number | null;
-            /** @description The merged commit before this one (null for the creation); for a proposal, the commit it was proposed on. */
-            parentId: string | null;
-            /** @description The head commit when the change was made or proposed. */
-            baseCommitId: string | null;
-            summary: string;
-            /** @enum {string} */
-            source: "create" | "ops" | "edit" | "rollback";
-            author: {
-                /** @description The API key id (never the key) that made the commit. */
-                keyId: string | null;
-            };
-            /** @description The key that merged or rejected a proposal. */
-            resolvedBy: {
-                keyId: string | null;
-            } | null;
-            /** @description true when a proposal was merged onto later commits. */
-            rebased: boolean;
-            /** @description For a rollback, the commit whose grid it restored. */
-            rollbackOf: string | null;
-            changedCells: number;
-            createdAt: string;
-            resolvedAt: string | null;
+            type: "string" | "number" | "boolean" | "date";
         };
         SheetCommit: {
             /** @description cmt_… */
@@ -3365,6 +3053,15 @@ export interface components {
             }[];
             diff: components["schemas"]["SheetCommitDiff"];
         };
+        SheetCommitDiff: {
+            /** @description Each changed cell, before and after (the first 1000). */
+            cells: components["schemas"]["SheetCellChange"][];
+            /** @description How many cells changed (exact). */
+            changedCells: number;
+            truncated: boolean;
+            /** @description Rows and columns inserted, deleted, renamed, retyped; sorts. */
+            structure: components["schemas"]["SheetStructuralChange"][];
+        };
         SheetCommitList: {
             data: components["schemas"]["SheetCommitSummary"][];
             /** @description Total item count. */
@@ -3372,12 +3069,62 @@ export interface components {
             /** @description Present only when more pages exist. Opaque. */
             cursor?: string | null;
         };
-        SheetChange: {
-            commit: components["schemas"]["SheetCommit"];
-            /** @description The sheet's version after the request (unchanged for a proposal or a rejection). */
-            version: number;
-            rowCount: number;
-            columns: components["schemas"]["SheetColumn"][];
+        SheetCommitResolveRequest: {
+            /**
+             * @description merge applies the proposal (rebased onto later commits when they touched other cells); reject closes it.
+             * @enum {string}
+             */
+            action: "merge" | "reject";
+        };
+        SheetCommitSummary: {
+            /** @description cmt_… */
+            id: string;
+            sheetId: string;
+            /**
+             * @description proposed → merged | rejected; applied commits are merged at once.
+             * @enum {string}
+             */
+            status: "proposed" | "merged" | "rejected";
+            /** @description Position in the merged history (1 is the creation); equals the sheet version it produced. null unless merged. */
+            seq: number | null;
+            /** @description The merged commit before this one (null for the creation); for a proposal, the commit it was proposed on. */
+            parentId: string | null;
+            /** @description The head commit when the change was made or proposed. */
+            baseCommitId: string | null;
+            summary: string;
+            /** @enum {string} */
+            source: "create" | "ops" | "edit" | "rollback";
+            author: {
+                /** @description The API key id (never the key) that made the commit. */
+                keyId: string | null;
+            };
+            /** @description The key that merged or rejected a proposal. */
+            resolvedBy: {
+                keyId: string | null;
+            } | null;
+            /** @description true when a proposal was merged onto later commits. */
+            rebased: boolean;
+            /** @description For a rollback, the commit whose grid it restored. */
+            rollbackOf: string | null;
+            changedCells: number;
+            createdAt: string;
+            resolvedAt: string | null;
+        };
+        SheetCreate: {
+            /** @description Sheet name, at most 255 characters. */
+            name: string;
+            /** @description At most 2000 characters. */
+            description?: string;
+            tags?: string[];
+            columns: components["schemas"]["SheetColumnDef"][];
+            /** @description Initial data rows, values in column order, each checked against its column type. */
+            rows?: components["schemas"]["SheetCell"][][];
+        };
+        SheetEditRequest: {
+            /** @description What to change, in plain words, e.g. "sort by Date descending". */
+            instruction: string;
+            /** @description true: record the change as a proposed commit. */
+            propose?: boolean;
         };
         SheetEditResult: {
             commit: components["schemas"]["SheetCommit"];
@@ -3389,6 +3136,191 @@ export interface components {
             engine: string;
             /** @description Credits charged (operation sheet_edit). */
             charged: number;
+        };
+        SheetList: {
+            data: components["schemas"]["SheetSummary"][];
+            /** @description Total item count. */
+            total: number;
+            /** @description Present only when more pages exist. Opaque. */
+            cursor?: string | null;
+        };
+        SheetOp: components["schemas"]["SheetOp_set"] | components["schemas"]["SheetOp_update"] | components["schemas"]["SheetOp_insertRows"] | components["schemas"]["SheetOp_appendRows"] | components["schemas"]["SheetOp_deleteRows"] | components["schemas"]["SheetOp_insertColumn"] | components["schemas"]["SheetOp_deleteColumn"] | components["schemas"]["SheetOp_renameColumn"] | components["schemas"]["SheetOp_retypeColumn"] | components["schemas"]["SheetOp_sort"];
+        /** @description Append rows after the last row. */
+        SheetOp_appendRows: {
+            /** @constant */
+            op: "appendRows";
+            /** @description Rows, values in column order. */
+            rows: components["schemas"]["SheetCell"][][];
+        };
+        /** @description Delete a column and its cells. */
+        SheetOp_deleteColumn: {
+            /** @constant */
+            op: "deleteColumn";
+            /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
+            column: string;
+        };
+        /** @description Delete rows by number or by condition (exactly one of `rows`, `where`). */
+        SheetOp_deleteRows: {
+            /** @constant */
+            op: "deleteRows";
+            /** @description Row numbers (as before this op). */
+            rows?: number[];
+            /** @description Or: delete every row matching. */
+            where?: components["schemas"]["SheetWhere"];
+        };
+        /** @description Insert a column. */
+        SheetOp_insertColumn: {
+            /** @constant */
+            op: "insertColumn";
+            name: string;
+            /** @enum {string} */
+            type: "string" | "number" | "boolean" | "date";
+            /** @description Insert before this column; appended after the last column when omitted. */
+            before?: string;
+            /** @description Value of every existing row (empty when omitted). */
+            value?: components["schemas"]["SheetCell"];
+            /** @description Or: compute the value of every row (number columns). */
+            expression?: string;
+        };
+        /** @description Insert rows before row `at`. */
+        SheetOp_insertRows: {
+            /** @constant */
+            op: "insertRows";
+            /** @description The row number the first new row gets; the rows from there move down. rowCount + 1 appends. */
+            at: number;
+            /** @description The new rows, values in column order. */
+            rows?: components["schemas"]["SheetCell"][][];
+            /** @description Insert this many empty rows instead of `rows`. */
+            count?: number;
+        };
+        /** @description Rename a column. */
+        SheetOp_renameColumn: {
+            /** @constant */
+            op: "renameColumn";
+            /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
+            column: string;
+            name: string;
+        };
+        /** @description Change a column type, converting its cells: to string always works; to number "3.5", true/false (1/0); to boolean true/false/yes/no/1/0; to date YYYY-MM-DD or an ISO date-time. A cell that does not convert refuses the op naming the cell. */
+        SheetOp_retypeColumn: {
+            /** @constant */
+            op: "retypeColumn";
+            /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
+            column: string;
+            /** @enum {string} */
+            type: "string" | "number" | "boolean" | "date";
+        };
+        /** @description Set one cell, named by `cell` (A1) or by `row` and `column`. */
+        SheetOp_set: {
+            /** @constant */
+            op: "set";
+            /** @description A cell in A1 notation: column letter and data row number (A1 is the first data row of column A). */
+            cell?: string & (unknown & unknown);
+            /** @description A data row number: 1 is the first data row. */
+            row?: number;
+            /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
+            column?: string;
+            value: components["schemas"]["SheetCell"];
+        };
+        /** @description Sort the data rows by a column (stable; empty cells last in both directions; text ignores case). */
+        SheetOp_sort: {
+            /** @constant */
+            op: "sort";
+            /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
+            column: string;
+            /**
+             * @default asc
+             * @enum {string}
+             */
+            direction?: "asc" | "desc";
+        };
+        /** @description Set cells of every row matching `where`. */
+        SheetOp_update: {
+            /** @constant */
+            op: "update";
+            /** @description Rows to change; every row when omitted. */
+            where?: components["schemas"]["SheetWhere"];
+            /** @description For each column, a `value` or an `expression` computed per row. */
+            set: {
+                /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
+                column: string;
+                value?: components["schemas"]["SheetCell"];
+                /** @description Arithmetic over number columns of the same row: column names (wrap names with spaces or symbols in [brackets]), numbers, + - * / and parentheses, e.g. "Price * Qty". Evaluated once, when the op runs (values are stored, not a live formula); an empty operand or a division by zero gives an empty cell. */
+                expression?: string;
+            }[];
+        };
+        SheetOpsRequest: {
+            /** @description 1 to 100 ops, applied in order as one commit (all or none). */
+            ops: components["schemas"]["SheetOp"][];
+            /** @description true: record a proposed commit without changing the grid (merge or reject it later). */
+            propose?: boolean;
+            /** @description What the change does; a summary of the ops when omitted. */
+            summary?: string;
+        };
+        SheetRange: {
+            /** @description The range answered (clamped to the grid), in A1 notation; empty rows part when no row is in it. */
+            range: string;
+            /** @description The range as asked (normalised). */
+            requested: string;
+            /** @description The columns of the range. */
+            columns: components["schemas"]["SheetColumn"][];
+            startRow: number;
+            /** @description Values, one array per row. */
+            rows: components["schemas"]["SheetCell"][][];
+            /** @description Data rows of the sheet. */
+            rowCount: number;
+            /** @description true when the range held more than 10000 cells: read on at nextRange. */
+            truncated: boolean;
+            nextRange: string | null;
+            /** @description 1 at creation, +1 on every change; also the ETag header. Send it back as If-Match: "<version>" to update only if nobody changed it meanwhile (else 412 precondition_failed). */
+            version: number;
+        };
+        SheetRollbackRequest: {
+            /** @description A merged commit of this sheet; the grid is restored to its state after that commit, as a new commit. */
+            commitId: string;
+            summary?: string;
+        };
+        SheetStructuralChange: {
+            /** @description insertRows, appendRows, deleteRows, insertColumn, deleteColumn, renameColumn, retypeColumn, sort, create, rollback. */
+            op: string;
+            description: string;
+            /** @description Inserted or deleted rows with their values (the first 100). */
+            rows?: {
+                row: number;
+                values: components["schemas"]["SheetCell"][];
+            }[];
+        };
+        SheetSummary: {
+            /** @description The project id (prj_…): a sheet is a project of kind sheet. */
+            id: string;
+            name: string;
+            description: string;
+            tags: string[];
+            /** @description Absolute link of the shape {base}/sheets/{id}. */
+            openUrl: string;
+            columns: components["schemas"]["SheetColumn"][];
+            /** @description Data rows (the header is not counted). */
+            rowCount: number;
+            columnCount: number;
+            /** @description The grid version: 1 at creation, +1 per merged commit (also the ETag). Equals the head commit seq. */
+            version: number;
+            /** @description The merged commit the grid is at. */
+            headCommitId: string;
+            createdAt: string;
+            updatedAt: string;
+        };
+        /** @description Selects the data rows whose cell in `column` compares true with `value`. */
+        SheetWhere: {
+            /** @description A column: its header name, or its letter (A, B, …) when no column has that name. */
+            column: string;
+            /**
+             * @description eq (default), ne, lt, lte, gt, gte, contains, empty, notEmpty. Text comparisons ignore case.
+             * @default eq
+             * @enum {string}
+             */
+            cmp?: "eq" | "ne" | "lt" | "lte" | "gt" | "gte" | "contains" | "empty" | "notEmpty";
+            /** @description What to compare with (not used by empty / notEmpty). */
+            value?: components["schemas"]["SheetCell"];
         };
         SongRequest: {
             /** @description Genre, mood and instruments, e.g. "upbeat synth pop". */
@@ -3427,121 +3359,223 @@ export interface components {
             sizeBytes: number;
             sha256: string;
         };
-        LiveTurnDetection: {
+        SpaceAccepted: {
+            /** @description Type-prefixed id: vid_, song_, code_, res_, space_, deck_. */
+            jobId: string;
+            /** @enum {string} */
+            type?: "video" | "song" | "code" | "research" | "space" | "deck";
+            /** @enum {string} */
+            status: "queued" | "processing" | "complete" | "failed";
+            /** @description The pipeline's own status token. */
+            rawStatus?: string;
+            /** @description Path of the form /api/v1/jobs/<jobId>. */
+            pollUrl: string;
+            /** @description Human progress text. */
+            progressMessage?: string;
+            result?: (components["schemas"]["CodeBuildResult"] | components["schemas"]["VideoResult"] | components["schemas"]["SongResult"] | components["schemas"]["ResearchResult"] | components["schemas"]["DeckResult"] | components["schemas"]["SpaceResult"]) | null;
+            /** @description Failure text. */
+            error?: string | null;
+            createdAt?: string;
+            updatedAt?: string;
+            /** @description Plain-language notes on knobs that were stepped down. */
+            notes?: string[];
             /**
-             * @description Energy (RMS) voice activity detection over 20 ms frames.
-             * @default energy
+             * @description What the space is built from: photo (one imageUrl), photos, video.
+             * @enum {string}
+             */
+            source: "photo" | "photos" | "video";
+            /**
+             * @description Always true: what the input did not show is generated.
              * @constant
              */
-            type?: "energy";
-            /**
-             * @description A 20 ms frame whose RMS (of s16 samples, 0 to 32767) reaches this is speech; quieter frames are silence. Default 500 (about -36 dBFS).
-             * @default 500
-             */
-            rmsThreshold?: number;
-            /**
-             * @description Silence after speech that ends the user's turn. Default 700 ms.
-             * @default 700
-             */
-            silenceMs?: number;
-            /**
-             * @description Speech shorter than this (a click, a cough) is not a turn. Default 100 ms.
-             * @default 100
-             */
-            minSpeechMs?: number;
-            /**
-             * @description A turn that goes on this long ends anyway (bounds the audio held per connection: 24 kHz × 2 bytes × 30 s = 1.44 MB). Default 30 s.
-             * @default 30000
-             */
-            maxTurnMs?: number;
+            imagined: true;
         };
-        LiveSessionRequest: {
+        SpaceRequest: {
             /**
-             * @description Who speaks: `robot`, the assistant speaking through a desk robot.
-             * @default robot
+             * Format: uri
+             * @description One photo (JPEG, PNG, WebP; 20 MB or less), wide and level, with the floor and a wall in view: a one-photo space.
+             */
+            imageUrl?: string;
+            /** @description 1 to 8 photos of ONE room (JPEG, PNG, WebP; 20 MB or less each), in the order taken from one spot, each overlapping the last. Built by the room engine: a deployment configured without it answers 503 room_engine_unavailable (nothing charged). */
+            imageUrls?: string[];
+            /**
+             * Format: uri
+             * @description One slow, level sweep of the room from one spot (MP4, MOV, WebM; 30 s and 100 MB or less, checked when fetched: a longer or larger video fails the job, refunded). Built by the room engine: a deployment configured without it answers 503 room_engine_unavailable (nothing charged).
+             */
+            videoUrl?: string;
+            /**
+             * @description Default full (costs more). preview stops at the first tier.
              * @enum {string}
              */
-            persona?: "robot";
-            /** @description A voice name from GET /speech/voices; omit or "default" for the default voice. Unknown: 400 naming voice. */
-            voice?: string;
-            /** @description The newest `resumption` handle a dropped session sent: the new token continues that session's conversation with its locked settings, free. Forged: 400 invalid_resumption_handle; expired or superseded: 400 resumption_handle_expired; another account's: 404; a session that was ended: 400 session_ended. The session keeps the settings it was opened with (the other fields are ignored). */
-            resumptionHandle?: string;
-            /** @description The robot's own name (at most 64 characters); ambient sessions answer only turns that address it. */
-            deviceName?: string;
-            /** @description Always listening: the assistant answers only turns that name deviceName. Needs the account feature proactiveAudio (else 400 ambient_not_available) and a deviceName. */
-            ambient?: boolean;
-            /** @description Tools the client runs itself and offers to the assistant: the engine sends tool.call and waits for tool_result. */
-            clientTools?: ("get_device_status" | "set_volume")[];
-            /** @description Voice activity detection settings; defaults as documented. */
-            turnDetection?: components["schemas"]["LiveTurnDetection"];
-            /** @description The server tools (POST /live/action actions) the assistant may call in this session, locked into it (resuming keeps them); omit for all. A restricted device or kiosk passes only what it needs. Unknown: 400 naming tools.<index>. */
-            tools?: ("search_web" | "create_presentation" | "create_notes" | "create_document" | "create_flowchart" | "add_flowchart_steps" | "create_whiteboard" | "generate_image" | "list_projects" | "get_account" | "remember" | "recall" | "forget")[];
-        };
-        LiveCapabilities: {
-            /** @description PCM turns are understood: true only when a transcription engine is configured. Without it binary frames answer an error event (text turns only). */
-            audioIn: boolean;
-            /** @description input_text events: always true. */
-            textIn: boolean;
-            /** @description The assistant's replies also come as binary PCM frames (s16le, 24 kHz, mono). */
-            audioOut: boolean;
-        };
-        LiveSessionResponse: {
-            /** @description live_…; the same for every token of a resumed conversation. */
-            sessionId: string;
-            /** @description Signed, single-use, valid until expiresAt; send it as ?token= on the WebSocket URL or as the first message {type:"auth", token}. */
-            token: string;
-            /** @description ISO 8601: connect before this. */
-            expiresAt: string;
-            /** @description ws:// or wss:// URL of the realtime engine. */
-            realtimeUrl: string;
-            /** @description Who speaks: `robot` for sessions opened here; a persona conversation's session (POST /personas/{id}/conversations, resumed here by its handle) answers `persona:<personaId>@<version>`. */
-            persona: string;
-            /** @description The catalogue voice that speaks (default resolved). */
-            voice: string;
-            deviceName: string | null;
-            ambient: boolean;
-            /** @description Server tools the assistant may call: the POST /live/action list, less the actions the key's scopes do not allow (list_projects, get_account and recall need read; add_flowchart_steps, remember and forget need write); for a persona conversation, only the actions its persona's tools map to (memory tools never). */
-            tools: string[];
-            /** @description Tools the client runs, as declared. */
-            clientTools: ("get_device_status" | "set_volume")[];
-            turnDetection: components["schemas"]["LiveTurnDetection"];
-            capabilities: components["schemas"]["LiveCapabilities"];
-            /** @description True when the token continues an earlier conversation (resumptionHandle). */
-            resumed: boolean;
-            /** @description Credits charged: the live_session price for a new session, 0 for a resumption. */
-            charged: number;
-        };
-        LiveActionRequest: {
-            /**
-             * @description The server tool. Categories: search (search_web); presentations (create_presentation); notes (create_notes, create_document); flowcharts (create_flowchart, add_flowchart_steps); whiteboards (create_whiteboard); images (generate_image); projects (list_projects); account (get_account); memory (remember, recall, forget).
-             * @enum {string}
-             */
-            action: "search_web" | "create_presentation" | "create_notes" | "create_document" | "create_flowchart" | "add_flowchart_steps" | "create_whiteboard" | "generate_image" | "list_projects" | "get_account" | "remember" | "recall" | "forget";
-            /**
-             * @description The call's arguments as the conversation produced them; validated per action (400 naming params.<field>).
-             * @default {}
-             */
-            params?: {
-                [key: string]: unknown;
-            };
-        };
-        LiveActionResponse: {
+            quality?: "preview" | "full";
+            /** @description Job label, at most 80 characters. */
+            title?: string;
+        } & (unknown | unknown | unknown);
+        SpaceResult: {
             /** @enum {string} */
-            action: "search_web" | "create_presentation" | "create_notes" | "create_document" | "create_flowchart" | "add_flowchart_steps" | "create_whiteboard" | "generate_image" | "list_projects" | "get_account" | "remember" | "recall" | "forget";
-            /** @description False when the tool could not do it (the line says why; nothing was charged). */
-            ok: boolean;
-            /** @description One sentence to hand back to the user (to speak). */
-            line: string;
-            /** @description What was made, as in chat (an `error` artifact when it failed). */
-            artifacts: components["schemas"]["ChatArtifact"][];
-            /** @description Credits charged: live_action on success, plus the media tool's own price (generate_image: image); 0 on failure. */
-            charged: number;
+            stage: "preview" | "space";
+            /** @constant */
+            imagined: true;
+            /** @enum {string} */
+            source: "photo" | "photos" | "video";
+            photoCount: number;
+            panoramaUrl: string | null;
+            spaceUrl: string | null;
+            spaceFullUrl: string | null;
+            format: "spz" | null;
+            metricScale: number | null;
+            floorOffsetM: number | null;
+            colliderUrl: string | null;
+            depthUrl: string | null;
+            posterUrl: string | null;
+            gaussians: number | null;
+            dimensions: {
+                widthM: components["schemas"]["Measurement"];
+                depthM: components["schemas"]["Measurement"];
+                ceilingM: components["schemas"]["Measurement"];
+                cameraHeightM: components["schemas"]["Measurement"];
+                floorAreaM2: components["schemas"]["Measurement"];
+                fovDeg: {
+                    x: number;
+                    y: number;
+                } | null;
+                wallsSeen: number;
+                summary: string;
+            } | null;
+            engine: string;
+            notes: string[];
         };
         SpeechRequest: {
             /** @description What to say: one sentence or short line (at most 300 characters, no line break, no second sentence after ".", "!", "?" or "…" followed by more text; abbreviations such as "Dr." and initials do not end a sentence). Longer text: 400 validation_error; send one sentence per call. Charged per character (Unicode code point) of the trimmed text. */
             text: string;
             /** @description A voice name from GET /speech/voices; omit or send "default" for the default voice. An unknown name is 400 naming voice. */
             voice?: string;
+        };
+        Template: {
+            /** @description Stable, readable id, e.g. tpl_hiring_process. */
+            id: string;
+            /** @description Also the name of a project made from it when the use request names none. */
+            name: string;
+            description: string;
+            /** @enum {string} */
+            kind: "flowchart" | "whiteboard" | "notes" | "presentation" | "sheet" | "code";
+            /** @enum {string} */
+            projectType: "chart" | "notes" | "presentation" | "code" | "sheet" | "simulation";
+            /** @description Given to the project made from it unless the use request sends tags. */
+            tags: string[];
+            preview: components["schemas"]["TemplatePreview"];
+            /** @description The content a project made from it starts with: FlowchartContent, WhiteboardContent, NotesContent, or for a sheet { columns: [{ name, type }], rows: [[cell, …], …] } (the grid POST /sheets takes). */
+            content: {
+                [key: string]: unknown;
+            };
+        };
+        TemplateList: {
+            data: components["schemas"]["Template"][];
+            /** @description Total item count. */
+            total: number;
+            /** @description Present only when more pages exist. Opaque. */
+            cursor?: string | null;
+        };
+        TemplatePreview: {
+            /** @description One line saying what the template makes, e.g. "9 steps, 2 decisions". */
+            summary: string;
+            /** @description Counts of what the content holds: nodes, edges, decisions (flowchart); elements, shapes, text, images, connectors (whiteboard); words, headings, lines (notes); columns, rows (sheet). */
+            counts: {
+                [key: string]: number;
+            };
+            /** @description The first few labels or lines of the content. */
+            firstLines: string[];
+            /** @description A picture of the content: an SVG image as a data: URL (data:image/svg+xml;base64,…), usable as an <img> src. */
+            previewSvg: string;
+        };
+        TemplateUse: {
+            /** @description The new project's name; default the template's name. */
+            name?: string;
+            /** @description Default the template's description. */
+            description?: string;
+            /** @description Default the template's tags. */
+            tags?: string[];
+        };
+        VideoAccepted: {
+            /** @description Type-prefixed id: vid_, song_, code_, res_, space_, deck_. */
+            jobId: string;
+            /** @enum {string} */
+            type?: "video" | "song" | "code" | "research" | "space" | "deck";
+            /** @enum {string} */
+            status: "queued" | "processing" | "complete" | "failed";
+            /** @description The pipeline's own status token. */
+            rawStatus?: string;
+            /** @description Path of the form /api/v1/jobs/<jobId>. */
+            pollUrl: string;
+            /** @description Human progress text. */
+            progressMessage?: string;
+            result?: (components["schemas"]["CodeBuildResult"] | components["schemas"]["VideoResult"] | components["schemas"]["SongResult"] | components["schemas"]["ResearchResult"] | components["schemas"]["DeckResult"] | components["schemas"]["SpaceResult"]) | null;
+            /** @description Failure text. */
+            error?: string | null;
+            createdAt?: string;
+            updatedAt?: string;
+            /** @description Why a knob was stepped down (tier, shape, resolution, length, references). Empty when nothing was. */
+            notes: string[];
+        };
+        VideoRequest: {
+            /** @description What happens in the clip. */
+            prompt: string;
+            /**
+             * @description Default 16:9. Standard tiers render only 16:9 and 9:16; another shape resolves to the nearest of those (note).
+             * @enum {string}
+             */
+            aspectRatio?: "21:9" | "16:9" | "4:3" | "1:1" | "3:4" | "9:16";
+            /**
+             * @description Default max. cinema and cinema-ultra need the workspace premium-video feature; elsewhere max, with a note.
+             * @enum {string}
+             */
+            modelTier?: "fast" | "max" | "cinema" | "cinema-ultra";
+            /**
+             * @description Premium tiers only (standard tiers always render 1080p). cinema reaches 4k (default 1080p); cinema-ultra tops out at 720p.
+             * @enum {string}
+             */
+            resolution?: "480p" | "720p" | "1080p" | "4k";
+            /** @description 4 to 30. Premium tiers only (standard tiers render about 8 s). cinema reaches 15, cinema-ultra 30; above the ceiling it clamps (note). Default 8. */
+            clipSeconds?: number;
+            /** @description One: the opening frame. Several: how the subject looks. Trimmed to the tier budget (1 / 9 / 30), with a note. */
+            referenceImageUrls?: string[];
+            /**
+             * Format: uri
+             * @description Single first-frame anchor (compatibility). When both are given, this one goes first.
+             */
+            referenceImageUrl?: string;
+        };
+        VideoResult: {
+            /** @description Absolute, public, signed URL of the MP4 (H.264); served with HTTP Range. */
+            videoUrl: string;
+            /** @description Absolute, public, signed URL of a PNG poster frame. */
+            posterUrl: string;
+            /** @constant */
+            mimeType: "video/mp4";
+            /** @description Real width of the file produced (ffprobe). */
+            width: number;
+            /** @description Real height of the file produced (ffprobe). */
+            height: number;
+            /** @description Real duration of the file produced (ffprobe). */
+            durationSeconds: number;
+            fps: number;
+            sizeBytes: number;
+            /** @enum {string} */
+            tier: "fast" | "max" | "cinema" | "cinema-ultra";
+            /** @enum {string} */
+            aspectRatio: "21:9" | "16:9" | "4:3" | "1:1" | "3:4" | "9:16";
+            /**
+             * @description Resolution the tier served (the plan).
+             * @enum {string}
+             */
+            resolution: "480p" | "720p" | "1080p" | "4k";
+            /** @description Clip length the tier served (the plan). */
+            clipSeconds: number;
+            /** @description What rendered it, e.g. local-ffmpeg-v1 or openai-compatible:sora-2. */
+            engine: string;
+            openingFrameUsed: boolean;
+            referenceImagesUsed: number;
+            notes: string[];
         };
         Voice: {
             /** @description What POST /speech takes as `voice`. */
@@ -3564,35 +3598,6 @@ export interface components {
             /** @description Present only when more pages exist. Opaque. */
             cursor?: string | null;
         };
-        DriveDownloadLink: {
-            /** @description The signed link, the same as the Location header. */
-            downloadUrl: string;
-            /** @description When the link stops working (ISO 8601). */
-            downloadExpiresAt: string;
-        };
-        /**
-         * @description An event name a webhook may subscribe to (SPEC 6.1 names that this service emits). Upcoming names (comment.created, template.published, sheet.row_added) and names not emitted yet answer 400.
-         * @enum {string}
-         */
-        EventName: "project.created" | "project.updated" | "project.shared" | "project.deleted" | "evi.run_completed" | "evi.run_failed" | "video.completed" | "video.failed" | "song.completed" | "song.failed" | "code_build.completed" | "code_build.failed" | "research.completed" | "research.failed" | "space.completed" | "space.failed" | "presentation.completed" | "presentation.failed";
-        WebhookCreate: {
-            /** @description A label for the webhook. */
-            name: string;
-            /** @description HTTPS endpoint that receives POSTed events. Targets resolving to private, loopback, link-local or metadata addresses are refused, at creation and at every delivery. */
-            url: string;
-            /** @description Event names (SPEC 6.1); at least one. Unknown, upcoming and not-yet-emitted names answer 400 naming each. */
-            events: components["schemas"]["EventName"][];
-        };
-        WebhookUpdate: {
-            /** @description A label for the webhook. */
-            name?: string;
-            /** @description HTTPS endpoint that receives POSTed events. Targets resolving to private, loopback, link-local or metadata addresses are refused, at creation and at every delivery. */
-            url?: string;
-            /** @description Event names (SPEC 6.1); at least one. Unknown, upcoming and not-yet-emitted names answer 400 naming each. */
-            events?: components["schemas"]["EventName"][];
-            /** @description true re-enables a disabled webhook and resets its failure count; false pauses deliveries. */
-            isActive?: boolean;
-        };
         Webhook: {
             /** @description wh_ followed by a random part. */
             id: string;
@@ -3612,6 +3617,14 @@ export interface components {
             lastDeliveryStatus: ("delivered" | "failed") | null;
             createdAt: string;
             updatedAt: string;
+        };
+        WebhookCreate: {
+            /** @description A label for the webhook. */
+            name: string;
+            /** @description HTTPS endpoint that receives POSTed events. Targets resolving to private, loopback, link-local or metadata addresses are refused, at creation and at every delivery. */
+            url: string;
+            /** @description Event names (SPEC 6.1); at least one. Unknown, upcoming and not-yet-emitted names answer 400 naming each. */
+            events: components["schemas"]["EventName"][];
         };
         WebhookCreated: {
             /** @description wh_ followed by a random part. */
@@ -3663,13 +3676,6 @@ export interface components {
             /** @description When the attempt started. */
             at: string;
         };
-        WebhookList: {
-            data: components["schemas"]["Webhook"][];
-            /** @description Total item count. */
-            total: number;
-            /** @description Present only when more pages exist. Opaque. */
-            cursor?: string | null;
-        };
         WebhookDeliveryList: {
             data: components["schemas"]["WebhookDelivery"][];
             /** @description Total item count. */
@@ -3693,179 +3699,173 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        VideoRequest: {
-            /** @description What happens in the clip. */
-            prompt: string;
-            /**
-             * @description Default 16:9. Standard tiers render only 16:9 and 9:16; another shape resolves to the nearest of those (note).
-             * @enum {string}
-             */
-            aspectRatio?: "21:9" | "16:9" | "4:3" | "1:1" | "3:4" | "9:16";
-            /**
-             * @description Default max. cinema and cinema-ultra need the workspace premium-video feature; elsewhere max, with a note.
-             * @enum {string}
-             */
-            modelTier?: "fast" | "max" | "cinema" | "cinema-ultra";
-            /**
-             * @description Premium tiers only (standard tiers always render 1080p). cinema reaches 4k (default 1080p); cinema-ultra tops out at 720p.
-             * @enum {string}
-             */
-            resolution?: "480p" | "720p" | "1080p" | "4k";
-            /** @description 4 to 30. Premium tiers only (standard tiers render about 8 s). cinema reaches 15, cinema-ultra 30; above the ceiling it clamps (note). Default 8. */
-            clipSeconds?: number;
-            /** @description One: the opening frame. Several: how the subject looks. Trimmed to the tier budget (1 / 9 / 30), with a note. */
-            referenceImageUrls?: string[];
-            /**
-             * Format: uri
-             * @description Single first-frame anchor (compatibility). When both are given, this one goes first.
-             */
-            referenceImageUrl?: string;
+        WebhookList: {
+            data: components["schemas"]["Webhook"][];
+            /** @description Total item count. */
+            total: number;
+            /** @description Present only when more pages exist. Opaque. */
+            cursor?: string | null;
         };
-        VideoAccepted: {
-            /** @description Type-prefixed id: vid_, song_, code_, res_, space_, deck_. */
-            jobId: string;
-            /** @enum {string} */
-            type?: "video" | "song" | "code" | "research" | "space" | "deck";
-            /** @enum {string} */
-            status: "queued" | "processing" | "complete" | "failed";
-            /** @description The pipeline's own status token. */
-            rawStatus?: string;
-            /** @description Path of the form /api/v1/jobs/<jobId>. */
-            pollUrl: string;
-            /** @description Human progress text. */
-            progressMessage?: string;
-            result?: (components["schemas"]["CodeBuildResult"] | components["schemas"]["VideoResult"] | components["schemas"]["SongResult"] | components["schemas"]["ResearchResult"] | components["schemas"]["DeckResult"] | components["schemas"]["SpaceResult"]) | null;
-            /** @description Failure text. */
-            error?: string | null;
-            createdAt?: string;
-            updatedAt?: string;
-            /** @description Why a knob was stepped down (tier, shape, resolution, length, references). Empty when nothing was. */
-            notes: string[];
+        WebhookUpdate: {
+            /** @description A label for the webhook. */
+            name?: string;
+            /** @description HTTPS endpoint that receives POSTed events. Targets resolving to private, loopback, link-local or metadata addresses are refused, at creation and at every delivery. */
+            url?: string;
+            /** @description Event names (SPEC 6.1); at least one. Unknown, upcoming and not-yet-emitted names answer 400 naming each. */
+            events?: components["schemas"]["EventName"][];
+            /** @description true re-enables a disabled webhook and resets its failure count; false pauses deliveries. */
+            isActive?: boolean;
         };
-        VideoResult: {
-            /** @description Absolute, public, signed URL of the MP4 (H.264); served with HTTP Range. */
-            videoUrl: string;
-            /** @description Absolute, public, signed URL of a PNG poster frame. */
-            posterUrl: string;
+        /** @description A line between two elements. Its x, y, width and height are computed by the server (the box between the centres of the two ends) and returned; values sent for them are ignored. */
+        WhiteboardConnector: {
             /** @constant */
-            mimeType: "video/mp4";
-            /** @description Real width of the file produced (ffprobe). */
-            width: number;
-            /** @description Real height of the file produced (ffprobe). */
-            height: number;
-            /** @description Real duration of the file produced (ffprobe). */
-            durationSeconds: number;
-            fps: number;
-            sizeBytes: number;
-            /** @enum {string} */
-            tier: "fast" | "max" | "cinema" | "cinema-ultra";
-            /** @enum {string} */
-            aspectRatio: "21:9" | "16:9" | "4:3" | "1:1" | "3:4" | "9:16";
+            type: "connector";
+            /** @description Unique within the whiteboard; connectors refer to elements by it. */
+            id: string;
+            /** @description Id of the shape, text or image the connector starts at. */
+            from: string;
+            /** @description Id of another shape, text or image the connector ends at. */
+            to: string;
+            /** @description Text on the line. */
+            label?: string;
             /**
-             * @description Resolution the tier served (the plan).
+             * @description Arrow heads; default end.
+             * @default end
              * @enum {string}
              */
-            resolution: "480p" | "720p" | "1080p" | "4k";
-            /** @description Clip length the tier served (the plan). */
-            clipSeconds: number;
-            /** @description What rendered it, e.g. local-ffmpeg-v1 or openai-compatible:sora-2. */
-            engine: string;
-            openingFrameUsed: boolean;
-            referenceImagesUsed: number;
-            notes: string[];
+            arrow?: "none" | "end" | "both";
+            style?: components["schemas"]["WhiteboardElementStyle"];
+            /** @description Computed: ignored when sent. */
+            x?: number;
+            /** @description Computed: ignored when sent. */
+            y?: number;
+            /** @description Computed: ignored when sent. */
+            width?: number;
+            /** @description Computed: ignored when sent. */
+            height?: number;
+            /** @description Always 0: ignored when sent. */
+            rotation?: number;
         };
-        SpaceRequest: {
+        WhiteboardContent: {
             /**
-             * Format: uri
-             * @description One photo (JPEG, PNG, WebP; 20 MB or less), wide and level, with the floor and a wall in view: a one-photo space.
+             * @description Canvas colour; default #ffffff.
+             * @default #ffffff
              */
-            imageUrl?: string;
-            /** @description 1 to 8 photos of ONE room (JPEG, PNG, WebP; 20 MB or less each), in the order taken from one spot, each overlapping the last. Built by the room engine: a deployment configured without it answers 503 room_engine_unavailable (nothing charged). */
-            imageUrls?: string[];
+            background: string;
+            /** @description Shapes, text, images and connectors, drawn in this order; at most 1000. */
+            elements: components["schemas"]["WhiteboardElement"][];
+        };
+        WhiteboardCreate: {
+            /** @description The project's name, 1 to 255 characters on one line. */
+            name: string;
+            /** @description Free text, at most 2000 characters. */
+            description?: string;
+            /** @description At most 20 tags of at most 64 characters each; duplicates are dropped. */
+            tags?: string[];
             /**
-             * Format: uri
-             * @description One slow, level sweep of the room from one spot (MP4, MOV, WebM; 30 s and 100 MB or less, checked when fetched: a longer or larger video fails the job, refunded). Built by the room engine: a deployment configured without it answers 503 room_engine_unavailable (nothing charged).
+             * @description Canvas colour; default #ffffff.
+             * @default #ffffff
              */
-            videoUrl?: string;
+            background?: string;
+            /** @description Shapes, text, images and connectors, drawn in this order; at most 1000. */
+            elements: components["schemas"]["WhiteboardElement"][];
+        };
+        WhiteboardElement: components["schemas"]["WhiteboardShape"] | components["schemas"]["WhiteboardText"] | components["schemas"]["WhiteboardImage"] | components["schemas"]["WhiteboardConnector"];
+        WhiteboardElementStyle: {
+            /** @description Fill colour; default #ffffff for shapes, #fef08a for sticky notes, transparent for text, images and connectors. */
+            fill?: string;
+            /** @description Outline or line colour; default #1f2937. */
+            stroke?: string;
+            /** @description Pixels; default 2 (0 for text). */
+            strokeWidth?: number;
             /**
-             * @description Default full (costs more). preview stops at the first tier.
+             * @description Default solid.
              * @enum {string}
              */
-            quality?: "preview" | "full";
-            /** @description Job label, at most 80 characters. */
-            title?: string;
-        } & (unknown | unknown | unknown);
-        SpaceAccepted: {
-            /** @description Type-prefixed id: vid_, song_, code_, res_, space_, deck_. */
-            jobId: string;
-            /** @enum {string} */
-            type?: "video" | "song" | "code" | "research" | "space" | "deck";
-            /** @enum {string} */
-            status: "queued" | "processing" | "complete" | "failed";
-            /** @description The pipeline's own status token. */
-            rawStatus?: string;
-            /** @description Path of the form /api/v1/jobs/<jobId>. */
-            pollUrl: string;
-            /** @description Human progress text. */
-            progressMessage?: string;
-            result?: (components["schemas"]["CodeBuildResult"] | components["schemas"]["VideoResult"] | components["schemas"]["SongResult"] | components["schemas"]["ResearchResult"] | components["schemas"]["DeckResult"] | components["schemas"]["SpaceResult"]) | null;
-            /** @description Failure text. */
-            error?: string | null;
-            createdAt?: string;
-            updatedAt?: string;
-            /** @description Plain-language notes on knobs that were stepped down. */
-            notes?: string[];
+            strokeStyle?: "solid" | "dashed" | "dotted";
+            /** @description 0 to 1; default 1. */
+            opacity?: number;
+            /** @description Default #111827. */
+            textColor?: string;
+            /** @description Pixels; default 16. */
+            fontSize?: number;
             /**
-             * @description What the space is built from: photo (one imageUrl), photos, video.
+             * @description Default normal.
              * @enum {string}
              */
-            source: "photo" | "photos" | "video";
+            fontWeight?: "normal" | "bold";
             /**
-             * @description Always true: what the input did not show is generated.
-             * @constant
+             * @description Default center (left for text).
+             * @enum {string}
              */
-            imagined: true;
+            textAlign?: "left" | "center" | "right";
         };
-        Measurement: {
-            /** @description Metres (square metres for an area). */
-            value: number;
-            confidence: number;
-            /** @description True when the value is a floor because an unseen wall caps what the photo showed. */
-            lowerBound: boolean;
-        };
-        SpaceResult: {
-            /** @enum {string} */
-            stage: "preview" | "space";
+        WhiteboardImage: {
             /** @constant */
-            imagined: true;
-            /** @enum {string} */
-            source: "photo" | "photos" | "video";
-            photoCount: number;
-            panoramaUrl: string | null;
-            spaceUrl: string | null;
-            spaceFullUrl: string | null;
-            format: "spz" | null;
-            metricScale: number | null;
-            floorOffsetM: number | null;
-            colliderUrl: string | null;
-            depthUrl: string | null;
-            posterUrl: string | null;
-            gaussians: number | null;
-            dimensions: {
-                widthM: components["schemas"]["Measurement"];
-                depthM: components["schemas"]["Measurement"];
-                ceilingM: components["schemas"]["Measurement"];
-                cameraHeightM: components["schemas"]["Measurement"];
-                floorAreaM2: components["schemas"]["Measurement"];
-                fovDeg: {
-                    x: number;
-                    y: number;
-                } | null;
-                wallsSeen: number;
-                summary: string;
-            } | null;
-            engine: string;
-            notes: string[];
+            type: "image";
+            /**
+             * Format: uri
+             * @description An absolute http(s) URL of the image, stored as given; the server never fetches it.
+             */
+            url: string;
+            /** @description Alternative text. */
+            alt?: string;
+            /** @description Unique within the whiteboard; connectors refer to elements by it. */
+            id: string;
+            /** @description Left edge, canvas pixels (-1000000 to 1000000). */
+            x: number;
+            /** @description Top edge, canvas pixels (-1000000 to 1000000). */
+            y: number;
+            /** @description Pixels, 1 to 100000; default per type (shape 160, sticky 160, text 240, image 320). */
+            width?: number;
+            /** @description Pixels, 1 to 100000; default per type (shape 80, sticky 160, text 40, image 240). */
+            height?: number;
+            /** @description Degrees clockwise; default 0. */
+            rotation?: number;
+            style?: components["schemas"]["WhiteboardElementStyle"];
+        };
+        WhiteboardShape: {
+            /** @constant */
+            type: "shape";
+            /**
+             * @default rectangle
+             * @enum {string}
+             */
+            shape?: "rectangle" | "rounded" | "ellipse" | "diamond" | "triangle" | "sticky";
+            /** @description Text drawn inside the shape. */
+            text?: string;
+            /** @description Unique within the whiteboard; connectors refer to elements by it. */
+            id: string;
+            /** @description Left edge, canvas pixels (-1000000 to 1000000). */
+            x: number;
+            /** @description Top edge, canvas pixels (-1000000 to 1000000). */
+            y: number;
+            /** @description Pixels, 1 to 100000; default per type (shape 160, sticky 160, text 240, image 320). */
+            width?: number;
+            /** @description Pixels, 1 to 100000; default per type (shape 80, sticky 160, text 40, image 240). */
+            height?: number;
+            /** @description Degrees clockwise; default 0. */
+            rotation?: number;
+            style?: components["schemas"]["WhiteboardElementStyle"];
+        };
+        WhiteboardText: {
+            /** @constant */
+            type: "text";
+            /** @description The text, at most 5000 characters. */
+            text: string;
+            /** @description Unique within the whiteboard; connectors refer to elements by it. */
+            id: string;
+            /** @description Left edge, canvas pixels (-1000000 to 1000000). */
+            x: number;
+            /** @description Top edge, canvas pixels (-1000000 to 1000000). */
+            y: number;
+            /** @description Pixels, 1 to 100000; default per type (shape 160, sticky 160, text 240, image 320). */
+            width?: number;
+            /** @description Pixels, 1 to 100000; default per type (shape 80, sticky 160, text 40, image 240). */
+            height?: number;
+            /** @description Degrees clockwise; default 0. */
+            rotation?: number;
+            style?: components["schemas"]["WhiteboardElementStyle"];
         };
     };
     responses: never;

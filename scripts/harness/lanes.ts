@@ -31,9 +31,8 @@ export const CLUSTER: Record<string, string> = {
 
 /** Files that run with nothing of this run beside them: the path, and why. */
 export const SERIAL: Record<string, string> = {
-  // First: mocha loads a lane's files in this order, so this one's imports come first, as when it runs alone.
   'test/clients/typescript-client.test.ts':
-    "compares GET /openapi with the committed client schema, and the document's component order follows the order modules registered their schemas (zod's global registry): in a worker that ran other files first it differs",
+    "imports scripts/client-gen.ts (a top-level await, which mocha's parallel workers, loading files as CommonJS, cannot compile) and starts the API in-process, whose default metrics a worker that ran another file has registered already",
   'test/jobs/outage.test.ts':
     "stops and starts the machine's RabbitMQ (with TEST_BROKER_RESTART=1): every stack beside it would lose its broker",
   'test/gateway/auth-cache.test.ts':
