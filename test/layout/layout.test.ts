@@ -173,8 +173,9 @@ describe('layout: the store', () => {
  * still lend (the test says when one no longer does, so the list only shrinks).
  */
 const STILL_LENDING: Record<string, string> = {
-  // `files`, `folders`, `usage`: drive.service.ts and folders.service.ts still query them (and a test stubs `usage`).
-  'platform/drive/drive.repository.ts: createDriveRepository': 'drive services query files and folders',
+  // `files`, `folders`, `usage`: drive.service.ts (list, update, bulk) and folders.service.ts still
+  // query them; test/drive/files.test.ts stubs `usage.findOne` to race a reservation.
+  'platform/drive/drive.repository.ts: createDriveRepository': 'the drive services query files and folders',
 };
 
 /**
