@@ -147,9 +147,6 @@ export function createDriveRepository(store: Store) {
   }
 
   const repo = {
-    files,
-    folders,
-    usage,
     ensureIndexes,
 
     /**
