@@ -169,16 +169,6 @@ describe('layout: the store', () => {
 });
 
 /**
- * Repository exports that still hand out a collection to their importers, and why. Each must
- * still lend (the test says when one no longer does, so the list only shrinks).
- */
-const STILL_LENDING: Record<string, string> = {
-  // `files`, `folders`, `usage`: drive.service.ts (list, update, bulk) and folders.service.ts still
-  // query them; test/drive/files.test.ts stubs `usage.findOne` to race a reservation.
-  'platform/drive/drive.repository.ts: createDriveRepository': 'the drive services query files and folders',
-};
-
-/**
  * `file: export` of every repository export that is a mongodb Collection, or a function returning
  * one (awaited) or an object with one as a property. The type checker reads only the repository
  * files and what they import, so this stays a few seconds.
@@ -242,14 +232,10 @@ describe('layout: repositories lend no collection', function () {
             : bindings.elements.map((el) => (el.propertyName ?? el.name).text);
         for (const n of names) {
           const key = `${from}: ${n}`;
-          if (lenders.has(key) && !(key in STILL_LENDING)) wrong.push(`${f} imports ${key}`);
+          if (lenders.has(key)) wrong.push(`${f} imports ${key}`);
         }
       }
     }
     expect(wrong).to.deep.equal([]);
-  });
-
-  it('when an export is listed as still lending, then it still does', () => {
-    expect(Object.keys(STILL_LENDING).filter((k) => !lenders.has(k))).to.deep.equal([]);
   });
 });
