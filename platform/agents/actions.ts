@@ -5,7 +5,7 @@ import type { ToolDefinition } from '../assistant/tool';
 import { isDuplicateKey } from '../infra/mongo';
 import { createProjectsService } from '../projects/projects.service';
 import type { Runtime } from '../runtime';
-import { agentCollections, type OutboxDoc } from './agents.repository';
+import { insertOutboxEmail, type OutboxDoc } from './agents.repository';
 
 /**
  * The agent-only actions, in the ToolDefinition shape of the chat catalogue:
@@ -29,7 +29,6 @@ export interface ActionScope {
 
 export function createAgentActions(rt: Runtime, scope: ActionScope): ToolDefinition[] {
   const projects = createProjectsService(rt);
-  const outbox = agentCollections(rt.store).outbox;
 
   const listProjects: ToolDefinition<{ query?: string }> = {
     name: 'list_projects',
@@ -84,7 +83,7 @@ export function createAgentActions(rt: Runtime, scope: ActionScope): ToolDefinit
         createdAt: new Date(),
       };
       try {
-        await outbox.insertOne(doc);
+        await insertOutboxEmail(rt.store, doc);
       } catch (err) {
         if (!isDuplicateKey(err)) throw err;
       }

@@ -154,6 +154,11 @@ export function agentCollections(store: Store) {
   };
 }
 
+/** Stores an email of the send_email action in the agent outbox. */
+export async function insertOutboxEmail(store: Store, doc: OutboxDoc): Promise<void> {
+  await agentCollections(store).outbox.insertOne(doc);
+}
+
 /** The indexes of the agent collections, made once per process (idempotent). */
 export async function ensureAgentIndexes(store: Store): Promise<void> {
   const db = openStore(store);

@@ -15,10 +15,11 @@ import { fromUnits, toUnits } from '../credits/credits';
 import { AppError, notFound } from '../infra/errors';
 import { emitEvent } from '../events/events';
 import { newId } from '../infra/ids';
-import { keysetPage, mapPage } from '../infra/lists';
+import { mapPage } from '../infra/lists';
 import { COLLECTIONS, isDuplicateKey } from '../infra/mongo';
 import type { Runtime } from '../runtime';
-import { agentCollections, createAgentsRepository, ensureAgentIndexes, type RunDoc } from './agents.repository';
+import { createAgentsRepository, ensureAgentIndexes, type RunDoc } from './agents.repository';
+import { createRunsRepository } from './runs.repository';
 
 /**
  * Agent runs as the API sees them (SPEC 2.18, 3.4, 4.9): accept (fee, run document, publish to
@@ -135,10 +136,10 @@ export function toRunResult(run: RunDoc): z.infer<typeof AgentRunResult> {
 const sameToken = (a: string, b: string) =>
   a.length === 64 && b.length === 64 && timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'));
 
-// Length: a factory whose 11 operations share the agent collections and repository; the longest, accept, is
+// Length: a factory whose 11 operations share the runs and agents repositories; the longest, accept, is
 // 103 lines.
 export function createAgentRuns(rt: Runtime) {
-  const c = agentCollections(rt.store);
+  const runs = createRunsRepository(rt.store);
   const agents = createAgentsRepository(rt.store);
 
   const mustAgent = async (accountId: string, agentId: string) => {
@@ -147,7 +148,7 @@ export function createAgentRuns(rt: Runtime) {
     return a;
   };
   const mustRun = async (accountId: string, agentId: string, runId: string) => {
-    const r = await c.runs.findOne({ _id: runId, accountId, agentId });
+    const r = await runs.ofAgent(accountId, agentId, runId);
     if (!r) throw notFound('run');
     return r;
   };
@@ -162,7 +163,7 @@ export function createAgentRuns(rt: Runtime) {
       return true;
     } catch (err) {
       rt.log.warn('agent run not published; the sweep will publish it', { runId: run._id, err: err as Error });
-      await c.runs.updateOne({ _id: run._id }, { $set: { publishedAt: null } }).catch(() => undefined);
+      await runs.clearPublished(run._id).catch(() => undefined);
       return false;
     }
   };
@@ -205,7 +206,7 @@ export function createAgentRuns(rt: Runtime) {
         charged: 0,
       });
       if (input.repeatable) {
-        const earlier = await c.runs.findOne({ _id: runId, accountId: input.accountId });
+        const earlier = await runs.ofAccount(runId, input.accountId);
         if (earlier) return found(earlier);
       }
       const threadId = input.threadId ?? newId('thr');
@@ -255,13 +256,10 @@ export function createAgentRuns(rt: Runtime) {
         updatedAt: now,
       };
       try {
-        await c.runs.insertOne(run);
+        await runs.insert(run);
       } catch (err) {
         await rt.credits.release(hold);
-        const earlier =
-          input.repeatable && isDuplicateKey(err)
-            ? await c.runs.findOne({ _id: runId, accountId: input.accountId })
-            : null;
+        const earlier = input.repeatable && isDuplicateKey(err) ? await runs.ofAccount(runId, input.accountId) : null;
         if (earlier) return found(earlier);
         throw err;
       }
@@ -291,15 +289,7 @@ export function createAgentRuns(rt: Runtime) {
 
     async list(accountId: string, agentId: string, q: { limit: number; cursor?: string; status?: AgentRunStatus }) {
       await mustAgent(accountId, agentId);
-      const filter = { accountId, agentId, ...(q.status ? { status: q.status } : {}) };
-      const page = await keysetPage(c.runs, filter, {
-        tag: `agent-runs:${q.status ?? 'all'}:createdAt:desc`,
-        field: 'createdAt',
-        direction: -1,
-        limit: q.limit,
-        cursor: q.cursor,
-        projection: { transcript: 0, history: 0, steps: 0, instruction: 0 },
-      });
+      const page = await runs.page(accountId, agentId, q);
       return mapPage(page, toRunView);
     },
 
@@ -346,31 +336,8 @@ export function createAgentRuns(rt: Runtime) {
       if (body.decision === 'approve' && body.scope === 'always')
         await agents.allowAlways(accountId, agentId, current!.actionSlug);
       const at = new Date();
-      // attempts: claims are counted per segment, so only crashes (not pauses) use them up.
-      const moved = await c.runs.updateOne(
-        {
-          _id: runId,
-          accountId,
-          status: 'paused',
-          'review.reviewToken': current!.reviewToken,
-          'review.decision': null,
-        },
-        {
-          $set: {
-            status: 'queued',
-            'review.decision': { decision: body.decision, scope: body.scope, at },
-            attempts: 0,
-            publishedAt: at,
-            republishes: 0,
-            updatedAt: at,
-          },
-          $inc: { segment: 1 },
-          ...(body.decision === 'approve' && body.scope === 'task'
-            ? { $addToSet: { taskGrants: current!.actionSlug } }
-            : {}),
-        },
-      );
-      if (moved.modifiedCount === 0) {
+      const moved = await runs.resume(runId, accountId, current!.reviewToken, body, current!.actionSlug, at);
+      if (moved === 0) {
         // Someone decided meanwhile: answer from what was recorded.
         if (retried) throw new AppError('run_not_paused', 'the run changed while the decision was recorded');
         return api.approve(accountId, agentId, runId, body, true);
@@ -388,14 +355,7 @@ export function createAgentRuns(rt: Runtime) {
     ): Promise<z.infer<typeof AgentUsage>> {
       await mustAgent(accountId, agentId);
       const since = new Date(now.getTime() - days * 86_400_000);
-      const rows = await c.runs
-        .find(
-          { accountId, agentId, createdAt: { $gte: since } },
-          { projection: { status: 1, trigger: 1, creditsUsed: 1, startedAt: 1, completedAt: 1, createdAt: 1 } },
-        )
-        .sort({ createdAt: -1, _id: -1 })
-        .limit(AGENT_LIMITS.usageRunsMax + 1)
-        .toArray();
+      const rows = await runs.createdSince(accountId, agentId, since, AGENT_LIMITS.usageRunsMax + 1);
       const truncated = rows.length > AGENT_LIMITS.usageRunsMax;
       const read = rows.slice(0, AGENT_LIMITS.usageRunsMax);
       const byStatus: Record<string, number> = {};
@@ -443,7 +403,7 @@ export function createAgentRuns(rt: Runtime) {
       const deadline = Date.now() + timeoutMs;
       let delay = WAIT_FIRST_MS;
       for (;;) {
-        const run = await c.runs.findOne({ _id: runId, accountId });
+        const run = await runs.ofAccount(runId, accountId);
         if (run && statuses.includes(run.status)) return run;
         const left = deadline - Date.now();
         if (left <= 0 || signal?.aborted) return null;
@@ -472,35 +432,17 @@ export function createAgentRuns(rt: Runtime) {
       now = new Date(),
     ): Promise<{ republished: number; events: number }> {
       const before = new Date(now.getTime() - graceMs);
-      const stuck = await c.runs
-        .find(
-          {
-            $or: [
-              { status: 'queued', publishedAt: { $lt: before } },
-              { status: 'queued', publishedAt: null, updatedAt: { $lt: before } },
-              { status: 'running', 'lease.until': { $lt: before } },
-            ],
-          },
-          { projection: { _id: 1, accountId: 1, publishedAt: 1, republishes: 1, updatedAt: 1 } },
-        )
-        .limit(200)
-        .toArray();
+      const stuck = await runs.stuck(before);
       let republished = 0;
       for (const r of stuck) {
         const last = r.publishedAt ?? r.updatedAt;
         const wait = graceMs * 2 ** Math.min(r.republishes ?? 0, REPUBLISH_BACKOFF_MAX);
         if (now.getTime() - last.getTime() < wait) continue;
         // Stamped before the publish, as accept does; a failed publish clears it again.
-        await c.runs.updateOne(
-          { _id: r._id, status: { $in: ['queued', 'running'] } },
-          { $set: { publishedAt: now }, $inc: { republishes: 1 } },
-        );
+        await runs.stampRepublish(r._id, now);
         if (await publish(r)) republished++;
       }
-      const unannounced = await c.runs
-        .find({ status: { $in: ['completed', 'failed'] }, eventId: null, completedAt: { $lt: before } })
-        .limit(200)
-        .toArray();
+      const unannounced = await runs.unannounced(before);
       for (const r of unannounced) await api.announce(r);
       return { republished, events: unannounced.length };
     },
@@ -522,7 +464,7 @@ export function createAgentRuns(rt: Runtime) {
           error: run.error,
         },
       );
-      await c.runs.updateOne({ _id: run._id, eventId: null }, { $set: { eventId } });
+      await runs.markAnnounced(run._id, eventId);
     },
   };
   return api;

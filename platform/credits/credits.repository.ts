@@ -67,8 +67,78 @@ export function createCreditsRepository(store: Store) {
   const holds = db.db.collection<HoldDoc>(COLLECTIONS.creditHolds);
   const leases = db.db.collection<LeaseDoc>(COLLECTIONS.creditLeases);
   return {
-    holds,
-    leases,
+    insertHold: (doc: HoldDoc) => holds.insertOne(doc),
+
+    /** Moves a hold's `until` while no settler took it over; false when one did. */
+    async extendHold(holdId: string, until: Date): Promise<boolean> {
+      const r = await holds.updateOne({ _id: holdId, settling: { $exists: false } }, { $set: { until } });
+      return r.matchedCount === 1;
+    },
+
+    /** Whether a hold is stored under `holdId`. */
+    async holdExists(holdId: string): Promise<boolean> {
+      return (await holds.countDocuments({ _id: holdId })) > 0;
+    },
+
+    deleteHold: (holdId: string) => holds.deleteOne({ _id: holdId }),
+
+    /** Takes a hold over for settling (`settling` = now); only if its `until` is before `expiredBefore` when given. */
+    claimHold(holdId: string, expiredBefore?: Date) {
+      const filter = expiredBefore ? { _id: holdId, until: { $lt: expiredBefore } } : { _id: holdId };
+      return holds.findOneAndUpdate(filter, { $set: { settling: new Date() } }, { returnDocument: 'after' });
+    },
+
+    /** Drops fences whose `until` is before `before`. */
+    dropFences: (before: Date) => holds.deleteMany({ fence: true, until: { $lt: before } }),
+
+    /** Real holds (not fences) whose `until` is before `now`, at most 500. */
+    expiredHolds: (now: Date) =>
+      holds
+        .find({ until: { $lt: now }, fence: { $ne: true } }, { projection: { _id: 1 } })
+        .limit(500)
+        .toArray(),
+
+    /** The account's lease, by `_id`. */
+    leaseOf: (leaseId: string, accountId: string) => leases.findOne({ _id: leaseId, accountId }),
+
+    /** Adds to each lease's `spentMillicredits` (lease id → millicredits), in one command. */
+    async addLeaseSpend(spends: ReadonlyMap<string, number>, now: Date): Promise<void> {
+      await leases.bulkWrite(
+        [...spends].map(([id, millicredits]) => ({
+          updateOne: {
+            filter: { _id: id },
+            update: { $inc: { spentMillicredits: millicredits }, $set: { spentAt: now } },
+          },
+        })),
+        { ordered: false },
+      );
+    },
+
+    insertLease: (lease: LeaseDoc) => leases.insertOne(lease),
+
+    deleteLease: (leaseId: string) => leases.deleteOne({ _id: leaseId }),
+
+    /**
+     * Claims a lease for settling (`settling` = now) when nobody settles it, or its settler's claim
+     * is over a minute old; only if its `until` is before `expiredBefore` when given.
+     */
+    claimLease: (leaseId: string, now: Date, expiredBefore?: Date) =>
+      leases.findOneAndUpdate(
+        {
+          _id: leaseId,
+          ...(expiredBefore ? { until: { $lt: expiredBefore } } : {}),
+          $or: [{ settling: null }, { settling: { $lt: new Date(now.getTime() - 60_000) } }],
+        },
+        { $set: { settling: now } },
+        { returnDocument: 'after' },
+      ),
+
+    /** Leases whose `until` is before `before`, at most 200. */
+    expiredLeases: (before: Date) =>
+      leases
+        .find({ until: { $lt: before } }, { projection: { _id: 1 } })
+        .limit(200)
+        .toArray(),
 
     /**
      * Take `ref`'s hold id so the hold can never be made: true when it is fenced (now or by an

@@ -15,7 +15,6 @@ import type { Ledger } from './ledger';
 const FENCE_KEEP_MS = 24 * 3600_000;
 
 export function createHolds(repo: CreditsRepository, ledger: Ledger) {
-  const { holds } = repo;
   const api = {
     /**
      * Debit for a synchronous call (POST /images, /sheets/{id}/edit, /extract-flowchart): the
@@ -46,7 +45,7 @@ export function createHolds(repo: CreditsRepository, ledger: Ledger) {
         jobId: id,
       });
       try {
-        await holds.insertOne({
+        await repo.insertHold({
           _id: id,
           accountId: input.accountId,
           operation: input.operation,
@@ -75,21 +74,17 @@ export function createHolds(repo: CreditsRepository, ledger: Ledger) {
      * then write nothing. One conditional update, so it and a settler's claim never both win.
      */
     async extend(holdId: string, ttlMs: number): Promise<boolean> {
-      const r = await holds.updateOne(
-        { _id: holdId, settling: { $exists: false } },
-        { $set: { until: new Date(Date.now() + ttlMs) } },
-      );
-      return r.matchedCount === 1;
+      return repo.extendHold(holdId, new Date(Date.now() + ttlMs));
     },
 
     /** Whether a hold is still waiting (neither captured nor released). */
     async pending(holdId: string): Promise<boolean> {
-      return (await holds.countDocuments({ _id: holdId })) > 0;
+      return repo.holdExists(holdId);
     },
 
     /** The call delivered: the charge stands. */
     async capture(holdId: string): Promise<void> {
-      await holds.deleteOne({ _id: holdId });
+      await repo.deleteHold(holdId);
     },
 
     /**
@@ -99,11 +94,10 @@ export function createHolds(repo: CreditsRepository, ledger: Ledger) {
      * there was no such hold (captured, released, or extended meanwhile).
      */
     async settle(holdId: string, opts: { expiredBefore?: Date } = {}): Promise<'captured' | 'released' | 'gone'> {
-      const filter = opts.expiredBefore ? { _id: holdId, until: { $lt: opts.expiredBefore } } : { _id: holdId };
-      const h = await holds.findOneAndUpdate(filter, { $set: { settling: new Date() } }, { returnDocument: 'after' });
+      const h = await repo.claimHold(holdId, opts.expiredBefore);
       if (!h) return 'gone';
       if (h.deliveredBy && (await repo.delivered(h.deliveredBy, h.accountId))) {
-        await holds.deleteOne({ _id: holdId });
+        await repo.deleteHold(holdId);
         return 'captured';
       }
       // Refund first (idempotent per hold), then forget the hold: a crash between leaves it for the sweeper.
@@ -113,7 +107,7 @@ export function createHolds(repo: CreditsRepository, ledger: Ledger) {
         millicredits: h.millicredits,
         jobId: h._id,
       });
-      await holds.deleteOne({ _id: holdId });
+      await repo.deleteHold(holdId);
       return 'released';
     },
 
@@ -124,11 +118,8 @@ export function createHolds(repo: CreditsRepository, ledger: Ledger) {
 
     /** Settle holds whose call outlived its deadline (the waiting process died): captured when delivered, else released. */
     async settleExpiredHolds(now = new Date()): Promise<{ released: number; captured: number }> {
-      await holds.deleteMany({ fence: true, until: { $lt: new Date(now.getTime() - FENCE_KEEP_MS) } });
-      const expired = await holds
-        .find({ until: { $lt: now }, fence: { $ne: true } }, { projection: { _id: 1 } })
-        .limit(500)
-        .toArray();
+      await repo.dropFences(new Date(now.getTime() - FENCE_KEEP_MS));
+      const expired = await repo.expiredHolds(now);
       const out = { released: 0, captured: 0 };
       for (const h of expired) {
         const r = await api.settle(h._id, { expiredBefore: now });

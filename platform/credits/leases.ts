@@ -41,7 +41,7 @@ export const LEASE_SETTLE_MARGIN_MS = 10_000;
  */
 async function unspent(repo: CreditsRepository, accountId: string, leaseIds: string[]): Promise<number> {
   // By `_id` one at a time: FerretDB 1.24 scans the collection for `_id: { $in: [...] }`.
-  const ls = await Promise.all(leaseIds.map((id) => repo.leases.findOne({ _id: id, accountId })));
+  const ls = await Promise.all(leaseIds.map((id) => repo.leaseOf(id, accountId)));
   const now = Date.now();
   const each = await Promise.all(
     ls.map(async (l) => {
@@ -58,7 +58,6 @@ async function unspent(repo: CreditsRepository, accountId: string, leaseIds: str
 }
 
 export function createLeaseBook(store: Store, repo: CreditsRepository, ledger: Pick<Ledger, 'recordCharges'>) {
-  const { leases } = repo;
   const rows = createLedgerRepository(store);
 
   const book = {
@@ -68,16 +67,7 @@ export function createLeaseBook(store: Store, repo: CreditsRepository, ledger: P
     /** Write down what leases spent (lease id → millicredits), in one command: see LeaseDoc.spentMillicredits. */
     async addLeaseSpend(spends: ReadonlyMap<string, number>): Promise<void> {
       if (!spends.size) return;
-      const now = new Date();
-      await leases.bulkWrite(
-        [...spends].map(([id, millicredits]) => ({
-          updateOne: {
-            filter: { _id: id },
-            update: { $inc: { spentMillicredits: millicredits }, $set: { spentAt: now } },
-          },
-        })),
-        { ordered: false },
-      );
+      await repo.addLeaseSpend(spends, new Date());
     },
 
     /**
@@ -106,12 +96,12 @@ export function createLeaseBook(store: Store, repo: CreditsRepository, ledger: P
         settling: null,
         spentMillicredits: 0,
       };
-      await leases.insertOne(lease);
+      await repo.insertLease(lease);
       if (await rows.takeForLease(input, lease._id)) {
         metrics.creditLeases.inc({ outcome: 'taken' });
         return lease;
       }
-      await leases.deleteOne({ _id: lease._id });
+      await repo.deleteLease(lease._id);
       metrics.creditLeases.inc({ outcome: 'refused' });
       return null;
     },
@@ -133,15 +123,7 @@ export function createLeaseBook(store: Store, repo: CreditsRepository, ledger: P
       opts: { spent?: number; expiredBefore?: Date } = {},
     ): Promise<{ spent: number; returned: number } | null> {
       const now = new Date();
-      const l = await leases.findOneAndUpdate(
-        {
-          _id: leaseId,
-          ...(opts.expiredBefore ? { until: { $lt: opts.expiredBefore } } : {}),
-          $or: [{ settling: null }, { settling: { $lt: new Date(now.getTime() - 60_000) } }],
-        },
-        { $set: { settling: now } },
-        { returnDocument: 'after' },
-      );
+      const l = await repo.claimLease(leaseId, now, opts.expiredBefore);
       if (!l) return null;
       let spent = opts.spent;
       if (spent === undefined) {
@@ -152,7 +134,7 @@ export function createLeaseBook(store: Store, repo: CreditsRepository, ledger: P
       }
       const returned = Math.max(0, l.millicredits - spent);
       const gaveBack = await rows.returnLease(l, returned);
-      await leases.deleteOne({ _id: l._id });
+      await repo.deleteLease(l._id);
       metrics.creditLeases.inc({ outcome: opts.spent === undefined ? 'settled_by_count' : 'returned' });
       return { spent, returned: gaveBack ? returned : 0 };
     },
@@ -163,10 +145,7 @@ export function createLeaseBook(store: Store, repo: CreditsRepository, ledger: P
      */
     async settleExpiredLeases(now = new Date()): Promise<{ settled: number; returned: number }> {
       const before = new Date(now.getTime() - LEASE_SETTLE_MARGIN_MS);
-      const expired = await leases
-        .find({ until: { $lt: before } }, { projection: { _id: 1 } })
-        .limit(200)
-        .toArray();
+      const expired = await repo.expiredLeases(before);
       const out = { settled: 0, returned: 0 };
       for (const l of expired) {
         const r = await book.settleLease(l._id, { expiredBefore: before });

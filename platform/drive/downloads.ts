@@ -4,7 +4,7 @@ import type { Logger } from '../infra/log';
 import type { ApiKeyDoc, Store } from '../infra/mongo';
 import { createAccountsRepository } from '../accounts/accounts.repository';
 import { driveCallerOf } from './access';
-import { createDriveRepository, driveCollections } from './drive.repository';
+import { createDriveRepository, createLastAccessedWriter } from './drive.repository';
 import type { DriveFileDoc } from './drive.types';
 import { verifyDriveDownloadLink } from './links';
 
@@ -77,7 +77,7 @@ const TOUCH_MEMORY_MAX = 10_000;
  */
 export function createAccessToucher(store: Store, log: Logger, opts: { intervalMs?: number } = {}) {
   const interval = opts.intervalMs ?? ACCESS_TOUCH_INTERVAL_MS;
-  const { files } = driveCollections(store);
+  const writeLastAccessed = createLastAccessedWriter(store);
   const recent = new Map<string, number>();
   return (file: Pick<DriveFileDoc, '_id' | 'lastAccessedAt'>, now = new Date()): Promise<void> | undefined => {
     const t = now.getTime();
@@ -90,15 +90,10 @@ export function createAccessToucher(store: Store, log: Logger, opts: { intervalM
     if (recent.size > TOUCH_MEMORY_MAX)
       for (const id of [...recent.keys()].slice(0, recent.size - TOUCH_MEMORY_MAX)) recent.delete(id);
     const stale = new Date(t - interval);
-    return files
-      .updateOne(
-        { _id: file._id, $or: [{ lastAccessedAt: null }, { lastAccessedAt: { $lt: stale } }] },
-        { $set: { lastAccessedAt: now } },
-      )
-      .then(
-        () => undefined,
-        (err: unknown) => log.warn('drive lastAccessedAt not written', { fileId: file._id, err: err as Error }),
-      );
+    return writeLastAccessed(file._id, stale, now).then(
+      () => undefined,
+      (err: unknown) => log.warn('drive lastAccessedAt not written', { fileId: file._id, err: err as Error }),
+    );
   };
 }
 

@@ -70,6 +70,26 @@ export function driveCollections(store: Store) {
   };
 }
 
+/**
+ * The download toucher's write (platform/drive/downloads.ts): `lastAccessedAt` = now on a file
+ * whose stored value is null or older than `stale`.
+ */
+export function createLastAccessedWriter(store: Store) {
+  const { files } = driveCollections(store);
+  return (fileId: string, stale: Date, now: Date) =>
+    files.updateOne(
+      { _id: fileId, $or: [{ lastAccessedAt: null }, { lastAccessedAt: { $lt: stale } }] },
+      { $set: { lastAccessedAt: now } },
+    );
+}
+
+/** Drives marked `pathsDirtyAt` before `before` (a folder move that did not finish), at most `limit`. */
+export const findDirtyPathDrives = (store: Store, before: Date, limit: number) =>
+  driveCollections(store)
+    .usage.find({ pathsDirtyAt: { $lt: before } }, { projection: { _id: 1 } })
+    .limit(limit)
+    .toArray();
+
 // Length: the Drive's data access: 18 functions share its four collections, the teams and the index set-up;
 // the longest, withFolderLock, is 63 lines.
 export function createDriveRepository(store: Store) {
@@ -127,9 +147,6 @@ export function createDriveRepository(store: Store) {
   }
 
   const repo = {
-    files,
-    folders,
-    usage,
     ensureIndexes,
 
     /**

@@ -14,7 +14,6 @@ import type { Plan } from '../../contracts/registry';
 import { eachLimited } from '../infra/concurrency';
 import { AppError } from '../infra/errors';
 import { newId } from '../infra/ids';
-import { keysetPage } from '../infra/lists';
 import { isDuplicateKey } from '../infra/mongo';
 import {
   folderInsidePins,
@@ -26,15 +25,15 @@ import {
   type DriveCaller,
   type DriveScope,
 } from './access';
-import { createDriveRepository, nameKeyOf, toDriveFile, toDriveFolder, trashedNameKey } from './drive.repository';
+import { createDriveRepository, nameKeyOf, toDriveFile, toDriveFolder } from './drive.repository';
 import type { DriveFileDoc } from './drive.types';
+import { createDriveFileRows } from './files.repository';
 import { detectDriveType } from './kinds';
 import { driveDownloadLink } from './links';
 import { driveUploadSteps, newDriveReservation } from './reservations.repository';
 import { reindexDriveFileMeta } from './search-index.repository';
 import { requestDriveText } from './text-queue';
 import type { Runtime } from '../runtime';
-import { updateVersioned } from '../infra/versioned';
 
 /** Who asks: the key's caller plus what the account says (name, plan). */
 export interface DriveActor {
@@ -60,7 +59,7 @@ const BULK_CONCURRENCY = 8;
  */
 export function createDriveService(rt: Runtime) {
   const repo = createDriveRepository(rt.store);
-  const { files } = repo;
+  const rows = createDriveFileRows(rt.store);
   const base = rt.config.PUBLIC_BASE_URL;
   const view = (f: DriveFileDoc): DriveFile => toDriveFile(base, f);
 
@@ -132,7 +131,7 @@ export function createDriveService(rt: Runtime) {
       if (q.starred) filter.isStarred = q.starred === 'true';
       const field = trash ? 'trashedAt' : 'createdAt';
       const [page, [counts, storage, teams], folders] = await Promise.all([
-        keysetPage(files, filter, {
+        rows.page(filter, {
           tag: `drive-files:${field}`,
           field,
           direction: -1,
@@ -224,7 +223,7 @@ export function createDriveService(rt: Runtime) {
             createdAt: now,
             updatedAt: now,
           };
-          await files.insertOne(d);
+          await rows.insertFile(d);
           return d;
         }));
       } catch (err) {
@@ -318,8 +317,7 @@ export function createDriveService(rt: Runtime) {
       if (body.tags !== undefined) set.tags = [...new Set(body.tags)];
       if (body.description !== undefined) set.description = body.description;
       try {
-        const after = await updateVersioned(
-          files,
+        const after = await rows.updateFile(
           caller.accountId,
           id,
           { $set: set },
@@ -370,19 +368,13 @@ export function createDriveService(rt: Runtime) {
         const key = `${d.accountId}/${d.teamId ?? ''}/${folderId}`;
         let p = folderPaths.get(key);
         if (!p) {
-          p = repo.folders.findOne(
-            { _id: folderId, accountId: d.accountId, teamId: d.teamId },
-            { projection: { path: 1 } },
-          );
+          p = rows.folderPath(d, folderId);
           folderPaths.set(key, p);
         }
         return p;
       };
       await eachLimited(ids, BULK_CONCURRENCY, async (id) => {
-        const d = await files.findOne({
-          _id: id,
-          $or: [{ accountId: caller.accountId, teamId: null }, { teamId: { $ne: null } }],
-        } as Filter<DriveFileDoc>);
+        const d = await rows.bulkCandidate(id, caller.accountId);
         if (!d) return;
         if (d.teamId === null ? d.accountId !== caller.accountId : !(await teamReached(d))) return;
         if (isPinned(caller)) {
@@ -417,7 +409,6 @@ export function createDriveService(rt: Runtime) {
           teamId: null,
           ...(isPinned(caller) ? { folderId: reachable.get(id)!.folderId } : {}),
         }) as Filter<DriveFileDoc>;
-      const bump = { $inc: { version: 1 } } as const;
       const owner = { accountId: caller.accountId, teamId: null };
 
       /** Record one file's outcome (the bulk answer lists every file as succeeded or failed). */
@@ -432,28 +423,19 @@ export function createDriveService(rt: Runtime) {
         const d = reachable.get(id);
         if (!d) return fail(id, 'not_found');
         if (d.teamId !== null) return fail(id, 'team_drive_read_only');
-        const reread = () =>
-          files.findOne(mine(id), { projection: { trashedAt: 1, isStarred: 1, folderId: 1, purgingAt: 1 } });
+        const reread = () => rows.reread(mine(id));
         switch (body.action) {
           case 'star':
           case 'unstar': {
             const v = body.action === 'star';
-            const r = await files.updateOne(
-              { ...mine(id), trashedAt: null, isStarred: !v },
-              { $set: { isStarred: v, updatedAt: now }, ...bump },
-            );
-            if (r.matchedCount === 1) return done(id);
+            if (await rows.star(mine(id), v, now)) return done(id);
             const cur = await reread();
             if (!cur) return fail(id, 'not_found');
             if (cur.trashedAt) return fail(id, 'trashed');
             return done(id); // already in that state
           }
           case 'trash': {
-            const r = await files.updateOne(
-              { ...mine(id), trashedAt: null },
-              { $set: { trashedAt: now, nameKey: trashedNameKey(id), updatedAt: now }, ...bump },
-            );
-            if (r.matchedCount === 1) return done(id);
+            if (await rows.trash(mine(id), id, now)) return done(id);
             const cur = await reread();
             return fail(id, !cur ? 'not_found' : 'already_trashed');
           }
@@ -463,24 +445,8 @@ export function createDriveService(rt: Runtime) {
               if (!cur) return fail(id, 'not_found');
               if (!cur.trashedAt) return fail(id, 'not_trashed');
             }
-            const { name: restoredAs, result: matched } = await repo.withFreeName(
-              owner,
-              d.folderId,
-              d.name,
-              async (name) => {
-                const r = await files.updateOne(
-                  {
-                    ...mine(id),
-                    trashedAt: { $ne: null, $gte: cutoff },
-                    $or: [{ purgingAt: { $exists: false } }, { purgingAt: null }],
-                  } as Filter<DriveFileDoc>,
-                  {
-                    $set: { trashedAt: null, name, ext: extOf(name), nameKey: nameKeyOf(name), updatedAt: now },
-                    ...bump,
-                  },
-                );
-                return r.matchedCount === 1;
-              },
+            const { name: restoredAs, result: matched } = await repo.withFreeName(owner, d.folderId, d.name, (name) =>
+              rows.restore(mine(id), cutoff, name, extOf(name), now),
             );
             if (matched) {
               if (restoredAs !== d.name) await reindexMeta({ ...d, name: restoredAs });
@@ -495,13 +461,9 @@ export function createDriveService(rt: Runtime) {
             if (destProblem) return fail(id, destProblem);
             if (d.trashedAt) return fail(id, 'trashed');
             if (d.folderId === dest) return done(id);
-            const { name: movedAs, result: matched } = await repo.withFreeName(owner, dest, d.name, async (name) => {
-              const r = await files.updateOne(
-                { ...mine(id), trashedAt: null },
-                { $set: { folderId: dest, name, ext: extOf(name), nameKey: nameKeyOf(name), updatedAt: now }, ...bump },
-              );
-              return r.matchedCount === 1;
-            });
+            const { name: movedAs, result: matched } = await repo.withFreeName(owner, dest, d.name, (name) =>
+              rows.move(mine(id), dest, name, extOf(name), now),
+            );
             if (matched) {
               if (movedAs !== d.name) await reindexMeta({ ...d, name: movedAs });
               return done(id);

@@ -14,8 +14,8 @@ import { isPinned, personalScope, resolveDriveScope, teamDriveReadOnly } from '.
 import { createDriveRepository, nameKeyOf, toDriveFolder } from './drive.repository';
 import { isDuplicateKey } from '../infra/mongo';
 import type { DriveFolderDoc } from './drive.types';
+import { createDriveFileRows } from './files.repository';
 import type { Runtime } from '../runtime';
-import { updateVersioned } from '../infra/versioned';
 import { normFolderRef, type DriveActor } from './drive.service';
 
 /** #abc or #AABBCC → #aabbcc. */
@@ -39,7 +39,7 @@ const nameTaken = (name: string) =>
  */
 export function createFoldersService(rt: Runtime) {
   const repo = createDriveRepository(rt.store);
-  const { folders } = repo;
+  const rows = createDriveFileRows(rt.store);
 
   /** The parent a folder write names, checked: null (root) or a folder of the personal drive inside the pins. */
   async function writableParent(actor: DriveActor, ref: string | null): Promise<DriveFolderDoc | null> {
@@ -54,8 +54,7 @@ export function createFoldersService(rt: Runtime) {
     return f.folder;
   }
 
-  const countOf = async (accountId: string, folderId: string) =>
-    repo.files.countDocuments({ accountId, teamId: null, folderId, trashedAt: null });
+  const countOf = async (accountId: string, folderId: string) => rows.activeInFolder(accountId, folderId);
 
   return {
     async tree(actor: DriveActor, q: DriveFolderListQuery): Promise<DriveFolderTree> {
@@ -90,7 +89,7 @@ export function createFoldersService(rt: Runtime) {
             'limit_exceeded',
             `parentFolderId: folders nest at most ${DRIVE_LIMITS.folderDepthMax} levels deep`,
           );
-        const count = await folders.countDocuments({ accountId: caller.accountId, teamId: null });
+        const count = await rows.folderCount(caller.accountId);
         if (count >= DRIVE_LIMITS.foldersPerDrive)
           throw new AppError('limit_exceeded', `a drive holds at most ${DRIVE_LIMITS.foldersPerDrive} folders`);
         const now = new Date();
@@ -109,7 +108,7 @@ export function createFoldersService(rt: Runtime) {
           updatedAt: now,
         };
         try {
-          await folders.insertOne(doc);
+          await rows.insertFolder(doc);
         } catch (err) {
           if (isDuplicateKey(err)) throw nameTaken(body.name);
           throw err;
@@ -144,8 +143,7 @@ export function createFoldersService(rt: Runtime) {
       const owner = { accountId: caller.accountId };
       const save = async (extraSet: Partial<DriveFolderDoc>) => {
         try {
-          return await updateVersioned(
-            folders,
+          return await rows.updateFolder(
             owner.accountId,
             id,
             { $set: { ...set, ...extraSet } },
@@ -178,9 +176,7 @@ export function createFoldersService(rt: Runtime) {
           }
           const newPath = parent ? [...parent.path, parent._id] : [];
           const oldDepth = current.folder.path.length;
-          const descendants = await folders
-            .find({ accountId: caller.accountId, teamId: null, path: id }, { projection: { path: 1 } })
-            .toArray();
+          const descendants = await rows.descendants(caller.accountId, id);
           const deepest = descendants.reduce((m, d) => Math.max(m, d.path.length - oldDepth), 0);
           if (newPath.length + 1 + deepest > DRIVE_LIMITS.folderDepthMax) {
             throw new AppError(
@@ -200,7 +196,7 @@ export function createFoldersService(rt: Runtime) {
                 },
               },
             }));
-            await folders.bulkWrite(ops, { ordered: false });
+            await rows.rewriteFolders(ops);
           }
           return moved;
         },

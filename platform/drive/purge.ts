@@ -1,11 +1,17 @@
 import type { Config } from '../infra/config';
 import type { Logger } from '../infra/log';
 import type { Store } from '../infra/mongo';
-import { usageIdOf } from './access';
 import { deleteDriveBlob } from './blobs.repository';
+import {
+  claimPurge,
+  deletePurgedRecord,
+  deletePurgedText,
+  findDuePurges,
+  meterPurge,
+  type PurgeFile,
+  unmarkPurge,
+} from './purge.repository';
 import { removeDriveTextIndex } from './search-index.repository';
-import { driveCollections } from './drive.repository';
-import type { DriveFileDoc } from './drive.types';
 
 /** Files purged per run at most; the next run takes the rest. */
 export const PURGE_BATCH = 200;
@@ -16,8 +22,6 @@ export const PURGE_BATCH = 200;
  * at a time, but its lock expires after a minute, and a run may take longer).
  */
 export const PURGE_CLAIM_MS = 10 * 60_000;
-
-type PurgeFile = Pick<DriveFileDoc, '_id' | 'accountId' | 'teamId' | 'blobId' | 'sizeBytes'>;
 
 /**
  * The steps of one file's purge, in order. Each is safe to repeat, so a purge a crash (or an
@@ -32,21 +36,11 @@ export const purgeSteps = {
    * holds it.
    */
   async mark(store: Store, file: PurgeFile, cutoff: Date, now: Date): Promise<boolean> {
-    const r = await driveCollections(store).files.updateOne(
-      {
-        _id: file._id,
-        $or: [
-          { trashedAt: { $ne: null, $lte: cutoff }, purgingAt: null },
-          { purgingAt: { $ne: null, $lt: new Date(now.getTime() - PURGE_CLAIM_MS) } },
-        ],
-      },
-      { $set: { purgingAt: now } },
-    );
-    return r.modifiedCount === 1;
+    return claimPurge(store, file, cutoff, new Date(now.getTime() - PURGE_CLAIM_MS), now);
   },
   /** 2. The extracted text. */
   async text(store: Store, file: PurgeFile): Promise<void> {
-    await driveCollections(store).texts.deleteOne({ _id: file._id });
+    await deletePurgedText(store, file);
   },
   /** 3. The file's search postings, pages and forward document (the search index's own removal). */
   async tokens(store: Store, file: PurgeFile): Promise<void> {
@@ -64,23 +58,18 @@ export const purgeSteps = {
    * claimed record and leaves the meter alone.
    */
   async meter(store: Store, file: PurgeFile): Promise<void> {
-    const { files, usage } = driveCollections(store);
-    if (!(await files.findOne({ _id: file._id, purgingAt: { $ne: null } }, { projection: { _id: 1 } }))) return;
-    await usage.updateOne(
-      { _id: usageIdOf(file), purgedRefs: { $ne: file._id } },
-      { $inc: { bytesUsed: -file.sizeBytes, fileCount: -1 }, $push: { purgedRefs: file._id } },
-    );
+    await meterPurge(store, file);
   },
   /** 6. The record (only a claimed file). */
   async record(store: Store, file: PurgeFile): Promise<void> {
-    await driveCollections(store).files.deleteOne({ _id: file._id, purgingAt: { $ne: null } });
+    await deletePurgedRecord(store, file);
   },
   /**
    * 7. The meter marker, last: the record is gone, so no run can reach the meter step for this
    * file again; the marker list stays as short as the purges in flight. Only removes: safe to repeat.
    */
   async unmark(store: Store, file: PurgeFile): Promise<void> {
-    await driveCollections(store).usage.updateOne({ _id: usageIdOf(file) }, { $pullAll: { purgedRefs: [file._id] } });
+    await unmarkPurge(store, file);
   },
 };
 
@@ -101,19 +90,12 @@ export async function purgeTrashedDriveFiles(
 ): Promise<{ purged: number; failed: number }> {
   const now = opts.now ?? new Date();
   const cutoff = new Date(now.getTime() - rt.config.DRIVE_TRASH_DAYS * 86_400_000);
-  const { files } = driveCollections(rt.store);
-  const due = await files
-    .find(
-      {
-        $or: [
-          { trashedAt: { $ne: null, $lte: cutoff }, purgingAt: null },
-          { purgingAt: { $ne: null, $lt: new Date(now.getTime() - PURGE_CLAIM_MS) } },
-        ],
-      },
-      { projection: { _id: 1, accountId: 1, teamId: 1, blobId: 1, sizeBytes: 1 } },
-    )
-    .limit(opts.limit ?? PURGE_BATCH)
-    .toArray();
+  const due = await findDuePurges(
+    rt.store,
+    cutoff,
+    new Date(now.getTime() - PURGE_CLAIM_MS),
+    opts.limit ?? PURGE_BATCH,
+  );
   let purged = 0;
   let failed = 0;
   for (const file of due) {

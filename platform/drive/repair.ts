@@ -1,6 +1,6 @@
 import type { Logger } from '../infra/log';
 import type { Store } from '../infra/mongo';
-import { createDriveRepository, driveCollections } from './drive.repository';
+import { createDriveRepository, findDirtyPathDrives } from './drive.repository';
 import { settleExpiredDriveReservations } from './reservations.repository';
 
 /** A drive marked `pathsDirtyAt` for longer than this has a folder move that did not finish: its paths are recomputed. */
@@ -21,11 +21,11 @@ export async function repairDrivePaths(
   opts: { now?: Date; limit?: number } = {},
 ): Promise<{ repaired: number; failed: number }> {
   const now = opts.now ?? new Date();
-  const { usage } = driveCollections(rt.store);
-  const dirty = await usage
-    .find({ pathsDirtyAt: { $lt: new Date(now.getTime() - DRIVE_PATHS_GRACE_MS) } }, { projection: { _id: 1 } })
-    .limit(opts.limit ?? PATHS_BATCH)
-    .toArray();
+  const dirty = await findDirtyPathDrives(
+    rt.store,
+    new Date(now.getTime() - DRIVE_PATHS_GRACE_MS),
+    opts.limit ?? PATHS_BATCH,
+  );
   const repo = createDriveRepository(rt.store);
   const out = { repaired: 0, failed: 0 };
   for (const { _id } of dirty) {

@@ -120,7 +120,7 @@ export async function settleDriveReservation(
   );
   if (!r) return 'gone';
   const repo = createDriveRepository(store);
-  if ((await repo.files.countDocuments({ _id: r.fileId, accountId: r.accountId })) > 0) {
+  if ((await driveCollections(store).files.countDocuments({ _id: r.fileId, accountId: r.accountId })) > 0) {
     await repo.keepReserved(r.drive, r._id);
     await reservations.deleteOne({ _id: r._id });
     return 'kept';

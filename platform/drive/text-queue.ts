@@ -1,10 +1,8 @@
-import type { Filter } from 'mongodb';
 import type { AmqpClient } from '../infra/amqp';
 import type { Config } from '../infra/config';
 import type { Logger } from '../infra/log';
 import type { Store } from '../infra/mongo';
-import { driveCollections } from './drive.repository';
-import type { DriveFileDoc } from './drive.types';
+import { claimDriveTextRequest, failPendingDriveText, findPendingDriveTexts } from './text.repository';
 
 /**
  * The message the drive pool consumes: extract (again) the text of one file. WARNING: read by
@@ -38,7 +36,6 @@ export const DRIVE_TEXT_GRACE_MS = 30_000;
 
 /** Republishes of one file before the sweep gives up on it (text status `failed`): about 30 s, 1, 2, 4, 8, 16 min after upload. */
 export const DRIVE_TEXT_MAX_REQUESTS = 6;
-const sweepIndexed = new WeakSet<Store>();
 
 /** Files one sweep republishes at most. */
 const SWEEP_BATCH = 500;
@@ -56,24 +53,7 @@ export async function sweepPendingDriveText(
 ): Promise<{ republished: number; failed: number }> {
   const now = opts.now ?? new Date();
   const grace = opts.graceMs ?? DRIVE_TEXT_GRACE_MS;
-  const { files } = driveCollections(rt.store);
-  if (!sweepIndexed.has(rt.store)) {
-    // Serves this sweep on MongoDB (FerretDB 1.24 scans either way).
-    await files.createIndex({ 'text.status': 1, createdAt: 1 });
-    sweepIndexed.add(rt.store);
-  }
-  const pending = await files
-    .find(
-      {
-        'text.status': 'pending',
-        trashedAt: null,
-        purgingAt: null,
-        createdAt: { $lt: new Date(now.getTime() - grace) },
-      },
-      { projection: { _id: 1, accountId: 1, createdAt: 1, textRequestedAt: 1, textRequests: 1 } },
-    )
-    .limit(SWEEP_BATCH)
-    .toArray();
+  const pending = await findPendingDriveTexts(rt.store, new Date(now.getTime() - grace), SWEEP_BATCH);
   let republished = 0;
   let failed = 0;
   for (const f of pending) {
@@ -81,30 +61,11 @@ export async function sweepPendingDriveText(
     const last = f.textRequestedAt ?? f.createdAt;
     if (now.getTime() - last.getTime() < grace * 2 ** Math.min(n, 10)) continue;
     if (n >= DRIVE_TEXT_MAX_REQUESTS) {
-      const r = await files.updateOne(
-        { _id: f._id, 'text.status': 'pending' },
-        {
-          $set: {
-            text: {
-              status: 'failed',
-              chars: 0,
-              truncated: false,
-              engine: null,
-              error: `no drive worker finished the extraction after ${n + 1} requests`,
-              at: now,
-            },
-          },
-        },
-      );
-      failed += r.modifiedCount;
+      failed += await failPendingDriveText(rt.store, f._id, n + 1, now);
       continue;
     }
     // Claim this republish (guarded by the count read, so two sweeps never both publish it).
-    const claim = await files.updateOne(
-      { _id: f._id, 'text.status': 'pending', textRequests: f.textRequests ?? null } as Filter<DriveFileDoc>,
-      { $set: { textRequestedAt: now, textRequests: n + 1 } },
-    );
-    if (claim.modifiedCount !== 1) continue;
+    if (!(await claimDriveTextRequest(rt.store, f, n, now))) continue;
     await requestDriveText(rt, { fileId: f._id, accountId: f.accountId });
     republished++;
   }

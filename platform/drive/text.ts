@@ -1,5 +1,4 @@
 import type { Store } from '../infra/mongo';
-import { driveCollections } from './drive.repository';
 import type { DriveFileDoc, DriveTextDoc } from './drive.types';
 import {
   FIELD_BITS,
@@ -9,14 +8,21 @@ import {
   removeDriveTextIndex,
   scopeOf,
 } from './search-index.repository';
+import {
+  deleteDriveText,
+  driveFileExists,
+  findDriveText,
+  findPersonalFile,
+  findPersonalFolderPath,
+  saveDriveText,
+  settleDriveTextStatus,
+} from './text.repository';
 
 /**
  * The stored text of Drive files: what GET /drive/files/{id}/text answers and what the research
  * engine reads. Text is extracted once by the drive pool (workers/drive/) and stored capped at
  * DRIVE_TEXT_STORED_CHARS in `drive_texts` (one document per file, `_id` = the file id).
  */
-
-const driveTexts = (store: Store) => driveCollections(store).texts;
 
 /**
  * `s` cut to at most `max` characters: at the last white space of the final 10% when there is one
@@ -54,7 +60,7 @@ export async function readDriveText(
   const status = file.text?.status ?? 'pending';
   const empty = { status, content: '', truncated: false, engine: file.text?.engine ?? null, storedChars: 0 };
   if (status !== 'ready') return empty;
-  const doc = await driveTexts(store).findOne({ _id: file._id, accountId: file.accountId });
+  const doc = await findDriveText(store, file);
   if (!doc) return empty;
   const { text, cut } = cutAtWord(doc.content, opts.maxChars ?? Number.POSITIVE_INFINITY);
   return {
@@ -95,7 +101,6 @@ export async function findDriveTextsForResearch(
     terms,
     mode: 'any',
   });
-  const { files, folders } = driveCollections(store);
   const pins = new Set(opts.pins);
   // Folder id → inside the pins; one findOne by _id per folder met.
   const insideCache = new Map<string, boolean>();
@@ -104,7 +109,7 @@ export async function findDriveTextsForResearch(
     if (!folderId) return false;
     let v = insideCache.get(folderId);
     if (v === undefined) {
-      const f = await folders.findOne({ _id: folderId, accountId, teamId: null }, { projection: { _id: 1, path: 1 } });
+      const f = await findPersonalFolderPath(store, accountId, folderId);
       v = !!f && (pins.has(f._id) || (f.path ?? []).some((id) => pins.has(id)));
       insideCache.set(folderId, v);
     }
@@ -113,7 +118,7 @@ export async function findDriveTextsForResearch(
   const out: DriveResearchSource[] = [];
   for (let i = 0; i < candidates.length && out.length < opts.limit && i < opts.limit * 4; i += opts.limit) {
     const batch = candidates.slice(i, i + opts.limit);
-    const found = await Promise.all(batch.map((c) => files.findOne({ _id: c.fileId, accountId, teamId: null })));
+    const found = await Promise.all(batch.map((c) => findPersonalFile(store, accountId, c.fileId)));
     const docs = await Promise.all(found.map(async (file) => (file && (await inside(file.folderId)) ? file : null)));
     docs.forEach((file, k) => {
       if (!file || file.trashedAt || file.purgingAt || out.length >= opts.limit) return;
@@ -135,12 +140,6 @@ export async function findDriveTextsForResearch(
 export type DriveTextOutcome =
   | { status: 'ready'; text: string; truncated: boolean; engine: string }
   | { status: 'none' | 'failed'; engine: string | null; error: string | null };
-
-const driveFiles = (store: Store) => driveCollections(store).files;
-
-/** The file of a text request as long as it is still worth extracting: stored, not trashed, not being purged. */
-export const liveDriveFile = (store: Store, req: { fileId: string; accountId: string }) =>
-  driveFiles(store).findOne({ _id: req.fileId, accountId: req.accountId, trashedAt: null, purgingAt: null });
 
 /**
  * Stores and indexes the extracted text of `file`, then marks it (text.status ready | none |
@@ -165,7 +164,7 @@ export async function recordDriveText(
       engine: outcome.engine,
       at,
     };
-    await driveTexts(store).replaceOne({ _id: file._id }, doc, { upsert: true });
+    await saveDriveText(store, doc);
   }
   // Name, tags and description as they are when the index is written (a rename may land meanwhile).
   await indexDriveFile(store, file, outcome.status === 'ready' ? outcome.text : null, { reload });
@@ -180,16 +179,11 @@ export async function recordDriveText(
           at,
         }
       : { status: outcome.status, chars: 0, truncated: false, engine: outcome.engine, error: outcome.error, at };
-  const moved = await driveFiles(store).updateOne(
-    { _id: file._id, accountId: file.accountId, trashedAt: null, purgingAt: null, 'text.status': 'pending' },
-    { $set: { text } },
-  );
-  if (moved.matchedCount === 1) return true;
+  if (await settleDriveTextStatus(store, file, text)) return true;
   // Trashed (kept: a restore makes it pending-and-live again for the sweep), finished by another
   // delivery, or purged: then nothing may stay behind.
-  const still = await driveFiles(store).findOne({ _id: file._id }, { projection: { _id: 1 } });
-  if (!still) {
-    await driveTexts(store).deleteOne({ _id: file._id });
+  if (!(await driveFileExists(store, file._id))) {
+    await deleteDriveText(store, file._id);
     await removeDriveTextIndex(store, file);
   }
   return false;

@@ -14,7 +14,7 @@ import { COLLECTIONS, type ApiKeyDoc } from '../infra/mongo';
 import type { Runtime } from '../runtime';
 import { voiceCatalogue } from '../speech/voices';
 import {
-  liveSessionsCollection,
+  createLiveSessionsRepository,
   type LiveHistoryEntry,
   type LivePersonaProfile,
   type LiveSessionDoc,
@@ -24,10 +24,6 @@ import {
 import { signLiveToken, verifyLiveToken } from './tokens';
 import { ASSISTANT_TOOL_OF } from './tools';
 
-/** History entries kept per session (older ones drop off; the engine sees these). */
-export const LIVE_HISTORY_MAX = 40;
-/** Tool calls kept per session. */
-export const LIVE_TOOL_CALLS_MAX = 100;
 /** Path of the realtime engine on the API's HTTP server. */
 export const REALTIME_PATH = '/realtime';
 
@@ -86,12 +82,12 @@ export function liveCapabilities(config: Runtime['config']): LiveCapabilities {
 /**
  * Live sessions (SPEC 4.8 POST /live/session): issue and resume, and what the realtime engine
  * asks when a token connects, a turn ends, the connection drops or the client ends it.
- * Length: a factory whose 18 functions share the sessions collection, the token secret and the voice
+ * Length: a factory whose 18 functions share the sessions repository, the token secret and the voice
  * catalogue; the longest, open, is 88 lines.
  */
 export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credits' | 'log'>) {
   const { config } = rt;
-  const col = liveSessionsCollection(rt.store);
+  const sessions = createLiveSessionsRepository(rt.store);
   const secret = config.LIVE_TOKEN_SECRET ?? config.ASSET_SIGNING_SECRET;
   const catalogue = voiceCatalogue(config);
   const realtimeUrl = `${config.PUBLIC_BASE_URL.replace(/^http/, 'ws')}${REALTIME_PATH}`;
@@ -128,13 +124,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
     charged: fromUnits(charged),
   });
 
-  const endForLimit = async (id: string) => {
-    const now = new Date();
-    await col.updateOne(
-      { _id: id, status: { $ne: 'ended' } },
-      { $set: { status: 'ended', endedReason: 'limit', endedAt: now, updatedAt: now, tokenId: null } },
-    );
-  };
+  const endForLimit = (id: string) => sessions.endForLimit(id);
 
   async function resume(
     caller: { account: AuthAccount; key: ApiKeyDoc },
@@ -150,9 +140,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
     // An expired handle still names its session: another account's answers 404 before 400.
     const claims = v.ok ? v.claims : JSON.parse(Buffer.from(handle.split('.')[1]!, 'base64url').toString('utf8'));
     const doc =
-      claims.acc === caller.account._id
-        ? await col.findOne({ _id: String(claims.sid), accountId: caller.account._id })
-        : null;
+      claims.acc === caller.account._id ? await sessions.ofAccount(String(claims.sid), caller.account._id) : null;
     if (!doc) throw new AppError('not_found', 'resumptionHandle: no session of yours has that handle');
     if (!v.ok)
       throw new AppError('resumption_handle_expired', 'resumptionHandle: expired; open a new session without it');
@@ -177,16 +165,12 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
       );
     const t = await newToken(doc);
     // Free: the session was paid when it was opened. Only the newest token connects.
-    await col.updateOne(
-      { _id: doc._id },
-      { $set: { tokenId: t.tokenId, tokenExpiresAt: t.expiresAt, keyId: caller.key._id, updatedAt: new Date() } },
-    );
+    await sessions.setToken(doc._id, t, caller.key._id);
     void body;
     return response(doc, t, true, 0);
   }
 
   return {
-    col,
     realtimeUrl,
 
     /**
@@ -273,7 +257,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
       doc.tokenId = t.tokenId;
       doc.tokenExpiresAt = t.expiresAt;
       try {
-        await col.insertOne(doc);
+        await sessions.insert(doc);
       } catch (err) {
         await rt.credits.settle(holdId);
         throw err;
@@ -284,7 +268,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
 
     /** The session's charge is kept: its hold is captured (a failure is left to the scheduler's settle). */
     async captureCharge(id: string): Promise<void> {
-      const doc = await col.findOne({ _id: id }, { projection: { charge: 1 } });
+      const doc = await sessions.chargeOf(id);
       if (!doc?.charge.holdId) return;
       const holdId = doc.charge.holdId;
       await rt.credits
@@ -292,24 +276,21 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
         .catch((err: unknown) =>
           rt.log.warn('live session hold not captured; the scheduler will', { holdId, err: err as Error }),
         );
-      await col.updateOne({ _id: id }, { $set: { 'charge.capturedAt': new Date() } });
+      await sessions.markCaptured(id);
     },
 
     /** The caller could not write what the session was for: its hold is settled (refunded when that is missing). */
     async settleCharge(id: string): Promise<void> {
-      const doc = await col.findOne({ _id: id }, { projection: { charge: 1 } });
+      const doc = await sessions.chargeOf(id);
       if (doc?.charge.holdId) await rt.credits.settle(doc.charge.holdId);
     },
 
     /** A fresh single-use token for a session (an idempotent retry of the request that opened it). */
     async reissue(id: string): Promise<LiveSessionResponse | null> {
-      const doc = await col.findOne({ _id: id });
+      const doc = await sessions.byId(id);
       if (!doc || doc.status === 'ended') return null;
       const t = await newToken(doc);
-      await col.updateOne(
-        { _id: id },
-        { $set: { tokenId: t.tokenId, tokenExpiresAt: t.expiresAt, updatedAt: new Date() } },
-      );
+      await sessions.setToken(id, t);
       return response(doc, t, false, doc.charge.millicredits);
     },
 
@@ -330,10 +311,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
           ok: false,
           refusal: { code: 4401, reason: v.reason === 'expired' ? 'token expired' : 'token invalid' },
         };
-      const known = await col.findOne(
-        { _id: v.claims.sid, accountId: v.claims.acc },
-        { projection: { status: 1, allowedOrigins: 1, createdAt: 1, turns: 1 } },
-      );
+      const known = await sessions.gateOf(v.claims.sid, v.claims.acc);
       if (known?.allowedOrigins?.length) {
         const origin = normalOrigin(at.origin);
         if (!origin || !known.allowedOrigins.includes(origin))
@@ -352,15 +330,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
         await endForLimit(known!._id);
         return { ok: false, refusal: { code: SESSION_LIMIT_CLOSE, reason: limit } };
       }
-      const now = new Date();
-      const doc = await col.findOneAndUpdate(
-        { _id: v.claims.sid, accountId: v.claims.acc, tokenId: String(v.claims.n), status: { $ne: 'ended' } },
-        {
-          $set: { status: 'connected', tokenId: null, updatedAt: now, lastSeenAt: now, owner: at.owner ?? null },
-          $inc: { connections: 1 },
-        },
-        { returnDocument: 'after' },
-      );
+      const doc = await sessions.claimToken(v.claims.sid, v.claims.acc, String(v.claims.n), at.owner ?? null);
       if (doc) return { ok: true, doc };
       return {
         ok: false,
@@ -381,9 +351,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
       conns: { sessionId: string; conn: string }[],
     ): Promise<{ lost: string[]; ended: string[] }> {
       if (!conns.length) return { lost: [], ended: [] };
-      const rows = await col
-        .find({ _id: { $in: conns.map((c) => c.sessionId) } }, { projection: { owner: 1, status: 1 } })
-        .toArray();
+      const rows = await sessions.owners(conns.map((c) => c.sessionId));
       const byId = new Map(rows.map((r) => [r._id, r]));
       const lost: string[] = [];
       const ended: string[] = [];
@@ -396,8 +364,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
         else if (r.owner && (r.owner.instance !== instance || r.owner.conn !== c.conn)) lost.push(c.conn);
         else mine.push(c.sessionId);
       }
-      if (mine.length)
-        await col.updateMany({ _id: { $in: mine }, status: 'connected' }, { $set: { lastSeenAt: new Date() } });
+      if (mine.length) await sessions.seen(mine);
       return { lost, ended };
     },
 
@@ -407,18 +374,9 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
      */
     async claimTurn(id: string): Promise<{ ok: true } | { ok: false; ended: true } | { ok: false; limit: string }> {
       const since = new Date(Date.now() - config.LIVE_SESSION_MAX_MS);
-      const r = await col.findOneAndUpdate(
-        {
-          _id: id,
-          status: { $ne: 'ended' },
-          createdAt: { $gt: since },
-          $or: [{ turns: { $exists: false } }, { turns: { $lt: config.LIVE_SESSION_MAX_TURNS } }],
-        },
-        { $inc: { turns: 1 } },
-        { returnDocument: 'after' },
-      );
+      const r = await sessions.countTurn(id, since, config.LIVE_SESSION_MAX_TURNS);
       if (r) return { ok: true };
-      const row = await col.findOne({ _id: id }, { projection: { status: 1, createdAt: 1, turns: 1 } });
+      const row = await sessions.limitsOf(id);
       if (!row || row.status === 'ended') return { ok: false, ended: true };
       await endForLimit(id);
       return { ok: false, limit: sessionLimit(config, row) ?? 'session limit reached; open a new one' };
@@ -427,48 +385,25 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
     endForLimit,
 
     /** Sessions `connected` whose process stopped heart-beating before `cutoff` become `dropped` (the scheduler). */
-    async dropStale(cutoff: Date): Promise<number> {
-      const r = await col.updateMany(
-        {
-          status: 'connected',
-          $or: [{ lastSeenAt: { $lt: cutoff } }, { lastSeenAt: null, updatedAt: { $lt: cutoff } }],
-        },
-        { $set: { status: 'dropped', owner: null, updatedAt: new Date() } },
-      );
-      return r.modifiedCount;
-    },
+    dropStale: (cutoff: Date): Promise<number> => sessions.dropStale(cutoff),
 
     /** A tool call of the session (persona `tool_call` events read them). */
     async recordToolCall(doc: Pick<LiveSessionDoc, '_id' | 'accountId'>, entry: LiveToolCallEntry): Promise<void> {
-      await col.updateOne(
-        { _id: doc._id, accountId: doc.accountId },
-        { $push: { toolCalls: { $each: [entry], $slice: -LIVE_TOOL_CALLS_MAX } } },
-      );
+      await sessions.pushToolCall(doc, entry);
     },
 
     /** Millicredits a server tool of the session kept (the running `spentMillicredits`). */
     async addSpent(id: string, millicredits: number): Promise<void> {
-      if (millicredits > 0) await col.updateOne({ _id: id }, { $inc: { spentMillicredits: millicredits } });
+      if (millicredits > 0) await sessions.addSpent(id, millicredits);
     },
 
     /** The greeting is spoken once per session: true for the one connection that claims it. */
-    async claimGreeting(id: string): Promise<boolean> {
-      const r = await col.updateOne({ _id: id, greeted: false }, { $set: { greeted: true } });
-      return r.modifiedCount === 1;
-    },
+    claimGreeting: (id: string): Promise<boolean> => sessions.claimGreeting(id),
 
     /** After a turn: the history grows, and a new resumption handle (the only valid one) is made. */
     async recordTurn(doc: Pick<LiveSessionDoc, '_id' | 'accountId'>, entries: LiveHistoryEntry[]): Promise<string> {
       const expiresAt = new Date(Date.now() + config.LIVE_RESUME_TTL_SECONDS * 1000);
-      const after = await col.findOneAndUpdate(
-        { _id: doc._id, accountId: doc.accountId },
-        {
-          $push: { history: { $each: entries, $slice: -LIVE_HISTORY_MAX } },
-          $inc: { handleGen: 1 },
-          $set: { handleExpiresAt: expiresAt, updatedAt: new Date() },
-        },
-        { returnDocument: 'after' },
-      );
+      const after = await sessions.pushTurn(doc, entries, expiresAt);
       return signLiveToken(secret, 'lh', {
         sid: doc._id,
         acc: doc.accountId,
@@ -484,20 +419,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
 
     /** `connections`: only if no later connection claimed the session meanwhile. */
     async setStatus(id: string, status: 'dropped' | 'ended', only: { connections?: number } = {}) {
-      await col.updateOne(
-        {
-          _id: id,
-          status: { $ne: 'ended' },
-          ...(only.connections !== undefined ? { connections: only.connections } : {}),
-        },
-        {
-          $set: {
-            status,
-            updatedAt: new Date(),
-            ...(status === 'ended' ? { endedAt: new Date(), tokenId: null } : {}),
-          },
-        },
-      );
+      await sessions.setStatus(id, status, only);
     },
   };
 }

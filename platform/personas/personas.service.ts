@@ -17,6 +17,7 @@ import { newId, stableId } from '../infra/ids';
 import { COLLECTIONS } from '../infra/mongo';
 import { mapPage } from '../infra/lists';
 import { createLiveSessions } from '../live/sessions';
+import { createLiveSessionsRepository } from '../live/sessions.repository';
 import type { Runtime } from '../runtime';
 import { voiceCatalogue } from '../speech/voices';
 import { versionConflict } from '../infra/versioned';
@@ -55,6 +56,7 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'credits' | 'log'>) {
   const repo = createPersonasRepository(rt.store);
   const sessions = createLiveSessions(rt);
+  const sessionRows = createLiveSessionsRepository(rt.store);
   const catalogue = voiceCatalogue(rt.config);
   const api = `${rt.config.PUBLIC_BASE_URL}/api/v1`;
 
@@ -159,10 +161,7 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
 
   /** The turns and tool calls the live session recorded, as events (ids derived from content: importing twice adds nothing). */
   async function importTurns(c: PersonaConversationDoc): Promise<void> {
-    const s = await sessions.col.findOne(
-      { _id: c.sessionId, accountId: c.accountId },
-      { projection: { history: 1, toolCalls: 1 } },
-    );
+    const s = await sessionRows.turnsOf(c.sessionId, c.accountId);
     const docs: PersonaEventDoc[] = [
       startedEvent(c),
       ...(s?.history ?? []).map((h) => turnEvent(c, h)),
@@ -430,10 +429,7 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
       if (c.status === 'ended') return conversationView(c);
       await importTurns(c);
       await sessions.setStatus(c.sessionId, 'ended');
-      const s = await sessions.col.findOne(
-        { _id: c.sessionId, accountId },
-        { projection: { charge: 1, spentMillicredits: 1 } },
-      );
+      const s = await sessionRows.spendOf(c.sessionId, accountId);
       const endedAt = new Date();
       const durationMs = endedAt.getTime() - c.startedAt.getTime();
       // The session's charge and what its tools kept (live_action, media prices), counted as they ran.

@@ -28,7 +28,6 @@ export function createDeliveriesRepository(store: Store) {
   const db = openStore(store);
   const col = db.db.collection<DeliveryDoc>(COLLECTIONS.webhookDeliveries);
   return {
-    collection: col,
     async record(doc: Omit<DeliveryDoc, '_id'>): Promise<DeliveryDoc> {
       const full = { _id: newId(DELIVERY_ID_PREFIX), ...doc };
       await col.insertOne(full);

@@ -150,6 +150,6 @@ export function createWebhooksRepository(store: Store) {
     },
   });
 
-  return { forAccount, collection: col };
+  return { forAccount };
 }
 export type WebhooksRepository = ReturnType<typeof createWebhooksRepository>;

@@ -17,10 +17,14 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { broker } from '../../contracts/registry';
 import type { BusEvent } from '../../contracts/events';
-import { createDeliveriesRepository, type DeliveryDoc } from '../../platform/webhooks/deliveries.repository';
+import { COLLECTIONS } from '../../platform/infra/mongo';
+import type { DeliveryDoc } from '../../platform/webhooks/deliveries.repository';
 import { client, eventually } from '../harness/http';
 import { startStack, type Stack } from '../harness/stack';
 import { row, type Bench, type BenchRow } from './bench';
+
+/** The delivery log as stored (the harness holds the connection). */
+const deliveriesOf = (stack: Stack) => stack.db.db.collection<DeliveryDoc>(COLLECTIONS.webhookDeliveries);
 
 const N = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 1000);
 const RETRY_SAMPLES = Number(process.env.BENCH_WEBHOOK_RETRY_SAMPLES ?? 20);
@@ -191,7 +195,7 @@ async function retryDelays(stack: Stack): Promise<BenchRow[]> {
     await publishEvents(stack, accountId, RETRY_SAMPLES);
     await eventually(async () => rcv.ok >= RETRY_SAMPLES, 60_000, 'retried deliveries');
     const docs = await eventually(async () => {
-      const d = await createDeliveriesRepository(stack.rt.store).collection.find({ webhookId: hook.id }).toArray();
+      const d = await deliveriesOf(stack).find({ webhookId: hook.id }).toArray();
       return d.length >= RETRY_SAMPLES * 3 ? d : undefined;
     });
     const byEvent = new Map<string, DeliveryDoc[]>();
@@ -233,9 +237,7 @@ async function attemptTimeout(stack: Stack): Promise<BenchRow[]> {
     const hook = (await api.post('/webhooks', { name: 'hangs', url: rcv.url, events: ['code_build.completed'] })).body;
     await publishEvents(stack, accountId, 4);
     const docs = await eventually(async () => {
-      const d = await createDeliveriesRepository(stack.rt.store)
-        .collection.find({ webhookId: hook.id, attempt: 1 })
-        .toArray();
+      const d = await deliveriesOf(stack).find({ webhookId: hook.id, attempt: 1 }).toArray();
       return d.length >= 4 ? d : undefined;
     }, 30_000);
     const ms = docs.map((d) => d.durationMs);

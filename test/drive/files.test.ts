@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
+import { Collection } from 'mongodb';
 import sinon from 'sinon';
 import { createDriveRepository } from '../../platform/drive/drive.repository';
 import type { DriveUsageDoc } from '../../platform/drive/drive.types';
@@ -414,19 +415,25 @@ describe('Drive storage quota', () => {
   it("when the meter of a new drive appears between a reservation's $inc and its read (another first upload created it), then the reservation retries and succeeds", async () => {
     const { accountId } = await stack.createAccount();
     const repo = createDriveRepository(stack.rt.store);
-    const findOne = repo.usage.findOne.bind(repo.usage) as (...a: unknown[]) => Promise<unknown>;
-    const stub = sinon.stub(repo.usage, 'findOne').callsFake((async (...args: unknown[]) => {
-      if (stub.callCount === 1)
+    // The repository keeps its collections to itself: the meter's reads are caught on the driver.
+    const findOne = Collection.prototype.findOne as (this: Collection, ...a: unknown[]) => Promise<unknown>;
+    let meterReads = 0;
+    const stub = sinon.stub(Collection.prototype, 'findOne').callsFake(async function (
+      this: Collection,
+      ...args: unknown[]
+    ) {
+      if (this.collectionName === COLLECTIONS.driveUsage && ++meterReads === 1)
         await stack.db.db
           .collection<DriveUsageDoc>(COLLECTIONS.driveUsage)
           .insertOne({ _id: accountId, bytesUsed: 0, fileCount: 0 });
-      return findOne(...args);
-    }) as never);
+      return findOne.apply(this, args);
+    } as never);
     try {
       await repo.reserve(accountId, 5000, 10_000);
     } finally {
       stub.restore();
     }
+    expect(meterReads, 'the reservation read the meter').to.be.greaterThan(0);
     expect(await repo.usageOf(accountId)).to.deep.equal({ bytesUsed: 5000, fileCount: 1 });
     // Past the quota it is still refused, and the meter does not move.
     const err = await repo.reserve(accountId, 5001, 10_000).then(

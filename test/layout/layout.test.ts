@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import madge from 'madge';
+import ts from 'typescript';
 
 /**
  * The import rules of ../shared/ARCHITECTURE.md, checked on the real import graph (madge reads
@@ -18,7 +19,10 @@ import madge from 'madge';
  * - the Runtime hands out an opaque `Store`, never the connection: only repositories,
  *   platform/infra/, the composition root (platform/runtime.ts), the test harness, benches, chaos
  *   runs and tests call `openStore` or import the `Database` type, and nothing reads `.db` off a
- *   Runtime.
+ *   Runtime;
+ * - no repository lends a collection: outside `*.repository.ts`, no file of those four folders
+ *   imports a repository export that is a mongodb `Collection`, or that returns one or an object
+ *   holding one (checked with the type checker on the repository files, below).
  */
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const FOLDERS = ['api', 'workers', 'scheduler', 'platform', 'contracts', 'monitoring'] as const;
@@ -161,5 +165,77 @@ describe('layout: the store', () => {
     const direct = /\b(db|deps\.db|ctx\.db)\.(accounts|apiKeys|jobs|ledger|audit|idempotency|rateLimits|db|client)\b/;
     const outside = files.filter((f) => /^(api|workers|scheduler|platform)\//.test(f) && !holdsConnection(f));
     expect(linesMatching(outside, direct)).to.deep.equal([]);
+  });
+});
+
+/**
+ * `file: export` of every repository export that is a mongodb Collection, or a function returning
+ * one (awaited) or an object with one as a property. The type checker reads only the repository
+ * files and what they import, so this stays a few seconds.
+ */
+function lendingExports(repositories: string[]): Set<string> {
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    path.join(ROOT, 'tsconfig.json'),
+    {},
+    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined },
+  );
+  const program = ts.createProgram(
+    repositories.map((f) => path.join(ROOT, f)),
+    { ...parsed!.options, noEmit: true },
+  );
+  const checker = program.getTypeChecker();
+  const isCollection = (t: ts.Type): boolean =>
+    t.isUnion() ? t.types.some(isCollection) : (t.getSymbol() ?? t.aliasSymbol)?.getName() === 'Collection';
+  const holds = (t: ts.Type, at: ts.Node) =>
+    isCollection(t) || t.getProperties().some((p) => isCollection(checker.getTypeOfSymbolAtLocation(p, at)));
+  const out = new Set<string>();
+  for (const f of repositories) {
+    const src = program.getSourceFile(path.join(ROOT, f))!;
+    const mod = checker.getSymbolAtLocation(src);
+    for (const e of mod ? checker.getExportsOfModule(mod) : []) {
+      const t = checker.getTypeOfSymbolAtLocation(e, src);
+      const returns = t.getCallSignatures().map((s) => checker.getAwaitedType(s.getReturnType()) ?? s.getReturnType());
+      if (isCollection(t) || returns.some((r) => holds(r, src))) out.add(`${f}: ${e.getName()}`);
+    }
+  }
+  return out;
+}
+
+describe('layout: repositories lend no collection', function () {
+  this.timeout(120_000);
+  const tracked = execFileSync('git', ['ls-files', 'api', 'workers', 'scheduler', 'platform'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  })
+    .split('\n')
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && fs.existsSync(path.join(ROOT, f)));
+  const repositories = tracked.filter((f) => f.endsWith('.repository.ts'));
+  let lenders: Set<string>;
+  before(() => {
+    lenders = lendingExports(repositories);
+  });
+
+  it('when a file outside a repository imports from one, then it imports no collection (nor what hands one out)', () => {
+    const wrong: string[] = [];
+    for (const f of tracked.filter((x) => !x.endsWith('.repository.ts'))) {
+      const src = ts.createSourceFile(f, fs.readFileSync(path.join(ROOT, f), 'utf8'), ts.ScriptTarget.Latest);
+      for (const st of src.statements) {
+        if (!(ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) || !st.moduleSpecifier) continue;
+        const spec = (st.moduleSpecifier as ts.StringLiteral).text;
+        if (!spec.startsWith('.') || !spec.endsWith('.repository')) continue;
+        const from = `${path.posix.join(path.posix.dirname(f), spec)}.ts`;
+        const bindings = ts.isImportDeclaration(st) ? st.importClause?.namedBindings : st.exportClause;
+        // A namespace import (`* as repo`) or `export *` takes every export.
+        const names =
+          !bindings || ts.isNamespaceImport(bindings) || ts.isNamespaceExport(bindings)
+            ? [...lenders].filter((l) => l.startsWith(`${from}: `)).map((l) => l.slice(from.length + 2))
+            : bindings.elements.map((el) => (el.propertyName ?? el.name).text);
+        for (const n of names) {
+          const key = `${from}: ${n}`;
+          if (lenders.has(key)) wrong.push(`${f} imports ${key}`);
+        }
+      }
+    }
+    expect(wrong).to.deep.equal([]);
   });
 });

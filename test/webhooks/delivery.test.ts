@@ -313,11 +313,11 @@ describe('webhook delivery', () => {
     const recent = await deliveries.record({ ...base, at: new Date() });
     await stack.scheduler!.agenda.now('webhooks.deliveries.expire');
     await eventually(
-      async () => (await deliveries.collection.countDocuments({ _id: old._id })) === 0,
+      async () => (await stack.db.db.collection('webhook_deliveries').countDocuments({ _id: old._id as never })) === 0,
       10_000,
       'old delivery records deleted',
     );
-    expect(await deliveries.collection.countDocuments({ _id: recent._id })).to.equal(1);
+    expect(await stack.db.db.collection('webhook_deliveries').countDocuments({ _id: recent._id as never })).to.equal(1);
   });
 
   it('when a presentation is created, then a webhook subscribed to project.created gets it (emitEvent through the outbox)', async () => {

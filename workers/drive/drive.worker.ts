@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { openDriveBlob } from '../../platform/drive/blobs.repository';
 import type { DriveFileDoc } from '../../platform/drive/drive.types';
-import { cutAtWord, liveDriveFile, recordDriveText, type DriveTextOutcome } from '../../platform/drive/text';
+import { cutAtWord, recordDriveText, type DriveTextOutcome } from '../../platform/drive/text';
+import { liveDriveFile } from '../../platform/drive/text.repository';
 import type { DriveTextRequest } from '../../platform/drive/text-queue';
 import type { Store } from '../../platform/infra/mongo';
 import type { Runtime } from '../../platform/runtime';

@@ -175,7 +175,7 @@ export function createWorkspace(deps: {
         }
       }
       // The Drive is searched when the key may read it and the account has files there: its storage meter (one read by _id).
-      const drive = terms.length && opts.drive ? await drives.usage.findOne({ _id: accountId }) : null;
+      const drive = terms.length && opts.drive ? await drives.usageOf(accountId) : null;
       if ((drive?.fileCount ?? 0) > 0) {
         await opts.onSearch?.('drive_files');
         searchCount++;
