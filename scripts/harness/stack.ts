@@ -99,7 +99,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     workers,
     scheduler,
     rt,
-    db: openStore(rt.store),
+    // A getter: a stack that starts no process has no runtime, and no connection to open.
+    get db() {
+      return openStore(rt.store);
+    },
     config2: (extra) => env({ PORT: '0', ...extra }),
     async createAccount(o = {}) {
       const account = await rt.accounts.createAccount({

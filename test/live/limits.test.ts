@@ -29,10 +29,12 @@ describe('live: session limits, heartbeat checks and dead connections', function
       },
     });
     // Two more API processes: sessions last 2 s on one; an account may take 2 turns a minute on the
-    // other (apart, so that two slow turns on a loaded machine do not outlast the session first).
+    // other (apart, so that two slow turns on a loaded machine do not outlast the session first),
+    // where a session may take more turns than that: with both limits at 2, a third turn that
+    // arrives after the first two were answered meets the session's limit first and closes it.
     [timed, perMinute] = await Promise.all([
       startApi(stack.config2({ LIVE_HEARTBEAT_MS: '150', LIVE_SESSION_MAX_MS: '2000' })),
-      startApi(stack.config2({ LIVE_HEARTBEAT_MS: '150', LIVE_TURNS_PER_MINUTE: '2' })),
+      startApi(stack.config2({ LIVE_HEARTBEAT_MS: '150', LIVE_TURNS_PER_MINUTE: '2', LIVE_SESSION_MAX_TURNS: '10' })),
     ]);
   });
   afterEach(() => {
