@@ -16,6 +16,8 @@ describe('the API and workers on the three-node cluster', function () {
 
   before(async () => {
     cluster = await clusterUp();
+    // The suite kills node 1: it must be running (a suite before may have left it restarting).
+    if (!(await cluster.running(1))) await cluster.start(1);
   });
   after(async () => {
     await stack?.stop();
