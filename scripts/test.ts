@@ -64,16 +64,19 @@ function previousTimes(): Map<string, number> {
  * and printed in one piece at its end (a lane that runs beside the streamed one).
  */
 function runLane(lane: Lane, stream: boolean): Promise<Result> {
+  // One file at a time is plain mocha in one process, the files in name order (mocha's parallel
+  // mode with one job loads files in another way, and some of them then load a module twice).
+  const parallel = lane.parallel && jobs > 1;
   // A worker takes the next file when it is free: the longest files first keep one of them from starting last.
-  const ordered = lane.parallel
+  const ordered = parallel
     ? [...lane.files].sort((a, b) => (previous.get(b) ?? 0) - (previous.get(a) ?? 0))
     : lane.files;
   const args = [
     path.join(root, 'node_modules/mocha/bin/mocha.js'),
-    ...(lane.parallel ? ['--parallel', '--jobs', String(jobs)] : []),
+    ...(parallel ? ['--parallel', '--jobs', String(jobs)] : []),
     ...ordered,
   ];
-  const title = `[test] lane ${lane.name} (${lane.files.length} files${lane.parallel ? `, ${jobs} at once` : ', one at a time'})`;
+  const title = `[test] lane ${lane.name} (${lane.files.length} files${parallel ? `, ${jobs} at once` : ', one at a time'})`;
   console.log(`\n${title}${stream ? '' : ': its output follows when it ends'}`);
   const t0 = Date.now();
   return new Promise((resolve, reject) => {
