@@ -107,7 +107,7 @@ export function mapPage<T, U>(
  * Two commands: the page (limit + 1 rows, to know whether more exist) and the count.
  */
 export async function keysetPage<T extends Document & { _id: string }>(
-  col: Collection<T>,
+  col: Pick<Collection<T>, 'find' | 'countDocuments'>,
   filter: Filter<T>,
   opts: KeysetOptions,
 ): Promise<Page<T>> {

@@ -24,7 +24,7 @@ export interface Versioned {
  * given and the stored version differs.
  */
 export async function updateVersioned<T extends Versioned & Document>(
-  col: Collection<T>,
+  col: Pick<Collection<T>, 'findOneAndUpdate' | 'findOne'>,
   accountId: string,
   id: string,
   update: UpdateFilter<T>,
@@ -52,7 +52,7 @@ export function versionConflict(what: string, current: number, expected: number)
 
 /** Why a versioned write matched nothing: the document is not the caller's (404) or it moved on (409). */
 export async function missOrConflict<T extends Versioned & Document>(
-  col: Collection<T>,
+  col: Pick<Collection<T>, 'findOne'>,
   base: Filter<T>,
   expectedVersion: number | undefined,
   what: string,
