@@ -191,7 +191,9 @@ export function mount<E extends Endpoint>(router: Router, ep: E, handler: Handle
     if (idemKey === undefined) return send(ep.status, await run());
 
     // The validated body is hashed (bounded, known fields only), not the raw one.
-    const start = await deps.idempotency.start(auth.account._id, idemKey, `${ep.method} ${ep.path}`, body ?? null);
+    const start = await deps.idempotency
+      .forAccount(auth.account._id)
+      .start(idemKey, `${ep.method} ${ep.path}`, body ?? null);
     if (start.kind === 'replay') {
       res.setHeader('Idempotent-Replayed', 'true');
       return send(start.status, start.body);

@@ -197,7 +197,8 @@ export function createMcpServer(tools: readonly McpTool[], ctx: McpCallContext):
       } else {
         // The REST route's record (api/http/route.ts mount): same route name, same validated body.
         const start = await ctx.idempotency
-          .start(auth.account._id, key, `${t.endpoint.method} ${t.endpoint.path}`, parsed.data)
+          .forAccount(auth.account._id)
+          .start(key, `${t.endpoint.method} ${t.endpoint.path}`, parsed.data)
           .catch((err: unknown) => {
             // The record's refusals name the REST header; here the key is an argument.
             if (err instanceof AppError && err.message.startsWith('Idempotency-Key:'))

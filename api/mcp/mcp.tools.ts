@@ -195,7 +195,7 @@ export function createMcpTools(rt: Runtime): McpTool[] {
       endpoint: endpoints.getJob,
       input: ById('job (vid_, song_, code_, res_, deck_, space_ …) as a start_* tool answered it'),
       run: async ({ auth }, { id }) => {
-        const job = await rt.jobs.findForAccount(auth.account._id, id);
+        const job = await rt.jobs.forAccount(auth.account._id).find(id);
         if (!job) throw notFound('job');
         return free(toEnvelope(job));
       },

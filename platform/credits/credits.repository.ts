@@ -1,3 +1,4 @@
+import { accountSlice } from '../infra/tenant';
 import type { CreditOperation } from '../../contracts/registry';
 import { COLLECTIONS, isDuplicateKey, type JobDoc, type Store, openStore } from '../infra/mongo';
 
@@ -67,6 +68,45 @@ export function createCreditsRepository(store: Store) {
   const holds = db.db.collection<HoldDoc>(COLLECTIONS.creditHolds);
   const leases = db.db.collection<LeaseDoc>(COLLECTIONS.creditLeases);
   return {
+    /** One account's holds, fences and leases. */
+    forAccount(accountId: string) {
+      const myHolds = accountSlice(holds, accountId);
+      return {
+        /** The account's lease, by `_id`. */
+        lease: (leaseId: string) => accountSlice(leases, accountId).findOne({ _id: leaseId }),
+
+        /**
+         * Take `ref`'s hold id so the hold can never be made: true when it is fenced (now or by an
+         * earlier run), false when a real hold holds it (the request made it after all).
+         */
+        async fence(ref: string, operation: CreditOperation, millicredits: number): Promise<boolean> {
+          const now = new Date();
+          try {
+            await myHolds.insertOne({
+              _id: ref,
+              accountId,
+              operation,
+              millicredits,
+              until: now,
+              deliveredBy: null,
+              settling: now,
+              fence: true,
+            });
+            return true;
+          } catch (err) {
+            if (!isDuplicateKey(err)) throw err;
+            // By `_id` across accounts: a real hold of another account under this ref is not a fence.
+            return (await holds.countDocuments({ _id: ref, fence: true })) > 0;
+          }
+        },
+
+        /** Whether what a hold pays for exists, in the account. */
+        async delivered(d: HoldDelivery): Promise<boolean> {
+          return (await db.db.collection(d.collection).countDocuments({ _id: d.id as never, accountId })) > 0;
+        },
+      };
+    },
+
     insertHold: (doc: HoldDoc) => holds.insertOne(doc),
 
     /** Moves a hold's `until` while no settler took it over; false when one did. */
@@ -97,9 +137,6 @@ export function createCreditsRepository(store: Store) {
         .find({ until: { $lt: now }, fence: { $ne: true } }, { projection: { _id: 1 } })
         .limit(500)
         .toArray(),
-
-    /** The account's lease, by `_id`. */
-    leaseOf: (leaseId: string, accountId: string) => leases.findOne({ _id: leaseId, accountId }),
 
     /** Adds to each lease's `spentMillicredits` (lease id → millicredits), in one command. */
     async addLeaseSpend(spends: ReadonlyMap<string, number>, now: Date): Promise<void> {
@@ -140,30 +177,6 @@ export function createCreditsRepository(store: Store) {
         .limit(200)
         .toArray(),
 
-    /**
-     * Take `ref`'s hold id so the hold can never be made: true when it is fenced (now or by an
-     * earlier run), false when a real hold holds it (the request made it after all).
-     */
-    async fence(accountId: string, ref: string, operation: CreditOperation, millicredits: number): Promise<boolean> {
-      const now = new Date();
-      try {
-        await holds.insertOne({
-          _id: ref,
-          accountId,
-          operation,
-          millicredits,
-          until: now,
-          deliveredBy: null,
-          settling: now,
-          fence: true,
-        });
-        return true;
-      } catch (err) {
-        if (!isDuplicateKey(err)) throw err;
-        return (await holds.countDocuments({ _id: ref, fence: true })) > 0;
-      }
-    },
-
     /** Whether a real hold (not a fence) is stored under `ref`: what a pending debit paid for. */
     async holdMade(ref: string): Promise<boolean> {
       return (await holds.countDocuments({ _id: ref, fence: { $ne: true } })) > 0;
@@ -183,11 +196,6 @@ export function createCreditsRepository(store: Store) {
         .toArray() as Promise<
         Pick<JobDoc, '_id' | 'accountId' | 'createdAt' | 'credits' | 'status' | 'dispatchedAt'>[]
       >,
-
-    /** Whether what a hold pays for exists, in the hold's account. */
-    async delivered(d: HoldDelivery, accountId: string): Promise<boolean> {
-      return (await db.db.collection(d.collection).countDocuments({ _id: d.id as never, accountId })) > 0;
-    },
   };
 }
 export type CreditsRepository = ReturnType<typeof createCreditsRepository>;

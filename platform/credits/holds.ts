@@ -96,7 +96,7 @@ export function createHolds(repo: CreditsRepository, ledger: Ledger) {
     async settle(holdId: string, opts: { expiredBefore?: Date } = {}): Promise<'captured' | 'released' | 'gone'> {
       const h = await repo.claimHold(holdId, opts.expiredBefore);
       if (!h) return 'gone';
-      if (h.deliveredBy && (await repo.delivered(h.deliveredBy, h.accountId))) {
+      if (h.deliveredBy && (await repo.forAccount(h.accountId).delivered(h.deliveredBy))) {
         await repo.deleteHold(holdId);
         return 'captured';
       }

@@ -41,7 +41,7 @@ export const LEASE_SETTLE_MARGIN_MS = 10_000;
  */
 async function unspent(repo: CreditsRepository, accountId: string, leaseIds: string[]): Promise<number> {
   // By `_id` one at a time: FerretDB 1.24 scans the collection for `_id: { $in: [...] }`.
-  const ls = await Promise.all(leaseIds.map((id) => repo.leaseOf(id, accountId)));
+  const ls = await Promise.all(leaseIds.map((id) => repo.forAccount(accountId).lease(id)));
   const now = Date.now();
   const each = await Promise.all(
     ls.map(async (l) => {
@@ -97,7 +97,7 @@ export function createLeaseBook(store: Store, repo: CreditsRepository, ledger: P
         spentMillicredits: 0,
       };
       await repo.insertLease(lease);
-      if (await rows.takeForLease(input, lease._id)) {
+      if (await rows.forAccount(input.accountId).takeForLease(input, lease._id)) {
         metrics.creditLeases.inc({ outcome: 'taken' });
         return lease;
       }
@@ -133,7 +133,7 @@ export function createLeaseBook(store: Store, repo: CreditsRepository, ledger: P
         spent = jobs.reduce((n, j) => n + j.credits.millicredits, 0);
       }
       const returned = Math.max(0, l.millicredits - spent);
-      const gaveBack = await rows.returnLease(l, returned);
+      const gaveBack = await rows.forAccount(l.accountId).returnLease(l._id, returned);
       await repo.deleteLease(l._id);
       metrics.creditLeases.inc({ outcome: opts.spent === undefined ? 'settled_by_count' : 'returned' });
       return { spent, returned: gaveBack ? returned : 0 };

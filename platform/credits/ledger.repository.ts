@@ -10,77 +10,84 @@ export function createLedgerRepository(store: Store) {
   const { accounts, ledger } = openStore(store);
   return {
     /**
-     * Move the balance for `ref` and set its charge marker in ONE conditional update (balance
-     * covers it, `ref` not charged already); the account after it, or null.
+     * The account document's balance and markers, for one account (its `_id` is the account id:
+     * every update below names it, so one account's charge cannot touch another's balance).
      */
-    chargeAccount: (input: { accountId: string; ref: string; millicredits: number; timeoutMs?: number }) =>
-      // findOneAndUpdate rather than updateOne (the same work for the server): the balance after
-      // the debit tells the caller whether a credit lease is worth taking for the next job.
-      accounts.findOneAndUpdate(
-        { _id: input.accountId, millicredits: { $gte: input.millicredits }, chargedRefs: { $ne: input.ref } },
-        { $inc: { millicredits: -input.millicredits }, $push: { chargedRefs: { $each: [input.ref], $slice: -1000 } } },
-        // No projection: FerretDB 1.24 does not implement one for findAndModify.
-        { returnDocument: 'after', ...(input.timeoutMs ? { timeoutMS: input.timeoutMs } : {}) },
-      ),
+    forAccount(accountId: string) {
+      const me = { _id: accountId };
+      return {
+        /**
+         * Move the balance for `ref` and set its charge marker in ONE conditional update (balance
+         * covers it, `ref` not charged already); the account after it, or null.
+         */
+        charge: (input: { ref: string; millicredits: number; timeoutMs?: number }) =>
+          // findOneAndUpdate rather than updateOne (the same work for the server): the balance after
+          // the debit tells the caller whether a credit lease is worth taking for the next job.
+          accounts.findOneAndUpdate(
+            { ...me, millicredits: { $gte: input.millicredits }, chargedRefs: { $ne: input.ref } },
+            {
+              $inc: { millicredits: -input.millicredits },
+              $push: { chargedRefs: { $each: [input.ref], $slice: -1000 } },
+            },
+            // No projection: FerretDB 1.24 does not implement one for findAndModify.
+            { returnDocument: 'after', ...(input.timeoutMs ? { timeoutMS: input.timeoutMs } : {}) },
+          ),
 
-    /** How many accounts (0 or 1) carry `ref` among their charge markers. */
-    markedCount: (accountId: string, ref: string) => accounts.countDocuments({ _id: accountId, chargedRefs: ref }),
+        /** How many accounts (0 or 1) carry `ref` among their charge markers. */
+        markedCount: (ref: string) => accounts.countDocuments({ ...me, chargedRefs: ref }),
 
-    /** Drop charge markers (see AccountDoc.chargedRefs). */
-    async pullMarkers(accountId: string, refs: string[]): Promise<void> {
-      await accounts.updateOne({ _id: accountId }, { $pullAll: { chargedRefs: refs } });
-    },
-
-    /** Add a job's refund to the balance, once per job (`refundedJobs`, the last 200). */
-    async creditRefund(accountId: string, jobId: string, millicredits: number): Promise<void> {
-      await accounts.updateOne(
-        { _id: accountId, refundedJobs: { $ne: jobId } },
-        {
-          $inc: { millicredits },
-          $push: { refundedJobs: { $each: [jobId], $slice: -200 } },
+        /** Drop charge markers (see AccountDoc.chargedRefs). */
+        async pullMarkers(refs: string[]): Promise<void> {
+          await accounts.updateOne(me, { $pullAll: { chargedRefs: refs } });
         },
-      );
-    },
 
-    /** Add credits to the balance (a refund without a job). */
-    async addToBalance(accountId: string, millicredits: number): Promise<void> {
-      await accounts.updateOne({ _id: accountId }, { $inc: { millicredits } });
-    },
-
-    /** The balance and the credit leases the account holds. */
-    balanceOf: (accountId: string) =>
-      accounts.findOne({ _id: accountId }, { projection: { millicredits: 1, leaseRefs: 1 } }),
-
-    /**
-     * Take a lease's credits: ONE conditional update that leaves `minBalance` on the account and
-     * records the lease's marker (`leaseRefs`). True when the account was debited.
-     */
-    async takeForLease(
-      input: { accountId: string; millicredits: number; minBalance: number; timeoutMs?: number },
-      leaseId: string,
-    ): Promise<boolean> {
-      const r = await accounts.updateOne(
-        {
-          _id: input.accountId,
-          millicredits: { $gte: input.millicredits + input.minBalance },
-          leaseRefs: { $ne: leaseId },
+        /** Add a job's refund to the balance, once per job (`refundedJobs`, the last 200). */
+        async creditRefund(jobId: string, millicredits: number): Promise<void> {
+          await accounts.updateOne(
+            { ...me, refundedJobs: { $ne: jobId } },
+            {
+              $inc: { millicredits },
+              $push: { refundedJobs: { $each: [jobId], $slice: -200 } },
+            },
+          );
         },
-        { $inc: { millicredits: -input.millicredits }, $push: { leaseRefs: leaseId } },
-        input.timeoutMs ? { timeoutMS: input.timeoutMs } : {},
-      );
-      return r.modifiedCount === 1;
-    },
 
-    /**
-     * Give back what a lease did not spend, in the update that removes its marker (so only once).
-     * True when the account still carried the marker.
-     */
-    async returnLease(l: { _id: string; accountId: string }, returned: number): Promise<boolean> {
-      const r = await accounts.updateOne(
-        { _id: l.accountId, $or: [{ leaseRefs: l._id }, { chargedRefs: l._id }] },
-        { $inc: { millicredits: returned }, $pull: { leaseRefs: l._id, chargedRefs: l._id } },
-      );
-      return r.modifiedCount === 1;
+        /** Add credits to the balance (a refund without a job). */
+        async addToBalance(millicredits: number): Promise<void> {
+          await accounts.updateOne(me, { $inc: { millicredits } });
+        },
+
+        /** The balance and the credit leases the account holds. */
+        balance: () => accounts.findOne(me, { projection: { millicredits: 1, leaseRefs: 1 } }),
+
+        /**
+         * Take a lease's credits: ONE conditional update that leaves `minBalance` on the account and
+         * records the lease's marker (`leaseRefs`). True when the account was debited.
+         */
+        async takeForLease(
+          input: { millicredits: number; minBalance: number; timeoutMs?: number },
+          leaseId: string,
+        ): Promise<boolean> {
+          const r = await accounts.updateOne(
+            { ...me, millicredits: { $gte: input.millicredits + input.minBalance }, leaseRefs: { $ne: leaseId } },
+            { $inc: { millicredits: -input.millicredits }, $push: { leaseRefs: leaseId } },
+            input.timeoutMs ? { timeoutMS: input.timeoutMs } : {},
+          );
+          return r.modifiedCount === 1;
+        },
+
+        /**
+         * Give back what lease `leaseId` did not spend, in the update that removes its marker (so
+         * only once). True when the account still carried the marker.
+         */
+        async returnLease(leaseId: string, returned: number): Promise<boolean> {
+          const r = await accounts.updateOne(
+            { ...me, $or: [{ leaseRefs: leaseId }, { chargedRefs: leaseId }] },
+            { $inc: { millicredits: returned }, $pull: { leaseRefs: leaseId, chargedRefs: leaseId } },
+          );
+          return r.modifiedCount === 1;
+        },
+      };
     },
 
     /** Accounts after `afterId` (by `_id`) that carry charge markers: their markers only. */

@@ -75,19 +75,19 @@ interface RefundInput {
  * when the balance is short.
  */
 async function charge(rows: LedgerRepository, input: ChargeInput): Promise<boolean> {
-  const after = await rows.chargeAccount(input);
+  const after = await rows.forAccount(input.accountId).charge(input);
   if (after) {
     input.onBalance?.(after.millicredits);
     metrics.creditsCharged.inc({ operation: input.operation }, fromUnits(input.millicredits));
     return true;
   }
-  if (await rows.markedCount(input.accountId, input.ref)) return true;
+  if (await rows.forAccount(input.accountId).markedCount(input.ref)) return true;
   metrics.insufficientCredits.inc({ operation: input.operation });
   return false;
 }
 
 async function releaseMarkers(rows: LedgerRepository, accountId: string, refs: string[]): Promise<void> {
-  if (refs.length) await rows.pullMarkers(accountId, refs);
+  if (refs.length) await rows.forAccount(accountId).pullMarkers(refs);
 }
 
 async function recordCharges(rows: LedgerRepository, entries: ChargeEntry[]): Promise<void> {
@@ -120,9 +120,9 @@ async function refund(rows: LedgerRepository, input: RefundInput): Promise<void>
   if (input.jobId && (await rows.entryCount(`led_refund_${input.jobId}`))) return;
   if (input.millicredits > 0) {
     if (input.jobId) {
-      await rows.creditRefund(input.accountId, input.jobId, input.millicredits);
+      await rows.forAccount(input.accountId).creditRefund(input.jobId, input.millicredits);
     } else {
-      await rows.addToBalance(input.accountId, input.millicredits);
+      await rows.forAccount(input.accountId).addToBalance(input.millicredits);
     }
   }
   try {
@@ -163,12 +163,12 @@ async function reconcile(
   const pending = await rows.pendingCharges(new Date(now - graceMs));
   for (const e of pending) {
     const ref = e._id.replace(/^led_charge_/, '');
-    const charged = await rows.markedCount(e.accountId, ref);
+    const charged = await rows.forAccount(e.accountId).markedCount(ref);
     if (!charged) {
       if (e.at.getTime() >= now - dropGraceMs) continue;
       await rows.deletePending(e._id);
       out.dropped++;
-    } else if ((await isLive(ref)) || !(await repo.fence(e.accountId, ref, e.operation, e.millicredits))) {
+    } else if ((await isLive(ref)) || !(await repo.forAccount(e.accountId).fence(ref, e.operation, e.millicredits))) {
       await rows.markApplied(e._id);
       await releaseMarkers(rows, e.accountId, [ref]);
       out.applied++;
@@ -205,7 +205,7 @@ export function createLedger(
      * of a holder dying, and as soon as the database answers after an outage.
      */
     async balance(accountId: string): Promise<number> {
-      const a = await rows.balanceOf(accountId);
+      const a = await rows.forAccount(accountId).balance();
       if (!a) return 0;
       if (!a.leaseRefs?.length) return a.millicredits;
       return a.millicredits + (await unspentOfLeases(accountId, a.leaseRefs));

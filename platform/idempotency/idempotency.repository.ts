@@ -100,67 +100,72 @@ export function createIdempotency(store: Store, opts: { ttlHours: number; leaseM
     return { kind: 'proceed', id, seed: `${id}:${createdAt.getTime()}` };
   };
 
+  async function start(accountId: string, key: string, route: string, body: unknown): Promise<IdempotencyStart> {
+    if (key.length === 0 || key.length > 255)
+      throw new AppError('validation_error', 'Idempotency-Key: must be 1 to 255 characters');
+    const id = createHash('sha256').update(`${accountId}\n${key}`).digest('hex');
+    const bodyHash = createHash('sha256')
+      .update(stable(body ?? null))
+      .digest('hex');
+    const now = new Date();
+    const doc: IdempotencyDoc = {
+      _id: id,
+      accountId,
+      key,
+      route,
+      bodyHash,
+      state: 'in_flight',
+      owner,
+      lockedUntil: new Date(now.getTime() + opts.leaseMs),
+      response: null,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + opts.ttlHours * 3600_000),
+    };
+    try {
+      await db.idempotency.insertOne(doc);
+      return proceed(id, now);
+    } catch (err) {
+      if ((err as { code?: number }).code !== 11000) throw err;
+    }
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const existing = await db.idempotency.findOne({ _id: id, accountId });
+      if (!existing) {
+        // The first attempt failed and released the key between our insert and read.
+        return start(accountId, key, route, body);
+      }
+      if (existing.route !== route || existing.bodyHash !== bodyHash) {
+        throw new AppError('idempotency_key_reused', 'Idempotency-Key: already used with a different request body');
+      }
+      if (existing.state === 'done' && existing.response) return { kind: 'replay', ...existing.response };
+      // Its owner stopped renewing the lease (it died), or it is this process and none of its
+      // requests runs it any more (an attempt that failed while the database was away): take
+      // the record over.
+      if (
+        existing.lockedUntil.getTime() < Date.now() ||
+        (existing.state === 'in_flight' && existing.owner === owner && !held.has(id))
+      ) {
+        const taken = await db.idempotency.findOneAndUpdate(
+          { _id: id, state: 'in_flight', lockedUntil: existing.lockedUntil },
+          { $set: { owner, lockedUntil: new Date(Date.now() + opts.leaseMs) } },
+        );
+        if (taken) return proceed(id, taken.createdAt);
+      }
+      if (Date.now() > deadline) {
+        throw new AppError(
+          'idempotency_in_flight',
+          'Idempotency-Key: a request with this key is still in progress; retry later',
+        );
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
   return {
-    async start(accountId: string, key: string, route: string, body: unknown): Promise<IdempotencyStart> {
-      if (key.length === 0 || key.length > 255)
-        throw new AppError('validation_error', 'Idempotency-Key: must be 1 to 255 characters');
-      const id = createHash('sha256').update(`${accountId}\n${key}`).digest('hex');
-      const bodyHash = createHash('sha256')
-        .update(stable(body ?? null))
-        .digest('hex');
-      const now = new Date();
-      const doc: IdempotencyDoc = {
-        _id: id,
-        accountId,
-        key,
-        route,
-        bodyHash,
-        state: 'in_flight',
-        owner,
-        lockedUntil: new Date(now.getTime() + opts.leaseMs),
-        response: null,
-        createdAt: now,
-        expiresAt: new Date(now.getTime() + opts.ttlHours * 3600_000),
-      };
-      try {
-        await db.idempotency.insertOne(doc);
-        return proceed(id, now);
-      } catch (err) {
-        if ((err as { code?: number }).code !== 11000) throw err;
-      }
-      const deadline = Date.now() + waitMs;
-      for (;;) {
-        const existing = await db.idempotency.findOne({ _id: id, accountId });
-        if (!existing) {
-          // The first attempt failed and released the key between our insert and read.
-          return this.start(accountId, key, route, body);
-        }
-        if (existing.route !== route || existing.bodyHash !== bodyHash) {
-          throw new AppError('idempotency_key_reused', 'Idempotency-Key: already used with a different request body');
-        }
-        if (existing.state === 'done' && existing.response) return { kind: 'replay', ...existing.response };
-        // Its owner stopped renewing the lease (it died), or it is this process and none of its
-        // requests runs it any more (an attempt that failed while the database was away): take
-        // the record over.
-        if (
-          existing.lockedUntil.getTime() < Date.now() ||
-          (existing.state === 'in_flight' && existing.owner === owner && !held.has(id))
-        ) {
-          const taken = await db.idempotency.findOneAndUpdate(
-            { _id: id, state: 'in_flight', lockedUntil: existing.lockedUntil },
-            { $set: { owner, lockedUntil: new Date(Date.now() + opts.leaseMs) } },
-          );
-          if (taken) return proceed(id, taken.createdAt);
-        }
-        if (Date.now() > deadline) {
-          throw new AppError(
-            'idempotency_in_flight',
-            'Idempotency-Key: a request with this key is still in progress; retry later',
-          );
-        }
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    },
+    /** One account's keys: the record of a key is found only by the account that sent it. */
+    forAccount: (accountId: string) => ({
+      start: (key: string, route: string, requestBody: unknown) => start(accountId, key, route, requestBody),
+    }),
 
     /**
      * The answer is stored before this process lets go of the record: a retry of the same key on

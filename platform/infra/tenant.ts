@@ -2,8 +2,9 @@ import type { Collection, Document, Filter } from 'mongodb';
 
 /**
  * One account's slice of a collection of tenant data: every filter it is given is narrowed to
- * `accountId` (which overrides any `accountId` the filter names), every document it inserts
- * carries it, and an aggregation starts by matching it. Repositories of tenant data build their
+ * `accountId`, every document it inserts
+ * carries it, and an aggregation starts by matching it; a filter or document naming another
+ * account throws. Repositories of tenant data build their
  * `forAccount(accountId)` on it, so a query cannot forget the tenant filter: another account's
  * document is simply not found.
  *
@@ -28,9 +29,16 @@ export interface AccountSlice<T extends Document> {
   aggregate: Collection<T>['aggregate'];
 }
 
-/** The filters of `T` narrowed to one account (what the slice sends). */
-export const ownedBy = <T extends Document>(accountId: string, f: Filter<T> = {}): Filter<T> =>
-  ({ ...f, accountId }) as Filter<T>;
+/**
+ * The filter of `T` narrowed to one account (what the slice sends). A filter that names another
+ * account is a programming error, refused with a TypeError (narrowing it silently would turn a
+ * delete of B's documents into a delete of A's).
+ */
+export function ownedBy<T extends Document>(accountId: string, f: Filter<T> = {}): Filter<T> {
+  const named = (f as { accountId?: unknown }).accountId;
+  if (named !== undefined && named !== accountId) throw new TypeError('accountSlice: a filter names another account');
+  return { ...f, accountId } as Filter<T>;
+}
 
 export function accountSlice<T extends Document & { accountId: string }>(
   col: Collection<T>,
@@ -38,7 +46,12 @@ export function accountSlice<T extends Document & { accountId: string }>(
 ): AccountSlice<T> {
   if (typeof accountId !== 'string' || accountId === '') throw new TypeError('accountSlice: an account id is required');
   const mine = (f?: Filter<T>) => ownedBy<T>(accountId, f);
-  const stamp = <D>(doc: D) => ({ ...doc, accountId });
+  const stamp = <D>(doc: D) => {
+    const named = (doc as { accountId?: unknown }).accountId;
+    if (named !== undefined && named !== accountId)
+      throw new TypeError('accountSlice: a document names another account');
+    return { ...doc, accountId };
+  };
   // `as` below: each wrapper forwards to the driver's overloads, which TypeScript cannot express
   // for a forwarding function; the interface above holds the real signatures.
   return {

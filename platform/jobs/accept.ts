@@ -17,7 +17,7 @@ import type { JobDoc } from '../infra/mongo';
 import { createWriteBehind } from '../infra/write-behind';
 import { type AcceptedJob, type JobsBase, type JobsContext, WRITE_BEHIND } from './context';
 import { create } from './jobs.repository';
-import { deleteUncharged, findOwnedJob, markAccepted } from './marks.repository';
+import { deleteUncharged, forAccount, markAccepted } from './marks.repository';
 import { publish } from './outbox';
 import { settleOne } from './recovery';
 
@@ -291,7 +291,7 @@ export async function acceptAgain(
   },
 ): Promise<{ job: JobDoc; charged: number; retried: boolean }> {
   const { store, settleLeaseMs } = ctx;
-  const existing = await findOwnedJob(store, input.accountId, input.jobId);
+  const existing = await forAccount(store, input.accountId).job(input.jobId);
   if (!existing || existing.type !== input.type)
     throw new AppError('conflict', 'Idempotency-Key: this key already named another job');
   const unpaid = () =>

@@ -74,38 +74,39 @@ export async function create(
   return job;
 }
 
-/**
- * A job of the account, or null. Read by `_id` alone and checked here: FerretDB serves an
- * `_id` equality from its index, and filters any further field in Go for a few tenths of a
- * millisecond more per read (the hottest read of the API).
- */
-export async function findForAccount(ctx: JobsContext, accountId: string, id: string): Promise<JobDoc | null> {
-  const db = openStore(ctx.store);
-  const job = await db.jobs.findOne({ _id: id });
-  return job && job.accountId === accountId ? job : null;
-}
+/** One account's jobs. */
+export const forAccount = ({ store }: JobsContext, accountId: string) => ({
+  /**
+   * A job of the account, or null. Read by `_id` alone and checked here: FerretDB serves an
+   * `_id` equality from its index, and filters any further field in Go for a few tenths of a
+   * millisecond more per read (the hottest read of the API).
+   */
+  async find(id: string): Promise<JobDoc | null> {
+    const job = await openStore(store).jobs.findOne({ _id: id });
+    return job && job.accountId === accountId ? job : null;
+  },
+
+  /**
+   * The account's newest complete jobs, `limit` at most, without `excludeJobId` (the research
+   * engine reads them as sources): id, type, input, result and creation time only.
+   */
+  recentComplete: (opts: {
+    excludeJobId: string;
+    limit: number;
+  }): Promise<Pick<JobDoc, '_id' | 'type' | 'input' | 'result' | 'createdAt'>[]> =>
+    openStore(store)
+      .jobs.find(
+        { accountId, status: 'complete', _id: { $ne: opts.excludeJobId } },
+        { projection: { _id: 1, type: 1, input: 1, result: 1, createdAt: 1 } },
+      )
+      .sort({ createdAt: -1 })
+      .limit(opts.limit)
+      .toArray(),
+});
 
 /** A job by id, whoever owns it: callers check `accountId` themselves (the API's job cache). */
 export const findById = ({ store }: JobsContext, id: string): Promise<JobDoc | null> =>
   openStore(store).jobs.findOne({ _id: id });
-
-/**
- * The account's newest complete jobs, `limit` at most, without `excludeJobId` (the research
- * engine reads them as sources): id, type, input, result and creation time only.
- */
-export const recentComplete = (
-  { store }: JobsContext,
-  accountId: string,
-  opts: { excludeJobId: string; limit: number },
-): Promise<Pick<JobDoc, '_id' | 'type' | 'input' | 'result' | 'createdAt'>[]> =>
-  openStore(store)
-    .jobs.find(
-      { accountId, status: 'complete', _id: { $ne: opts.excludeJobId } },
-      { projection: { _id: 1, type: 1, input: 1, result: 1, createdAt: 1 } },
-    )
-    .sort({ createdAt: -1 })
-    .limit(opts.limit)
-    .toArray();
 
 /** Whether a job `id` was stored (what a pending debit may have paid for). */
 export const exists = async ({ store }: JobsContext, id: string): Promise<boolean> =>

@@ -19,8 +19,7 @@ import {
   fail,
   findById,
   exists,
-  recentComplete,
-  findForAccount,
+  forAccount,
   leaseOf,
   progress,
   renewLease,
@@ -77,10 +76,9 @@ export function createJobs(deps: JobsDeps) {
       await Promise.all([settled.close(), leaseLedger.close(), published.close()]);
       await leases.close();
     },
-    findForAccount: findForAccount.bind(null, ctx),
+    forAccount: forAccount.bind(null, ctx),
     findById: findById.bind(null, ctx),
     exists: exists.bind(null, ctx),
-    recentComplete: recentComplete.bind(null, ctx),
     claim: claim.bind(null, ctx),
     leaseOf: leaseOf.bind(null, ctx),
     renewLease: renewLease.bind(null, ctx),

@@ -9,9 +9,11 @@ import { openStore } from '../infra/mongo';
 
 const jobsOf = (store: Store) => openStore(store).jobs;
 
-/** The job, only in its account (a retry of an accepted request). */
-export const findOwnedJob = (store: Store, accountId: string, jobId: string) =>
-  jobsOf(store).findOne({ _id: jobId, accountId });
+/** One account's jobs, as the accept path reads them. */
+export const forAccount = (store: Store, accountId: string) => ({
+  /** The job, only in its account (a retry of an accepted request). */
+  job: (jobId: string) => jobsOf(store).findOne({ _id: jobId, accountId }),
+});
 
 /** Drop a job the account could not pay for, while it is still uncharged. */
 export async function deleteUncharged(store: Store, jobId: string): Promise<void> {

@@ -64,7 +64,7 @@ export function createResearchService(rt: Pick<Runtime, 'credits' | 'jobs'>) {
     /** GET /research/{jobId}: raw or res_-prefixed id; another account's job or another type is a 404. */
     async legacy(accountId: string, rawOrPrefixed: string): Promise<ResearchLegacy> {
       const id = rawOrPrefixed.startsWith(PREFIX) ? rawOrPrefixed : PREFIX + rawOrPrefixed;
-      const job = await rt.jobs.findForAccount(accountId, id);
+      const job = await rt.jobs.forAccount(accountId).find(id);
       if (job?.type !== 'research') throw notFound('research job');
       return toLegacy(job);
     },

@@ -43,7 +43,6 @@ describe('accountSlice (straight against the server)', function () {
   it("when account A reads by B's id or names B in its filter, then it finds nothing", async () => {
     const a = accountSlice(col, 'acc_a');
     expect(await a.findOne({ _id: 'b1' })).to.equal(null);
-    expect(await a.find({ accountId: 'acc_b' }).toArray()).to.deep.equal([]);
     expect(await a.countDocuments({})).to.equal(2);
     expect((await a.find().sort({ _id: 1 }).toArray()).map((r) => r._id)).to.deep.equal(['a1', 'a2']);
     expect(await a.distinct('_id', { n: 1 })).to.deep.equal(['a1']);
@@ -59,16 +58,23 @@ describe('accountSlice (straight against the server)', function () {
     expect(await a.findOneAndUpdate({ _id: 'b1' }, { $set: { n: 99 } })).to.equal(null);
     expect(await a.findOneAndDelete({ _id: 'b1' })).to.equal(null);
     expect((await a.deleteOne({ _id: 'b1' })).deletedCount).to.equal(0);
-    expect((await a.deleteMany({ accountId: 'acc_b' })).deletedCount).to.equal(0);
     const agg = await a.aggregate<{ total: number }>([{ $group: { _id: null, total: { $sum: '$n' } } }]).toArray();
     expect(agg[0]?.total).to.equal(23);
     expect(await col.findOne({ _id: 'b1' })).to.deep.equal({ _id: 'b1', accountId: 'acc_b', n: 1 });
   });
 
-  it("when account A inserts or upserts a document naming B, then the document is A's", async () => {
+  it('when a filter or a document names another account, then the slice throws before the database sees it', async () => {
     const a = accountSlice(col, 'acc_a');
-    await a.insertOne({ _id: 'a3', accountId: 'acc_b', n: 3 });
-    await a.insertMany([{ _id: 'a4', accountId: 'acc_b', n: 4 }]);
+    expect(() => a.find({ accountId: 'acc_b' })).to.throw(TypeError, /another account/);
+    expect(() => a.deleteMany({ accountId: 'acc_b' })).to.throw(TypeError, /another account/);
+    expect(() => a.insertOne({ _id: 'x', accountId: 'acc_b', n: 0 })).to.throw(TypeError, /another account/);
+    expect(await col.countDocuments({ accountId: 'acc_b' })).to.equal(1);
+  });
+
+  it("when account A inserts or upserts, then the document is A's", async () => {
+    const a = accountSlice(col, 'acc_a');
+    await a.insertOne({ _id: 'a3', accountId: 'acc_a', n: 3 });
+    await a.insertMany([{ _id: 'a4', n: 4 } as Row]);
     await a.updateOne({ _id: 'a5' }, { $set: { n: 5 } }, { upsert: true });
     const stored = await col.find({ _id: { $in: ['a3', 'a4', 'a5'] } }).toArray();
     expect(stored.map((r) => r.accountId)).to.deep.equal(['acc_a', 'acc_a', 'acc_a']);

@@ -60,7 +60,7 @@ const firstString = (...xs: unknown[]) => xs.find((x): x is string => typeof x =
 export function createWorkspace(deps: {
   store: Store;
   blobs: BlobStore;
-  jobs: Pick<ReturnType<typeof createJobs>, 'recentComplete'>;
+  jobs: Pick<ReturnType<typeof createJobs>, 'forAccount'>;
 }) {
   const { store, blobs, jobs: jobsRepo } = deps;
   const projectsRepo = createProjects(store);
@@ -89,7 +89,9 @@ export function createWorkspace(deps: {
 
       await opts.onSearch?.('jobs');
       searchCount++;
-      const jobs = await jobsRepo.recentComplete(accountId, { excludeJobId: opts.excludeJobId, limit: SCAN_LIMIT });
+      const jobs = await jobsRepo
+        .forAccount(accountId)
+        .recentComplete({ excludeJobId: opts.excludeJobId, limit: SCAN_LIMIT });
       for (const j of jobs) {
         const input = (j.input ?? {}) as Record<string, unknown>;
         const result = (j.result ?? {}) as Record<string, unknown>;
