@@ -50,7 +50,7 @@ const rt = await createRuntime(config, createLogger('warn', { service: 'agents-c
 try {
   const accountId = values.account!;
   if (!(await rt.accounts.getAccount(accountId))) fail(`no account ${accountId}`);
-  const repo = createAgentsRepository(rt.store);
+  const mine = createAgentsRepository(rt.store).forAccount(accountId);
   const command = positionals[0] ?? 'list';
   if (command === 'create') {
     if (!values.name) fail('--name is required');
@@ -66,7 +66,7 @@ try {
     if (!Number.isInteger(budget) || budget < fee) fail(`--budget must be an integer of at least the run fee (${fee})`);
     if (values.id !== undefined && !/^agt_[A-Za-z0-9_-]{1,60}$/.test(values.id))
       fail('--id must be agt_ followed by letters, digits, _ or -');
-    const agent = await repo.upsert(accountId, {
+    const agent = await mine.upsert({
       id: values.id,
       name: values.name!,
       description: values.description,
@@ -91,7 +91,7 @@ try {
   } else if (command === 'seed') {
     for (const a of await seedDevAgents(rt.store, accountId)) console.log(`${a._id}  ${a.name}`);
   } else if (command === 'list') {
-    for (const a of await repo.list(accountId)) {
+    for (const a of await mine.list()) {
       console.log(
         `${a._id}  ${a.name}  tools=${a.tools.join(',')}  approvals=${a.approvals.join(',') || '-'}  always=${a.alwaysAllowed.join(',') || '-'}  budget=${a.creditBudget}`,
       );

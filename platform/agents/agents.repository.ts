@@ -1,4 +1,3 @@
-import type { Collection } from 'mongodb';
 import type { AgentRunStatus, AgentRunTrigger, ApprovalScope } from '../../contracts/agents';
 import { AGENT_LIMITS } from '../../contracts/agents';
 import type { ChatArtifact } from '../../contracts/conversations';
@@ -6,6 +5,7 @@ import type { Scope } from '../../contracts/registry';
 import type { EngineMessage } from '../assistant/engine';
 import { newId } from '../infra/ids';
 import { COLLECTIONS, isDuplicateKey, type Database, type Store, openStore } from '../infra/mongo';
+import { accountSlice } from '../infra/tenant';
 
 /**
  * Agent definitions, runs, threads and the send_email outbox. Every read and write
@@ -183,100 +183,113 @@ export interface AgentDefinition {
   creditBudget: number;
 }
 
-/** Agents of one account. */
+/** Agents: `forAccount(accountId)` reads and writes one account's; another account's agent is not found. */
 export function createAgentsRepository(store: Store) {
   const c = agentCollections(store);
   return {
-    get: (accountId: string, id: string) => c.agents.findOne({ _id: id, accountId }),
+    forAccount(accountId: string) {
+      const agents = accountSlice(c.agents, accountId);
+      return {
+        get: (id: string) => agents.findOne({ _id: id }),
 
-    list: (accountId: string) => c.agents.find({ accountId }).sort({ createdAt: -1, _id: -1 }).limit(1000).toArray(),
+        list: () => agents.find().sort({ createdAt: -1, _id: -1 }).limit(1000).toArray(),
 
-    /** Create an agent; with a stable `id` an existing one of the account is updated instead (seeds are idempotent). */
-    async upsert(accountId: string, def: AgentDefinition): Promise<AgentDoc> {
-      await ensureAgentIndexes(store);
-      const now = new Date();
-      const fields = {
-        name: def.name,
-        description: def.description ?? '',
-        instructions: def.instructions,
-        tools: [...new Set(def.tools)],
-        approvals: [...new Set(def.approvals ?? [])],
-        creditBudget: def.creditBudget,
-        engine: 'default' as const,
+        /** Create an agent; with a stable `id` an existing one of the account is updated instead (seeds are idempotent). */
+        async upsert(def: AgentDefinition): Promise<AgentDoc> {
+          await ensureAgentIndexes(store);
+          const now = new Date();
+          const fields = {
+            name: def.name,
+            description: def.description ?? '',
+            instructions: def.instructions,
+            tools: [...new Set(def.tools)],
+            approvals: [...new Set(def.approvals ?? [])],
+            creditBudget: def.creditBudget,
+            engine: 'default' as const,
+          };
+          if (def.id) {
+            const found = await agents.findOneAndUpdate(
+              { _id: def.id },
+              { $set: { ...fields, updatedAt: now } },
+              { returnDocument: 'after' },
+            );
+            if (found) return found;
+          }
+          const doc: AgentDoc = {
+            _id: def.id ?? newId('agt'),
+            accountId,
+            ...fields,
+            alwaysAllowed: [],
+            createdAt: now,
+            updatedAt: now,
+          };
+          try {
+            await agents.insertOne(doc);
+          } catch (err) {
+            if (!isDuplicateKey(err)) throw err;
+            // Taken by another account, or made meanwhile by a concurrent seed of this one.
+            const again = await agents.findOne({ _id: doc._id });
+            if (!again) throw new Error(`agent id ${doc._id} belongs to another account`);
+            return again;
+          }
+          return doc;
+        },
+
+        /** Remember an action approved with scope `always`. */
+        async allowAlways(id: string, action: string): Promise<void> {
+          await agents.updateOne(
+            { _id: id },
+            { $addToSet: { alwaysAllowed: action }, $set: { updatedAt: new Date() } },
+          );
+        },
       };
-      if (def.id) {
-        const found = await c.agents.findOneAndUpdate(
-          { _id: def.id, accountId },
-          { $set: { ...fields, updatedAt: now } },
-          { returnDocument: 'after' },
-        );
-        if (found) return found;
-      }
-      const doc: AgentDoc = {
-        _id: def.id ?? newId('agt'),
-        accountId,
-        ...fields,
-        alwaysAllowed: [],
-        createdAt: now,
-        updatedAt: now,
-      };
-      try {
-        await c.agents.insertOne(doc);
-      } catch (err) {
-        if (!isDuplicateKey(err)) throw err;
-        // Taken by another account, or made meanwhile by a concurrent seed of this one.
-        const again = await c.agents.findOne({ _id: doc._id, accountId });
-        if (!again) throw new Error(`agent id ${doc._id} belongs to another account`);
-        return again;
-      }
-      return doc;
-    },
-
-    /** Remember an action approved with scope `always`. */
-    async allowAlways(accountId: string, id: string, action: string): Promise<void> {
-      await c.agents.updateOne(
-        { _id: id, accountId },
-        { $addToSet: { alwaysAllowed: action }, $set: { updatedAt: new Date() } },
-      );
     },
   };
 }
 
 /** Threads: a run reads the history at its start and appends its messages at its end. */
 export function createThreadsRepository(store: Store) {
-  const threads: Collection<ThreadDoc> = agentCollections(store).threads;
+  const c = agentCollections(store);
   return {
-    async history(accountId: string, agentId: string, threadId: string): Promise<ThreadDoc['messages']> {
-      const t = await threads.findOne({ _id: `${agentId}:${threadId}`, accountId });
-      return t?.messages ?? [];
-    },
+    forAccount(accountId: string) {
+      const threads = accountSlice(c.threads, accountId);
+      return {
+        async history(agentId: string, threadId: string): Promise<ThreadDoc['messages']> {
+          const t = await threads.findOne({ _id: `${agentId}:${threadId}` });
+          return t?.messages ?? [];
+        },
 
-    /** Append a run's messages once (a repeat after a crash finds the run in appendedRuns). */
-    async append(
-      accountId: string,
-      agentId: string,
-      threadId: string,
-      runId: string,
-      messages: { role: 'user' | 'assistant'; content: string }[],
-    ): Promise<void> {
-      const at = new Date();
-      try {
-        await threads.updateOne(
-          { _id: `${agentId}:${threadId}`, accountId, appendedRuns: { $ne: runId } },
-          {
-            $push: {
-              messages: { $each: messages.map((m) => ({ ...m, runId, at })), $slice: -AGENT_LIMITS.threadMessagesMax },
-              appendedRuns: { $each: [runId], $slice: -100 },
-            },
-            $set: { updatedAt: at },
-            $setOnInsert: { agentId, threadId, createdAt: at },
-          },
-          { upsert: true },
-        );
-      } catch (err) {
-        // The thread exists with this run appended already: the upsert's insert collides.
-        if (!isDuplicateKey(err)) throw err;
-      }
+        /** Append a run's messages once (a repeat after a crash finds the run in appendedRuns). */
+        async append(
+          agentId: string,
+          threadId: string,
+          runId: string,
+          messages: { role: 'user' | 'assistant'; content: string }[],
+        ): Promise<void> {
+          const at = new Date();
+          try {
+            // The upsert's insert takes _id and accountId from the filter.
+            await threads.updateOne(
+              { _id: `${agentId}:${threadId}`, appendedRuns: { $ne: runId } },
+              {
+                $push: {
+                  messages: {
+                    $each: messages.map((m) => ({ ...m, runId, at })),
+                    $slice: -AGENT_LIMITS.threadMessagesMax,
+                  },
+                  appendedRuns: { $each: [runId], $slice: -100 },
+                },
+                $set: { updatedAt: at },
+                $setOnInsert: { agentId, threadId, createdAt: at },
+              },
+              { upsert: true },
+            );
+          } catch (err) {
+            // The thread exists with this run appended already: the upsert's insert collides.
+            if (!isDuplicateKey(err)) throw err;
+          }
+        },
+      };
     },
   };
 }
@@ -290,26 +303,27 @@ export function createRunLeases(store: Store) {
   const runs = agentCollections(store).runs;
   const held = (runId: string, owner: string) => ({ _id: runId, status: 'running' as const, 'lease.owner': owner });
   return {
-    /** Takes a queued run, or a running one whose lease ran out, for `owner`; null when neither. */
-    claim(runId: string, accountId: string, owner: string, leaseMs: number): Promise<RunDoc | null> {
-      const now = new Date();
-      return runs.findOneAndUpdate(
-        {
-          _id: runId,
-          accountId,
-          $or: [{ status: 'queued' }, { status: 'running', 'lease.until': { $lt: now } }],
+    /** The claims of the worker that took the run's message (which names the run's account). */
+    forAccount(accountId: string) {
+      const mine = accountSlice(runs, accountId);
+      return {
+        /** Takes a queued run, or a running one whose lease ran out, for `owner`; null when neither. */
+        claim(runId: string, owner: string, leaseMs: number): Promise<RunDoc | null> {
+          const now = new Date();
+          return mine.findOneAndUpdate(
+            { _id: runId, $or: [{ status: 'queued' }, { status: 'running', 'lease.until': { $lt: now } }] },
+            {
+              $set: { status: 'running', lease: { owner, until: new Date(now.getTime() + leaseMs) }, updatedAt: now },
+              $inc: { attempts: 1 },
+            },
+            { returnDocument: 'after' },
+          );
         },
-        {
-          $set: { status: 'running', lease: { owner, until: new Date(now.getTime() + leaseMs) }, updatedAt: now },
-          $inc: { attempts: 1 },
-        },
-        { returnDocument: 'after' },
-      );
-    },
 
-    /** The run's status and lease, to tell a live holder from a dead one. */
-    leaseOf: (runId: string, accountId: string) =>
-      runs.findOne({ _id: runId, accountId }, { projection: { status: 1, lease: 1 } }),
+        /** The run's status and lease, to tell a live holder from a dead one. */
+        leaseOf: (runId: string) => mine.findOne({ _id: runId }, { projection: { status: 1, lease: 1 } }),
+      };
+    },
 
     /** Moves the lease's end `leaseMs` from now; false when `owner` no longer holds the run. */
     async renew(runId: string, owner: string, leaseMs: number): Promise<boolean> {

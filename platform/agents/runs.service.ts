@@ -143,12 +143,12 @@ export function createAgentRuns(rt: Runtime) {
   const agents = createAgentsRepository(rt.store);
 
   const mustAgent = async (accountId: string, agentId: string) => {
-    const a = await agents.get(accountId, agentId);
+    const a = await agents.forAccount(accountId).get(agentId);
     if (!a) throw notFound('agent');
     return a;
   };
   const mustRun = async (accountId: string, agentId: string, runId: string) => {
-    const r = await runs.ofAgent(accountId, agentId, runId);
+    const r = await runs.forAccount(accountId).ofAgent(agentId, runId);
     if (!r) throw notFound('run');
     return r;
   };
@@ -194,6 +194,7 @@ export function createAgentRuns(rt: Runtime) {
       repeatable?: boolean;
     }): Promise<z.infer<typeof AgentMessageAccepted> & { run: RunDoc; charged: number }> {
       await ensureAgentIndexes(rt.store);
+      const mine = runs.forAccount(input.accountId);
       const agent = await mustAgent(input.accountId, input.agentId);
       const runId = input.runId ?? newId('run');
       const found = (r: RunDoc) => ({
@@ -206,7 +207,7 @@ export function createAgentRuns(rt: Runtime) {
         charged: 0,
       });
       if (input.repeatable) {
-        const earlier = await runs.ofAccount(runId, input.accountId);
+        const earlier = await mine.get(runId);
         if (earlier) return found(earlier);
       }
       const threadId = input.threadId ?? newId('thr');
@@ -256,10 +257,10 @@ export function createAgentRuns(rt: Runtime) {
         updatedAt: now,
       };
       try {
-        await runs.insert(run);
+        await mine.insert(run);
       } catch (err) {
         await rt.credits.release(hold);
-        const earlier = input.repeatable && isDuplicateKey(err) ? await runs.ofAccount(runId, input.accountId) : null;
+        const earlier = input.repeatable && isDuplicateKey(err) ? await mine.get(runId) : null;
         if (earlier) return found(earlier);
         throw err;
       }
@@ -289,7 +290,7 @@ export function createAgentRuns(rt: Runtime) {
 
     async list(accountId: string, agentId: string, q: { limit: number; cursor?: string; status?: AgentRunStatus }) {
       await mustAgent(accountId, agentId);
-      const page = await runs.page(accountId, agentId, q);
+      const page = await runs.forAccount(accountId).page(agentId, q);
       return mapPage(page, toRunView);
     },
 
@@ -334,9 +335,9 @@ export function createAgentRuns(rt: Runtime) {
       // The grant first (idempotent): a crash after the decision is stored cannot lose it. A
       // decision that then loses the race below leaves a grant its owner asked for anyway.
       if (body.decision === 'approve' && body.scope === 'always')
-        await agents.allowAlways(accountId, agentId, current!.actionSlug);
+        await agents.forAccount(accountId).allowAlways(agentId, current!.actionSlug);
       const at = new Date();
-      const moved = await runs.resume(runId, accountId, current!.reviewToken, body, current!.actionSlug, at);
+      const moved = await runs.forAccount(accountId).resume(runId, current!.reviewToken, body, current!.actionSlug, at);
       if (moved === 0) {
         // Someone decided meanwhile: answer from what was recorded.
         if (retried) throw new AppError('run_not_paused', 'the run changed while the decision was recorded');
@@ -355,7 +356,7 @@ export function createAgentRuns(rt: Runtime) {
     ): Promise<z.infer<typeof AgentUsage>> {
       await mustAgent(accountId, agentId);
       const since = new Date(now.getTime() - days * 86_400_000);
-      const rows = await runs.createdSince(accountId, agentId, since, AGENT_LIMITS.usageRunsMax + 1);
+      const rows = await runs.forAccount(accountId).createdSince(agentId, since, AGENT_LIMITS.usageRunsMax + 1);
       const truncated = rows.length > AGENT_LIMITS.usageRunsMax;
       const read = rows.slice(0, AGENT_LIMITS.usageRunsMax);
       const byStatus: Record<string, number> = {};
@@ -402,8 +403,9 @@ export function createAgentRuns(rt: Runtime) {
     ): Promise<RunDoc | null> {
       const deadline = Date.now() + timeoutMs;
       let delay = WAIT_FIRST_MS;
+      const mine = runs.forAccount(accountId);
       for (;;) {
-        const run = await runs.ofAccount(runId, accountId);
+        const run = await mine.get(runId);
         if (run && statuses.includes(run.status)) return run;
         const left = deadline - Date.now();
         if (left <= 0 || signal?.aborted) return null;

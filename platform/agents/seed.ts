@@ -30,8 +30,8 @@ export const DEV_AGENTS: readonly (AgentDefinition & { id: string })[] = [
 ];
 
 export async function seedDevAgents(store: Store, accountId: string): Promise<AgentDoc[]> {
-  const repo = createAgentsRepository(store);
+  const mine = createAgentsRepository(store).forAccount(accountId);
   const out: AgentDoc[] = [];
-  for (const def of DEV_AGENTS) out.push(await repo.upsert(accountId, def));
+  for (const def of DEV_AGENTS) out.push(await mine.upsert(def));
   return out;
 }

@@ -52,7 +52,7 @@ export const bench: Bench = {
     try {
       const { accountId, key } = await stack.createAccount({ credits: 1_000_000 });
       const { id: _id, ...def } = DEV_AGENTS[0]!;
-      const agent = await createAgentsRepository(stack.rt.store).upsert(accountId, def);
+      const agent = await createAgentsRepository(stack.rt.store).forAccount(accountId).upsert(def);
       const api = client(stack.baseUrl, key);
       for (let i = 0; i < 5; i++) await api.post('/notes', { name: `bench notes ${i}`, markdown: '# hi' });
 

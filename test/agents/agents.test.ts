@@ -56,9 +56,9 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     other = client(stack.baseUrl, b.key);
     const repo = createAgentsRepository(stack.rt.store);
     const [r, o] = DEV_AGENTS.map(({ id: _id, ...def }) => def);
-    research = (await repo.upsert(accountId, r!))._id;
-    outreach = (await repo.upsert(accountId, o!))._id;
-    otherAgent = (await repo.upsert(b.accountId, r!))._id;
+    research = (await repo.forAccount(accountId).upsert(r!))._id;
+    outreach = (await repo.forAccount(accountId).upsert(o!))._id;
+    otherAgent = (await repo.forAccount(b.accountId).upsert(r!))._id;
     rcv = await startReceiver();
     await createWebhook(api, { url: rcv.url, events: ['evi.run_completed', 'evi.run_failed'] });
   });
@@ -293,7 +293,11 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
   it('when a run needs three approvals, each approved once, then it completes: pauses do not use up its claims', async () => {
     // An agent of its own: an earlier test allowed send_email `always` for the outreach agent.
     const { id: _id, ...def } = DEV_AGENTS[1]!;
-    const mailer = (await createAgentsRepository(stack.rt.store).upsert(accountId, { ...def, name: 'mailer' }))._id;
+    const mailer = (
+      await createAgentsRepository(stack.rt.store)
+        .forAccount(accountId)
+        .upsert({ ...def, name: 'mailer' })
+    )._id;
     const people = ['kim@example.com', 'lee@example.com', 'max@example.com'];
     const acc = await accepted(mailer, script(people.map((p) => emailCall(p))));
     for (const who of people) {
@@ -316,7 +320,9 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
     // An agent of its own, so the usage test's counts stay those of the research agent.
     const { id: _rid, ...rdef } = DEV_AGENTS[0]!;
     const research = (
-      await createAgentsRepository(stack.rt.store).upsert(accountId, { ...rdef, name: 'researcher two' })
+      await createAgentsRepository(stack.rt.store)
+        .forAccount(accountId)
+        .upsert({ ...rdef, name: 'researcher two' })
     )._id;
     const before = (await api.get('/account/credits')).body.balance as number;
     const key = `msg-${Date.now()}`;
@@ -369,7 +375,7 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
 
   it('when a run fails after a tool delivered work, then its fee stands (not refunded)', async () => {
     const repo = createAgentsRepository(stack.rt.store);
-    const mixed = await repo.upsert(accountId, {
+    const mixed = await repo.forAccount(accountId).upsert({
       name: 'mixed',
       instructions: 'notes then research',
       tools: ['create_notes', 'start_research'],
@@ -449,7 +455,7 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
   it('when the balance cannot cover the run fee, then 402 and no run is stored', async () => {
     const poor = await stack.createAccount({ credits: 2 });
     const repo = createAgentsRepository(stack.rt.store);
-    const agent = await repo.upsert(poor.accountId, { ...DEV_AGENTS[0]!, id: undefined });
+    const agent = await repo.forAccount(poor.accountId).upsert({ ...DEV_AGENTS[0]!, id: undefined });
     const r = await client(stack.baseUrl, poor.key).post(`/agents/${agent._id}/messages`, {
       message: 'write notes about money',
     });
@@ -462,7 +468,7 @@ describe('agents: runs, approvals, threads and usage over HTTP', function () {
 
   it('when a paid tool would pass the credit budget, then the run fails with the budget error, its fee is refunded once, and evi.run_failed reaches the webhook; completed runs send evi.run_completed', async () => {
     const repo = createAgentsRepository(stack.rt.store);
-    const tight = await repo.upsert(accountId, {
+    const tight = await repo.forAccount(accountId).upsert({
       name: 'tight',
       instructions: 'research things',
       tools: ['start_research'],

@@ -38,10 +38,10 @@ describe('agents: POST /chat/completions with the openai client', function () {
     openai = new OpenAI({ baseURL: stack.baseUrl, apiKey: key, maxRetries: 0 });
     const repo = createAgentsRepository(stack.rt.store);
     const [r, o] = DEV_AGENTS.map(({ id: _id, ...def }) => def);
-    research = (await repo.upsert(a.accountId, r!))._id;
-    outreach = (await repo.upsert(a.accountId, o!))._id;
+    research = (await repo.forAccount(a.accountId).upsert(r!))._id;
+    outreach = (await repo.forAccount(a.accountId).upsert(o!))._id;
     tight = (
-      await repo.upsert(a.accountId, {
+      await repo.forAccount(a.accountId).upsert({
         name: 'tight',
         instructions: 'research',
         tools: ['start_research'],

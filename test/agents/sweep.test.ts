@@ -27,7 +27,7 @@ describe('agents: sweep republishes and duplicate messages', function () {
     accountId = a.accountId;
     api = client(stack.baseUrl, a.key);
     const { id: _id, ...def } = DEV_AGENTS[0]!;
-    agentId = (await createAgentsRepository(stack.rt.store).upsert(accountId, def))._id;
+    agentId = (await createAgentsRepository(stack.rt.store).forAccount(accountId).upsert(def))._id;
   });
   after(async () => {
     await stack?.stop();

@@ -32,7 +32,7 @@ describe('agents: a worker process killed mid-run (real processes, SIGKILL)', fu
     const { accountId, key } = await stack.createAccount({ credits: 1000 });
     const api = client(stack.baseUrl, key);
     const { id: _id, ...def } = DEV_AGENTS[0]!;
-    const agent = await createAgentsRepository(stack.rt.store).upsert(accountId, def);
+    const agent = await createAgentsRepository(stack.rt.store).forAccount(accountId).upsert(def);
     const doomed = spawnWorkerProcess(stack, {
       WORKER_POOLS: 'agent',
       FAULT_POINT: 'agent.after-tool',

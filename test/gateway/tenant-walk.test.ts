@@ -161,12 +161,14 @@ describe('tenant walk: another account reaches nothing of yours on any route', f
       'drive file',
     );
     // Agents are defined by script (no create route); the run stays queued (no agent pool here).
-    const agent = await createAgentsRepository(stack.rt.store).upsert(accountA, {
-      name: `${SECRET} agent`,
-      instructions: SECRET,
-      tools: ['create_notes'],
-      creditBudget: 50,
-    });
+    const agent = await createAgentsRepository(stack.rt.store)
+      .forAccount(accountA)
+      .upsert({
+        name: `${SECRET} agent`,
+        instructions: SECRET,
+        tools: ['create_notes'],
+        creditBudget: 50,
+      });
     const agentRun = ok(
       await a.post(`/agents/${agent._id}/messages`, { message: `${SECRET} message` }),
       'agent message',

@@ -76,16 +76,16 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * stands still, and this worker waits for it to expire, then claims the run.
  */
 export async function handleRunMessage(deps: RunnerDeps, msg: AgentRunMessage, signal: AbortSignal): Promise<void> {
-  const leases = createRunLeases(deps.rt.store);
+  const leases = createRunLeases(deps.rt.store).forAccount(msg.accountId);
   const leaseMs = deps.rt.config.JOB_LEASE_MS;
   const renewalMs = Math.max(50, Math.floor(leaseMs / 3));
   let seenUntil: number | undefined;
   for (;;) {
     if (signal.aborted) throw signal.reason as Error;
     if (deps.active.has(msg.runId)) return;
-    const run = await leases.claim(msg.runId, msg.accountId, instanceId, leaseMs);
+    const run = await leases.claim(msg.runId, instanceId, leaseMs);
     if (run) return work(deps, run, signal);
-    const cur = await leases.leaseOf(msg.runId, msg.accountId);
+    const cur = await leases.leaseOf(msg.runId);
     if (cur?.status !== 'running' || !cur.lease) {
       if (cur?.status === 'queued') continue; // moved back meanwhile (a decision): claim it
       return;
@@ -191,14 +191,16 @@ class RunWork {
     const run = this.run;
     if (run.attempts > AGENT_MAX_ATTEMPTS)
       return this.fail(`the run stopped its worker ${run.attempts - 1} times; given up`);
-    const agent = await createAgentsRepository(rt.store).get(run.accountId, run.agentId);
+    const agent = await createAgentsRepository(rt.store).forAccount(run.accountId).get(run.agentId);
     if (!agent) return this.fail('the agent was deleted');
     const account = await rt.accounts.getAccount(run.accountId);
     if (!account) return this.fail('the account is gone');
     // One write for both (FerretDB serialises the updates of a collection: fewer is faster).
     const first: Partial<RunDoc> = run.startedAt ? {} : { startedAt: new Date() };
     if (run.history === null) {
-      const messages = await createThreadsRepository(rt.store).history(run.accountId, run.agentId, run.threadId);
+      const messages = await createThreadsRepository(rt.store)
+        .forAccount(run.accountId)
+        .history(run.agentId, run.threadId);
       first.history = messages.map((m) => ({ role: m.role, content: m.content }));
     }
     if (Object.keys(first).length) await this.checkpoint(first);
@@ -383,7 +385,9 @@ class RunWork {
             { role: 'user' as const, content: run.instruction },
             { role: 'assistant' as const, content: reply },
           ];
-    await createThreadsRepository(rt.store).append(run.accountId, run.agentId, run.threadId, run._id, messages);
+    await createThreadsRepository(rt.store)
+      .forAccount(run.accountId)
+      .append(run.agentId, run.threadId, run._id, messages);
     await this.finish({ ...last, status: 'completed', reply });
   }
 
