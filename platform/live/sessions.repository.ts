@@ -1,5 +1,6 @@
 import type { LiveClientTool, TurnDetection } from '../../contracts/live';
 import { COLLECTIONS, type Store, openStore } from '../infra/mongo';
+import { accountSlice } from '../infra/tenant';
 
 export type LiveSessionStatus = 'issued' | 'connected' | 'dropped' | 'ended';
 
@@ -113,26 +114,43 @@ export function createLiveSessionsRepository(store: Store) {
       );
     },
 
-    /** The account's session. */
-    ofAccount: (id: string, accountId: string) => col.findOne({ _id: id, accountId }),
+    /** One account's sessions: another account's session is not found. */
+    forAccount(accountId: string) {
+      const mine = accountSlice(col, accountId);
+      return {
+        /** The account's session. */
+        get: (id: string) => mine.findOne({ _id: id }),
+
+        /** The history and tool calls the account's session recorded. */
+        turnsOf: (id: string) => mine.findOne({ _id: id }, { projection: { history: 1, toolCalls: 1 } }),
+
+        /** The charge and the running spend of the account's session. */
+        spendOf: (id: string) => mine.findOne({ _id: id }, { projection: { charge: 1, spentMillicredits: 1 } }),
+
+        /** What a connecting token is checked against before its claim. */
+        gateOf: (id: string) =>
+          mine.findOne({ _id: id }, { projection: { status: 1, allowedOrigins: 1, createdAt: 1, turns: 1 } }),
+
+        /** Claims the session for the token `tokenId` (single use), unless it ended; the session after, or null. */
+        claimToken: (id: string, tokenId: string, owner: LiveSessionOwner | null) => {
+          const now = new Date();
+          return mine.findOneAndUpdate(
+            { _id: id, tokenId, status: { $ne: 'ended' } },
+            {
+              $set: { status: 'connected', tokenId: null, updatedAt: now, lastSeenAt: now, owner },
+              $inc: { connections: 1 },
+            },
+            { returnDocument: 'after' },
+          );
+        },
+      };
+    },
 
     /** The session, whoever's. */
     byId: (id: string) => col.findOne({ _id: id }),
 
     /** The charge of a session. */
     chargeOf: (id: string) => col.findOne({ _id: id }, { projection: { charge: 1 } }),
-
-    /** The history and tool calls the account's session recorded. */
-    turnsOf: (id: string, accountId: string) =>
-      col.findOne({ _id: id, accountId }, { projection: { history: 1, toolCalls: 1 } }),
-
-    /** The charge and the running spend of the account's session. */
-    spendOf: (id: string, accountId: string) =>
-      col.findOne({ _id: id, accountId }, { projection: { charge: 1, spentMillicredits: 1 } }),
-
-    /** What a connecting token is checked against before its claim. */
-    gateOf: (id: string, accountId: string) =>
-      col.findOne({ _id: id, accountId }, { projection: { status: 1, allowedOrigins: 1, createdAt: 1, turns: 1 } }),
 
     /** What a refused turn is explained with. */
     limitsOf: (id: string) => col.findOne({ _id: id }, { projection: { status: 1, createdAt: 1, turns: 1 } }),
@@ -156,19 +174,6 @@ export function createLiveSessionsRepository(store: Store) {
 
     async markCaptured(id: string): Promise<void> {
       await col.updateOne({ _id: id }, { $set: { 'charge.capturedAt': new Date() } });
-    },
-
-    /** Claims the session for the token `tokenId` (single use), unless it ended; the session after, or null. */
-    claimToken: (id: string, accountId: string, tokenId: string, owner: LiveSessionOwner | null) => {
-      const now = new Date();
-      return col.findOneAndUpdate(
-        { _id: id, accountId, tokenId, status: { $ne: 'ended' } },
-        {
-          $set: { status: 'connected', tokenId: null, updatedAt: now, lastSeenAt: now, owner },
-          $inc: { connections: 1 },
-        },
-        { returnDocument: 'after' },
-      );
     },
 
     /** Owner and status of sessions, by id. */

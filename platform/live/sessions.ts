@@ -140,7 +140,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
     // An expired handle still names its session: another account's answers 404 before 400.
     const claims = v.ok ? v.claims : JSON.parse(Buffer.from(handle.split('.')[1]!, 'base64url').toString('utf8'));
     const doc =
-      claims.acc === caller.account._id ? await sessions.ofAccount(String(claims.sid), caller.account._id) : null;
+      claims.acc === caller.account._id ? await sessions.forAccount(caller.account._id).get(String(claims.sid)) : null;
     if (!doc) throw new AppError('not_found', 'resumptionHandle: no session of yours has that handle');
     if (!v.ok)
       throw new AppError('resumption_handle_expired', 'resumptionHandle: expired; open a new session without it');
@@ -311,7 +311,8 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
           ok: false,
           refusal: { code: 4401, reason: v.reason === 'expired' ? 'token expired' : 'token invalid' },
         };
-      const known = await sessions.gateOf(v.claims.sid, v.claims.acc);
+      const mine = sessions.forAccount(v.claims.acc);
+      const known = await mine.gateOf(v.claims.sid);
       if (known?.allowedOrigins?.length) {
         const origin = normalOrigin(at.origin);
         if (!origin || !known.allowedOrigins.includes(origin))
@@ -330,7 +331,7 @@ export function createLiveSessions(rt: Pick<Runtime, 'store' | 'config' | 'credi
         await endForLimit(known!._id);
         return { ok: false, refusal: { code: SESSION_LIMIT_CLOSE, reason: limit } };
       }
-      const doc = await sessions.claimToken(v.claims.sid, v.claims.acc, String(v.claims.n), at.owner ?? null);
+      const doc = await mine.claimToken(v.claims.sid, String(v.claims.n), at.owner ?? null);
       if (doc) return { ok: true, doc };
       return {
         ok: false,

@@ -132,7 +132,7 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
       scope: 'write',
       spends: [],
       async run(args: { text: string }, ctx) {
-        const m = await memories.remember(ctx.account._id, args.text, ctx.idFor('mem'));
+        const m = await memories.forAccount(ctx.account._id).remember(args.text, ctx.idFor('mem'));
         return art('remember', 'Remembered', `I will remember that ${args.text.replace(/[.!]+$/, '')}.`, {
           memoryId: m.id,
           text: m.text,
@@ -146,7 +146,7 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
       scope: 'read',
       spends: [],
       async run(args: { query?: string }, ctx) {
-        const found = await memories.recall(ctx.account._id, args.query);
+        const found = await memories.forAccount(ctx.account._id).recall(args.query);
         const said = found.length
           ? `I remember: ${found.map((m) => m.text.replace(/[.!]+$/, '')).join('; ')}.`
           : args.query
@@ -162,7 +162,7 @@ function liveOnlyTools(rt: Runtime): ToolDefinition[] {
       scope: 'write',
       spends: [],
       async run(args: { memoryId: string }, ctx) {
-        if (!(await memories.forget(ctx.account._id, args.memoryId)))
+        if (!(await memories.forAccount(ctx.account._id).forget(args.memoryId)))
           throw new AppError('not_found', `memoryId: no memory ${args.memoryId.slice(0, 64)}`);
         return art('forget', 'Forgotten', 'Done, I have forgotten it.', { memoryId: args.memoryId });
       },

@@ -54,7 +54,8 @@ export function createPersonaEventsHook(rt: Pick<Runtime, 'store'>) {
     let p = convOf.get(s._id);
     if (!p) {
       p = repo
-        .getConversationBySession(s.accountId, s._id)
+        .forAccount(s.accountId)
+        .getConversationBySession(s._id)
         .then((c) => (c ? { _id: c._id, accountId: c.accountId } : null));
       p.catch(() => convOf.delete(s._id));
       convOf.set(s._id, p);
@@ -65,11 +66,11 @@ export function createPersonaEventsHook(rt: Pick<Runtime, 'store'>) {
   return {
     async turns(session: { _id: string; accountId: string }, entries: LiveHistoryEntry[]): Promise<void> {
       const c = await conv(session);
-      if (c) await repo.addEvents(entries.map((h) => turnEvent(c, h)));
+      if (c) await repo.forAccount(c.accountId).addEvents(entries.map((h) => turnEvent(c, h)));
     },
     async toolCall(session: { _id: string; accountId: string }, entry: LiveToolCallEntry): Promise<void> {
       const c = await conv(session);
-      if (c) await repo.addEvents([toolCallEvent(c, entry)]);
+      if (c) await repo.forAccount(c.accountId).addEvents([toolCallEvent(c, entry)]);
     },
   };
 }

@@ -2,11 +2,12 @@ import type { Collection, Filter } from 'mongodb';
 import type { PersonaChannel, PersonaEventType } from '../../contracts/personas';
 import { keysetPage, type Page } from '../infra/lists';
 import { COLLECTIONS, isDuplicateKey, onlyDuplicateKeys, type Store, openStore } from '../infra/mongo';
+import { type AccountSlice, accountSlice } from '../infra/tenant';
 import { updateVersioned } from '../infra/versioned';
 
 /**
- * Personas and what hangs off them (SPEC 4.2). Every call takes the account id: another
- * account's persona, deployment or conversation is simply not found.
+ * Personas and what hangs off them (SPEC 4.2). Every call is made through `forAccount(accountId)`:
+ * another account's persona, deployment or conversation is simply not found.
  * WARNING: field names are persisted.
  */
 export interface PersonaSnapshotDoc {
@@ -110,117 +111,116 @@ export function createPersonasRepository(store: Store) {
 
   return {
     ensureIndexes,
-    async insertPersona(doc: PersonaDoc) {
-      await ensureIndexes();
-      await personas.insertOne(doc);
-      return doc;
-    },
-    getPersona: (accountId: string, id: string) => personas.findOne({ _id: id, accountId }),
-    pagePersonas(
-      accountId: string,
-      q: { status?: 'draft' | 'published'; limit: number; cursor?: string },
-    ): Promise<Page<PersonaDoc>> {
-      const filter: Filter<PersonaDoc> = { accountId, ...(q.status ? { status: q.status } : {}) };
-      return keysetPage(personas, filter, {
-        tag: 'personas:createdAt:desc',
-        field: 'createdAt',
-        direction: -1,
-        limit: q.limit,
-        cursor: q.cursor,
-      });
-    },
-    updatePersona(accountId: string, id: string, set: Partial<PersonaDoc>, expectedVersion?: number) {
-      return updateVersioned(personas, accountId, id, { $set: set }, { expectedVersion, what: 'persona' });
-    },
-    /** Insert version n; false when that number is taken (a concurrent publish won). */
-    async insertVersion(doc: PersonaVersionDoc): Promise<boolean> {
-      await ensureIndexes();
-      try {
-        await versions.insertOne(doc);
-        return true;
-      } catch (err) {
-        if (isDuplicateKey(err)) return false;
-        throw err;
-      }
-    },
-    deleteVersion: (id: string) => versions.deleteOne({ _id: id }),
-    getVersion: (accountId: string, personaId: string, version: number) =>
-      versions.findOne({ accountId, personaId, version }),
+    /** One account's personas and what hangs off them: another account's are not found. */
+    forAccount(accountId: string) {
+      const mine = {
+        personas: accountSlice(personas, accountId),
+        versions: accountSlice(versions, accountId),
+        deployments: accountSlice(deployments, accountId),
+        conversations: accountSlice(conversations, accountId),
+        events: accountSlice(events, accountId),
+      };
+      /** Inserts `doc` as the account's (the slice stamps it); the document as stored. */
+      const insert = async <T extends { _id: string; accountId: string }>(
+        into: AccountSlice<T>,
+        doc: Omit<T, 'accountId'>,
+      ): Promise<T> => {
+        await ensureIndexes();
+        const full = { ...doc, accountId } as T;
+        await into.insertOne(full as never);
+        return full;
+      };
+      return {
+        insertPersona: (doc: Omit<PersonaDoc, 'accountId'>) => insert(mine.personas, doc),
+        getPersona: (id: string) => mine.personas.findOne({ _id: id }),
+        pagePersonas(q: { status?: 'draft' | 'published'; limit: number; cursor?: string }): Promise<Page<PersonaDoc>> {
+          const filter: Filter<PersonaDoc> = q.status ? { status: q.status } : {};
+          return keysetPage(mine.personas, filter, {
+            tag: 'personas:createdAt:desc',
+            field: 'createdAt',
+            direction: -1,
+            limit: q.limit,
+            cursor: q.cursor,
+          });
+        },
+        updatePersona(id: string, set: Partial<PersonaDoc>, expectedVersion?: number) {
+          return updateVersioned(mine.personas, accountId, id, { $set: set }, { expectedVersion, what: 'persona' });
+        },
+        /** Insert version n; false when that number is taken (a concurrent publish won). */
+        async insertVersion(doc: Omit<PersonaVersionDoc, 'accountId'>): Promise<boolean> {
+          try {
+            await insert(mine.versions, doc);
+            return true;
+          } catch (err) {
+            if (isDuplicateKey(err)) return false;
+            throw err;
+          }
+        },
+        deleteVersion: (id: string) => mine.versions.deleteOne({ _id: id }),
+        getVersion: (personaId: string, version: number) => mine.versions.findOne({ personaId, version }),
 
-    /** The persona first (so nothing new starts on it), then everything that hangs off it. */
-    async deletePersona(accountId: string, id: string): Promise<{ deleted: boolean; activeSessions: string[] }> {
-      const r = await personas.deleteOne({ _id: id, accountId });
-      if (r.deletedCount !== 1) return { deleted: false, activeSessions: [] };
-      const convs = await conversations
-        .find({ accountId, personaId: id }, { projection: { _id: 1, sessionId: 1, status: 1 } })
-        .toArray();
-      const convIds = convs.map((c) => c._id);
-      if (convIds.length) await events.deleteMany({ accountId, conversationId: { $in: convIds } });
-      await Promise.all([
-        conversations.deleteMany({ accountId, personaId: id }),
-        deployments.deleteMany({ accountId, personaId: id }),
-        versions.deleteMany({ accountId, personaId: id }),
-      ]);
-      return { deleted: true, activeSessions: convs.filter((c) => c.status === 'active').map((c) => c.sessionId) };
-    },
+        /** The persona first (so nothing new starts on it), then everything that hangs off it. */
+        async deletePersona(id: string): Promise<{ deleted: boolean; activeSessions: string[] }> {
+          const r = await mine.personas.deleteOne({ _id: id });
+          if (r.deletedCount !== 1) return { deleted: false, activeSessions: [] };
+          const convs = await mine.conversations
+            .find({ personaId: id }, { projection: { _id: 1, sessionId: 1, status: 1 } })
+            .toArray();
+          const convIds = convs.map((c) => c._id);
+          if (convIds.length) await mine.events.deleteMany({ conversationId: { $in: convIds } });
+          await Promise.all([
+            mine.conversations.deleteMany({ personaId: id }),
+            mine.deployments.deleteMany({ personaId: id }),
+            mine.versions.deleteMany({ personaId: id }),
+          ]);
+          return { deleted: true, activeSessions: convs.filter((c) => c.status === 'active').map((c) => c.sessionId) };
+        },
 
-    async insertDeployment(doc: PersonaDeploymentDoc) {
-      await ensureIndexes();
-      await deployments.insertOne(doc);
-      return doc;
-    },
-    getDeployment: (accountId: string, personaId: string, id: string) =>
-      deployments.findOne({ _id: id, accountId, personaId }),
-    pageDeployments: (accountId: string, personaId: string, q: { limit: number; cursor?: string }) =>
-      keysetPage(
-        deployments,
-        { accountId, personaId },
-        { tag: `pdep:${personaId}`, field: 'createdAt', direction: -1, limit: q.limit, cursor: q.cursor },
-      ),
+        insertDeployment: (doc: Omit<PersonaDeploymentDoc, 'accountId'>) => insert(mine.deployments, doc),
+        getDeployment: (personaId: string, id: string) => mine.deployments.findOne({ _id: id, personaId }),
+        pageDeployments: (personaId: string, q: { limit: number; cursor?: string }) =>
+          keysetPage(
+            mine.deployments,
+            { personaId },
+            { tag: `pdep:${personaId}`, field: 'createdAt', direction: -1, limit: q.limit, cursor: q.cursor },
+          ),
 
-    async insertConversation(doc: PersonaConversationDoc) {
-      await ensureIndexes();
-      await conversations.insertOne(doc);
-      return doc;
-    },
-    getConversation: (accountId: string, personaId: string, id: string) =>
-      conversations.findOne({ _id: id, accountId, personaId }),
-    /** The conversation a live session belongs to (the realtime engine writes its events as they happen). */
-    getConversationBySession: (accountId: string, sessionId: string) => conversations.findOne({ accountId, sessionId }),
-    /** active → ended, once; null when it was ended already (the caller reads the stored end). */
-    endConversation: (
-      accountId: string,
-      id: string,
-      set: Pick<PersonaConversationDoc, 'endedAt' | 'durationMs' | 'creditsUsed'>,
-    ) =>
-      conversations.findOneAndUpdate(
-        { _id: id, accountId, status: 'active' },
-        { $set: { ...set, status: 'ended' } },
-        { returnDocument: 'after' },
-      ),
+        insertConversation: (doc: Omit<PersonaConversationDoc, 'accountId'>) => insert(mine.conversations, doc),
+        getConversation: (personaId: string, id: string) => mine.conversations.findOne({ _id: id, personaId }),
+        /** The conversation a live session belongs to (the realtime engine writes its events as they happen). */
+        getConversationBySession: (sessionId: string) => mine.conversations.findOne({ sessionId }),
+        /** active → ended, once; null when it was ended already (the caller reads the stored end). */
+        endConversation: (id: string, set: Pick<PersonaConversationDoc, 'endedAt' | 'durationMs' | 'creditsUsed'>) =>
+          mine.conversations.findOneAndUpdate(
+            { _id: id, status: 'active' },
+            { $set: { ...set, status: 'ended' } },
+            { returnDocument: 'after' },
+          ),
 
-    /** Insert events whose ids are not stored yet (ids are derived from content, so a repeat is a no-op). */
-    async addEvents(docs: PersonaEventDoc[]): Promise<void> {
-      if (!docs.length) return;
-      await ensureIndexes();
-      const have = new Set(
-        (await events.find({ _id: { $in: docs.map((d) => d._id) } }, { projection: { _id: 1 } }).toArray()).map(
-          (d) => d._id,
-        ),
-      );
-      const fresh = docs.filter((d) => !have.has(d._id));
-      if (!fresh.length) return;
-      try {
-        await events.insertMany(fresh, { ordered: false });
-      } catch (err) {
-        if (!onlyDuplicateKeys(err)) throw err;
-      }
+        /** Insert events whose ids are not stored yet (ids are derived from content, so a repeat is a no-op). */
+        async addEvents(docs: Omit<PersonaEventDoc, 'accountId'>[]): Promise<void> {
+          if (!docs.length) return;
+          await ensureIndexes();
+          const have = new Set(
+            (
+              await mine.events.find({ _id: { $in: docs.map((d) => d._id) } }, { projection: { _id: 1 } }).toArray()
+            ).map((d) => d._id),
+          );
+          const fresh = docs.filter((d) => !have.has(d._id));
+          if (!fresh.length) return;
+          try {
+            await mine.events.insertMany(fresh as PersonaEventDoc[], { ordered: false });
+          } catch (err) {
+            if (!onlyDuplicateKeys(err)) throw err;
+          }
+        },
+        pageEvents: (conversationId: string, q: { limit: number; cursor?: string }) =>
+          keysetPage(
+            mine.events,
+            { conversationId },
+            { tag: `pev:${conversationId}`, field: 'seq', direction: 1, limit: q.limit, cursor: q.cursor },
+          ),
+      };
     },
-    pageEvents: (accountId: string, conversationId: string, q: { limit: number; cursor?: string }) =>
-      keysetPage(
-        events,
-        { accountId, conversationId },
-        { tag: `pev:${conversationId}`, field: 'seq', direction: 1, limit: q.limit, cursor: q.cursor },
-      ),
   };
 }

@@ -136,13 +136,13 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
   });
 
   const mustPersona = async (accountId: string, id: string) => {
-    const p = await repo.getPersona(accountId, id);
+    const p = await repo.forAccount(accountId).getPersona(id);
     if (!p) throw notFound('persona');
     return p;
   };
   const mustConversation = async (accountId: string, personaId: string, cid: string) => {
     await mustPersona(accountId, personaId);
-    const c = await repo.getConversation(accountId, personaId, cid);
+    const c = await repo.forAccount(accountId).getConversation(personaId, cid);
     if (!c) throw notFound('conversation');
     return c;
   };
@@ -161,13 +161,13 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
 
   /** The turns and tool calls the live session recorded, as events (ids derived from content: importing twice adds nothing). */
   async function importTurns(c: PersonaConversationDoc): Promise<void> {
-    const s = await sessionRows.turnsOf(c.sessionId, c.accountId);
+    const s = await sessionRows.forAccount(c.accountId).turnsOf(c.sessionId);
     const docs: PersonaEventDoc[] = [
       startedEvent(c),
       ...(s?.history ?? []).map((h) => turnEvent(c, h)),
       ...(s?.toolCalls ?? []).map((t) => toolCallEvent(c, t)),
     ];
-    await repo.addEvents(docs);
+    await repo.forAccount(c.accountId).addEvents(docs);
   }
 
   const startedEvent = (c: PersonaConversationDoc) =>
@@ -205,7 +205,7 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
     },
 
     list: async (accountId: string, q: { status?: 'draft' | 'published'; limit: number; cursor?: string }) =>
-      mapPage(await repo.pagePersonas(accountId, q), view),
+      mapPage(await repo.forAccount(accountId).pagePersonas(q), view),
 
     get: async (accountId: string, id: string) => view(await mustPersona(accountId, id)),
 
@@ -233,7 +233,7 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
         createdAt: now,
         updatedAt: now,
       };
-      return view(await repo.insertPersona(doc));
+      return view(await repo.forAccount(accountId).insertPersona(doc));
     },
 
     async update(accountId: string, id: string, body: PersonaUpdate, ifMatch: number | undefined): Promise<Persona> {
@@ -244,17 +244,18 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
       checkFields(set);
       // Only the working copy changes: `published` and persona_versions are never touched here.
       set.status = 'draft';
-      return view(await repo.updatePersona(accountId, id, set, ifMatch));
+      return view(await repo.forAccount(accountId).updatePersona(id, set, ifMatch));
     },
 
     async remove(accountId: string, id: string): Promise<void> {
-      const r = await repo.deletePersona(accountId, id);
+      const r = await repo.forAccount(accountId).deletePersona(id);
       if (!r.deleted) throw notFound('persona');
       // Their tokens stop connecting; the conversations themselves were deleted with the persona.
       await Promise.all(r.activeSessions.map((s) => sessions.setStatus(s, 'ended')));
     },
 
     async publish(accountId: string, id: string, ifMatch: number | undefined): Promise<Persona> {
+      const mine = repo.forAccount(accountId);
       const p = await mustPersona(accountId, id);
       if (ifMatch !== undefined && ifMatch !== p.version) throw versionConflict('persona', p.version, ifMatch);
       const missing: string[] = [];
@@ -276,30 +277,27 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
       const snapshot = snapshotOf(p);
       const publishedAt = new Date();
       const versionId = newId('pver');
-      if (
-        !(await repo.insertVersion({ _id: versionId, accountId, personaId: id, version: n, snapshot, publishedAt }))
-      ) {
+      if (!(await mine.insertVersion({ _id: versionId, personaId: id, version: n, snapshot, publishedAt }))) {
         throw new AppError('conflict', 'persona: another publish of it ran at the same time; fetch it again');
       }
       try {
         // Only while the working copy is still the one frozen: a PATCH in between wins (409).
         return view(
-          await repo.updatePersona(
-            accountId,
+          await mine.updatePersona(
             id,
             { status: 'published', publishedVersion: n, published: { ...snapshot, version: n, publishedAt } },
             p.version,
           ),
         );
       } catch (err) {
-        await repo.deleteVersion(versionId);
+        await mine.deleteVersion(versionId);
         throw err;
       }
     },
 
     async listDeployments(accountId: string, personaId: string, q: { limit: number; cursor?: string }) {
       await mustPersona(accountId, personaId);
-      return mapPage(await repo.pageDeployments(accountId, personaId, q), deploymentView);
+      return mapPage(await repo.forAccount(accountId).pageDeployments(personaId, q), deploymentView);
     },
 
     async createDeployment(
@@ -331,7 +329,7 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
         allowedOrigins,
         createdAt: new Date(),
       };
-      return deploymentView(await repo.insertDeployment(doc));
+      return deploymentView(await repo.forAccount(accountId).insertDeployment(doc));
     },
 
     async startConversation(
@@ -341,8 +339,9 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
       idFor: (prefix: string) => string,
     ): Promise<PersonaConversation> {
       const accountId = caller.account._id;
+      const mine = repo.forAccount(accountId);
       await mustPersona(accountId, personaId);
-      const d = await repo.getDeployment(accountId, personaId, body.deploymentId);
+      const d = await mine.getDeployment(personaId, body.deploymentId);
       if (!d) throw new AppError('not_found', 'deploymentId: no deployment of this persona has that id');
       // The realtime engine admits only keys with the ai scope: a token it would refuse is not sold.
       if (!caller.key.scopes.includes('ai'))
@@ -350,7 +349,7 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
           'forbidden',
           'a persona conversation is a live session: this key needs the ai scope as well as write',
         );
-      const frozen = await repo.getVersion(accountId, personaId, d.version);
+      const frozen = await mine.getVersion(personaId, d.version);
       if (!frozen) throw notFound('persona version');
       const voice = catalogue.voices.some((v) => v.name === frozen.snapshot.voice)
         ? frozen.snapshot.voice
@@ -366,7 +365,7 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
       });
       // A retry under the same Idempotency-Key whose first attempt wrote the conversation: the
       // same conversation with a fresh token, charged once.
-      const earlier = await repo.getConversation(accountId, personaId, convId);
+      const earlier = await mine.getConversation(personaId, convId);
       if (earlier) {
         const again = earlier.status === 'active' ? await sessions.reissue(earlier.sessionId) : null;
         return conversationView(earlier, again ? connectOfLive(again) : null);
@@ -404,7 +403,7 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
         durationMs: null,
       };
       try {
-        await repo.insertConversation(conv);
+        await mine.insertConversation(conv);
       } catch (err) {
         await sessions.setStatus(live.sessionId, 'ended');
         await sessions
@@ -416,7 +415,7 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
       }
       await sessions.captureCharge(live.sessionId);
       // The conversation exists: a lost `started` event is written again on the next read.
-      await repo
+      await mine
         .addEvents([startedEvent(conv)])
         .catch((err: unknown) =>
           rt.log.warn('persona started event not written; added on read', { err: err as Error }),
@@ -425,27 +424,28 @@ export function createPersonasService(rt: Pick<Runtime, 'store' | 'config' | 'cr
     },
 
     async endConversation(accountId: string, personaId: string, cid: string): Promise<PersonaConversation> {
+      const mine = repo.forAccount(accountId);
       const c = await mustConversation(accountId, personaId, cid);
       if (c.status === 'ended') return conversationView(c);
       await importTurns(c);
       await sessions.setStatus(c.sessionId, 'ended');
-      const s = await sessionRows.spendOf(c.sessionId, accountId);
+      const s = await sessionRows.forAccount(accountId).spendOf(c.sessionId);
       const endedAt = new Date();
       const durationMs = endedAt.getTime() - c.startedAt.getTime();
       // The session's charge and what its tools kept (live_action, media prices), counted as they ran.
       const creditsUsed = s ? fromUnits(s.spentMillicredits ?? s.charge.millicredits) : c.creditsUsed;
-      const after = await repo.endConversation(accountId, cid, { endedAt, durationMs, creditsUsed });
+      const after = await mine.endConversation(cid, { endedAt, durationMs, creditsUsed });
       // A concurrent end won: its answer is the one.
-      const final = after ?? (await repo.getConversation(accountId, personaId, cid));
+      const final = after ?? (await mine.getConversation(personaId, cid));
       if (!final) throw notFound('conversation');
-      if (after) await repo.addEvents([event(final, 'ended', endedAt, { durationMs, creditsUsed })]);
+      if (after) await mine.addEvents([event(final, 'ended', endedAt, { durationMs, creditsUsed })]);
       return conversationView(final);
     },
 
     async listEvents(accountId: string, personaId: string, cid: string, q: { limit: number; cursor?: string }) {
       const c = await mustConversation(accountId, personaId, cid);
       if (c.status === 'active') await importTurns(c);
-      return mapPage(await repo.pageEvents(accountId, cid, q), eventView);
+      return mapPage(await repo.forAccount(accountId).pageEvents(cid, q), eventView);
     },
   };
 }
