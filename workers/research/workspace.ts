@@ -127,7 +127,7 @@ export function createWorkspace(deps: {
 
       await opts.onSearch?.('projects');
       searchCount++;
-      const projects = await projectsRepo.recent(accountId, SCAN_LIMIT);
+      const projects = await projectsRepo.forAccount(accountId).recent(SCAN_LIMIT);
       for (const p of projects) {
         const doc = p as unknown as Record<string, unknown>;
         const title = firstString(doc.name, doc.title) ?? String(doc._id);
