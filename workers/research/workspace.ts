@@ -152,7 +152,7 @@ export function createWorkspace(deps: {
         if (!present.has(c.name)) continue;
         await opts.onSearch?.(c.name);
         searchCount++;
-        const docs = await optional.textDocs(c.name, accountId, SCAN_LIMIT);
+        const docs = await optional.forAccount(accountId).textDocs(c.name, SCAN_LIMIT);
         for (const d of docs) {
           const doc = d as Record<string, unknown>;
           if (doc.trashedAt || doc.deletedAt) continue;
