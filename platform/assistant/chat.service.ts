@@ -99,6 +99,7 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
   // (prepare, store, settle 63 lines, events 30 lines), which share the held credits and the turn's ids.
   async function begin(caller: ChatCaller, body: ChatRequest): Promise<ChatTurn> {
     const accountId = caller.account._id;
+    const mine = repo.forAccount(accountId);
     if (body.conversationId !== undefined) {
       // Continuing a conversation reads its messages and adds to them: read and write (SPEC §5), checked first.
       const missing = CONTINUE_SCOPES.filter((s) => !caller.key.scopes.includes(s));
@@ -108,7 +109,7 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
           `conversationId: continuing a conversation reads its messages and adds to them, which needs the read and write scopes besides ai (SPEC §5); this key lacks ${missing.join(' and ')}. Nothing was stored or charged`,
         );
     }
-    const existing = body.conversationId !== undefined ? await repo.get(accountId, body.conversationId) : null;
+    const existing = body.conversationId !== undefined ? await mine.get(body.conversationId) : null;
     if (body.conversationId !== undefined && !existing) throw notFound('conversation');
     const mode: ChatMode = body.mode ?? existing?.mode ?? 'fast';
     const messageId = newId('msg');
@@ -136,16 +137,15 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
      * stored history is read before the new message is written, so it is not seen twice.
      */
     const prepare = async (): Promise<EngineMessage[]> => {
-      const past = existing ? await repo.recentMessages(accountId, conversationId, HISTORY_MAX) : [];
+      const past = existing ? await mine.recentMessages(conversationId, HISTORY_MAX) : [];
       stored = (async () => {
         if (!existing)
-          await repo.create(accountId, {
+          await mine.create({
             id: conversationId,
             title: titleFrom(incoming.find((m) => m.role === 'user')!.content),
             mode: body.mode ?? null,
           });
-        for (const m of toStore)
-          await repo.appendMessage(accountId, conversationId, { role: m.role, content: m.content });
+        for (const m of toStore) await mine.appendMessage(conversationId, { role: m.role, content: m.content });
         prepared = true;
       })();
       stored.catch(() => undefined);
@@ -195,8 +195,7 @@ export function createChatService(rt: Runtime, opts: { engine?: ChatEngine; tool
     }
 
     const store = async (content: string, arts: ChatArtifact[], usage: MessageUsage | null) => {
-      await repo.appendMessage(
-        accountId,
+      await mine.appendMessage(
         conversationId,
         { role: 'assistant', content, artifacts: arts, engine: whiteLabel ? null : engine.info, usage },
         { id: messageId },

@@ -11,6 +11,7 @@ import {
   type CardUpdate,
 } from '../../contracts/boards';
 import {
+  type BoardsRepository,
   createBoardsRepository,
   isClosing,
   type BoardColumnDoc,
@@ -81,6 +82,8 @@ const placementConflict = (lane: string) =>
   );
 
 type Placement = { column?: string; before?: string | null; after?: string | null };
+/** One account's boards and cards (the repository's forAccount). */
+type Mine = ReturnType<BoardsRepository['forAccount']>;
 
 /**
  * Boards and cards (SPEC 4.5). Card order: platform/boards/order.ts. Removing a lane that still
@@ -117,24 +120,24 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
       updatedAt: b.updatedAt.toISOString(),
     };
   };
-  const viewWithCounts = async (b: BoardDoc) => view(b, await repo.cardCounts(b.accountId, b._id));
+  const viewWithCounts = async (mine: Mine, b: BoardDoc) => view(b, await mine.cardCounts(b._id));
 
-  const mustBoard = async (accountId: string, id: string) => {
-    const b = await repo.getBoard(accountId, id);
+  const mustBoard = async (mine: Mine, id: string) => {
+    const b = await mine.getBoard(id);
     if (!b) throw notFound('board');
     return b;
   };
-  const mustCard = async (accountId: string, boardId: string, id: string) => {
-    const c = await repo.getCard(accountId, boardId, id);
+  const mustCard = async (mine: Mine, boardId: string, id: string) => {
+    const c = await mine.getCard(boardId, id);
     if (!c) throw notFound('card');
     return c;
   };
   const hasLane = (b: BoardDoc, lane: string) => b.columns.some((c) => c.id === lane);
 
   /** 400 naming each linked id that is not a live project of the account (never saying why). */
-  const checkProjects = async (accountId: string, ids: string[] | undefined) => {
+  const checkProjects = async (mine: Mine, ids: string[] | undefined) => {
     if (!ids?.length) return;
-    const missing = new Set(await repo.missingProjects(accountId, unique(ids)));
+    const missing = new Set(await mine.missingProjects(unique(ids)));
     const bad = ids.flatMap((id, i) => (missing.has(id) ? [`projectIds.${i}: names no project of yours`] : []));
     if (bad.length) throw new AppError('validation_error', bad.slice(0, 10).join('; '));
   };
@@ -145,7 +148,7 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
    * requested spot its key is kept.
    */
   async function place(
-    accountId: string,
+    mine: Mine,
     board: BoardDoc,
     want: Placement,
     self?: CardDoc,
@@ -154,7 +157,7 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
       if (!id) return null;
       if (self && id === self._id)
         throw new AppError('validation_error', `${field}: must name another card than the one moved`);
-      const c = await repo.getCard(accountId, board._id, id);
+      const c = await mine.getCard(board._id, id);
       if (!c) throw new AppError('validation_error', `${field}: names no card of this board`);
       return c;
     };
@@ -179,17 +182,17 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
       [prev, next] = [after.position, before.position];
     } else if (after) {
       prev = after.position;
-      next = (await repo.firstAfter(accountId, board._id, column, prev, ex))?.position ?? null;
+      next = (await mine.firstAfter(board._id, column, prev, ex))?.position ?? null;
     } else if (before) {
       next = before.position;
-      prev = (await repo.lastBefore(accountId, board._id, column, next, ex))?.position ?? null;
+      prev = (await mine.lastBefore(board._id, column, next, ex))?.position ?? null;
     } else if (want.after === null) {
       prev = null; // top of the lane
-      next = (await repo.firstAfter(accountId, board._id, column, null, ex))?.position ?? null;
+      next = (await mine.firstAfter(board._id, column, null, ex))?.position ?? null;
     } else {
       // Bottom of the lane (before: null, or only a lane given); a card that stays in its lane without a placement keeps its key.
       if (self && self.column === column && want.before === undefined) return { column, position: self.position };
-      prev = (await repo.lastBefore(accountId, board._id, column, null, ex))?.position ?? null;
+      prev = (await mine.lastBefore(board._id, column, null, ex))?.position ?? null;
       next = null;
     }
     if (
@@ -204,30 +207,25 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
 
   /** After a card write into `lane`: the board and lane must still be there (see the class comment). */
   const laneStillOpen = async (
-    accountId: string,
+    mine: Mine,
     boardId: string,
     lane: string,
   ): Promise<'ok' | 'board_gone' | 'lane_gone'> => {
-    const b = await repo.getBoard(accountId, boardId);
+    const b = await mine.getBoard(boardId);
     if (!b) return 'board_gone';
     return hasLane(b, lane) && !isClosing(b, lane) ? 'ok' : 'lane_gone';
   };
 
   /** Undo a move into a lane that is being removed: back to its old slot, or the bottom of its old lane when that slot was taken. */
-  const putBack = async (
-    accountId: string,
-    boardId: string,
-    card: CardDoc,
-    to: { column: string; position: string },
-  ) => {
+  const putBack = async (mine: Mine, boardId: string, card: CardDoc, to: { column: string; position: string }) => {
     let target = to;
     for (let attempt = 0; attempt < PLACE_RETRIES; attempt++) {
       try {
-        await repo.revertCard(accountId, boardId, card._id, { column: card.column, position: card.position }, target);
+        await mine.revertCard(boardId, card._id, { column: card.column, position: card.position }, target);
         return;
       } catch (err) {
         if (!isDuplicateKey(err)) throw err;
-        const last = await repo.lastBefore(accountId, boardId, to.column, null, card._id);
+        const last = await mine.lastBefore(boardId, to.column, null, card._id);
         target = { column: to.column, position: keyBetween(last?.position ?? null, null) };
       }
     }
@@ -238,7 +236,7 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
     view,
 
     async list(accountId: string, q: { tag?: string; limit: number; cursor?: string }) {
-      const page = await repo.pageBoards(accountId, q);
+      const page = await repo.forAccount(accountId).pageBoards(q);
       return mapPage(page, (b) => view(b));
     },
 
@@ -255,11 +253,14 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
         createdAt: now,
         updatedAt: now,
       };
-      await repo.insertBoard(doc);
+      await repo.forAccount(accountId).insertBoard(doc);
       return view(doc, new Map());
     },
 
-    get: async (accountId: string, id: string) => viewWithCounts(await mustBoard(accountId, id)),
+    async get(accountId: string, id: string) {
+      const mine = repo.forAccount(accountId);
+      return viewWithCounts(mine, await mustBoard(mine, id));
+    },
 
     /**
      * PATCH: only the passed fields change. `columns` replaces the lanes (matched by id); a lane
@@ -271,11 +272,12 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
       if (patch.name !== undefined) set.name = patch.name;
       if (patch.description !== undefined) set.description = patch.description;
       if (patch.tags !== undefined) set.tags = unique(patch.tags);
+      const mine = repo.forAccount(accountId);
       if (patch.columns === undefined)
-        return viewWithCounts(await repo.updateBoard(accountId, id, set, { expectedVersion: ifMatch }));
+        return viewWithCounts(mine, await mine.updateBoard(id, set, { expectedVersion: ifMatch }));
 
       for (let attempt = 0; attempt < 8; attempt++) {
-        const cur = await mustBoard(accountId, id);
+        const cur = await mustBoard(mine, id);
         if (ifMatch !== undefined && cur.version !== ifMatch) {
           throw versionConflict('board', cur.version, ifMatch);
         }
@@ -285,23 +287,23 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
         );
         const kept = new Set(set.columns.map((c) => c.id));
         const removed = cur.columns.map((c) => c.id).filter((c) => !kept.has(c));
-        if (removed.length && !(await repo.markClosing(accountId, id, cur.version, removed))) continue; // it moved on: read it again
+        if (removed.length && !(await mine.markClosing(id, cur.version, removed))) continue; // it moved on: read it again
         try {
-          if (removed.length && (await repo.countInColumns(accountId, id, removed)) > 0) {
-            const counts = await repo.cardCounts(accountId, id);
+          if (removed.length && (await mine.countInColumns(id, removed)) > 0) {
+            const counts = await mine.cardCounts(id);
             const full = removed.filter((c) => (counts.get(c) ?? 0) > 0).map((c) => `"${c}" (${counts.get(c)} cards)`);
             throw new AppError(
               'column_not_empty',
               `columns: lanes still holding cards cannot be removed: ${full.join(', ')}; move or delete their cards first`,
             );
           }
-          const doc = await repo.updateBoard(accountId, id, set, {
+          const doc = await mine.updateBoard(id, set, {
             expectedVersion: cur.version,
             clearClosing: removed,
           });
-          return viewWithCounts(doc);
+          return viewWithCounts(mine, doc);
         } catch (err) {
-          await repo.clearClosing(accountId, id, removed);
+          await mine.clearClosing(id, removed);
           if (err instanceof AppError && err.code === 'version_conflict' && ifMatch === undefined) continue;
           throw err;
         }
@@ -311,8 +313,9 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
 
     /** The board, then its cards (a card written meanwhile removes itself: see the class comment). */
     async remove(accountId: string, id: string) {
-      if (!(await repo.deleteBoard(accountId, id))) throw notFound('board');
-      await repo.deleteCardsOfBoard(accountId, id);
+      const mine = repo.forAccount(accountId);
+      if (!(await mine.deleteBoard(id))) throw notFound('board');
+      await mine.deleteCardsOfBoard(id);
     },
 
     /**
@@ -321,11 +324,12 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
      * half-way leaves no half-copied board visible.
      */
     async duplicate(accountId: string, id: string, input: BoardDuplicate, idFor: (prefix: string) => string = newId) {
-      const src = await mustBoard(accountId, id);
+      const mine = repo.forAccount(accountId);
+      const src = await mustBoard(mine, id);
       const copyId = idFor(BOARD_ID_PREFIX);
       const now = new Date();
       const byLane = new Map<string, CardDoc[]>(src.columns.map((c) => [c.id, []]));
-      for (const c of await repo.allCards(accountId, id)) byLane.get(c.column)?.push(c);
+      for (const c of await mine.allCards(id)) byLane.get(c.column)?.push(c);
       const counts = new Map<string, number>();
       const copies: CardDoc[] = [];
       for (const [lane, cards] of byLane) {
@@ -343,7 +347,7 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
           });
         counts.set(lane, cards.length);
       }
-      await repo.insertCards(copies);
+      await mine.insertCards(copies);
       const name = input.name ?? `${src.name.slice(0, BOARD_LIMITS.nameMax - ' (copy)'.length)} (copy)`;
       const doc: BoardDoc = {
         _id: copyId,
@@ -356,7 +360,7 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
         createdAt: now,
         updatedAt: now,
       };
-      await repo.insertBoard(doc);
+      await mine.insertBoard(doc);
       return view(doc, counts);
     },
 
@@ -367,17 +371,19 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
       boardId: string,
       q: { column?: string; label?: string; assignee?: string; limit: number; cursor?: string },
     ) {
-      const board = await mustBoard(accountId, boardId);
+      const mine = repo.forAccount(accountId);
+      const board = await mustBoard(mine, boardId);
       if (q.column !== undefined && !hasLane(board, q.column))
         throw new AppError('validation_error', `column: names no column of this board ("${clip(q.column)}")`);
-      const page = await repo.pageCards(accountId, board, q);
+      const page = await mine.pageCards(board, q);
       return mapPage(page, toCard);
     },
 
     /** 201: at the bottom of its lane (default the first) unless before/after say where. */
     async createCard(accountId: string, boardId: string, input: CardCreate, idFor: (prefix: string) => string = newId) {
-      let board = await mustBoard(accountId, boardId);
-      await checkProjects(accountId, input.projectIds);
+      const mine = repo.forAccount(accountId);
+      let board = await mustBoard(mine, boardId);
+      await checkProjects(mine, input.projectIds);
       const now = new Date();
       const doc: CardDoc = {
         _id: idFor(CARD_ID_PREFIX),
@@ -396,23 +402,23 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
         updatedAt: now,
       };
       for (let attempt = 0; ; attempt++) {
-        const slot = await place(accountId, board, input);
+        const slot = await place(mine, board, input);
         if (isClosing(board, slot.column)) throw placementConflict(slot.column);
         Object.assign(doc, slot);
         try {
-          await repo.insertCard(doc);
+          await mine.insertCard(doc);
           break;
         } catch (err) {
           if (!isDuplicateKey(err) || attempt >= PLACE_RETRIES)
             throw isDuplicateKey(err)
               ? new AppError('conflict', 'too many cards were placed in the same spot at once; try again')
               : err;
-          board = await mustBoard(accountId, boardId);
+          board = await mustBoard(mine, boardId);
         }
       }
-      const state = await laneStillOpen(accountId, boardId, doc.column);
+      const state = await laneStillOpen(mine, boardId, doc.column);
       if (state !== 'ok') {
-        await repo.deleteCard(accountId, boardId, doc._id);
+        await mine.deleteCard(boardId, doc._id);
         throw state === 'board_gone' ? notFound('board') : placementConflict(doc.column);
       }
       return toCard(doc);
@@ -423,13 +429,14 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
      * card, whatever changes (a lost slot is retried; other cards keep their keys).
      */
     async updateCard(accountId: string, boardId: string, cardId: string, patch: CardUpdate, ifMatch?: number) {
-      let board = await mustBoard(accountId, boardId);
-      let card = await mustCard(accountId, boardId, cardId);
+      const mine = repo.forAccount(accountId);
+      let board = await mustBoard(mine, boardId);
+      let card = await mustCard(mine, boardId, cardId);
       if (ifMatch !== undefined && card.version !== ifMatch) {
         throw versionConflict('card', card.version, ifMatch);
       }
-      await checkProjects(accountId, patch.projectIds);
-      const set: Parameters<typeof repo.updateCard>[3] = {};
+      await checkProjects(mine, patch.projectIds);
+      const set: Parameters<Mine['updateCard']>[2] = {};
       if (patch.title !== undefined) set.title = patch.title;
       if (patch.body !== undefined) set.body = patch.body;
       if (patch.labels !== undefined) set.labels = unique(patch.labels);
@@ -441,27 +448,27 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
       let updated: CardDoc;
       for (let attempt = 0; ; attempt++) {
         if (moving) {
-          const slot = await place(accountId, board, patch, card);
+          const slot = await place(mine, board, patch, card);
           if (slot.column !== card.column && isClosing(board, slot.column)) throw placementConflict(slot.column);
           set.column = slot.column;
           set.position = slot.position;
         }
         try {
-          updated = await repo.updateCard(accountId, boardId, cardId, set, ifMatch);
+          updated = await mine.updateCard(boardId, cardId, set, ifMatch);
           break;
         } catch (err) {
           if (!isDuplicateKey(err) || attempt >= PLACE_RETRIES)
             throw isDuplicateKey(err)
               ? new AppError('conflict', 'too many cards were moved to the same spot at once; try again')
               : err;
-          [board, card] = await Promise.all([mustBoard(accountId, boardId), mustCard(accountId, boardId, cardId)]);
+          [board, card] = await Promise.all([mustBoard(mine, boardId), mustCard(mine, boardId, cardId)]);
         }
       }
       if (updated.column !== from.column) {
-        const state = await laneStillOpen(accountId, boardId, updated.column);
+        const state = await laneStillOpen(mine, boardId, updated.column);
         if (state === 'board_gone') throw notFound('board');
         if (state === 'lane_gone') {
-          await putBack(accountId, boardId, updated, from);
+          await putBack(mine, boardId, updated, from);
           throw placementConflict(updated.column);
         }
       }
@@ -469,8 +476,9 @@ export function createBoardsService(rt: Pick<Runtime, 'store' | 'config'>) {
     },
 
     async deleteCard(accountId: string, boardId: string, cardId: string) {
-      await mustBoard(accountId, boardId);
-      if (!(await repo.deleteCard(accountId, boardId, cardId))) throw notFound('card');
+      const mine = repo.forAccount(accountId);
+      await mustBoard(mine, boardId);
+      if (!(await mine.deleteCard(boardId, cardId))) throw notFound('card');
     },
   };
 }

@@ -33,7 +33,7 @@ export function createConversationsService(rt: Pick<Runtime, 'store'>) {
   const repo = createConversationsRepository(rt.store);
 
   const mustGet = async (accountId: string, id: string) => {
-    const c = await repo.get(accountId, id);
+    const c = await repo.forAccount(accountId).get(id);
     if (!c) throw notFound('conversation');
     return c;
   };
@@ -42,12 +42,14 @@ export function createConversationsService(rt: Pick<Runtime, 'store'>) {
     repository: repo,
 
     async list(accountId: string, q: { limit: number; cursor?: string }) {
-      const page = await repo.page(accountId, q);
+      const page = await repo.forAccount(accountId).page(q);
       return mapPage(page, toConversation);
     },
 
     create: async (accountId: string, input: ConversationCreate, idFor: (prefix: string) => string = newId) =>
-      toConversation(await repo.create(accountId, { id: idFor('conv'), title: input.title, mode: input.mode })),
+      toConversation(
+        await repo.forAccount(accountId).create({ id: idFor('conv'), title: input.title, mode: input.mode }),
+      ),
 
     get: async (accountId: string, id: string) => toConversation(await mustGet(accountId, id)),
 
@@ -55,16 +57,16 @@ export function createConversationsService(rt: Pick<Runtime, 'store'>) {
       const set: { title?: string | null; mode?: ConversationDoc['mode'] } = {};
       if (patch.title !== undefined) set.title = patch.title;
       if (patch.mode !== undefined) set.mode = patch.mode;
-      return toConversation(await repo.update(accountId, id, set, ifMatch));
+      return toConversation(await repo.forAccount(accountId).update(id, set, ifMatch));
     },
 
     async remove(accountId: string, id: string) {
-      if (!(await repo.remove(accountId, id))) throw notFound('conversation');
+      if (!(await repo.forAccount(accountId).remove(id))) throw notFound('conversation');
     },
 
     async messages(accountId: string, id: string, q: { limit: number; cursor?: string }) {
       await mustGet(accountId, id);
-      const page = await repo.pageMessages(accountId, id, q);
+      const page = await repo.forAccount(accountId).pageMessages(id, q);
       return mapPage(page, toMessage);
     },
   };

@@ -119,7 +119,7 @@ export function createExtractService(rt: Pick<Runtime, 'amqp' | 'credits' | 'con
       // else it was captured already (charged 0 here). Extraction is deterministic: the report is
       // read again, free.
       if (input.retry) {
-        const existing = await projects.repository.findForAccount(accountId, projectId);
+        const existing = await projects.repository.forAccount(accountId).get(projectId);
         if (existing) {
           const settled = await credits.settle(holdId);
           const { extraction } = flowchartOf(await callPool(rt, pool(payload)));

@@ -55,6 +55,7 @@ export function createPresentationsService(
       const background = input.features.backgroundDecks;
       const now = new Date();
       const projectId = input.idFor ? input.idFor('prj') : projects.newId();
+      const mine = projects.forAccount(input.accountId);
       const project: ProjectDoc = {
         _id: projectId,
         accountId: input.accountId,
@@ -99,13 +100,10 @@ export function createPresentationsService(
 
       if (!background) {
         try {
-          await projects.insert(project);
+          await mine.insert(project);
         } catch (err) {
           // A retry (same Idempotency-Key) of a request that stored it before a crash.
-          const existing =
-            (err as { code?: number }).code === 11000
-              ? await projects.findForAccount(input.accountId, projectId)
-              : null;
+          const existing = (err as { code?: number }).code === 11000 ? await mine.get(projectId) : null;
           if (!existing) throw err;
           return { body: present(existing, null), charged: 0 };
         }
@@ -139,16 +137,16 @@ export function createPresentationsService(
         before: async (id) => {
           project.presentation!.jobId = id;
           try {
-            await projects.insert(project);
+            await mine.insert(project);
           } catch (err) {
             if ((err as { code?: number }).code !== 11000) throw err;
-            const existing = await projects.findForAccount(input.accountId, projectId);
+            const existing = await mine.get(projectId);
             if (!existing) throw err;
             stored = existing;
           }
         },
         // Refused (a short balance): nothing stays.
-        undo: () => projects.deleteForAccount(input.accountId, projectId),
+        undo: () => mine.discard(projectId),
       });
       if (!retried) await announce();
       return { body: present(stored, job), charged };

@@ -19,14 +19,7 @@ import { pollPath } from '../jobs/jobs';
 import { mapPage } from '../infra/lists';
 import { isDuplicateKey } from '../infra/mongo';
 import { normalizeContent } from './content';
-import {
-  createProjects,
-  kindOf,
-  versionOf,
-  type ProjectDoc,
-  type ProjectShareDoc,
-  deleteSheetData,
-} from './projects.repository';
+import { createProjects, kindOf, versionOf, type ProjectDoc, type ProjectShareDoc } from './projects.repository';
 import type { Runtime } from '../runtime';
 import { versionConflict } from '../infra/versioned';
 import { parseOrThrow } from '../infra/validation';
@@ -187,7 +180,7 @@ export function createProjectsService(rt: Pick<Runtime, 'store' | 'config' | 'am
     );
 
   const mustGet = async (accountId: string, id: string) => {
-    const doc = await projects.findForAccount(accountId, id);
+    const doc = await projects.forAccount(accountId).get(id);
     if (!doc) throw notFound('project');
     return doc;
   };
@@ -211,12 +204,12 @@ export function createProjectsService(rt: Pick<Runtime, 'store' | 'config' | 'am
       updatedAt: now,
       deletedAt: null,
     };
+    const mine = projects.forAccount(input.accountId);
     try {
-      await projects.insert(doc);
+      await mine.insert(doc);
     } catch (err) {
       // An Idempotency-Key retry of a request that stored the project before it died: answer that one.
-      const existing =
-        isDuplicateKey(err) && input.idFor ? await projects.findForAccount(input.accountId, doc._id) : null;
+      const existing = isDuplicateKey(err) && input.idFor ? await mine.get(doc._id) : null;
       if (!existing) throw err;
       return existing;
     }
@@ -239,8 +232,7 @@ export function createProjectsService(rt: Pick<Runtime, 'store' | 'config' | 'am
     async list(accountId: string, q: ProjectListQuery) {
       const search = q.q?.trim();
       const direction = q.order ? (q.order === 'asc' ? 1 : -1) : q.sort === 'name' ? 1 : -1;
-      const page = await projects.list(
-        accountId,
+      const page = await projects.forAccount(accountId).list(
         {
           projectType: q.projectType,
           kind: q.kind,
@@ -281,8 +273,9 @@ export function createProjectsService(rt: Pick<Runtime, 'store' | 'config' | 'am
       if (patch.description !== undefined) set.description = patch.description;
       if (patch.tags !== undefined) set.tags = uniqueTags(patch.tags);
       if (patch.isStarred !== undefined) set.isStarred = patch.isStarred;
-      await projects.ensureVersion(accountId, doc);
-      const after = await projects.update(accountId, id, set, ifMatch);
+      const mine = projects.forAccount(accountId);
+      await mine.ensureVersion(doc);
+      const after = await mine.update(id, set, ifMatch);
       await announce(accountId, 'project.updated', {
         projectId: id,
         kind,
@@ -302,7 +295,7 @@ export function createProjectsService(rt: Pick<Runtime, 'store' | 'config' | 'am
      */
     async sheetChanged(accountId: string, id: string, change: { version: number; commitId: string; at: Date }) {
       try {
-        await projects.touchUpdatedAt(accountId, id, change.at);
+        await projects.forAccount(accountId).touchUpdatedAt(id, change.at);
       } catch (err) {
         rt.log.error('sheet project updatedAt not moved', { projectId: id, err: err as Error });
       }
@@ -318,10 +311,11 @@ export function createProjectsService(rt: Pick<Runtime, 'store' | 'config' | 'am
 
     /** DELETE /projects/{id}; a sheet's grid and commits go with it, a presentation's deck job stays. */
     async remove(accountId: string, id: string, ifMatch: number | undefined) {
-      if (ifMatch !== undefined) await projects.ensureVersion(accountId, await mustGet(accountId, id));
-      const gone = await projects.remove(accountId, id, ifMatch);
+      const mine = projects.forAccount(accountId);
+      if (ifMatch !== undefined) await mine.ensureVersion(await mustGet(accountId, id));
+      const gone = await mine.remove(id, ifMatch);
       const kind = kindOf(gone);
-      if (kind === 'sheet') await deleteSheetData(rt.store, accountId, id);
+      if (kind === 'sheet') await mine.deleteSheetData(id);
       await announce(accountId, 'project.deleted', {
         projectId: id,
         kind,
@@ -336,9 +330,10 @@ export function createProjectsService(rt: Pick<Runtime, 'store' | 'config' | 'am
      * and announces nothing. At most PROJECT_LIMITS.sharesMax people per project.
      */
     async share(accountId: string, id: string, req: ProjectShareRequest, ifMatch: number | undefined) {
+      const mine = projects.forAccount(accountId);
       for (let attempt = 1; ; attempt++) {
         const doc = await mustGet(accountId, id);
-        await projects.ensureVersion(accountId, doc);
+        await mine.ensureVersion(doc);
         if (ifMatch !== undefined && ifMatch !== versionOf(doc)) {
           throw versionConflict('project', versionOf(doc), ifMatch);
         }
@@ -357,7 +352,7 @@ export function createProjectsService(rt: Pick<Runtime, 'store' | 'config' | 'am
         let after: ProjectDoc;
         try {
           // Conditional on the version read, so a concurrent share is never overwritten.
-          after = await projects.update(accountId, id, { shares: next }, versionOf(doc));
+          after = await mine.update(id, { shares: next }, versionOf(doc));
         } catch (err) {
           if (
             ifMatch === undefined &&

@@ -89,7 +89,7 @@ export function createSheetsService(rt: Pick<Runtime, 'store' | 'config' | 'amqp
   };
 
   const mustProject = async (accountId: string, id: string): Promise<SheetProjectRow> => {
-    const p = await projects.repository.findForAccount(accountId, id);
+    const p = await projects.repository.forAccount(accountId).get(id);
     if (!p) throw new AppError('not_found', 'sheet not found');
     return p;
   };

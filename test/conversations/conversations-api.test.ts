@@ -116,8 +116,10 @@ describe('conversations API and appendMessage', function () {
       openUrl: 'http://localhost/editor/prj_1',
       data: { nodes: 4 },
     };
-    const m1 = await repo.appendMessage(accountId, c.id, { role: 'user', content: 'Draw the onboarding flow' });
-    const m2 = await repo.appendMessage(accountId, c.id, {
+    const m1 = await repo
+      .forAccount(accountId)
+      .appendMessage(c.id, { role: 'user', content: 'Draw the onboarding flow' });
+    const m2 = await repo.forAccount(accountId).appendMessage(c.id, {
       role: 'assistant',
       content: 'Here it is.',
       artifacts: [artifact],
@@ -153,7 +155,7 @@ describe('conversations API and appendMessage', function () {
     // Twenty at once: every one numbered once, none lost.
     await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        repo.appendMessage(accountId, c.id, { role: i % 2 ? 'assistant' : 'user', content: `n${i}` }),
+        repo.forAccount(accountId).appendMessage(c.id, { role: i % 2 ? 'assistant' : 'user', content: `n${i}` }),
       ),
     );
     const docs = await msgCol().find({ conversationId: c.id }).toArray();
@@ -185,10 +187,13 @@ describe('conversations API and appendMessage', function () {
       [{ role: 'user', content: 'x', extra: 1 }, /^message: unknown field extra/],
     ];
     for (const [m, message] of bad) {
-      const err = await repo.appendMessage(accountId, c.id, m as never).then(
-        () => null,
-        (e) => e,
-      );
+      const err = await repo
+        .forAccount(accountId)
+        .appendMessage(c.id, m as never)
+        .then(
+          () => null,
+          (e) => e,
+        );
       expect(err, JSON.stringify(m)).to.have.property('code', 'validation_error');
       expect(err.message).to.match(message);
     }
@@ -196,10 +201,13 @@ describe('conversations API and appendMessage', function () {
       [accountId, 'conv_00000000000000000000'],
       [other.accountId, c.id],
     ] as const) {
-      const err = await repo.appendMessage(acc, id, { role: 'user', content: 'x' }).then(
-        () => null,
-        (e) => e,
-      );
+      const err = await repo
+        .forAccount(acc)
+        .appendMessage(id, { role: 'user', content: 'x' })
+        .then(
+          () => null,
+          (e) => e,
+        );
       expect(err).to.have.property('code', 'not_found');
     }
     expect(await msgCol().countDocuments({ conversationId: c.id })).to.equal(0);
@@ -209,12 +217,12 @@ describe('conversations API and appendMessage', function () {
   it('when messages are read page by page, then they come oldest first, each once, and ones appended while paging come at the end', async () => {
     const c = await create();
     for (let i = 1; i <= 7; i++)
-      await repo.appendMessage(accountId, c.id, { role: i % 2 ? 'user' : 'assistant', content: `m${i}` });
+      await repo.forAccount(accountId).appendMessage(c.id, { role: i % 2 ? 'user' : 'assistant', content: `m${i}` });
     const first = await api.get(`/conversations/${c.id}/messages?limit=3`);
     expect(first.body.data.map((m: any) => m.content)).to.deep.equal(['m1', 'm2', 'm3']);
     expect(first.body.total).to.equal(7);
     expect(first.body.cursor).to.be.a('string');
-    await repo.appendMessage(accountId, c.id, { role: 'user', content: 'm8' });
+    await repo.forAccount(accountId).appendMessage(c.id, { role: 'user', content: 'm8' });
     const rest: string[] = [];
     let cursor: string | undefined = first.body.cursor;
     while (cursor) {
@@ -249,7 +257,7 @@ describe('conversations API and appendMessage', function () {
       return out;
     };
     expect(await titles(2)).to.deep.equal(['c4', 'c3', 'c2', 'c1', 'c0']);
-    await repo.appendMessage(acc, made[1].id, { role: 'user', content: 'hi' });
+    await repo.forAccount(acc).appendMessage(made[1].id, { role: 'user', content: 'hi' });
     expect(await titles(3)).to.deep.equal(['c1', 'c4', 'c3', 'c2', 'c0']);
     await own.patch(`/conversations/${made[0].id}`, { title: 'c0 renamed' }); // a rename is not activity
     expect((await titles(10)).at(-1)).to.equal('c0 renamed');
@@ -260,8 +268,9 @@ describe('conversations API and appendMessage', function () {
   it('when a conversation is deleted, then 204, its messages are gone from the collection, and it answers 404 after', async () => {
     const c = await create();
     const keep = await create();
-    for (let i = 0; i < 3; i++) await repo.appendMessage(accountId, c.id, { role: 'user', content: `x${i}` });
-    await repo.appendMessage(accountId, keep.id, { role: 'user', content: 'stay' });
+    for (let i = 0; i < 3; i++)
+      await repo.forAccount(accountId).appendMessage(c.id, { role: 'user', content: `x${i}` });
+    await repo.forAccount(accountId).appendMessage(keep.id, { role: 'user', content: 'stay' });
     const r = await api.delete(`/conversations/${c.id}`);
     expect(r.status).to.equal(204);
     expect(r.text).to.equal('');
@@ -271,16 +280,19 @@ describe('conversations API and appendMessage', function () {
     expect((await api.get(`/conversations/${c.id}`)).status).to.equal(404);
     expect((await api.get(`/conversations/${c.id}/messages`)).status).to.equal(404);
     expect((await api.delete(`/conversations/${c.id}`)).status).to.equal(404);
-    const late = await repo.appendMessage(accountId, c.id, { role: 'user', content: 'late' }).then(
-      () => null,
-      (e) => e,
-    );
+    const late = await repo
+      .forAccount(accountId)
+      .appendMessage(c.id, { role: 'user', content: 'late' })
+      .then(
+        () => null,
+        (e) => e,
+      );
     expect(late).to.have.property('code', 'not_found');
   });
 
   it("when a second account uses the first account's ids on every conversations route, then each answers 404 and never their data", async () => {
     const c = await create({ title: 'Secret chat' });
-    await repo.appendMessage(accountId, c.id, { role: 'user', content: 'Secret message' });
+    await repo.forAccount(accountId).appendMessage(c.id, { role: 'user', content: 'Secret message' });
     const intruder = client(stack.baseUrl, (await stack.createAccount()).key);
     const calls: [string, Promise<{ status: number; text: string }>][] = [
       ['getConversation', intruder.get(`/conversations/${c.id}`)],

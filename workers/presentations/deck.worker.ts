@@ -66,7 +66,8 @@ export function deckWorker(
     async process(input, ctx) {
       const accountId = ctx.job.accountId;
       const notes: string[] = [];
-      const project = await projects.findForAccount(accountId, input.projectId);
+      const mine = projects.forAccount(accountId);
+      const project = await mine.get(input.projectId);
       if (!project) throw new UnrecoverableError('the presentation was deleted before its slides were built');
 
       let theme = THEMES[input.themeId ?? 'default'] ?? THEMES.default!;
@@ -194,7 +195,7 @@ export function deckWorker(
       const manifest = Buffer.from(JSON.stringify(result, null, 2));
       const mblob = await rt.blobs.put(manifest, { contentType: 'application/json', filename: 'deck.json', accountId });
       const manifestUrl = rt.blobs.url(mblob.id, 'deck.json');
-      await projects.saveBuild(accountId, input.projectId, {
+      await mine.saveBuild(input.projectId, {
         status: result.partial ? 'partial' : 'built',
         theme,
         slides,

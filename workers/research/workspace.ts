@@ -129,7 +129,7 @@ export function createWorkspace(deps: {
 
       await opts.onSearch?.('projects');
       searchCount++;
-      const projects = await projectsRepo.recent(accountId, SCAN_LIMIT);
+      const projects = await projectsRepo.forAccount(accountId).recent(SCAN_LIMIT);
       for (const p of projects) {
         const doc = p as unknown as Record<string, unknown>;
         const title = firstString(doc.name, doc.title) ?? String(doc._id);
@@ -154,7 +154,7 @@ export function createWorkspace(deps: {
         if (!present.has(c.name)) continue;
         await opts.onSearch?.(c.name);
         searchCount++;
-        const docs = await optional.textDocs(c.name, accountId, SCAN_LIMIT);
+        const docs = await optional.forAccount(accountId).textDocs(c.name, SCAN_LIMIT);
         for (const d of docs) {
           const doc = d as Record<string, unknown>;
           if (doc.trashedAt || doc.deletedAt) continue;

@@ -72,7 +72,8 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
     async run(args, ctx) {
       const accountId = ctx.account._id;
       const id = ctx.idFor('img');
-      const done = await deliveries.find(accountId, id);
+      const mine = deliveries.forAccount(accountId);
+      const done = await mine.find(id);
       if (done) return imageArtifact(done.prompt, done.result);
       const { engine, notes } = resolveImageEngine({ plan: ctx.account.plan, features: ctx.account.features });
       const { result } = await paidCall<Omit<ImageResult, 'charged'>, Rendered>(rt, {
@@ -100,16 +101,15 @@ export function mediaTools(rt: Runtime): ToolDefinition[] {
           const { base64: _inline, ...rendered } = answer;
           await guard();
           try {
-            await deliveries.insert({
+            await mine.insert({
               _id: id,
-              accountId,
               prompt: args.prompt,
               result: rendered,
               createdAt: new Date(),
             });
           } catch (err) {
             if (!isDuplicateKey(err)) throw err;
-            return (await deliveries.find(accountId, id))?.result ?? rendered;
+            return (await mine.find(id))?.result ?? rendered;
           }
           return rendered;
         },

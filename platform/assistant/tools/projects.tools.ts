@@ -92,7 +92,7 @@ export function projectTools(rt: Runtime): ToolDefinition[] {
       // The new nodes' ids carry the call's id: a repeated call (after a crash) finds them and changes nothing.
       const mark = ctx.idFor('fcs');
       for (let attempt = 1; ; attempt++) {
-        const doc = await projects.repository.findForAccount(accountId, args.projectId);
+        const doc = await projects.repository.forAccount(accountId).get(args.projectId);
         if (!doc) throw notFound('project');
         if (kindOf(doc) !== 'flowchart')
           throw new AppError('validation_error', `projectId: ${args.projectId} is a ${kindOf(doc)}, not a flowchart`);

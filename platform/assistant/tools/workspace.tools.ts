@@ -181,7 +181,7 @@ export function workspaceTools(rt: Runtime): ToolDefinition[] {
       const cards = args.cards ?? [];
       for (const [i, card] of cards.entries()) {
         const cardId = stableId(CARD_ID_PREFIX, `${board.id}\n${i}`);
-        if (await boards.repository.getCard(accountId, board.id, cardId)) continue;
+        if (await boards.repository.forAccount(accountId).getCard(board.id, cardId)) continue;
         const body = parseOrThrow(CardCreate, { title: card.title, column: laneOf(card.column) });
         await boards.createCard(accountId, board.id, body, () => cardId);
       }
