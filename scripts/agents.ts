@@ -49,7 +49,7 @@ const config = loadConfig();
 const rt = await createRuntime(config, createLogger('warn', { service: 'agents-cli' }));
 try {
   const accountId = values.account!;
-  if (!(await rt.accounts.getAccount(accountId))) fail(`no account ${accountId}`);
+  if (!(await rt.accounts.forAccount(accountId).get())) fail(`no account ${accountId}`);
   const mine = createAgentsRepository(rt.store).forAccount(accountId);
   const command = positionals[0] ?? 'list';
   if (command === 'create') {

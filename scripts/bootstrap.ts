@@ -72,7 +72,7 @@ async function ensureDriveDemo(
   let pinnedKey: string | null = null;
   if (!(await db.apiKeys.findOne({ accountId, folderPins: shared._id, revokedAt: null }))) {
     pinnedKey = (
-      await accounts.createKey(accountId, {
+      await accounts.forAccount(accountId).createKey({
         name: 'development (Drive: Shared only)',
         scopes: ['drive:read', 'drive:write'],
         folderPins: [shared._id],
@@ -136,7 +136,7 @@ try {
   await ensureIndexes(db);
   await migrateCreditUnits(storeOf(db));
   const accounts = createAccountsRepository(storeOf(db));
-  let account = await accounts.getAccount(DEV_ACCOUNT_ID);
+  let account = await accounts.forAccount(DEV_ACCOUNT_ID).get();
   const newKey = process.argv.includes('--new-key');
   const created = !account;
   if (!account) {
@@ -152,7 +152,7 @@ try {
   await seedDevAgents(storeOf(db), account._id);
   const lines: string[] = [];
   if (created || newKey) {
-    const { key } = await accounts.createKey(account._id, { name: 'development', scopes: [...SCOPES] });
+    const { key } = await accounts.forAccount(account._id).createKey({ name: 'development', scopes: [...SCOPES] });
     lines.push(
       '',
       `  Development account ready (plan pro, ${fromUnits(account.millicredits)} credits).`,

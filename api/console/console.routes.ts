@@ -191,7 +191,7 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
   r.use(async (req, res, next) => {
     const id = readCookie(req.headers.cookie, SESSION_COOKIE);
     const resumed = id ? await sessions.resume(id) : null;
-    const account = resumed ? await rt.accounts.getAccount(resumed.session.accountId) : null;
+    const account = resumed ? await rt.accounts.forAccount(resumed.session.accountId).get() : null;
     if (!resumed || !account) {
       if (id) res.clearCookie(SESSION_COOKIE, { path: '/console' });
       return res.redirect(303, '/console/sign-in');
@@ -229,7 +229,7 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
   r.get('/', async (_req, res) => {
     const v = viewer(res);
     const [account, balance, keys, usage, jobs] = await Promise.all([
-      rt.accounts.getAccount(v.accountId),
+      rt.accounts.forAccount(v.accountId).get(),
       rt.credits.balance(v.accountId),
       queries.keys(v.accountId),
       queries.dailyUsage(v.accountId),
@@ -276,7 +276,7 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
         throw new AppError('not_found', `Drive folder ${pin} not found in this account's Drive`);
       }
     }
-    const created = await rt.accounts.createKey(v.accountId, parsed.data);
+    const created = await rt.accounts.forAccount(v.accountId).createKey(parsed.data);
     await trail(res, v.accountId, '/console/keys', 201, created.doc._id);
     render(res, keysPage(v, { keys: await queries.keys(v.accountId), created }), 201);
   });
@@ -287,7 +287,7 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
       throw new AppError('not_found', 'key not found');
     }
     // Stored, then announced to every API process (platform/accounts/accounts.ts): refused within milliseconds.
-    await rt.accounts.revokeKey(v.accountId, req.params.id!);
+    await rt.accounts.forAccount(v.accountId).revokeKey(req.params.id!);
     await trail(res, v.accountId, '/console/keys/:id/revoke', 303, req.params.id!);
     res.redirect(303, '/console/keys');
   });
@@ -307,7 +307,7 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
     const v = viewer(res);
     const cursor = typeof req.query.cursor === 'string' && req.query.cursor ? req.query.cursor : undefined;
     const [account, balance, ledger] = await Promise.all([
-      rt.accounts.getAccount(v.accountId),
+      rt.accounts.forAccount(v.accountId).get(),
       rt.credits.balance(v.accountId),
       queries.ledgerPage(v.accountId, cursor),
     ]);

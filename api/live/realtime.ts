@@ -181,7 +181,7 @@ async function accept(
   }
   if (!claimed.ok) return refuse(ws, claimed.refusal.code, claimed.refusal.reason);
   const doc = claimed.doc;
-  const auth = await rt.accounts.byIds(doc.accountId, doc.keyId);
+  const auth = await rt.accounts.forAccount(doc.accountId).withKey(doc.keyId);
   if (!auth?.key.scopes.includes('ai') || !API_PLANS.includes(auth.account.plan)) {
     await sessions.setStatus(doc._id, 'dropped');
     return refuse(

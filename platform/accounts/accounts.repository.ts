@@ -5,6 +5,7 @@ import { SCOPES } from '../../contracts/registry';
 import { toUnits } from '../credits/credits';
 import { newId } from '../infra/ids';
 import { type AccountDoc, type ApiKeyDoc, type Store, openStore } from '../infra/mongo';
+import { accountSlice } from '../infra/tenant';
 import { type AuthInvalidation, type Authenticated, DEFAULT_FEATURES, KEY_PREFIX, hashKey } from './accounts';
 
 /**
@@ -39,78 +40,84 @@ export function createAccountsRepository(
     },
 
     /**
-     * Creates a key and returns it in full, the only time it exists outside the caller.
-     * `folderPins`: Drive folder ids the key is confined to (it sees and changes only those
-     * folders and their descendants; omitted or empty: the whole Drive).
+     * One account: its document (the `_id` is the account id) and its keys (through a slice, so a
+     * key of another account is not found).
      */
-    async createKey(
-      accountId: string,
-      opts: { name?: string; scopes?: Scope[]; folderPins?: string[] } = {},
-    ): Promise<{ key: string; doc: ApiKeyDoc }> {
-      const key = KEY_PREFIX + randomBytes(32).toString('base64url');
-      const doc: ApiKeyDoc = {
-        _id: newId('key'),
-        accountId,
-        name: opts.name ?? 'default',
-        hash: hashKey(key),
-        prefix: key.slice(0, 10),
-        scopes: opts.scopes ?? [...SCOPES],
-        ...(opts.folderPins?.length ? { folderPins: [...new Set(opts.folderPins)] } : {}),
-        createdAt: new Date(),
-        revokedAt: null,
+    forAccount(accountId: string) {
+      const me = { _id: accountId };
+      const keys = accountSlice(apiKeys, accountId);
+      return {
+        get: () => accounts.findOne(me),
+
+        /** The account's plan only (a team drive's quota is its owner's). */
+        plan: () => accounts.findOne(me, { projection: { plan: 1 } }),
+
+        async setPlan(plan: Plan): Promise<void> {
+          await accounts.updateOne(me, { $set: { plan } });
+          await invalidate({ kind: 'account', accountId });
+        },
+
+        async setFeatures(features: Partial<AccountFeatures>): Promise<void> {
+          const set = Object.fromEntries(Object.entries(features).map(([k, v]) => [`features.${k}`, v]));
+          await accounts.updateOne(me, { $set: set });
+          await invalidate({ kind: 'account', accountId });
+        },
+
+        /**
+         * Creates a key and returns it in full, the only time it exists outside the caller.
+         * `folderPins`: Drive folder ids the key is confined to (it sees and changes only those
+         * folders and their descendants; omitted or empty: the whole Drive).
+         */
+        async createKey(
+          opts: { name?: string; scopes?: Scope[]; folderPins?: string[] } = {},
+        ): Promise<{ key: string; doc: ApiKeyDoc }> {
+          const key = KEY_PREFIX + randomBytes(32).toString('base64url');
+          const doc: ApiKeyDoc = {
+            _id: newId('key'),
+            accountId,
+            name: opts.name ?? 'default',
+            hash: hashKey(key),
+            prefix: key.slice(0, 10),
+            scopes: opts.scopes ?? [...SCOPES],
+            ...(opts.folderPins?.length ? { folderPins: [...new Set(opts.folderPins)] } : {}),
+            createdAt: new Date(),
+            revokedAt: null,
+          };
+          await keys.insertOne(doc);
+          return { key, doc };
+        },
+
+        /** Revoke a key; every API process refuses it once the invalidation arrives (milliseconds). */
+        async revokeKey(keyId: string): Promise<boolean> {
+          const r = await keys.updateOne({ _id: keyId, revokedAt: null }, { $set: { revokedAt: new Date() } });
+          await invalidate({ kind: 'key', keyId });
+          return r.modifiedCount === 1;
+        },
+
+        async setScopes(keyId: string, scopes: Scope[]): Promise<boolean> {
+          const r = await keys.updateOne({ _id: keyId }, { $set: { scopes } });
+          await invalidate({ kind: 'key', keyId });
+          return r.matchedCount === 1;
+        },
+
+        /**
+         * The account's key `keyId` and the account, as authentication sees them (a long-lived
+         * session checks the key that opened it this way); null when either is gone or the key
+         * was revoked.
+         */
+        async withKey(keyId: string): Promise<Authenticated | null> {
+          const [account, key] = await Promise.all([
+            accounts.findOne(me, { projection: { millicredits: 0, chargedRefs: 0, refundedJobs: 0 } }),
+            keys.findOne({ _id: keyId }),
+          ]);
+          return account && key && !key.revokedAt ? { key, account } : null;
+        },
       };
-      await apiKeys.insertOne(doc);
-      return { key, doc };
     },
-
-    /** Revoke a key; every API process refuses it once the invalidation arrives (milliseconds). */
-    async revokeKey(accountId: string, keyId: string): Promise<boolean> {
-      const r = await apiKeys.updateOne(
-        { _id: keyId, accountId, revokedAt: null },
-        { $set: { revokedAt: new Date() } },
-      );
-      await invalidate({ kind: 'key', keyId });
-      return r.modifiedCount === 1;
-    },
-
-    async setScopes(accountId: string, keyId: string, scopes: Scope[]): Promise<boolean> {
-      const r = await apiKeys.updateOne({ _id: keyId, accountId }, { $set: { scopes } });
-      await invalidate({ kind: 'key', keyId });
-      return r.matchedCount === 1;
-    },
-
-    getAccount: (accountId: string) => accounts.findOne({ _id: accountId }),
-
-    /** The account's plan only (a team drive's quota is its owner's). */
-    planOf: (accountId: string) => accounts.findOne({ _id: accountId }, { projection: { plan: 1 } }),
 
     /** The key that signed a Drive download link, read fresh (never a cache): what the link re-checks. */
     signingKey: (keyId: string) =>
       apiKeys.findOne({ _id: keyId }, { projection: { _id: 1, accountId: 1, scopes: 1, folderPins: 1, revokedAt: 1 } }),
-
-    async setPlan(accountId: string, plan: Plan): Promise<void> {
-      await accounts.updateOne({ _id: accountId }, { $set: { plan } });
-      await invalidate({ kind: 'account', accountId });
-    },
-
-    async setFeatures(accountId: string, features: Partial<AccountFeatures>): Promise<void> {
-      const set = Object.fromEntries(Object.entries(features).map(([k, v]) => [`features.${k}`, v]));
-      await accounts.updateOne({ _id: accountId }, { $set: set });
-      await invalidate({ kind: 'account', accountId });
-    },
-
-    /**
-     * The key `keyId` of `accountId` and its account, as authentication sees them (a long-lived
-     * session checks the key that opened it this way); null when either is gone or the key was
-     * revoked.
-     */
-    async byIds(accountId: string, keyId: string): Promise<Authenticated | null> {
-      const [account, key] = await Promise.all([
-        accounts.findOne({ _id: accountId }, { projection: { millicredits: 0, chargedRefs: 0, refundedJobs: 0 } }),
-        apiKeys.findOne({ _id: keyId, accountId }),
-      ]);
-      return account && key && !key.revokedAt ? { key, account } : null;
-    },
 
     /**
      * The scopes and the account's plan of each key in `keyIds` that is still live (not revoked,

@@ -69,7 +69,7 @@ export function createDriveService(rt: Runtime) {
     if (isPinned(scope.caller)) return null;
     let quotaPlan = plan;
     if (scope.teamId) {
-      const owner = await rt.accounts.planOf(scope.accountId);
+      const owner = await rt.accounts.forAccount(scope.accountId).plan();
       quotaPlan = owner?.plan ?? plan;
     }
     const u = await repo.usageOf(scope.usageId);

@@ -58,7 +58,7 @@ export const bench: Bench = {
 
       // (a) the run's own work, without queue, claim, checkpoints or events.
       const engine = createChatEngine(stack.config);
-      const account = (await stack.rt.accounts.getAccount(accountId))!;
+      const account = (await stack.rt.accounts.forAccount(accountId).get())!;
       const tools = createAgentActions(stack.rt, { agentId: agent._id, runId: 'bench' });
       const specs = toolSpecs(tools);
       const bare = async (i: number) => {

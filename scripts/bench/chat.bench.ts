@@ -93,7 +93,7 @@ async function latency(rows: BenchRow[]) {
       throw new Error('the engine wrote no text');
     };
     const { accountId } = await stack.createAccount({ credits: 1e9 });
-    const account = (await stack.rt.accounts.getAccount(accountId))!;
+    const account = (await stack.rt.accounts.forAccount(accountId).get())!;
     let turnNo = 0;
     const inProcessFirstText = async (message: string) => {
       const t0 = performance.now();

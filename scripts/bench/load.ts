@@ -149,7 +149,7 @@ export async function benchAccount(
   try {
     const accounts = createAccountsRepository(storeOf(m));
     const account = await accounts.createAccount({ name: 'bench', plan: 'pro', credits });
-    const { key } = await accounts.createKey(account._id, { name: 'bench', scopes: [...scopes] });
+    const { key } = await accounts.forAccount(account._id).createKey({ name: 'bench', scopes: [...scopes] });
     return { accountId: account._id, key, auth: { authorization: `Bearer ${key}` } };
   } finally {
     if (typeof db === 'string') await m.close();

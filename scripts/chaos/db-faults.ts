@@ -393,7 +393,7 @@ export async function runDbFaults(): Promise<boolean> {
     try {
       const accounts = createAccountsRepository(storeOf(run.db));
       const small = await accounts.createAccount({ name: 'dbfaults per-job', plan: 'pro', credits: 5000 });
-      const smallKey = (await accounts.createKey(small._id)).key;
+      const smallKey = (await accounts.forAccount(small._id).createKey()).key;
       const list: Account[] = [
         { id: run.accountId, key: run.key, credits: 100_000, label: 'leased' },
         { id: small._id, key: smallKey, credits: 5000, label: 'per-job' },

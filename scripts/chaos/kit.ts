@@ -143,7 +143,7 @@ export async function startChaosRun(opts: {
     await ensureIndexes(db);
     const accounts = createAccountsRepository(storeOf(db));
     const account = await accounts.createAccount({ name: opts.name, plan: 'pro', credits: opts.credits ?? 10_000 });
-    const { key } = await accounts.createKey(account._id);
+    const { key } = await accounts.forAccount(account._id).createKey();
     return {
       id,
       env,

@@ -111,7 +111,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         credits: o.credits ?? 1000,
         features: o.features,
       });
-      const { key, doc } = await rt.accounts.createKey(account._id, { scopes: o.scopes ?? [...SCOPES] });
+      const { key, doc } = await rt.accounts.forAccount(account._id).createKey({ scopes: o.scopes ?? [...SCOPES] });
       return { accountId: account._id, key, keyId: doc._id };
     },
     async stop() {

@@ -322,7 +322,7 @@ describe('exact money (credits kept in integer millicredits)', () => {
       // A later start finds the migration recorded and converts nothing.
       expect(await migrateCreditUnits(stack.rt.store)).to.deep.equal({ converted: 0 });
 
-      const { key } = await stack.rt.accounts.createKey(accountId, { scopes: ['read'] });
+      const { key } = await stack.rt.accounts.forAccount(accountId).createKey({ scopes: ['read'] });
       const r = await client(stack.baseUrl, key).get('/account/credits');
       expect(r.status).to.equal(200);
       expect(r.body.balance).to.equal(713.25);

@@ -38,10 +38,12 @@ describe('tool scopes: /live/action, /chat and MCP refuse what the key may not d
     });
     const acct = await stack.createAccount({ credits: 500 });
     owner = client(stack.baseUrl, acct.key);
-    aiOnlyKey = (await stack.rt.accounts.createKey(acct.accountId, { name: 'ai only', scopes: ['ai'] })).key;
+    aiOnlyKey = (await stack.rt.accounts.forAccount(acct.accountId).createKey({ name: 'ai only', scopes: ['ai'] })).key;
     aiOnly = client(stack.baseUrl, aiOnlyKey);
     fullKey = (
-      await stack.rt.accounts.createKey(acct.accountId, { name: 'ai read write', scopes: ['ai', 'read', 'write'] })
+      await stack.rt.accounts
+        .forAccount(acct.accountId)
+        .createKey({ name: 'ai read write', scopes: ['ai', 'read', 'write'] })
     ).key;
     full = client(stack.baseUrl, fullKey);
 

@@ -216,7 +216,7 @@ describe('developer console over HTTP', function () {
     });
 
     it('when a key is revoked, then the next API call with it answers 401', async () => {
-      const own = await stack.rt.accounts.createKey(a.accountId, { name: 'to revoke' });
+      const own = await stack.rt.accounts.forAccount(a.accountId).createKey({ name: 'to revoke' });
       const s = await signIn(stack, a.accountId);
       expect(
         (await fetch(`${stack.baseUrl}/account`, { headers: { authorization: `Bearer ${own.key}` } })).status,

@@ -158,15 +158,15 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
     const id = await upload(c, { name: 'secret.txt', content: 'top secret' });
     const url = await linkOf(c, id);
     expect((await plain(url)).status).to.equal(200);
-    await stack.rt.accounts.revokeKey(acc.accountId, acc.keyId);
+    await stack.rt.accounts.forAccount(acc.accountId).revokeKey(acc.keyId);
     const r = await plain(url);
     expect(r.status).to.equal(410);
     expect(await errorCode(r)).to.equal('link_revoked');
 
-    const second = await stack.rt.accounts.createKey(acc.accountId, { scopes: [...DRIVE] });
+    const second = await stack.rt.accounts.forAccount(acc.accountId).createKey({ scopes: [...DRIVE] });
     const url2 = await linkOf(client(stack.baseUrl, second.key), id);
     expect((await plain(url2)).status).to.equal(200);
-    await stack.rt.accounts.setScopes(acc.accountId, second.doc._id, ['drive:write']);
+    await stack.rt.accounts.forAccount(acc.accountId).setScopes(second.doc._id, ['drive:write']);
     expect(await errorCode(await plain(url2))).to.equal('link_revoked');
   });
 
@@ -190,7 +190,9 @@ describe('Drive downloads: GET /drive/files/{id}/content and the signed stream',
     const outside = (await api.post('/drive/folders', { name: 'Elsewhere' })).body.id as string;
     const inFile = await upload(api, { name: 'in.txt', content: 'in', folderId: inside });
     const outFile = await upload(api, { name: 'out.txt', content: 'out', folderId: outside });
-    const pinned = await stack.rt.accounts.createKey(owner.accountId, { scopes: ['drive:read'], folderPins: [inside] });
+    const pinned = await stack.rt.accounts
+      .forAccount(owner.accountId)
+      .createKey({ scopes: ['drive:read'], folderPins: [inside] });
     const pc = client(stack.baseUrl, pinned.key);
     expect((await pc.get(`/drive/files/${outFile}/content`)).status).to.equal(404);
     expect((await pc.get(`/drive/files/${binId}/content`)).status).to.equal(404); // root files are outside every pin

@@ -37,7 +37,7 @@ describe('Drive pinned keys and team drives', () => {
       f.inInner = await up('in-inner.txt', f.inner);
       f.inPrivate = await up('in-private.txt', f.private);
       f.atRoot = await up('at-root.txt');
-      const { key } = await stack.rt.accounts.createKey(a.accountId, {
+      const { key } = await stack.rt.accounts.forAccount(a.accountId).createKey({
         name: 'pinned',
         scopes: [...SCOPES],
         folderPins: [f.shared],

@@ -281,7 +281,7 @@ describe('Drive crash repair (drive.repair)', () => {
       const b = await folder('New home');
       const inDeep = await api.post('/drive/files', { name: 'deep.txt', content: 'deep down', folderId: d });
       expect(inDeep.status).to.equal(201);
-      const { key } = await stack.rt.accounts.createKey(accountId, {
+      const { key } = await stack.rt.accounts.forAccount(accountId).createKey({
         name: 'pinned to new home',
         scopes: [...SCOPES],
         folderPins: [b],

@@ -221,10 +221,12 @@ describe('Drive search: GET /drive/search', function () {
     await put(api, { name: 'b.md', content: 'marmalade recipe', folderId: outside });
     await put(api, { name: 'c.md', content: 'marmalade recipe' });
     expect((await search(api, 'q=marmalade')).data).to.have.length(3);
-    const pinned = await stack.rt.accounts.createKey(accountId, { scopes: ['drive:read'], folderPins: [inside] });
+    const pinned = await stack.rt.accounts
+      .forAccount(accountId)
+      .createKey({ scopes: ['drive:read'], folderPins: [inside] });
     const pc = client(stack.baseUrl, pinned.key);
     expect(ids((await search(pc, 'q=marmalade')).data)).to.deep.equal([a]);
-    const nowhere = await stack.rt.accounts.createKey(accountId, {
+    const nowhere = await stack.rt.accounts.forAccount(accountId).createKey({
       scopes: ['drive:read'],
       folderPins: ['dfo_nosuchfolder00000000'],
     });

@@ -92,12 +92,14 @@ describe('Drive text in research: the research engine reads Drive text through p
       return { ids: ids.sort(), content: job.result.content as string };
     };
 
-    const aiOnly = await stack.rt.accounts.createKey(a.accountId, { name: 'ai only', scopes: ['read', 'ai'] });
+    const aiOnly = await stack.rt.accounts
+      .forAccount(a.accountId)
+      .createKey({ name: 'ai only', scopes: ['read', 'ai'] });
     const noDrive = await research(aiOnly.key);
     expect(noDrive.ids).to.deep.equal([]);
     expect(noDrive.content).to.not.contain('zephyr budget review is due').and.not.contain('layoff');
 
-    const pinned = await stack.rt.accounts.createKey(a.accountId, {
+    const pinned = await stack.rt.accounts.forAccount(a.accountId).createKey({
       name: 'pinned',
       scopes: [...SCOPES],
       folderPins: [shared],

@@ -414,7 +414,9 @@ describe('Drive text: extraction by the drive pool and GET /drive/files/{id}/tex
     const b = await upload(api, { name: 'out.md', content: 'outside words', folderId: outside });
     const c = await upload(api, { name: 'root.md', content: 'root words' });
     for (const id of [a, b, c]) await waitForText(api, id);
-    const pinned = await stack.rt.accounts.createKey(accountId, { scopes: ['drive:read'], folderPins: [inside] });
+    const pinned = await stack.rt.accounts
+      .forAccount(accountId)
+      .createKey({ scopes: ['drive:read'], folderPins: [inside] });
     const pc = client(stack.baseUrl, pinned.key);
     expect((await pc.get(`/drive/files/${a}/text`)).body.content).to.equal('inside words');
     expect((await pc.get(`/drive/files/${b}/text`)).status).to.equal(404);

@@ -48,7 +48,7 @@ describe('authentication cache (keys and accounts cached per API process, invali
     expect((await two.get('/account')).status).to.equal(200);
 
     const t0 = Date.now();
-    await stack.rt.accounts.revokeKey(accountId, keyId);
+    await stack.rt.accounts.forAccount(accountId).revokeKey(keyId);
     const [a, b] = await Promise.all([
       within(2000, async () => (await one.get('/account')).status === 401),
       within(2000, async () => (await two.get('/account')).status === 401),
@@ -61,11 +61,11 @@ describe('authentication cache (keys and accounts cached per API process, invali
     const { key, keyId, accountId } = await stack.createAccount();
     const two = client(url2(), key);
     expect((await two.get('/jobs/code_unknown')).status).to.equal(404);
-    await stack.rt.accounts.setScopes(accountId, keyId, ['drive:read']);
+    await stack.rt.accounts.forAccount(accountId).setScopes(keyId, ['drive:read']);
     await within(250, async () => (await two.get('/jobs/code_unknown')).status === 403);
     expect((await two.get('/jobs/code_unknown')).body.error.code).to.equal('forbidden');
 
-    await stack.rt.accounts.setPlan(accountId, 'free');
+    await stack.rt.accounts.forAccount(accountId).setPlan('free');
     await within(250, async () => (await two.get('/account/credits')).status === 403);
     expect((await two.get('/account/credits')).body.error.code).to.equal('plan_required');
   });
@@ -76,7 +76,7 @@ describe('authentication cache (keys and accounts cached per API process, invali
     expect((await two.get('/account')).status).to.equal(200);
     const stub = sinon.stub(stack.rt.amqp, 'broadcast').rejects(new Error('broker away'));
     try {
-      await stack.rt.accounts.revokeKey(accountId, keyId);
+      await stack.rt.accounts.forAccount(accountId).revokeKey(keyId);
     } finally {
       stub.restore();
     }
@@ -98,7 +98,7 @@ describe('authentication cache (keys and accounts cached per API process, invali
 
       await proxy.cut(); // the third process loses the broker: it cannot hear invalidations
       await within(5000, async () => !third.runtime.amqp.isReady());
-      await stack.rt.accounts.revokeKey(accountId, keyId); // announced while it was deaf
+      await stack.rt.accounts.forAccount(accountId).revokeKey(keyId); // announced while it was deaf
       expect((await three.get('/account')).status).to.equal(401);
 
       await proxy.restore();
@@ -106,10 +106,10 @@ describe('authentication cache (keys and accounts cached per API process, invali
       expect((await three.get('/account')).status).to.equal(401);
 
       // After the reconnect the fanout works again: a second key is cached and then revoked.
-      const k2 = await stack.rt.accounts.createKey(accountId);
+      const k2 = await stack.rt.accounts.forAccount(accountId).createKey();
       const three2 = client(`http://127.0.0.1:${third.port}/api/v1`, k2.key);
       await within(5000, async () => (await three2.get('/account')).status === 200);
-      await stack.rt.accounts.revokeKey(accountId, k2.doc._id);
+      await stack.rt.accounts.forAccount(accountId).revokeKey(k2.doc._id);
       await within(250, async () => (await three2.get('/account')).status === 401);
     } finally {
       await third.stop();

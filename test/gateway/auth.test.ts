@@ -34,7 +34,7 @@ describe('authentication and scopes', () => {
     const { key, keyId, accountId } = await stack.createAccount();
     const api = client(stack.baseUrl, key);
     expect((await api.get('/account')).status).to.equal(200);
-    await stack.rt.accounts.revokeKey(accountId, keyId);
+    await stack.rt.accounts.forAccount(accountId).revokeKey(keyId);
     const r = await api.get('/account');
     expect(r.status).to.equal(401);
     expect(r.body.error.message).to.include('revoked');

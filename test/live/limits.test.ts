@@ -121,7 +121,7 @@ describe('live: session limits, heartbeat checks and dead connections', function
     const open = (await api.post('/live/session', {})).body;
     const c = connect(open.realtimeUrl, open.token);
     await c.next('session.started');
-    await stack.rt.accounts.revokeKey(accountId, keyId);
+    await stack.rt.accounts.forAccount(accountId).revokeKey(keyId);
     const closed = await c.closed;
     expect(closed.code).to.equal(4403);
     expect(closed.reason).to.match(/revoked/);
@@ -130,7 +130,7 @@ describe('live: session limits, heartbeat checks and dead connections', function
     const s2 = (await other.api.post('/live/session', {})).body;
     const c2 = connect(s2.realtimeUrl, s2.token);
     await c2.next('session.started');
-    await stack.rt.accounts.setPlan(other.accountId, 'free');
+    await stack.rt.accounts.forAccount(other.accountId).setPlan('free');
     expect((await c2.closed).code).to.equal(4403);
   });
 

@@ -173,7 +173,7 @@ describe('live: sessions, the realtime engine and /live/action', function () {
         })
       ).status,
     ).to.equal(201);
-    const { key } = await stack.rt.accounts.createKey(accountId, { name: 'ai only', scopes: ['ai'] });
+    const { key } = await stack.rt.accounts.forAccount(accountId).createKey({ name: 'ai only', scopes: ['ai'] });
     const s = (await client(stack.baseUrl, key).post('/live/session', {})).body;
     expect(s.tools).to.not.include.members(['list_projects']);
     const c = connect(s.realtimeUrl, s.token);
@@ -187,7 +187,9 @@ describe('live: sessions, the realtime engine and /live/action', function () {
     expect(c.events.filter((e) => e.type === 'tool.result')).to.have.length(0);
 
     // Opened with every scope, then the key keeps only ai: the connect offers only what ai allows.
-    const full = await stack.rt.accounts.createKey(accountId, { name: 'narrowed', scopes: ['ai', 'read', 'write'] });
+    const full = await stack.rt.accounts
+      .forAccount(accountId)
+      .createKey({ name: 'narrowed', scopes: ['ai', 'read', 'write'] });
     const s2 = (await client(stack.baseUrl, full.key).post('/live/session', {})).body;
     expect(s2.tools).to.include('list_projects');
     await stack.db.apiKeys.updateOne({ _id: full.doc._id }, { $set: { scopes: ['ai'] } });

@@ -306,7 +306,9 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
 
   describe('keys and scopes', () => {
     it('when a read-only key lists tools and calls an AI or write tool anyway, then only its tools are listed, a tool error names the missing scope and nothing runs or is charged', async () => {
-      const { key } = await stack.rt.accounts.createKey(acct.accountId, { name: 'read only', scopes: ['read'] });
+      const { key } = await stack.rt.accounts
+        .forAccount(acct.accountId)
+        .createKey({ name: 'read only', scopes: ['read'] });
       const ro = await mcpClient(stack, key);
       try {
         const names = (await ro.listTools()).tools.map((t) => t.name);
@@ -332,11 +334,11 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     });
 
     it('when a key is revoked, then its next MCP call is refused with 401', async () => {
-      const { key, doc } = await stack.rt.accounts.createKey(acct.accountId, { name: 'to revoke' });
+      const { key, doc } = await stack.rt.accounts.forAccount(acct.accountId).createKey({ name: 'to revoke' });
       const c = await mcpClient(stack, key);
       try {
         expect((await call(c, 'list_projects', {})).isError).to.not.equal(true);
-        await stack.rt.accounts.revokeKey(acct.accountId, doc._id);
+        await stack.rt.accounts.forAccount(acct.accountId).revokeKey(doc._id);
         let err: unknown;
         try {
           await call(c, 'list_projects', {});
@@ -430,7 +432,9 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     });
 
     it('when a drive-scoped key lists, reads and searches, then it gets the files and their text', async () => {
-      const { key } = await stack.rt.accounts.createKey(acct.accountId, { name: 'drive', scopes: ['drive:read'] });
+      const { key } = await stack.rt.accounts
+        .forAccount(acct.accountId)
+        .createKey({ name: 'drive', scopes: ['drive:read'] });
       const c = await mcpClient(stack, key);
       try {
         const names = (await c.listTools()).tools.map((t) => t.name);
@@ -449,7 +453,7 @@ describe('MCP server (Streamable HTTP, SDK client)', () => {
     });
 
     it('when the key is pinned to a folder, then it sees and reads only files inside it', async () => {
-      const { key } = await stack.rt.accounts.createKey(acct.accountId, {
+      const { key } = await stack.rt.accounts.forAccount(acct.accountId).createKey({
         name: 'pinned',
         scopes: ['drive:read'],
         folderPins: [folderId],

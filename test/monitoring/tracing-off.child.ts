@@ -29,7 +29,7 @@ let jobId = '';
 try {
   const rt = server.runtime;
   const account = await rt.accounts.createAccount({ name: 'tracing off', plan: 'pro', credits: 100 });
-  const { key } = await rt.accounts.createKey(account._id, { scopes: [...SCOPES] });
+  const { key } = await rt.accounts.forAccount(account._id).createKey({ scopes: [...SCOPES] });
   const r = await fetch(`http://127.0.0.1:${server.port}/api/v1/code-builds`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },

@@ -71,7 +71,7 @@ describe('sheets: tenant isolation and scopes', () => {
     });
     // Same account, narrower keys: scope is checked before anything else.
     const keyOf = async (scopes: ('read' | 'write' | 'ai')[]) =>
-      (await stack.rt.accounts.createKey(owner.accountId, { scopes })).key;
+      (await stack.rt.accounts.forAccount(owner.accountId).createKey({ scopes })).key;
     const narrow = { read: await keyOf(['read']), write: await keyOf(['write']), ai: await keyOf(['ai']) };
     for (const r of routes(s.id, p.body.commit.id, s.headCommitId)) {
       for (const [scope, key] of Object.entries(narrow)) {

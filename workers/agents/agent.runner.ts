@@ -193,7 +193,7 @@ class RunWork {
       return this.fail(`the run stopped its worker ${run.attempts - 1} times; given up`);
     const agent = await createAgentsRepository(rt.store).forAccount(run.accountId).get(run.agentId);
     if (!agent) return this.fail('the agent was deleted');
-    const account = await rt.accounts.getAccount(run.accountId);
+    const account = await rt.accounts.forAccount(run.accountId).get();
     if (!account) return this.fail('the account is gone');
     // One write for both (FerretDB serialises the updates of a collection: fewer is faster).
     const first: Partial<RunDoc> = run.startedAt ? {} : { startedAt: new Date() };
