@@ -40,7 +40,7 @@ export function createDriveFileRows(store: Store) {
   const bump = { $inc: { version: 1 } } as const;
 
   /** The filter of a list of the drive `scope`, in the order of the drive's indexes. */
-  const listFilter = (scope: Pick<DriveScope, 'accountId' | 'teamId'>, q: DriveFileListFilter) => {
+  const listFilter = (scope: DriveScope, q: DriveFileListFilter) => {
     const filter: Filter<DriveFileDoc> = { accountId: scope.accountId, teamId: scope.teamId };
     if (q.folder !== undefined)
       filter.folderId = Array.isArray(q.folder) ? { $in: [...q.folder] } : (q.folder as string | null);
@@ -52,7 +52,7 @@ export function createDriveFileRows(store: Store) {
 
   return {
     /** A page of the files of the drive `scope` (personal or a team's, as resolved for the caller). */
-    page: (scope: Pick<DriveScope, 'accountId' | 'teamId'>, q: DriveFileListFilter, opts: KeysetOptions) =>
+    page: (scope: DriveScope, q: DriveFileListFilter, opts: KeysetOptions) =>
       keysetPage(files, listFilter(scope, q), opts),
 
     /** A folder's path, in the drive of `d`. */
