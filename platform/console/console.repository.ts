@@ -66,6 +66,30 @@ export interface ConsoleQueryOptions {
   usageScanCap?: number;
 }
 
+/** The audit page's query (the account is added by the slice): the filters, and past the cursor's entry. */
+function auditQuery(f: AuditFilter, now: Date): Filter<AuditDoc> {
+  const floor = new Date(now.getTime() - AUDIT_DAYS * DAY_MS);
+  const from = f.from ? new Date(`${f.from}T00:00:00Z`) : floor;
+  const at: { $gte: Date; $lt?: Date } = { $gte: from < floor ? floor : from };
+  if (f.to) at.$lt = new Date(Date.parse(`${f.to}T00:00:00Z`) + DAY_MS);
+  const filter: Filter<AuditDoc> = { at };
+  if (f.keyId) filter.keyId = f.keyId;
+  if (f.route) filter.route = f.route;
+  if (f.status?.endsWith('xx')) {
+    const base = Number(f.status[0]) * 100;
+    filter.status = { $gte: base, $lt: base + 100 };
+  } else if (f.status) filter.status = Number(f.status);
+  if (!f.cursor) return filter;
+  // Keyset order (at, _id) like platform/infra/lists.ts, without its count.
+  const after = decodeCursor(AUDIT_TAG, f.cursor);
+  return {
+    $and: [
+      filter,
+      { $or: [{ at: { $lt: after.value as Date } }, { at: after.value as Date, _id: { $lt: after.id } }] },
+    ],
+  };
+}
+
 /**
  * The console's reads, through `forAccount(accountId)` of the signed-in account: every filter is
  * narrowed to it, so a page can only ever show that account's data.
@@ -141,30 +165,8 @@ export function createConsoleQueries(store: Store, opts: ConsoleQueryOptions = {
 
         /** A page of the audit log, newest first, within the last AUDIT_DAYS days and the filters. */
         async auditPage(f: AuditFilter, now = new Date()): Promise<AuditPage> {
-          const floor = new Date(now.getTime() - AUDIT_DAYS * DAY_MS);
-          const from = f.from ? new Date(`${f.from}T00:00:00Z`) : floor;
-          const at: { $gte: Date; $lt?: Date } = { $gte: from < floor ? floor : from };
-          if (f.to) at.$lt = new Date(Date.parse(`${f.to}T00:00:00Z`) + DAY_MS);
-          const filter: Filter<AuditDoc> = { at };
-          if (f.keyId) filter.keyId = f.keyId;
-          if (f.route) filter.route = f.route;
-          if (f.status?.endsWith('xx')) {
-            const base = Number(f.status[0]) * 100;
-            filter.status = { $gte: base, $lt: base + 100 };
-          } else if (f.status) filter.status = Number(f.status);
-          // Keyset order (at, _id) like platform/infra/lists.ts, without its count.
-          let query: Filter<AuditDoc> = filter;
-          if (f.cursor) {
-            const after = decodeCursor(AUDIT_TAG, f.cursor);
-            query = {
-              $and: [
-                filter,
-                { $or: [{ at: { $lt: after.value as Date } }, { at: after.value as Date, _id: { $lt: after.id } }] },
-              ],
-            };
-          }
           const rows = await audit
-            .find(query)
+            .find(auditQuery(f, now))
             .sort({ at: -1, _id: -1 })
             .limit(PAGE_SIZE + 1)
             .toArray();
