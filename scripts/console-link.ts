@@ -5,7 +5,7 @@
  * hash is stored. Whoever opens it is signed in as that account: hand it over privately.
  */
 import { parseArgs } from 'node:util';
-import { issueSignInLink } from '../platform/console/sessions.repository';
+import { createSignInLinks } from '../platform/console/sessions.repository';
 import { loadConfig } from '../platform/infra/config';
 import { connectMongo, ensureIndexes, storeOf } from '../platform/infra/mongo';
 
@@ -21,7 +21,7 @@ try {
     );
     process.exitCode = 1;
   } else {
-    const { url, expiresAt } = await issueSignInLink(storeOf(db), config, accountId);
+    const { url, expiresAt } = await createSignInLinks(storeOf(db), config).forAccount(accountId).issue();
     console.log(
       `\n  Developer console sign-in link for ${accountId} (works once, until ${expiresAt.toISOString()}):\n\n    ${url}\n`,
     );

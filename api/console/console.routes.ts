@@ -228,12 +228,13 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
 
   r.get('/', async (_req, res) => {
     const v = viewer(res);
+    const mine = queries.forAccount(v.accountId);
     const [account, balance, keys, usage, jobs] = await Promise.all([
       rt.accounts.forAccount(v.accountId).get(),
       rt.credits.balance(v.accountId),
-      queries.keys(v.accountId),
-      queries.dailyUsage(v.accountId),
-      queries.recentJobs(v.accountId, 5),
+      mine.keys(),
+      mine.dailyUsage(),
+      mine.recentJobs(5),
     ]);
     render(
       res,
@@ -248,10 +249,11 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
   });
 
   r.get('/keys', async (_req, res) =>
-    render(res, keysPage(viewer(res), { keys: await queries.keys(viewer(res).accountId) })),
+    render(res, keysPage(viewer(res), { keys: await queries.forAccount(viewer(res).accountId).keys() })),
   );
   r.post('/keys', async (req, res) => {
     const v = viewer(res);
+    const mine = queries.forAccount(v.accountId);
     const parsed = KeyFormSchema.safeParse(req.body ?? {});
     const form = {
       name: String(req.body?.name ?? ''),
@@ -263,26 +265,27 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
       return render(
         res,
         keysPage(v, {
-          keys: await queries.keys(v.accountId),
+          keys: await mine.keys(),
           error: parsed.error.issues.map((i) => i.message).join('; '),
           form,
         }),
         400,
       );
     }
+    const myDrive = drive.forAccount(v.accountId);
     for (const pin of parsed.data.folderPins) {
-      if (!(await drive.ownFolderExists(v.accountId, pin))) {
+      if (!(await myDrive.ownFolderExists(pin))) {
         await trail(res, v.accountId, '/console/keys', 404);
         throw new AppError('not_found', `Drive folder ${pin} not found in this account's Drive`);
       }
     }
     const created = await rt.accounts.forAccount(v.accountId).createKey(parsed.data);
     await trail(res, v.accountId, '/console/keys', 201, created.doc._id);
-    render(res, keysPage(v, { keys: await queries.keys(v.accountId), created }), 201);
+    render(res, keysPage(v, { keys: await mine.keys(), created }), 201);
   });
   r.post('/keys/:id/revoke', async (req, res) => {
     const v = viewer(res);
-    if (!(await queries.key(v.accountId, req.params.id!))) {
+    if (!(await queries.forAccount(v.accountId).key(req.params.id!))) {
       await trail(res, v.accountId, '/console/keys/:id/revoke', 404);
       throw new AppError('not_found', 'key not found');
     }
@@ -294,13 +297,14 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
 
   r.get('/audit', async (req, res) => {
     const v = viewer(res);
-    const keys = await queries.keys(v.accountId);
+    const mine = queries.forAccount(v.accountId);
+    const keys = await mine.keys();
     const parsed = AuditFilterSchema.safeParse(req.query);
     if (!parsed.success) {
       const error = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
       return render(res, auditPage(v, { page: { data: [], cursor: null }, filter: {}, keys, error }), 400);
     }
-    render(res, auditPage(v, { page: await queries.auditPage(v.accountId, parsed.data), filter: parsed.data, keys }));
+    render(res, auditPage(v, { page: await mine.auditPage(parsed.data), filter: parsed.data, keys }));
   });
 
   r.get('/credits', async (req, res) => {
@@ -309,7 +313,7 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
     const [account, balance, ledger] = await Promise.all([
       rt.accounts.forAccount(v.accountId).get(),
       rt.credits.balance(v.accountId),
-      queries.ledgerPage(v.accountId, cursor),
+      queries.forAccount(v.accountId).ledgerPage(cursor),
     ]);
     render(
       res,
@@ -351,7 +355,7 @@ export function consoleRoutes(rt: Runtime, parts: ConsoleParts, options: Console
   });
 
   r.get('/jobs', async (_req, res) =>
-    render(res, jobsPage(viewer(res), await queries.recentJobs(viewer(res).accountId))),
+    render(res, jobsPage(viewer(res), await queries.forAccount(viewer(res).accountId).recentJobs())),
   );
 
   r.use((_req, res) =>

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { fromUnits } from '../credits/credits';
 import { decodeCursor, encodeCursor, keysetPage, type Page } from '../infra/lists';
 import { type ApiKeyDoc, type AuditDoc, type JobDoc, type LedgerDoc, type Store, openStore } from '../infra/mongo';
+import { type AccountSlice, accountSlice } from '../infra/tenant';
 
 /** How far back the audit log and its filters reach (SPEC 8: entries are kept 90 days). */
 export const AUDIT_DAYS = 90;
@@ -65,9 +66,33 @@ export interface ConsoleQueryOptions {
   usageScanCap?: number;
 }
 
+/** The audit page's query (the account is added by the slice): the filters, and past the cursor's entry. */
+function auditQuery(f: AuditFilter, now: Date): Filter<AuditDoc> {
+  const floor = new Date(now.getTime() - AUDIT_DAYS * DAY_MS);
+  const from = f.from ? new Date(`${f.from}T00:00:00Z`) : floor;
+  const at: { $gte: Date; $lt?: Date } = { $gte: from < floor ? floor : from };
+  if (f.to) at.$lt = new Date(Date.parse(`${f.to}T00:00:00Z`) + DAY_MS);
+  const filter: Filter<AuditDoc> = { at };
+  if (f.keyId) filter.keyId = f.keyId;
+  if (f.route) filter.route = f.route;
+  if (f.status?.endsWith('xx')) {
+    const base = Number(f.status[0]) * 100;
+    filter.status = { $gte: base, $lt: base + 100 };
+  } else if (f.status) filter.status = Number(f.status);
+  if (!f.cursor) return filter;
+  // Keyset order (at, _id) like platform/infra/lists.ts, without its count.
+  const after = decodeCursor(AUDIT_TAG, f.cursor);
+  return {
+    $and: [
+      filter,
+      { $or: [{ at: { $lt: after.value as Date } }, { at: after.value as Date, _id: { $lt: after.id } }] },
+    ],
+  };
+}
+
 /**
- * The console's reads. Every one takes the signed-in account's id and puts it in its filter: a
- * page can only ever show that account's data.
+ * The console's reads, through `forAccount(accountId)` of the signed-in account: every filter is
+ * narrowed to it, so a page can only ever show that account's data.
  */
 export function createConsoleQueries(store: Store, opts: ConsoleQueryOptions = {}) {
   const db = openStore(store);
@@ -76,7 +101,11 @@ export function createConsoleQueries(store: Store, opts: ConsoleQueryOptions = {
   const usageCache = new Map<string, { until: number; usage: Promise<Usage> }>();
 
   /** See dailyUsage. */
-  const countDays = async (accountId: string, now: Date): Promise<Usage> => {
+  const countDays = async (
+    audit: AccountSlice<AuditDoc>,
+    ledger: AccountSlice<LedgerDoc>,
+    now: Date,
+  ): Promise<Usage> => {
     const today = Math.floor(now.getTime() / DAY_MS);
     const first = today - CHART_DAYS + 1;
     const days: DayUsage[] = Array.from({ length: CHART_DAYS }, (_, i) => ({
@@ -98,8 +127,8 @@ export function createConsoleQueries(store: Store, opts: ConsoleQueryOptions = {
     const [requestsCappedAt, creditsCappedAt] = await Promise.all([
       // The console's own entries (sign-in, key changes) are not API calls.
       scan(
-        db.audit
-          .find({ accountId, at: { $gte: since }, via: { $ne: 'console' } }, { projection: { at: 1 } })
+        audit
+          .find({ at: { $gte: since }, via: { $ne: 'console' } }, { projection: { at: 1 } })
           .sort({ at: -1 })
           .limit(cap + 1),
         (a) => {
@@ -108,8 +137,8 @@ export function createConsoleQueries(store: Store, opts: ConsoleQueryOptions = {
         },
       ),
       scan(
-        db.ledger
-          .find({ accountId, at: { $gte: since } }, { projection: { at: 1, kind: 1, millicredits: 1 } })
+        ledger
+          .find({ at: { $gte: since } }, { projection: { at: 1, kind: 1, millicredits: 1 } })
           .sort({ at: -1 })
           .limit(cap + 1),
         (l) => {
@@ -124,85 +153,73 @@ export function createConsoleQueries(store: Store, opts: ConsoleQueryOptions = {
   };
 
   return {
-    keys: (accountId: string): Promise<ApiKeyDoc[]> =>
-      db.apiKeys.find({ accountId }).sort({ createdAt: -1, _id: -1 }).limit(500).toArray(),
+    forAccount(accountId: string) {
+      const apiKeys = accountSlice(db.apiKeys, accountId);
+      const audit = accountSlice(db.audit, accountId);
+      const ledger = accountSlice(db.ledger, accountId);
+      const jobs = accountSlice(db.jobs, accountId);
+      return {
+        keys: (): Promise<ApiKeyDoc[]> => apiKeys.find({}).sort({ createdAt: -1, _id: -1 }).limit(500).toArray(),
 
-    key: (accountId: string, keyId: string) => db.apiKeys.findOne({ _id: keyId, accountId }),
+        key: (keyId: string) => apiKeys.findOne({ _id: keyId }),
 
-    /** A page of the audit log, newest first, within the last AUDIT_DAYS days and the filters. */
-    async auditPage(accountId: string, f: AuditFilter, now = new Date()): Promise<AuditPage> {
-      const floor = new Date(now.getTime() - AUDIT_DAYS * DAY_MS);
-      const from = f.from ? new Date(`${f.from}T00:00:00Z`) : floor;
-      const at: { $gte: Date; $lt?: Date } = { $gte: from < floor ? floor : from };
-      if (f.to) at.$lt = new Date(Date.parse(`${f.to}T00:00:00Z`) + DAY_MS);
-      const filter: Filter<AuditDoc> = { accountId, at };
-      if (f.keyId) filter.keyId = f.keyId;
-      if (f.route) filter.route = f.route;
-      if (f.status?.endsWith('xx')) {
-        const base = Number(f.status[0]) * 100;
-        filter.status = { $gte: base, $lt: base + 100 };
-      } else if (f.status) filter.status = Number(f.status);
-      // Keyset order (at, _id) like platform/infra/lists.ts, without its count.
-      let query: Filter<AuditDoc> = filter;
-      if (f.cursor) {
-        const after = decodeCursor(AUDIT_TAG, f.cursor);
-        query = {
-          $and: [
-            filter,
-            { $or: [{ at: { $lt: after.value as Date } }, { at: after.value as Date, _id: { $lt: after.id } }] },
-          ],
-        };
-      }
-      const rows = await db.audit
-        .find(query)
-        .sort({ at: -1, _id: -1 })
-        .limit(PAGE_SIZE + 1)
-        .toArray();
-      const data = rows.slice(0, PAGE_SIZE);
-      const last = data[data.length - 1];
-      return { data, cursor: rows.length > PAGE_SIZE && last ? encodeCursor(AUDIT_TAG, last.at, last._id) : null };
-    },
-
-    /** A page of the credit ledger, newest first. */
-    ledgerPage: (accountId: string, cursor?: string): Promise<Page<LedgerDoc>> =>
-      keysetPage(
-        db.ledger,
-        { accountId },
-        { tag: 'console:ledger:at:desc', field: 'at', direction: -1, limit: PAGE_SIZE, cursor },
-      ),
-
-    /** The newest jobs, without their (possibly large) input. */
-    recentJobs: (accountId: string, limit = PAGE_SIZE): Promise<Omit<JobDoc, 'input'>[]> =>
-      db.jobs
-        .find({ accountId }, { projection: { input: 0 } })
-        .sort({ createdAt: -1, _id: -1 })
-        .limit(limit)
-        .toArray(),
-
-    /**
-     * Requests (audit log) and credits spent net of refunds (ledger) per UTC day for the last
-     * CHART_DAYS days, oldest first. FerretDB 1.24 has no date operators in $group, so the
-     * timestamps are streamed (one field each) and counted here: the cost grows with the month's
-     * traffic (about 3 s per 20,000 calls on FerretDB). Hence at most `cap` entries of each source
-     * are read (newest first; exact below it), concurrent views of an account share one count,
-     * and its result is reused for USAGE_CACHE_MS.
-     */
-    dailyUsage(accountId: string, now = new Date()): Promise<Usage> {
-      const hit = usageCache.get(accountId);
-      if (hit && hit.until > Date.now()) return hit.usage;
-      const entry = { until: Number.POSITIVE_INFINITY, usage: countDays(accountId, now) };
-      usageCache.delete(accountId);
-      usageCache.set(accountId, entry);
-      if (usageCache.size > USAGE_CACHE_MAX) usageCache.delete(usageCache.keys().next().value!);
-      entry.usage.then(
-        () => {
-          entry.until = Date.now() + USAGE_CACHE_MS;
+        /** A page of the audit log, newest first, within the last AUDIT_DAYS days and the filters. */
+        async auditPage(f: AuditFilter, now = new Date()): Promise<AuditPage> {
+          const rows = await audit
+            .find(auditQuery(f, now))
+            .sort({ at: -1, _id: -1 })
+            .limit(PAGE_SIZE + 1)
+            .toArray();
+          const data = rows.slice(0, PAGE_SIZE);
+          const last = data[data.length - 1];
+          return {
+            data,
+            cursor: rows.length > PAGE_SIZE && last ? encodeCursor(AUDIT_TAG, last.at, last._id) : null,
+          };
         },
-        () => {
-          if (usageCache.get(accountId) === entry) usageCache.delete(accountId);
+
+        /** A page of the credit ledger, newest first. */
+        ledgerPage: (cursor?: string): Promise<Page<LedgerDoc>> =>
+          keysetPage(
+            ledger,
+            {},
+            { tag: 'console:ledger:at:desc', field: 'at', direction: -1, limit: PAGE_SIZE, cursor },
+          ),
+
+        /** The newest jobs, without their (possibly large) input. */
+        recentJobs: (limit = PAGE_SIZE): Promise<Omit<JobDoc, 'input'>[]> =>
+          jobs
+            .find({}, { projection: { input: 0 } })
+            .sort({ createdAt: -1, _id: -1 })
+            .limit(limit)
+            .toArray(),
+
+        /**
+         * Requests (audit log) and credits spent net of refunds (ledger) per UTC day for the last
+         * CHART_DAYS days, oldest first. FerretDB 1.24 has no date operators in $group, so the
+         * timestamps are streamed (one field each) and counted here: the cost grows with the month's
+         * traffic (about 3 s per 20,000 calls on FerretDB). Hence at most `cap` entries of each source
+         * are read (newest first; exact below it), concurrent views of an account share one count,
+         * and its result is reused for USAGE_CACHE_MS.
+         */
+        dailyUsage(now = new Date()): Promise<Usage> {
+          const hit = usageCache.get(accountId);
+          if (hit && hit.until > Date.now()) return hit.usage;
+          const entry = { until: Number.POSITIVE_INFINITY, usage: countDays(audit, ledger, now) };
+          usageCache.delete(accountId);
+          usageCache.set(accountId, entry);
+          if (usageCache.size > USAGE_CACHE_MAX) usageCache.delete(usageCache.keys().next().value!);
+          entry.usage.then(
+            () => {
+              entry.until = Date.now() + USAGE_CACHE_MS;
+            },
+            () => {
+              if (usageCache.get(accountId) === entry) usageCache.delete(accountId);
+            },
+          );
+          return entry.usage;
         },
-      );
-      return entry.usage;
+      };
     },
   };
 }

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Collection } from 'mongodb';
 import { COLLECTIONS, type Store, openStore } from '../infra/mongo';
+import { accountSlice } from '../infra/tenant';
 
 /** A one-time sign-in link. WARNING: persisted; `_id` is the sha256 of the token, never the token. */
 export interface ConsoleLinkDoc {
@@ -55,14 +56,20 @@ export function createConsoleSessions(store: Store, s: ConsoleSessionSettings) {
     ]);
   };
   return {
-    /** A new sign-in token for an account (the caller makes it a URL); expired links and sessions are cleared meanwhile. */
-    async issueLink(accountId: string): Promise<{ token: string; expiresAt: Date }> {
-      await expireOld();
-      const token = secret();
-      const now = new Date();
-      const expiresAt = new Date(now.getTime() + s.linkTtlMs);
-      await links.insertOne({ _id: sha256(token), accountId, createdAt: now, expiresAt, usedAt: null });
-      return { token, expiresAt };
+    /** The sign-in links of one account (an operator names it: `npm run console:link`, or a test). */
+    forAccount(accountId: string) {
+      const myLinks = accountSlice(links, accountId);
+      return {
+        /** A new sign-in token (the caller makes it a URL); expired links and sessions are cleared meanwhile. */
+        async issueLink(): Promise<{ token: string; expiresAt: Date }> {
+          await expireOld();
+          const token = secret();
+          const now = new Date();
+          const expiresAt = new Date(now.getTime() + s.linkTtlMs);
+          await myLinks.insertOne({ _id: sha256(token), accountId, createdAt: now, expiresAt, usedAt: null });
+          return { token, expiresAt };
+        },
+      };
     },
 
     /** Spend a link: a new session for its account, or null when the link is unknown, used or expired. */
@@ -116,15 +123,20 @@ export const sessionSettings = (config: {
   sessionTtlMs: config.CONSOLE_SESSION_TTL_HOURS * 3_600_000,
 });
 
-/** The sign-in URL for an account: what `npm run console:link` prints and the tests open. */
-export async function issueSignInLink(
+/** Sign-in URLs: what `npm run console:link` prints and the tests open, for the account named by `forAccount`. */
+export function createSignInLinks(
   store: Store,
   config: { PUBLIC_BASE_URL: string; CONSOLE_LINK_TTL_MINUTES: number; CONSOLE_SESSION_TTL_HOURS: number },
-  accountId: string,
-): Promise<{ url: string; expiresAt: Date }> {
-  const { token, expiresAt } = await createConsoleSessions(store, sessionSettings(config)).issueLink(accountId);
+) {
+  const sessions = createConsoleSessions(store, sessionSettings(config));
+  const signInUrl = `${config.PUBLIC_BASE_URL.replace(/\/$/, '')}/console/sign-in`;
   return {
-    url: `${config.PUBLIC_BASE_URL.replace(/\/$/, '')}/console/sign-in?token=${encodeURIComponent(token)}`,
-    expiresAt,
+    forAccount: (accountId: string) => ({
+      /** A new one-time sign-in URL for the account. */
+      async issue(): Promise<{ url: string; expiresAt: Date }> {
+        const { token, expiresAt } = await sessions.forAccount(accountId).issueLink();
+        return { url: `${signInUrl}?token=${encodeURIComponent(token)}`, expiresAt };
+      },
+    }),
   };
 }

@@ -3,6 +3,7 @@ import type { AnyBulkWriteOperation, Filter } from 'mongodb';
 import type { DriveFile as DriveFileView, DriveFolder as DriveFolderView } from '../../contracts/drive';
 import { AppError } from '../infra/errors';
 import { COLLECTIONS, isDuplicateKey, type Database, type Store, openStore } from '../infra/mongo';
+import { accountSlice } from '../infra/tenant';
 import { folderInsidePins, isPinned, usageIdOf, type DriveCaller, type DriveRole, type DriveScope } from './access';
 import type { DriveFileDoc, DriveFolderDoc, DriveReservationDoc, DriveTextDoc, DriveUsageDoc } from './drive.types';
 import { createTeams } from './teams.repository';
@@ -177,9 +178,15 @@ export function createDriveRepository(store: Store) {
       return { folder, readOnly: folder.teamId !== null };
     },
 
-    /** Whether `folderId` is a folder of the account's own Drive (not a team's): what a key may be pinned to. */
-    async ownFolderExists(accountId: string, folderId: string): Promise<boolean> {
-      return !!(await folders.findOne({ _id: folderId, accountId, teamId: null }, { projection: { _id: 1 } }));
+    /** One account's own operations (not through a caller: the console's, for its signed-in account). */
+    forAccount(accountId: string) {
+      const myFolders = accountSlice(folders, accountId);
+      return {
+        /** Whether `folderId` is a folder of the account's own Drive (not a team's): what a key may be pinned to. */
+        async ownFolderExists(folderId: string): Promise<boolean> {
+          return !!(await myFolders.findOne({ _id: folderId, teamId: null }, { projection: { _id: 1 } }));
+        },
+      };
     },
 
     /** Ids of the drive's folders the caller may see; null when the key has no pins (all of them). */

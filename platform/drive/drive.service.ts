@@ -1,4 +1,3 @@
-import type { Filter } from 'mongodb';
 import {
   extOf,
   type DriveBulkRequest,
@@ -27,7 +26,7 @@ import {
 } from './access';
 import { createDriveRepository, nameKeyOf, toDriveFile, toDriveFolder } from './drive.repository';
 import type { DriveFileDoc } from './drive.types';
-import { createDriveFileRows } from './files.repository';
+import { createDriveFileRows, type BulkTarget, type DriveFileListFilter } from './files.repository';
 import { detectDriveType } from './kinds';
 import { driveDownloadLink } from './links';
 import { driveUploadSteps, newDriveReservation } from './reservations.repository';
@@ -115,23 +114,22 @@ export function createDriveService(rt: Runtime) {
       sideP.catch(() => {});
       treeP.catch(() => {});
       const tree = (q.folderId !== undefined && q.folderId !== 'root') || pinned ? await treeP : null;
-      const filter: Filter<DriveFileDoc> = { accountId: scope.accountId, teamId: scope.teamId };
+      const trash = q.trash === 'true';
+      const filter: DriveFileListFilter = { trashed: trash };
       if (q.folderId === 'root') {
         if (pinned) throw rootOutsidePins('folderId');
-        filter.folderId = null;
+        filter.folder = null;
       } else if (q.folderId !== undefined) {
         if (!tree!.some((f) => f._id === q.folderId)) throw new AppError('not_found', 'folderId: folder not found');
-        filter.folderId = q.folderId;
+        filter.folder = q.folderId;
       } else if (pinned) {
-        filter.folderId = { $in: tree!.map((f) => f._id) };
+        filter.folder = tree!.map((f) => f._id);
       }
-      const trash = q.trash === 'true';
-      filter.trashedAt = trash ? { $ne: null } : null;
       if (q.kind) filter.kind = q.kind;
-      if (q.starred) filter.isStarred = q.starred === 'true';
+      if (q.starred) filter.starred = q.starred === 'true';
       const field = trash ? 'trashedAt' : 'createdAt';
       const [page, [counts, storage, teams], folders] = await Promise.all([
-        rows.page(filter, {
+        rows.page(scope, filter, {
           tag: `drive-files:${field}`,
           field,
           direction: -1,
@@ -163,6 +161,7 @@ export function createDriveService(rt: Runtime) {
      */
     async create(actor: DriveActor, body: DriveFileCreate): Promise<DriveFile> {
       const { caller } = actor;
+      const mine = rows.forAccount(caller.accountId);
       await repo.ensureIndexes();
       const folderId = await writableFolder(caller, normFolderRef(body.folderId) ?? null, 'folderId');
       const scope = personalScope(caller, actor.accountName);
@@ -223,7 +222,7 @@ export function createDriveService(rt: Runtime) {
             createdAt: now,
             updatedAt: now,
           };
-          await rows.insertFile(d);
+          await mine.insertFile(d);
           return d;
         }));
       } catch (err) {
@@ -295,6 +294,7 @@ export function createDriveService(rt: Runtime) {
       ifMatch: number | undefined,
     ): Promise<DriveFile> {
       const { caller } = actor;
+      const mine = rows.forAccount(caller.accountId);
       await repo.ensureIndexes();
       const cf = await repo.findFileForCaller(caller, id);
       if (!cf) throw new AppError('not_found', 'file not found');
@@ -317,8 +317,7 @@ export function createDriveService(rt: Runtime) {
       if (body.tags !== undefined) set.tags = [...new Set(body.tags)];
       if (body.description !== undefined) set.description = body.description;
       try {
-        const after = await rows.updateFile(
-          caller.accountId,
+        const after = await mine.updateFile(
           id,
           { $set: set },
           { expectedVersion: ifMatch, extra: { teamId: null, trashedAt: null }, what: 'file' },
@@ -374,7 +373,7 @@ export function createDriveService(rt: Runtime) {
         return p;
       };
       await eachLimited(ids, BULK_CONCURRENCY, async (id) => {
-        const d = await rows.bulkCandidate(id, caller.accountId);
+        const d = await rows.bulkCandidate(caller, id);
         if (!d) return;
         if (d.teamId === null ? d.accountId !== caller.accountId : !(await teamReached(d))) return;
         if (isPinned(caller)) {
@@ -400,15 +399,11 @@ export function createDriveService(rt: Runtime) {
 
       const now = new Date();
       const cutoff = new Date(now.getTime() - rt.config.DRIVE_TRASH_DAYS * 86_400_000);
+      const mine = rows.forAccount(caller.accountId);
       // A pinned caller's update also requires the file still in the folder read above: a file
       // moved out of the pins meanwhile is not changed (and fails as not_found).
-      const mine = (id: string) =>
-        ({
-          _id: id,
-          accountId: caller.accountId,
-          teamId: null,
-          ...(isPinned(caller) ? { folderId: reachable.get(id)!.folderId } : {}),
-        }) as Filter<DriveFileDoc>;
+      const target = (id: string): BulkTarget =>
+        isPinned(caller) ? { id, folderId: reachable.get(id)!.folderId } : { id };
       const owner = { accountId: caller.accountId, teamId: null };
 
       /** Record one file's outcome (the bulk answer lists every file as succeeded or failed). */
@@ -423,19 +418,19 @@ export function createDriveService(rt: Runtime) {
         const d = reachable.get(id);
         if (!d) return fail(id, 'not_found');
         if (d.teamId !== null) return fail(id, 'team_drive_read_only');
-        const reread = () => rows.reread(mine(id));
+        const reread = () => mine.reread(target(id));
         switch (body.action) {
           case 'star':
           case 'unstar': {
             const v = body.action === 'star';
-            if (await rows.star(mine(id), v, now)) return done(id);
+            if (await mine.star(target(id), v, now)) return done(id);
             const cur = await reread();
             if (!cur) return fail(id, 'not_found');
             if (cur.trashedAt) return fail(id, 'trashed');
             return done(id); // already in that state
           }
           case 'trash': {
-            if (await rows.trash(mine(id), id, now)) return done(id);
+            if (await mine.trash(target(id), now)) return done(id);
             const cur = await reread();
             return fail(id, !cur ? 'not_found' : 'already_trashed');
           }
@@ -446,7 +441,7 @@ export function createDriveService(rt: Runtime) {
               if (!cur.trashedAt) return fail(id, 'not_trashed');
             }
             const { name: restoredAs, result: matched } = await repo.withFreeName(owner, d.folderId, d.name, (name) =>
-              rows.restore(mine(id), cutoff, name, extOf(name), now),
+              mine.restore(target(id), cutoff, name, extOf(name), now),
             );
             if (matched) {
               if (restoredAs !== d.name) await reindexMeta({ ...d, name: restoredAs });
@@ -462,7 +457,7 @@ export function createDriveService(rt: Runtime) {
             if (d.trashedAt) return fail(id, 'trashed');
             if (d.folderId === dest) return done(id);
             const { name: movedAs, result: matched } = await repo.withFreeName(owner, dest, d.name, (name) =>
-              rows.move(mine(id), dest, name, extOf(name), now),
+              mine.move(target(id), dest, name, extOf(name), now),
             );
             if (matched) {
               if (movedAs !== d.name) await reindexMeta({ ...d, name: movedAs });

@@ -1,4 +1,3 @@
-import type { AnyBulkWriteOperation } from 'mongodb';
 import {
   DRIVE_LIMITS,
   type DriveFolder,
@@ -54,8 +53,6 @@ export function createFoldersService(rt: Runtime) {
     return f.folder;
   }
 
-  const countOf = async (accountId: string, folderId: string) => rows.activeInFolder(accountId, folderId);
-
   return {
     async tree(actor: DriveActor, q: DriveFolderListQuery): Promise<DriveFolderTree> {
       await repo.ensureIndexes();
@@ -77,6 +74,7 @@ export function createFoldersService(rt: Runtime) {
     async create(actor: DriveActor, body: DriveFolderCreate): Promise<DriveFolder> {
       await repo.ensureIndexes();
       const { caller } = actor;
+      const mine = rows.forAccount(caller.accountId);
       const ref = normFolderRef(body.parentFolderId) ?? null;
       await writableParent(actor, ref);
       const scope = personalScope(caller);
@@ -89,7 +87,7 @@ export function createFoldersService(rt: Runtime) {
             'limit_exceeded',
             `parentFolderId: folders nest at most ${DRIVE_LIMITS.folderDepthMax} levels deep`,
           );
-        const count = await rows.folderCount(caller.accountId);
+        const count = await mine.folderCount();
         if (count >= DRIVE_LIMITS.foldersPerDrive)
           throw new AppError('limit_exceeded', `a drive holds at most ${DRIVE_LIMITS.foldersPerDrive} folders`);
         const now = new Date();
@@ -108,7 +106,7 @@ export function createFoldersService(rt: Runtime) {
           updatedAt: now,
         };
         try {
-          await rows.insertFolder(doc);
+          await mine.insertFolder(doc);
         } catch (err) {
           if (isDuplicateKey(err)) throw nameTaken(body.name);
           throw err;
@@ -130,6 +128,7 @@ export function createFoldersService(rt: Runtime) {
     ): Promise<DriveFolder> {
       await repo.ensureIndexes();
       const { caller } = actor;
+      const mine = rows.forAccount(caller.accountId);
       const found = await repo.findFolderForCaller(caller, id);
       if (!found) throw new AppError('not_found', 'folder not found');
       if (found.readOnly) throw teamDriveReadOnly();
@@ -140,11 +139,9 @@ export function createFoldersService(rt: Runtime) {
       }
       if (body.color !== undefined) set.color = body.color === null ? null : normColor(body.color);
       if (body.sticker !== undefined) set.sticker = body.sticker;
-      const owner = { accountId: caller.accountId };
       const save = async (extraSet: Partial<DriveFolderDoc>) => {
         try {
-          return await rows.updateFolder(
-            owner.accountId,
+          return await mine.updateFolder(
             id,
             { $set: { ...set, ...extraSet } },
             { expectedVersion: ifMatch, extra: { teamId: null }, what: 'folder' },
@@ -157,7 +154,7 @@ export function createFoldersService(rt: Runtime) {
       const ref = normFolderRef(body.parentFolderId);
       if (ref === undefined || ref === found.folder.parentFolderId) {
         const after = await save({});
-        return toDriveFolder(after, await countOf(caller.accountId, id));
+        return toDriveFolder(after, await mine.activeInFolder(id));
       }
       await writableParent(actor, ref);
       // The lock marks the drive (pathsDirtyAt) and clears the mark only once the subtree is
@@ -176,7 +173,7 @@ export function createFoldersService(rt: Runtime) {
           }
           const newPath = parent ? [...parent.path, parent._id] : [];
           const oldDepth = current.folder.path.length;
-          const descendants = await rows.descendants(caller.accountId, id);
+          const descendants = await mine.descendants(id);
           const deepest = descendants.reduce((m, d) => Math.max(m, d.path.length - oldDepth), 0);
           if (newPath.length + 1 + deepest > DRIVE_LIMITS.folderDepthMax) {
             throw new AppError(
@@ -186,23 +183,16 @@ export function createFoldersService(rt: Runtime) {
           }
           const moved = await save({ parentFolderId: parent?._id ?? null, path: newPath });
           if (descendants.length) {
-            const now = new Date();
-            const ops: AnyBulkWriteOperation<DriveFolderDoc>[] = descendants.map((d) => ({
-              updateOne: {
-                filter: { _id: d._id, accountId: caller.accountId },
-                update: {
-                  $set: { path: [...newPath, id, ...d.path.slice(d.path.indexOf(id) + 1)], updatedAt: now },
-                  $inc: { version: 1 },
-                },
-              },
-            }));
-            await rows.rewriteFolders(ops);
+            await mine.rewritePaths(
+              descendants.map((d) => ({ id: d._id, path: [...newPath, id, ...d.path.slice(d.path.indexOf(id) + 1)] })),
+              new Date(),
+            );
           }
           return moved;
         },
         { movesFolders: true },
       );
-      return toDriveFolder(after, await countOf(caller.accountId, id));
+      return toDriveFolder(after, await mine.activeInFolder(id));
     },
   };
 }

@@ -13,10 +13,11 @@ export interface TeamMembership {
   role: TeamMemberDoc['role'];
 }
 
-const memberId = (teamId: string, accountId: string) => `${teamId}:${accountId}`;
+const memberId = (teamId: string, memberAccountId: string) => `${teamId}:${memberAccountId}`;
 
 const indexed = new WeakSet<Database>();
 
+// Top level, no forAccount: a team is shared by accounts, and the account ids below name members, not a tenant.
 export function createTeams(store: Store) {
   const db = openStore(store);
   const teams = db.db.collection<TeamDoc>(COLLECTIONS.teams);
@@ -29,10 +30,10 @@ export function createTeams(store: Store) {
   };
 
   return {
-    /** The teams `accountId` belongs to, by name. Two reads. */
-    async listForAccount(accountId: string): Promise<TeamMembership[]> {
+    /** The teams `memberAccountId` belongs to, by name. Two reads. */
+    async listForAccount(memberAccountId: string): Promise<TeamMembership[]> {
       await ensureIndexes();
-      const mine = await members.find({ accountId }).toArray();
+      const mine = await members.find({ accountId: memberAccountId }).toArray();
       if (mine.length === 0) return [];
       const docs = await teams.find({ _id: { $in: mine.map((m) => m.teamId) } }).toArray();
       const byId = new Map(docs.map((t) => [t._id, t]));
@@ -46,9 +47,9 @@ export function createTeams(store: Store) {
         );
     },
 
-    /** The caller's membership of `teamId`, or null (not a member, or no such team). */
-    async membership(teamId: string, accountId: string): Promise<TeamMembership | null> {
-      const m = await members.findOne({ _id: memberId(teamId, accountId) });
+    /** The membership of `memberAccountId` (the caller's account) in `teamId`, or null (not a member, or no such team). */
+    async membership(teamId: string, memberAccountId: string): Promise<TeamMembership | null> {
+      const m = await members.findOne({ _id: memberId(teamId, memberAccountId) });
       if (!m) return null;
       const team = await teams.findOne({ _id: teamId });
       return team ? { team, role: m.role } : null;
@@ -69,17 +70,17 @@ export function createTeams(store: Store) {
     },
 
     /** Add (or change the role of) a member. Idempotent. */
-    async addMember(teamId: string, accountId: string, role: TeamMemberDoc['role']): Promise<void> {
+    async addMember(teamId: string, memberAccountId: string, role: TeamMemberDoc['role']): Promise<void> {
       await ensureIndexes();
       await members.updateOne(
-        { _id: memberId(teamId, accountId) },
-        { $set: { teamId, accountId, role }, $setOnInsert: { createdAt: new Date() } },
+        { _id: memberId(teamId, memberAccountId) },
+        { $set: { teamId, accountId: memberAccountId, role }, $setOnInsert: { createdAt: new Date() } },
         { upsert: true },
       );
     },
 
-    async removeMember(teamId: string, accountId: string): Promise<void> {
-      await members.deleteOne({ _id: memberId(teamId, accountId) });
+    async removeMember(teamId: string, memberAccountId: string): Promise<void> {
+      await members.deleteOne({ _id: memberId(teamId, memberAccountId) });
     },
   };
 }

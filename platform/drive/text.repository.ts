@@ -1,5 +1,6 @@
 import type { Filter } from 'mongodb';
 import type { Store } from '../infra/mongo';
+import { accountSlice } from '../infra/tenant';
 import { driveCollections } from './drive.repository';
 import type { DriveFileDoc, DriveTextDoc } from './drive.types';
 
@@ -12,40 +13,46 @@ import type { DriveFileDoc, DriveTextDoc } from './drive.types';
 const driveTexts = (store: Store) => driveCollections(store).texts;
 const driveFiles = (store: Store) => driveCollections(store).files;
 
-/** The stored text of a file, in the file's account. */
-export const findDriveText = (store: Store, file: Pick<DriveFileDoc, '_id' | 'accountId'>) =>
-  driveTexts(store).findOne({ _id: file._id, accountId: file.accountId });
+/**
+ * One account's files and texts, as the text pipeline and the research engine read them (the
+ * account a file, a text request or a research job names): another account's file is not found.
+ */
+export function createDriveTexts(store: Store) {
+  const { files, folders, texts } = driveCollections(store);
+  return {
+    forAccount(accountId: string) {
+      const myFiles = accountSlice(files, accountId);
+      const myFolders = accountSlice(folders, accountId);
+      const myTexts = accountSlice(texts, accountId);
+      return {
+        /** The stored text of the file `fileId`. */
+        text: (fileId: string) => myTexts.findOne({ _id: fileId }),
 
-/** A folder of the account's personal drive: its id and path. */
-export const findPersonalFolderPath = (store: Store, accountId: string, folderId: string) =>
-  driveCollections(store).folders.findOne(
-    { _id: folderId, accountId, teamId: null },
-    { projection: { _id: 1, path: 1 } },
-  );
+        /** A folder of the account's personal drive: its id and path. */
+        personalFolderPath: (folderId: string) =>
+          myFolders.findOne({ _id: folderId, teamId: null }, { projection: { _id: 1, path: 1 } }),
 
-/** A file of the account's personal drive. */
-export const findPersonalFile = (store: Store, accountId: string, fileId: string) =>
-  driveFiles(store).findOne({ _id: fileId, accountId, teamId: null });
+        /** A file of the account's personal drive. */
+        personalFile: (fileId: string) => myFiles.findOne({ _id: fileId, teamId: null }),
 
-/** The file of a text request as long as it is still worth extracting: stored, not trashed, not being purged. */
-export const liveDriveFile = (store: Store, req: { fileId: string; accountId: string }) =>
-  driveFiles(store).findOne({ _id: req.fileId, accountId: req.accountId, trashedAt: null, purgingAt: null });
+        /** The file of a text request as long as it is still worth extracting: stored, not trashed, not being purged. */
+        liveFile: (fileId: string) => myFiles.findOne({ _id: fileId, trashedAt: null, purgingAt: null }),
+
+        /** Sets the text status of a live file still `pending`; true when it matched. */
+        async settleStatus(fileId: string, text: DriveFileDoc['text']): Promise<boolean> {
+          const moved = await myFiles.updateOne(
+            { _id: fileId, trashedAt: null, purgingAt: null, 'text.status': 'pending' },
+            { $set: { text } },
+          );
+          return moved.matchedCount === 1;
+        },
+      };
+    },
+  };
+}
 
 export async function saveDriveText(store: Store, doc: DriveTextDoc): Promise<void> {
   await driveTexts(store).replaceOne({ _id: doc._id }, doc, { upsert: true });
-}
-
-/** Sets the text status of a live file still `pending`; true when it matched. */
-export async function settleDriveTextStatus(
-  store: Store,
-  file: Pick<DriveFileDoc, '_id' | 'accountId'>,
-  text: DriveFileDoc['text'],
-): Promise<boolean> {
-  const moved = await driveFiles(store).updateOne(
-    { _id: file._id, accountId: file.accountId, trashedAt: null, purgingAt: null, 'text.status': 'pending' },
-    { $set: { text } },
-  );
-  return moved.matchedCount === 1;
 }
 
 export const driveFileExists = async (store: Store, fileId: string) =>

@@ -8,15 +8,7 @@ import {
   removeDriveTextIndex,
   scopeOf,
 } from './search-index.repository';
-import {
-  deleteDriveText,
-  driveFileExists,
-  findDriveText,
-  findPersonalFile,
-  findPersonalFolderPath,
-  saveDriveText,
-  settleDriveTextStatus,
-} from './text.repository';
+import { createDriveTexts, deleteDriveText, driveFileExists, saveDriveText } from './text.repository';
 
 /**
  * The stored text of Drive files: what GET /drive/files/{id}/text answers and what the research
@@ -60,7 +52,7 @@ export async function readDriveText(
   const status = file.text?.status ?? 'pending';
   const empty = { status, content: '', truncated: false, engine: file.text?.engine ?? null, storedChars: 0 };
   if (status !== 'ready') return empty;
-  const doc = await findDriveText(store, file);
+  const doc = await createDriveTexts(store).forAccount(file.accountId).text(file._id);
   if (!doc) return empty;
   const { text, cut } = cutAtWord(doc.content, opts.maxChars ?? Number.POSITIVE_INFINITY);
   return {
@@ -95,6 +87,7 @@ export async function findDriveTextsForResearch(
   query: string,
   opts: { limit: number; maxChars: number; pins: readonly string[] },
 ): Promise<DriveResearchSource[]> {
+  const mine = createDriveTexts(store).forAccount(accountId);
   const terms = queryTerms(query);
   const candidates = await findCandidates(store, {
     scopes: [scopeOf({ accountId, teamId: null })],
@@ -109,7 +102,7 @@ export async function findDriveTextsForResearch(
     if (!folderId) return false;
     let v = insideCache.get(folderId);
     if (v === undefined) {
-      const f = await findPersonalFolderPath(store, accountId, folderId);
+      const f = await mine.personalFolderPath(folderId);
       v = !!f && (pins.has(f._id) || (f.path ?? []).some((id) => pins.has(id)));
       insideCache.set(folderId, v);
     }
@@ -118,7 +111,7 @@ export async function findDriveTextsForResearch(
   const out: DriveResearchSource[] = [];
   for (let i = 0; i < candidates.length && out.length < opts.limit && i < opts.limit * 4; i += opts.limit) {
     const batch = candidates.slice(i, i + opts.limit);
-    const found = await Promise.all(batch.map((c) => findPersonalFile(store, accountId, c.fileId)));
+    const found = await Promise.all(batch.map((c) => mine.personalFile(c.fileId)));
     const docs = await Promise.all(found.map(async (file) => (file && (await inside(file.folderId)) ? file : null)));
     docs.forEach((file, k) => {
       if (!file || file.trashedAt || file.purgingAt || out.length >= opts.limit) return;
@@ -179,7 +172,7 @@ export async function recordDriveText(
           at,
         }
       : { status: outcome.status, chars: 0, truncated: false, engine: outcome.engine, error: outcome.error, at };
-  if (await settleDriveTextStatus(store, file, text)) return true;
+  if (await createDriveTexts(store).forAccount(file.accountId).settleStatus(file._id, text)) return true;
   // Trashed (kept: a restore makes it pending-and-live again for the sweep), finished by another
   // delivery, or purged: then nothing may stay behind.
   if (!(await driveFileExists(store, file._id))) {

@@ -1,4 +1,4 @@
-import { issueSignInLink } from '../../platform/console/sessions.repository';
+import { createSignInLinks } from '../../platform/console/sessions.repository';
 import type { Stack } from '../../scripts/harness/stack';
 
 /** The console's origin of a stack (its API base URL without /api/v1). */
@@ -54,7 +54,7 @@ export const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html
 
 /** Sign in as an account the way a person does (link → button) and return the Cookie header and the CSRF token. */
 export async function signIn(stack: Stack, accountId: string): Promise<{ cookie: string; csrf: string }> {
-  const { url } = await issueSignInLink(stack.rt.store, stack.config, accountId);
+  const { url } = await createSignInLinks(stack.rt.store, stack.config).forAccount(accountId).issue();
   const r = await post(stack, '/console/sign-in', { token: tokenOf(url) });
   const cookie = sessionCookie(r);
   const page = await get(stack, '/console/keys', cookie);

@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { issueSignInLink } from '../../platform/console/sessions.repository';
+import { createSignInLinks } from '../../platform/console/sessions.repository';
 import { COLLECTIONS } from '../../platform/infra/mongo';
 import { createDeliveriesRepository } from '../../platform/webhooks/deliveries.repository';
 import { client, waitForJob } from '../../scripts/harness/http';
@@ -85,7 +85,7 @@ describe('developer console in headless Chromium', function () {
     });
 
     // Sign in with the link the script prints.
-    const { url } = await issueSignInLink(stack.rt.store, stack.config, accountId);
+    const { url } = await createSignInLinks(stack.rt.store, stack.config).forAccount(accountId).issue();
     await page.goto(url);
     await shot('sign-in');
     await page.getByRole('button', { name: 'Sign in' }).click();

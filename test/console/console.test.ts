@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import express from 'express';
 import { createConsoleQueries } from '../../platform/console/console.repository';
 import { consoleRoutes } from '../../api/console/console.routes';
-import { issueSignInLink } from '../../platform/console/sessions.repository';
+import { createSignInLinks } from '../../platform/console/sessions.repository';
 import { requestId } from '../../api/middleware/request-id';
 import { createAuditRecorder } from '../../platform/audit/audit.recorder';
 import { COLLECTIONS } from '../../platform/infra/mongo';
@@ -26,7 +26,7 @@ describe('developer console over HTTP', function () {
 
   describe('signing in', () => {
     it('when a sign-in link is opened, then it shows a button and only the POST spends it', async () => {
-      const { url } = await issueSignInLink(stack.rt.store, stack.config, a.accountId);
+      const { url } = await createSignInLinks(stack.rt.store, stack.config).forAccount(a.accountId).issue();
       const landing = await get(stack, new URL(url).pathname + new URL(url).search);
       expect(landing.status).to.equal(200);
       expect(landing.text).to.contain('action="/console/sign-in"');
@@ -37,7 +37,7 @@ describe('developer console over HTTP', function () {
     });
 
     it('when a session cookie is set over http, then it is HttpOnly, SameSite=Lax, Path=/console and not Secure', async () => {
-      const { url } = await issueSignInLink(stack.rt.store, stack.config, a.accountId);
+      const { url } = await createSignInLinks(stack.rt.store, stack.config).forAccount(a.accountId).issue();
       const r = await post(stack, '/console/sign-in', { token: tokenOf(url) });
       const c = r.setCookie.find((x) => x.startsWith('console_session='))!;
       expect(c)
@@ -54,7 +54,7 @@ describe('developer console over HTTP', function () {
     });
 
     it('when a link is used a second time, then it is refused with 400 and no cookie', async () => {
-      const { url } = await issueSignInLink(stack.rt.store, stack.config, a.accountId);
+      const { url } = await createSignInLinks(stack.rt.store, stack.config).forAccount(a.accountId).issue();
       expect((await post(stack, '/console/sign-in', { token: tokenOf(url) })).status).to.equal(303);
       const again = await post(stack, '/console/sign-in', { token: tokenOf(url) });
       expect(again.status).to.equal(400);
@@ -63,7 +63,7 @@ describe('developer console over HTTP', function () {
     });
 
     it('when a link has expired, then it is refused with 400', async () => {
-      const { url } = await issueSignInLink(stack.rt.store, stack.config, a.accountId);
+      const { url } = await createSignInLinks(stack.rt.store, stack.config).forAccount(a.accountId).issue();
       await stack.db.db
         .collection(COLLECTIONS.consoleLinks)
         .updateMany({ accountId: a.accountId, usedAt: null }, { $set: { expiresAt: new Date(Date.now() - 1000) } });
@@ -384,7 +384,7 @@ describe('developer console over HTTP', function () {
     });
 
     it('when a sign-in POST comes from another site, then it answers 403, sets no cookie and leaves the link unspent', async () => {
-      const { url } = await issueSignInLink(stack.rt.store, stack.config, a.accountId);
+      const { url } = await createSignInLinks(stack.rt.store, stack.config).forAccount(a.accountId).issue();
       const crossSite = await post(stack, '/console/sign-in', { token: tokenOf(url) }, undefined, {
         'sec-fetch-site': 'cross-site',
       });
@@ -481,8 +481,8 @@ describe('developer console over HTTP', function () {
     it('when two views ask for usage at once, then they share one count, and a view within the minute reuses it', async () => {
       const queries = createConsoleQueries(stack.rt.store);
       const c = await stack.createAccount();
-      const first = queries.dailyUsage(c.accountId);
-      expect(queries.dailyUsage(c.accountId)).to.equal(first);
+      const first = queries.forAccount(c.accountId).dailyUsage();
+      expect(queries.forAccount(c.accountId).dailyUsage()).to.equal(first);
       const usage = await first;
       await stack.db.audit.insertOne({
         _id: 'aud_cache0',
@@ -496,8 +496,8 @@ describe('developer console over HTTP', function () {
         millicreditsCharged: 0,
         requestId: 'req_cache0',
       });
-      expect(await queries.dailyUsage(c.accountId)).to.equal(usage);
-      expect(await createConsoleQueries(stack.rt.store).dailyUsage(c.accountId)).to.have.nested.property(
+      expect(await queries.forAccount(c.accountId).dailyUsage()).to.equal(usage);
+      expect(await createConsoleQueries(stack.rt.store).forAccount(c.accountId).dailyUsage()).to.have.nested.property(
         'days[29].requests',
         1,
       );
@@ -519,7 +519,7 @@ describe('developer console behind https', function () {
 
   it('when PUBLIC_BASE_URL is https, then the session cookie is Secure', async () => {
     const { accountId } = await stack.createAccount();
-    const { url } = await issueSignInLink(stack.rt.store, stack.config, accountId);
+    const { url } = await createSignInLinks(stack.rt.store, stack.config).forAccount(accountId).issue();
     expect(url).to.match(/^https:\/\/console\.example\.test\/console\/sign-in\?token=/);
     const r = await post(stack, '/console/sign-in', { token: tokenOf(url) });
     expect(r.setCookie.find((c) => c.startsWith('console_session='))).to.match(/; Secure/i);

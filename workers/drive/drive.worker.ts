@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { openDriveBlob } from '../../platform/drive/blobs.repository';
 import type { DriveFileDoc } from '../../platform/drive/drive.types';
 import { cutAtWord, recordDriveText, type DriveTextOutcome } from '../../platform/drive/text';
-import { liveDriveFile } from '../../platform/drive/text.repository';
+import { createDriveTexts } from '../../platform/drive/text.repository';
 import type { DriveTextRequest } from '../../platform/drive/text-queue';
 import type { Store } from '../../platform/infra/mongo';
 import type { Runtime } from '../../platform/runtime';
@@ -118,7 +118,8 @@ export async function extractDriveText(
   req: DriveTextRequest,
   ctx: ConsumerContext,
 ): Promise<'skipped' | Outcome['status']> {
-  const file = await liveDriveFile(rt.store, req);
+  const mine = createDriveTexts(rt.store).forAccount(req.accountId);
+  const file = await mine.liveFile(req.fileId);
   if (!file || (file.text && file.text.status !== 'pending')) return 'skipped';
   let outcome: Outcome;
   if (ctx.priorDeliveries >= DRIVE_TEXT_WORK_LIMITS.maxDeliveries) {
@@ -130,9 +131,7 @@ export async function extractDriveText(
   } else {
     outcome = await extract(rt, file, ctx);
   }
-  return (await recordDriveText(rt.store, file, outcome, () => liveDriveFile(rt.store, req)))
-    ? outcome.status
-    : 'skipped';
+  return (await recordDriveText(rt.store, file, outcome, () => mine.liveFile(req.fileId))) ? outcome.status : 'skipped';
 }
 
 /** The drive pool: text extraction after upload (SPEC 4.10 GET …/text, search). */
