@@ -14,7 +14,7 @@ import ts from 'typescript';
  * - platform/ imports only platform/, contracts/ and monitoring/;
  * - api/, workers/ and scheduler/ import platform/, contracts/ and monitoring/, never each other;
  * - in those four folders only a repository (`*.repository.ts`) calls `.collection(` or
- *   `.collection<T>(` (also split over lines), besides the connection itself
+ *   `.collection<T>(` (also split over lines) or opens a `GridFSBucket`, besides the connection itself
  *   (platform/infra/mongo.ts: its probe and the indexes every process needs);
  * - the Runtime hands out an opaque `Store`, never the connection: only repositories,
  *   platform/infra/, the composition root (platform/runtime.ts), the test harness, benches, chaos
@@ -83,7 +83,7 @@ describe('layout: the import graph', function () {
 });
 
 describe('layout: the doors to the database', () => {
-  it('when api/, workers/, scheduler/ or platform/ reach a collection, then they do it in a repository', () => {
+  it('when api/, workers/, scheduler/ or platform/ reach a collection or a GridFS bucket, then they do it in a repository', () => {
     const files = execFileSync('git', ['ls-files', 'api', 'workers', 'scheduler', 'platform'], {
       cwd: ROOT,
       encoding: 'utf8',
@@ -92,12 +92,13 @@ describe('layout: the doors to the database', () => {
       .filter((f) => f.endsWith('.ts') && !f.endsWith('.repository.ts') && f !== 'platform/infra/mongo.ts')
       .filter((f) => fs.existsSync(path.join(ROOT, f)));
     // `.collection(` and `.collection<T>(`, also when a chain breaks the line before `.collection`.
-    const door = /\.\s*collection\s*[<(]/g;
+    // A GridFS bucket is a pair of collections: opened in a repository too.
+    const door = /\.\s*collection\s*[<(]|new\s+GridFSBucket\b/g;
     const doors = files.flatMap((f) => {
       const text = fs.readFileSync(path.join(ROOT, f), 'utf8');
       const lines = text.split('\n');
       return [...text.matchAll(door)].map((m) => {
-        const at = text.slice(0, m.index + m[0].indexOf('collection')).split('\n').length;
+        const at = text.slice(0, m.index + m[0].search(/collection|GridFSBucket/)).split('\n').length;
         return `${f}:${at}: ${lines[at - 1]!.trim()}`;
       });
     });
