@@ -18,8 +18,8 @@ describe('live: delivery records and cross-process takeover', function () {
   let second: ApiServer;
   const clients: LiveClient[] = [];
   before(async () => {
-    stack = await startStack({ scheduler: false, env: { WORKER_POOLS: 'speech', LIVE_HEARTBEAT_MS: '100' } });
-    second = await startApi(stack.config2({ LIVE_HEARTBEAT_MS: '100' }));
+    stack = await startStack({ scheduler: false, env: { WORKER_POOLS: 'speech', LIVE_HEARTBEAT_MS: '1000' } });
+    second = await startApi(stack.config2({ LIVE_HEARTBEAT_MS: '1000' }));
   });
   afterEach(() => {
     sinon.restore();
@@ -96,6 +96,6 @@ describe('live: delivery records and cross-process takeover', function () {
     await b.next('resumption');
     expect((await row()).status, "the older connection's close does not mark it dropped").to.equal('connected');
     const seen = (await row()).lastSeenAt.getTime();
-    await until(async () => (await row()).lastSeenAt.getTime() > seen, 'the new owner heart-beats', 3000);
+    await until(async () => (await row()).lastSeenAt.getTime() > seen, 'the new owner heart-beats', 10_000);
   });
 });

@@ -22,7 +22,7 @@ describe('live: session limits, heartbeat checks and dead connections', function
       scheduler: false,
       env: {
         WORKER_POOLS: 'speech',
-        LIVE_HEARTBEAT_MS: '150',
+        LIVE_HEARTBEAT_MS: '1000',
         LIVE_AUTH_RECHECK_MS: '100',
         LIVE_SESSION_MAX_TURNS: '2',
         LIVE_TURNS_PER_MINUTE: '60',
@@ -33,8 +33,8 @@ describe('live: session limits, heartbeat checks and dead connections', function
     // where a session may take more turns than that: with both limits at 2, a third turn that
     // arrives after the first two were answered meets the session's limit first and closes it.
     [timed, perMinute] = await Promise.all([
-      startApi(stack.config2({ LIVE_HEARTBEAT_MS: '150', LIVE_SESSION_MAX_MS: '2000' })),
-      startApi(stack.config2({ LIVE_HEARTBEAT_MS: '150', LIVE_TURNS_PER_MINUTE: '2', LIVE_SESSION_MAX_TURNS: '10' })),
+      startApi(stack.config2({ LIVE_HEARTBEAT_MS: '1000', LIVE_SESSION_MAX_MS: '2000' })),
+      startApi(stack.config2({ LIVE_HEARTBEAT_MS: '1000', LIVE_TURNS_PER_MINUTE: '2', LIVE_SESSION_MAX_TURNS: '10' })),
     ]);
   });
   afterEach(() => {
@@ -152,7 +152,7 @@ describe('live: session limits, heartbeat checks and dead connections', function
     const c = connect(open.realtimeUrl, open.token);
     await c.next('session.started');
     c.ws.pause(); // reads nothing: the pings stay unanswered
-    await until(async () => (await session(open.sessionId))?.status === 'dropped', 'the session marked dropped', 5000);
+    await until(async () => (await session(open.sessionId))?.status === 'dropped', 'the session marked dropped', 15_000);
     c.ws.resume();
     expect((await c.closed).code).to.equal(1006);
   });
