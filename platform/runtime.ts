@@ -36,7 +36,10 @@ export async function createRuntime(config: Config, log: Logger) {
   const [mongo, broker_] = await Promise.allSettled([
     (async () => {
       const db = await startupStep('mongodb', () =>
-        connectMongo(config.MONGODB_URL, { maxPoolSize: config.MONGODB_MAX_POOL_SIZE }),
+        connectMongo(config.MONGODB_URL, {
+          maxPoolSize: config.MONGODB_MAX_POOL_SIZE,
+          serverSelectionTimeoutMs: config.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+        }),
       );
       try {
         await Promise.all([

@@ -169,6 +169,15 @@ export const ConfigSchema = z.object({
     .describe(
       'Most MongoDB connections one process opens (driver maxPoolSize). FerretDB serves each command on one of its 50 PostgreSQL connections, shared by every process.',
     ),
+  MONGODB_SERVER_SELECTION_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(500)
+    .max(120_000)
+    .default(5000)
+    .describe(
+      "How long an operation waits for a usable MongoDB server (driver serverSelectionTimeoutMS) before it fails. The API does not wait it out while the database is known to be away (it answers 503 at once, platform/infra/db-health.ts); raise it where a replica set's elections take longer (MongoDB's own default is 30000), lower it to fail faster.",
+    ),
   AMQP_URL: z
     .string()
     .default('amqp://guest:guest@127.0.0.1:5672')

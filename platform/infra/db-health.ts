@@ -15,7 +15,7 @@ import {
  * What a process knows of its database, and how database errors are told apart.
  *
  * Without this, a request made while the database is away waits for it: the driver looks for a
- * server for `serverSelectionTimeoutMS` (5 s) on every operation, and a request makes several in
+ * server for `serverSelectionTimeoutMS` (MONGODB_SERVER_SELECTION_TIMEOUT_MS, 5 s) on every operation, and a request makes several in
  * a row (the Idempotency-Key record, the job, the release of the key, the audit entry): measured
  * 6 to 9 s per request with FerretDB killed, then a 500 without Retry-After. So each process
  * watches its client: the driver's view of the topology (no writable server: down), and every

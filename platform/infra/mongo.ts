@@ -319,9 +319,12 @@ function commandSpan(commandName: string, databaseName: string, command: Record<
  * connection from a pool of 50 by default; several processes share it). `health` follows the
  * client's events (platform/infra/db-health.ts): the API answers 503 at once while it says down.
  */
-export async function connectMongo(url: string, opts: { maxPoolSize?: number } = {}) {
+export async function connectMongo(
+  url: string,
+  opts: { maxPoolSize?: number; serverSelectionTimeoutMs?: number } = {},
+) {
   const client = new MongoClient(url, {
-    serverSelectionTimeoutMS: 5000,
+    serverSelectionTimeoutMS: opts.serverSelectionTimeoutMs ?? 5000,
     maxPoolSize: opts.maxPoolSize ?? 20,
     monitorCommands: true,
   });
