@@ -51,7 +51,14 @@ export async function startMonitoringServer(port: number, probes: readonly Probe
       res.end();
     }
   });
-  await new Promise<void>((resolve) => server.listen(port, '0.0.0.0', resolve));
+  // A port in use (or not ours to take) rejects: the process's start fails with the reason.
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '0.0.0.0', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   return {
     port: (server.address() as AddressInfo).port,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),

@@ -109,8 +109,16 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
     await rt.close();
     throw err;
   }
-  const monitor =
-    opts.monitoring === false ? undefined : await startMonitoringServer(config.SCHEDULER_METRICS_PORT, rt.probes);
+  let monitor: Awaited<ReturnType<typeof startMonitoringServer>> | undefined;
+  try {
+    monitor =
+      opts.monitoring === false ? undefined : await startMonitoringServer(config.SCHEDULER_METRICS_PORT, rt.probes);
+  } catch (err) {
+    await stopDeadLetters().catch(() => {});
+    await agenda.stop().catch(() => {});
+    await rt.close();
+    throw err;
+  }
   log.info('scheduler started', {
     sweepInterval: config.SWEEP_INTERVAL,
     monitoringPort: monitor?.port,

@@ -67,8 +67,7 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
   };
   // Every pool's consumer side by side (each its own channel).
   const started = await startupStep('pools', () => Promise.allSettled(config.WORKER_POOLS.map(startPool)));
-  const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) {
+  const unwind = async (reason: unknown): Promise<never> => {
     await Promise.allSettled([
       ...pools.map((p) => p.close()),
       ...responders.map((r) => r.close()),
@@ -76,10 +75,14 @@ export async function start(config: Config = loadConfig(), opts: { monitoring?: 
       webhooks?.close(),
     ]);
     await rt.close();
-    throw failed.reason;
-  }
+    throw reason;
+  };
+  const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) await unwind(failed.reason);
   const monitor =
-    opts.monitoring === false ? undefined : await startMonitoringServer(config.WORKER_METRICS_PORT, rt.probes);
+    opts.monitoring === false
+      ? undefined
+      : await startMonitoringServer(config.WORKER_METRICS_PORT, rt.probes).catch(unwind);
   log.info('workers ready', { pools: config.WORKER_POOLS, monitoringPort: monitor?.port, startupMs: startupReport() });
   let stopped: Promise<void> | undefined;
   return {

@@ -87,9 +87,21 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   };
   const env = (extra: Record<string, string> = {}) => loadConfig({ ...base, ...extra });
   const config = env();
-  const api = opts.api === false ? undefined : await startApi(config);
-  const workers = opts.workers === false ? undefined : await startWorkers(config);
-  const scheduler = opts.scheduler === false ? undefined : await startScheduler(config);
+  let api: Stack['api'];
+  let workers: Stack['workers'];
+  let scheduler: Stack['scheduler'];
+  try {
+    api = opts.api === false ? undefined : await startApi(config);
+    workers = opts.workers === false ? undefined : await startWorkers(config);
+    scheduler = opts.scheduler === false ? undefined : await startScheduler(config);
+  } catch (err) {
+    // A stack that failed halfway stops what it started and drops what it declared: no queue or
+    // database of a failed start outlives it (the end-of-run broker check would count them).
+    await Promise.allSettled([workers?.stop(), scheduler?.stop()]);
+    await api?.stop().catch(() => undefined);
+    await dropEverything(config).catch(() => undefined);
+    throw err;
+  }
   const rt = (api?.runtime ?? workers?.runtime ?? scheduler?.runtime)!;
 
   return {
