@@ -152,7 +152,11 @@ describe('live: session limits, heartbeat checks and dead connections', function
     const c = connect(open.realtimeUrl, open.token);
     await c.next('session.started');
     c.ws.pause(); // reads nothing: the pings stay unanswered
-    await until(async () => (await session(open.sessionId))?.status === 'dropped', 'the session marked dropped', 15_000);
+    await until(
+      async () => (await session(open.sessionId))?.status === 'dropped',
+      'the session marked dropped',
+      15_000,
+    );
     c.ws.resume();
     expect((await c.closed).code).to.equal(1006);
   });
