@@ -4,6 +4,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import madge from 'madge';
 import ts from 'typescript';
+import { typeProgram } from './type-program';
 
 /**
  * The import rules of ../shared/ARCHITECTURE.md, checked on the real import graph (madge reads
@@ -175,25 +176,14 @@ describe('layout: the store', () => {
  * files and what they import, so this stays a few seconds.
  */
 function lendingExports(repositories: string[]): Set<string> {
-  const parsed = ts.getParsedCommandLineOfConfigFile(
-    path.join(ROOT, 'tsconfig.json'),
-    {},
-    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined },
-  );
-  const program = ts.createProgram(
-    repositories.map((f) => path.join(ROOT, f)),
-    { ...parsed!.options, noEmit: true },
-  );
-  const checker = program.getTypeChecker();
+  const { checker, exports } = typeProgram(ROOT, repositories);
   const isCollection = (t: ts.Type): boolean =>
     t.isUnion() ? t.types.some(isCollection) : (t.getSymbol() ?? t.aliasSymbol)?.getName() === 'Collection';
   const holds = (t: ts.Type, at: ts.Node) =>
     isCollection(t) || t.getProperties().some((p) => isCollection(checker.getTypeOfSymbolAtLocation(p, at)));
   const out = new Set<string>();
-  for (const f of repositories) {
-    const src = program.getSourceFile(path.join(ROOT, f))!;
-    const mod = checker.getSymbolAtLocation(src);
-    for (const e of mod ? checker.getExportsOfModule(mod) : []) {
+  for (const { file: f, src, symbols } of exports()) {
+    for (const e of symbols) {
       const t = checker.getTypeOfSymbolAtLocation(e, src);
       const returns = t.getCallSignatures().map((s) => checker.getAwaitedType(s.getReturnType()) ?? s.getReturnType());
       if (isCollection(t) || returns.some((r) => holds(r, src))) out.add(`${f}: ${e.getName()}`);

@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import ts from 'typescript';
+import type ts from 'typescript';
+import { typeProgram } from './type-program';
 
 /**
  * Repositories of tenant data take the account id in their type: an account's operations are
@@ -17,26 +18,12 @@ import ts from 'typescript';
  */
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
-/** Exports allowed to take an `accountId`, each with its reason. */
-const ALLOWED: Record<string, string> = {};
-
 function accountTakers(files: string[]): string[] {
-  const parsed = ts.getParsedCommandLineOfConfigFile(
-    path.join(ROOT, 'tsconfig.json'),
-    {},
-    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined },
-  );
-  const program = ts.createProgram(
-    files.map((f) => path.join(ROOT, f)),
-    { ...parsed!.options, noEmit: true },
-  );
-  const checker = program.getTypeChecker();
+  const { checker, exports } = typeProgram(ROOT, files);
   const takes = (s: ts.Signature) => s.getParameters().some((p) => p.getName() === 'accountId');
   const out: string[] = [];
-  for (const f of files) {
-    const src = program.getSourceFile(path.join(ROOT, f))!;
-    const mod = checker.getSymbolAtLocation(src);
-    for (const e of mod ? checker.getExportsOfModule(mod) : []) {
+  for (const { file: f, src, symbols } of exports()) {
+    for (const e of symbols) {
       if (e.getName() === 'forAccount') continue;
       const t = checker.getTypeOfSymbolAtLocation(e, src);
       for (const sig of t.getCallSignatures()) {
@@ -50,7 +37,7 @@ function accountTakers(files: string[]): string[] {
       }
     }
   }
-  return [...new Set(out)].filter((x) => !(x in ALLOWED)).sort();
+  return [...new Set(out)].sort();
 }
 
 describe('layout: tenant data through forAccount', function () {
