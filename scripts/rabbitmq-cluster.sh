@@ -80,6 +80,18 @@ node_pid() {
   tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "RABBITMQ_PID_FILE=$f" || return 1
   echo "$pid"
 }
+# Node N's VM found by its environment (its node name and data folder), whatever its pid file
+# says: a kill must reach the running VM even when the pid file went stale under it.
+node_vm_by_env() {
+  local pid d; d="$(node_dir "$1")"
+  for pid in $(pgrep -x beam.smp); do
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "RABBITMQ_MNESIA_BASE=$d/data" || continue
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "RABBITMQ_NODENAME=$(node_name "$1")" || continue
+    echo "$pid"
+    return 0
+  done
+  return 1
+}
 epmd_pid() {
   local pid
   [ -s "$dir/epmd.pid" ] || return 1
@@ -309,7 +321,10 @@ case "$cmd" in
   release) take_lock; release "$@" ;;
   kill)
     check_node_arg "${1:-}"
-    pid="$(node_pid "$1")" || fail "node $1 is not running (no live VM in $(beam_pidfile "$1"))"
+    if ! pid="$(node_pid "$1")"; then
+      pid="$(node_vm_by_env "$1")" || fail "node $1 is not running (no live VM in $(beam_pidfile "$1"), none with its environment)"
+      log "node $1: its pid file names no live VM; its VM found by environment (pid $pid)"
+    fi
     kill -KILL "$pid"
     for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     log "node $1 killed (SIGKILL to pid $pid)"
